@@ -1,0 +1,47 @@
+//! The `libreyolo` binary: parses the command line and hands each
+//! subcommand to the crate that owns it. Errors become the group's exit
+//! codes here and nowhere else.
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use libreyolo_core::cli::{self, Cli, ProfileCommand, TopCommand};
+use libreyolo_core::error::{exit, Error, Result};
+
+fn main() -> ExitCode {
+    match run() {
+        Ok(()) => ExitCode::from(exit::OK as u8),
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
+
+fn run() -> Result<()> {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(msg) = cli::refuse_key_value(&args) {
+        return Err(Error::usage(msg));
+    }
+    let parsed = match Cli::try_parse_from(&args) {
+        Ok(p) => p,
+        Err(e) => {
+            // --help and --version are successes; everything else is usage.
+            let code = if e.use_stderr() { exit::USAGE } else { exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    };
+    let TopCommand::Profile(profile) = parsed.command;
+    let Some(command) = profile.command else {
+        return cli::print_stdout(&cli::subcommand_list());
+    };
+    match command.into_reader() {
+        Ok(reader) => cli::print_stdout(&cli::run_reader(&reader)?),
+        Err(ProfileCommand::Run(_)) | Err(ProfileCommand::Infer(_)) => Err(Error::failed(
+            "this build has no capture engine: build with the `capture` feature (see README) to run `profile run` / `profile infer`",
+        )),
+        Err(ProfileCommand::Explore(_)) => Err(Error::failed("the explorer is not part of this build yet")),
+        Err(_) => unreachable!("every reader command converts"),
+    }
+}

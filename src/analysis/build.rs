@@ -1,0 +1,371 @@
+//! Aggregates → `profile.json` content.
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use indexmap::IndexMap;
+use serde_json::Value;
+
+use super::busy::{merge, overlap};
+use super::kernels::{category, is_tensor_core, short_name};
+use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
+use super::verdict::{self, Evidence};
+use super::{Agg, Analyzer};
+use crate::error::{Error, Result};
+use crate::profile::{
+    metrics, Attribution, CategoryRow, DeviceRow, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow,
+    Profile, StreamRow, Window, SCHEMA_ID,
+};
+use crate::trace::TraceInfo;
+use crate::util::round;
+
+const MS: f64 = 1e6; // ns per ms
+const TOP_KERNELS: usize = 8;
+
+pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+    let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.ops.len() as u64 + a.counts.mallocs;
+    if a.span.is_none() && usable == 0 {
+        return Err(Error::failed(format!(
+            "the trace has no events to analyse ({} events read; none is a CPU op, runtime call or GPU event)",
+            a.counts.events
+        )));
+    }
+
+    // --- the window: every measured step, or the whole trace as one step.
+    let mut steps = a.ranges.step_intervals();
+    if steps.is_empty() {
+        let (s, e) = a.span.unwrap_or((0, 0));
+        steps = vec![(s, e.max(s))];
+    }
+    let n_steps = a.ranges.step_count() as f64;
+    let wall_ns: i64 = steps.iter().map(|(s, e)| e - s).sum();
+    let per_step_ms = |ns: i64| ns as f64 / MS / n_steps;
+
+    // --- GPU busy: union per device, clipped to the steps.
+    let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::new();
+    for k in &a.kernel_spans {
+        by_device.entry(k.device).or_default().push((k.start, k.end));
+        by_stream.entry((k.device, k.stream)).or_default().push((k.start, k.end));
+    }
+    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns + k.ns, count: acc.count + k.count });
+    let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
+    for k in &a.kernel_spans {
+        if a.ranges.in_step(k.start) {
+            *kernels_by_device.entry(k.device).or_insert(0) += 1;
+        }
+    }
+    let mut devices: Vec<DeviceRow> = by_device
+        .iter_mut()
+        .map(|(&device, iv)| {
+            let busy = overlap(&merge(iv), &steps);
+            let raw: i64 = iv.iter().map(|(s, e)| overlap(&[(*s, *e)], &steps)).sum();
+            let props = info.devices.iter().find(|d| d.id == device);
+            let mem = a.memory.get(&device);
+            DeviceRow {
+                device,
+                busy_ms_per_step: round(per_step_ms(busy), 3),
+                util: ratio(busy as f64, wall_ns as f64).min(1.0),
+                util_raw: ratio(raw as f64, wall_ns as f64),
+                kernels_per_step: round(*kernels_by_device.get(&device).unwrap_or(&0) as f64 / n_steps, 2),
+                peak_reserved_mb: mem.filter(|m| m.reserved > 0.0).map(|m| round(m.reserved / 1e6, 1)),
+                capacity_mb: props.filter(|p| p.total_global_mem > 0.0).map(|p| round(p.total_global_mem / 1e6, 1)),
+            }
+        })
+        .collect();
+    devices.sort_by_key(|d| d.device);
+    for d in &mut devices {
+        d.util = round(d.util, 3);
+        d.util_raw = round(d.util_raw, 3);
+    }
+    let mut streams: Vec<StreamRow> = by_stream
+        .iter_mut()
+        .map(|(&(device, stream), iv)| {
+            let busy = overlap(&merge(iv), &steps);
+            let count = iv.iter().filter(|(s, _)| a.ranges.in_step(*s)).count();
+            StreamRow {
+                device,
+                stream,
+                busy_ms_per_step: round(per_step_ms(busy), 3),
+                util: round(ratio(busy as f64, wall_ns as f64).min(1.0), 3),
+                kernels_per_step: round(count as f64 / n_steps, 2),
+            }
+        })
+        .collect();
+    streams.sort_by_key(|s| (s.device, s.stream));
+
+    // One device: its numbers. Several (rare in one trace): their mean.
+    let n_dev = devices.len().max(1) as f64;
+    let busy_ms = devices.iter().map(|d| d.busy_ms_per_step).sum::<f64>() / n_dev;
+    let gpu_util = devices.iter().map(|d| d.util).sum::<f64>() / n_dev;
+    let gpu_util_raw = ratio(kernel_total.ns as f64, wall_ns as f64) / n_dev;
+
+    // --- measured numbers win over trace-derived ones where they exist.
+    let mode = measured
+        .and_then(Measurements::mode)
+        .map(|m| if m == "inference" { Mode::Inference } else { Mode::Training })
+        .or_else(|| phase_mode(&a));
+    let trace_step_ms = wall_ns as f64 / MS / n_steps;
+    let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
+    let real = measured.and_then(|m| m.real.as_ref());
+    let dataload_ms = match mode {
+        Some(Mode::Inference) if measured.is_some() => Some(0.0),
+        _ => real.and_then(|r| r.dataload_ms),
+    };
+    let config = measured.map(|m| m.meta.clone()).unwrap_or_default();
+    let cuda = match config.get("device").and_then(Value::as_str) {
+        Some(d) => d != "cpu",
+        None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
+    };
+    let host_overhead = (step_ms - busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
+    let launches_per_step = kernel_total.count as f64 / n_steps;
+    let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
+    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| is_tensor_core(a.names.get(**n))).map(|(_, k)| k.ns).sum();
+    let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
+    let reserved_full = devices
+        .iter()
+        .filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?)))
+        .find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
+    // Allocator churn per step means something only in a steady state, i.e.
+    // between step markers; a whole trace (start-up included) is not one.
+    let malloc_thrash = a.ranges.has_steps() && mallocs_per_step >= verdict::MALLOCS_PER_STEP;
+    let memory_pressure = malloc_thrash || reserved_full.is_some();
+    let peak_allocated = a.memory.values().map(|m| m.allocated).fold(0.0, f64::max);
+    let peak_vram_mb = measured.and_then(Measurements::peak_vram_mb).or((peak_allocated > 0.0).then(|| round(peak_allocated / 1e6, 1)));
+
+    // --- kernels, categories, ops.
+    let kernel_row = |name: u32, k: &Agg, denom: i64| {
+        let raw = a.names.get(name);
+        KernelRow {
+            kernel: short_name(raw),
+            raw_name: raw.to_string(),
+            category: category(raw).to_string(),
+            tensorcore: is_tensor_core(raw),
+            ms_per_step: round(per_step_ms(k.ns), 4),
+            pct_of_gpu: round(pct(k.ns, denom), 2),
+            count_per_step: round(k.count as f64 / n_steps, 2),
+        }
+    };
+    let op_row = |name: u32, o: &Agg, denom: i64| OpRow {
+        op: a.names.get(name).to_string(),
+        ms_per_step: round(per_step_ms(o.ns), 4),
+        pct_of_cpu_ops: round(pct(o.ns, denom), 2),
+        count_per_step: round(o.count as f64 / n_steps, 2),
+    };
+    let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| kernel_row(*n, k, kernel_total.ns)).collect();
+    sort_kernels(&mut kernels);
+    let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
+    for (n, k) in &a.kernels {
+        *cat_ns.entry(category(a.names.get(*n))).or_insert(0) += k.ns;
+    }
+    let mut categories: Vec<CategoryRow> = cat_ns
+        .iter()
+        .filter(|(_, ns)| **ns > 0)
+        .map(|(c, ns)| CategoryRow { name: c.to_string(), pct: round(pct(*ns, kernel_total.ns), 1), ms_per_step: round(per_step_ms(*ns), 3) })
+        .collect();
+    categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
+    let op_total: i64 = a.ops.values().map(|o| o.ns).sum();
+    let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| op_row(*n, o, op_total)).collect();
+    sort_ops(&mut ops);
+
+    // --- phases.
+    let mut phase_ids: Vec<u16> = Vec::new();
+    let with_ranges = a.ranges.phases_with_ranges();
+    let mut present: Vec<u16> = with_ranges.iter().copied().collect();
+    present.extend(a.kernels_by_phase.keys().map(|(p, _)| *p));
+    present.extend(a.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
+    present.extend(a.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
+    for name in PHASE_ORDER {
+        if let Some(id) = (0..a.phases.len() as u16).find(|id| a.phases.name(*id) == *name) {
+            if present.contains(&id) && !phase_ids.contains(&id) {
+                phase_ids.push(id);
+            }
+        }
+    }
+    for id in 1..a.phases.len() as u16 {
+        if present.contains(&id) && !phase_ids.contains(&id) {
+            phase_ids.push(id);
+        }
+    }
+    let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
+    if unphased_kernels || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED)) {
+        phase_ids.push(UNPHASED);
+    }
+    let range_wall = a.ranges.cpu_phase_wall();
+    let mut phases = Vec::new();
+    let mut kernels_by_phase = IndexMap::new();
+    let mut ops_by_phase = IndexMap::new();
+    for id in phase_ids {
+        let name = if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
+        let ks: Vec<(u32, &Agg)> = a.kernels_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), k)| (*n, k)).collect();
+        let os: Vec<(u32, &Agg)> = a.ops_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), o)| (*n, o)).collect();
+        let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).sum();
+        let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
+        let o_ns: i64 = os.iter().map(|(_, o)| o.ns).sum();
+        let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
+        let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| kernel_row(*n, k, k_ns)).collect();
+        sort_kernels(&mut krows);
+        let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| op_row(*n, o, o_ns)).collect();
+        sort_ops(&mut orows);
+        let wall = measured_wall(measured, &name)
+            .or_else(|| range_wall.get(&id).map(|ns| per_step_ms(*ns)))
+            .map(|w| round(w, 3));
+        phases.push(PhaseRow {
+            phase: name.clone(),
+            gpu_ms_per_step: round(per_step_ms(k_ns), 3),
+            wall_ms_per_step: wall,
+            kernels_per_step: round(k_count as f64 / n_steps, 2),
+            ops_per_step: round(o_count as f64 / n_steps, 2),
+            unique_kernels: ks.len() as u64,
+            memcpy_ms_per_step: a.memcpy_by_phase.get(&id).map(|ns| round(per_step_ms(*ns), 3)),
+        });
+        kernels_by_phase.insert(name.clone(), krows);
+        ops_by_phase.insert(name, orows);
+    }
+
+    // --- verdict.
+    let stages = measured.and_then(|m| m.stages_ms.clone());
+    let phase_wall: Vec<(String, f64)> = phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
+    let evidence = Evidence {
+        mode,
+        cuda,
+        memory_pressure,
+        mallocs_per_step,
+        reserved_full,
+        step_ms,
+        dataload_ms: if measured.is_some() { dataload_ms } else { None },
+        gpu_util,
+        gpu_busy_ms: busy_ms,
+        launches_per_step,
+        mean_kernel_us,
+        host_overhead_ms: host_overhead,
+        stages: stages.as_ref(),
+        phase_wall,
+    };
+    let (bound, bound_why) = verdict::decide(&evidence);
+
+    // --- what we could not do exactly, said plainly.
+    let mut warnings = Vec::new();
+    if a.counts.malformed > 0 {
+        warnings.push(format!("{} malformed events skipped (missing or negative duration, wrong field types)", a.counts.malformed));
+    }
+    if a.counts.via_time > 0 {
+        warnings.push(format!(
+            "{} of {} GPU events had no launch in the trace and were placed by time",
+            a.counts.via_time, a.counts.gpu_in_steps
+        ));
+    }
+    if !a.ranges.has_steps() {
+        warnings.push("no ProfilerStep markers: the whole trace is analysed as one step".into());
+    }
+    if measured.is_none() {
+        warnings.push("no measured timing beside this trace: step time, throughput and dataloader wait come from the trace alone".into());
+    }
+
+    let mut profile = Profile {
+        schema: SCHEMA_ID.to_string(),
+        mode: mode.map(|m| m.as_str().to_string()),
+        trace: path.map(|p| p.display().to_string()),
+        model: config.get("model").and_then(Value::as_str).map(str::to_string),
+        config,
+        bound,
+        bound_why,
+        step_ms: round(step_ms, 3),
+        img_per_s: real.and_then(|r| r.img_per_s).or_else(|| {
+            let batch = measured?.meta.get("batch")?.as_f64()?;
+            (step_ms > 0.0).then(|| round(batch * 1000.0 / step_ms, 2))
+        }),
+        dataload_ms: dataload_ms.map(|v| round(v, 3)),
+        dataload_frac: dataload_ms.map(|d| round(ratio(d, step_ms), 3)),
+        gpu_util: round(gpu_util, 3),
+        gpu_util_raw: round(gpu_util_raw, 3),
+        memory_pressure,
+        cuda_mallocs_per_step: round(mallocs_per_step, 2),
+        host_overhead_ms_per_step: round(host_overhead, 3),
+        launches_per_step: round(launches_per_step, 2),
+        gpu_busy_ms_per_step: round(busy_ms, 3),
+        mean_kernel_us: round(mean_kernel_us, 2),
+        kernels_per_step: round(launches_per_step, 2),
+        unique_kernels: a.kernels.len() as u64,
+        memcpy_ms_per_step: round(per_step_ms(a.memcpy.ns), 3),
+        tensorcore_pct: round(pct(tc_ns, kernel_total.ns), 1),
+        peak_vram_mb,
+        window: Window { wall_ms: round(wall_ns as f64 / MS, 3), real_steps: n_steps as u64 },
+        latency: measured.and_then(|m| m.latency.clone()),
+        stages_ms: stages,
+        phases_gpu: phases.iter().map(|p| PhaseGpuRow { phase: p.phase.clone(), gpu_ms_per_step: p.gpu_ms_per_step }).collect(),
+        phases,
+        categories,
+        top_kernels: kernels.iter().take(TOP_KERNELS).cloned().collect(),
+        kernels,
+        kernels_by_phase,
+        ops_by_phase,
+        ops,
+        attribution: Some(Attribution {
+            method: "correlation".into(),
+            gpu_events: a.counts.gpu_in_steps,
+            via_launch: a.counts.via_launch,
+            via_time_window: a.counts.via_time,
+            outside_steps: a.counts.gpu_outside,
+            malformed_events: a.counts.malformed,
+            events_read: info.events,
+            passes: 1,
+        }),
+        devices,
+        streams,
+        warnings,
+        versions: measured.and_then(|m| m.versions.clone()),
+        host: measured.and_then(|m| m.host.clone()),
+        ..Default::default()
+    };
+    profile.metrics = metrics::of(&profile);
+    Ok(profile)
+}
+
+/// Training or inference from the phases a trace recorded, if it says.
+fn phase_mode(a: &Analyzer) -> Option<Mode> {
+    let names: Vec<&str> = (1..a.phases.len() as u16).map(|id| a.phases.name(id)).collect();
+    if names.iter().any(|n| *n == "preprocess" || *n == "postprocess") {
+        Some(Mode::Inference)
+    } else if names.iter().any(|n| *n == "backward" || *n == "optimizer" || *n == "dataload") {
+        Some(Mode::Training)
+    } else {
+        None
+    }
+}
+
+/// A phase's wall time as the capture measured it (synced), if it did.
+fn measured_wall(m: Option<&Measurements>, phase: &str) -> Option<f64> {
+    let m = m?;
+    if phase == "dataload" {
+        if let Some(dl) = m.real.as_ref().and_then(|r| r.dataload_ms) {
+            return Some(dl);
+        }
+    }
+    if let Some(v) = m.composition_ms.get(phase) {
+        return Some(*v);
+    }
+    let s = m.stages_ms.as_ref()?;
+    match phase {
+        "preprocess" => s.preprocess,
+        "forward" if m.mode() == Some("inference") => s.forward,
+        "postprocess" => s.postprocess,
+        _ => None,
+    }
+}
+
+fn sort_kernels(rows: &mut [KernelRow]) {
+    rows.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then_with(|| x.raw_name.cmp(&y.raw_name)));
+}
+
+fn sort_ops(rows: &mut [OpRow]) {
+    rows.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then_with(|| x.op.cmp(&y.op)));
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
+}
+
+fn pct(part: i64, whole: i64) -> f64 {
+    ratio(part as f64, whole as f64) * 100.0
+}

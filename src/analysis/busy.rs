@@ -1,0 +1,51 @@
+//! Busy time as a union of intervals, clipped to the measured steps, so that
+//! overlapping streams are never counted twice.
+
+/// Sorts and merges `iv` in place, returning the merged intervals.
+pub fn merge(iv: &mut Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+    iv.sort_unstable();
+    let mut out: Vec<(i64, i64)> = Vec::new();
+    for &(s, e) in iv.iter() {
+        if e <= s {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
+    }
+    out
+}
+
+/// Length of the intersection of two sorted, merged interval lists.
+pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
+    let (mut i, mut j, mut total) = (0, 0, 0i64);
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            total += e - s;
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn union_of_overlapping_streams_is_not_double_counted() {
+        let mut k = vec![(10, 20), (15, 30), (40, 50), (45, 46), (60, 60)];
+        let merged = merge(&mut k);
+        assert_eq!(merged, vec![(10, 30), (40, 50)]);
+        // Clipped to a window [0, 45): 20 + 5.
+        assert_eq!(overlap(&merged, &[(0, 45)]), 25);
+        assert_eq!(overlap(&merged, &[(0, 12), (18, 42)]), 2 + 12 + 2);
+    }
+}

@@ -1,0 +1,434 @@
+//! Trace → metrics (SPEC §4), in one streaming pass.
+//!
+//! Events are aggregated as they arrive; nothing proportional to the file
+//! is kept except one 16-byte interval per kernel (for the busy-time union)
+//! and the GPU events or launches still waiting for their partner. Events
+//! are placed in steps and phases with the ranges known at that moment.
+//! Kineto writes ranges before the work they enclose, so that is exact for
+//! current traces; when a range arrives that could enclose work already
+//! placed (some 2020–21 traces), the reader notices and runs a second pass
+//! with every range known up front.
+
+pub mod build;
+pub mod busy;
+pub mod kernels;
+pub mod ranges;
+pub mod verdict;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::error::Result;
+use crate::profile::{Measurements, Profile};
+use crate::trace::event::Id;
+use crate::trace::{self, Document, Event, EventSink, TraceInfo};
+use ranges::{PhaseNames, Ranges};
+
+/// Where an event landed: inside a measured step or not, and its phase.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Place {
+    in_step: bool,
+    phase: u16,
+}
+
+/// Total duration and count.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Agg {
+    pub ns: i64,
+    pub count: u64,
+}
+
+impl Agg {
+    fn add(&mut self, ns: i64) {
+        self.ns += ns;
+        self.count += 1;
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum GpuKind {
+    Kernel,
+    Memcpy,
+}
+
+/// A GPU event waiting for its launch (or, at the end, placed by time).
+#[derive(Debug, Clone, Copy)]
+struct GpuEvent {
+    kind: GpuKind,
+    name: u32,
+    device: i64,
+    ts: i64,
+    dur: i64,
+}
+
+/// A kernel's interval on its device and stream.
+#[derive(Debug, Clone, Copy)]
+struct KernelSpan {
+    device: i64,
+    stream: i64,
+    start: i64,
+    end: i64,
+}
+
+/// String interner for kernel and op names.
+#[derive(Debug, Default)]
+pub struct Names {
+    ids: HashMap<Box<str>, u32>,
+    names: Vec<Box<str>>,
+}
+
+impl Names {
+    fn id(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(s.into());
+        self.ids.insert(s.into(), id);
+        id
+    }
+    pub fn get(&self, id: u32) -> &str {
+        &self.names[id as usize]
+    }
+}
+
+/// (pid, tid) → a small thread id; integer ids take the fast path.
+#[derive(Debug, Default)]
+pub struct ThreadIds {
+    ints: HashMap<(i64, i64), u32>,
+    strs: HashMap<String, u32>,
+    next: u32,
+}
+
+impl ThreadIds {
+    fn id(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
+        let next = self.next;
+        let id = match (pid.and_then(Id::as_int), tid.and_then(Id::as_int)) {
+            (Some(p), Some(t)) => *self.ints.entry((p, t)).or_insert(next),
+            _ => {
+                let show = |id: Option<&Id<'_>>| match id {
+                    Some(Id::Int(v)) => v.to_string(),
+                    Some(Id::Str(s)) => s.to_string(),
+                    None => String::new(),
+                };
+                *self.strs.entry(format!("{}\u{0}{}", show(pid), show(tid))).or_insert(next)
+            }
+        };
+        if id == next {
+            self.next += 1;
+        }
+        id
+    }
+}
+
+/// Per-device allocator evidence from `[memory]` events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryPeak {
+    pub reserved: f64,
+    pub allocated: f64,
+}
+
+/// Counters for the attribution report.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Counts {
+    pub events: u64,
+    pub malformed: u64,
+    pub gpu_in_steps: u64,
+    pub via_launch: u64,
+    pub via_time: u64,
+    pub gpu_outside: u64,
+    pub mallocs: u64,
+}
+
+/// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
+#[derive(Debug, Default)]
+pub struct Analyzer {
+    names: Names,
+    phases: PhaseNames,
+    threads: ThreadIds,
+    ranges: Ranges,
+    /// Second pass: the ranges are already complete.
+    ranges_final: bool,
+    /// Latest timestamp placed so far (pass one's ordering check).
+    hi_ts: Option<i64>,
+    /// A range arrived that could enclose work placed before it.
+    needs_second_pass: bool,
+
+    kernels: HashMap<u32, Agg>,
+    kernels_by_phase: HashMap<(u16, u32), Agg>,
+    ops: HashMap<u32, Agg>,
+    ops_by_phase: HashMap<(u16, u32), Agg>,
+    memcpy: Agg,
+    memcpy_by_phase: HashMap<u16, i64>,
+    kernel_spans: Vec<KernelSpan>,
+    pending_launches: HashMap<i64, Place>,
+    pending_gpu: HashMap<i64, GpuEvent>,
+    unlaunched_gpu: Vec<GpuEvent>,
+    memory: HashMap<i64, MemoryPeak>,
+    /// First and last timestamps of CPU ops, runtime calls and GPU events:
+    /// the one step of a trace without step markers.
+    span: Option<(i64, i64)>,
+    counts: Counts,
+}
+
+/// µs (as written in traces) → integer ns.
+fn ns(us: f64) -> i64 {
+    (us * 1000.0).round() as i64
+}
+
+fn is_gpu_cat(cat: &str) -> Option<GpuKind> {
+    match cat {
+        "kernel" | "Kernel" => Some(GpuKind::Kernel),
+        "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset" => Some(GpuKind::Memcpy),
+        _ => None,
+    }
+}
+
+/// Runtime calls that put work on the GPU, and so can be a correlation's
+/// launch. Others (syncs, attribute queries) are not kept.
+fn is_launch(name: &str) -> bool {
+    name.contains("Launch") || name.contains("Memcpy") || name.contains("Memset") || name.contains("Graph")
+}
+
+impl Analyzer {
+    fn with_ranges(ranges: Ranges, phases: PhaseNames, threads: ThreadIds) -> Self {
+        Analyzer { ranges, phases, threads, ranges_final: true, ..Default::default() }
+    }
+
+    fn thread(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
+        self.threads.id(pid, tid)
+    }
+
+    fn widen_span(&mut self, start: i64, end: i64) {
+        self.span = Some(match self.span {
+            Some((s, e)) => (s.min(start), e.max(end)),
+            None => (start, end),
+        });
+    }
+
+    /// Places CPU-side work, remembering how far pass one has got.
+    fn place(&mut self, thread: u32, ts: i64) -> Place {
+        self.hi_ts = Some(self.hi_ts.map_or(ts, |h| h.max(ts)));
+        Place { in_step: self.ranges.in_step(ts), phase: self.ranges.cpu_phase(thread, ts) }
+    }
+
+    /// A range starting at or before work already placed may enclose it.
+    fn note_range(&mut self, start: i64) {
+        if self.hi_ts.is_some_and(|h| start <= h) {
+            self.needs_second_pass = true;
+        }
+    }
+
+    fn on_range(&mut self, ev: &Event<'_>, start: i64, end: i64) {
+        let name = ev.name();
+        if let Some(n) = name.strip_prefix("ProfilerStep#") {
+            if ev.cat() == "gpu_user_annotation" {
+                return; // the GPU-side mirror of the CPU step
+            }
+            let Ok(number) = n.trim().parse::<u64>() else { return };
+            if self.ranges_final {
+                return;
+            }
+            self.note_range(start);
+            let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+            self.ranges.add_step(number, thread, start, end);
+        } else if let Some(phase) = name.strip_prefix("step/") {
+            if self.ranges_final || phase.is_empty() {
+                return;
+            }
+            let id = self.phases.id(phase);
+            if ev.cat() == "gpu_user_annotation" {
+                let device = ev.pid.as_ref().and_then(Id::as_int).unwrap_or(0);
+                self.ranges.add_gpu_phase(device, start, end, id);
+            } else {
+                self.note_range(start);
+                let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+                self.ranges.add_cpu_phase(thread, start, end, id);
+            }
+        }
+    }
+
+    fn on_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        self.widen_span(start, start + dur);
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        let place = self.place(thread, start);
+        if !place.in_step {
+            return;
+        }
+        let name = self.names.id(ev.name());
+        self.ops.entry(name).or_default().add(dur);
+        self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);
+    }
+
+    fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        self.widen_span(start, start + dur);
+        let name = ev.name();
+        let malloc = name.contains("Malloc") || name.contains("Free");
+        let launch = ev.correlation().filter(|_| is_launch(name));
+        if !malloc && launch.is_none() {
+            return;
+        }
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        let place = self.place(thread, start);
+        if malloc && place.in_step {
+            self.counts.mallocs += 1;
+        }
+        if let Some(corr) = launch {
+            match self.pending_gpu.remove(&corr) {
+                Some(gpu) => self.count_gpu(gpu, place, true),
+                None => {
+                    self.pending_launches.insert(corr, place);
+                }
+            }
+        }
+    }
+
+    fn on_gpu(&mut self, ev: &Event<'_>, kind: GpuKind, start: i64, dur: i64) {
+        self.widen_span(start, start + dur);
+        let args = ev.args.as_ref();
+        let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+        let name = self.names.id(ev.name());
+        let gpu = GpuEvent { kind, name, device, ts: start, dur };
+        if kind == GpuKind::Kernel {
+            let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur });
+        }
+        match ev.correlation() {
+            Some(corr) => match self.pending_launches.remove(&corr) {
+                Some(place) => self.count_gpu(gpu, place, true),
+                None => {
+                    self.pending_gpu.insert(corr, gpu);
+                }
+            },
+            None => self.unlaunched_gpu.push(gpu),
+        }
+    }
+
+    fn count_gpu(&mut self, gpu: GpuEvent, place: Place, via_launch: bool) {
+        if !place.in_step {
+            self.counts.gpu_outside += 1;
+            return;
+        }
+        self.counts.gpu_in_steps += 1;
+        if via_launch {
+            self.counts.via_launch += 1;
+        } else {
+            self.counts.via_time += 1;
+        }
+        match gpu.kind {
+            GpuKind::Kernel => {
+                self.kernels.entry(gpu.name).or_default().add(gpu.dur);
+                self.kernels_by_phase.entry((place.phase, gpu.name)).or_default().add(gpu.dur);
+            }
+            GpuKind::Memcpy => {
+                self.memcpy.add(gpu.dur);
+                *self.memcpy_by_phase.entry(place.phase).or_insert(0) += gpu.dur;
+            }
+        }
+    }
+
+    fn on_memory(&mut self, ev: &Event<'_>) {
+        let Some(args) = ev.args.as_ref() else { return };
+        // Device Type 1 is CUDA; CPU allocations carry 0.
+        if args.device_type.id() != Some(1) {
+            return;
+        }
+        let device = args.device_id.id().unwrap_or(0);
+        let peak = self.memory.entry(device).or_default();
+        if let Some(r) = args.total_reserved.get() {
+            peak.reserved = peak.reserved.max(r);
+        }
+        if let Some(a) = args.total_allocated.get() {
+            peak.allocated = peak.allocated.max(a);
+        }
+    }
+
+    /// GPU events with no launch in the trace are placed by their own time.
+    fn place_leftovers_by_time(&mut self) {
+        let mut left: Vec<GpuEvent> = self.pending_gpu.drain().map(|(_, g)| g).collect();
+        left.append(&mut self.unlaunched_gpu);
+        left.sort_by_key(|g| g.ts);
+        for gpu in left {
+            let place = Place {
+                in_step: self.ranges.in_step(gpu.ts),
+                phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
+            };
+            self.count_gpu(gpu, place, false);
+        }
+    }
+}
+
+impl EventSink for Analyzer {
+    fn event(&mut self, ev: &Event<'_>) {
+        self.counts.events += 1;
+        match ev.ph() {
+            "X" => {}
+            "i" | "I" if ev.name() == "[memory]" => return self.on_memory(ev),
+            _ => return,
+        }
+        let (Some(ts), Some(dur)) = (ev.ts.get(), ev.dur.get()) else {
+            self.counts.malformed += 1;
+            return;
+        };
+        if dur < 0.0 {
+            self.counts.malformed += 1;
+            return;
+        }
+        let (start, dur) = (ns(ts), ns(dur));
+        let cat = ev.cat();
+        let name = ev.name();
+        match cat {
+            "user_annotation" | "gpu_user_annotation" => self.on_range(ev, start, start + dur),
+            "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => {
+                self.on_range(ev, start, start + dur)
+            }
+            "cpu_op" | "Operator" => self.on_op(ev, start, dur),
+            "cuda_runtime" | "Runtime" | "cuda_driver" => self.on_runtime(ev, start, dur),
+            _ => {
+                if let Some(kind) = is_gpu_cat(cat) {
+                    self.on_gpu(ev, kind, start, dur);
+                }
+            }
+        }
+    }
+
+    fn malformed(&mut self) {
+        self.counts.events += 1;
+        self.counts.malformed += 1;
+    }
+}
+
+/// Analyses the raw trace at `path` (with its measured numbers, if any).
+/// Returns `Ok(None)` when the file turns out to be a profile, not a trace.
+pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool) -> Result<Option<Profile>> {
+    let mut first = Analyzer::default();
+    let info = match trace::read(path, &mut first, progress)? {
+        Document::Profile => return Ok(None),
+        Document::Trace(info) => info,
+    };
+    let done = if first.needs_second_pass {
+        let mut second = Analyzer::with_ranges(first.ranges, first.phases, first.threads);
+        let info = match trace::read(path, &mut second, progress)? {
+            Document::Trace(info) => info,
+            Document::Profile => return Ok(None),
+        };
+        (second, info)
+    } else {
+        (first, info)
+    };
+    let (analyzer, info) = done;
+    let passes = if analyzer.ranges_final { 2 } else { 1 };
+    let mut profile = analyzer.finish(&info, measured, Some(path))?;
+    if let Some(a) = profile.attribution.as_mut() {
+        a.passes = passes;
+    }
+    Ok(Some(profile))
+}
+
+impl Analyzer {
+    /// Turns the aggregates into a profile.
+    pub fn finish(mut self, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+        self.place_leftovers_by_time();
+        build::build(self, info, measured, path)
+    }
+}

@@ -1,0 +1,242 @@
+//! Steps and phases: the `ProfilerStep#N` and `step/<phase>` ranges of a
+//! trace, and the lookups that place an event (thread, time) in them.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+/// Phase id 0: work outside every `step/<phase>` range.
+pub const UNPHASED: u16 = 0;
+pub const UNPHASED_NAME: &str = "unphased";
+
+/// Canonical order of the phases both capture modes record.
+pub const PHASE_ORDER: &[&str] = &["dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer"];
+
+/// Phase names ↔ small ids.
+#[derive(Debug, Clone)]
+pub struct PhaseNames {
+    names: Vec<String>,
+    ids: HashMap<String, u16>,
+}
+
+impl Default for PhaseNames {
+    fn default() -> Self {
+        let mut p = PhaseNames { names: Vec::new(), ids: HashMap::new() };
+        p.id(UNPHASED_NAME);
+        p
+    }
+}
+
+impl PhaseNames {
+    pub fn id(&mut self, name: &str) -> u16 {
+        if let Some(&id) = self.ids.get(name) {
+            return id;
+        }
+        let id = u16::try_from(self.names.len()).unwrap_or(u16::MAX);
+        self.names.push(name.to_string());
+        self.ids.insert(name.to_string(), id);
+        id
+    }
+    pub fn name(&self, id: u16) -> &str {
+        self.names.get(usize::from(id)).map_or(UNPHASED_NAME, String::as_str)
+    }
+    pub fn len(&self) -> usize {
+        self.names.len()
+    }
+}
+
+/// Ranges on one thread, indexed by start for "innermost enclosing" lookups.
+#[derive(Debug, Clone, Default)]
+struct ThreadRanges {
+    by_start: BTreeMap<(i64, u32), (i64, u16)>,
+    /// Longest range seen: bounds the backward scan of a lookup.
+    max_dur: i64,
+}
+
+impl ThreadRanges {
+    fn insert(&mut self, start: i64, end: i64, phase: u16) {
+        let seq = self.by_start.len() as u32;
+        self.by_start.insert((start, seq), (end, phase));
+        self.max_dur = self.max_dur.max(end - start);
+    }
+
+    /// The phase of the innermost range containing `ts` (latest start).
+    fn phase_at(&self, ts: i64) -> Option<u16> {
+        for (&(start, _), &(end, phase)) in self.by_start.range(..(ts, u32::MAX)).rev() {
+            if start + self.max_dur < ts {
+                break;
+            }
+            if ts < end {
+                return Some(phase);
+            }
+        }
+        None
+    }
+
+    fn iter(&self) -> impl Iterator<Item = (i64, i64, u16)> + '_ {
+        self.by_start.iter().map(|(&(s, _), &(e, p))| (s, e, p))
+    }
+}
+
+/// All ranges of a trace.
+#[derive(Debug, Clone, Default)]
+pub struct Ranges {
+    /// `ProfilerStep#N` → [start, end); duplicates of one N are merged.
+    steps: HashMap<u64, (i64, i64)>,
+    /// Merged step intervals, for membership.
+    step_index: BTreeMap<i64, i64>,
+    cpu_phases: HashMap<u32, ThreadRanges>,
+    /// Threads that own step or phase ranges (the training/inference loop).
+    main_threads: HashSet<u32>,
+    /// `gpu_user_annotation` phase ranges per device, for GPU events that
+    /// have no launch to follow.
+    gpu_phases: HashMap<i64, ThreadRanges>,
+}
+
+impl Ranges {
+    pub fn add_step(&mut self, number: u64, thread: u32, start: i64, end: i64) {
+        let e = self.steps.entry(number).or_insert((start, end));
+        e.0 = e.0.min(start);
+        e.1 = e.1.max(end);
+        self.main_threads.insert(thread);
+        self.rebuild_step_index();
+    }
+
+    fn rebuild_step_index(&mut self) {
+        let mut iv: Vec<(i64, i64)> = self.steps.values().copied().collect();
+        iv.sort_unstable();
+        self.step_index.clear();
+        let mut cur: Option<(i64, i64)> = None;
+        for (s, e) in iv {
+            match cur {
+                Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+                Some(c) => {
+                    self.step_index.insert(c.0, c.1);
+                    cur = Some((s, e));
+                }
+                None => cur = Some((s, e)),
+            }
+        }
+        if let Some(c) = cur {
+            self.step_index.insert(c.0, c.1);
+        }
+    }
+
+    pub fn add_cpu_phase(&mut self, thread: u32, start: i64, end: i64, phase: u16) {
+        self.cpu_phases.entry(thread).or_default().insert(start, end, phase);
+        self.main_threads.insert(thread);
+    }
+
+    pub fn add_gpu_phase(&mut self, device: i64, start: i64, end: i64, phase: u16) {
+        self.gpu_phases.entry(device).or_default().insert(start, end, phase);
+    }
+
+    pub fn has_steps(&self) -> bool {
+        !self.steps.is_empty()
+    }
+
+    /// Number of distinct steps (`#N`), at least 1.
+    pub fn step_count(&self) -> u64 {
+        (self.steps.len() as u64).max(1)
+    }
+
+    /// Merged step intervals, in time order.
+    pub fn step_intervals(&self) -> Vec<(i64, i64)> {
+        self.step_index.iter().map(|(&s, &e)| (s, e)).collect()
+    }
+
+    /// Whether `ts` falls inside a measured step. Without any step marker the
+    /// whole trace is one step.
+    pub fn in_step(&self, ts: i64) -> bool {
+        if self.steps.is_empty() {
+            return true;
+        }
+        self.step_index.range(..=ts).next_back().is_some_and(|(_, &end)| ts < end)
+    }
+
+    /// The phase of CPU work on `thread` at `ts`: the innermost `step/<p>`
+    /// range on the same thread; for helper threads with no ranges of their
+    /// own (autograd engine, dataloader), the phase the loop thread was in.
+    pub fn cpu_phase(&self, thread: u32, ts: i64) -> u16 {
+        if let Some(r) = self.cpu_phases.get(&thread) {
+            return r.phase_at(ts).unwrap_or(UNPHASED);
+        }
+        if self.main_threads.contains(&thread) {
+            return UNPHASED;
+        }
+        self.phase_by_time(ts)
+    }
+
+    /// The loop threads' phase at `ts`, for work placed by time.
+    pub fn phase_by_time(&self, ts: i64) -> u16 {
+        self.cpu_phases.values().find_map(|r| r.phase_at(ts)).unwrap_or(UNPHASED)
+    }
+
+    /// The phase of a GPU event placed by time: the device's own phase
+    /// annotations first, then the loop threads' CPU phases.
+    pub fn gpu_phase_by_time(&self, device: i64, ts: i64) -> u16 {
+        self.gpu_phases
+            .get(&device)
+            .and_then(|r| r.phase_at(ts))
+            .unwrap_or_else(|| self.phase_by_time(ts))
+    }
+
+    /// Total duration of CPU phase ranges inside steps, per phase id, on the
+    /// loop threads.
+    pub fn cpu_phase_wall(&self) -> HashMap<u16, i64> {
+        let mut out = HashMap::new();
+        for r in self.cpu_phases.values() {
+            for (s, e, p) in r.iter() {
+                if self.in_step(s) {
+                    *out.entry(p).or_insert(0) += e - s;
+                }
+            }
+        }
+        out
+    }
+
+    /// Phase ids that have a CPU or GPU range.
+    pub fn phases_with_ranges(&self) -> HashSet<u16> {
+        self.cpu_phases
+            .values()
+            .chain(self.gpu_phases.values())
+            .flat_map(|r| r.iter().map(|(_, _, p)| p))
+            .collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn innermost_range_on_the_same_thread_wins() {
+        let mut r = Ranges::default();
+        r.add_cpu_phase(1, 0, 100, 1);
+        r.add_cpu_phase(1, 10, 20, 2);
+        r.add_cpu_phase(1, 30, 40, 3);
+        assert_eq!(r.cpu_phase(1, 5), 1);
+        assert_eq!(r.cpu_phase(1, 15), 2);
+        assert_eq!(r.cpu_phase(1, 25), 1);
+        assert_eq!(r.cpu_phase(1, 35), 3);
+        assert_eq!(r.cpu_phase(1, 100), UNPHASED);
+        // A helper thread without ranges follows the loop thread by time.
+        assert_eq!(r.cpu_phase(2, 15), 2);
+    }
+
+    #[test]
+    fn duplicate_step_markers_count_once() {
+        let mut r = Ranges::default();
+        r.add_step(5, 1, 0, 100);
+        r.add_step(5, 1, 2, 90);
+        r.add_step(6, 1, 100, 200);
+        assert_eq!(r.step_count(), 2);
+        assert_eq!(r.step_intervals(), vec![(0, 200)]);
+        assert!(r.in_step(0) && r.in_step(199) && !r.in_step(200) && !r.in_step(-1));
+    }
+
+    #[test]
+    fn no_steps_means_everything_is_in_the_one_step() {
+        let r = Ranges::default();
+        assert!(r.in_step(i64::MIN) && r.in_step(0));
+        assert_eq!(r.step_count(), 1);
+    }
+}

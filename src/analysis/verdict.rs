@@ -1,0 +1,204 @@
+//! The bottleneck verdict and its reason (SPEC §4), decided once here for
+//! every profile we build.
+
+use crate::profile::{Mode, Stages};
+
+pub const MEMORY_PRESSURE: &str = "memory-pressure";
+pub const DATALOADER: &str = "dataloader";
+pub const COMPUTE: &str = "compute";
+pub const HOST_LAUNCH: &str = "host / launch";
+pub const NMS_POSTPROCESS: &str = "nms / postprocess";
+pub const PREPROCESS: &str = "preprocess";
+pub const MIXED: &str = "mixed";
+
+/// Dataloader wait at or above this share of the real step is the verdict.
+pub const DATALOADER_FRAC: f64 = 0.20;
+/// GPU utilisation at or above this is compute-bound.
+pub const COMPUTE_UTIL: f64 = 0.80;
+/// An inference stage at or above this share of the step can be the verdict.
+pub const STAGE_FRAC: f64 = 0.35;
+/// cudaMalloc/cudaFree calls per step that mean allocator thrash.
+pub const MALLOCS_PER_STEP: f64 = 5.0;
+/// Reserved memory at this share of the device's capacity counts as full.
+pub const RESERVED_FULL: f64 = 0.95;
+
+/// The numbers a verdict is decided from.
+#[derive(Debug, Clone, Default)]
+pub struct Evidence<'a> {
+    pub mode: Option<Mode>,
+    pub cuda: bool,
+    pub memory_pressure: bool,
+    pub mallocs_per_step: f64,
+    /// Device whose reserved memory reached its capacity: (reserved, capacity) MB.
+    pub reserved_full: Option<(f64, f64)>,
+    pub step_ms: f64,
+    /// Measured dataloader wait per step (None: not measurable from a trace).
+    pub dataload_ms: Option<f64>,
+    pub gpu_util: f64,
+    pub gpu_busy_ms: f64,
+    pub launches_per_step: f64,
+    pub mean_kernel_us: f64,
+    pub host_overhead_ms: f64,
+    pub stages: Option<&'a Stages>,
+    /// Wall time per phase (synced when measured), for the CPU case.
+    pub phase_wall: Vec<(String, f64)>,
+}
+
+pub fn decide(e: &Evidence<'_>) -> (String, String) {
+    if e.memory_pressure {
+        let mut why = format!("allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step", e.mallocs_per_step);
+        if let Some((r, cap)) = e.reserved_full {
+            why = format!("{why}; reserved memory reached {r:.0} of {cap:.0} MB");
+        }
+        return (
+            MEMORY_PRESSURE.into(),
+            format!("{why} — VRAM pressure, so utilisation and throughput here are unreliable. Lever: a smaller --batch."),
+        );
+    }
+    if e.mode == Some(Mode::Inference) {
+        if let Some(v) = inference_stage_verdict(e) {
+            return v;
+        }
+    }
+    if let Some(dl) = e.dataload_ms.filter(|_| e.step_ms > 0.0) {
+        let frac = dl / e.step_ms;
+        if frac >= DATALOADER_FRAC {
+            return (
+                DATALOADER.into(),
+                format!(
+                    "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. Levers: more --workers, caching decoded images, lighter augmentation, a larger batch.",
+                    e.step_ms,
+                    frac * 100.0
+                ),
+            );
+        }
+    }
+    if !e.cuda {
+        return cpu_verdict(e);
+    }
+    if e.gpu_util >= COMPUTE_UTIL {
+        return (
+            COMPUTE.into(),
+            format!(
+                "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit. Levers: AMP/bf16, channels-last, fewer or cheaper kernels.",
+                e.gpu_util * 100.0,
+                e.gpu_busy_ms,
+                e.step_ms
+            ),
+        );
+    }
+    let measured = if e.dataload_ms.is_none() { " (dataloader wait is not measurable from a trace alone)" } else { "" };
+    (
+        HOST_LAUNCH.into(),
+        format!(
+            "GPU only {:.0}% busy — fed too slowly: {:.0} kernel launches/step at ~{:.0} µs each, {:.2} ms/step of host time{measured}. Levers: a larger batch, fewer syncs, CUDA graphs, op fusion.",
+            e.gpu_util * 100.0,
+            e.launches_per_step,
+            e.mean_kernel_us,
+            e.host_overhead_ms
+        ),
+    )
+}
+
+fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
+    let s = e.stages?;
+    let (pre, fwd, post) = (s.preprocess.unwrap_or(0.0), s.forward.unwrap_or(0.0), s.postprocess.unwrap_or(0.0));
+    let total = pre + fwd + post;
+    if total <= 0.0 {
+        return None;
+    }
+    if post >= fwd && post / total >= STAGE_FRAC {
+        return Some((
+            NMS_POSTPROCESS.into(),
+            format!(
+                "postprocess/NMS takes {post:.2} ms ({:.0}% of the step), no less than forward ({fwd:.2} ms). Levers: a higher --conf, a lower --max-det, class-agnostic or batched NMS.",
+                post / total * 100.0
+            ),
+        ));
+    }
+    if pre >= fwd && pre / total >= STAGE_FRAC {
+        return Some((
+            PREPROCESS.into(),
+            format!(
+                "preprocess takes {pre:.2} ms ({:.0}% of the step), no less than forward ({fwd:.2} ms). Levers: decode once, resize on the GPU, a smaller --imgsz, larger batches.",
+                pre / total * 100.0
+            ),
+        ));
+    }
+    if !e.cuda {
+        return Some((COMPUTE.into(), format!("forward dominates the step ({fwd:.2} ms) — CPU-bound")));
+    }
+    None
+}
+
+/// On CPU there is no launch queue to starve: the step is compute, and the
+/// phase that dominates it is the thing to look at.
+fn cpu_verdict(e: &Evidence<'_>) -> (String, String) {
+    let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
+    let top = e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
+    let why = match top {
+        Some((phase, ms)) if total > 0.0 => {
+            format!("CPU run: {phase} dominates the step ({ms:.2} ms, {:.0}% of the phases) — CPU-bound", ms / total * 100.0)
+        }
+        _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
+    };
+    (COMPUTE.into(), why)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cuda(util: f64) -> Evidence<'static> {
+        Evidence { cuda: true, gpu_util: util, step_ms: 10.0, mode: Some(Mode::Training), ..Default::default() }
+    }
+
+    #[test]
+    fn training_verdicts_in_order() {
+        let mut e = cuda(0.9);
+        assert_eq!(decide(&e).0, COMPUTE);
+        e.gpu_util = 0.5;
+        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        e.dataload_ms = Some(2.0); // 20% of 10 ms
+        assert_eq!(decide(&e).0, DATALOADER);
+        e.dataload_ms = Some(1.99);
+        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        e.memory_pressure = true;
+        assert_eq!(decide(&e).0, MEMORY_PRESSURE);
+    }
+
+    #[test]
+    fn inference_verdicts() {
+        let nms = Stages { preprocess: Some(1.0), forward: Some(3.0), postprocess: Some(3.0) };
+        let mut e = cuda(0.9);
+        e.mode = Some(Mode::Inference);
+        e.stages = Some(&nms);
+        assert_eq!(decide(&e).0, NMS_POSTPROCESS);
+        let pre = Stages { preprocess: Some(4.0), forward: Some(4.0), postprocess: Some(1.0) };
+        e.stages = Some(&pre);
+        assert_eq!(decide(&e).0, PREPROCESS);
+        let fwd = Stages { preprocess: Some(1.0), forward: Some(8.0), postprocess: Some(1.0) };
+        e.stages = Some(&fwd);
+        assert_eq!(decide(&e).0, COMPUTE);
+        e.gpu_util = 0.3;
+        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        e.cuda = false;
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, COMPUTE);
+        assert!(why.contains("forward dominates the step (8.00 ms)"), "{why}");
+    }
+
+    #[test]
+    fn cpu_training_names_the_dominant_phase() {
+        let e = Evidence {
+            mode: Some(Mode::Training),
+            step_ms: 900.0,
+            dataload_ms: Some(3.0),
+            phase_wall: vec![("dataload".into(), 3.0), ("forward".into(), 562.5), ("backward".into(), 277.5)],
+            ..Default::default()
+        };
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, COMPUTE);
+        assert!(why.contains("forward dominates"), "{why}");
+    }
+}

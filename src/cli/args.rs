@@ -1,0 +1,305 @@
+//! Argument definitions (clap). Defaults follow SPEC §1.1–§1.3.
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::lens::kernels::Sort;
+
+#[derive(Debug, Parser)]
+#[command(name = "libreyolo", version, about = "Where the time goes in YOLO training and inference", propagate_version = true)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: TopCommand,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum TopCommand {
+    /// Measure and read profiles of YOLOv9 training and inference.
+    Profile(ProfileArgs),
+}
+
+#[derive(Debug, Args)]
+#[command(
+    after_help = "Readers take a profile.json (ours or LibreYOLO 1.6's), a repeat file, or any PyTorch\nChrome trace (.json or .json.gz). Exit codes: 0 ok, 1 unreadable input or runtime failure,\n2 missing file or bad argument, 3 `run` produced no profile."
+)]
+pub struct ProfileArgs {
+    #[command(subcommand)]
+    pub command: Option<ProfileCommand>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ProfileCommand {
+    /// Profile a short real training (writes <project>/train/profile.json).
+    Run(RunArgs),
+    /// Profile the inference path (writes <project>/infer/profile.json).
+    Infer(InferArgs),
+    /// Headline figures, the bottleneck verdict and the kernel mix.
+    Summary(TraceArgs),
+    /// One metric and nothing else; without a field, the metric names.
+    Get(GetArgs),
+    /// Per phase: GPU ms, wall ms, kernels and ops per step.
+    Phases(TraceArgs),
+    /// Individual GPU kernels, filtered and sorted.
+    Kernels(KernelsArgs),
+    /// aten/autograd ops by CPU time.
+    Ops(OpsArgs),
+    /// Before → after, with a significance call when both sides have repeats.
+    Compare(CompareArgs),
+    /// Projected step time and img/s if a kernel category or launches went away.
+    WhatIf(WhatIfArgs),
+    /// The interactive explorer over one profile, or two side by side.
+    Explore(ExploreArgs),
+}
+
+/// The commands that only read a profile; they run in the core.
+#[derive(Debug)]
+pub enum ReaderCommand {
+    Summary(TraceArgs),
+    Get(GetArgs),
+    Phases(TraceArgs),
+    Kernels(KernelsArgs),
+    Ops(OpsArgs),
+    Compare(CompareArgs),
+    WhatIf(WhatIfArgs),
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TraceArgs {
+    /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
+    pub trace: String,
+    /// JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct GetArgs {
+    /// profile.json, a repeat file, or a Chrome trace
+    pub trace: String,
+    /// Metric name (omit to list the names)
+    pub field: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct KernelsArgs {
+    pub trace: String,
+    /// Show the top N
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Category substring: gemm, layout, norm, elementwise, other
+    #[arg(long)]
+    pub category: Option<String>,
+    /// Regex on the kernel name (case-insensitive)
+    #[arg(long)]
+    pub grep: Option<String>,
+    /// Only Tensor Core kernels
+    #[arg(long)]
+    pub tensorcore: bool,
+    #[arg(long, value_enum, default_value_t = Sort::Time)]
+    pub sort: Sort,
+    /// Restrict to one phase (forward, backward, …)
+    #[arg(long)]
+    pub phase: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct OpsArgs {
+    pub trace: String,
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// Regex on the op name (case-insensitive)
+    #[arg(long)]
+    pub grep: Option<String>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CompareArgs {
+    /// The baseline
+    pub before: String,
+    /// The changed run
+    pub after: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct WhatIfArgs {
+    pub trace: String,
+    /// Remove one kernel category (substring: gemm, layout, norm, elementwise)
+    #[arg(long)]
+    pub remove_category: Option<String>,
+    /// Remove N kernel launches per step (e.g. an op-fusion win)
+    #[arg(long)]
+    pub remove_launches: Option<u64>,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ExploreArgs {
+    pub trace: String,
+    /// A second profile to compare against
+    pub other: Option<String>,
+    /// Colour theme from themes/*.toml
+    #[arg(long, default_value = "dark")]
+    pub theme: String,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct RunArgs {
+    /// Dataset YAML, a dataset name from the datasets directory, or `synthetic[:N]`
+    pub data: String,
+    #[arg(long, default_value = "LibreYOLO9t.pt")]
+    pub weights: String,
+    #[arg(long, default_value = "t")]
+    pub size: String,
+    /// Micro-batch; -1 fits about 70% of VRAM (CUDA)
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
+    pub batch: i64,
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: u32,
+    #[arg(long, default_value_t = 8)]
+    pub workers: usize,
+    /// AMP on CUDA (default on)
+    #[arg(long, overrides_with = "no_amp")]
+    pub amp: bool,
+    #[arg(long, overrides_with = "amp")]
+    pub no_amp: bool,
+    #[arg(long, default_value_t = 20)]
+    pub steps: usize,
+    #[arg(long, default_value_t = 5)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    /// `cpu`, or a CUDA index
+    #[arg(long, default_value = "0")]
+    pub device: String,
+    #[arg(long, default_value = "runs/profile")]
+    pub project: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct InferArgs {
+    /// Image file or directory (default: the bundled sample image)
+    pub source: Option<String>,
+    #[arg(long, default_value = "LibreYOLO9t.pt")]
+    pub weights: String,
+    #[arg(long, default_value = "t")]
+    pub size: String,
+    #[arg(long, default_value_t = 1)]
+    pub batch: usize,
+    #[arg(long, default_value_t = 640)]
+    pub imgsz: u32,
+    /// Autocast forward (CUDA only)
+    #[arg(long, overrides_with = "no_half")]
+    pub half: bool,
+    #[arg(long, overrides_with = "half")]
+    pub no_half: bool,
+    /// CUDA autocast dtype: float16 or bfloat16
+    #[arg(long, default_value = "float16")]
+    pub amp_dtype: String,
+    #[arg(long, default_value_t = 20)]
+    pub warmup: usize,
+    #[arg(long, default_value_t = 100)]
+    pub runs: usize,
+    #[arg(long, default_value_t = 1)]
+    pub repeat: usize,
+    #[arg(long, default_value_t = 0.25)]
+    pub conf: f64,
+    #[arg(long, default_value_t = 0.45)]
+    pub iou: f64,
+    #[arg(long, default_value_t = 300)]
+    pub max_det: usize,
+    #[arg(long, default_value = "0")]
+    pub device: String,
+    /// Emit the Chrome trace (default on)
+    #[arg(long, overrides_with = "no_trace")]
+    pub trace: bool,
+    #[arg(long, overrides_with = "trace")]
+    pub no_trace: bool,
+    #[arg(long, default_value = "runs/profile")]
+    pub project: String,
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl RunArgs {
+    pub fn amp(&self) -> bool {
+        !self.no_amp
+    }
+}
+
+impl InferArgs {
+    pub fn half(&self) -> bool {
+        self.half && !self.no_half
+    }
+    pub fn trace(&self) -> bool {
+        !self.no_trace
+    }
+}
+
+impl ProfileCommand {
+    /// The reader form of this command, if it is one.
+    pub fn into_reader(self) -> Result<ReaderCommand, ProfileCommand> {
+        Ok(match self {
+            ProfileCommand::Summary(a) => ReaderCommand::Summary(a),
+            ProfileCommand::Get(a) => ReaderCommand::Get(a),
+            ProfileCommand::Phases(a) => ReaderCommand::Phases(a),
+            ProfileCommand::Kernels(a) => ReaderCommand::Kernels(a),
+            ProfileCommand::Ops(a) => ReaderCommand::Ops(a),
+            ProfileCommand::Compare(a) => ReaderCommand::Compare(a),
+            ProfileCommand::WhatIf(a) => ReaderCommand::WhatIf(a),
+            other => return Err(other),
+        })
+    }
+}
+
+/// Refuses `key=value` arguments whose key is a flag of the chosen
+/// subcommand (SPEC §1: POSIX flags only), naming the `--key value` form.
+pub fn refuse_key_value(args: &[String]) -> Option<String> {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let profile = cmd.find_subcommand("profile")?;
+    let sub_name = args.iter().skip_while(|a| *a != "profile").nth(1)?;
+    let sub = profile.find_subcommand(sub_name)?;
+    let flags: Vec<String> = sub.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
+    let positionals: Vec<String> = sub.get_positionals().map(|a| a.get_id().to_string()).collect();
+    for arg in args.iter().skip_while(|a| *a != sub_name).skip(1) {
+        if arg.starts_with('-') {
+            continue;
+        }
+        let Some((key, value)) = arg.split_once('=') else { continue };
+        let flag = key.replace('_', "-");
+        if flags.contains(&flag) {
+            return Some(format!("`{arg}`: key=value arguments are not accepted; use `--{flag} {value}`"));
+        }
+        if positionals.iter().any(|p| p == key) {
+            return Some(format!("`{arg}`: key=value arguments are not accepted; give the {key} as a plain argument: `{value}`"));
+        }
+    }
+    None
+}
+
+/// The subcommand list printed by a bare `libreyolo profile`.
+pub fn subcommand_list() -> String {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = String::from("usage: libreyolo profile <subcommand> [<args>] [--flags]\n\nsubcommands:\n");
+    if let Some(profile) = cmd.find_subcommand("profile") {
+        for sub in profile.get_subcommands() {
+            let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();
+            out.push_str(&format!("  {:<9} {about}\n", sub.get_name()));
+        }
+    }
+    out.push_str("\nrun `libreyolo profile <subcommand> --help` for its flags\n");
+    out
+}

@@ -1,0 +1,87 @@
+//! The `libreyolo profile` command line: argument definitions for every
+//! subcommand (capture and explorer included, so `--help` is whole) and the
+//! reader commands, which run here. The binary wires capture and explorer.
+
+mod args;
+
+pub use args::*;
+
+use std::io::Write;
+
+use crate::error::{Error, Result};
+use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Change};
+use crate::profile::{self, Input};
+use crate::render::{self, text};
+
+/// Runs a reader subcommand and returns what to print on stdout.
+pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
+    let load = |path: &str| profile::load(path, true);
+    Ok(match cmd {
+        ReaderCommand::Summary(a) => {
+            let s = lens::summary::summary(&load(&a.trace)?.profile);
+            if a.json { render::json(&s)? } else { text::summary(&s) }
+        }
+        ReaderCommand::Get(a) => {
+            let input = load(&a.trace)?;
+            let got = lens::get::get(&input.profile, a.field.as_deref(), &a.trace)?;
+            if a.json {
+                match &got {
+                    lens::get::Got::Names(n) => serde_json::to_string(n).unwrap_or_default(),
+                    lens::get::Got::Value(k, v) => serde_json::json!({ k: v }).to_string(),
+                }
+            } else {
+                text::get(&got)
+            }
+        }
+        ReaderCommand::Phases(a) => {
+            let p = lens::phases::phases(&load(&a.trace)?.profile);
+            if a.json { render::json(&p)? } else { text::phases(&p) }
+        }
+        ReaderCommand::Kernels(a) => {
+            let Input { profile, .. } = load(&a.trace)?;
+            let q = KernelQuery {
+                top: Some(a.top),
+                category: a.category.clone(),
+                grep: a.grep.clone(),
+                tensorcore: a.tensorcore,
+                sort: a.sort,
+                phase: a.phase.clone(),
+            };
+            let k = lens::kernels::kernels(&profile, &q)?;
+            if a.json { render::json(&k)? } else { text::kernels(&k) }
+        }
+        ReaderCommand::Ops(a) => {
+            let Input { profile, .. } = load(&a.trace)?;
+            let q = OpQuery { top: Some(a.top), phase: a.phase.clone(), grep: a.grep.clone() };
+            let o = lens::ops::ops(&profile, &q)?;
+            if a.json { render::json(&o)? } else { text::ops(&o) }
+        }
+        ReaderCommand::Compare(a) => {
+            let before = load(&a.before)?;
+            let after = load(&a.after)?;
+            let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
+            if let Some(w) = &c.warning {
+                eprintln!("warning: {w}");
+            }
+            if a.json { render::json(&c)? } else { text::compare(&c) }
+        }
+        ReaderCommand::WhatIf(a) => {
+            let change = Change { remove_category: a.remove_category.clone(), remove_launches: a.remove_launches };
+            if change.remove_category.is_none() && change.remove_launches.is_none() {
+                return Err(Error::usage("specify --remove-category C or --remove-launches N"));
+            }
+            let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
+            if a.json { render::json(&w)? } else { text::what_if(&w) }
+        }
+    })
+}
+
+/// Writes to stdout, treating a closed pipe (`| head`) as success.
+pub fn print_stdout(s: &str) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    let res = out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
+    match res {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}"))),
+        _ => Ok(()),
+    }
+}

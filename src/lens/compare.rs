@@ -1,0 +1,271 @@
+//! `profile compare`: before → after, with the significance rule of SPEC §5.
+
+use indexmap::IndexMap;
+use serde::Serialize;
+
+use crate::profile::Profile;
+use crate::util::round;
+
+/// Which way is better for a metric.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Better {
+    Higher,
+    Lower,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Significance {
+    pub n: [u32; 2],
+    pub std: [Option<f64>; 2],
+    /// `None` when the call cannot be made (a side has fewer than 2 trials).
+    pub significant: Option<bool>,
+    /// The comparison made, or why none was.
+    pub significance: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct MetricDelta {
+    pub metric: &'static str,
+    pub label: &'static str,
+    pub unit: &'static str,
+    pub before: Option<f64>,
+    pub after: Option<f64>,
+    /// Relative change in percent, when both sides are known and before ≠ 0.
+    pub change_pct: Option<f64>,
+    pub better: Better,
+    /// True/false when the change is an improvement/regression; None if equal or unknown.
+    pub improved: Option<bool>,
+    pub significance: Significance,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    Faster,
+    Slower,
+    Same,
+    Appeared,
+    Disappeared,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RowDelta {
+    pub name: String,
+    pub before_ms: Option<f64>,
+    pub after_ms: Option<f64>,
+    pub delta_ms: f64,
+    pub change_pct: Option<f64>,
+    pub status: RowStatus,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Comparison {
+    pub before: String,
+    pub after: String,
+    pub mode: [&'static str; 2],
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+    pub metrics: Vec<MetricDelta>,
+    pub bound: [String; 2],
+    pub categories: Vec<RowDelta>,
+    pub phases: Vec<RowDelta>,
+    pub kernels: Vec<RowDelta>,
+}
+
+/// Changes below this share are reported as "same".
+const SAME_PCT: f64 = 1.0;
+
+pub const SINGLE_RUN: &str = "single run: measure both sides with --repeat N (N >= 2) for a significance call";
+
+/// The 2·SE rule: significant when |Δmean| > 2·sqrt(sa²/na + sb²/nb).
+pub fn significance(a: f64, b: f64, sa: Option<f64>, sb: Option<f64>, na: u32, nb: u32) -> Significance {
+    let base = Significance { n: [na, nb], std: [sa, sb], significant: None, significance: SINGLE_RUN.to_string() };
+    let (Some(sa), Some(sb)) = (sa, sb) else { return base };
+    if na < 2 || nb < 2 {
+        return base;
+    }
+    let se = (sa * sa / f64::from(na) + sb * sb / f64::from(nb)).sqrt();
+    let d = (b - a).abs();
+    Significance {
+        significant: Some(d > 2.0 * se),
+        significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)),
+        ..base
+    }
+}
+
+fn fmt_sig(v: f64) -> String {
+    if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.3}") }
+}
+
+struct Spec {
+    metric: &'static str,
+    label: &'static str,
+    unit: &'static str,
+    better: Better,
+    get: fn(&Profile) -> Option<f64>,
+    /// Key of the per-metric std in `metrics_std`.
+    std_key: Option<&'static str>,
+}
+
+fn ms_per_image(p: &Profile) -> Option<f64> {
+    p.batch().filter(|_| p.step_ms > 0.0).map(|b| round(p.step_ms / b, 3))
+}
+
+const SPECS: &[Spec] = &[
+    Spec { metric: "img_per_s", label: "img/s", unit: "", better: Better::Higher, get: |p| p.img_per_s, std_key: None },
+    Spec { metric: "ms_per_image", label: "ms/image", unit: "ms", better: Better::Lower, get: ms_per_image, std_key: Some("ms_per_image") },
+    Spec { metric: "step_ms", label: "step", unit: "ms", better: Better::Lower, get: |p| Some(p.step_ms), std_key: Some("step_ms") },
+    Spec { metric: "latency_p50_ms", label: "latency p50", unit: "ms", better: Better::Lower, get: |p| p.latency.as_ref().map(|l| l.p50_ms), std_key: None },
+    Spec { metric: "latency_p99_ms", label: "latency p99", unit: "ms", better: Better::Lower, get: |p| p.latency.as_ref().map(|l| l.p99_ms), std_key: None },
+    Spec { metric: "gpu_util", label: "GPU util", unit: "%", better: Better::Higher, get: |p| Some(p.gpu_util), std_key: Some("gpu_util") },
+    Spec { metric: "gpu_busy_ms_per_step", label: "GPU busy", unit: "ms/step", better: Better::Lower, get: |p| Some(p.gpu_busy_ms_per_step), std_key: Some("gpu_busy_ms_per_step") },
+    Spec { metric: "host_overhead_ms_per_step", label: "host overhead", unit: "ms/step", better: Better::Lower, get: |p| Some(p.host_overhead_ms_per_step), std_key: Some("host_overhead_ms_per_step") },
+    Spec { metric: "launches_per_step", label: "launches/step", unit: "", better: Better::Lower, get: |p| Some(p.launches_per_step), std_key: Some("launches_per_step") },
+    Spec { metric: "dataload_ms", label: "dataload", unit: "ms/step", better: Better::Lower, get: |p| p.dataload_ms, std_key: Some("dataload_ms") },
+    Spec { metric: "tensorcore_pct", label: "Tensor Cores", unit: "%", better: Better::Higher, get: |p| Some(p.tensorcore_pct), std_key: Some("tensorcore_pct") },
+    Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.peak_vram_mb, std_key: None },
+];
+
+pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Comparison {
+    let (na, nb) = (a.img_per_s_n(), b.img_per_s_n());
+    let metrics = SPECS
+        .iter()
+        .filter_map(|s| {
+            let (x, y) = ((s.get)(a), (s.get)(b));
+            if x.is_none() && y.is_none() {
+                return None;
+            }
+            let (sa, sb) = match s.std_key {
+                None if s.metric == "img_per_s" => (a.img_per_s_std, b.img_per_s_std),
+                None => (None, None),
+                Some(k) => (a.metrics_std.get(k).copied(), b.metrics_std.get(k).copied()),
+            };
+            let significance = match (x, y) {
+                (Some(x), Some(y)) => significance(x, y, sa, sb, na, nb),
+                _ => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: "not measured on both sides".into() },
+            };
+            let change_pct = match (x, y) {
+                (Some(x), Some(y)) if x != 0.0 => Some(round((y - x) / x * 100.0, 1)),
+                _ => None,
+            };
+            let improved = match (x, y) {
+                (Some(x), Some(y)) if x != y => Some(match s.better {
+                    Better::Higher => y > x,
+                    Better::Lower => y < x,
+                }),
+                _ => None,
+            };
+            Some(MetricDelta { metric: s.metric, label: s.label, unit: s.unit, before: x, after: y, change_pct, better: s.better, improved, significance })
+        })
+        .collect();
+    let (ma, mb) = (a.mode(), b.mode());
+    let warning = (ma != mb).then(|| {
+        format!(
+            "comparing a {} profile with a {} profile: their steps measure different work",
+            ma.as_str(),
+            mb.as_str()
+        )
+    });
+    let rows = |xs: Vec<(String, f64)>, ys: Vec<(String, f64)>| row_deltas(xs, ys);
+    Comparison {
+        before: before.to_string(),
+        after: after.to_string(),
+        mode: [ma.as_str(), mb.as_str()],
+        warning,
+        metrics,
+        bound: [a.bound.clone(), b.bound.clone()],
+        categories: rows(
+            a.categories.iter().map(|c| (c.name.clone(), c.ms_per_step)).collect(),
+            b.categories.iter().map(|c| (c.name.clone(), c.ms_per_step)).collect(),
+        ),
+        phases: rows(
+            a.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
+            b.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
+        ),
+        kernels: rows(
+            a.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
+            b.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
+        ),
+    }
+}
+
+/// A phase is compared on its wall time when known, else its GPU time.
+fn phase_ms(p: &crate::profile::PhaseRow) -> f64 {
+    p.wall_ms_per_step.unwrap_or(p.gpu_ms_per_step)
+}
+
+fn row_deltas(before: Vec<(String, f64)>, after: Vec<(String, f64)>) -> Vec<RowDelta> {
+    let mut all: IndexMap<String, (Option<f64>, Option<f64>)> = IndexMap::new();
+    for (n, v) in before {
+        all.entry(n).or_default().0 = Some(v);
+    }
+    for (n, v) in after {
+        all.entry(n).or_default().1 = Some(v);
+    }
+    let mut out: Vec<RowDelta> = all
+        .into_iter()
+        .map(|(name, (x, y))| {
+            let delta = y.unwrap_or(0.0) - x.unwrap_or(0.0);
+            let change_pct = match (x, y) {
+                (Some(x), Some(y)) if x != 0.0 => Some(round((y - x) / x * 100.0, 1)),
+                _ => None,
+            };
+            let status = match (x, y) {
+                (None, Some(_)) => RowStatus::Appeared,
+                (Some(_), None) => RowStatus::Disappeared,
+                _ if change_pct.is_none_or(|c| c.abs() < SAME_PCT) => RowStatus::Same,
+                _ if delta < 0.0 => RowStatus::Faster,
+                _ => RowStatus::Slower,
+            };
+            RowDelta { name, before_ms: x, after_ms: y, delta_ms: round(delta, 4), change_pct, status }
+        })
+        .collect();
+    out.sort_by(|p, q| q.delta_ms.abs().total_cmp(&p.delta_ms.abs()).then_with(|| p.name.cmp(&q.name)));
+    out
+}
+
+impl Comparison {
+    /// Compares img/s, the headline figure.
+    pub fn throughput(&self) -> Option<&MetricDelta> {
+        self.metrics.iter().find(|m| m.metric == "img_per_s")
+    }
+    pub fn modes_differ(&self) -> bool {
+        self.mode[0] != self.mode[1]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn two_se_rule_matches_the_reference_example() {
+        // Reference: 4.59 ± 1.08 (n=3) → 7.55 ± 1.86 (n=3): |d|=3.0 vs 2*SE=2.5, significant.
+        let s = significance(4.59, 7.55, Some(1.08), Some(1.86), 3, 3);
+        assert_eq!(s.significant, Some(true));
+        let se2 = 2.0 * ((1.08f64 * 1.08 + 1.86 * 1.86) / 3.0).sqrt();
+        assert!((se2 - 2.483).abs() < 1e-3);
+        assert_eq!(s.significance, "|d|=2.960 vs 2*SE=2.483");
+        // Same mean: not significant.
+        assert_eq!(significance(4.4, 4.4, Some(0.1), Some(0.1), 3, 3).significant, Some(false));
+        // One side single: no call.
+        let single = significance(4.4, 5.0, Some(0.1), None, 3, 1);
+        assert_eq!(single.significant, None);
+        assert_eq!(single.significance, SINGLE_RUN);
+    }
+
+    #[test]
+    fn row_deltas_classify_changes() {
+        let d = row_deltas(
+            vec![("a".into(), 10.0), ("b".into(), 5.0), ("c".into(), 1.0)],
+            vec![("a".into(), 8.0), ("b".into(), 5.01), ("d".into(), 2.0)],
+        );
+        let status = |n: &str| d.iter().find(|r| r.name == n).unwrap().status;
+        assert_eq!(status("a"), RowStatus::Faster);
+        assert_eq!(status("b"), RowStatus::Same);
+        assert_eq!(status("c"), RowStatus::Disappeared);
+        assert_eq!(status("d"), RowStatus::Appeared);
+        assert_eq!(d[0].name, "a", "largest change first");
+    }
+}

@@ -1,0 +1,11 @@
+//! The lenses: each computes one result struct from a profile. The text
+//! printer, the JSON printer and the explorer all render these structs, so
+//! no number is computed twice.
+
+pub mod compare;
+pub mod get;
+pub mod kernels;
+pub mod ops;
+pub mod phases;
+pub mod summary;
+pub mod whatif;

@@ -1,0 +1,43 @@
+//! `profile ops`: aten/autograd ops by CPU time.
+
+use serde::Serialize;
+
+use super::kernels::compile_grep;
+use super::phases::check_phase;
+use crate::error::Result;
+use crate::profile::{OpRow, Profile};
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct OpQuery {
+    pub top: Option<usize>,
+    pub phase: Option<String>,
+    /// Case-insensitive regex on the op name.
+    pub grep: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Ops {
+    pub trace: Option<String>,
+    pub query: OpQuery,
+    pub matched: usize,
+    pub total: usize,
+    pub ops: Vec<OpRow>,
+}
+
+pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
+    let scope: &[OpRow] = match &q.phase {
+        Some(phase) => {
+            check_phase(p, phase)?;
+            p.ops_by_phase.get(phase).map_or(&[], Vec::as_slice)
+        }
+        None => &p.ops,
+    };
+    let re = q.grep.as_deref().map(compile_grep).transpose()?;
+    let mut rows: Vec<OpRow> = scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).cloned().collect();
+    rows.sort_by(|a, b| b.ms_per_step.total_cmp(&a.ms_per_step).then_with(|| a.op.cmp(&b.op)));
+    let matched = rows.len();
+    if let Some(top) = q.top {
+        rows.truncate(top);
+    }
+    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops: rows })
+}

@@ -1,0 +1,94 @@
+//! `profile summary`: the headline figures and the verdict.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::profile::{Attribution, CategoryRow, DeviceRow, KernelRow, Latency, PhaseGpuRow, Profile, Stages, StreamRow, Window};
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Summary {
+    pub trace: Option<String>,
+    pub mode: &'static str,
+    pub model: Option<String>,
+    pub config: Map<String, Value>,
+    pub bound: String,
+    pub bound_why: String,
+    /// False when the profile was taken under VRAM thrash.
+    pub trustworthy: bool,
+    pub step_ms: f64,
+    pub img_per_s: Option<f64>,
+    pub img_per_s_std: Option<f64>,
+    pub img_per_s_n: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages_ms: Option<Stages>,
+    pub gpu_util: f64,
+    pub gpu_util_raw: f64,
+    pub gpu_busy_ms_per_step: f64,
+    pub mean_kernel_us: f64,
+    pub kernels_per_step: f64,
+    pub unique_kernels: u64,
+    pub memcpy_ms_per_step: f64,
+    pub tensorcore_pct: f64,
+    pub peak_vram_mb: Option<f64>,
+    pub dataload_ms: Option<f64>,
+    pub dataload_frac: Option<f64>,
+    pub host_overhead_ms_per_step: f64,
+    pub launches_per_step: f64,
+    pub memory_pressure: bool,
+    pub cuda_mallocs_per_step: f64,
+    pub window: Window,
+    pub categories: Vec<CategoryRow>,
+    pub phases_gpu: Vec<PhaseGpuRow>,
+    pub top_kernels: Vec<KernelRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamRow>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+}
+
+pub fn summary(p: &Profile) -> Summary {
+    Summary {
+        trace: p.trace.clone(),
+        mode: p.mode().as_str(),
+        model: p.model.clone(),
+        config: p.config.clone(),
+        bound: p.bound.clone(),
+        bound_why: p.bound_why.clone(),
+        trustworthy: !p.untrustworthy(),
+        step_ms: p.step_ms,
+        img_per_s: p.img_per_s,
+        img_per_s_std: p.img_per_s_std,
+        img_per_s_n: p.img_per_s_n(),
+        latency: p.latency.clone(),
+        stages_ms: p.stages_ms.clone(),
+        gpu_util: p.gpu_util,
+        gpu_util_raw: p.gpu_util_raw,
+        gpu_busy_ms_per_step: p.gpu_busy_ms_per_step,
+        mean_kernel_us: p.mean_kernel_us,
+        kernels_per_step: p.kernels_per_step,
+        unique_kernels: p.unique_kernels,
+        memcpy_ms_per_step: p.memcpy_ms_per_step,
+        tensorcore_pct: p.tensorcore_pct,
+        peak_vram_mb: p.peak_vram_mb,
+        dataload_ms: p.dataload_ms,
+        dataload_frac: p.dataload_frac,
+        host_overhead_ms_per_step: p.host_overhead_ms_per_step,
+        launches_per_step: p.launches_per_step,
+        memory_pressure: p.memory_pressure,
+        cuda_mallocs_per_step: p.cuda_mallocs_per_step,
+        window: p.window.clone(),
+        categories: p.categories.clone(),
+        phases_gpu: p.phases_gpu.clone(),
+        top_kernels: p.top_kernels.clone(),
+        devices: p.devices.clone(),
+        streams: p.streams.clone(),
+        attribution: p.attribution.clone(),
+        warnings: p.warnings.clone(),
+    }
+}

@@ -1,0 +1,188 @@
+//! `profile what-if`: the payoff of a change before making it (SPEC §5).
+
+use serde::Serialize;
+
+use crate::analysis::verdict::COMPUTE_UTIL;
+use crate::error::{Error, Result};
+use crate::profile::Profile;
+use crate::util::round;
+
+/// What to remove.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct Change {
+    /// Case-insensitive substring of one kernel category.
+    pub remove_category: Option<String>,
+    /// Kernel launches per step to remove.
+    pub remove_launches: Option<u64>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Model {
+    /// Below 80% GPU utilisation: launches × measured per-launch host cost.
+    HostLaunch,
+    /// At or above: the removed GPU work.
+    GpuWork,
+    /// No GPU launches were recorded: nothing to model.
+    NoGpu,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Removed {
+    pub category: Option<String>,
+    pub gpu_ms: f64,
+    pub launches: f64,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct NowProjected {
+    pub now: Option<f64>,
+    pub projected: Option<f64>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WhatIf {
+    pub trace: Option<String>,
+    pub bound: String,
+    pub model: Model,
+    pub mechanism: String,
+    pub per_launch_us: Option<f64>,
+    pub removed: Removed,
+    pub step_ms: NowProjected,
+    pub img_per_s: NowProjected,
+    pub change_pct: Option<f64>,
+    pub caveat: &'static str,
+}
+
+pub const CAVEAT: &str =
+    "rough estimate: the per-launch host cost is an average, and only a second measurement proves the change";
+
+pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
+    if change.remove_category.is_none() && change.remove_launches.is_none() {
+        return Err(Error::usage("specify --remove-category C or --remove-launches N"));
+    }
+    let launches = p.launches_per_step;
+    let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
+    if let Some(wanted) = &change.remove_category {
+        let needle = wanted.to_lowercase();
+        let hits: Vec<_> = p.categories.iter().filter(|c| c.name.to_lowercase().contains(&needle)).collect();
+        let have = || p.categories.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
+        let cat = match hits.as_slice() {
+            [one] => *one,
+            [] if p.categories.is_empty() => {
+                return Err(Error::usage(format!("no category matching '{wanted}': this profile has no GPU kernels")));
+            }
+            [] => return Err(Error::usage(format!("no category matching '{wanted}'. have: {}", have()))),
+            _ => return Err(Error::usage(format!("'{wanted}' matches several categories ({}); be more specific", hits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")))),
+        };
+        removed.category = Some(cat.name.clone());
+        removed.gpu_ms = cat.ms_per_step;
+        // Its share of launches: counted from the kernel list when present,
+        // else in proportion to its share of GPU time.
+        let counted: f64 = p.kernels.iter().filter(|k| k.category == cat.name).map(|k| k.count_per_step).sum();
+        removed.launches += if counted > 0.0 { counted } else { launches * cat.pct / 100.0 };
+    }
+    removed.launches = round(removed.launches.min(launches), 2);
+    let step = p.step_ms;
+    let (model, projected, mechanism, per_launch_us) = if launches <= 0.0 {
+        (Model::NoGpu, step, "no GPU kernel launches were recorded (a CPU profile): removing launches or GPU work changes nothing measurable here".to_string(), None)
+    } else if p.gpu_util < COMPUTE_UTIL {
+        let per_launch_ms = p.host_overhead_ms_per_step / launches;
+        let floor = p.gpu_busy_ms_per_step - removed.gpu_ms.min(p.gpu_busy_ms_per_step) + p.dataload_ms.unwrap_or(0.0);
+        let projected = (step - removed.launches * per_launch_ms).max(floor).min(step);
+        (
+            Model::HostLaunch,
+            projected,
+            format!(
+                "host/launch-bound (GPU {:.0}% busy): ~{} fewer launches x ~{:.1} us host cost each",
+                p.gpu_util * 100.0,
+                fmt_count(removed.launches),
+                per_launch_ms * 1000.0
+            ),
+            Some(round(per_launch_ms * 1000.0, 2)),
+        )
+    } else {
+        let floor = step - p.gpu_busy_ms_per_step;
+        let projected = (step - removed.gpu_ms).max(floor).min(step);
+        (
+            Model::GpuWork,
+            projected,
+            format!("compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step", p.gpu_util * 100.0, removed.gpu_ms),
+            None,
+        )
+    };
+    let projected = round(projected, 3);
+    let img_now = p.img_per_s;
+    let img_projected = match (p.batch(), img_now) {
+        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
+        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
+        _ => None,
+    };
+    Ok(WhatIf {
+        trace: p.trace.clone(),
+        bound: p.bound.clone(),
+        model,
+        mechanism,
+        per_launch_us,
+        removed,
+        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
+        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
+        img_per_s: NowProjected { now: img_now, projected: img_projected },
+        caveat: CAVEAT,
+    })
+}
+
+fn fmt_count(v: f64) -> String {
+    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::profile::CategoryRow;
+
+    fn gpu_profile(util: f64) -> Profile {
+        Profile {
+            step_ms: 10.0,
+            gpu_util: util,
+            gpu_busy_ms_per_step: 10.0 * util,
+            host_overhead_ms_per_step: 10.0 * (1.0 - util),
+            launches_per_step: 100.0,
+            categories: vec![CategoryRow { name: "elementwise".into(), pct: 30.0, ms_per_step: 1.5 }],
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn launch_model_below_80_percent() {
+        let p = gpu_profile(0.5); // host 5 ms over 100 launches = 50 us each
+        let w = what_if(&p, &Change { remove_launches: Some(20), ..Default::default() }).unwrap();
+        assert_eq!(w.model, Model::HostLaunch);
+        assert_eq!(w.per_launch_us, Some(50.0));
+        assert_eq!(w.step_ms.projected, Some(9.0));
+        // A category removes its share of launches (30% of 100) and its GPU time.
+        let w = what_if(&p, &Change { remove_category: Some("ELEM".into()), ..Default::default() }).unwrap();
+        assert_eq!(w.removed.launches, 30.0);
+        assert_eq!(w.step_ms.projected, Some(8.5));
+    }
+
+    #[test]
+    fn gpu_work_model_at_80_percent_and_above() {
+        let p = gpu_profile(0.8);
+        let w = what_if(&p, &Change { remove_category: Some("elementwise".into()), ..Default::default() }).unwrap();
+        assert_eq!(w.model, Model::GpuWork);
+        assert_eq!(w.step_ms.projected, Some(8.5));
+    }
+
+    #[test]
+    fn cpu_profiles_and_bad_requests() {
+        let p = Profile { step_ms: 100.0, ..Default::default() };
+        let w = what_if(&p, &Change { remove_launches: Some(50), ..Default::default() }).unwrap();
+        assert_eq!(w.model, Model::NoGpu);
+        assert_eq!(w.step_ms.projected, Some(100.0));
+        assert!(what_if(&p, &Change::default()).is_err());
+        let e = what_if(&gpu_profile(0.5), &Change { remove_category: Some("gemm".into()), ..Default::default() }).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("have: elementwise"));
+    }
+}

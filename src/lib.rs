@@ -1,0 +1,14 @@
+//! The core of `libreyolo profile`: reading traces and profiles, the
+//! analysis (SPEC §4), the lenses every reader renders, and the command-line
+//! surface of the reader commands. Nothing here links libtorch.
+
+pub mod analysis;
+pub mod cli;
+pub mod error;
+pub mod lens;
+pub mod profile;
+pub mod render;
+pub mod trace;
+pub mod util;
+
+pub use error::{Error, Result};

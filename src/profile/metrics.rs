@@ -1,0 +1,67 @@
+//! The flat metric map behind `profile get`, derived from a profile's own
+//! fields so that `get` and every other reader agree — also on files of the
+//! reference implementation, whose stored map can disagree with its
+//! top-level fields (its repeat files keep the last trial's `img_per_s`).
+
+use serde_json::{json, Map, Value};
+
+use super::schema::{Mode, Profile};
+
+/// Every metric of `p`, keyed by name.
+pub fn of(p: &Profile) -> Map<String, Value> {
+    let mut m = Map::new();
+    let mut put = |k: &str, v: Value| {
+        m.insert(k.to_string(), v);
+    };
+    put("img_per_s", json!(p.img_per_s));
+    if let Some(std) = p.img_per_s_std {
+        put("img_per_s_std", json!(std));
+        put("img_per_s_n", json!(p.img_per_s_n()));
+    }
+    put("step_ms", json!(p.step_ms));
+    if let Some(b) = p.batch().filter(|_| p.step_ms > 0.0) {
+        put("ms_per_image", json!(crate::util::round(p.step_ms / b, 3)));
+    }
+    put("dataload_ms", json!(p.dataload_ms));
+    put("dataload_frac", json!(p.dataload_frac));
+    put("gpu_util", json!(p.gpu_util));
+    put("gpu_util_raw", json!(p.gpu_util_raw));
+    put("gpu_busy_ms", json!(p.gpu_busy_ms_per_step));
+    put("mean_kernel_us", json!(p.mean_kernel_us));
+    put("kernels_per_step", json!(p.kernels_per_step));
+    put("unique_kernels", json!(p.unique_kernels));
+    put("ops_per_step", json!(crate::util::round(p.phases.iter().map(|ph| ph.ops_per_step).sum::<f64>(), 2)));
+    put("memcpy_ms", json!(p.memcpy_ms_per_step));
+    put("tensorcore_pct", json!(p.tensorcore_pct));
+    put("peak_vram_mb", json!(p.peak_vram_mb));
+    put("host_overhead_ms", json!(p.host_overhead_ms_per_step));
+    put("launches_per_step", json!(p.launches_per_step));
+    put("cuda_mallocs_per_step", json!(p.cuda_mallocs_per_step));
+    put("memory_pressure", json!(p.memory_pressure));
+    put("bound", json!(p.bound));
+    put("real_steps", json!(p.window.real_steps));
+    for ph in &p.phases {
+        put(&format!("{}_gpu_ms", ph.phase), json!(ph.gpu_ms_per_step));
+        put(&format!("{}_wall_ms", ph.phase), json!(ph.wall_ms_per_step));
+        put(&format!("{}_kernels", ph.phase), json!(ph.kernels_per_step));
+        put(&format!("{}_ops", ph.phase), json!(ph.ops_per_step));
+    }
+    if p.mode() == Mode::Inference {
+        if let Some(l) = &p.latency {
+            put("latency_p50_ms", json!(l.p50_ms));
+            put("latency_p90_ms", json!(l.p90_ms));
+            put("latency_p99_ms", json!(l.p99_ms));
+            put("latency_mean_ms", json!(l.mean_ms));
+        }
+        put("throughput_img_s", json!(p.img_per_s));
+        if let Some(s) = &p.stages_ms {
+            put("preprocess_ms", json!(s.preprocess));
+            put("forward_ms", json!(s.forward));
+            put("nms_ms", json!(s.postprocess));
+        }
+    }
+    for (k, std) in &p.metrics_std {
+        put(&format!("{k}_std"), json!(std));
+    }
+    m
+}

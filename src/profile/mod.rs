@@ -1,0 +1,11 @@
+//! The profile: its schema, the measured sidecar, the flat metric map, and
+//! loading any input (ours, the reference's, a raw trace) as a profile.
+
+mod load;
+pub mod measured;
+pub mod metrics;
+pub mod schema;
+
+pub use load::{load, resolve_input, write_atomic, Input};
+pub use measured::Measurements;
+pub use schema::*;

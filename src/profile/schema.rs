@@ -1,0 +1,280 @@
+//! `profile.json`: the contract between capture and every reader.
+//!
+//! Field names are those of the reference implementation (LibreYOLO 1.6,
+//! `../shared/reference/SCHEMA.md`), so its files deserialize as they are;
+//! our additions (attribution, streams, devices, warnings, per-metric std)
+//! are optional and skipped when empty. Every field has a default so that a
+//! partial file from another writer still loads; readers decide what a
+//! missing value means.
+
+use indexmap::IndexMap;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// Schema id written by both implementations.
+pub const SCHEMA_ID: &str = "libreyolo.profile.analysis/v1";
+/// Prefix that marks a JSON object as a profile rather than a trace.
+pub const SCHEMA_PREFIX: &str = "libreyolo.profile.analysis";
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Profile {
+    pub schema: String,
+    /// "training" or "inference". The reference omits it for training.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+    pub trace: Option<String>,
+    pub model: Option<String>,
+    pub config: Map<String, Value>,
+    pub bound: String,
+    pub bound_why: String,
+    pub step_ms: f64,
+    pub img_per_s: Option<f64>,
+    pub dataload_ms: Option<f64>,
+    pub dataload_frac: Option<f64>,
+    pub gpu_util: f64,
+    pub gpu_util_raw: f64,
+    pub memory_pressure: bool,
+    pub cuda_mallocs_per_step: f64,
+    pub host_overhead_ms_per_step: f64,
+    pub launches_per_step: f64,
+    pub gpu_busy_ms_per_step: f64,
+    pub mean_kernel_us: f64,
+    pub kernels_per_step: f64,
+    pub unique_kernels: u64,
+    pub memcpy_ms_per_step: f64,
+    pub tensorcore_pct: f64,
+    pub peak_vram_mb: Option<f64>,
+    pub window: Window,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages_ms: Option<Stages>,
+    /// Flat map for `profile get`; see [`crate::lens::get`].
+    pub metrics: Map<String, Value>,
+    pub categories: Vec<CategoryRow>,
+    pub phases: Vec<PhaseRow>,
+    pub phases_gpu: Vec<PhaseGpuRow>,
+    pub kernels_by_phase: IndexMap<String, Vec<KernelRow>>,
+    pub ops_by_phase: IndexMap<String, Vec<OpRow>>,
+    pub top_kernels: Vec<KernelRow>,
+    pub kernels: Vec<KernelRow>,
+    pub ops: Vec<OpRow>,
+
+    // --- repeats (both implementations) ---
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub img_per_s_std: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub img_per_s_n: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub img_per_s_trials: Option<Vec<f64>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub aggregation: Option<Value>,
+
+    // --- additions of ours ---
+    /// Population std of each averaged scalar across repeat trials.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub metrics_std: IndexMap<String, f64>,
+    /// How GPU work was attributed to steps and phases.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub attribution: Option<Attribution>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceRow>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub streams: Vec<StreamRow>,
+    /// Things the analysis had to skip or approximate, for people to read.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub versions: Option<Value>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<Value>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Window {
+    pub wall_ms: f64,
+    pub real_steps: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub n: u64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Stages {
+    pub preprocess: Option<f64>,
+    pub forward: Option<f64>,
+    pub postprocess: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CategoryRow {
+    pub name: String,
+    pub pct: f64,
+    pub ms_per_step: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PhaseRow {
+    pub phase: String,
+    pub gpu_ms_per_step: f64,
+    pub wall_ms_per_step: Option<f64>,
+    pub kernels_per_step: f64,
+    pub ops_per_step: f64,
+    pub unique_kernels: u64,
+    /// Ours: memcpy + memset time launched from this phase.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub memcpy_ms_per_step: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PhaseGpuRow {
+    pub phase: String,
+    pub gpu_ms_per_step: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct KernelRow {
+    /// Short, readable label.
+    pub kernel: String,
+    /// The full kernel name (never cut by us; the reference cut at 90).
+    pub raw_name: String,
+    pub category: String,
+    pub tensorcore: bool,
+    pub ms_per_step: f64,
+    pub pct_of_gpu: f64,
+    pub count_per_step: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct OpRow {
+    pub op: String,
+    pub ms_per_step: f64,
+    pub pct_of_cpu_ops: f64,
+    pub count_per_step: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Attribution {
+    /// "correlation": GPU events joined to their CPU launch by correlation id.
+    pub method: String,
+    /// GPU events (kernel, memcpy, memset) inside the measured steps.
+    pub gpu_events: u64,
+    /// Of those, joined to a launch through `args.correlation`.
+    pub via_launch: u64,
+    /// Of those, placed by time because no launch matched (SPEC §4).
+    pub via_time_window: u64,
+    /// GPU events that fell outside every measured step.
+    pub outside_steps: u64,
+    /// Events skipped as malformed (missing/negative duration, bad types).
+    pub malformed_events: u64,
+    /// Events read from the trace.
+    pub events_read: u64,
+    /// Passes over the file: 2 when ranges came after the work they enclose.
+    pub passes: u8,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DeviceRow {
+    pub device: i64,
+    pub busy_ms_per_step: f64,
+    pub util: f64,
+    pub util_raw: f64,
+    pub kernels_per_step: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_reserved_mb: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub capacity_mb: Option<f64>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StreamRow {
+    pub device: i64,
+    pub stream: i64,
+    pub busy_ms_per_step: f64,
+    pub util: f64,
+    pub kernels_per_step: f64,
+}
+
+/// What a profile measures, decided from its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    Training,
+    Inference,
+}
+
+impl Mode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Mode::Training => "training",
+            Mode::Inference => "inference",
+        }
+    }
+}
+
+impl Profile {
+    /// The mode as written, else inferred: inference profiles carry latency
+    /// or inference stages; everything else is read as training.
+    pub fn mode(&self) -> Mode {
+        match self.mode.as_deref() {
+            Some("inference") => Mode::Inference,
+            Some("training") => Mode::Training,
+            _ => {
+                let infer_phase = self
+                    .phases
+                    .iter()
+                    .any(|p| p.phase == "preprocess" || p.phase == "postprocess");
+                let infer_cfg = self.config.get("mode").and_then(Value::as_str) == Some("inference");
+                if self.latency.is_some() || infer_phase || infer_cfg {
+                    Mode::Inference
+                } else {
+                    Mode::Training
+                }
+            }
+        }
+    }
+
+    /// Images per step, from the config (`batch`), when known.
+    pub fn batch(&self) -> Option<f64> {
+        self.config.get("batch").and_then(Value::as_f64).filter(|b| *b > 0.0)
+    }
+
+    /// Phases the profile knows, in its own order.
+    pub fn phase_names(&self) -> Vec<&str> {
+        if !self.phases.is_empty() {
+            self.phases.iter().map(|p| p.phase.as_str()).collect()
+        } else {
+            self.kernels_by_phase.keys().map(String::as_str).collect()
+        }
+    }
+
+    /// True when the numbers were taken under VRAM thrash.
+    pub fn untrustworthy(&self) -> bool {
+        self.memory_pressure
+    }
+
+    /// Repeat count of img/s (1 for a single run).
+    pub fn img_per_s_n(&self) -> u32 {
+        self.img_per_s_n.unwrap_or(1).max(1)
+    }
+}

@@ -1,0 +1,264 @@
+//! Plain-text renderings, laid out after the reference transcript and made
+//! clearer where it was not (units, n/a instead of "?", notes at the end).
+
+use std::fmt::Write;
+
+use serde_json::Value;
+
+use crate::lens::compare::{Comparison, RowDelta, RowStatus};
+use crate::lens::get::Got;
+use crate::lens::kernels::Kernels;
+use crate::lens::ops::Ops;
+use crate::lens::phases::Phases;
+use crate::lens::summary::Summary;
+use crate::lens::whatif::{Model, WhatIf};
+
+/// `12.3456` → "12.35"; integers print without decimals.
+pub fn num(v: f64, digits: usize) -> String {
+    if v.fract() == 0.0 && v.abs() < 1e15 { format!("{v:.0}") } else { format!("{v:.digits$}") }
+}
+
+fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| num(v, digits))
+}
+
+fn pct(frac: f64) -> String {
+    format!("{:.0}%", frac * 100.0)
+}
+
+pub fn throughput(img_per_s: Option<f64>, std: Option<f64>, n: u32) -> String {
+    match (img_per_s, std) {
+        (Some(v), Some(s)) if n > 1 => format!("{} ± {} (n={n}) img/s", num(v, 2), num(s, 2)),
+        (Some(v), _) => format!("{} img/s", num(v, 2)),
+        (None, _) => "n/a img/s".to_string(),
+    }
+}
+
+pub fn summary(s: &Summary) -> String {
+    let mut o = String::new();
+    let model = s.model.as_deref().unwrap_or("n/a");
+    let _ = writeln!(
+        o,
+        "model {model}  |  {}  |  step {} ms  |  {} kernels/step @ ~{} us",
+        throughput(s.img_per_s, s.img_per_s_std, s.img_per_s_n),
+        num(s.step_ms, 2),
+        num(s.kernels_per_step, 1),
+        num(s.mean_kernel_us.round(), 0)
+    );
+    if let Some(l) = &s.latency {
+        let _ = writeln!(
+            o,
+            "latency  p50 {} ms | p90 {} ms | p99 {} ms  ({} samples)",
+            num(l.p50_ms, 3),
+            num(l.p90_ms, 3),
+            num(l.p99_ms, 3),
+            l.n
+        );
+    }
+    if let Some(st) = &s.stages_ms {
+        let _ = writeln!(
+            o,
+            "stages   preprocess {} ms | forward {} ms | postprocess/NMS {} ms",
+            opt(st.preprocess, 3),
+            opt(st.forward, 3),
+            opt(st.postprocess, 3)
+        );
+    }
+    let vram = s.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
+    let _ = writeln!(
+        o,
+        "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
+        pct(s.gpu_util),
+        num(s.gpu_busy_ms_per_step, 2),
+        s.tensorcore_pct,
+        num(s.memcpy_ms_per_step, 3)
+    );
+    if s.gpu_util_raw > s.gpu_util + 0.005 {
+        let _ = writeln!(o, "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)", pct(s.gpu_util_raw));
+    }
+    let dataload = match (s.dataload_ms, s.dataload_frac) {
+        (Some(d), Some(f)) => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        o,
+        "host overhead {} ms/step  |  {} kernel launches/step{dataload}",
+        num(s.host_overhead_ms_per_step, 2),
+        num(s.launches_per_step, 1)
+    );
+    let _ = writeln!(o, "window   {} steps, {} ms", s.window.real_steps, num(s.window.wall_ms, 1));
+    if !s.trustworthy {
+        let _ = writeln!(o, "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **");
+    }
+    let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
+    let _ = writeln!(o, "kernel mix:");
+    for c in &s.categories {
+        let _ = writeln!(o, "  {:<17} {:5.1}%   {} ms/step", c.name, c.pct, num(c.ms_per_step, 3));
+    }
+    let _ = writeln!(o, "top kernels/step:");
+    for k in &s.top_kernels {
+        let tc = if k.tensorcore { " [TC]" } else { "" };
+        let _ = writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
+    }
+    if s.streams.len() > 1 {
+        let _ = writeln!(o, "streams:");
+        for st in &s.streams {
+            let _ = writeln!(
+                o,
+                "  device {} stream {:<4} {:>5} busy  {} ms/step  {} kernels/step",
+                st.device,
+                st.stream,
+                pct(st.util),
+                num(st.busy_ms_per_step, 3),
+                num(st.kernels_per_step, 1)
+            );
+        }
+    }
+    for w in &s.warnings {
+        let _ = writeln!(o, "note: {w}");
+    }
+    o
+}
+
+pub fn get(g: &Got) -> String {
+    match g {
+        Got::Names(names) => {
+            let mut o = String::from("available metrics:\n");
+            for n in names {
+                let _ = writeln!(o, "  {n}");
+            }
+            o
+        }
+        Got::Value(_, v) => format!("{}\n", scalar(v)),
+    }
+}
+
+/// A metric value as a script wants it: bare strings, `null` for missing.
+pub fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
+}
+
+pub fn phases(p: &Phases) -> String {
+    let mut o = format!("{:<12} {:>9} {:>9} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
+    for r in &p.phases {
+        let _ = writeln!(
+            o,
+            "{:<12} {:>9} {:>9} {:>9} {:>9}",
+            r.phase,
+            format!("{:.2}", r.gpu_ms_per_step),
+            r.wall_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}")),
+            num(r.kernels_per_step, 1),
+            num(r.ops_per_step, 1)
+        );
+    }
+    if p.phases.is_empty() {
+        o.push_str("(no phases: the trace has no step/<phase> ranges and no GPU work)\n");
+    }
+    o
+}
+
+pub fn kernels(k: &Kernels) -> String {
+    let mut o = format!("{:>6} {:>9} {:>7} TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
+    for r in &k.kernels {
+        let _ = writeln!(
+            o,
+            "{:6.2} {:>9} {:>7}  {}  {}  [{}]",
+            r.pct_of_gpu,
+            format!("{:.3}", r.ms_per_step),
+            num(r.count_per_step, 1),
+            if r.tensorcore { "Y" } else { " " },
+            r.kernel,
+            r.category
+        );
+    }
+    let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
+    let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    o
+}
+
+pub fn ops(x: &Ops) -> String {
+    let mut o = format!("{:>6} {:>9} {:>7}  op\n", "%cpu", "ms/step", "x/step");
+    for r in &x.ops {
+        let _ = writeln!(o, "{:6.2} {:>9} {:>7}  {}", r.pct_of_cpu_ops, format!("{:.3}", r.ms_per_step), num(r.count_per_step, 1), r.op);
+    }
+    let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
+    let _ = writeln!(o, "({} of {} ops{scope}; {} shown)", x.matched, x.total, x.ops.len());
+    o
+}
+
+fn change(c: Option<f64>) -> String {
+    c.map_or(String::new(), |c| format!(" ({c:+.0}%)"))
+}
+
+pub fn compare(c: &Comparison) -> String {
+    // The mode warning goes to stderr (see cli); stdout holds results only.
+    let mut o = String::new();
+    for m in &c.metrics {
+        let show = |v: Option<f64>| match (v, m.unit) {
+            (None, _) => "n/a".to_string(),
+            (Some(v), "%") if m.metric == "gpu_util" => pct(v),
+            (Some(v), "%") => format!("{v:.1}%"),
+            (Some(v), "") => num(v, 2),
+            (Some(v), unit) => format!("{} {unit}", num(v, 3)),
+        };
+        let sig = match m.significance.significant {
+            Some(true) => format!("  [significant: {}]", m.significance.significance),
+            Some(false) => format!("  [NOT significant: {}]", m.significance.significance),
+            None if m.metric == "img_per_s" => format!("  [{}]", m.significance.significance),
+            None => String::new(),
+        };
+        let _ = writeln!(o, "{:<14} {} -> {}{}{sig}", m.label, show(m.before), show(m.after), change(m.change_pct));
+    }
+    let _ = writeln!(o, "{:<14} {} -> {}", "verdict", c.bound[0], c.bound[1]);
+    section(&mut o, "phases (ms/step)", &c.phases, 8);
+    section(&mut o, "kernel mix (ms/step)", &c.categories, 8);
+    section(&mut o, "kernels, largest changes (ms/step)", &c.kernels, 8);
+    o
+}
+
+fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
+    if rows.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "{title}:");
+    for r in rows.iter().take(limit) {
+        let status = match r.status {
+            RowStatus::Faster => "faster",
+            RowStatus::Slower => "slower",
+            RowStatus::Same => "same",
+            RowStatus::Appeared => "appeared",
+            RowStatus::Disappeared => "disappeared",
+        };
+        let name = crate::analysis::kernels::short_name(&r.name);
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>9} -> {:<9}{:<8} {name}",
+            status,
+            opt(r.before_ms, 3),
+            opt(r.after_ms, 3),
+            change(r.change_pct)
+        );
+    }
+    if rows.len() > limit {
+        let _ = writeln!(o, "  … {} more (--json lists all)", rows.len() - limit);
+    }
+}
+
+pub fn what_if(w: &WhatIf) -> String {
+    let mut o = format!("what-if [{}]: {}\n", w.bound, w.mechanism);
+    if let Some(c) = &w.removed.category {
+        let _ = writeln!(o, "  removes category '{c}': {} ms GPU work, {} launches per step", num(w.removed.gpu_ms, 3), num(w.removed.launches, 1));
+    }
+    let _ = writeln!(o, "  step   {} -> ~{} ms{}", opt(w.step_ms.now, 2), opt(w.step_ms.projected, 2), change(w.change_pct));
+    if let (Some(now), Some(p)) = (w.img_per_s.now, w.img_per_s.projected) {
+        let c = if now > 0.0 { Some((p - now) / now * 100.0) } else { None };
+        let _ = writeln!(o, "  img/s  {} -> ~{}{}", num(now, 2), num(p, 1), change(c));
+    }
+    if w.model != Model::NoGpu {
+        let _ = writeln!(o, "  ({})", w.caveat);
+    }
+    o
+}

@@ -1,0 +1,129 @@
+//! Reading Chrome / Kineto traces: plain or gzipped, bare-array or
+//! `traceEvents` object, in one streaming pass (SPEC §6).
+
+pub mod event;
+pub mod input;
+pub mod scan;
+
+use std::path::Path;
+
+use serde::Deserialize;
+
+use crate::error::{Error, Result};
+pub use event::Event;
+use scan::Scanner;
+
+/// Receives the events of a trace, one at a time.
+pub trait EventSink {
+    fn event(&mut self, ev: &Event<'_>);
+    /// An element of `traceEvents` that is valid JSON but not a usable event.
+    fn malformed(&mut self);
+}
+
+/// What the top level of a JSON file turned out to be.
+#[derive(Debug)]
+pub enum Document {
+    /// A Chrome trace; its events went to the sink.
+    Trace(TraceInfo),
+    /// A JSON object carrying a libreyolo profile schema id: nothing was
+    /// sent to the sink; load it as a profile instead.
+    Profile,
+}
+
+/// Top-level facts of a trace besides its events.
+#[derive(Debug, Default)]
+pub struct TraceInfo {
+    pub events: u64,
+    pub devices: Vec<DeviceProps>,
+}
+
+/// One entry of the trace's `deviceProperties`.
+#[derive(Debug, Default, Clone, Deserialize)]
+#[serde(default)]
+pub struct DeviceProps {
+    pub id: i64,
+    pub name: String,
+    #[serde(rename = "totalGlobalMem")]
+    pub total_global_mem: f64,
+}
+
+/// Streams the trace at `path` into `sink`.
+pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
+    let reader = input::open(path, progress)?;
+    let mut s = Scanner::new(reader);
+    let mut scratch = Vec::new();
+    let mut info = TraceInfo::default();
+    match s.peek()? {
+        None => return Err(Error::failed("the file is empty")),
+        Some(b'[') => {
+            stream_events(&mut s, sink, &mut info)?;
+        }
+        Some(b'{') => {
+            s.expect(b'{')?;
+            let mut first = true;
+            let mut saw_events = false;
+            while let Some(key) = s.next_key(first, &mut scratch)? {
+                first = false;
+                match key.as_str() {
+                    "traceEvents" => {
+                        if s.peek()? != Some(b'[') {
+                            return Err(Error::failed("`traceEvents` is not an array"));
+                        }
+                        stream_events(&mut s, sink, &mut info)?;
+                        saw_events = true;
+                    }
+                    "schema" => {
+                        let raw = s.value(&mut scratch)?;
+                        let id: Option<String> = serde_json::from_slice(raw).ok();
+                        if id.is_some_and(|id| id.starts_with(crate::profile::SCHEMA_PREFIX)) {
+                            if saw_events {
+                                return Err(Error::failed("a profile schema id next to trace events"));
+                            }
+                            return Ok(Document::Profile);
+                        }
+                    }
+                    "deviceProperties" => {
+                        let raw = s.value(&mut scratch)?;
+                        // Optional metadata: a malformed list is ignored.
+                        info.devices = serde_json::from_slice(raw).unwrap_or_default();
+                    }
+                    _ => s.skip_value()?,
+                }
+            }
+            if !saw_events {
+                return Err(Error::failed(
+                    "not a PyTorch trace or a libreyolo profile: the JSON object has no `traceEvents` array and no libreyolo `schema`",
+                ));
+            }
+        }
+        Some(c) => {
+            return Err(Error::failed(format!(
+                "not a PyTorch trace or a libreyolo profile: the file starts with '{}', expected '{{' or '['",
+                char::from(c).escape_default()
+            )));
+        }
+    }
+    if !s.at_end()? {
+        return Err(Error::failed(format!("invalid JSON at byte {}: data after the end of the document", s.offset())));
+    }
+    Ok(Document::Trace(info))
+}
+
+fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
+    let mut scratch = Vec::new();
+    s.expect(b'[')?;
+    let mut first = true;
+    while s.next_element(first)? {
+        first = false;
+        let raw = s.value(&mut scratch)?;
+        info.events += 1;
+        match Event::parse(raw) {
+            Ok(ev) => sink.event(&ev),
+            Err(e) if e.is_syntax() || e.is_eof() => {
+                return Err(Error::failed(format!("invalid JSON in event {}: {e}", info.events)));
+            }
+            Err(_) => sink.malformed(),
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,361 @@
+//! A resumable, bounded-memory scanner over one JSON document.
+//!
+//! This is the hot path of every reader on a raw trace, and the reason it is
+//! written here rather than taken from a crate: serde_json over a `Read`
+//! cannot borrow, and reading the whole document into memory is ruled out
+//! (traces run to several GB). The scanner only finds value boundaries — it
+//! tracks strings, escapes and nesting depth, jumping through string bodies
+//! with `memchr` — and hands each complete trace event to serde_json as a
+//! borrowed slice. Memory is one read chunk plus the largest single event.
+
+use std::io::Read;
+
+use crate::error::{Error, Result};
+
+const CHUNK: usize = 1 << 20;
+
+pub struct Scanner<R> {
+    src: R,
+    buf: Vec<u8>,
+    /// Next unread byte in `buf`.
+    pos: usize,
+    /// End of valid data in `buf`.
+    end: usize,
+    eof: bool,
+    /// Bytes of the stream that lie before `buf[0]`, for error offsets.
+    base: u64,
+}
+
+/// Where a value ends, and whether it holds the non-JSON literals
+/// `NaN` / `Infinity` that Python's json module writes.
+struct ValueEnd {
+    end: usize,
+    nonfinite: bool,
+}
+
+impl<R: Read> Scanner<R> {
+    pub fn new(src: R) -> Self {
+        Scanner { src, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, base: 0 }
+    }
+
+    /// Byte offset of the next unread byte in the (decompressed) stream.
+    pub fn offset(&self) -> u64 {
+        self.base + self.pos as u64
+    }
+
+    fn err(&self, what: &str) -> Error {
+        Error::failed(format!("invalid JSON at byte {}: {what}", self.offset()))
+    }
+
+    /// Reads more input, keeping `buf[pos..end]`. Returns false at EOF.
+    fn fill(&mut self) -> Result<bool> {
+        if self.eof {
+            return Ok(false);
+        }
+        if self.pos > 0 {
+            self.buf.copy_within(self.pos..self.end, 0);
+            self.base += self.pos as u64;
+            self.end -= self.pos;
+            self.pos = 0;
+        }
+        if self.buf.len() - self.end < CHUNK / 2 {
+            let grow = self.buf.len().max(CHUNK);
+            self.buf.resize(self.buf.len() + grow, 0);
+        }
+        loop {
+            match self.src.read(&mut self.buf[self.end..]) {
+                Ok(0) => {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                Ok(n) => {
+                    self.end += n;
+                    return Ok(true);
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) => return Err(Error::failed(format!("read error at byte {}: {e}", self.offset()))),
+            }
+        }
+    }
+
+    /// Skips whitespace and returns the next byte without consuming it.
+    pub fn peek(&mut self) -> Result<Option<u8>> {
+        loop {
+            while self.pos < self.end {
+                let b = self.buf[self.pos];
+                if matches!(b, b' ' | b'\n' | b'\r' | b'\t') {
+                    self.pos += 1;
+                } else {
+                    return Ok(Some(b));
+                }
+            }
+            if !self.fill()? {
+                return Ok(None);
+            }
+        }
+    }
+
+    /// Consumes `b`, which must be the next non-whitespace byte.
+    pub fn expect(&mut self, b: u8) -> Result<()> {
+        match self.peek()? {
+            Some(c) if c == b => {
+                self.pos += 1;
+                Ok(())
+            }
+            Some(c) => Err(self.err(&format!("expected '{}', found '{}'", b as char, c as char))),
+            None => Err(self.err(&format!("unexpected end of input, expected '{}'", b as char))),
+        }
+    }
+
+    /// Finds the end of the value starting at `pos` (after whitespace),
+    /// reading more input as needed. Offsets stay valid: `fill` only moves
+    /// data when `pos` moves, and we keep `pos` at the value's start.
+    fn value_end(&mut self) -> Result<ValueEnd> {
+        if self.peek()?.is_none() {
+            return Err(self.err("unexpected end of input, expected a value"));
+        }
+        let mut depth: usize = 0;
+        let mut in_str = false;
+        let mut nonfinite = false;
+        let mut i = self.pos; // absolute index into buf
+        loop {
+            if i >= self.end {
+                let rel = i - self.pos;
+                if !self.fill()? {
+                    // A bare scalar may end at EOF.
+                    if depth == 0 && !in_str && i > self.pos {
+                        return Ok(ValueEnd { end: i, nonfinite });
+                    }
+                    return Err(self.err("unexpected end of input (truncated file?)"));
+                }
+                i = self.pos + rel;
+                continue;
+            }
+            if in_str {
+                match memchr::memchr2(b'"', b'\\', &self.buf[i..self.end]) {
+                    None => i = self.end,
+                    Some(k) => {
+                        let j = i + k;
+                        if self.buf[j] == b'\\' {
+                            // Skip the escaped byte (may lie in the next chunk).
+                            i = j + 2;
+                        } else {
+                            in_str = false;
+                            i = j + 1;
+                            if depth == 0 {
+                                return Ok(ValueEnd { end: i, nonfinite });
+                            }
+                        }
+                    }
+                }
+                continue;
+            }
+            let b = self.buf[i];
+            match b {
+                b'"' => in_str = true,
+                b'{' | b'[' => depth += 1,
+                b'}' | b']' => {
+                    if depth == 0 {
+                        // Closing bracket of the container we are inside.
+                        return Ok(ValueEnd { end: i, nonfinite });
+                    }
+                    depth -= 1;
+                    if depth == 0 {
+                        return Ok(ValueEnd { end: i + 1, nonfinite });
+                    }
+                }
+                b',' if depth == 0 => return Ok(ValueEnd { end: i, nonfinite }),
+                b'N' | b'I' => nonfinite = true,
+                _ => {}
+            }
+            i += 1;
+        }
+    }
+
+    /// Skips one value.
+    pub fn skip_value(&mut self) -> Result<()> {
+        let v = self.value_end()?;
+        if v.end == self.pos {
+            return Err(self.err("expected a value"));
+        }
+        self.pos = v.end;
+        Ok(())
+    }
+
+    /// Returns the bytes of one value and consumes it. `NaN`, `Infinity` and
+    /// `-Infinity` outside strings are rewritten to `null` in `scratch`.
+    pub fn value<'s>(&'s mut self, scratch: &'s mut Vec<u8>) -> Result<&'s [u8]> {
+        let v = self.value_end()?;
+        if v.end == self.pos {
+            return Err(self.err("expected a value"));
+        }
+        let start = self.pos;
+        self.pos = v.end;
+        let raw = &self.buf[start..v.end];
+        if v.nonfinite {
+            sanitize_nonfinite(raw, scratch);
+            Ok(scratch.as_slice())
+        } else {
+            Ok(raw)
+        }
+    }
+
+    /// Reads an object key and its ':' separator; `None` at the closing '}'.
+    /// `first` says whether a ',' must precede the key.
+    pub fn next_key(&mut self, first: bool, scratch: &mut Vec<u8>) -> Result<Option<String>> {
+        match self.peek()? {
+            Some(b'}') => {
+                self.pos += 1;
+                return Ok(None);
+            }
+            Some(b',') if !first => self.pos += 1,
+            Some(_) if first => {}
+            Some(c) => return Err(self.err(&format!("expected ',' or '}}', found '{}'", c as char))),
+            None => return Err(self.err("unexpected end of input inside an object (truncated file?)")),
+        }
+        if self.peek()? != Some(b'"') {
+            return Err(self.err("expected an object key"));
+        }
+        let raw = self.value(scratch)?;
+        let key: String = serde_json::from_slice(raw).map_err(|e| Error::failed(format!("invalid object key: {e}")))?;
+        self.expect(b':')?;
+        Ok(Some(key))
+    }
+
+    /// Steps through an array: call with `first = true` after '['. Returns
+    /// false at the closing ']'; otherwise the next element is ready to read.
+    pub fn next_element(&mut self, first: bool) -> Result<bool> {
+        match self.peek()? {
+            Some(b']') => {
+                self.pos += 1;
+                Ok(false)
+            }
+            Some(b',') if !first => {
+                self.pos += 1;
+                if self.peek()? == Some(b']') {
+                    return Err(self.err("trailing ',' before ']'"));
+                }
+                Ok(true)
+            }
+            Some(_) if first => Ok(true),
+            Some(c) => Err(self.err(&format!("expected ',' or ']', found '{}'", c as char))),
+            None => Err(self.err("unexpected end of input inside an array (truncated file?)")),
+        }
+    }
+
+    /// True when only whitespace remains.
+    pub fn at_end(&mut self) -> Result<bool> {
+        Ok(self.peek()?.is_none())
+    }
+}
+
+/// Copies `raw`, replacing the bare literals `NaN`, `Infinity` and
+/// `-Infinity` (outside strings) with `null`.
+fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
+    out.clear();
+    out.reserve(raw.len());
+    let mut in_str = false;
+    let mut i = 0;
+    while i < raw.len() {
+        let b = raw[i];
+        if in_str {
+            out.push(b);
+            if b == b'\\' && i + 1 < raw.len() {
+                out.push(raw[i + 1]);
+                i += 2;
+                continue;
+            }
+            if b == b'"' {
+                in_str = false;
+            }
+            i += 1;
+            continue;
+        }
+        let rest = &raw[i..];
+        if let Some(n) = [&b"-Infinity"[..], b"Infinity", b"NaN"].iter().find(|lit| rest.starts_with(lit)).map(|l| l.len()) {
+            out.extend_from_slice(b"null");
+            i += n;
+            continue;
+        }
+        if b == b'"' {
+            in_str = true;
+        }
+        out.push(b);
+        i += 1;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn elements(doc: &str, chunk_reader: bool) -> Result<Vec<String>> {
+        let src: Box<dyn Read> = if chunk_reader {
+            Box::new(OneByte(doc.as_bytes().to_vec(), 0))
+        } else {
+            Box::new(doc.as_bytes())
+        };
+        let mut s = Scanner::new(src);
+        let mut scratch = Vec::new();
+        s.expect(b'[')?;
+        let mut out = Vec::new();
+        let mut first = true;
+        while s.next_element(first)? {
+            first = false;
+            out.push(String::from_utf8(s.value(&mut scratch)?.to_vec()).unwrap());
+        }
+        assert!(s.at_end()?);
+        Ok(out)
+    }
+
+    /// A reader that returns one byte per call, to exercise every resume point.
+    struct OneByte(Vec<u8>, usize);
+    impl Read for OneByte {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            if self.1 >= self.0.len() || buf.is_empty() {
+                return Ok(0);
+            }
+            buf[0] = self.0[self.1];
+            self.1 += 1;
+            Ok(1)
+        }
+    }
+
+    #[test]
+    fn splits_elements_with_strings_escapes_and_nesting() {
+        let doc = r#" [ {"a": "x,]}\"y", "b": [1, {"c": 2}]}, 3.5e2 ,"s\\" , null, [] ] "#;
+        for one_byte in [false, true] {
+            let els = elements(doc, one_byte).unwrap();
+            assert_eq!(els, vec![r#"{"a": "x,]}\"y", "b": [1, {"c": 2}]}"#, "3.5e2 ", r#""s\\" "#, "null", "[]"]);
+        }
+    }
+
+    #[test]
+    fn rewrites_nonfinite_literals_outside_strings_only() {
+        let doc = r#"[{"x": NaN, "y": -Infinity, "z": "NaN Infinity", "w": Infinity}]"#;
+        let els = elements(doc, false).unwrap();
+        assert_eq!(els, vec![r#"{"x": null, "y": null, "z": "NaN Infinity", "w": null}"#]);
+    }
+
+    #[test]
+    fn truncated_input_is_an_error_not_a_hang() {
+        for doc in [r#"[{"a": 1"#, r#"[{"a": "abc"#, "[1, 2", "[", "[1,]"] {
+            for one_byte in [false, true] {
+                assert!(elements(doc, one_byte).is_err(), "{doc}");
+            }
+        }
+    }
+
+    #[test]
+    fn reads_object_keys() {
+        let mut s = Scanner::new(&br#"{"k1": [1,2], "k\u0032": {"x": "}"}}"#[..]);
+        let mut scratch = Vec::new();
+        s.expect(b'{').unwrap();
+        assert_eq!(s.next_key(true, &mut scratch).unwrap().as_deref(), Some("k1"));
+        s.skip_value().unwrap();
+        assert_eq!(s.next_key(false, &mut scratch).unwrap().as_deref(), Some("k2"));
+        s.skip_value().unwrap();
+        assert_eq!(s.next_key(false, &mut scratch).unwrap(), None);
+        assert!(s.at_end().unwrap());
+    }
+}
