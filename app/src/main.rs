@@ -41,7 +41,7 @@ fn run() -> Result<()> {
         Err(ProfileCommand::Run(_)) | Err(ProfileCommand::Infer(_)) => Err(Error::failed(
             "this build has no capture engine: build with the `capture` feature (see README) to run `profile run` / `profile infer`",
         )),
-        Err(ProfileCommand::Explore(_)) => Err(Error::failed("the explorer is not part of this build yet")),
+        Err(ProfileCommand::Explore(args)) => libreyolo_ui::run(&args),
         Err(_) => unreachable!("every reader command converts"),
     }
 }

@@ -1,0 +1,145 @@
+//! Compare: the `compare` lens — the two profiles side by side with the
+//! change of each metric, coloured better/worse, the significance verdict,
+//! and the phase, category and kernel deltas. With one profile it asks for
+//! the path of a second.
+
+use libreyolo_core::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
+use libreyolo_core::render::text::num;
+use ratatui::layout::Rect;
+use ratatui::style::Style;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{clip, opt, pct};
+use crate::app::{display_name, App, Field};
+use crate::theme::Theme;
+
+pub fn render(f: &mut Frame, app: &App, area: Rect) {
+    let t = &app.theme;
+    if let Some(c) = &app.comparison {
+        let lines = lines(c, t, area.width as usize);
+        f.render_widget(Paragraph::new(lines).scroll((app.compare_scroll, 0)), area);
+        return;
+    }
+    if app.other.loading.is_some() {
+        super::loading(f, app, &app.other, area, "Loading");
+        return;
+    }
+    let mut lines = vec![
+        Line::styled("Compare needs a second profile.", t.title()),
+        Line::raw(""),
+        Line::raw("Press o (or Enter) and type the path of a profile.json, a project"),
+        Line::raw("folder or a raw trace; it opens as the \"after\" side."),
+    ];
+    if let Some(ed) = app.editor.as_ref().filter(|e| e.field == Field::Path) {
+        lines.push(Line::raw(""));
+        lines.push(Line::from(vec![Span::styled("path: ", t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())]));
+    }
+    if let Some(e) = &app.other.error {
+        lines.push(Line::raw(""));
+        lines.push(Line::styled(format!("could not open {}: {e}", app.other.arg), t.warn()));
+    }
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+}
+
+fn improved_style(t: &Theme, improved: Option<bool>) -> Style {
+    match improved {
+        Some(true) => t.better(),
+        Some(false) => t.worse(),
+        None => Style::default(),
+    }
+}
+
+fn show(m: &MetricDelta, v: Option<f64>) -> String {
+    match (v, m.unit) {
+        (None, _) => "n/a".to_string(),
+        (Some(v), "%") if m.metric == "gpu_util" => pct(v),
+        (Some(v), "%") => format!("{v:.1}%"),
+        (Some(v), "") => num(v, 2),
+        (Some(v), unit) => format!("{} {unit}", num(v, 3)),
+    }
+}
+
+/// The pane's lines: a metric table, then the row deltas.
+pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<14}", "before"), t.header()),
+        Span::raw(clip(&format!("{} ({})", display_name(&c.before), c.mode[0]), width.saturating_sub(14))),
+    ]));
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<14}", "after"), t.header()),
+        Span::raw(clip(&format!("{} ({})", display_name(&c.after), c.mode[1]), width.saturating_sub(14))),
+    ]));
+    if let Some(w) = &c.warning {
+        out.push(Line::styled(format!("warning: {w}"), t.warn()));
+    }
+    out.push(Line::raw(""));
+    let wide = width >= 100;
+    let vw = if wide { 16 } else { 12 };
+    let mut head = format!("{:<14}{:>vw$} {:>vw$} {:>8}", "metric", "before", "after", "change");
+    if wide {
+        head.push_str("  significance");
+    }
+    out.push(Line::styled(head, t.header()));
+    for m in &c.metrics {
+        let change = m.change_pct.map_or(String::new(), |p| format!("{p:+.1}%"));
+        let mut spans = vec![
+            Span::raw(format!("{:<14}", m.label)),
+            Span::raw(format!("{:>vw$} ", clip(&show(m, m.before), vw))),
+            Span::styled(format!("{:>vw$} ", clip(&show(m, m.after), vw)), improved_style(t, m.improved)),
+            Span::styled(format!("{change:>8}"), improved_style(t, m.improved)),
+        ];
+        let sig = match m.significance.significant {
+            Some(true) => Some(("significant".to_string(), t.better())),
+            Some(false) => Some(("NOT significant".to_string(), t.warn())),
+            None if m.metric == "img_per_s" => Some(("no call".to_string(), t.muted())),
+            None => None,
+        };
+        if let Some((label, style)) = sig {
+            let detail = if wide { format!(": {}", m.significance.significance) } else { String::new() };
+            spans.push(Span::styled(clip(&format!("  {label}{detail}"), width.saturating_sub(14 + 2 * vw + 10)), style));
+        }
+        out.push(Line::from(spans));
+    }
+    if let Some(m) = c.throughput().filter(|m| m.significance.significant.is_none()) {
+        out.push(Line::styled(clip(&m.significance.significance, width), t.muted()));
+    }
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<14}", "verdict"), t.header()),
+        Span::raw(format!("{} -> {}", c.bound[0], c.bound[1])),
+    ]));
+    section(&mut out, t, "Phases (ms/step)", &c.phases, width);
+    section(&mut out, t, "Kernel mix (ms/step)", &c.categories, width);
+    section(&mut out, t, "Kernels, largest changes first (ms/step)", &c.kernels, width);
+    out.push(Line::raw(""));
+    out.push(Line::styled("Up/Down scroll · o open another profile", t.muted()));
+    out
+}
+
+fn section(out: &mut Vec<Line<'static>>, t: &Theme, title: &str, rows: &[RowDelta], width: usize) {
+    if rows.is_empty() {
+        return;
+    }
+    out.push(Line::raw(""));
+    out.push(Line::styled(format!("{title} · {} rows", rows.len()), t.header()));
+    for r in rows {
+        let (label, style) = match r.status {
+            RowStatus::Faster => ("faster", t.better()),
+            RowStatus::Slower => ("slower", t.worse()),
+            RowStatus::Same => ("same", t.muted()),
+            RowStatus::Appeared => ("appeared", t.warn()),
+            RowStatus::Disappeared => ("gone", t.warn()),
+        };
+        let change = r.change_pct.map_or(String::new(), |p| format!("{p:+.0}%"));
+        let head = format!("{:>9} -> {:<9} {:>6} ", opt(r.before_ms, 3), opt(r.after_ms, 3), change);
+        let name = libreyolo_core::analysis::kernels::short_name(&r.name);
+        let room = width.saturating_sub(head.chars().count() + 11);
+        out.push(Line::from(vec![
+            Span::styled(format!("  {label:<9}"), style),
+            Span::raw(head),
+            Span::raw(clip(&name, room)),
+        ]));
+    }
+}

@@ -1,0 +1,264 @@
+//! Drawing: the frame (tabs, status line, overlays) and one module per
+//! pane. Panes only format lens results; every figure on screen comes from
+//! a lens struct held by [`App`].
+
+pub mod compare;
+pub mod kernels;
+pub mod ops;
+pub mod phases;
+pub mod summary;
+pub mod whatif;
+
+use ratatui::layout::{Alignment, Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table, Wrap};
+use ratatui::Frame;
+
+use crate::app::{display_name, App, Field, Pane, Slot};
+use crate::input::HELP;
+
+/// Draws the whole screen.
+pub fn draw(f: &mut Frame, app: &mut App) {
+    let area = f.area();
+    f.buffer_mut().set_style(area, app.theme.base());
+    let [top, body, status] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    tabs(f, app, top);
+    // Tables keep one header row; the rest is a page.
+    app.page = body.height.saturating_sub(2).max(1) as usize;
+    if app.main.data.is_none() {
+        loading(f, app, &app.main, body, "Loading");
+    } else {
+        match app.pane {
+            Pane::Summary => summary::render(f, app, body),
+            Pane::Phases => phases::render(f, app, body),
+            Pane::Kernels => kernels::render(f, app, body),
+            Pane::Ops => ops::render(f, app, body),
+            Pane::Compare => compare::render(f, app, body),
+            Pane::WhatIf => whatif::render(f, app, body),
+        }
+    }
+    status_line(f, app, status);
+    if app.help {
+        help(f, app, area);
+    }
+}
+
+fn tabs(f: &mut Frame, app: &App, area: Rect) {
+    let t = &app.theme;
+    let mut spans = Vec::new();
+    for p in Pane::ALL {
+        let label = format!(" {} {} ", p.index() + 1, p.title());
+        spans.push(if p == app.pane { Span::styled(label, t.selected()) } else { Span::styled(label, t.muted()) });
+    }
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let mut name = display_name(&app.main.arg);
+    if !app.other.arg.is_empty() {
+        name = format!("{name} vs {}", display_name(&app.other.arg));
+    }
+    let room = (area.width as usize).saturating_sub(used + 1);
+    if room > 3 {
+        spans.push(Span::raw(" "));
+        spans.push(Span::styled(clip(&name, room), t.title()));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+fn status_line(f: &mut Frame, app: &App, area: Rect) {
+    let t = &app.theme;
+    if let Some(ed) = &app.editor {
+        let label = match &ed.field {
+            Field::Regex { pane, .. } => format!("{} regex /", pane.title()),
+            Field::Path => "second profile path: ".to_string(),
+            Field::Launches => "launches to remove per step: ".to_string(),
+        };
+        let err = match &ed.field {
+            Field::Regex { pane: Pane::Ops, .. } => app.ops.error.as_deref(),
+            Field::Regex { .. } => app.kernels.error.as_deref(),
+            _ => None,
+        };
+        let mut spans = vec![Span::styled(label, t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())];
+        spans.push(Span::styled("  Enter keep · Esc cancel", t.muted()));
+        if let Some(e) = err {
+            spans.push(Span::styled(format!("  {}", first_line(e)), t.warn()));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), area);
+        return;
+    }
+    let mut spans = match app.pane {
+        Pane::Kernels if app.main.data.is_some() => kernels::status(app),
+        Pane::Ops if app.main.data.is_some() => ops::status(app),
+        _ => Vec::new(),
+    };
+    if app.is_loading() && app.main.data.is_some() {
+        spans.push(Span::styled(" reloading…", t.warn()));
+    }
+    if let Some(m) = &app.message {
+        spans.push(Span::styled(format!(" {}", first_line(m)), t.warn()));
+    }
+    let hint = " ? help · q quit";
+    let used: usize = spans.iter().map(|s| s.width()).sum();
+    let gap = (area.width as usize).saturating_sub(used + hint.len());
+    if gap > 0 {
+        spans.push(Span::raw(" ".repeat(gap)));
+        spans.push(Span::styled(hint, t.muted()));
+    }
+    f.render_widget(Paragraph::new(Line::from(spans)), area);
+}
+
+/// The loading screen of a slot: what is read, how far, how long.
+pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
+    let t = &app.theme;
+    let [_, msg, gauge, hint, _] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(3),
+        Constraint::Length(1),
+        Constraint::Length(2),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
+    let inner = |r: Rect| Rect { x: r.x + 2, width: r.width.saturating_sub(4), ..r };
+    if let Some(err) = &slot.error {
+        let text = vec![
+            Line::styled(format!("Could not open {}", slot.arg), t.warn()),
+            Line::raw(err.clone()),
+        ];
+        f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
+        f.render_widget(Paragraph::new(Line::styled("r retry · q quit", t.muted())), inner(hint));
+        return;
+    }
+    let Some(l) = &slot.loading else {
+        f.render_widget(Paragraph::new(Line::styled(format!("{verb} {} …", slot.arg), t.muted())), inner(msg));
+        return;
+    };
+    let secs = l.started.elapsed().as_secs_f64();
+    let read = l.read;
+    let mut line = format!("{verb} {}  ({:.1} s)", slot.arg, secs);
+    let ratio = match (read, l.size) {
+        (Some(r), Some(size)) if size > 0 => {
+            let mb = |b: u64| b as f64 / 1e6;
+            // The analysis reads the file twice when ranges follow the work.
+            let pass = if r > size { " · second pass" } else { "" };
+            line.push_str(&format!("  {:.1} of {:.1} MB read{pass}", mb(r), mb(size)));
+            Some(((r % (size + 1)) as f64 / size as f64).clamp(0.0, 1.0))
+        }
+        _ => None,
+    };
+    f.render_widget(Paragraph::new(Line::styled(line, t.title())).wrap(Wrap { trim: false }), inner(msg));
+    match ratio {
+        Some(r) => f.render_widget(Gauge::default().gauge_style(t.bar()).ratio(r), inner(gauge)),
+        None => {
+            // No byte count on this platform: a moving marker shows life.
+            let w = inner(gauge).width.max(1) as usize;
+            let pos = ((secs * 20.0) as usize) % w;
+            let bar: String = (0..w).map(|i| if i.abs_diff(pos) < 3 { '█' } else { '·' }).collect();
+            f.render_widget(Paragraph::new(Line::styled(bar, t.bar())), inner(gauge));
+        }
+    }
+    f.render_widget(Paragraph::new(Line::styled("q quit", t.muted())), inner(hint));
+}
+
+fn help(f: &mut Frame, app: &App, area: Rect) {
+    let t = &app.theme;
+    let key_w = HELP.iter().map(|(k, _)| k.len()).max().unwrap_or(0) as u16;
+    let width = area.width.min(78);
+    let height = (HELP.len() as u16 + 2).min(area.height);
+    let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
+    f.render_widget(Clear, popup);
+    let rows = HELP.iter().map(|(k, d)| Row::new(vec![Span::styled(*k, t.accent()), Span::raw(*d)]));
+    let table = Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)])
+        .column_spacing(2)
+        .style(t.base())
+        .block(Block::default().borders(Borders::ALL).border_style(t.border()).title(Span::styled(" keys (any key closes) ", t.title())));
+    f.render_widget(table, popup);
+}
+
+/// The rows of a table of `len` rows that fit `height`, keeping `selected`
+/// in view: `(first, last_exclusive)`.
+pub fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
+    if height == 0 || len == 0 {
+        return (0, 0);
+    }
+    let first = if selected < height { 0 } else { selected + 1 - height };
+    (first, (first + height).min(len))
+}
+
+/// A right-aligned table cell (for figures).
+pub fn right<'a>(s: impl Into<std::borrow::Cow<'a, str>>) -> Cell<'a> {
+    Cell::from(Line::from(s.into()).alignment(Alignment::Right))
+}
+
+/// A header row: figures right-aligned, names left.
+pub fn header<'a>(cols: &[(&'a str, bool)], style: ratatui::style::Style) -> Row<'a> {
+    Row::new(cols.iter().map(|(c, r)| if *r { right(*c) } else { Cell::from(*c) })).style(style)
+}
+
+/// A fraction as a whole percentage (0.34 → "34%").
+pub fn pct(frac: f64) -> String {
+    format!("{:.0}%", frac * 100.0)
+}
+
+/// An optional figure, or "n/a".
+pub fn opt(v: Option<f64>, digits: usize) -> String {
+    v.map_or_else(|| "n/a".to_string(), |v| libreyolo_core::render::text::num(v, digits))
+}
+
+/// A fixed-decimals figure.
+pub fn fixed(v: f64, digits: usize) -> String {
+    format!("{v:.digits$}")
+}
+
+/// Cuts `s` to `width` characters, marking the cut with `…`.
+pub fn clip(s: &str, width: usize) -> String {
+    if s.chars().count() <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let mut out: String = s.chars().take(width - 1).collect();
+    out.push('…');
+    out
+}
+
+fn first_line(s: &str) -> &str {
+    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
+}
+
+/// A horizontal bar of `width` cells filled to `pct` percent, with eighth
+/// blocks for the fractional cell.
+pub fn bar(pct: f64, width: usize) -> String {
+    const PARTS: [char; 8] = [' ', '▏', '▎', '▍', '▌', '▋', '▊', '▉'];
+    let eighths = ((pct / 100.0).clamp(0.0, 1.0) * width as f64 * 8.0).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if eighths % 8 > 0 {
+        s.push(PARTS[eighths % 8]);
+    }
+    let used = s.chars().count();
+    s.push_str(&" ".repeat(width.saturating_sub(used)));
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn window_keeps_the_selection_visible() {
+        assert_eq!(window(0, 100, 10), (0, 10));
+        assert_eq!(window(9, 100, 10), (0, 10));
+        assert_eq!(window(10, 100, 10), (1, 11));
+        assert_eq!(window(99, 100, 10), (90, 100));
+        assert_eq!(window(0, 3, 10), (0, 3));
+        assert_eq!(window(0, 0, 10), (0, 0));
+    }
+
+    #[test]
+    fn bars_and_clipping() {
+        assert_eq!(bar(50.0, 4), "██  ");
+        assert_eq!(bar(100.0, 3), "███");
+        assert_eq!(bar(0.0, 2), "  ");
+        assert_eq!(bar(12.5, 1), "▏");
+        assert_eq!(clip("abcdef", 4), "abc…");
+        assert_eq!(clip("abc", 4), "abc");
+    }
+}

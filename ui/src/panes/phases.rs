@@ -1,0 +1,60 @@
+//! Phases: the per-phase table of the `phases` lens; Enter drills into the
+//! selected phase's kernels (or its ops when it launched none).
+
+use libreyolo_core::render::text::num;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::Frame;
+
+use super::{fixed, header, right, window};
+use crate::app::App;
+
+pub fn render(f: &mut Frame, app: &App, area: Rect) {
+    let t = &app.theme;
+    let Some(d) = &app.main.data else { return };
+    let [table_area, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let rows_h = table_area.height.saturating_sub(1) as usize;
+    let ph = &d.phases.phases;
+    if ph.is_empty() {
+        f.render_widget(Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())), table_area);
+        return;
+    }
+    let (first, last) = window(app.phase_selected, ph.len(), rows_h);
+    let rows = ph[first..last].iter().enumerate().map(|(i, r)| {
+        let row = Row::new(vec![
+            Cell::from(r.phase.clone()),
+            right(fixed(r.gpu_ms_per_step, 2)),
+            right(r.wall_ms_per_step.map_or("-".to_string(), |w| fixed(w, 2))),
+            right(num(r.kernels_per_step, 1)),
+            right(num(r.ops_per_step, 1)),
+            right(r.unique_kernels.to_string()),
+            right(r.memcpy_ms_per_step.map_or("-".to_string(), |m| fixed(m, 3))),
+        ]);
+        if first + i == app.phase_selected { row.style(t.selected()) } else { row }
+    });
+    let header = header(
+        &[("phase", false), ("GPU ms", true), ("wall ms", true), ("kernels", true), ("ops", true), ("unique", true), ("memcpy ms", true)],
+        t.header(),
+    );
+    let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
+    let widths = [
+        Constraint::Length(name_w),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(9),
+        Constraint::Length(7),
+        Constraint::Length(9),
+        Constraint::Fill(1),
+    ];
+    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
+    let selected = ph.get(app.phase_selected).map_or("", |r| r.phase.as_str());
+    f.render_widget(
+        Paragraph::new(Line::from(vec![
+            Span::styled("per step · Enter: ", t.muted()),
+            Span::styled(format!("kernels of {selected}"), t.accent()),
+        ])),
+        hint,
+    );
+}

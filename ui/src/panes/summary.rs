@@ -1,0 +1,138 @@
+//! Summary: the verdict and its reason, the headline figures, the kernel mix
+//! as bars, the top kernels; latency and stages for inference. Renders the
+//! `summary` lens.
+
+use libreyolo_core::lens::summary::Summary;
+use libreyolo_core::render::text::{num, throughput};
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Paragraph, Wrap};
+use ratatui::Frame;
+
+use super::{bar, clip, fixed, opt, pct};
+use crate::app::App;
+use crate::theme::Theme;
+
+pub fn render(f: &mut Frame, app: &App, area: Rect) {
+    let Some(d) = &app.main.data else { return };
+    let lines = lines(&d.summary, &app.theme, area.width as usize);
+    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((app.summary_scroll, 0)), area);
+}
+
+/// The pane's lines for a given width.
+pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
+    let mut out = Vec::new();
+    out.push(Line::from(vec![
+        Span::styled(format!(">> {}", s.bound.to_uppercase()), t.warn()),
+        Span::raw(": "),
+        Span::raw(s.bound_why.clone()),
+    ]));
+    if !s.trustworthy {
+        out.push(Line::styled("** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput are unreliable **", t.worse()));
+    }
+    let batch = s.config.get("batch").map(|b| format!(" · batch {b}")).unwrap_or_default();
+    out.push(Line::from(vec![
+        Span::styled(s.model.clone().unwrap_or_else(|| "model n/a".into()), t.title()),
+        Span::styled(format!(" · {}{batch} · {} steps in {} ms", s.mode, s.window.real_steps, num(s.window.wall_ms, 1)), t.muted()),
+    ]));
+    out.push(Line::raw(""));
+
+    let dataload = match (s.dataload_ms, s.dataload_frac) {
+        (Some(d), Some(fr)) => format!("{} ms ({})", num(d, 2), pct(fr)),
+        (Some(d), None) => format!("{} ms", num(d, 2)),
+        _ => "n/a".into(),
+    };
+    let figures: Vec<(&str, String)> = vec![
+        ("throughput", throughput(s.img_per_s, s.img_per_s_std, s.img_per_s_n)),
+        ("step", format!("{} ms", num(s.step_ms, 2))),
+        ("GPU util", format!("{} ({} ms busy)", pct(s.gpu_util), num(s.gpu_busy_ms_per_step, 2))),
+        ("Tensor Cores", format!("{}%", fixed(s.tensorcore_pct, 0))),
+        ("kernels/step", format!("{} @ ~{} us", num(s.kernels_per_step, 1), num(s.mean_kernel_us.round(), 0))),
+        ("launches/step", num(s.launches_per_step, 1)),
+        ("host overhead", format!("{} ms/step", num(s.host_overhead_ms_per_step, 2))),
+        ("dataload", dataload),
+        ("peak VRAM", s.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
+        ("memcpy", format!("{} ms/step", num(s.memcpy_ms_per_step, 3))),
+    ];
+    let two_cols = width >= 78;
+    let col = if two_cols { width / 2 } else { width };
+    let cell = |(label, value): &(&str, String)| -> Vec<Span<'static>> {
+        vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(clip(value, col.saturating_sub(15)))]
+    };
+    for chunk in figures.chunks(if two_cols { 2 } else { 1 }) {
+        let mut spans = cell(&chunk[0]);
+        if let Some(second) = chunk.get(1) {
+            let used: usize = spans.iter().map(Span::width).sum();
+            spans.push(Span::raw(" ".repeat(col.saturating_sub(used))));
+            spans.extend(cell(second));
+        }
+        out.push(Line::from(spans));
+    }
+    if s.gpu_util_raw > s.gpu_util + 0.005 {
+        out.push(Line::styled(format!("streams overlap: kernel time sums to {} of the window", pct(s.gpu_util_raw)), t.muted()));
+    }
+    if let Some(l) = &s.latency {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<14}", "latency"), t.header()),
+            Span::raw(format!("p50 {} · p90 {} · p99 {} ms ({} samples)", num(l.p50_ms, 3), num(l.p90_ms, 3), num(l.p99_ms, 3), l.n)),
+        ]));
+    }
+    if let Some(st) = &s.stages_ms {
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<14}", "stages"), t.header()),
+            Span::raw(format!(
+                "preprocess {} · forward {} · NMS {} ms",
+                opt(st.preprocess, 3),
+                opt(st.forward, 3),
+                opt(st.postprocess, 3)
+            )),
+        ]));
+    }
+
+    out.push(Line::raw(""));
+    out.push(Line::styled("Kernel mix", t.header()));
+    if s.categories.is_empty() {
+        out.push(Line::styled("  no GPU kernels in this profile", t.muted()));
+    }
+    let name_w = s.categories.iter().map(|c| c.name.chars().count()).max().unwrap_or(8).min(18);
+    let bar_w = width.saturating_sub(name_w + 26).clamp(6, 60);
+    for c in &s.categories {
+        out.push(Line::from(vec![
+            Span::raw(format!("  {:<name_w$} ", clip(&c.name, name_w))),
+            Span::styled(bar(c.pct, bar_w), t.bar()),
+            Span::raw(format!(" {:>5}% {:>8} ms", fixed(c.pct, 1), num(c.ms_per_step, 3))),
+        ]));
+    }
+
+    if !s.top_kernels.is_empty() {
+        out.push(Line::raw(""));
+        out.push(Line::styled("Top kernels per step", t.header()));
+        for k in &s.top_kernels {
+            let head = format!("  {:>5}% {:>8} ms x{:<5} ", fixed(k.pct_of_gpu, 1), fixed(k.ms_per_step, 3), num(k.count_per_step, 1));
+            let room = width.saturating_sub(head.chars().count() + if k.tensorcore { 5 } else { 0 });
+            let mut spans = vec![Span::raw(head), Span::raw(clip(&k.kernel, room))];
+            if k.tensorcore {
+                spans.push(Span::styled(" [TC]", t.accent()));
+            }
+            out.push(Line::from(spans));
+        }
+    }
+    if s.streams.len() > 1 {
+        out.push(Line::raw(""));
+        out.push(Line::styled("Streams", t.header()));
+        for st in &s.streams {
+            out.push(Line::raw(format!(
+                "  device {} stream {:<4} {:>4} busy  {} ms/step  {} kernels/step",
+                st.device,
+                st.stream,
+                pct(st.util),
+                num(st.busy_ms_per_step, 3),
+                num(st.kernels_per_step, 1)
+            )));
+        }
+    }
+    for w in &s.warnings {
+        out.push(Line::styled(format!("note: {w}"), t.muted()));
+    }
+    out
+}
