@@ -1,0 +1,129 @@
+// A small C ABI over the parts of libtorch that tch does not wrap: the Kineto
+// profiler (start, user ranges, stop + Chrome trace) and the CUDA autocast
+// dtype. Every entry point catches C++ exceptions and reports them through an
+// error buffer, so nothing unwinds into Rust.
+
+#include <ATen/autocast_mode.h>
+#include <ATen/record_function.h>
+#include <torch/csrc/autograd/profiler_kineto.h>
+
+#include <cstring>
+#include <memory>
+#include <set>
+#include <string>
+
+namespace prof = torch::autograd::profiler;
+using torch::profiler::impl::ActivityType;
+using torch::profiler::impl::ExperimentalConfig;
+using torch::profiler::impl::ProfilerConfig;
+using torch::profiler::impl::ProfilerState;
+
+namespace {
+
+void set_error(char* err, size_t len, const std::string& msg) {
+  if (err == nullptr || len == 0) return;
+  std::strncpy(err, msg.c_str(), len - 1);
+  err[len - 1] = '\0';
+}
+
+// The result of the last stop, kept until it is saved or dropped.
+std::unique_ptr<prof::ProfilerResult> g_result;
+
+}  // namespace
+
+extern "C" {
+
+// Starts the Kineto profiler with CPU activities, plus CUDA when `cuda` is
+// set, recording every thread when `all_threads` is set. 0 on success.
+int lyp_profiler_start(int cuda, int all_threads, char* err, size_t err_len) {
+  try {
+    ExperimentalConfig experimental;
+    experimental.profile_all_threads = all_threads != 0;
+    ProfilerConfig config(ProfilerState::KINETO,
+                          /*report_input_shapes=*/false,
+                          /*profile_memory=*/false,
+                          /*with_stack=*/false,
+                          /*with_flops=*/false,
+                          /*with_modules=*/false,
+                          experimental);
+    std::set<ActivityType> activities{ActivityType::CPU};
+    if (cuda) activities.insert(ActivityType::CUDA);
+    prof::prepareProfiler(config, activities);
+    prof::enableProfiler(config, activities);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+// Stops the profiler and keeps its result for lyp_profiler_save. 0 on success.
+int lyp_profiler_stop(char* err, size_t err_len) {
+  try {
+    g_result = prof::disableProfiler();
+    if (!g_result) {
+      set_error(err, err_len, "the profiler returned no result");
+      return 1;
+    }
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+// Writes the kept result as a Chrome trace to `path`. 0 on success.
+int lyp_profiler_save(const char* path, char* err, size_t err_len) {
+  try {
+    if (!g_result) {
+      set_error(err, err_len, "no profiler result to save");
+      return 1;
+    }
+    g_result->save(path);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+// Drops the kept result.
+void lyp_profiler_discard() { g_result.reset(); }
+
+// Opens a user range (cat `user_annotation` in the trace). Returns an opaque
+// handle for lyp_range_end, which must be called on the same thread.
+void* lyp_range_begin(const char* name) {
+  try {
+    auto* rf = new at::RecordFunction(at::RecordScope::USER_SCOPE);
+    if (rf->isActive()) rf->before(std::string(name));
+    return rf;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+void lyp_range_end(void* handle) {
+  if (handle == nullptr) return;
+  auto* rf = static_cast<at::RecordFunction*>(handle);
+  try {
+    rf->end();
+  } catch (...) {
+  }
+  delete rf;
+}
+
+// CUDA autocast: enable/disable and choose the dtype (0 = float16,
+// 1 = bfloat16). Clears the cast cache so casts of another dtype never mix.
+int lyp_autocast_cuda(int enabled, int bf16, char* err, size_t err_len) {
+  try {
+    at::autocast::clear_cache();
+    at::autocast::set_autocast_dtype(at::kCUDA, bf16 ? at::kBFloat16 : at::kHalf);
+    at::autocast::set_autocast_enabled(at::kCUDA, enabled != 0);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+}  // extern "C"

@@ -1,0 +1,8 @@
+//! The capture engine of `libreyolo profile`: the only crate that links
+//! libtorch. It holds the profiler shim and its safe wrapper, the LibreYOLO
+//! checkpoint reader, the YOLOv9 model in tch, and the measurement loops that
+//! write a trace plus the measured numbers for the core to analyse.
+
+pub mod checkpoint;
+pub mod pickle;
+pub mod profiler;

@@ -1,0 +1,208 @@
+//! A safe wrapper over the Kineto profiler shim (`shim/profiler.cpp`).
+//!
+//! [`Session::start`] returns a guard: the profiler runs while it lives and is
+//! stopped when it is dropped, so an error or a panic in the measured code
+//! never leaves it started. Only one session exists at a time (the profiler is
+//! process-wide). Ranges ([`Session::range`], [`Session::step`]) are guards as
+//! well and close on drop; they are not `Send`, because a
+//! `at::RecordFunction` must end on the thread that began it.
+//!
+//! Kineto writes a few lines straight to stderr while it starts and stops
+//! (`USDT ... profiler_start`, and on a machine without a GPU
+//! `gpuGetDeviceCount failed`). They are not errors: around those calls fd 2
+//! is captured, the known lines are dropped and anything else is passed on.
+
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::io::{Read, Seek, Write};
+use std::marker::PhantomData;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use libreyolo_core::{Error, Result};
+
+unsafe extern "C" {
+    fn lyp_profiler_start(cuda: c_int, all_threads: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_profiler_stop(err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_profiler_save(path: *const c_char, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_profiler_discard();
+    fn lyp_range_begin(name: *const c_char) -> *mut c_void;
+    fn lyp_range_end(handle: *mut c_void);
+    fn lyp_autocast_cuda(enabled: c_int, bf16: c_int, err: *mut c_char, err_len: usize) -> c_int;
+}
+
+static STARTED: AtomicBool = AtomicBool::new(false);
+
+/// What to record.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Options {
+    /// Record CUDA activities (kernels, memcpy, runtime calls) too.
+    pub cuda: bool,
+    /// Record ops of every thread, not only the one that starts the session.
+    pub all_threads: bool,
+}
+
+/// A running profiler. Stops on drop; [`Session::finish`] stops and saves.
+pub struct Session {
+    stopped: bool,
+    _not_send: PhantomData<*const ()>,
+}
+
+/// An open range; closes on drop.
+pub struct Range<'a> {
+    handle: *mut c_void,
+    _session: PhantomData<&'a Session>,
+}
+
+impl Drop for Range<'_> {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from lyp_range_begin on this thread (Range is !Send).
+        unsafe { lyp_range_end(self.handle) }
+    }
+}
+
+fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), String> {
+    let mut buf = vec![0 as c_char; 1024];
+    let rc = f(buf.as_mut_ptr(), buf.len());
+    if rc == 0 {
+        Ok(())
+    } else {
+        // SAFETY: the shim always NUL-terminates within the buffer.
+        Err(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+    }
+}
+
+impl Session {
+    /// Starts the profiler. Fails when another session is running.
+    pub fn start(opts: Options) -> Result<Session> {
+        if STARTED.swap(true, Ordering::SeqCst) {
+            return Err(Error::failed("the profiler is already running in this process"));
+        }
+        let res = quiet_stderr(|| {
+            // SAFETY: plain C call; the error buffer outlives it.
+            call(|e, n| unsafe { lyp_profiler_start(opts.cuda as c_int, opts.all_threads as c_int, e, n) })
+        });
+        if let Err(msg) = res {
+            STARTED.store(false, Ordering::SeqCst);
+            return Err(Error::failed(format!("cannot start the profiler: {msg}")));
+        }
+        Ok(Session { stopped: false, _not_send: PhantomData })
+    }
+
+    /// Opens a user range named `name` (cat `user_annotation`).
+    pub fn range(&self, name: &str) -> Range<'_> {
+        let c = CString::new(name.replace('\0', " ")).expect("no NUL left");
+        // SAFETY: the shim copies the name.
+        let handle = unsafe { lyp_range_begin(c.as_ptr()) };
+        Range { handle, _session: PhantomData }
+    }
+
+    /// Opens the range of step `n`: `ProfilerStep#n`, as Python's
+    /// `profiler.step()` records it.
+    pub fn step(&self, n: u64) -> Range<'_> {
+        self.range(&format!("ProfilerStep#{n}"))
+    }
+
+    /// Stops the profiler and writes the Chrome trace to `path`.
+    pub fn finish(mut self, path: &Path) -> Result<()> {
+        self.stop()?;
+        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::failed("trace path holds a NUL byte"))?;
+        let res = quiet_stderr(|| call(|e, n| unsafe { lyp_profiler_save(c.as_ptr(), e, n) }));
+        unsafe { lyp_profiler_discard() };
+        res.map_err(|msg| Error::failed(format!("cannot write the trace {}: {msg}", path.display())))
+    }
+
+    /// Stops the profiler and drops what it recorded.
+    pub fn discard(mut self) -> Result<()> {
+        self.stop()
+    }
+
+    fn stop(&mut self) -> Result<()> {
+        if self.stopped {
+            return Ok(());
+        }
+        self.stopped = true;
+        let res = quiet_stderr(|| call(|e, n| unsafe { lyp_profiler_stop(e, n) }));
+        STARTED.store(false, Ordering::SeqCst);
+        res.map_err(|msg| Error::failed(format!("cannot stop the profiler: {msg}")))
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if !self.stopped {
+            let _ = self.stop();
+            unsafe { lyp_profiler_discard() };
+        }
+    }
+}
+
+/// Whether a profiler session is running in this process.
+pub fn is_running() -> bool {
+    STARTED.load(Ordering::SeqCst)
+}
+
+/// CUDA autocast on or off, with its dtype (`bf16` false = float16).
+pub fn set_cuda_autocast(enabled: bool, bf16: bool) -> Result<()> {
+    call(|e, n| unsafe { lyp_autocast_cuda(enabled as c_int, bf16 as c_int, e, n) })
+        .map_err(|msg| Error::failed(format!("cannot set CUDA autocast: {msg}")))
+}
+
+/// Lines Kineto prints that are not problems for us.
+fn is_noise(line: &str) -> bool {
+    const NOISE: &[&str] = &[
+        "USDT",
+        "gpuGetDeviceCount failed",
+        "cudaGetDeviceCount",
+        "CUPTI initialization failed",
+        "Kineto: Profiler started",
+        "Profiler is not initialized: skipping step",
+        "activity_profiler",
+    ];
+    let l = line.trim();
+    l.is_empty() || NOISE.iter().any(|n| l.contains(n))
+}
+
+/// Runs `f` with fd 2 captured; afterwards the captured lines that are not
+/// Kineto noise are written to the real stderr. If capturing is not
+/// possible, `f` simply runs with stderr untouched.
+fn quiet_stderr<T>(f: impl FnOnce() -> T) -> T {
+    if std::env::var_os("LIBREYOLO_KINETO_STDERR").is_some() {
+        return f();
+    }
+    let Ok(mut file) = tempfile::tempfile() else { return f() };
+    use std::os::fd::AsRawFd;
+    let _ = std::io::stderr().flush();
+    // SAFETY: dup/dup2 on valid descriptors; fd 2 is restored before returning.
+    let saved = unsafe { libc::dup(2) };
+    if saved < 0 {
+        return f();
+    }
+    unsafe { libc::dup2(file.as_raw_fd(), 2) };
+    let out = f();
+    let _ = std::io::stderr().flush();
+    unsafe {
+        libc::fflush(std::ptr::null_mut());
+        libc::dup2(saved, 2);
+        libc::close(saved);
+    }
+    let mut text = String::new();
+    if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
+        let kept: Vec<&str> = text.lines().filter(|l| !is_noise(l)).collect();
+        if !kept.is_empty() {
+            eprintln!("{}", kept.join("\n"));
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_noise;
+
+    #[test]
+    fn kineto_noise_is_recognised() {
+        assert!(is_noise("STAGE:2026-01-01 USDT profiler_start"));
+        assert!(is_noise("[W kineto] gpuGetDeviceCount failed with code 35"));
+        assert!(!is_noise("RuntimeError: something real"));
+    }
+}
