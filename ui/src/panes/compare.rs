@@ -77,7 +77,7 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     }
     out.push(Line::raw(""));
     let wide = width >= 100;
-    let vw = if wide { 16 } else { 12 };
+    let vw = if wide { 16 } else { 15 };
     let mut head = format!("{:<14}{:>vw$} {:>vw$} {:>8}", "metric", "before", "after", "change");
     if wide {
         head.push_str("  significance");

@@ -93,7 +93,13 @@ fn detail(f: &mut Frame, app: &App, area: Rect) {
         Line::styled(k.kernel.clone(), t.title()),
         Line::raw(""),
         Line::styled("full name", t.header()),
-        Line::raw(k.raw_name.clone()),
+    ];
+    // Cut by characters, not words: a C++ signature has few spaces.
+    let chars: Vec<char> = k.raw_name.chars().collect();
+    for chunk in chars.chunks((area.width as usize).max(1)) {
+        lines.push(Line::raw(chunk.iter().collect::<String>()));
+    }
+    lines.extend([
         Line::raw(""),
         field("category", k.category.clone()),
         field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
@@ -101,7 +107,7 @@ fn detail(f: &mut Frame, app: &App, area: Rect) {
         field("ms per step", fixed(k.ms_per_step, 4)),
         field("calls/step", num(k.count_per_step, 2)),
         Line::raw(""),
-    ];
+    ]);
     let split = phase_split(p, &k.raw_name);
     if split.is_empty() {
         lines.push(Line::styled("no per-phase split in this profile", t.muted()));
@@ -119,5 +125,5 @@ fn detail(f: &mut Frame, app: &App, area: Rect) {
     }
     lines.push(Line::raw(""));
     lines.push(Line::styled("Esc/Enter: back to the list · Up/Down: previous/next kernel", t.muted()));
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    f.render_widget(Paragraph::new(lines), area);
 }

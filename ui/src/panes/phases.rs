@@ -50,10 +50,11 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
     ];
     f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
     let selected = ph.get(app.phase_selected).map_or("", |r| r.phase.as_str());
+    let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) { "kernels" } else { "ops" };
     f.render_widget(
         Paragraph::new(Line::from(vec![
             Span::styled("per step · Enter: ", t.muted()),
-            Span::styled(format!("kernels of {selected}"), t.accent()),
+            Span::styled(format!("{what} of {selected}"), t.accent()),
         ])),
         hint,
     );

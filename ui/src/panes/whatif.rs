@@ -19,7 +19,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)]).spacing(2).areas(area);
         (a, b)
     } else {
-        let n = p.categories.len().min(8) as u16;
+        let n = p.categories.len().clamp(1, 8) as u16;
         let [a, b] = Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
         (a, b)
     };
@@ -35,7 +35,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
     }
     let rows = list_area.height.saturating_sub(3) as usize;
     let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
-    let name_w = (list_area.width as usize).saturating_sub(24).max(8);
+    let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
     for (i, c) in p.categories[first..last].iter().enumerate() {
         let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(&c.name, name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
         lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
@@ -92,7 +92,7 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
             Some(_) => format!("{} -> ", opt(w.img_per_s.now, 2)),
             None => "n/a (no batch size or throughput in this profile)".to_string(),
         }),
-        Span::styled(w.img_per_s.projected.map_or(String::new(), |p| format!("~{}", num(p, 1))), style),
+        Span::styled(w.img_per_s.projected.map_or(String::new(), |p| format!("~{}", num(p, 2))), style),
     ]));
     if let Some(us) = w.per_launch_us {
         out.push(Line::from(vec![Span::styled(format!("{:<12}", "per launch"), t.header()), Span::raw(format!("~{} us host cost", num(us, 1)))]));

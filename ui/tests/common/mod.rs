@@ -1,0 +1,63 @@
+//! Shared by the explorer's tests: real inputs from ../shared, loaded once
+//! per test binary, and a screen rendered to text.
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use libreyolo_core::profile::{self, Input};
+use libreyolo_ui::app::App;
+use libreyolo_ui::panes;
+use libreyolo_ui::theme::{Depth, Theme};
+use ratatui::backend::TestBackend;
+use ratatui::Terminal;
+
+pub const INFER_B1: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_b1/profile.json");
+pub const INFER_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_b4/profile.json");
+pub const TRAIN_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_b4/profile.json");
+pub const TRAIN_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_repeat3/profile_repeat.json");
+pub const INFER_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_repeat3/infer_repeat.json");
+pub const INFER_REPEAT3_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_repeat3/infer_repeat_b4.json");
+/// A raw H100 trace (BERT-small inference, TraceLens): Tensor Core GEMMs,
+/// several kernel categories; small enough to analyse quickly in debug.
+pub const BERT_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
+);
+
+/// Loads a real input once per test binary.
+pub fn input(path: &'static str) -> Input {
+    static CACHE: OnceLock<std::sync::Mutex<Vec<(&'static str, Input)>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(Default::default);
+    if let Some((_, i)) = cache.lock().unwrap().iter().find(|(p, _)| *p == path) {
+        return i.clone();
+    }
+    let i = profile::load(path, false).unwrap_or_else(|e| panic!("{path}: {e}"));
+    cache.lock().unwrap().push((path, i.clone()));
+    i
+}
+
+pub fn theme() -> Theme {
+    Theme::builtin_dark(Depth::Ansi16)
+}
+
+pub fn app(main: &'static str, other: Option<&'static str>) -> App {
+    App::with_inputs(theme(), input(main), other.map(input))
+}
+
+/// Draws the app at `w`×`h` and returns the screen as text, one line per
+/// row, trailing blanks removed.
+pub fn screen(app: &mut App, w: u16, h: u16) -> String {
+    let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
+    term.draw(|f| panes::draw(f, app)).unwrap();
+    let buf = term.backend().buffer();
+    let mut out = String::new();
+    for y in 0..h {
+        let mut line = String::new();
+        for x in 0..w {
+            line.push_str(buf[(x, y)].symbol());
+        }
+        out.push_str(line.trim_end());
+        out.push('\n');
+    }
+    out
+}

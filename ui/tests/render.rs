@@ -1,0 +1,215 @@
+//! Every pane drawn with ratatui's TestBackend at 80×24 and 160×48, on two
+//! reference profiles (CPU inference and training) and a raw GPU trace, with
+//! filters applied. Snapshots hold the screens; the assertions name what a
+//! person must be able to read on them.
+
+mod common;
+
+use common::*;
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use libreyolo_ui::app::{App, Pane};
+
+const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+fn press(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            '\t' => KeyCode::Tab,
+            '↓' => KeyCode::Down,
+            '→' => KeyCode::Right,
+            c => KeyCode::Char(c),
+        };
+        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+}
+
+/// Snapshots the app at both sizes; returns the screens.
+fn snap(name: &str, app: &mut App) -> Vec<String> {
+    SIZES
+        .iter()
+        .map(|&(w, h)| {
+            let s = screen(app, w, h);
+            insta::assert_snapshot!(format!("{name}_{w}x{h}"), s);
+            // Nothing is drawn past the screen and every line fits.
+            assert_eq!(s.lines().count(), h as usize);
+            s
+        })
+        .collect()
+}
+
+#[test]
+fn summary_pane() {
+    let mut a = app(TRAIN_B4, None);
+    let s = snap("train_b4_summary", &mut a);
+    assert!(s[0].contains(">> HOST / LAUNCH"), "{}", s[0]);
+    assert!(s[0].contains("4.44 img/s"));
+
+    let mut a = app(INFER_B1, None);
+    let s = snap("infer_b1_summary", &mut a);
+    assert!(s[1].contains("latency") && s[1].contains("p50"), "inference shows latency:\n{}", s[1]);
+    assert!(s[1].contains("stages") && s[1].contains("NMS"));
+    assert!(s[1].contains("no GPU kernels in this profile"));
+
+    let mut a = app(BERT_TRACE, None);
+    let s = snap("bert_trace_summary", &mut a);
+    assert!(s[1].contains("Kernel mix") && s[1].contains("gemm / conv") && s[1].contains("█"));
+    assert!(s[1].contains("[TC]"));
+}
+
+#[test]
+fn phases_pane() {
+    let mut a = app(TRAIN_B4, None);
+    press(&mut a, "2↓↓");
+    let s = snap("train_b4_phases", &mut a);
+    for ph in ["dataload", "to_device", "forward", "backward", "optimizer"] {
+        assert!(s[0].contains(ph), "{ph} missing:\n{}", s[0]);
+    }
+    assert!(s[0].contains("ops of forward"), "a CPU phase drills into its ops:\n{}", s[0]);
+
+    let mut a = app(INFER_B1, None);
+    press(&mut a, "2");
+    snap("infer_b1_phases", &mut a);
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "2");
+    let s = snap("bert_trace_phases", &mut a);
+    assert!(s[0].contains("unphased"));
+}
+
+#[test]
+fn kernels_pane_with_filters() {
+    // Category cycle + Tensor Core only.
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "3ct");
+    let s = snap("bert_trace_kernels_gemm_tc", &mut a);
+    assert!(s[0].contains("cat:gemm / conv") && s[0].contains("TC-only"), "{}", s[0]);
+    assert!(s[0].contains("4 of 11 match"), "{}", s[0]);
+
+    // Live regex and count sort.
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "3s/norm|elementwise\n");
+    let s = snap("bert_trace_kernels_regex_count", &mut a);
+    assert!(s[0].contains("sort:count") && s[0].contains("/norm|elementwise/"), "{}", s[0]);
+    assert!(!s[0].contains("cutlass"), "the regex hides GEMMs:\n{}", s[0]);
+
+    // A CPU profile has no kernels: the pane says so.
+    let mut a = app(TRAIN_B4, None);
+    press(&mut a, "3p");
+    let s = snap("train_b4_kernels_phase", &mut a);
+    assert!(s[0].contains("phase:dataload") && s[0].contains("no GPU kernels"), "{}", s[0]);
+}
+
+#[test]
+fn kernel_detail_view() {
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "3t\n");
+    let s = snap("bert_trace_kernel_detail", &mut a);
+    let k = a.selected_kernel().unwrap().clone();
+    // The full name is shown (wrapped at 80 columns, whole at 160).
+    for screen in &s {
+        assert!(screen.replace('\n', "").contains(&k.raw_name), "{screen}");
+    }
+    assert!(s[0].contains("Tensor Core   yes"));
+    assert!(s[0].contains("category      gemm / conv"));
+    assert!(s[0].contains("calls/step"));
+    assert!(s[0].contains("unphased"), "per-phase split:\n{}", s[0]);
+}
+
+#[test]
+fn ops_pane_with_filters() {
+    let mut a = app(TRAIN_B4, None);
+    press(&mut a, "4ppp/conv|addmm\ns");
+    let s = snap("train_b4_ops_forward_regex", &mut a);
+    assert!(s[0].contains("phase:forward") && s[0].contains("/conv|addmm/") && s[0].contains("sort:count"), "{}", s[0]);
+    assert!(s[0].contains("aten::"), "{}", s[0]);
+
+    let mut a = app(INFER_B1, None);
+    press(&mut a, "4");
+    snap("infer_b1_ops", &mut a);
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "4/linear|matmul\n");
+    let s = snap("bert_trace_ops_regex", &mut a);
+    assert!(s[0].contains("ops match"));
+}
+
+#[test]
+fn compare_pane() {
+    // Repeated runs: a significance call is made.
+    let mut a = app(INFER_REPEAT3, Some(INFER_REPEAT3_B4));
+    press(&mut a, "5");
+    let s = snap("infer_repeat3_compare", &mut a);
+    assert!(s[1].contains("significant"), "{}", s[1]);
+    assert!(s[0].contains("before") && s[0].contains("after"));
+
+    let mut a = app(TRAIN_B4, Some(TRAIN_REPEAT3));
+    press(&mut a, "5");
+    let s = snap("train_b4_compare", &mut a);
+    assert!(s[1].contains("Phases (ms/step)"), "{}", s[1]);
+
+    let mut a = app(INFER_B1, Some(INFER_B4));
+    press(&mut a, "5↓↓");
+    snap("infer_b1_compare_scrolled", &mut a);
+
+    // One profile: the prompt for a second.
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "5o/tmp/x");
+    let s = snap("bert_trace_compare_prompt", &mut a);
+    assert!(s[0].contains("Compare needs a second profile") && s[0].contains("path: /tmp/x"), "{}", s[0]);
+}
+
+#[test]
+fn whatif_pane() {
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "6→");
+    let s = snap("bert_trace_whatif_category", &mut a);
+    assert!(s[0].contains("category 'reduction / norm'"), "{}", s[0]);
+    assert!(s[0].contains("caveat"), "{}", s[0]);
+
+    let mut a = app(TRAIN_B4, None);
+    press(&mut a, "6n500\n");
+    let s = snap("train_b4_whatif_launches", &mut a);
+    assert!(s[0].contains("remove launches/step: 500"), "{}", s[0]);
+
+    let mut a = app(INFER_B1, None);
+    press(&mut a, "6");
+    snap("infer_b1_whatif", &mut a);
+}
+
+#[test]
+fn help_overlay_lists_every_key() {
+    let mut a = app(TRAIN_B4, None);
+    press(&mut a, "?");
+    let s = screen(&mut a, 80, 24);
+    insta::assert_snapshot!("help_80x24", s);
+    for (keys, _) in libreyolo_ui::input::HELP {
+        assert!(s.contains(keys), "{keys} missing from the help:\n{s}");
+    }
+    assert_eq!(a.pane, Pane::Summary);
+}
+
+#[test]
+fn no_color_and_light_themes_render_the_same_text() {
+    use libreyolo_ui::theme::{Depth, Theme};
+    let mut dark = app(BERT_TRACE, None);
+    press(&mut dark, "3");
+    let reference = screen(&mut dark, 80, 24);
+    for (name, depth) in [("light", Depth::Ansi16), ("high-contrast", Depth::TrueColor), ("dark", Depth::None)] {
+        let mut a = App::with_inputs(Theme::load(name, depth).unwrap(), input(BERT_TRACE), None);
+        press(&mut a, "3");
+        assert_eq!(screen(&mut a, 80, 24), reference, "{name} {depth:?}");
+    }
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    for pane in '1'..='6' {
+        let mut a = app(BERT_TRACE, None);
+        press(&mut a, &pane.to_string());
+        for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 10)] {
+            screen(&mut a, w, h);
+        }
+        press(&mut a, "?");
+        screen(&mut a, 12, 4);
+    }
+}
