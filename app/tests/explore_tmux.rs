@@ -1,0 +1,138 @@
+//! The explorer end to end: the real binary in a real terminal (tmux), driven
+//! by keys, read back with capture-pane. Also its refusals, which need no
+//! terminal: stdout not a TTY, an unknown theme, a missing file (all exit 2).
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const BIN: &str = env!("CARGO_BIN_EXE_libreyolo");
+/// A raw H100 trace from ../shared (BERT-small inference).
+const TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../../shared/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
+);
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_b4/profile.json");
+
+/// A tmux server of our own (`-L`), so the test never touches a user's.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> Output {
+        Command::new("tmux").arg("-L").arg(&self.socket).args(args).output().expect("run tmux")
+    }
+    fn screen(&self) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", "e2e"]).stdout).into_owned()
+    }
+    fn keys(&self, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", "e2e"];
+        args.extend_from_slice(keys);
+        assert!(self.cmd(&args).status.success());
+    }
+    /// Types text literally (no key-name lookup).
+    fn text(&self, text: &str) {
+        assert!(self.cmd(&["send-keys", "-t", "e2e", "-l", text]).status.success());
+    }
+    fn format(&self, f: &str) -> String {
+        String::from_utf8_lossy(&self.cmd(&["display-message", "-p", "-t", "e2e", f]).stdout).trim().to_string()
+    }
+    /// Waits until the screen satisfies `ok`; panics with the screen if not.
+    fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let s = self.screen();
+            if ok(&s) {
+                return s;
+            }
+            if start.elapsed() > Duration::from_secs(30) {
+                panic!("timed out waiting for {what}; the screen shows:\n{s}");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn tmux_available() -> bool {
+    Command::new("tmux").arg("-V").output().is_ok_and(|o| o.status.success())
+}
+
+#[test]
+fn explorer_in_a_real_terminal() {
+    if !tmux_available() {
+        eprintln!("SKIPPED explorer_in_a_real_terminal: tmux is not installed (apt-get install -y tmux)");
+        return;
+    }
+    assert!(Path::new(TRACE).is_file(), "missing {TRACE}");
+    let t = Tmux { socket: format!("libreyolo-e2e-{}", std::process::id()) };
+    // The shell line reports the exit status once the explorer has quit.
+    let line = format!("TERM=xterm-256color {BIN} profile explore {TRACE}; echo EXITED=$?; sleep 60");
+    let started = t.cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-s", "e2e", &line]);
+    assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
+
+    // Summary first: the verdict and the kernel mix.
+    let s = t.wait("the summary", |s| s.contains("Kernel mix"));
+    assert!(s.contains("1 Summary") && s.contains(">> HOST / LAUNCH"), "{s}");
+    assert!(s.contains("gemm / conv"), "{s}");
+    assert_eq!(t.format("#{alternate_on}"), "1", "the explorer draws on the alternate screen");
+
+    // Kernels, then a live regex filter.
+    t.keys(&["3"]);
+    t.wait("the kernels table", |s| s.contains("%GPU") && s.contains("11 of 11 match"));
+    t.keys(&["/"]);
+    t.text("layer_norm");
+    let s = t.wait("the regex to apply", |s| s.contains("1 of 11 match") || s.contains("Kernels regex /layer_norm"));
+    assert!(s.contains("vectorized_layer_norm_kernel"), "{s}");
+    t.keys(&["Enter"]);
+    let s = t.wait("the status line", |s| s.contains("/layer_norm/ · 1 of 11 match"));
+    assert!(!s.contains("cutlass"), "the GEMMs are filtered out:\n{s}");
+
+    // Details of the one match, then the Phases and What-if panes.
+    t.keys(&["Enter"]);
+    t.wait("the detail view", |s| s.contains("full name") && s.contains("Tensor Core   no"));
+    t.keys(&["Escape", "2"]);
+    t.wait("the phases table", |s| s.contains("unphased") && s.contains("wall ms"));
+    t.keys(&["Tab", "Tab", "Tab", "Tab"]);
+    t.wait("what-if", |s| s.contains("remove a category") && s.contains("caveat"));
+    t.keys(&["?"]);
+    t.wait("the help", |s| s.contains("keys (any key closes)"));
+    t.keys(&["Escape"]);
+    t.wait("the help to close", |s| !s.contains("keys (any key closes)"));
+
+    // Quit: the process exits 0 and the terminal is back to normal.
+    t.keys(&["q"]);
+    let s = t.wait("the explorer to exit", |s| s.contains("EXITED="));
+    assert!(s.contains("EXITED=0"), "{s}");
+    assert!(!s.contains("1 Summary"), "the explorer's screen is gone:\n{s}");
+    assert_eq!(t.format("#{alternate_on}"), "0", "left the alternate screen");
+    assert_eq!(t.format("#{cursor_flag}"), "1", "the cursor is visible again");
+}
+
+#[test]
+fn refuses_without_a_terminal() {
+    // stdout is a pipe here.
+    let out = Command::new(BIN).args(["profile", "explore", PROFILE]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("needs a terminal"), "{err}");
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn unknown_theme_and_missing_file_are_usage_errors() {
+    let out = Command::new(BIN).args(["profile", "explore", PROFILE, "--theme", "neon"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown theme 'neon'") && err.contains("dark") && err.contains("light") && err.contains("high-contrast"), "{err}");
+
+    let out = Command::new(BIN).args(["profile", "explore", "/no/such/profile.json"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
+}
