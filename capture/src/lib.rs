@@ -4,5 +4,6 @@
 //! write a trace plus the measured numbers for the core to analyse.
 
 pub mod checkpoint;
+pub mod model;
 pub mod pickle;
 pub mod profiler;

@@ -1,0 +1,720 @@
+//! YOLOv9 detection (`t`, `s`, `m`, `c`) in tch, with the module structure
+//! and state-dict key names of LibreYOLO 1.6's `LibreYOLO9Model`
+//! (`backbone.*`, `neck.*`, `head.cv2|cv3.*`), so its checkpoints load as
+//! they are. Written from the architecture (YOLOv9: ELAN / RepNCSPELAN,
+//! AConv / ADown, SPPELAN, the decoupled DFL head), not copied.
+//!
+//! The model is inference-only here: [`Yolo9::fuse`] folds every BatchNorm
+//! into its convolution and every RepConvN's 1×1 branch into its 3×3 one, the
+//! same re-parameterisation LibreYOLO's `fuse()` does.
+
+use std::collections::HashMap;
+
+use tch::nn::{self, Init};
+use tch::{Device, Kind, Tensor};
+
+/// Channel plan of one size variant.
+#[derive(Debug, Clone)]
+pub struct Config {
+    conv0: i64,
+    conv1: i64,
+    /// ELAN (t, s) or RepNCSPELAN (m, c) as the first block.
+    first_elan: bool,
+    first_out: i64,
+    first_part: i64,
+    /// ADown (c) or AConv (t, s, m) for downsampling.
+    adown: bool,
+    /// (down_out, elan_out, elan_part) for backbone stages 2, 3, 4.
+    stages: [(i64, i64, i64); 3],
+    spp_out: i64,
+    repeat: i64,
+    up1: (i64, i64),
+    up2: (i64, i64),
+    down1_out: i64,
+    down1: (i64, i64),
+    down2_out: i64,
+    down2: (i64, i64),
+    head: [i64; 3],
+}
+
+pub const SIZES: &[&str] = &["t", "s", "m", "c"];
+
+impl Config {
+    pub fn of(size: &str) -> Option<Config> {
+        Some(match size {
+            "t" => Config {
+                conv0: 16,
+                conv1: 32,
+                first_elan: true,
+                first_out: 32,
+                first_part: 32,
+                adown: false,
+                stages: [(64, 64, 64), (96, 96, 96), (128, 128, 128)],
+                spp_out: 128,
+                repeat: 3,
+                up1: (96, 96),
+                up2: (64, 64),
+                down1_out: 48,
+                down1: (96, 96),
+                down2_out: 64,
+                down2: (128, 128),
+                head: [64, 96, 128],
+            },
+            "s" => Config {
+                conv0: 32,
+                conv1: 64,
+                first_elan: true,
+                first_out: 64,
+                first_part: 64,
+                adown: false,
+                stages: [(128, 128, 128), (192, 192, 192), (256, 256, 256)],
+                spp_out: 256,
+                repeat: 3,
+                up1: (192, 192),
+                up2: (128, 128),
+                down1_out: 96,
+                down1: (192, 192),
+                down2_out: 128,
+                down2: (256, 256),
+                head: [128, 192, 256],
+            },
+            "m" => Config {
+                conv0: 32,
+                conv1: 64,
+                first_elan: false,
+                first_out: 128,
+                first_part: 128,
+                adown: false,
+                stages: [(240, 240, 240), (360, 360, 360), (480, 480, 480)],
+                spp_out: 480,
+                repeat: 1,
+                up1: (360, 360),
+                up2: (240, 240),
+                down1_out: 184,
+                down1: (360, 360),
+                down2_out: 240,
+                down2: (480, 480),
+                head: [240, 360, 480],
+            },
+            "c" => Config {
+                conv0: 64,
+                conv1: 128,
+                first_elan: false,
+                first_out: 256,
+                first_part: 128,
+                adown: true,
+                stages: [(256, 512, 256), (512, 512, 512), (512, 512, 512)],
+                spp_out: 512,
+                repeat: 1,
+                up1: (512, 512),
+                up2: (256, 256),
+                down1_out: 256,
+                down1: (512, 512),
+                down2_out: 512,
+                down2: (512, 512),
+                head: [256, 512, 512],
+            },
+            _ => return None,
+        })
+    }
+}
+
+// ---------------------------------------------------------------- blocks --
+
+/// Conv2d (no bias) + BatchNorm2d(eps 1e-3) + optional SiLU; keys
+/// `conv.weight`, `bn.{weight,bias,running_mean,running_var,num_batches_tracked}`.
+struct Conv {
+    weight: Tensor,
+    bn_w: Tensor,
+    bn_b: Tensor,
+    mean: Tensor,
+    var: Tensor,
+    stride: i64,
+    pad: i64,
+    groups: i64,
+    act: bool,
+    /// Folded (weight, bias) once [`Conv::fuse`] ran.
+    fused: Option<(Tensor, Tensor)>,
+}
+
+const BN_EPS: f64 = 1e-3;
+
+impl Conv {
+    #[allow(clippy::too_many_arguments)]
+    fn new(p: &nn::Path, c1: i64, c2: i64, k: i64, s: i64, pad: Option<i64>, g: i64, act: bool) -> Conv {
+        let fan_in = (c1 / g) * k * k;
+        let bound = 1.0 / (fan_in as f64).sqrt();
+        let weight = (p / "conv").var("weight", &[c2, c1 / g, k, k], Init::Uniform { lo: -bound, up: bound });
+        let bn = p / "bn";
+        let bn_w = bn.var("weight", &[c2], Init::Const(1.0));
+        let bn_b = bn.var("bias", &[c2], Init::Const(0.0));
+        let mean = bn.zeros_no_train("running_mean", &[c2]);
+        let var = bn.ones_no_train("running_var", &[c2]);
+        let _ = bn.add("num_batches_tracked", Tensor::zeros([], (Kind::Int64, p.device())), false);
+        Conv { weight, bn_w, bn_b, mean, var, stride: s, pad: pad.unwrap_or(k / 2), groups: g, act, fused: None }
+    }
+
+    /// The folded (weight, bias) of conv + BN.
+    fn folded(&self) -> (Tensor, Tensor) {
+        let scale = &self.bn_w / (&self.var + BN_EPS).sqrt();
+        let w = &self.weight * scale.reshape([-1, 1, 1, 1]);
+        let b = &self.bn_b - &self.mean * &scale;
+        (w, b)
+    }
+
+    fn fuse(&mut self) {
+        self.fused = Some(self.folded());
+    }
+
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let y = match &self.fused {
+            Some((w, b)) => x.conv2d(w, Some(b), [self.stride], [self.pad], [1], self.groups),
+            None => x
+                .conv2d(&self.weight, None::<Tensor>, [self.stride], [self.pad], [1], self.groups)
+                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), false, 0.03, BN_EPS, false),
+        };
+        if self.act { y.silu() } else { y }
+    }
+}
+
+/// RepConvN: 3×3 conv+BN plus 1×1 conv+BN, summed, SiLU (no identity BN).
+struct RepConvN {
+    conv1: Conv,
+    conv2: Conv,
+    fused: Option<(Tensor, Tensor)>,
+}
+
+impl RepConvN {
+    fn new(p: &nn::Path, c1: i64, c2: i64) -> RepConvN {
+        RepConvN {
+            conv1: Conv::new(&(p / "conv1"), c1, c2, 3, 1, Some(1), 1, false),
+            conv2: Conv::new(&(p / "conv2"), c1, c2, 1, 1, Some(0), 1, false),
+            fused: None,
+        }
+    }
+    fn fuse(&mut self) {
+        let (w3, b3) = self.conv1.folded();
+        let (w1, b1) = self.conv2.folded();
+        let w = w3 + w1.constant_pad_nd([1, 1, 1, 1]);
+        self.fused = Some((w, b3 + b1));
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        match &self.fused {
+            Some((w, b)) => x.conv2d(w, Some(b), [1], [1], [1], 1).silu(),
+            None => (self.conv1.forward(x) + self.conv2.forward(x)).silu(),
+        }
+    }
+}
+
+struct RepNBottleneck {
+    cv1: RepConvN,
+    cv2: Conv,
+    add: bool,
+}
+
+impl RepNBottleneck {
+    fn new(p: &nn::Path, c1: i64, c2: i64) -> Self {
+        RepNBottleneck { cv1: RepConvN::new(&(p / "cv1"), c1, c2), cv2: Conv::new(&(p / "cv2"), c2, c2, 3, 1, None, 1, true), add: c1 == c2 }
+    }
+    fn fuse(&mut self) {
+        self.cv1.fuse();
+        self.cv2.fuse();
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let y = self.cv2.forward(&self.cv1.forward(x));
+        if self.add { x + y } else { y }
+    }
+}
+
+struct RepNCSP {
+    cv1: Conv,
+    cv2: Conv,
+    cv3: Conv,
+    m: Vec<RepNBottleneck>,
+}
+
+impl RepNCSP {
+    fn new(p: &nn::Path, c1: i64, c2: i64, n: i64) -> Self {
+        let c = c2 / 2;
+        RepNCSP {
+            cv1: Conv::new(&(p / "cv1"), c1, c, 1, 1, None, 1, true),
+            cv2: Conv::new(&(p / "cv2"), c1, c, 1, 1, None, 1, true),
+            cv3: Conv::new(&(p / "cv3"), 2 * c, c2, 1, 1, None, 1, true),
+            m: (0..n).map(|i| RepNBottleneck::new(&(p / "m" / i), c, c)).collect(),
+        }
+    }
+    fn fuse(&mut self) {
+        self.cv1.fuse();
+        self.cv2.fuse();
+        self.cv3.fuse();
+        self.m.iter_mut().for_each(RepNBottleneck::fuse);
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let mut y = self.cv1.forward(x);
+        for b in &self.m {
+            y = b.forward(&y);
+        }
+        self.cv3.forward(&Tensor::cat(&[y, self.cv2.forward(x)], 1))
+    }
+}
+
+/// ELAN (first block of t/s): split, two 3×3 convs, concat all.
+struct Elan {
+    cv1: Conv,
+    cv2: Conv,
+    cv3: Conv,
+    cv4: Conv,
+}
+
+impl Elan {
+    fn new(p: &nn::Path, c1: i64, c2: i64, c3: i64, c4: i64) -> Self {
+        Elan {
+            cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true),
+            cv2: Conv::new(&(p / "cv2"), c2 / 2, c3, 3, 1, None, 1, true),
+            cv3: Conv::new(&(p / "cv3"), c3, c3, 3, 1, None, 1, true),
+            cv4: Conv::new(&(p / "cv4"), c2 + 2 * c3, c4, 1, 1, None, 1, true),
+        }
+    }
+    fn fuse(&mut self) {
+        for c in [&mut self.cv1, &mut self.cv2, &mut self.cv3, &mut self.cv4] {
+            c.fuse();
+        }
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let mut y = self.cv1.forward(x).chunk(2, 1);
+        let a = self.cv2.forward(&y[1]);
+        let b = self.cv3.forward(&a);
+        y.push(a);
+        y.push(b);
+        self.cv4.forward(&Tensor::cat(&y, 1))
+    }
+}
+
+/// RepNCSPELAN: split, (RepNCSP + 3×3 conv) twice, concat all.
+struct RepNCSPElan {
+    cv1: Conv,
+    cv2: (RepNCSP, Conv),
+    cv3: (RepNCSP, Conv),
+    cv4: Conv,
+}
+
+impl RepNCSPElan {
+    fn new(p: &nn::Path, c1: i64, c2: i64, c3: i64, c4: i64, n: i64) -> Self {
+        RepNCSPElan {
+            cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true),
+            cv2: (RepNCSP::new(&(p / "cv2" / 0), c2 / 2, c3, n), Conv::new(&(p / "cv2" / 1), c3, c3, 3, 1, None, 1, true)),
+            cv3: (RepNCSP::new(&(p / "cv3" / 0), c3, c3, n), Conv::new(&(p / "cv3" / 1), c3, c3, 3, 1, None, 1, true)),
+            cv4: Conv::new(&(p / "cv4"), c2 + 2 * c3, c4, 1, 1, None, 1, true),
+        }
+    }
+    fn fuse(&mut self) {
+        self.cv1.fuse();
+        self.cv2.0.fuse();
+        self.cv2.1.fuse();
+        self.cv3.0.fuse();
+        self.cv3.1.fuse();
+        self.cv4.fuse();
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let mut y = self.cv1.forward(x).chunk(2, 1);
+        let a = self.cv2.1.forward(&self.cv2.0.forward(&y[1]));
+        let b = self.cv3.1.forward(&self.cv3.0.forward(&a));
+        y.push(a);
+        y.push(b);
+        self.cv4.forward(&Tensor::cat(&y, 1))
+    }
+}
+
+enum First {
+    Elan(Elan),
+    RepNCSPElan(RepNCSPElan),
+}
+
+/// AConv (avg-pool 2/1, 3×3 stride-2 conv) or ADown (two-path).
+enum Down {
+    AConv { cv: Conv },
+    ADown { cv1: Conv, cv2: Conv },
+}
+
+impl Down {
+    fn new(p: &nn::Path, adown: bool, c1: i64, c2: i64) -> Down {
+        if adown {
+            Down::ADown {
+                cv1: Conv::new(&(p / "cv1"), c1 / 2, c2 / 2, 3, 2, Some(1), 1, true),
+                cv2: Conv::new(&(p / "cv2"), c1 / 2, c2 / 2, 1, 1, Some(0), 1, true),
+            }
+        } else {
+            Down::AConv { cv: Conv::new(&(p / "cv"), c1, c2, 3, 2, Some(1), 1, true) }
+        }
+    }
+    fn fuse(&mut self) {
+        match self {
+            Down::AConv { cv } => cv.fuse(),
+            Down::ADown { cv1, cv2 } => {
+                cv1.fuse();
+                cv2.fuse();
+            }
+        }
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let x = x.avg_pool2d([2, 2], [1, 1], [0, 0], false, true, None);
+        match self {
+            Down::AConv { cv } => cv.forward(&x),
+            Down::ADown { cv1, cv2 } => {
+                let h = x.chunk(2, 1);
+                let a = cv1.forward(&h[0]);
+                let b = cv2.forward(&h[1].max_pool2d([3, 3], [2, 2], [1, 1], [1, 1], false));
+                Tensor::cat(&[a, b], 1)
+            }
+        }
+    }
+}
+
+struct SppElan {
+    cv1: Conv,
+    cv5: Conv,
+}
+
+impl SppElan {
+    fn new(p: &nn::Path, c1: i64, c2: i64, c3: i64) -> Self {
+        SppElan { cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true), cv5: Conv::new(&(p / "cv5"), 4 * c2, c3, 1, 1, None, 1, true) }
+    }
+    fn fuse(&mut self) {
+        self.cv1.fuse();
+        self.cv5.fuse();
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        let mut f = vec![self.cv1.forward(x)];
+        for _ in 0..3 {
+            let y = f.last().unwrap().max_pool2d([5, 5], [1, 1], [2, 2], [1, 1], false);
+            f.push(y);
+        }
+        self.cv5.forward(&Tensor::cat(&f, 1))
+    }
+}
+
+/// A plain nn.Conv2d with bias (the last layer of each head tower).
+struct Conv2d {
+    weight: Tensor,
+    bias: Tensor,
+    groups: i64,
+}
+
+impl Conv2d {
+    fn new(p: &nn::Path, c1: i64, c2: i64, groups: i64, bias: f64) -> Self {
+        let bound = 1.0 / ((c1 / groups) as f64).sqrt();
+        Conv2d {
+            weight: p.var("weight", &[c2, c1 / groups, 1, 1], Init::Uniform { lo: -bound, up: bound }),
+            // Detection prior as LibreYOLO initialises it: box 1.0, class -10.
+            bias: p.var("bias", &[c2], Init::Const(bias)),
+            groups,
+        }
+    }
+    fn forward(&self, x: &Tensor) -> Tensor {
+        x.conv2d(&self.weight, Some(&self.bias), [1], [0], [1], self.groups)
+    }
+}
+
+struct Tower {
+    a: Conv,
+    b: Conv,
+    out: Conv2d,
+}
+
+impl Tower {
+    fn forward(&self, x: &Tensor) -> Tensor {
+        self.out.forward(&self.b.forward(&self.a.forward(x)))
+    }
+}
+
+// ----------------------------------------------------------------- model --
+
+pub const REG_MAX: i64 = 16;
+pub const STRIDES: [i64; 3] = [8, 16, 32];
+
+/// YOLOv9 detection model.
+pub struct Yolo9 {
+    pub vs: nn::VarStore,
+    pub size: String,
+    pub nc: i64,
+    conv0: Conv,
+    conv1: Conv,
+    elan1: First,
+    down2: Down,
+    elan2: RepNCSPElan,
+    down3: Down,
+    elan3: RepNCSPElan,
+    down4: Down,
+    elan4: RepNCSPElan,
+    spp: SppElan,
+    n_elan_up1: RepNCSPElan,
+    n_elan_up2: RepNCSPElan,
+    n_down1: Down,
+    n_elan_down1: RepNCSPElan,
+    n_down2: Down,
+    n_elan_down2: RepNCSPElan,
+    box_towers: Vec<Tower>,
+    cls_towers: Vec<Tower>,
+    project: Tensor,
+    /// Anchor grid cache keyed by the input's spatial size.
+    grid: std::cell::RefCell<Option<((i64, i64), Tensor, Tensor)>>,
+}
+
+/// The raw head outputs (one `(B, 4·reg_max + nc, H, W)` map per stride) and
+/// the decoded predictions `(B, 4 + nc, anchors)`: xyxy in input pixels,
+/// then sigmoid class scores.
+pub struct Output {
+    pub raw: Vec<Tensor>,
+    pub predictions: Tensor,
+}
+
+impl Yolo9 {
+    /// Builds the model with random initialisation on `device`.
+    pub fn new(size: &str, nc: i64, device: Device) -> Result<Yolo9, String> {
+        let cfg = Config::of(size).ok_or_else(|| format!("unknown YOLOv9 size `{size}` (one of t, s, m, c)"))?;
+        if nc < 1 {
+            return Err(format!("number of classes must be positive, got {nc}"));
+        }
+        let vs = nn::VarStore::new(device);
+        let root = vs.root();
+        let b = &root / "backbone";
+        let n = cfg.repeat;
+        let conv0 = Conv::new(&(&b / "conv0"), 3, cfg.conv0, 3, 2, None, 1, true);
+        let conv1 = Conv::new(&(&b / "conv1"), cfg.conv0, cfg.conv1, 3, 2, None, 1, true);
+        let elan1 = if cfg.first_elan {
+            First::Elan(Elan::new(&(&b / "elan1"), cfg.conv1, cfg.first_out, cfg.first_out / 2, cfg.first_out))
+        } else {
+            First::RepNCSPElan(RepNCSPElan::new(&(&b / "elan1"), cfg.conv1, cfg.first_part, cfg.first_part / 2, cfg.first_out, n))
+        };
+        let [s2, s3, s4] = cfg.stages;
+        let stage = |name_d: &str, name_e: &str, prev: i64, s: (i64, i64, i64)| {
+            (Down::new(&(&b / name_d), cfg.adown, prev, s.0), RepNCSPElan::new(&(&b / name_e), s.0, s.2, s.2 / 2, s.1, n))
+        };
+        let (down2, elan2) = stage("down2", "elan2", cfg.first_out, s2);
+        let (down3, elan3) = stage("down3", "elan3", s2.1, s3);
+        let (down4, elan4) = stage("down4", "elan4", s3.1, s4);
+        let spp = SppElan::new(&(&b / "spp"), s4.1, cfg.spp_out / 2, cfg.spp_out);
+
+        let k = &root / "neck";
+        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| RepNCSPElan::new(&(&k / name), c1, part, part / 2, out, n);
+        let n_elan_up1 = elan("elan_up1", cfg.spp_out + s3.1, cfg.up1);
+        let n_elan_up2 = elan("elan_up2", cfg.up1.0 + s2.1, cfg.up2);
+        let n_down1 = Down::new(&(&k / "down1"), cfg.adown, cfg.up2.0, cfg.down1_out);
+        let n_elan_down1 = elan("elan_down1", cfg.down1_out + cfg.up1.0, cfg.down1);
+        let n_down2 = Down::new(&(&k / "down2"), cfg.adown, cfg.down1.0, cfg.down2_out);
+        let n_elan_down2 = elan("elan_down2", cfg.down2_out + cfg.spp_out, cfg.down2);
+
+        let h = &root / "head";
+        let groups = 4;
+        let box_out = 4 * REG_MAX;
+        let round_up = |v: i64, d: i64| (v + d - 1) / d * d;
+        let box_hidden = round_up(cfg.head[0] / 4, groups).max(box_out).max(REG_MAX);
+        let cls_hidden = cfg.head[0].max(nc.min(100));
+        let tower = |p: nn::Path, c: i64, hidden: i64, out: i64, g: i64, bias: f64| Tower {
+            a: Conv::new(&(&p / 0), c, hidden, 3, 1, None, 1, true),
+            b: Conv::new(&(&p / 1), hidden, hidden, 3, 1, None, g, true),
+            out: Conv2d::new(&(&p / 2), hidden, out, g, bias),
+        };
+        let box_towers = cfg.head.iter().enumerate().map(|(i, &c)| tower(&h / "cv2" / i, c, box_hidden, box_out, groups, 1.0)).collect();
+        let cls_towers = cfg.head.iter().enumerate().map(|(i, &c)| tower(&h / "cv3" / i, c, cls_hidden, nc, 1, -10.0)).collect();
+        let project = Tensor::arange(REG_MAX, (Kind::Float, device)).view([1, 1, REG_MAX, 1]);
+
+        Ok(Yolo9 {
+            vs,
+            size: size.to_string(),
+            nc,
+            conv0,
+            conv1,
+            elan1,
+            down2,
+            elan2,
+            down3,
+            elan3,
+            down4,
+            elan4,
+            spp,
+            n_elan_up1,
+            n_elan_up2,
+            n_down1,
+            n_elan_down1,
+            n_down2,
+            n_elan_down2,
+            box_towers,
+            cls_towers,
+            project,
+            grid: std::cell::RefCell::new(None),
+        })
+    }
+
+    /// Named tensors of the state dict (name → shape), sorted by name.
+    pub fn state_shapes(&self) -> Vec<(String, Vec<i64>)> {
+        let mut v: Vec<(String, Vec<i64>)> = self.vs.variables().into_iter().map(|(k, t)| (k, t.size())).collect();
+        v.sort();
+        v
+    }
+
+    /// Copies a state dict in. Every model tensor must be present with the
+    /// same shape; extra entries are reported as an error too (strict, as
+    /// LibreYOLO loads its own checkpoints), except PGI auxiliary branches
+    /// (`aux.*`, `aux_head.*`), which inference never uses.
+    pub fn load_state(&mut self, state: &[(String, Tensor)]) -> Result<(), String> {
+        let vars = self.vs.variables();
+        let given: HashMap<&str, &Tensor> = state.iter().map(|(k, t)| (k.as_str(), t)).collect();
+        let mut missing = Vec::new();
+        let mut mismatched = Vec::new();
+        tch::no_grad(|| {
+            for (name, var) in &vars {
+                match given.get(name.as_str()) {
+                    None => missing.push(name.clone()),
+                    Some(src) if src.size() != var.size() => {
+                        mismatched.push(format!("{name} {:?} vs model {:?}", src.size(), var.size()))
+                    }
+                    Some(src) => {
+                        let mut v = var.shallow_clone();
+                        v.copy_(&src.to_kind(var.kind()).to_device(var.device()));
+                    }
+                }
+            }
+        });
+        let unexpected: Vec<&str> = state
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !vars.contains_key(*k) && !k.starts_with("aux.") && !k.starts_with("aux_head."))
+            .collect();
+        if missing.is_empty() && mismatched.is_empty() && unexpected.is_empty() {
+            return Ok(());
+        }
+        let mut parts = Vec::new();
+        let show = |v: &[String]| {
+            let head: Vec<&str> = v.iter().take(3).map(String::as_str).collect();
+            format!("{}{}", head.join(", "), if v.len() > 3 { format!(" (+{} more)", v.len() - 3) } else { String::new() })
+        };
+        if !mismatched.is_empty() {
+            mismatched.sort();
+            parts.push(format!("{} with another shape: {}", mismatched.len(), show(&mismatched)));
+        }
+        if !missing.is_empty() {
+            missing.sort();
+            parts.push(format!("{} missing: {}", missing.len(), show(&missing)));
+        }
+        if !unexpected.is_empty() {
+            let u: Vec<String> = unexpected.iter().map(|s| s.to_string()).collect();
+            parts.push(format!("{} unexpected: {}", u.len(), show(&u)));
+        }
+        Err(format!("the checkpoint does not fit YOLOv9-{} with {} classes: {}", self.size, self.nc, parts.join("; ")))
+    }
+
+    /// Folds BatchNorm and RepConvN branches (inference only). Call after
+    /// loading weights.
+    pub fn fuse(&mut self) {
+        tch::no_grad(|| {
+            self.conv0.fuse();
+            self.conv1.fuse();
+            match &mut self.elan1 {
+                First::Elan(e) => e.fuse(),
+                First::RepNCSPElan(e) => e.fuse(),
+            }
+            for d in [&mut self.down2, &mut self.down3, &mut self.down4, &mut self.n_down1, &mut self.n_down2] {
+                d.fuse();
+            }
+            for e in [
+                &mut self.elan2,
+                &mut self.elan3,
+                &mut self.elan4,
+                &mut self.n_elan_up1,
+                &mut self.n_elan_up2,
+                &mut self.n_elan_down1,
+                &mut self.n_elan_down2,
+            ] {
+                e.fuse();
+            }
+            self.spp.fuse();
+            for t in self.box_towers.iter_mut().chain(self.cls_towers.iter_mut()) {
+                t.a.fuse();
+                t.b.fuse();
+            }
+        });
+    }
+
+    /// Raw head outputs for an input `(B, 3, H, W)`.
+    pub fn forward_raw(&self, x: &Tensor) -> Vec<Tensor> {
+        let x = self.conv1.forward(&self.conv0.forward(x));
+        let x = match &self.elan1 {
+            First::Elan(e) => e.forward(&x),
+            First::RepNCSPElan(e) => e.forward(&x),
+        };
+        let p3 = self.elan2.forward(&self.down2.forward(&x));
+        let p4 = self.elan3.forward(&self.down3.forward(&p3));
+        let p5 = self.spp.forward(&self.elan4.forward(&self.down4.forward(&p4)));
+
+        let up = |t: &Tensor| {
+            let (h, w) = (t.size()[2], t.size()[3]);
+            t.upsample_nearest2d([h * 2, w * 2], Some(2.0), Some(2.0))
+        };
+        let n4 = self.n_elan_up1.forward(&Tensor::cat(&[up(&p5), p4], 1));
+        let o3 = self.n_elan_up2.forward(&Tensor::cat(&[up(&n4), p3], 1));
+        let o4 = self.n_elan_down1.forward(&Tensor::cat(&[self.n_down1.forward(&o3), n4], 1));
+        let o5 = self.n_elan_down2.forward(&Tensor::cat(&[self.n_down2.forward(&o4), p5], 1));
+
+        [o3, o4, o5]
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1))
+            .collect()
+    }
+
+    /// Forward plus decode (no grad).
+    pub fn forward(&self, x: &Tensor) -> Output {
+        tch::no_grad(|| {
+            let raw = self.forward_raw(x);
+            let predictions = self.decode(&raw);
+            Output { raw, predictions }
+        })
+    }
+
+    /// Anchor centres `(1, 2, A)` and strides `(1, 1, A)` for the maps.
+    fn anchors(&self, raw: &[Tensor]) -> (Tensor, Tensor) {
+        let s = raw[0].size();
+        let key = (s[2], s[3]);
+        let dev = raw[0].device();
+        let kind = raw[0].kind();
+        if let Some((k, a, st)) = self.grid.borrow().as_ref() {
+            if *k == key && a.device() == dev && a.kind() == kind {
+                return (a.shallow_clone(), st.shallow_clone());
+            }
+        }
+        let mut points = Vec::new();
+        let mut strides = Vec::new();
+        for (f, &stride) in raw.iter().zip(STRIDES.iter()) {
+            let (h, w) = (f.size()[2], f.size()[3]);
+            let sx = Tensor::arange(w, (Kind::Int64, dev)).to_kind(kind) + 0.5;
+            let sy = Tensor::arange(h, (Kind::Int64, dev)).to_kind(kind) + 0.5;
+            let grid = Tensor::meshgrid_indexing(&[sy, sx], "ij");
+            points.push(Tensor::stack(&[&grid[1], &grid[0]], -1).reshape([-1, 2]));
+            strides.push(Tensor::full([h * w, 1], stride as f64, (kind, dev)));
+        }
+        let a = Tensor::cat(&points, 0).transpose(0, 1).unsqueeze(0);
+        let st = Tensor::cat(&strides, 0).transpose(0, 1).unsqueeze(0);
+        *self.grid.borrow_mut() = Some((key, a.shallow_clone(), st.shallow_clone()));
+        (a, st)
+    }
+
+    /// Decodes the raw maps: DFL integral, LTRB → xyxy × stride, sigmoid.
+    pub fn decode(&self, raw: &[Tensor]) -> Tensor {
+        let (anchors, strides) = self.anchors(raw);
+        let mut boxes = Vec::new();
+        let mut scores = Vec::new();
+        for r in raw {
+            let flat = r.flatten(2, -1);
+            let parts = flat.split_with_sizes([4 * REG_MAX, self.nc], 1);
+            boxes.push(parts[0].shallow_clone());
+            scores.push(parts[1].shallow_clone());
+        }
+        let dist = Tensor::cat(&boxes, 2);
+        let (b, _, a) = dist.size3().unwrap();
+        let d = (dist.view([b, 4, REG_MAX, a]).softmax(2, dist.kind()) * self.project.to_kind(dist.kind())).sum_dim_intlist(2, false, dist.kind());
+        let lt_rb = d.chunk(2, 1);
+        let xyxy = Tensor::cat(&[&anchors - &lt_rb[0], &anchors + &lt_rb[1]], 1) * strides;
+        Tensor::cat(&[xyxy, Tensor::cat(&scores, 2).sigmoid()], 1)
+    }
+}
