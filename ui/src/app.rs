@@ -512,10 +512,8 @@ impl App {
                     self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
                 }
             }
-            Pane::Kernels => {
-                if self.kernels.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) {
-                    self.kernels.detail = !self.kernels.detail;
-                }
+            Pane::Kernels if self.kernels.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => {
+                self.kernels.detail = !self.kernels.detail;
             }
             Pane::Compare if self.other.data.is_none() => {
                 self.editor = Some(Editor { field: Field::Path, text: String::new() });
