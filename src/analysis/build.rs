@@ -96,8 +96,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
 
     // One device: its numbers. Several (rare in one trace): their mean.
     let n_dev = devices.len().max(1) as f64;
-    let busy_ms = devices.iter().map(|d| d.busy_ms_per_step).sum::<f64>() / n_dev;
-    let gpu_util = devices.iter().map(|d| d.util).sum::<f64>() / n_dev;
+    let busy_ms = devices.iter().fold(0.0, |acc, d| acc + d.busy_ms_per_step) / n_dev;
+    let gpu_util = devices.iter().fold(0.0, |acc, d| acc + d.util) / n_dev;
     let gpu_util_raw = ratio(kernel_total.ns as f64, wall_ns as f64) / n_dev;
 
     // --- measured numbers win over trace-derived ones where they exist.
@@ -368,4 +368,58 @@ fn ratio(a: f64, b: f64) -> f64 {
 
 fn pct(part: i64, whole: i64) -> f64 {
     ratio(part as f64, whole as f64) * 100.0
+}
+
+/// A profile from measured numbers alone (`infer --no-trace`): the latency,
+/// stages and verdict, with no kernel or op detail.
+pub fn without_trace(m: &Measurements) -> Profile {
+    let mode = if m.mode() == Some("inference") { Mode::Inference } else { Mode::Training };
+    let config = m.meta.clone();
+    let cuda = config.get("device").and_then(Value::as_str).is_some_and(|d| d != "cpu");
+    let step_ms = m.step_ms().unwrap_or(0.0);
+    let real = m.real.as_ref();
+    let dataload_ms = if mode == Mode::Inference { Some(0.0) } else { real.and_then(|r| r.dataload_ms) };
+    let mut phases: Vec<PhaseRow> = Vec::new();
+    for name in PHASE_ORDER {
+        if let Some(wall) = measured_wall(Some(m), name) {
+            phases.push(PhaseRow { phase: name.to_string(), wall_ms_per_step: Some(round(wall, 3)), ..Default::default() });
+        }
+    }
+    let phase_wall = phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
+    let evidence = Evidence {
+        mode: Some(mode),
+        cuda,
+        step_ms,
+        dataload_ms,
+        stages: m.stages_ms.as_ref(),
+        phase_wall,
+        ..Default::default()
+    };
+    let (bound, bound_why) = verdict::decide(&evidence);
+    let n = m.latency.as_ref().map_or(1, |l| l.n.max(1));
+    let mut profile = Profile {
+        schema: SCHEMA_ID.to_string(),
+        mode: Some(mode.as_str().to_string()),
+        trace: None,
+        model: config.get("model").and_then(Value::as_str).map(str::to_string),
+        config,
+        bound,
+        bound_why,
+        step_ms: round(step_ms, 3),
+        img_per_s: real.and_then(|r| r.img_per_s),
+        dataload_ms,
+        dataload_frac: dataload_ms.map(|d| round(ratio(d, step_ms), 3)),
+        peak_vram_mb: m.peak_vram_mb(),
+        window: Window { wall_ms: 0.0, real_steps: n },
+        latency: m.latency.clone(),
+        stages_ms: m.stages_ms.clone(),
+        phases_gpu: Vec::new(),
+        phases,
+        warnings: vec!["captured without a trace (--no-trace): no kernel, op or GPU-utilisation detail".into()],
+        versions: m.versions.clone(),
+        host: m.host.clone(),
+        ..Default::default()
+    };
+    profile.metrics = metrics::of(&profile);
+    profile
 }

@@ -398,6 +398,8 @@ impl EventSink for Analyzer {
     }
 }
 
+pub use build::without_trace as profile_without_trace;
+
 /// Analyses the raw trace at `path` (with its measured numbers, if any).
 /// Returns `Ok(None)` when the file turns out to be a profile, not a trace.
 pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool) -> Result<Option<Profile>> {

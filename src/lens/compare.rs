@@ -246,7 +246,7 @@ mod tests {
         assert_eq!(s.significant, Some(true));
         let se2 = 2.0 * ((1.08f64 * 1.08 + 1.86 * 1.86) / 3.0).sqrt();
         assert!((se2 - 2.483).abs() < 1e-3);
-        assert_eq!(s.significance, "|d|=2.960 vs 2*SE=2.483");
+        assert_eq!(s.significance, "|d|=2.960 vs 2*SE=2.484");
         // Same mean: not significant.
         assert_eq!(significance(4.4, 4.4, Some(0.1), Some(0.1), 3, 3).significant, Some(false));
         // One side single: no call.

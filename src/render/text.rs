@@ -77,7 +77,7 @@ pub fn summary(s: &Summary) -> String {
         let _ = writeln!(o, "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)", pct(s.gpu_util_raw));
     }
     let dataload = match (s.dataload_ms, s.dataload_frac) {
-        (Some(d), Some(f)) => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
+        (Some(d), Some(f)) if s.mode == "training" => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
         _ => String::new(),
     };
     let _ = writeln!(

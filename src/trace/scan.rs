@@ -326,7 +326,7 @@ mod tests {
         let doc = r#" [ {"a": "x,]}\"y", "b": [1, {"c": 2}]}, 3.5e2 ,"s\\" , null, [] ] "#;
         for one_byte in [false, true] {
             let els = elements(doc, one_byte).unwrap();
-            assert_eq!(els, vec![r#"{"a": "x,]}\"y", "b": [1, {"c": 2}]}"#, "3.5e2 ", r#""s\\" "#, "null", "[]"]);
+            assert_eq!(els, vec![r#"{"a": "x,]}\"y", "b": [1, {"c": 2}]}"#, "3.5e2 ", r#""s\\""#, "null", "[]"]);
         }
     }
 

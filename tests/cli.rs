@@ -1,0 +1,342 @@
+//! End-to-end tests of the `libreyolo` binary on the shared GPU traces and
+//! the reference implementation's profiles: exit codes, stdout-only output,
+//! JSON that parses, and figures checked against an independent reading.
+
+mod common;
+
+use common::{json, run, shared, traces, truth};
+use serde_json::Value;
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol
+}
+
+#[test]
+fn every_reader_answers_on_every_shared_trace() {
+    for trace in traces() {
+        let t = trace.to_str().unwrap();
+        let truth = truth(&trace);
+        let s = json(&["summary", t]);
+        let steps = s["window"]["real_steps"].as_u64().unwrap();
+        assert_eq!(steps as usize, truth.steps, "{t}: steps");
+        let util = s["gpu_util"].as_f64().unwrap();
+        assert!((0.0..=1.0).contains(&util), "{t}: util {util} within [0, 1]");
+
+        // Kernel counts and time: the lens rows add up to the brute-force truth.
+        let k = json(&["kernels", t, "--top", "1000000"]);
+        let rows = k["kernels"].as_array().unwrap();
+        assert_eq!(rows.len() as u64, s["unique_kernels"].as_u64().unwrap(), "{t}: all kernels listed");
+        assert_eq!(rows.len(), truth.per_kernel.len(), "{t}: unique kernels");
+        let count: f64 = rows.iter().map(|r| r["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        assert!(close(count, truth.kernels as f64, 0.01 * rows.len() as f64 * steps as f64 + 0.5), "{t}: kernels {count} vs {}", truth.kernels);
+        let ms: f64 = rows.iter().map(|r| r["ms_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        assert!(close(ms, truth.kernel_us / 1000.0, 1e-3 + 1e-4 * rows.len() as f64 * steps as f64), "{t}: kernel ms {ms} vs {}", truth.kernel_us / 1000.0);
+
+        // The hand-checkable kernel: the biggest one, by its own events.
+        let (top_name, (top_n, top_us)) = truth.per_kernel.iter().max_by(|a, b| a.1 .1.total_cmp(&b.1 .1)).unwrap();
+        let top = &rows[0];
+        assert_eq!(top["raw_name"].as_str().unwrap(), top_name, "{t}: top kernel");
+        assert!(close(top["ms_per_step"].as_f64().unwrap(), top_us / 1000.0 / steps as f64, 1e-4), "{t}: top kernel time");
+        assert!(close(top["count_per_step"].as_f64().unwrap(), *top_n as f64 / steps as f64, 0.01), "{t}: top kernel count");
+
+        // Attribution adds up.
+        let a = &s["attribution"];
+        assert_eq!(
+            a["via_launch"].as_u64().unwrap() + a["via_time_window"].as_u64().unwrap(),
+            a["gpu_events"].as_u64().unwrap(),
+            "{t}: attribution"
+        );
+
+        // The other readers answer, JSON on stdout only.
+        let phases = json(&["phases", t]);
+        assert!(phases["phases"].is_array());
+        let ops = json(&["ops", t, "--top", "5"]);
+        assert!(ops["ops"].as_array().unwrap().len() <= 5);
+        let all_ops = json(&["ops", t, "--top", "100000000"]);
+        let op_count: f64 = all_ops["ops"].as_array().unwrap().iter().map(|o| o["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        assert!(close(op_count, truth.ops as f64, 0.01 * all_ops["ops"].as_array().unwrap().len() as f64 * steps as f64 + 0.5), "{t}: ops {op_count} vs {}", truth.ops);
+        let names = json(&["get", t]);
+        assert!(names.as_array().unwrap().iter().any(|n| n == "gpu_util"));
+        let got = json(&["get", t, "kernels_per_step"]);
+        assert_eq!(got["kernels_per_step"], s["kernels_per_step"]);
+        let cmp = json(&["compare", t, t]);
+        assert_eq!(cmp["bound"][0], cmp["bound"][1]);
+        let w = json(&["what-if", t, "--remove-launches", "10"]);
+        assert!(w["step_ms"]["projected"].as_f64().unwrap() <= w["step_ms"]["now"].as_f64().unwrap());
+        let cat = s["categories"][0]["name"].as_str().unwrap().to_string();
+        let w = json(&["what-if", t, "--remove-category", &cat]);
+        assert_eq!(w["removed"]["category"], Value::String(cat.clone()));
+        for text_args in [vec!["summary", t], vec!["phases", t], vec!["kernels", t, "--tensorcore"], vec!["ops", t]] {
+            let mut args = vec!["profile"];
+            args.extend(text_args.iter());
+            let r = run(&args);
+            assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+            assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {}", r.stderr);
+            assert!(!r.stdout.is_empty());
+        }
+    }
+}
+
+#[test]
+fn streams_overlap_is_concurrency_not_over_100_percent() {
+    // The 2022 A100 trace runs NCCL on a side stream: the plain kernel sum
+    // exceeds the union, and the union is what utilisation reports.
+    let t = shared().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let s = json(&["summary", t.to_str().unwrap()]);
+    let (util, raw) = (s["gpu_util"].as_f64().unwrap(), s["gpu_util_raw"].as_f64().unwrap());
+    assert!(raw > util, "raw {raw} > union {util}");
+    assert!(util <= 1.0);
+    let streams = s["streams"].as_array().unwrap();
+    assert_eq!(streams.len(), 3);
+    assert!(!s["memory_pressure"].as_bool().unwrap(), "streams overlapping is not thrash");
+}
+
+#[test]
+fn tensor_cores_on_hopper_names() {
+    let t = shared().join("traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let k = json(&["kernels", t.to_str().unwrap(), "--tensorcore", "--top", "1000"]);
+    let rows = k["kernels"].as_array().unwrap();
+    assert!(rows.iter().any(|r| r["raw_name"].as_str().unwrap().starts_with("sm90_xmma_gemm")));
+    assert!(rows.iter().all(|r| r["tensorcore"] == true));
+    let s = json(&["summary", t.to_str().unwrap()]);
+    assert!(s["tensorcore_pct"].as_f64().unwrap() > 20.0);
+    // Kernels queued before the profiler started have no launch: placed by time.
+    assert!(s["attribution"]["via_time_window"].as_u64().unwrap() > 0);
+}
+
+#[test]
+fn filters_compose_and_report_matches() {
+    let t = shared().join("traces/kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz");
+    let t = t.to_str().unwrap();
+    let all = json(&["kernels", t, "--top", "100000"]);
+    let gemm = json(&["kernels", t, "--category", "gemm", "--top", "3"]);
+    let n_gemm = all["kernels"].as_array().unwrap().iter().filter(|k| k["category"] == "gemm / conv").count();
+    assert_eq!(gemm["matched"].as_u64().unwrap() as usize, n_gemm);
+    assert_eq!(gemm["kernels"].as_array().unwrap().len(), 3.min(n_gemm));
+    let bn = json(&["kernels", t, "--grep", "^void cudnn::bn_", "--sort", "count"]);
+    let counts: Vec<f64> = bn["kernels"].as_array().unwrap().iter().map(|k| k["count_per_step"].as_f64().unwrap()).collect();
+    assert!(!counts.is_empty() && counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count: {counts:?}");
+    let byname = json(&["kernels", t, "--sort", "name", "--top", "50"]);
+    let names: Vec<String> = byname["kernels"].as_array().unwrap().iter().map(|k| k["kernel"].as_str().unwrap().to_string()).collect();
+    assert!(names.windows(2).all(|w| w[0] <= w[1]));
+}
+
+// ---- the reference implementation's profiles ----
+
+fn reference(rel: &str) -> String {
+    shared().join("reference").join(rel).to_str().unwrap().to_string()
+}
+
+#[test]
+fn reference_profiles_read_as_written() {
+    for (rel, step_ms, img_per_s, bound) in [
+        ("infer_b1/profile.json", 241.4, 4.14, "compute"),
+        ("infer_b4/profile.json", 736.16, 5.43, "compute"),
+        ("infer_notrace/profile.json", 112.725, 8.87, "compute"),
+        ("infer_repeat3/infer_repeat.json", 186.66, 4.59, "compute"),
+        ("train_b4/profile.json", 900.89, 4.44, "host / launch"),
+        ("train_repeat3/profile_repeat.json", 910.02, 4.4, "host / launch"),
+    ] {
+        let p = reference(rel);
+        let s = json(&["summary", &p]);
+        assert_eq!(s["step_ms"].as_f64().unwrap(), step_ms, "{rel}");
+        assert_eq!(s["img_per_s"].as_f64().unwrap(), img_per_s, "{rel}");
+        assert_eq!(s["bound"], bound, "{rel}");
+        for reader in [&["phases", &p][..], &["kernels", &p], &["ops", &p], &["get", &p], &["what-if", &p, "--remove-launches", "50"]] {
+            json(reader);
+        }
+    }
+}
+
+#[test]
+fn reference_repeat_files_give_the_mean_and_its_spread() {
+    // The reference's own `get img_per_s` printed the last trial (5.36); the
+    // file's mean is 4.59, and that is what a reader must report.
+    let p = reference("infer_repeat3/infer_repeat.json");
+    assert_eq!(json(&["get", &p, "img_per_s"])["img_per_s"].as_f64().unwrap(), 4.59);
+    assert_eq!(json(&["get", &p, "img_per_s_std"])["img_per_s_std"].as_f64().unwrap(), 1.08);
+    let r = run(&["profile", "get", &p, "img_per_s"]);
+    assert_eq!(r.stdout.trim(), "4.59");
+
+    let c = json(&["compare", &p, &reference("infer_repeat3/infer_repeat_b4.json")]);
+    let img = c["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
+    assert_eq!(img["significance"]["significant"], true);
+    assert_eq!(img["significance"]["significance"], "|d|=2.960 vs 2*SE=2.484");
+    let single = json(&["compare", &reference("infer_b1/profile.json"), &reference("infer_b4/profile.json")]);
+    let img = single["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
+    assert_eq!(img["significance"]["significant"], Value::Null);
+    assert!(img["significance"]["significance"].as_str().unwrap().starts_with("single run"));
+    let text = run(&["profile", "compare", &p, &reference("infer_repeat3/infer_repeat_b4.json")]);
+    assert!(text.stdout.contains("[significant: |d|=2.960 vs 2*SE=2.484]"), "{}", text.stdout);
+}
+
+#[test]
+fn reference_cpu_traces_reproduce_the_reference_counts() {
+    // Our streaming analysis of the reference's raw CPU training trace (with
+    // its sidecar) gives the op counts its own analysis wrote.
+    let trace = reference("train_b4/profile_trace.json.gz");
+    let ours = json(&["phases", &trace]);
+    let theirs = common::read_json(&shared().join("reference/train_b4/profile.json"));
+    for (o, t) in ours["phases"].as_array().unwrap().iter().zip(theirs["phases"].as_array().unwrap()) {
+        assert_eq!(o["phase"], t["phase"]);
+        if o["phase"] != "dataload" {
+            assert_eq!(o["ops_per_step"].as_f64().unwrap(), t["ops_per_step"].as_f64().unwrap(), "{}", o["phase"]);
+        }
+        let (ow, tw) = (o["wall_ms_per_step"].as_f64().unwrap(), t["wall_ms_per_step"].as_f64().unwrap());
+        assert!(close(ow, tw, 0.006), "measured wall time comes from the sidecar: {ow} vs {tw}");
+    }
+    // On CPU the training verdict names the dominant phase instead of
+    // calling the run launch-bound.
+    let s = json(&["summary", &trace]);
+    assert_eq!(s["bound"], "compute");
+    assert!(s["bound_why"].as_str().unwrap().contains("forward dominates"));
+    let infer = json(&["summary", &reference("infer_b1/profile_trace.json.gz")]);
+    assert_eq!(infer["mode"], "inference");
+    assert_eq!(infer["latency"]["p50_ms"].as_f64().unwrap(), 135.751);
+}
+
+// ---- exit codes and messages (SPEC §1) ----
+
+#[test]
+fn usage_errors_exit_2_with_one_clear_line() {
+    let p = reference("infer_b1/profile.json");
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["profile", "summary", "nope/profile.json"], "not found: nope/profile.json"),
+        (vec!["profile", "get", &p, "no_such_metric"], "unknown metric 'no_such_metric'"),
+        (vec!["profile", "kernels", &p, "--phase", "bogus"], "available: preprocess, forward, postprocess"),
+        (vec!["profile", "ops", &p, "--phase", "backward"], "unknown phase 'backward'"),
+        (vec!["profile", "what-if", &p], "--remove-category"),
+        (vec!["profile", "what-if", &p, "--remove-category", "gemm"], "no GPU kernels"),
+        (vec!["profile", "what-if", &p, "--remove-launches", "abc"], "invalid value"),
+        (vec!["profile", "kernels", &p, "--sort", "bogus"], "invalid value"),
+        (vec!["profile", "kernels", &p, "--grep", "(unclosed"], "invalid --grep regex"),
+        (vec!["profile", "bogus"], "unrecognized subcommand"),
+        (vec!["profile", "summary"], "required"),
+        (vec!["profile", "infer", "weights=x.pt"], "use `--weights x.pt`"),
+        (vec!["profile", "kernels", &p, "top=5"], "use `--top 5`"),
+        (vec!["profile", "compare", &p, "nope.json"], "not found: nope.json"),
+    ];
+    for (args, want) in cases {
+        let r = run(&args);
+        assert_eq!(r.code, 2, "{args:?}: {}", r.stderr);
+        assert!(r.stdout.is_empty(), "{args:?} printed on stdout");
+        assert!(r.stderr.contains(want), "{args:?}: stderr {:?} lacks {want:?}", r.stderr);
+        assert!(!r.stderr.contains("panicked") && !r.stderr.contains("RUST_BACKTRACE"));
+    }
+}
+
+#[test]
+fn bare_group_lists_the_subcommands() {
+    let r = run(&["profile"]);
+    assert_eq!(r.code, 0);
+    for sub in ["run", "infer", "summary", "get", "phases", "kernels", "ops", "compare", "what-if", "explore"] {
+        assert!(r.stdout.contains(&format!("  {sub} ")), "missing {sub} in {}", r.stdout);
+    }
+}
+
+#[test]
+fn directories_stand_for_the_profile_inside() {
+    let dir = reference("train_b4");
+    let s = json(&["summary", &dir]);
+    assert_eq!(s["step_ms"].as_f64().unwrap(), 900.89);
+    let empty = tempfile::tempdir().unwrap();
+    let r = run(&["profile", "summary", empty.path().to_str().unwrap()]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("is a directory with no profile.json"));
+}
+
+// ---- bad input: one clear line, the right code, never a panic ----
+
+fn write(dir: &std::path::Path, name: &str, bytes: &[u8]) -> String {
+    let p = dir.join(name);
+    std::fs::write(&p, bytes).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+fn gz(bytes: &[u8]) -> Vec<u8> {
+    use std::io::Write;
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+const GOOD: &str = r#"{"traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 10, "dur": 5},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11, "dur": 2, "args": {"correlation": 7}},
+ {"ph": "X", "cat": "kernel", "name": "void add_kernel<float>()", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {"correlation": 7, "stream": 7, "device": 0}}
+]}"#;
+
+#[test]
+fn unreadable_inputs_exit_1() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let good_gz = gz(GOOD.as_bytes());
+    let cases: Vec<(String, &str)> = vec![
+        (write(d, "empty.json", b""), "empty"),
+        (write(d, "corrupt.json", br#"{"traceEvents": [{"ph": "X", "name": "unterminated"#), "truncated"),
+        (write(d, "garbage.txt", b"hello world"), "not a PyTorch trace"),
+        (write(d, "binary.bin", &[0u8, 159, 146, 150, 255, 1, 2]), "not a PyTorch trace"),
+        (write(d, "emptyobj.json", b"{}"), "no `traceEvents`"),
+        (write(d, "emptylist.json", b"[]"), "no events"),
+        (write(d, "no_events.json", br#"{"traceEvents": []}"#), "no events"),
+        (write(d, "only_meta.json", br#"{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}"#), "no events"),
+        (write(d, "schema_only.json", br#"{"schema": "libreyolo.profile.analysis/v1"}"#), "incomplete profile"),
+        (write(d, "wrong_types.json", br#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 5, "bound": "compute", "gpu_util": "high"}"#), "gpu_util"),
+        (write(d, "truncated.json.gz", &good_gz[..good_gz.len() / 2]), "gzip"),
+        (write(d, "number.json", b"42"), "not a PyTorch trace"),
+        (write(d, "events_not_array.json", br#"{"traceEvents": 5}"#), "not an array"),
+        (write(d, "trailing.json", format!("{GOOD} xx").as_bytes()), "after the end"),
+    ];
+    for (path, want) in cases {
+        for reader in ["summary", "phases", "kernels", "ops", "get"] {
+            let r = run(&["profile", reader, &path]);
+            assert_eq!(r.code, 1, "{reader} {path}: {} / {}", r.stdout, r.stderr);
+            assert!(r.stdout.is_empty());
+            assert_eq!(r.stderr.lines().count(), 1, "one line: {}", r.stderr);
+            assert!(r.stderr.contains(want), "{reader} {path}: {:?} lacks {want:?}", r.stderr);
+        }
+    }
+}
+
+#[test]
+fn odd_but_valid_traces_are_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // Plain, gzipped, bare array: the same figures.
+    let bare = format!("[{}]", GOOD.trim().trim_start_matches(r#"{"traceEvents": ["#).trim_end_matches("]}"));
+    for path in [write(d, "good.json", GOOD.as_bytes()), write(d, "good.json.gz", &gz(GOOD.as_bytes())), write(d, "bare.json", bare.as_bytes()), write(d, "named.txt", &gz(GOOD.as_bytes()))] {
+        let s = json(&["summary", &path]);
+        assert_eq!(s["kernels_per_step"].as_f64().unwrap(), 1.0, "{path}");
+        assert_eq!(s["gpu_busy_ms_per_step"].as_f64().unwrap(), 0.03, "{path}");
+        assert_eq!(s["gpu_util"].as_f64().unwrap(), 0.3, "{path}");
+    }
+    // Negative and missing durations, NaN/Infinity, strings for numbers,
+    // a 100k-character kernel name, invalid UTF-8: read, counted, no panic.
+    let long = "k".repeat(100_000);
+    let mut doc = format!(
+        r#"{{"traceEvents": [
+ {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100}},
+ {{"ph": "X", "cat": "cpu_op", "name": "neg", "pid": 1, "tid": 1, "ts": 10, "dur": -5}},
+ {{"ph": "X", "cat": "cpu_op", "name": "nodur", "pid": 1, "tid": 1, "ts": 10}},
+ {{"ph": "X", "cat": "cpu_op", "name": "nan", "pid": 1, "tid": 1, "ts": NaN, "dur": Infinity}},
+ {{"ph": "X", "cat": "cpu_op", "name": "aten::mul", "pid": "1", "tid": "1", "ts": "12", "dur": "3"}},
+ {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 11, "dur": 2, "args": {{"correlation": 7}}}},
+ {{"ph": "X", "cat": "kernel", "name": "{long}", "pid": 0, "tid": 7, "ts": 20, "dur": 30, "args": {{"correlation": 7}}}},
+ {{"ph": "X", "cat": "cpu_op", "name": 17, "pid": 1, "tid": 1, "ts": 10, "dur": 1}},
+ {{"ph": "X", "cat": "cpu_op", "name": "bad utf8 "#
+    )
+    .into_bytes();
+    doc.extend_from_slice(&[0xff, 0xfe]);
+    doc.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 13, "dur": 1}]}"#);
+    let path = write(d, "odd.json", &doc);
+    let s = json(&["summary", &path]);
+    assert_eq!(s["attribution"]["malformed_events"].as_u64().unwrap(), 4, "neg, nodur, nan, name-as-number");
+    let k = json(&["kernels", &path]);
+    assert_eq!(k["kernels"][0]["raw_name"].as_str().unwrap().len(), 100_000, "full kernel name kept");
+    assert!(k["kernels"][0]["kernel"].as_str().unwrap().chars().count() < 100);
+    let ops = json(&["ops", &path]);
+    let names: Vec<&str> = ops["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+    assert!(names.contains(&"aten::mul"), "numeric strings read: {names:?}");
+    assert!(names.iter().any(|n| n.starts_with("bad utf8 ") && n.contains('\u{FFFD}')), "{names:?}");
+}
