@@ -123,7 +123,8 @@ fn section(out: &mut Vec<Line<'static>>, t: &Theme, title: &str, rows: &[RowDelt
         return;
     }
     out.push(Line::raw(""));
-    out.push(Line::styled(format!("{title} · {} rows", rows.len()), t.header()));
+    let n = rows.len();
+    out.push(Line::styled(format!("{title} · {n} row{}", if n == 1 { "" } else { "s" }), t.header()));
     for r in rows {
         let (label, style) = match r.status {
             RowStatus::Faster => ("faster", t.better()),

@@ -131,19 +131,23 @@ pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
         return;
     };
     let secs = l.started.elapsed().as_secs_f64();
-    let read = l.read;
-    let mut line = format!("{verb} {}  ({:.1} s)", slot.arg, secs);
-    let ratio = match (read, l.size) {
+    let mut detail = format!("{secs:.1} s");
+    let ratio = match (l.read, l.size) {
         (Some(r), Some(size)) if size > 0 => {
             let mb = |b: u64| b as f64 / 1e6;
             // The analysis reads the file twice when ranges follow the work.
-            let pass = if r > size { " · second pass" } else { "" };
-            line.push_str(&format!("  {:.1} of {:.1} MB read{pass}", mb(r), mb(size)));
-            Some(((r % (size + 1)) as f64 / size as f64).clamp(0.0, 1.0))
+            let (done, pass) = if r > size { (r - size, " · second pass") } else { (r, "") };
+            let done = done.min(size);
+            detail.push_str(&format!(" · {:.1} of {:.1} MB read{pass}", mb(done), mb(size)));
+            Some(done as f64 / size as f64)
         }
         _ => None,
     };
-    f.render_widget(Paragraph::new(Line::styled(line, t.title())).wrap(Wrap { trim: false }), inner(msg));
+    let text = vec![
+        Line::styled(format!("{verb} {}", display_name(&slot.arg)), t.title()),
+        Line::styled(detail, t.muted()),
+    ];
+    f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
     match ratio {
         Some(r) => f.render_widget(Gauge::default().gauge_style(t.bar()).ratio(r), inner(gauge)),
         None => {
