@@ -33,7 +33,16 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let batch = s.config.get("batch").map(|b| format!(" · batch {b}")).unwrap_or_default();
     out.push(Line::from(vec![
         Span::styled(s.model.clone().unwrap_or_else(|| "model n/a".into()), t.title()),
-        Span::styled(format!(" · {}{batch} · {} steps in {} ms", s.mode, s.window.real_steps, num(s.window.wall_ms, 1)), t.muted()),
+        Span::styled(
+            format!(
+                " · {}{batch} · {} step{} in {} ms",
+                s.mode,
+                s.window.real_steps,
+                if s.window.real_steps == 1 { "" } else { "s" },
+                num(s.window.wall_ms, 1)
+            ),
+            t.muted(),
+        ),
     ]));
     out.push(Line::raw(""));
 
