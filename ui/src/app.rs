@@ -7,6 +7,7 @@
 //! re-runs them when a filter changes. It computes no figure itself.
 
 use std::path::PathBuf;
+use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
@@ -83,7 +84,8 @@ pub struct Loading {
 /// A profile and the lens results that do not depend on filters.
 #[derive(Debug, Clone)]
 pub struct Loaded {
-    pub input: Input,
+    /// Shared with the filter worker, which runs the kernels lens.
+    pub input: Arc<Input>,
     pub summary: Summary,
     pub phases: Phases,
     pub mtime: Option<SystemTime>,
@@ -94,7 +96,7 @@ impl Loaded {
         let summary = summary(&input.profile);
         let phases = phases(&input.profile);
         let mtime = std::fs::metadata(&input.path).and_then(|m| m.modified()).ok();
-        Loaded { input, summary, phases, mtime }
+        Loaded { input: Arc::new(input), summary, phases, mtime }
     }
     pub fn profile(&self) -> &Profile {
         &self.input.profile
@@ -133,6 +135,9 @@ pub struct Editor {
 pub struct KernelView {
     pub query: KernelQuery,
     pub result: Option<Kernels>,
+    /// The job the filter worker is running for the current query; the
+    /// previous result stays on screen until it answers.
+    pub pending: Option<u64>,
     /// Why the last query was refused (e.g. an unfinished regex); the
     /// previous result stays on screen meanwhile.
     pub error: Option<String>,
@@ -163,8 +168,51 @@ pub struct WhatIfView {
     pub result: Option<std::result::Result<WhatIf, String>>,
 }
 
+/// Kernel lists longer than this are filtered on the worker thread (when
+/// there is one), so a key never waits for the lens.
+pub const BACKGROUND_ROWS: usize = 5_000;
+
+/// A kernels-lens job for the worker, and its answer.
+pub type KernelJob = (u64, Arc<Input>, KernelQuery);
+pub type KernelDone = (u64, libreyolo_core::Result<Kernels>);
+
+/// The thread that runs the kernels lens on large profiles.
+pub struct Worker {
+    jobs: Sender<KernelJob>,
+    done: Receiver<KernelDone>,
+    next: u64,
+}
+
+impl Worker {
+    /// Starts the worker. It always runs the newest job queued and drops
+    /// the ones it overtook, so a burst of keys costs one lens run.
+    pub fn spawn() -> Worker {
+        let (jobs, job_rx) = mpsc::channel::<KernelJob>();
+        let (done_tx, done) = mpsc::channel::<KernelDone>();
+        std::thread::spawn(move || {
+            while let Ok(mut job) = job_rx.recv() {
+                while let Ok(newer) = job_rx.try_recv() {
+                    job = newer;
+                }
+                let (id, input, query) = job;
+                let result = std::panic::catch_unwind(|| kernels(&input.profile, &query))
+                    .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("the kernels filter crashed")));
+                if done_tx.send((id, result)).is_err() {
+                    return;
+                }
+            }
+        });
+        Worker { jobs, done, next: 0 }
+    }
+}
+
 pub struct App {
     pub theme: Theme,
+    /// Filters large kernel lists off the UI thread; `None` runs the lens
+    /// in place (tests, small profiles).
+    pub worker: Option<Worker>,
+    /// Kernel lists longer than this go to the worker.
+    pub background_rows: usize,
     pub pane: Pane,
     pub main: Slot,
     pub other: Slot,
@@ -193,6 +241,8 @@ impl App {
     pub fn new(theme: Theme, main: &str, other: Option<&str>) -> App {
         let mut app = App {
             theme,
+            worker: None,
+            background_rows: BACKGROUND_ROWS,
             pane: Pane::Summary,
             main: Slot { arg: main.to_string(), ..Default::default() },
             other: Slot::default(),
@@ -312,8 +362,35 @@ impl App {
     }
 
     fn refresh_kernels(&mut self) {
-        let Some(p) = self.main.data.as_ref().map(Loaded::profile) else { return };
-        match kernels(p, &self.kernels.query) {
+        let Some(d) = self.main.data.as_ref() else { return };
+        let rows = d.profile().kernels.len();
+        if let Some(w) = self.worker.as_mut().filter(|_| rows > self.background_rows) {
+            w.next += 1;
+            if w.jobs.send((w.next, Arc::clone(&d.input), self.kernels.query.clone())).is_ok() {
+                self.kernels.pending = Some(w.next);
+                return;
+            }
+        }
+        let result = kernels(d.profile(), &self.kernels.query);
+        self.kernels.pending = None;
+        self.kernels_done(result);
+    }
+
+    /// Takes the worker's answers; true when the screen changed.
+    pub fn poll_worker(&mut self) -> bool {
+        let mut changed = false;
+        while let Some((id, result)) = self.worker.as_ref().and_then(|w| w.done.try_recv().ok()) {
+            if self.kernels.pending == Some(id) {
+                self.kernels.pending = None;
+                self.kernels_done(result);
+                changed = true;
+            }
+        }
+        changed
+    }
+
+    fn kernels_done(&mut self, result: libreyolo_core::Result<Kernels>) {
+        match result {
             Ok(k) => {
                 self.kernels.selected = self.kernels.selected.min(k.kernels.len().saturating_sub(1));
                 self.kernels.result = Some(k);

@@ -53,6 +53,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
         ));
     }
     let mut app = App::new(theme, &args.trace, args.other.as_deref());
+    app.worker = Some(app::Worker::spawn());
     let mut terminal = ratatui::try_init().map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
     // ratatui's hook restores the terminal; a panic in a loader thread is
     // caught and shown as a failed load instead, so it must not.
@@ -86,7 +87,7 @@ fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
             app.loading(side, start_load(side, next_id, arg, reload, &tx));
             dirty = true;
         }
-        if dirty || app.is_loading() {
+        if dirty || app.is_loading() || app.kernels.pending.is_some() {
             app.poll_progress();
             terminal.draw(|f| panes::draw(f, app)).map_err(io)?;
             dirty = false;
@@ -108,6 +109,7 @@ fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
                 break;
             }
         }
+        dirty |= app.poll_worker();
         while let Ok((side, id, result)) = rx.try_recv() {
             if app.slot(side).loading.as_ref().is_some_and(|l| l.id == id) {
                 app.loaded(side, result);

@@ -317,3 +317,25 @@ fn live_reload_keeps_pane_and_filters() {
     assert!(a.message.as_deref().unwrap().starts_with("reload failed"));
     assert!(a.changed_on_disk().is_empty());
 }
+
+#[test]
+fn large_lists_filter_on_the_worker_and_keep_only_the_newest_answer() {
+    let mut a = app(BERT_TRACE, None);
+    a.worker = Some(libreyolo_ui::app::Worker::spawn());
+    a.background_rows = 0; // every list counts as large here
+    typ(&mut a, "3/");
+    // A burst of keys: each sends a job; only the last one's answer is shown.
+    typ(&mut a, "layer");
+    assert!(a.kernels.pending.is_some(), "the key returns before the lens runs");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while a.kernels.pending.is_some() {
+        a.poll_worker();
+        assert!(std::time::Instant::now() < deadline, "the worker never answered");
+        std::thread::sleep(std::time::Duration::from_millis(2));
+    }
+    let k = a.kernels.result.as_ref().unwrap();
+    assert_eq!(k.query.grep.as_deref(), Some("layer"));
+    assert_eq!(k.matched, 1);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.kernels.query.grep.as_deref(), Some("layer"));
+}

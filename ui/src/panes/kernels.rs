@@ -79,6 +79,9 @@ pub fn status(app: &App) -> Vec<Span<'static>> {
             s.push(Span::raw(format!(" · #{}", app.kernels.selected + 1)));
         }
     }
+    if app.kernels.pending.is_some() {
+        s.push(Span::styled(" · filtering…", t.warn()));
+    }
     if let Some(e) = &app.kernels.error {
         s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
     }
