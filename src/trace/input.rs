@@ -34,11 +34,11 @@ pub fn open(path: &Path, progress: bool) -> Result<Box<dyn Read>> {
         Some(bar) => Box::new(bar.wrap_read(file)),
         None => Box::new(file),
     };
-    let buffered = BufReader::with_capacity(1 << 20, counted);
+    // The scanner reads in large chunks itself: only gzip needs a buffer.
     if n == 2 && head == [0x1f, 0x8b] {
-        Ok(Box::new(GzipErrors(MultiGzDecoder::new(buffered))))
+        Ok(Box::new(GzipErrors(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, counted)))))
     } else {
-        Ok(Box::new(buffered))
+        Ok(counted)
     }
 }
 

@@ -111,13 +111,22 @@ pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Doc
 
 fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
     let mut scratch = Vec::new();
+    let mut fixed = Vec::new();
     s.expect(b'[')?;
     let mut first = true;
     while s.next_element(first)? {
         first = false;
         let raw = s.value(&mut scratch)?;
         info.events += 1;
-        match Event::parse(raw) {
+        let parsed = match Event::parse(raw) {
+            // Python's json writes NaN/Infinity; read them as null.
+            Err(e) if e.is_syntax() && scan::has_nonfinite(raw) => {
+                scan::sanitize_nonfinite(raw, &mut fixed);
+                Event::parse(&fixed)
+            }
+            other => other,
+        };
+        match parsed {
             Ok(ev) => sink.event(&ev),
             Err(e) if e.is_syntax() || e.is_eof() => {
                 return Err(Error::failed(format!("invalid JSON in event {}: {e}", info.events)));

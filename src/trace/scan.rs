@@ -111,9 +111,63 @@ impl<R: Read> Scanner<R> {
     /// reading more input as needed. Offsets stay valid: `fill` only moves
     /// data when `pos` moves, and we keep `pos` at the value's start.
     fn value_end(&mut self) -> Result<ValueEnd> {
-        if self.peek()?.is_none() {
-            return Err(self.err("unexpected end of input, expected a value"));
+        match self.peek()? {
+            None => Err(self.err("unexpected end of input, expected a value")),
+            Some(b'{') => self.object_end(),
+            Some(_) => self.generic_end(),
         }
+    }
+
+    /// The end of an object: only braces and quotes matter for that, so the
+    /// scan jumps from one to the next with SIMD searches. Non-finite
+    /// literals are not looked for here: a parse failure triggers that check.
+    fn object_end(&mut self) -> Result<ValueEnd> {
+        let mut depth: usize = 0;
+        let mut in_str = false;
+        let mut i = self.pos;
+        loop {
+            if i >= self.end {
+                let rel = i - self.pos;
+                if !self.fill()? {
+                    return Err(self.err("unexpected end of input (truncated file?)"));
+                }
+                i = self.pos + rel;
+                continue;
+            }
+            let hay = &self.buf[i..self.end];
+            if in_str {
+                match memchr::memchr2(b'"', b'\\', hay) {
+                    None => i = self.end,
+                    Some(k) if hay[k] == b'\\' => i += k + 2,
+                    Some(k) => {
+                        in_str = false;
+                        i += k + 1;
+                    }
+                }
+                continue;
+            }
+            match memchr::memchr3(b'"', b'{', b'}', hay) {
+                None => i = self.end,
+                Some(k) => {
+                    i += k;
+                    match self.buf[i] {
+                        b'"' => in_str = true,
+                        b'{' => depth += 1,
+                        _ => {
+                            depth -= 1;
+                            if depth == 0 {
+                                return Ok(ValueEnd { end: i + 1, nonfinite: false });
+                            }
+                        }
+                    }
+                    i += 1;
+                }
+            }
+        }
+    }
+
+    /// The end of any other value, byte by byte.
+    fn generic_end(&mut self) -> Result<ValueEnd> {
         let mut depth: usize = 0;
         let mut in_str = false;
         let mut nonfinite = false;
@@ -183,7 +237,8 @@ impl<R: Read> Scanner<R> {
     }
 
     /// Returns the bytes of one value and consumes it. `NaN`, `Infinity` and
-    /// `-Infinity` outside strings are rewritten to `null` in `scratch`.
+    /// `-Infinity` outside strings are rewritten to `null` in `scratch`
+    /// (for objects, call [`sanitize_nonfinite`] when parsing fails).
     pub fn value<'s>(&'s mut self, scratch: &'s mut Vec<u8>) -> Result<&'s [u8]> {
         let v = self.value_end()?;
         if v.end == self.pos {
@@ -249,9 +304,16 @@ impl<R: Read> Scanner<R> {
     }
 }
 
+/// True when `raw` holds a bare `NaN` or `Infinity` outside strings.
+pub fn has_nonfinite(raw: &[u8]) -> bool {
+    let mut out = Vec::new();
+    sanitize_nonfinite(raw, &mut out);
+    out.len() != raw.len() || out != raw
+}
+
 /// Copies `raw`, replacing the bare literals `NaN`, `Infinity` and
 /// `-Infinity` (outside strings) with `null`.
-fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
+pub fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
     out.clear();
     out.reserve(raw.len());
     let mut in_str = false;
