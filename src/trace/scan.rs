@@ -394,9 +394,14 @@ mod tests {
 
     #[test]
     fn rewrites_nonfinite_literals_outside_strings_only() {
-        let doc = r#"[{"x": NaN, "y": -Infinity, "z": "NaN Infinity", "w": Infinity}]"#;
-        let els = elements(doc, false).unwrap();
-        assert_eq!(els, vec![r#"{"x": null, "y": null, "z": "NaN Infinity", "w": null}"#]);
+        let raw = br#"{"x": NaN, "y": -Infinity, "z": "NaN Infinity", "w": Infinity}"#;
+        assert!(has_nonfinite(raw));
+        assert!(!has_nonfinite(br#"{"z": "NaN Infinity"}"#));
+        let mut out = Vec::new();
+        sanitize_nonfinite(raw, &mut out);
+        assert_eq!(String::from_utf8(out).unwrap(), r#"{"x": null, "y": null, "z": "NaN Infinity", "w": null}"#);
+        // Scalars outside objects are rewritten while scanning.
+        assert_eq!(elements("[NaN, 1]", false).unwrap(), vec!["null", "1"]);
     }
 
     #[test]
