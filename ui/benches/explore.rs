@@ -25,6 +25,12 @@ const W: u16 = 160;
 const H: u16 = 48;
 
 fn main() {
+    // `cargo bench` passes --bench; `cargo test --all-targets` does not, and
+    // only checks that this builds.
+    if !std::env::args().any(|a| a == "--bench") {
+        println!("explore bench: run it with `cargo bench -p libreyolo-ui --bench explore`");
+        return;
+    }
     let path = std::env::args()
         .skip(1)
         .find(|a| a.ends_with(".json") || a.ends_with(".gz"))
