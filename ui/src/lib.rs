@@ -31,6 +31,10 @@ use theme::{Depth, Theme};
 
 /// How often the loop wakes without input (progress, channel, file watch).
 const TICK: Duration = Duration::from_millis(100);
+/// The same while a load or a filter runs in the background.
+const BUSY_TICK: Duration = Duration::from_millis(8);
+/// How often the loading screen's progress is redrawn.
+const PROGRESS_EVERY: Duration = Duration::from_millis(50);
 /// How often the profiles' modification times are checked.
 const WATCH: Duration = Duration::from_secs(1);
 
@@ -80,6 +84,7 @@ fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
     let mut next_id = 0u64;
     let mut dirty = true;
     let mut watched = Instant::now();
+    let mut drawn = Instant::now();
     loop {
         for (side, arg) in std::mem::take(&mut app.requests) {
             next_id += 1;
@@ -87,16 +92,21 @@ fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
             app.loading(side, start_load(side, next_id, arg, reload, &tx));
             dirty = true;
         }
-        if dirty || app.is_loading() || app.kernels.pending.is_some() {
+        // Progress is redrawn a few times a second; anything else at once.
+        let busy = app.is_loading() || app.kernels.pending.is_some();
+        if dirty || (busy && drawn.elapsed() >= PROGRESS_EVERY) {
             app.poll_progress();
             terminal.draw(|f| panes::draw(f, app)).map_err(io)?;
+            drawn = Instant::now();
             dirty = false;
         }
         if app.quit {
             return Ok(());
         }
         // Take every queued event before drawing again, so held keys never lag.
-        let mut timeout = TICK;
+        // While work is running in the background, wake often enough that
+        // its answer shows within a frame.
+        let mut timeout = if busy { BUSY_TICK } else { TICK };
         while event::poll(timeout).map_err(io)? {
             match event::read().map_err(io)? {
                 Event::Key(k) => app.handle_key(k),
