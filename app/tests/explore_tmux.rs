@@ -116,6 +116,53 @@ fn explorer_in_a_real_terminal() {
 }
 
 #[test]
+fn live_reload_and_a_broken_file() {
+    if !tmux_available() {
+        eprintln!("SKIPPED live_reload_and_a_broken_file: tmux is not installed (apt-get install -y tmux)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("profile.json");
+    std::fs::copy(PROFILE, &path).unwrap();
+    let t = Tmux { socket: format!("libreyolo-e2e-reload-{}", std::process::id()) };
+    let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
+    assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+    t.wait("the summary", |s| s.contains("900.89 ms"));
+    t.keys(&["4", "/"]);
+    t.text("conv");
+    t.keys(&["Enter"]);
+    t.wait("the ops filter", |s| s.contains("/conv/"));
+
+    // A new capture replaces the file: the view follows, pane and filter kept.
+    let text = std::fs::read_to_string(&path).unwrap().replace("\"step_ms\": 900.89", "\"step_ms\": 450.0");
+    assert!(text.contains("450.0"), "the fixture changed shape");
+    let tmp = dir.path().join("profile.json.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    std::fs::rename(&tmp, &path).unwrap();
+    let s = t.wait("the reload", |s| s.contains("reloaded"));
+    assert!(s.contains("/conv/") && s.contains("%cpu"), "still the filtered Ops pane:\n{s}");
+    t.keys(&["1"]);
+    t.wait("the new step time", |s| s.contains("450 ms"));
+
+    // A broken rewrite keeps the last good data on screen.
+    std::fs::write(&path, "{ not json").unwrap();
+    t.wait("the failed reload", |s| s.contains("reload failed"));
+    t.keys(&["q"]);
+    assert!(t.wait("exit", |s| s.contains("EXITED=")).contains("EXITED=0"));
+
+    // A file that cannot be read at all: the error on screen, then exit 1.
+    let t = Tmux { socket: format!("libreyolo-e2e-broken-{}", std::process::id()) };
+    let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
+    assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+    let s = t.wait("the error screen", |s| s.contains("Could not open"));
+    assert!(s.contains("invalid JSON"), "{s}");
+    t.keys(&["q"]);
+    let s = t.wait("exit", |s| s.contains("EXITED="));
+    assert!(s.contains("EXITED=1") && s.contains("error: failed to analyse"), "{s}");
+    assert_eq!(t.format("#{alternate_on}"), "0");
+}
+
+#[test]
 fn refuses_without_a_terminal() {
     // stdout is a pipe here.
     let out = Command::new(BIN).args(["profile", "explore", PROFILE]).output().unwrap();
