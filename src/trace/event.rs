@@ -1,92 +1,24 @@
-//! One trace event as the analysis needs it, deserialized from a borrowed
-//! slice. Only the fields the analysis reads are kept; every other field is
-//! skipped without being materialised. Types are lenient where real traces
-//! vary (pid/tid as number or string, `ts` as integer or float, ids as
-//! strings) and strict nowhere else: a field of the wrong type makes the
-//! event malformed, which the analysis counts and skips.
+//! One trace event as the analysis needs it, parsed from a borrowed slice.
+//!
+//! This parser is written here rather than derived with serde because it is
+//! the hot loop of every reader on a raw trace: it reads only the fields the
+//! analysis uses (`ph cat name pid tid ts dur` and a few `args`), borrows
+//! strings without copying or UTF-8 validation passes of its own, skips the
+//! rest in place, and takes the liberties real traces need — pid/tid as
+//! number or string, numbers as strings, Python's `NaN`/`Infinity`, invalid
+//! UTF-8 (repaired, not rejected). Broken JSON is a syntax error (the trace
+//! cannot be read); a field of the wrong type makes the event malformed
+//! (counted and skipped).
 
 use std::borrow::Cow;
-use std::fmt;
-
-use serde::de::{self, Deserializer, IgnoredAny, MapAccess, Visitor};
-use serde::Deserialize;
 
 /// A string that tolerates invalid UTF-8 (replaced, not rejected).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text<'a>(pub Cow<'a, str>);
 
-impl<'de: 'a, 'a> Deserialize<'de> for Text<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Text<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a string")
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(v.to_owned())))
-            }
-            fn visit_borrowed_bytes<E>(self, v: &'de [u8]) -> Result<Self::Value, E> {
-                Ok(Text(String::from_utf8_lossy(v)))
-            }
-            fn visit_bytes<E>(self, v: &[u8]) -> Result<Self::Value, E> {
-                Ok(Text(Cow::Owned(String::from_utf8_lossy(v).into_owned())))
-            }
-        }
-        // serde_json hands strings out as raw bytes here, without UTF-8
-        // validation; we repair instead of failing the whole trace.
-        d.deserialize_bytes(V)
-    }
-}
-
 /// A number that may arrive as integer, float, numeric string or null.
 #[derive(Debug, Clone, Copy, PartialEq, Default)]
 pub struct Num(pub Option<f64>);
-
-impl<'de> Deserialize<'de> for Num {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Num;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("a number")
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Num, E> {
-                Ok(Num(Some(v as f64)))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Num, E> {
-                Ok(Num(Some(v as f64)))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Num, E> {
-                Ok(Num(v.is_finite().then_some(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Num, E> {
-                Ok(Num(v.trim().parse::<f64>().ok().filter(|x| x.is_finite())))
-            }
-            fn visit_unit<E>(self) -> Result<Num, E> {
-                Ok(Num(None))
-            }
-            fn visit_none<E>(self) -> Result<Num, E> {
-                Ok(Num(None))
-            }
-            fn visit_bool<E>(self, _: bool) -> Result<Num, E> {
-                Ok(Num(None))
-            }
-            fn visit_seq<A: de::SeqAccess<'de>>(self, mut a: A) -> Result<Num, A::Error> {
-                while a.next_element::<IgnoredAny>()?.is_some() {}
-                Ok(Num(None))
-            }
-            fn visit_map<A: MapAccess<'de>>(self, mut a: A) -> Result<Num, A::Error> {
-                while a.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
-                Ok(Num(None))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
 
 impl Num {
     pub fn get(self) -> Option<f64> {
@@ -105,48 +37,15 @@ pub enum Id<'a> {
     Str(Cow<'a, str>),
 }
 
-impl<'de: 'a, 'a> Deserialize<'de> for Id<'a> {
-    fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
-        struct V;
-        impl<'de> Visitor<'de> for V {
-            type Value = Id<'de>;
-            fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
-                f.write_str("an integer or a string")
-            }
-            fn visit_i64<E>(self, v: i64) -> Result<Self::Value, E> {
-                Ok(Id::Int(v))
-            }
-            fn visit_u64<E>(self, v: u64) -> Result<Self::Value, E> {
-                Ok(Id::Int(v as i64))
-            }
-            fn visit_f64<E>(self, v: f64) -> Result<Self::Value, E> {
-                Ok(Id::Int(v as i64))
-            }
-            fn visit_borrowed_str<E>(self, v: &'de str) -> Result<Self::Value, E> {
-                Ok(Id::from_str(Cow::Borrowed(v)))
-            }
-            fn visit_str<E>(self, v: &str) -> Result<Self::Value, E> {
-                Ok(Id::from_str(Cow::Owned(v.to_owned())))
-            }
-            fn visit_unit<E>(self) -> Result<Self::Value, E> {
-                Ok(Id::Int(0))
-            }
-        }
-        d.deserialize_any(V)
-    }
-}
-
 impl<'a> Id<'a> {
     /// "25738" is the same thread as 25738; "stream 7" is stream 7.
-    fn from_str(s: Cow<'a, str>) -> Id<'a> {
+    fn from_text(s: Cow<'a, str>) -> Id<'a> {
         let t = s.trim();
         if let Ok(v) = t.parse::<i64>() {
             return Id::Int(v);
         }
-        if let Some(rest) = t.strip_prefix("stream ") {
-            if let Ok(v) = rest.trim().parse::<i64>() {
-                return Id::Int(v);
-            }
+        if let Some(v) = t.strip_prefix("stream ").and_then(|r| r.trim().parse::<i64>().ok()) {
+            return Id::Int(v);
         }
         Id::Str(s)
     }
@@ -160,48 +59,121 @@ impl<'a> Id<'a> {
 }
 
 /// The `args` fields the analysis reads.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Default)]
 pub struct Args {
     pub correlation: Num,
-    #[serde(alias = "external id")]
-    #[serde(rename = "External id")]
     pub external_id: Num,
     pub stream: Num,
     pub device: Num,
-    #[serde(rename = "Total Reserved")]
     pub total_reserved: Num,
-    #[serde(rename = "Total Allocated")]
     pub total_allocated: Num,
-    #[serde(rename = "Device Type")]
     pub device_type: Num,
-    #[serde(rename = "Device Id")]
     pub device_id: Num,
 }
 
 /// One event of `traceEvents`.
-#[derive(Debug, Default, Deserialize)]
-#[serde(default)]
+#[derive(Debug, Default)]
 pub struct Event<'a> {
-    #[serde(borrow)]
     pub ph: Option<Text<'a>>,
-    #[serde(borrow)]
     pub cat: Option<Text<'a>>,
-    #[serde(borrow)]
     pub name: Option<Text<'a>>,
-    #[serde(borrow)]
     pub pid: Option<Id<'a>>,
-    #[serde(borrow)]
     pub tid: Option<Id<'a>>,
     pub ts: Num,
     pub dur: Num,
     pub args: Option<Args>,
 }
 
-impl<'a> Event<'a> {
-    pub fn parse(raw: &'a [u8]) -> serde_json::Result<Event<'a>> {
-        serde_json::from_slice(raw)
+/// Why an event could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ParseError {
+    /// Not JSON: the trace itself is broken.
+    Syntax { at: usize, what: &'static str },
+    /// JSON, but not an event (a field of the wrong type, not an object).
+    Shape(&'static str),
+    /// The bytes end inside the event: more input is needed.
+    Eof,
+    /// `Shape`, from `parse_prefix`, with the bytes the object took.
+    ShapeAt(&'static str, usize),
+}
+
+impl std::fmt::Display for ParseError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ParseError::Syntax { at, what } => write!(f, "{what} at offset {at} of the event"),
+            ParseError::Shape(what) => f.write_str(what),
+            ParseError::Eof => f.write_str("unexpected end of input inside an event"),
+            ParseError::ShapeAt(what, _) => f.write_str(what),
+        }
     }
+}
+
+impl<'a> Event<'a> {
+    /// Parses `raw`, which must hold exactly one value.
+    pub fn parse(raw: &'a [u8]) -> Result<Event<'a>, ParseError> {
+        let mut p = Parser { b: raw, i: 0 };
+        p.ws();
+        if p.peek() != Some(b'{') {
+            p.skip_value()?;
+            p.end()?;
+            return Err(ParseError::Shape("an event must be a JSON object"));
+        }
+        let (ev, used) = Event::parse_prefix(raw).map_err(|e| match e {
+            ParseError::Eof => ParseError::Syntax { at: raw.len(), what: "unexpected end of the event" },
+            ParseError::ShapeAt(what, _) => ParseError::Shape(what),
+            e => e,
+        })?;
+        let mut p = Parser { b: raw, i: used };
+        p.end()?;
+        Ok(ev)
+    }
+
+    /// Parses the object at the start of `raw` (after whitespace) and
+    /// returns it with the number of bytes it took. `Eof` means `raw` ends
+    /// inside it. A field of the wrong type gives `Shape` once the whole
+    /// object has been read, so the caller can skip it.
+    pub fn parse_prefix(raw: &'a [u8]) -> Result<(Event<'a>, usize), ParseError> {
+        let mut p = Parser { b: raw, i: 0 };
+        let mut ev = Event::default();
+        let mut shape: Option<&'static str> = None;
+        p.object(|p, key| {
+            match key {
+                b"ph" => ev.ph = p.text_field(&mut shape, "`ph` must be a string")?,
+                b"cat" => ev.cat = p.text_field(&mut shape, "`cat` must be a string")?,
+                b"name" => ev.name = p.text_field(&mut shape, "`name` must be a string")?,
+                b"pid" => ev.pid = p.id()?,
+                b"tid" => ev.tid = p.id()?,
+                b"ts" => ev.ts = p.num()?,
+                b"dur" => ev.dur = p.num()?,
+                b"args" if p.peek() == Some(b'{') => {
+                    let mut a = Args::default();
+                    p.object(|p, key| {
+                        let slot = match key {
+                            b"correlation" => &mut a.correlation,
+                            b"External id" | b"external id" => &mut a.external_id,
+                            b"stream" => &mut a.stream,
+                            b"device" => &mut a.device,
+                            b"Total Reserved" => &mut a.total_reserved,
+                            b"Total Allocated" => &mut a.total_allocated,
+                            b"Device Type" => &mut a.device_type,
+                            b"Device Id" => &mut a.device_id,
+                            _ => return p.skip_value(),
+                        };
+                        *slot = p.num()?;
+                        Ok(())
+                    })?;
+                    ev.args = Some(a);
+                }
+                _ => p.skip_value()?,
+            }
+            Ok(())
+        })?;
+        match shape {
+            Some(what) => Err(ParseError::ShapeAt(what, p.i)),
+            None => Ok((ev, p.i)),
+        }
+    }
+
     pub fn ph(&self) -> &str {
         self.ph.as_ref().map_or("", |t| &t.0)
     }
@@ -216,13 +188,267 @@ impl<'a> Event<'a> {
     }
 }
 
+struct Parser<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+type PResult<T> = Result<T, ParseError>;
+
+impl<'a> Parser<'a> {
+    /// A syntax error, or `Eof` when the input simply ran out.
+    fn err<T>(&self, what: &'static str) -> PResult<T> {
+        if self.i >= self.b.len() {
+            Err(ParseError::Eof)
+        } else {
+            Err(ParseError::Syntax { at: self.i, what })
+        }
+    }
+
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = self.peek() {
+            self.i += 1;
+        }
+    }
+
+    fn eat(&mut self, c: u8, what: &'static str) -> PResult<()> {
+        self.ws();
+        if self.peek() == Some(c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            self.err(what)
+        }
+    }
+
+    /// Only whitespace may follow the value.
+    fn end(&mut self) -> PResult<()> {
+        self.ws();
+        if self.i == self.b.len() { Ok(()) } else { self.err("data after the value") }
+    }
+
+    /// Walks an object, calling `f` with each key; `f` must consume the value.
+    fn object(&mut self, mut f: impl FnMut(&mut Self, &[u8]) -> PResult<()>) -> PResult<()> {
+        self.eat(b'{', "expected '{'")?;
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(());
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return self.err("expected an object key");
+            }
+            let key = self.string()?;
+            self.eat(b':', "expected ':'")?;
+            self.ws();
+            f(self, &key)?;
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(());
+                }
+                _ => return self.err("expected ',' or '}'"),
+            }
+        }
+    }
+
+    /// A string's content, borrowed when it has no escapes.
+    fn string(&mut self) -> PResult<Cow<'a, [u8]>> {
+        self.i += 1; // opening quote
+        let start = self.i;
+        let Some(k) = memchr::memchr2(b'"', b'\\', &self.b[start..]) else {
+            self.i = self.b.len();
+            return self.err("unterminated string");
+        };
+        if self.b[start + k] == b'"' {
+            self.i = start + k + 1;
+            return Ok(Cow::Borrowed(&self.b[start..start + k]));
+        }
+        let mut out = self.b[start..start + k].to_vec();
+        self.i = start + k;
+        loop {
+            let Some(&c) = self.b.get(self.i) else { return self.err("unterminated string") };
+            self.i += 1;
+            match c {
+                b'"' => return Ok(Cow::Owned(out)),
+                b'\\' => {
+                    let Some(&e) = self.b.get(self.i) else { return self.err("unterminated escape") };
+                    self.i += 1;
+                    match e {
+                        b'"' | b'\\' | b'/' => out.push(e),
+                        b'b' => out.push(8),
+                        b'f' => out.push(12),
+                        b'n' => out.push(b'\n'),
+                        b'r' => out.push(b'\r'),
+                        b't' => out.push(b'\t'),
+                        b'u' => {
+                            let mut cp = self.hex4()?;
+                            if (0xD800..0xDC00).contains(&cp) && self.b[self.i..].starts_with(b"\\u") {
+                                self.i += 2;
+                                let lo = self.hex4()?;
+                                if (0xDC00..0xE000).contains(&lo) {
+                                    cp = 0x10000 + ((cp - 0xD800) << 10) + (lo - 0xDC00);
+                                }
+                            }
+                            let ch = char::from_u32(cp).unwrap_or('\u{FFFD}');
+                            let mut buf = [0u8; 4];
+                            out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                        }
+                        _ => return self.err("invalid escape"),
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+    }
+
+    fn hex4(&mut self) -> PResult<u32> {
+        let Some(h) = self.b.get(self.i..self.i + 4) else {
+            self.i = self.b.len();
+            return self.err("short \\u escape");
+        };
+        let s = std::str::from_utf8(h).ok().and_then(|s| u32::from_str_radix(s, 16).ok());
+        match s {
+            Some(v) => {
+                self.i += 4;
+                Ok(v)
+            }
+            None => self.err("invalid \\u escape"),
+        }
+    }
+
+    fn text(&mut self) -> PResult<Text<'a>> {
+        Ok(Text(match self.string()? {
+            Cow::Borrowed(b) => String::from_utf8_lossy(b),
+            Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).into_owned()),
+        }))
+    }
+
+    /// A string field; anything else marks the event malformed.
+    fn text_field(&mut self, shape: &mut Option<&'static str>, what: &'static str) -> PResult<Option<Text<'a>>> {
+        match self.peek() {
+            Some(b'"') => Ok(Some(self.text()?)),
+            Some(b'n') => {
+                self.skip_value()?;
+                Ok(None)
+            }
+            _ => {
+                self.skip_value()?;
+                shape.get_or_insert(what);
+                Ok(None)
+            }
+        }
+    }
+
+    fn id(&mut self) -> PResult<Option<Id<'a>>> {
+        match self.peek() {
+            Some(b'"') => Ok(Some(Id::from_text(self.text()?.0))),
+            _ => Ok(self.num()?.get().map(|v| Id::Int(v as i64))),
+        }
+    }
+
+    /// A number, a numeric string, or null; other values read as missing.
+    fn num(&mut self) -> PResult<Num> {
+        match self.peek() {
+            Some(b'"') => {
+                let t = self.text()?;
+                Ok(Num(t.0.trim().parse::<f64>().ok().filter(|v| v.is_finite())))
+            }
+            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => {
+                let start = self.i;
+                while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') = self.peek() {
+                    self.i += 1;
+                }
+                if self.i == self.b.len() {
+                    return Err(ParseError::Eof); // the number may go on
+                }
+                let tok = &self.b[start..self.i];
+                match tok {
+                    b"NaN" | b"Infinity" | b"-Infinity" => return Ok(Num(None)),
+                    _ => {}
+                }
+                // Integers are the common case: parse them without float parsing.
+                if tok.len() < 18 && tok.iter().all(u8::is_ascii_digit) {
+                    let v = tok.iter().fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
+                    return Ok(Num(Some(v as f64)));
+                }
+                match std::str::from_utf8(tok).ok().and_then(|s| s.parse::<f64>().ok()) {
+                    Some(v) => Ok(Num(v.is_finite().then_some(v))),
+                    None => {
+                        self.i = start;
+                        self.err("invalid number")
+                    }
+                }
+            }
+            _ => {
+                self.skip_value()?;
+                Ok(Num(None))
+            }
+        }
+    }
+
+    /// Skips any value.
+    fn skip_value(&mut self) -> PResult<()> {
+        self.ws();
+        match self.peek() {
+            Some(b'"') => self.string().map(|_| ()),
+            Some(b'{') => self.object(|p, _| p.skip_value()),
+            Some(b'[') => {
+                self.i += 1;
+                self.ws();
+                if self.peek() == Some(b']') {
+                    self.i += 1;
+                    return Ok(());
+                }
+                loop {
+                    self.skip_value()?;
+                    self.ws();
+                    match self.peek() {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(());
+                        }
+                        _ => return self.err("expected ',' or ']'"),
+                    }
+                }
+            }
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => self.num().map(|_| ()),
+            _ => self.err("expected a value"),
+        }
+    }
+
+    fn literal(&mut self, lit: &'static [u8]) -> PResult<()> {
+        let rest = &self.b[self.i..];
+        if rest.starts_with(lit) {
+            self.i += lit.len();
+            Ok(())
+        } else if lit.starts_with(rest) {
+            Err(ParseError::Eof)
+        } else {
+            self.err("invalid literal")
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn reads_new_and_old_event_shapes() {
-        let new = br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4458676983543.183, "dur": 41.407, "args": {"External id": 12353, "correlation": 57541, "stream": 7, "grid": [1,2,3]}}"#;
+        let new = br#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 4458676983543.183, "dur": 41.407, "args": {"External id": 12353, "correlation": 57541, "stream": 7, "grid": [1,2,3], "nested": {"a": [true, false, null]}}}"#;
         let e = Event::parse(new).unwrap();
         assert_eq!((e.ph(), e.cat(), e.name()), ("X", "kernel", "k"));
         assert_eq!(e.tid, Some(Id::Int(7)));
@@ -233,25 +459,42 @@ mod tests {
         let old = br#"{"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 1623142623531625, "dur": 2, "args": {"correlation": 34441, "external id": 544}}"#;
         let e = Event::parse(old).unwrap();
         assert_eq!(e.tid, Some(Id::Int(7)));
+        assert_eq!(e.ts.get(), Some(1623142623531625.0));
         assert_eq!(e.args.as_ref().unwrap().external_id.id(), Some(544));
     }
 
     #[test]
-    fn tolerates_invalid_utf8_and_numeric_strings() {
+    fn decodes_escapes_and_tolerates_invalid_utf8() {
+        let e = Event::parse(br#"{"name": "a\"b\\c\u00e9\ud83d\ude00\n"}"#).unwrap();
+        assert_eq!(e.name(), "a\"b\\c\u{e9}\u{1F600}\n");
         let mut raw = br#"{"name": "bad "#.to_vec();
         raw.extend_from_slice(&[0xff, 0xfe]);
-        raw.extend_from_slice(br#"", "ts": "12.5", "dur": null}"#);
+        raw.extend_from_slice(br#"", "ts": "12.5", "dur": null, "pid": NaN, "tid": -Infinity}"#);
         let e = Event::parse(&raw).unwrap();
-        assert!(e.name().starts_with("bad "));
-        assert!(e.name().contains('\u{FFFD}'));
+        assert!(e.name().starts_with("bad ") && e.name().contains('\u{FFFD}'));
         assert_eq!(e.ts.get(), Some(12.5));
         assert_eq!(e.dur.get(), None);
+        assert_eq!((e.pid.clone(), e.tid.clone()), (None, None));
     }
 
     #[test]
-    fn wrong_types_are_errors_not_panics() {
-        assert!(Event::parse(br#"{"name": 5}"#).is_err());
-        assert!(Event::parse(br#"[1,2]"#).is_err());
-        assert!(Event::parse(br#""x""#).is_err());
+    fn wrong_types_are_malformed_and_broken_json_is_a_syntax_error() {
+        for shape in [&br#"{"name": 5}"#[..], br#"[1,2]"#, br#""x""#, br#"{"cat": ["a"]}"#] {
+            assert!(matches!(Event::parse(shape), Err(ParseError::Shape(_))), "{}", String::from_utf8_lossy(shape));
+        }
+        for broken in [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#] {
+            assert!(matches!(Event::parse(broken), Err(ParseError::Syntax { .. })), "{}", String::from_utf8_lossy(broken));
+        }
+    }
+
+    #[test]
+    fn agrees_with_serde_json_on_the_values_it_reads() {
+        let raw = br#"{"ph":"X","cat":"cpu_op","name":"aten::conv2d","pid":25427,"tid":25427,"ts":5083520025517.753,"dur":1e3,"args":{"External id":3,"Input Dims":[[1,3,640,640],[]],"Ev Idx":7,"correlation":-4}}"#;
+        let ours = Event::parse(raw).unwrap();
+        let theirs: serde_json::Value = serde_json::from_slice(raw).unwrap();
+        assert_eq!(ours.ts.get(), theirs["ts"].as_f64());
+        assert_eq!(ours.dur.get(), theirs["dur"].as_f64());
+        assert_eq!(ours.name(), theirs["name"].as_str().unwrap());
+        assert_eq!(ours.correlation(), theirs["args"]["correlation"].as_i64());
     }
 }

@@ -110,29 +110,35 @@ pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Doc
 }
 
 fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
+    use event::ParseError;
     let mut scratch = Vec::new();
-    let mut fixed = Vec::new();
     s.expect(b'[')?;
     let mut first = true;
     while s.next_element(first)? {
         first = false;
-        let raw = s.value(&mut scratch)?;
         info.events += 1;
-        let parsed = match Event::parse(raw) {
-            // Python's json writes NaN/Infinity; read them as null.
-            Err(e) if e.is_syntax() && scan::has_nonfinite(raw) => {
-                scan::sanitize_nonfinite(raw, &mut fixed);
-                Event::parse(&fixed)
+        let n = info.events;
+        if s.peek()? != Some(b'{') {
+            // Not an object: valid JSON (checked) but not an event.
+            let raw = s.value(&mut scratch)?;
+            if let Err(e @ ParseError::Syntax { .. }) = Event::parse(raw) {
+                return Err(Error::failed(format!("invalid JSON in event {n}: {e}")));
             }
-            other => other,
-        };
-        match parsed {
-            Ok(ev) => sink.event(&ev),
-            Err(e) if e.is_syntax() || e.is_eof() => {
-                return Err(Error::failed(format!("invalid JSON in event {}: {e}", info.events)));
-            }
-            Err(_) => sink.malformed(),
+            sink.malformed();
+            continue;
         }
+        s.parse_in_place(|bytes| match Event::parse_prefix(bytes) {
+            Ok((ev, used)) => {
+                sink.event(&ev);
+                Ok(Some(used))
+            }
+            Err(ParseError::ShapeAt(_, used)) => {
+                sink.malformed();
+                Ok(Some(used))
+            }
+            Err(ParseError::Eof) => Ok(None),
+            Err(e) => Err(Error::failed(format!("invalid JSON in event {n}: {e}"))),
+        })?;
     }
     Ok(())
 }
