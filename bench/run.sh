@@ -120,15 +120,16 @@ profiles+=("$gen_profile")
 time_reader() { # label, command...; prints "mean_ms stddev_ms"
     if command -v hyperfine >/dev/null; then
         hyperfine -N --runs 20 --warmup 3 --style none --export-json "$out/hf.json" "$*" >/dev/null 2>&1
-        awk '/"mean"/ { gsub(/[,"]/, ""); m = $2 } /"stddev"/ { gsub(/[,"]/, ""); s = $2 } END { printf "%.2f %.2f hyperfine\n", m * 1e3, s * 1e3 }' "$out/hf.json"
+        awk '/"mean"/ { gsub(/[,"]/, ""); m = $2 } /"stddev"/ { gsub(/[,"]/, ""); s = $2 } /"min"/ { gsub(/[,"]/, ""); lo = $2 } END { printf "%.2f %.2f %.2f hyperfine\n", m * 1e3, s * 1e3, lo * 1e3 }' "$out/hf.json"
     else
-        local sum=0 sq=0 i t0 t1 d
+        local sum=0 sq=0 lo=0 i t0 t1 d
         for i in $(seq 3); do "$@" >/dev/null; done
         for i in $(seq 20); do
             t0=$(now_ns); "$@" >/dev/null; t1=$(now_ns)
             d=$((t1 - t0)); sum=$((sum + d)); sq=$((sq + d / 1000 * (d / 1000)))
+            if [ "$lo" = 0 ] || [ "$d" -lt "$lo" ]; then lo=$d; fi
         done
-        awk -v s="$sum" -v q="$sq" 'BEGIN { m = s / 20 / 1e6; v = q / 20 / 1e6 - m * m; if (v < 0) v = 0; printf "%.2f %.2f loop\n", m, sqrt(v) }'
+        awk -v s="$sum" -v q="$sq" -v lo="$lo" 'BEGIN { m = s / 20 / 1e6; v = q / 20 / 1e6 - m * m; if (v < 0) v = 0; printf "%.2f %.2f %.2f loop\n", m, sqrt(v), lo / 1e6 }'
     fi
 }
 
@@ -137,8 +138,8 @@ for p in "${profiles[@]}"; do
     kb=$(awk -v b="$(stat -c %s "$p")" 'BEGIN { printf "%.0f", b / 1024 }')
     for reader in "summary" "summary --json" "kernels --top 20" "phases"; do
         # shellcheck disable=SC2086
-        read -r mean sd how < <(time_reader "$bin" profile $reader "$p")
-        row="| \`profile $reader\` | $p | $kb | **$mean** | $sd | 20 ($how) |"
+        read -r mean sd lo how < <(time_reader "$bin" profile $reader "$p")
+        row="| \`profile $reader\` | $p | $kb | **$mean** | $sd | $lo | 20 ($how) |"
         reader_rows+=("$row")
         echo "$row" >&2
     done
@@ -157,6 +158,6 @@ printf '%s\n' "${rows[@]}"
 echo
 echo "Readers on a profile.json, mean of 20 runs after 3 warm-up runs (not pinned):"
 echo
-echo "| reader | input | KiB | mean ms | σ ms | runs |"
-echo "|---|---|---:|---:|---:|---|"
+echo "| reader | input | KiB | mean ms | σ ms | min ms | runs |"
+echo "|---|---|---:|---:|---:|---:|---|"
 printf '%s\n' "${reader_rows[@]}"
