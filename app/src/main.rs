@@ -38,10 +38,22 @@ fn run() -> Result<()> {
     };
     match command.into_reader() {
         Ok(reader) => cli::print_stdout(&cli::run_reader(&reader)?),
-        Err(ProfileCommand::Run(_)) | Err(ProfileCommand::Infer(_)) => Err(Error::failed(
-            "this build has no capture engine: build with the `capture` feature (see README) to run `profile run` / `profile infer`",
-        )),
+        #[cfg(feature = "capture")]
+        Err(ProfileCommand::Infer(args)) => cli::print_stdout(&libreyolo_capture::infer(&args)?),
+        #[cfg(not(feature = "capture"))]
+        Err(ProfileCommand::Infer(_)) => Err(no_capture()),
+        #[cfg(not(feature = "capture"))]
+        Err(ProfileCommand::Run(_)) => Err(no_capture()),
+        #[cfg(feature = "capture")]
+        Err(ProfileCommand::Run(_)) => Err(Error::failed("`profile run` (training capture) is not part of this build yet")),
         Err(ProfileCommand::Explore(args)) => libreyolo_ui::run(&args),
         Err(_) => unreachable!("every reader command converts"),
     }
+}
+
+#[cfg(not(feature = "capture"))]
+fn no_capture() -> Error {
+    Error::failed(
+        "this build has no capture engine: build with the `capture` feature (see README) to run `profile run` / `profile infer`",
+    )
 }

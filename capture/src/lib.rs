@@ -4,6 +4,14 @@
 //! write a trace plus the measured numbers for the core to analyse.
 
 pub mod checkpoint;
+pub mod device;
+pub mod infer;
 pub mod model;
 pub mod pickle;
+pub mod postprocess;
+pub mod preprocess;
 pub mod profiler;
+pub mod source;
+pub mod weights;
+
+pub use infer::infer;

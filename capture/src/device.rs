@@ -1,0 +1,50 @@
+//! `--device cpu` or a CUDA index, checked against what this libtorch sees.
+
+use libreyolo_core::{Error, Result};
+use tch::{Cuda, Device};
+
+/// Parses `--device`. Asking for CUDA where there is none is a usage error
+/// (exit 2) that points at `--device cpu`: the default is `0`, so this is
+/// the first thing a CPU user meets.
+pub fn parse(arg: &str) -> Result<Device> {
+    let a = arg.trim().to_ascii_lowercase();
+    if a == "cpu" {
+        return Ok(Device::Cpu);
+    }
+    let index: usize = a
+        .strip_prefix("cuda:")
+        .or(if a == "cuda" { Some("0") } else { None })
+        .unwrap_or(&a)
+        .parse()
+        .map_err(|_| Error::usage(format!("--device {arg}: expected `cpu` or a CUDA index such as `0`")))?;
+    if !Cuda::is_available() {
+        return Err(Error::usage(format!(
+            "--device {arg}: no CUDA device is available to this libtorch ({}); run on the CPU with --device cpu",
+            if cfg!(target_os = "linux") { "no driver or no GPU found" } else { "CUDA is not supported here" }
+        )));
+    }
+    let count = Cuda::device_count() as usize;
+    if index >= count {
+        return Err(Error::usage(format!(
+            "--device {arg}: only {count} CUDA device{} visible (0..{}); pick one of them or --device cpu",
+            if count == 1 { " is" } else { "s are" },
+            count - 1
+        )));
+    }
+    Ok(Device::Cuda(index))
+}
+
+/// The name written into the profile: `cpu` or `cuda:N`.
+pub fn name(d: Device) -> String {
+    match d {
+        Device::Cuda(i) => format!("cuda:{i}"),
+        _ => "cpu".to_string(),
+    }
+}
+
+/// Waits for the device's queued work (no-op on CPU).
+pub fn sync(d: Device) {
+    if let Device::Cuda(i) = d {
+        Cuda::synchronize(i as i64);
+    }
+}

@@ -1,0 +1,483 @@
+//! `libreyolo profile infer`: the measured inference loop (SPEC §1.2).
+//!
+//! Everything that can fail on bad input (arguments, device, source, image
+//! decoding, weights) is checked before anything is written. Warmup runs
+//! outside the trace; the measured runs are split in two halves: the first
+//! runs unsynced with one sync at the end of each iteration (the honest
+//! latency), the second syncs between stages to attribute them. Each
+//! measured iteration is a `ProfilerStep#N` range holding `step/preprocess`,
+//! `step/forward` and `step/postprocess`.
+//!
+//! Outputs, under `<project>/infer/`: `profile_trace.json` (unless
+//! `--no-trace`), `profile_summary.json` (the measured numbers) and
+//! `profile.json`, the core's analysis of the two; with `--repeat N>1` also
+//! `<project>/infer_repeat.json`. The trace is analysed from a temporary file
+//! and every file is renamed into place at the end, so a failed capture
+//! leaves nothing half-written.
+
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use libreyolo_core::cli::InferArgs;
+use libreyolo_core::profile::{self, Latency, Measurements, Profile, Stages};
+use libreyolo_core::profile::measured::RealTiming;
+use libreyolo_core::render::text::{num, throughput};
+use libreyolo_core::{Error, Result};
+use serde_json::{json, Map, Value};
+use tch::{Device, Tensor};
+
+use crate::postprocess;
+use crate::preprocess;
+use crate::profiler::{self, Options, Range, Session};
+use crate::source::{self, Image};
+use crate::weights::{self, Loaded};
+use crate::device;
+
+/// The torch version this crate is built for (capture/TORCH_VERSION).
+pub const TORCH_VERSION: &str = include_str!("../TORCH_VERSION");
+
+/// Validated settings of one `infer`.
+struct Plan {
+    batch: usize,
+    imgsz: i64,
+    warmup: usize,
+    runs: usize,
+    /// Measured iterations of the unsynced first half.
+    unsynced: usize,
+    conf: f64,
+    iou: f64,
+    max_det: usize,
+    half: bool,
+    bf16: bool,
+    trace: bool,
+    device: Device,
+}
+
+fn plan(args: &InferArgs) -> Result<Plan> {
+    let bf16 = match args.amp_dtype.as_str() {
+        "float16" | "fp16" | "half" => false,
+        "bfloat16" | "bf16" => true,
+        other => return Err(Error::usage(format!("--amp-dtype {other}: expected float16 or bfloat16"))),
+    };
+    if args.batch == 0 {
+        return Err(Error::usage("--batch must be at least 1"));
+    }
+    if args.runs < 2 {
+        return Err(Error::usage(format!(
+            "--runs {}: at least 2 measured runs are needed (one unsynced for latency, one synced for the stage split)",
+            args.runs
+        )));
+    }
+    if args.repeat == 0 {
+        return Err(Error::usage("--repeat must be at least 1"));
+    }
+    if args.imgsz < 32 || args.imgsz % 32 != 0 {
+        return Err(Error::usage(format!("--imgsz {}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)", args.imgsz)));
+    }
+    if !(0.0..=1.0).contains(&args.conf) || !(0.0..=1.0).contains(&args.iou) {
+        return Err(Error::usage("--conf and --iou must be between 0 and 1"));
+    }
+    let device = device::parse(&args.device)?;
+    let half = args.half();
+    if half && device == Device::Cpu {
+        return Err(Error::usage(
+            "--half autocasts the forward on CUDA only; on --device cpu drop --half (or run on a GPU with --device 0)",
+        ));
+    }
+    Ok(Plan {
+        batch: args.batch,
+        imgsz: args.imgsz as i64,
+        warmup: args.warmup,
+        runs: args.runs,
+        unsynced: (args.runs / 2).max(1),
+        conf: args.conf,
+        iou: args.iou,
+        max_det: args.max_det,
+        half,
+        bf16,
+        trace: args.trace(),
+        device,
+    })
+}
+
+/// What one trial measured.
+struct Trial {
+    latencies_ms: Vec<f64>,
+    stages_ms: [Vec<f64>; 3],
+    detections: usize,
+    images_postprocessed: usize,
+    /// The trace of this trial, in a temporary file beside its final place.
+    trace: Option<tempfile::TempPath>,
+}
+
+fn range<'a>(s: &'a Option<Session>, name: &str) -> Option<Range<'a>> {
+    s.as_ref().map(|s| s.range(name))
+}
+
+fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path>) -> Result<Trial> {
+    let n = images.len();
+    let total = p.warmup + p.runs;
+    let mut session: Option<Session> = None;
+    let mut t = Trial {
+        latencies_ms: Vec::with_capacity(p.unsynced),
+        stages_ms: Default::default(),
+        detections: 0,
+        images_postprocessed: 0,
+        trace: None,
+    };
+    for i in 0..total {
+        if i == p.warmup && p.trace {
+            session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
+        }
+        let measuring = i >= p.warmup;
+        let synced = measuring && i - p.warmup >= p.unsynced;
+        let batch: Vec<&Image> = (0..p.batch).map(|j| &images[(i * p.batch + j) % n]).collect();
+
+        let _step = if measuring { session.as_ref().map(|s| s.step(i as u64)) } else { None };
+        let t0 = Instant::now();
+        let (x, geoms) = {
+            let _r = range(&session, "step/preprocess");
+            preprocess_batch(&batch, p, m)
+        };
+        if synced {
+            device::sync(p.device);
+        }
+        let t1 = Instant::now();
+        let out = {
+            let _r = range(&session, "step/forward");
+            if p.half {
+                profiler::set_cuda_autocast(true, p.bf16)?;
+            }
+            let out = m.model.forward(&x);
+            if p.half {
+                profiler::set_cuda_autocast(false, p.bf16)?;
+            }
+            out
+        };
+        if synced {
+            device::sync(p.device);
+        }
+        let t2 = Instant::now();
+        {
+            let _r = range(&session, "step/postprocess");
+            for (j, g) in geoms.iter().enumerate() {
+                let d = postprocess::detections(&out.predictions, j as i64, g, p.conf, p.iou, p.max_det);
+                if measuring {
+                    t.detections += d.len();
+                    t.images_postprocessed += 1;
+                }
+            }
+        }
+        device::sync(p.device);
+        let t3 = Instant::now();
+        drop(_step);
+        if synced {
+            let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
+            t.stages_ms[0].push(ms(t0, t1));
+            t.stages_ms[1].push(ms(t1, t2));
+            t.stages_ms[2].push(ms(t2, t3));
+        } else if measuring {
+            t.latencies_ms.push((t3 - t0).as_secs_f64() * 1e3);
+        }
+    }
+    if let Some(s) = session {
+        match keep_trace_in {
+            Some(dir) => {
+                std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+                let tmp = tempfile::Builder::new()
+                    .prefix(".profile_trace.")
+                    .suffix(".json")
+                    .tempfile_in(dir)
+                    .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?
+                    .into_temp_path();
+                s.finish(&tmp)?;
+                t.trace = Some(tmp);
+            }
+            None => s.discard()?,
+        }
+    }
+    Ok(t)
+}
+
+fn preprocess_batch(batch: &[&Image], p: &Plan, m: &Loaded) -> (Tensor, Vec<preprocess::Letterbox>) {
+    let mut xs = Vec::with_capacity(batch.len());
+    let mut gs = Vec::with_capacity(batch.len());
+    for img in batch {
+        let (x, g) = preprocess::letterbox(&img.pixels, p.imgsz, m.pad, p.device);
+        xs.push(x);
+        gs.push(g);
+    }
+    let x = if xs.len() == 1 { xs.pop().unwrap() } else { Tensor::cat(&xs, 0) };
+    (x, gs)
+}
+
+/// Python's `round` (half to even), for the reference's percentile rule.
+fn round_half_even(v: f64) -> f64 {
+    let r = v.round();
+    if (v - v.trunc()).abs() == 0.5 { 2.0 * (v / 2.0).round() } else { r }
+}
+
+/// Latency statistics as the reference computes them: nearest rank
+/// `sorted[min(n-1, round(q/100·(n-1)))]`, 3 decimals.
+pub fn latency(samples: &[f64]) -> Latency {
+    let mut s = samples.to_vec();
+    s.sort_by(f64::total_cmp);
+    let n = s.len();
+    if n == 0 {
+        return Latency::default();
+    }
+    let pick = |q: f64| s[((q / 100.0 * (n - 1) as f64).pipe(round_half_even) as usize).min(n - 1)];
+    let r = |v: f64| libreyolo_core::util::round(v, 3);
+    Latency {
+        p50_ms: r(pick(50.0)),
+        p90_ms: r(pick(90.0)),
+        p99_ms: r(pick(99.0)),
+        mean_ms: r(s.iter().sum::<f64>() / n as f64),
+        min_ms: r(s[0]),
+        max_ms: r(s[n - 1]),
+        n: n as u64,
+    }
+}
+
+trait Pipe: Sized {
+    fn pipe<R>(self, f: impl FnOnce(Self) -> R) -> R {
+        f(self)
+    }
+}
+impl Pipe for f64 {}
+
+fn mean(v: &[f64]) -> Option<f64> {
+    (!v.is_empty()).then(|| libreyolo_core::util::round(v.iter().sum::<f64>() / v.len() as f64, 3))
+}
+
+fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measurements {
+    let lat = latency(&t.latencies_ms);
+    let img_per_s = if lat.mean_ms > 0.0 { Some(libreyolo_core::util::round(p.batch as f64 * 1e3 / lat.mean_ms, 2)) } else { None };
+    let mut meta = Map::new();
+    // The reference's keys, in its order, then ours.
+    meta.insert("model".into(), json!(args.weights));
+    meta.insert("batch".into(), json!(p.batch));
+    meta.insert("imgsz".into(), json!(p.imgsz));
+    meta.insert("half".into(), json!(p.half));
+    meta.insert("amp_dtype".into(), json!(if p.bf16 { "bfloat16" } else { "float16" }));
+    meta.insert("device".into(), json!(device::name(p.device)));
+    meta.insert("conf".into(), json!(p.conf));
+    meta.insert("iou".into(), json!(p.iou));
+    meta.insert("max_det".into(), json!(p.max_det));
+    meta.insert("mode".into(), json!("inference"));
+    meta.insert("size".into(), json!(m.size));
+    meta.insert("nc".into(), json!(m.nc));
+    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| args.weights.clone())));
+    meta.insert("weights_source".into(), json!(m.weights_source));
+    if let Some(s) = m.checkpoint_imgsz {
+        meta.insert("checkpoint_imgsz".into(), json!(s));
+    }
+    meta.insert("letterbox_pad".into(), json!(m.pad.as_str()));
+    meta.insert(
+        "source".into(),
+        json!(args.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())),
+    );
+    meta.insert("images".into(), json!(images.len()));
+    meta.insert("warmup".into(), json!(p.warmup));
+    meta.insert("runs".into(), json!(p.runs));
+    meta.insert("threads".into(), json!(tch::get_num_threads()));
+    meta.insert("trace".into(), json!(p.trace));
+    meta.insert("fused".into(), json!(true));
+    if t.images_postprocessed > 0 {
+        meta.insert(
+            "detections_per_image".into(),
+            json!(libreyolo_core::util::round(t.detections as f64 / t.images_postprocessed as f64, 2)),
+        );
+    }
+    Measurements {
+        meta,
+        real: Some(RealTiming { step_ms: lat.mean_ms, img_per_s, dataload_ms: Some(0.0), dataload_frac: Some(0.0) }),
+        latency: Some(lat),
+        stages_ms: Some(Stages { preprocess: mean(&t.stages_ms[0]), forward: mean(&t.stages_ms[1]), postprocess: mean(&t.stages_ms[2]) }),
+        peak_vram_mb: None,
+        mode: Some("inference".into()),
+        versions: Some(json!({
+            "libreyolo": env!("CARGO_PKG_VERSION"),
+            "torch": TORCH_VERSION.trim(),
+            "tch": "0.24.0",
+        })),
+        host: Some(json!({
+            "threads": tch::get_num_threads(),
+            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+            "cuda_devices": tch::Cuda::device_count(),
+        })),
+        ..Default::default()
+    }
+}
+
+fn json_bytes<T: serde::Serialize>(v: &T) -> Result<Vec<u8>> {
+    let mut s = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(format!("cannot serialise: {e}")))?;
+    s.push(b'\n');
+    Ok(s)
+}
+
+/// The repeat file: the final trial's profile with the throughput averaged
+/// over the trials (mean, population std, n, values) and `bound: "mixed"`
+/// when the trials disagree on the verdict.
+fn aggregate(trials: &[Profile], paths: &[String]) -> Profile {
+    let last = trials.last().expect("at least one trial");
+    let mut out = last.clone();
+    let vals: Vec<f64> = trials.iter().filter_map(|p| p.img_per_s).collect();
+    if !vals.is_empty() {
+        let n = vals.len() as f64;
+        let mu = vals.iter().sum::<f64>() / n;
+        let sd = (vals.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / n).sqrt();
+        let r2 = |v: f64| libreyolo_core::util::round(v, 2);
+        out.img_per_s = Some(r2(mu));
+        out.img_per_s_std = Some(r2(sd));
+        out.img_per_s_n = Some(vals.len() as u32);
+        out.img_per_s_trials = Some(vals.iter().map(|v| r2(*v)).collect());
+        out.metrics.insert("img_per_s".into(), json!(r2(mu)));
+        out.metrics.insert("img_per_s_std".into(), json!(r2(sd)));
+        out.metrics.insert("img_per_s_n".into(), json!(vals.len()));
+    }
+    if trials.iter().any(|p| p.bound != last.bound) {
+        let verdicts: Vec<&str> = trials.iter().map(|p| p.bound.as_str()).collect();
+        out.bound = "mixed".into();
+        out.bound_why = format!("the trials disagree on the verdict: {}", verdicts.join(", "));
+    }
+    out.aggregation = Some(json!({
+        "n": trials.len(),
+        "profiles": paths,
+        "representative_profile": paths.last(),
+        "note": "img_per_s is the mean of the trials (img_per_s_std: population std); latency, stages, kernel and op lists are the final trial's.",
+    }));
+    out
+}
+
+/// Runs `profile infer` and returns what to print on stdout.
+pub fn infer(args: &InferArgs) -> Result<String> {
+    let p = plan(args)?;
+    let files = source::resolve(args.source.as_deref())?;
+    let images = source::load(&files)?;
+    let loaded = weights::load(&args.weights, &args.size, p.device)?;
+    for note in &loaded.notes {
+        eprintln!("{note}");
+    }
+
+    let project = PathBuf::from(&args.project);
+    let out_dir = project.join("infer");
+    let mut trial_profiles = Vec::new();
+    let mut trial_paths = Vec::new();
+    let mut final_files: Option<(Measurements, Option<tempfile::TempPath>)> = None;
+    for k in 0..args.repeat {
+        let last = k + 1 == args.repeat;
+        if args.repeat > 1 {
+            eprintln!("trial {}/{}", k + 1, args.repeat);
+        }
+        let trial = run_trial(&p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
+        let m = measurements(args, &p, &loaded, &images, &trial);
+        let prof = match &trial.trace {
+            Some(tmp) => libreyolo_core::analysis::analyze_file(tmp, Some(&m), false)
+                .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
+                .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?,
+            None => libreyolo_core::analysis::profile_without_trace(&m),
+        };
+        trial_paths.push(if last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
+        trial_profiles.push(prof);
+        if last {
+            final_files = Some((m, trial.trace));
+        }
+    }
+    let (m, trace_tmp) = final_files.expect("the last trial ran");
+    let mut prof = trial_profiles.last().cloned().expect("one profile");
+
+    // Everything measured and analysed: put the files in place.
+    let trace_path = out_dir.join("profile_trace.json");
+    let profile_path = out_dir.join("profile.json");
+    std::fs::create_dir_all(&out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
+    profile::write_atomic(&out_dir.join(profile::measured::SIDECAR), &json_bytes(&m)?)?;
+    match trace_tmp {
+        Some(tmp) => {
+            tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
+            prof.trace = Some(trace_path.display().to_string());
+        }
+        None => {
+            // A trace left by an earlier run would not match this profile.
+            let _ = std::fs::remove_file(&trace_path);
+            prof.trace = None;
+        }
+    }
+    profile::write_atomic(&profile_path, &json_bytes(&prof)?)?;
+    let mut shown = prof.clone();
+    let mut shown_path = profile_path.clone();
+    if args.repeat > 1 {
+        if let Some(last) = trial_profiles.last_mut() {
+            *last = prof.clone();
+        }
+        let agg = aggregate(&trial_profiles, &trial_paths);
+        shown_path = project.join("infer_repeat.json");
+        profile::write_atomic(&shown_path, &json_bytes(&agg)?)?;
+        shown = agg;
+    }
+    Ok(if args.json { render_json(&shown, &shown_path) } else { render_text(&shown, &shown_path) })
+}
+
+fn render_text(p: &Profile, path: &Path) -> String {
+    let mut o = String::new();
+    let lat = p.latency.clone().unwrap_or_default();
+    o += &format!(
+        "latency  p50 {} ms | p90 {} ms | p99 {} ms  |  {}\n",
+        num(lat.p50_ms, 3),
+        num(lat.p90_ms, 3),
+        num(lat.p99_ms, 3),
+        throughput(p.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1))
+    );
+    if let Some(s) = &p.stages_ms {
+        let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| num(v, 3));
+        o += &format!(
+            "stages   preprocess {} ms | forward {} ms | postprocess/NMS {} ms\n",
+            f(s.preprocess),
+            f(s.forward),
+            f(s.postprocess)
+        );
+    }
+    o += &format!(">> {}: {}\n", p.bound.to_uppercase(), p.bound_why);
+    o += &format!("profile: {}\n", path.display());
+    if let Some(t) = &p.trace {
+        o += &format!("trace:   {t}\n");
+    }
+    o += &format!("next:    libreyolo profile summary {}", path.display());
+    o
+}
+
+fn render_json(p: &Profile, path: &Path) -> String {
+    let lat = p.latency.clone().unwrap_or_default();
+    let v = json!({
+        "profile": path.display().to_string(),
+        "trace": p.trace,
+        "mode": "inference",
+        "img_per_s": p.img_per_s,
+        "img_per_s_std": p.img_per_s_std,
+        "img_per_s_n": p.img_per_s_n.unwrap_or(1),
+        "latency_p50_ms": lat.p50_ms,
+        "latency_p90_ms": lat.p90_ms,
+        "latency_p99_ms": lat.p99_ms,
+        "bound": p.bound,
+        "bound_why": p.bound_why,
+        "stages_ms": p.stages_ms,
+        "device": p.config.get("device").cloned().unwrap_or(Value::Null),
+        "weights_source": p.config.get("weights_source").cloned().unwrap_or(Value::Null),
+    });
+    serde_json::to_string_pretty(&v).unwrap_or_default()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn percentiles_follow_the_reference_rule() {
+        let s: Vec<f64> = (1..=10).map(f64::from).collect();
+        let l = latency(&s);
+        // n=10: p50 → round(4.5)=4 → 5.0; p90 → round(8.1)=8 → 9.0; p99 → round(8.91)=9 → 10.0
+        assert_eq!((l.p50_ms, l.p90_ms, l.p99_ms), (5.0, 9.0, 10.0));
+        assert_eq!((l.min_ms, l.max_ms, l.n), (1.0, 10.0, 10));
+        assert!(l.p50_ms <= l.p90_ms && l.p90_ms <= l.p99_ms);
+    }
+}
