@@ -77,12 +77,13 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     };
     let re = q.grep.as_deref().map(compile_grep).transpose()?;
     let cat = q.category.as_ref().map(|c| c.to_lowercase());
-    let mut rows: Vec<KernelRow> = scope
+    // Filter and sort references; clone only the rows returned (the
+    // explorer asks this of 50k-row profiles on every keypress).
+    let mut rows: Vec<&KernelRow> = scope
         .iter()
         .filter(|k| cat.as_ref().is_none_or(|c| k.category.to_lowercase().contains(c.as_str())))
         .filter(|k| !q.tensorcore || k.tensorcore)
         .filter(|k| re.as_ref().is_none_or(|re| re.is_match(&k.raw_name) || re.is_match(&k.kernel)))
-        .cloned()
         .collect();
     match q.sort {
         Sort::Time => rows.sort_by(|a, b| b.ms_per_step.total_cmp(&a.ms_per_step).then_with(|| a.raw_name.cmp(&b.raw_name))),
@@ -90,10 +91,9 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         Sort::Name => rows.sort_by(|a, b| a.kernel.cmp(&b.kernel).then_with(|| a.raw_name.cmp(&b.raw_name))),
     }
     let matched = rows.len();
-    if let Some(top) = q.top {
-        rows.truncate(top);
-    }
-    Ok(Kernels { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), kernels: rows })
+    let shown = q.top.unwrap_or(matched).min(matched);
+    let kernels = rows[..shown].iter().map(|k| (*k).clone()).collect();
+    Ok(Kernels { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), kernels })
 }
 
 /// A kernel's share in each phase, for the explorer's detail view.

@@ -33,11 +33,10 @@ pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
         None => &p.ops,
     };
     let re = q.grep.as_deref().map(compile_grep).transpose()?;
-    let mut rows: Vec<OpRow> = scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).cloned().collect();
+    let mut rows: Vec<&OpRow> = scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).collect();
     rows.sort_by(|a, b| b.ms_per_step.total_cmp(&a.ms_per_step).then_with(|| a.op.cmp(&b.op)));
     let matched = rows.len();
-    if let Some(top) = q.top {
-        rows.truncate(top);
-    }
-    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops: rows })
+    let shown = q.top.unwrap_or(matched).min(matched);
+    let ops = rows[..shown].iter().map(|o| (*o).clone()).collect();
+    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops })
 }
