@@ -15,7 +15,7 @@ pub mod kernels;
 pub mod ranges;
 pub mod verdict;
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use crate::error::Result;

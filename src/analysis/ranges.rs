@@ -1,7 +1,9 @@
 //! Steps and phases: the `ProfilerStep#N` and `step/<phase>` ranges of a
 //! trace, and the lookups that place an event (thread, time) in them.
 
-use std::collections::{BTreeMap, HashMap, HashSet};
+use std::collections::BTreeMap;
+
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 /// Phase id 0: work outside every `step/<phase>` range.
 pub const UNPHASED: u16 = 0;
@@ -19,7 +21,7 @@ pub struct PhaseNames {
 
 impl Default for PhaseNames {
     fn default() -> Self {
-        let mut p = PhaseNames { names: Vec::new(), ids: HashMap::new() };
+        let mut p = PhaseNames { names: Vec::new(), ids: HashMap::default() };
         p.id(UNPHASED_NAME);
         p
     }
@@ -182,7 +184,7 @@ impl Ranges {
     /// Total duration of CPU phase ranges inside steps, per phase id, on the
     /// loop threads.
     pub fn cpu_phase_wall(&self) -> HashMap<u16, i64> {
-        let mut out = HashMap::new();
+        let mut out = HashMap::default();
         for r in self.cpu_phases.values() {
             for (s, e, p) in r.iter() {
                 if self.in_step(s) {
