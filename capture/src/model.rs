@@ -471,6 +471,14 @@ pub struct Output {
 impl Yolo9 {
     /// Builds the model with random initialisation on `device`.
     pub fn new(size: &str, nc: i64, device: Device) -> Result<Yolo9, String> {
+        Self::with_class_width(size, nc, None, device)
+    }
+
+    /// As [`Yolo9::new`], with the class towers' hidden width given. It is
+    /// `max(first scale's channels, min(nc, 100))` for a model built with
+    /// its `nc`; a checkpoint fine-tuned from COCO keeps the COCO width (80)
+    /// under a new `nc`, so loaders read the width from the checkpoint.
+    pub fn with_class_width(size: &str, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, String> {
         let cfg = Config::of(size).ok_or_else(|| format!("unknown YOLOv9 size `{size}` (one of t, s, m, c)"))?;
         if nc < 1 {
             return Err(format!("number of classes must be positive, got {nc}"));
@@ -509,7 +517,7 @@ impl Yolo9 {
         let box_out = 4 * REG_MAX;
         let round_up = |v: i64, d: i64| (v + d - 1) / d * d;
         let box_hidden = round_up(cfg.head[0] / 4, groups).max(box_out).max(REG_MAX);
-        let cls_hidden = cfg.head[0].max(nc.min(100));
+        let cls_hidden = cls_hidden.unwrap_or_else(|| cfg.head[0].max(nc.min(100)));
         let tower = |p: nn::Path, c: i64, hidden: i64, out: i64, g: i64, bias: f64| Tower {
             a: Conv::new(&(&p / 0), c, hidden, 3, 1, None, 1, true),
             b: Conv::new(&(&p / 1), hidden, hidden, 3, 1, None, g, true),

@@ -125,7 +125,8 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
                 .meta_int("nc")
                 .or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]))
                 .ok_or_else(|| Error::failed(format!("checkpoint {shown}: no `nc` and no class head to read it from")))?;
-            let mut model = Yolo9::new(&used_size, nc, device).map_err(Error::failed)?;
+            let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
+            let mut model = Yolo9::with_class_width(&used_size, nc, cls_hidden, device).map_err(Error::failed)?;
             model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             model.fuse();
             Ok(Loaded {

@@ -1,0 +1,218 @@
+//! `profile infer --device cpu` end to end at a small size, every reader on
+//! the result, and the bad inputs of SPEC §1 (exit codes, nothing written).
+
+mod common;
+
+use std::path::Path;
+
+use clap::Parser;
+use libreyolo_core::cli::{Cli, InferArgs, ProfileCommand, TopCommand};
+use libreyolo_core::error::exit;
+
+/// The profiler is process-wide: captures take turns.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn args(extra: &[&str]) -> InferArgs {
+    let mut argv = vec!["libreyolo", "profile", "infer"];
+    argv.extend_from_slice(extra);
+    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
+    match p.command.unwrap() {
+        ProfileCommand::Infer(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+fn infer(extra: &[&str]) -> libreyolo_core::Result<String> {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    libreyolo_capture::infer(&args(extra))
+}
+
+fn reader(argv: &[&str]) -> String {
+    let mut full = vec!["libreyolo", "profile"];
+    full.extend_from_slice(argv);
+    let TopCommand::Profile(p) = Cli::try_parse_from(&full).unwrap().command;
+    let r = p.command.unwrap().into_reader().ok().unwrap();
+    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
+
+const SMALL: &[&str] = &["--device", "cpu", "--imgsz", "320", "--warmup", "2", "--runs", "6"];
+
+fn small(project: &Path, extra: &[&str]) -> Vec<String> {
+    // SMALL's flags, minus those `extra` sets itself.
+    let mut v: Vec<String> = Vec::new();
+    for pair in SMALL.chunks(2) {
+        if !extra.contains(&pair[0]) {
+            v.extend(pair.iter().map(|s| s.to_string()));
+        }
+    }
+    v.extend(["--project".to_string(), project.display().to_string()]);
+    v.extend(extra.iter().map(|s| s.to_string()));
+    v
+}
+
+fn run(project: &Path, extra: &[&str]) -> libreyolo_core::Result<String> {
+    let v = small(project, extra);
+    let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+    infer(&refs)
+}
+
+#[test]
+fn infer_on_cpu_then_every_reader() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &[]).unwrap();
+    assert!(out.contains("latency  p50"), "{out}");
+    assert!(out.contains("next:    libreyolo profile summary"), "{out}");
+    let profile_path = dir.path().join("infer/profile.json");
+    let trace_path = dir.path().join("infer/profile_trace.json");
+    assert!(profile_path.is_file() && trace_path.is_file());
+
+    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), false).unwrap().profile;
+    assert_eq!(p.mode.as_deref(), Some("inference"));
+    assert_eq!(p.bound, "compute", "CPU verdict: {}", p.bound_why);
+    let lat = p.latency.as_ref().unwrap();
+    assert_eq!(lat.n, 3);
+    assert!(lat.p50_ms > 0.0 && lat.p50_ms <= lat.p90_ms && lat.p90_ms <= lat.p99_ms, "{lat:?}");
+    let stages = p.stages_ms.as_ref().unwrap();
+    assert!(stages.forward.unwrap() > 0.0 && stages.preprocess.unwrap() > 0.0 && stages.postprocess.unwrap() > 0.0);
+    for phase in ["preprocess", "forward", "postprocess"] {
+        assert!(p.phase_names().contains(&phase), "{phase} missing: {:?}", p.phase_names());
+    }
+    assert!(p.ops.iter().any(|o| o.op == "aten::conv2d"), "conv2d not recorded");
+    assert_eq!(p.window.real_steps, 6);
+    assert_eq!(p.config["weights_source"], "random-init");
+    assert_eq!(p.config["device"], "cpu");
+    assert!(p.config["threads"].as_i64().unwrap() >= 1);
+
+    // The trace alone parses to the same steps.
+    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), false).unwrap().profile;
+    assert_eq!(t.window.real_steps, 6);
+
+    let pp = profile_path.to_str().unwrap();
+    assert!(reader(&["summary", pp]).contains("forward"));
+    assert!(reader(&["phases", pp]).contains("postprocess"));
+    assert!(reader(&["ops", pp, "--top", "5"]).contains("aten::"));
+    reader(&["kernels", pp]);
+    assert!(!reader(&["get", pp, "step_ms"]).trim().is_empty());
+    let json: serde_json::Value = serde_json::from_str(&reader(&["summary", pp, "--json"])).unwrap();
+    assert!(json.is_object());
+}
+
+#[test]
+fn json_no_trace_and_repeat() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(dir.path(), &["--no-trace", "--json"]).unwrap();
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v["mode"], "inference");
+    assert!(v["latency_p50_ms"].as_f64().unwrap() > 0.0);
+    assert!(!dir.path().join("infer/profile_trace.json").exists());
+    let p = libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    assert!(p.trace.is_none() && p.latency.is_some());
+
+    let rep = tempfile::tempdir().unwrap();
+    let out = run(rep.path(), &["--repeat", "2", "--runs", "4"]).unwrap();
+    assert!(out.contains("(n=2)"), "{out}");
+    let r = libreyolo_core::profile::load(rep.path().join("infer_repeat.json").to_str().unwrap(), false).unwrap().profile;
+    assert_eq!(r.img_per_s_n, Some(2));
+    assert_eq!(r.img_per_s_trials.as_ref().map(Vec::len), Some(2));
+    assert!(r.img_per_s_std.is_some());
+}
+
+#[test]
+fn sources_batches_and_checkpoint_weights() {
+    let Some(py) = common::torch_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    // A LibreYOLO-format checkpoint with YOLOv9-t's names and shapes, 3 classes.
+    let ckpt = dir.path().join("w.pt");
+    let other = dir.path().join("other.pt");
+    let keys = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/keys_t.json");
+    common::run_python(
+        &py,
+        r#"
+import sys, json, collections, torch
+torch.manual_seed(0)
+keys = json.load(open(sys.argv[1]))
+sd = collections.OrderedDict()
+for k, shape in keys.items():
+    if k.endswith("num_batches_tracked"):
+        sd[k] = torch.tensor(0)
+    elif k.startswith("head.cv3.") and (k.endswith(".2.weight") or k.endswith(".2.bias")):
+        shape = [3] + shape[1:]
+        sd[k] = torch.randn(shape) * 0.1
+    elif k.endswith("running_var"):
+        sd[k] = torch.rand(shape) + 0.5
+    else:
+        sd[k] = torch.randn(shape) * 0.1
+ck = {"model": sd, "schema_version": "1.0", "libreyolo_version": "1.6.0", "model_family": "yolo9",
+      "size": "t", "task": "detect", "nc": 3, "names": {0: "a", 1: "b", 2: "c"}, "imgsz": 320}
+torch.save(ck, sys.argv[2])
+ck["model_family"] = "yolox"
+torch.save(ck, sys.argv[3])
+"#,
+        &[keys, ckpt.to_str().unwrap(), other.to_str().unwrap()],
+    );
+    // Two images in a directory, cycled through a batch of 3.
+    let imgs = dir.path().join("imgs");
+    std::fs::create_dir(&imgs).unwrap();
+    let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/astronaut.jpg");
+    std::fs::copy(sample, imgs.join("a.jpg")).unwrap();
+    image::RgbImage::from_fn(200, 120, |x, y| image::Rgb([x as u8, y as u8, 90])).save(imgs.join("b.png")).unwrap();
+
+    let project = dir.path().join("runs");
+    let out = run(
+        &project,
+        &[imgs.to_str().unwrap(), "--weights", ckpt.to_str().unwrap(), "--size", "s", "--batch", "3", "--runs", "2", "--no-trace"],
+    )
+    .unwrap();
+    assert!(out.contains("img/s"));
+    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    assert_eq!(p.config["weights_source"], "file");
+    assert_eq!(p.config["size"], "t", "the checkpoint's size wins over --size");
+    assert_eq!(p.config["nc"], 3);
+    assert_eq!(p.config["images"], 2);
+    assert_eq!(p.config["batch"], 3);
+
+    let err = run(&project, &["--weights", other.to_str().unwrap()]).unwrap_err();
+    assert_eq!(err.exit_code(), exit::FAILURE);
+    assert!(err.to_string().contains("yolox"), "{err}");
+}
+
+#[test]
+fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("runs");
+    let corrupt = dir.path().join("bad.jpg");
+    std::fs::write(&corrupt, b"not an image").unwrap();
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let junk_ckpt = dir.path().join("junk.pt");
+    std::fs::write(&junk_ckpt, b"garbage").unwrap();
+    let p = project.to_str().unwrap();
+
+    let cases: Vec<(Vec<&str>, i32, &str)> = vec![
+        (vec!["/no/such/image.jpg", "--device", "cpu"], exit::USAGE, "source not found"),
+        (vec![empty.to_str().unwrap(), "--device", "cpu"], exit::USAGE, "no images"),
+        (vec![corrupt.to_str().unwrap(), "--device", "cpu"], exit::FAILURE, "cannot decode image"),
+        (vec!["--weights", "no/such/weights.pt", "--device", "cpu"], exit::USAGE, "not found"),
+        (vec!["--weights", junk_ckpt.to_str().unwrap(), "--device", "cpu"], exit::FAILURE, "cannot read checkpoint"),
+        (vec!["--device", "cpu", "--half"], exit::USAGE, "CUDA only"),
+        (vec!["--device", "cpu", "--amp-dtype", "int8"], exit::USAGE, "--amp-dtype"),
+        (vec!["--device", "cpu", "--imgsz", "100"], exit::USAGE, "multiple of 32"),
+        (vec!["--device", "cpu", "--runs", "1"], exit::USAGE, "at least 2"),
+        (vec!["--device", "cpu", "--size", "x"], exit::USAGE, "--size"),
+        (vec!["--device", "gpu0"], exit::USAGE, "--device"),
+    ];
+    for (argv, code, msg) in cases {
+        let mut full = argv.clone();
+        full.extend(["--project", p]);
+        let err = infer(&full).unwrap_err();
+        assert_eq!(err.exit_code(), code, "{argv:?}: {err}");
+        assert!(err.to_string().contains(msg), "{argv:?}: {err}");
+        assert!(!err.to_string().contains('\n'), "one line: {err}");
+    }
+    if !tch::Cuda::is_available() {
+        let err = infer(&["--project", p]).unwrap_err();
+        assert_eq!(err.exit_code(), exit::USAGE);
+        assert!(err.to_string().contains("--device cpu"), "{err}");
+    }
+    assert!(!project.exists(), "nothing may be written on bad input");
+}
