@@ -103,21 +103,25 @@ pub fn summary(s: &Summary) -> String {
     if s.streams.len() > 1 {
         let _ = writeln!(o, "streams:");
         for st in &s.streams {
-            let _ = writeln!(
-                o,
-                "  device {} stream {:<4} {:>5} busy  {} ms/step  {} kernels/step",
-                st.device,
-                st.stream,
-                pct(st.util),
-                num(st.busy_ms_per_step, 3),
-                num(st.kernels_per_step, 1)
-            );
+            let _ = writeln!(o, "  {}", stream_line(st));
         }
     }
     for w in &s.warnings {
         let _ = writeln!(o, "note: {w}");
     }
     o
+}
+
+/// One stream's figures, as the summary and the explorer print them.
+pub fn stream_line(st: &crate::profile::StreamRow) -> String {
+    format!(
+        "device {} stream {:<4} {:>5} busy  {} ms/step  {} kernels/step",
+        st.device,
+        st.stream,
+        pct(st.util),
+        num(st.busy_ms_per_step, 3),
+        num(st.kernels_per_step, 1)
+    )
 }
 
 pub fn get(g: &Got) -> String {

@@ -130,14 +130,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::raw(""));
         out.push(Line::styled("Streams", t.header()));
         for st in &s.streams {
-            out.push(Line::raw(format!(
-                "  device {} stream {:<4} {:>4} busy  {} ms/step  {} kernels/step",
-                st.device,
-                st.stream,
-                pct(st.util),
-                num(st.busy_ms_per_step, 3),
-                num(st.kernels_per_step, 1)
-            )));
+            out.push(Line::raw(format!("  {}", libreyolo_core::render::text::stream_line(st))));
         }
     }
     for w in &s.warnings {
