@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# CI for the capture engine: set up torch (reused when present), then build
+# and test libreyolo-capture and the binary with the `capture` feature.
+#
+#   capture/ci.sh            # tests that need only torch
+#   LIBREYOLO_PARITY_PYTHON=/path/to/python capture/ci.sh
+#                            # + the LibreYOLO 1.6 parity tests (see capture/parity/README.md)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+eval "$(scripts/setup-torch.sh)"
+start=$(date +%s)
+cargo test -p libreyolo-capture
+cargo build -p libreyolo --features capture
+bin="${CARGO_TARGET_DIR:-target}/debug/libreyolo"
+project="$(mktemp -d)"
+trap 'rm -rf "$project"' EXIT
+"$bin" profile infer --device cpu --imgsz 320 --warmup 2 --runs 6 --project "$project"
+"$bin" profile summary "$project/infer/profile.json" > /dev/null
+echo "capture CI: $(( $(date +%s) - start )) s after torch set-up"
