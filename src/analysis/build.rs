@@ -6,7 +6,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::busy::{merge, overlap};
+use super::busy::{merge, overlap, overlap_each};
 use super::kernels::{category, is_tensor_core, short_name};
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
@@ -59,7 +59,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         .iter_mut()
         .map(|(&device, iv)| {
             let busy = overlap(&merge(iv), &steps);
-            let raw: i64 = iv.iter().map(|(s, e)| overlap(&[(*s, *e)], &steps)).sum();
+            let raw = overlap_each(iv, &steps);
             let props = info.devices.iter().find(|d| d.id == device);
             let mem = a.memory.get(&device);
             DeviceRow {

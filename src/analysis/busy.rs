@@ -35,6 +35,25 @@ pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
     total
 }
 
+/// Sum over each interval of `iv` (sorted by start, possibly overlapping)
+/// of its overlap with `steps` (sorted, disjoint): the plain, not unioned,
+/// busy time. One forward sweep, O(|iv| + |steps|).
+pub fn overlap_each(iv: &[(i64, i64)], steps: &[(i64, i64)]) -> i64 {
+    let mut first = 0;
+    let mut total = 0i64;
+    for &(s, e) in iv {
+        while first < steps.len() && steps[first].1 <= s {
+            first += 1;
+        }
+        let mut j = first;
+        while j < steps.len() && steps[j].0 < e {
+            total += (e.min(steps[j].1) - s.max(steps[j].0)).max(0);
+            j += 1;
+        }
+    }
+    total
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -47,5 +66,15 @@ mod tests {
         // Clipped to a window [0, 45): 20 + 5.
         assert_eq!(overlap(&merged, &[(0, 45)]), 25);
         assert_eq!(overlap(&merged, &[(0, 12), (18, 42)]), 2 + 12 + 2);
+    }
+
+    #[test]
+    fn plain_sum_counts_overlaps_twice() {
+        let mut k = vec![(15, 30), (10, 20), (40, 50)];
+        k.sort_unstable();
+        let steps = [(0, 12), (18, 45)];
+        let brute: i64 = k.iter().map(|iv| overlap(&[*iv], &steps)).sum();
+        assert_eq!(overlap_each(&k, &steps), brute);
+        assert_eq!(brute, 2 + 2 + 12 + 5);
     }
 }

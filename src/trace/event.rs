@@ -364,21 +364,14 @@ impl<'a> Parser<'a> {
             }
             Some(b'-' | b'0'..=b'9' | b'N' | b'I') => {
                 let start = self.i;
-                while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') = self.peek() {
-                    self.i += 1;
-                }
-                if self.i == self.b.len() {
-                    return Err(ParseError::Eof); // the number may go on
-                }
+                self.scan_number()?;
                 let tok = &self.b[start..self.i];
                 match tok {
                     b"NaN" | b"Infinity" | b"-Infinity" => return Ok(Num(None)),
                     _ => {}
                 }
-                // Integers are the common case: parse them without float parsing.
-                if tok.len() < 18 && tok.iter().all(u8::is_ascii_digit) {
-                    let v = tok.iter().fold(0i64, |acc, d| acc * 10 + i64::from(d - b'0'));
-                    return Ok(Num(Some(v as f64)));
+                if let Some(v) = fast_decimal(tok) {
+                    return Ok(Num(Some(v)));
                 }
                 match std::str::from_utf8(tok).ok().and_then(|s| s.parse::<f64>().ok()) {
                     Some(v) => Ok(Num(v.is_finite().then_some(v))),
@@ -393,6 +386,17 @@ impl<'a> Parser<'a> {
                 Ok(Num(None))
             }
         }
+    }
+
+    /// Moves past a number token (or NaN/Infinity) without converting it.
+    fn scan_number(&mut self) -> PResult<()> {
+        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') = self.peek() {
+            self.i += 1;
+        }
+        if self.i == self.b.len() {
+            return Err(ParseError::Eof); // the number may go on
+        }
+        Ok(())
     }
 
     /// Skips any value.
@@ -424,7 +428,7 @@ impl<'a> Parser<'a> {
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
-            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => self.num().map(|_| ()),
+            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => self.scan_number(),
             _ => self.err("expected a value"),
         }
     }
@@ -440,6 +444,42 @@ impl<'a> Parser<'a> {
             self.err("invalid literal")
         }
     }
+}
+
+/// Decimal tokens like `123`, `-4.5` or `5083520025517.753` (no exponent,
+/// an integer mantissa of at most 2^53) converted exactly: the digits form an
+/// integer below 2^53 and one division by an exact power of ten is
+/// correctly rounded, so this equals `str::parse` (Clinger's fast path).
+fn fast_decimal(tok: &[u8]) -> Option<f64> {
+    let (neg, digits) = match tok.split_first()? {
+        (b'-', rest) => (true, rest),
+        _ => (false, tok),
+    };
+    let mut mantissa: u64 = 0;
+    let mut count = 0u32;
+    let mut frac: Option<u32> = None;
+    for &c in digits {
+        match c {
+            b'0'..=b'9' => {
+                mantissa = mantissa * 10 + u64::from(c - b'0');
+                count += 1;
+                if let Some(f) = frac.as_mut() {
+                    *f += 1;
+                }
+            }
+            b'.' if frac.is_none() => frac = Some(0),
+            _ => return None,
+        }
+        if count > 16 {
+            return None;
+        }
+    }
+    if count == 0 || frac == Some(0) || mantissa > 1 << 53 {
+        return None;
+    }
+    const POW10: [f64; 17] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16];
+    let v = mantissa as f64 / POW10[frac.unwrap_or(0) as usize];
+    Some(if neg { -v } else { v })
 }
 
 #[cfg(test)]
@@ -484,6 +524,25 @@ mod tests {
         }
         for broken in [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#] {
             assert!(matches!(Event::parse(broken), Err(ParseError::Syntax { .. })), "{}", String::from_utf8_lossy(broken));
+        }
+    }
+
+    #[test]
+    fn fast_decimals_equal_the_standard_parse() {
+        for tok in ["0", "7", "-3", "12.5", "5083520025517.753", "1623142623531625", "0.001", "-4458676983543.183", "41.407", "999999999999999"] {
+            assert_eq!(fast_decimal(tok.as_bytes()), Some(tok.parse::<f64>().unwrap()), "{tok}");
+        }
+        for tok in ["1e3", "1.", "-", "12345678901234567", "9007199254740993", "1.2.3", ""] {
+            assert_eq!(fast_decimal(tok.as_bytes()), None, "{tok}");
+        }
+        let mut x: u64 = 0x2545F4914F6CDD1D;
+        for _ in 0..20_000 {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let digits = (x % 1_000_000_000_000_000) as f64;
+            let tok = format!("{}.{:03}", (digits / 1000.0).floor(), x % 1000);
+            assert_eq!(fast_decimal(tok.as_bytes()), tok.parse::<f64>().ok(), "{tok}");
         }
     }
 
