@@ -17,7 +17,8 @@ const EXTENSIONS: &[&str] = &["jpg", "jpeg", "png", "bmp"];
 /// A decoded image.
 pub struct Image {
     pub name: String,
-    /// `(3, H, W)` uint8, RGB.
+    /// `(3, H, W)` uint8, RGB, a view of the decoded HWC buffer (channels-last
+    /// strides: the layout torch's fast uint8 bilinear resize works on).
     pub pixels: Tensor,
     pub width: i64,
     pub height: i64,
@@ -66,6 +67,6 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
 fn to_tensor(name: String, img: image::DynamicImage) -> Image {
     let rgb = img.to_rgb8();
     let (w, h) = (rgb.width() as i64, rgb.height() as i64);
-    let pixels = Tensor::from_data_size(rgb.as_raw(), &[h, w, 3], Kind::Uint8).permute([2, 0, 1]).contiguous();
+    let pixels = Tensor::from_data_size(rgb.as_raw(), &[h, w, 3], Kind::Uint8).permute([2, 0, 1]);
     Image { name, pixels, width: w, height: h }
 }

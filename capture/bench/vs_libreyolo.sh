@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# Side by side on this machine: our `profile infer --device cpu` against
+# LibreYOLO 1.6's, same checkpoint, image, imgsz, batch and thread count,
+# alternating runs; plus our profiler overhead (trace vs --no-trace).
+#
+#   capture/bench/vs_libreyolo.sh [rounds] [imgsz]
+#
+# Needs: our binary built with `--features capture` ($BIN, default
+# $CARGO_TARGET_DIR/debug/libreyolo), and a python with libreyolo==1.6.0
+# ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+rounds="${1:-2}"
+imgsz="${2:-640}"
+py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
+theirs="$(dirname "$py")/libreyolo"
+bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
+threads="${THREADS:-$(nproc)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
+
+# One checkpoint for both (LibreYOLO9 t, random weights, LibreYOLO format).
+"$py" -W ignore "$here/capture/parity/parity.py" --size t --imgsz "$imgsz" --out "$work/ref" > /dev/null
+ckpt="$work/ref/checkpoint.pt"
+img="$here/capture/assets/astronaut.jpg"
+common=(--weights "$ckpt" --device cpu --imgsz "$imgsz" --batch 1 --warmup 5 --runs 20)
+
+row() { # name profile.json
+  "$py" - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+s = d.get("stages_ms") or {}
+l = d.get("latency") or {}
+print("%-14s p50 %8.2f  p90 %8.2f  pre %7.2f  fwd %8.2f  post %7.2f  img/s %s" % (
+    sys.argv[1], l.get("p50_ms", 0), l.get("p90_ms", 0), s.get("preprocess", 0),
+    s.get("forward", 0), s.get("postprocess", 0), d.get("img_per_s")))
+PY
+}
+
+echo "threads $threads, imgsz $imgsz, batch 1, warmup 5, runs 20, $rounds rounds"
+for r in $(seq 1 "$rounds"); do
+  "$bin" profile infer "$img" "${common[@]}" --project "$work/ours$r" > /dev/null 2>&1
+  row "ours" "$work/ours$r/infer/profile.json"
+  "$theirs" profile infer "$img" "${common[@]}" --project "$work/theirs$r" > /dev/null 2>&1
+  row "libreyolo-1.6" "$work/theirs$r/infer/profile.json"
+  "$bin" profile infer "$img" "${common[@]}" --no-trace --project "$work/notrace$r" > /dev/null 2>&1
+  row "ours no-trace" "$work/notrace$r/infer/profile.json"
+done
