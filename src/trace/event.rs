@@ -327,7 +327,12 @@ impl<'a> Parser<'a> {
 
     fn text(&mut self) -> PResult<Text<'a>> {
         Ok(Text(match self.string()? {
-            Cow::Borrowed(b) => String::from_utf8_lossy(b),
+            // The validating check is faster than the lossy one; repair only
+            // when it fails.
+            Cow::Borrowed(b) => match std::str::from_utf8(b) {
+                Ok(s) => Cow::Borrowed(s),
+                Err(_) => String::from_utf8_lossy(b),
+            },
             Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).into_owned()),
         }))
     }
