@@ -78,13 +78,18 @@ fn iou(a: &[f32; 4], b: &[f32; 4]) -> f32 {
 
 /// Class-aware greedy NMS; the result is in descending score order.
 pub fn nms(mut cands: Vec<Detection>, iou_thres: f32, max_det: usize) -> Vec<Detection> {
+    // Stable: exact ties keep candidate order, as torchvision's stable sort.
     cands.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut kept: Vec<Detection> = Vec::new();
+    // Kept boxes per class: a candidate is only compared with its own class.
+    let mut by_class: std::collections::HashMap<i64, Vec<[f32; 4]>> = std::collections::HashMap::new();
     for d in cands {
         if kept.len() >= max_det {
             break;
         }
-        if kept.iter().all(|k| k.class != d.class || iou(&k.xyxy, &d.xyxy) <= iou_thres) {
+        let same = by_class.entry(d.class).or_default();
+        if same.iter().all(|k| iou(k, &d.xyxy) <= iou_thres) {
+            same.push(d.xyxy);
             kept.push(d);
         }
     }
