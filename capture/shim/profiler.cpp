@@ -5,6 +5,7 @@
 
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
+#include <c10/core/CachingDeviceAllocator.h>
 #include <torch/csrc/autograd/profiler_kineto.h>
 
 #include <cstring>
@@ -119,6 +120,30 @@ int lyp_autocast_cuda(int enabled, int bf16, char* err, size_t err_len) {
     at::autocast::clear_cache();
     at::autocast::set_autocast_dtype(at::kCUDA, bf16 ? at::kBFloat16 : at::kHalf);
     at::autocast::set_autocast_enabled(at::kCUDA, enabled != 0);
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+// Peak VRAM through the device-generic allocator interface (no CUDA headers
+// needed): reset the peak of CUDA device `device`, or read the peak of bytes
+// allocated since (torch.cuda.max_memory_allocated). 0 on success.
+int lyp_cuda_reset_peak(int device, char* err, size_t err_len) {
+  try {
+    c10::getDeviceAllocator(c10::DeviceType::CUDA)->resetPeakStats(static_cast<c10::DeviceIndex>(device));
+    return 0;
+  } catch (const std::exception& e) {
+    set_error(err, err_len, e.what());
+    return 1;
+  }
+}
+
+int lyp_cuda_peak_allocated(int device, int64_t* bytes, char* err, size_t err_len) {
+  try {
+    auto stats = c10::getDeviceAllocator(c10::DeviceType::CUDA)->getDeviceStats(static_cast<c10::DeviceIndex>(device));
+    *bytes = stats.allocated_bytes[static_cast<size_t>(c10::CachingAllocator::StatType::AGGREGATE)].peak;
     return 0;
   } catch (const std::exception& e) {
     set_error(err, err_len, e.what());

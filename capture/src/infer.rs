@@ -106,6 +106,8 @@ struct Trial {
     stages_ms: [Vec<f64>; 3],
     detections: usize,
     images_postprocessed: usize,
+    /// Peak VRAM of the trial, MB (1e6 bytes, as the reference), CUDA only.
+    peak_vram_mb: Option<f64>,
     /// The trace of this trial, in a temporary file beside its final place.
     trace: Option<tempfile::TempPath>,
 }
@@ -123,8 +125,12 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         stages_ms: Default::default(),
         detections: 0,
         images_postprocessed: 0,
+        peak_vram_mb: None,
         trace: None,
     };
+    if let Device::Cuda(d) = p.device {
+        profiler::cuda_reset_peak(d)?;
+    }
     for i in 0..total {
         if i == p.warmup && p.trace {
             session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
@@ -179,6 +185,10 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         } else if measuring {
             t.latencies_ms.push((t3 - t0).as_secs_f64() * 1e3);
         }
+    }
+    if let Device::Cuda(d) = p.device {
+        device::sync(p.device);
+        t.peak_vram_mb = Some(libreyolo_core::util::round(profiler::cuda_peak_allocated(d)? as f64 / 1e6, 1));
     }
     if let Some(s) = session {
         match keep_trace_in {
@@ -294,7 +304,7 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
         real: Some(RealTiming { step_ms: lat.mean_ms, img_per_s, dataload_ms: Some(0.0), dataload_frac: Some(0.0) }),
         latency: Some(lat),
         stages_ms: Some(Stages { preprocess: mean(&t.stages_ms[0]), forward: mean(&t.stages_ms[1]), postprocess: mean(&t.stages_ms[2]) }),
-        peak_vram_mb: None,
+        peak_vram_mb: t.peak_vram_mb,
         mode: Some("inference".into()),
         versions: Some(json!({
             "libreyolo": env!("CARGO_PKG_VERSION"),

@@ -28,6 +28,8 @@ unsafe extern "C" {
     fn lyp_range_begin(name: *const c_char) -> *mut c_void;
     fn lyp_range_end(handle: *mut c_void);
     fn lyp_autocast_cuda(enabled: c_int, bf16: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_cuda_reset_peak(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_cuda_peak_allocated(device: c_int, bytes: *mut i64, err: *mut c_char, err_len: usize) -> c_int;
 }
 
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -145,6 +147,21 @@ pub fn is_running() -> bool {
 pub fn set_cuda_autocast(enabled: bool, bf16: bool) -> Result<()> {
     call(|e, n| unsafe { lyp_autocast_cuda(enabled as c_int, bf16 as c_int, e, n) })
         .map_err(|msg| Error::failed(format!("cannot set CUDA autocast: {msg}")))
+}
+
+/// Resets the peak-memory statistics of CUDA device `device`.
+pub fn cuda_reset_peak(device: usize) -> Result<()> {
+    call(|e, n| unsafe { lyp_cuda_reset_peak(device as c_int, e, n) })
+        .map_err(|msg| Error::failed(format!("cannot reset CUDA memory stats: {msg}")))
+}
+
+/// Peak bytes allocated on CUDA device `device` since the last reset
+/// (`torch.cuda.max_memory_allocated`).
+pub fn cuda_peak_allocated(device: usize) -> Result<i64> {
+    let mut bytes = 0i64;
+    call(|e, n| unsafe { lyp_cuda_peak_allocated(device as c_int, &mut bytes, e, n) })
+        .map_err(|msg| Error::failed(format!("cannot read CUDA memory stats: {msg}")))?;
+    Ok(bytes)
 }
 
 /// Lines Kineto prints that are not problems for us.
