@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The device check of issue 3, as one script for a machine with a GPU and
+# torch 2.11 installed: `infer --device 0` without and with --half, both
+# --amp-dtype values, then the readers on each result, with the checks that
+# matter (kernels recorded, Tensor Core share, peak VRAM, readers agree).
+#
+#   BIN=path/to/libreyolo capture/gpu_check.sh [outdir]
+#
+# The binary's rpath points at the build machine's venv; here libtorch is
+# found through LD_LIBRARY_PATH from this machine's python. The binary must
+# fit the device run's carry limit (64 MiB): build with
+# `cargo build --release -p libreyolo --features capture` and strip it.
+set -euo pipefail
+bin="${BIN:-target/release/libreyolo}"
+out="${1:-${OUT:-/tmp/gpu_check}}"
+mkdir -p "$out"
+torch_lib="$(python3 -c 'import os, torch; print(os.path.join(os.path.dirname(torch.__file__), "lib"))')"
+export LD_LIBRARY_PATH="$torch_lib:${LD_LIBRARY_PATH:-}"
+python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
+nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
+
+run() { # name args...
+  local name="$1"; shift
+  echo "== $name: $*"
+  "$bin" profile infer --device 0 --imgsz 640 --warmup 10 --runs 40 --project "$out/$name" "$@" 2> "$out/$name.stderr" | tee "$out/$name.txt"
+  local p="$out/$name/infer/profile.json"
+  "$bin" profile summary "$p" | tee "$out/$name.summary.txt"
+  "$bin" profile kernels "$p" --top 10
+  "$bin" profile kernels "$p" --tensorcore --top 5
+  "$bin" profile phases "$p"
+  for f in peak_vram_mb tensorcore_pct gpu_util kernels_per_step launches_per_step; do
+    printf '%s=%s\n' "$f" "$("$bin" profile get "$p" "$f")"
+  done | tee "$out/$name.metrics.txt"
+  # The trace read directly must give the same kernel count as the profile.
+  a="$("$bin" profile get "$p" kernels_per_step)"
+  b="$("$bin" profile get "$out/$name/infer/profile_trace.json" kernels_per_step)"
+  [[ "$a" == "$b" ]] && echo "readers agree: kernels_per_step $a" || echo "MISMATCH: profile $a vs trace $b"
+}
+
+run fp32
+run half_fp16 --half --amp-dtype float16
+run half_bf16 --half --amp-dtype bfloat16
+run fp32_b8 --batch 8
+echo "outputs in $out"
