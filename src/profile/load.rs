@@ -88,6 +88,33 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
     tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+    // Temporary files are private (0600); the result is an ordinary file.
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+    }
     tmp.persist(path).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn atomic_writes_replace_whole_files_readable_by_others() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("sub/profile.json");
+        write_atomic(&path, b"first").unwrap();
+        write_atomic(&path, b"second").unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"second");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
+        }
+        let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
+        assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
 }
