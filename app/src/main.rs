@@ -45,7 +45,7 @@ fn run() -> Result<()> {
         #[cfg(not(feature = "capture"))]
         Err(ProfileCommand::Run(_)) => Err(no_capture()),
         #[cfg(feature = "capture")]
-        Err(ProfileCommand::Run(_)) => Err(Error::failed("`profile run` (training capture) is not part of this build yet")),
+        Err(ProfileCommand::Run(args)) => cli::print_stdout(&libreyolo_capture::train::run(&args)?),
         Err(ProfileCommand::Explore(args)) => libreyolo_ui::run(&args),
         Err(_) => unreachable!("every reader command converts"),
     }

@@ -12,6 +12,7 @@ pub mod postprocess;
 pub mod preprocess;
 pub mod profiler;
 pub mod source;
+pub mod train;
 pub mod weights;
 
 pub use infer::infer;

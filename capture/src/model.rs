@@ -139,6 +139,22 @@ struct Conv {
 
 const BN_EPS: f64 = 1e-3;
 
+thread_local! {
+    static TRAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// BatchNorm in training mode (batch statistics, running statistics updated
+/// with momentum 0.03) for forwards on this thread: `model.train()` for the
+/// training capture. Per thread, so inference elsewhere is untouched.
+pub fn set_training(on: bool) {
+    TRAINING.with(|t| t.set(on));
+}
+
+/// Whether forwards on this thread run BatchNorm in training mode.
+pub fn is_training() -> bool {
+    TRAINING.with(|t| t.get())
+}
+
 impl Conv {
     #[allow(clippy::too_many_arguments)]
     fn new(p: &nn::Path, c1: i64, c2: i64, k: i64, s: i64, pad: Option<i64>, g: i64, act: bool) -> Conv {
@@ -171,7 +187,7 @@ impl Conv {
             Some((w, b)) => x.conv2d(w, Some(b), [self.stride], [self.pad], [1], self.groups),
             None => x
                 .conv2d(&self.weight, None::<Tensor>, [self.stride], [self.pad], [1], self.groups)
-                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), false, 0.03, BN_EPS, false),
+                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), is_training(), 0.03, BN_EPS, false),
         };
         if self.act { y.silu() } else { y }
     }

@@ -1,0 +1,329 @@
+//! Training data: the built-in `synthetic[:N]` dataset and a loader with
+//! `--workers` threads, a bounded prefetch queue and collation into a batch.
+//!
+//! A batch is what LibreYOLO's YOLOv9 transform hands its loss: images
+//! `(B, 3, S, S)` float in 0..1 (RGB) and targets `(B, max_labels, 5)` rows
+//! `[class, x1, y1, x2, y2]` normalised to the input, padded with class −1
+//! and a zero box up to `max_labels` (300, their default).
+//!
+//! `synthetic` images are generated from their index alone (a small
+//! deterministic PRNG): a plain background with one to four filled
+//! rectangles or ellipses, the shape kind being the class. The same index
+//! always gives the same image and labels.
+//!
+//! Not here yet: YOLO-format dataset YAMLs and the family's augmentation
+//! (mosaic, affine, HSV, flip).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{sync_channel, Receiver};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+
+use libreyolo_core::{Error, Result};
+use tch::{Kind, Tensor};
+
+/// Per-image label cap of LibreYOLO's YOLOv9 transform.
+pub const MAX_LABELS: usize = 300;
+/// Images in `synthetic` without `:N`.
+pub const SYNTHETIC_DEFAULT: usize = 128;
+/// Class names of `synthetic`.
+pub const SYNTHETIC_NAMES: [&str; 2] = ["rectangle", "ellipse"];
+
+/// One labelled image: HWC RGB bytes at `size`×`size`, labels in pixels.
+#[derive(Debug, Clone)]
+pub struct Sample {
+    pub size: usize,
+    pub pixels: Vec<u8>,
+    /// `[class, x1, y1, x2, y2]` in pixels.
+    pub labels: Vec<[f32; 5]>,
+}
+
+/// A dataset the loader can draw from.
+#[derive(Debug, Clone)]
+pub enum Dataset {
+    Synthetic { n: usize },
+}
+
+impl Dataset {
+    /// Parses `synthetic` / `synthetic:N`; anything else is not (yet) a
+    /// dataset this build can read.
+    pub fn parse(arg: &str) -> Result<Dataset> {
+        let a = arg.trim();
+        if a == "synthetic" {
+            return Ok(Dataset::Synthetic { n: SYNTHETIC_DEFAULT });
+        }
+        if let Some(n) = a.strip_prefix("synthetic:") {
+            let n: usize = n
+                .parse()
+                .ok()
+                .filter(|&n| n > 0)
+                .ok_or_else(|| Error::usage(format!("{arg}: expected synthetic or synthetic:N with N a positive number of images")))?;
+            return Ok(Dataset::Synthetic { n });
+        }
+        Err(Error::usage(format!(
+            "data {arg}: dataset YAMLs and named datasets are not supported by this build yet; use the built-in synthetic dataset (synthetic or synthetic:N)"
+        )))
+    }
+
+    pub fn len(&self) -> usize {
+        match self {
+            Dataset::Synthetic { n } => *n,
+        }
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    pub fn names(&self) -> Vec<String> {
+        match self {
+            Dataset::Synthetic { .. } => SYNTHETIC_NAMES.iter().map(|s| s.to_string()).collect(),
+        }
+    }
+
+    pub fn nc(&self) -> i64 {
+        self.names().len() as i64
+    }
+
+    /// Image `i` at `size`×`size`.
+    pub fn sample(&self, i: usize, size: usize) -> Sample {
+        match self {
+            Dataset::Synthetic { .. } => synthetic(i, size),
+        }
+    }
+}
+
+/// splitmix64: a tiny, well-mixed deterministic generator.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+        let mut z = self.0;
+        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+        z ^ (z >> 31)
+    }
+    /// Uniform in `[0, 1)`.
+    fn unit(&mut self) -> f64 {
+        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+    }
+    fn range(&mut self, lo: f64, hi: f64) -> f64 {
+        lo + (hi - lo) * self.unit()
+    }
+}
+
+/// The `i`-th synthetic image.
+pub fn synthetic(i: usize, size: usize) -> Sample {
+    let mut rng = Rng(0x5EED_0000 ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
+    let bg = [rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8];
+    let mut pixels = Vec::with_capacity(size * size * 3);
+    for _ in 0..size * size {
+        pixels.extend_from_slice(&bg);
+    }
+    let s = size as f64;
+    let count = 1 + (rng.next() % 4) as usize;
+    let mut labels = Vec::with_capacity(count);
+    for _ in 0..count {
+        let class = (rng.next() % 2) as usize;
+        let w = rng.range(0.1, 0.5) * s;
+        let h = rng.range(0.1, 0.5) * s;
+        let x1 = rng.range(0.0, s - w);
+        let y1 = rng.range(0.0, s - h);
+        // A colour far enough from the background to be visible.
+        let colour: [u8; 3] = std::array::from_fn(|c| bg[c].wrapping_add(64 + (rng.next() % 128) as u8));
+        let (cx, cy, rx, ry) = (x1 + w / 2.0, y1 + h / 2.0, w / 2.0, h / 2.0);
+        for y in (y1 as usize)..((y1 + h) as usize).min(size) {
+            for x in (x1 as usize)..((x1 + w) as usize).min(size) {
+                let inside = class == 0 || {
+                    let dx = (x as f64 + 0.5 - cx) / rx;
+                    let dy = (y as f64 + 0.5 - cy) / ry;
+                    dx * dx + dy * dy <= 1.0
+                };
+                if inside {
+                    let o = (y * size + x) * 3;
+                    pixels[o..o + 3].copy_from_slice(&colour);
+                }
+            }
+        }
+        labels.push([class as f32, x1 as f32, y1 as f32, (x1 + w) as f32, (y1 + h) as f32]);
+    }
+    Sample { size, pixels, labels }
+}
+
+/// A collated batch on the CPU.
+pub struct Batch {
+    /// `(B, 3, S, S)` float, 0..1.
+    pub images: Tensor,
+    /// `(B, max_labels, 5)` normalised `[class, x1, y1, x2, y2]`, padded.
+    pub targets: Tensor,
+    /// Real (unpadded) labels in the batch.
+    pub labels: usize,
+}
+
+/// Collates samples: HWC bytes → CHW floats in 0..1, labels normalised and
+/// padded to `max_labels` with class −1 (their padding).
+pub fn collate(samples: &[Sample], max_labels: usize) -> Batch {
+    let b = samples.len();
+    let size = samples[0].size;
+    let mut img = vec![0f32; b * 3 * size * size];
+    let mut tgt = vec![0f32; b * max_labels * 5];
+    let mut labels = 0;
+    let plane = size * size;
+    for (k, s) in samples.iter().enumerate() {
+        let base = k * 3 * plane;
+        for (p, px) in s.pixels.chunks_exact(3).enumerate() {
+            for c in 0..3 {
+                img[base + c * plane + p] = px[c] as f32 / 255.0;
+            }
+        }
+        for r in 0..max_labels {
+            let o = (k * max_labels + r) * 5;
+            match s.labels.get(r) {
+                Some(l) => {
+                    let sz = s.size as f32;
+                    tgt[o..o + 5].copy_from_slice(&[l[0], l[1] / sz, l[2] / sz, l[3] / sz, l[4] / sz]);
+                    labels += 1;
+                }
+                None => tgt[o] = -1.0,
+            }
+        }
+    }
+    let s = size as i64;
+    Batch {
+        images: Tensor::from_slice(&img).view([b as i64, 3, s, s]),
+        targets: Tensor::from_slice(&tgt).view([b as i64, max_labels as i64, 5]).to_kind(Kind::Float),
+        labels,
+    }
+}
+
+/// Builds batch `k` (images `k·B .. (k+1)·B`).
+fn build(ds: &Dataset, k: usize, batch: usize, size: usize) -> Batch {
+    let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect();
+    collate(&samples, MAX_LABELS)
+}
+
+/// Loads `batches` batches in order, on `workers` threads (0: on the calling
+/// thread, when asked) through a bounded queue of `2·workers` batches.
+pub struct Loader {
+    ds: Dataset,
+    batch: usize,
+    size: usize,
+    next: usize,
+    total: usize,
+    rx: Option<Receiver<(usize, Batch)>>,
+    pending: BTreeMap<usize, Batch>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Loader {
+    pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize) -> Loader {
+        let mut l = Loader { ds, batch, size, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
+        if workers > 0 {
+            let (tx, rx) = sync_channel::<(usize, Batch)>(2 * workers);
+            let counter = Arc::new(AtomicUsize::new(0));
+            for _ in 0..workers {
+                let (tx, counter, ds) = (tx.clone(), counter.clone(), l.ds.clone());
+                l.threads.push(std::thread::spawn(move || loop {
+                    let k = counter.fetch_add(1, Ordering::SeqCst);
+                    if k >= batches {
+                        break;
+                    }
+                    if tx.send((k, build(&ds, k, batch, size))).is_err() {
+                        break;
+                    }
+                }));
+            }
+            l.rx = Some(rx);
+        }
+        l
+    }
+
+    /// The next batch in order, or `None` after the last.
+    pub fn next_batch(&mut self) -> Option<Batch> {
+        if self.next >= self.total {
+            return None;
+        }
+        let k = self.next;
+        self.next += 1;
+        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size)) };
+        loop {
+            if let Some(b) = self.pending.remove(&k) {
+                return Some(b);
+            }
+            let (j, b) = rx.recv().ok()?;
+            self.pending.insert(j, b);
+        }
+    }
+}
+
+impl Drop for Loader {
+    fn drop(&mut self) {
+        // Closing the queue stops the workers at their next send.
+        self.rx = None;
+        self.pending.clear();
+        for t in self.threads.drain(..) {
+            let _ = t.join();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn synthetic_is_deterministic_and_labelled_inside_the_image() {
+        let a = synthetic(3, 64);
+        let b = synthetic(3, 64);
+        assert_eq!(a.pixels, b.pixels);
+        assert_eq!(a.labels, b.labels);
+        assert_ne!(synthetic(4, 64).pixels, a.pixels);
+        for i in 0..20 {
+            let s = synthetic(i, 64);
+            assert!((1..=4).contains(&s.labels.len()));
+            for l in &s.labels {
+                assert!(l[0] == 0.0 || l[0] == 1.0);
+                assert!(0.0 <= l[1] && l[1] < l[3] && l[3] <= 64.0 && 0.0 <= l[2] && l[2] < l[4] && l[4] <= 64.0, "{l:?}");
+            }
+        }
+        // The first shape's centre pixel has the shape's colour, not the background.
+        let s = synthetic(0, 64);
+        let l = s.labels.last().unwrap();
+        let (cx, cy) = (((l[1] + l[3]) / 2.0) as usize, ((l[2] + l[4]) / 2.0) as usize);
+        assert_ne!(&s.pixels[(cy * 64 + cx) * 3..(cy * 64 + cx) * 3 + 3], &s.pixels[0..3]);
+    }
+
+    #[test]
+    fn parse_accepts_synthetic_forms_only() {
+        assert_eq!(Dataset::parse("synthetic").unwrap().len(), SYNTHETIC_DEFAULT);
+        assert_eq!(Dataset::parse("synthetic:16").unwrap().len(), 16);
+        assert!(Dataset::parse("synthetic:0").is_err());
+        assert!(Dataset::parse("synthetic:x").is_err());
+    }
+
+    #[test]
+    fn collation_normalises_and_pads_with_minus_one() {
+        let s = Sample { size: 2, pixels: vec![255, 0, 0, 0, 255, 0, 0, 0, 255, 51, 51, 51], labels: vec![[1.0, 0.0, 0.0, 1.0, 2.0]] };
+        let b = collate(&[s.clone(), s], 3);
+        assert_eq!(b.images.size(), vec![2, 3, 2, 2]);
+        assert_eq!(b.targets.size(), vec![2, 3, 5]);
+        assert_eq!(Vec::<f32>::try_from(b.images.get(0).get(0).view([-1])).unwrap(), vec![1.0, 0.0, 0.0, 0.2]);
+        assert_eq!(Vec::<f32>::try_from(b.targets.get(1).get(0)).unwrap(), vec![1.0, 0.0, 0.0, 0.5, 1.0]);
+        assert_eq!(Vec::<f32>::try_from(b.targets.get(1).get(2)).unwrap(), vec![-1.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(b.labels, 2);
+    }
+
+    #[test]
+    fn threaded_loader_yields_batches_in_order() {
+        let ds = Dataset::Synthetic { n: 12 };
+        let mut l = Loader::new(ds.clone(), 2, 32, 5, 3);
+        for k in 0..5 {
+            let b = l.next_batch().unwrap();
+            let want = build(&ds, k, 2, 32);
+            assert!(b.images.equal(&want.images), "batch {k}");
+        }
+        assert!(l.next_batch().is_none());
+    }
+}

@@ -1,0 +1,9 @@
+//! `libreyolo profile run`: a short, real YOLOv9 training under the
+//! profiler (SPEC §1.1). [`loss`] is the family's loss, [`data`] the
+//! datasets and the loader, [`step`] the measured training loop.
+
+pub mod data;
+pub mod loss;
+pub mod step;
+
+pub use step::run;

@@ -1,0 +1,114 @@
+//! `profile run --device cpu` end to end on the built-in synthetic dataset,
+//! the readers on the result, and the window that does not fit (exit 3).
+
+use clap::Parser;
+use libreyolo_core::cli::{Cli, ProfileCommand, RunArgs, TopCommand};
+use libreyolo_core::error::exit;
+use serde_json::Value;
+
+/// The profiler is process-wide: captures take turns.
+static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn args(extra: &[&str]) -> RunArgs {
+    let mut argv = vec!["libreyolo", "profile", "run"];
+    argv.extend_from_slice(extra);
+    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
+    match p.command.unwrap() {
+        ProfileCommand::Run(a) => a,
+        _ => unreachable!(),
+    }
+}
+
+fn run(extra: &[&str]) -> libreyolo_core::Result<String> {
+    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    libreyolo_capture::train::run(&args(extra))
+}
+
+fn reader(argv: &[&str]) -> String {
+    let mut full = vec!["libreyolo", "profile"];
+    full.extend_from_slice(argv);
+    let TopCommand::Profile(p) = Cli::try_parse_from(&full).unwrap().command;
+    let r = p.command.unwrap().into_reader().ok().unwrap();
+    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
+
+/// Random-init weights whatever the machine holds: a name found nowhere.
+const WEIGHTS: &str = "no-such-weights-for-the-test.pt";
+
+#[test]
+fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    let out = run(&[
+        "synthetic:16", "--device", "cpu", "--batch", "2", "--imgsz", "160", "--warmup", "1", "--steps", "4", "--workers", "2",
+        "--weights", WEIGHTS, "--project", &project,
+    ])
+    .unwrap();
+    assert!(out.contains("img/s"), "{out}");
+    let train = dir.path().join("train");
+    for f in ["profile.json", "profile_trace.json", "profile_summary.json"] {
+        assert!(train.join(f).is_file(), "{f} missing");
+    }
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(train.join("profile_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["mode"], "training");
+    assert_eq!(summary["meta"]["loss_finite"], true, "{summary}");
+    assert_eq!(summary["meta"]["params_changed"], true, "{summary}");
+    assert!(summary["meta"]["loss_last"].as_f64().unwrap().is_finite());
+    assert!(summary["real"]["img_per_s"].as_f64().unwrap() > 0.0);
+    for p in ["dataload", "to_device", "forward", "backward", "optimizer"] {
+        assert!(summary["composition_ms"][p].as_f64().is_some(), "composition {p}: {summary}");
+    }
+
+    let prof: Value = serde_json::from_str(&std::fs::read_to_string(train.join("profile.json")).unwrap()).unwrap();
+    assert!(prof["img_per_s"].as_f64().unwrap() > 0.0);
+    let phases = prof["phases"].as_array().unwrap();
+    for p in ["dataload", "to_device", "forward", "backward", "optimizer"] {
+        let row = phases.iter().find(|r| r["phase"] == p).unwrap_or_else(|| panic!("phase {p} missing: {phases:?}"));
+        if p != "dataload" {
+            assert!(row["ops_per_step"].as_f64().unwrap() > 0.0, "no ops counted in {p}: {row}");
+        }
+    }
+    // On CPU the verdict is CPU-aware, never launch-bound.
+    assert_ne!(prof["bound"], "host / launch", "{}", prof["bound_why"]);
+
+    let profile = train.join("profile.json").display().to_string();
+    assert!(reader(&["summary", &profile]).contains("img/s"));
+    assert!(reader(&["phases", &profile]).contains("backward"));
+    let trace = train.join("profile_trace.json").display().to_string();
+    assert!(reader(&["summary", &trace]).contains("img/s"));
+}
+
+#[test]
+fn a_window_the_dataset_cannot_fill_exits_3_and_writes_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    let err = run(&[
+        "synthetic:8", "--device", "cpu", "--batch", "4", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--weights", WEIGHTS,
+        "--project", &project,
+    ])
+    .unwrap_err();
+    assert_eq!(err.exit_code(), exit::NO_PROFILE);
+    let msg = err.to_string();
+    for want in ["8 images", "batch 4", "2 iterations", "need 5", "20 images", "--steps", "--batch 1"] {
+        assert!(msg.contains(want), "`{want}` not in: {msg}");
+    }
+    assert!(!dir.path().join("train").exists());
+}
+
+#[test]
+fn unreadable_data_and_bad_flags_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    for extra in [
+        vec!["synthetic:0", "--device", "cpu"],
+        vec!["synthetic:8", "--device", "cpu", "--imgsz", "100"],
+        vec!["synthetic:8", "--device", "cpu", "--steps", "1"],
+        vec!["synthetic:8", "--device", "cpu", "--batch", "0"],
+    ] {
+        let mut a = extra.clone();
+        a.extend(["--project", &project]);
+        let err = run(&a).unwrap_err();
+        assert_eq!(err.exit_code(), exit::USAGE, "{extra:?}: {err}");
+    }
+    assert!(!dir.path().join("train").exists());
+}
