@@ -112,3 +112,55 @@ fn unreadable_data_and_bad_flags_are_usage_errors() {
     }
     assert!(!dir.path().join("train").exists());
 }
+
+/// A YOLO dataset on disk: `n` images of 96×64 with one box each, one image
+/// without a label file and one malformed label line.
+fn write_dataset(dir: &std::path::Path, n: usize) -> String {
+    let img_dir = dir.join("images/train");
+    let lbl_dir = dir.join("labels/train");
+    std::fs::create_dir_all(&img_dir).unwrap();
+    std::fs::create_dir_all(&lbl_dir).unwrap();
+    for i in 0..n {
+        let img = image::RgbImage::from_fn(96, 64, |x, y| {
+            if (20..60).contains(&x) && (10..40).contains(&y) { image::Rgb([200, 30, (i * 20) as u8]) } else { image::Rgb([40, 90, 140]) }
+        });
+        img.save(img_dir.join(format!("{i:03}.png"))).unwrap();
+        if i == 1 {
+            continue; // no label file: a background image
+        }
+        let mut text = format!("{} 0.4167 0.3906 0.4167 0.4688\n", i % 2);
+        if i == 2 {
+            text += "0 0.5 oops 0.1 0.1\n";
+        }
+        std::fs::write(lbl_dir.join(format!("{i:03}.txt")), text).unwrap();
+    }
+    let yaml = dir.join("data.yaml");
+    std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames:\n  0: red\n  1: blue\n").unwrap();
+    yaml.display().to_string()
+}
+
+#[test]
+fn run_on_a_yolo_dataset_yaml() {
+    let dir = tempfile::tempdir().unwrap();
+    let yaml = write_dataset(dir.path(), 10);
+    let project = dir.path().join("runs").display().to_string();
+    let out = run(&[
+        &yaml, "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--workers", "1", "--weights", WEIGHTS,
+        "--project", &project, "--json",
+    ])
+    .unwrap();
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v["img_per_s"].as_f64().unwrap() > 0.0, "{v}");
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["meta"]["nc"], 2);
+    assert_eq!(summary["meta"]["images"], 10);
+    assert_eq!(summary["meta"]["params_changed"], true);
+    // Too small for the window: exit 3. An unknown name: exit 2.
+    let err = run(&[&yaml, "--device", "cpu", "--batch", "4", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--project", &project])
+        .unwrap_err();
+    assert_eq!(err.exit_code(), exit::NO_PROFILE);
+    let err = run(&["no-such-dataset-name", "--device", "cpu", "--project", &project]).unwrap_err();
+    assert_eq!(err.exit_code(), exit::USAGE);
+    assert!(err.to_string().contains("looked for"), "{err}");
+}

@@ -11,8 +11,11 @@
 //! rectangles or ellipses, the shape kind being the class. The same index
 //! always gives the same image and labels.
 //!
-//! Not here yet: YOLO-format dataset YAMLs and the family's augmentation
-//! (mosaic, affine, HSV, flip).
+//! YOLO-format datasets ([`super::yolo`]) are decoded and letterboxed into
+//! the square input (top-left, grey 114 padding, as LibreYOLO's YOLOv9
+//! preprocessing) by the workers.
+//!
+//! Not here yet: the family's augmentation (mosaic, affine, HSV, flip).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -43,6 +46,61 @@ pub struct Sample {
 #[derive(Debug, Clone)]
 pub enum Dataset {
     Synthetic { n: usize },
+    Yolo(Arc<YoloSet>),
+}
+
+/// A YOLO-format training split with its labels read (normalised
+/// `[class, x1, y1, x2, y2]`).
+#[derive(Debug)]
+pub struct YoloSet {
+    pub data: super::yolo::YoloData,
+    pub labels: Vec<Vec<[f32; 5]>>,
+    /// Images without a label file.
+    pub unlabelled: usize,
+    /// Label lines skipped (malformed, class out of range, no area).
+    pub skipped_lines: usize,
+}
+
+impl YoloSet {
+    pub fn load(arg: &str) -> Result<YoloSet> {
+        let data = super::yolo::load(arg)?;
+        let nc = data.names.len();
+        let (mut unlabelled, mut skipped_lines) = (0, 0);
+        let labels = data
+            .images
+            .iter()
+            .map(|img| match std::fs::read_to_string(super::yolo::label_path(img)) {
+                Ok(text) => {
+                    let (l, s) = super::yolo::parse_labels(&text, 1.0, 1.0, nc);
+                    skipped_lines += s;
+                    l
+                }
+                Err(_) => {
+                    unlabelled += 1;
+                    Vec::new()
+                }
+            })
+            .collect();
+        Ok(YoloSet { data, labels, unlabelled, skipped_lines })
+    }
+
+    /// Image `i` decoded and letterboxed into `size`×`size`.
+    fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
+        let path = &self.data.images[i];
+        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
+        let (w, h) = (img.width() as f32, img.height() as f32);
+        let r = (size as f32 / w).min(size as f32 / h);
+        let (nw, nh) = (((w * r) as u32).max(1), ((h * r) as u32).max(1));
+        let resized = image::imageops::resize(&img, nw, nh, image::imageops::FilterType::Triangle);
+        let mut pixels = vec![114u8; size * size * 3];
+        for y in 0..nh as usize {
+            let row = &resized.as_raw()[y * nw as usize * 3..(y + 1) * nw as usize * 3];
+            pixels[y * size * 3..y * size * 3 + row.len()].copy_from_slice(row);
+        }
+        let (sw, sh) = (w * r, h * r);
+        let labels = self.labels[i].iter().map(|l| [l[0], l[1] * sw, l[2] * sh, l[3] * sw, l[4] * sh]).collect();
+        Ok(Sample { size, pixels, labels })
+    }
 }
 
 impl Dataset {
@@ -61,14 +119,30 @@ impl Dataset {
                 .ok_or_else(|| Error::usage(format!("{arg}: expected synthetic or synthetic:N with N a positive number of images")))?;
             return Ok(Dataset::Synthetic { n });
         }
-        Err(Error::usage(format!(
-            "data {arg}: dataset YAMLs and named datasets are not supported by this build yet; use the built-in synthetic dataset (synthetic or synthetic:N)"
-        )))
+        Ok(Dataset::Yolo(Arc::new(YoloSet::load(a)?)))
+    }
+
+    /// Lines for stderr about the data (missing labels, skipped lines).
+    pub fn notes(&self) -> Vec<String> {
+        match self {
+            Dataset::Synthetic { .. } => Vec::new(),
+            Dataset::Yolo(y) => {
+                let mut v = Vec::new();
+                if y.unlabelled > 0 {
+                    v.push(format!("note: {} of {} images have no label file (trained as background)", y.unlabelled, y.data.images.len()));
+                }
+                if y.skipped_lines > 0 {
+                    v.push(format!("warning: {} label lines skipped (malformed, class outside 0..{}, or no area), as LibreYOLO skips them", y.skipped_lines, y.data.names.len()));
+                }
+                v
+            }
+        }
     }
 
     pub fn len(&self) -> usize {
         match self {
             Dataset::Synthetic { n } => *n,
+            Dataset::Yolo(y) => y.data.images.len(),
         }
     }
 
@@ -79,6 +153,7 @@ impl Dataset {
     pub fn names(&self) -> Vec<String> {
         match self {
             Dataset::Synthetic { .. } => SYNTHETIC_NAMES.iter().map(|s| s.to_string()).collect(),
+            Dataset::Yolo(y) => y.data.names.clone(),
         }
     }
 
@@ -87,9 +162,10 @@ impl Dataset {
     }
 
     /// Image `i` at `size`×`size`.
-    pub fn sample(&self, i: usize, size: usize) -> Sample {
+    pub fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
         match self {
-            Dataset::Synthetic { .. } => synthetic(i, size),
+            Dataset::Synthetic { .. } => Ok(synthetic(i, size)),
+            Dataset::Yolo(y) => y.sample(i, size),
         }
     }
 }
@@ -199,9 +275,9 @@ pub fn collate(samples: &[Sample], max_labels: usize) -> Batch {
 }
 
 /// Builds batch `k` (images `k·B .. (k+1)·B`).
-fn build(ds: &Dataset, k: usize, batch: usize, size: usize) -> Batch {
-    let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect();
-    collate(&samples, MAX_LABELS)
+fn build(ds: &Dataset, k: usize, batch: usize, size: usize) -> std::result::Result<Batch, String> {
+    let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect::<std::result::Result<_, _>>()?;
+    Ok(collate(&samples, MAX_LABELS))
 }
 
 /// Loads `batches` batches in order, on `workers` threads (0: on the calling
@@ -212,8 +288,8 @@ pub struct Loader {
     size: usize,
     next: usize,
     total: usize,
-    rx: Option<Receiver<(usize, Batch)>>,
-    pending: BTreeMap<usize, Batch>,
+    rx: Option<Receiver<(usize, std::result::Result<Batch, String>)>>,
+    pending: BTreeMap<usize, std::result::Result<Batch, String>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -221,7 +297,7 @@ impl Loader {
     pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize) -> Loader {
         let mut l = Loader { ds, batch, size, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
         if workers > 0 {
-            let (tx, rx) = sync_channel::<(usize, Batch)>(2 * workers);
+            let (tx, rx) = sync_channel::<(usize, std::result::Result<Batch, String>)>(2 * workers);
             let counter = Arc::new(AtomicUsize::new(0));
             for _ in 0..workers {
                 let (tx, counter, ds) = (tx.clone(), counter.clone(), l.ds.clone());
@@ -240,17 +316,18 @@ impl Loader {
         l
     }
 
-    /// The next batch in order, or `None` after the last.
-    pub fn next_batch(&mut self) -> Option<Batch> {
+    /// The next batch in order, or `None` after the last. An image that
+    /// cannot be decoded is an error (exit 1).
+    pub fn next_batch(&mut self) -> Option<Result<Batch>> {
         if self.next >= self.total {
             return None;
         }
         let k = self.next;
         self.next += 1;
-        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size)) };
+        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size).map_err(Error::failed)) };
         loop {
             if let Some(b) = self.pending.remove(&k) {
-                return Some(b);
+                return Some(b.map_err(Error::failed));
             }
             let (j, b) = rx.recv().ok()?;
             self.pending.insert(j, b);
@@ -320,8 +397,8 @@ mod tests {
         let ds = Dataset::Synthetic { n: 12 };
         let mut l = Loader::new(ds.clone(), 2, 32, 5, 3);
         for k in 0..5 {
-            let b = l.next_batch().unwrap();
-            let want = build(&ds, k, 2, 32);
+            let b = l.next_batch().unwrap().unwrap();
+            let want = build(&ds, k, 2, 32).unwrap();
             assert!(b.images.equal(&want.images), "batch {k}");
         }
         assert!(l.next_batch().is_none());

@@ -5,5 +5,6 @@
 pub mod data;
 pub mod loss;
 pub mod step;
+pub mod yolo;
 
 pub use step::run;

@@ -20,7 +20,7 @@
 //! end.
 //!
 //! Not yet: AMP with loss scaling on CUDA (runs fp32, and says so),
-//! `--batch -1` probing, `--repeat`, dataset YAMLs and the augmentation, the
+//! `--batch -1` probing, `--repeat`, the augmentation, the
 //! PGI auxiliary branch LibreYOLO attaches for training.
 
 use std::path::{Path, PathBuf};
@@ -309,7 +309,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             let t0 = Instant::now();
             let batch = {
                 let _r = range(&session, "step/dataload");
-                loader.next_batch().ok_or_else(|| Error::failed("the loader ran out of batches inside the window"))?
+                loader.next_batch().ok_or_else(|| Error::failed("the loader ran out of batches inside the window"))??
             };
             let t1 = Instant::now();
             let (x, y) = {
@@ -445,7 +445,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
     let ds = Dataset::parse(&args.data)?;
     let p = plan(args, &ds)?;
     let m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
-    for note in p.notes.iter().chain(m.notes.iter()) {
+    for note in ds.notes().iter().chain(p.notes.iter()).chain(m.notes.iter()) {
         eprintln!("{note}");
     }
     let out_dir = PathBuf::from(&args.project).join("train");
@@ -539,7 +539,7 @@ mod tests {
         tch::manual_seed(0);
         let m = Yolo9::new("t", 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };
-        let b = super::super::data::collate(&[ds.sample(0, 64), ds.sample(1, 64)], 8);
+        let b = super::super::data::collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8);
         let mut opt = Sgd::new(&m.vs);
         // A smaller step than LibreYOLO's lr0 (which it reaches after a
         // warmup from 1e-4): from random init at batch 2 lr 0.01 is noisy.
