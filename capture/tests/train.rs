@@ -164,3 +164,22 @@ fn run_on_a_yolo_dataset_yaml() {
     assert_eq!(err.exit_code(), exit::USAGE);
     assert!(err.to_string().contains("looked for"), "{err}");
 }
+
+#[test]
+fn repeat_writes_the_aggregate_beside_the_trials() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    let out = run(&[
+        "synthetic:8", "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "2", "--repeat", "2", "--weights",
+        WEIGHTS, "--project", &project,
+    ])
+    .unwrap();
+    assert!(out.contains("(n=2)"), "{out}");
+    let agg: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("profile_repeat.json")).unwrap()).unwrap();
+    assert_eq!(agg["img_per_s_n"], 2);
+    assert_eq!(agg["img_per_s_trials"].as_array().unwrap().len(), 2);
+    assert_eq!(agg["aggregation"]["n"], 2);
+    assert!(agg["metrics_std"]["step_ms"].as_f64().is_some(), "{}", agg["metrics_std"]);
+    assert!(dir.path().join("train/profile.json").is_file());
+    assert!(reader(&["summary", &dir.path().join("profile_repeat.json").display().to_string()]).contains("img/s"));
+}

@@ -87,9 +87,6 @@ fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
     if args.repeat == 0 {
         return Err(Error::usage("--repeat must be at least 1"));
     }
-    if args.repeat > 1 {
-        notes.push(format!("note: --repeat {} is not supported by this build yet; running one trial", args.repeat));
-    }
     let imgsz = args.imgsz as i64;
     if imgsz < 32 || imgsz % 32 != 0 {
         return Err(Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
@@ -448,20 +445,115 @@ pub fn run(args: &RunArgs) -> Result<String> {
     for note in ds.notes().iter().chain(p.notes.iter()).chain(m.notes.iter()) {
         eprintln!("{note}");
     }
-    let out_dir = PathBuf::from(&args.project).join("train");
-    let trial = run_trial(&p, &ds, &m, &out_dir)?;
-    let meas = measurements(args, &p, &m, &ds, &trial);
-    let trace_tmp = trial.trace.ok_or_else(|| Error::failed("no trace was captured"))?;
-    let mut prof = libreyolo_core::analysis::analyze_file(&trace_tmp, Some(&meas), false)
-        .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
-        .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?;
+    let project = PathBuf::from(&args.project);
+    let out_dir = project.join("train");
+    let mut m = m;
+    let mut trial_profiles = Vec::new();
+    let mut trial_paths = Vec::new();
+    let mut last = None;
+    for k in 0..args.repeat {
+        if args.repeat > 1 {
+            eprintln!("trial {}/{}", k + 1, args.repeat);
+            if k > 0 {
+                // Every trial trains the same starting weights.
+                m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
+            }
+        }
+        let trial = run_trial(&p, &ds, &m, &out_dir)?;
+        let meas = measurements(args, &p, &m, &ds, &trial);
+        let trace_tmp = trial.trace.ok_or_else(|| Error::failed("no trace was captured"))?;
+        let prof = libreyolo_core::analysis::analyze_file(&trace_tmp, Some(&meas), false)
+            .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
+            .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?;
+        let is_last = k + 1 == args.repeat;
+        trial_paths.push(if is_last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
+        trial_profiles.push(prof.clone());
+        if is_last {
+            last = Some((meas, trace_tmp, prof));
+        }
+    }
+    let (meas, trace_tmp, mut prof) = last.expect("at least one trial");
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
     profile::write_atomic(&out_dir.join(profile::measured::SIDECAR), &json_bytes(&meas)?)?;
     trace_tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
     prof.trace = Some(trace_path.display().to_string());
     profile::write_atomic(&profile_path, &json_bytes(&prof)?)?;
+    if args.repeat > 1 {
+        if let Some(l) = trial_profiles.last_mut() {
+            *l = prof.clone();
+        }
+        let agg = aggregate(&trial_profiles, &trial_paths);
+        let path = project.join("profile_repeat.json");
+        profile::write_atomic(&path, &json_bytes(&agg)?)?;
+        return Ok(if args.json { render_json(&agg, &path) } else { render_text(&agg, &path) });
+    }
     Ok(if args.json { render_json(&prof, &profile_path) } else { render_text(&prof, &profile_path) })
+}
+
+/// Population mean and standard deviation.
+fn mean_std(v: &[f64]) -> (f64, f64) {
+    let n = v.len() as f64;
+    let mu = v.iter().sum::<f64>() / n;
+    (mu, (v.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / n).sqrt())
+}
+
+/// The repeat file: the final trial's profile (kernel and op lists) with the
+/// scalar timings averaged over the trials, img/s with std, n and the
+/// per-trial values, a std beside the other timing means, and `bound:
+/// "mixed"` when the trials disagree on the verdict.
+fn aggregate(trials: &[Profile], paths: &[String]) -> Profile {
+    let last = trials.last().expect("at least one trial");
+    let mut out = last.clone();
+    let r = |v: f64, d: i32| libreyolo_core::util::round(v, d);
+    let vals: Vec<f64> = trials.iter().filter_map(|p| p.img_per_s).collect();
+    if !vals.is_empty() {
+        let (mu, sd) = mean_std(&vals);
+        out.img_per_s = Some(r(mu, 2));
+        out.img_per_s_std = Some(r(sd, 2));
+        out.img_per_s_n = Some(vals.len() as u32);
+        out.img_per_s_trials = Some(vals.iter().map(|v| r(*v, 2)).collect());
+        out.metrics.insert("img_per_s".into(), json!(r(mu, 2)));
+        out.metrics.insert("img_per_s_std".into(), json!(r(sd, 2)));
+        out.metrics.insert("img_per_s_n".into(), json!(vals.len()));
+    }
+    // Scalars averaged across trials, each with its population std.
+    type Field = (&'static str, fn(&Profile) -> Option<f64>, fn(&mut Profile, f64), i32);
+    let fields: [Field; 8] = [
+        ("step_ms", |p| Some(p.step_ms), |p, v| p.step_ms = v, 2),
+        ("dataload_ms", |p| p.dataload_ms, |p, v| p.dataload_ms = Some(v), 3),
+        ("dataload_frac", |p| p.dataload_frac, |p, v| p.dataload_frac = Some(v), 3),
+        ("gpu_util", |p| Some(p.gpu_util), |p, v| p.gpu_util = v, 3),
+        ("gpu_busy_ms_per_step", |p| Some(p.gpu_busy_ms_per_step), |p, v| p.gpu_busy_ms_per_step = v, 2),
+        ("host_overhead_ms_per_step", |p| Some(p.host_overhead_ms_per_step), |p, v| p.host_overhead_ms_per_step = v, 2),
+        ("launches_per_step", |p| Some(p.launches_per_step), |p, v| p.launches_per_step = v, 1),
+        ("tensorcore_pct", |p| Some(p.tensorcore_pct), |p, v| p.tensorcore_pct = v, 1),
+    ];
+    for (key, get, set, digits) in fields {
+        let v: Vec<f64> = trials.iter().filter_map(get).collect();
+        if v.len() != trials.len() {
+            continue;
+        }
+        let (mu, sd) = mean_std(&v);
+        set(&mut out, r(mu, digits));
+        if out.metrics.contains_key(key) {
+            out.metrics.insert(key.to_string(), json!(r(mu, digits)));
+        }
+        out.metrics_std.insert(key.to_string(), r(sd, digits + 1));
+    }
+    if trials.iter().any(|p| p.bound != last.bound) {
+        let verdicts: Vec<&str> = trials.iter().map(|p| p.bound.as_str()).collect();
+        out.bound = libreyolo_core::analysis::verdict::MIXED.into();
+        out.bound_why = format!("the trials disagree on the verdict: {}", verdicts.join(", "));
+        out.metrics.insert("bound".into(), json!(out.bound));
+    }
+    out.aggregation = Some(json!({
+        "n": trials.len(),
+        "profiles": paths,
+        "representative_profile": paths.last(),
+        "note": "img_per_s and the step scalars are means of the trials (img_per_s_std and metrics_std: population std); phases, kernel and op lists are the final trial's.",
+    }));
+    out
 }
 
 fn render_text(p: &Profile, path: &Path) -> String {
