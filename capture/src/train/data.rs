@@ -15,7 +15,8 @@
 //! the square input (top-left, grey 114 padding, as LibreYOLO's YOLOv9
 //! preprocessing) by the workers.
 //!
-//! Not here yet: the family's augmentation (mosaic, affine, HSV, flip).
+//! Each image gets the family's HSV jitter and horizontal flip
+//! ([`super::augment`]). Not here yet: mosaic and the random affine.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -87,8 +88,11 @@ impl YoloSet {
     /// Image `i` decoded and letterboxed into `size`×`size`.
     fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
         let path = &self.data.images[i];
-        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
+        let mut img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
         let (w, h) = (img.width() as f32, img.height() as f32);
+        // Augment at the image's own size, before the letterbox (their order).
+        let mut px_labels: Vec<[f32; 5]> = self.labels[i].iter().map(|l| [l[0], l[1] * w, l[2] * h, l[3] * w, l[4] * h]).collect();
+        super::augment::apply(&mut img, w as usize, h as usize, &mut px_labels, &mut aug_rng(i));
         let r = (size as f32 / w).min(size as f32 / h);
         let (nw, nh) = (((w * r) as u32).max(1), ((h * r) as u32).max(1));
         let resized = image::imageops::resize(&img, nw, nh, image::imageops::FilterType::Triangle);
@@ -97,8 +101,7 @@ impl YoloSet {
             let row = &resized.as_raw()[y * nw as usize * 3..(y + 1) * nw as usize * 3];
             pixels[y * size * 3..y * size * 3 + row.len()].copy_from_slice(row);
         }
-        let (sw, sh) = (w * r, h * r);
-        let labels = self.labels[i].iter().map(|l| [l[0], l[1] * sw, l[2] * sh, l[3] * sw, l[4] * sh]).collect();
+        let labels = px_labels.iter().map(|l| [l[0], l[1] * r, l[2] * r, l[3] * r, l[4] * r]).collect();
         Ok(Sample { size, pixels, labels })
     }
 }
@@ -164,10 +167,19 @@ impl Dataset {
     /// Image `i` at `size`×`size`.
     pub fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
         match self {
-            Dataset::Synthetic { .. } => Ok(synthetic(i, size)),
+            Dataset::Synthetic { .. } => {
+                let mut s = synthetic(i, size);
+                super::augment::apply(&mut s.pixels, size, size, &mut s.labels, &mut aug_rng(i));
+                Ok(s)
+            }
             Dataset::Yolo(y) => y.sample(i, size),
         }
     }
+}
+
+/// The augmentation's generator for image `i` (deterministic per image).
+fn aug_rng(i: usize) -> super::augment::Rng {
+    super::augment::Rng(0xA06_0000 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
 /// splitmix64: a tiny, well-mixed deterministic generator.

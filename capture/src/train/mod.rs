@@ -2,6 +2,7 @@
 //! profiler (SPEC §1.1). [`loss`] is the family's loss, [`data`] the
 //! datasets and the loader, [`step`] the measured training loop.
 
+pub mod augment;
 pub mod data;
 pub mod loss;
 pub mod step;
