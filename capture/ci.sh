@@ -16,4 +16,6 @@ project="$(mktemp -d)"
 trap 'rm -rf "$project"' EXIT
 "$bin" profile infer --device cpu --imgsz 320 --warmup 2 --runs 6 --project "$project"
 "$bin" profile summary "$project/infer/profile.json" > /dev/null
+"$bin" profile run synthetic:16 --device cpu --batch 2 --imgsz 160 --warmup 1 --steps 4 --workers 2 --project "$project"
+"$bin" profile phases "$project/train/profile.json" > /dev/null
 echo "capture CI: $(( $(date +%s) - start )) s after torch set-up"

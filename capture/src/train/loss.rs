@@ -356,6 +356,36 @@ mod tests {
         assert!(loss.fg_per_image >= 1.0);
     }
 
+    /// Two identical boxes of different classes compete for the same
+    /// anchors: every anchor goes to one target only, and both targets are
+    /// never assigned the same anchor.
+    #[test]
+    fn an_anchor_claimed_twice_goes_to_one_target() {
+        tch::manual_seed(2);
+        let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
+            .iter()
+            .map(|&(h, w)| Tensor::randn([1, 4 * REG_MAX + 2, h, w], (Kind::Float, Device::Cpu)) * 0.1)
+            .collect();
+        let (grid, scaler) = anchors(&raw);
+        let d = decode(&raw, &grid, &scaler);
+        let t = Tensor::from_slice(&[0.0f32, 16.0, 16.0, 48.0, 48.0, 1.0, 18.0, 18.0, 46.0, 46.0]).view([1, 2, 5]);
+        let asg = assign(&t, &d.cls, &d.boxes, &grid, &scaler, 2, &Gains::default());
+        let fg = Vec::<bool>::try_from(asg.fg.view([-1])).unwrap();
+        let cls = Vec::<f32>::try_from(asg.cls.view([-1])).unwrap();
+        let mut per_class = [0, 0];
+        for (i, &f) in fg.iter().enumerate() {
+            let (c0, c1) = (cls[2 * i], cls[2 * i + 1]);
+            if f {
+                assert!((c0 > 0.0) != (c1 > 0.0), "anchor {i} targets both classes: {c0} {c1}");
+                per_class[(c1 > 0.0) as usize] += 1;
+            } else {
+                assert_eq!((c0, c1), (0.0, 0.0));
+            }
+        }
+        assert!(per_class[0] >= 1 && per_class[1] >= 1, "{per_class:?}");
+        assert!(per_class[0] + per_class[1] <= 20);
+    }
+
     #[test]
     fn no_targets_give_a_finite_class_only_loss() {
         let raw: Vec<Tensor> = [(2, 2), (1, 1), (1, 1)].iter().map(|&(h, w)| Tensor::zeros([2, 4 * REG_MAX + 1, h, w], (Kind::Float, Device::Cpu))).collect();

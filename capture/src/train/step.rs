@@ -62,6 +62,8 @@ struct Plan {
     workers: usize,
     device: Device,
     notes: Vec<String>,
+    /// Progress lines on stderr during the window (interactive, not --json).
+    progress: bool,
 }
 
 fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
@@ -116,7 +118,19 @@ fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
             ways.join("; ")
         )));
     }
-    Ok(Plan { batch, imgsz, warmup: args.warmup, steps: args.steps, unsynced: args.steps.div_ceil(2), workers: args.workers, device, notes })
+    use std::io::IsTerminal;
+    let progress = !args.json && std::io::stderr().is_terminal();
+    Ok(Plan {
+        batch,
+        imgsz,
+        warmup: args.warmup,
+        steps: args.steps,
+        unsynced: args.steps.div_ceil(2),
+        workers: args.workers,
+        device,
+        notes,
+        progress,
+    })
 }
 
 /// The model to train and what the profile records about it.
@@ -341,6 +355,10 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
                 return Err(Error::failed(format!("the training loss is not finite ({value}) at step {i}")));
             }
             t.losses.push(value);
+            if p.progress {
+                let (what, k, n) = if measuring { ("step", i - p.warmup + 1, p.steps) } else { ("warmup", i + 1, p.warmup) };
+                eprint!("\r\x1b[2K{what} {k}/{n}  loss {value:.3}  {:.0} ms", ms_since(t0));
+            }
             let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
             if synced {
                 for (k, (a, b)) in [(t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)].into_iter().enumerate() {
@@ -354,6 +372,9 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         Ok(())
     })();
     model::set_training(false);
+    if p.progress {
+        eprint!("\r\x1b[2K");
+    }
     result?;
     let s = session.take().expect("the window has measured steps");
     std::fs::create_dir_all(out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
@@ -368,6 +389,10 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     let now = m.model.vs.variables();
     t.params_changed = watched.iter().any(|(k, before)| now.get(k).is_some_and(|v| !v.detach().equal(before)));
     Ok(t)
+}
+
+fn ms_since(t: Instant) -> f64 {
+    t.elapsed().as_secs_f64() * 1e3
 }
 
 fn mean(v: &[f64]) -> Option<f64> {
