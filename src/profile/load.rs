@@ -81,6 +81,13 @@ fn read_profile(path: &Path) -> Result<Profile> {
     })
 }
 
+/// Writes `value` as pretty JSON (with a final newline), atomically.
+pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::failed(format!("cannot encode {}: {e}", path.display())))?;
+    bytes.push(b'\n');
+    write_atomic(path, &bytes)
+}
+
 /// Writes `bytes` to `path` through a temporary file in the same folder and
 /// a rename, so an interrupted write never leaves a truncated file.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {

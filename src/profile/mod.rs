@@ -4,8 +4,9 @@
 mod load;
 pub mod measured;
 pub mod metrics;
+pub mod repeat;
 pub mod schema;
 
-pub use load::{load, resolve_input, write_atomic, Input};
+pub use load::{load, resolve_input, write_atomic, write_json, Input};
 pub use measured::Measurements;
 pub use schema::*;
