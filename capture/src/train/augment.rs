@@ -15,7 +15,7 @@ const GAINS: [f64; 3] = [5.0, 30.0, 30.0];
 pub struct Rng(pub u64);
 
 impl Rng {
-    pub fn next(&mut self) -> u64 {
+    pub fn next_u64(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
         z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
@@ -23,7 +23,7 @@ impl Rng {
         z ^ (z >> 31)
     }
     pub fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
+        (self.next_u64() >> 11) as f64 / (1u64 << 53) as f64
     }
 }
 
@@ -75,7 +75,7 @@ pub fn hsv(pixels: &mut [u8], rng: &mut Rng) {
         *a = ((rng.unit() * 2.0 - 1.0) * GAINS[k]) as i32;
     }
     for a in aug.iter_mut() {
-        if rng.next() % 2 == 0 {
+        if rng.next_u64() % 2 == 0 {
             *a = 0;
         }
     }

@@ -331,7 +331,7 @@ mod tests {
         let asg = assign(&t, &d.cls, &d.boxes, &grid, &scaler, 3, &Gains::default());
         let fg = Vec::<bool>::try_from(asg.fg.view([-1])).unwrap();
         let n = fg.iter().filter(|&&f| f).count();
-        assert!(n >= 1 && n <= 10, "{n} anchors assigned");
+        assert!((1..=10).contains(&n), "{n} anchors assigned");
         let pts = Vec::<f32>::try_from(grid.view([-1])).unwrap();
         for (i, &f) in fg.iter().enumerate() {
             if f {
