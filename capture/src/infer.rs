@@ -306,58 +306,24 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
         stages_ms: Some(Stages { preprocess: mean(&t.stages_ms[0]), forward: mean(&t.stages_ms[1]), postprocess: mean(&t.stages_ms[2]) }),
         peak_vram_mb: t.peak_vram_mb,
         mode: Some("inference".into()),
-        versions: Some(json!({
-            "libreyolo": env!("CARGO_PKG_VERSION"),
-            "torch": TORCH_VERSION.trim(),
-            "tch": "0.24.0",
-        })),
-        host: Some(json!({
-            "threads": tch::get_num_threads(),
-            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            "cuda_devices": tch::Cuda::device_count(),
-        })),
+        versions: Some(versions()),
+        host: Some(host()),
         ..Default::default()
     }
 }
 
-fn json_bytes<T: serde::Serialize>(v: &T) -> Result<Vec<u8>> {
-    let mut s = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(format!("cannot serialise: {e}")))?;
-    s.push(b'\n');
-    Ok(s)
+/// Versions recorded in every profile we capture.
+pub fn versions() -> Value {
+    json!({ "libreyolo": env!("CARGO_PKG_VERSION"), "torch": TORCH_VERSION.trim(), "tch": "0.24.0" })
 }
 
-/// The repeat file: the final trial's profile with the throughput averaged
-/// over the trials (mean, population std, n, values) and `bound: "mixed"`
-/// when the trials disagree on the verdict.
-fn aggregate(trials: &[Profile], paths: &[String]) -> Profile {
-    let last = trials.last().expect("at least one trial");
-    let mut out = last.clone();
-    let vals: Vec<f64> = trials.iter().filter_map(|p| p.img_per_s).collect();
-    if !vals.is_empty() {
-        let n = vals.len() as f64;
-        let mu = vals.iter().sum::<f64>() / n;
-        let sd = (vals.iter().map(|v| (v - mu).powi(2)).sum::<f64>() / n).sqrt();
-        let r2 = |v: f64| libreyolo_core::util::round(v, 2);
-        out.img_per_s = Some(r2(mu));
-        out.img_per_s_std = Some(r2(sd));
-        out.img_per_s_n = Some(vals.len() as u32);
-        out.img_per_s_trials = Some(vals.iter().map(|v| r2(*v)).collect());
-        out.metrics.insert("img_per_s".into(), json!(r2(mu)));
-        out.metrics.insert("img_per_s_std".into(), json!(r2(sd)));
-        out.metrics.insert("img_per_s_n".into(), json!(vals.len()));
-    }
-    if trials.iter().any(|p| p.bound != last.bound) {
-        let verdicts: Vec<&str> = trials.iter().map(|p| p.bound.as_str()).collect();
-        out.bound = "mixed".into();
-        out.bound_why = format!("the trials disagree on the verdict: {}", verdicts.join(", "));
-    }
-    out.aggregation = Some(json!({
-        "n": trials.len(),
-        "profiles": paths,
-        "representative_profile": paths.last(),
-        "note": "img_per_s is the mean of the trials (img_per_s_std: population std); latency, stages, kernel and op lists are the final trial's.",
-    }));
-    out
+/// The machine as the capture used it (threads recorded, SPEC: issue 3).
+pub fn host() -> Value {
+    json!({
+        "threads": tch::get_num_threads(),
+        "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        "cuda_devices": tch::Cuda::device_count(),
+    })
 }
 
 /// Runs `profile infer` and returns what to print on stdout.
@@ -401,7 +367,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
     std::fs::create_dir_all(&out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
-    profile::write_atomic(&out_dir.join(profile::measured::SIDECAR), &json_bytes(&m)?)?;
+    profile::write_json(&out_dir.join(profile::measured::SIDECAR), &m)?;
     match trace_tmp {
         Some(tmp) => {
             tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
@@ -413,16 +379,16 @@ pub fn infer(args: &InferArgs) -> Result<String> {
             prof.trace = None;
         }
     }
-    profile::write_atomic(&profile_path, &json_bytes(&prof)?)?;
+    profile::write_json(&profile_path, &prof)?;
     let mut shown = prof.clone();
     let mut shown_path = profile_path.clone();
     if args.repeat > 1 {
         if let Some(last) = trial_profiles.last_mut() {
             *last = prof.clone();
         }
-        let agg = aggregate(&trial_profiles, &trial_paths);
+        let agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
         shown_path = project.join("infer_repeat.json");
-        profile::write_atomic(&shown_path, &json_bytes(&agg)?)?;
+        profile::write_json(&shown_path, &agg)?;
         shown = agg;
     }
     Ok(if args.json { render_json(&shown, &shown_path) } else { render_text(&shown, &shown_path) })
