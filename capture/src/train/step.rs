@@ -508,77 +508,12 @@ pub fn run(args: &RunArgs) -> Result<String> {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
         }
-        let agg = aggregate(&trial_profiles, &trial_paths);
+        let agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
         let path = project.join("profile_repeat.json");
         profile::write_atomic(&path, &json_bytes(&agg)?)?;
         return Ok(if args.json { render_json(&agg, &path) } else { render_text(&agg, &path) });
     }
     Ok(if args.json { render_json(&prof, &profile_path) } else { render_text(&prof, &profile_path) })
-}
-
-/// Population mean and standard deviation.
-fn mean_std(v: &[f64]) -> (f64, f64) {
-    let n = v.len() as f64;
-    let mu = v.iter().sum::<f64>() / n;
-    (mu, (v.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / n).sqrt())
-}
-
-/// The repeat file: the final trial's profile (kernel and op lists) with the
-/// scalar timings averaged over the trials, img/s with std, n and the
-/// per-trial values, a std beside the other timing means, and `bound:
-/// "mixed"` when the trials disagree on the verdict.
-fn aggregate(trials: &[Profile], paths: &[String]) -> Profile {
-    let last = trials.last().expect("at least one trial");
-    let mut out = last.clone();
-    let r = |v: f64, d: i32| libreyolo_core::util::round(v, d);
-    let vals: Vec<f64> = trials.iter().filter_map(|p| p.img_per_s).collect();
-    if !vals.is_empty() {
-        let (mu, sd) = mean_std(&vals);
-        out.img_per_s = Some(r(mu, 2));
-        out.img_per_s_std = Some(r(sd, 2));
-        out.img_per_s_n = Some(vals.len() as u32);
-        out.img_per_s_trials = Some(vals.iter().map(|v| r(*v, 2)).collect());
-        out.metrics.insert("img_per_s".into(), json!(r(mu, 2)));
-        out.metrics.insert("img_per_s_std".into(), json!(r(sd, 2)));
-        out.metrics.insert("img_per_s_n".into(), json!(vals.len()));
-    }
-    // Scalars averaged across trials, each with its population std.
-    type Field = (&'static str, fn(&Profile) -> Option<f64>, fn(&mut Profile, f64), i32);
-    let fields: [Field; 8] = [
-        ("step_ms", |p| Some(p.step_ms), |p, v| p.step_ms = v, 2),
-        ("dataload_ms", |p| p.dataload_ms, |p, v| p.dataload_ms = Some(v), 3),
-        ("dataload_frac", |p| p.dataload_frac, |p, v| p.dataload_frac = Some(v), 3),
-        ("gpu_util", |p| Some(p.gpu_util), |p, v| p.gpu_util = v, 3),
-        ("gpu_busy_ms_per_step", |p| Some(p.gpu_busy_ms_per_step), |p, v| p.gpu_busy_ms_per_step = v, 2),
-        ("host_overhead_ms_per_step", |p| Some(p.host_overhead_ms_per_step), |p, v| p.host_overhead_ms_per_step = v, 2),
-        ("launches_per_step", |p| Some(p.launches_per_step), |p, v| p.launches_per_step = v, 1),
-        ("tensorcore_pct", |p| Some(p.tensorcore_pct), |p, v| p.tensorcore_pct = v, 1),
-    ];
-    for (key, get, set, digits) in fields {
-        let v: Vec<f64> = trials.iter().filter_map(get).collect();
-        if v.len() != trials.len() {
-            continue;
-        }
-        let (mu, sd) = mean_std(&v);
-        set(&mut out, r(mu, digits));
-        if out.metrics.contains_key(key) {
-            out.metrics.insert(key.to_string(), json!(r(mu, digits)));
-        }
-        out.metrics_std.insert(key.to_string(), r(sd, digits + 1));
-    }
-    if trials.iter().any(|p| p.bound != last.bound) {
-        let verdicts: Vec<&str> = trials.iter().map(|p| p.bound.as_str()).collect();
-        out.bound = libreyolo_core::analysis::verdict::MIXED.into();
-        out.bound_why = format!("the trials disagree on the verdict: {}", verdicts.join(", "));
-        out.metrics.insert("bound".into(), json!(out.bound));
-    }
-    out.aggregation = Some(json!({
-        "n": trials.len(),
-        "profiles": paths,
-        "representative_profile": paths.last(),
-        "note": "img_per_s and the step scalars are means of the trials (img_per_s_std and metrics_std: population std); phases, kernel and op lists are the final trial's.",
-    }));
-    out
 }
 
 fn render_text(p: &Profile, path: &Path) -> String {
