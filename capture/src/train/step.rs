@@ -38,7 +38,6 @@ use super::data::{Dataset, Loader};
 use super::loss::{yolo9_loss, Gains};
 use crate::checkpoint;
 use crate::device;
-use crate::infer::TORCH_VERSION;
 use crate::model::{self, Config, Yolo9};
 use crate::profiler::{Options, Range, Session};
 use crate::weights;
@@ -446,20 +445,10 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
         }),
         composition_ms: composition,
         mode: Some("training".into()),
-        versions: Some(json!({"libreyolo": env!("CARGO_PKG_VERSION"), "torch": TORCH_VERSION.trim(), "tch": "0.24.0"})),
-        host: Some(json!({
-            "threads": tch::get_num_threads(),
-            "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
-            "cuda_devices": tch::Cuda::device_count(),
-        })),
+        versions: Some(crate::infer::versions()),
+        host: Some(crate::infer::host()),
         ..Default::default()
     }
-}
-
-fn json_bytes<T: serde::Serialize>(v: &T) -> Result<Vec<u8>> {
-    let mut s = serde_json::to_vec_pretty(v).map_err(|e| Error::failed(format!("cannot serialise: {e}")))?;
-    s.push(b'\n');
-    Ok(s)
 }
 
 /// Runs `profile run` and returns what to print on stdout.
@@ -500,17 +489,17 @@ pub fn run(args: &RunArgs) -> Result<String> {
     let (meas, trace_tmp, mut prof) = last.expect("at least one trial");
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
-    profile::write_atomic(&out_dir.join(profile::measured::SIDECAR), &json_bytes(&meas)?)?;
+    profile::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
     trace_tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
     prof.trace = Some(trace_path.display().to_string());
-    profile::write_atomic(&profile_path, &json_bytes(&prof)?)?;
+    profile::write_json(&profile_path, &prof)?;
     if args.repeat > 1 {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
         }
         let agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
         let path = project.join("profile_repeat.json");
-        profile::write_atomic(&path, &json_bytes(&agg)?)?;
+        profile::write_json(&path, &agg)?;
         return Ok(if args.json { render_json(&agg, &path) } else { render_text(&agg, &path) });
     }
     Ok(if args.json { render_json(&prof, &profile_path) } else { render_text(&prof, &profile_path) })
