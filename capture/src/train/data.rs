@@ -18,6 +18,7 @@
 //! Each image gets the family's HSV jitter and horizontal flip
 //! ([`super::augment`]). Not here yet: mosaic and the random affine.
 
+use super::augment::Rng;
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -178,29 +179,10 @@ impl Dataset {
 }
 
 /// The augmentation's generator for image `i` (deterministic per image).
-fn aug_rng(i: usize) -> super::augment::Rng {
-    super::augment::Rng(0xA06_0000 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
+fn aug_rng(i: usize) -> Rng {
+    Rng(0xA06_0000 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-/// splitmix64: a tiny, well-mixed deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
-        let mut z = self.0;
-        z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
-        z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
-        z ^ (z >> 31)
-    }
-    /// Uniform in `[0, 1)`.
-    fn unit(&mut self) -> f64 {
-        (self.next() >> 11) as f64 / (1u64 << 53) as f64
-    }
-    fn range(&mut self, lo: f64, hi: f64) -> f64 {
-        lo + (hi - lo) * self.unit()
-    }
-}
 
 /// The `i`-th synthetic image.
 pub fn synthetic(i: usize, size: usize) -> Sample {
@@ -211,16 +193,16 @@ pub fn synthetic(i: usize, size: usize) -> Sample {
         pixels.extend_from_slice(&bg);
     }
     let s = size as f64;
-    let count = 1 + (rng.next() % 4) as usize;
+    let count = 1 + (rng.next_u64() % 4) as usize;
     let mut labels = Vec::with_capacity(count);
     for _ in 0..count {
-        let class = (rng.next() % 2) as usize;
+        let class = (rng.next_u64() % 2) as usize;
         let w = rng.range(0.1, 0.5) * s;
         let h = rng.range(0.1, 0.5) * s;
         let x1 = rng.range(0.0, s - w);
         let y1 = rng.range(0.0, s - h);
         // A colour far enough from the background to be visible.
-        let colour: [u8; 3] = std::array::from_fn(|c| bg[c].wrapping_add(64 + (rng.next() % 128) as u8));
+        let colour: [u8; 3] = std::array::from_fn(|c| bg[c].wrapping_add(64 + (rng.next_u64() % 128) as u8));
         let (cx, cy, rx, ry) = (x1 + w / 2.0, y1 + h / 2.0, w / 2.0, h / 2.0);
         for y in (y1 as usize)..((y1 + h) as usize).min(size) {
             for x in (x1 as usize)..((x1 + w) as usize).min(size) {
