@@ -5,34 +5,19 @@ mod common;
 
 use std::path::Path;
 
-use clap::Parser;
-use libreyolo_core::cli::{Cli, InferArgs, ProfileCommand, TopCommand};
+use libreyolo_core::cli::{InferArgs, ProfileCommand};
 use libreyolo_core::error::exit;
 
-/// The profiler is process-wide: captures take turns.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn args(extra: &[&str]) -> InferArgs {
-    let mut argv = vec!["libreyolo", "profile", "infer"];
-    argv.extend_from_slice(extra);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
-    match p.command.unwrap() {
+    match common::command("infer", extra) {
         ProfileCommand::Infer(a) => a,
         _ => unreachable!(),
     }
 }
 
 fn infer(extra: &[&str]) -> libreyolo_core::Result<String> {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::turn();
     libreyolo_capture::infer(&args(extra))
-}
-
-fn reader(argv: &[&str]) -> String {
-    let mut full = vec!["libreyolo", "profile"];
-    full.extend_from_slice(argv);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&full).unwrap().command;
-    let r = p.command.unwrap().into_reader().ok().unwrap();
-    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }
 
 const SMALL: &[&str] = &["--device", "cpu", "--imgsz", "320", "--warmup", "2", "--runs", "6"];
@@ -88,12 +73,12 @@ fn infer_on_cpu_then_every_reader() {
     assert_eq!(t.window.real_steps, 6);
 
     let pp = profile_path.to_str().unwrap();
-    assert!(reader(&["summary", pp]).contains("forward"));
-    assert!(reader(&["phases", pp]).contains("postprocess"));
-    assert!(reader(&["ops", pp, "--top", "5"]).contains("aten::"));
-    reader(&["kernels", pp]);
-    assert!(!reader(&["get", pp, "step_ms"]).trim().is_empty());
-    let json: serde_json::Value = serde_json::from_str(&reader(&["summary", pp, "--json"])).unwrap();
+    assert!(common::reader(&["summary", pp]).contains("forward"));
+    assert!(common::reader(&["phases", pp]).contains("postprocess"));
+    assert!(common::reader(&["ops", pp, "--top", "5"]).contains("aten::"));
+    common::reader(&["kernels", pp]);
+    assert!(!common::reader(&["get", pp, "step_ms"]).trim().is_empty());
+    let json: serde_json::Value = serde_json::from_str(&common::reader(&["summary", pp, "--json"])).unwrap();
     assert!(json.is_object());
 }
 

@@ -1,15 +1,14 @@
 //! A real capture on CPU: the profiler records our ranges around tch ops, the
 //! trace it saves parses in the core, and the steps/phases are found.
 
+mod common;
+
 use libreyolo_capture::profiler::{self, Options, Session};
 use tch::{Device, Kind, Tensor};
 
-/// The profiler is process-wide: the tests take turns.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 #[test]
 fn ranges_and_ops_reach_the_trace() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::turn();
     let dir = tempfile::tempdir().unwrap();
     let trace = dir.path().join("profile_trace.json");
     let steps = 3u64;
@@ -48,7 +47,7 @@ fn ranges_and_ops_reach_the_trace() {
 
 #[test]
 fn dropped_session_stops_the_profiler() {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::turn();
     {
         let _s = Session::start(Options::default()).unwrap();
     }

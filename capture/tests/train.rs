@@ -1,35 +1,22 @@
 //! `profile run --device cpu` end to end on the built-in synthetic dataset,
 //! the readers on the result, and the window that does not fit (exit 3).
 
-use clap::Parser;
-use libreyolo_core::cli::{Cli, ProfileCommand, RunArgs, TopCommand};
+mod common;
+
+use libreyolo_core::cli::{ProfileCommand, RunArgs};
 use libreyolo_core::error::exit;
 use serde_json::Value;
 
-/// The profiler is process-wide: captures take turns.
-static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
-
 fn args(extra: &[&str]) -> RunArgs {
-    let mut argv = vec!["libreyolo", "profile", "run"];
-    argv.extend_from_slice(extra);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
-    match p.command.unwrap() {
+    match common::command("run", extra) {
         ProfileCommand::Run(a) => a,
         _ => unreachable!(),
     }
 }
 
 fn run(extra: &[&str]) -> libreyolo_core::Result<String> {
-    let _turn = TURN.lock().unwrap_or_else(|e| e.into_inner());
+    let _turn = common::turn();
     libreyolo_capture::train::run(&args(extra))
-}
-
-fn reader(argv: &[&str]) -> String {
-    let mut full = vec!["libreyolo", "profile"];
-    full.extend_from_slice(argv);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&full).unwrap().command;
-    let r = p.command.unwrap().into_reader().ok().unwrap();
-    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }
 
 /// Random-init weights whatever the machine holds: a name found nowhere.
@@ -72,10 +59,10 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     assert_ne!(prof["bound"], "host / launch", "{}", prof["bound_why"]);
 
     let profile = train.join("profile.json").display().to_string();
-    assert!(reader(&["summary", &profile]).contains("img/s"));
-    assert!(reader(&["phases", &profile]).contains("backward"));
+    assert!(common::reader(&["summary", &profile]).contains("img/s"));
+    assert!(common::reader(&["phases", &profile]).contains("backward"));
     let trace = train.join("profile_trace.json").display().to_string();
-    assert!(reader(&["summary", &trace]).contains("img/s"));
+    assert!(common::reader(&["summary", &trace]).contains("img/s"));
 }
 
 #[test]
@@ -181,5 +168,5 @@ fn repeat_writes_the_aggregate_beside_the_trials() {
     assert_eq!(agg["aggregation"]["n"], 2);
     assert!(agg["metrics_std"]["step_ms"].as_f64().is_some(), "{}", agg["metrics_std"]);
     assert!(dir.path().join("train/profile.json").is_file());
-    assert!(reader(&["summary", &dir.path().join("profile_repeat.json").display().to_string()]).contains("img/s"));
+    assert!(common::reader(&["summary", &dir.path().join("profile_repeat.json").display().to_string()]).contains("img/s"));
 }

@@ -26,3 +26,28 @@ pub fn run_python(py: &PathBuf, script: &str, args: &[&str]) -> String {
     assert!(out.status.success(), "python failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
+
+/// The profiler is process-wide: captures in one test binary take turns.
+pub static TURN: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Holds the profiler for the caller's capture.
+pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+    TURN.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Parses `libreyolo profile <sub> <extra…>` as the binary does.
+pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand {
+    use clap::Parser;
+    use libreyolo_core::cli::{Cli, TopCommand};
+    let mut argv = vec!["libreyolo", "profile", sub];
+    argv.extend_from_slice(extra);
+    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
+    p.command.unwrap()
+}
+
+/// Runs a reader command (`["summary", path, …]`) and returns its stdout.
+pub fn reader(argv: &[&str]) -> String {
+    let (sub, extra) = argv.split_first().expect("a reader subcommand");
+    let r = command(sub, extra).into_reader().ok().expect("a reader subcommand");
+    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+}
