@@ -1,5 +1,5 @@
 //! Links the capture engine against the libtorch that tch found (the venv of
-//! `scripts/setup-torch.sh`) and compiles the profiler shim.
+//! `scripts/setup-torch.sh`) and compiles the shims (profiler, tensor ops).
 //!
 //! - rpath: a tch binary carries no rpath, so without this it needs
 //!   LD_LIBRARY_PATH.
@@ -16,6 +16,7 @@ use std::path::PathBuf;
 
 fn main() {
     println!("cargo:rerun-if-changed=shim/profiler.cpp");
+    println!("cargo:rerun-if-changed=shim/ops.cpp");
     println!("cargo:rerun-if-changed=build.rs");
     let lib = PathBuf::from(
         std::env::var("DEP_TCH_LIBTORCH_LIB")
@@ -42,6 +43,7 @@ fn main() {
         .flag("-D_GLIBCXX_USE_CXX11_ABI=1")
         .flag("-DGLOG_USE_GLOG_EXPORT")
         .file("shim/profiler.cpp")
+        .file("shim/ops.cpp")
         .compile("libreyolo_profiler_shim");
 }
 

@@ -7,6 +7,7 @@ pub mod checkpoint;
 pub mod device;
 pub mod infer;
 pub mod model;
+pub mod ops;
 pub mod pickle;
 pub mod postprocess;
 pub mod preprocess;

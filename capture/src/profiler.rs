@@ -62,7 +62,8 @@ impl Drop for Range<'_> {
     }
 }
 
-fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), String> {
+/// Runs a shim entry point with an error buffer; its message on failure.
+pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), String> {
     let mut buf = vec![0 as c_char; 1024];
     let rc = f(buf.as_mut_ptr(), buf.len());
     if rc == 0 {

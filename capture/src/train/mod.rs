@@ -1,10 +1,15 @@
 //! `libreyolo profile run`: a short, real YOLOv9 training under the
 //! profiler (SPEC §1.1). [`loss`] is the family's loss, [`data`] the
-//! datasets and the loader, [`step`] the measured training loop.
+//! datasets and the loader, [`optim`] the optimizer and its schedule,
+//! [`ema`] the weight average, [`scaler`] AMP's loss scaling, [`step`] the
+//! measured training loop.
 
 pub mod augment;
 pub mod data;
+pub mod ema;
 pub mod loss;
+pub mod optim;
+pub mod scaler;
 pub mod step;
 pub mod yolo;
 
