@@ -5,6 +5,7 @@
 //! measured training loop.
 
 pub mod augment;
+pub mod autobatch;
 pub mod data;
 pub mod ema;
 pub mod loss;
