@@ -11,14 +11,20 @@
 //! rectangles or ellipses, the shape kind being the class. The same index
 //! always gives the same image and labels.
 //!
-//! YOLO-format datasets ([`super::yolo`]) are decoded and letterboxed into
-//! the square input (top-left, grey 114 padding, as LibreYOLO's YOLOv9
-//! preprocessing) by the workers.
+//! YOLO-format datasets ([`super::yolo`]) are decoded and resized by the
+//! workers so their longer side is the input size (bilinear, as LibreYOLO's
+//! `load_resized_img`).
 //!
-//! Each image gets the family's HSV jitter and horizontal flip
-//! ([`super::augment`]). Not here yet: mosaic and the random affine.
+//! Each sample is then LibreYOLO 1.6's YOLOv9 training pipeline: a mosaic
+//! with three other images of the dataset and a random affine
+//! ([`super::mosaic`]), then HSV jitter, horizontal flip, top-left letterbox
+//! and box filtering ([`super::augment::transform`]). All of it draws from
+//! one generator seeded by the sample's index, so a sample is the same on
+//! every run and in every worker.
 
 use super::augment::Rng;
+use super::geometry::{resize, Image};
+use super::mosaic::{self, Source};
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver};
@@ -86,24 +92,19 @@ impl YoloSet {
         Ok(YoloSet { data, labels, unlabelled, skipped_lines })
     }
 
-    /// Image `i` decoded and letterboxed into `size`×`size`.
-    fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
+    /// Image `i` decoded and resized so its longer side is `size` (their
+    /// `pull_item`), boxes in its pixels.
+    fn pull(&self, i: usize, size: usize) -> std::result::Result<(Image, Vec<[f32; 5]>), String> {
         let path = &self.data.images[i];
-        let mut img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
-        let (w, h) = (img.width() as f32, img.height() as f32);
-        // Augment at the image's own size, before the letterbox (their order).
-        let mut px_labels: Vec<[f32; 5]> = self.labels[i].iter().map(|l| [l[0], l[1] * w, l[2] * h, l[3] * w, l[4] * h]).collect();
-        super::augment::apply(&mut img, w as usize, h as usize, &mut px_labels, &mut aug_rng(i));
-        let r = (size as f32 / w).min(size as f32 / h);
-        let (nw, nh) = (((w * r) as u32).max(1), ((h * r) as u32).max(1));
-        let resized = image::imageops::resize(&img, nw, nh, image::imageops::FilterType::Triangle);
-        let mut pixels = vec![114u8; size * size * 3];
-        for y in 0..nh as usize {
-            let row = &resized.as_raw()[y * nw as usize * 3..(y + 1) * nw as usize * 3];
-            pixels[y * size * 3..y * size * 3 + row.len()].copy_from_slice(row);
-        }
-        let labels = px_labels.iter().map(|l| [l[0], l[1] * r, l[2] * r, l[3] * r, l[4] * r]).collect();
-        Ok(Sample { size, pixels, labels })
+        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
+        let (w, h) = (img.width() as usize, img.height() as usize);
+        let img = Image { w, h, px: img.into_raw() };
+        let r = (size as f64 / h as f64).min(size as f64 / w as f64);
+        let img = resize(&img, ((w as f64 * r) as usize).max(1), ((h as f64 * r) as usize).max(1));
+        // Boxes scale by the ratio, not the rounded size (as theirs).
+        let (sx, sy) = ((w as f64 * r) as f32, (h as f64 * r) as f32);
+        let labels = self.labels[i].iter().map(|l| [l[0], l[1] * sx, l[2] * sy, l[3] * sx, l[4] * sy]).collect();
+        Ok((img, labels))
     }
 }
 
@@ -165,15 +166,38 @@ impl Dataset {
         self.names().len() as i64
     }
 
-    /// Image `i` at `size`×`size`.
+    /// Sample `i` at `size`×`size`, through the whole training pipeline.
     pub fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
+        let mut rng = aug_rng(i);
+        let (img, labels) = if rng.unit() < mosaic::MOSAIC_PROB {
+            mosaic::mosaic_affine(self, i, size, &mosaic::YOLO9, &mut rng)?
+        } else {
+            self.pull(i, size)?
+        };
+        let (img, labels) = super::augment::transform(img, labels, size, MAX_LABELS, &mut rng);
+        Ok(Sample { size, pixels: img.px, labels })
+    }
+}
+
+impl Source for Dataset {
+    fn count(&self) -> usize {
+        self.len()
+    }
+
+    fn has_labels(&self, i: usize) -> bool {
+        match self {
+            Dataset::Synthetic { .. } => true,
+            Dataset::Yolo(y) => !y.labels[i].is_empty(),
+        }
+    }
+
+    fn pull(&self, i: usize, size: usize) -> std::result::Result<(Image, Vec<[f32; 5]>), String> {
         match self {
             Dataset::Synthetic { .. } => {
-                let mut s = synthetic(i, size);
-                super::augment::apply(&mut s.pixels, size, size, &mut s.labels, &mut aug_rng(i));
-                Ok(s)
+                let s = synthetic(i, size);
+                Ok((Image { w: size, h: size, px: s.pixels }, s.labels))
             }
-            Dataset::Yolo(y) => y.sample(i, size),
+            Dataset::Yolo(y) => y.pull(i, size),
         }
     }
 }
@@ -396,5 +420,82 @@ mod tests {
             assert!(b.images.equal(&want.images), "batch {k}");
         }
         assert!(l.next_batch().is_none());
+    }
+
+    /// A YOLO dataset of `n` 80×60 PNGs; images whose index is in `labelled`
+    /// get one box of class `i % 2`, the rest no label file.
+    fn yolo_dataset(dir: &std::path::Path, n: usize, labelled: impl Fn(usize) -> bool) -> Dataset {
+        let (img_dir, lbl_dir) = (dir.join("images/train"), dir.join("labels/train"));
+        std::fs::create_dir_all(&img_dir).unwrap();
+        std::fs::create_dir_all(&lbl_dir).unwrap();
+        for i in 0..n {
+            let img = image::RgbImage::from_fn(80, 60, |x, y| image::Rgb([(x * 3) as u8, (y * 4) as u8, (i * 40) as u8]));
+            img.save(img_dir.join(format!("{i}.png"))).unwrap();
+            if labelled(i) {
+                std::fs::write(lbl_dir.join(format!("{i}.txt")), format!("{} 0.5 0.5 0.6 0.5\n", i % 2)).unwrap();
+            }
+        }
+        let yaml = dir.join("data.yaml");
+        std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n").unwrap();
+        Dataset::parse(&yaml.display().to_string()).unwrap()
+    }
+
+    fn assert_labels_inside(s: &Sample) {
+        let z = s.size as f32;
+        assert_eq!(s.pixels.len(), s.size * s.size * 3);
+        for l in &s.labels {
+            assert!(l[0] == 0.0 || l[0] == 1.0, "{l:?}");
+            assert!(0.0 <= l[1] && l[1] < l[3] && l[3] <= z && 0.0 <= l[2] && l[2] < l[4] && l[4] <= z, "{l:?}");
+            assert!(l[3] - l[1] > 1.0 && l[4] - l[2] > 1.0, "{l:?}");
+        }
+    }
+
+    #[test]
+    fn samples_are_mosaics_deterministic_per_index() {
+        let ds = Dataset::Synthetic { n: 12 };
+        let mut total = 0;
+        for i in 0..12 {
+            let a = ds.sample(i, 64).unwrap();
+            let b = ds.sample(i, 64).unwrap();
+            assert_eq!((&a.pixels, &a.labels), (&b.pixels, &b.labels));
+            assert_labels_inside(&a);
+            total += a.labels.len();
+        }
+        // A mosaic shows several images' boxes: on average more than one
+        // synthetic image has (2.5).
+        assert!(total > 12 * 2, "{total} boxes in 12 samples");
+        assert_ne!(ds.sample(0, 64).unwrap().pixels, ds.sample(1, 64).unwrap().pixels);
+    }
+
+    #[test]
+    fn yolo_samples_mix_labelled_and_unlabelled_images() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = yolo_dataset(dir.path(), 6, |i| i % 3 != 0);
+        let mut boxes = 0;
+        for i in 0..6 {
+            let s = ds.sample(i, 64).unwrap();
+            assert_labels_inside(&s);
+            assert_eq!(s.labels, ds.sample(i, 64).unwrap().labels);
+            boxes += s.labels.len();
+        }
+        assert!(boxes > 0);
+        // The pulled image fits the input, its box scaled with it.
+        let (img, l) = ds.pull(1, 64).unwrap();
+        assert_eq!((img.w, img.h), (64, 48));
+        let want = [1.0, 12.8, 12.0, 51.2, 36.0];
+        assert!(l.len() == 1 && l[0].iter().zip(want).all(|(a, b)| (a - b).abs() < 1e-4), "{l:?}");
+    }
+
+    #[test]
+    fn a_dataset_without_labels_gives_background_samples() {
+        let dir = tempfile::tempdir().unwrap();
+        let ds = yolo_dataset(dir.path(), 3, |_| false);
+        for i in 0..3 {
+            let s = ds.sample(i, 32).unwrap();
+            assert!(s.labels.is_empty());
+            assert_eq!(s.pixels.len(), 32 * 32 * 3);
+        }
+        let b = collate(&[ds.sample(0, 32).unwrap()], MAX_LABELS);
+        assert_eq!(b.labels, 0);
     }
 }

@@ -1,6 +1,7 @@
 //! `libreyolo profile run`: a short, real YOLOv9 training under the
 //! profiler (SPEC §1.1). [`loss`] is the family's loss, [`data`] the
-//! datasets and the loader, [`optim`] the optimizer and its schedule,
+//! datasets and the loader, [`mosaic`], [`augment`] and [`geometry`] its
+//! augmentation, [`optim`] the optimizer and its schedule,
 //! [`ema`] the weight average, [`scaler`] AMP's loss scaling, [`step`] the
 //! measured training loop.
 
@@ -8,7 +9,9 @@ pub mod augment;
 pub mod autobatch;
 pub mod data;
 pub mod ema;
+pub mod geometry;
 pub mod loss;
+pub mod mosaic;
 pub mod optim;
 pub mod scaler;
 pub mod step;
