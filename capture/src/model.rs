@@ -4,9 +4,18 @@
 //! they are. Written from the architecture (YOLOv9: ELAN / RepNCSPELAN,
 //! AConv / ADown, SPPELAN, the decoupled DFL head), not copied.
 //!
-//! The model is inference-only here: [`Yolo9::fuse`] folds every BatchNorm
-//! into its convolution and every RepConvN's 1×1 branch into its 3×3 one, the
-//! same re-parameterisation LibreYOLO's `fuse()` does.
+//! For inference, [`Yolo9::fuse`] folds every BatchNorm into its convolution
+//! and every RepConvN's 1×1 branch into its 3×3 one, the same
+//! re-parameterisation LibreYOLO's `fuse()` does.
+//!
+//! For training, [`Yolo9::enable_aux`] attaches the PGI auxiliary branch
+//! LibreYOLO 1.6 trains with (its `enable_aux`, after MultimediaTechLab's
+//! `auxiliary` section of `v9-*.yaml`): an SPPELAN on the backbone's pre-SPP
+//! B5 feature, a top-down path that concatenates with B4 and B3
+//! (`aux.spp`, `aux.elan_a4`, `aux.elan_a3`), and a second detection head on
+//! those three maps (`aux_head.cv2|cv3.*`). It only feeds the training loss
+//! ([`Yolo9::forward_train`]); a model built for inference never has it, so
+//! its graph and state dict stay single-head.
 
 use std::collections::HashMap;
 
@@ -438,12 +447,111 @@ struct Tower {
 }
 
 impl Tower {
+    fn new(p: &nn::Path, c: i64, hidden: i64, out: i64, groups: i64, bias: f64) -> Tower {
+        Tower {
+            a: Conv::new(&(p / 0), c, hidden, 3, 1, None, 1, true),
+            b: Conv::new(&(p / 1), hidden, hidden, 3, 1, None, groups, true),
+            out: Conv2d::new(&(p / 2), hidden, out, groups, bias),
+        }
+    }
+    fn fuse(&mut self) {
+        self.a.fuse();
+        self.b.fuse();
+    }
     fn forward(&self, x: &Tensor) -> Tensor {
         self.out.forward(&self.b.forward(&self.a.forward(x)))
     }
 }
 
+/// The decoupled detection head (LibreYOLO's `DDetect`): per scale a box
+/// tower (`cv2.i`, grouped, `4·reg_max` outputs) and a class tower (`cv3.i`,
+/// `nc` outputs), concatenated channel-wise.
+struct Detect {
+    box_towers: Vec<Tower>,
+    cls_towers: Vec<Tower>,
+}
+
+impl Detect {
+    /// `ch` are the three input widths; `cls_hidden` the class towers'
+    /// hidden width (see [`Yolo9::with_class_width`]).
+    fn new(p: &nn::Path, ch: &[i64; 3], nc: i64, cls_hidden: i64) -> Detect {
+        let groups = 4;
+        let box_out = 4 * REG_MAX;
+        let round_up = |v: i64, d: i64| (v + d - 1) / d * d;
+        let box_hidden = round_up(ch[0] / 4, groups).max(box_out).max(REG_MAX);
+        Detect {
+            box_towers: ch.iter().enumerate().map(|(i, &c)| Tower::new(&(p / "cv2" / i), c, box_hidden, box_out, groups, 1.0)).collect(),
+            cls_towers: ch.iter().enumerate().map(|(i, &c)| Tower::new(&(p / "cv3" / i), c, cls_hidden, nc, 1, -10.0)).collect(),
+        }
+    }
+    fn fuse(&mut self) {
+        self.box_towers.iter_mut().chain(self.cls_towers.iter_mut()).for_each(Tower::fuse);
+    }
+    fn forward(&self, feats: &[Tensor]) -> Vec<Tensor> {
+        feats
+            .iter()
+            .enumerate()
+            .map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1))
+            .collect()
+    }
+}
+
+/// Nearest-neighbour ×2 upsampling (`nn.Upsample(scale_factor=2)`).
+fn upsample2(t: &Tensor) -> Tensor {
+    let (h, w) = (t.size()[2], t.size()[3]);
+    t.upsample_nearest2d([h * 2, w * 2], Some(2.0), Some(2.0))
+}
+
+/// LibreYOLO's `AuxNeck`: SPPELAN on the pre-SPP B5, then upsample + concat
+/// with B4 and with B3, each followed by a RepNCSPELAN of the main neck's
+/// top-down widths. Returns (A3, A4, A5) for the auxiliary head.
+struct AuxNeck {
+    spp: SppElan,
+    elan_a4: RepNCSPElan,
+    elan_a3: RepNCSPElan,
+}
+
+impl AuxNeck {
+    fn new(p: &nn::Path, cfg: &Config) -> AuxNeck {
+        let [(_, b3, _), (_, b4, _), (_, b5, _)] = cfg.stages;
+        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| RepNCSPElan::new(&(p / name), c1, part, part / 2, out, cfg.repeat);
+        AuxNeck {
+            spp: SppElan::new(&(p / "spp"), b5, cfg.spp_out / 2, cfg.spp_out),
+            elan_a4: elan("elan_a4", cfg.spp_out + b4, cfg.up1),
+            elan_a3: elan("elan_a3", cfg.up1.0 + b3, cfg.up2),
+        }
+    }
+    fn fuse(&mut self) {
+        self.spp.fuse();
+        self.elan_a4.fuse();
+        self.elan_a3.fuse();
+    }
+    fn forward(&self, p3: &Tensor, p4: &Tensor, b5: &Tensor) -> [Tensor; 3] {
+        let a5 = self.spp.forward(b5);
+        let a4 = self.elan_a4.forward(&Tensor::cat(&[&upsample2(&a5), p4], 1));
+        let a3 = self.elan_a3.forward(&Tensor::cat(&[&upsample2(&a4), p3], 1));
+        [a3, a4, a5]
+    }
+}
+
+/// The PGI auxiliary branch and its loss weight.
+struct Aux {
+    neck: AuxNeck,
+    head: Detect,
+    weight: f64,
+}
+
+/// Key prefixes of the PGI auxiliary branch in a LibreYOLO state dict.
+pub fn is_aux_key(name: &str) -> bool {
+    name.starts_with("aux.") || name.starts_with("aux_head.")
+}
+
 // ----------------------------------------------------------------- model --
+
+/// The class towers' hidden width of a head built for `nc` classes.
+fn default_class_width(cfg: &Config, nc: i64) -> i64 {
+    cfg.head[0].max(nc.min(100))
+}
 
 pub const REG_MAX: i64 = 16;
 pub const STRIDES: [i64; 3] = [8, 16, 32];
@@ -469,8 +577,9 @@ pub struct Yolo9 {
     n_elan_down1: RepNCSPElan,
     n_down2: Down,
     n_elan_down2: RepNCSPElan,
-    box_towers: Vec<Tower>,
-    cls_towers: Vec<Tower>,
+    head: Detect,
+    /// The PGI auxiliary branch, once [`Yolo9::enable_aux`] attached it.
+    aux: Option<Aux>,
     project: Tensor,
     /// Anchor grid cache keyed by the input's spatial size.
     grid: std::cell::RefCell<Option<((i64, i64), Tensor, Tensor)>>,
@@ -482,6 +591,23 @@ pub struct Yolo9 {
 pub struct Output {
     pub raw: Vec<Tensor>,
     pub predictions: Tensor,
+}
+
+/// The raw maps of a training forward: the main head's and, when the PGI
+/// branch is attached with a positive weight, the auxiliary head's (same
+/// shapes).
+pub struct TrainMaps {
+    pub main: Vec<Tensor>,
+    pub aux: Option<Vec<Tensor>>,
+}
+
+/// What [`Yolo9::load_aux_state`] found for the auxiliary tensors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct AuxLoad {
+    /// Taken from the state dict (same name and shape).
+    pub loaded: usize,
+    /// Tensors of the branch, in all.
+    pub total: usize,
 }
 
 impl Yolo9 {
@@ -528,19 +654,8 @@ impl Yolo9 {
         let n_down2 = Down::new(&(&k / "down2"), cfg.adown, cfg.down1.0, cfg.down2_out);
         let n_elan_down2 = elan("elan_down2", cfg.down2_out + cfg.spp_out, cfg.down2);
 
-        let h = &root / "head";
-        let groups = 4;
-        let box_out = 4 * REG_MAX;
-        let round_up = |v: i64, d: i64| (v + d - 1) / d * d;
-        let box_hidden = round_up(cfg.head[0] / 4, groups).max(box_out).max(REG_MAX);
-        let cls_hidden = cls_hidden.unwrap_or_else(|| cfg.head[0].max(nc.min(100)));
-        let tower = |p: nn::Path, c: i64, hidden: i64, out: i64, g: i64, bias: f64| Tower {
-            a: Conv::new(&(&p / 0), c, hidden, 3, 1, None, 1, true),
-            b: Conv::new(&(&p / 1), hidden, hidden, 3, 1, None, g, true),
-            out: Conv2d::new(&(&p / 2), hidden, out, g, bias),
-        };
-        let box_towers = cfg.head.iter().enumerate().map(|(i, &c)| tower(&h / "cv2" / i, c, box_hidden, box_out, groups, 1.0)).collect();
-        let cls_towers = cfg.head.iter().enumerate().map(|(i, &c)| tower(&h / "cv3" / i, c, cls_hidden, nc, 1, -10.0)).collect();
+        let cls_hidden = cls_hidden.unwrap_or_else(|| default_class_width(&cfg, nc));
+        let head = Detect::new(&(&root / "head"), &cfg.head, nc, cls_hidden);
         let project = Tensor::arange(REG_MAX, (Kind::Float, device)).view([1, 1, REG_MAX, 1]);
 
         Ok(Yolo9 {
@@ -563,8 +678,8 @@ impl Yolo9 {
             n_elan_down1,
             n_down2,
             n_elan_down2,
-            box_towers,
-            cls_towers,
+            head,
+            aux: None,
             project,
             grid: std::cell::RefCell::new(None),
         })
@@ -577,12 +692,15 @@ impl Yolo9 {
         v
     }
 
-    /// Copies a state dict in. Every model tensor must be present with the
-    /// same shape; extra entries are reported as an error too (strict, as
-    /// LibreYOLO loads its own checkpoints), except PGI auxiliary branches
-    /// (`aux.*`, `aux_head.*`), which inference never uses.
+    /// Copies a state dict into the main model (backbone, neck, head). Every
+    /// such tensor must be present with the same shape; extra entries are
+    /// reported as an error too (strict, as LibreYOLO loads its own
+    /// checkpoints), except the PGI auxiliary branch (`aux.*`, `aux_head.*`):
+    /// its tensors are ignored here, as LibreYOLO's single-head load strips
+    /// them, and go in through [`Yolo9::load_aux_state`].
     pub fn load_state(&mut self, state: &[(String, Tensor)]) -> Result<(), String> {
-        let vars = self.vs.variables();
+        let mut vars = self.vs.variables();
+        vars.retain(|k, _| !is_aux_key(k));
         let given: HashMap<&str, &Tensor> = state.iter().map(|(k, t)| (k.as_str(), t)).collect();
         let mut missing = Vec::new();
         let mut mismatched = Vec::new();
@@ -603,7 +721,7 @@ impl Yolo9 {
         let unexpected: Vec<&str> = state
             .iter()
             .map(|(k, _)| k.as_str())
-            .filter(|k| !vars.contains_key(*k) && !k.starts_with("aux.") && !k.starts_with("aux_head."))
+            .filter(|k| !vars.contains_key(*k) && !is_aux_key(k))
             .collect();
         if missing.is_empty() && mismatched.is_empty() && unexpected.is_empty() {
             return Ok(());
@@ -626,6 +744,51 @@ impl Yolo9 {
             parts.push(format!("{} unexpected: {}", u.len(), show(&u)));
         }
         Err(format!("the checkpoint does not fit YOLOv9-{} with {} classes: {}", self.size, self.nc, parts.join("; ")))
+    }
+
+    /// Attaches the PGI auxiliary branch (randomly initialised, on the
+    /// model's device) and sets its loss weight, as LibreYOLO's
+    /// `enable_aux(weight)`: called again, only the weight changes. The
+    /// auxiliary head's class towers take the width a head built for this
+    /// `nc` has (`max(first scale's channels, min(nc, 100))`), whatever
+    /// width the main head kept from a checkpoint.
+    pub fn enable_aux(&mut self, weight: f64) {
+        if let Some(aux) = &mut self.aux {
+            aux.weight = weight;
+            return;
+        }
+        let cfg = Config::of(&self.size).expect("the model was built from a known size");
+        let root = self.vs.root();
+        let neck = AuxNeck::new(&(&root / "aux"), &cfg);
+        let head = Detect::new(&(&root / "aux_head"), &cfg.head, self.nc, default_class_width(&cfg, self.nc));
+        self.aux = Some(Aux { neck, head, weight });
+    }
+
+    /// The weight of the auxiliary loss: 0 without the branch.
+    pub fn aux_weight(&self) -> f64 {
+        self.aux.as_ref().map_or(0.0, |a| a.weight)
+    }
+
+    /// Copies the auxiliary tensors of a state dict into the attached
+    /// branch: those with the same name and shape, the rest keep their
+    /// initialisation (LibreYOLO's `_load_aux_tensors`, which is how a
+    /// checkpoint without the branch, or with another class count, still
+    /// trains with it). Nothing to do without the branch.
+    pub fn load_aux_state(&mut self, state: &[(String, Tensor)]) -> AuxLoad {
+        let mut vars = self.vs.variables();
+        vars.retain(|k, _| is_aux_key(k));
+        let given: HashMap<&str, &Tensor> = state.iter().filter(|(k, _)| is_aux_key(k)).map(|(k, t)| (k.as_str(), t)).collect();
+        let mut loaded = 0;
+        tch::no_grad(|| {
+            for (name, var) in &vars {
+                if let Some(src) = given.get(name.as_str()).filter(|s| s.size() == var.size()) {
+                    let mut v = var.shallow_clone();
+                    v.copy_(&src.to_kind(var.kind()).to_device(var.device()));
+                    loaded += 1;
+                }
+            }
+        });
+        AuxLoad { loaded, total: vars.len() }
     }
 
     /// Folds BatchNorm and RepConvN branches (inference only). Call after
@@ -653,15 +816,17 @@ impl Yolo9 {
                 e.fuse();
             }
             self.spp.fuse();
-            for t in self.box_towers.iter_mut().chain(self.cls_towers.iter_mut()) {
-                t.a.fuse();
-                t.b.fuse();
+            self.head.fuse();
+            if let Some(aux) = &mut self.aux {
+                aux.neck.fuse();
+                aux.head.fuse();
             }
         });
     }
 
-    /// Raw head outputs for an input `(B, 3, H, W)`.
-    pub fn forward_raw(&self, x: &Tensor) -> Vec<Tensor> {
+    /// The backbone's P3, P4, P5 (after SPPELAN) and the pre-SPP B5 the
+    /// auxiliary branch reads.
+    fn backbone(&self, x: &Tensor) -> [Tensor; 4] {
         let x = self.conv1.forward(&self.conv0.forward(x));
         let x = match &self.elan1 {
             First::Elan(e) => e.forward(&x),
@@ -669,22 +834,36 @@ impl Yolo9 {
         };
         let p3 = self.elan2.forward(&self.down2.forward(&x));
         let p4 = self.elan3.forward(&self.down3.forward(&p3));
-        let p5 = self.spp.forward(&self.elan4.forward(&self.down4.forward(&p4)));
+        let b5 = self.elan4.forward(&self.down4.forward(&p4));
+        let p5 = self.spp.forward(&b5);
+        [p3, p4, p5, b5]
+    }
 
-        let up = |t: &Tensor| {
-            let (h, w) = (t.size()[2], t.size()[3]);
-            t.upsample_nearest2d([h * 2, w * 2], Some(2.0), Some(2.0))
-        };
-        let n4 = self.n_elan_up1.forward(&Tensor::cat(&[up(&p5), p4], 1));
-        let o3 = self.n_elan_up2.forward(&Tensor::cat(&[up(&n4), p3], 1));
+    /// The PANet neck: top-down with B4 and B3, bottom-up back to P5.
+    fn neck(&self, p3: &Tensor, p4: &Tensor, p5: &Tensor) -> [Tensor; 3] {
+        let n4 = self.n_elan_up1.forward(&Tensor::cat(&[&upsample2(p5), p4], 1));
+        let o3 = self.n_elan_up2.forward(&Tensor::cat(&[&upsample2(&n4), p3], 1));
         let o4 = self.n_elan_down1.forward(&Tensor::cat(&[self.n_down1.forward(&o3), n4], 1));
-        let o5 = self.n_elan_down2.forward(&Tensor::cat(&[self.n_down2.forward(&o4), p5], 1));
-
+        let o5 = self.n_elan_down2.forward(&Tensor::cat(&[&self.n_down2.forward(&o4), p5], 1));
         [o3, o4, o5]
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1))
-            .collect()
+    }
+
+    /// Raw head outputs for an input `(B, 3, H, W)`: the main head only,
+    /// with or without the auxiliary branch attached.
+    pub fn forward_raw(&self, x: &Tensor) -> Vec<Tensor> {
+        let [p3, p4, p5, _] = self.backbone(x);
+        self.head.forward(&self.neck(&p3, &p4, &p5))
+    }
+
+    /// The forward of a training step (LibreYOLO's forward with targets,
+    /// before the loss): the main head's raw maps and, when the auxiliary
+    /// branch is attached with a weight above 0, its raw maps from the same
+    /// backbone pass.
+    pub fn forward_train(&self, x: &Tensor) -> TrainMaps {
+        let [p3, p4, p5, b5] = self.backbone(x);
+        let main = self.head.forward(&self.neck(&p3, &p4, &p5));
+        let aux = self.aux.as_ref().filter(|a| a.weight > 0.0).map(|a| a.head.forward(&a.neck.forward(&p3, &p4, &b5)));
+        TrainMaps { main, aux }
     }
 
     /// Forward plus decode (no grad).
@@ -740,5 +919,131 @@ impl Yolo9 {
         let lt_rb = d.chunk(2, 1);
         let xyxy = Tensor::cat(&[&anchors - &lt_rb[0], &anchors + &lt_rb[1]], 1) * strides;
         Tensor::cat(&[xyxy, Tensor::cat(&scores, 2).sigmoid()], 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn input() -> Tensor {
+        tch::manual_seed(5);
+        Tensor::rand([2, 3, 64, 64], (Kind::Float, Device::Cpu))
+    }
+
+    /// Forwards with batch statistics: from random init with the initial
+    /// running statistics, features shrink layer by layer until every head
+    /// output is its bias, and outputs could not tell weights apart.
+    fn batch_stats<T>(f: impl FnOnce() -> T) -> T {
+        set_training(true);
+        let r = f();
+        set_training(false);
+        r
+    }
+
+    fn aux_keys(m: &Yolo9) -> usize {
+        m.state_shapes().iter().filter(|(k, _)| is_aux_key(k)).count()
+    }
+
+    fn state(m: &Yolo9) -> Vec<(String, Tensor)> {
+        let mut v: Vec<(String, Tensor)> = m.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
+        v.sort_by(|a, b| a.0.cmp(&b.0));
+        v
+    }
+
+    /// The branch exists only once attached, feeds only the training
+    /// forward, and leaves the inference forward as it was.
+    #[test]
+    fn the_aux_branch_is_training_only() {
+        tch::manual_seed(0);
+        let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let x = input();
+        assert_eq!(aux_keys(&m), 0);
+        assert_eq!(m.aux_weight(), 0.0);
+        let before = batch_stats(|| m.forward_raw(&x));
+        assert!(before[0].std(false).double_value(&[]) > 1e-3, "degenerate outputs");
+        assert!(m.forward_train(&x).aux.is_none());
+
+        m.enable_aux(0.25);
+        let n = aux_keys(&m);
+        assert!(n > 0);
+        assert_eq!(m.aux_weight(), 0.25);
+        let after = batch_stats(|| m.forward_raw(&x));
+        for (a, b) in before.iter().zip(&after) {
+            assert!(a.equal(b), "the inference forward changed");
+        }
+        let t = batch_stats(|| m.forward_train(&x));
+        for (main, raw) in t.main.iter().zip(&before) {
+            assert!(main.equal(raw));
+        }
+        let aux = t.aux.expect("aux maps with the branch attached");
+        assert_eq!(aux.len(), 3);
+        for (a, b) in aux.iter().zip(&t.main) {
+            assert_eq!(a.size(), b.size());
+            assert!(!a.equal(b));
+        }
+
+        // Again: only the weight changes. Weight 0: no auxiliary maps.
+        m.enable_aux(0.5);
+        assert_eq!((aux_keys(&m), m.aux_weight()), (n, 0.5));
+        m.enable_aux(0.0);
+        assert!(m.forward_train(&x).aux.is_none());
+    }
+
+    /// A training state dict (with `aux.*`, `aux_head.*`) loads into an
+    /// inference model, which stays single-head; into a training model the
+    /// branch takes every tensor, or all but the class outputs under another
+    /// class count; a single-head state leaves the branch as initialised.
+    #[test]
+    fn aux_tensors_load_by_name_and_shape() {
+        tch::manual_seed(1);
+        let mut trained = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        trained.enable_aux(0.25);
+        let sd = state(&trained);
+        let x = input();
+        let want = batch_stats(|| trained.forward_train(&x));
+
+        tch::manual_seed(2);
+        let mut inference = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        inference.load_state(&sd).unwrap();
+        assert_eq!(aux_keys(&inference), 0);
+        for (a, b) in batch_stats(|| inference.forward_raw(&x)).iter().zip(&want.main) {
+            assert!(a.equal(b));
+        }
+
+        tch::manual_seed(3);
+        let mut training = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        training.load_state(&sd).unwrap();
+        training.enable_aux(0.25);
+        let loaded = training.load_aux_state(&sd);
+        assert_eq!(loaded, AuxLoad { loaded: aux_keys(&trained), total: aux_keys(&trained) });
+        for (a, b) in batch_stats(|| training.forward_train(&x)).aux.unwrap().iter().zip(want.aux.as_ref().unwrap()) {
+            assert!(a.equal(b));
+        }
+
+        let mut other = Yolo9::new("t", 5, Device::Cpu).unwrap();
+        other.enable_aux(0.25);
+        let r = other.load_aux_state(&sd);
+        // aux_head.cv3.{0,1,2}.2.{weight,bias} have 5 outputs instead of 3.
+        assert_eq!((r.loaded, r.total), (r.total - 6, aux_keys(&other)));
+
+        let single: Vec<(String, Tensor)> = sd.iter().filter(|(k, _)| !is_aux_key(k)).map(|(k, t)| (k.clone(), t.shallow_clone())).collect();
+        let before = state(&other);
+        assert_eq!(other.load_aux_state(&single).loaded, 0);
+        for ((k, a), (_, b)) in before.iter().zip(state(&other).iter()) {
+            assert!(a.equal(b), "{k} changed");
+        }
+    }
+
+    /// The auxiliary head's class towers have the width a head built for
+    /// the model's `nc` has, even when the main head kept a checkpoint's.
+    #[test]
+    fn the_aux_class_towers_take_the_default_width() {
+        let mut m = Yolo9::with_class_width("t", 2, Some(80), Device::Cpu).unwrap();
+        m.enable_aux(0.25);
+        let shapes: HashMap<String, Vec<i64>> = m.state_shapes().into_iter().collect();
+        assert_eq!(shapes["head.cv3.0.0.conv.weight"], [80, 64, 3, 3]);
+        assert_eq!(shapes["aux_head.cv3.0.0.conv.weight"], [64, 64, 3, 3]);
+        assert_eq!(shapes["aux_head.cv3.2.2.weight"], [2, 64, 1, 1]);
     }
 }
