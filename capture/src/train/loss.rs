@@ -17,13 +17,16 @@
 //!   assigned anchors weighted by their class target, all divided by the sum
 //!   of class targets (at least 1); gains box 7.5, DFL 1.5, class 0.5.
 //!
+//! With the PGI auxiliary branch attached, [`yolo9_train_loss`] adds the
+//! auxiliary head's loss at its weight, component by component.
+//!
 //! Targets are `(B, M, 5)` rows `[class, x1, y1, x2, y2]` normalised to the
 //! input size; rows of zeros pad images with fewer than `M` boxes (a zero box
 //! holds no anchor, so it is never assigned).
 
 use tch::{Device, Kind, Reduction, Tensor};
 
-use crate::model::{REG_MAX, STRIDES};
+use crate::model::{TrainMaps, REG_MAX, STRIDES};
 
 /// LibreYOLO's defaults for YOLOv9 (`YOLO9Loss.__init__`).
 #[derive(Debug, Clone, Copy)]
@@ -265,6 +268,33 @@ pub fn yolo9_loss(raw: &[Tensor], targets: &Tensor, imgsz: (i64, i64), nc: i64, 
     Loss { total, box_loss, dfl_loss, cls_loss, fg_per_image: n_fg as f64 / b.max(1) as f64 }
 }
 
+/// LibreYOLO's `combine_aux_losses`: every component (total, box, DFL,
+/// class) becomes `main + weight · aux`, so the total backpropagated and the
+/// value reported are the combined total; the foreground count stays the
+/// main head's.
+pub fn combine_aux_losses(main: Loss, aux: &Loss, weight: f64) -> Loss {
+    let mix = |m: &Tensor, a: &Tensor| m + a * weight;
+    Loss {
+        total: mix(&main.total, &aux.total),
+        box_loss: mix(&main.box_loss, &aux.box_loss),
+        dfl_loss: mix(&main.dfl_loss, &aux.dfl_loss),
+        cls_loss: mix(&main.cls_loss, &aux.cls_loss),
+        fg_per_image: main.fg_per_image,
+    }
+}
+
+/// The loss of a training forward: the main head's loss, plus the PGI
+/// auxiliary head's at `aux_weight` when the forward produced its maps
+/// (each head has its own assignment, on its own predictions, as
+/// LibreYOLO's second `YOLO9Loss` instance).
+pub fn yolo9_train_loss(maps: &TrainMaps, targets: &Tensor, imgsz: (i64, i64), nc: i64, g: &Gains, aux_weight: f64) -> Loss {
+    let main = yolo9_loss(&maps.main, targets, imgsz, nc, g);
+    match &maps.aux {
+        Some(aux) => combine_aux_losses(main, &yolo9_loss(aux, targets, imgsz, nc, g), aux_weight),
+        None => main,
+    }
+}
+
 /// Device of a set of head maps (for callers building targets).
 pub fn device_of(raw: &[Tensor]) -> Device {
     raw[0].device()
@@ -384,6 +414,56 @@ mod tests {
         }
         assert!(per_class[0] >= 1 && per_class[1] >= 1, "{per_class:?}");
         assert!(per_class[0] + per_class[1] <= 20);
+    }
+
+    /// With auxiliary maps, every component is main + weight · aux (each
+    /// head assigned on its own predictions), the foreground count is the
+    /// main head's, and the auxiliary maps get weight × their own gradient.
+    #[test]
+    fn the_training_loss_adds_the_aux_head_at_its_weight() {
+        tch::manual_seed(3);
+        let maps = |scale: f64| -> Vec<Tensor> {
+            [(8, 8), (4, 4), (2, 2)]
+                .iter()
+                .map(|&(h, w)| (Tensor::randn([2, 4 * REG_MAX + 3, h, w], (Kind::Float, Device::Cpu)) * scale).set_requires_grad(true))
+                .collect()
+        };
+        let (main, aux) = (maps(0.1), maps(0.3));
+        let t = Tensor::from_slice(&[1.0f32, 0.2, 0.3, 0.6, 0.7, 2.0, 0.1, 0.1, 0.4, 0.5]).view([2, 1, 5]);
+        let g = Gains::default();
+        let m = yolo9_loss(&main, &t, (64, 64), 3, &g);
+        let a = yolo9_loss(&aux, &t, (64, 64), 3, &g);
+        let tm = TrainMaps { main: main.iter().map(|t| t.shallow_clone()).collect(), aux: Some(aux.iter().map(|t| t.shallow_clone()).collect()) };
+        let c = yolo9_train_loss(&tm, &t, (64, 64), 3, &g, 0.25);
+        let v = |t: &Tensor| f64::try_from(t).unwrap();
+        for (name, got, mm, aa) in [
+            ("total", &c.total, &m.total, &a.total),
+            ("box", &c.box_loss, &m.box_loss, &a.box_loss),
+            ("dfl", &c.dfl_loss, &m.dfl_loss, &a.dfl_loss),
+            ("cls", &c.cls_loss, &m.cls_loss, &a.cls_loss),
+        ] {
+            assert!(v(aa) > 0.0 && (v(aa) - v(mm)).abs() > 1e-3, "{name}: the two heads should differ");
+            assert!(close(v(got), v(mm) + 0.25 * v(aa), 1e-5), "{name}: {} vs {} + 0.25 · {}", v(got), v(mm), v(aa));
+        }
+        assert_eq!(c.fg_per_image, m.fg_per_image);
+
+        c.total.backward();
+        let g_combined: Vec<Tensor> = aux.iter().map(|t| t.grad().copy()).collect();
+        let g_main: Vec<Tensor> = main.iter().map(|t| t.grad().copy()).collect();
+        for t in main.iter().chain(&aux) {
+            t.shallow_clone().zero_grad();
+        }
+        a.total.backward();
+        for (gc, ga) in g_combined.iter().zip(aux.iter().map(|t| t.grad())) {
+            assert!(gc.allclose(&(ga * 0.25), 1e-6, 1e-8, false));
+        }
+        m.total.backward();
+        for (gc, gm) in g_main.iter().zip(main.iter().map(|t| t.grad())) {
+            assert!(gc.allclose(&gm, 1e-6, 1e-8, false));
+        }
+
+        let single = TrainMaps { main: main.iter().map(|t| t.shallow_clone()).collect(), aux: None };
+        assert!(close(v(&yolo9_train_loss(&single, &t, (64, 64), 3, &g, 0.25).total), v(&m.total), 1e-6));
     }
 
     #[test]
