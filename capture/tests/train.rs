@@ -41,6 +41,11 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     assert_eq!(summary["meta"]["loss_finite"], true, "{summary}");
     assert_eq!(summary["meta"]["params_changed"], true, "{summary}");
     assert!(summary["meta"]["loss_last"].as_f64().unwrap().is_finite());
+    // LibreYOLO's training graph: the PGI auxiliary branch at 0.25, freshly
+    // initialised without a checkpoint.
+    assert_eq!(summary["meta"]["aux_weight"], 0.25, "{summary}");
+    assert!(summary["meta"]["aux_tensors"].as_u64().unwrap() > 0, "{summary}");
+    assert_eq!(summary["meta"]["aux_tensors_loaded"], 0, "{summary}");
     assert!(summary["real"]["img_per_s"].as_f64().unwrap() > 0.0);
     for p in ["dataload", "to_device", "forward", "backward", "optimizer"] {
         assert!(summary["composition_ms"][p].as_f64().is_some(), "composition {p}: {summary}");

@@ -3,7 +3,9 @@
 //! Each iteration is one real YOLOv9 training step: the batch from the
 //! loader (`step/dataload`, the time the step waits on it), the copy to the
 //! device (`step/to_device`), the forward in training mode and the family's
-//! loss (`step/forward`), backward (`step/backward`) and LibreYOLO's optimizer
+//! loss (`step/forward`: the main head and the PGI auxiliary branch
+//! LibreYOLO 1.6 attaches for training, loss = main + 0.25 · auxiliary),
+//! backward (`step/backward`) and LibreYOLO's optimizer
 //! step (`step/optimizer`: SGD, lr 0.01, momentum 0.937, Nesterov, weight
 //! decay 5e-4 on conv weights only — BatchNorm weights and every bias are in
 //! groups without decay, as their `_setup_optimizer`). Each measured step is
@@ -20,8 +22,7 @@
 //! end.
 //!
 //! Not yet: AMP with loss scaling on CUDA (runs fp32, and says so),
-//! `--batch -1` probing, `--repeat`, the augmentation, the
-//! PGI auxiliary branch LibreYOLO attaches for training.
+//! `--batch -1` probing, `--repeat`, the augmentation.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -35,10 +36,10 @@ use serde_json::{json, Map, Value};
 use tch::{Device, Tensor};
 
 use super::data::{Dataset, Loader};
-use super::loss::{yolo9_loss, Gains};
+use super::loss::{yolo9_train_loss, Gains};
 use crate::checkpoint;
 use crate::device;
-use crate::model::{self, Config, Yolo9};
+use crate::model::{self, AuxLoad, Config, Yolo9};
 use crate::profiler::{Options, Range, Session};
 use crate::weights;
 
@@ -50,6 +51,9 @@ pub const LR: f64 = 0.01;
 pub const MOMENTUM: f64 = 0.937;
 pub const WEIGHT_DECAY: f64 = 5e-4;
 pub const NESTEROV: bool = true;
+/// Weight of the PGI auxiliary head's loss (`YOLO9Config.aux_weight`; its
+/// trainer calls `enable_aux(weight=0.25)` before training).
+pub const AUX_WEIGHT: f64 = 0.25;
 
 /// Validated settings of one `run`.
 struct Plan {
@@ -138,12 +142,19 @@ struct TrainModel {
     size: String,
     weights_source: &'static str,
     weights_path: Option<String>,
+    /// How the PGI auxiliary branch started: tensors taken from the
+    /// checkpoint (the rest random-init).
+    aux: AuxLoad,
     notes: Vec<String>,
 }
 
 /// Builds the (unfused) model for `nc` classes: from the checkpoint when
 /// `--weights` resolves to a file (class layers re-initialised when the
 /// dataset's class count differs, as LibreYOLO does), else random-init.
+/// Then attaches the PGI auxiliary branch at [`AUX_WEIGHT`] as LibreYOLO's
+/// `train()` does: freshly initialised, then the checkpoint's `aux.*` /
+/// `aux_head.*` tensors of the same name and shape loaded into it (none for
+/// a single-head checkpoint, which so trains a random-init branch).
 fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel> {
     if Config::of(size).is_none() {
         return Err(Error::usage(format!("--size {size}: expected one of t, s, m, c")));
@@ -151,12 +162,15 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
     match weights::resolve(arg)? {
         weights::Source::RandomInit { .. } => {
             tch::manual_seed(0);
-            let model = Yolo9::new(size, nc, dev).map_err(Error::failed)?;
+            let mut model = Yolo9::new(size, nc, dev).map_err(Error::failed)?;
+            model.enable_aux(AUX_WEIGHT);
+            let aux = model.load_aux_state(&[]);
             Ok(TrainModel {
                 model,
                 size: size.into(),
                 weights_source: "random-init",
                 weights_path: None,
+                aux,
                 notes: vec![format!("note: weights {arg} not found; training a randomly initialised YOLOv9-{size} (timings are real)")],
             })
         }
@@ -187,7 +201,15 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
                 s
             };
             model.load_state(&state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
-            Ok(TrainModel { model, size: used, weights_source: "file", weights_path: Some(shown), notes })
+            model.enable_aux(AUX_WEIGHT);
+            let aux = model.load_aux_state(&ck.state);
+            if aux.loaded < aux.total {
+                notes.push(format!(
+                    "note: checkpoint {shown} holds {} of the {} PGI auxiliary tensors this model trains; the rest start from random init, as in LibreYOLO",
+                    aux.loaded, aux.total
+                ));
+            }
+            Ok(TrainModel { model, size: used, weights_source: "file", weights_path: Some(shown), aux, notes })
         }
     }
 }
@@ -330,8 +352,8 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             let t2 = Instant::now();
             let loss = {
                 let _r = range(&session, "step/forward");
-                let raw = m.model.forward_raw(&x);
-                yolo9_loss(&raw, &y, (p.imgsz, p.imgsz), nc, &gains)
+                let maps = m.model.forward_train(&x);
+                yolo9_train_loss(&maps, &y, (p.imgsz, p.imgsz), nc, &gains, m.model.aux_weight())
             };
             sync(synced);
             let t3 = Instant::now();
@@ -424,6 +446,9 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
     meta.insert("unsynced_steps".into(), json!(t.step_ms.len()));
     meta.insert("synced_steps".into(), json!(t.phase_ms[0].len()));
     meta.insert("optimizer".into(), json!({"name": "SGD", "lr": LR, "momentum": MOMENTUM, "nesterov": NESTEROV, "weight_decay": WEIGHT_DECAY}));
+    meta.insert("aux_weight".into(), json!(m.model.aux_weight()));
+    meta.insert("aux_tensors".into(), json!(m.aux.total));
+    meta.insert("aux_tensors_loaded".into(), json!(m.aux.loaded));
     meta.insert("loss_first".into(), json!(t.losses.first().map(|v| r3(*v))));
     meta.insert("loss_last".into(), json!(t.losses.last().map(|v| r3(*v))));
     meta.insert("loss_finite".into(), json!(t.losses.iter().all(|v| v.is_finite())));
@@ -535,6 +560,7 @@ fn render_json(p: &Profile, path: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::train::loss::yolo9_loss;
 
     #[test]
     fn parameter_groups_follow_libreyolo() {
