@@ -11,9 +11,18 @@ Needs libreyolo==1.6.0 in a separate venv (see capture/parity/README.md):
 
     python capture/parity/parity.py --size t --out /tmp/parity-t
     python capture/parity/parity.py --size t --keys capture/parity/keys_t.json
+    python capture/parity/parity.py --size t --aux --keys capture/parity/keys_t_aux.json
 
 Outputs in --out: checkpoint.pt, image.png, reference.pt (a torch.save'd dict:
 input, raw0..raw2, predictions, boxes, scores, classes), keys.json.
+
+With --aux the model carries the PGI auxiliary branch LibreYOLO attaches for
+training (`enable_aux(weight=0.25)`, as its trainer does): the checkpoint then
+holds `aux.*` / `aux_head.*` tensors too, and reference.pt adds aux0..aux2, the
+auxiliary head's raw maps (eval-mode BatchNorm) on the same input, and
+their training loss on that input with fixed targets (train-mode BatchNorm,
+main + 0.25 · auxiliary): targets, loss_total_loss, loss_box, loss_dfl,
+loss_cls, loss_num_fg.
 """
 
 import argparse
@@ -30,9 +39,13 @@ from libreyolo.preprocess.yolo9 import preprocess_image
 from libreyolo.postprocess.yolo9 import postprocess
 
 
-def build(size, nc, seed):
+def build(size, nc, seed, aux=False):
     torch.manual_seed(seed)
     model = LibreYOLO9Model(config=size, nb_classes=nc)
+    if aux:
+        # Before the randomisation below, so the branch's BatchNorm
+        # statistics and class priors are randomised as well.
+        model.enable_aux(weight=0.25)
     with torch.no_grad():
         for name, mod in model.named_modules():
             if isinstance(mod, torch.nn.BatchNorm2d):
@@ -42,8 +55,9 @@ def build(size, nc, seed):
                 mod.bias.normal_(0.0, 0.1)
         # Class priors around sigmoid(-3): some anchors pass conf 0.25, so
         # NMS has real work and boxes to compare.
-        for tower in model.head.cv3:
-            tower[-1].bias.normal_(-3.0, 1.0)
+        for head in (model.head, model.aux_head):
+            for tower in head.cv3 if head is not None else ():
+                tower[-1].bias.normal_(-3.0, 1.0)
     return model.eval()
 
 
@@ -86,10 +100,11 @@ def main():
     ap.add_argument("--image", help="image to use instead of the generated one")
     ap.add_argument("--out", help="output directory")
     ap.add_argument("--keys", help="write only the state-dict key list (name -> shape) here")
+    ap.add_argument("--aux", action="store_true", help="attach the PGI auxiliary branch (enable_aux(0.25))")
     a = ap.parse_args()
 
     torch.set_num_threads(1)
-    model = build(a.size, a.nc, a.seed)
+    model = build(a.size, a.nc, a.seed, a.aux)
     if a.keys:
         write_keys(a.keys, model)
         return
@@ -124,6 +139,30 @@ def main():
            "classes": torch.tensor(det["classes"], dtype=torch.int64)}
     for i, r in enumerate(out["raw_outputs"]):
         ref[f"raw{i}"] = r
+    if a.aux:
+        # The auxiliary maps of their training graph (backbone with the
+        # pre-SPP B5, AuxNeck, aux DDetect), in eval mode so BatchNorm uses
+        # the running statistics: in eval DDetect returns (decoded, raw).
+        with torch.no_grad():
+            p3, p4, _, b5 = model.backbone(x, return_b5=True)
+            _, aux_raw = model.aux_head(list(model.aux(p3, p4, b5)))
+        for i, r in enumerate(aux_raw):
+            ref[f"aux{i}"] = r
+        # Their training forward with targets (train-mode BatchNorm, both
+        # heads, each with its own YOLO9Loss, combined by
+        # combine_aux_losses): the loss our training step must reproduce.
+        # Last, since it updates BatchNorm running statistics.
+        targets = torch.tensor([[[3, 0.10, 0.15, 0.45, 0.60],
+                                 [17, 0.40, 0.35, 0.90, 0.85],
+                                 [0, 0.62, 0.05, 0.75, 0.30]]], dtype=torch.float32)
+        targets[..., 0] %= a.nc
+        model.train()
+        with torch.no_grad():
+            losses = model(x, targets=targets)
+        model.eval()
+        ref["targets"] = targets
+        for k in ("total_loss", "box", "dfl", "cls", "num_fg"):
+            ref[f"loss_{k}"] = torch.as_tensor(losses[k], dtype=torch.float32).reshape(1)
     torch.save(ref, os.path.join(a.out, "reference.pt"))
     write_keys(os.path.join(a.out, "keys.json"), model)
     print(json.dumps({"size": a.size, "imgsz": a.imgsz, "orig_size": list(size),

@@ -4,16 +4,26 @@
 //! reader, run our model on the same preprocessed input and compare raw head
 //! outputs (max |diff| <= 1e-4), unfused and fused.
 //!
+//! With the PGI auxiliary branch (`parity.py --aux`, the training model
+//! LibreYOLO's trainer builds with `enable_aux(weight=0.25)`): their
+//! training checkpoint loads into our inference model (aux ignored) and into
+//! our training model (aux taken), both heads' raw maps match, the state
+//! dict matches theirs key for key, and the training loss of one step
+//! (train-mode BatchNorm, main + 0.25 · auxiliary) matches theirs.
+//!
 //! Needs a Python with libreyolo==1.6.0: `LIBREYOLO_PARITY_PYTHON`, default
 //! /tmp/libreyolo-bench-venv/bin/python (see capture/parity/README.md);
 //! skipped with a message when there is none.
+
+mod common;
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use libreyolo_capture::postprocess::{self, Detection};
 use libreyolo_capture::preprocess::{self, Pad};
-use libreyolo_capture::{checkpoint, model::Yolo9, source};
+use libreyolo_capture::train::loss::{yolo9_loss, yolo9_train_loss, Gains};
+use libreyolo_capture::{checkpoint, model, model::Yolo9, source};
 use tch::{Device, Tensor};
 
 fn parity_python() -> Option<PathBuf> {
@@ -132,6 +142,124 @@ fn reference_detections(r: &checkpoint::Checkpoint) -> Vec<Detection> {
     let s: Vec<f32> = Vec::try_from(r.tensor("scores").unwrap()).unwrap();
     let c: Vec<i64> = Vec::try_from(r.tensor("classes").unwrap()).unwrap();
     (0..s.len()).map(|i| Detection { xyxy: [b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]], score: s[i], class: c[i] }).collect()
+}
+
+fn check_aux(size: &str) {
+    let Some(py) = parity_python() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/parity.py");
+    let out = Command::new(&py)
+        .args(["-W", "ignore", script, "--size", size, "--aux", "--out", dir.path().to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "parity.py --aux failed: {}", String::from_utf8_lossy(&out.stderr));
+    let ck = checkpoint::load(&dir.path().join("checkpoint.pt")).unwrap();
+    let reference = checkpoint::load(&dir.path().join("reference.pt")).unwrap();
+    let r = |k: &str| reference.tensor(k).unwrap_or_else(|| panic!("{k} not in reference.pt"));
+    let nc = ck.meta_int("nc").unwrap();
+    let x = r("input");
+    let n_aux = ck.state.iter().filter(|(k, _)| model::is_aux_key(k)).count();
+    assert!(n_aux > 0, "their training checkpoint has no aux tensors");
+
+    // Inference: the aux tensors are ignored and the model stays single-head.
+    let mut inference = Yolo9::new(size, nc, Device::Cpu).unwrap();
+    inference.load_state(&ck.state).unwrap();
+    assert!(!inference.state_shapes().iter().any(|(k, _)| model::is_aux_key(k)));
+
+    // Training: the branch attached, every aux tensor taken, the same keys.
+    let mut training = Yolo9::new(size, nc, Device::Cpu).unwrap();
+    training.load_state(&ck.state).unwrap();
+    training.enable_aux(0.25);
+    let loaded = training.load_aux_state(&ck.state);
+    assert_eq!((loaded.loaded, loaded.total), (n_aux, n_aux));
+    let keys: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("keys.json")).unwrap()).unwrap();
+    let ours = training.state_shapes();
+    assert_eq!(ours.len(), keys.len());
+    for (k, shape) in &ours {
+        let want: Vec<i64> = keys.get(k).unwrap_or_else(|| panic!("{k} not theirs")).as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+        assert_eq!(&want, shape, "{k}");
+    }
+
+    // Both heads' raw maps (eval-mode BatchNorm).
+    let maps = tch::no_grad(|| training.forward_train(x));
+    let aux = maps.aux.as_ref().expect("aux maps");
+    let mut worst = (0f64, 0f64);
+    let single = inference.forward_raw(x);
+    for (i, ((main, aux), single)) in maps.main.iter().zip(aux).zip(&single).enumerate() {
+        worst.0 = worst.0.max(max_abs_diff(main, r(&format!("raw{i}"))));
+        worst.1 = worst.1.max(max_abs_diff(aux, r(&format!("aux{i}"))));
+        assert!(single.equal(main), "the aux branch changed the main maps");
+    }
+    eprintln!("parity yolo9-{size} PGI: main raw max|diff| = {:.3e}, aux raw max|diff| = {:.3e}", worst.0, worst.1);
+    assert!(worst.0 <= 1e-4 && worst.1 <= 1e-4, "raw maps differ: main {} aux {}", worst.0, worst.1);
+
+    // One training loss: train-mode BatchNorm, both heads, combined.
+    let imgsz = x.size()[2];
+    model::set_training(true);
+    let maps = tch::no_grad(|| training.forward_train(x));
+    model::set_training(false);
+    let l = yolo9_train_loss(&maps, r("targets"), (imgsz, imgsz), nc, &Gains::default(), training.aux_weight());
+    let v = |t: &Tensor| t.to_kind(tch::Kind::Double).view([-1]).double_value(&[0]);
+    for (name, ours) in [("total_loss", v(&l.total)), ("box", v(&l.box_loss)), ("dfl", v(&l.dfl_loss)), ("cls", v(&l.cls_loss))] {
+        let theirs = v(r(&format!("loss_{name}")));
+        eprintln!("parity yolo9-{size} PGI loss {name}: ours {ours:.6} theirs {theirs:.6}");
+        assert!((ours - theirs).abs() <= 1e-4 * theirs.abs().max(1.0), "{name}: ours {ours} theirs {theirs}");
+    }
+    assert_eq!(l.fg_per_image, v(r("loss_num_fg")));
+    // The auxiliary part is not lost in the tolerance: the main head alone
+    // is far from their total.
+    let main_only = v(&yolo9_loss(&maps.main, r("targets"), (imgsz, imgsz), nc, &Gains::default()).total);
+    let theirs = v(r("loss_total_loss"));
+    assert!((main_only - theirs).abs() > 1e-2 * theirs, "main {main_only} vs their combined {theirs}");
+}
+
+/// `profile run --weights <their training checkpoint>`: the branch takes
+/// the checkpoint's aux tensors where name and shape fit, as LibreYOLO's
+/// `_reload_aux_from_path` does. Same class count: all of them. COCO's 80
+/// classes on a 2-class dataset: not the auxiliary class towers, whose
+/// hidden width follows the new class count (max(64, 2) instead of 80) —
+/// 5 conv/BN tensors in each of the two convs and the output weight and
+/// bias, per scale: 36 (`num_batches_tracked` is a scalar and fits).
+#[test]
+fn a_training_run_takes_the_aux_tensors_of_a_libreyolo_checkpoint() {
+    let Some(py) = parity_python() else { return };
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/parity.py");
+    for (nc, skipped) in [(2, 0), (80, 36)] {
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(&py)
+            .args(["-W", "ignore", script, "--size", "t", "--nc", &nc.to_string(), "--aux", "--out", dir.path().to_str().unwrap()])
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "parity.py failed: {}", String::from_utf8_lossy(&out.stderr));
+        let ckpt = dir.path().join("checkpoint.pt").display().to_string();
+        let project = dir.path().join("runs").display().to_string();
+        let libreyolo_core::cli::ProfileCommand::Run(args) = common::command(
+            "run",
+            &["synthetic:8", "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "2", "--workers", "1", "--weights", &ckpt, "--project", &project],
+        ) else {
+            unreachable!()
+        };
+        libreyolo_capture::train::run(&args).unwrap();
+        let summary: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap()).unwrap();
+        let meta = &summary["meta"];
+        assert_eq!(meta["weights_source"], "file");
+        assert_eq!(meta["aux_weight"], 0.25);
+        let total = meta["aux_tensors"].as_u64().unwrap();
+        assert_eq!(meta["aux_tensors_loaded"].as_u64().unwrap(), total - skipped, "nc {nc}: {meta}");
+        assert_eq!(meta["params_changed"], true);
+    }
+}
+
+#[test]
+fn parity_t_aux() {
+    check_aux("t");
+}
+
+#[test]
+fn parity_c_aux() {
+    check_aux("c");
 }
 
 #[test]
