@@ -53,6 +53,14 @@ int lyp_add(at::Tensor* t, at::Tensor* other, double alpha, at::Tensor** out, ch
   return guarded(err, err_len, [&] { *out = new at::Tensor(t->add(*other, alpha)); });
 }
 
+// Drops the .grad of every tensor (`zero_grad(set_to_none=True)`, torch's
+// default): no fill kernel per parameter, and backward allocates afresh.
+int lyp_clear_grads(at::Tensor* const* ts, size_t n, char* err, size_t err_len) {
+  return guarded(err, err_len, [&] {
+    for (size_t i = 0; i < n; ++i) ts[i]->mutable_grad() = at::Tensor();
+  });
+}
+
 // ts[i] *= s
 int lyp_foreach_mul_(at::Tensor* const* ts, size_t n, double s, char* err, size_t err_len) {
   return guarded(err, err_len, [&] { at::_foreach_mul_(list(ts, n), s); });

@@ -17,6 +17,7 @@ unsafe extern "C" {
     fn lyp_add_(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_add(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize)
     -> c_int;
+    fn lyp_clear_grads(ts: *const *mut C_tensor, n: usize, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_foreach_mul_(ts: *const *mut C_tensor, n: usize, s: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_foreach_add_(
         ts: *const *mut C_tensor,
@@ -75,6 +76,14 @@ pub fn add(t: &Tensor, other: &Tensor, alpha: f64) -> Result<Tensor> {
     // SAFETY: as above; on success `out` is a new tensor we own.
     call(|e, n| unsafe { lyp_add(handle(t), handle(other), alpha, &mut out, e, n) }).map_err(failed("add"))?;
     Ok(unsafe { Tensor::from_ptr(out) })
+}
+
+/// Drops the gradients of `ts` (`zero_grad(set_to_none=True)`), where tch's
+/// `zero_grad` would zero them in place.
+pub fn clear_grads(ts: &[Tensor]) -> Result<()> {
+    let h = handles(ts);
+    // SAFETY: as above.
+    call(|e, n| unsafe { lyp_clear_grads(h.as_ptr(), h.len(), e, n) }).map_err(failed("clear grads"))
 }
 
 /// `ts[i] *= s` (`torch._foreach_mul_`).
@@ -154,6 +163,15 @@ mod tests {
         assert_eq!(v(&c), [-18.0]);
         add_(&c, &b[1], 1.0).unwrap();
         assert_eq!(v(&c), [12.0]);
+    }
+
+    #[test]
+    fn cleared_gradients_are_undefined() {
+        let w = Tensor::from_slice(&[2.0f32]).set_requires_grad(true);
+        (&w * &w).sum(Kind::Float).backward();
+        assert!(w.grad().defined());
+        clear_grads(std::slice::from_ref(&w)).unwrap();
+        assert!(!w.grad().defined());
     }
 
     #[test]

@@ -5,11 +5,13 @@
 //! device (`step/to_device`), the forward in training mode and the family's
 //! loss (`step/forward`: the main head and the PGI auxiliary branch
 //! LibreYOLO 1.6 attaches for training, loss = main + 0.25 · auxiliary),
-//! backward (`step/backward`) and LibreYOLO's optimizer
-//! step (`step/optimizer`: SGD, lr 0.01, momentum 0.937, Nesterov, weight
-//! decay 5e-4 on conv weights only — BatchNorm weights and every bias are in
-//! groups without decay, as their `_setup_optimizer`). Each measured step is
-//! a `ProfilerStep#N` range.
+//! backward (`step/backward`) and the weight update (`step/optimizer`:
+//! LibreYOLO's SGD over its three parameter groups, then its model EMA; see
+//! [`super::optim`] and [`super::ema`]). The learning rate and momentum
+//! follow YOLO9's linear warmup from the first iteration, as in a fresh
+//! LibreYOLO training. With `--amp` on CUDA the forward and the loss run
+//! under float16 autocast and the loss is scaled ([`super::scaler`]). Each
+//! measured step is a `ProfilerStep#N` range.
 //!
 //! The window is `--warmup` + `--steps` batches within one pass over the data
 //! (the last partial batch dropped). Warmup runs outside the trace. The first
@@ -21,8 +23,7 @@
 //! `profile_summary.json` and `profile.json`, all renamed into place at the
 //! end.
 //!
-//! Not yet: AMP with loss scaling on CUDA (runs fp32, and says so),
-//! `--batch -1` probing, `--repeat`, the augmentation.
+//! `--batch -1` on CUDA probes memory first ([`super::autobatch`]).
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -35,22 +36,21 @@ use libreyolo_core::{Error, Result};
 use serde_json::{json, Map, Value};
 use tch::{Device, Tensor};
 
+use super::autobatch;
 use super::data::{Dataset, Loader};
+use super::ema::Ema;
 use super::loss::{yolo9_train_loss, Gains};
+use super::optim::{self, Schedule, Sgd};
+use super::scaler::GradScaler;
 use crate::checkpoint;
 use crate::device;
 use crate::model::{self, AuxLoad, Config, Yolo9};
-use crate::profiler::{Options, Range, Session};
+use crate::profiler::{self, Options, Range, Session};
 use crate::weights;
 
 /// The phases, in step order.
 pub const PHASES: [&str; 5] = ["dataload", "to_device", "forward", "backward", "optimizer"];
 
-/// LibreYOLO's YOLOv9 optimizer defaults (`TrainConfig`, `YOLO9Config`).
-pub const LR: f64 = 0.01;
-pub const MOMENTUM: f64 = 0.937;
-pub const WEIGHT_DECAY: f64 = 5e-4;
-pub const NESTEROV: bool = true;
 /// Weight of the PGI auxiliary head's loss (`YOLO9Config.aux_weight`; its
 /// trainer calls `enable_aux(weight=0.25)` before training).
 pub const AUX_WEIGHT: f64 = 0.25;
@@ -64,23 +64,38 @@ struct Plan {
     unsynced: usize,
     workers: usize,
     device: Device,
+    /// Float16 autocast + loss scaling (`--amp` on CUDA).
+    amp: bool,
+    /// `--batch -1` on CUDA: fit the batch after the model is built.
+    fit_batch: bool,
+    /// What the `--batch -1` probe saw and chose.
+    autobatch: Option<autobatch::Fit>,
+    /// Full batches in one pass over the data (the schedule's epoch).
+    iters_per_epoch: usize,
     notes: Vec<String>,
     /// Progress lines on stderr during the window (interactive, not --json).
     progress: bool,
 }
 
-fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
+impl Plan {
+    /// The epochs of the schedule: LibreYOLO's `profile run` asks its
+    /// trainer for warmup + steps + 5 and stops once the window is full.
+    fn epochs(&self) -> usize {
+        self.warmup + self.steps + 5
+    }
+}
+
+/// Checks the flags; the batch of `--batch -1` on CUDA is fitted later.
+fn plan(args: &RunArgs) -> Result<Plan> {
     let device = device::parse(&args.device)?;
     let mut notes = Vec::new();
-    let batch = match args.batch {
+    let (batch, fit_batch) = match args.batch {
+        -1 if device.is_cuda() => (0, true),
         -1 => {
-            notes.push(format!(
-                "note: --batch -1 fits the batch to CUDA memory{}; using 16",
-                if device.is_cuda() { ", which this build does not do yet" } else { " and needs CUDA" }
-            ));
-            16
+            notes.push("note: --batch -1 fits the batch to CUDA memory and needs a CUDA device; using 16".into());
+            (16, false)
         }
-        b if b >= 1 => b as usize,
+        b if b >= 1 => (b as usize, false),
         b => return Err(Error::usage(format!("--batch {b}: expected a positive batch or -1 (auto-fit on CUDA)"))),
     };
     if args.steps < 2 {
@@ -96,31 +111,8 @@ fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
     if imgsz < 32 || imgsz % 32 != 0 {
         return Err(Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
     }
-    let amp = !args.no_amp;
-    if amp && device.is_cuda() {
-        notes.push("note: AMP is not implemented in this build yet; training in fp32".into());
-    }
-    // The window must fit in one pass over the data (last partial batch dropped).
-    let available = ds.len() / batch;
-    let needed = args.warmup + args.steps;
-    if available < needed {
-        let fit_steps = available.saturating_sub(args.warmup);
-        let fit_batch = ds.len() / needed;
-        let mut ways = vec![format!("a larger dataset (at least {} images)", needed * batch)];
-        ways.push(if fit_steps >= 2 {
-            format!("fewer steps (--steps {fit_steps})")
-        } else {
-            format!("fewer steps (with --warmup {} there is no room for 2 steps)", args.warmup)
-        });
-        ways.push(if fit_batch >= 1 { format!("a smaller batch (--batch {fit_batch})") } else { "a smaller batch (not even --batch 1 fits)".into() });
-        return Err(Error::NoProfile(format!(
-            "no profile: {} images at batch {batch} give {available} iterations, but --warmup {} + --steps {} need {needed}. Ways out: {}",
-            ds.len(),
-            args.warmup,
-            args.steps,
-            ways.join("; ")
-        )));
-    }
+    // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
+    let amp = !args.no_amp && device.is_cuda();
     use std::io::IsTerminal;
     let progress = !args.json && std::io::stderr().is_terminal();
     Ok(Plan {
@@ -131,9 +123,85 @@ fn plan(args: &RunArgs, ds: &Dataset) -> Result<Plan> {
         unsynced: args.steps.div_ceil(2),
         workers: args.workers,
         device,
+        amp,
+        fit_batch,
+        autobatch: None,
+        iters_per_epoch: 0,
         notes,
         progress,
     })
+}
+
+/// The window must fit in one pass over the data (last partial batch
+/// dropped); otherwise no profile (exit 3) with the three ways out.
+fn check_window(p: &mut Plan, ds: &Dataset) -> Result<()> {
+    let batch = p.batch;
+    let available = ds.len() / batch;
+    let needed = p.warmup + p.steps;
+    if available < needed {
+        let fit_steps = available.saturating_sub(p.warmup);
+        let fit_batch = ds.len() / needed;
+        let mut ways = vec![format!("a larger dataset (at least {} images)", needed * batch)];
+        ways.push(if fit_steps >= 2 {
+            format!("fewer steps (--steps {fit_steps})")
+        } else {
+            format!("fewer steps (with --warmup {} there is no room for 2 steps)", p.warmup)
+        });
+        ways.push(if fit_batch >= 1 { format!("a smaller batch (--batch {fit_batch})") } else { "a smaller batch (not even --batch 1 fits)".into() });
+        return Err(Error::NoProfile(format!(
+            "no profile: {} images at batch {batch} give {available} iterations, but --warmup {} + --steps {} need {needed}. Ways out: {}",
+            ds.len(),
+            p.warmup,
+            p.steps,
+            ways.join("; ")
+        )));
+    }
+    p.iters_per_epoch = available;
+    Ok(())
+}
+
+/// `--batch -1` on CUDA: real training steps at a few batches, no
+/// optimizer step, and the batch that fills [`autobatch::FRACTION`] of VRAM.
+fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
+    let vars = m.model.vs.variables();
+    let stats: Vec<Tensor> = vars.values().filter(|t| !t.requires_grad()).map(|t| t.shallow_clone()).collect();
+    let params: Vec<Tensor> = vars.values().filter(|t| t.requires_grad()).map(|t| t.shallow_clone()).collect();
+    let (dev, imgsz, nc, amp) = (p.device, p.imgsz, m.model.nc, p.amp);
+    model::set_training(true);
+    let fit = autobatch::probe(dev, &stats, |b| {
+        let x = Tensor::zeros([b as i64, 3, imgsz, imgsz], (tch::Kind::Float, dev));
+        let y = Tensor::full([b as i64, 1, 5], -1.0, (tch::Kind::Float, dev));
+        let loss = autocast(amp, || {
+            let maps = m.model.forward_train(&x);
+            yolo9_train_loss(&maps, &y, (imgsz, imgsz), nc, &Gains::default(), m.model.aux_weight())
+        })?;
+        loss.total.backward();
+        crate::ops::clear_grads(&params)
+    });
+    model::set_training(false);
+    let fit = fit?;
+    p.notes.push(format!(
+        "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {})",
+        fit.batch,
+        autobatch::FRACTION * 100.0,
+        fit.total_bytes as f64 / (1u64 << 30) as f64,
+        fit.probes.iter().map(|(b, bytes)| format!("{b}: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64)).collect::<Vec<_>>().join(", ")
+    ));
+    p.batch = fit.batch;
+    p.autobatch = Some(fit);
+    Ok(())
+}
+
+/// Runs `f` under CUDA float16 autocast when `on` (LibreYOLO's forward and
+/// loss under `autocast("cuda")`).
+fn autocast<T>(on: bool, f: impl FnOnce() -> T) -> Result<T> {
+    if !on {
+        return Ok(f());
+    }
+    profiler::set_cuda_autocast(true, false)?;
+    let out = f();
+    profiler::set_cuda_autocast(false, false)?;
+    Ok(out)
 }
 
 /// The model to train and what the profile records about it.
@@ -214,87 +282,16 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
     }
 }
 
-/// SGD as torch's single-tensor implementation (the CPU path), with
-/// LibreYOLO's three parameter groups folded into a per-tensor decay.
-pub struct Sgd {
-    params: Vec<(Tensor, f64)>,
-    bufs: Vec<Option<Tensor>>,
-    pub lr: f64,
-}
-
-impl Sgd {
-    /// Groups by name: BatchNorm weights (`*.bn.weight`) and biases get no
-    /// weight decay; every other weight gets `WEIGHT_DECAY`.
-    pub fn new(vs: &tch::nn::VarStore) -> Sgd {
-        let mut named: Vec<(String, Tensor)> = vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
-        named.sort_by(|a, b| a.0.cmp(&b.0));
-        let params: Vec<(Tensor, f64)> = named.into_iter().map(|(k, t)| (t, decay_of(&k))).collect();
-        let n = params.len();
-        Sgd { params, bufs: (0..n).map(|_| None).collect(), lr: LR }
-    }
-
-    /// (no-decay BatchNorm weights, decayed weights, biases) counts.
-    pub fn group_sizes(vs: &tch::nn::VarStore) -> (usize, usize, usize) {
-        let mut g = (0, 0, 0);
-        for (k, t) in vs.variables() {
-            if !t.requires_grad() {
-                continue;
-            }
-            if k.ends_with(".bn.weight") {
-                g.0 += 1
-            } else if k.ends_with("bias") {
-                g.2 += 1
-            } else {
-                g.1 += 1
-            }
-        }
-        g
-    }
-
-    pub fn zero_grad(&mut self) {
-        for (p, _) in &mut self.params {
-            p.zero_grad();
-        }
-    }
-
-    pub fn step(&mut self) {
-        tch::no_grad(|| {
-            for ((p, wd), buf) in self.params.iter_mut().zip(self.bufs.iter_mut()) {
-                let g = p.grad();
-                if !g.defined() {
-                    continue;
-                }
-                let d = if *wd != 0.0 { &g + &*p * *wd } else { g };
-                let b = match buf {
-                    Some(b) => {
-                        let mut b = b.shallow_clone();
-                        let _ = b.f_mul_scalar_(MOMENTUM);
-                        let _ = b.f_add_(&d);
-                        b.shallow_clone()
-                    }
-                    None => {
-                        let b = d.detach().copy();
-                        *buf = Some(b.shallow_clone());
-                        b
-                    }
-                };
-                let upd = if NESTEROV { d + b * MOMENTUM } else { b };
-                let _ = p.f_sub_(&(upd * self.lr));
-            }
-        });
-    }
-}
-
-fn decay_of(name: &str) -> f64 {
-    if name.ends_with(".bn.weight") || name.ends_with("bias") { 0.0 } else { WEIGHT_DECAY }
-}
-
 /// What one trial measured.
 struct Trial {
     step_ms: Vec<f64>,
     dataload_ms: Vec<f64>,
     phase_ms: [Vec<f64>; 5],
     losses: Vec<f64>,
+    /// Learning rate of the first and last step of the window.
+    lr: (f64, f64),
+    /// Optimizer steps AMP skipped for overflowing gradients.
+    amp_skipped: usize,
     params_changed: bool,
     trace: Option<tempfile::TempPath>,
 }
@@ -307,7 +304,12 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     let total = p.warmup + p.steps;
     let nc = m.model.nc;
     let gains = Gains::default();
+    // Built after the model (PGI branch included), as LibreYOLO's setup.
     let mut opt = Sgd::new(&m.model.vs);
+    let schedule = Schedule::new(p.iters_per_epoch, p.epochs());
+    schedule.apply(&mut opt, 0);
+    let mut ema = Ema::new(&m.model.vs);
+    let mut scaler = p.amp.then(|| GradScaler::new(p.device));
     // A few tensors to prove the weights move.
     let watched: Vec<(String, Tensor)> = {
         let mut v: Vec<(String, Tensor)> = m.model.vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
@@ -322,6 +324,8 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         dataload_ms: Vec::new(),
         phase_ms: Default::default(),
         losses: Vec::new(),
+        lr: (0.0, 0.0),
+        amp_skipped: 0,
         params_changed: false,
         trace: None,
     };
@@ -346,30 +350,49 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             let t1 = Instant::now();
             let (x, y) = {
                 let _r = range(&session, "step/to_device");
-                (batch.images.to_device(p.device), batch.targets.to_device(p.device))
+                // Non-blocking from pinned memory on CUDA, as LibreYOLO's loader.
+                let copy = |t: &Tensor| t.to_device_(p.device, t.kind(), p.device.is_cuda(), false);
+                (copy(&batch.images), copy(&batch.targets))
             };
             sync(synced);
             let t2 = Instant::now();
             let loss = {
                 let _r = range(&session, "step/forward");
-                let maps = m.model.forward_train(&x);
-                yolo9_train_loss(&maps, &y, (p.imgsz, p.imgsz), nc, &gains, m.model.aux_weight())
+                autocast(p.amp, || {
+                    let maps = m.model.forward_train(&x);
+                    yolo9_train_loss(&maps, &y, (p.imgsz, p.imgsz), nc, &gains, m.model.aux_weight())
+                })?
             };
             sync(synced);
             let t3 = Instant::now();
             {
                 let _r = range(&session, "step/backward");
-                loss.total.backward();
+                match &scaler {
+                    Some(sc) => sc.scale(&loss.total).backward(),
+                    None => loss.total.backward(),
+                }
             }
             sync(synced);
             let t4 = Instant::now();
             {
                 let _r = range(&session, "step/optimizer");
-                opt.step();
-                opt.zero_grad();
+                if i == p.warmup {
+                    t.lr.0 = opt.lr;
+                }
+                t.lr.1 = opt.lr;
+                match &mut scaler {
+                    Some(sc) => {
+                        sc.step(&mut opt)?;
+                        sc.update()?;
+                    }
+                    None => opt.step()?,
+                }
+                ema.update()?;
+                opt.zero_grad()?;
             }
             // LibreYOLO's trainer reads the loss every step (`.item()`).
             let value = f64::try_from(&loss.total).unwrap_or(f64::NAN);
+            schedule.apply(&mut opt, i + 1);
             let t5 = Instant::now();
             drop(step);
             if !value.is_finite() {
@@ -397,6 +420,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         eprint!("\r\x1b[2K");
     }
     result?;
+    t.amp_skipped = scaler.map_or(0, |sc| sc.skipped);
     let s = session.take().expect("the window has measured steps");
     std::fs::create_dir_all(out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
     let tmp = tempfile::Builder::new()
@@ -431,7 +455,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
     meta.insert("device".into(), json!(device::name(p.device)));
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));
-    meta.insert("amp".into(), json!(false));
+    meta.insert("amp".into(), json!(p.amp));
     meta.insert("amp_dtype".into(), json!("float16"));
     meta.insert("workers".into(), json!(p.workers));
     meta.insert("mode".into(), json!("training"));
@@ -445,7 +469,24 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
     meta.insert("steps".into(), json!(p.steps));
     meta.insert("unsynced_steps".into(), json!(t.step_ms.len()));
     meta.insert("synced_steps".into(), json!(t.phase_ms[0].len()));
-    meta.insert("optimizer".into(), json!({"name": "SGD", "lr": LR, "momentum": MOMENTUM, "nesterov": NESTEROV, "weight_decay": WEIGHT_DECAY}));
+    meta.insert(
+        "optimizer".into(),
+        json!({
+            "name": "SGD", "lr0": optim::LR, "momentum": optim::MOMENTUM, "nesterov": optim::NESTEROV,
+            "weight_decay": optim::WEIGHT_DECAY, "schedule": "linear",
+            "warmup_iters": Schedule::new(p.iters_per_epoch, p.epochs()).warmup_iters(),
+            "lr_window": [t.lr.0, t.lr.1], "ema": true,
+        }),
+    );
+    if p.amp {
+        meta.insert("amp_skipped_steps".into(), json!(t.amp_skipped));
+    }
+    if let Some(f) = &p.autobatch {
+        meta.insert(
+            "autobatch".into(),
+            json!({"fraction": autobatch::FRACTION, "total_bytes": f.total_bytes, "probes": f.probes, "batch": f.batch}),
+        );
+    }
     meta.insert("aux_weight".into(), json!(m.model.aux_weight()));
     meta.insert("aux_tensors".into(), json!(m.aux.total));
     meta.insert("aux_tensors_loaded".into(), json!(m.aux.loaded));
@@ -478,9 +519,17 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
 
 /// Runs `profile run` and returns what to print on stdout.
 pub fn run(args: &RunArgs) -> Result<String> {
-    let ds = Dataset::parse(&args.data)?;
-    let p = plan(args, &ds)?;
+    let mut ds = Dataset::parse(&args.data)?;
+    let mut p = plan(args)?;
     let m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
+    if p.fit_batch {
+        fit_batch(&mut p, &m)?;
+    }
+    // Plain `synthetic` grows to fill the window; `synthetic:N` is exactly N.
+    if let (Dataset::Synthetic { n }, "synthetic") = (&mut ds, args.data.trim()) {
+        *n = (*n).max((p.warmup + p.steps) * p.batch);
+    }
+    check_window(&mut p, &ds)?;
     for note in ds.notes().iter().chain(p.notes.iter()).chain(m.notes.iter()) {
         eprintln!("{note}");
     }
@@ -555,74 +604,4 @@ fn render_json(p: &Profile, path: &Path) -> String {
         "device": p.config.get("device").cloned().unwrap_or(Value::Null),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::train::loss::yolo9_loss;
-
-    #[test]
-    fn parameter_groups_follow_libreyolo() {
-        assert_eq!(decay_of("backbone.conv0.bn.weight"), 0.0);
-        assert_eq!(decay_of("backbone.conv0.bn.bias"), 0.0);
-        assert_eq!(decay_of("head.cv3.0.2.bias"), 0.0);
-        assert_eq!(decay_of("backbone.conv0.conv.weight"), WEIGHT_DECAY);
-        assert_eq!(decay_of("head.cv2.1.2.weight"), WEIGHT_DECAY);
-        let m = Yolo9::new("t", 2, Device::Cpu).unwrap();
-        let (bn, w, b) = Sgd::group_sizes(&m.vs);
-        assert!(bn > 0 && w > 0 && b > 0);
-        // Every conv+BN contributes one conv weight, one BN weight and one BN
-        // bias; the head's plain output convs add a weight and a bias each.
-        assert_eq!(w, bn + 6);
-        assert_eq!(b, bn + 6);
-    }
-
-    /// One step by hand: d = g + wd·p, buf = d, p -= lr·(d + m·buf).
-    #[test]
-    fn sgd_matches_torch_nesterov_with_decay() {
-        let vs = tch::nn::VarStore::new(Device::Cpu);
-        let w = (vs.root() / "conv").var("weight", &[1], tch::nn::Init::Const(1.0));
-        let mut opt = Sgd::new(&vs);
-        (&w * &w).sum(tch::Kind::Float).backward();
-        opt.step();
-        let d = 2.0 + WEIGHT_DECAY;
-        let want = 1.0 - LR * (d + MOMENTUM * d);
-        assert!((f64::try_from(w.get(0)).unwrap() - want).abs() < 1e-6);
-        opt.zero_grad();
-        // Second step: buf = m·buf + d'.
-        (&w * &w).sum(tch::Kind::Float).backward();
-        opt.step();
-        let p1 = want;
-        let d2 = 2.0 * p1 + WEIGHT_DECAY * p1;
-        let buf = MOMENTUM * d + d2;
-        let want2 = p1 - LR * (d2 + MOMENTUM * buf);
-        assert!((f64::try_from(w.get(0)).unwrap() - want2).abs() < 1e-6);
-    }
-
-    /// A few SGD steps on a fixed batch lower the loss of the real model.
-    #[test]
-    fn training_steps_lower_the_loss_on_a_fixed_batch() {
-        tch::manual_seed(0);
-        let m = Yolo9::new("t", 2, Device::Cpu).unwrap();
-        let ds = Dataset::Synthetic { n: 2 };
-        let b = super::super::data::collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8);
-        let mut opt = Sgd::new(&m.vs);
-        // A smaller step than LibreYOLO's lr0 (which it reaches after a
-        // warmup from 1e-4): from random init at batch 2 lr 0.01 is noisy.
-        opt.lr = 1e-4;
-        model::set_training(true);
-        let mut losses = Vec::new();
-        for _ in 0..8 {
-            let l = yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
-            l.total.backward();
-            opt.step();
-            opt.zero_grad();
-            losses.push(f64::try_from(&l.total).unwrap());
-        }
-        model::set_training(false);
-        assert!(losses.iter().all(|v| v.is_finite()), "{losses:?}");
-        let tail = losses[5..].iter().cloned().fold(f64::INFINITY, f64::min);
-        assert!(tail < losses[0], "{losses:?}");
-    }
 }
