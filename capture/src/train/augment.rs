@@ -137,13 +137,13 @@ pub fn hsv(pixels: &mut [u8], rng: &mut Rng) {
 /// Mirrors an RGB image of `w`×`h` left-right in place, and its boxes
 /// (`[class, x1, y1, x2, y2]` in pixels).
 pub fn flip(pixels: &mut [u8], w: usize, h: usize, labels: &mut [[f32; 5]]) {
-    for y in 0..h {
-        let row = &mut pixels[y * w * 3..(y + 1) * w * 3];
-        for x in 0..w / 2 {
-            let (a, b) = (x * 3, (w - 1 - x) * 3);
-            for c in 0..3 {
-                row.swap(a + c, b + c);
-            }
+    // Reversing a row's bytes mirrors its pixels but also turns RGB into
+    // BGR; swapping each pixel's first and last byte turns it back. Both
+    // passes are straight loops, unlike a pixel-by-pixel swap from both ends.
+    for row in pixels[..w * h * 3].chunks_exact_mut(w.max(1) * 3) {
+        row.reverse();
+        for px in row.chunks_exact_mut(3) {
+            px.swap(0, 2);
         }
     }
     for l in labels {
@@ -179,7 +179,7 @@ pub fn transform(mut img: Image, mut labels: Vec<[f32; 5]>, size: usize, max_lab
         let mut k = keep.iter();
         labels.retain(|_| *k.next().unwrap());
     }
-    let (img, _) = letterbox(&img, size);
+    let (img, _) = letterbox(img, size);
     let s = size as f32;
     labels.truncate(max_labels);
     for l in &mut labels {

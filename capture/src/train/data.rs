@@ -100,7 +100,8 @@ impl YoloSet {
         let (w, h) = (img.width() as usize, img.height() as usize);
         let img = Image { w, h, px: img.into_raw() };
         let r = (size as f64 / h as f64).min(size as f64 / w as f64);
-        let img = resize(&img, ((w as f64 * r) as usize).max(1), ((h as f64 * r) as usize).max(1));
+        let (nw, nh) = (((w as f64 * r) as usize).max(1), ((h as f64 * r) as usize).max(1));
+        let img = if (nw, nh) == (w, h) { img } else { resize(&img, nw, nh) };
         // Boxes scale by the ratio, not the rounded size (as theirs).
         let (sx, sy) = ((w as f64 * r) as f32, (h as f64 * r) as f32);
         let labels = self.labels[i].iter().map(|l| [l[0], l[1] * sx, l[2] * sy, l[3] * sx, l[4] * sy]).collect();

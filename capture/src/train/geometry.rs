@@ -194,8 +194,8 @@ fn remap_general(src: &Image, inv: [f64; 6], dw: usize, dh: usize, border: Borde
                 (Some(r), Some(col)) => src.px[r * stride + col * 3 + c] as u32,
                 _ => fill,
             };
-            for c in 0..3 {
-                d[c] = blend(get(r0, c0, c), get(r0, c1, c), get(r1, c0, c), get(r1, c1, c), ax, ay);
+            for (c, v) in d.iter_mut().enumerate() {
+                *v = blend(get(r0, c0, c), get(r0, c1, c), get(r1, c0, c), get(r1, c1, c), ax, ay);
             }
         }
     }
@@ -233,13 +233,14 @@ pub fn letterbox_ratio(w: usize, h: usize, size: usize) -> (f64, usize, usize) {
 }
 
 /// Top-left letterbox into `size`×`size` (grey padding right and bottom);
-/// returns the ratio boxes scale by.
-pub fn letterbox(src: &Image, size: usize) -> (Image, f64) {
+/// returns the ratio boxes scale by. An image already square at `size`
+/// passes through without a copy (the mosaic path).
+pub fn letterbox(src: Image, size: usize) -> (Image, f64) {
     let (r, nw, nh) = letterbox_ratio(src.w, src.h, size);
-    if (nw, nh) == (size, size) && (src.w, src.h) == (size, size) {
-        return (src.clone(), r);
+    if (src.w, src.h) == (size, size) {
+        return (src, r);
     }
-    let resized = resize(src, nw, nh);
+    let resized = resize(&src, nw, nh);
     let mut out = Image::filled(size, size, GREY);
     for y in 0..nh {
         out.px[y * size * 3..y * size * 3 + nw * 3].copy_from_slice(&resized.px[y * nw * 3..(y + 1) * nw * 3]);
@@ -309,7 +310,7 @@ mod tests {
 
     #[test]
     fn letterbox_keeps_the_aspect_top_left() {
-        let (out, r) = letterbox(&ramp(20, 10), 10);
+        let (out, r) = letterbox(ramp(20, 10), 10);
         assert_eq!((out.w, out.h, r), (10, 10, 0.5));
         assert_eq!(&out.px[5 * 30..], &[GREY; 5 * 30][..]);
         assert_ne!(&out.px[..30], &[GREY; 30][..]);
