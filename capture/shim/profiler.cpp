@@ -1,7 +1,7 @@
 // A small C ABI over the parts of libtorch that tch does not wrap: the Kineto
-// profiler (start, user ranges, stop + Chrome trace) and the CUDA autocast
-// dtype. Every entry point catches C++ exceptions and reports them through an
-// error buffer, so nothing unwinds into Rust.
+// profiler (start, user ranges, stop + Chrome trace) and autocast. Every
+// entry point catches C++ exceptions and reports them through an error
+// buffer, so nothing unwinds into Rust.
 
 #include <ATen/autocast_mode.h>
 #include <ATen/record_function.h>
@@ -113,13 +113,16 @@ void lyp_range_end(void* handle) {
   delete rf;
 }
 
-// CUDA autocast: enable/disable and choose the dtype (0 = float16,
-// 1 = bfloat16). Clears the cast cache so casts of another dtype never mix.
-int lyp_autocast_cuda(int enabled, int bf16, char* err, size_t err_len) {
+// Autocast on CUDA (`cuda` set) or the CPU: enable/disable and choose the
+// dtype (0 = float16, 1 = bfloat16). Clears the cast cache so casts of
+// another dtype never mix. The CPU form lets the tests run the AMP code path
+// (bfloat16) on a machine without a GPU.
+int lyp_autocast(int cuda, int enabled, int bf16, char* err, size_t err_len) {
   try {
+    auto device = cuda ? at::kCUDA : at::kCPU;
     at::autocast::clear_cache();
-    at::autocast::set_autocast_dtype(at::kCUDA, bf16 ? at::kBFloat16 : at::kHalf);
-    at::autocast::set_autocast_enabled(at::kCUDA, enabled != 0);
+    at::autocast::set_autocast_dtype(device, bf16 ? at::kBFloat16 : at::kHalf);
+    at::autocast::set_autocast_enabled(device, enabled != 0);
     return 0;
   } catch (const std::exception& e) {
     set_error(err, err_len, e.what());

@@ -27,7 +27,7 @@ unsafe extern "C" {
     fn lyp_profiler_discard();
     fn lyp_range_begin(name: *const c_char) -> *mut c_void;
     fn lyp_range_end(handle: *mut c_void);
-    fn lyp_autocast_cuda(enabled: c_int, bf16: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_autocast(cuda: c_int, enabled: c_int, bf16: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_cuda_reset_peak(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_cuda_peak_allocated(device: c_int, bytes: *mut i64, err: *mut c_char, err_len: usize) -> c_int;
 }
@@ -146,8 +146,14 @@ pub fn is_running() -> bool {
 
 /// CUDA autocast on or off, with its dtype (`bf16` false = float16).
 pub fn set_cuda_autocast(enabled: bool, bf16: bool) -> Result<()> {
-    call(|e, n| unsafe { lyp_autocast_cuda(enabled as c_int, bf16 as c_int, e, n) })
+    call(|e, n| unsafe { lyp_autocast(1, enabled as c_int, bf16 as c_int, e, n) })
         .map_err(|msg| Error::failed(format!("cannot set CUDA autocast: {msg}")))
+}
+
+/// CPU autocast (bfloat16) on or off: the AMP code path where there is no GPU.
+pub fn set_cpu_autocast(enabled: bool) -> Result<()> {
+    call(|e, n| unsafe { lyp_autocast(0, enabled as c_int, 1, e, n) })
+        .map_err(|msg| Error::failed(format!("cannot set CPU autocast: {msg}")))
 }
 
 /// Resets the peak-memory statistics of CUDA device `device`.
