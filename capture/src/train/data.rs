@@ -96,7 +96,7 @@ impl YoloSet {
     /// `pull_item`), boxes in its pixels.
     fn pull(&self, i: usize, size: usize) -> std::result::Result<(Image, Vec<[f32; 5]>), String> {
         let path = &self.data.images[i];
-        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.to_rgb8();
+        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.into_rgb8();
         let (w, h) = (img.width() as usize, img.height() as usize);
         let img = Image { w, h, px: img.into_raw() };
         let r = (size as f64 / h as f64).min(size as f64 / w as f64);

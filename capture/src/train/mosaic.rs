@@ -322,7 +322,7 @@ mod tests {
         for size in [320, 640] {
             let n = 150;
             let pull = time(n, &mut |k| drop(ds.pull(k % 8, size).unwrap()));
-            let decode = time(n, &mut |k| drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().to_rgb8()));
+            let decode = time(n, &mut |k| drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().into_rgb8()));
             let (big, _) = ds.pull(0, 640).unwrap();
             let rs = time(n, &mut |_| drop(super::super::geometry::resize(&big, size / 2, size * 3 / 8)));
             let canvas = time(n, &mut |k| drop(mosaic(&ds, k % 8, size, &mut Rng(k as u64)).unwrap()));
@@ -335,9 +335,12 @@ mod tests {
             let synth = Dataset::Synthetic { n: 8 };
             let whole = time(n, &mut |k| drop(ds.sample(k % 8, size).unwrap()));
             let whole_synth = time(n, &mut |k| drop(synth.sample(k % 8, size).unwrap()));
+            // Their transform ends in float CHW; ours does that in collate.
+            let one = ds.sample(0, size).unwrap();
+            let chw = time(n, &mut |_| drop(super::super::data::collate(std::slice::from_ref(&one), 300)));
             println!("size {size}: decode 640×480 JPEG {decode:.2} ms, resize 640×480 to {}×{} {rs:.2} ms", size / 2, size * 3 / 8);
             println!(
-                "size {size}: sample {whole:.2} ms (synthetic {whole_synth:.2}) = 4 × pull (decode + resize) {pull:.2} + mosaic canvas {:.2} + warp {warp:.2} + transform {tf:.2} (of which HSV {hsv:.2}) [fastest of {n}, ms]",
+                "size {size}: sample {whole:.2} ms + float CHW in collate {chw:.2} (synthetic {whole_synth:.2}) = 4 × pull (decode + resize) {pull:.2} + mosaic canvas {:.2} + warp {warp:.2} + transform {tf:.2} (of which HSV {hsv:.2}) [fastest of {n}, ms]",
                 canvas - 4.0 * pull
             );
         }
