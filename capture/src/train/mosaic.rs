@@ -282,8 +282,11 @@ mod tests {
 
     /// Per-sample cost of the pipeline, stage by stage, on JPEG images of
     /// 640×480 (4 decodes per mosaic, as LibreYOLO's). A benchmark, not a
-    /// check: run it optimised, e.g.
-    /// `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test -p libreyolo-capture --lib bench_ -- --ignored --nocapture`.
+    /// check: run it optimised and without overflow checks, as a release
+    /// build runs, e.g. `CARGO_PROFILE_DEV_OPT_LEVEL=3 cargo test
+    /// --config 'profile.dev.package.libreyolo-capture.overflow-checks=false'
+    /// --config 'profile.dev.package.libreyolo-capture.debug-assertions=false'
+    /// -p libreyolo-capture --lib bench_ -- --ignored --nocapture`.
     #[test]
     #[ignore]
     fn bench_mosaic_affine_sample() {
@@ -307,9 +310,9 @@ mod tests {
         std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n").unwrap();
         let ds = Dataset::parse(&yaml.display().to_string()).unwrap();
         // The fastest of n: the machine is shared, the minimum is the cost.
-        let median = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
+        let fastest = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
         let time = |n: usize, f: &mut dyn FnMut(usize)| {
-            median(
+            fastest(
                 (0..n)
                     .map(|k| {
                         let t = Instant::now();
@@ -323,8 +326,9 @@ mod tests {
             let n = 150;
             let pull = time(n, &mut |k| drop(ds.pull(k % 8, size).unwrap()));
             let decode = time(n, &mut |k| drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().into_rgb8()));
+            // The resize in pull (none at 640: the images are 640 wide).
             let (big, _) = ds.pull(0, 640).unwrap();
-            let rs = time(n, &mut |_| drop(super::super::geometry::resize(&big, size / 2, size * 3 / 8)));
+            let rs = time(n, &mut |_| drop(super::super::geometry::resize(&big, size, size * 3 / 4)));
             let canvas = time(n, &mut |k| drop(mosaic(&ds, k % 8, size, &mut Rng(k as u64)).unwrap()));
             let (c, l) = mosaic(&ds, 0, size, &mut Rng(3)).unwrap();
             let warp = time(n, &mut |k| drop(warp_affine(&c, affine_matrix(&YOLO9, size, size, &mut Rng(k as u64)), size, size)));
@@ -338,7 +342,9 @@ mod tests {
             // Their transform ends in float CHW; ours does that in collate.
             let one = ds.sample(0, size).unwrap();
             let chw = time(n, &mut |_| drop(super::super::data::collate(std::slice::from_ref(&one), 300)));
-            println!("size {size}: decode 640×480 JPEG {decode:.2} ms, resize 640×480 to {}×{} {rs:.2} ms", size / 2, size * 3 / 8);
+            if size < 640 {
+                println!("size {size}: decode 640×480 JPEG {decode:.2} ms, resize it to {size}×{} {rs:.2} ms", size * 3 / 4);
+            }
             println!(
                 "size {size}: sample {whole:.2} ms + float CHW in collate {chw:.2} (synthetic {whole_synth:.2}) = 4 × pull (decode + resize) {pull:.2} + mosaic canvas {:.2} + warp {warp:.2} + transform {tf:.2} (of which HSV {hsv:.2}) [fastest of {n}, ms]",
                 canvas - 4.0 * pull
