@@ -32,7 +32,7 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 
 use libreyolo_core::{Error, Result};
-use tch::{Kind, Tensor};
+use tch::{Device, Kind, Tensor};
 
 /// Per-image label cap of LibreYOLO's YOLOv9 transform.
 pub const MAX_LABELS: usize = 300;
@@ -294,17 +294,27 @@ pub fn collate(samples: &[Sample], max_labels: usize) -> Batch {
 }
 
 /// Builds batch `k` (images `k·B .. (k+1)·B`).
-fn build(ds: &Dataset, k: usize, batch: usize, size: usize) -> std::result::Result<Batch, String> {
+/// With `pin` (a CUDA device), the batch lands in page-locked memory, as
+/// torch's DataLoader with `pin_memory=True`, so the copy to the device can
+/// be asynchronous.
+fn build(ds: &Dataset, k: usize, batch: usize, size: usize, pin: Option<Device>) -> std::result::Result<Batch, String> {
     let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect::<std::result::Result<_, _>>()?;
-    Ok(collate(&samples, MAX_LABELS))
+    let mut b = collate(&samples, MAX_LABELS);
+    if let Some(dev) = pin {
+        b.images = b.images.f_pin_memory(dev).map_err(|e| format!("cannot pin the batch: {e}"))?;
+        b.targets = b.targets.f_pin_memory(dev).map_err(|e| format!("cannot pin the batch: {e}"))?;
+    }
+    Ok(b)
 }
 
 /// Loads `batches` batches in order, on `workers` threads (0: on the calling
-/// thread, when asked) through a bounded queue of `2·workers` batches.
+/// thread, when asked) through a bounded queue of `2·workers` batches,
+/// pinned for `pin`'s CUDA device when given.
 pub struct Loader {
     ds: Dataset,
     batch: usize,
     size: usize,
+    pin: Option<Device>,
     next: usize,
     total: usize,
     rx: Option<Receiver<(usize, std::result::Result<Batch, String>)>>,
@@ -313,8 +323,8 @@ pub struct Loader {
 }
 
 impl Loader {
-    pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize) -> Loader {
-        let mut l = Loader { ds, batch, size, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
+    pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize, pin: Option<Device>) -> Loader {
+        let mut l = Loader { ds, batch, size, pin, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
         if workers > 0 {
             let (tx, rx) = sync_channel::<(usize, std::result::Result<Batch, String>)>(2 * workers);
             let counter = Arc::new(AtomicUsize::new(0));
@@ -325,7 +335,7 @@ impl Loader {
                     if k >= batches {
                         break;
                     }
-                    if tx.send((k, build(&ds, k, batch, size))).is_err() {
+                    if tx.send((k, build(&ds, k, batch, size, pin))).is_err() {
                         break;
                     }
                 }));
@@ -343,7 +353,7 @@ impl Loader {
         }
         let k = self.next;
         self.next += 1;
-        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size).map_err(Error::failed)) };
+        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size, self.pin).map_err(Error::failed)) };
         loop {
             if let Some(b) = self.pending.remove(&k) {
                 return Some(b.map_err(Error::failed));
@@ -414,10 +424,10 @@ mod tests {
     #[test]
     fn threaded_loader_yields_batches_in_order() {
         let ds = Dataset::Synthetic { n: 12 };
-        let mut l = Loader::new(ds.clone(), 2, 32, 5, 3);
+        let mut l = Loader::new(ds.clone(), 2, 32, 5, 3, None);
         for k in 0..5 {
             let b = l.next_batch().unwrap().unwrap();
-            let want = build(&ds, k, 2, 32).unwrap();
+            let want = build(&ds, k, 2, 32, None).unwrap();
             assert!(b.images.equal(&want.images), "batch {k}");
         }
         assert!(l.next_batch().is_none());

@@ -316,7 +316,8 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().map(|(k, t)| (k, t.detach().copy())).collect()
     };
-    let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers);
+    let pin = p.device.is_cuda().then_some(p.device);
+    let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, pin);
     model::set_training(true);
     let mut session: Option<Session> = None;
     let mut t = Trial {
