@@ -6,6 +6,7 @@
 // reports them through an error buffer, so nothing unwinds into Rust.
 
 #include <ATen/ATen.h>
+#include <ATen/ScalarOps.h>
 #include <c10/core/CachingDeviceAllocator.h>
 
 #include <cstring>
@@ -46,6 +47,17 @@ extern "C" {
 // single-tensor SGD and EMA call it on CPU).
 int lyp_add_(at::Tensor* t, at::Tensor* other, double alpha, char* err, size_t err_len) {
   return guarded(err, err_len, [&] { t->add_(*other, alpha); });
+}
+
+// t *= s the way Python's `t.mul_(0.9)` dispatches it: the float becomes a
+// wrapped-number tensor and goes to the Tensor overload, one aten::mul_
+// (tch's Scalar overload adds a nested aten::mul per call).
+int lyp_mul_(at::Tensor* t, double s, char* err, size_t err_len) {
+  return guarded(err, err_len, [&] {
+    auto w = c10::scalar_to_tensor(s);
+    w.unsafeGetTensorImpl()->set_wrapped_number(true);
+    t->mul_(w);
+  });
 }
 
 // *out = new tensor t + alpha * other; the caller owns *out.

@@ -17,6 +17,7 @@ unsafe extern "C" {
     fn lyp_add_(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_add(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize)
     -> c_int;
+    fn lyp_mul_(t: *mut C_tensor, s: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_clear_grads(ts: *const *mut C_tensor, n: usize, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_foreach_mul_(ts: *const *mut C_tensor, n: usize, s: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_foreach_add_(
@@ -68,6 +69,12 @@ fn handle(t: &Tensor) -> *mut C_tensor {
 pub fn add_(t: &Tensor, other: &Tensor, alpha: f64) -> Result<()> {
     // SAFETY: both handles are live tch tensors borrowed for the call.
     call(|e, n| unsafe { lyp_add_(handle(t), handle(other), alpha, e, n) }).map_err(failed("add_"))
+}
+
+/// `t *= s` in one op, as Python's `t.mul_(s)` with a float.
+pub fn mul_(t: &Tensor, s: f64) -> Result<()> {
+    // SAFETY: as above.
+    call(|e, n| unsafe { lyp_mul_(handle(t), s, e, n) }).map_err(failed("mul_"))
 }
 
 /// A new tensor `t + alpha * other` (`Tensor.add(other, alpha=...)`).
@@ -163,6 +170,8 @@ mod tests {
         assert_eq!(v(&c), [-18.0]);
         add_(&c, &b[1], 1.0).unwrap();
         assert_eq!(v(&c), [12.0]);
+        mul_(&c, 0.5).unwrap();
+        assert_eq!(v(&c), [6.0]);
     }
 
     #[test]

@@ -43,8 +43,8 @@ impl Ema {
                 ops::foreach_mul_(&self.ema, d)?;
                 ops::foreach_add_(&self.ema, &self.live, 1.0 - d)
             } else {
-                for (v, w) in self.ema.iter_mut().zip(&self.live) {
-                    let _ = v.f_mul_scalar_(d);
+                for (v, w) in self.ema.iter().zip(&self.live) {
+                    ops::mul_(v, d)?;
                     ops::add_(v, w, 1.0 - d)?;
                 }
                 Ok(())

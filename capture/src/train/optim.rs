@@ -105,7 +105,7 @@ impl Group {
             let d = if self.weight_decay != 0.0 { ops::add(&g, p, self.weight_decay)? } else { g };
             let b = match buf {
                 Some(b) => {
-                    let _ = b.f_mul_scalar_(momentum);
+                    ops::mul_(b, momentum)?;
                     ops::add_(b, &d, 1.0)?;
                     b.shallow_clone()
                 }
@@ -137,9 +137,8 @@ impl Group {
             for (&i, g) in live.iter().zip(&grads) {
                 match &self.bufs[i] {
                     Some(b) => {
-                        let mut b = b.shallow_clone();
-                        let _ = b.f_mul_scalar_(momentum);
-                        ops::add_(&b, g, 1.0)?;
+                        ops::mul_(b, momentum)?;
+                        ops::add_(b, g, 1.0)?;
                     }
                     None => self.bufs[i] = Some(g.detach().copy()),
                 }
