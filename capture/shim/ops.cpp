@@ -101,6 +101,14 @@ int lyp_amp_unscale_(at::Tensor* const* grads, size_t n, at::Tensor* found_inf, 
                  [&] { at::_amp_foreach_non_finite_check_and_unscale_(list(grads, n), *found_inf, *inv_scale); });
 }
 
+// *out = new uninitialised float tensor of `sizes` in page-locked host
+// memory (DataLoader's pin_memory), without a copy.
+int lyp_empty_pinned(const int64_t* sizes, size_t ndim, at::Tensor** out, char* err, size_t err_len) {
+  return guarded(err, err_len, [&] {
+    *out = new at::Tensor(at::empty(at::IntArrayRef(sizes, ndim), at::TensorOptions().dtype(at::kFloat).pinned_memory(true)));
+  });
+}
+
 // Free and total bytes of CUDA device `device` (torch.cuda.mem_get_info).
 int lyp_cuda_memory_info(int device, int64_t* free_bytes, int64_t* total_bytes, char* err, size_t err_len) {
   return guarded(err, err_len, [&] {

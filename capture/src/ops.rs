@@ -1,9 +1,9 @@
 //! Tensor operations tch does not wrap (`shim/ops.cpp`): PyTorch's
 //! multi-tensor `_foreach_*` kernels, which its SGD, EMA and GradScaler use
 //! on CUDA (one launch per list instead of one per tensor, which decides
-//! whether a small model's step is launch-bound), and the CUDA memory
-//! queries `--batch -1` needs. They run on CPU tensors too, which is how the
-//! tests check them.
+//! whether a small model's step is launch-bound), pinned host memory for
+//! the loader, and the CUDA memory queries `--batch -1` needs. The kernels
+//! run on CPU tensors too, which is how the tests check them.
 
 use std::ffi::{c_char, c_int};
 
@@ -45,6 +45,7 @@ unsafe extern "C" {
         err: *mut c_char,
         err_len: usize,
     ) -> c_int;
+    fn lyp_empty_pinned(sizes: *const i64, ndim: usize, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_cuda_memory_info(device: c_int, free: *mut i64, total: *mut i64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_cuda_empty_cache(err: *mut c_char, err_len: usize) -> c_int;
 }
@@ -127,6 +128,15 @@ pub fn amp_unscale_(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) ->
     // SAFETY: as above.
     call(|e, n| unsafe { lyp_amp_unscale_(h.as_ptr(), h.len(), f, s, e, n) })
         .map_err(failed("_amp_foreach_non_finite_check_and_unscale_"))
+}
+
+/// An uninitialised float tensor in page-locked host memory (needs CUDA).
+pub fn empty_pinned(shape: &[i64]) -> Result<Tensor> {
+    let mut out = std::ptr::null_mut();
+    // SAFETY: `shape` outlives the call; on success `out` is a new tensor we own.
+    call(|e, n| unsafe { lyp_empty_pinned(shape.as_ptr(), shape.len(), &mut out, e, n) })
+        .map_err(failed("cannot allocate pinned memory"))?;
+    Ok(unsafe { Tensor::from_ptr(out) })
 }
 
 /// (free, total) bytes of CUDA device `device`.

@@ -341,7 +341,7 @@ mod tests {
             let whole_synth = time(n, &mut |k| drop(synth.sample(k % 8, size).unwrap()));
             // Their transform ends in float CHW; ours does that in collate.
             let one = ds.sample(0, size).unwrap();
-            let chw = time(n, &mut |_| drop(super::super::data::collate(std::slice::from_ref(&one), 300)));
+            let chw = time(n, &mut |_| drop(super::super::data::collate(std::slice::from_ref(&one), 300, false)));
             if size < 640 {
                 println!("size {size}: decode 640×480 JPEG {decode:.2} ms, resize it to {size}×{} {rs:.2} ms", size * 3 / 4);
             }

@@ -286,7 +286,7 @@ mod tests {
         tch::manual_seed(0);
         let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };
-        let b = collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8);
+        let b = collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
         // The warmup's first learning rate: from random init at batch 2,
         // lr0 itself is noisy.

@@ -112,7 +112,7 @@ mod tests {
         let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let ds = Dataset::Synthetic { n: 2 };
-        let b = collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16);
+        let b = collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16, false).unwrap();
         set_training(true);
         let loss = |amp: bool| {
             crate::profiler::set_cpu_autocast(amp).unwrap();

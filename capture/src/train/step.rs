@@ -7,7 +7,8 @@
 //! LibreYOLO 1.6 attaches for training, loss = main + 0.25 · auxiliary),
 //! backward (`step/backward`) and the weight update (`step/optimizer`:
 //! LibreYOLO's SGD over its three parameter groups, then its model EMA; see
-//! [`super::optim`] and [`super::ema`]). The learning rate and momentum
+//! [`super::optim`] and [`super::ema`]; LibreYOLO updates the EMA outside
+//! its phases, where its time shows in no phase). The learning rate and momentum
 //! follow YOLO9's linear warmup from the first iteration, as in a fresh
 //! LibreYOLO training. With `--amp` on CUDA the forward and the loss run
 //! under float16 autocast and the loss is scaled ([`super::scaler`]). Each
@@ -316,8 +317,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().map(|(k, t)| (k, t.detach().copy())).collect()
     };
-    let pin = p.device.is_cuda().then_some(p.device);
-    let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, pin);
+    let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, p.device.is_cuda());
     model::set_training(true);
     let mut session: Option<Session> = None;
     let mut t = Trial {
