@@ -323,6 +323,18 @@ fn build(ds: &Dataset, k: usize, batch: usize, size: usize, pin: bool) -> std::r
     collate(&samples, MAX_LABELS, pin)
 }
 
+/// Lowers the calling loader thread's scheduling priority (nice +10).
+/// Prefetching has the queue's slack: where cores are shared, it should use
+/// the CPU the training step leaves idle rather than take it from the step.
+/// When the step waits for data the loader runs alone anyway.
+fn yield_to_training() {
+    // SAFETY: plain syscalls on this thread's own id.
+    unsafe {
+        let tid = libc::syscall(libc::SYS_gettid) as libc::id_t;
+        libc::setpriority(libc::PRIO_PROCESS, tid, 10);
+    }
+}
+
 /// Loads `batches` batches in order, on `workers` threads (0: on the calling
 /// thread, when asked) through a bounded queue of `2·workers` batches,
 /// in page-locked memory with `pin` (training on CUDA).
@@ -346,13 +358,16 @@ impl Loader {
             let counter = Arc::new(AtomicUsize::new(0));
             for _ in 0..workers {
                 let (tx, counter, ds) = (tx.clone(), counter.clone(), l.ds.clone());
-                l.threads.push(std::thread::spawn(move || loop {
-                    let k = counter.fetch_add(1, Ordering::SeqCst);
-                    if k >= batches {
-                        break;
-                    }
-                    if tx.send((k, build(&ds, k, batch, size, pin))).is_err() {
-                        break;
+                l.threads.push(std::thread::spawn(move || {
+                    yield_to_training();
+                    loop {
+                        let k = counter.fetch_add(1, Ordering::SeqCst);
+                        if k >= batches {
+                            break;
+                        }
+                        if tx.send((k, build(&ds, k, batch, size, pin))).is_err() {
+                            break;
+                        }
                     }
                 }));
             }
