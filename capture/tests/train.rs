@@ -47,6 +47,15 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     assert!(summary["meta"]["aux_tensors"].as_u64().unwrap() > 0, "{summary}");
     assert_eq!(summary["meta"]["aux_tensors_loaded"], 0, "{summary}");
     assert!(summary["real"]["img_per_s"].as_f64().unwrap() > 0.0);
+    // LibreYOLO's schedule from a fresh start: the lr climbs from 1e-4
+    // through the window (warmup = 3 epochs of 8 iterations); AMP is CUDA's,
+    // so a CPU run with the default --amp trains fp32 and says so.
+    let opt = &summary["meta"]["optimizer"];
+    assert_eq!(opt["warmup_iters"], 24, "{opt}");
+    let (lr0, lr1) = (opt["lr_window"][0].as_f64().unwrap(), opt["lr_window"][1].as_f64().unwrap());
+    assert!(1e-4 < lr0 && lr0 < lr1 && lr1 < 0.01, "{opt}");
+    assert_eq!(opt["ema"], true);
+    assert_eq!(summary["meta"]["amp"], false, "{summary}");
     for p in ["dataload", "to_device", "forward", "backward", "optimizer"] {
         assert!(summary["composition_ms"][p].as_f64().is_some(), "composition {p}: {summary}");
     }
@@ -68,6 +77,24 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     assert!(common::reader(&["phases", &profile]).contains("backward"));
     let trace = train.join("profile_trace.json").display().to_string();
     assert!(common::reader(&["summary", &trace]).contains("img/s"));
+}
+
+/// Plain `synthetic` makes as many images as the window needs (here more
+/// than its default 128); `--batch -1` on the CPU says it needs CUDA and
+/// trains at 16.
+#[test]
+fn plain_synthetic_fills_the_window_and_batch_auto_falls_back_on_cpu() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().display().to_string();
+    run(&[
+        "synthetic", "--device", "cpu", "--batch", "-1", "--imgsz", "64", "--warmup", "1", "--steps", "8", "--workers", "2",
+        "--weights", WEIGHTS, "--project", &project,
+    ])
+    .unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap()).unwrap();
+    assert_eq!(summary["meta"]["batch"], 16, "{summary}");
+    assert_eq!(summary["meta"]["images"], 9 * 16, "{summary}");
 }
 
 #[test]

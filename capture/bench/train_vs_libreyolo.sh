@@ -1,0 +1,84 @@
+#!/usr/bin/env bash
+# Side by side on this machine: our `profile run --device cpu` against
+# LibreYOLO 1.6's, on the same dataset (written here: YOLO format, JPEG
+# photographs of shapes with their boxes), the same checkpoint (YOLOv9-t in
+# LibreYOLO's format, random weights, made by parity/parity.py), the same
+# flags and thread count, alternating runs. Prints img/s, the step time,
+# the dataloader share and the synced phase split of each run.
+#
+#   capture/bench/train_vs_libreyolo.sh [rounds] [imgsz] [batch] [workers]
+#
+# Needs: our binary built with `--features capture` ($BIN, default
+# $CARGO_TARGET_DIR/debug/libreyolo), and a python with libreyolo==1.6.0
+# ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+rounds="${1:-3}"
+imgsz="${2:-320}"
+batch="${3:-4}"
+workers="${4:-2}"
+warmup="${WARMUP:-2}"
+steps="${STEPS:-12}"
+py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
+theirs="$(dirname "$py")/libreyolo"
+bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
+threads="${THREADS:-$(nproc)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
+images=$(( (warmup + steps + 2) * batch ))
+
+# The dataset: $images JPEGs of 1–6 filled shapes on a textured background,
+# three classes, labels in labels/ beside images/.
+"$py" - "$work/data" "$images" "$imgsz" <<'PY'
+import os, random, sys
+import numpy as np
+from PIL import Image, ImageDraw
+root, n, size = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+rng = random.Random(0)
+for split in ("images", "labels"):
+    os.makedirs(f"{root}/{split}/train", exist_ok=True)
+for i in range(n):
+    w, h = rng.choice([(size, size), (size * 4 // 3, size), (size, size * 3 // 4)])
+    noise = np.random.default_rng(i).integers(60, 200, (h, w, 3), dtype=np.uint8)
+    img = Image.fromarray(noise)
+    d = ImageDraw.Draw(img)
+    lines = []
+    for _ in range(rng.randint(1, 6)):
+        bw, bh = rng.randint(w // 10, w // 3), rng.randint(h // 10, h // 3)
+        x0, y0 = rng.randint(0, w - bw), rng.randint(0, h - bh)
+        c = rng.randrange(3)
+        fill = tuple(rng.randrange(256) for _ in range(3))
+        (d.rectangle if c == 0 else d.ellipse if c == 1 else d.polygon)(
+            [(x0, y0 + bh), (x0 + bw // 2, y0), (x0 + bw, y0 + bh)] if c == 2 else [x0, y0, x0 + bw, y0 + bh], fill=fill)
+        lines.append(f"{c} {(x0 + bw / 2) / w:.6f} {(y0 + bh / 2) / h:.6f} {bw / w:.6f} {bh / h:.6f}")
+    img.save(f"{root}/images/train/{i:04d}.jpg", quality=90)
+    open(f"{root}/labels/train/{i:04d}.txt", "w").write("\n".join(lines) + "\n")
+open(f"{root}/data.yaml", "w").write(
+    f"path: {root}\ntrain: images/train\nval: images/train\nnames: [rectangle, ellipse, triangle]\n")
+PY
+"$py" -W ignore "$here/capture/parity/parity.py" --size t --imgsz "$imgsz" --out "$work/ref" > /dev/null
+ckpt="$work/ref/checkpoint.pt"
+common=(--weights "$ckpt" --size t --device cpu --imgsz "$imgsz" --batch "$batch" --workers "$workers"
+        --warmup "$warmup" --steps "$steps" --no-amp)
+
+row() { # name profile.json
+  "$py" - "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[2]))
+ph = {p["phase"]: p.get("wall_ms_per_step", 0) for p in d.get("phases") or []}
+print("%-14s img/s %6.2f  step %8.1f ms  dataload %4.1f%%  | synced: load %6.1f  to_dev %5.1f  fwd %7.1f  bwd %7.1f  opt %6.1f" % (
+    sys.argv[1], d.get("img_per_s") or 0, d.get("step_ms") or 0, 100 * (d.get("dataload_frac") or 0),
+    ph.get("dataload", 0), ph.get("to_device", 0), ph.get("forward", 0), ph.get("backward", 0), ph.get("optimizer", 0)))
+PY
+}
+
+echo "threads $threads, $images images, imgsz $imgsz, batch $batch, workers $workers, warmup $warmup, steps $steps, $rounds rounds"
+for r in $(seq 1 "$rounds"); do
+  "$bin" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/ours$r" > "$work/ours$r.log" 2>&1 \
+    || { cat "$work/ours$r.log"; exit 1; }
+  row "ours" "$work/ours$r/train/profile.json"
+  (cd "$work" && "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r" > "$work/theirs$r.log" 2>&1) \
+    || { tail -20 "$work/theirs$r.log"; exit 1; }
+  row "libreyolo-1.6" "$work/theirs$r/prof/profile.json"
+done
