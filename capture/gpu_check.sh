@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# The device check of issue 3, as one script for a machine with a GPU and
-# torch 2.11 installed: `infer --device 0` without and with --half, both
-# --amp-dtype values, then the readers on each result, with the checks that
-# matter (kernels recorded, Tensor Core share, peak VRAM, readers agree).
+# The device checks of issues 3 and 4, as one script for a machine with a GPU
+# and torch 2.11 installed: `infer --device 0` without and with --half, both
+# --amp-dtype values; `run synthetic --device 0` with AMP, without, and with
+# --batch -1; then the readers on each result, with the checks that matter
+# (kernels recorded per phase, Tensor Core share, peak VRAM, readers agree,
+# no memory-pressure verdict at the chosen batch).
 #
 #   BIN=path/to/libreyolo capture/gpu_check.sh [outdir]
 #
@@ -23,7 +25,22 @@ run() { # name args...
   local name="$1"; shift
   echo "== $name: $*"
   "$bin" profile infer --device 0 --imgsz 640 --warmup 10 --runs 40 --project "$out/$name" "$@" 2> "$out/$name.stderr" | tee "$out/$name.txt"
-  local p="$out/$name/infer/profile.json"
+  read_back "$name" "$out/$name/infer"
+}
+
+train() { # name args...
+  local name="$1"; shift
+  echo "== $name: $*"
+  "$bin" profile run synthetic --device 0 --imgsz 640 --workers 8 --warmup 5 --steps 20 --project "$out/$name" "$@" \
+    2> "$out/$name.stderr" | tee "$out/$name.txt"
+  tail -5 "$out/$name.stderr"
+  read_back "$name" "$out/$name/train"
+  "$bin" profile get "$out/$name/train/profile.json" bound
+}
+
+read_back() { # name dir
+  local name="$1" dir="$2"
+  local p="$dir/profile.json"
   "$bin" profile summary "$p" | tee "$out/$name.summary.txt"
   "$bin" profile kernels "$p" --top 10
   "$bin" profile kernels "$p" --tensorcore --top 5
@@ -33,7 +50,7 @@ run() { # name args...
   done | tee "$out/$name.metrics.txt"
   # The trace read directly must give the same kernel count as the profile.
   a="$("$bin" profile get "$p" kernels_per_step)"
-  b="$("$bin" profile get "$out/$name/infer/profile_trace.json" kernels_per_step)"
+  b="$("$bin" profile get "$dir/profile_trace.json" kernels_per_step)"
   [[ "$a" == "$b" ]] && echo "readers agree: kernels_per_step $a" || echo "MISMATCH: profile $a vs trace $b"
 }
 
@@ -41,4 +58,7 @@ run fp32
 run half_fp16 --half --amp-dtype float16
 run half_bf16 --half --amp-dtype bfloat16
 run fp32_b8 --batch 8
+train run_amp --batch 16
+train run_fp32 --batch 16 --no-amp
+train run_auto --batch -1
 echo "outputs in $out"

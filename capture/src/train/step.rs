@@ -293,6 +293,8 @@ struct Trial {
     lr: (f64, f64),
     /// Optimizer steps AMP skipped for overflowing gradients.
     amp_skipped: usize,
+    /// Peak CUDA memory allocated over the whole trial, MB.
+    peak_vram_mb: Option<f64>,
     params_changed: bool,
     trace: Option<tempfile::TempPath>,
 }
@@ -327,9 +329,13 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         losses: Vec::new(),
         lr: (0.0, 0.0),
         amp_skipped: 0,
+        peak_vram_mb: None,
         params_changed: false,
         trace: None,
     };
+    if let Device::Cuda(d) = p.device {
+        profiler::cuda_reset_peak(d)?;
+    }
     let result = (|| -> Result<()> {
         for i in 0..total {
             if i == p.warmup {
@@ -422,6 +428,10 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     }
     result?;
     t.amp_skipped = scaler.map_or(0, |sc| sc.skipped);
+    if let Device::Cuda(d) = p.device {
+        device::sync(p.device);
+        t.peak_vram_mb = Some(libreyolo_core::util::round(profiler::cuda_peak_allocated(d)? as f64 / 1e6, 1));
+    }
     let s = session.take().expect("the window has measured steps");
     std::fs::create_dir_all(out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
     let tmp = tempfile::Builder::new()
@@ -511,6 +521,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
             dataload_frac: Some(if step_ms > 0.0 { r3(dl / step_ms) } else { 0.0 }),
         }),
         composition_ms: composition,
+        peak_vram_mb: t.peak_vram_mb,
         mode: Some("training".into()),
         versions: Some(crate::infer::versions()),
         host: Some(crate::infer::host()),
