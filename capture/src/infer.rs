@@ -128,9 +128,7 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         peak_vram_mb: None,
         trace: None,
     };
-    if let Device::Cuda(d) = p.device {
-        profiler::cuda_reset_peak(d)?;
-    }
+    profiler::reset_peak_vram(p.device)?;
     for i in 0..total {
         if i == p.warmup && p.trace {
             session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
@@ -186,23 +184,10 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
             t.latencies_ms.push((t3 - t0).as_secs_f64() * 1e3);
         }
     }
-    if let Device::Cuda(d) = p.device {
-        device::sync(p.device);
-        t.peak_vram_mb = Some(libreyolo_core::util::round(profiler::cuda_peak_allocated(d)? as f64 / 1e6, 1));
-    }
+    t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     if let Some(s) = session {
         match keep_trace_in {
-            Some(dir) => {
-                std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
-                let tmp = tempfile::Builder::new()
-                    .prefix(".profile_trace.")
-                    .suffix(".json")
-                    .tempfile_in(dir)
-                    .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?
-                    .into_temp_path();
-                s.finish(&tmp)?;
-                t.trace = Some(tmp);
-            }
+            Some(dir) => t.trace = Some(s.finish_in(dir)?),
             None => s.discard()?,
         }
     }

@@ -114,6 +114,21 @@ impl Session {
         res.map_err(|msg| Error::failed(format!("cannot write the trace {}: {msg}", path.display())))
     }
 
+    /// Stops the profiler and writes the trace to a hidden temporary file in
+    /// `dir` (created if needed), to be renamed into place once the profile
+    /// beside it is written; dropped unless persisted.
+    pub fn finish_in(self, dir: &Path) -> Result<tempfile::TempPath> {
+        std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+        let tmp = tempfile::Builder::new()
+            .prefix(".profile_trace.")
+            .suffix(".json")
+            .tempfile_in(dir)
+            .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?
+            .into_temp_path();
+        self.finish(&tmp)?;
+        Ok(tmp)
+    }
+
     /// Stops the profiler and drops what it recorded.
     pub fn discard(mut self) -> Result<()> {
         self.stop()
@@ -169,6 +184,26 @@ pub fn cuda_peak_allocated(device: usize) -> Result<i64> {
     call(|e, n| unsafe { lyp_cuda_peak_allocated(device as c_int, &mut bytes, e, n) })
         .map_err(|msg| Error::failed(format!("cannot read CUDA memory stats: {msg}")))?;
     Ok(bytes)
+}
+
+/// Starts a peak-VRAM window on `device` (nothing on the CPU).
+pub fn reset_peak_vram(device: tch::Device) -> Result<()> {
+    match device {
+        tch::Device::Cuda(d) => cuda_reset_peak(d),
+        _ => Ok(()),
+    }
+}
+
+/// Peak CUDA memory allocated on `device` since [`reset_peak_vram`], MB
+/// (after its queued work); `None` on the CPU.
+pub fn peak_vram_mb(device: tch::Device) -> Result<Option<f64>> {
+    match device {
+        tch::Device::Cuda(d) => {
+            crate::device::sync(device);
+            Ok(Some(libreyolo_core::util::round(cuda_peak_allocated(d)? as f64 / 1e6, 1)))
+        }
+        _ => Ok(None),
+    }
 }
 
 /// Lines Kineto prints that are not problems for us.

@@ -333,9 +333,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         params_changed: false,
         trace: None,
     };
-    if let Device::Cuda(d) = p.device {
-        profiler::cuda_reset_peak(d)?;
-    }
+    profiler::reset_peak_vram(p.device)?;
     let result = (|| -> Result<()> {
         for i in 0..total {
             if i == p.warmup {
@@ -428,20 +426,9 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     }
     result?;
     t.amp_skipped = scaler.map_or(0, |sc| sc.skipped);
-    if let Device::Cuda(d) = p.device {
-        device::sync(p.device);
-        t.peak_vram_mb = Some(libreyolo_core::util::round(profiler::cuda_peak_allocated(d)? as f64 / 1e6, 1));
-    }
+    t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     let s = session.take().expect("the window has measured steps");
-    std::fs::create_dir_all(out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(".profile_trace.")
-        .suffix(".json")
-        .tempfile_in(out_dir)
-        .map_err(|e| Error::failed(format!("cannot write in {}: {e}", out_dir.display())))?
-        .into_temp_path();
-    s.finish(&tmp)?;
-    t.trace = Some(tmp);
+    t.trace = Some(s.finish_in(out_dir)?);
     let now = m.model.vs.variables();
     t.params_changed = watched.iter().any(|(k, before)| now.get(k).is_some_and(|v| !v.detach().equal(before)));
     Ok(t)
