@@ -9,13 +9,10 @@
 # Needs our binary built with `--features capture` ($BIN, default
 # $CARGO_TARGET_DIR/debug/libreyolo).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 rounds="${1:-10}"
 imgsz="${2:-640}"
 runs="${3:-30}"
-bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
 common=(--device cpu --imgsz "$imgsz" --batch 1 --warmup 5 --runs "$runs" --json)
 
 p50() { "$bin" profile get "$1/infer/profile.json" latency_p50_ms; }

@@ -12,20 +12,13 @@
 # $CARGO_TARGET_DIR/debug/libreyolo), and a python with libreyolo==1.6.0
 # ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 rounds="${1:-3}"
 imgsz="${2:-320}"
 batch="${3:-4}"
 workers="${4:-2}"
 warmup="${WARMUP:-2}"
 steps="${STEPS:-12}"
-py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
-theirs="$(dirname "$py")/libreyolo"
-bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
-threads="${THREADS:-$(nproc)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
 images=$(( (warmup + steps + 2) * batch ))
 
 # The dataset: $images JPEGs of 1–6 filled shapes on a textured background,

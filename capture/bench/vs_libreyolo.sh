@@ -9,16 +9,9 @@
 # $CARGO_TARGET_DIR/debug/libreyolo), and a python with libreyolo==1.6.0
 # ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 rounds="${1:-2}"
 imgsz="${2:-640}"
-py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
-theirs="$(dirname "$py")/libreyolo"
-bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
-threads="${THREADS:-$(nproc)}"
-work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
-export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
 
 # One checkpoint for both (LibreYOLO9 t, random weights, LibreYOLO format).
 "$py" -W ignore "$here/capture/parity/parity.py" --size t --imgsz "$imgsz" --out "$work/ref" > /dev/null

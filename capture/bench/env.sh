@@ -1,0 +1,13 @@
+# Sourced by the bench scripts: where things are and a scratch folder.
+#   here    the checkout          bin     our binary ($BIN)
+#   py      Python with libreyolo==1.6.0 ($LIBREYOLO_PARITY_PYTHON)
+#   theirs  its `libreyolo` CLI   threads torch threads for both ($THREADS)
+#   work    a temporary folder, removed on exit
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
+py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
+theirs="$(dirname "$py")/libreyolo"
+bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
+threads="${THREADS:-$(nproc)}"
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"
