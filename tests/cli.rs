@@ -73,6 +73,9 @@ fn every_reader_answers_on_every_shared_trace() {
             assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
             assert!(r.stderr.is_empty(), "{args:?} wrote to stderr: {}", r.stderr);
             assert!(!r.stdout.is_empty());
+            if text_args[0] == "summary" {
+                assert!(r.stdout.contains("top kernels/step:") && !r.stdout.contains("none in this trace"), "{}", r.stdout);
+            }
         }
     }
 }
@@ -145,6 +148,10 @@ fn reference_profiles_read_as_written() {
         for reader in [&["phases", &p][..], &["kernels", &p], &["ops", &p], &["get", &p], &["what-if", &p, "--remove-launches", "50"]] {
             json(reader);
         }
+        // CPU profiles: one line that says so and where to look, not the
+        // reference's two empty headings.
+        let text = run(&["profile", "summary", &p]).stdout;
+        assert!(text.contains("kernels  none in this trace") && !text.contains("kernel mix:"), "{rel}: {text}");
     }
 }
 

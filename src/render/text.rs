@@ -91,14 +91,19 @@ pub fn summary(s: &Summary) -> String {
         let _ = writeln!(o, "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **");
     }
     let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
-    let _ = writeln!(o, "kernel mix:");
-    for c in &s.categories {
-        let _ = writeln!(o, "  {:<17} {:5.1}%   {} ms/step", c.name, c.pct, num(c.ms_per_step, 3));
-    }
-    let _ = writeln!(o, "top kernels/step:");
-    for k in &s.top_kernels {
-        let tc = if k.tensorcore { " [TC]" } else { "" };
-        let _ = writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
+    if s.categories.is_empty() && s.top_kernels.is_empty() {
+        // The reference printed two empty headings here.
+        let _ = writeln!(o, "kernels  none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes");
+    } else {
+        let _ = writeln!(o, "kernel mix:");
+        for c in &s.categories {
+            let _ = writeln!(o, "  {:<17} {:5.1}%   {} ms/step", c.name, c.pct, num(c.ms_per_step, 3));
+        }
+        let _ = writeln!(o, "top kernels/step:");
+        for k in &s.top_kernels {
+            let tc = if k.tensorcore { " [TC]" } else { "" };
+            let _ = writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
+        }
     }
     if s.streams.len() > 1 {
         let _ = writeln!(o, "streams:");
