@@ -32,6 +32,7 @@ use crate::profiler::{self, Options, Range, Session};
 use crate::source::{self, Image};
 use crate::weights::{self, Loaded};
 use crate::device;
+use crate::model;
 
 /// The torch version this crate is built for (capture/TORCH_VERSION).
 pub const TORCH_VERSION: &str = include_str!("../TORCH_VERSION");
@@ -71,9 +72,7 @@ fn plan(args: &InferArgs) -> Result<Plan> {
     if args.repeat == 0 {
         return Err(Error::usage("--repeat must be at least 1"));
     }
-    if args.imgsz < 32 || args.imgsz % 32 != 0 {
-        return Err(Error::usage(format!("--imgsz {}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)", args.imgsz)));
-    }
+    let imgsz = model::check_imgsz(args.imgsz)?;
     if !(0.0..=1.0).contains(&args.conf) || !(0.0..=1.0).contains(&args.iou) {
         return Err(Error::usage("--conf and --iou must be between 0 and 1"));
     }
@@ -86,7 +85,7 @@ fn plan(args: &InferArgs) -> Result<Plan> {
     }
     Ok(Plan {
         batch: args.batch,
-        imgsz: args.imgsz as i64,
+        imgsz,
         warmup: args.warmup,
         runs: args.runs,
         unsynced: (args.runs / 2).max(1),

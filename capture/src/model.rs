@@ -152,6 +152,14 @@ thread_local! {
     static TRAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// Checks `--imgsz`: YOLOv9's strides need a multiple of 32.
+pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
+    if imgsz < 32 || imgsz % 32 != 0 {
+        return Err(libreyolo_core::Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
+    }
+    Ok(imgsz as i64)
+}
+
 /// BatchNorm in training mode (batch statistics, running statistics updated
 /// with momentum 0.03) for forwards on this thread: `model.train()` for the
 /// training capture. Per thread, so inference elsewhere is untouched.

@@ -108,10 +108,7 @@ fn plan(args: &RunArgs) -> Result<Plan> {
     if args.repeat == 0 {
         return Err(Error::usage("--repeat must be at least 1"));
     }
-    let imgsz = args.imgsz as i64;
-    if imgsz < 32 || imgsz % 32 != 0 {
-        return Err(Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
-    }
+    let imgsz = model::check_imgsz(args.imgsz)?;
     // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
     let amp = !args.no_amp && device.is_cuda();
     use std::io::IsTerminal;
