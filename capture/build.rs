@@ -6,11 +6,9 @@
 //! - no-as-needed: nothing references a symbol of libtorch_cuda.so directly,
 //!   so the linker drops it and CUDA is never available at run time.
 //!
-//! Both are linker arguments, and `rustc-link-arg` reaches only this
-//! package's own tests and binaries (the `as-needed` link modifier that would
-//! propagate is nightly-only). So the lib dir is also exported through
-//! `links` (`DEP_LIBREYOLO_CAPTURE_TORCH_LIB`) and the `libreyolo` binary's
-//! build script emits the same arguments with [`link_args`]'s recipe.
+//! Both are linker arguments, which reach only this package's own tests and
+//! binaries: that is all that links libtorch (the `libreyolo-capture`
+//! executable; the `libreyolo` binary never does).
 
 use std::path::PathBuf;
 
@@ -25,7 +23,6 @@ fn main() {
     let torch = lib.parent().expect("libtorch lib dir has a parent").to_path_buf();
     let include = torch.join("include");
 
-    println!("cargo:torch_lib={}", lib.display());
     println!("cargo:rustc-link-search=native={}", lib.display());
     for arg in link_args(&lib) {
         println!("cargo:rustc-link-arg={arg}");
@@ -47,8 +44,7 @@ fn main() {
         .compile("libreyolo_profiler_shim");
 }
 
-/// The linker arguments a binary that links libtorch through this crate
-/// needs (the binary's build script repeats them).
+/// The linker arguments a binary that links libtorch needs.
 fn link_args(lib: &std::path::Path) -> Vec<String> {
     let mut args = vec![format!("-Wl,-rpath,{}", lib.display()), "-Wl,--push-state,--no-as-needed".to_string()];
     if lib.join("libtorch_cuda.so").exists() {

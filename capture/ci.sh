@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # CI for the capture engine: set up torch (reused when present), then build
-# and test libreyolo-capture and the binary with the `capture` feature.
+# both executables and test libreyolo-capture through the `libreyolo` binary.
 #
 #   capture/ci.sh            # tests that need only torch
 #   LIBREYOLO_PARITY_PYTHON=/path/to/python capture/ci.sh
@@ -9,8 +9,8 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 eval "$(scripts/setup-torch.sh)"
 start=$(date +%s)
+cargo build -p libreyolo -p libreyolo-capture
 cargo test -p libreyolo-capture
-cargo build -p libreyolo --features capture
 bin="${CARGO_TARGET_DIR:-target}/debug/libreyolo"
 project="$(mktemp -d)"
 trap 'rm -rf "$project"' EXIT

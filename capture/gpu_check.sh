@@ -8,10 +8,11 @@
 #
 #   BIN=path/to/libreyolo capture/gpu_check.sh [outdir]
 #
-# The binary's rpath points at the build machine's venv; here libtorch is
-# found through LD_LIBRARY_PATH from this machine's python. The binary must
-# fit the device run's carry limit (64 MiB): build with
-# `cargo build --release -p libreyolo --features capture` and strip it.
+# `libreyolo` hands infer/run to `libreyolo-capture` beside it: carry both
+# (scripts/setup.sh builds them without debug info; together they fit the
+# device run's 64 MiB carry limit). The capture's rpath points at the build
+# machine's venv; here libtorch is found through LD_LIBRARY_PATH from this
+# machine's python.
 set -euo pipefail
 bin="${BIN:-target/release/libreyolo}"
 out="${1:-${OUT:-/tmp/gpu_check}}"

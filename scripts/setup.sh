@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Set everything up on a fresh machine: libtorch (a venv outside the
-# checkout, reused when present) and the release binary with the capture
-# engine, at target/release/libreyolo.
+# checkout, reused when present) and the two release executables,
+# target/release/libreyolo (readers, explorer; no libtorch) and
+# target/release/libreyolo-capture (infer, run; links libtorch), which
+# `libreyolo profile infer|run` finds beside itself.
 #
 #   scripts/setup.sh               # readers + capture (needs ~5 GB for torch)
 #   scripts/setup.sh --readers     # readers and explorer only: no torch, no Python
@@ -10,8 +12,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 if [[ "${1:-}" == "--readers" ]]; then
   cargo build --release -p libreyolo
+  echo "setup: built $(pwd)/target/release/libreyolo (readers and explorer)" >&2
 else
   eval "$(scripts/setup-torch.sh)"
-  cargo build --release -p libreyolo --features capture
+  cargo build --release -p libreyolo -p libreyolo-capture
+  echo "setup: built $(pwd)/target/release/libreyolo and libreyolo-capture beside it" >&2
 fi
-echo "setup: built $(pwd)/target/release/libreyolo" >&2

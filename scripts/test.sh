@@ -14,5 +14,6 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 
 eval "$(scripts/setup-torch.sh)"
-# Everything, capture included, in one cargo invocation.
-cargo test --workspace --features libreyolo/capture
+# Everything, the capture engine's executable included, in one cargo
+# invocation: both executables land in one target folder, as setup.sh's do.
+cargo test --workspace

@@ -6,7 +6,7 @@
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)"
 py="${LIBREYOLO_PARITY_PYTHON:-/tmp/libreyolo-bench-venv/bin/python}"
 theirs="$(dirname "$py")/libreyolo"
-bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/debug/libreyolo}"
+bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/release/libreyolo}"
 threads="${THREADS:-$(nproc)}"
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -6,8 +6,8 @@
 #
 #   capture/bench/overhead.sh [rounds] [imgsz] [runs]
 #
-# Needs our binary built with `--features capture` ($BIN, default
-# $CARGO_TARGET_DIR/debug/libreyolo).
+# Needs our two executables built side by side ($BIN, default
+# $CARGO_TARGET_DIR/release/libreyolo: scripts/setup.sh).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"
 rounds="${1:-10}"

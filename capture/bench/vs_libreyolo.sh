@@ -5,8 +5,8 @@
 #
 #   capture/bench/vs_libreyolo.sh [rounds] [imgsz]
 #
-# Needs: our binary built with `--features capture` ($BIN, default
-# $CARGO_TARGET_DIR/debug/libreyolo), and a python with libreyolo==1.6.0
+# Needs: our two executables built side by side ($BIN, default
+# $CARGO_TARGET_DIR/release/libreyolo: scripts/setup.sh), and a python with libreyolo==1.6.0
 # ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/env.sh"

@@ -1,17 +1,56 @@
 //! The `libreyolo profile` command line: argument definitions for every
-//! subcommand (capture and explorer included, so `--help` is whole) and the
-//! reader commands, which run here. The binary wires capture and explorer.
+//! subcommand (capture and explorer included, so `--help` is whole), the
+//! parse and exit-code mapping both executables share, and the reader
+//! commands, which run here. The binary wires capture and explorer.
 
 mod args;
 
 pub use args::*;
 
+use std::ffi::OsString;
 use std::io::Write;
+use std::process::ExitCode;
 
 use crate::error::{Error, Result};
 use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Change};
 use crate::profile::{self, Input};
 use crate::render::{self, text};
+
+/// Parses `libreyolo profile …` as given (`OsString`s: a non-UTF-8 argument
+/// is a clap error, not a panic). `None` is a bare `libreyolo profile`.
+/// `--help`/`--version` and clap's errors are printed here and end the
+/// process with 0 or 2, as every subcommand of the group does.
+pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
+    use clap::Parser;
+    let lossy: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    if let Some(msg) = refuse_key_value(&lossy) {
+        return Err(Error::usage(msg));
+    }
+    match Cli::try_parse_from(args) {
+        Ok(parsed) => {
+            let TopCommand::Profile(profile) = parsed.command;
+            Ok(profile.command)
+        }
+        Err(e) => {
+            // --help and --version are successes; everything else is usage.
+            let code = if e.use_stderr() { crate::error::exit::USAGE } else { crate::error::exit::OK };
+            let _ = e.print();
+            std::process::exit(code);
+        }
+    }
+}
+
+/// The process's exit status for a command's result: errors are printed
+/// once, here, and mapped to the group's exit codes.
+pub fn exit_status(result: Result<()>) -> ExitCode {
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::from(e.exit_code() as u8)
+        }
+    }
+}
 
 /// Runs a reader subcommand and returns what to print on stdout.
 pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {

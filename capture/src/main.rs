@@ -1,0 +1,23 @@
+//! `libreyolo-capture`: the executable that links libtorch. The `libreyolo`
+//! binary hands `profile infer` and `profile run` to it unchanged (same
+//! arguments, argv[0] included), so it parses the same command line and
+//! answers with the group's exit codes.
+
+use std::ffi::OsString;
+use std::process::ExitCode;
+
+use libreyolo_core::cli::{self, ProfileCommand};
+use libreyolo_core::error::{Error, Result};
+
+fn main() -> ExitCode {
+    cli::exit_status(run())
+}
+
+fn run() -> Result<()> {
+    let args: Vec<OsString> = std::env::args_os().collect();
+    match cli::parse(&args)? {
+        Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
+        Some(ProfileCommand::Run(a)) => cli::print_stdout(&libreyolo_capture::train::run(&a)?),
+        _ => Err(Error::usage("libreyolo-capture runs `profile infer` and `profile run`; the readers and the explorer are `libreyolo profile …`")),
+    }
+}
