@@ -276,7 +276,7 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
     meta.insert("runs".into(), json!(p.runs));
     meta.insert("threads".into(), json!(tch::get_num_threads()));
     meta.insert("trace".into(), json!(p.trace));
-    meta.insert("fused".into(), json!(true));
+    meta.insert("fused".into(), json!(args.fuse));
     if t.images_postprocessed > 0 {
         meta.insert(
             "detections_per_image".into(),
@@ -315,7 +315,11 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     let p = plan(args)?;
     let files = source::resolve(args.source.as_deref())?;
     let images = source::load(&files)?;
-    let loaded = weights::load(&args.weights, &args.size, p.device)?;
+    let mut loaded = weights::load(&args.weights, &args.size, p.device)?;
+    // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
+    if args.fuse {
+        loaded.model.fuse();
+    }
     for note in &loaded.notes {
         eprintln!("{note}");
     }

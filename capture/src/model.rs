@@ -4,9 +4,11 @@
 //! they are. Written from the architecture (YOLOv9: ELAN / RepNCSPELAN,
 //! AConv / ADown, SPPELAN, the decoupled DFL head), not copied.
 //!
-//! For inference, [`Yolo9::fuse`] folds every BatchNorm into its convolution
-//! and every RepConvN's 1×1 branch into its 3×3 one, the same
-//! re-parameterisation LibreYOLO's `fuse()` does.
+//! Unfused, the forward is LibreYOLO 1.6's op for op (its inference never
+//! calls `fuse()`), so a default `profile infer` measures the graph the
+//! user's pipeline runs. [`Yolo9::fuse`] (`--fuse`) folds every BatchNorm
+//! into its convolution and every RepConvN's 1×1 branch into its 3×3 one, the
+//! re-parameterisation LibreYOLO's `fuse()` does for deployment.
 //!
 //! For training, [`Yolo9::enable_aux`] attaches the PGI auxiliary branch
 //! LibreYOLO 1.6 trains with (its `enable_aux`, after MultimediaTechLab's
@@ -152,10 +154,23 @@ thread_local! {
     static TRAINING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
+/// The largest `--imgsz` accepted: checked before anything is allocated
+/// (a training mosaic canvas is 2·imgsz square per image; at 4096 that is
+/// 200 MB each, already far beyond any YOLO training recipe).
+pub const MAX_IMGSZ: u32 = 4096;
+
+/// The most classes a model is built for: checked before the var store
+/// allocates (a checkpoint claiming 1e9 classes would ask for terabytes).
+/// LVIS, the largest common detection label set, has 1203.
+pub const MAX_CLASSES: i64 = 10_000;
+
 /// Checks `--imgsz`: YOLOv9's strides need a multiple of 32.
 pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
     if imgsz < 32 || imgsz % 32 != 0 {
         return Err(libreyolo_core::Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
+    }
+    if imgsz > MAX_IMGSZ {
+        return Err(libreyolo_core::Error::usage(format!("--imgsz {imgsz}: at most {MAX_IMGSZ}")));
     }
     Ok(imgsz as i64)
 }
@@ -204,7 +219,9 @@ impl Conv {
             Some((w, b)) => x.conv2d(w, Some(b), [self.stride], [self.pad], [1], self.groups),
             None => x
                 .conv2d(&self.weight, None::<Tensor>, [self.stride], [self.pad], [1], self.groups)
-                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), is_training(), 0.03, BN_EPS, false),
+                // cudnn_enabled as nn.BatchNorm2d passes it (torch's default), so
+                // CUDA runs the same BatchNorm kernels as LibreYOLO.
+                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), is_training(), 0.03, BN_EPS, true),
         };
         if self.act { y.silu() } else { y }
     }
@@ -234,7 +251,9 @@ impl RepConvN {
     fn forward(&self, x: &Tensor) -> Tensor {
         match &self.fused {
             Some((w, b)) => x.conv2d(w, Some(b), [1], [1], [1], 1).silu(),
-            None => (self.conv1.forward(x) + self.conv2.forward(x)).silu(),
+            // `+ 0`: LibreYOLO adds its absent identity branch (`id_out = 0`),
+            // one aten::add per RepConvN that the profile must show too.
+            None => (self.conv1.forward(x) + self.conv2.forward(x) + 0.0).silu(),
         }
     }
 }
@@ -630,8 +649,11 @@ impl Yolo9 {
     /// under a new `nc`, so loaders read the width from the checkpoint.
     pub fn with_class_width(size: &str, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, String> {
         let cfg = Config::of(size).ok_or_else(|| format!("unknown YOLOv9 size `{size}` (one of t, s, m, c)"))?;
-        if nc < 1 {
-            return Err(format!("number of classes must be positive, got {nc}"));
+        if !(1..=MAX_CLASSES).contains(&nc) {
+            return Err(format!("number of classes must be between 1 and {MAX_CLASSES}, got {nc}"));
+        }
+        if cls_hidden.is_some_and(|h| !(1..=MAX_CLASSES).contains(&h)) {
+            return Err(format!("class head width must be between 1 and {MAX_CLASSES}, got {}", cls_hidden.unwrap_or(0)));
         }
         let vs = nn::VarStore::new(device);
         let root = vs.root();

@@ -82,8 +82,7 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
     match resolve(arg)? {
         Source::RandomInit { looked_in } => {
             tch::manual_seed(0);
-            let mut model = Yolo9::new(size, DEFAULT_NC, device).map_err(Error::failed)?;
-            model.fuse();
+            let model = Yolo9::new(size, DEFAULT_NC, device).map_err(Error::failed)?;
             let looked: Vec<String> = looked_in.iter().map(|p| p.display().to_string()).collect();
             Ok(Loaded {
                 model,
@@ -128,7 +127,6 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
             let mut model = Yolo9::with_class_width(&used_size, nc, cls_hidden, device).map_err(Error::failed)?;
             model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
-            model.fuse();
             Ok(Loaded {
                 model,
                 size: used_size,

@@ -201,3 +201,57 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
     }
     assert!(!project.exists(), "nothing may be written on bad input");
 }
+
+/// Forward-phase op counts per image of a profile.json.
+fn forward_ops(profile: &serde_json::Value) -> std::collections::HashMap<String, f64> {
+    let batch = profile["config"]["batch"].as_f64().unwrap_or(1.0);
+    profile["ops_by_phase"]["forward"]
+        .as_array()
+        .expect("ops_by_phase.forward")
+        .iter()
+        .map(|o| (o["op"].as_str().unwrap().to_string(), o["count_per_step"].as_f64().unwrap() / batch))
+        .collect()
+}
+
+fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+}
+
+#[test]
+fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
+    // LibreYOLO 1.6's own profile of YOLOv9-t (its inference never fuses),
+    // and the model's state-dict names: 221 BatchNorms, 42 RepConvN whose
+    // 1×1 branch `--fuse` merges into the 3×3 one.
+    let parity = Path::new(env!("CARGO_MANIFEST_DIR")).join("parity");
+    let theirs = forward_ops(&read_json(&parity.join("libreyolo16_infer_b1_profile.json")));
+    let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_value(read_json(&parity.join("keys_t.json"))).unwrap();
+    let batch_norms = keys.keys().filter(|k| k.ends_with(".bn.weight")).count() as f64;
+    let repconvs = keys.keys().filter(|k| k.ends_with(".conv2.conv.weight") && keys.contains_key(&k.replace(".conv2.", ".conv1."))).count() as f64;
+    assert_eq!(theirs["aten::batch_norm"], batch_norms, "LibreYOLO runs every BatchNorm");
+
+    let dir = tempfile::tempdir().unwrap();
+    let unfused = dir.path().join("unfused");
+    let fused = dir.path().join("fused");
+    run(&unfused, &[]).unwrap();
+    run(&fused, &["--fuse"]).unwrap();
+    let unfused = read_json(&unfused.join("infer/profile.json"));
+    let fused = read_json(&fused.join("infer/profile.json"));
+    assert_eq!(unfused["config"]["fused"], false);
+    assert_eq!(fused["config"]["fused"], true);
+
+    // The model's own ops (not the dispatcher's choice of conv backend, which
+    // depends on the image size): the same count per image as LibreYOLO's.
+    let ours = forward_ops(&unfused);
+    let graph = ["aten::conv2d", "aten::batch_norm", "aten::silu", "aten::add", "aten::cat", "aten::avg_pool2d", "aten::max_pool2d", "aten::upsample_nearest2d"];
+    for op in graph {
+        assert_eq!(ours.get(op), theirs.get(op), "{op} per image: ours (unfused) vs LibreYOLO 1.6");
+    }
+
+    let f = forward_ops(&fused);
+    assert_eq!(f.get("aten::batch_norm"), None, "--fuse folds every BatchNorm");
+    assert_eq!(f["aten::conv2d"], theirs["aten::conv2d"] - repconvs, "--fuse merges each RepConvN's two convolutions");
+    assert_eq!(f["aten::add"], theirs["aten::add"] - 2.0 * repconvs, "a fused RepConvN adds nothing");
+    for op in ["aten::silu", "aten::cat", "aten::avg_pool2d", "aten::max_pool2d", "aten::upsample_nearest2d"] {
+        assert_eq!(f.get(op), theirs.get(op), "{op}: untouched by --fuse");
+    }
+}

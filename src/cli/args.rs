@@ -221,6 +221,11 @@ pub struct InferArgs {
     pub max_det: usize,
     #[arg(long, default_value = "0")]
     pub device: String,
+    /// Measure the deployed graph: BatchNorm folded into its convolution and
+    /// RepConv branches merged, as exported models run. Default: the graph
+    /// LibreYOLO's inference runs (unfused)
+    #[arg(long)]
+    pub fuse: bool,
     /// Emit the Chrome trace (default on)
     #[arg(long, overrides_with = "no_trace")]
     pub trace: bool,
