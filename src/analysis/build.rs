@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::busy::{merge, overlap, overlap_each};
-use super::kernels::{category, is_tensor_core, short_name};
+use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
@@ -120,7 +120,10 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let host_overhead = (step_ms - busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
     let launches_per_step = kernel_total.count as f64 / n_steps;
     let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
-    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| is_tensor_core(a.names.get(**n))).map(|(_, k)| k.ns).sum();
+    // Category, Tensor Core flag and label once per kernel name (the name
+    // is demangled once, here).
+    let kinfo: HashMap<u32, (&'static str, bool, String)> = a.kernels.keys().map(|n| (*n, classify(a.names.get(*n)))).collect();
+    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).sum();
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
     let reserved_full = devices
         .iter()
@@ -136,11 +139,12 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     // --- kernels, categories, ops.
     let kernel_row = |name: u32, k: &Agg, denom: i64| {
         let raw = a.names.get(name);
+        let (cat, tc, label) = &kinfo[&name];
         KernelRow {
-            kernel: short_name(raw),
+            kernel: label.clone(),
             raw_name: raw.to_string(),
-            category: category(raw).to_string(),
-            tensorcore: is_tensor_core(raw),
+            category: cat.to_string(),
+            tensorcore: *tc,
             ms_per_step: round(per_step_ms(k.ns), 4),
             pct_of_gpu: round(pct(k.ns, denom), 2),
             count_per_step: round(k.count as f64 / n_steps, 2),
@@ -156,7 +160,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     sort_kernels(&mut kernels);
     let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
     for (n, k) in &a.kernels {
-        *cat_ns.entry(category(a.names.get(*n))).or_insert(0) += k.ns;
+        *cat_ns.entry(kinfo[n].0).or_insert(0) += k.ns;
     }
     let mut categories: Vec<CategoryRow> = cat_ns
         .iter()
