@@ -6,8 +6,8 @@ use std::path::Path;
 use indexmap::IndexMap;
 use serde_json::Value;
 
-use super::busy::{merge, overlap, overlap_each};
-use super::kernels::classify;
+use super::busy::{intersect, merge, overlap, overlap_each};
+use super::kernels::{classify, COMMUNICATION};
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
@@ -55,6 +55,38 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             *kernels_by_device.entry(k.device).or_insert(0) += 1;
         }
     }
+    // Category, Tensor Core flag and label once per kernel name (the name
+    // is demangled once, here), for every kernel the trace holds.
+    let mut kinfo: HashMap<u32, (&'static str, bool, String)> = HashMap::new();
+    for n in a.kernels.keys().copied().chain(a.kernel_spans.iter().map(|k| k.name)) {
+        kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
+    }
+    // Communication and the rest, per device: how much communication the
+    // compute kernels hide.
+    let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    for k in &a.kernel_spans {
+        let side = if kinfo[&k.name].0 == COMMUNICATION { &mut comm_iv } else { &mut compute_iv };
+        side.entry(k.device).or_default().push((k.start, k.end));
+    }
+    let vendor = |props: Option<&crate::trace::DeviceProps>| -> Option<String> {
+        let name = props.map(|p| p.name.to_lowercase()).unwrap_or_default();
+        let amd_words = ["amd", "instinct", "radeon", "gfx"];
+        let nvidia_words = ["nvidia", "tesla", "quadro", "geforce", "rtx", "titan"];
+        let v = if amd_words.iter().any(|w| name.contains(w)) {
+            "AMD"
+        } else if nvidia_words.iter().any(|w| name.contains(w)) {
+            "NVIDIA"
+        } else if info.rocm || a.evidence.hip_calls > 0 || props.and_then(|p| p.warp_size) == Some(64) {
+            "AMD"
+        } else if info.cuda || a.evidence.cuda_calls > 0 || props.and_then(|p| p.warp_size) == Some(32) {
+            "NVIDIA"
+        } else {
+            return None;
+        };
+        Some(v.to_string())
+    };
+    let mut comm_total = (0i64, 0i64); // (communication, overlapped) ns over devices
     let mut devices: Vec<DeviceRow> = by_device
         .iter_mut()
         .map(|(&device, iv)| {
@@ -62,7 +94,17 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             let raw = overlap_each(iv, &steps);
             let props = info.devices.iter().find(|d| d.id == device);
             let mem = a.memory.get(&device);
+            let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), &steps)).unwrap_or_default();
+            let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
+            let hidden = compute_iv.get_mut(&device).map_or(0, |c| overlap(&comm, &merge(c)));
+            comm_total.0 += comm_ns;
+            comm_total.1 += hidden;
             DeviceRow {
+                vendor: vendor(props),
+                name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
+                comm_ms_per_step: (comm_ns > 0).then(|| round(per_step_ms(comm_ns), 3)),
+                comm_exposed_ms_per_step: (comm_ns > 0).then(|| round(per_step_ms(comm_ns - hidden), 3)),
+                comm_overlap_pct: (comm_ns > 0).then(|| round(pct(hidden, comm_ns), 1)),
                 device,
                 busy_ms_per_step: round(per_step_ms(busy), 3),
                 util: ratio(busy as f64, wall_ns as f64).min(1.0),
@@ -104,7 +146,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let mode = measured
         .and_then(Measurements::mode)
         .map(|m| if m == "inference" { Mode::Inference } else { Mode::Training })
-        .or_else(|| phase_mode(&a));
+        .or_else(|| phase_mode(&a))
+        .or(Some(evidence_mode(&a)));
     let trace_step_ms = wall_ns as f64 / MS / n_steps;
     let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
     let real = measured.and_then(|m| m.real.as_ref());
@@ -118,11 +161,14 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
     let host_overhead = (step_ms - busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
-    let launches_per_step = kernel_total.count as f64 / n_steps;
+    // A graph launch is one launch however many kernels it replays.
+    let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count) + a.counts.graph_launches;
+    let launches_per_step = launches as f64 / n_steps;
+    let kernels_per_step = kernel_total.count as f64 / n_steps;
+    let graph_launches_per_step = (a.counts.graph_launches > 0).then(|| round(a.counts.graph_launches as f64 / n_steps, 2));
+    let comm_ms = (!a.kernel_spans.is_empty()).then(|| comm_total.0 as f64 / MS / n_steps / n_dev);
+    let comm_exposed_ms = comm_ms.map(|_| (comm_total.0 - comm_total.1) as f64 / MS / n_steps / n_dev);
     let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
-    // Category, Tensor Core flag and label once per kernel name (the name
-    // is demangled once, here).
-    let kinfo: HashMap<u32, (&'static str, bool, String)> = a.kernels.keys().map(|n| (*n, classify(a.names.get(*n)))).collect();
     let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).sum();
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
     let reserved_full = devices
@@ -241,6 +287,9 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         gpu_util,
         gpu_busy_ms: busy_ms,
         launches_per_step,
+        graph_launches_per_step: graph_launches_per_step.unwrap_or(0.0),
+        comm_exposed_ms: comm_exposed_ms.unwrap_or(0.0),
+        comm_ms: comm_ms.unwrap_or(0.0),
         mean_kernel_us,
         host_overhead_ms: host_overhead,
         stages: stages.as_ref(),
@@ -289,7 +338,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         launches_per_step: round(launches_per_step, 2),
         gpu_busy_ms_per_step: round(busy_ms, 3),
         mean_kernel_us: round(mean_kernel_us, 2),
-        kernels_per_step: round(launches_per_step, 2),
+        kernels_per_step: round(kernels_per_step, 2),
         unique_kernels: a.kernels.len() as u64,
         memcpy_ms_per_step: round(per_step_ms(a.memcpy.ns), 3),
         tensorcore_pct: round(pct(tc_ns, kernel_total.ns), 1),
@@ -317,6 +366,10 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         }),
         devices,
         streams,
+        comm_ms_per_step: comm_ms.map(|v| round(v, 3)),
+        comm_exposed_ms_per_step: comm_exposed_ms.map(|v| round(v, 3)),
+        comm_overlap_pct: (comm_total.0 > 0).then(|| round(pct(comm_total.1, comm_total.0), 1)),
+        graph_launches_per_step,
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),
@@ -335,6 +388,20 @@ fn phase_mode(a: &Analyzer) -> Option<Mode> {
         Some(Mode::Training)
     } else {
         None
+    }
+}
+
+/// Training, inference or unknown from what the trace recorded (SPEC §4):
+/// backward or optimizer work means training; CPU ops without any means
+/// inference; no CPU side at all (a GPU-only trace) says nothing.
+fn evidence_mode(a: &Analyzer) -> Mode {
+    let e = &a.evidence;
+    if e.backward_ops > 0 || e.optimizer_marks > 0 {
+        Mode::Training
+    } else if e.cpu_ops > 0 {
+        Mode::Inference
+    } else {
+        Mode::Unknown
     }
 }
 

@@ -35,6 +35,24 @@ pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
     total
 }
 
+/// The intersection of two sorted, merged interval lists, as a list.
+pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let s = a[i].0.max(b[j].0);
+        let e = a[i].1.min(b[j].1);
+        if e > s {
+            out.push((s, e));
+        }
+        if a[i].1 < b[j].1 {
+            i += 1;
+        } else {
+            j += 1;
+        }
+    }
+    out
+}
+
 /// Sum over each interval of `iv` (sorted by start, possibly overlapping)
 /// of its overlap with `steps` (sorted, disjoint): the plain, not unioned,
 /// busy time. One forward sweep, O(|iv| + |steps|).
@@ -66,6 +84,16 @@ mod tests {
         // Clipped to a window [0, 45): 20 + 5.
         assert_eq!(overlap(&merged, &[(0, 45)]), 25);
         assert_eq!(overlap(&merged, &[(0, 12), (18, 42)]), 2 + 12 + 2);
+    }
+
+    #[test]
+    fn intersection_lists_the_common_parts() {
+        let a = [(0, 10), (20, 30)];
+        let b = [(5, 25), (28, 40)];
+        let both = intersect(&a, &b);
+        assert_eq!(both, vec![(5, 10), (20, 25), (28, 30)]);
+        let len: i64 = both.iter().map(|(s, e)| e - s).sum();
+        assert_eq!(len, overlap(&a, &b));
     }
 
     #[test]

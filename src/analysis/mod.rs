@@ -68,6 +68,8 @@ struct KernelSpan {
     stream: i64,
     start: i64,
     end: i64,
+    /// Interned kernel name (for the communication / compute split).
+    name: u32,
 }
 
 /// String interner for kernel and op names.
@@ -138,6 +140,24 @@ pub struct Counts {
     pub via_time: u64,
     pub gpu_outside: u64,
     pub mallocs: u64,
+    /// Kernels in the steps that a CUDA/HIP graph launch owns.
+    pub graph_kernels: u64,
+    /// `cudaGraphLaunch` / `hipGraphLaunch` calls inside the steps.
+    pub graph_launches: u64,
+}
+
+/// What the trace shows about the work it recorded (SPEC §4 "mode").
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Evidence {
+    /// CPU ops of any kind, anywhere in the trace.
+    pub cpu_ops: u64,
+    /// Autograd backward work: `*Backward*` ops, the autograd engine.
+    pub backward_ops: u64,
+    /// `Optimizer.step#…` / `Optimizer.zero_grad#…` ranges or ops.
+    pub optimizer_marks: u64,
+    /// Runtime calls named `hip…` (a ROCm trace) and `cuda…`/`cu…`.
+    pub hip_calls: u64,
+    pub cuda_calls: u64,
 }
 
 /// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
@@ -162,13 +182,16 @@ pub struct Analyzer {
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
     pending_launches: HashMap<i64, Place>,
-    pending_gpu: HashMap<i64, GpuEvent>,
+    /// Graph launches stay: every kernel of the graph shares their id.
+    graph_launches: HashMap<i64, Place>,
+    pending_gpu: HashMap<i64, Vec<GpuEvent>>,
     unlaunched_gpu: Vec<GpuEvent>,
     memory: HashMap<i64, MemoryPeak>,
     /// First and last timestamps of CPU ops, runtime calls and GPU events:
     /// the one step of a trace without step markers.
     span: Option<(i64, i64)>,
     counts: Counts,
+    evidence: Evidence,
 }
 
 /// µs (as written in traces) → integer ns.
@@ -188,6 +211,21 @@ fn is_gpu_cat(cat: &str) -> Option<GpuKind> {
 /// launch. Others (syncs, attribute queries) are not kept.
 fn is_launch(name: &str) -> bool {
     name.contains("Launch") || name.contains("Memcpy") || name.contains("Memset") || name.contains("Graph")
+}
+
+/// `cudaGraphLaunch`, `hipGraphLaunch` (and their `_v10000`-style variants):
+/// one call whose correlation id every kernel of the graph shares.
+fn is_graph_launch(name: &str) -> bool {
+    name.contains("GraphLaunch")
+}
+
+/// Evidence of a training step in a CPU op or range name.
+fn is_backward(name: &str) -> bool {
+    name.contains("Backward") || name.starts_with("autograd::engine::evaluate_function")
+}
+
+fn is_optimizer(name: &str) -> bool {
+    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#") || name.starts_with("optimizer.step")
 }
 
 impl Analyzer {
@@ -221,6 +259,9 @@ impl Analyzer {
 
     fn on_range(&mut self, ev: &Event<'_>, start: i64, end: i64) {
         let name = ev.name();
+        if is_optimizer(name) && !self.ranges_final {
+            self.evidence.optimizer_marks += 1;
+        }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             if ev.cat() == "gpu_user_annotation" {
                 return; // the GPU-side mirror of the CPU step
@@ -250,6 +291,15 @@ impl Analyzer {
 
     fn on_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
+        if !self.ranges_final {
+            let name = ev.name();
+            self.evidence.cpu_ops += 1;
+            if is_backward(name) {
+                self.evidence.backward_ops += 1;
+            } else if is_optimizer(name) {
+                self.evidence.optimizer_marks += 1;
+            }
+        }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let place = self.place(thread, start);
         if !place.in_step {
@@ -263,6 +313,13 @@ impl Analyzer {
     fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let name = ev.name();
+        if !self.ranges_final {
+            if name.starts_with("hip") {
+                self.evidence.hip_calls += 1;
+            } else if name.starts_with("cu") {
+                self.evidence.cuda_calls += 1;
+            }
+        }
         let malloc = name.contains("Malloc") || name.contains("Free");
         let launch = ev.correlation().filter(|_| is_launch(name));
         if !malloc && launch.is_none() {
@@ -274,11 +331,18 @@ impl Analyzer {
             self.counts.mallocs += 1;
         }
         if let Some(corr) = launch {
-            match self.pending_gpu.remove(&corr) {
-                Some(gpu) => self.count_gpu(gpu, place, true),
-                None => {
-                    self.pending_launches.insert(corr, place);
-                }
+            let graph = is_graph_launch(name);
+            if graph && place.in_step {
+                self.counts.graph_launches += 1;
+            }
+            let waiting = self.pending_gpu.remove(&corr);
+            for gpu in waiting.iter().flatten() {
+                self.count_gpu(*gpu, place, true, graph);
+            }
+            if graph {
+                self.graph_launches.insert(corr, place);
+            } else if waiting.is_none() {
+                self.pending_launches.insert(corr, place);
             }
         }
     }
@@ -291,20 +355,23 @@ impl Analyzer {
         let gpu = GpuEvent { kind, name, device, ts: start, dur };
         if kind == GpuKind::Kernel {
             let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
-            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur });
+            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name });
         }
         match ev.correlation() {
-            Some(corr) => match self.pending_launches.remove(&corr) {
-                Some(place) => self.count_gpu(gpu, place, true),
-                None => {
-                    self.pending_gpu.insert(corr, gpu);
+            Some(corr) => {
+                if let Some(place) = self.pending_launches.remove(&corr) {
+                    self.count_gpu(gpu, place, true, false);
+                } else if let Some(place) = self.graph_launches.get(&corr).copied() {
+                    self.count_gpu(gpu, place, true, true);
+                } else {
+                    self.pending_gpu.entry(corr).or_default().push(gpu);
                 }
-            },
+            }
             None => self.unlaunched_gpu.push(gpu),
         }
     }
 
-    fn count_gpu(&mut self, gpu: GpuEvent, place: Place, via_launch: bool) {
+    fn count_gpu(&mut self, gpu: GpuEvent, place: Place, via_launch: bool, via_graph: bool) {
         if !place.in_step {
             self.counts.gpu_outside += 1;
             return;
@@ -317,6 +384,9 @@ impl Analyzer {
         }
         match gpu.kind {
             GpuKind::Kernel => {
+                if via_graph {
+                    self.counts.graph_kernels += 1;
+                }
                 self.kernels.entry(gpu.name).or_default().add(gpu.dur);
                 self.kernels_by_phase.entry((place.phase, gpu.name)).or_default().add(gpu.dur);
             }
@@ -345,7 +415,7 @@ impl Analyzer {
 
     /// GPU events with no launch in the trace are placed by their own time.
     fn place_leftovers_by_time(&mut self) {
-        let mut left: Vec<GpuEvent> = self.pending_gpu.drain().map(|(_, g)| g).collect();
+        let mut left: Vec<GpuEvent> = self.pending_gpu.drain().flat_map(|(_, g)| g).collect();
         left.append(&mut self.unlaunched_gpu);
         left.sort_by_key(|g| g.ts);
         for gpu in left {
@@ -353,7 +423,7 @@ impl Analyzer {
                 in_step: self.ranges.in_step(gpu.ts),
                 phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
             };
-            self.count_gpu(gpu, place, false);
+            self.count_gpu(gpu, place, false, false);
         }
     }
 }
@@ -383,7 +453,7 @@ impl EventSink for Analyzer {
                 self.on_range(ev, start, start + dur)
             }
             "cpu_op" | "Operator" => self.on_op(ev, start, dur),
-            "cuda_runtime" | "Runtime" | "cuda_driver" => self.on_runtime(ev, start, dur),
+            "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => self.on_runtime(ev, start, dur),
             _ => {
                 if let Some(kind) = is_gpu_cat(cat) {
                     self.on_gpu(ev, kind, start, dur);
@@ -410,6 +480,8 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
     };
     let done = if first.needs_second_pass {
         let mut second = Analyzer::with_ranges(first.ranges, first.phases, first.threads);
+        // Mode evidence was gathered once, in the first pass.
+        second.evidence = first.evidence;
         let info = match trace::read(path, &mut second, progress)? {
             Document::Trace(info) => info,
             Document::Profile => return Ok(None),

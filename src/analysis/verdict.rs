@@ -7,6 +7,7 @@ pub const MEMORY_PRESSURE: &str = "memory-pressure";
 pub const DATALOADER: &str = "dataloader";
 pub const COMPUTE: &str = "compute";
 pub const HOST_LAUNCH: &str = "host / launch";
+pub const COMMUNICATION: &str = "communication";
 pub const NMS_POSTPROCESS: &str = "nms / postprocess";
 pub const PREPROCESS: &str = "preprocess";
 pub const MIXED: &str = "mixed";
@@ -37,6 +38,12 @@ pub struct Evidence<'a> {
     pub gpu_util: f64,
     pub gpu_busy_ms: f64,
     pub launches_per_step: f64,
+    /// CUDA/HIP graph launches per step: the trace already replays graphs.
+    pub graph_launches_per_step: f64,
+    /// Communication kernel time per step, and the part no compute kernel
+    /// overlaps.
+    pub comm_ms: f64,
+    pub comm_exposed_ms: f64,
     pub mean_kernel_us: f64,
     pub host_overhead_ms: f64,
     pub stages: Option<&'a Stages>,
@@ -76,6 +83,11 @@ pub fn decide(e: &Evidence<'_>) -> (String, String) {
     if !e.cuda {
         return cpu_verdict(e);
     }
+    if e.mode != Some(Mode::Inference) {
+        if let Some(v) = communication_verdict(e) {
+            return v;
+        }
+    }
     if e.gpu_util >= COMPUTE_UTIL {
         return (
             COMPUTE.into(),
@@ -88,16 +100,51 @@ pub fn decide(e: &Evidence<'_>) -> (String, String) {
         );
     }
     let measured = if e.dataload_ms.is_none() { " (dataloader wait is not measurable from a trace alone)" } else { "" };
+    // A trace that already replays graphs is not told to use them.
+    let levers = if e.graph_launches_per_step > 0.0 {
+        format!(
+            "CUDA/HIP graphs are already in use ({:.0} graph launches/step). Levers: a larger batch, fewer syncs, fewer host-side ops between graph replays, op fusion.",
+            e.graph_launches_per_step
+        )
+    } else {
+        "Levers: a larger batch, fewer syncs, CUDA graphs, op fusion.".to_string()
+    };
     (
         HOST_LAUNCH.into(),
         format!(
-            "GPU only {:.0}% busy — fed too slowly: {:.0} kernel launches/step at ~{:.0} µs each, {:.2} ms/step of host time{measured}. Levers: a larger batch, fewer syncs, CUDA graphs, op fusion.",
+            "GPU only {:.0}% busy — fed too slowly: {:.0} kernel launches/step at ~{:.0} µs each, {:.2} ms/step of host time{measured}. {levers}",
             e.gpu_util * 100.0,
             e.launches_per_step,
             e.mean_kernel_us,
             e.host_overhead_ms
         ),
     )
+}
+
+/// `communication` when the communication no compute kernel hides is the
+/// largest share of the step: larger than the compute, than the idle
+/// (host) time and than the dataloader wait.
+fn communication_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
+    let exposed = e.comm_exposed_ms;
+    if exposed <= 0.0 || e.step_ms <= 0.0 {
+        return None;
+    }
+    let compute = (e.gpu_busy_ms - exposed).max(0.0);
+    let idle = e.host_overhead_ms;
+    let dataload = e.dataload_ms.unwrap_or(0.0);
+    if exposed <= compute || exposed <= idle || exposed <= dataload {
+        return None;
+    }
+    let hidden = if e.comm_ms > 0.0 { (e.comm_ms - exposed) / e.comm_ms * 100.0 } else { 0.0 };
+    Some((
+        COMMUNICATION.into(),
+        format!(
+            "exposed communication takes {exposed:.2} ms of the {:.2} ms step ({:.0}%), more than compute ({compute:.2} ms); only {hidden:.0}% of the {:.2} ms of collectives overlaps compute. Levers: overlap communication with compute (DDP/FSDP bucket sizes, prefetch), fewer ranks per node or a faster interconnect, gradient compression.",
+            e.step_ms,
+            exposed / e.step_ms * 100.0,
+            e.comm_ms
+        ),
+    ))
 }
 
 fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
@@ -165,6 +212,41 @@ mod tests {
         assert_eq!(decide(&e).0, HOST_LAUNCH);
         e.memory_pressure = true;
         assert_eq!(decide(&e).0, MEMORY_PRESSURE);
+    }
+
+    #[test]
+    fn communication_when_exposed_collectives_dominate() {
+        // 10 ms step, 9 ms busy of which 5 ms is communication no compute
+        // hides: exposed 5 > compute 4 > idle 1.
+        let mut e = cuda(0.9);
+        e.gpu_busy_ms = 9.0;
+        e.host_overhead_ms = 1.0;
+        e.comm_ms = 6.0;
+        e.comm_exposed_ms = 5.0;
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, COMMUNICATION);
+        assert!(why.contains("5.00 ms of the 10.00 ms step (50%)") && why.contains("17% of the 6.00 ms"), "{why}");
+        // Hidden behind compute: not the verdict.
+        e.comm_exposed_ms = 4.0;
+        assert_eq!(decide(&e).0, COMPUTE);
+        // The dataloader still comes first.
+        e.comm_exposed_ms = 5.0;
+        e.dataload_ms = Some(2.0);
+        assert_eq!(decide(&e).0, DATALOADER);
+        // Inference is never called communication-bound.
+        e.dataload_ms = None;
+        e.mode = Some(Mode::Inference);
+        assert_ne!(decide(&e).0, COMMUNICATION);
+    }
+
+    #[test]
+    fn graphs_in_use_are_not_recommended() {
+        let mut e = cuda(0.3);
+        assert!(decide(&e).1.contains("CUDA graphs, op fusion"));
+        e.graph_launches_per_step = 1.0;
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, HOST_LAUNCH);
+        assert!(why.contains("already in use (1 graph launches/step)") && !why.contains("CUDA graphs, op fusion"), "{why}");
     }
 
     #[test]

@@ -36,6 +36,16 @@ pub struct Summary {
     pub dataload_frac: Option<f64>,
     pub host_overhead_ms_per_step: f64,
     pub launches_per_step: f64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_launches_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_exposed_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_overlap_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_inferred: Option<String>,
     pub memory_pressure: bool,
     pub cuda_mallocs_per_step: f64,
     pub window: Window,
@@ -80,6 +90,11 @@ pub fn summary(p: &Profile) -> Summary {
         dataload_frac: p.dataload_frac,
         host_overhead_ms_per_step: p.host_overhead_ms_per_step,
         launches_per_step: p.launches_per_step,
+        graph_launches_per_step: p.graph_launches_per_step,
+        comm_ms_per_step: p.comm_ms_per_step,
+        comm_exposed_ms_per_step: p.comm_exposed_ms_per_step,
+        comm_overlap_pct: p.comm_overlap_pct,
+        phases_inferred: p.phases_inferred.clone(),
         memory_pressure: p.memory_pressure,
         cuda_mallocs_per_step: p.cuda_mallocs_per_step,
         window: p.window.clone(),

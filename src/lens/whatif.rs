@@ -2,6 +2,7 @@
 
 use serde::Serialize;
 
+use crate::analysis::kernels::COMMUNICATION;
 use crate::analysis::verdict::COMPUTE_UTIL;
 use crate::error::{Error, Result};
 use crate::profile::Profile;
@@ -25,6 +26,8 @@ pub enum Model {
     GpuWork,
     /// No GPU launches were recorded: nothing to model.
     NoGpu,
+    /// Removing `communication`: perfect overlap, the exposed part hidden.
+    CommOverlap,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -57,6 +60,10 @@ pub struct WhatIf {
 pub const CAVEAT: &str =
     "rough estimate: the per-launch host cost is an average, and only a second measurement proves the change";
 
+/// Removing communication does not make collectives go away; the model is
+/// perfect overlap, which real runs only approach.
+pub const COMM_CAVEAT: &str = "perfect-overlap model: only the exposed communication (the part no compute kernel overlaps) is removed, the collectives and their launches stay; real overlap is partial, and only a second measurement proves the change";
+
 pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     if change.remove_category.is_none() && change.remove_launches.is_none() {
         return Err(Error::usage("specify --remove-category C or --remove-launches N"));
@@ -76,6 +83,9 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
             _ => return Err(Error::usage(format!("'{wanted}' matches several categories ({}); be more specific", hits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")))),
         };
         removed.category = Some(cat.name.clone());
+        if cat.name == COMMUNICATION {
+            return Ok(comm_overlap(p, removed));
+        }
         removed.gpu_ms = cat.ms_per_step;
         // Its share of launches: counted from the kernel list when present,
         // else in proportion to its share of GPU time.
@@ -132,6 +142,36 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     })
 }
 
+/// What-if for `communication`: every collective fully overlapped by
+/// compute, so the step loses its exposed communication and nothing else.
+fn comm_overlap(p: &Profile, mut removed: Removed) -> WhatIf {
+    let step = p.step_ms;
+    let exposed = p.comm_exposed_ms_per_step.unwrap_or(0.0).min(step).max(0.0);
+    removed.gpu_ms = round(exposed, 3);
+    let projected = round(step - exposed, 3);
+    let overlap = p.comm_overlap_pct.map_or(String::new(), |o| format!(" ({o:.0}% overlapped now)"));
+    let img_now = p.img_per_s;
+    let img_projected = match (p.batch(), img_now) {
+        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
+        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
+        _ => None,
+    };
+    WhatIf {
+        trace: p.trace.clone(),
+        bound: p.bound.clone(),
+        model: Model::CommOverlap,
+        mechanism: format!(
+            "communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"
+        ),
+        per_launch_us: None,
+        removed,
+        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
+        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
+        img_per_s: NowProjected { now: img_now, projected: img_projected },
+        caveat: COMM_CAVEAT,
+    }
+}
+
 fn fmt_count(v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
@@ -172,6 +212,23 @@ mod tests {
         let w = what_if(&p, &Change { remove_category: Some("elementwise".into()), ..Default::default() }).unwrap();
         assert_eq!(w.model, Model::GpuWork);
         assert_eq!(w.step_ms.projected, Some(8.5));
+    }
+
+    #[test]
+    fn communication_is_removed_as_perfect_overlap() {
+        let mut p = gpu_profile(0.5);
+        p.categories.push(CategoryRow { name: COMMUNICATION.into(), pct: 50.0, ms_per_step: 3.0 });
+        p.comm_ms_per_step = Some(3.0);
+        p.comm_exposed_ms_per_step = Some(2.0);
+        p.comm_overlap_pct = Some(33.3);
+        let w = what_if(&p, &Change { remove_category: Some("comm".into()), ..Default::default() }).unwrap();
+        assert_eq!(w.model, Model::CommOverlap);
+        // Only the exposed 2 ms go, not the category's 3 ms; launches stay.
+        assert_eq!(w.removed.gpu_ms, 2.0);
+        assert_eq!(w.removed.launches, 0.0);
+        assert_eq!(w.step_ms.projected, Some(8.0));
+        assert_eq!(w.caveat, COMM_CAVEAT);
+        assert!(w.caveat.contains("perfect-overlap") && w.mechanism.contains("33% overlapped now"), "{}", w.mechanism);
     }
 
     #[test]

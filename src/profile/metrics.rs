@@ -36,6 +36,14 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     put("peak_vram_mb", json!(p.peak_vram_mb));
     put("host_overhead_ms", json!(p.host_overhead_ms_per_step));
     put("launches_per_step", json!(p.launches_per_step));
+    if let Some(g) = p.graph_launches_per_step {
+        put("graph_launches_per_step", json!(g));
+    }
+    if let Some(c) = p.comm_ms_per_step {
+        put("comm_ms_per_step", json!(c));
+        put("comm_exposed_ms_per_step", json!(p.comm_exposed_ms_per_step));
+        put("comm_overlap_pct", json!(p.comm_overlap_pct));
+    }
     put("cuda_mallocs_per_step", json!(p.cuda_mallocs_per_step));
     put("memory_pressure", json!(p.memory_pressure));
     put("bound", json!(p.bound));

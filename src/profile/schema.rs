@@ -82,6 +82,22 @@ pub struct Profile {
     pub devices: Vec<DeviceRow>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<StreamRow>,
+    /// Communication kernels (NCCL/RCCL, …): time per step, the part not
+    /// overlapped by compute, and the overlapped share (SPEC §4).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_exposed_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_overlap_pct: Option<f64>,
+    /// CUDA/HIP graph launches per step (each counts as one launch; its
+    /// kernels count as kernels).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_launches_per_step: Option<f64>,
+    /// How the phases were found when the trace has no `step/<phase>`
+    /// ranges of its own (inferred from PyTorch's own annotations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_inferred: Option<String>,
     /// Things the analysis had to skip or approximate, for people to read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -203,6 +219,20 @@ pub struct DeviceRow {
     pub peak_reserved_mb: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub capacity_mb: Option<f64>,
+    /// "NVIDIA" or "AMD", from the trace's device properties and runtime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub vendor: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// Communication kernel time (union) per step on this device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_ms_per_step: Option<f64>,
+    /// Of it, the part during which no other kernel ran on the device.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_exposed_ms_per_step: Option<f64>,
+    /// Share of communication time overlapped by compute kernels.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_overlap_pct: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -221,6 +251,8 @@ pub struct StreamRow {
 pub enum Mode {
     Training,
     Inference,
+    /// A trace with no CPU side (GPU events only): nothing says which.
+    Unknown,
 }
 
 impl Mode {
@@ -228,17 +260,20 @@ impl Mode {
         match self {
             Mode::Training => "training",
             Mode::Inference => "inference",
+            Mode::Unknown => "unknown",
         }
     }
 }
 
 impl Profile {
     /// The mode as written, else inferred: inference profiles carry latency
-    /// or inference stages; everything else is read as training.
+    /// or inference stages; everything else is read as training (the
+    /// reference omits `mode` on its training profiles).
     pub fn mode(&self) -> Mode {
         match self.mode.as_deref() {
             Some("inference") => Mode::Inference,
             Some("training") => Mode::Training,
+            Some("unknown") => Mode::Unknown,
             _ => {
                 let infer_phase = self
                     .phases

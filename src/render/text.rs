@@ -80,13 +80,46 @@ pub fn summary(s: &Summary) -> String {
         (Some(d), Some(f)) if s.mode == "training" => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
         _ => String::new(),
     };
+    let graphs = match s.graph_launches_per_step {
+        Some(g) => format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1)),
+        None => String::new(),
+    };
     let _ = writeln!(
         o,
-        "host overhead {} ms/step  |  {} kernel launches/step{dataload}",
+        "host overhead {} ms/step  |  {} kernel launches/step{graphs}{dataload}",
         num(s.host_overhead_ms_per_step, 2),
         num(s.launches_per_step, 1)
     );
-    let _ = writeln!(o, "window   {} steps, {} ms", s.window.real_steps, num(s.window.wall_ms, 1));
+    if let (Some(c), Some(e)) = (s.comm_ms_per_step.filter(|c| *c > 0.0), s.comm_exposed_ms_per_step) {
+        let _ = writeln!(
+            o,
+            "communication {} ms/step  |  exposed {} ms  |  {}% overlapped by compute",
+            num(c, 3),
+            num(e, 3),
+            num(s.comm_overlap_pct.unwrap_or(0.0), 1)
+        );
+    }
+    let _ = writeln!(o, "window   {} steps, {} ms  |  {}", s.window.real_steps, num(s.window.wall_ms, 1), s.mode);
+    let named: Vec<String> = s
+        .devices
+        .iter()
+        .filter(|d| d.vendor.is_some() || d.name.is_some())
+        .map(|d| {
+            let what = [d.vendor.as_deref(), d.name.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+            // "AMD AMD Instinct MI210" reads badly: drop the repeated vendor.
+            let what = match (&d.vendor, &d.name) {
+                (Some(v), Some(n)) if n.to_lowercase().starts_with(&v.to_lowercase()) => n.clone(),
+                _ => what,
+            };
+            format!("{}: {what}", d.device)
+        })
+        .collect();
+    if !named.is_empty() {
+        let _ = writeln!(o, "devices  {}", named.join("  |  "));
+    }
+    if let Some(how) = &s.phases_inferred {
+        let _ = writeln!(o, "phases   inferred: {how}");
+    }
     if !s.trustworthy {
         let _ = writeln!(o, "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **");
     }

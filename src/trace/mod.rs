@@ -35,6 +35,12 @@ pub enum Document {
 pub struct TraceInfo {
     pub events: u64,
     pub devices: Vec<DeviceProps>,
+    /// Top-level keys only ROCm builds write (`hip_runtime_version`,
+    /// `roctracer_version`).
+    pub rocm: bool,
+    /// Top-level keys only CUDA builds write (`cuda_runtime_version`,
+    /// `cupti_version`).
+    pub cuda: bool,
 }
 
 /// One entry of the trace's `deviceProperties`.
@@ -45,6 +51,9 @@ pub struct DeviceProps {
     pub name: String,
     #[serde(rename = "totalGlobalMem")]
     pub total_global_mem: f64,
+    /// 64 on AMD CDNA (wavefront), 32 on NVIDIA.
+    #[serde(rename = "warpSize")]
+    pub warp_size: Option<i64>,
 }
 
 /// Streams the trace at `path` into `sink`.
@@ -86,6 +95,14 @@ pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Doc
                         let raw = s.value(&mut scratch)?;
                         // Optional metadata: a malformed list is ignored.
                         info.devices = serde_json::from_slice(raw).unwrap_or_default();
+                    }
+                    "hip_runtime_version" | "hip_driver_version" | "roctracer_version" => {
+                        info.rocm = true;
+                        s.skip_value()?;
+                    }
+                    "cuda_runtime_version" | "cuda_driver_version" | "cupti_version" => {
+                        info.cuda = true;
+                        s.skip_value()?;
                     }
                     _ => s.skip_value()?,
                 }
