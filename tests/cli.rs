@@ -347,3 +347,198 @@ fn odd_but_valid_traces_are_read() {
     assert!(names.contains(&"aten::mul"), "numeric strings read: {names:?}");
     assert!(names.iter().any(|n| n.starts_with("bad utf8 ") && n.contains('\u{FFFD}')), "{names:?}");
 }
+
+// ---- modern GPUs: categories, Tensor Cores, mode, vendors, graphs (SPEC §4) ----
+
+/// What each shared trace is, as its MANIFEST describes it: the mode a
+/// reader must report and the vendor of its GPU.
+fn expected_kind(trace: &std::path::Path) -> (&'static str, &'static str) {
+    let dir = trace.parent().unwrap().file_name().unwrap().to_str().unwrap();
+    match dir {
+        "hta_alexnet_a100_nosteps" => ("inference", "NVIDIA"),
+        "hta_amd_mi250_rocm62" => ("training", "AMD"),
+        "hta_gp100_gpu_annotation" | "hta_nccl_a100_2024" | "hta_trace_diff_a100_2022" | "kineto_resnet50_v100_2021jun" | "param_dlrm_v100_8rank" => {
+            ("training", "NVIDIA")
+        }
+        "tracelens_h100_qwen_inference" | "tracelens_h100_timesformer" => ("inference", "NVIDIA"),
+        // No CPU op at all: nothing says training or inference.
+        "tracelens_mi210_gpu_only" => ("unknown", "AMD"),
+        "tracelens_mi300_inference" | "tracelens_rocm_triton_compile" | "tracelens_vllm_cuda_graph_capture" => ("inference", "AMD"),
+        other => panic!("a shared trace this test does not know: {other}"),
+    }
+}
+
+#[test]
+fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
+    // The shares each category and the Tensor Cores take, recomputed from
+    // the trace's own kernel durations and the reviewed table of names
+    // (tests/fixtures/kernel_names.tsv), not from the classifier.
+    let table = common::kernel_table();
+    for trace in traces() {
+        let t = trace.to_str().unwrap();
+        let truth = truth(&trace);
+        let s = json(&["summary", t]);
+        let mut by_cat: std::collections::HashMap<&str, f64> = Default::default();
+        let mut tc_us = 0.0;
+        for (name, (_, us)) in &truth.per_kernel {
+            let (cat, tc) = table.get(name).unwrap_or_else(|| panic!("{t}: kernel missing from the table: {name}"));
+            *by_cat.entry(cat.as_str()).or_default() += us;
+            if *tc {
+                tc_us += us;
+            }
+        }
+        let total = truth.kernel_us;
+        for c in s["categories"].as_array().unwrap() {
+            let name = c["name"].as_str().unwrap();
+            let want = by_cat.get(name).copied().unwrap_or(0.0) / total * 100.0;
+            assert!(close(c["pct"].as_f64().unwrap(), want, 0.051), "{t}: {name} {} vs {want:.2}", c["pct"]);
+        }
+        let listed: f64 = s["categories"].as_array().unwrap().iter().map(|c| c["pct"].as_f64().unwrap()).sum();
+        assert!(close(listed, 100.0, 0.3), "{t}: shares add to {listed}");
+        let tc = s["tensorcore_pct"].as_f64().unwrap();
+        assert!(close(tc, tc_us / total * 100.0, 0.051), "{t}: TC {tc} vs {:.2}", tc_us / total * 100.0);
+
+        // `other` is a small remainder on every trace; what is left is
+        // named: sorting (cub radix sort), searchsorted and FBGEMM's index
+        // checks — none of them gemm, norm, copy, elementwise or collective.
+        let other = s["categories"].as_array().unwrap().iter().find(|c| c["name"] == "other").map_or(0.0, |c| c["pct"].as_f64().unwrap());
+        let left: Vec<&String> = truth.per_kernel.keys().filter(|n| table[*n].0 == "other").collect();
+        assert!(other <= 5.0, "{t}: other {other}% > 5%: {left:?}");
+        for n in left {
+            assert!(
+                ["RadixSort", "searchsorted", "bounds_check_indices", "linearize_index", "_offsets_range"].iter().any(|k| n.contains(k)),
+                "{t}: unexplained 'other' kernel {n}"
+            );
+        }
+
+        // Mode and vendor as the MANIFEST describes the trace.
+        let (mode, vendor) = expected_kind(&trace);
+        assert_eq!(s["mode"], mode, "{t}: mode");
+        for d in s["devices"].as_array().unwrap() {
+            assert_eq!(d["vendor"], vendor, "{t}: vendor of device {}", d["device"]);
+        }
+    }
+}
+
+#[test]
+fn the_issue_examples_read_right() {
+    // AlexNet on A100: cuDNN's tf32 xmma convolution is Tensor Core work
+    // (17% of GPU time), and the benchmark is inference.
+    let t = shared().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let k = json(&["kernels", t.to_str().unwrap(), "--grep", "tensor16x8x8"]);
+    let row = &k["kernels"][0];
+    assert_eq!(row["tensorcore"], true);
+    assert!(close(row["pct_of_gpu"].as_f64().unwrap(), 16.97, 0.01), "{row}");
+    // MI300X: hipBLASLt matrix-core GEMMs and Triton attention, not `other`.
+    let t = shared().join("traces/tracelens_mi300_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let t = t.to_str().unwrap();
+    let k = json(&["kernels", t, "--category", "attention"]);
+    assert_eq!(k["kernels"][0]["raw_name"], "attn_fwd");
+    assert_eq!(k["kernels"][0]["tensorcore"], true);
+    let g = json(&["kernels", t, "--grep", "^Cijk_", "--top", "100"]);
+    assert!(g["matched"].as_u64().unwrap() >= 3);
+    assert!(g["kernels"].as_array().unwrap().iter().all(|r| r["category"] == "gemm / conv" && r["tensorcore"] == true));
+    // MI210: MIOpen's SubTensorOp is elementwise, not Tensor Core.
+    let t = shared().join("traces/tracelens_mi210_gpu_only/gpu_only_trace.json.gz");
+    let k = json(&["kernels", t.to_str().unwrap(), "--grep", "^SubTensorOp"]);
+    assert_eq!(k["matched"], 2);
+    assert!(k["kernels"].as_array().unwrap().iter().all(|r| r["category"] == "elementwise" && r["tensorcore"] == false));
+    // A100 NCCL trace: the Itanium-mangled cutlass convolution is shown
+    // demangled, classified as a Tensor Core convolution, and keeps its
+    // raw name.
+    let t = shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let k = json(&["kernels", t.to_str().unwrap(), "--grep", "^_ZN19cutlass_cudnn_train", "--top", "10"]);
+    assert!(k["matched"].as_u64().unwrap() >= 1);
+    for r in k["kernels"].as_array().unwrap() {
+        assert!(r["raw_name"].as_str().unwrap().starts_with("_ZN19cutlass_cudnn_train"));
+        assert!(!r["kernel"].as_str().unwrap().starts_with("_Z"), "{}", r["kernel"]);
+        assert_eq!(r["category"], "gemm / conv");
+        assert_eq!(r["tensorcore"], true);
+    }
+}
+
+#[test]
+fn communication_overlap_matches_an_independent_sweep() {
+    // NCCL kernels (named `nccl…` here) against every other kernel, per
+    // device, clipped to the steps: the union, and the part no compute
+    // kernel covers.
+    let mut ranks = 0;
+    for trace in traces() {
+        let t = trace.to_str().unwrap();
+        let truth = truth(&trace);
+        if !truth.spans.iter().any(|(n, ..)| n.starts_with("nccl")) {
+            continue;
+        }
+        ranks += 1;
+        let s = json(&["summary", t]);
+        let devices: std::collections::BTreeSet<i64> = truth.spans.iter().map(|k| k.1).collect();
+        let (mut comm, mut hidden) = (0.0, 0.0);
+        for d in &devices {
+            let pick = |nccl: bool| -> Vec<(f64, f64)> {
+                truth.spans.iter().filter(|k| k.1 == *d && k.0.starts_with("nccl") == nccl).map(|k| (k.2, k.3)).collect()
+            };
+            let c = common::clip(&pick(true), &truth.windows);
+            comm += common::union_len(&c);
+            hidden += common::common_len(&c, &pick(false));
+        }
+        let n = (truth.steps * devices.len()) as f64;
+        let got = s["comm_ms_per_step"].as_f64().unwrap();
+        assert!(close(got, comm / 1000.0 / n, 0.002), "{t}: comm {got} vs {}", comm / 1000.0 / n);
+        let exposed = s["comm_exposed_ms_per_step"].as_f64().unwrap();
+        assert!(close(exposed, (comm - hidden) / 1000.0 / n, 0.002), "{t}: exposed {exposed} vs {}", (comm - hidden) / 1000.0 / n);
+        let pct = s["comm_overlap_pct"].as_f64().unwrap();
+        assert!(close(pct, hidden / comm * 100.0, 0.06), "{t}: overlap {pct}");
+        // The verdict follows the rule: exposed communication larger than
+        // compute and than idle time is the verdict, else it is not.
+        let (step, busy, host) = (s["step_ms"].as_f64().unwrap(), s["gpu_busy_ms_per_step"].as_f64().unwrap(), s["host_overhead_ms_per_step"].as_f64().unwrap());
+        let dominant = exposed > busy - exposed && exposed > host && step > 0.0;
+        assert_eq!(s["bound"] == "communication", dominant, "{t}: {} ({exposed} exposed, {busy} busy, {host} host)", s["bound"]);
+        // what-if: perfect overlap removes the exposed part, and says so.
+        let w = json(&["what-if", t, "--remove-category", "communication"]);
+        assert_eq!(w["model"], "comm-overlap");
+        assert!(close(w["step_ms"]["projected"].as_f64().unwrap(), step - exposed, 0.002), "{w}");
+        assert!(w["caveat"].as_str().unwrap().contains("perfect-overlap"));
+    }
+    assert!(ranks >= 10, "the NCCL traces: {ranks}");
+    // Two DLRM ranks spend most of their step in exposed all-to-all.
+    let r1 = shared().join("traces/param_dlrm_v100_8rank/worker1_step_12.1694128201556.pt.trace.json.gz");
+    assert_eq!(json(&["summary", r1.to_str().unwrap()])["bound"], "communication");
+}
+
+/// A HIP graph replay, in the shape the MANIFEST's format facts describe
+/// (one `hipGraphLaunch` whose correlation id its kernels share), next to
+/// one ordinary launch. Kernels come before and after their launch event.
+const GRAPH: &str = r#"{"traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 5},
+ {"ph": "X", "cat": "kernel", "name": "Cijk_Alik_Bljk_BBS_BH_Bias_HA_S_SAV_UserArgs_MT256x192x64_MI16x16x1_SN", "pid": 0, "tid": 1, "ts": 100, "dur": 100, "args": {"correlation": 9, "device": 0, "stream": 1}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "hipGraphLaunch", "pid": 1, "tid": 1, "ts": 10, "dur": 20, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "attn_fwd", "pid": 0, "tid": 1, "ts": 200, "dur": 100, "args": {"correlation": 9, "device": 0, "stream": 1}},
+ {"ph": "X", "cat": "kernel", "name": "triton_poi_fused_add_3", "pid": 0, "tid": 1, "ts": 300, "dur": 100, "args": {"correlation": 9, "device": 0, "stream": 1}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "hipLaunchKernel", "pid": 1, "tid": 1, "ts": 40, "dur": 5, "args": {"correlation": 10}},
+ {"ph": "X", "cat": "kernel", "name": "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>>", "pid": 0, "tid": 1, "ts": 400, "dur": 100, "args": {"correlation": 10, "device": 0, "stream": 1}}
+], "hip_runtime_version": 60300000}"#;
+
+#[test]
+fn graph_launches_own_all_their_kernels() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = write(dir.path(), "graph.json", GRAPH.as_bytes());
+    let s = json(&["summary", &path]);
+    assert_eq!(s["kernels_per_step"].as_f64().unwrap(), 4.0, "three graph kernels and one more");
+    assert_eq!(s["launches_per_step"].as_f64().unwrap(), 2.0, "one graph launch, one kernel launch");
+    assert_eq!(s["graph_launches_per_step"].as_f64().unwrap(), 1.0);
+    assert_eq!(s["gpu_busy_ms_per_step"].as_f64().unwrap(), 0.4);
+    assert_eq!(s["attribution"]["via_launch"].as_u64().unwrap(), 4, "every kernel through its launch");
+    assert_eq!(s["tensorcore_pct"].as_f64().unwrap(), 50.0, "the MI GEMM and Triton attention");
+    let cats: Vec<(&str, f64)> = s["categories"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["pct"].as_f64().unwrap())).collect();
+    for want in ["gemm / conv", "attention", "elementwise"] {
+        assert!(cats.iter().any(|(n, _)| *n == want), "{want} in {cats:?}");
+    }
+    assert_eq!(s["mode"], "inference");
+    assert_eq!(s["devices"][0]["vendor"], "AMD");
+    assert_eq!(s["bound"], "host / launch");
+    let why = s["bound_why"].as_str().unwrap();
+    assert!(why.contains("already in use") && !why.contains("CUDA graphs, op fusion"), "{why}");
+    let text = run(&["profile", "summary", &path]).stdout;
+    assert!(text.contains("2 kernel launches/step (1 CUDA/HIP graph launches"), "{text}");
+}

@@ -78,6 +78,61 @@ pub struct Truth {
     pub kernel_us: f64,
     pub per_kernel: HashMap<String, (u64, f64)>,
     pub ops: u64,
+    /// The measured steps as [start, end) in µs (the whole trace when none).
+    pub windows: Vec<(f64, f64)>,
+    /// Every kernel: (name, device, start µs, end µs).
+    pub spans: Vec<(String, i64, f64, f64)>,
+}
+
+/// The reviewed table of real kernel names: name → (category, Tensor Core).
+pub fn kernel_table() -> HashMap<String, (String, bool)> {
+    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/kernel_names.tsv")).unwrap();
+    text.lines()
+        .skip(1)
+        .filter_map(|l| {
+            let c: Vec<&str> = l.split('\t').collect();
+            (c.len() == 4).then(|| (c[3].to_string(), (c[0].to_string(), c[1] == "1")))
+        })
+        .collect()
+}
+
+/// Union length of intervals (sorted or not).
+pub fn union_len(iv: &[(f64, f64)]) -> f64 {
+    let mut v = iv.to_vec();
+    v.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let (mut total, mut cur): (f64, Option<(f64, f64)>) = (0.0, None);
+    for (s, e) in v {
+        match cur {
+            Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                cur = Some((s, e));
+            }
+            None => cur = Some((s, e)),
+        }
+    }
+    total + cur.map_or(0.0, |(s, e)| e - s)
+}
+
+/// Length of the part of `a` (a union) that `b` (a union) also covers,
+/// by sweeping both as sets of points: |a ∩ b| = |a| + |b| − |a ∪ b|.
+pub fn common_len(a: &[(f64, f64)], b: &[(f64, f64)]) -> f64 {
+    let all: Vec<(f64, f64)> = a.iter().chain(b.iter()).copied().collect();
+    union_len(a) + union_len(b) - union_len(&all)
+}
+
+/// Clips intervals to windows.
+pub fn clip(iv: &[(f64, f64)], windows: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let mut out = Vec::new();
+    for &(s, e) in iv {
+        for &(ws, we) in windows {
+            let (cs, ce) = (s.max(ws), e.min(we));
+            if ce > cs {
+                out.push((cs, ce));
+            }
+        }
+    }
+    out
 }
 
 pub fn truth(path: &Path) -> Truth {
@@ -111,6 +166,28 @@ pub fn truth(path: &Path) -> Truth {
     }
     let in_step = |ts: f64| steps.is_empty() || steps.values().any(|(s, e)| *s <= ts && ts < *e);
     let mut t = Truth { steps: steps.len().max(1), ..Default::default() };
+    t.windows = steps.values().copied().collect();
+    if t.windows.is_empty() {
+        // One step: first to last CPU op, runtime call or GPU event.
+        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+        for e in &events {
+            let cat = e["cat"].as_str().unwrap_or("");
+            let counted = matches!(cat, "cpu_op" | "Operator" | "cuda_runtime" | "Runtime" | "cuda_driver" | "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
+            if e["ph"] == "X" && counted {
+                let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
+                lo = lo.min(ts);
+                hi = hi.max(ts + dur);
+            }
+        }
+        t.windows.push((lo, hi));
+    }
+    for e in &events {
+        if e["ph"] == "X" && matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {
+            let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
+            let device = e["args"]["device"].as_i64().or_else(|| e["pid"].as_i64()).unwrap_or(0);
+            t.spans.push((e["name"].as_str().unwrap_or("").to_string(), device, ts, ts + dur));
+        }
+    }
     for e in &events {
         let cat = e["cat"].as_str().unwrap_or("");
         if e["ph"] != "X" {
