@@ -1,8 +1,9 @@
 //! Trace → metrics (SPEC §4), in one streaming pass.
 //!
 //! Events are aggregated as they arrive; nothing proportional to the file
-//! is kept except one 16-byte interval per kernel (for the busy-time union)
-//! and the GPU events or launches still waiting for their partner. Events
+//! is kept except one interval per kernel (for the busy-time union and the
+//! communication overlap) and the GPU events or launches still waiting for
+//! their partner. Events
 //! are placed in steps and phases with the ranges known at that moment.
 //! Kineto writes ranges before the work they enclose, so that is exact for
 //! current traces; when a range arrives that could enclose work already
