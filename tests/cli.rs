@@ -542,3 +542,59 @@ fn graph_launches_own_all_their_kernels() {
     let text = run(&["profile", "summary", &path]).stdout;
     assert!(text.contains("2 kernel launches/step (1 CUDA/HIP graph launches"), "{text}");
 }
+
+#[test]
+fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
+    // No step/<phase> ranges in these traces: the phases come from
+    // PyTorch's own annotations. Recomputed here from the raw events.
+    for rel in [
+        "hta_trace_diff_a100_2022/control.json.gz",
+        "kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz",
+        "hta_nccl_a100_2024/nccl_data.json.gz",
+        "hta_gp100_gpu_annotation/step_based_trace_2543932.json.gz",
+    ] {
+        let path = shared().join("traces").join(rel);
+        let t = path.to_str().unwrap();
+        let truth = truth(&path);
+        let doc = common::read_json(&path);
+        let events = doc["traceEvents"].as_array().unwrap();
+        let x = |e: &&Value| e["ph"] == "X" && matches!(e["cat"].as_str(), Some("cpu_op" | "Operator" | "user_annotation"));
+        let span = |e: &Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+        let (mut dataload, mut optimizer, mut backward, mut forward) = (0.0, 0.0, 0.0, 0.0);
+        for &(ws, we) in &truth.windows {
+            let inside = |(s, _): (f64, f64)| s >= ws && s < we;
+            let named = |f: &dyn Fn(&str) -> bool| -> Vec<(f64, f64)> {
+                events.iter().filter(x).filter(|e| f(e["name"].as_str().unwrap_or(""))).map(|e| span(e)).filter(|iv| inside(*iv)).map(|(s, e)| (s, e.min(we))).collect()
+            };
+            let dl = named(&|n| n.starts_with("enumerate(DataLoader)#") && n.contains("__next__"));
+            let opt = named(&|n| n.starts_with("Optimizer.step#") || n.starts_with("Optimizer.zero_grad#"));
+            let bw = named(&|n| n.contains("Backward") || n.starts_with("autograd::engine::evaluate_function"));
+            let bw_window: Vec<(f64, f64)> = match (bw.iter().map(|b| b.0).reduce(f64::min), bw.iter().map(|b| b.1).reduce(f64::max)) {
+                (Some(s), Some(e)) => vec![(s, e)],
+                _ => vec![],
+            };
+            dataload += dl.iter().map(|(s, e)| e - s).sum::<f64>();
+            optimizer += opt.iter().map(|(s, e)| e - s).sum::<f64>();
+            backward += bw_window.iter().map(|(s, e)| e - s).sum::<f64>();
+            let all: Vec<(f64, f64)> = dl.iter().chain(&opt).chain(&bw_window).copied().collect();
+            forward += (we - ws) - common::union_len(&all);
+        }
+        let n = truth.steps as f64 * 1000.0;
+        let p = json(&["phases", t]);
+        assert!(p["inferred"].as_str().unwrap().contains("no step/<phase> ranges"), "{t}");
+        let rows = p["phases"].as_array().unwrap();
+        let wall = |phase: &str| rows.iter().find(|r| r["phase"] == phase).map_or(0.0, |r| r["wall_ms_per_step"].as_f64().unwrap_or(0.0));
+        for (phase, want) in [("dataload", dataload / n), ("optimizer", optimizer / n), ("backward", backward / n), ("forward", forward / n)] {
+            assert!(close(wall(phase), want, 0.006), "{t}: {phase} wall {} vs {want:.3}", wall(phase));
+        }
+        assert!(rows.iter().all(|r| r["phase"] != "unphased"), "{t}: every kernel in a phase: {rows:?}");
+        assert!(wall("backward") > 0.0 && wall("forward") > 0.0, "{t}");
+        // The summary says it too.
+        let text = run(&["profile", "summary", t]).stdout;
+        assert!(text.contains("phases   inferred:"), "{t}");
+    }
+    // Traces with phase ranges of their own, or no training evidence, are
+    // left as they are.
+    let infer = shared().join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
+    assert!(json(&["phases", infer.to_str().unwrap()]).get("inferred").is_none());
+}

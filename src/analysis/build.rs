@@ -146,7 +146,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let mode = measured
         .and_then(Measurements::mode)
         .map(|m| if m == "inference" { Mode::Inference } else { Mode::Training })
-        .or_else(|| phase_mode(&a))
+        .or_else(|| if a.phases_inferred.is_some() { None } else { phase_mode(&a) })
         .or(Some(evidence_mode(&a)));
     let trace_step_ms = wall_ns as f64 / MS / n_steps;
     let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
@@ -370,6 +370,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         comm_exposed_ms_per_step: comm_exposed_ms.map(|v| round(v, 3)),
         comm_overlap_pct: (comm_total.0 > 0).then(|| round(pct(comm_total.1, comm_total.0), 1)),
         graph_launches_per_step,
+        phases_inferred: a.phases_inferred.clone(),
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),

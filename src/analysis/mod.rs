@@ -193,7 +193,21 @@ pub struct Analyzer {
     span: Option<(i64, i64)>,
     counts: Counts,
     evidence: Evidence,
+    /// Phase evidence in traces without `step/<phase>` ranges (SPEC §4):
+    /// `enumerate(DataLoader)#…__next__` and `Optimizer.*#…` ranges as
+    /// (thread, start, end, phase), and the union of the autograd engine's
+    /// backward ops (gaps under [`BACKWARD_GAP`] closed).
+    inferred: Vec<(u32, i64, i64, &'static str)>,
+    backward_bursts: std::collections::BTreeMap<i64, i64>,
+    /// How the phases were inferred, when they were.
+    phases_inferred: Option<String>,
 }
+
+/// Backward ops closer than this belong to the same backward pass.
+const BACKWARD_GAP: i64 = 1_000_000;
+
+/// Said in the output when the phases were inferred.
+pub const INFERRED_HOW: &str = "the trace has no step/<phase> ranges; phases come from PyTorch's own annotations: enumerate(DataLoader)#…__next__ → dataload, Optimizer.step#…/Optimizer.zero_grad#… → optimizer, the autograd engine's backward ops (first to last, per step) → backward, the rest of each step → forward";
 
 /// µs (as written in traces) → integer ns.
 fn ns(us: f64) -> i64 {
@@ -229,6 +243,10 @@ fn is_optimizer(name: &str) -> bool {
     name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#") || name.starts_with("optimizer.step")
 }
 
+fn is_dataload(name: &str) -> bool {
+    name.starts_with("enumerate(DataLoader)#") && name.contains("__next__")
+}
+
 impl Analyzer {
     fn with_ranges(ranges: Ranges, phases: PhaseNames, threads: ThreadIds) -> Self {
         Analyzer { ranges, phases, threads, ranges_final: true, ..Default::default() }
@@ -260,8 +278,8 @@ impl Analyzer {
 
     fn on_range(&mut self, ev: &Event<'_>, start: i64, end: i64) {
         let name = ev.name();
-        if is_optimizer(name) && !self.ranges_final {
-            self.evidence.optimizer_marks += 1;
+        if !self.ranges_final && ev.cat() != "gpu_user_annotation" {
+            self.note_phase_evidence(ev, name, start, end);
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             if ev.cat() == "gpu_user_annotation" {
@@ -297,8 +315,9 @@ impl Analyzer {
             self.evidence.cpu_ops += 1;
             if is_backward(name) {
                 self.evidence.backward_ops += 1;
-            } else if is_optimizer(name) {
-                self.evidence.optimizer_marks += 1;
+                self.note_backward(start, start + dur);
+            } else {
+                self.note_phase_evidence(ev, name, start, start + dur);
             }
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
@@ -414,6 +433,90 @@ impl Analyzer {
         }
     }
 
+    /// Dataloader and optimizer ranges, kept for phase inference.
+    fn note_phase_evidence(&mut self, ev: &Event<'_>, name: &str, start: i64, end: i64) {
+        let phase = if is_optimizer(name) {
+            self.evidence.optimizer_marks += 1;
+            "optimizer"
+        } else if is_dataload(name) {
+            "dataload"
+        } else {
+            return;
+        };
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        self.inferred.push((thread, start, end, phase));
+    }
+
+    /// Adds a backward op to the union of backward work.
+    fn note_backward(&mut self, start: i64, end: i64) {
+        let (mut s, mut e) = (start, end);
+        // Merge with every burst within BACKWARD_GAP of [s, e).
+        let near: Vec<(i64, i64)> = self
+            .backward_bursts
+            .range(..=e + BACKWARD_GAP)
+            .rev()
+            .take_while(|(_, be)| **be + BACKWARD_GAP >= s)
+            .map(|(a, b)| (*a, *b))
+            .collect();
+        for (bs, be) in near {
+            self.backward_bursts.remove(&bs);
+            s = s.min(bs);
+            e = e.max(be);
+        }
+        self.backward_bursts.insert(s, e);
+    }
+
+    /// `step/<phase>`-like ranges derived from the evidence, for a second
+    /// pass: per step, the backward window (first to last backward burst
+    /// starting in it), the dataloader and optimizer ranges, and forward as
+    /// the rest of the step. None when the trace has phase ranges of its
+    /// own or no evidence.
+    fn inferred_ranges(&mut self) -> Option<Ranges> {
+        if self.ranges.has_phase_ranges() || (self.inferred.is_empty() && self.backward_bursts.is_empty()) {
+            return None;
+        }
+        let steps = match self.ranges.step_intervals() {
+            s if !s.is_empty() => s,
+            _ => vec![self.span?],
+        };
+        let mut loop_threads: Vec<u32> = self.ranges.loop_threads().collect();
+        if loop_threads.is_empty() {
+            loop_threads.extend(self.inferred.first().map(|r| r.0));
+        }
+        let &main = loop_threads.first()?;
+        let mut ranges = self.ranges.clone();
+        for &(step_start, step_end) in &steps {
+            let mut taken: Vec<(i64, i64)> = Vec::new();
+            for &(thread, s, e, phase) in &self.inferred {
+                if s >= step_start && s < step_end {
+                    let id = self.phases.id(phase);
+                    ranges.add_cpu_phase(thread, s, e.min(step_end), id);
+                    if thread == main {
+                        taken.push((s, e.min(step_end)));
+                    }
+                }
+            }
+            let bursts: Vec<(i64, i64)> =
+                self.backward_bursts.range(step_start..step_end).map(|(s, e)| (*s, (*e).min(step_end))).collect();
+            if let (Some(first), Some(last)) = (bursts.first(), bursts.iter().map(|b| b.1).max()) {
+                let id = self.phases.id("backward");
+                ranges.add_cpu_phase(main, first.0, last, id);
+                taken.push((first.0, last));
+            }
+            // Forward: the step minus everything above, on the loop thread.
+            let taken = busy::merge(&mut taken);
+            let id = self.phases.id("forward");
+            let mut at = step_start;
+            for (s, e) in taken.iter().copied().chain(std::iter::once((step_end, step_end))) {
+                if s > at {
+                    ranges.add_cpu_phase(main, at, s, id);
+                }
+                at = at.max(e);
+            }
+        }
+        Some(ranges)
+    }
+
     /// GPU events with no launch in the trace are placed by their own time.
     fn place_leftovers_by_time(&mut self) {
         let mut left: Vec<GpuEvent> = self.pending_gpu.drain().flat_map(|(_, g)| g).collect();
@@ -479,10 +582,14 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
         Document::Profile => return Ok(None),
         Document::Trace(info) => info,
     };
-    let done = if first.needs_second_pass {
-        let mut second = Analyzer::with_ranges(first.ranges, first.phases, first.threads);
+    let inferred = first.inferred_ranges();
+    let done = if first.needs_second_pass || inferred.is_some() {
+        let phases_inferred = inferred.is_some().then(|| INFERRED_HOW.to_string());
+        let ranges = inferred.unwrap_or(first.ranges);
+        let mut second = Analyzer::with_ranges(ranges, first.phases, first.threads);
         // Mode evidence was gathered once, in the first pass.
         second.evidence = first.evidence;
+        second.phases_inferred = phases_inferred;
         let info = match trace::read(path, &mut second, progress)? {
             Document::Trace(info) => info,
             Document::Profile => return Ok(None),

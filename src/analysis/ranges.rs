@@ -131,6 +131,16 @@ impl Ranges {
         self.gpu_phases.entry(device).or_default().insert(start, end, phase);
     }
 
+    /// Threads that own step or phase ranges (the loop threads).
+    pub fn loop_threads(&self) -> impl Iterator<Item = u32> + '_ {
+        self.main_threads.iter().copied()
+    }
+
+    /// Whether any `step/<phase>` range was recorded (CPU or GPU side).
+    pub fn has_phase_ranges(&self) -> bool {
+        !self.cpu_phases.is_empty() || !self.gpu_phases.is_empty()
+    }
+
     pub fn has_steps(&self) -> bool {
         !self.steps.is_empty()
     }

@@ -9,10 +9,13 @@ use crate::profile::{PhaseRow, Profile};
 pub struct Phases {
     pub trace: Option<String>,
     pub phases: Vec<PhaseRow>,
+    /// How the phases were inferred, when the trace has no phase ranges.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inferred: Option<String>,
 }
 
 pub fn phases(p: &Profile) -> Phases {
-    Phases { trace: p.trace.clone(), phases: p.phases.clone() }
+    Phases { trace: p.trace.clone(), phases: p.phases.clone(), inferred: p.phases_inferred.clone() }
 }
 
 /// Checks a `--phase` argument against the profile's phases (exit 2 with

@@ -199,6 +199,9 @@ pub fn phases(p: &Phases) -> String {
     if p.phases.is_empty() {
         o.push_str("(no phases: the trace has no step/<phase> ranges and no GPU work)\n");
     }
+    if let Some(how) = &p.inferred {
+        let _ = writeln!(o, "phases inferred: {how}");
+    }
     o
 }
 
