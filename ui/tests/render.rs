@@ -163,7 +163,8 @@ fn whatif_pane() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "6→");
     let s = snap("bert_trace_whatif_category", &mut a);
-    assert!(s[0].contains("category 'reduction / norm'"), "{}", s[0]);
+    // The second row of the kernel mix: attention (FlashAttention's forward).
+    assert!(s[0].contains("category 'attention'"), "{}", s[0]);
     assert!(s[0].contains("caveat"), "{}", s[0]);
 
     let mut a = app(TRAIN_B4, None);
