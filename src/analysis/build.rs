@@ -63,11 +63,14 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     }
     // Communication and the rest, per device: how much communication the
     // compute kernels hide.
+    // (Only traces with communication pay for the second copy of the spans.)
     let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    for k in &a.kernel_spans {
-        let side = if kinfo[&k.name].0 == COMMUNICATION { &mut comm_iv } else { &mut compute_iv };
-        side.entry(k.device).or_default().push((k.start, k.end));
+    if kinfo.values().any(|k| k.0 == COMMUNICATION) {
+        for k in &a.kernel_spans {
+            let side = if kinfo[&k.name].0 == COMMUNICATION { &mut comm_iv } else { &mut compute_iv };
+            side.entry(k.device).or_default().push((k.start, k.end));
+        }
     }
     let vendor = |props: Option<&crate::trace::DeviceProps>| -> Option<String> {
         let name = props.map(|p| p.name.to_lowercase()).unwrap_or_default();

@@ -84,7 +84,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         };
         removed.category = Some(cat.name.clone());
         if cat.name == COMMUNICATION {
-            return Ok(comm_overlap(p, removed));
+            return Ok(comm_overlap(p, removed, cat.ms_per_step));
         }
         removed.gpu_ms = cat.ms_per_step;
         // Its share of launches: counted from the kernel list when present,
@@ -144,12 +144,17 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
 
 /// What-if for `communication`: every collective fully overlapped by
 /// compute, so the step loses its exposed communication and nothing else.
-fn comm_overlap(p: &Profile, mut removed: Removed) -> WhatIf {
+fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
     let step = p.step_ms;
-    let exposed = p.comm_exposed_ms_per_step.unwrap_or(0.0).min(step).max(0.0);
+    // A profile written before overlap was measured: all of it exposed.
+    let exposed = p.comm_exposed_ms_per_step.unwrap_or(category_ms).min(step).max(0.0);
     removed.gpu_ms = round(exposed, 3);
     let projected = round(step - exposed, 3);
-    let overlap = p.comm_overlap_pct.map_or(String::new(), |o| format!(" ({o:.0}% overlapped now)"));
+    let overlap = match (p.comm_exposed_ms_per_step, p.comm_overlap_pct) {
+        (None, _) => " (overlap not measured in this profile: all of it taken as exposed)".to_string(),
+        (_, Some(o)) => format!(" ({o:.0}% overlapped now)"),
+        _ => String::new(),
+    };
     let img_now = p.img_per_s;
     let img_projected = match (p.batch(), img_now) {
         (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
