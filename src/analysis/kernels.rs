@@ -49,14 +49,19 @@ const CATEGORY_PATTERNS: &[(&str, &str)] = &[
         ATTENTION,
         r"flash_fwd|flash_bwd|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|sageattn|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
-    // Names whose template arguments would pull them into a reduction:
-    // embedding lookups and scatter-adds are data movement, cuDNN's FFT and
-    // split-K helpers are parts of a convolution.
-    (LAYOUT_COPY, r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex"),
+    // Names whose other words would pull them elsewhere: rotary embeddings
+    // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
+    // MoE's finalize scatter are data movement; cuDNN's FFT and split-K
+    // helpers are parts of a convolution.
+    (ELEMENTWISE, r"rotary_emb"),
+    (
+        LAYOUT_COPY,
+        r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex|reshape_and_cache|kv_?cache|matmul_scatter",
+    ),
     (GEMM_CONV, r"fft2d_|reduce_wgrad|reducesplitk"),
     (
         REDUCTION_NORM,
-        r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey",
+        r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
     ),
     (
         GEMM_CONV,
