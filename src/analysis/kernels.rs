@@ -47,7 +47,7 @@ const CATEGORY_PATTERNS: &[(&str, &str)] = &[
     (ELEMENTWISE, r"^triton_poi_"),
     (
         ATTENTION,
-        r"flash_fwd|flash_bwd|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|sageattn|mha_fwd|mha_bwd|batchprefill|batchdecode",
+        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
     // Names whose other words would pull them elsewhere: rotary embeddings
     // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
@@ -86,6 +86,7 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     // tf32 s1688, s16816, wmma s161616, int8 i8816/i16832.
     (r"[hsi](?:884|1688|16816|161616|8816|16832)(?:gemm|fprop|dgrad|wgrad)", "volta_h884gemm_64x64_nt"),
     (r"tensorop", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)"),
+    (r"wgmma", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"),
     (r"wmma", "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8::Params)"),
     // cuDNN's Ampere xmma convolutions name their MMA tile (tf32: 16x8x8).
     (r"_tensor\d+x\d+x\d+", "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn"),
@@ -98,8 +99,9 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     (r"^bmm_.*_sm1\d\d", "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_Ab32_Bb32_Cb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_transOut_schPd2x1x2x3_biasFp32M_bN_tma_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f"),
     // Triton MoE matmul (tl.dot on Hopper/Blackwell).
     (r"_matmul_ogs_", "_matmul_ogs_NNT_bf16xbf16xmxfp4_32x256x256x1_swiglu"),
-    // FlashAttention 2/3 and fmha (TRT-LLM, CK tile).
-    (r"flash_fwd|flash_bwd|flash::|fmha", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)"),
+    // FlashAttention 2/3/4, cuDNN's flash SDPA and fmha (xformers/PyTorch
+    // mem-efficient, TRT-LLM, CK tile).
+    (r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|fmha", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)"),
     // Triton's fused attention (tl.dot → MFMA / MMA).
     (r"^_?attn_fwd|^_?attn_bwd", "attn_fwd"),
     (r"unified_attention", "kernel_unified_attention_2d"),
