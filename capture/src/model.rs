@@ -231,6 +231,12 @@ impl Conv {
 struct RepConvN {
     conv1: Conv,
     conv2: Conv,
+    /// LibreYOLO's absent identity branch: its forward adds the Python int
+    /// `id_out = 0`, one more aten::add (and the cast of that int, an
+    /// aten::to) per RepConvN that the profile must show too. A 0-dim int64
+    /// CPU tensor adds as Python's wrapped 0 does (tch's `+ 0.0` records two
+    /// adds and no cast).
+    id_out: Tensor,
     fused: Option<(Tensor, Tensor)>,
 }
 
@@ -239,6 +245,7 @@ impl RepConvN {
         RepConvN {
             conv1: Conv::new(&(p / "conv1"), c1, c2, 3, 1, Some(1), 1, false),
             conv2: Conv::new(&(p / "conv2"), c1, c2, 1, 1, Some(0), 1, false),
+            id_out: Tensor::from(0i64),
             fused: None,
         }
     }
@@ -251,9 +258,7 @@ impl RepConvN {
     fn forward(&self, x: &Tensor) -> Tensor {
         match &self.fused {
             Some((w, b)) => x.conv2d(w, Some(b), [1], [1], [1], 1).silu(),
-            // `+ 0`: LibreYOLO adds its absent identity branch (`id_out = 0`),
-            // one aten::add per RepConvN that the profile must show too.
-            None => (self.conv1.forward(x) + self.conv2.forward(x) + 0.0).silu(),
+            None => (self.conv1.forward(x) + self.conv2.forward(x) + &self.id_out).silu(),
         }
     }
 }
@@ -523,10 +528,11 @@ impl Detect {
     }
 }
 
-/// Nearest-neighbour ×2 upsampling (`nn.Upsample(scale_factor=2)`).
+/// Nearest-neighbour ×2 upsampling (`nn.Upsample(scale_factor=2)`), through
+/// the scale-factor overload `F.interpolate` calls, so the profile records
+/// the same two nested `aten::upsample_nearest2d` per call as LibreYOLO's.
 fn upsample2(t: &Tensor) -> Tensor {
-    let (h, w) = (t.size()[2], t.size()[3]);
-    t.upsample_nearest2d([h * 2, w * 2], Some(2.0), Some(2.0))
+    t.upsample_nearest2d_vec(None::<&[i64]>, [2.0, 2.0])
 }
 
 /// LibreYOLO's `AuxNeck`: SPPELAN on the pre-SPP B5, then upsample + concat
