@@ -326,6 +326,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
 
     let project = PathBuf::from(&args.project);
     let out_dir = project.join("infer");
+    crate::output::prepare(&out_dir)?;
     let mut trial_profiles = Vec::new();
     let mut trial_paths = Vec::new();
     let mut final_files: Option<(Measurements, Option<tempfile::TempPath>)> = None;

@@ -8,6 +8,7 @@ pub mod device;
 pub mod infer;
 pub mod model;
 pub mod ops;
+pub mod output;
 pub mod pickle;
 pub mod postprocess;
 pub mod preprocess;

@@ -15,6 +15,8 @@ fn main() -> ExitCode {
 
 fn run() -> Result<()> {
     let args: Vec<OsString> = std::env::args_os().collect();
+    // An interrupted capture leaves no temporary file behind.
+    libreyolo_core::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
     match cli::parse(&args)? {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
         Some(ProfileCommand::Run(a)) => cli::print_stdout(&libreyolo_capture::train::run(&a)?),

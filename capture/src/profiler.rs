@@ -125,6 +125,7 @@ impl Session {
             .tempfile_in(dir)
             .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?
             .into_temp_path();
+        libreyolo_core::tempfiles::track(&tmp);
         self.finish(&tmp)?;
         Ok(tmp)
     }

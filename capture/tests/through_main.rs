@@ -86,3 +86,61 @@ fn walk(p: &std::path::Path) -> Vec<PathBuf> {
     }
     out
 }
+
+#[test]
+fn hostile_sizes_and_an_unusable_project_are_refused_before_measuring() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().to_str().unwrap();
+    for args in [
+        vec!["profile", "infer", "--device", "cpu", "--imgsz", "100000", "--project", project],
+        vec!["profile", "run", "synthetic:8", "--device", "cpu", "--imgsz", "100000", "--project", project],
+    ] {
+        let out = libreyolo().args(&args).output().unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(err.contains("--imgsz 100000: at most 4096"), "{err}");
+    }
+    // --project names a file, or a folder under a file.
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, b"x").unwrap();
+    for project in [file.clone(), file.join("under")] {
+        let out = libreyolo()
+            .args(["profile", "infer", "--device", "cpu", "--imgsz", "160", "--warmup", "1", "--runs", "2", "--project"])
+            .arg(&project)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{}: {err}", project.display());
+        assert!(err.contains("--project: cannot write in"), "{err}");
+        assert!(!err.contains("latency"), "refused before measuring: {err}");
+    }
+}
+
+#[test]
+fn sigint_while_the_trace_is_written_leaves_no_temporary_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().to_str().unwrap();
+    // Enough runs that saving and analysing the trace takes a while.
+    let mut child = libreyolo()
+        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "400", "--project", project])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let out_dir = dir.path().join("infer");
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let is_temp = |p: &PathBuf| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(".profile_trace."));
+    loop {
+        if walk(&out_dir).iter().any(is_temp) {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the capture ended before its trace was seen in flight");
+        assert!(std::time::Instant::now() < deadline, "no trace in flight within 120 s");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    assert!(Command::new("kill").args(["-INT", &child.id().to_string()]).status().unwrap().success());
+    let status = child.wait().unwrap();
+    assert!(!status.success(), "interrupted: {status:?}");
+    let left: Vec<_> = walk(dir.path()).into_iter().filter(|p| p.is_file()).collect();
+    assert!(left.is_empty(), "an interrupted capture leaves nothing: {left:?}");
+}

@@ -94,6 +94,7 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
+    crate::tempfiles::track(tmp.path());
     tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
     // Temporary files are private (0600); the result is an ordinary file.
     #[cfg(unix)]

@@ -531,6 +531,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
     }
     let project = PathBuf::from(&args.project);
     let out_dir = project.join("train");
+    crate::output::prepare(&out_dir)?;
     let mut m = m;
     let mut trial_profiles = Vec::new();
     let mut trial_paths = Vec::new();
