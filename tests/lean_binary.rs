@@ -62,7 +62,7 @@ fn readers_answer_without_the_capture_engine() {
     let got: f64 = out.trim().parse().unwrap_or_else(|_| panic!("a number: {out}"));
     assert!((got - expected["step_ms"].as_f64().unwrap()).abs() < 1e-6, "{got} vs {}", expected["step_ms"]);
 
-    let trace = shared().join("traces/hta_alexnet_a100_nosteps");
+    let trace = shared().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
     let (code, out, err) = alone.run(&["profile", "summary", trace.to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{err}");
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();

@@ -32,9 +32,15 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
             Ok(profile.command)
         }
         Err(e) => {
-            // --help and --version are successes; everything else is usage.
-            let code = if e.use_stderr() { crate::error::exit::USAGE } else { crate::error::exit::OK };
-            let _ = e.print();
+            // --help and --version are successes, unless they could not be
+            // written (`>/dev/full`; a closed pipe is fine); everything
+            // else is usage.
+            use crate::error::exit;
+            let code = match (e.use_stderr(), e.print()) {
+                (true, _) => exit::USAGE,
+                (false, Err(w)) if w.kind() != std::io::ErrorKind::BrokenPipe => exit::FAILURE,
+                (false, _) => exit::OK,
+            };
             std::process::exit(code);
         }
     }
@@ -46,7 +52,8 @@ pub fn exit_status(result: Result<()>) -> ExitCode {
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
-            eprintln!("error: {e}");
+            // Not eprintln!: it panics when stderr cannot be written.
+            let _ = writeln!(std::io::stderr(), "error: {e}");
             ExitCode::from(e.exit_code() as u8)
         }
     }
