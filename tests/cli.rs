@@ -435,6 +435,10 @@ fn the_issue_examples_read_right() {
     let k = json(&["kernels", t, "--category", "attention"]);
     assert_eq!(k["kernels"][0]["raw_name"], "attn_fwd");
     assert_eq!(k["kernels"][0]["tensorcore"], true);
+    // Device 2 of a trace whose deviceProperties list one model (id 0).
+    let s = json(&["summary", t]);
+    assert_eq!(s["devices"][0]["device"], 2);
+    assert_eq!(s["devices"][0]["name"], "AMD Instinct MI300X VF");
     let g = json(&["kernels", t, "--grep", "^Cijk_", "--top", "100"]);
     assert!(g["matched"].as_u64().unwrap() >= 3);
     assert!(g["kernels"].as_array().unwrap().iter().all(|r| r["category"] == "gemm / conv" && r["tensorcore"] == true));

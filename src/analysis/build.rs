@@ -95,7 +95,13 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         .map(|(&device, iv)| {
             let busy = overlap(&merge(iv), &steps);
             let raw = overlap_each(iv, &steps);
-            let props = info.devices.iter().find(|d| d.id == device);
+            // Kineto numbers devices as the process sees them and may list
+            // only some in deviceProperties (HIP/CUDA_VISIBLE_DEVICES): with
+            // no entry for this id, a list of one model names them all.
+            let props = info.devices.iter().find(|d| d.id == device).or_else(|| {
+                let first = info.devices.first()?;
+                info.devices.iter().all(|d| d.name == first.name && d.warp_size == first.warp_size).then_some(first)
+            });
             let mem = a.memory.get(&device);
             let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), &steps)).unwrap_or_default();
             let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
