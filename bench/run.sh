@@ -3,7 +3,8 @@
 #
 #   bench/run.sh [--quick]
 #
-# Builds the reader-only release binary, generates traces with gen-trace
+# Builds the release `libreyolo` (the binary scripts/setup.sh builds; it
+# never links libtorch), generates traces with gen-trace
 # (100 MB and 1 GB of uncompressed JSON, plain and gzipped, under bench/out/,
 # reused while gen-trace is unchanged), and reports as a markdown table:
 #   - MB/s (uncompressed bytes / wall seconds, best of $RUNS, pinned to one
@@ -38,8 +39,8 @@ mkdir -p "$out"
 command -v taskset >/dev/null || { echo "bench/run.sh needs taskset (util-linux)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "bench/run.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 
-echo "building the reader-only release binary..." >&2
-cargo build --release --no-default-features -p libreyolo -p libreyolo-bench >&2
+echo "building the release binary..." >&2
+cargo build --release -p libreyolo -p libreyolo-bench >&2
 bin=$target/release/libreyolo
 gen=$target/release/gen-trace
 write_profile=$target/release/write-profile
