@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Side by side on this machine: our `profile infer --device cpu` against
 # LibreYOLO 1.6's, same checkpoint, image, imgsz, batch and thread count,
-# alternating runs; plus our profiler overhead (trace vs --no-trace).
+# alternating runs; both measure the unfused graph LibreYOLO's inference
+# runs. Plus ours with --fuse (the deployed graph) and our profiler overhead
+# (trace vs --no-trace). Each round prints the load average it ran under.
 #
 #   capture/bench/vs_libreyolo.sh [rounds] [imgsz]
 #
@@ -39,4 +41,7 @@ for r in $(seq 1 "$rounds"); do
   row "libreyolo-1.6" "$work/theirs$r/infer/profile.json"
   "$bin" profile infer "$img" "${common[@]}" --no-trace --project "$work/notrace$r" > /dev/null 2>&1
   row "ours no-trace" "$work/notrace$r/infer/profile.json"
+  "$bin" profile infer "$img" "${common[@]}" --fuse --project "$work/fused$r" > /dev/null 2>&1
+  row "ours --fuse" "$work/fused$r/infer/profile.json"
+  echo "round $r load average: $(cut -d' ' -f1-3 /proc/loadavg)"
 done

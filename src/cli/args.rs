@@ -87,7 +87,7 @@ pub struct KernelsArgs {
     /// Show the top N
     #[arg(long, default_value_t = 20)]
     pub top: usize,
-    /// Category substring: gemm, layout, norm, elementwise, other
+    /// Category substring: gemm, attention, communication, layout, norm, elementwise, other
     #[arg(long)]
     pub category: Option<String>,
     /// Regex on the kernel name (case-insensitive)
@@ -132,7 +132,8 @@ pub struct CompareArgs {
 #[derive(Debug, Clone, Args)]
 pub struct WhatIfArgs {
     pub trace: String,
-    /// Remove one kernel category (substring: gemm, layout, norm, elementwise)
+    /// Remove one kernel category (substring: gemm, attention, communication, layout, norm,
+    /// elementwise, other; communication is modelled as perfect overlap)
     #[arg(long)]
     pub remove_category: Option<String>,
     /// Remove N kernel launches per step (e.g. an op-fusion win)
