@@ -254,4 +254,10 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
     for op in ["aten::silu", "aten::cat", "aten::avg_pool2d", "aten::max_pool2d", "aten::upsample_nearest2d"] {
         assert_eq!(f.get(op), theirs.get(op), "{op}: untouched by --fuse");
     }
+
+    // The unfused verdict names the lever with its count; the fused one does not.
+    let lever = format!("`--fuse` folds {batch_norms} BatchNorm launches per image");
+    let why = unfused["bound_why"].as_str().unwrap();
+    assert!(why.contains(&lever), "{why}");
+    assert!(!fused["bound_why"].as_str().unwrap().contains("--fuse"), "{}", fused["bound_why"]);
 }

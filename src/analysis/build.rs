@@ -303,6 +303,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         host_overhead_ms: host_overhead,
         stages: stages.as_ref(),
         phase_wall,
+        unfused: unfused_batch_norm(&config, &phases, &ops_by_phase, &kernels_by_phase, cuda),
     };
     let (bound, bound_why) = verdict::decide(&evidence);
 
@@ -387,6 +388,37 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     };
     profile.metrics = metrics::of(&profile);
     Ok(profile)
+}
+
+/// The forward's BatchNorm, unless the capture says its graph was fused:
+/// launches per image and their share of the forward (CPU op time over the
+/// forward's wall time on CPU, BatchNorm kernel time over the forward's
+/// kernel time on CUDA).
+fn unfused_batch_norm(
+    config: &serde_json::Map<String, Value>,
+    phases: &[PhaseRow],
+    ops_by_phase: &IndexMap<String, Vec<OpRow>>,
+    kernels_by_phase: &IndexMap<String, Vec<KernelRow>>,
+    cuda: bool,
+) -> Option<verdict::Unfused> {
+    if config.get("fused").and_then(Value::as_bool) == Some(true) {
+        return None;
+    }
+    let forward = "forward";
+    let bn = ops_by_phase.get(forward)?.iter().find(|o| o.op == "aten::batch_norm")?;
+    let share = if cuda {
+        let kernels = kernels_by_phase.get(forward)?;
+        let total: f64 = kernels.iter().map(|k| k.ms_per_step).sum();
+        let is_bn = |k: &&KernelRow| {
+            let n = k.raw_name.to_ascii_lowercase();
+            n.contains("batch_norm") || n.contains("batchnorm") || n.contains("bn_fw")
+        };
+        ratio(kernels.iter().filter(is_bn).map(|k| k.ms_per_step).sum(), total)
+    } else {
+        ratio(bn.ms_per_step, phases.iter().find(|p| p.phase == forward)?.wall_ms_per_step?)
+    };
+    let batch = config.get("batch").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
+    Some(verdict::Unfused { batch_norms_per_image: bn.count_per_step / batch, share })
 }
 
 /// Training or inference from the phases a trace recorded, if it says.

@@ -23,6 +23,19 @@ pub const MALLOCS_PER_STEP: f64 = 5.0;
 /// Reserved memory at this share of the device's capacity counts as full.
 pub const RESERVED_FULL: f64 = 0.95;
 
+/// A fusion lever is named from this share of the forward up.
+pub const FUSION_SHARE: f64 = 0.02;
+
+/// BatchNorm left in an inference forward: what `--fuse` would fold into
+/// the convolutions.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Unfused {
+    /// BatchNorm launches per image in the forward.
+    pub batch_norms_per_image: f64,
+    /// Their share of the forward: CPU time on CPU, kernel time on CUDA.
+    pub share: f64,
+}
+
 /// The numbers a verdict is decided from.
 #[derive(Debug, Clone, Default)]
 pub struct Evidence<'a> {
@@ -49,9 +62,32 @@ pub struct Evidence<'a> {
     pub stages: Option<&'a Stages>,
     /// Wall time per phase (synced when measured), for the CPU case.
     pub phase_wall: Vec<(String, f64)>,
+    /// Unfolded BatchNorm in an inference forward (None: fused, or none).
+    pub unfused: Option<Unfused>,
 }
 
+/// The verdict and its reason, with the fusion lever where it applies.
 pub fn decide(e: &Evidence<'_>) -> (String, String) {
+    let (bound, why) = bottleneck(e);
+    let why = match e.unfused {
+        Some(u) if e.mode == Some(Mode::Inference)
+            && (bound == COMPUTE || bound == HOST_LAUNCH)
+            && u.batch_norms_per_image >= 1.0
+            && u.share >= FUSION_SHARE =>
+        {
+            format!(
+                "{}. Lever: `--fuse` folds {:.0} BatchNorm launches per image into their convolutions (BatchNorm is {:.0}% of the forward here); compare the two profiles for the gain.",
+                why.trim_end_matches('.'),
+                u.batch_norms_per_image,
+                u.share * 100.0
+            )
+        }
+        _ => why,
+    };
+    (bound, why)
+}
+
+fn bottleneck(e: &Evidence<'_>) -> (String, String) {
     if e.memory_pressure {
         let mut why = format!("allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step", e.mallocs_per_step);
         if let Some((r, cap)) = e.reserved_full {
@@ -247,6 +283,31 @@ mod tests {
         let (bound, why) = decide(&e);
         assert_eq!(bound, HOST_LAUNCH);
         assert!(why.contains("already in use (1 graph launches/step)") && !why.contains("CUDA graphs, op fusion"), "{why}");
+    }
+
+    #[test]
+    fn fusion_is_a_lever_for_an_unfused_compute_bound_inference() {
+        let fwd = Stages { preprocess: Some(1.0), forward: Some(90.0), postprocess: Some(2.0) };
+        let mut e = Evidence { mode: Some(Mode::Inference), stages: Some(&fwd), step_ms: 93.0, ..Default::default() };
+        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, COMPUTE);
+        assert!(why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image") && why.contains("7% of the forward"), "{why}");
+        // Too small a share to matter, a fused graph, or training: no lever.
+        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.01 });
+        assert!(!decide(&e).1.contains("--fuse"));
+        e.unfused = None;
+        assert!(!decide(&e).1.contains("--fuse"));
+        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
+        e.mode = Some(Mode::Training);
+        assert!(!decide(&e).1.contains("--fuse"));
+        // A CUDA inference fed too slowly: fusion also removes launches.
+        let mut e = cuda(0.3);
+        e.mode = Some(Mode::Inference);
+        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.2 });
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, HOST_LAUNCH);
+        assert!(why.contains("op fusion. Lever: `--fuse` folds 221"), "{why}");
     }
 
     #[test]
