@@ -4,6 +4,7 @@
 
 pub mod analysis;
 pub mod cli;
+pub mod conditions;
 pub mod error;
 pub mod lens;
 pub mod profile;

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use libreyolo_core::cli::InferArgs;
+use libreyolo_core::conditions::{self, Conditions};
 use libreyolo_core::profile::{self, Latency, Measurements, Profile, Stages};
 use libreyolo_core::profile::measured::RealTiming;
 use libreyolo_core::render::text::{num, throughput};
@@ -107,6 +108,8 @@ struct Trial {
     images_postprocessed: usize,
     /// Peak VRAM of the trial, MB (1e6 bytes, as the reference), CUDA only.
     peak_vram_mb: Option<f64>,
+    /// What else ran on the machine during the measured runs.
+    conditions: Option<Conditions>,
     /// The trace of this trial, in a temporary file beside its final place.
     trace: Option<tempfile::TempPath>,
 }
@@ -125,12 +128,17 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         detections: 0,
         images_postprocessed: 0,
         peak_vram_mb: None,
+        conditions: None,
         trace: None,
     };
     profiler::reset_peak_vram(p.device)?;
+    let mut window = None;
     for i in 0..total {
-        if i == p.warmup && p.trace {
-            session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
+        if i == p.warmup {
+            window = Some(conditions::Window::start());
+            if p.trace {
+                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
+            }
         }
         let measuring = i >= p.warmup;
         let synced = measuring && i - p.warmup >= p.unsynced;
@@ -183,6 +191,7 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
             t.latencies_ms.push((t3 - t0).as_secs_f64() * 1e3);
         }
     }
+    t.conditions = window.map(|w| w.finish(tch::get_num_threads().max(1) as usize));
     t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     if let Some(s) = session {
         match keep_trace_in {
@@ -291,7 +300,7 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
         peak_vram_mb: t.peak_vram_mb,
         mode: Some("inference".into()),
         versions: Some(versions()),
-        host: Some(host()),
+        host: Some(host(t.conditions.as_ref())),
         ..Default::default()
     }
 }
@@ -301,12 +310,15 @@ pub fn versions() -> Value {
     json!({ "libreyolo": env!("CARGO_PKG_VERSION"), "torch": TORCH_VERSION.trim(), "tch": "0.24.0" })
 }
 
-/// The machine as the capture used it (threads recorded, SPEC: issue 3).
-pub fn host() -> Value {
+/// The machine as the capture used it, and the conditions of its measured
+/// window (other processes' CPU use, load, governor; see
+/// `libreyolo_core::conditions`).
+pub fn host(conditions: Option<&Conditions>) -> Value {
     json!({
         "threads": tch::get_num_threads(),
         "cpus": std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
         "cuda_devices": tch::Cuda::device_count(),
+        "conditions": conditions,
     })
 }
 
@@ -375,7 +387,8 @@ pub fn infer(args: &InferArgs) -> Result<String> {
         if let Some(last) = trial_profiles.last_mut() {
             *last = prof.clone();
         }
-        let agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        let mut agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        conditions::set_in_host(&mut agg.host, crate::output::report_trials(&trial_profiles).as_ref());
         shown_path = project.join("infer_repeat.json");
         profile::write_json(&shown_path, &agg)?;
         shown = agg;

@@ -1,9 +1,12 @@
-//! Where a capture's files go, checked before anything is measured: a
-//! `--project` that is a file, read-only or under a file fails at once, not
-//! after minutes of measurement.
+//! What a capture leaves and says: the output folder, checked before
+//! anything is measured (a `--project` that is a file, read-only or under a
+//! file fails at once, not after minutes of measurement), and the report
+//! of a `--repeat`'s trials.
 
 use std::path::Path;
 
+use libreyolo_core::conditions::{self, Conditions};
+use libreyolo_core::profile::Profile;
 use libreyolo_core::{Error, Result};
 
 /// Creates `dir` if needed and proves a file can be written in it.
@@ -12,4 +15,18 @@ pub fn prepare(dir: &Path) -> Result<()> {
     std::fs::create_dir_all(dir).map_err(unusable)?;
     tempfile::tempfile_in(dir).map_err(unusable)?;
     Ok(())
+}
+
+/// Prints each trial's img/s and conditions to stderr, warns about a trial
+/// that ran under different conditions, and returns the aggregate's.
+pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
+    let judged: Vec<_> = trials.iter().map(|p| (p.img_per_s, Conditions::of_host(p.host.as_ref()))).collect();
+    let t = conditions::across_trials(&judged);
+    for line in &t.lines {
+        eprintln!("{line}");
+    }
+    for w in &t.warnings {
+        eprintln!("warning: {w}");
+    }
+    t.aggregate
 }

@@ -293,6 +293,8 @@ struct Trial {
     /// Peak CUDA memory allocated over the whole trial, MB.
     peak_vram_mb: Option<f64>,
     params_changed: bool,
+    /// What else ran on the machine during the measured steps.
+    conditions: Option<libreyolo_core::conditions::Conditions>,
     trace: Option<tempfile::TempPath>,
 }
 
@@ -328,12 +330,15 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         amp_skipped: 0,
         peak_vram_mb: None,
         params_changed: false,
+        conditions: None,
         trace: None,
     };
     profiler::reset_peak_vram(p.device)?;
+    let mut window = None;
     let result = (|| -> Result<()> {
         for i in 0..total {
             if i == p.warmup {
+                window = Some(libreyolo_core::conditions::Window::start());
                 session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
             }
             let measuring = i >= p.warmup;
@@ -422,6 +427,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         eprint!("\r\x1b[2K");
     }
     result?;
+    t.conditions = window.map(|w| w.finish(tch::get_num_threads().max(1) as usize));
     t.amp_skipped = scaler.map_or(0, |sc| sc.skipped);
     t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     let s = session.take().expect("the window has measured steps");
@@ -508,7 +514,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
         peak_vram_mb: t.peak_vram_mb,
         mode: Some("training".into()),
         versions: Some(crate::infer::versions()),
-        host: Some(crate::infer::host()),
+        host: Some(crate::infer::host(t.conditions.as_ref())),
         ..Default::default()
     }
 }
@@ -568,7 +574,8 @@ pub fn run(args: &RunArgs) -> Result<String> {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
         }
-        let agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        let mut agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        libreyolo_core::conditions::set_in_host(&mut agg.host, crate::output::report_trials(&trial_profiles).as_ref());
         let path = project.join("profile_repeat.json");
         profile::write_json(&path, &agg)?;
         return Ok(if args.json { render_json(&agg, &path) } else { render_text(&agg, &path) });

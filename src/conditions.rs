@@ -1,0 +1,257 @@
+//! The conditions a capture ran under, and whether they distorted it.
+//!
+//! On a shared machine other processes take the cores our intra-op
+//! (OpenMP) threads wait on: one busy core slowed a 2-thread CPU capture
+//! from 43 ms to 4.5 s per image here, at random. So every capture records
+//! the load around its measured window and the CPU time other processes
+//! used during it, and judges the window `contended` when they took cores
+//! our threads needed. Readers show the judgement above the verdict and
+//! `compare` refuses a significance call on a contended side.
+//!
+//! Linux `/proc` only; elsewhere the figures are absent and nothing is
+//! judged contended.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Other processes using more than the cores our threads left free plus
+/// this much of a core, on average over the window, is contention.
+pub const CONTENDED_CORES: f64 = 0.25;
+
+/// What `host.conditions` of a profile records.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Conditions {
+    /// 1, 5 and 15 minute load averages when the window started and ended.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_avg_start: Option<[f64; 3]>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub load_avg_end: Option<[f64; 3]>,
+    /// CPUs the machine has and intra-op threads the capture used.
+    pub cpus: usize,
+    pub threads: usize,
+    /// The window, s.
+    pub window_s: f64,
+    /// CPU time other processes (and the hypervisor, as steal) used during
+    /// the window, in cores on average: 0.9 is 90% of one core.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_cores: Option<f64>,
+    /// cpufreq scaling governor of CPU 0, where readable.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub governor: Option<String>,
+    pub contended: bool,
+    /// Why the window counts as contended, in one sentence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contended_why: Option<String>,
+}
+
+impl Conditions {
+    /// `host.conditions` of a profile's `host` record, if it has one.
+    pub fn of_host(host: Option<&Value>) -> Option<Conditions> {
+        serde_json::from_value(host?.get("conditions")?.clone()).ok()
+    }
+
+    /// Decides `contended` from the recorded figures.
+    fn judge(mut self) -> Conditions {
+        let free = self.cpus.saturating_sub(self.threads) as f64;
+        if let Some(other) = self.other_cores.filter(|o| *o > free + CONTENDED_CORES) {
+            self.contended = true;
+            self.contended_why = Some(format!(
+                "other processes used {other:.1} of a core during the {:.1} s window on {} cores ({} threads ours)",
+                self.window_s, self.cpus, self.threads
+            ));
+        }
+        self
+    }
+}
+
+/// What `--repeat` says about its trials' conditions.
+#[derive(Debug, Default)]
+pub struct Trials {
+    /// One line per trial for stderr: its img/s and what else ran.
+    pub lines: Vec<String>,
+    /// Trials whose judgement differs from the others'.
+    pub warnings: Vec<String>,
+    /// For the aggregate: contended when any trial was, saying which.
+    pub aggregate: Option<Conditions>,
+}
+
+/// Judges a `--repeat` run from each trial's img/s and conditions.
+pub fn across_trials(trials: &[(Option<f64>, Option<Conditions>)]) -> Trials {
+    let n = trials.len();
+    let mut out = Trials::default();
+    for (k, (img_per_s, c)) in trials.iter().enumerate() {
+        let speed = img_per_s.map_or("n/a".to_string(), |v| format!("{v:.2} img/s"));
+        let other = c.as_ref().and_then(|c| c.other_cores).map_or(String::new(), |o| format!(", other processes {o:.1} cores"));
+        let flag = if c.as_ref().is_some_and(|c| c.contended) { " (contended)" } else { "" };
+        out.lines.push(format!("trial {}/{n}: {speed}{other}{flag}", k + 1));
+    }
+    let contended: Vec<usize> = (0..n).filter(|k| trials[*k].1.as_ref().is_some_and(|c| c.contended)).collect();
+    if !contended.is_empty() && contended.len() < n {
+        for &k in &contended {
+            let why = trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
+            out.warnings.push(format!("trial {}/{n} ran contended ({why}), the others did not: its numbers are not comparable with theirs", k + 1));
+        }
+    }
+    out.aggregate = trials.iter().rev().find_map(|(_, c)| c.clone()).map(|mut agg| {
+        if let Some(&k) = contended.first() {
+            agg.contended = true;
+            let why = trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
+            agg.contended_why = Some(format!("trial {}/{n}: {why}", k + 1));
+        }
+        agg
+    });
+    out
+}
+
+/// Puts `conditions` into a profile's `host` record.
+pub fn set_in_host(host: &mut Option<Value>, conditions: Option<&Conditions>) {
+    let Some(c) = conditions else { return };
+    let record = host.get_or_insert_with(|| Value::Object(Default::default()));
+    if let (Some(obj), Ok(v)) = (record.as_object_mut(), serde_json::to_value(c)) {
+        obj.insert("conditions".into(), v);
+    }
+}
+
+/// A measured window in progress: the counters at its start.
+pub struct Window {
+    started: Instant,
+    cpu: Option<CpuTimes>,
+    load: Option<[f64; 3]>,
+}
+
+impl Window {
+    pub fn start() -> Window {
+        Window { started: Instant::now(), cpu: cpu_times(), load: load_avg() }
+    }
+
+    /// The conditions of the window from its start to now, judged.
+    pub fn finish(self, threads: usize) -> Conditions {
+        let end = cpu_times();
+        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        let other_cores = match (&self.cpu, &end) {
+            (Some(a), Some(b)) => other_cores(a, b, cpus),
+            _ => None,
+        };
+        Conditions {
+            load_avg_start: self.load,
+            load_avg_end: load_avg(),
+            cpus,
+            threads,
+            window_s: crate::util::round(self.started.elapsed().as_secs_f64(), 3),
+            other_cores: other_cores.map(|c| crate::util::round(c, 2)),
+            governor: std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").ok().map(|g| g.trim().to_string()),
+            contended: false,
+            contended_why: None,
+        }
+        .judge()
+    }
+}
+
+/// Machine-wide busy and total jiffies (/proc/stat) and ours (/proc/self/stat).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuTimes {
+    busy: u64,
+    total: u64,
+    own: u64,
+}
+
+fn cpu_times() -> Option<CpuTimes> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let own = std::fs::read_to_string("/proc/self/stat").ok()?;
+    parse_cpu_times(&stat, &own)
+}
+
+/// `cpu  user nice system idle iowait irq softirq steal guest guest_nice`:
+/// idle and iowait are idle; guest time is already inside user. Our own
+/// time is utime + stime, fields 14 and 15 of /proc/self/stat, counted
+/// after the `)` that ends the command name (which may hold spaces).
+fn parse_cpu_times(stat: &str, own: &str) -> Option<CpuTimes> {
+    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
+    let f: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+    if f.len() < 8 {
+        return None;
+    }
+    let total: u64 = f.iter().sum();
+    let idle = f[3] + f[4];
+    let after = &own[own.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
+    let own = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(CpuTimes { busy: total - idle, total, own })
+}
+
+/// Cores other processes kept busy between two samples, on average.
+fn other_cores(a: &CpuTimes, b: &CpuTimes, cpus: usize) -> Option<f64> {
+    let total = b.total.checked_sub(a.total).filter(|t| *t > 0)?;
+    let busy = b.busy.saturating_sub(a.busy);
+    let own = b.own.saturating_sub(a.own);
+    Some(busy.saturating_sub(own) as f64 / total as f64 * cpus as f64)
+}
+
+fn load_avg() -> Option<[f64; 3]> {
+    let s = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let v: Vec<f64> = s.split_whitespace().take(3).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    Some([*v.first()?, *v.get(1)?, *v.get(2)?])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn proc_stat_and_self_stat_parse() {
+        let stat = "cpu  100 5 50 800 20 3 2 10 0 0\ncpu0 50 2 25 400 10 1 1 5 0 0\n";
+        let own = "4242 (my (odd) name) R 1 4242 4242 0 -1 4194304 100 0 0 0 70 30 0 0 20 0 3 0\n";
+        let t = parse_cpu_times(stat, own).unwrap();
+        assert_eq!(t, CpuTimes { busy: 170, total: 990, own: 100 });
+    }
+
+    #[test]
+    fn others_are_busy_time_minus_ours_in_cores() {
+        // 2 CPUs, 200 jiffies of machine time: 150 busy, 60 of them ours.
+        let a = CpuTimes { busy: 0, total: 0, own: 0 };
+        let b = CpuTimes { busy: 150, total: 200, own: 60 };
+        assert_eq!(other_cores(&a, &b, 2), Some(0.9));
+        assert_eq!(other_cores(&b, &b, 2), None, "no time passed");
+    }
+
+    #[test]
+    fn contended_when_others_take_the_cores_our_threads_need() {
+        let c = |other: f64, threads: usize| Conditions { cpus: 2, threads, window_s: 3.0, other_cores: Some(other), ..Default::default() }.judge();
+        let busy = c(0.9, 2);
+        assert!(busy.contended);
+        assert_eq!(busy.contended_why.as_deref(), Some("other processes used 0.9 of a core during the 3.0 s window on 2 cores (2 threads ours)"));
+        assert!(!c(0.2, 2).contended, "a quarter of a core is noise");
+        assert!(!c(0.9, 1).contended, "one thread on two cores leaves one free");
+        assert!(c(1.3, 1).contended);
+        let unknown = Conditions { cpus: 2, threads: 2, ..Default::default() }.judge();
+        assert!(!unknown.contended, "no figures, no judgement");
+    }
+
+    #[test]
+    fn a_contended_trial_is_flagged_and_taints_the_aggregate() {
+        let quiet = Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(0.05), ..Default::default() }.judge();
+        let busy = Conditions { other_cores: Some(1.2), ..quiet.clone() }.judge();
+        let t = across_trials(&[(Some(10.0), Some(quiet.clone())), (Some(3.0), Some(busy)), (Some(10.2), Some(quiet.clone()))]);
+        assert_eq!(t.lines[1], "trial 2/3: 3.00 img/s, other processes 1.2 cores (contended)");
+        assert_eq!(t.lines[0], "trial 1/3: 10.00 img/s, other processes 0.1 cores");
+        assert_eq!(t.warnings.len(), 1);
+        assert!(t.warnings[0].starts_with("trial 2/3 ran contended (other processes used 1.2 of a core"), "{}", t.warnings[0]);
+        let agg = t.aggregate.unwrap();
+        assert!(agg.contended && agg.contended_why.unwrap().starts_with("trial 2/3: other processes used 1.2"));
+        // All quiet: nothing to flag.
+        let t = across_trials(&[(Some(10.0), Some(quiet.clone())), (Some(10.1), Some(quiet))]);
+        assert!(t.warnings.is_empty() && !t.aggregate.unwrap().contended);
+    }
+
+    #[test]
+    fn read_back_from_a_profiles_host_record() {
+        let host = serde_json::json!({ "threads": 2, "conditions": { "cpus": 2, "threads": 2, "window_s": 1.0, "other_cores": 1.1, "contended": true, "contended_why": "x" } });
+        let c = Conditions::of_host(Some(&host)).unwrap();
+        assert!(c.contended && c.other_cores == Some(1.1));
+        assert_eq!(Conditions::of_host(Some(&serde_json::json!({ "threads": 2 }))), None, "old profiles have none");
+    }
+}
