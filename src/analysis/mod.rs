@@ -41,7 +41,9 @@ pub struct Agg {
 
 impl Agg {
     fn add(&mut self, ns: i64) {
-        self.ns += ns;
+        // Durations are bounded (see `MAX_DUR_US`); a hostile trace of many
+        // of the longest still must not wrap a total into the negative.
+        self.ns = self.ns.saturating_add(ns);
         self.count += 1;
     }
 }
@@ -208,6 +210,14 @@ const BACKWARD_GAP: i64 = 1_000_000;
 
 /// Said in the output when the phases were inferred.
 pub const INFERRED_HOW: &str = "the trace has no step/<phase> ranges; phases come from PyTorch's own annotations: enumerate(DataLoader)#…__next__ → dataload, Optimizer.step#…/Optimizer.zero_grad#… → optimizer, the autograd engine's backward ops (first to last, per step) → backward, the rest of each step → forward";
+
+/// Longest duration taken as real, in µs (about 11.6 days): beyond it
+/// (`1e26`, `1e308`) the event is malformed, not a kernel of negative or
+/// infinite time once sums overflow.
+const MAX_DUR_US: f64 = 1e12;
+/// Timestamps beyond this (µs; epoch microseconds reach it in 2096) are
+/// malformed: the ns arithmetic stays far inside i64.
+const MAX_TS_US: f64 = 4e15;
 
 /// µs (as written in traces) → integer ns.
 fn ns(us: f64) -> i64 {
@@ -412,7 +422,8 @@ impl Analyzer {
             }
             GpuKind::Memcpy => {
                 self.memcpy.add(gpu.dur);
-                *self.memcpy_by_phase.entry(place.phase).or_insert(0) += gpu.dur;
+                let by_phase = self.memcpy_by_phase.entry(place.phase).or_insert(0);
+                *by_phase = by_phase.saturating_add(gpu.dur);
             }
         }
     }
@@ -544,7 +555,7 @@ impl EventSink for Analyzer {
             self.counts.malformed += 1;
             return;
         };
-        if dur < 0.0 {
+        if !(0.0..=MAX_DUR_US).contains(&dur) || ts.abs() > MAX_TS_US {
             self.counts.malformed += 1;
             return;
         }
@@ -574,11 +585,31 @@ impl EventSink for Analyzer {
 
 pub use build::without_trace as profile_without_trace;
 
+/// A capture's measured numbers for a trace, and whether they are known to
+/// belong to it.
+#[derive(Debug, Clone, Copy)]
+pub enum Sidecar<'m> {
+    None,
+    /// Given by the caller that captured the trace (the capture itself).
+    Trusted(&'m Measurements),
+    /// Found beside the trace file: used only when it belongs to this
+    /// trace (see [`Measurements::belongs_to`]), else ignored with a notice.
+    Found(&'m Measurements, &'m Path),
+}
+
 /// Analyses the raw trace at `path` (with its measured numbers, if any).
 /// Returns `Ok(None)` when the file turns out to be a profile, not a trace.
 pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool) -> Result<Option<Profile>> {
+    let sidecar = measured.map_or(Sidecar::None, Sidecar::Trusted);
+    Ok(analyze_source(&trace::Source::path(path)?, sidecar, progress)?.map(|(p, _)| p))
+}
+
+/// Analyses the trace `src` holds. Returns the profile and the notices a
+/// reader should show on stderr (also kept in the profile's warnings):
+/// measured numbers ignored, step names recorded more than once.
+pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool) -> Result<Option<(Profile, Vec<String>)>> {
     let mut first = Analyzer::default();
-    let info = match trace::read(path, &mut first, progress)? {
+    let info = match trace::read_source(src, &mut first, progress)? {
         Document::Profile => return Ok(None),
         Document::Trace(info) => info,
     };
@@ -590,7 +621,7 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
         // Mode evidence was gathered once, in the first pass.
         second.evidence = first.evidence;
         second.phases_inferred = phases_inferred;
-        let info = match trace::read(path, &mut second, progress)? {
+        let info = match trace::read_source(src, &mut second, progress)? {
             Document::Trace(info) => info,
             Document::Profile => return Ok(None),
         };
@@ -599,12 +630,36 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
         (first, info)
     };
     let (analyzer, info) = done;
+    let mut notices = Vec::new();
+    let measured = match sidecar {
+        Sidecar::None => None,
+        Sidecar::Trusted(m) => Some(m),
+        Sidecar::Found(m, at) => match m.belongs_to(&info, src.file_path()) {
+            Ok(()) => Some(m),
+            Err(why) => {
+                notices.push(format!("measured numbers in {} ignored: {why}", at.display()));
+                None
+            }
+        },
+    };
+    let repeated = analyzer.ranges.repeated_steps();
+    if !repeated.is_empty() {
+        let shown: Vec<String> = repeated.iter().take(5).map(|(n, k)| format!("ProfilerStep#{n} ({k} times)")).collect();
+        let more = if repeated.len() > 5 { format!(" and {} more", repeated.len() - 5) } else { String::new() };
+        notices.push(format!(
+            "step names recorded more than once at different times: {}{more}; each name is counted as one step spanning all of them",
+            shown.join(", ")
+        ));
+    }
     let passes = if analyzer.ranges_final { 2 } else { 1 };
-    let mut profile = analyzer.finish(&info, measured, Some(path))?;
+    let mut profile = analyzer.finish(&info, measured, src.file_path())?;
     if let Some(a) = profile.attribution.as_mut() {
         a.passes = passes;
     }
-    Ok(Some(profile))
+    for (k, n) in notices.iter().enumerate() {
+        profile.warnings.insert(k, n.clone());
+    }
+    Ok(Some((profile, notices)))
 }
 
 impl Analyzer {

@@ -85,6 +85,9 @@ pub struct Ranges {
     steps: HashMap<u64, (i64, i64)>,
     /// Merged step intervals, for membership.
     step_index: BTreeMap<i64, i64>,
+    /// Step numbers recorded again at a time apart from their first range
+    /// (not a copy on another thread): how many times in all.
+    repeated: BTreeMap<u64, u32>,
     cpu_phases: HashMap<u32, ThreadRanges>,
     /// Threads that own step or phase ranges (the training/inference loop).
     main_threads: HashSet<u32>,
@@ -96,10 +99,19 @@ pub struct Ranges {
 impl Ranges {
     pub fn add_step(&mut self, number: u64, thread: u32, start: i64, end: i64) {
         let e = self.steps.entry(number).or_insert((start, end));
+        if (start >= e.1 || end <= e.0) && (start, end) != *e {
+            *self.repeated.entry(number).or_insert(1) += 1;
+        }
         e.0 = e.0.min(start);
         e.1 = e.1.max(end);
         self.main_threads.insert(thread);
         self.rebuild_step_index();
+    }
+
+    /// Step numbers whose ranges were recorded apart in time, with how
+    /// many times: they are merged into one step, which a reader must say.
+    pub fn repeated_steps(&self) -> Vec<(u64, u32)> {
+        self.repeated.iter().map(|(n, k)| (*n, *k)).collect()
     }
 
     fn rebuild_step_index(&mut self) {

@@ -59,13 +59,35 @@ pub fn exit_status(result: Result<()>) -> ExitCode {
     }
 }
 
-/// Runs a reader subcommand and returns what to print on stdout.
+/// A line on stderr; never a panic when stderr cannot be written.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", render::printable(line));
+}
+
+/// Runs a reader subcommand and returns what to print on stdout. Warnings
+/// about the input (measured numbers not taken, an unknown schema version,
+/// repeated step names) and the summary's notes go to stderr.
 pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
-    let load = |path: &str| profile::load(path, true);
-    Ok(match cmd {
+    let load_noting = |path: &str| -> Result<(Input, Vec<String>)> {
+        let (input, notices) = profile::load_with_notices(path, true)?;
+        for n in &notices {
+            say(&format!("warning: {n}"));
+        }
+        Ok((input, notices))
+    };
+    let load = |path: &str| load_noting(path).map(|(input, _)| input);
+    let out = match cmd {
         ReaderCommand::Summary(a) => {
-            let s = lens::summary::summary(&load(&a.trace)?.profile);
-            if a.json { render::json(&s)? } else { text::summary(&s) }
+            let (input, notices) = load_noting(&a.trace)?;
+            let s = lens::summary::summary(&input.profile);
+            if a.json {
+                render::json(&s)?
+            } else {
+                for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
+                    say(&format!("note: {w}"));
+                }
+                text::summary(&s)
+            }
         }
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
@@ -85,6 +107,9 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         }
         ReaderCommand::Kernels(a) => {
             let Input { profile, .. } = load(&a.trace)?;
+            if let Some(c) = &a.category {
+                lens::kernels::check_category(&profile, c)?;
+            }
             let q = KernelQuery {
                 top: Some(a.top),
                 category: a.category.clone(),
@@ -107,7 +132,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let after = load(&a.after)?;
             let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
             if let Some(w) = &c.warning {
-                eprintln!("warning: {w}");
+                say(&format!("warning: {w}"));
             }
             if a.json { render::json(&c)? } else { text::compare(&c) }
         }
@@ -116,10 +141,15 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if change.remove_category.is_none() && change.remove_launches.is_none() {
                 return Err(Error::usage("specify --remove-category C or --remove-launches N"));
             }
+            if change.remove_category.is_some() && change.remove_launches.is_some() {
+                return Err(Error::usage(lens::whatif::BOTH));
+            }
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
-    })
+    };
+    // Names come from the trace: no raw control characters on a terminal.
+    Ok(render::printable(&out).into_owned())
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as success.

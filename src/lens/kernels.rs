@@ -67,6 +67,22 @@ pub fn compile_grep(pattern: &str) -> Result<Regex> {
         .map_err(|e| Error::usage(format!("invalid --grep regex '{pattern}': {e}")))
 }
 
+/// A `--category` that names no category (exit 2, listing them): every
+/// category the analysis gives, and any other this profile holds.
+pub fn check_category(p: &Profile, wanted: &str) -> Result<()> {
+    let mut known: Vec<&str> = crate::analysis::kernels::CATEGORIES_ALL.to_vec();
+    for c in p.categories.iter().map(|c| c.name.as_str()).chain(p.kernels.iter().map(|k| k.category.as_str())) {
+        if !known.contains(&c) {
+            known.push(c);
+        }
+    }
+    let needle = wanted.to_lowercase();
+    if known.iter().any(|c| c.to_lowercase().contains(&needle)) {
+        return Ok(());
+    }
+    Err(Error::usage(format!("no category matching '{wanted}'. categories: {}", known.join(", "))))
+}
+
 pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     let scope: &[KernelRow] = match &q.phase {
         Some(phase) => {

@@ -64,9 +64,19 @@ pub const CAVEAT: &str =
 /// perfect overlap, which real runs only approach.
 pub const COMM_CAVEAT: &str = "perfect-overlap model: only the exposed communication (the part no compute kernel overlaps) is removed, the collectives and their launches stay; real overlap is partial, and only a second measurement proves the change";
 
+/// Said when both changes are asked at once.
+pub const BOTH: &str = "--remove-category and --remove-launches cannot be combined: the launches could be the category's own, \
+                        so the count would be wrong; ask one what-if at a time";
+
 pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     if change.remove_category.is_none() && change.remove_launches.is_none() {
         return Err(Error::usage("specify --remove-category C or --remove-launches N"));
+    }
+    if change.remove_category.is_some() && change.remove_launches.is_some() {
+        // Whether the N launches are the category's own or others cannot be
+        // told, and the two models (host cost per launch, GPU work) answer
+        // different questions: one change at a time.
+        return Err(Error::usage(BOTH));
     }
     let launches = p.launches_per_step;
     let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
@@ -243,6 +253,8 @@ mod tests {
         assert_eq!(w.model, Model::NoGpu);
         assert_eq!(w.step_ms.projected, Some(100.0));
         assert!(what_if(&p, &Change::default()).is_err());
+        let both = Change { remove_category: Some("elementwise".into()), remove_launches: Some(100) };
+        assert_eq!(what_if(&gpu_profile(0.5), &both).unwrap_err().exit_code(), 2);
         let e = what_if(&gpu_profile(0.5), &Change { remove_category: Some("gemm".into()), ..Default::default() }).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("have: elementwise"));

@@ -7,11 +7,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use super::measured::Measurements;
-use super::schema::Profile;
-use crate::analysis;
+use super::measured::{Measurements, SIDECAR};
+use super::schema::{Profile, SCHEMA_ID};
+use crate::analysis::{self, Sidecar};
 use crate::error::{Error, Result};
-use crate::trace::input;
+use crate::trace::event::TOO_DEEP;
+use crate::trace::Source;
 
 /// A loaded input: where it came from and the profile it gives.
 #[derive(Debug, Clone)]
@@ -26,44 +27,89 @@ pub struct Input {
 const DIR_CANDIDATES: &[&str] =
     &["profile.json", "infer_repeat.json", "profile_repeat.json", "profile_trace.json", "profile_trace.json.gz"];
 
-/// Resolves a command-line path: a missing path is a usage error (exit 2);
-/// a directory stands for the profile inside it.
+/// Resolves a command-line path: a missing path is a usage error (exit 2),
+/// one the system refuses (permissions, a symlink loop) says why (exit 1);
+/// a directory stands for the profile inside it, or for the one trace it
+/// holds; `-` is standard input.
 pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let path = PathBuf::from(arg);
-    let meta = std::fs::metadata(&path).map_err(|_| Error::usage(format!("not found: {arg}")))?;
-    if meta.is_dir() {
-        return DIR_CANDIDATES
-            .iter()
-            .map(|name| path.join(name))
-            .find(|p| p.is_file())
-            .ok_or_else(|| Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it")));
+    if arg == "-" {
+        return Ok(path);
     }
-    Ok(path)
+    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => Error::usage(format!("not found: {arg}")),
+        _ => Error::failed(format!("cannot open {arg}: {e}")),
+    })?;
+    if !meta.is_dir() {
+        return Ok(path);
+    }
+    if let Some(p) = DIR_CANDIDATES.iter().map(|name| path.join(name)).find(|p| p.is_file()) {
+        return Ok(p);
+    }
+    let entries = std::fs::read_dir(&path).map_err(|e| Error::failed(format!("cannot list {arg}: {e}")))?;
+    let mut json: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            (name.ends_with(".json") || name.ends_with(".json.gz")) && name != SIDECAR && !name.starts_with('.') && p.is_file()
+        })
+        .collect();
+    json.sort();
+    match json.len() {
+        1 => Ok(json.remove(0)),
+        0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+        n => {
+            let names: Vec<String> = json.iter().take(5).filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+            let more = if n > 5 { ", …" } else { "" };
+            Err(Error::usage(format!(
+                "{arg} is a directory with no profile.json or profile_trace.json and {n} other JSON files ({}{more}): name one",
+                names.join(", ")
+            )))
+        }
+    }
 }
 
 /// Loads `arg` as a profile, analysing it first when it is a trace.
 pub fn load(arg: &str, progress: bool) -> Result<Input> {
+    load_with_notices(arg, progress).map(|(input, _)| input)
+}
+
+/// [`load`], with the notices a reader prints on stderr: measured numbers
+/// beside a trace that were not taken, an unknown schema version, step
+/// names recorded more than once. They are in the profile's warnings too.
+pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
     let path = resolve_input(arg)?;
     let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}"));
-    let measured = Measurements::beside(&path);
-    match analysis::analyze_file(&path, measured.as_ref(), progress).map_err(fail)? {
-        Some(mut profile) => {
+    let src = if arg == "-" { Source::stdin() } else { Source::path(&path).map_err(fail)? };
+    let found = src.file_path().and_then(Measurements::beside);
+    let sidecar = match &found {
+        Some((m, at)) => Sidecar::Found(m, at),
+        None => Sidecar::None,
+    };
+    match analysis::analyze_source(&src, sidecar, progress).map_err(fail)? {
+        Some((mut profile, notices)) => {
             profile.trace = Some(arg.to_string());
-            Ok(Input { path, profile, from_trace: true })
+            Ok((Input { path, profile, from_trace: true }, notices))
         }
         None => {
-            let profile = read_profile(&path).map_err(fail)?;
-            Ok(Input { path, profile, from_trace: false })
+            let (profile, notices) = read_profile(&src).map_err(fail)?;
+            Ok((Input { path, profile, from_trace: false }, notices))
         }
     }
 }
 
-fn read_profile(path: &Path) -> Result<Profile> {
+fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
     let mut text = Vec::new();
-    input::open(path, false)?
-        .read_to_end(&mut text)
-        .map_err(|e| Error::failed(format!("cannot read: {e}")))?;
-    let value: Value = serde_json::from_slice(&text).map_err(|e| Error::failed(format!("invalid JSON: {e}")))?;
+    src.open(false)?.read_to_end(&mut text).map_err(|e| Error::failed(format!("cannot read: {e}")))?;
+    let body = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
+    let value: Value = serde_json::from_slice(body).map_err(|e| {
+        if e.to_string().contains("recursion limit") {
+            Error::failed(format!("invalid JSON: {} at line {} column {}", TOO_DEEP, e.line(), e.column()))
+        } else {
+            Error::failed(format!("invalid JSON: {e}"))
+        }
+    })?;
     let obj = value.as_object().ok_or_else(|| Error::failed("a profile must be a JSON object"))?;
     for (key, what) in [("step_ms", "a number"), ("bound", "a string")] {
         let ok = match obj.get(key) {
@@ -75,10 +121,20 @@ fn read_profile(path: &Path) -> Result<Profile> {
             return Err(Error::failed(format!("incomplete profile: `{key}` is missing or not {what}")));
         }
     }
-    serde_path_to_error::deserialize(value).map_err(|e| {
+    let mut notices = Vec::new();
+    if let Some(schema) = obj.get("schema").and_then(Value::as_str).filter(|s| *s != SCHEMA_ID) {
+        notices.push(format!(
+            "profile schema {schema} is not {SCHEMA_ID}, the one this reader knows: read as {SCHEMA_ID}, fields it does not know are ignored"
+        ));
+    }
+    let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| {
         let at = e.path().to_string();
         Error::failed(format!("profile field `{at}`: {}", e.into_inner()))
-    })
+    })?;
+    for (k, n) in notices.iter().enumerate() {
+        profile.warnings.insert(k, n.clone());
+    }
+    Ok((profile, notices))
 }
 
 /// Writes `value` as pretty JSON (with a final newline), atomically.

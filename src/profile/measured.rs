@@ -52,12 +52,50 @@ pub struct RealTiming {
     pub dataload_frac: Option<f64>,
 }
 
+/// The trace file names a capture writes beside its sidecar.
+const TRACE_NAMES: [&str; 2] = ["profile_trace.json", "profile_trace.json.gz"];
+
+/// Key of `meta` where a capture records Kineto's `trace_id` of the trace
+/// it measured with (see [`crate::trace::trace_id`]).
+pub const TRACE_ID_KEY: &str = "trace_id";
+
 impl Measurements {
-    /// Reads the sidecar beside a trace, if there is a valid one.
-    pub fn beside(trace: &Path) -> Option<Measurements> {
+    /// Reads the sidecar beside a trace, if there is a valid one; returns
+    /// it with its path.
+    pub fn beside(trace: &Path) -> Option<(Measurements, std::path::PathBuf)> {
         let path = trace.with_file_name(SIDECAR);
-        let text = std::fs::read_to_string(path).ok()?;
-        serde_json::from_str(&text).ok()
+        let text = std::fs::read(&path).ok()?;
+        let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
+        Some((serde_json::from_slice(text).ok()?, path))
+    }
+
+    /// Whether these numbers were measured with this trace. A sidecar that
+    /// records the trace's Kineto `trace_id` must match it; one that
+    /// records none (LibreYOLO 1.6's) is taken only beside a trace under
+    /// the name the capture gives it, exported by the capture (Kineto's
+    /// `traceName`). `Err` says why not.
+    pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<(), String> {
+        match (self.meta.get(TRACE_ID_KEY).and_then(Value::as_str), info.trace_id.as_deref()) {
+            (Some(ours), Some(theirs)) if ours == theirs => return Ok(()),
+            (Some(ours), Some(theirs)) => {
+                return Err(format!("they belong to trace {ours}, and this is trace {theirs}"));
+            }
+            (Some(ours), None) => return Err(format!("they belong to trace {ours}, and this trace has no trace_id")),
+            (None, _) => {}
+        }
+        let name = trace_file.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        if !TRACE_NAMES.contains(&name.as_str()) {
+            return Err(format!(
+                "they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"
+            ));
+        }
+        if let Some(exported) = &info.trace_name {
+            let base = exported.rsplit(['/', '\\']).next().unwrap_or(exported);
+            if !TRACE_NAMES.contains(&base) && !base.starts_with(".profile_trace.") {
+                return Err(format!("they name no trace_id, and this trace was exported as {exported}, not by the capture"));
+            }
+        }
+        Ok(())
     }
 
     pub fn mode(&self) -> Option<&str> {

@@ -7,6 +7,6 @@ pub mod metrics;
 pub mod repeat;
 pub mod schema;
 
-pub use load::{load, resolve_input, write_atomic, write_json, Input};
+pub use load::{load, load_with_notices, resolve_input, write_atomic, write_json, Input};
 pub use measured::Measurements;
 pub use schema::*;

@@ -144,9 +144,7 @@ pub fn summary(s: &Summary) -> String {
             let _ = writeln!(o, "  {}", stream_line(st));
         }
     }
-    for w in &s.warnings {
-        let _ = writeln!(o, "note: {w}");
-    }
+    // Notes (`s.warnings`) go to stderr: the caller prints them.
     o
 }
 

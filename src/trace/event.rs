@@ -111,7 +111,7 @@ impl std::fmt::Display for ParseError {
 impl<'a> Event<'a> {
     /// Parses `raw`, which must hold exactly one value.
     pub fn parse(raw: &'a [u8]) -> Result<Event<'a>, ParseError> {
-        let mut p = Parser { b: raw, i: 0 };
+        let mut p = Parser { b: raw, i: 0, depth: 0 };
         p.ws();
         if p.peek() != Some(b'{') {
             p.skip_value()?;
@@ -123,7 +123,7 @@ impl<'a> Event<'a> {
             ParseError::ShapeAt(what, _) => ParseError::Shape(what),
             e => e,
         })?;
-        let mut p = Parser { b: raw, i: used };
+        let mut p = Parser { b: raw, i: used, depth: 0 };
         p.end()?;
         Ok(ev)
     }
@@ -133,7 +133,7 @@ impl<'a> Event<'a> {
     /// inside it. A field of the wrong type gives `Shape` once the whole
     /// object has been read, so the caller can skip it.
     pub fn parse_prefix(raw: &'a [u8]) -> Result<(Event<'a>, usize), ParseError> {
-        let mut p = Parser { b: raw, i: 0 };
+        let mut p = Parser { b: raw, i: 0, depth: 0 };
         let mut ev = Event::default();
         let mut shape: Option<&'static str> = None;
         p.object(|p, key| {
@@ -191,7 +191,16 @@ impl<'a> Event<'a> {
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
+    /// Arrays and objects open around the cursor, below the event itself.
+    depth: u32,
 }
+
+/// Deepest nesting read inside an event (serde_json's limit too): real
+/// events nest a few levels; a hostile one must not exhaust the stack.
+pub const MAX_DEPTH: u32 = 128;
+
+/// Said when an event nests deeper than [`MAX_DEPTH`].
+pub const TOO_DEEP: &str = "nesting too deep (more than 128 levels of arrays/objects)";
 
 type PResult<T> = Result<T, ParseError>;
 
@@ -408,9 +417,31 @@ impl<'a> Parser<'a> {
     fn skip_value(&mut self) -> PResult<()> {
         self.ws();
         match self.peek() {
+            Some(b'{' | b'[') => {
+                // Recursion is bounded: past the limit the trace is refused,
+                // whether or not more input would follow.
+                if self.depth >= MAX_DEPTH {
+                    return Err(ParseError::Syntax { at: self.i, what: TOO_DEEP });
+                }
+                self.depth += 1;
+                let r = self.skip_container();
+                self.depth -= 1;
+                r
+            }
             Some(b'"') => self.string().map(|_| ()),
+            Some(b't') => self.literal(b"true"),
+            Some(b'f') => self.literal(b"false"),
+            Some(b'n') => self.literal(b"null"),
+            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => self.scan_number(),
+            _ => self.err("expected a value"),
+        }
+    }
+
+    /// Skips the array or object at the cursor.
+    fn skip_container(&mut self) -> PResult<()> {
+        match self.peek() {
             Some(b'{') => self.object(|p, _| p.skip_value()),
-            Some(b'[') => {
+            _ => {
                 self.i += 1;
                 self.ws();
                 if self.peek() == Some(b']') {
@@ -430,11 +461,6 @@ impl<'a> Parser<'a> {
                     }
                 }
             }
-            Some(b't') => self.literal(b"true"),
-            Some(b'f') => self.literal(b"false"),
-            Some(b'n') => self.literal(b"null"),
-            Some(b'-' | b'0'..=b'9' | b'N' | b'I') => self.scan_number(),
-            _ => self.err("expected a value"),
         }
     }
 
@@ -530,6 +556,21 @@ mod tests {
         for broken in [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#] {
             assert!(matches!(Event::parse(broken), Err(ParseError::Syntax { .. })), "{}", String::from_utf8_lossy(broken));
         }
+    }
+
+    #[test]
+    fn nesting_past_the_limit_is_refused_not_a_stack_overflow() {
+        let deep = |n: usize| format!(r#"{{"name": "k", "args": {{"x": {}{}}}}}"#, "[".repeat(n), "]".repeat(n));
+        assert!(Event::parse(deep(100).as_bytes()).is_ok());
+        for raw in [deep(100_000), "[".repeat(100_000) + &"]".repeat(100_000)] {
+            match Event::parse(raw.as_bytes()) {
+                Err(ParseError::Syntax { what, .. }) => assert_eq!(what, TOO_DEEP),
+                other => panic!("{other:?}"),
+            }
+        }
+        // Cut short, it is still refused rather than waiting for more input.
+        let open = format!(r#"{{"args": {{"x": {}"#, "{\"a\": ".repeat(1000));
+        assert!(matches!(Event::parse_prefix(open.as_bytes()), Err(ParseError::Syntax { what: TOO_DEEP, .. })));
     }
 
     #[test]

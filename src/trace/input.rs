@@ -1,10 +1,17 @@
-//! Opening a trace or profile file: gzip is detected by its magic bytes,
-//! not by the file name, and a progress bar follows large reads on a
-//! terminal.
+//! Opening a trace or profile: a file, a pipe (`<(zcat x.json.gz)`,
+//! `/dev/stdin`, a named FIFO) or standard input (`-`). Gzip is detected by
+//! its magic bytes in the first buffer, not by the file name, and the input
+//! is opened once: a pipe cannot be read twice. What a pipe delivers is
+//! kept in an unnamed temporary file as it streams past, so a second pass
+//! (old traces, inferred phases) or a re-read as a profile replays it
+//! instead of waiting on a pipe that has nothing left. A progress bar
+//! follows large file reads on a terminal.
 
+use std::cell::RefCell;
 use std::fs::File;
-use std::io::{BufReader, IsTerminal, Read};
-use std::path::Path;
+use std::io::{BufReader, Cursor, IsTerminal, Read, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
 
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
@@ -14,45 +21,163 @@ use crate::error::{Error, Result};
 /// Files above this size show a progress bar when stderr is a terminal.
 const PROGRESS_MIN_BYTES: u64 = 64 << 20;
 
-/// Opens `path` for reading, decompressing gzip transparently.
-pub fn open(path: &Path, progress: bool) -> Result<Box<dyn Read>> {
-    let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
-    let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-    let mut head = [0u8; 2];
-    let n = read_head(&file, &mut head, path)?;
-    let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
-    let bar = (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(len);
-        bar.set_style(
-            ProgressStyle::with_template("reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
-                .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message(path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
-        bar
-    });
-    let counted: Box<dyn Read> = match bar {
-        Some(bar) => Box::new(bar.wrap_read(file)),
-        None => Box::new(file),
-    };
-    // The scanner reads in large chunks itself: only gzip needs a buffer.
-    if n == 2 && head == [0x1f, 0x8b] {
-        Ok(Box::new(GzipErrors(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, counted)))))
-    } else {
-        Ok(counted)
+/// Where a reader's bytes come from. Cheap to clone; every [`Source::open`]
+/// starts again at the first byte.
+#[derive(Clone)]
+pub struct Source {
+    /// How the user named it, for messages.
+    label: String,
+    kind: Kind,
+}
+
+#[derive(Clone)]
+enum Kind {
+    /// A regular file: each pass opens it anew.
+    File(PathBuf),
+    /// A pipe, FIFO, character device or stdin: read once, replayed.
+    Stream(Rc<RefCell<Spool>>),
+}
+
+impl std::fmt::Debug for Source {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.label)
     }
 }
 
-fn read_head(mut file: &File, head: &mut [u8; 2], path: &Path) -> Result<usize> {
+/// The live stream and the copy of what it has delivered so far.
+struct Spool {
+    live: Option<Box<dyn Read>>,
+    /// Unnamed (already unlinked) temporary file; created on first use.
+    copy: Option<File>,
+    len: u64,
+}
+
+impl Source {
+    /// A regular file, opened anew for each pass.
+    pub fn file(path: &Path) -> Source {
+        Source { label: path.display().to_string(), kind: Kind::File(path.to_path_buf()) }
+    }
+
+    /// Anything read once: a pipe, a FIFO, stdin.
+    pub fn stream(label: impl Into<String>, live: Box<dyn Read>) -> Source {
+        let spool = Spool { live: Some(live), copy: None, len: 0 };
+        Source { label: label.into(), kind: Kind::Stream(Rc::new(RefCell::new(spool))) }
+    }
+
+    /// Standard input (`-` on the command line).
+    pub fn stdin() -> Source {
+        Source::stream("standard input", Box::new(std::io::stdin()))
+    }
+
+    /// The path as given: a FIFO or device is opened once, here (a FIFO
+    /// waits for its writer, as any reader of a FIFO does).
+    pub fn path(path: &Path) -> Result<Source> {
+        let meta = std::fs::metadata(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+        if meta.is_file() {
+            return Ok(Source::file(path));
+        }
+        let f = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+        Ok(Source::stream(path.display().to_string(), Box::new(f)))
+    }
+
+    /// The regular file behind this source, if it is one.
+    pub fn file_path(&self) -> Option<&Path> {
+        match &self.kind {
+            Kind::File(p) => Some(p),
+            Kind::Stream(_) => None,
+        }
+    }
+
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// Opens the input from its first byte, decompressing gzip
+    /// transparently (decided by the first two bytes read).
+    pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
+        let raw: Box<dyn Read> = match &self.kind {
+            Kind::File(path) => {
+                let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+                let len = file.metadata().map(|m| m.len()).unwrap_or(0);
+                let bar = (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
+                    let bar = ProgressBar::new(len);
+                    bar.set_style(
+                        ProgressStyle::with_template("reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
+                            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                    );
+                    bar.set_message(path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
+                    bar
+                });
+                match bar {
+                    Some(bar) => Box::new(bar.wrap_read(file)),
+                    None => Box::new(file),
+                }
+            }
+            Kind::Stream(spool) => Box::new(Replay { spool: Rc::clone(spool), pos: 0 }),
+        };
+        sniff(raw, &self.label)
+    }
+}
+
+/// Reads the first bytes once, and puts them back in front of the stream.
+fn sniff(mut raw: Box<dyn Read>, label: &str) -> Result<Box<dyn Read>> {
+    let mut head = [0u8; 2];
     let mut n = 0;
-    while n < 2 {
-        match file.read(&mut head[n..]) {
+    while n < head.len() {
+        match raw.read(&mut head[n..]) {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::failed(format!("cannot read {}: {e}", path.display()))),
+            Err(e) => return Err(Error::failed(format!("cannot read {label}: {e}"))),
         }
     }
-    Ok(n)
+    let whole = Cursor::new(head[..n].to_vec()).chain(raw);
+    // The scanner reads in large chunks itself: only gzip needs a buffer.
+    if n == 2 && head == [0x1f, 0x8b] {
+        Ok(Box::new(GzipErrors(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, whole)))))
+    } else {
+        Ok(Box::new(whole))
+    }
+}
+
+/// One pass over a stream: the spooled copy first, then the live stream,
+/// copying as it goes.
+struct Replay {
+    spool: Rc<RefCell<Spool>>,
+    pos: u64,
+}
+
+impl Read for Replay {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        let mut s = self.spool.borrow_mut();
+        if self.pos < s.len {
+            let want = buf.len().min((s.len - self.pos) as usize);
+            let copy = s.copy.as_mut().expect("a spool with bytes has its file");
+            copy.seek(SeekFrom::Start(self.pos))?;
+            let n = copy.read(&mut buf[..want])?;
+            self.pos += n as u64;
+            return Ok(n);
+        }
+        let Some(live) = s.live.as_mut() else { return Ok(0) };
+        let n = live.read(buf)?;
+        if n == 0 {
+            s.live = None;
+            return Ok(0);
+        }
+        if s.copy.is_none() {
+            s.copy = Some(tempfile::tempfile()?);
+        }
+        let end = s.len;
+        let copy = s.copy.as_mut().expect("just created");
+        copy.seek(SeekFrom::Start(end))?;
+        copy.write_all(&buf[..n]).map_err(|e| std::io::Error::new(e.kind(), format!("cannot keep a copy of the stream in the temporary folder: {e}")))?;
+        s.len += n as u64;
+        self.pos += n as u64;
+        Ok(n)
+    }
 }
 
 /// Names gzip failures as such, so a truncated `.json.gz` reads as one.
@@ -68,5 +193,59 @@ impl<R: Read> Read for GzipErrors<R> {
             };
             std::io::Error::new(e.kind(), what)
         })
+    }
+}
+
+/// Opens `path` for reading, decompressing gzip transparently.
+pub fn open(path: &Path, progress: bool) -> Result<Box<dyn Read>> {
+    Source::path(path)?.open(progress)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A pipe-like reader: short reads, and nothing after the end.
+    struct Trickle(Vec<u8>, usize);
+    impl Read for Trickle {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let n = buf.len().min(3).min(self.0.len() - self.1);
+            buf[..n].copy_from_slice(&self.0[self.1..self.1 + n]);
+            self.1 += n;
+            Ok(n)
+        }
+    }
+
+    fn gzip(bytes: &[u8]) -> Vec<u8> {
+        let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+        e.write_all(bytes).unwrap();
+        e.finish().unwrap()
+    }
+
+    #[test]
+    fn a_stream_is_read_once_and_replayed_whole() {
+        let doc = b"[{\"ph\": \"X\"}, 1, 2, 3]".to_vec();
+        for bytes in [doc.clone(), gzip(&doc)] {
+            let src = Source::stream("pipe", Box::new(Trickle(bytes, 0)));
+            // A first pass that stops early, then two whole ones.
+            let mut first = [0u8; 5];
+            src.open(false).unwrap().read_exact(&mut first).unwrap();
+            assert_eq!(&first, &doc[..5]);
+            for _ in 0..2 {
+                let mut all = Vec::new();
+                src.open(false).unwrap().read_to_end(&mut all).unwrap();
+                assert_eq!(all, doc);
+            }
+        }
+    }
+
+    #[test]
+    fn one_byte_and_empty_streams() {
+        for bytes in [&b""[..], b"x", b"\x1f"] {
+            let src = Source::stream("pipe", Box::new(Trickle(bytes.to_vec(), 0)));
+            let mut all = Vec::new();
+            src.open(false).unwrap().read_to_end(&mut all).unwrap();
+            assert_eq!(all, bytes);
+        }
     }
 }

@@ -11,6 +11,7 @@ use serde::Deserialize;
 
 use crate::error::{Error, Result};
 pub use event::Event;
+pub use input::Source;
 use scan::Scanner;
 
 /// Receives the events of a trace, one at a time.
@@ -41,6 +42,10 @@ pub struct TraceInfo {
     /// Top-level keys only CUDA builds write (`cuda_runtime_version`,
     /// `cupti_version`).
     pub cuda: bool,
+    /// Kineto's `trace_id`: one per recorded trace.
+    pub trace_id: Option<String>,
+    /// Kineto's `traceName`: the path the profiler exported to.
+    pub trace_name: Option<String>,
 }
 
 /// One entry of the trace's `deviceProperties`.
@@ -58,8 +63,14 @@ pub struct DeviceProps {
 
 /// Streams the trace at `path` into `sink`.
 pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
-    let reader = input::open(path, progress)?;
+    read_source(&Source::path(path)?, sink, progress)
+}
+
+/// Streams the trace `src` holds into `sink`.
+pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
+    let reader = src.open(progress)?;
     let mut s = Scanner::new(reader);
+    s.skip_bom()?;
     let mut scratch = Vec::new();
     let mut info = TraceInfo::default();
     match s.peek()? {
@@ -89,6 +100,15 @@ pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Doc
                                 return Err(Error::failed("a profile schema id next to trace events"));
                             }
                             return Ok(Document::Profile);
+                        }
+                    }
+                    "trace_id" | "traceName" => {
+                        let raw = s.value(&mut scratch)?;
+                        let v: Option<String> = serde_json::from_slice(raw).ok();
+                        if key == "trace_id" {
+                            info.trace_id = v;
+                        } else {
+                            info.trace_name = v;
                         }
                     }
                     "deviceProperties" => {
@@ -158,4 +178,25 @@ fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink,
         })?;
     }
     Ok(())
+}
+
+/// Kineto's `trace_id` of the trace at `path`, read from the keys before
+/// `traceEvents` (where Kineto writes it): cheap on any size of trace.
+/// `None` when the trace has none there or cannot be read. A capture
+/// records it in its measured sidecar, which ties the two together.
+pub fn trace_id(path: &Path) -> Option<String> {
+    let mut s = Scanner::new(input::open(path, false).ok()?);
+    s.skip_bom().ok()?;
+    let mut scratch = Vec::new();
+    s.expect(b'{').ok()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(first, &mut scratch).ok()? {
+        first = false;
+        match key.as_str() {
+            "trace_id" => return serde_json::from_slice(s.value(&mut scratch).ok()?).ok(),
+            "traceEvents" => return None,
+            _ => s.skip_value().ok()?,
+        }
+    }
+    None
 }

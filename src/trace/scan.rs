@@ -78,6 +78,16 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// Skips a UTF-8 byte order mark at the very start (some editors and
+    /// Windows tools write one; JSON parsers differ on it, we accept it).
+    pub fn skip_bom(&mut self) -> Result<()> {
+        while self.end - self.pos < 3 && self.fill()? {}
+        if self.buf[self.pos..self.end].starts_with(b"\xEF\xBB\xBF") {
+            self.pos += 3;
+        }
+        Ok(())
+    }
+
     /// Skips whitespace and returns the next byte without consuming it.
     pub fn peek(&mut self) -> Result<Option<u8>> {
         loop {
