@@ -34,6 +34,25 @@ pub fn parse(arg: &str) -> Result<Device> {
     Ok(Device::Cuda(index))
 }
 
+/// The most intra-op threads `--threads` accepts.
+const MAX_THREADS: usize = 1024;
+
+/// Sets libtorch's intra-op threads: `--threads N`, else the CPUs this
+/// process may run on (affinity and cgroup quota respected), not the
+/// machine's: on a shared machine a thread per CPU we cannot have waits
+/// on a core another process holds.
+pub fn set_threads(arg: Option<usize>) -> Result<usize> {
+    let n = match arg {
+        Some(n) if !(1..=MAX_THREADS).contains(&n) => {
+            return Err(Error::usage(format!("--threads {n}: expected 1 to {MAX_THREADS}")));
+        }
+        Some(n) => n,
+        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+    };
+    tch::set_num_threads(n as i32);
+    Ok(n)
+}
+
 /// The name written into the profile: `cpu` or `cuda:N`.
 pub fn name(d: Device) -> String {
     match d {

@@ -325,6 +325,7 @@ pub fn host(conditions: Option<&Conditions>) -> Value {
 /// Runs `profile infer` and returns what to print on stdout.
 pub fn infer(args: &InferArgs) -> Result<String> {
     let p = plan(args)?;
+    device::set_threads(args.threads)?;
     let files = source::resolve(args.source.as_deref())?;
     let images = source::load(&files)?;
     let mut loaded = weights::load(&args.weights, &args.size, p.device)?;

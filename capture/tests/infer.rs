@@ -185,6 +185,7 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
         (vec!["--device", "cpu", "--runs", "1"], exit::USAGE, "at least 2"),
         (vec!["--device", "cpu", "--size", "x"], exit::USAGE, "--size"),
         (vec!["--device", "gpu0"], exit::USAGE, "--device"),
+        (vec!["--device", "cpu", "--threads", "0"], exit::USAGE, "--threads 0"),
     ];
     for (argv, code, msg) in cases {
         let mut full = argv.clone();
@@ -311,4 +312,17 @@ fn a_cpu_hog_marks_the_capture_contended() {
         assert!(!quiet.contended && q + 0.4 < b, "without the hog: {quiet:?}");
     }
     assert!(quiet.threads >= 1 && quiet.window_s > 0.0 && quiet.load_avg_start.is_some() && quiet.load_avg_end.is_some());
+}
+
+#[test]
+fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
+    let dir = tempfile::tempdir().unwrap();
+    run(&dir.path().join("one"), &["--imgsz", "160", "--no-trace", "--threads", "1"]).unwrap();
+    run(&dir.path().join("default"), &["--imgsz", "160", "--no-trace"]).unwrap();
+    let one = conditions_of(&dir.path().join("one"));
+    let default = conditions_of(&dir.path().join("default"));
+    assert_eq!(one.threads, 1);
+    assert_eq!(default.threads, std::thread::available_parallelism().unwrap().get());
+    let p = read_json(&dir.path().join("one/infer/profile.json"));
+    assert_eq!(p["config"]["threads"], 1);
 }

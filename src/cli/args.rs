@@ -182,6 +182,9 @@ pub struct RunArgs {
     /// `cpu`, or a CUDA index
     #[arg(long, default_value = "0")]
     pub device: String,
+    /// Intra-op CPU threads (default: the CPUs this process may use)
+    #[arg(long)]
+    pub threads: Option<usize>,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
     #[arg(long)]
@@ -222,6 +225,9 @@ pub struct InferArgs {
     pub max_det: usize,
     #[arg(long, default_value = "0")]
     pub device: String,
+    /// Intra-op CPU threads (default: the CPUs this process may use)
+    #[arg(long)]
+    pub threads: Option<usize>,
     /// Measure the deployed graph: BatchNorm folded into its convolution and
     /// RepConv branches merged, as exported models run. Default: the graph
     /// LibreYOLO's inference runs (unfused)

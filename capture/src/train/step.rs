@@ -523,6 +523,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
 pub fn run(args: &RunArgs) -> Result<String> {
     let mut ds = Dataset::parse(&args.data)?;
     let mut p = plan(args)?;
+    device::set_threads(args.threads)?;
     let m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
     if p.fit_batch {
         fit_batch(&mut p, &m)?;
