@@ -127,8 +127,16 @@ const SPECS: &[Spec] = &[
     Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.peak_vram_mb, std_key: None },
 ];
 
+/// Why no significance call can be made when a side ran on a busy machine.
+fn contended_refusal(a: &Profile, b: &Profile) -> Option<String> {
+    let why = |p: &Profile| crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended).map(|c| c.contended_why.unwrap_or_default());
+    let sides: Vec<String> = [("before", why(a)), ("after", why(b))].into_iter().filter_map(|(side, w)| Some(format!("the {side} side ran contended ({})", w?))).collect();
+    (!sides.is_empty()).then(|| format!("no significance call: {}", sides.join("; ")))
+}
+
 pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Comparison {
     let (na, nb) = (a.img_per_s_n(), b.img_per_s_n());
+    let refusal = contended_refusal(a, b);
     let metrics = SPECS
         .iter()
         .filter_map(|s| {
@@ -142,6 +150,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 Some(k) => (a.metrics_std.get(k).copied(), b.metrics_std.get(k).copied()),
             };
             let significance = match (x, y) {
+                _ if refusal.is_some() => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: refusal.clone().unwrap_or_default() },
                 (Some(x), Some(y)) => significance(x, y, sa, sb, na, nb),
                 _ => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: "not measured on both sides".into() },
             };
@@ -253,6 +262,32 @@ mod tests {
         let single = significance(4.4, 5.0, Some(0.1), None, 3, 1);
         assert_eq!(single.significant, None);
         assert_eq!(single.significance, SINGLE_RUN);
+    }
+
+    /// A repeat profile: img/s 10 ± 0.1 or 12 ± 0.1 over 3 trials, ran
+    /// with other processes using `other` cores of 2.
+    fn repeat(img_per_s: f64, other: f64) -> Profile {
+        let conditions = crate::conditions::Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(other), contended: other > 0.25, contended_why: (other > 0.25).then(|| format!("other processes used {other} of a core")), ..Default::default() };
+        let mut p = Profile { img_per_s: Some(img_per_s), img_per_s_std: Some(0.1), img_per_s_n: Some(3), step_ms: 1000.0 / img_per_s, ..Default::default() };
+        crate::conditions::set_in_host(&mut p.host, Some(&conditions));
+        p
+    }
+
+    #[test]
+    fn a_contended_side_gets_no_significance_call() {
+        let quiet = |v| repeat(v, 0.05);
+        let c = compare(&quiet(10.0), &quiet(12.0), "a", "b");
+        assert_eq!(c.metrics[0].significance.significant, Some(true), "two quiet sides keep the 2·SE call");
+        let c = compare(&quiet(10.0), &repeat(12.0, 0.9), "a", "b");
+        let s = &c.metrics[0].significance;
+        assert_eq!(s.significant, None);
+        assert_eq!(s.significance, "no significance call: the after side ran contended (other processes used 0.9 of a core)");
+        assert!(c.metrics.iter().all(|m| m.significance.significant.is_none()));
+        let c = compare(&repeat(10.0, 1.5), &repeat(12.0, 0.9), "a", "b");
+        assert!(c.metrics[0].significance.significance.contains("the before side ran contended (other processes used 1.5 of a core); the after side"));
+        // Profiles without host.conditions (older ones, LibreYOLO 1.6's) are not judged.
+        let old = Profile { img_per_s: Some(12.0), img_per_s_std: Some(0.1), img_per_s_n: Some(3), step_ms: 83.0, ..Default::default() };
+        assert_eq!(compare(&quiet(10.0), &old, "a", "b").metrics[0].significance.significant, Some(true));
     }
 
     #[test]

@@ -15,6 +15,10 @@ pub struct Summary {
     pub bound_why: String,
     /// False when the profile was taken under VRAM thrash.
     pub trustworthy: bool,
+    /// The warning shown above the verdict when the capture ran on a busy
+    /// machine (`host.conditions.contended`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub contended: Option<String>,
     pub step_ms: f64,
     pub img_per_s: Option<f64>,
     pub img_per_s_std: Option<f64>,
@@ -62,6 +66,15 @@ pub struct Summary {
     pub warnings: Vec<String>,
 }
 
+/// One line saying the machine distorted the capture, if it did.
+pub fn contended_warning(p: &Profile) -> Option<String> {
+    let c = crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended)?;
+    Some(format!(
+        "CONTENDED: {} — timings here are distorted; measure again on a quiet machine",
+        c.contended_why.as_deref().unwrap_or("other processes used the CPUs during the window")
+    ))
+}
+
 pub fn summary(p: &Profile) -> Summary {
     Summary {
         trace: p.trace.clone(),
@@ -71,6 +84,7 @@ pub fn summary(p: &Profile) -> Summary {
         bound: p.bound.clone(),
         bound_why: p.bound_why.clone(),
         trustworthy: !p.untrustworthy(),
+        contended: contended_warning(p),
         step_ms: p.step_ms,
         img_per_s: p.img_per_s,
         img_per_s_std: p.img_per_s_std,
@@ -105,5 +119,24 @@ pub fn summary(p: &Profile) -> Summary {
         streams: p.streams.clone(),
         attribution: p.attribution.clone(),
         warnings: p.warnings.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_contended_capture_is_said_above_the_verdict() {
+        let mut p = Profile::default();
+        assert_eq!(summary(&p).contended, None, "no host.conditions: nothing to say");
+        let busy = crate::conditions::Conditions { contended: true, contended_why: Some("other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours)".into()), ..Default::default() };
+        crate::conditions::set_in_host(&mut p.host, Some(&busy));
+        let s = summary(&p);
+        assert_eq!(s.contended.as_deref(), Some("CONTENDED: other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours) — timings here are distorted; measure again on a quiet machine"));
+        let text = crate::render::text::summary(&s);
+        let warn = text.lines().position(|l| l.starts_with("** CONTENDED")).expect("printed");
+        let verdict = text.lines().position(|l| l.starts_with(">> ")).unwrap();
+        assert!(warn < verdict, "{text}");
     }
 }

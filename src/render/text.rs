@@ -123,6 +123,9 @@ pub fn summary(s: &Summary) -> String {
     if !s.trustworthy {
         let _ = writeln!(o, "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **");
     }
+    if let Some(w) = &s.contended {
+        let _ = writeln!(o, "** {w} **");
+    }
     let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.

@@ -22,6 +22,9 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
 /// The pane's lines for a given width.
 pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
+    if let Some(w) = &s.contended {
+        out.push(Line::styled(format!("** {w} **"), t.worse()));
+    }
     out.push(Line::from(vec![
         Span::styled(format!(">> {}", s.bound.to_uppercase()), t.warn()),
         Span::raw(": "),
