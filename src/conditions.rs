@@ -115,6 +115,24 @@ pub fn set_in_host(host: &mut Option<Value>, conditions: Option<&Conditions>) {
     }
 }
 
+/// Cores other processes keep busy right now: their CPU use over `sample`
+/// while this process waits (so its own use is nil), in cores.
+pub fn busy_cores_now(sample: std::time::Duration) -> Option<f64> {
+    let a = cpu_times()?;
+    std::thread::sleep(sample);
+    let b = cpu_times()?;
+    other_cores(&a, &b, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+}
+
+/// Intra-op threads for the CPUs we can have: those this process may use,
+/// less the cores other processes keep busy (rounded), at least one. A
+/// thread on a core another process holds makes every parallel operator
+/// wait for it: here one busy loop on 2 cores slowed a 2-thread capture
+/// up to 100×, while 1 thread ran at its quiet speed.
+pub fn threads_we_can_have(cpus: usize, busy_cores: f64) -> usize {
+    cpus.saturating_sub(busy_cores.round() as usize).max(1)
+}
+
 /// A measured window in progress: the counters at its start.
 pub struct Window {
     started: Instant,
@@ -245,6 +263,14 @@ mod tests {
         // All quiet: nothing to flag.
         let t = across_trials(&[(Some(10.0), Some(quiet.clone())), (Some(10.1), Some(quiet))]);
         assert!(t.warnings.is_empty() && !t.aggregate.unwrap().contended);
+    }
+
+    #[test]
+    fn threads_leave_the_busy_cores_alone() {
+        assert_eq!(threads_we_can_have(2, 0.1), 2);
+        assert_eq!(threads_we_can_have(2, 0.9), 1);
+        assert_eq!(threads_we_can_have(2, 2.0), 1, "at least one");
+        assert_eq!(threads_we_can_have(16, 3.4), 13);
     }
 
     #[test]

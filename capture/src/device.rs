@@ -1,5 +1,6 @@
 //! `--device cpu` or a CUDA index, checked against what this libtorch sees.
 
+use libreyolo_core::conditions;
 use libreyolo_core::{Error, Result};
 use tch::{Cuda, Device};
 
@@ -37,17 +38,29 @@ pub fn parse(arg: &str) -> Result<Device> {
 /// The most intra-op threads `--threads` accepts.
 const MAX_THREADS: usize = 1024;
 
-/// Sets libtorch's intra-op threads: `--threads N`, else the CPUs this
-/// process may run on (affinity and cgroup quota respected), not the
-/// machine's: on a shared machine a thread per CPU we cannot have waits
-/// on a core another process holds.
+/// Sets libtorch's intra-op threads: `--threads N`, else the CPUs we can
+/// have: those this process may run on (affinity and cgroup quota
+/// respected), less the cores other processes keep busy right now
+/// (`conditions::threads_we_can_have`, which says why), with a note when
+/// that is fewer.
 pub fn set_threads(arg: Option<usize>) -> Result<usize> {
     let n = match arg {
         Some(n) if !(1..=MAX_THREADS).contains(&n) => {
             return Err(Error::usage(format!("--threads {n}: expected 1 to {MAX_THREADS}")));
         }
         Some(n) => n,
-        None => std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1),
+        None => {
+            let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+            let busy = conditions::busy_cores_now(std::time::Duration::from_millis(200)).unwrap_or(0.0);
+            let n = conditions::threads_we_can_have(cpus, busy);
+            if n < cpus {
+                eprintln!(
+                    "note: other processes keep {busy:.1} of {cpus} cores busy; measuring with {n} thread{} so none waits on them (--threads {cpus} to use all)",
+                    if n == 1 { "" } else { "s" }
+                );
+            }
+            n
+        }
     };
     tch::set_num_threads(n as i32);
     Ok(n)

@@ -322,7 +322,13 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
     let one = conditions_of(&dir.path().join("one"));
     let default = conditions_of(&dir.path().join("default"));
     assert_eq!(one.threads, 1);
-    assert_eq!(default.threads, std::thread::available_parallelism().unwrap().get());
+    // By default the CPUs we may use, less those others keep busy: all of
+    // them where nothing else runs, as on CI.
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert!((1..=cpus).contains(&default.threads), "{default:?}");
+    if std::env::var_os("CI").is_some() {
+        assert_eq!(default.threads, cpus);
+    }
     let p = read_json(&dir.path().join("one/infer/profile.json"));
     assert_eq!(p["config"]["threads"], 1);
 }
