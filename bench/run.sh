@@ -12,7 +12,7 @@
 #     `libreyolo profile summary --json <trace>`, plus whether its figures
 #     match the generator's ground truth;
 #   - the wall time of readers on a profile.json: the reference's
-#     ../shared/reference/train_b4/profile.json and one written from the
+#     tests/fixtures/reference/train_b4/profile.json and one written from the
 #     largest generated trace (mean of 20 runs, hyperfine if installed).
 #
 # --quick   skip the 1 GB traces
@@ -113,7 +113,7 @@ if [ ! -s "$gen_profile" ] || [ "$gen_profile" -ot "$out/trace-$biggest.json" ] 
     echo "writing $gen_profile from trace-$biggest.json..." >&2
     "$write_profile" "$out/trace-$biggest.json" "$gen_profile"
 fi
-ref_profile=../shared/reference/train_b4/profile.json
+ref_profile=tests/fixtures/reference/train_b4/profile.json
 profiles=()
 [ -s "$ref_profile" ] && profiles+=("$ref_profile") || echo "note: $ref_profile not found, skipped" >&2
 profiles+=("$gen_profile")

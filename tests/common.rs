@@ -1,5 +1,5 @@
-//! Helpers shared by the end-to-end tests: the binary, the shared data, and
-//! an independent (brute-force, whole-file) reading of traces to check the
+//! Helpers shared by the end-to-end tests: the binary, the fixtures (real
+//! traces and reference profiles in `tests/fixtures/`), and an independent (brute-force, whole-file) reading of traces to check the
 //! streaming analysis against.
 
 #![allow(dead_code)]
@@ -11,13 +11,22 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
+/// `tests/fixtures/`: `traces/<folder>/*.json.gz` (real GPU traces) and
+/// `reference/<run>/…` (LibreYOLO 1.6's profiles); sources and licences in
+/// `tests/fixtures/README.md`.
+pub fn fixtures() -> PathBuf {
+    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures"))
+}
+
+/// The fixtures folder under its older name (it once was `../shared`, outside
+/// the repository): `shared().join("traces/…")`, `shared().join("reference/…")`.
 pub fn shared() -> PathBuf {
-    PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared"))
+    fixtures()
 }
 
 pub fn traces() -> Vec<PathBuf> {
     let mut out = Vec::new();
-    for dir in std::fs::read_dir(shared().join("traces")).expect("shared/traces exists") {
+    for dir in std::fs::read_dir(fixtures().join("traces")).expect("tests/fixtures/traces exists") {
         let dir = dir.unwrap().path();
         if dir.is_dir() {
             for f in std::fs::read_dir(&dir).unwrap() {
@@ -29,7 +38,7 @@ pub fn traces() -> Vec<PathBuf> {
         }
     }
     out.sort();
-    assert!(out.len() >= 7, "expected the shared GPU traces, found {out:?}");
+    assert!(out.len() >= 7, "expected the GPU traces of tests/fixtures/traces, found {out:?}");
     out
 }
 

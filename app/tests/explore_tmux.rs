@@ -7,12 +7,12 @@ use std::process::{Command, Output};
 use std::time::{Duration, Instant};
 
 const BIN: &str = env!("CARGO_BIN_EXE_libreyolo");
-/// A raw H100 trace from ../shared (BERT-small inference).
+/// A raw H100 trace from tests/fixtures (BERT-small inference).
 const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
+    "/../tests/fixtures/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
 );
-const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_b4/profile.json");
+const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
 
 /// A tmux server of our own (`-L`), so the test never touches a user's.
 struct Tmux {

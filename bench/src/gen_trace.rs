@@ -3,7 +3,7 @@
 //! files.
 //!
 //! The trace imitates what `torch.profiler` writes for a CNN training loop on
-//! one GPU (compare `../shared/traces/hta_nccl_a100_2024` and
+//! one GPU (compare `tests/fixtures/traces/hta_nccl_a100_2024` and
 //! `hta_trace_diff_a100_2022`): the Kineto pretty-printed layout, a top-level
 //! object with `schemaVersion`, `deviceProperties` and `traceEvents`; per
 //! step a `ProfilerStep#N` range and `step/<phase>` ranges on the main

@@ -1,7 +1,7 @@
 //! `profile.json`: the contract between capture and every reader.
 //!
 //! Field names are those of the reference implementation (LibreYOLO 1.6,
-//! `../shared/reference/SCHEMA.md`), so its files deserialize as they are;
+//! `docs/profile-schema.md`), so its files deserialize as they are;
 //! our additions (attribution, streams, devices, warnings, per-metric std)
 //! are optional and skipped when empty. Every field has a default so that a
 //! partial file from another writer still loads; readers decide what a

@@ -34,7 +34,7 @@ fn main() {
     let path = std::env::args()
         .skip(1)
         .find(|a| a.ends_with(".json") || a.ends_with(".gz"))
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_b4/profile.json").to_string());
+        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json").to_string());
     first_frame(&path);
     keypress_50k();
 }

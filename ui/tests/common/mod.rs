@@ -1,4 +1,4 @@
-//! Shared by the explorer's tests: real inputs from ../shared, loaded once
+//! Shared by the explorer's tests: real inputs from tests/fixtures/, loaded once
 //! per test binary, and a screen rendered to text.
 #![allow(dead_code)]
 
@@ -11,17 +11,17 @@ use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::backend::TestBackend;
 use ratatui::Terminal;
 
-pub const INFER_B1: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_b1/profile.json");
-pub const INFER_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_b4/profile.json");
-pub const TRAIN_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_b4/profile.json");
-pub const TRAIN_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/train_repeat3/profile_repeat.json");
-pub const INFER_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_repeat3/infer_repeat.json");
-pub const INFER_REPEAT3_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/reference/infer_repeat3/infer_repeat_b4.json");
+pub const INFER_B1: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b1/profile.json");
+pub const INFER_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b4/profile.json");
+pub const TRAIN_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+pub const TRAIN_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_repeat3/profile_repeat.json");
+pub const INFER_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_repeat3/infer_repeat.json");
+pub const INFER_REPEAT3_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_repeat3/infer_repeat_b4.json");
 /// A raw H100 trace (BERT-small inference, TraceLens): Tensor Core GEMMs,
 /// several kernel categories; small enough to analyse quickly in debug.
 pub const BERT_TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
-    "/../../shared/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
+    "/../tests/fixtures/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
 );
 
 /// Loads a real input once per test binary.
