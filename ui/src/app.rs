@@ -21,41 +21,8 @@ use libreyolo_core::lens::whatif::{what_if, Change, WhatIf};
 use libreyolo_core::profile::{Input, Profile};
 
 use crate::input::{self, Action};
+pub use crate::pane::Pane;
 use crate::theme::Theme;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    Summary,
-    Phases,
-    Kernels,
-    Ops,
-    Compare,
-    WhatIf,
-}
-
-impl Pane {
-    pub const ALL: [Pane; 6] = [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf];
-
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Summary => "Summary",
-            Pane::Phases => "Phases",
-            Pane::Kernels => "Kernels",
-            Pane::Ops => "Ops",
-            Pane::Compare => "Compare",
-            Pane::WhatIf => "What-if",
-        }
-    }
-    pub fn index(self) -> usize {
-        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0)
-    }
-    fn next(self) -> Pane {
-        Pane::ALL[(self.index() + 1) % Pane::ALL.len()]
-    }
-    fn prev(self) -> Pane {
-        Pane::ALL[(self.index() + Pane::ALL.len() - 1) % Pane::ALL.len()]
-    }
-}
 
 /// Which of the two profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -3,7 +3,7 @@
 
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
-use crate::app::Pane;
+use crate::pane::Pane;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -43,29 +43,68 @@ pub enum Action {
     Cancel,
 }
 
-/// One row of the help overlay: keys and what they do.
-pub const HELP: &[(&str, &str)] = &[
-    ("1-6", "Summary, Phases, Kernels, Ops, Compare, What-if"),
-    ("Tab / Shift-Tab", "next / previous pane"),
-    ("Up/Down, j/k", "move the selection (scroll in Summary, Compare)"),
-    ("PgUp/PgDn/Space", "page up / down"),
-    ("g/G, Home/End", "first / last row"),
-    ("Enter", "Phases: drill into the phase; Kernels: details"),
-    ("s", "cycle sort: time, count, name (Kernels, Ops)"),
-    ("c", "cycle category filter (Kernels); category (What-if)"),
-    ("/", "regex filter, applied as you type (Kernels, Ops)"),
-    ("t", "Tensor Core kernels only (Kernels)"),
-    ("p", "cycle phase filter (Kernels, Ops)"),
-    ("x", "clear every filter of the pane"),
-    ("Left/Right, h/l", "previous / next category (What-if)"),
-    ("n", "type a launch count to remove (What-if)"),
-    ("o", "open a second profile to compare (Compare)"),
-    ("r", "reload from disk now (also automatic on change)"),
-    ("Enter/Esc/Ctrl-U", "in a text field: keep / cancel / clear"),
-    ("?, F1", "this help"),
-    ("Esc", "close help or details; quit"),
-    ("q, Ctrl-C", "quit"),
+/// A key binding outside text fields: the keys, how the help shows them,
+/// the action and what it does. The key map and the help overlay are both
+/// read from this one table (the pane keys `1`–`6` come from [`Pane::ALL`]).
+/// An empty `help` shares the previous binding's row ("next / previous").
+struct Binding {
+    keys: &'static [KeyCode],
+    shown: &'static str,
+    action: Action,
+    help: &'static str,
+}
+
+const fn bind(keys: &'static [KeyCode], shown: &'static str, action: Action, help: &'static str) -> Binding {
+    Binding { keys, shown, action, help }
+}
+
+use KeyCode::{BackTab, Backspace, Char, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up, F};
+
+const BINDINGS: &[Binding] = &[
+    bind(&[Tab], "Tab", Action::NextPane, "next / previous pane"),
+    bind(&[BackTab], "Shift-Tab", Action::PrevPane, ""),
+    bind(&[Up, Char('k')], "Up/k", Action::Up, "move the selection (scroll in Summary, Compare)"),
+    bind(&[Down, Char('j')], "Down/j", Action::Down, ""),
+    bind(&[PageUp], "PgUp", Action::PageUp, "page up / down"),
+    bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown, ""),
+    bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row"),
+    bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
+    bind(&[Enter], "Enter", Action::Enter, "Phases: drill into the phase; Kernels: details"),
+    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort: time, count, name (Kernels, Ops)"),
+    bind(&[Char('c')], "c", Action::CycleCategory, "cycle category filter (Kernels); category (What-if)"),
+    bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
+    bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
+    bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops)"),
+    bind(&[Char('x')], "x", Action::ClearFilters, "clear every filter of the pane"),
+    bind(&[Left, Char('h')], "Left/h", Action::Left, "previous / next category (What-if)"),
+    bind(&[Right, Char('l')], "Right/l", Action::Right, ""),
+    bind(&[Char('n')], "n", Action::StartLaunches, "type a launch count to remove (What-if)"),
+    bind(&[Char('o')], "o", Action::OpenOther, "open a second profile to compare (Compare)"),
+    bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
+    bind(&[Char('?'), F(1)], "?, F1", Action::Help, "this help"),
+    bind(&[Esc], "Esc", Action::Back, "close help or details; quit"),
+    bind(&[Char('q')], "q, Ctrl-C", Action::Quit, "quit"),
 ];
+
+/// The keys of a text field (while one has the focus, letters are text).
+const EDITING: &[Binding] = &[
+    bind(&[Enter], "Enter", Action::Submit, "in a text field: keep / cancel / delete (Ctrl-U clears)"),
+    bind(&[Esc], "Esc", Action::Cancel, ""),
+    bind(&[Backspace], "Bksp", Action::Backspace, ""),
+];
+
+/// The help overlay's rows, from the tables the key map reads.
+pub fn help() -> Vec<(String, String)> {
+    let panes: Vec<&str> = Pane::ALL.iter().map(|p| p.title()).collect();
+    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(", "))];
+    for b in BINDINGS.iter().chain(EDITING) {
+        match rows.last_mut() {
+            Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),
+            _ => rows.push((b.shown.to_string(), b.help.to_string())),
+        }
+    }
+    rows
+}
 
 /// Maps a key press. `editing` is true while a text field has the focus.
 pub fn map(key: KeyEvent, editing: bool) -> Option<Action> {
@@ -73,46 +112,21 @@ pub fn map(key: KeyEvent, editing: bool) -> Option<Action> {
         return None;
     }
     let ctrl = key.modifiers.contains(KeyModifiers::CONTROL);
-    if ctrl && matches!(key.code, KeyCode::Char('c')) {
+    if ctrl && matches!(key.code, Char('c')) {
         return Some(Action::Quit);
     }
+    let lookup = |table: &[Binding]| table.iter().find(|b| b.keys.contains(&key.code)).map(|b| b.action);
     if editing {
         return match key.code {
-            KeyCode::Enter => Some(Action::Submit),
-            KeyCode::Esc => Some(Action::Cancel),
-            KeyCode::Backspace => Some(Action::Backspace),
-            KeyCode::Char('u') if ctrl => Some(Action::ClearField),
-            KeyCode::Char(c) if !ctrl => Some(Action::Char(c)),
-            _ => None,
+            Char('u') if ctrl => Some(Action::ClearField),
+            Char(c) if !ctrl => Some(Action::Char(c)),
+            _ => lookup(EDITING),
         };
     }
-    Some(match key.code {
-        KeyCode::Char('q') => Action::Quit,
-        KeyCode::Esc => Action::Back,
-        KeyCode::Char('?') | KeyCode::F(1) => Action::Help,
-        KeyCode::Char(c @ '1'..='6') => Action::Pane(Pane::ALL[(c as u8 - b'1') as usize]),
-        KeyCode::Tab => Action::NextPane,
-        KeyCode::BackTab => Action::PrevPane,
-        KeyCode::Up | KeyCode::Char('k') => Action::Up,
-        KeyCode::Down | KeyCode::Char('j') => Action::Down,
-        KeyCode::PageUp => Action::PageUp,
-        KeyCode::PageDown | KeyCode::Char(' ') => Action::PageDown,
-        KeyCode::Home | KeyCode::Char('g') => Action::Top,
-        KeyCode::End | KeyCode::Char('G') => Action::Bottom,
-        KeyCode::Left | KeyCode::Char('h') => Action::Left,
-        KeyCode::Right | KeyCode::Char('l') => Action::Right,
-        KeyCode::Enter => Action::Enter,
-        KeyCode::Char('s') => Action::CycleSort,
-        KeyCode::Char('c') => Action::CycleCategory,
-        KeyCode::Char('p') => Action::CyclePhase,
-        KeyCode::Char('t') => Action::ToggleTensorCore,
-        KeyCode::Char('/') => Action::StartRegex,
-        KeyCode::Char('n') => Action::StartLaunches,
-        KeyCode::Char('o') => Action::OpenOther,
-        KeyCode::Char('x') => Action::ClearFilters,
-        KeyCode::Char('r') => Action::Reload,
-        _ => return None,
-    })
+    if let Char(c @ '1'..='9') = key.code {
+        return Pane::ALL.get((c as u8 - b'1') as usize).map(|p| Action::Pane(*p));
+    }
+    lookup(BINDINGS)
 }
 
 #[cfg(test)]
@@ -131,5 +145,21 @@ mod tests {
         assert_eq!(map(k(KeyCode::Esc), true), Some(Action::Cancel));
         assert_eq!(map(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), true), Some(Action::Quit));
         assert_eq!(map(k(KeyCode::F(9)), false), None);
+        assert_eq!(map(k(KeyCode::Char('9')), false), None, "only as many number keys as panes");
+    }
+
+    #[test]
+    fn the_help_lists_every_binding_of_the_key_map() {
+        let help = help();
+        let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys[0], "1-6");
+        for b in BINDINGS.iter().chain(EDITING) {
+            assert!(keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)), "{} missing from the help: {keys:?}", b.shown);
+            for code in b.keys {
+                let editing = EDITING.iter().any(|e| std::ptr::eq(e, b));
+                assert_eq!(map(k(*code), editing), Some(b.action), "{code:?}");
+            }
+        }
+        assert!(help.len() <= 20, "fits 80x24 with its border: {} rows", help.len());
     }
 }

@@ -11,6 +11,7 @@
 
 pub mod app;
 pub mod input;
+pub mod pane;
 pub mod panes;
 pub mod theme;
 

@@ -15,7 +15,6 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table
 use ratatui::Frame;
 
 use crate::app::{display_name, App, Field, Pane, Slot};
-use crate::input::HELP;
 
 /// Draws the whole screen.
 pub fn draw(f: &mut Frame, app: &mut App) {
@@ -163,12 +162,13 @@ pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
 
 fn help(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
-    let key_w = HELP.iter().map(|(k, _)| k.len()).max().unwrap_or(0) as u16;
+    let help = crate::input::help();
+    let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0) as u16;
     let width = area.width.min(78);
-    let height = (HELP.len() as u16 + 2).min(area.height);
+    let height = (help.len() as u16 + 2).min(area.height);
     let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
     f.render_widget(Clear, popup);
-    let rows = HELP.iter().map(|(k, d)| Row::new(vec![Span::styled(*k, t.accent()), Span::raw(*d)]));
+    let rows = help.into_iter().map(|(k, d)| Row::new(vec![Span::styled(k, t.accent()), Span::raw(d)]));
     let table = Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)])
         .column_spacing(2)
         .style(t.base())
