@@ -58,6 +58,14 @@ const TRACE_NAMES: [&str; 2] = ["profile_trace.json", "profile_trace.json.gz"];
 /// Key of `meta` where a capture records Kineto's `trace_id` of the trace
 /// it measured with (see [`crate::trace::trace_id`]).
 pub const TRACE_ID_KEY: &str = "trace_id";
+/// Key of `meta` where a capture records the file name it had the profiler
+/// export to (Kineto writes it as `traceName`; the capture's temporary
+/// `.profile_trace.XXXXXX.json` names are unique).
+pub const TRACE_NAME_KEY: &str = "trace_name";
+
+fn base_name(path: &str) -> &str {
+    path.rsplit(['/', '\\']).next().unwrap_or(path)
+}
 
 impl Measurements {
     /// Reads the sidecar beside a trace, if there is a valid one; returns
@@ -70,10 +78,10 @@ impl Measurements {
     }
 
     /// Whether these numbers were measured with this trace. A sidecar that
-    /// records the trace's Kineto `trace_id` must match it; one that
-    /// records none (LibreYOLO 1.6's) is taken only beside a trace under
-    /// the name the capture gives it, exported by the capture (Kineto's
-    /// `traceName`). `Err` says why not.
+    /// records the trace's Kineto `trace_id` (or the name the trace was
+    /// exported as, Kineto's `traceName`) must match it; one that records
+    /// neither (LibreYOLO 1.6's) is taken only beside a trace under the
+    /// name the capture gives it, exported by a capture. `Err` says why not.
     pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<(), String> {
         match (self.meta.get(TRACE_ID_KEY).and_then(Value::as_str), info.trace_id.as_deref()) {
             (Some(ours), Some(theirs)) if ours == theirs => return Ok(()),
@@ -83,6 +91,13 @@ impl Measurements {
             (Some(ours), None) => return Err(format!("they belong to trace {ours}, and this trace has no trace_id")),
             (None, _) => {}
         }
+        match (self.meta.get(TRACE_NAME_KEY).and_then(Value::as_str), info.trace_name.as_deref()) {
+            (Some(ours), Some(theirs)) if base_name(ours) == base_name(theirs) => return Ok(()),
+            (Some(ours), Some(theirs)) => {
+                return Err(format!("they belong to the trace exported as {ours}, and this one was exported as {theirs}"));
+            }
+            _ => {}
+        }
         let name = trace_file.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !TRACE_NAMES.contains(&name.as_str()) {
             return Err(format!(
@@ -90,7 +105,7 @@ impl Measurements {
             ));
         }
         if let Some(exported) = &info.trace_name {
-            let base = exported.rsplit(['/', '\\']).next().unwrap_or(exported);
+            let base = base_name(exported);
             if !TRACE_NAMES.contains(&base) && !base.starts_with(".profile_trace.") {
                 return Err(format!("they name no trace_id, and this trace was exported as {exported}, not by the capture"));
             }
@@ -113,5 +128,43 @@ impl Measurements {
             .map(|l| l.mean_ms)
             .or_else(|| self.real.as_ref().map(|r| r.step_ms))
             .filter(|v| *v > 0.0)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::trace::TraceInfo;
+
+    fn with(key: &str, v: &str) -> Measurements {
+        let mut m = Measurements::default();
+        m.meta.insert(key.into(), Value::from(v));
+        m
+    }
+
+    #[test]
+    fn a_sidecar_belongs_to_its_trace_only() {
+        let info = |id: Option<&str>, name: Option<&str>| TraceInfo {
+            trace_id: id.map(str::to_string),
+            trace_name: name.map(str::to_string),
+            ..Default::default()
+        };
+        let ours = Path::new("runs/x/profile_trace.json");
+        let other = Path::new("runs/x/resnet.json");
+        // Linked by id: the file name does not matter.
+        assert!(with(TRACE_ID_KEY, "A1").belongs_to(&info(Some("A1"), None), Some(other)).is_ok());
+        assert!(with(TRACE_ID_KEY, "A1").belongs_to(&info(Some("B2"), None), Some(ours)).is_err());
+        assert!(with(TRACE_ID_KEY, "A1").belongs_to(&info(None, None), Some(ours)).is_err());
+        // Linked by the exported name.
+        let tmp = Some("/r/x/.profile_trace.Ab12Cd.json");
+        assert!(with(TRACE_NAME_KEY, ".profile_trace.Ab12Cd.json").belongs_to(&info(None, tmp), Some(ours)).is_ok());
+        assert!(with(TRACE_NAME_KEY, ".profile_trace.Zz99Zz.json").belongs_to(&info(None, tmp), Some(ours)).is_err());
+        // No link (LibreYOLO 1.6): the capture's file names.
+        let none = Measurements::default();
+        assert!(none.belongs_to(&info(Some("X"), Some("runs/a/infer/profile_trace.json")), Some(ours)).is_ok());
+        assert!(none.belongs_to(&info(None, tmp), Some(Path::new("d/profile_trace.json.gz"))).is_ok());
+        assert!(none.belongs_to(&info(None, None), Some(other)).is_err());
+        assert!(none.belongs_to(&info(None, Some("/w/worker0.pt.trace.json")), Some(ours)).is_err());
+        assert!(none.belongs_to(&info(None, None), None).is_err(), "a stream has no sidecar");
     }
 }

@@ -200,3 +200,20 @@ pub fn trace_id(path: &Path) -> Option<String> {
     }
     None
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_trace_id_is_read_from_the_header_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("t.json");
+        std::fs::write(&p, "\u{feff}{\"schemaVersion\": 1, \"trace_id\": \"11CE\", \"traceEvents\": [").unwrap();
+        assert_eq!(trace_id(&p).as_deref(), Some("11CE"), "truncated after the header: still found");
+        std::fs::write(&p, r#"{"traceEvents": [], "trace_id": "late"}"#).unwrap();
+        assert_eq!(trace_id(&p), None, "not read past the events");
+        std::fs::write(&p, "[]").unwrap();
+        assert_eq!(trace_id(&p), None);
+    }
+}
