@@ -34,6 +34,10 @@ const DIR_CANDIDATES: &[&str] =
 pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let path = PathBuf::from(arg);
     if arg == "-" {
+        use std::io::IsTerminal;
+        if std::io::stdin().is_terminal() {
+            return Err(Error::usage("`-` reads a trace or profile from standard input, which is a terminal here: pipe one in (`zcat trace.json.gz | libreyolo profile summary -`)"));
+        }
         return Ok(path);
     }
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
