@@ -200,6 +200,7 @@ fn an_unrelated_sidecar_is_not_taken() {
         ("profile_trace.json", with_id("OTHER"), sidecar(Some("AB12")), false),
         ("profile_trace.json", trace(), sidecar(Some("AB12")), false),
         ("profile_trace.json", trace_with(r#""traceName": "/runs/x/worker0.pt.trace.json", "#, ""), sidecar(None), false),
+        ("profile_trace.json", trace(), r#"{"meta": {"model": "SIDECAR-MODEL"}, "latency": "#.to_string(), false),
     ];
     for (name, body, side, taken) in cases {
         let dir = tempfile::tempdir().unwrap();

@@ -87,13 +87,22 @@ pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String
     let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}"));
     let src = if arg == "-" { Source::stdin() } else { Source::path(&path).map_err(fail)? };
     let found = src.file_path().and_then(Measurements::beside);
+    let mut unread = None;
     let sidecar = match &found {
-        Some((m, at)) => Sidecar::Found(m, at),
+        Some((at, Ok(m))) => Sidecar::Found(m, at),
+        Some((at, Err(why))) => {
+            unread = Some(format!("measured numbers in {} ignored: {why}", at.display()));
+            Sidecar::None
+        }
         None => Sidecar::None,
     };
     match analysis::analyze_source(&src, sidecar, progress).map_err(fail)? {
-        Some((mut profile, notices)) => {
+        Some((mut profile, mut notices)) => {
             profile.trace = Some(arg.to_string());
+            if let Some(n) = unread {
+                profile.warnings.insert(0, n.clone());
+                notices.insert(0, n);
+            }
             Ok((Input { path, profile, from_trace: true }, notices))
         }
         None => {

@@ -68,13 +68,18 @@ fn base_name(path: &str) -> &str {
 }
 
 impl Measurements {
-    /// Reads the sidecar beside a trace, if there is a valid one; returns
-    /// it with its path.
-    pub fn beside(trace: &Path) -> Option<(Measurements, std::path::PathBuf)> {
+    /// The sidecar beside a trace and what reading it gave: `None` when
+    /// there is none, `Err` (why) when it cannot be read as one.
+    pub fn beside(trace: &Path) -> Option<(std::path::PathBuf, Result<Measurements, String>)> {
         let path = trace.with_file_name(SIDECAR);
-        let text = std::fs::read(&path).ok()?;
+        let text = match std::fs::read(&path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(e) => return Some((path, Err(format!("cannot read it: {e}")))),
+        };
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
-        Some((serde_json::from_slice(text).ok()?, path))
+        let m = serde_json::from_slice(text).map_err(|e| format!("not a measured-numbers file: {e}"));
+        Some((path, m))
     }
 
     /// Whether these numbers were measured with this trace. A sidecar that
