@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark of the trace readers (issue 2). Results: BENCHMARKS.md.
+# Benchmark of the trace readers. Results: BENCHMARKS.md.
 #
 #   bench/run.sh [--quick]
 #

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The device checks of issues 3 and 4, as one script for a machine with a GPU
+# The device checks of inference and training capture, as one script for a machine with a GPU
 # and torch 2.11 installed: `infer --device 0` without and with --half, both
 # --amp-dtype values; `run synthetic --device 0` with AMP, without, and with
 # --batch -1; then the readers on each result, with the checks that matter

@@ -1,6 +1,6 @@
 //! The error type of the `profile` command group and its exit codes.
 //!
-//! Every failure a user can cause maps to one of the group's codes (SPEC §1):
+//! Every failure a user can cause maps to one of the group's codes (docs/spec.md §1.1):
 //! `2` a path or argument that does not resolve, `3` a capture that produced
 //! no profile, `1` anything that exists but cannot be read or analysed.
 

@@ -1,5 +1,5 @@
 //! The core of `libreyolo profile`: reading traces and profiles, the
-//! analysis (SPEC §4), the lenses every reader renders, and the command-line
+//! analysis (docs/analysis.md), the lenses every reader renders, and the command-line
 //! surface of the reader commands. Nothing here links libtorch.
 
 pub mod analysis;

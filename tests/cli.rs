@@ -202,7 +202,7 @@ fn reference_cpu_traces_reproduce_the_reference_counts() {
     assert_eq!(infer["latency"]["p50_ms"].as_f64().unwrap(), 135.751);
 }
 
-// ---- exit codes and messages (SPEC §1) ----
+// ---- exit codes and messages (docs/spec.md §1.1) ----
 
 #[test]
 fn usage_errors_exit_2_with_one_clear_line() {
@@ -348,7 +348,7 @@ fn odd_but_valid_traces_are_read() {
     assert!(names.iter().any(|n| n.starts_with("bad utf8 ") && n.contains('\u{FFFD}')), "{names:?}");
 }
 
-// ---- modern GPUs: categories, Tensor Cores, mode, vendors, graphs (SPEC §4) ----
+// ---- modern GPUs: categories, Tensor Cores, mode, vendors, graphs (docs/analysis.md) ----
 
 /// What each shared trace is, as its MANIFEST describes it: the mode a
 /// reader must report and the vendor of its GPU.

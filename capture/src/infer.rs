@@ -1,4 +1,4 @@
-//! `libreyolo profile infer`: the measured inference loop (SPEC §1.2).
+//! `libreyolo profile infer`: the measured inference loop (docs/spec.md §2.1).
 //!
 //! Everything that can fail on bad input (arguments, device, source, image
 //! decoding, weights) is checked before anything is written. Warmup runs

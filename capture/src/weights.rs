@@ -1,4 +1,4 @@
-//! `--weights` resolution (SPEC §2) and building the model from it.
+//! `--weights` resolution (docs/spec.md §2.3) and building the model from it.
 //!
 //! A path that names a directory part (`runs/best.pt`) must exist (exit 2).
 //! A bare name (`LibreYOLO9t.pt`) is looked up in the working directory,

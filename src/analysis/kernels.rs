@@ -1,5 +1,5 @@
 //! Kernel names → category, Tensor Core flag and a short readable label.
-//! Both tables live here and nowhere else (SPEC §4). Names are demangled
+//! Both tables live here and nowhere else (docs/analysis.md §7). Names are demangled
 //! first (ROCm traces carry Itanium-mangled names such as
 //! `_ZN7ck_tile6kentry…`); the raw name is kept by the caller.
 

@@ -1,4 +1,4 @@
-//! Trace → metrics (SPEC §4), in one streaming pass.
+//! Trace → metrics (docs/analysis.md), in one streaming pass.
 //!
 //! Events are aggregated as they arrive; nothing proportional to the file
 //! is kept except one interval per kernel (for the busy-time union and the
@@ -149,7 +149,7 @@ pub struct Counts {
     pub graph_launches: u64,
 }
 
-/// What the trace shows about the work it recorded (SPEC §4 "mode").
+/// What the trace shows about the work it recorded (docs/analysis.md §10, mode).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Evidence {
     /// CPU ops of any kind, anywhere in the trace.
@@ -195,7 +195,7 @@ pub struct Analyzer {
     span: Option<(i64, i64)>,
     counts: Counts,
     evidence: Evidence,
-    /// Phase evidence in traces without `step/<phase>` ranges (SPEC §4):
+    /// Phase evidence in traces without `step/<phase>` ranges (docs/analysis.md §6):
     /// `enumerate(DataLoader)#…__next__` and `Optimizer.*#…` ranges as
     /// (thread, start, end, phase), and the union of the autograd engine's
     /// backward ops (gaps under [`BACKWARD_GAP`] closed).

@@ -1,4 +1,4 @@
-//! Argument definitions (clap). Defaults follow SPEC §1.1–§1.3.
+//! Argument definitions (clap). Flags and defaults: docs/spec.md §2–§3.
 
 use clap::{Args, Parser, Subcommand};
 
@@ -276,7 +276,7 @@ impl ProfileCommand {
 }
 
 /// Refuses `key=value` arguments whose key is a flag of the chosen
-/// subcommand (SPEC §1: POSIX flags only), naming the `--key value` form.
+/// subcommand (docs/spec.md §1: POSIX flags only), naming the `--key value` form.
 pub fn refuse_key_value(args: &[String]) -> Option<String> {
     use clap::CommandFactory;
     let cmd = Cli::command();

@@ -1,4 +1,4 @@
-//! `profile compare`: before → after, with the significance rule of SPEC §5.
+//! `profile compare`: before → after, with the significance rule of docs/spec.md §4.
 
 use indexmap::IndexMap;
 use serde::Serialize;

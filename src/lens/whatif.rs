@@ -1,4 +1,4 @@
-//! `profile what-if`: the payoff of a change before making it (SPEC §5).
+//! `profile what-if`: the payoff of a change before making it (docs/spec.md §4).
 
 use serde::Serialize;
 

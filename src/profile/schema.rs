@@ -83,7 +83,7 @@ pub struct Profile {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<StreamRow>,
     /// Communication kernels (NCCL/RCCL, …): time per step, the part not
-    /// overlapped by compute, and the overlapped share (SPEC §4).
+    /// overlapped by compute, and the overlapped share (docs/analysis.md §8).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub comm_ms_per_step: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -195,7 +195,7 @@ pub struct Attribution {
     pub gpu_events: u64,
     /// Of those, joined to a launch through `args.correlation`.
     pub via_launch: u64,
-    /// Of those, placed by time because no launch matched (SPEC §4).
+    /// Of those, placed by time because no launch matched (docs/analysis.md §3).
     pub via_time_window: u64,
     /// GPU events that fell outside every measured step.
     pub outside_steps: u64,

@@ -1,5 +1,5 @@
 //! Reading Chrome / Kineto traces: plain or gzipped, bare-array or
-//! `traceEvents` object, in one streaming pass (SPEC §6).
+//! `traceEvents` object, in one streaming pass (docs/spec.md §5, docs/analysis.md §1).
 
 pub mod event;
 pub mod input;

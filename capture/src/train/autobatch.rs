@@ -11,7 +11,7 @@ use tch::{Device, Tensor};
 
 use crate::{ops, profiler};
 
-/// Share of total VRAM the chosen batch should use (SPEC §1.1).
+/// Share of total VRAM the chosen batch should use (docs/spec.md §2.2).
 pub const FRACTION: f64 = 0.70;
 /// Batches probed.
 pub const PROBES: [usize; 3] = [2, 4, 8];

@@ -1,5 +1,5 @@
 //! `libreyolo profile run`: a short, real YOLOv9 training under the
-//! profiler (SPEC §1.1). [`loss`] is the family's loss, [`data`] the
+//! profiler (docs/spec.md §2.2). [`loss`] is the family's loss, [`data`] the
 //! datasets and the loader, [`mosaic`], [`augment`] and [`geometry`] its
 //! augmentation, [`optim`] the optimizer and its schedule,
 //! [`ema`] the weight average, [`scaler`] AMP's loss scaling, [`step`] the

@@ -1,4 +1,4 @@
-//! The measured training loop of `profile run` (SPEC §1.1).
+//! The measured training loop of `profile run` (docs/spec.md §2.2).
 //!
 //! Each iteration is one real YOLOv9 training step: the batch from the
 //! loader (`step/dataload`, the time the step waits on it), the copy to the
