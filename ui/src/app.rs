@@ -148,6 +148,8 @@ pub struct Worker {
     jobs: Sender<KernelJob>,
     done: Receiver<KernelDone>,
     next: u64,
+    /// Signalled after each answer, so the event loop wakes for it.
+    pub answered: Arc<tokio::sync::Notify>,
 }
 
 impl Worker {
@@ -156,6 +158,8 @@ impl Worker {
     pub fn spawn() -> Worker {
         let (jobs, job_rx) = mpsc::channel::<KernelJob>();
         let (done_tx, done) = mpsc::channel::<KernelDone>();
+        let answered = Arc::new(tokio::sync::Notify::new());
+        let wake = Arc::clone(&answered);
         std::thread::spawn(move || {
             while let Ok(mut job) = job_rx.recv() {
                 while let Ok(newer) = job_rx.try_recv() {
@@ -167,9 +171,10 @@ impl Worker {
                 if done_tx.send((id, result)).is_err() {
                     return;
                 }
+                wake.notify_one();
             }
         });
-        Worker { jobs, done, next: 0 }
+        Worker { jobs, done, next: 0, answered }
     }
 }
 
@@ -717,7 +722,8 @@ impl App {
     }
 
     /// Files whose modification time changed since they were loaded
-    /// (live reload); the loop calls this about once a second.
+    /// (live reload); the loop calls this when the file watcher reports a
+    /// change in their folders.
     pub fn changed_on_disk(&self) -> Vec<(Side, String)> {
         [Side::Main, Side::Other]
             .into_iter()
@@ -735,6 +741,11 @@ impl App {
 
     pub fn is_loading(&self) -> bool {
         self.main.loading.is_some() || self.other.loading.is_some()
+    }
+
+    /// The files on screen, for the file watcher.
+    pub fn watched_files(&self) -> Vec<PathBuf> {
+        [&self.main, &self.other].into_iter().filter_map(|s| s.data.as_ref().map(|d| d.input.path.clone())).collect()
     }
 
     /// The kernel under the cursor in the Kernels pane.

@@ -4,40 +4,41 @@
 //! is computed here.
 //!
 //! Shape: [`app::App`] holds the state, [`input`] maps keys to actions,
-//! [`panes`] draws one pane per module, [`theme`] turns `themes/*.toml` into
-//! colour roles. Profiles load on background threads that report over a
-//! channel, so the screen keeps drawing (with progress) while a large trace
-//! is analysed, and a changed file is reloaded the same way.
+//! [`pane`] names the panes and [`panes`] draws one per module, [`theme`]
+//! turns `themes/*.toml` into colour roles. The event loop runs on a
+//! single-threaded tokio runtime and sleeps in one `select!` until
+//! something happens: a key, a profile loaded on a background thread, the
+//! kernels filter's answer, a change to a shown file (a `notify` watcher on
+//! its folder), SIGTERM/SIGHUP (which quit cleanly, restoring the
+//! terminal), or, only while a load runs, the progress timer.
 
 pub mod app;
 pub mod input;
 pub mod pane;
 pub mod panes;
 pub mod theme;
+mod watch;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::sync::mpsc::{self, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crossterm::event::{self, Event};
+use crossterm::event::{Event, EventStream};
+use futures_util::StreamExt;
 use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
 use libreyolo_core::profile::{self, Input};
 use ratatui::DefaultTerminal;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 
 use app::{App, Loading, Side};
 use theme::{Depth, Theme};
 
-/// How often the loop wakes without input (progress, channel, file watch).
-const TICK: Duration = Duration::from_millis(100);
-/// The same while a load or a filter runs in the background.
-const BUSY_TICK: Duration = Duration::from_millis(8);
-/// How often the loading screen's progress is redrawn.
+/// How often the loading screen's progress is redrawn while a load runs.
 const PROGRESS_EVERY: Duration = Duration::from_millis(50);
-/// How often the profiles' modification times are checked.
-const WATCH: Duration = Duration::from_secs(1);
+/// How long file changes settle before a reload (a writer's several events).
+const SETTLE: Duration = Duration::from_millis(150);
 
 /// Runs the explorer until the user quits.
 ///
@@ -68,7 +69,11 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
             restore_and_report(info);
         }
     }));
-    let result = event_loop(&mut terminal, &mut app);
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| Error::failed(format!("cannot start the event loop: {e}")));
+    let result = runtime.and_then(|rt| rt.block_on(event_loop(&mut terminal, &mut app)));
     ratatui::restore();
     result?;
     match (&app.main.data, &app.main.error) {
@@ -79,13 +84,21 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
 
 type Done = (Side, u64, Result<Input>);
 
-fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
+async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
+    use tokio::signal::unix::{signal, SignalKind};
     let io = |e: std::io::Error| Error::failed(format!("terminal: {e}"));
-    let (tx, rx): (Sender<Done>, Receiver<Done>) = mpsc::channel();
+    let (tx, mut loaded) = unbounded_channel::<Done>();
+    let (changes_tx, mut changes) = unbounded_channel::<()>();
+    let mut watcher = watch::Watcher::new(changes_tx);
+    let mut keys = EventStream::new();
+    let mut terminate = signal(SignalKind::terminate()).map_err(io)?;
+    let mut hangup = signal(SignalKind::hangup()).map_err(io)?;
+    let worker = app.worker.as_ref().map(|w| Arc::clone(&w.answered)).unwrap_or_default();
+    let mut progress = tokio::time::interval(PROGRESS_EVERY);
+    progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let mut reload_at: Option<tokio::time::Instant> = None;
     let mut next_id = 0u64;
     let mut dirty = true;
-    let mut watched = Instant::now();
-    let mut drawn = Instant::now();
     loop {
         for (side, arg) in std::mem::take(&mut app.requests) {
             next_id += 1;
@@ -93,49 +106,58 @@ fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
             app.loading(side, start_load(side, next_id, arg, reload, &tx));
             dirty = true;
         }
-        // Progress is redrawn a few times a second; anything else at once.
-        let busy = app.is_loading() || app.kernels.pending.is_some();
-        if dirty || (busy && drawn.elapsed() >= PROGRESS_EVERY) {
+        if dirty {
             app.poll_progress();
             terminal.draw(|f| panes::draw(f, app)).map_err(io)?;
-            drawn = Instant::now();
             dirty = false;
         }
         if app.quit {
             return Ok(());
         }
-        // Take every queued event before drawing again, so held keys never lag.
-        // While work is running in the background, wake often enough that
-        // its answer shows within a frame.
-        let mut timeout = if busy { BUSY_TICK } else { TICK };
-        while event::poll(timeout).map_err(io)? {
-            match event::read().map_err(io)? {
-                Event::Key(k) => app.handle_key(k),
-                Event::Resize(..) => {}
-                _ => continue,
+        let loading = app.is_loading();
+        let settle = async {
+            match reload_at {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
             }
-            dirty = true;
-            timeout = Duration::ZERO;
-            if app.quit {
-                break;
+        };
+        tokio::select! {
+            event = keys.next() => match event {
+                Some(Ok(Event::Key(k))) => {
+                    // One frame per key: a frame takes about a millisecond,
+                    // far less than a held key's repeat. (Draining queued keys
+                    // with a no-op waker would leave EventStream's wake-up
+                    // on that waker, and the loop asleep.)
+                    app.handle_key(k);
+                    dirty = true;
+                }
+                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(_)) => {}
+                Some(Err(e)) => return Err(io(e)),
+                None => return Ok(()),
+            },
+            Some((side, id, result)) = loaded.recv() => {
+                if app.slot(side).loading.as_ref().is_some_and(|l| l.id == id) {
+                    app.loaded(side, result);
+                    watcher.watch(&app.watched_files());
+                    dirty = true;
+                }
             }
-        }
-        dirty |= app.poll_worker();
-        while let Ok((side, id, result)) = rx.try_recv() {
-            if app.slot(side).loading.as_ref().is_some_and(|l| l.id == id) {
-                app.loaded(side, result);
-                dirty = true;
+            () = worker.notified() => dirty |= app.poll_worker(),
+            Some(()) = changes.recv() => reload_at = Some(tokio::time::Instant::now() + SETTLE),
+            () = settle => {
+                reload_at = None;
+                app.requests.extend(app.changed_on_disk());
             }
-        }
-        if watched.elapsed() >= WATCH {
-            watched = Instant::now();
-            app.requests.extend(app.changed_on_disk());
+            _ = progress.tick(), if loading => dirty = true,
+            _ = terminate.recv() => app.quit = true,
+            _ = hangup.recv() => app.quit = true,
         }
     }
 }
 
 /// Loads `arg` on a new thread; the result arrives on `tx`.
-fn start_load(side: Side, id: u64, arg: String, reload: bool, tx: &Sender<Done>) -> Loading {
+fn start_load(side: Side, id: u64, arg: String, reload: bool, tx: &UnboundedSender<Done>) -> Loading {
     let size = profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     let io: Arc<Mutex<Option<PathBuf>>> = Arc::default();
     let io_thread = Arc::clone(&io);
