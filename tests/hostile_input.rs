@@ -238,6 +238,18 @@ fn absurd_durations_are_malformed_not_negative() {
     let s = json_of(&reader(&["summary", path(&t), "--json"]));
     assert_eq!(s["attribution"]["malformed_events"], 3);
     assert!(s["gpu_busy_ms_per_step"].as_f64().unwrap() >= 0.0 && s["step_ms"].as_f64().unwrap() >= 0.0);
+    // Durations each within bounds whose sum passes 2^63 ns: totals
+    // saturate instead of wrapping negative (or aborting a debug build).
+    let many: String = (0..12_000)
+        .map(|i| format!(",\n {{\"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"long_kernel\", \"pid\": 0, \"tid\": {}, \"ts\": {}, \"dur\": 9.9e11}}", 7 + i % 3, 100 + i % 800))
+        .collect();
+    let t = write(dir.path(), "many.json", trace_with("", &many));
+    for sub in ["summary", "kernels", "phases"] {
+        let r = reader(&[sub, path(&t), "--json"]);
+        let v = json_of(&r);
+        let text = v.to_string();
+        assert!(!text.contains(":-"), "{sub}: a negative figure in {}", &text[..text.len().min(2000)]);
+    }
 }
 
 #[test]

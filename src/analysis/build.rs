@@ -48,7 +48,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         by_device.entry(k.device).or_default().push((k.start, k.end));
         by_stream.entry((k.device, k.stream)).or_default().push((k.start, k.end));
     }
-    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns + k.ns, count: acc.count + k.count });
+    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns.saturating_add(k.ns), count: acc.count + k.count });
     let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
     for k in &a.kernel_spans {
         if a.ranges.in_step(k.start) {
@@ -106,8 +106,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), &steps)).unwrap_or_default();
             let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
             let hidden = compute_iv.get_mut(&device).map_or(0, |c| overlap(&comm, &merge(c)));
-            comm_total.0 += comm_ns;
-            comm_total.1 += hidden;
+            comm_total.0 = comm_total.0.saturating_add(comm_ns);
+            comm_total.1 = comm_total.1.saturating_add(hidden);
             DeviceRow {
                 vendor: vendor(props),
                 name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
@@ -178,7 +178,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let comm_ms = (!a.kernel_spans.is_empty()).then(|| comm_total.0 as f64 / MS / n_steps / n_dev);
     let comm_exposed_ms = comm_ms.map(|_| (comm_total.0 - comm_total.1) as f64 / MS / n_steps / n_dev);
     let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
-    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).sum();
+    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add);
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
     let reserved_full = devices
         .iter()
@@ -215,7 +215,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     sort_kernels(&mut kernels);
     let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
     for (n, k) in &a.kernels {
-        *cat_ns.entry(kinfo[n].0).or_insert(0) += k.ns;
+        let c = cat_ns.entry(kinfo[n].0).or_insert(0);
+        *c = c.saturating_add(k.ns);
     }
     let mut categories: Vec<CategoryRow> = cat_ns
         .iter()
@@ -223,7 +224,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         .map(|(c, ns)| CategoryRow { name: c.to_string(), pct: round(pct(*ns, kernel_total.ns), 1), ms_per_step: round(per_step_ms(*ns), 3) })
         .collect();
     categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
-    let op_total: i64 = a.ops.values().map(|o| o.ns).sum();
+    let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
     let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| op_row(*n, o, op_total)).collect();
     sort_ops(&mut ops);
 
@@ -258,9 +259,9 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         let name = if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
         let ks: Vec<(u32, &Agg)> = a.kernels_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), k)| (*n, k)).collect();
         let os: Vec<(u32, &Agg)> = a.ops_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), o)| (*n, o)).collect();
-        let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).sum();
+        let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).fold(0, i64::saturating_add);
         let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
-        let o_ns: i64 = os.iter().map(|(_, o)| o.ns).sum();
+        let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
         let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
         let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| kernel_row(*n, k, k_ns)).collect();
         sort_kernels(&mut krows);

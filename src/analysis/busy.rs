@@ -65,7 +65,7 @@ pub fn overlap_each(iv: &[(i64, i64)], steps: &[(i64, i64)]) -> i64 {
         }
         let mut j = first;
         while j < steps.len() && steps[j].0 < e {
-            total += (e.min(steps[j].1) - s.max(steps[j].0)).max(0);
+            total = total.saturating_add((e.min(steps[j].1) - s.max(steps[j].0)).max(0));
             j += 1;
         }
     }

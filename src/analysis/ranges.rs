@@ -210,7 +210,8 @@ impl Ranges {
         for r in self.cpu_phases.values() {
             for (s, e, p) in r.iter() {
                 if self.in_step(s) {
-                    *out.entry(p).or_insert(0) += e - s;
+                    let w: &mut i64 = out.entry(p).or_insert(0);
+                    *w = w.saturating_add(e - s);
                 }
             }
         }
