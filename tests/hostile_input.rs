@@ -122,6 +122,19 @@ fn pipes_and_stdin_are_read_once() {
 }
 
 #[test]
+fn compare_reads_stdin_for_one_side_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = write(dir.path(), "t.json", trace());
+    let out = bin().args(["profile", "compare", "-", "-"]).stdin(std::fs::File::open(&t).unwrap()).output().unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("read once"));
+    let out = bin().args(["profile", "compare", "-", path(&t), "--json"]).stdin(std::fs::File::open(&t).unwrap()).output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let c: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(c["bound"][0], c["bound"][1]);
+}
+
+#[test]
 fn a_trace_needing_two_passes_reads_from_a_pipe() {
     // The step marker comes after the work it encloses (2020-21 traces):
     // the reader needs a second pass, which a pipe cannot give twice.

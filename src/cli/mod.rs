@@ -128,6 +128,9 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.json { render::json(&o)? } else { text::ops(&o) }
         }
         ReaderCommand::Compare(a) => {
+            if a.before == "-" && a.after == "-" {
+                return Err(Error::usage("standard input can be read once: give `-` for one side at most"));
+            }
             let before = load(&a.before)?;
             let after = load(&a.after)?;
             let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
