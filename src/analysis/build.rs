@@ -311,7 +311,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     // --- what we could not do exactly, said plainly.
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
-        warnings.push(format!("{} malformed events skipped (missing or negative duration, wrong field types)", a.counts.malformed));
+        warnings.push(format!("{} malformed events skipped (missing, negative or absurd times, wrong field types)", a.counts.malformed));
     }
     if a.counts.via_time > 0 {
         warnings.push(format!(
