@@ -401,3 +401,23 @@ fn notes_go_to_stderr() {
     assert!(r.stderr.lines().any(|l| l.starts_with("note: no measured timing")), "{}", r.stderr);
     assert!(r.stderr.lines().all(|l| l.starts_with("note: ")), "{}", r.stderr);
 }
+
+#[test]
+#[cfg(unix)]
+fn a_terminal_on_stdin_is_refused_not_waited_on() {
+    // `script` gives the reader a terminal; without it there is nothing to test.
+    if Command::new("script").arg("--version").output().is_err() {
+        return;
+    }
+    let exe = env!("CARGO_BIN_EXE_libreyolo");
+    for arg in ["-", "/dev/stdin"] {
+        let out = Command::new("timeout")
+            .args(["20", "script", "-qec", &format!("'{exe}' profile summary {arg}"), "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(2), "{arg}: {text}");
+        assert!(text.contains("terminal"), "{arg}: {text}");
+    }
+}

@@ -85,7 +85,11 @@ pub fn load(arg: &str, progress: bool) -> Result<Input> {
 pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
     let path = resolve_input(arg)?;
     let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}"));
-    let src = if arg == "-" { Source::stdin() } else { Source::path(&path).map_err(fail)? };
+    let src = if arg == "-" {
+        Source::stdin()
+    } else {
+        Source::path(&path).map_err(|e| if e.exit_code() == crate::error::exit::USAGE { e } else { fail(e) })?
+    };
     let found = src.file_path().and_then(Measurements::beside);
     let mut unread = None;
     let sidecar = match &found {

@@ -77,6 +77,9 @@ impl Source {
             return Ok(Source::file(path));
         }
         let f = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+        if f.is_terminal() {
+            return Err(Error::usage(format!("{} is a terminal: pipe a trace or profile in instead", path.display())));
+        }
         Ok(Source::stream(path.display().to_string(), Box::new(f)))
     }
 
