@@ -36,14 +36,20 @@ impl Alone {
     }
 
     fn run(&self, args: &[&str]) -> (i32, String, String) {
-        let out = self.cmd(None).args(args).output().unwrap();
+        let out = {
+            let _forks = forks();
+            self.cmd(None).args(args).output().unwrap()
+        };
         (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
     }
 }
 
 #[test]
 fn links_no_libtorch_and_no_cuda() {
-    let out = Command::new("ldd").arg(env!("CARGO_BIN_EXE_libreyolo")).output().expect("ldd (Debian's libc-bin) runs");
+    let out = {
+        let _forks = forks();
+        Command::new("ldd").arg(env!("CARGO_BIN_EXE_libreyolo")).output().expect("ldd (Debian's libc-bin) runs")
+    };
     assert!(out.status.success());
     let libs = String::from_utf8_lossy(&out.stdout);
     for bad in ["torch", "c10", "cuda", "cudnn", "nccl"] {
@@ -88,11 +94,21 @@ fn capture_commands_without_the_engine_exit_2_and_say_how_to_install() {
     assert_eq!(code, 2, "{err}");
 }
 
+/// Held while a script is written and while a process is forked: a fork on
+/// another test's thread would inherit the script's open write descriptor
+/// until it execs, and exec'ing the script then fails with ETXTBSY.
+static FORKS: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+fn forks() -> std::sync::MutexGuard<'static, ()> {
+    FORKS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// A stand-in engine that reports what it was given: this tests the hand-over
 /// itself (the real engine's run through `libreyolo` is in
 /// capture/tests/through_main.rs, which needs libtorch).
 fn script(dir: &Path, body: &str) -> PathBuf {
     use std::os::unix::fs::PermissionsExt;
+    let _forks = forks();
     let p = dir.join("engine.sh");
     std::fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
     std::fs::set_permissions(&p, std::fs::Permissions::from_mode(0o755)).unwrap();
@@ -104,14 +120,17 @@ fn the_engine_gets_the_arguments_stdin_and_gives_back_its_exit_code() {
     let alone = Alone::new();
     let dir = tempfile::tempdir().unwrap();
     let engine = script(dir.path(), r#"echo "pid=$$ argv0=$0"; for a in "$@"; do echo "arg=$a"; done; read line; echo "stdin=$line"; echo "to stderr" >&2; exit 7"#);
-    let mut child = alone
-        .cmd(Some(&engine))
-        .args(["profile", "infer", "my images", "--device", "cpu", "--imgsz", "320"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+    let mut child = {
+        let _forks = forks();
+        alone
+            .cmd(Some(&engine))
+            .args(["profile", "infer", "my images", "--device", "cpu", "--imgsz", "320"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    };
     let pid = child.id();
     child.stdin.take().unwrap().write_all(b"hello\n").unwrap();
     let out = child.wait_with_output().unwrap();
@@ -130,10 +149,16 @@ fn a_signal_to_libreyolo_reaches_the_engine() {
     let alone = Alone::new();
     let dir = tempfile::tempdir().unwrap();
     let engine = script(dir.path(), r#"trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"#);
-    let mut child = alone.cmd(Some(&engine)).args(["profile", "infer", "--device", "cpu"]).stdout(Stdio::piped()).spawn().unwrap();
+    let mut child = {
+        let _forks = forks();
+        alone.cmd(Some(&engine)).args(["profile", "infer", "--device", "cpu"]).stdout(Stdio::piped()).spawn().unwrap()
+    };
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");
-    let killed = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap();
+    let killed = {
+        let _forks = forks();
+        Command::new("kill").args(["-TERM", &child.id().to_string()]).status().unwrap()
+    };
     assert!(killed.success());
     assert_eq!(lines.next().unwrap().unwrap(), "got-term");
     assert_eq!(child.wait().unwrap().code(), Some(143));

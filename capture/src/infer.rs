@@ -362,7 +362,10 @@ pub fn infer(args: &InferArgs) -> Result<String> {
             final_files = Some((m, trial.trace));
         }
     }
-    let (m, trace_tmp) = final_files.expect("the last trial ran");
+    let (mut m, trace_tmp) = final_files.expect("the last trial ran");
+    if let Some(tmp) = &trace_tmp {
+        crate::output::link_sidecar(&mut m, tmp);
+    }
     let mut prof = trial_profiles.last().cloned().expect("one profile");
 
     // Everything measured and analysed: put the files in place.

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libreyolo_core::conditions::{self, Conditions};
-use libreyolo_core::profile::Profile;
+use libreyolo_core::profile::{measured, Measurements, Profile};
 use libreyolo_core::{Error, Result};
 
 /// Creates `dir` if needed and proves a file can be written in it.
@@ -29,4 +29,14 @@ pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
         eprintln!("warning: {w}");
     }
     t.aggregate
+}
+
+/// Records in the sidecar which trace it belongs to: the file name the
+/// profiler exported to, which Kineto writes into the trace as `traceName`
+/// (the temporary `.profile_trace.XXXXXX.json` names are unique). Readers
+/// take a sidecar's numbers only for its own trace.
+pub fn link_sidecar(m: &mut Measurements, trace_tmp: &Path) {
+    if let Some(name) = trace_tmp.file_name() {
+        m.meta.insert(measured::TRACE_NAME_KEY.into(), name.to_string_lossy().into());
+    }
 }

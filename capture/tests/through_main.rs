@@ -144,3 +144,35 @@ fn sigint_while_the_trace_is_written_leaves_no_temporary_file() {
     let left: Vec<_> = walk(dir.path()).into_iter().filter(|p| p.is_file()).collect();
     assert!(left.is_empty(), "an interrupted capture leaves nothing: {left:?}");
 }
+
+#[test]
+fn a_trace_takes_its_own_sidecar_and_not_another_captures() {
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |name: &str| {
+        let project = dir.path().join(name);
+        let out = libreyolo()
+            .args(["profile", "infer", "--device", "cpu", "--imgsz", "160", "--warmup", "1", "--runs", "4", "--project"])
+            .arg(&project)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        project.join("infer")
+    };
+    let (a, b) = (capture("a"), capture("b"));
+    let summary = |trace: &std::path::Path| {
+        let out = libreyolo().args(["profile", "summary", "--json"]).arg(trace).output().unwrap();
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        (v, String::from_utf8_lossy(&out.stderr).into_owned())
+    };
+    let profile_a: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(a.join("profile.json")).unwrap()).unwrap();
+    let (own, err) = summary(&a.join("profile_trace.json"));
+    assert_eq!(own["img_per_s"], profile_a["img_per_s"], "the trace read with its own measured numbers: {err}");
+    assert!(!err.contains("warning"), "{err}");
+
+    // b's sidecar beside a's trace: another capture's numbers, refused.
+    std::fs::copy(b.join("profile_summary.json"), a.join("profile_summary.json")).unwrap();
+    let (mixed, err) = summary(&a.join("profile_trace.json"));
+    assert!(err.contains("warning:") && err.contains("profile_summary.json"), "{err}");
+    assert!(mixed["img_per_s"].is_null(), "no img/s taken from another capture: {}", mixed["img_per_s"]);
+}

@@ -564,7 +564,8 @@ pub fn run(args: &RunArgs) -> Result<String> {
             last = Some((meas, trace_tmp, prof));
         }
     }
-    let (meas, trace_tmp, mut prof) = last.expect("at least one trial");
+    let (mut meas, trace_tmp, mut prof) = last.expect("at least one trial");
+    crate::output::link_sidecar(&mut meas, &trace_tmp);
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
     profile::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
