@@ -382,10 +382,14 @@ impl RepNCSPElan {
     }
 }
 
+/// Boxed: one model holds one of them, and RepNCSPElan is 2.6× Elan's size.
 enum First {
-    Elan(Elan),
-    RepNCSPElan(RepNCSPElan),
+    Elan(Box<Elan>),
+    RepNCSPElan(Box<RepNCSPElan>),
 }
+
+/// The anchor grid of the last input size: (height, width), anchors, strides.
+type Grid = ((i64, i64), Tensor, Tensor);
 
 /// AConv (avg-pool 2/1, 3×3 stride-2 conv) or ADown (two-path).
 enum Down {
@@ -615,7 +619,7 @@ pub struct Yolo9 {
     aux: Option<Aux>,
     project: Tensor,
     /// Anchor grid cache keyed by the input's spatial size.
-    grid: std::cell::RefCell<Option<((i64, i64), Tensor, Tensor)>>,
+    grid: std::cell::RefCell<Option<Grid>>,
 }
 
 /// The raw head outputs (one `(B, 4·reg_max + nc, H, W)` map per stride) and
@@ -668,9 +672,9 @@ impl Yolo9 {
         let conv0 = Conv::new(&(&b / "conv0"), 3, cfg.conv0, 3, 2, None, 1, true);
         let conv1 = Conv::new(&(&b / "conv1"), cfg.conv0, cfg.conv1, 3, 2, None, 1, true);
         let elan1 = if cfg.first_elan {
-            First::Elan(Elan::new(&(&b / "elan1"), cfg.conv1, cfg.first_out, cfg.first_out / 2, cfg.first_out))
+            First::Elan(Box::new(Elan::new(&(&b / "elan1"), cfg.conv1, cfg.first_out, cfg.first_out / 2, cfg.first_out)))
         } else {
-            First::RepNCSPElan(RepNCSPElan::new(&(&b / "elan1"), cfg.conv1, cfg.first_part, cfg.first_part / 2, cfg.first_out, n))
+            First::RepNCSPElan(Box::new(RepNCSPElan::new(&(&b / "elan1"), cfg.conv1, cfg.first_part, cfg.first_part / 2, cfg.first_out, n)))
         };
         let [s2, s3, s4] = cfg.stages;
         let stage = |name_d: &str, name_e: &str, prev: i64, s: (i64, i64, i64)| {

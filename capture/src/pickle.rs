@@ -351,10 +351,9 @@ impl Machine<'_> {
             }
             b'b' => {
                 let state = self.pop()?;
-                match self.top()? {
-                    Value::Call { state: s, .. } => *s = Some(Box::new(state)),
-                    // BUILD on a plain dict (OrderedDict's `_metadata`): ignored.
-                    _ => {}
+                // BUILD on a plain dict (OrderedDict's `_metadata`): ignored.
+                if let Value::Call { state: s, .. } = self.top()? {
+                    *s = Some(Box::new(state));
                 }
             }
             b'Q' => {
