@@ -320,9 +320,12 @@ fn a_directory_with_one_trace_under_another_name_is_read() {
     let s = json_of(&reader(&["summary", path(dir.path()), "--json"]));
     assert_eq!(s["kernels_per_step"], 1.0);
     write(dir.path(), "worker1.pt.trace.json", trace());
-    let r = reader(&["summary", path(dir.path())]);
+    let r = reader(&["phases", path(dir.path())]);
     refused(&r, 2, "name one");
     assert!(r.stderr.contains("worker0.1623143089861.pt.trace.json.gz") && r.stderr.contains("worker1.pt.trace.json"), "{}", r.stderr);
+    // `summary` reads several traces as the ranks of one job (by name here).
+    let job = json_of(&reader(&["summary", path(dir.path()), "--json"]));
+    assert_eq!(job["ranks"].as_array().map(Vec::len), Some(2), "{job}");
 }
 
 #[test]

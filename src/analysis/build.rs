@@ -382,6 +382,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         comm_overlap_pct: (comm_total.0 > 0).then(|| round(pct(comm_total.1, comm_total.0), 1)),
         graph_launches_per_step,
         phases_inferred: a.phases_inferred.clone(),
+        distributed: info.distributed.clone(),
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),

@@ -32,8 +32,10 @@ pub enum ProfileCommand {
     Run(RunArgs),
     /// Profile the inference path (writes <project>/infer/profile.json).
     Infer(InferArgs),
-    /// Headline figures, the bottleneck verdict and the kernel mix.
-    Summary(TraceArgs),
+    /// Headline figures, the bottleneck verdict and the kernel mix; of a
+    /// distributed job (several rank traces, or a folder of them): the job,
+    /// each rank, and the stragglers with why.
+    Summary(SummaryArgs),
     /// One metric and nothing else; without a field, the metric names.
     Get(GetArgs),
     /// Per phase: GPU ms, wall ms, kernels and ops per step.
@@ -53,7 +55,7 @@ pub enum ProfileCommand {
 /// The commands that only read a profile; they run in the core.
 #[derive(Debug)]
 pub enum ReaderCommand {
-    Summary(TraceArgs),
+    Summary(SummaryArgs),
     Get(GetArgs),
     Phases(TraceArgs),
     Kernels(KernelsArgs),
@@ -66,6 +68,16 @@ pub enum ReaderCommand {
 pub struct TraceArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: String,
+    /// JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SummaryArgs {
+    /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it. Several traces, or a folder of them, are the ranks of one distributed job
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<String>,
     /// JSON on stdout
     #[arg(long)]
     pub json: bool,

@@ -77,8 +77,17 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     let load = |path: &str| load_noting(path).map(|(input, _)| input);
     let out = match cmd {
+        ReaderCommand::Summary(a) if profile::ranks::rank_files(&a.traces)?.is_some() => {
+            let files = profile::ranks::rank_files(&a.traces)?.unwrap_or_default();
+            let set = profile::ranks::load(&files)?;
+            for n in &set.notes {
+                say(&format!("note: {n}"));
+            }
+            let j = lens::job::job(&set);
+            if a.json { render::json(&j)? } else { text::job(&j) }
+        }
         ReaderCommand::Summary(a) => {
-            let (input, notices) = load_noting(&a.trace)?;
+            let (input, notices) = load_noting(&a.traces[0])?;
             let s = lens::summary::summary(&input.profile);
             if a.json {
                 render::json(&s)?

@@ -4,6 +4,7 @@
 
 pub mod compare;
 pub mod get;
+pub mod job;
 pub mod kernels;
 pub mod ops;
 pub mod phases;

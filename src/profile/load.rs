@@ -50,16 +50,7 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     if let Some(p) = DIR_CANDIDATES.iter().map(|name| path.join(name)).find(|p| p.is_file()) {
         return Ok(p);
     }
-    let entries = std::fs::read_dir(&path).map_err(|e| Error::failed(format!("cannot list {arg}: {e}")))?;
-    let mut json: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (name.ends_with(".json") || name.ends_with(".json.gz")) && name != SIDECAR && !name.starts_with('.') && p.is_file()
-        })
-        .collect();
-    json.sort();
+    let mut json = json_files_in(&path)?;
     match json.len() {
         1 => Ok(json.remove(0)),
         0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
@@ -72,6 +63,22 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
             )))
         }
     }
+}
+
+/// The JSON files of a folder that can be traces or profiles (not a
+/// sidecar, not hidden), sorted by name.
+pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())))?;
+    let mut json: Vec<PathBuf> = entries
+        .filter_map(|e| e.ok())
+        .map(|e| e.path())
+        .filter(|p| {
+            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+            (name.ends_with(".json") || name.ends_with(".json.gz")) && name != SIDECAR && !name.starts_with('.') && p.is_file()
+        })
+        .collect();
+    json.sort();
+    Ok(json)
 }
 
 /// Loads `arg` as a profile, analysing it first when it is a trace.

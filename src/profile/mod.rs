@@ -4,9 +4,10 @@
 mod load;
 pub mod measured;
 pub mod metrics;
+pub mod ranks;
 pub mod repeat;
 pub mod schema;
 
-pub use load::{load, load_with_notices, resolve_input, write_atomic, write_json, Input};
+pub use load::{json_files_in, load, load_with_notices, resolve_input, write_atomic, write_json, Input};
 pub use measured::Measurements;
 pub use schema::*;

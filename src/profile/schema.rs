@@ -98,6 +98,9 @@ pub struct Profile {
     /// ranges of its own (inferred from PyTorch's own annotations).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases_inferred: Option<String>,
+    /// The rank of a distributed job this trace is (`distributedInfo`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub distributed: Option<Distributed>,
     /// Things the analysis had to skip or approximate, for people to read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -312,4 +315,14 @@ impl Profile {
     pub fn img_per_s_n(&self) -> u32 {
         self.img_per_s_n.unwrap_or(1).max(1)
     }
+}
+
+/// A trace's `distributedInfo`: which rank of which job wrote it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Distributed {
+    pub rank: Option<u32>,
+    pub world_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::lens::compare::{Comparison, RowDelta, RowStatus};
 use crate::lens::get::Got;
+use crate::lens::job::Job;
 use crate::lens::kernels::Kernels;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
@@ -305,6 +306,51 @@ pub fn what_if(w: &WhatIf) -> String {
     }
     if w.model != Model::NoGpu {
         let _ = writeln!(o, "  ({})", w.caveat);
+    }
+    o
+}
+
+/// A distributed job: the job, one row per rank, the stragglers and why.
+pub fn job(j: &Job) -> String {
+    let mut o = String::new();
+    let world = j.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
+    let _ = writeln!(
+        o,
+        "job      {} ranks{world}  |  step {} ms (rank {}, the slowest)  |  GPU util {} over all ranks",
+        j.ranks.len(),
+        num(j.step_ms, 2),
+        j.critical_rank,
+        pct(j.gpu_util)
+    );
+    let _ = writeln!(o, "per step, ms:");
+    let _ = writeln!(o, "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  verdict", "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels");
+    for r in &j.ranks {
+        let _ = writeln!(
+            o,
+            "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  {}",
+            r.rank,
+            num(r.step_ms, 2),
+            pct(r.gpu_util),
+            num(r.compute_ms, 2),
+            num(r.comm_ms, 2),
+            num(r.exposed_comm_ms, 2),
+            num(r.idle_ms, 2),
+            opt(r.dataload_ms, 2),
+            num(r.kernels_per_step, 0),
+            r.bound
+        );
+    }
+    if j.stragglers.is_empty() {
+        let _ = writeln!(o, "stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2));
+    } else {
+        let _ = writeln!(o, "stragglers (compute more than {} ms above the median rank's; the others wait for them):", num(j.straggler_threshold_ms, 2));
+        for s in &j.stragglers {
+            let phase = s.phase.as_ref().map_or(String::new(), |p| format!("; {} +{} ms", p.name, num(p.extra_ms, 2)));
+            let _ = writeln!(o, "  rank {}: +{} ms of compute per step{phase}", s.rank, num(s.late_ms, 2));
+            for k in &s.kernels {
+                let _ = writeln!(o, "      +{:>8} ms  {}", num(k.extra_ms, 3), k.name);
+            }
+        }
     }
     o
 }

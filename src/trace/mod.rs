@@ -46,6 +46,8 @@ pub struct TraceInfo {
     pub trace_id: Option<String>,
     /// Kineto's `traceName`: the path the profiler exported to.
     pub trace_name: Option<String>,
+    /// `distributedInfo`: the rank of a distributed job that wrote it.
+    pub distributed: Option<crate::profile::Distributed>,
 }
 
 /// One entry of the trace's `deviceProperties`.
@@ -110,6 +112,11 @@ pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Re
                         } else {
                             info.trace_name = v;
                         }
+                    }
+                    "distributedInfo" => {
+                        let raw = s.value(&mut scratch)?;
+                        // Optional metadata: a malformed record is ignored.
+                        info.distributed = serde_json::from_slice(raw).ok();
                     }
                     "deviceProperties" => {
                         let raw = s.value(&mut scratch)?;

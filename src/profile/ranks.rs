@@ -1,0 +1,113 @@
+//! A distributed job's traces, one per rank: several files on the command
+//! line, or a folder holding several traces. Each rank is read on its own
+//! thread (as many as CPUs), in the bounded memory of a single trace; the
+//! job view is a reduce over the per-rank profiles (`lens::job`).
+
+use std::path::{Path, PathBuf};
+
+use super::load::{json_files_in, load_with_notices, Input};
+use crate::error::{Error, Result};
+
+/// One rank's profile.
+pub struct Rank {
+    pub rank: u32,
+    pub input: Input,
+}
+
+/// The ranks of one job, in rank order.
+pub struct RankSet {
+    pub ranks: Vec<Rank>,
+    /// `distributedInfo.world_size` where the traces record it.
+    pub world_size: Option<u32>,
+    /// Gaps in the rank set and other things to say on stderr.
+    pub notes: Vec<String>,
+}
+
+/// The files of a rank set, when the arguments name one: two or more
+/// paths, or one folder holding two or more traces and no profile of ours.
+pub fn rank_files(args: &[String]) -> Result<Option<Vec<PathBuf>>> {
+    if args.len() >= 2 {
+        return args.iter().map(|a| super::resolve_input(a)).collect::<Result<Vec<_>>>().map(Some);
+    }
+    let Some(arg) = args.first() else { return Ok(None) };
+    let dir = Path::new(arg);
+    if !dir.is_dir() || ["profile.json", "profile_trace.json", "profile_trace.json.gz"].iter().any(|f| dir.join(f).is_file()) {
+        return Ok(None);
+    }
+    let files = json_files_in(dir)?;
+    Ok((files.len() >= 2).then_some(files))
+}
+
+/// The rank number in a file name: `rank3`, `rank_3`, `worker3`, `worker-3`.
+pub fn rank_from_name(path: &Path) -> Option<u32> {
+    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
+    ["rank", "worker"].iter().find_map(|key| {
+        let rest = &name[name.find(key)? + key.len()..];
+        let digits: String = rest.trim_start_matches(['_', '-']).chars().take_while(char::is_ascii_digit).collect();
+        digits.parse().ok()
+    })
+}
+
+/// Reads every rank, in parallel. The rank comes from `distributedInfo`,
+/// else from the file name; a rank seen twice is refused (which file is the
+/// real one cannot be guessed), missing ranks are noted.
+pub fn load(files: &[PathBuf]) -> Result<RankSet> {
+    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len()).max(1);
+    let next = std::sync::atomic::AtomicUsize::new(0);
+    let mut loaded: Vec<Option<Result<(Input, Vec<String>)>>> = (0..files.len()).map(|_| None).collect();
+    let slots = std::sync::Mutex::new(&mut loaded);
+    std::thread::scope(|s| {
+        for _ in 0..threads {
+            s.spawn(|| {
+                loop {
+                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let Some(path) = files.get(i) else { break };
+                    let r = load_with_notices(&path.to_string_lossy(), false);
+                    if let Ok(mut slots) = slots.lock() {
+                        slots[i] = Some(r);
+                    }
+                }
+            });
+        }
+    });
+    let mut ranks = Vec::new();
+    let mut notes = Vec::new();
+    let mut world_size = None;
+    for (path, r) in files.iter().zip(loaded) {
+        let (input, _) = r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display()))))?;
+        let dist = input.profile.distributed.clone().unwrap_or_default();
+        world_size = world_size.or(dist.world_size);
+        let rank = dist.rank.or_else(|| rank_from_name(path)).ok_or_else(|| {
+            Error::failed(format!("{}: no rank (no distributedInfo.rank and no rank/worker number in the name)", path.display()))
+        })?;
+        if let Some(other) = ranks.iter().find(|r: &&Rank| r.rank == rank) {
+            return Err(Error::failed(format!(
+                "rank {rank} twice: {} and {}; give one trace per rank",
+                other.input.path.display(),
+                path.display()
+            )));
+        }
+        ranks.push(Rank { rank, input });
+    }
+    ranks.sort_by_key(|r| r.rank);
+    let expected = world_size.unwrap_or_else(|| ranks.last().map_or(0, |r| r.rank + 1));
+    let missing: Vec<String> = (0..expected).filter(|k| !ranks.iter().any(|r| r.rank == *k)).map(|k| k.to_string()).collect();
+    if !missing.is_empty() {
+        notes.push(format!("ranks {} of {expected} are missing: the job view covers the {} given", missing.join(", "), ranks.len()));
+    }
+    Ok(RankSet { ranks, world_size, notes })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ranks_from_file_names() {
+        let r = |n: &str| rank_from_name(Path::new(n));
+        assert_eq!(r("worker3_step_12.1694128201557.pt.trace.json.gz"), Some(3));
+        assert_eq!(r("trace_rank_12.json"), Some(12));
+        assert_eq!(r("run-Rank-0.json"), Some(0));
+        assert_eq!(r("trace.json"), None);
+    }
+}
