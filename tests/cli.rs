@@ -602,3 +602,31 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
     let infer = shared().join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
     assert!(json(&["phases", infer.to_str().unwrap()]).get("inferred").is_none());
 }
+
+#[test]
+fn summary_shows_every_step_time_and_the_outliers() {
+    let trace = shared().join("reference/train_b4/profile_trace.json.gz");
+    // Independently: each ProfilerStep#N range's duration, in time order.
+    let doc = common::read_json(&trace);
+    let events = doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
+    let mut steps: Vec<(f64, u64, f64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .map(|e| {
+            let n = e["name"].as_str().unwrap().trim_start_matches("ProfilerStep#").parse().unwrap();
+            (e["ts"].as_f64().unwrap(), n, e["dur"].as_f64().unwrap() / 1000.0)
+        })
+        .collect();
+    steps.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let s = json(&["summary", trace.to_str().unwrap()]);
+    let each: Vec<f64> = s["steps"]["each_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(each.len(), steps.len());
+    for (got, (_, n, want)) in each.iter().zip(&steps) {
+        assert!((got - want).abs() < 1e-3, "step {n}: {got} vs {want}");
+    }
+    let max = steps.iter().map(|s| s.2).fold(0.0, f64::max);
+    assert!((s["steps"]["max_ms"].as_f64().unwrap() - max).abs() < 1e-3);
+    let r = run(&["profile", "summary", trace.to_str().unwrap()]);
+    let line = r.stdout.lines().find(|l| l.starts_with("steps    ")).expect("a steps line");
+    assert!(line.starts_with(&format!("steps    {} | min", steps.len())) && line.contains('█'), "{line}");
+}

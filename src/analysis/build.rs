@@ -14,7 +14,7 @@ use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
     metrics, Attribution, CategoryRow, DeviceRow, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow,
-    Profile, StreamRow, Window, SCHEMA_ID,
+    Profile, StepTime, StreamRow, Window, SCHEMA_ID,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -383,6 +383,11 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         graph_launches_per_step,
         phases_inferred: a.phases_inferred.clone(),
         distributed: info.distributed.clone(),
+        step_times: {
+            let steps = a.ranges.numbered_steps();
+            let times = steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
+            if steps.len() >= 2 { times.collect() } else { Vec::new() }
+        },
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),

@@ -162,6 +162,13 @@ impl Ranges {
         (self.steps.len() as u64).max(1)
     }
 
+    /// Each recorded step, `ProfilerStep#N` → (N, start, end), in time order.
+    pub fn numbered_steps(&self) -> Vec<(u64, i64, i64)> {
+        let mut v: Vec<(u64, i64, i64)> = self.steps.iter().map(|(&n, &(s, e))| (n, s, e)).collect();
+        v.sort_by_key(|&(n, s, _)| (s, n));
+        v
+    }
+
     /// Merged step intervals, in time order.
     pub fn step_intervals(&self) -> Vec<(i64, i64)> {
         self.step_index.iter().map(|(&s, &e)| (s, e)).collect()

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::profile::{Attribution, CategoryRow, DeviceRow, KernelRow, Latency, PhaseGpuRow, Profile, Stages, StreamRow, Window};
+use crate::profile::{Attribution, CategoryRow, DeviceRow, KernelRow, Latency, PhaseGpuRow, Profile, Stages, StepTime, StreamRow, Window};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
@@ -15,6 +15,9 @@ pub struct Summary {
     pub bound_why: String,
     /// False when the profile was taken under VRAM thrash.
     pub trustworthy: bool,
+    /// How the window's step times spread (two or more steps).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub steps: Option<StepSpread>,
     /// The warning shown above the verdict when the capture ran on a busy
     /// machine (`host.conditions.contended`).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -66,6 +69,35 @@ pub struct Summary {
     pub warnings: Vec<String>,
 }
 
+/// A step this far from the median (as a ratio, either way) is an outlier.
+pub const OUTLIER_RATIO: f64 = 1.5;
+
+/// The window's step times: every step in time order, their spread, and
+/// the outliers (a step [`OUTLIER_RATIO`]× slower or faster than the median:
+/// a GC pause, a checkpoint, a recompile, a busy machine).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct StepSpread {
+    pub min_ms: f64,
+    pub median_ms: f64,
+    pub max_ms: f64,
+    pub each_ms: Vec<f64>,
+    /// `ProfilerStep#N` numbers of the outliers.
+    pub outliers: Vec<u64>,
+}
+
+pub fn step_spread(steps: &[StepTime]) -> Option<StepSpread> {
+    if steps.len() < 2 {
+        return None;
+    }
+    let each: Vec<f64> = steps.iter().map(|s| s.ms).collect();
+    let mut sorted = each.clone();
+    sorted.sort_by(f64::total_cmp);
+    let n = sorted.len();
+    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+    let outliers = steps.iter().filter(|s| median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)).map(|s| s.step).collect();
+    Some(StepSpread { min_ms: sorted[0], median_ms: crate::util::round(median, 3), max_ms: sorted[n - 1], each_ms: each, outliers })
+}
+
 /// One line saying the machine distorted the capture, if it did.
 pub fn contended_warning(p: &Profile) -> Option<String> {
     let c = crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended)?;
@@ -85,6 +117,7 @@ pub fn summary(p: &Profile) -> Summary {
         bound_why: p.bound_why.clone(),
         trustworthy: !p.untrustworthy(),
         contended: contended_warning(p),
+        steps: step_spread(&p.step_times),
         step_ms: p.step_ms,
         img_per_s: p.img_per_s,
         img_per_s_std: p.img_per_s_std,
@@ -125,6 +158,16 @@ pub fn summary(p: &Profile) -> Summary {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn step_times_spread_and_outliers() {
+        let t = |step, ms| StepTime { step, ms };
+        assert_eq!(step_spread(&[t(1, 10.0)]), None, "one step has no spread");
+        let s = step_spread(&[t(1, 10.0), t(2, 11.0), t(3, 30.0), t(4, 10.5), t(5, 4.0)]).unwrap();
+        assert_eq!((s.min_ms, s.median_ms, s.max_ms), (4.0, 10.5, 30.0));
+        assert_eq!(s.outliers, vec![3, 5], "3x slower and 2.6x faster than the median");
+        assert_eq!(s.each_ms, vec![10.0, 11.0, 30.0, 10.5, 4.0], "time order kept");
+    }
 
     #[test]
     fn a_contended_capture_is_said_above_the_verdict() {

@@ -98,6 +98,9 @@ pub struct Profile {
     /// ranges of its own (inferred from PyTorch's own annotations).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases_inferred: Option<String>,
+    /// Each step's wall time in the trace, in time order (two or more steps).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub step_times: Vec<StepTime>,
     /// The rank of a distributed job this trace is (`distributedInfo`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Distributed>,
@@ -325,4 +328,12 @@ pub struct Distributed {
     pub world_size: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+}
+
+/// One `ProfilerStep#N` of the window and its wall time in the trace.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StepTime {
+    pub step: u64,
+    pub ms: f64,
 }

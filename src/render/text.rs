@@ -101,6 +101,9 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     let _ = writeln!(o, "window   {} steps, {} ms  |  {}", s.window.real_steps, num(s.window.wall_ms, 1), s.mode);
+    if let Some(steps) = &s.steps {
+        let _ = writeln!(o, "{}", step_line(steps, 40));
+    }
     let named: Vec<String> = s
         .devices
         .iter()
@@ -353,4 +356,58 @@ pub fn job(j: &Job) -> String {
         }
     }
     o
+}
+
+/// Eight-level block sparkline of `values`, at most `width` cells (a wider
+/// series is bucketed, each cell its bucket's maximum, so a slow step
+/// always shows). Scaled from 0 so equal steps draw as equal bars.
+pub fn sparkline(values: &[f64], width: usize) -> String {
+    const BARS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+    let width = width.max(1);
+    let cells: Vec<f64> = if values.len() <= width {
+        values.to_vec()
+    } else {
+        (0..width).map(|c| values[c * values.len() / width..((c + 1) * values.len() / width).max(c * values.len() / width + 1)].iter().copied().fold(0.0, f64::max)).collect()
+    };
+    let max = cells.iter().copied().fold(0.0, f64::max);
+    cells
+        .iter()
+        .map(|v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] })
+        .collect()
+}
+
+/// The summary's step line: spread, sparkline and outliers.
+pub fn step_line(s: &crate::lens::summary::StepSpread, width: usize) -> String {
+    let outliers = match s.outliers.len() {
+        0 => String::new(),
+        n => format!(
+            "  |  {n} outlier{}: {}",
+            if n == 1 { "" } else { "s" },
+            s.outliers.iter().take(6).map(|k| format!("#{k}")).collect::<Vec<_>>().join(" ")
+        ),
+    };
+    format!(
+        "steps    {} | min {} median {} max {} ms  {}{outliers}",
+        s.each_ms.len(),
+        num(s.min_ms, 2),
+        num(s.median_ms, 2),
+        num(s.max_ms, 2),
+        sparkline(&s.each_ms, width)
+    )
+}
+
+#[cfg(test)]
+mod sparkline_tests {
+    use super::*;
+
+    #[test]
+    fn sparklines_scale_from_zero_and_keep_slow_steps_when_bucketed() {
+        assert_eq!(sparkline(&[1.0, 2.0, 4.0, 8.0], 10), "▂▃▅█");
+        assert_eq!(sparkline(&[5.0, 5.0], 10), "██");
+        let mut many = vec![1.0; 100];
+        many[57] = 10.0;
+        let s = sparkline(&many, 10);
+        assert_eq!(s.chars().count(), 10);
+        assert_eq!(s.chars().filter(|c| *c == '█').count(), 1, "{s}");
+    }
 }

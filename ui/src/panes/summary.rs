@@ -47,6 +47,12 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
             t.muted(),
         ),
     ]));
+    if let Some(steps) = &s.steps {
+        // The same line `profile summary` prints, its sparkline fitted to the pane.
+        let spark = width.saturating_sub(60).clamp(8, 60);
+        let style = if steps.outliers.is_empty() { t.muted() } else { t.warn() };
+        out.push(Line::styled(libreyolo_core::render::text::step_line(steps, spark), style));
+    }
     out.push(Line::raw(""));
 
     let dataload = match (s.dataload_ms, s.dataload_frac) {
