@@ -18,6 +18,16 @@ pub fn phases(p: &Profile) -> Phases {
     Phases { trace: p.trace.clone(), phases: p.phases.clone(), inferred: p.phases_inferred.clone() }
 }
 
+impl Phases {
+    /// Each phase's time (wall where measured, else GPU) over the longest
+    /// phase's: the length of its bar.
+    pub fn bars(&self) -> Vec<f64> {
+        let time = |r: &PhaseRow| r.wall_ms_per_step.unwrap_or(r.gpu_ms_per_step);
+        let max = self.phases.iter().map(time).fold(0.0, f64::max);
+        self.phases.iter().map(|r| if max > 0.0 { time(r) / max } else { 0.0 }).collect()
+    }
+}
+
 /// Checks a `--phase` argument against the profile's phases (exit 2 with
 /// the list when it does not resolve).
 pub fn check_phase(p: &Profile, phase: &str) -> Result<()> {

@@ -190,16 +190,17 @@ pub fn scalar(v: &Value) -> String {
 
 pub fn phases(p: &Phases) -> String {
     let mut o = format!("{:<12} {:>9} {:>9} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
-    for r in &p.phases {
-        let _ = writeln!(
-            o,
-            "{:<12} {:>9} {:>9} {:>9} {:>9}",
+    for (r, b) in p.phases.iter().zip(p.bars()) {
+        let line = format!(
+            "{:<12} {:>9} {:>9} {:>9} {:>9}  {}",
             r.phase,
             format!("{:.2}", r.gpu_ms_per_step),
             r.wall_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}")),
             num(r.kernels_per_step, 1),
-            num(r.ops_per_step, 1)
+            num(r.ops_per_step, 1),
+            bar(b, 20)
         );
+        let _ = writeln!(o, "{}", line.trim_end());
     }
     if p.phases.is_empty() {
         o.push_str("(no phases: the trace has no step/<phase> ranges and no GPU work)\n");
@@ -376,6 +377,17 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
         .collect()
 }
 
+/// A horizontal bar of `frac` (0..=1) of `width` cells, in eighths.
+pub fn bar(frac: f64, width: usize) -> String {
+    const EIGHTHS: [char; 8] = ['▏', '▎', '▍', '▌', '▋', '▊', '▉', '█'];
+    let eighths = (frac.clamp(0.0, 1.0) * width as f64 * 8.0).round() as usize;
+    let mut s = "█".repeat(eighths / 8);
+    if eighths % 8 > 0 {
+        s.push(EIGHTHS[eighths % 8 - 1]);
+    }
+    s
+}
+
 /// The summary's step line: spread, sparkline and outliers.
 pub fn step_line(s: &crate::lens::summary::StepSpread, width: usize) -> String {
     let outliers = match s.outliers.len() {
@@ -409,5 +421,13 @@ mod sparkline_tests {
         let s = sparkline(&many, 10);
         assert_eq!(s.chars().count(), 10);
         assert_eq!(s.chars().filter(|c| *c == '█').count(), 1, "{s}");
+    }
+
+    #[test]
+    fn bars_count_eighths() {
+        assert_eq!(bar(1.0, 4), "████");
+        assert_eq!(bar(0.5, 4), "██");
+        assert_eq!(bar(0.53, 4), "██▏", "17 eighths of 32");
+        assert_eq!(bar(0.0, 4), "");
     }
 }

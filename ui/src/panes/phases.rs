@@ -21,6 +21,10 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let (first, last) = window(app.phase_selected, ph.len(), rows_h);
+    let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
+    // The bar fills what the figures leave (7 columns and their spacing).
+    let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7) as usize;
+    let bars = d.phases.bars();
     let rows = ph[first..last].iter().enumerate().map(|(i, r)| {
         let row = Row::new(vec![
             Cell::from(r.phase.clone()),
@@ -30,6 +34,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
             right(num(r.ops_per_step, 1)),
             right(r.unique_kernels.to_string()),
             right(r.memcpy_ms_per_step.map_or("-".to_string(), |m| fixed(m, 3))),
+            Cell::from(Span::styled(libreyolo_core::render::text::bar(bars[first + i], bar_w.min(40)), t.accent())),
         ]);
         if first + i == app.phase_selected { row.style(t.selected()) } else { row }
     });
@@ -37,7 +42,6 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         &[("phase", false), ("GPU ms", true), ("wall ms", true), ("kernels", true), ("ops", true), ("unique", true), ("memcpy ms", true)],
         t.header(),
     );
-    let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
     let widths = [
         Constraint::Length(name_w),
         Constraint::Length(9),
