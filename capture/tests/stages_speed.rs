@@ -6,7 +6,7 @@ use std::time::Instant;
 use libreyolo_capture::{model::Yolo9, postprocess, preprocess, source};
 
 #[test]
-#[ignore]
+#[ignore = "not a test: prints what each stage costs; run it with --ignored --nocapture"]
 fn stage_costs() {
     let img = &source::load(&[]).unwrap()[0];
     let mut m = Yolo9::new("t", 80, tch::Device::Cpu).unwrap();
