@@ -87,9 +87,16 @@ fn read_gz(path: &Path) -> Value {
 fn a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
     // Three ranks of the same real trace; rank 2's GEMMs each take 1 ms more.
     let dir = tempfile::tempdir().unwrap();
+    let before = tempfile::tempdir().unwrap();
     let base = read_gz(&rank_files()[0]);
     const SLOW: &str = "volta_sgemm_128x32_nt";
     let mut slowed = 0;
+    for rank in 0..3u32 {
+        let mut t = base.clone();
+        t["distributedInfo"]["rank"] = rank.into();
+        t["distributedInfo"]["world_size"] = 3.into();
+        std::fs::write(before.path().join(format!("trace_rank{rank}.json")), t.to_string()).unwrap();
+    }
     for rank in 0..3u32 {
         let mut t = base.clone();
         t["distributedInfo"]["rank"] = rank.into();
@@ -117,4 +124,31 @@ fn a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
     assert_eq!(s[0]["kernels"][0]["name"], SLOW);
     assert!((s[0]["kernels"][0]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3);
     assert!((s[0]["phase"]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3, "the phase's kernel time: {}", s[0]["phase"]);
+
+    // Before → after: rank 2 is now the straggler and the GPUs are busier
+    // (the CPU-side step ranges of the edited trace did not move).
+    let c = json(&["compare", before.path().to_str().unwrap(), dir.path().to_str().unwrap()]);
+    assert_eq!(c["stragglers"], serde_json::json!([[], [2]]));
+    assert!(c["gpu_util"][1].as_f64().unwrap() > c["gpu_util"][0].as_f64().unwrap(), "{c:#}");
+    assert_eq!(c["ranks"][0]["change_pct"], 0.0);
+}
+
+#[test]
+fn compare_of_two_rank_sets_is_per_job_and_per_rank() {
+    let a = dlrm();
+    let dir = tempfile::tempdir().unwrap();
+    // After: the same job with rank 5 missing.
+    for f in rank_files().iter().filter(|f| !f.file_name().unwrap().to_string_lossy().starts_with("worker5_")) {
+        std::fs::copy(f, dir.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let c = json(&["compare", a.to_str().unwrap(), dir.path().to_str().unwrap()]);
+    assert_eq!(c["step_ms"][0], c["step_ms"][1], "the slowest rank is still there");
+    let ranks = c["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    assert_eq!(ranks[5]["after_ms"], Value::Null);
+    assert_eq!(ranks[0]["change_pct"], 0.0);
+    let r = run(&["profile", "compare", a.to_str().unwrap(), dir.path().to_str().unwrap()]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("8 ranks before, 7 after"), "{}", r.stderr);
+    assert!(r.stdout.starts_with("job step "), "{}", r.stdout);
 }

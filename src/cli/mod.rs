@@ -140,6 +140,18 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.before == "-" && a.after == "-" {
                 return Err(Error::usage("standard input can be read once: give `-` for one side at most"));
             }
+            let sets = (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
+            if let (Some(x), Some(y)) = sets {
+                let (x, y) = (profile::ranks::load(&x)?, profile::ranks::load(&y)?);
+                for n in x.notes.iter().chain(&y.notes) {
+                    say(&format!("note: {n}"));
+                }
+                let c = lens::job::compare_jobs(&lens::job::job(&x), &lens::job::job(&y), &a.before, &a.after);
+                if let Some(w) = &c.warning {
+                    say(&format!("warning: {w}"));
+                }
+                return Ok(render::printable(&if a.json { render::json(&c)? } else { text::compare_jobs(&c) }).into_owned());
+            }
             let before = load(&a.before)?;
             let after = load(&a.after)?;
             let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);

@@ -153,6 +153,60 @@ pub fn job(set: &RankSet) -> Job {
     }
 }
 
+/// Two runs of a distributed job, before → after: the job's figures and
+/// each rank's step.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobComparison {
+    pub before: String,
+    pub after: String,
+    pub step_ms: [f64; 2],
+    pub step_change_pct: Option<f64>,
+    pub critical_rank: [u32; 2],
+    pub gpu_util: [f64; 2],
+    pub stragglers: [Vec<u32>; 2],
+    pub ranks: Vec<RankDelta>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// One rank's step before and after (None: the rank is on one side only).
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankDelta {
+    pub rank: u32,
+    pub before_ms: Option<f64>,
+    pub after_ms: Option<f64>,
+    pub change_pct: Option<f64>,
+}
+
+fn change(a: f64, b: f64) -> Option<f64> {
+    (a != 0.0).then(|| round((b - a) / a * 100.0, 1))
+}
+
+pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobComparison {
+    let mut ranks: Vec<u32> = a.ranks.iter().chain(&b.ranks).map(|r| r.rank).collect();
+    ranks.sort_unstable();
+    ranks.dedup();
+    let step = |j: &Job, k: u32| j.ranks.iter().find(|r| r.rank == k).map(|r| r.step_ms);
+    let warning = (a.ranks.len() != b.ranks.len()).then(|| format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len()));
+    JobComparison {
+        before: before.to_string(),
+        after: after.to_string(),
+        step_ms: [a.step_ms, b.step_ms],
+        step_change_pct: change(a.step_ms, b.step_ms),
+        critical_rank: [a.critical_rank, b.critical_rank],
+        gpu_util: [a.gpu_util, b.gpu_util],
+        stragglers: [a.stragglers.iter().map(|s| s.rank).collect(), b.stragglers.iter().map(|s| s.rank).collect()],
+        ranks: ranks
+            .into_iter()
+            .map(|k| {
+                let (x, y) = (step(a, k), step(b, k));
+                RankDelta { rank: k, before_ms: x, after_ms: y, change_pct: x.zip(y).and_then(|(x, y)| change(x, y)) }
+            })
+            .collect(),
+        warning,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

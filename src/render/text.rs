@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use crate::lens::compare::{Comparison, RowDelta, RowStatus};
 use crate::lens::get::Got;
-use crate::lens::job::Job;
+use crate::lens::job::{Job, JobComparison};
 use crate::lens::kernels::Kernels;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
@@ -430,4 +430,20 @@ mod sparkline_tests {
         assert_eq!(bar(0.53, 4), "██▏", "17 eighths of 32");
         assert_eq!(bar(0.0, 4), "");
     }
+}
+
+/// Two runs of a distributed job, before → after.
+pub fn compare_jobs(c: &JobComparison) -> String {
+    let mut o = String::new();
+    let change = |p: Option<f64>| p.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
+    let _ = writeln!(o, "job step      {} ms -> {} ms{}  (slowest rank {} -> {})", num(c.step_ms[0], 2), num(c.step_ms[1], 2), change(c.step_change_pct), c.critical_rank[0], c.critical_rank[1]);
+    let _ = writeln!(o, "GPU util      {} -> {} over all ranks", pct(c.gpu_util[0]), pct(c.gpu_util[1]));
+    let list = |v: &[u32]| if v.is_empty() { "none".to_string() } else { v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ") };
+    let _ = writeln!(o, "stragglers    {} -> {}", list(&c.stragglers[0]), list(&c.stragglers[1]));
+    let _ = writeln!(o, "step per rank, ms:");
+    for r in &c.ranks {
+        let side = |v: Option<f64>| v.map_or("-".to_string(), |v| num(v, 2));
+        let _ = writeln!(o, "  rank {:>4}  {:>9} -> {:<9}{}", r.rank, side(r.before_ms), side(r.after_ms), change(r.change_pct));
+    }
+    o
 }
