@@ -2,9 +2,10 @@
 # CI for the capture engine: set up torch (reused when present), then build
 # both executables and test libreyolo-capture through the `libreyolo` binary.
 #
-#   capture/ci.sh            # tests that need only torch
-#   LIBREYOLO_PARITY_PYTHON=/path/to/python capture/ci.sh
-#                            # + the LibreYOLO 1.6 parity tests (see capture/parity/README.md)
+#   capture/ci.sh            # tests that need only torch; the LibreYOLO 1.6
+#                            # parity tests are #[ignore]d here: scripts/test.sh
+#                            # --parity sets up their venv and runs them
+#                            # (see capture/parity/README.md)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 eval "$(scripts/setup-torch.sh)"

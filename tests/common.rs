@@ -18,8 +18,8 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures"))
 }
 
-/// The fixtures folder under its older name (it once was `../shared`, outside
-/// the repository): `shared().join("traces/…")`, `shared().join("reference/…")`.
+/// The fixtures folder under the name the tests have always used:
+/// `shared().join("traces/…")`, `shared().join("reference/…")`.
 pub fn shared() -> PathBuf {
     fixtures()
 }
