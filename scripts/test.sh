@@ -62,10 +62,11 @@ setup_parity() {
   purelib='import sysconfig; print(sysconfig.get_paths()["purelib"])'
   start=$(date +%s)
   log "parity: creating $parity_venv (libreyolo==1.6.0 over the torch venv's torch $torch_version)"
-  "$VIRTUAL_ENV/bin/python" -m venv "$parity_venv"
-  "$VIRTUAL_ENV/bin/python" -c "$purelib" > "$("$parity_venv/bin/python" -c "$purelib")/torchvenv.pth"
-  "$parity_venv/bin/python" -m pip install --disable-pip-version-check -q "libreyolo==1.6.0" "torch==$torch_version"
-  has_libreyolo
+  # (Called in an `||` list, where `set -e` does not apply: each step checks.)
+  "$VIRTUAL_ENV/bin/python" -m venv "$parity_venv" || return 1
+  "$VIRTUAL_ENV/bin/python" -c "$purelib" > "$("$parity_venv/bin/python" -c "$purelib")/torchvenv.pth" || return 1
+  "$parity_venv/bin/python" -m pip install --disable-pip-version-check -q "libreyolo==1.6.0" "torch==$torch_version" || return 1
+  has_libreyolo || return 1
   log "parity: set up in $(( $(date +%s) - start )) s"
 }
 if (( parity )); then
