@@ -20,11 +20,10 @@ fn run() -> Result<()> {
     let Some(command) = cli::parse(&args)? else {
         return cli::print_stdout(&cli::subcommand_list());
     };
-    match command.into_reader() {
-        Ok(reader) => cli::print_stdout(&cli::run_reader(&reader)?),
-        Err(ProfileCommand::Explore(args)) => libreyolo_ui::run(&args),
+    match command {
+        ProfileCommand::Reader(reader) => cli::print_stdout(&cli::run_reader(&reader)?),
+        ProfileCommand::Explore(args) => libreyolo_ui::run(&args),
         // Parsed here first, so a bad flag or `--help` never needs capture.
-        Err(ProfileCommand::Infer(_) | ProfileCommand::Run(_)) => capture_engine::hand_over(&args),
-        Err(_) => unreachable!("every reader command converts"),
+        ProfileCommand::Infer(_) | ProfileCommand::Run(_) => capture_engine::hand_over(&args),
     }
 }

@@ -440,7 +440,7 @@ fn phase_mode(a: &Analyzer) -> Option<Mode> {
     }
 }
 
-/// Training, inference or unknown from what the trace recorded (SPEC §4):
+/// Training, inference or unknown from what the trace recorded (docs/analysis.md §10):
 /// backward or optimizer work means training; CPU ops without any means
 /// inference; no CPU side at all (a GPU-only trace) says nothing.
 fn evidence_mode(a: &Analyzer) -> Mode {

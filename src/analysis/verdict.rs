@@ -1,4 +1,4 @@
-//! The bottleneck verdict and its reason (SPEC §4), decided once here for
+//! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
 use crate::profile::{Mode, Stages};

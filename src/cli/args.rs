@@ -32,9 +32,19 @@ pub enum ProfileCommand {
     Run(RunArgs),
     /// Profile the inference path (writes <project>/infer/profile.json).
     Infer(InferArgs),
-    /// Headline figures, the bottleneck verdict and the kernel mix; of a
-    /// distributed job (several rank traces, or a folder of them): the job,
-    /// each rank, and the stragglers with why.
+    #[command(flatten)]
+    Reader(ReaderCommand),
+    /// The interactive explorer over one profile, or two side by side.
+    Explore(ExploreArgs),
+}
+
+/// The commands that only read a profile; they run in the core.
+#[derive(Debug, Subcommand)]
+pub enum ReaderCommand {
+    /// Headline figures, the verdict and the kernel mix (of rank traces: the job).
+    ///
+    /// Of a distributed job (several rank traces, or a folder of them): the
+    /// job, each rank, and the stragglers with why.
     Summary(SummaryArgs),
     /// One metric and nothing else; without a field, the metric names.
     Get(GetArgs),
@@ -47,20 +57,6 @@ pub enum ProfileCommand {
     /// Before → after, with a significance call when both sides have repeats.
     Compare(CompareArgs),
     /// Projected step time and img/s if a kernel category or launches went away.
-    WhatIf(WhatIfArgs),
-    /// The interactive explorer over one profile, or two side by side.
-    Explore(ExploreArgs),
-}
-
-/// The commands that only read a profile; they run in the core.
-#[derive(Debug)]
-pub enum ReaderCommand {
-    Summary(SummaryArgs),
-    Get(GetArgs),
-    Phases(TraceArgs),
-    Kernels(KernelsArgs),
-    Ops(OpsArgs),
-    Compare(CompareArgs),
     WhatIf(WhatIfArgs),
 }
 
@@ -268,22 +264,6 @@ impl InferArgs {
     }
     pub fn trace(&self) -> bool {
         !self.no_trace
-    }
-}
-
-impl ProfileCommand {
-    /// The reader form of this command, if it is one.
-    pub fn into_reader(self) -> Result<ReaderCommand, ProfileCommand> {
-        Ok(match self {
-            ProfileCommand::Summary(a) => ReaderCommand::Summary(a),
-            ProfileCommand::Get(a) => ReaderCommand::Get(a),
-            ProfileCommand::Phases(a) => ReaderCommand::Phases(a),
-            ProfileCommand::Kernels(a) => ReaderCommand::Kernels(a),
-            ProfileCommand::Ops(a) => ReaderCommand::Ops(a),
-            ProfileCommand::Compare(a) => ReaderCommand::Compare(a),
-            ProfileCommand::WhatIf(a) => ReaderCommand::WhatIf(a),
-            other => return Err(other),
-        })
     }
 }
 

@@ -288,7 +288,7 @@ mod tests {
     /// --config 'profile.dev.package.libreyolo-capture.debug-assertions=false'
     /// -p libreyolo-capture --lib bench_ -- --ignored --nocapture`.
     #[test]
-    #[ignore]
+    #[ignore = "benchmark: run with --ignored --nocapture, see its doc comment"]
     fn bench_mosaic_affine_sample() {
         use super::super::augment::transform;
         use std::time::Instant;

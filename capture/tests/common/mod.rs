@@ -86,6 +86,6 @@ pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand
 /// Runs a reader command (`["summary", path, …]`) and returns its stdout.
 pub fn reader(argv: &[&str]) -> String {
     let (sub, extra) = argv.split_first().expect("a reader subcommand");
-    let r = command(sub, extra).into_reader().ok().expect("a reader subcommand");
+    let libreyolo_core::cli::ProfileCommand::Reader(r) = command(sub, extra) else { panic!("{sub} is not a reader subcommand") };
     libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }
