@@ -92,7 +92,8 @@ pub fn across_trials(trials: &[(Option<f64>, Option<Conditions>)]) -> Trials {
     if !contended.is_empty() && contended.len() < n {
         for &k in &contended {
             let why = trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
-            out.warnings.push(format!("trial {}/{n} ran contended ({why}), the others did not: its numbers are not comparable with theirs", k + 1));
+            out.warnings
+                .push(format!("trial {}/{n} ran contended ({why}), the others did not: its numbers are not comparable with theirs", k + 1));
         }
     }
     out.aggregate = trials.iter().rev().find_map(|(_, c)| c.clone()).map(|mut agg| {
@@ -238,10 +239,15 @@ mod tests {
 
     #[test]
     fn contended_when_others_take_the_cores_our_threads_need() {
-        let c = |other: f64, threads: usize| Conditions { cpus: 2, threads, window_s: 3.0, other_cores: Some(other), ..Default::default() }.judge();
+        let c = |other: f64, threads: usize| {
+            Conditions { cpus: 2, threads, window_s: 3.0, other_cores: Some(other), ..Default::default() }.judge()
+        };
         let busy = c(0.9, 2);
         assert!(busy.contended);
-        assert_eq!(busy.contended_why.as_deref(), Some("other processes used 0.9 of a core during the 3.0 s window on 2 cores (2 threads ours)"));
+        assert_eq!(
+            busy.contended_why.as_deref(),
+            Some("other processes used 0.9 of a core during the 3.0 s window on 2 cores (2 threads ours)")
+        );
         assert!(!c(0.2, 2).contended, "a quarter of a core is noise");
         assert!(!c(0.9, 1).contended, "one thread on two cores leaves one free");
         assert!(c(1.3, 1).contended);

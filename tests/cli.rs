@@ -28,12 +28,20 @@ fn every_reader_answers_on_every_shared_trace() {
         assert_eq!(rows.len() as u64, s["unique_kernels"].as_u64().unwrap(), "{t}: all kernels listed");
         assert_eq!(rows.len(), truth.per_kernel.len(), "{t}: unique kernels");
         let count: f64 = rows.iter().map(|r| r["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
-        assert!(close(count, truth.kernels as f64, 0.01 * rows.len() as f64 * steps as f64 + 0.5), "{t}: kernels {count} vs {}", truth.kernels);
+        assert!(
+            close(count, truth.kernels as f64, 0.01 * rows.len() as f64 * steps as f64 + 0.5),
+            "{t}: kernels {count} vs {}",
+            truth.kernels
+        );
         let ms: f64 = rows.iter().map(|r| r["ms_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
-        assert!(close(ms, truth.kernel_us / 1000.0, 1e-3 + 1e-4 * rows.len() as f64 * steps as f64), "{t}: kernel ms {ms} vs {}", truth.kernel_us / 1000.0);
+        assert!(
+            close(ms, truth.kernel_us / 1000.0, 1e-3 + 1e-4 * rows.len() as f64 * steps as f64),
+            "{t}: kernel ms {ms} vs {}",
+            truth.kernel_us / 1000.0
+        );
 
         // The hand-checkable kernel: the biggest one, by its own events.
-        let (top_name, (top_n, top_us)) = truth.per_kernel.iter().max_by(|a, b| a.1 .1.total_cmp(&b.1 .1)).unwrap();
+        let (top_name, (top_n, top_us)) = truth.per_kernel.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)).unwrap();
         let top = &rows[0];
         assert_eq!(top["raw_name"].as_str().unwrap(), top_name, "{t}: top kernel");
         assert!(close(top["ms_per_step"].as_f64().unwrap(), top_us / 1000.0 / steps as f64, 1e-4), "{t}: top kernel time");
@@ -53,8 +61,13 @@ fn every_reader_answers_on_every_shared_trace() {
         let ops = json(&["ops", t, "--top", "5"]);
         assert!(ops["ops"].as_array().unwrap().len() <= 5);
         let all_ops = json(&["ops", t, "--top", "100000000"]);
-        let op_count: f64 = all_ops["ops"].as_array().unwrap().iter().map(|o| o["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
-        assert!(close(op_count, truth.ops as f64, 0.01 * all_ops["ops"].as_array().unwrap().len() as f64 * steps as f64 + 0.5), "{t}: ops {op_count} vs {}", truth.ops);
+        let op_count: f64 =
+            all_ops["ops"].as_array().unwrap().iter().map(|o| o["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        assert!(
+            close(op_count, truth.ops as f64, 0.01 * all_ops["ops"].as_array().unwrap().len() as f64 * steps as f64 + 0.5),
+            "{t}: ops {op_count} vs {}",
+            truth.ops
+        );
         let names = json(&["get", t]);
         assert!(names.as_array().unwrap().iter().any(|n| n == "gpu_util"));
         let got = json(&["get", t, "kernels_per_step"]);
@@ -289,7 +302,14 @@ fn unreadable_inputs_exit_1() {
         (write(d, "no_events.json", br#"{"traceEvents": []}"#), "no events"),
         (write(d, "only_meta.json", br#"{"traceEvents": [{"ph": "M", "name": "process_name", "pid": 1}]}"#), "no events"),
         (write(d, "schema_only.json", br#"{"schema": "libreyolo.profile.analysis/v1"}"#), "incomplete profile"),
-        (write(d, "wrong_types.json", br#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 5, "bound": "compute", "gpu_util": "high"}"#), "gpu_util"),
+        (
+            write(
+                d,
+                "wrong_types.json",
+                br#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 5, "bound": "compute", "gpu_util": "high"}"#,
+            ),
+            "gpu_util",
+        ),
         (write(d, "truncated.json.gz", &good_gz[..good_gz.len() / 2]), "gzip"),
         (write(d, "number.json", b"42"), "not a PyTorch trace"),
         (write(d, "events_not_array.json", br#"{"traceEvents": 5}"#), "not an array"),
@@ -312,7 +332,12 @@ fn odd_but_valid_traces_are_read() {
     let d = dir.path();
     // Plain, gzipped, bare array: the same figures.
     let bare = format!("[{}]", GOOD.trim().trim_start_matches(r#"{"traceEvents": ["#).trim_end_matches("]}"));
-    for path in [write(d, "good.json", GOOD.as_bytes()), write(d, "good.json.gz", &gz(GOOD.as_bytes())), write(d, "bare.json", bare.as_bytes()), write(d, "named.txt", &gz(GOOD.as_bytes()))] {
+    for path in [
+        write(d, "good.json", GOOD.as_bytes()),
+        write(d, "good.json.gz", &gz(GOOD.as_bytes())),
+        write(d, "bare.json", bare.as_bytes()),
+        write(d, "named.txt", &gz(GOOD.as_bytes())),
+    ] {
         let s = json(&["summary", &path]);
         assert_eq!(s["kernels_per_step"].as_f64().unwrap(), 1.0, "{path}");
         assert_eq!(s["gpu_busy_ms_per_step"].as_f64().unwrap(), 0.03, "{path}");
@@ -357,9 +382,11 @@ fn expected_kind(trace: &std::path::Path) -> (&'static str, &'static str) {
     match dir {
         "hta_alexnet_a100_nosteps" => ("inference", "NVIDIA"),
         "hta_amd_mi250_rocm62" => ("training", "AMD"),
-        "hta_gp100_gpu_annotation" | "hta_nccl_a100_2024" | "hta_trace_diff_a100_2022" | "kineto_resnet50_v100_2021jun" | "param_dlrm_v100_8rank" => {
-            ("training", "NVIDIA")
-        }
+        "hta_gp100_gpu_annotation"
+        | "hta_nccl_a100_2024"
+        | "hta_trace_diff_a100_2022"
+        | "kineto_resnet50_v100_2021jun"
+        | "param_dlrm_v100_8rank" => ("training", "NVIDIA"),
         "tracelens_h100_qwen_inference" | "tracelens_h100_timesformer" => ("inference", "NVIDIA"),
         // No CPU op at all: nothing says training or inference.
         "tracelens_mi210_gpu_only" => ("unknown", "AMD"),
@@ -494,7 +521,8 @@ fn communication_overlap_matches_an_independent_sweep() {
         assert!(close(pct, hidden / comm * 100.0, 0.06), "{t}: overlap {pct}");
         // The verdict follows the rule: exposed communication larger than
         // compute and than idle time is the verdict, else it is not.
-        let (step, busy, host) = (s["step_ms"].as_f64().unwrap(), s["gpu_busy_ms_per_step"].as_f64().unwrap(), s["host_overhead_ms_per_step"].as_f64().unwrap());
+        let (step, busy, host) =
+            (s["step_ms"].as_f64().unwrap(), s["gpu_busy_ms_per_step"].as_f64().unwrap(), s["host_overhead_ms_per_step"].as_f64().unwrap());
         let dominant = exposed > busy - exposed && exposed > host && step > 0.0;
         assert_eq!(s["bound"] == "communication", dominant, "{t}: {} ({exposed} exposed, {busy} busy, {host} host)", s["bound"]);
         // what-if: perfect overlap removes the exposed part, and says so.
@@ -534,7 +562,8 @@ fn graph_launches_own_all_their_kernels() {
     assert_eq!(s["gpu_busy_ms_per_step"].as_f64().unwrap(), 0.4);
     assert_eq!(s["attribution"]["via_launch"].as_u64().unwrap(), 4, "every kernel through its launch");
     assert_eq!(s["tensorcore_pct"].as_f64().unwrap(), 50.0, "the MI GEMM and Triton attention");
-    let cats: Vec<(&str, f64)> = s["categories"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["pct"].as_f64().unwrap())).collect();
+    let cats: Vec<(&str, f64)> =
+        s["categories"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["pct"].as_f64().unwrap())).collect();
     for want in ["gemm / conv", "attention", "elementwise"] {
         assert!(cats.iter().any(|(n, _)| *n == want), "{want} in {cats:?}");
     }
@@ -568,7 +597,14 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
         for &(ws, we) in &truth.windows {
             let inside = |(s, _): (f64, f64)| s >= ws && s < we;
             let named = |f: &dyn Fn(&str) -> bool| -> Vec<(f64, f64)> {
-                events.iter().filter(x).filter(|e| f(e["name"].as_str().unwrap_or(""))).map(|e| span(e)).filter(|iv| inside(*iv)).map(|(s, e)| (s, e.min(we))).collect()
+                events
+                    .iter()
+                    .filter(x)
+                    .filter(|e| f(e["name"].as_str().unwrap_or("")))
+                    .map(|e| span(e))
+                    .filter(|iv| inside(*iv))
+                    .map(|(s, e)| (s, e.min(we)))
+                    .collect()
             };
             let dl = named(&|n| n.starts_with("enumerate(DataLoader)#") && n.contains("__next__"));
             let opt = named(&|n| n.starts_with("Optimizer.step#") || n.starts_with("Optimizer.zero_grad#"));
@@ -588,7 +624,9 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
         assert!(p["inferred"].as_str().unwrap().contains("no step/<phase> ranges"), "{t}");
         let rows = p["phases"].as_array().unwrap();
         let wall = |phase: &str| rows.iter().find(|r| r["phase"] == phase).map_or(0.0, |r| r["wall_ms_per_step"].as_f64().unwrap_or(0.0));
-        for (phase, want) in [("dataload", dataload / n), ("optimizer", optimizer / n), ("backward", backward / n), ("forward", forward / n)] {
+        for (phase, want) in
+            [("dataload", dataload / n), ("optimizer", optimizer / n), ("backward", backward / n), ("forward", forward / n)]
+        {
             assert!(close(wall(phase), want, 0.006), "{t}: {phase} wall {} vs {want:.3}", wall(phase));
         }
         assert!(rows.iter().all(|r| r["phase"] != "unphased"), "{t}: every kernel in a phase: {rows:?}");

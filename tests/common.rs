@@ -181,7 +181,20 @@ pub fn truth(path: &Path) -> Truth {
         let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
         for e in &events {
             let cat = e["cat"].as_str().unwrap_or("");
-            let counted = matches!(cat, "cpu_op" | "Operator" | "cuda_runtime" | "Runtime" | "cuda_driver" | "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset");
+            let counted = matches!(
+                cat,
+                "cpu_op"
+                    | "Operator"
+                    | "cuda_runtime"
+                    | "Runtime"
+                    | "cuda_driver"
+                    | "kernel"
+                    | "Kernel"
+                    | "gpu_memcpy"
+                    | "gpu_memset"
+                    | "Memcpy"
+                    | "Memset"
+            );
             if e["ph"] == "X" && counted {
                 let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
                 lo = lo.min(ts);

@@ -77,7 +77,11 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
         write(dir.path(), "top.json", &deep),
         write(dir.path(), "args.json", trace_with("", &format!(r#", {{"ph": "X", "name": "x", "args": {{"a": {deep}}}}}"#))),
         write(dir.path(), "value.json", format!(r#"{{"x": {deep}, "traceEvents": []}}"#)),
-        write(dir.path(), "profile.json", format!(r#"{{"schema": "libreyolo.profile.analysis/v1", "step_ms": 1, "bound": "x", "x": {deep}}}"#)),
+        write(
+            dir.path(),
+            "profile.json",
+            format!(r#"{{"schema": "libreyolo.profile.analysis/v1", "step_ms": 1, "bound": "x", "x": {deep}}}"#),
+        ),
     ];
     for f in &cases {
         for sub in ["summary", "kernels"] {
@@ -154,7 +158,13 @@ fn a_trace_needing_two_passes_reads_from_a_pipe() {
         .unwrap();
     // A regular file on stdin works too; a pipe:
     assert_eq!(out.status.code(), Some(0));
-    let mut child = bin().args(["profile", "summary", "-", "--json"]).stdin(Stdio::piped()).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = bin()
+        .args(["profile", "summary", "-", "--json"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     child.stdin.take().unwrap().write_all(&gzip(body.as_bytes())).unwrap();
     let out = child.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -177,7 +187,8 @@ fn a_named_fifo_streams() {
         let mut w = std::fs::OpenOptions::new().write(true).open(&f2).unwrap();
         let _ = w.write_all(&body);
     });
-    let mut child = bin().args(["profile", "summary", path(&fifo), "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child =
+        bin().args(["profile", "summary", path(&fifo), "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -268,7 +279,9 @@ fn absurd_durations_are_malformed_not_negative() {
 #[test]
 fn control_characters_in_names_are_escaped() {
     let dir = tempfile::tempdir().unwrap();
-    let body = trace().replace("sm90_xmma_gemm_f16f16", r"evil\u001b[2J\u001b]0;pwned\u0007_kernel").replace("aten::conv2d", r"aten::\u001b[31mred\rop");
+    let body = trace()
+        .replace("sm90_xmma_gemm_f16f16", r"evil\u001b[2J\u001b]0;pwned\u0007_kernel")
+        .replace("aten::conv2d", r"aten::\u001b[31mred\rop");
     let t = write(dir.path(), "t.json", body);
     for args in [vec!["kernels", path(&t)], vec!["ops", path(&t)], vec!["summary", path(&t)], vec!["compare", path(&t), path(&t)]] {
         let r = reader(&args);
@@ -383,7 +396,11 @@ fn what_if_refuses_a_category_and_launches_together() {
 #[test]
 fn a_newer_schema_is_read_with_a_warning() {
     let dir = tempfile::tempdir().unwrap();
-    let p = write(dir.path(), "p.json", r#"{"schema": "libreyolo.profile.analysis/v999", "step_ms": 12.5, "bound": "compute", "new_field": [1]}"#);
+    let p = write(
+        dir.path(),
+        "p.json",
+        r#"{"schema": "libreyolo.profile.analysis/v999", "step_ms": 12.5, "bound": "compute", "new_field": [1]}"#,
+    );
     let r = reader(&["get", path(&p), "step_ms"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout, "12.5\n");

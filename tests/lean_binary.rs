@@ -79,7 +79,8 @@ fn readers_answer_without_the_capture_engine() {
 fn capture_commands_without_the_engine_exit_2_and_say_how_to_install() {
     let alone = Alone::new();
     for sub in ["infer", "run"] {
-        let args: &[&str] = if sub == "run" { &["profile", "run", "synthetic:8", "--device", "cpu"] } else { &["profile", "infer", "--device", "cpu"] };
+        let args: &[&str] =
+            if sub == "run" { &["profile", "run", "synthetic:8", "--device", "cpu"] } else { &["profile", "infer", "--device", "cpu"] };
         let (code, out, err) = alone.run(args);
         assert_eq!(code, 2, "{sub}: {err}");
         assert!(out.is_empty(), "{sub}: stdout stays clean: {out}");
@@ -119,7 +120,10 @@ fn script(dir: &Path, body: &str) -> PathBuf {
 fn the_engine_gets_the_arguments_stdin_and_gives_back_its_exit_code() {
     let alone = Alone::new();
     let dir = tempfile::tempdir().unwrap();
-    let engine = script(dir.path(), r#"echo "pid=$$ argv0=$0"; for a in "$@"; do echo "arg=$a"; done; read line; echo "stdin=$line"; echo "to stderr" >&2; exit 7"#);
+    let engine = script(
+        dir.path(),
+        r#"echo "pid=$$ argv0=$0"; for a in "$@"; do echo "arg=$a"; done; read line; echo "stdin=$line"; echo "to stderr" >&2; exit 7"#,
+    );
     let mut child = {
         let _forks = forks();
         alone

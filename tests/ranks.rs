@@ -34,7 +34,10 @@ fn a_folder_of_rank_traces_is_one_job() {
     for (row, file) in rows.iter().zip(rank_files()) {
         let alone = json(&["summary", file.to_str().unwrap()]);
         let rank = row["rank"].as_u64().unwrap();
-        assert!(file.file_name().unwrap().to_string_lossy().starts_with(&format!("worker{rank}_")), "rank {rank} from distributedInfo matches the file");
+        assert!(
+            file.file_name().unwrap().to_string_lossy().starts_with(&format!("worker{rank}_")),
+            "rank {rank} from distributedInfo matches the file"
+        );
         let (step, b) = (alone["step_ms"].as_f64().unwrap(), alone["gpu_busy_ms_per_step"].as_f64().unwrap());
         let exposed = alone["comm_exposed_ms_per_step"].as_f64().unwrap();
         assert_eq!(row["step_ms"].as_f64().unwrap(), step);
@@ -64,7 +67,8 @@ fn a_folder_of_rank_traces_is_one_job() {
 #[test]
 fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
     let files = rank_files();
-    let args: Vec<&str> = ["profile", "summary"].into_iter().chain([&files[0], &files[2], &files[5]].map(|f| f.to_str().unwrap())).collect();
+    let args: Vec<&str> =
+        ["profile", "summary"].into_iter().chain([&files[0], &files[2], &files[5]].map(|f| f.to_str().unwrap())).collect();
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("note: ranks 1, 3, 4, 6, 7 of 8 are missing"), "{}", r.stderr);
@@ -120,7 +124,10 @@ fn a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
     let late = s[0]["late_ms"].as_f64().unwrap();
     // Lengthened kernels overlap the ones after them, so the GPU's busy time
     // (compute) grows by less than the kernel time added, but it grows.
-    assert!(late > job["straggler_threshold_ms"].as_f64().unwrap() && late <= slowed as f64 + 1e-3, "late by at most the added {slowed} ms: {late}");
+    assert!(
+        late > job["straggler_threshold_ms"].as_f64().unwrap() && late <= slowed as f64 + 1e-3,
+        "late by at most the added {slowed} ms: {late}"
+    );
     assert_eq!(s[0]["kernels"][0]["name"], SLOW);
     assert!((s[0]["kernels"][0]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3);
     assert!((s[0]["phase"]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3, "the phase's kernel time: {}", s[0]["phase"]);

@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 
-use libreyolo_core::analysis::{analyze_source, Sidecar};
+use libreyolo_core::analysis::{Sidecar, analyze_source};
 use libreyolo_core::profile::{self, Profile};
 use libreyolo_core::trace::Source;
 use proptest::prelude::*;

@@ -178,7 +178,10 @@ fn unknown_theme_and_missing_file_are_usage_errors() {
     let out = Command::new(BIN).args(["profile", "explore", PROFILE, "--theme", "neon"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("unknown theme 'neon'") && err.contains("dark") && err.contains("light") && err.contains("high-contrast"), "{err}");
+    assert!(
+        err.contains("unknown theme 'neon'") && err.contains("dark") && err.contains("light") && err.contains("high-contrast"),
+        "{err}"
+    );
 
     let out = Command::new(BIN).args(["profile", "explore", "/no/such/profile.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));

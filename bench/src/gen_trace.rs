@@ -194,11 +194,7 @@ impl Model {
     fn kernel(&mut self, rng: &mut Rng, name: String, tc: bool, dur_us: f64, threads: u64, block: u32) -> usize {
         let name = self.name(name, tc);
         let blocks = (threads / block as u64).clamp(1, 2_000_000);
-        let grid = if blocks > 65_535 {
-            [65_535.min(blocks as u32), (blocks / 65_535 + 1) as u32, 1]
-        } else {
-            [blocks as u32, 1, 1]
-        };
+        let grid = if blocks > 65_535 { [65_535.min(blocks as u32), (blocks / 65_535 + 1) as u32, 1] } else { [blocks as u32, 1, 1] };
         let regs = if tc { *rng.pick(&[128, 154, 168, 232, 255]) } else { *rng.pick(&[16, 20, 26, 32, 40, 64, 90]) };
         let smem = if tc { *rng.pick(&[49_152, 73_728, 98_304, 147_456, 200_704]) } else { *rng.pick(&[0, 0, 400, 4_096, 16_384]) };
         self.kernels.push(KSpec { name, dur: ((dur_us * 1000.0) as i64).max(1_200), grid, block: [block, 1, 1], regs, smem });
@@ -254,14 +250,20 @@ impl Model {
             match family {
                 0 => {
                     let t = tile(rng, &["64x64_16x6", "128x64_16x6", "64x128_32x3", "256x64_16x4", "128x128_32x3"]);
-                    let n = format!("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t}_nn_align4>(cutlass_80_tensorop_s1688gemm_{t}_nn_align4::Params)");
+                    let n = format!(
+                        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t}_nn_align4>(cutlass_80_tensorop_s1688gemm_{t}_nn_align4::Params)"
+                    );
                     conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate + 4.0, act_elems / 32, 128));
                     let t2 = tile(rng, &["64x64_16x6", "128x64_16x6", "256x64_16x4"]);
-                    let n = format!("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_nt_align4>(cutlass_80_tensorop_s1688gemm_{t2}_nt_align4::Params)");
+                    let n = format!(
+                        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_nt_align4>(cutlass_80_tensorop_s1688gemm_{t2}_nt_align4::Params)"
+                    );
                     if i > 0 {
                         conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 4.0, act_elems / 32, 128));
                     }
-                    let n = format!("void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_tn_align4>(cutlass_80_tensorop_s1688gemm_{t2}_tn_align4::Params)");
+                    let n = format!(
+                        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_tn_align4>(cutlass_80_tensorop_s1688gemm_{t2}_tn_align4::Params)"
+                    );
                     conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 6.0, act_elems / 64, 128));
                     let n = "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<float>, float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, void*, long, float*, int*)".to_string();
                     conv_bwd.push(m.kernel(rng, n, false, 3.0 + cout as f64 * cin as f64 / 4e4, (cout * cin) as u64, 256));
@@ -272,32 +274,46 @@ impl Model {
                         let n = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)".to_string();
                         conv_fwd.push(m.kernel(rng, n, false, 2.0 + act_bytes as f64 / 1.2e6, act_elems / 4, 256));
                     }
-                    let n = format!("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4>(cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4::Params)");
+                    let n = format!(
+                        "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4>(cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4::Params)"
+                    );
                     conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate + 5.0, act_elems / 32, 128));
                     if i > 0 {
-                        let n = format!("void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4::Params)");
+                        let n = format!(
+                            "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4::Params)"
+                        );
                         conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 5.0, act_elems / 32, 128));
                     }
                     let tw = tile(rng, &["256x128_16x3", "128x128_32x3", "64x64_32x5"]);
-                    let n = format!("void cutlass_cudnn_train::Kernel<cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4>(cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4::Params)");
+                    let n = format!(
+                        "void cutlass_cudnn_train::Kernel<cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4>(cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4::Params)"
+                    );
                     conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate * 1.3 + 6.0, act_elems / 64, 256));
                     let n = "void cudnn::ops::nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(cudnn::ops::nhwc2nchw_params_t<float>, float const*, float*)".to_string();
                     conv_bwd.push(m.kernel(rng, n, false, 2.0 + (cout * cin * 9) as f64 / 2e5, (cout * cin * 9) as u64, 256));
                 }
                 2 => {
                     let t = tile(rng, &["128x128x64", "128x256x64", "256x128x64", "64x128x64"]);
-                    let n = format!("sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn");
+                    let n = format!(
+                        "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn"
+                    );
                     conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.5 + 5.0, act_elems / 64, 384));
                     if i > 0 {
-                        let n = format!("sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn");
+                        let n = format!(
+                            "sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn"
+                        );
                         conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.5 + 5.0, act_elems / 64, 384));
                     }
-                    let n = format!("sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn");
+                    let n = format!(
+                        "sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn"
+                    );
                     conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.2 + 6.0, act_elems / 64, 384));
                 }
                 _ => {
                     let a = *rng.pick(&[128u32, 512, 1024]);
-                    let n = format!("void implicit_convolve_sgemm<float, float, {a}, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)");
+                    let n = format!(
+                        "void implicit_convolve_sgemm<float, float, {a}, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)"
+                    );
                     conv_fwd.push(m.kernel(rng, n, false, flops / simt_rate + 5.0, act_elems / 8, a.min(256)));
                     if i > 0 {
                         let n = "void cudnn::detail::dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int, int, float const*, int, float const*, int, float*, kernel_grad_params, unsigned long long, int, unsigned long long, int, float, int, int, int)".to_string();
@@ -312,22 +328,30 @@ impl Model {
             let mem_us = act_bytes as f64 / 1.6e6; // 1.6 TB/s
             let bw = if cout >= 256 { 128 } else { 512 };
             let n = if hw >= 40 {
-                format!("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, {bw}, true, 1, true>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)")
+                format!(
+                    "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, {bw}, true, 1, true>(cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float const*, float, float, float*, float*, float*, float*, float, float)"
+                )
             } else {
                 "void cudnn::bn_fw_tr_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_fw_tr_1C11_args<float>)".to_string()
             };
             let bn_fwd = m.kernel(rng, n, false, 3.0 + mem_us * 2.2, act_elems / 4, 512);
             let n = if hw >= 40 {
-                format!("void cudnn::bn_bw_1C11_kernel_new<float, float, float2, {bw}, true, 1>(float, float, float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float*, float*, float const*, float const*, float)")
+                format!(
+                    "void cudnn::bn_bw_1C11_kernel_new<float, float, float2, {bw}, true, 1>(float, float, float, float, cudnnTensorStruct, float const*, cudnnTensorStruct, float const*, cudnnTensorStruct, float*, float const*, float*, float*, float const*, float const*, float)"
+                )
             } else {
                 "void cudnn::bn_bw_1C11_singleread<float, 512, true, 1, 2, 0>(cudnn::bn_bw_1C11_args<float>)".to_string()
             };
             let bn_bwd = m.kernel(rng, n, false, 3.0 + mem_us * 3.5, act_elems / 4, 512);
             let silu = "at::native::(anonymous namespace)::silu_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float)#1}";
-            let n = format!("void at::native::vectorized_elementwise_kernel<4, {silu}, at::detail::Array<char*, 2> >(int, {silu}, at::detail::Array<char*, 2>)");
+            let n = format!(
+                "void at::native::vectorized_elementwise_kernel<4, {silu}, at::detail::Array<char*, 2> >(int, {silu}, at::detail::Array<char*, 2>)"
+            );
             let act_fwd = m.kernel(rng, n, false, 2.0 + mem_us * 2.0, act_elems / 4, 128);
             let silu_b = "at::native::(anonymous namespace)::silu_backward_kernel(at::TensorIteratorBase&)::{lambda()#1}::operator()() const::{lambda()#4}::operator()() const::{lambda(float, float)#1}";
-            let n = format!("void at::native::vectorized_elementwise_kernel<4, {silu_b}, at::detail::Array<char*, 3> >(int, {silu_b}, at::detail::Array<char*, 3>)");
+            let n = format!(
+                "void at::native::vectorized_elementwise_kernel<4, {silu_b}, at::detail::Array<char*, 3> >(int, {silu_b}, at::detail::Array<char*, 3>)"
+            );
             let act_bwd = m.kernel(rng, n, false, 2.0 + mem_us * 3.0, act_elems / 4, 128);
             // DDP buckets of ~25 MB, all-reduced as backward reaches them.
             bucket_bytes += (cout * cin * k * k) as i64 * 4;
@@ -344,9 +368,13 @@ impl Model {
         let n = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)".to_string();
         m.cat = m.kernel(rng, n, false, 45.0, 16 * 255 * 8400, 512);
         let sub = "at::native::CUDAFunctor_add<float>";
-        let n1 = format!("void at::native::vectorized_elementwise_kernel<4, {sub}, at::detail::Array<char*, 3> >(int, {sub}, at::detail::Array<char*, 3>)");
+        let n1 = format!(
+            "void at::native::vectorized_elementwise_kernel<4, {sub}, at::detail::Array<char*, 3> >(int, {sub}, at::detail::Array<char*, 3>)"
+        );
         let pw = "at::native::(anonymous namespace)::pow_tensor_scalar_kernel_impl<float, float>(at::TensorIteratorBase&, float)::{lambda(float)#1}";
-        let n2 = format!("void at::native::vectorized_elementwise_kernel<4, {pw}, at::detail::Array<char*, 2> >(int, {pw}, at::detail::Array<char*, 2>)");
+        let n2 = format!(
+            "void at::native::vectorized_elementwise_kernel<4, {pw}, at::detail::Array<char*, 2> >(int, {pw}, at::detail::Array<char*, 2>)"
+        );
         let mean = "at::native::ReduceOp<float, at::native::MeanOps<float, float, float, float>, unsigned int, float, 4>";
         let n3 = format!("void at::native::reduce_kernel<512, 1, {mean} >({mean})");
         m.loss = vec![
@@ -355,14 +383,16 @@ impl Model {
             m.kernel(rng, n3, false, 22.0, 16 * 255 * 8400 / 16, 512),
         ];
         let fill = "at::native::FillFunctor<float>";
-        let nf = format!("void at::native::vectorized_elementwise_kernel<4, {fill}, at::detail::Array<char*, 1> >(int, {fill}, at::detail::Array<char*, 1>)");
+        let nf = format!(
+            "void at::native::vectorized_elementwise_kernel<4, {fill}, at::detail::Array<char*, 1> >(int, {fill}, at::detail::Array<char*, 1>)"
+        );
         m.fill = m.kernel(rng, nf, false, 1.6, 1, 128);
         let mul = "at::native::BinaryFunctor<float, float, float, at::native::binary_internal::MulFunctor<float> >";
-        let nm = format!("void at::native::vectorized_elementwise_kernel<4, {mul}, at::detail::Array<char*, 3> >(int, {mul}, at::detail::Array<char*, 3>)");
-        m.loss_bwd = vec![
-            m.kernel(rng, nm, false, 31.0, 16 * 255 * 8400 / 4, 128),
-            m.kernel(rng, n1, false, 30.0, 16 * 255 * 8400 / 4, 128),
-        ];
+        let nm = format!(
+            "void at::native::vectorized_elementwise_kernel<4, {mul}, at::detail::Array<char*, 3> >(int, {mul}, at::detail::Array<char*, 3>)"
+        );
+        m.loss_bwd =
+            vec![m.kernel(rng, nm, false, 31.0, 16 * 255 * 8400 / 4, 128), m.kernel(rng, n1, false, 30.0, 16 * 255 * 8400 / 4, 128)];
         let adam = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*)";
         let chunks = m.params.div_ceil(65_536 * 16).clamp(2, 6);
         m.adam = (0..chunks).map(|_| m.kernel(rng, adam.to_string(), false, 55.0, 65_536 * 16, 512)).collect();
@@ -628,7 +658,9 @@ impl Gen {
     }
 
     fn empty(&mut self, name: &str, dims: &str, bytes: i64) {
-        let args = format!("\"Input Dims\": [{dims}, [], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\", \"\"], ");
+        let args = format!(
+            "\"Input Dims\": [{dims}, [], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\", \"\"], "
+        );
         self.op(name, args, |g| {
             g.tick(900);
             // Small allocations come from the allocator's cache silently
@@ -675,7 +707,16 @@ impl Gen {
         let kdur = self.rng.jitter(self.model.kernels[k].dur, 0.08);
         self.stream_free[si] = start + kdur;
         self.gpu.push(GpuEv::Kernel { ts: start, dur: kdur, stream, k, ext: self.cur_ext, corr: self.corr });
-        self.gpu.push(GpuEv::Runtime { ts, dur, tid: self.tid, name: "cudaLaunchKernel", cbid: 211, ext: self.cur_ext, corr: self.corr, launch: true });
+        self.gpu.push(GpuEv::Runtime {
+            ts,
+            dur,
+            tid: self.tid,
+            name: "cudaLaunchKernel",
+            cbid: 211,
+            ext: self.cur_ext,
+            corr: self.corr,
+            launch: true,
+        });
         self.now = ts + dur;
         self.spans.push((start, start + kdur));
         self.gpu_extent(start, start + kdur);
@@ -742,28 +783,36 @@ impl Gen {
         // What the profiler records before the first step: a few tensor
         // factory calls and one fill kernel, outside every step.
         self.empty("aten::empty", "[1]", 512);
-        self.op("aten::zeros", "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(), |g| {
-            g.empty("aten::empty", "[1]", 512);
-            g.op("aten::zero_", "\"Input Dims\": [[1]], \"Input type\": [\"float\"], ".into(), |g| {
-                g.op("aten::fill_", "\"Input Dims\": [[1], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
-                    let k = g.model.fill;
-                    g.launch(k, COMPUTE_STREAM);
+        self.op(
+            "aten::zeros",
+            "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(),
+            |g| {
+                g.empty("aten::empty", "[1]", 512);
+                g.op("aten::zero_", "\"Input Dims\": [[1]], \"Input type\": [\"float\"], ".into(), |g| {
+                    g.op("aten::fill_", "\"Input Dims\": [[1], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
+                        let k = g.model.fill;
+                        g.launch(k, COMPUTE_STREAM);
+                    });
                 });
-            });
-        });
+            },
+        );
         self.tick(40_000);
     }
 
     fn epilogue(&mut self) {
         self.clear();
         self.tick(30_000);
-        self.op("aten::zeros", "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(), |g| {
-            g.empty("aten::empty", "[1]", 512);
-            g.op("aten::fill_", "\"Input Dims\": [[1], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
-                let k = g.model.fill;
-                g.launch(k, COMPUTE_STREAM);
-            });
-        });
+        self.op(
+            "aten::zeros",
+            "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(),
+            |g| {
+                g.empty("aten::empty", "[1]", 512);
+                g.op("aten::fill_", "\"Input Dims\": [[1], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
+                    let k = g.model.fill;
+                    g.launch(k, COMPUTE_STREAM);
+                });
+            },
+        );
         self.runtime("cudaDeviceSynchronize", 165, 30_000);
     }
 
@@ -829,13 +878,19 @@ impl Gen {
             (format!("[{b}, 3, {s}, {s}]"), img_bytes, "Memcpy HtoD (Pinned -> Device)"),
             ("[214, 6]".to_string(), 214 * 6 * 4, "Memcpy HtoD (Pinned -> Device)"),
         ] {
-            let args = format!("\"Input Dims\": [{dims}, [], [], [], [], []], \"Input type\": [\"float\", \"\", \"Scalar\", \"Scalar\", \"Scalar\", \"\"], ");
+            let args = format!(
+                "\"Input Dims\": [{dims}, [], [], [], [], []], \"Input type\": [\"float\", \"\", \"Scalar\", \"Scalar\", \"Scalar\", \"\"], "
+            );
             self.op("aten::to", args.clone(), |g| {
                 g.op("aten::_to_copy", args.clone(), |g| {
                     g.empty("aten::empty_strided", &format!("{dims}, []"), bytes as i64);
-                    g.op("aten::copy_", format!("\"Input Dims\": [{dims}, {dims}, []], \"Input type\": [\"float\", \"float\", \"Scalar\"], "), |g| {
-                        g.copy(name, bytes, 24.0, false, COMPUTE_STREAM);
-                    });
+                    g.op(
+                        "aten::copy_",
+                        format!("\"Input Dims\": [{dims}, {dims}, []], \"Input type\": [\"float\", \"float\", \"Scalar\"], "),
+                        |g| {
+                            g.copy(name, bytes, 24.0, false, COMPUTE_STREAM);
+                        },
+                    );
                 });
             });
         }
@@ -867,7 +922,10 @@ impl Gen {
                     });
                 });
             });
-            let bargs = self.seq_args(&format!("{out}, [{c}], [{c}], [{c}], [{c}], [], [], [], []", c = l.cout), "\"float\", \"float\", \"float\", \"float\", \"float\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"");
+            let bargs = self.seq_args(
+                &format!("{out}, [{c}], [{c}], [{c}], [{c}], [], [], [], []", c = l.cout),
+                "\"float\", \"float\", \"float\", \"float\", \"float\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"",
+            );
             self.op("aten::batch_norm", bargs, |g| {
                 let a = format!("\"Input Dims\": [{out}, [{c}], [{c}], [{c}], [{c}], [], [], [], []], ", c = l.cout);
                 g.op("aten::_batch_norm_impl_index", a.clone(), |g| {
@@ -900,12 +958,16 @@ impl Gen {
                 g.launch(k, COMPUTE_STREAM);
             });
         }
-        self.op("aten::zeros", "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(), |g| {
-            g.empty("aten::empty", "[3]", 512);
-            g.op("aten::zero_", "\"Input Dims\": [[3]], \"Input type\": [\"float\"], ".into(), |g| {
-                g.copy("Memset (Device)", 12, 0.004, true, COMPUTE_STREAM);
-            });
-        });
+        self.op(
+            "aten::zeros",
+            "\"Input Dims\": [[], [], [], [], []], \"Input type\": [\"ScalarList\", \"Scalar\", \"\", \"Device\", \"Scalar\"], ".into(),
+            |g| {
+                g.empty("aten::empty", "[3]", 512);
+                g.op("aten::zero_", "\"Input Dims\": [[3]], \"Input type\": [\"float\"], ".into(), |g| {
+                    g.copy("Memset (Device)", 12, 0.004, true, COMPUTE_STREAM);
+                });
+            },
+        );
     }
 
     fn backward(&mut self) {
@@ -913,7 +975,9 @@ impl Gen {
         // The loop thread seeds the gradient, then the autograd engine's
         // thread runs the graph while the loop thread waits.
         self.op("aten::ones_like", "\"Input Dims\": [[], [], [], [], [], []], ".into(), |g| {
-            g.op("aten::empty_like", "\"Input Dims\": [[], [], [], [], [], []], ".into(), |g| g.empty("aten::empty_strided", "[], []", 512));
+            g.op("aten::empty_like", "\"Input Dims\": [[], [], [], [], [], []], ".into(), |g| {
+                g.empty("aten::empty_strided", "[], []", 512)
+            });
             g.op("aten::fill_", "\"Input Dims\": [[], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
                 let k = g.model.fill;
                 g.launch(k, COMPUTE_STREAM);
@@ -950,32 +1014,46 @@ impl Gen {
             self.op("autograd::engine::evaluate_function: CudnnBatchNormBackward0", String::new(), |g| {
                 let a = g.seq_args(&out, "\"float\"");
                 g.op("CudnnBatchNormBackward0", a, |g| {
-                    g.op("aten::cudnn_batch_norm_backward", format!("\"Input Dims\": [{out}, {out}, [{c}], [{c}], [{c}], [{c}], [{c}], [], []], ", c = l.cout), |g| {
-                        g.op("aten::empty_like", format!("\"Input Dims\": [{out}, [], [], [], [], []], "), |g| {
-                            g.empty("aten::empty_strided", &format!("{out}, []"), l.act_bytes);
-                        });
-                        g.empty("aten::empty", &format!("[{}]", l.cout), l.cout as i64 * 8);
-                        g.launch(l.bn_bwd, COMPUTE_STREAM);
-                    });
+                    g.op(
+                        "aten::cudnn_batch_norm_backward",
+                        format!("\"Input Dims\": [{out}, {out}, [{c}], [{c}], [{c}], [{c}], [{c}], [], []], ", c = l.cout),
+                        |g| {
+                            g.op("aten::empty_like", format!("\"Input Dims\": [{out}, [], [], [], [], []], "), |g| {
+                                g.empty("aten::empty_strided", &format!("{out}, []"), l.act_bytes);
+                            });
+                            g.empty("aten::empty", &format!("[{}]", l.cout), l.cout as i64 * 8);
+                            g.launch(l.bn_bwd, COMPUTE_STREAM);
+                        },
+                    );
                 });
                 g.memory(-l.act_bytes);
             });
             self.op("autograd::engine::evaluate_function: ConvolutionBackward0", String::new(), |g| {
                 let a = g.seq_args(&out, "\"float\"");
                 g.op("ConvolutionBackward0", a, |g| {
-                    g.op("aten::convolution_backward", format!("\"Input Dims\": [{out}, [], [{}, {}, {}, {}], [], [], [], [], [], [], [], []], ", l.cout, l.cin, l.k, l.k), |g| {
-                        g.empty("aten::empty", &format!("[{}, {}, {}, {}]", l.cout, l.cin, l.k, l.k), (l.cout * l.cin * l.k * l.k) as i64 * 4);
-                        for &k in &l.conv_bwd {
-                            g.launch(k, COMPUTE_STREAM);
-                        }
-                    });
+                    g.op(
+                        "aten::convolution_backward",
+                        format!("\"Input Dims\": [{out}, [], [{}, {}, {}, {}], [], [], [], [], [], [], [], []], ", l.cout, l.cin, l.k, l.k),
+                        |g| {
+                            g.empty(
+                                "aten::empty",
+                                &format!("[{}, {}, {}, {}]", l.cout, l.cin, l.k, l.k),
+                                (l.cout * l.cin * l.k * l.k) as i64 * 4,
+                            );
+                            for &k in &l.conv_bwd {
+                                g.launch(k, COMPUTE_STREAM);
+                            }
+                        },
+                    );
                 });
                 g.memory(-2 * l.act_bytes);
             });
             for _ in 0..3 {
                 self.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", String::new(), |g| {
                     g.op("torch::autograd::AccumulateGrad", String::new(), |g| {
-                        g.op("aten::detach", format!("\"Input Dims\": [[{}]], \"Input type\": [\"float\"], ", l.cout), |g| g.leaf("detach", String::new()));
+                        g.op("aten::detach", format!("\"Input Dims\": [[{}]], \"Input type\": [\"float\"], ", l.cout), |g| {
+                            g.leaf("detach", String::new())
+                        });
                     });
                 });
             }
@@ -1012,11 +1090,15 @@ impl Gen {
                 let k = g.model.foreach_add;
                 g.launch(k, COMPUTE_STREAM);
             });
-            g.op("aten::_fused_adamw_", "\"Input Dims\": [[[], [], []], [[], [], []], [[], [], []], [[], [], []], [], [], [], [], [], [], [], [], [], []], ".into(), |g| {
-                for &k in &adam {
-                    g.launch(k, COMPUTE_STREAM);
-                }
-            });
+            g.op(
+                "aten::_fused_adamw_",
+                "\"Input Dims\": [[[], [], []], [[], [], []], [[], [], []], [[], [], []], [], [], [], [], [], [], [], [], [], []], ".into(),
+                |g| {
+                    for &k in &adam {
+                        g.launch(k, COMPUTE_STREAM);
+                    }
+                },
+            );
         });
         // loss.item(): a device-to-host copy and a sync; the GPU drains.
         self.op("aten::item", "\"Input Dims\": [[]], \"Input type\": [\"float\"], ".into(), |g| {
@@ -1063,14 +1145,26 @@ impl Renderer {
             match e.kind {
                 CpuKind::Op | CpuKind::Annotation => {
                     let cat = if e.kind == CpuKind::Op { "cpu_op" } else { "user_annotation" };
-                    let _ = write!(buf, "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {},\n    \"ts\": ", e.name, g.pid, e.tid);
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{}\", \"pid\": {}, \"tid\": {},\n    \"ts\": ",
+                        e.name, g.pid, e.tid
+                    );
                     put_us(buf, e.ts);
                     buf.extend_from_slice(b", \"dur\": ");
                     put_us(buf, e.dur);
-                    let _ = write!(buf, ",\n    \"args\": {{\n      \"External id\": {},\"Record function id\": 0, {}\"Ev Idx\": {}\n    }}\n  }}", e.ext, e.args, self.ev_idx);
+                    let _ = write!(
+                        buf,
+                        ",\n    \"args\": {{\n      \"External id\": {},\"Record function id\": 0, {}\"Ev Idx\": {}\n    }}\n  }}",
+                        e.ext, e.args, self.ev_idx
+                    );
                 }
                 CpuKind::Memory => {
-                    let _ = write!(buf, "  {{\n    \"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\",\n    \"pid\": {}, \"tid\": {},\n    \"ts\": ", g.pid, e.tid);
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"i\", \"cat\": \"cpu_instant_event\", \"s\": \"t\", \"name\": \"[memory]\",\n    \"pid\": {}, \"tid\": {},\n    \"ts\": ",
+                        g.pid, e.tid
+                    );
                     put_us(buf, e.ts);
                     let _ = write!(buf, ",\n    \"args\": {{\n      {}, \"Ev Idx\": {}\n    }}\n  }}", e.args, self.ev_idx);
                 }
@@ -1085,11 +1179,18 @@ impl Renderer {
             match *e {
                 GpuEv::Runtime { ts, dur, tid, name, cbid, ext, corr, launch } => {
                     buf.clear();
-                    let _ = write!(buf, "  {{\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{name}\", \"pid\": {}, \"tid\": {tid},\n    \"ts\": ", g.pid);
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"cuda_runtime\", \"name\": \"{name}\", \"pid\": {}, \"tid\": {tid},\n    \"ts\": ",
+                        g.pid
+                    );
                     put_us(buf, ts);
                     buf.extend_from_slice(b", \"dur\": ");
                     put_us(buf, dur);
-                    let _ = write!(buf, ",\n    \"args\": {{\n      \"External id\": {ext},      \"cbid\": {cbid}, \"correlation\": {corr}\n    }}\n  }}");
+                    let _ = write!(
+                        buf,
+                        ",\n    \"args\": {{\n      \"External id\": {ext},      \"cbid\": {cbid}, \"correlation\": {corr}\n    }}\n  }}"
+                    );
                     each(buf);
                     buf.clear();
                     let ph = if launch { "s" } else { "f" };
@@ -1103,7 +1204,10 @@ impl Renderer {
                     let ks = &g.model.kernels[k];
                     let name = &g.model.names[ks.name as usize].0;
                     buf.clear();
-                    let _ = write!(buf, "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{name}\", \"pid\": {DEVICE}, \"tid\": {stream},\n    \"ts\": ");
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"kernel\", \"name\": \"{name}\", \"pid\": {DEVICE}, \"tid\": {stream},\n    \"ts\": "
+                    );
                     put_us(buf, ts);
                     buf.extend_from_slice(b", \"dur\": ");
                     put_us(buf, dur);
@@ -1123,12 +1227,18 @@ impl Renderer {
                 GpuEv::Copy { ts, dur, stream, name, bytes, ext, corr, memset } => {
                     buf.clear();
                     let cat = if memset { "gpu_memset" } else { "gpu_memcpy" };
-                    let _ = write!(buf, "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {DEVICE}, \"tid\": {stream},\n    \"ts\": ");
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"X\", \"cat\": \"{cat}\", \"name\": \"{name}\", \"pid\": {DEVICE}, \"tid\": {stream},\n    \"ts\": "
+                    );
                     put_us(buf, ts);
                     buf.extend_from_slice(b", \"dur\": ");
                     put_us(buf, dur);
                     let bw = bytes as f64 / dur as f64;
-                    let _ = write!(buf, ",\n    \"args\": {{\n      \"External id\": {ext},      \"device\": {DEVICE}, \"context\": 1,      \"stream\": {stream}, \"correlation\": {corr},      \"bytes\": {bytes}, \"memory bandwidth (GB/s)\": {bw}\n    }}\n  }}");
+                    let _ = write!(
+                        buf,
+                        ",\n    \"args\": {{\n      \"External id\": {ext},      \"device\": {DEVICE}, \"context\": 1,      \"stream\": {stream}, \"correlation\": {corr},      \"bytes\": {bytes}, \"memory bandwidth (GB/s)\": {bw}\n    }}\n  }}"
+                    );
                     each(buf);
                     flow_end(buf, corr, stream, ts);
                     each(buf);
@@ -1140,7 +1250,11 @@ impl Renderer {
     fn annotations(&mut self, g: &Gen, mut each: impl FnMut(&[u8]), buf: &mut Vec<u8>) {
         for a in &g.ann {
             buf.clear();
-            let _ = write!(buf, "  {{\n    \"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"{}\", \"pid\": {DEVICE}, \"tid\": {COMPUTE_STREAM},\n    \"ts\": ", a.name);
+            let _ = write!(
+                buf,
+                "  {{\n    \"ph\": \"X\", \"cat\": \"gpu_user_annotation\", \"name\": \"{}\", \"pid\": {DEVICE}, \"tid\": {COMPUTE_STREAM},\n    \"ts\": ",
+                a.name
+            );
             put_us(buf, a.ts);
             buf.extend_from_slice(b", \"dur\": ");
             put_us(buf, a.dur);
@@ -1238,15 +1352,22 @@ fn metadata(g: &Gen, end_ts: i64) -> Vec<String> {
     put_us(&mut b, g.start_ts);
     b.extend_from_slice(b", \"dur\": ");
     put_us(&mut b, end_ts - g.start_ts);
-    let _ = write!(b, ",\n    \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch Profiler (0)\",\n    \"args\": {{\n      \"Op count\": 0\n    }}\n  }}");
+    let _ = write!(
+        b,
+        ",\n    \"pid\": \"Spans\", \"tid\": \"PyTorch Profiler\",\n    \"name\": \"PyTorch Profiler (0)\",\n    \"args\": {{\n      \"Op count\": 0\n    }}\n  }}"
+    );
     out.push(String::from_utf8(b).unwrap_or_default());
     let mut b = Vec::new();
-    let _ = write!(b, "  {{\n    \"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": ");
+    let _ = write!(
+        b,
+        "  {{\n    \"name\": \"Iteration Start: PyTorch Profiler\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"Traces\", \"tid\": \"Trace PyTorch Profiler\", \"ts\": "
+    );
     put_us(&mut b, g.start_ts);
     b.extend_from_slice(b"\n  }");
     out.push(String::from_utf8(b).unwrap_or_default());
     let mut b = Vec::new();
-    let _ = write!(b, "  {{\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": ");
+    let _ =
+        write!(b, "  {{\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": ");
     put_us(&mut b, end_ts);
     b.extend_from_slice(b"\n  }");
     out.push(String::from_utf8(b).unwrap_or_default());

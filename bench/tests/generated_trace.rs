@@ -59,7 +59,17 @@ fn analysis_matches_the_generators_ground_truth() {
     let events = doc["traceEvents"].as_array().unwrap();
     assert_eq!(events.len() as u64, u(&t, "events"));
     let count = |ph: &str, cat: &str| events.iter().filter(|e| e["ph"] == ph && e["cat"] == cat).count() as u64;
-    for (ph, cat) in [("X", "cpu_op"), ("X", "cuda_runtime"), ("X", "kernel"), ("X", "gpu_memcpy"), ("X", "gpu_memset"), ("s", "ac2g"), ("f", "ac2g"), ("X", "user_annotation"), ("i", "cpu_instant_event")] {
+    for (ph, cat) in [
+        ("X", "cpu_op"),
+        ("X", "cuda_runtime"),
+        ("X", "kernel"),
+        ("X", "gpu_memcpy"),
+        ("X", "gpu_memset"),
+        ("s", "ac2g"),
+        ("f", "ac2g"),
+        ("X", "user_annotation"),
+        ("i", "cpu_instant_event"),
+    ] {
         assert!(count(ph, cat) > 0, "no {ph}/{cat} events");
         assert_eq!(count(ph, cat), u(&t["events_by_kind"], &format!("{ph}/{cat}")), "{ph}/{cat}");
     }
@@ -96,7 +106,11 @@ fn analysis_matches_the_generators_ground_truth() {
     close("tensorcore_pct", p.tensorcore_pct, f(&t, "tensorcore_pct"), 1);
     close("memcpy_ms_per_step", p.memcpy_ms_per_step, u(&t, "memcpy_ns") as f64 / 1e6 / steps as f64, 3);
     let kernel_ms: f64 = p.kernels.iter().map(|k| k.ms_per_step).sum();
-    assert!((kernel_ms - f(&t, "kernel_ms_per_step")).abs() < 1e-4 * p.kernels.len() as f64, "total kernel time: {kernel_ms} vs {}", f(&t, "kernel_ms_per_step"));
+    assert!(
+        (kernel_ms - f(&t, "kernel_ms_per_step")).abs() < 1e-4 * p.kernels.len() as f64,
+        "total kernel time: {kernel_ms} vs {}",
+        f(&t, "kernel_ms_per_step")
+    );
 
     // Busy time is the union over two streams, never more than the window.
     assert!(p.gpu_util <= 1.0);

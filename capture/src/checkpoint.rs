@@ -43,8 +43,7 @@ impl Checkpoint {
         match self.meta.get("names")? {
             Json::Array(a) => Some(a.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect()),
             Json::Object(o) => {
-                let mut v: Vec<(i64, String)> =
-                    o.iter().filter_map(|(k, n)| Some((k.parse().ok()?, n.as_str()?.to_string()))).collect();
+                let mut v: Vec<(i64, String)> = o.iter().filter_map(|(k, n)| Some((k.parse().ok()?, n.as_str()?.to_string()))).collect();
                 v.sort();
                 Some(v.into_iter().map(|(_, n)| n).collect())
             }

@@ -20,20 +20,20 @@ use std::time::Instant;
 
 use libreyolo_core::cli::InferArgs;
 use libreyolo_core::conditions::{self, Conditions};
-use libreyolo_core::profile::{self, Latency, Measurements, Profile, Stages};
 use libreyolo_core::profile::measured::RealTiming;
+use libreyolo_core::profile::{self, Latency, Measurements, Profile, Stages};
 use libreyolo_core::render::text::{num, throughput};
 use libreyolo_core::{Error, Result};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use tch::{Device, Tensor};
 
+use crate::device;
+use crate::model;
 use crate::postprocess;
 use crate::preprocess;
 use crate::profiler::{self, Options, Range, Session};
 use crate::source::{self, Image};
 use crate::weights::{self, Loaded};
-use crate::device;
-use crate::model;
 
 /// The torch version this crate is built for (capture/TORCH_VERSION).
 pub const TORCH_VERSION: &str = include_str!("../TORCH_VERSION");
@@ -276,10 +276,7 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
         meta.insert("checkpoint_imgsz".into(), json!(s));
     }
     meta.insert("letterbox_pad".into(), json!(m.pad.as_str()));
-    meta.insert(
-        "source".into(),
-        json!(args.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())),
-    );
+    meta.insert("source".into(), json!(args.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())));
     meta.insert("images".into(), json!(images.len()));
     meta.insert("warmup".into(), json!(p.warmup));
     meta.insert("runs".into(), json!(p.runs));

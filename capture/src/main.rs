@@ -20,6 +20,8 @@ fn run() -> Result<()> {
     match cli::parse(&args)? {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
         Some(ProfileCommand::Run(a)) => cli::print_stdout(&libreyolo_capture::train::run(&a)?),
-        _ => Err(Error::usage("libreyolo-capture runs `profile infer` and `profile run`; the readers and the explorer are `libreyolo profile …`")),
+        _ => Err(Error::usage(
+            "libreyolo-capture runs `profile infer` and `profile run`; the readers and the explorer are `libreyolo profile …`",
+        )),
     }
 }

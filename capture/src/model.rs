@@ -271,7 +271,11 @@ struct RepNBottleneck {
 
 impl RepNBottleneck {
     fn new(p: &nn::Path, c1: i64, c2: i64) -> Self {
-        RepNBottleneck { cv1: RepConvN::new(&(p / "cv1"), c1, c2), cv2: Conv::new(&(p / "cv2"), c2, c2, 3, 1, None, 1, true), add: c1 == c2 }
+        RepNBottleneck {
+            cv1: RepConvN::new(&(p / "cv1"), c1, c2),
+            cv2: Conv::new(&(p / "cv2"), c2, c2, 3, 1, None, 1, true),
+            add: c1 == c2,
+        }
     }
     fn fuse(&mut self) {
         self.cv1.fuse();
@@ -524,11 +528,7 @@ impl Detect {
         self.box_towers.iter_mut().chain(self.cls_towers.iter_mut()).for_each(Tower::fuse);
     }
     fn forward(&self, feats: &[Tensor]) -> Vec<Tensor> {
-        feats
-            .iter()
-            .enumerate()
-            .map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1))
-            .collect()
+        feats.iter().enumerate().map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1)).collect()
     }
 }
 
@@ -748,9 +748,7 @@ impl Yolo9 {
             for (name, var) in &vars {
                 match given.get(name.as_str()) {
                     None => missing.push(name.clone()),
-                    Some(src) if src.size() != var.size() => {
-                        mismatched.push(format!("{name} {:?} vs model {:?}", src.size(), var.size()))
-                    }
+                    Some(src) if src.size() != var.size() => mismatched.push(format!("{name} {:?} vs model {:?}", src.size(), var.size())),
                     Some(src) => {
                         let mut v = var.shallow_clone();
                         v.copy_(&src.to_kind(var.kind()).to_device(var.device()));
@@ -758,11 +756,7 @@ impl Yolo9 {
                 }
             }
         });
-        let unexpected: Vec<&str> = state
-            .iter()
-            .map(|(k, _)| k.as_str())
-            .filter(|k| !vars.contains_key(*k) && !is_aux_key(k))
-            .collect();
+        let unexpected: Vec<&str> = state.iter().map(|(k, _)| k.as_str()).filter(|k| !vars.contains_key(*k) && !is_aux_key(k)).collect();
         if missing.is_empty() && mismatched.is_empty() && unexpected.is_empty() {
             return Ok(());
         }
@@ -955,7 +949,11 @@ impl Yolo9 {
         }
         let dist = Tensor::cat(&boxes, 2);
         let (b, _, a) = dist.size3().unwrap();
-        let d = (dist.view([b, 4, REG_MAX, a]).softmax(2, dist.kind()) * self.project.to_kind(dist.kind())).sum_dim_intlist(2, false, dist.kind());
+        let d = (dist.view([b, 4, REG_MAX, a]).softmax(2, dist.kind()) * self.project.to_kind(dist.kind())).sum_dim_intlist(
+            2,
+            false,
+            dist.kind(),
+        );
         let lt_rb = d.chunk(2, 1);
         let xyxy = Tensor::cat(&[&anchors - &lt_rb[0], &anchors + &lt_rb[1]], 1) * strides;
         Tensor::cat(&[xyxy, Tensor::cat(&scores, 2).sigmoid()], 1)
@@ -1067,7 +1065,8 @@ mod tests {
         // aux_head.cv3.{0,1,2}.2.{weight,bias} have 5 outputs instead of 3.
         assert_eq!((r.loaded, r.total), (r.total - 6, aux_keys(&other)));
 
-        let single: Vec<(String, Tensor)> = sd.iter().filter(|(k, _)| !is_aux_key(k)).map(|(k, t)| (k.clone(), t.shallow_clone())).collect();
+        let single: Vec<(String, Tensor)> =
+            sd.iter().filter(|(k, _)| !is_aux_key(k)).map(|(k, t)| (k.clone(), t.shallow_clone())).collect();
         let before = state(&other);
         assert_eq!(other.load_aux_state(&single).loaded, 0);
         for ((k, a), (_, b)) in before.iter().zip(state(&other).iter()) {

@@ -15,8 +15,7 @@ use crate::profiler::call;
 
 unsafe extern "C" {
     fn lyp_add_(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_add(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize)
-    -> c_int;
+    fn lyp_add(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_mul_(t: *mut C_tensor, s: f64, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_clear_grads(ts: *const *mut C_tensor, n: usize, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_foreach_mul_(ts: *const *mut C_tensor, n: usize, s: f64, err: *mut c_char, err_len: usize) -> c_int;
@@ -126,8 +125,7 @@ pub fn amp_unscale_(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) ->
     let h = handles(grads);
     let (f, s) = (handle(found_inf), handle(inv_scale));
     // SAFETY: as above.
-    call(|e, n| unsafe { lyp_amp_unscale_(h.as_ptr(), h.len(), f, s, e, n) })
-        .map_err(failed("_amp_foreach_non_finite_check_and_unscale_"))
+    call(|e, n| unsafe { lyp_amp_unscale_(h.as_ptr(), h.len(), f, s, e, n) }).map_err(failed("_amp_foreach_non_finite_check_and_unscale_"))
 }
 
 /// An uninitialised float tensor in page-locked host memory (needs CUDA).

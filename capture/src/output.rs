@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use libreyolo_core::conditions::{self, Conditions};
-use libreyolo_core::profile::{measured, Measurements, Profile};
+use libreyolo_core::profile::{Measurements, Profile, measured};
 use libreyolo_core::{Error, Result};
 
 /// Creates `dir` if needed and proves a file can be written in it.

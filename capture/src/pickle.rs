@@ -29,7 +29,11 @@ pub enum Value {
     Global(String, String),
     /// `REDUCE` / `NEWOBJ`: a callable applied to its arguments, plus the
     /// state a later `BUILD` gave it.
-    Call { func: Box<Value>, args: Vec<Value>, state: Option<Box<Value>> },
+    Call {
+        func: Box<Value>,
+        args: Vec<Value>,
+        state: Option<Box<Value>>,
+    },
     PersId(Box<Value>),
     Mark,
 }

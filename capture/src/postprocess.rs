@@ -45,7 +45,8 @@ pub fn detections(predictions: &Tensor, i: i64, g: &Letterbox, conf: f64, iou: f
             score = score.index_select(0, &top);
         }
         let boxes = pred.narrow(1, 0, 4).index_select(0, &anchor);
-        let shift = Tensor::from_slice(&[g.pad_left as f32, g.pad_top as f32, g.pad_left as f32, g.pad_top as f32]).to_device(boxes.device());
+        let shift =
+            Tensor::from_slice(&[g.pad_left as f32, g.pad_top as f32, g.pad_left as f32, g.pad_top as f32]).to_device(boxes.device());
         let b = (boxes - shift) / g.ratio;
         let xs = b.index_select(1, &Tensor::from_slice(&[0i64, 2]).to_device(b.device())).clamp(0.0, g.orig_w as f64);
         let ys = b.index_select(1, &Tensor::from_slice(&[1i64, 3]).to_device(b.device())).clamp(0.0, g.orig_h as f64);
@@ -59,7 +60,9 @@ pub fn detections(predictions: &Tensor, i: i64, g: &Letterbox, conf: f64, iou: f
         let c: Vec<i64> = Vec::try_from(&c).unwrap_or_default();
         let cands: Vec<Detection> = (0..s.len())
             .map(|j| Detection { xyxy: [b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]], score: s[j], class: c[j] })
-            .filter(|d| d.xyxy[2] - d.xyxy[0] > 0.0 && d.xyxy[3] - d.xyxy[1] > 0.0 && d.xyxy.iter().all(|v| v.is_finite()) && d.score.is_finite())
+            .filter(|d| {
+                d.xyxy[2] - d.xyxy[0] > 0.0 && d.xyxy[3] - d.xyxy[1] > 0.0 && d.xyxy.iter().all(|v| v.is_finite()) && d.score.is_finite()
+            })
             .collect();
         nms(cands, iou as f32, max_det)
     })

@@ -37,7 +37,9 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")))?
         .filter_map(|e| e.ok().map(|e| e.path()))
-        .filter(|p| p.is_file() && p.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str())))
+        .filter(|p| {
+            p.is_file() && p.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+        })
         .collect();
     files.sort();
     if files.is_empty() {
@@ -57,8 +59,7 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
         .iter()
         .map(|p| {
             let bytes = std::fs::read(p).map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
-            let img = image::load_from_memory(&bytes)
-                .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+            let img = image::load_from_memory(&bytes).map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
             Ok(to_tensor(p.display().to_string(), img))
         })
         .collect()

@@ -227,7 +227,8 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
     let theirs = forward_ops(&read_json(&parity.join("libreyolo16_infer_b1_profile.json")));
     let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_value(read_json(&parity.join("keys_t.json"))).unwrap();
     let batch_norms = keys.keys().filter(|k| k.ends_with(".bn.weight")).count() as f64;
-    let repconvs = keys.keys().filter(|k| k.ends_with(".conv2.conv.weight") && keys.contains_key(&k.replace(".conv2.", ".conv1."))).count() as f64;
+    let repconvs =
+        keys.keys().filter(|k| k.ends_with(".conv2.conv.weight") && keys.contains_key(&k.replace(".conv2.", ".conv1."))).count() as f64;
     assert_eq!(theirs["aten::batch_norm"], batch_norms, "LibreYOLO runs every BatchNorm");
 
     let dir = tempfile::tempdir().unwrap();
@@ -243,7 +244,16 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
     // The model's own ops (not the dispatcher's choice of conv backend, which
     // depends on the image size): the same count per image as LibreYOLO's.
     let ours = forward_ops(&unfused);
-    let graph = ["aten::conv2d", "aten::batch_norm", "aten::silu", "aten::add", "aten::cat", "aten::avg_pool2d", "aten::max_pool2d", "aten::upsample_nearest2d"];
+    let graph = [
+        "aten::conv2d",
+        "aten::batch_norm",
+        "aten::silu",
+        "aten::add",
+        "aten::cat",
+        "aten::avg_pool2d",
+        "aten::max_pool2d",
+        "aten::upsample_nearest2d",
+    ];
     for op in graph {
         assert_eq!(ours.get(op), theirs.get(op), "{op} per image: ours (unfused) vs LibreYOLO 1.6");
     }

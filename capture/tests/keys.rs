@@ -8,10 +8,8 @@ use libreyolo_capture::model::Yolo9;
 
 fn assert_same_keys(model: &Yolo9, text: &str) {
     let want: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).unwrap();
-    let want: Vec<(String, Vec<i64>)> = want
-        .into_iter()
-        .map(|(k, v)| (k, v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect()))
-        .collect();
+    let want: Vec<(String, Vec<i64>)> =
+        want.into_iter().map(|(k, v)| (k, v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect())).collect();
     let got = model.state_shapes();
     let missing: Vec<&String> = want.iter().filter(|w| !got.iter().any(|g| g.0 == w.0)).map(|w| &w.0).collect();
     let extra: Vec<&String> = got.iter().filter(|g| !want.iter().any(|w| w.0 == g.0)).map(|g| &g.0).collect();

@@ -9,7 +9,7 @@
 
 mod common;
 
-use libreyolo_capture::train::loss::{yolo9_loss, Gains};
+use libreyolo_capture::train::loss::{Gains, yolo9_loss};
 use serde_json::Value;
 use tch::{Kind, Tensor};
 

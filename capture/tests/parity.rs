@@ -23,7 +23,7 @@ use std::process::Command;
 
 use libreyolo_capture::postprocess::{self, Detection};
 use libreyolo_capture::preprocess::{self, Pad};
-use libreyolo_capture::train::loss::{yolo9_loss, yolo9_train_loss, Gains};
+use libreyolo_capture::train::loss::{Gains, yolo9_loss, yolo9_train_loss};
 use libreyolo_capture::{checkpoint, model, model::Yolo9, source};
 use tch::{Device, Tensor};
 
@@ -138,10 +138,8 @@ fn check_aux(size: &str) {
     let py = common::parity_python();
     let dir = tempfile::tempdir().unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/parity.py");
-    let out = Command::new(&py)
-        .args(["-W", "ignore", script, "--size", size, "--aux", "--out", dir.path().to_str().unwrap()])
-        .output()
-        .unwrap();
+    let out =
+        Command::new(&py).args(["-W", "ignore", script, "--size", size, "--aux", "--out", dir.path().to_str().unwrap()]).output().unwrap();
     assert!(out.status.success(), "parity.py --aux failed: {}", String::from_utf8_lossy(&out.stderr));
     let ck = checkpoint::load(&dir.path().join("checkpoint.pt")).unwrap();
     let reference = checkpoint::load(&dir.path().join("reference.pt")).unwrap();
@@ -167,7 +165,8 @@ fn check_aux(size: &str) {
     let ours = training.state_shapes();
     assert_eq!(ours.len(), keys.len());
     for (k, shape) in &ours {
-        let want: Vec<i64> = keys.get(k).unwrap_or_else(|| panic!("{k} not theirs")).as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+        let want: Vec<i64> =
+            keys.get(k).unwrap_or_else(|| panic!("{k} not theirs")).as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
         assert_eq!(&want, shape, "{k}");
     }
 
@@ -227,7 +226,25 @@ fn a_training_run_takes_the_aux_tensors_of_a_libreyolo_checkpoint() {
         let project = dir.path().join("runs").display().to_string();
         let libreyolo_core::cli::ProfileCommand::Run(args) = common::command(
             "run",
-            &["synthetic:8", "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "2", "--workers", "1", "--weights", &ckpt, "--project", &project],
+            &[
+                "synthetic:8",
+                "--device",
+                "cpu",
+                "--batch",
+                "2",
+                "--imgsz",
+                "64",
+                "--warmup",
+                "1",
+                "--steps",
+                "2",
+                "--workers",
+                "1",
+                "--weights",
+                &ckpt,
+                "--project",
+                &project,
+            ],
         ) else {
             unreachable!()
         };

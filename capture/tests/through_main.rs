@@ -11,7 +11,11 @@ use std::time::Duration;
 fn main_binary() -> PathBuf {
     let capture = PathBuf::from(env!("CARGO_BIN_EXE_libreyolo-capture"));
     let main = capture.with_file_name(format!("libreyolo{}", std::env::consts::EXE_SUFFIX));
-    assert!(main.is_file(), "{} is not built: run `cargo test --workspace` (scripts/test.sh), or `cargo build -p libreyolo` first", main.display());
+    assert!(
+        main.is_file(),
+        "{} is not built: run `cargo test --workspace` (scripts/test.sh), or `cargo build -p libreyolo` first",
+        main.display()
+    );
     main
 }
 
@@ -48,13 +52,30 @@ fn capture_errors_keep_their_exit_codes_through_libreyolo() {
     let project = dir.path().to_str().unwrap();
     // Too small a dataset for the window: exit 3, nothing written.
     let out = libreyolo()
-        .args(["profile", "run", "synthetic:2", "--device", "cpu", "--batch", "2", "--imgsz", "160", "--warmup", "1", "--steps", "4", "--project", project])
+        .args([
+            "profile",
+            "run",
+            "synthetic:2",
+            "--device",
+            "cpu",
+            "--batch",
+            "2",
+            "--imgsz",
+            "160",
+            "--warmup",
+            "1",
+            "--steps",
+            "4",
+            "--project",
+            project,
+        ])
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("train/profile.json").exists());
     // A weights path that does not exist: exit 2.
-    let out = libreyolo().args(["profile", "infer", "--device", "cpu", "--weights", "/no/such/w.pt", "--project", project]).output().unwrap();
+    let out =
+        libreyolo().args(["profile", "infer", "--device", "cpu", "--weights", "/no/such/w.pt", "--project", project]).output().unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -63,7 +84,25 @@ fn sigint_during_a_capture_leaves_no_profile() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().to_str().unwrap();
     let mut child = libreyolo()
-        .args(["profile", "run", "synthetic", "--device", "cpu", "--batch", "2", "--imgsz", "160", "--warmup", "1", "--steps", "500", "--workers", "1", "--project", project])
+        .args([
+            "profile",
+            "run",
+            "synthetic",
+            "--device",
+            "cpu",
+            "--batch",
+            "2",
+            "--imgsz",
+            "160",
+            "--warmup",
+            "1",
+            "--steps",
+            "500",
+            "--workers",
+            "1",
+            "--project",
+            project,
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()

@@ -27,8 +27,23 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
     let out = run(&[
-        "synthetic:16", "--device", "cpu", "--batch", "2", "--imgsz", "160", "--warmup", "1", "--steps", "4", "--workers", "2",
-        "--weights", WEIGHTS, "--project", &project,
+        "synthetic:16",
+        "--device",
+        "cpu",
+        "--batch",
+        "2",
+        "--imgsz",
+        "160",
+        "--warmup",
+        "1",
+        "--steps",
+        "4",
+        "--workers",
+        "2",
+        "--weights",
+        WEIGHTS,
+        "--project",
+        &project,
     ])
     .unwrap();
     assert!(out.contains("img/s"), "{out}");
@@ -87,12 +102,26 @@ fn plain_synthetic_fills_the_window_and_batch_auto_falls_back_on_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
     run(&[
-        "synthetic", "--device", "cpu", "--batch", "-1", "--imgsz", "64", "--warmup", "1", "--steps", "8", "--workers", "2",
-        "--weights", WEIGHTS, "--project", &project,
+        "synthetic",
+        "--device",
+        "cpu",
+        "--batch",
+        "-1",
+        "--imgsz",
+        "64",
+        "--warmup",
+        "1",
+        "--steps",
+        "8",
+        "--workers",
+        "2",
+        "--weights",
+        WEIGHTS,
+        "--project",
+        &project,
     ])
     .unwrap();
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap()).unwrap();
+    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap()).unwrap();
     assert_eq!(summary["meta"]["batch"], 16, "{summary}");
     assert_eq!(summary["meta"]["images"], 9 * 16, "{summary}");
 }
@@ -102,8 +131,21 @@ fn a_window_the_dataset_cannot_fill_exits_3_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
     let err = run(&[
-        "synthetic:8", "--device", "cpu", "--batch", "4", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--weights", WEIGHTS,
-        "--project", &project,
+        "synthetic:8",
+        "--device",
+        "cpu",
+        "--batch",
+        "4",
+        "--imgsz",
+        "64",
+        "--warmup",
+        "1",
+        "--steps",
+        "4",
+        "--weights",
+        WEIGHTS,
+        "--project",
+        &project,
     ])
     .unwrap_err();
     assert_eq!(err.exit_code(), exit::NO_PROFILE);
@@ -164,8 +206,24 @@ fn run_on_a_yolo_dataset_yaml() {
     let yaml = write_dataset(dir.path(), 10);
     let project = dir.path().join("runs").display().to_string();
     let out = run(&[
-        &yaml, "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--workers", "1", "--weights", WEIGHTS,
-        "--project", &project, "--json",
+        &yaml,
+        "--device",
+        "cpu",
+        "--batch",
+        "2",
+        "--imgsz",
+        "64",
+        "--warmup",
+        "1",
+        "--steps",
+        "4",
+        "--workers",
+        "1",
+        "--weights",
+        WEIGHTS,
+        "--project",
+        &project,
+        "--json",
     ])
     .unwrap();
     let v: Value = serde_json::from_str(&out).unwrap();
@@ -189,8 +247,23 @@ fn repeat_writes_the_aggregate_beside_the_trials() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
     let out = run(&[
-        "synthetic:8", "--device", "cpu", "--batch", "2", "--imgsz", "64", "--warmup", "1", "--steps", "2", "--repeat", "2", "--weights",
-        WEIGHTS, "--project", &project,
+        "synthetic:8",
+        "--device",
+        "cpu",
+        "--batch",
+        "2",
+        "--imgsz",
+        "64",
+        "--warmup",
+        "1",
+        "--steps",
+        "2",
+        "--repeat",
+        "2",
+        "--weights",
+        WEIGHTS,
+        "--project",
+        &project,
     ])
     .unwrap();
     assert!(out.contains("(n=2)"), "{out}");

@@ -7,14 +7,14 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::busy::{intersect, merge, overlap, overlap_each};
-use super::kernels::{classify, COMMUNICATION};
+use super::kernels::{COMMUNICATION, classify};
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
-    metrics, Attribution, CategoryRow, DeviceRow, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow,
-    Profile, StepTime, StreamRow, Window, SCHEMA_ID,
+    Attribution, CategoryRow, DeviceRow, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile, SCHEMA_ID, StepTime,
+    StreamRow, Window, metrics,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -48,7 +48,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         by_device.entry(k.device).or_default().push((k.start, k.end));
         by_stream.entry((k.device, k.stream)).or_default().push((k.start, k.end));
     }
-    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns.saturating_add(k.ns), count: acc.count + k.count });
+    let kernel_total =
+        a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns.saturating_add(k.ns), count: acc.count + k.count });
     let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
     for k in &a.kernel_spans {
         if a.ranges.in_step(k.start) {
@@ -180,10 +181,8 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
     let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add);
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
-    let reserved_full = devices
-        .iter()
-        .filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?)))
-        .find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
+    let reserved_full =
+        devices.iter().filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?))).find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
     // Allocator churn per step means something only in a steady state, i.e.
     // between step markers; a whole trace (start-up included) is not one.
     let malloc_thrash = a.ranges.has_steps() && mallocs_per_step >= verdict::MALLOCS_PER_STEP;
@@ -221,7 +220,11 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let mut categories: Vec<CategoryRow> = cat_ns
         .iter()
         .filter(|(_, ns)| **ns > 0)
-        .map(|(c, ns)| CategoryRow { name: c.to_string(), pct: round(pct(*ns, kernel_total.ns), 1), ms_per_step: round(per_step_ms(*ns), 3) })
+        .map(|(c, ns)| CategoryRow {
+            name: c.to_string(),
+            pct: round(pct(*ns, kernel_total.ns), 1),
+            ms_per_step: round(per_step_ms(*ns), 3),
+        })
         .collect();
     categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
     let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
@@ -267,9 +270,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         sort_kernels(&mut krows);
         let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| op_row(*n, o, o_ns)).collect();
         sort_ops(&mut orows);
-        let wall = measured_wall(measured, &name)
-            .or_else(|| range_wall.get(&id).map(|ns| per_step_ms(*ns)))
-            .map(|w| round(w, 3));
+        let wall = measured_wall(measured, &name).or_else(|| range_wall.get(&id).map(|ns| per_step_ms(*ns))).map(|w| round(w, 3));
         phases.push(PhaseRow {
             phase: name.clone(),
             gpu_ms_per_step: round(per_step_ms(k_ns), 3),
@@ -506,15 +507,8 @@ pub fn without_trace(m: &Measurements) -> Profile {
         }
     }
     let phase_wall = phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
-    let evidence = Evidence {
-        mode: Some(mode),
-        cuda,
-        step_ms,
-        dataload_ms,
-        stages: m.stages_ms.as_ref(),
-        phase_wall,
-        ..Default::default()
-    };
+    let evidence =
+        Evidence { mode: Some(mode), cuda, step_ms, dataload_ms, stages: m.stages_ms.as_ref(), phase_wall, ..Default::default() };
     let (bound, bound_why) = verdict::decide(&evidence);
     let n = m.latency.as_ref().map_or(1, |l| l.n.max(1));
     let mut profile = Profile {

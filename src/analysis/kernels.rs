@@ -85,29 +85,53 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     // cuBLAS / cutlass MMA shapes: Volta h884/s884, Turing h1688, Ampere
     // tf32 s1688, s16816, wmma s161616, int8 i8816/i16832.
     (r"[hsi](?:884|1688|16816|161616|8816|16832)(?:gemm|fprop|dgrad|wgrad)", "volta_h884gemm_64x64_nt"),
-    (r"tensorop", "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)"),
+    (
+        r"tensorop",
+        "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
+    ),
     (r"wgmma", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16"),
-    (r"wmma", "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8::Params)"),
+    (
+        r"wmma",
+        "void cutlass::Kernel2<cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8>(cutlass_80_wmma_tensorop_bf16_s161616gemm_bf16_32x32_128x2_tn_align8::Params)",
+    ),
     // cuDNN's Ampere xmma convolutions name their MMA tile (tf32: 16x8x8).
-    (r"_tensor\d+x\d+x\d+", "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn"),
+    (
+        r"_tensor\d+x\d+x\d+",
+        "sm80_xmma_fprop_implicit_gemm_indexed_tf32f32_tf32f32_f32_nhwckrsc_nchw_tilesize128x128x16_stage4_warpsize2x2x1_g1_tensor16x8x8_alignc4_execute_kernel_cudnn",
+    ),
     // TF32 exists only on Tensor Cores.
-    (r"tf32", "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x128_32x3_nhwc_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_64x128_32x3_nhwc_align4::Params)"),
+    (
+        r"tf32",
+        "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_64x128_32x3_nhwc_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_64x128_32x3_nhwc_align4::Params)",
+    ),
     // Hopper/Blackwell cuBLAS.
-    (r"sm90_xmma|sm100_xmma", "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas"),
+    (
+        r"sm90_xmma|sm100_xmma",
+        "sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x128x64_warpgroupsize1x1x1_execute_segment_k_off_kernel__5x_cublas",
+    ),
     (r"nvjet", "nvjet_tst_128x256_64x4_1x2_h_bz_coopA_TNT"),
     // TRT-LLM gen batched GEMMs (block-scaled fp8/fp4 on sm100).
-    (r"^bmm_.*_sm1\d\d", "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_Ab32_Bb32_Cb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_transOut_schPd2x1x2x3_biasFp32M_bN_tma_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f"),
+    (
+        r"^bmm_.*_sm1\d\d",
+        "bmm_MxE4m3_MxE2m1MxE4m3_Fp32_Ab32_Bb32_Cb32_t128x8x512_s3_et128x8_m128x8x32_c1x1x1_rM_TN_transOut_schPd2x1x2x3_biasFp32M_bN_tma_ldgstsSf_rgTma_clmp_swiGlu_dynB_sm100f",
+    ),
     // Triton MoE matmul (tl.dot on Hopper/Blackwell).
     (r"_matmul_ogs_", "_matmul_ogs_NNT_bf16xbf16xmxfp4_32x256x256x1_swiglu"),
     // FlashAttention 2/3/4, cuDNN's flash SDPA and fmha (xformers/PyTorch
     // mem-efficient, TRT-LLM, CK tile).
-    (r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|fmha", "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)"),
+    (
+        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|fmha",
+        "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)",
+    ),
     // Triton's fused attention (tl.dot → MFMA / MMA).
     (r"^_?attn_fwd|^_?attn_bwd", "attn_fwd"),
     (r"unified_attention", "kernel_unified_attention_2d"),
     // AMD CDNA: Tensile/hipBLASLt matrix-instruction tiles, MIOpen xdlops
     // (gtcx), CK xdl, raw MFMA.
-    (r"_mi\d+x\d+x\d+_", "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1"),
+    (
+        r"_mi\d+x\d+x\d+_",
+        "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1",
+    ),
     (r"gtcx", "igemm_fwd_gtcx2_nhwc_bf16_bx0_ex1_bt32x256x32_wt16x64x4_ws1x1_wr1x2_ta1x4x1x1_1x8x1x32_tb1x4x8x1_1x8x1x32_gkgs"),
     (r"_xdl", "gemm_xdl_preshuffle"),
     (r"mfma", "paged_attention_ll4mi_QKV_mfma16_kernel"),
@@ -120,12 +144,8 @@ pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
     (r"subtensorop", "SubTensorOpWithCastTensor1d"),
 ];
 
-static CATEGORIES: LazyLock<Vec<(&'static str, Regex)>> = LazyLock::new(|| {
-    CATEGORY_PATTERNS
-        .iter()
-        .map(|(cat, pat)| (*cat, Regex::new(pat).expect("category pattern compiles")))
-        .collect()
-});
+static CATEGORIES: LazyLock<Vec<(&'static str, Regex)>> =
+    LazyLock::new(|| CATEGORY_PATTERNS.iter().map(|(cat, pat)| (*cat, Regex::new(pat).expect("category pattern compiles"))).collect());
 
 static TENSOR_CORE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
     let join = |t: &[(&str, &str)]| t.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
@@ -154,10 +174,7 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 /// The category of a kernel name (raw or demangled).
 pub fn category(name: &str) -> &'static str {
     let lower = demangle(name).to_lowercase();
-    CATEGORIES
-        .iter()
-        .find(|(_, re)| re.is_match(&lower))
-        .map_or(OTHER, |(cat, _)| cat)
+    CATEGORIES.iter().find(|(_, re)| re.is_match(&lower)).map_or(OTHER, |(cat, _)| cat)
 }
 
 /// True when the kernel runs on Tensor / Matrix Cores, judged by its name.
@@ -176,7 +193,8 @@ pub fn classify(name: &str) -> (&'static str, bool, String) {
     (cat, yes.is_match(&lower) && !no.is_match(&lower), short_name(&shown))
 }
 
-static NAMESPACE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b(?:[A-Za-z_][A-Za-z0-9_]*|\(anonymous namespace\))::").expect("namespace pattern compiles"));
+static NAMESPACE: LazyLock<Regex> =
+    LazyLock::new(|| Regex::new(r"\b(?:[A-Za-z_][A-Za-z0-9_]*|\(anonymous namespace\))::").expect("namespace pattern compiles"));
 
 /// Longest label we print for a kernel; the full name stays in `raw_name`.
 const LABEL_MAX: usize = 72;
@@ -304,7 +322,9 @@ mod tests {
     #[test]
     fn short_names_drop_noise_but_keep_identity() {
         assert_eq!(
-            short_name("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"),
+            short_name(
+                "void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<float>, at::detail::Array<char*, 1> >(int, at::native::FillFunctor<float>, at::detail::Array<char*, 1>)"
+            ),
             "vectorized_elementwise_kernel<4, FillFunctor<float>, Array<char*, 1> >"
         );
         assert_eq!(short_name("volta_sgemm_128x64_nn"), "volta_sgemm_128x64_nn");

@@ -507,8 +507,7 @@ impl Analyzer {
                     }
                 }
             }
-            let bursts: Vec<(i64, i64)> =
-                self.backward_bursts.range(step_start..step_end).map(|(s, e)| (*s, (*e).min(step_end))).collect();
+            let bursts: Vec<(i64, i64)> = self.backward_bursts.range(step_start..step_end).map(|(s, e)| (*s, (*e).min(step_end))).collect();
             if let (Some(first), Some(last)) = (bursts.first(), bursts.iter().map(|b| b.1).max()) {
                 let id = self.phases.id("backward");
                 ranges.add_cpu_phase(main, first.0, last, id);
@@ -534,10 +533,7 @@ impl Analyzer {
         left.append(&mut self.unlaunched_gpu);
         left.sort_by_key(|g| g.ts);
         for gpu in left {
-            let place = Place {
-                in_step: self.ranges.in_step(gpu.ts),
-                phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
-            };
+            let place = Place { in_step: self.ranges.in_step(gpu.ts), phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts) };
             self.count_gpu(gpu, place, false, false);
         }
     }
@@ -564,9 +560,7 @@ impl EventSink for Analyzer {
         let name = ev.name();
         match cat {
             "user_annotation" | "gpu_user_annotation" => self.on_range(ev, start, start + dur),
-            "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => {
-                self.on_range(ev, start, start + dur)
-            }
+            "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => self.on_range(ev, start, start + dur),
             "cpu_op" | "Operator" => self.on_op(ev, start, dur),
             "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => self.on_runtime(ev, start, dur),
             _ => {

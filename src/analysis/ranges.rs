@@ -204,10 +204,7 @@ impl Ranges {
     /// The phase of a GPU event placed by time: the device's own phase
     /// annotations first, then the loop threads' CPU phases.
     pub fn gpu_phase_by_time(&self, device: i64, ts: i64) -> u16 {
-        self.gpu_phases
-            .get(&device)
-            .and_then(|r| r.phase_at(ts))
-            .unwrap_or_else(|| self.phase_by_time(ts))
+        self.gpu_phases.get(&device).and_then(|r| r.phase_at(ts)).unwrap_or_else(|| self.phase_by_time(ts))
     }
 
     /// Total duration of CPU phase ranges inside steps, per phase id, on the
@@ -227,11 +224,7 @@ impl Ranges {
 
     /// Phase ids that have a CPU or GPU range.
     pub fn phases_with_ranges(&self) -> HashSet<u16> {
-        self.cpu_phases
-            .values()
-            .chain(self.gpu_phases.values())
-            .flat_map(|r| r.iter().map(|(_, _, p)| p))
-            .collect()
+        self.cpu_phases.values().chain(self.gpu_phases.values()).flat_map(|r| r.iter().map(|(_, _, p)| p)).collect()
     }
 }
 

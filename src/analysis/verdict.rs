@@ -70,10 +70,11 @@ pub struct Evidence<'a> {
 pub fn decide(e: &Evidence<'_>) -> (String, String) {
     let (bound, why) = bottleneck(e);
     let why = match e.unfused {
-        Some(u) if e.mode == Some(Mode::Inference)
-            && (bound == COMPUTE || bound == HOST_LAUNCH)
-            && u.batch_norms_per_image >= 1.0
-            && u.share >= FUSION_SHARE =>
+        Some(u)
+            if e.mode == Some(Mode::Inference)
+                && (bound == COMPUTE || bound == HOST_LAUNCH)
+                && u.batch_norms_per_image >= 1.0
+                && u.share >= FUSION_SHARE =>
         {
             format!(
                 "{}. Lever: `--fuse` folds {:.0} BatchNorm launches per image into their convolutions (BatchNorm is {:.0}% of the forward here); compare the two profiles for the gain.",
@@ -292,7 +293,10 @@ mod tests {
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
         let (bound, why) = decide(&e);
         assert_eq!(bound, COMPUTE);
-        assert!(why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image") && why.contains("7% of the forward"), "{why}");
+        assert!(
+            why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image") && why.contains("7% of the forward"),
+            "{why}"
+        );
         // Too small a share to matter, a fused graph, or training: no lever.
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.01 });
         assert!(!decide(&e).1.contains("--fuse"));

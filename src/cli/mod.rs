@@ -140,7 +140,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.before == "-" && a.after == "-" {
                 return Err(Error::usage("standard input can be read once: give `-` for one side at most"));
             }
-            let sets = (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
+            let sets =
+                (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
             if let (Some(x), Some(y)) = sets {
                 let (x, y) = (profile::ranks::load(&x)?, profile::ranks::load(&y)?);
                 for n in x.notes.iter().chain(&y.notes) {
@@ -179,7 +180,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
 /// Writes to stdout, treating a closed pipe (`| head`) as success.
 pub fn print_stdout(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let res = out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
+    let res =
+        out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
     match res {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}"))),
         _ => Ok(()),

@@ -87,11 +87,7 @@ pub fn significance(a: f64, b: f64, sa: Option<f64>, sb: Option<f64>, na: u32, n
     }
     let se = (sa * sa / f64::from(na) + sb * sb / f64::from(nb)).sqrt();
     let d = (b - a).abs();
-    Significance {
-        significant: Some(d > 2.0 * se),
-        significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)),
-        ..base
-    }
+    Significance { significant: Some(d > 2.0 * se), significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)), ..base }
 }
 
 fn fmt_sig(v: f64) -> String {
@@ -116,21 +112,75 @@ const SPECS: &[Spec] = &[
     Spec { metric: "img_per_s", label: "img/s", unit: "", better: Better::Higher, get: |p| p.img_per_s, std_key: None },
     Spec { metric: "ms_per_image", label: "ms/image", unit: "ms", better: Better::Lower, get: ms_per_image, std_key: Some("ms_per_image") },
     Spec { metric: "step_ms", label: "step", unit: "ms", better: Better::Lower, get: |p| Some(p.step_ms), std_key: Some("step_ms") },
-    Spec { metric: "latency_p50_ms", label: "latency p50", unit: "ms", better: Better::Lower, get: |p| p.latency.as_ref().map(|l| l.p50_ms), std_key: None },
-    Spec { metric: "latency_p99_ms", label: "latency p99", unit: "ms", better: Better::Lower, get: |p| p.latency.as_ref().map(|l| l.p99_ms), std_key: None },
+    Spec {
+        metric: "latency_p50_ms",
+        label: "latency p50",
+        unit: "ms",
+        better: Better::Lower,
+        get: |p| p.latency.as_ref().map(|l| l.p50_ms),
+        std_key: None,
+    },
+    Spec {
+        metric: "latency_p99_ms",
+        label: "latency p99",
+        unit: "ms",
+        better: Better::Lower,
+        get: |p| p.latency.as_ref().map(|l| l.p99_ms),
+        std_key: None,
+    },
     Spec { metric: "gpu_util", label: "GPU util", unit: "%", better: Better::Higher, get: |p| Some(p.gpu_util), std_key: Some("gpu_util") },
-    Spec { metric: "gpu_busy_ms_per_step", label: "GPU busy", unit: "ms/step", better: Better::Lower, get: |p| Some(p.gpu_busy_ms_per_step), std_key: Some("gpu_busy_ms_per_step") },
-    Spec { metric: "host_overhead_ms_per_step", label: "host overhead", unit: "ms/step", better: Better::Lower, get: |p| Some(p.host_overhead_ms_per_step), std_key: Some("host_overhead_ms_per_step") },
-    Spec { metric: "launches_per_step", label: "launches/step", unit: "", better: Better::Lower, get: |p| Some(p.launches_per_step), std_key: Some("launches_per_step") },
-    Spec { metric: "dataload_ms", label: "dataload", unit: "ms/step", better: Better::Lower, get: |p| p.dataload_ms, std_key: Some("dataload_ms") },
-    Spec { metric: "tensorcore_pct", label: "Tensor Cores", unit: "%", better: Better::Higher, get: |p| Some(p.tensorcore_pct), std_key: Some("tensorcore_pct") },
+    Spec {
+        metric: "gpu_busy_ms_per_step",
+        label: "GPU busy",
+        unit: "ms/step",
+        better: Better::Lower,
+        get: |p| Some(p.gpu_busy_ms_per_step),
+        std_key: Some("gpu_busy_ms_per_step"),
+    },
+    Spec {
+        metric: "host_overhead_ms_per_step",
+        label: "host overhead",
+        unit: "ms/step",
+        better: Better::Lower,
+        get: |p| Some(p.host_overhead_ms_per_step),
+        std_key: Some("host_overhead_ms_per_step"),
+    },
+    Spec {
+        metric: "launches_per_step",
+        label: "launches/step",
+        unit: "",
+        better: Better::Lower,
+        get: |p| Some(p.launches_per_step),
+        std_key: Some("launches_per_step"),
+    },
+    Spec {
+        metric: "dataload_ms",
+        label: "dataload",
+        unit: "ms/step",
+        better: Better::Lower,
+        get: |p| p.dataload_ms,
+        std_key: Some("dataload_ms"),
+    },
+    Spec {
+        metric: "tensorcore_pct",
+        label: "Tensor Cores",
+        unit: "%",
+        better: Better::Higher,
+        get: |p| Some(p.tensorcore_pct),
+        std_key: Some("tensorcore_pct"),
+    },
     Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.peak_vram_mb, std_key: None },
 ];
 
 /// Why no significance call can be made when a side ran on a busy machine.
 fn contended_refusal(a: &Profile, b: &Profile) -> Option<String> {
-    let why = |p: &Profile| crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended).map(|c| c.contended_why.unwrap_or_default());
-    let sides: Vec<String> = [("before", why(a)), ("after", why(b))].into_iter().filter_map(|(side, w)| Some(format!("the {side} side ran contended ({})", w?))).collect();
+    let why = |p: &Profile| {
+        crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended).map(|c| c.contended_why.unwrap_or_default())
+    };
+    let sides: Vec<String> = [("before", why(a)), ("after", why(b))]
+        .into_iter()
+        .filter_map(|(side, w)| Some(format!("the {side} side ran contended ({})", w?)))
+        .collect();
     (!sides.is_empty()).then(|| format!("no significance call: {}", sides.join("; ")))
 }
 
@@ -150,7 +200,9 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 Some(k) => (a.metrics_std.get(k).copied(), b.metrics_std.get(k).copied()),
             };
             let significance = match (x, y) {
-                _ if refusal.is_some() => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: refusal.clone().unwrap_or_default() },
+                _ if refusal.is_some() => {
+                    Significance { n: [na, nb], std: [sa, sb], significant: None, significance: refusal.clone().unwrap_or_default() }
+                }
                 (Some(x), Some(y)) => significance(x, y, sa, sb, na, nb),
                 _ => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: "not measured on both sides".into() },
             };
@@ -165,17 +217,22 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 }),
                 _ => None,
             };
-            Some(MetricDelta { metric: s.metric, label: s.label, unit: s.unit, before: x, after: y, change_pct, better: s.better, improved, significance })
+            Some(MetricDelta {
+                metric: s.metric,
+                label: s.label,
+                unit: s.unit,
+                before: x,
+                after: y,
+                change_pct,
+                better: s.better,
+                improved,
+                significance,
+            })
         })
         .collect();
     let (ma, mb) = (a.mode(), b.mode());
-    let warning = (ma != mb).then(|| {
-        format!(
-            "comparing a {} profile with a {} profile: their steps measure different work",
-            ma.as_str(),
-            mb.as_str()
-        )
-    });
+    let warning = (ma != mb)
+        .then(|| format!("comparing a {} profile with a {} profile: their steps measure different work", ma.as_str(), mb.as_str()));
     let rows = |xs: Vec<(String, f64)>, ys: Vec<(String, f64)>| row_deltas(xs, ys);
     Comparison {
         before: before.to_string(),
@@ -267,8 +324,22 @@ mod tests {
     /// A repeat profile: img/s 10 ± 0.1 or 12 ± 0.1 over 3 trials, ran
     /// with other processes using `other` cores of 2.
     fn repeat(img_per_s: f64, other: f64) -> Profile {
-        let conditions = crate::conditions::Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(other), contended: other > 0.25, contended_why: (other > 0.25).then(|| format!("other processes used {other} of a core")), ..Default::default() };
-        let mut p = Profile { img_per_s: Some(img_per_s), img_per_s_std: Some(0.1), img_per_s_n: Some(3), step_ms: 1000.0 / img_per_s, ..Default::default() };
+        let conditions = crate::conditions::Conditions {
+            cpus: 2,
+            threads: 2,
+            window_s: 2.0,
+            other_cores: Some(other),
+            contended: other > 0.25,
+            contended_why: (other > 0.25).then(|| format!("other processes used {other} of a core")),
+            ..Default::default()
+        };
+        let mut p = Profile {
+            img_per_s: Some(img_per_s),
+            img_per_s_std: Some(0.1),
+            img_per_s_n: Some(3),
+            step_ms: 1000.0 / img_per_s,
+            ..Default::default()
+        };
         crate::conditions::set_in_host(&mut p.host, Some(&conditions));
         p
     }
@@ -284,7 +355,12 @@ mod tests {
         assert_eq!(s.significance, "no significance call: the after side ran contended (other processes used 0.9 of a core)");
         assert!(c.metrics.iter().all(|m| m.significance.significant.is_none()));
         let c = compare(&repeat(10.0, 1.5), &repeat(12.0, 0.9), "a", "b");
-        assert!(c.metrics[0].significance.significance.contains("the before side ran contended (other processes used 1.5 of a core); the after side"));
+        assert!(
+            c.metrics[0]
+                .significance
+                .significance
+                .contains("the before side ran contended (other processes used 1.5 of a core); the after side")
+        );
         // Profiles without host.conditions (older ones, LibreYOLO 1.6's) are not judged.
         let old = Profile { img_per_s: Some(12.0), img_per_s_std: Some(0.1), img_per_s_n: Some(3), step_ms: 83.0, ..Default::default() };
         assert_eq!(compare(&quiet(10.0), &old, "a", "b").metrics[0].significance.significant, Some(true));

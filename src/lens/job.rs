@@ -10,8 +10,8 @@
 use serde::Serialize;
 
 use crate::analysis::kernels::COMMUNICATION;
-use crate::profile::ranks::RankSet;
 use crate::profile::Profile;
+use crate::profile::ranks::RankSet;
 use crate::util::round;
 
 /// Compute this share of the job's step above the median rank's makes a
@@ -187,7 +187,8 @@ pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobCompariso
     ranks.sort_unstable();
     ranks.dedup();
     let step = |j: &Job, k: u32| j.ranks.iter().find(|r| r.rank == k).map(|r| r.step_ms);
-    let warning = (a.ranks.len() != b.ranks.len()).then(|| format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len()));
+    let warning = (a.ranks.len() != b.ranks.len())
+        .then(|| format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len()));
     JobComparison {
         before: before.to_string(),
         after: after.to_string(),

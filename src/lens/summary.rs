@@ -94,7 +94,8 @@ pub fn step_spread(steps: &[StepTime]) -> Option<StepSpread> {
     sorted.sort_by(f64::total_cmp);
     let n = sorted.len();
     let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
-    let outliers = steps.iter().filter(|s| median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)).map(|s| s.step).collect();
+    let outliers =
+        steps.iter().filter(|s| median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)).map(|s| s.step).collect();
     Some(StepSpread { min_ms: sorted[0], median_ms: crate::util::round(median, 3), max_ms: sorted[n - 1], each_ms: each, outliers })
 }
 
@@ -173,10 +174,19 @@ mod tests {
     fn a_contended_capture_is_said_above_the_verdict() {
         let mut p = Profile::default();
         assert_eq!(summary(&p).contended, None, "no host.conditions: nothing to say");
-        let busy = crate::conditions::Conditions { contended: true, contended_why: Some("other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours)".into()), ..Default::default() };
+        let busy = crate::conditions::Conditions {
+            contended: true,
+            contended_why: Some("other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours)".into()),
+            ..Default::default()
+        };
         crate::conditions::set_in_host(&mut p.host, Some(&busy));
         let s = summary(&p);
-        assert_eq!(s.contended.as_deref(), Some("CONTENDED: other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours) — timings here are distorted; measure again on a quiet machine"));
+        assert_eq!(
+            s.contended.as_deref(),
+            Some(
+                "CONTENDED: other processes used 0.9 of a core during the 2.0 s window on 2 cores (2 threads ours) — timings here are distorted; measure again on a quiet machine"
+            )
+        );
         let text = crate::render::text::summary(&s);
         let warn = text.lines().position(|l| l.starts_with("** CONTENDED")).expect("printed");
         let verdict = text.lines().position(|l| l.starts_with(">> ")).unwrap();

@@ -57,8 +57,7 @@ pub struct WhatIf {
     pub caveat: &'static str,
 }
 
-pub const CAVEAT: &str =
-    "rough estimate: the per-launch host cost is an average, and only a second measurement proves the change";
+pub const CAVEAT: &str = "rough estimate: the per-launch host cost is an average, and only a second measurement proves the change";
 
 /// Removing communication does not make collectives go away; the model is
 /// perfect overlap, which real runs only approach.
@@ -90,7 +89,12 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
                 return Err(Error::usage(format!("no category matching '{wanted}': this profile has no GPU kernels")));
             }
             [] => return Err(Error::usage(format!("no category matching '{wanted}'. have: {}", have()))),
-            _ => return Err(Error::usage(format!("'{wanted}' matches several categories ({}); be more specific", hits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")))),
+            _ => {
+                return Err(Error::usage(format!(
+                    "'{wanted}' matches several categories ({}); be more specific",
+                    hits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
+                )));
+            }
         };
         removed.category = Some(cat.name.clone());
         if cat.name == COMMUNICATION {
@@ -105,7 +109,13 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     removed.launches = round(removed.launches.min(launches), 2);
     let step = p.step_ms;
     let (model, projected, mechanism, per_launch_us) = if launches <= 0.0 {
-        (Model::NoGpu, step, "no GPU kernel launches were recorded (a CPU profile): removing launches or GPU work changes nothing measurable here".to_string(), None)
+        (
+            Model::NoGpu,
+            step,
+            "no GPU kernel launches were recorded (a CPU profile): removing launches or GPU work changes nothing measurable here"
+                .to_string(),
+            None,
+        )
     } else if p.gpu_util < COMPUTE_UTIL {
         let per_launch_ms = p.host_overhead_ms_per_step / launches;
         let floor = p.gpu_busy_ms_per_step - removed.gpu_ms.min(p.gpu_busy_ms_per_step) + p.dataload_ms.unwrap_or(0.0);
@@ -175,9 +185,7 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
         trace: p.trace.clone(),
         bound: p.bound.clone(),
         model: Model::CommOverlap,
-        mechanism: format!(
-            "communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"
-        ),
+        mechanism: format!("communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"),
         per_launch_us: None,
         removed,
         step_ms: NowProjected { now: Some(step), projected: Some(projected) },

@@ -11,8 +11,8 @@ use super::measured::{Measurements, SIDECAR};
 use super::schema::{Profile, SCHEMA_ID};
 use crate::analysis::{self, Sidecar};
 use crate::error::{Error, Result};
-use crate::trace::event::TOO_DEEP;
 use crate::trace::Source;
+use crate::trace::event::TOO_DEEP;
 
 /// A loaded input: where it came from and the profile it gives.
 #[derive(Debug, Clone)]
@@ -36,7 +36,9 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     if arg == "-" {
         use std::io::IsTerminal;
         if std::io::stdin().is_terminal() {
-            return Err(Error::usage("`-` reads a trace or profile from standard input, which is a terminal here: pipe one in (`zcat trace.json.gz | libreyolo profile summary -`)"));
+            return Err(Error::usage(
+                "`-` reads a trace or profile from standard input, which is a terminal here: pipe one in (`zcat trace.json.gz | libreyolo profile summary -`)",
+            ));
         }
         return Ok(path);
     }

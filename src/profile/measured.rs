@@ -105,9 +105,7 @@ impl Measurements {
         }
         let name = trace_file.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !TRACE_NAMES.contains(&name.as_str()) {
-            return Err(format!(
-                "they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"
-            ));
+            return Err(format!("they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"));
         }
         if let Some(exported) = &info.trace_name {
             let base = base_name(exported);
@@ -128,11 +126,7 @@ impl Measurements {
 
     /// Mean step time measured without extra syncs.
     pub fn step_ms(&self) -> Option<f64> {
-        self.latency
-            .as_ref()
-            .map(|l| l.mean_ms)
-            .or_else(|| self.real.as_ref().map(|r| r.step_ms))
-            .filter(|v| *v > 0.0)
+        self.latency.as_ref().map(|l| l.mean_ms).or_else(|| self.real.as_ref().map(|r| r.step_ms)).filter(|v| *v > 0.0)
     }
 }
 

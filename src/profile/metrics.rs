@@ -3,7 +3,7 @@
 //! reference implementation, whose stored map can disagree with its
 //! top-level fields (its repeat files keep the last trial's `img_per_s`).
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 
 use super::schema::{Mode, Profile};
 

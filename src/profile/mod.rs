@@ -8,6 +8,6 @@ pub mod ranks;
 pub mod repeat;
 pub mod schema;
 
-pub use load::{json_files_in, load, load_with_notices, resolve_input, write_atomic, write_json, Input};
+pub use load::{Input, json_files_in, load, load_with_notices, resolve_input, write_atomic, write_json};
 pub use measured::Measurements;
 pub use schema::*;

@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::load::{json_files_in, load_with_notices, Input};
+use super::load::{Input, json_files_in, load_with_notices};
 use crate::error::{Error, Result};
 
 /// One rank's profile.

@@ -281,16 +281,9 @@ impl Profile {
             Some("training") => Mode::Training,
             Some("unknown") => Mode::Unknown,
             _ => {
-                let infer_phase = self
-                    .phases
-                    .iter()
-                    .any(|p| p.phase == "preprocess" || p.phase == "postprocess");
+                let infer_phase = self.phases.iter().any(|p| p.phase == "preprocess" || p.phase == "postprocess");
                 let infer_cfg = self.config.get("mode").and_then(Value::as_str) == Some("inference");
-                if self.latency.is_some() || infer_phase || infer_cfg {
-                    Mode::Inference
-                } else {
-                    Mode::Training
-                }
+                if self.latency.is_some() || infer_phase || infer_cfg { Mode::Inference } else { Mode::Training }
             }
         }
     }

@@ -133,7 +133,10 @@ pub fn summary(s: &Summary) -> String {
     let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
-        let _ = writeln!(o, "kernels  none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes");
+        let _ = writeln!(
+            o,
+            "kernels  none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes"
+        );
     } else {
         let _ = writeln!(o, "kernel mix:");
         for c in &s.categories {
@@ -142,7 +145,8 @@ pub fn summary(s: &Summary) -> String {
         let _ = writeln!(o, "top kernels/step:");
         for k in &s.top_kernels {
             let tc = if k.tensorcore { " [TC]" } else { "" };
-            let _ = writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
+            let _ =
+                writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
         }
     }
     if s.streams.len() > 1 {
@@ -284,14 +288,7 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
             RowStatus::Disappeared => "disappeared",
         };
         let name = crate::analysis::kernels::short_name(&r.name);
-        let _ = writeln!(
-            o,
-            "  {:<12} {:>9} -> {:<9}{:<8} {name}",
-            status,
-            opt(r.before_ms, 3),
-            opt(r.after_ms, 3),
-            change(r.change_pct)
-        );
+        let _ = writeln!(o, "  {:<12} {:>9} -> {:<9}{:<8} {name}", status, opt(r.before_ms, 3), opt(r.after_ms, 3), change(r.change_pct));
     }
     if rows.len() > limit {
         let _ = writeln!(o, "  … {} more (--json lists all)", rows.len() - limit);
@@ -301,7 +298,12 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
 pub fn what_if(w: &WhatIf) -> String {
     let mut o = format!("what-if [{}]: {}\n", w.bound, w.mechanism);
     if let Some(c) = &w.removed.category {
-        let _ = writeln!(o, "  removes category '{c}': {} ms GPU work, {} launches per step", num(w.removed.gpu_ms, 3), num(w.removed.launches, 1));
+        let _ = writeln!(
+            o,
+            "  removes category '{c}': {} ms GPU work, {} launches per step",
+            num(w.removed.gpu_ms, 3),
+            num(w.removed.launches, 1)
+        );
     }
     let _ = writeln!(o, "  step   {} -> ~{} ms{}", opt(w.step_ms.now, 2), opt(w.step_ms.projected, 2), change(w.change_pct));
     if let (Some(now), Some(p)) = (w.img_per_s.now, w.img_per_s.projected) {
@@ -327,7 +329,11 @@ pub fn job(j: &Job) -> String {
         pct(j.gpu_util)
     );
     let _ = writeln!(o, "per step, ms:");
-    let _ = writeln!(o, "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  verdict", "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels");
+    let _ = writeln!(
+        o,
+        "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  verdict",
+        "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels"
+    );
     for r in &j.ranks {
         let _ = writeln!(
             o,
@@ -345,9 +351,14 @@ pub fn job(j: &Job) -> String {
         );
     }
     if j.stragglers.is_empty() {
-        let _ = writeln!(o, "stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2));
+        let _ =
+            writeln!(o, "stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2));
     } else {
-        let _ = writeln!(o, "stragglers (compute more than {} ms above the median rank's; the others wait for them):", num(j.straggler_threshold_ms, 2));
+        let _ = writeln!(
+            o,
+            "stragglers (compute more than {} ms above the median rank's; the others wait for them):",
+            num(j.straggler_threshold_ms, 2)
+        );
         for s in &j.stragglers {
             let phase = s.phase.as_ref().map_or(String::new(), |p| format!("; {} +{} ms", p.name, num(p.extra_ms, 2)));
             let _ = writeln!(o, "  rank {}: +{} ms of compute per step{phase}", s.rank, num(s.late_ms, 2));
@@ -368,13 +379,17 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
     let cells: Vec<f64> = if values.len() <= width {
         values.to_vec()
     } else {
-        (0..width).map(|c| values[c * values.len() / width..((c + 1) * values.len() / width).max(c * values.len() / width + 1)].iter().copied().fold(0.0, f64::max)).collect()
+        (0..width)
+            .map(|c| {
+                values[c * values.len() / width..((c + 1) * values.len() / width).max(c * values.len() / width + 1)]
+                    .iter()
+                    .copied()
+                    .fold(0.0, f64::max)
+            })
+            .collect()
     };
     let max = cells.iter().copied().fold(0.0, f64::max);
-    cells
-        .iter()
-        .map(|v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] })
-        .collect()
+    cells.iter().map(|v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] }).collect()
 }
 
 /// A horizontal bar of `frac` (0..=1) of `width` cells, in eighths.
@@ -436,9 +451,18 @@ mod sparkline_tests {
 pub fn compare_jobs(c: &JobComparison) -> String {
     let mut o = String::new();
     let change = |p: Option<f64>| p.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
-    let _ = writeln!(o, "job step      {} ms -> {} ms{}  (slowest rank {} -> {})", num(c.step_ms[0], 2), num(c.step_ms[1], 2), change(c.step_change_pct), c.critical_rank[0], c.critical_rank[1]);
+    let _ = writeln!(
+        o,
+        "job step      {} ms -> {} ms{}  (slowest rank {} -> {})",
+        num(c.step_ms[0], 2),
+        num(c.step_ms[1], 2),
+        change(c.step_change_pct),
+        c.critical_rank[0],
+        c.critical_rank[1]
+    );
     let _ = writeln!(o, "GPU util      {} -> {} over all ranks", pct(c.gpu_util[0]), pct(c.gpu_util[1]));
-    let list = |v: &[u32]| if v.is_empty() { "none".to_string() } else { v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ") };
+    let list =
+        |v: &[u32]| if v.is_empty() { "none".to_string() } else { v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ") };
     let _ = writeln!(o, "stragglers    {} -> {}", list(&c.stragglers[0]), list(&c.stragglers[1]));
     let _ = writeln!(o, "step per rank, ms:");
     for r in &c.ranks {

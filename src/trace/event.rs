@@ -207,11 +207,7 @@ type PResult<T> = Result<T, ParseError>;
 impl<'a> Parser<'a> {
     /// A syntax error, or `Eof` when the input simply ran out.
     fn err<T>(&self, what: &'static str) -> PResult<T> {
-        if self.i >= self.b.len() {
-            Err(ParseError::Eof)
-        } else {
-            Err(ParseError::Syntax { at: self.i, what })
-        }
+        if self.i >= self.b.len() { Err(ParseError::Eof) } else { Err(ParseError::Syntax { at: self.i, what }) }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -553,7 +549,9 @@ mod tests {
         for shape in [&br#"{"name": 5}"#[..], br#"[1,2]"#, br#""x""#, br#"{"cat": ["a"]}"#] {
             assert!(matches!(Event::parse(shape), Err(ParseError::Shape(_))), "{}", String::from_utf8_lossy(shape));
         }
-        for broken in [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#] {
+        for broken in
+            [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#]
+        {
             assert!(matches!(Event::parse(broken), Err(ParseError::Syntax { .. })), "{}", String::from_utf8_lossy(broken));
         }
     }
@@ -575,7 +573,9 @@ mod tests {
 
     #[test]
     fn fast_decimals_equal_the_standard_parse() {
-        for tok in ["0", "7", "-3", "12.5", "5083520025517.753", "1623142623531625", "0.001", "-4458676983543.183", "41.407", "999999999999999"] {
+        for tok in
+            ["0", "7", "-3", "12.5", "5083520025517.753", "1623142623531625", "0.001", "-4458676983543.183", "41.407", "999999999999999"]
+        {
             assert_eq!(fast_decimal(tok.as_bytes()), Some(tok.parse::<f64>().unwrap()), "{tok}");
         }
         for tok in ["1e3", "1.", "-", "12345678901234567", "9007199254740993", "1.2.3", ""] {

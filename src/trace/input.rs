@@ -176,7 +176,8 @@ impl Read for Replay {
         let end = s.len;
         let copy = s.copy.as_mut().expect("just created");
         copy.seek(SeekFrom::Start(end))?;
-        copy.write_all(&buf[..n]).map_err(|e| std::io::Error::new(e.kind(), format!("cannot keep a copy of the stream in the temporary folder: {e}")))?;
+        copy.write_all(&buf[..n])
+            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot keep a copy of the stream in the temporary folder: {e}")))?;
         s.len += n as u64;
         self.pos += n as u64;
         Ok(n)

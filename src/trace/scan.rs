@@ -377,11 +377,7 @@ mod tests {
     use super::*;
 
     fn elements(doc: &str, chunk_reader: bool) -> Result<Vec<String>> {
-        let src: Box<dyn Read> = if chunk_reader {
-            Box::new(OneByte(doc.as_bytes().to_vec(), 0))
-        } else {
-            Box::new(doc.as_bytes())
-        };
+        let src: Box<dyn Read> = if chunk_reader { Box::new(OneByte(doc.as_bytes().to_vec(), 0)) } else { Box::new(doc.as_bytes()) };
         let mut s = Scanner::new(src);
         let mut scratch = Vec::new();
         s.expect(b'[')?;

@@ -13,13 +13,13 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use libreyolo_core::lens::kernels::{kernels, KernelQuery, Sort};
+use libreyolo_core::lens::kernels::{KernelQuery, Sort, kernels};
 use libreyolo_core::profile::{self, CategoryRow, Input, KernelRow, PhaseRow, Profile};
 use libreyolo_ui::app::App;
 use libreyolo_ui::panes;
 use libreyolo_ui::theme::{Depth, Theme};
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 const W: u16 = 160;
 const H: u16 = 48;
@@ -63,7 +63,11 @@ fn generated(n: usize) -> Profile {
         let ms = 1000.0 / (i as f64 + 10.0);
         kernels.push(KernelRow {
             kernel: format!("kernel_{i}<float, {}>", i % 97),
-            raw_name: format!("void at::native::(anonymous namespace)::kernel_{i}<float, {}, {}>(at::TensorIteratorBase&, float const*)", i % 97, i % 13),
+            raw_name: format!(
+                "void at::native::(anonymous namespace)::kernel_{i}<float, {}, {}>(at::TensorIteratorBase&, float const*)",
+                i % 97,
+                i % 13
+            ),
             category: cat.to_string(),
             tensorcore: i % 5 == 0,
             ms_per_step: ms,
@@ -83,7 +87,10 @@ fn generated(n: usize) -> Profile {
         kernels_per_step: n as f64,
         unique_kernels: n as u64,
         categories: CATS.iter().map(|c| CategoryRow { name: c.to_string(), pct: 25.0, ms_per_step: 250.0 }).collect(),
-        phases: ["forward", "backward"].iter().map(|ph| PhaseRow { phase: ph.to_string(), gpu_ms_per_step: 450.0, ..Default::default() }).collect(),
+        phases: ["forward", "backward"]
+            .iter()
+            .map(|ph| PhaseRow { phase: ph.to_string(), gpu_ms_per_step: 450.0, ..Default::default() })
+            .collect(),
         top_kernels: kernels[..10].to_vec(),
         ..Default::default()
     };
@@ -194,5 +201,11 @@ fn report(label: &str, times: &mut [Duration]) {
     let ms = |d: Duration| d.as_secs_f64() * 1e3;
     let median = times[times.len() / 2];
     let p99 = times[((times.len() as f64 * 0.99) as usize).min(times.len() - 1)];
-    println!("{label:<36} median {:>8.3} ms   p99 {:>8.3} ms   max {:>8.3} ms   (n={})", ms(median), ms(p99), ms(*times.last().unwrap()), times.len());
+    println!(
+        "{label:<36} median {:>8.3} ms   p99 {:>8.3} ms   max {:>8.3} ms   (n={})",
+        ms(median),
+        ms(p99),
+        ms(*times.last().unwrap()),
+        times.len()
+    );
 }

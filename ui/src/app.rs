@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use crossterm::event::KeyEvent;
-use libreyolo_core::lens::compare::{compare, Comparison};
-use libreyolo_core::lens::kernels::{kernels, KernelQuery, Kernels, Sort};
-use libreyolo_core::lens::ops::{ops, OpQuery, Ops};
-use libreyolo_core::lens::phases::{phases, Phases};
-use libreyolo_core::lens::summary::{summary, Summary};
-use libreyolo_core::lens::whatif::{what_if, Change, WhatIf};
+use libreyolo_core::lens::compare::{Comparison, compare};
+use libreyolo_core::lens::kernels::{KernelQuery, Kernels, Sort, kernels};
+use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
+use libreyolo_core::lens::phases::{Phases, phases};
+use libreyolo_core::lens::summary::{Summary, summary};
+use libreyolo_core::lens::whatif::{Change, WhatIf, what_if};
 use libreyolo_core::profile::{Input, Profile};
 
 use crate::input::{self, Action};

@@ -58,7 +58,7 @@ const fn bind(keys: &'static [KeyCode], shown: &'static str, action: Action, hel
     Binding { keys, shown, action, help }
 }
 
-use KeyCode::{BackTab, Backspace, Char, Down, End, Enter, Esc, Home, Left, PageDown, PageUp, Right, Tab, Up, F};
+use KeyCode::{BackTab, Backspace, Char, Down, End, Enter, Esc, F, Home, Left, PageDown, PageUp, Right, Tab, Up};
 
 const BINDINGS: &[Binding] = &[
     bind(&[Tab], "Tab", Action::NextPane, "next / previous pane"),

@@ -30,7 +30,7 @@ use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
 use libreyolo_core::profile::{self, Input};
 use ratatui::DefaultTerminal;
-use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
 use app::{App, Loading, Side};
 use theme::{Depth, Theme};
@@ -85,7 +85,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
 type Done = (Side, u64, Result<Input>);
 
 async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
-    use tokio::signal::unix::{signal, SignalKind};
+    use tokio::signal::unix::{SignalKind, signal};
     let io = |e: std::io::Error| Error::failed(format!("terminal: {e}"));
     let (tx, mut loaded) = unbounded_channel::<Done>();
     let (changes_tx, mut changes) = unbounded_channel::<()>();

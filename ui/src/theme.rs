@@ -79,24 +79,21 @@ pub struct Theme {
     pub bar: Color,
 }
 
-const ROLES: &[&str] = &[
-    "fg", "bg", "muted", "accent", "title", "border", "header", "selected_fg", "selected_bg", "better", "worse", "warn", "bar",
-];
+const ROLES: &[&str] =
+    &["fg", "bg", "muted", "accent", "title", "border", "header", "selected_fg", "selected_bg", "better", "worse", "warn", "bar"];
 
 impl Theme {
     /// Loads the theme `name` for a terminal of the given depth. An unknown
     /// name is a usage error (exit 2) that lists the available themes.
     pub fn load(name: &str, depth: Depth) -> Result<Theme> {
         let text = match find_file(name) {
-            Some(path) => std::fs::read_to_string(&path)
-                .map_err(|e| Error::failed(format!("cannot read theme {}: {e}", path.display())))?,
+            Some(path) => {
+                std::fs::read_to_string(&path).map_err(|e| Error::failed(format!("cannot read theme {}: {e}", path.display())))?
+            }
             None => match BUILTIN.iter().find(|(n, _)| *n == name) {
                 Some((_, t)) => (*t).to_string(),
                 None => {
-                    return Err(Error::usage(format!(
-                        "unknown theme '{name}'. available: {}",
-                        available().join(", ")
-                    )));
+                    return Err(Error::usage(format!("unknown theme '{name}'. available: {}", available().join(", "))));
                 }
             },
         };

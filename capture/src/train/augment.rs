@@ -6,7 +6,7 @@
 //! boxes mirrored, the top-left letterbox, boxes of 1 px or less on a side
 //! dropped, boxes clipped to the image and capped at `max_labels`.
 
-use super::geometry::{letterbox, letterbox_ratio, Image};
+use super::geometry::{Image, letterbox, letterbox_ratio};
 
 /// LibreYOLO's defaults (`TrainConfig`).
 pub const HSV_PROB: f64 = 1.0;
@@ -52,7 +52,13 @@ fn rgb_to_hsv(r: f32, g: f32, b: f32) -> (f32, f32, f32) {
     // All three candidates, then a select: which channel is the maximum
     // changes from pixel to pixel.
     let (hr, hg, hb) = (g - b, b - r + 2.0 * diff, r - g + 4.0 * diff);
-    let raw = if v == r { hr } else if v == g { hg } else { hb };
+    let raw = if v == r {
+        hr
+    } else if v == g {
+        hg
+    } else {
+        hb
+    };
     let h = raw * 30.0 / diff.max(1.0);
     let h = rint(if h < -0.5 { h + 180.0 } else { h });
     (if h >= 180.0 { h - 180.0 } else { h }, s, v)
@@ -69,9 +75,33 @@ fn hsv_to_rgb(h: f32, s: f32, v: f32) -> (f32, f32, f32) {
     // Grey (s = 0) needs no branch: all four are v.
     let (t0, t1, t2, t3) = (v, v * (1.0 - s), v * (1.0 - s * f), v * (1.0 - s * (1.0 - f)));
     // Which of the four each channel takes, per sector, as selects.
-    let r = if k == 0.0 || k == 5.0 { t0 } else if k == 1.0 { t2 } else if k == 4.0 { t3 } else { t1 };
-    let g = if k == 1.0 || k == 2.0 { t0 } else if k == 0.0 { t3 } else if k == 3.0 { t2 } else { t1 };
-    let b = if k == 3.0 || k == 4.0 { t0 } else if k == 2.0 { t3 } else if k == 5.0 { t2 } else { t1 };
+    let r = if k == 0.0 || k == 5.0 {
+        t0
+    } else if k == 1.0 {
+        t2
+    } else if k == 4.0 {
+        t3
+    } else {
+        t1
+    };
+    let g = if k == 1.0 || k == 2.0 {
+        t0
+    } else if k == 0.0 {
+        t3
+    } else if k == 3.0 {
+        t2
+    } else {
+        t1
+    };
+    let b = if k == 3.0 || k == 4.0 {
+        t0
+    } else if k == 2.0 {
+        t3
+    } else if k == 5.0 {
+        t2
+    } else {
+        t1
+    };
     (rint(r), rint(g), rint(b))
 }
 
@@ -91,7 +121,13 @@ fn hsv_shift(pixels: &mut [u8], aug: [f32; 3]) {
         for i in 0..BLOCK {
             let (h, s, v) = rgb_to_hsv(r[i], g[i], b[i]);
             let h = h + dh;
-            let h = if h < 0.0 { h + 180.0 } else if h >= 180.0 { h - 180.0 } else { h };
+            let h = if h < 0.0 {
+                h + 180.0
+            } else if h >= 180.0 {
+                h - 180.0
+            } else {
+                h
+            };
             (r[i], g[i], b[i]) = hsv_to_rgb(h, (s + ds).clamp(0.0, 255.0), (v + dv).clamp(0.0, 255.0));
         }
         for (i, p) in chunk.chunks_exact_mut(3).enumerate() {

@@ -23,12 +23,12 @@
 //! every run and in every worker.
 
 use super::augment::Rng;
-use super::geometry::{resize, Image};
+use super::geometry::{Image, resize};
 use super::mosaic::{self, Source};
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc::{sync_channel, Receiver};
 use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
 use libreyolo_core::{Error, Result};
@@ -138,7 +138,11 @@ impl Dataset {
                     v.push(format!("note: {} of {} images have no label file (trained as background)", y.unlabelled, y.data.images.len()));
                 }
                 if y.skipped_lines > 0 {
-                    v.push(format!("warning: {} label lines skipped (malformed, class outside 0..{}, or no area), as LibreYOLO skips them", y.skipped_lines, y.data.names.len()));
+                    v.push(format!(
+                        "warning: {} label lines skipped (malformed, class outside 0..{}, or no area), as LibreYOLO skips them",
+                        y.skipped_lines,
+                        y.data.names.len()
+                    ));
                 }
                 v
             }
@@ -208,7 +212,6 @@ fn aug_rng(i: usize) -> Rng {
     Rng(0xA06_0000 ^ (i as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15))
 }
 
-
 /// The `i`-th synthetic image.
 pub fn synthetic(i: usize, size: usize) -> Sample {
     let mut rng = Rng(0x5EED_0000 ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
@@ -267,11 +270,8 @@ pub struct Batch {
 /// with one such loader thread alive, 0.85 s without). Allocation starts
 /// no team, so the samples are written straight into the tensor's memory.
 fn filled(shape: &[i64], pin: bool, fill: impl FnOnce(&mut [f32])) -> std::result::Result<Tensor, String> {
-    let t = if pin {
-        crate::ops::empty_pinned(shape).map_err(|e| e.to_string())?
-    } else {
-        Tensor::empty(shape, (Kind::Float, Device::Cpu))
-    };
+    let t =
+        if pin { crate::ops::empty_pinned(shape).map_err(|e| e.to_string())? } else { Tensor::empty(shape, (Kind::Float, Device::Cpu)) };
     let n: i64 = shape.iter().product();
     // SAFETY: `t` is a fresh contiguous float tensor of n elements that
     // nothing else references yet.

@@ -22,8 +22,11 @@ pub struct Ema {
 
 impl Ema {
     pub fn new(vs: &tch::nn::VarStore) -> Ema {
-        let mut named: Vec<(String, Tensor)> =
-            vs.variables().into_iter().filter(|(_, t)| matches!(t.kind(), Kind::Float | Kind::Double | Kind::Half | Kind::BFloat16)).collect();
+        let mut named: Vec<(String, Tensor)> = vs
+            .variables()
+            .into_iter()
+            .filter(|(_, t)| matches!(t.kind(), Kind::Float | Kind::Double | Kind::Half | Kind::BFloat16))
+            .collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
         let live: Vec<Tensor> = named.into_iter().map(|(_, t)| t.detach()).collect();
         let ema = live.iter().map(|t| t.copy()).collect();

@@ -46,11 +46,7 @@ const ONE: f64 = (1u64 << FRAC) as f64;
 /// the source, bilinearly, at `inv · (x, y, 1)` (an inverse 2×3 map, as
 /// `warpAffine` with `WARP_INVERSE_MAP`).
 pub fn remap(src: &Image, inv: [f64; 6], dw: usize, dh: usize, border: Border) -> Image {
-    if inv[1] == 0.0 && inv[3] == 0.0 {
-        remap_axis(src, inv, dw, dh, border)
-    } else {
-        remap_general(src, inv, dw, dh, border)
-    }
+    if inv[1] == 0.0 && inv[3] == 0.0 { remap_axis(src, inv, dw, dh, border) } else { remap_general(src, inv, dw, dh, border) }
 }
 
 /// Whole source pixel and the 8-bit weight of the next one.

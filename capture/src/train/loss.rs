@@ -26,7 +26,7 @@
 
 use tch::{Device, Kind, Reduction, Tensor};
 
-use crate::model::{TrainMaps, REG_MAX, STRIDES};
+use crate::model::{REG_MAX, STRIDES, TrainMaps};
 
 /// LibreYOLO's defaults for YOLOv9 (`YOLO9Loss.__init__`).
 #[derive(Debug, Clone, Copy)]
@@ -166,10 +166,8 @@ pub fn assign(
     let tb = t_box.unsqueeze(2); // (B, M, 1, 4)
     let ax = anchor_grid.select(1, 0).view([1, 1, a]);
     let ay = anchor_grid.select(1, 1).view([1, 1, a]);
-    let dist = Tensor::stack(
-        &[&ax - tb.select(-1, 0), &ay - tb.select(-1, 1), tb.select(-1, 2) - &ax, tb.select(-1, 3) - &ay],
-        -1,
-    ) / scaler.view([1, 1, a, 1]);
+    let dist = Tensor::stack(&[&ax - tb.select(-1, 0), &ay - tb.select(-1, 1), tb.select(-1, 2) - &ax, tb.select(-1, 3) - &ay], -1)
+        / scaler.view([1, 1, a, 1]);
     let grid_mask = dist.amin(-1, false).ge(0.0).logical_and(&dist.amax(-1, false).le(REG_MAX as f64 - 1.01));
 
     let iou = ciou(&t_box.unsqueeze(2), &pred_boxes.unsqueeze(1)).clamp(0.0, 1.0); // (B, M, A)
@@ -230,11 +228,7 @@ pub fn yolo9_loss(raw: &[Tensor], targets: &Tensor, imgsz: (i64, i64), nc: i64, 
     let pred_box_n = &d.boxes / &s;
     let tgt_box_n = &asg.boxes / &s;
     let cls_norm = asg.cls.sum(Kind::Float).clamp_min(1.0);
-    let loss_cls = d
-        .cls
-        .binary_cross_entropy_with_logits::<Tensor>(&asg.cls, None, None, Reduction::None)
-        .sum(Kind::Float)
-        / &cls_norm;
+    let loss_cls = d.cls.binary_cross_entropy_with_logits::<Tensor>(&asg.cls, None, None, Reduction::None).sum(Kind::Float) / &cls_norm;
 
     let n_fg = i64::try_from(asg.fg.sum(Kind::Int64)).unwrap_or(0);
     let (loss_box, loss_dfl) = if n_fg > 0 {
@@ -310,7 +304,8 @@ mod tests {
 
     #[test]
     fn anchors_are_cell_centres_with_strides() {
-        let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)].iter().map(|&(h, w)| Tensor::zeros([1, 65, h, w], (Kind::Float, Device::Cpu))).collect();
+        let raw: Vec<Tensor> =
+            [(8, 8), (4, 4), (2, 2)].iter().map(|&(h, w)| Tensor::zeros([1, 65, h, w], (Kind::Float, Device::Cpu))).collect();
         let (a, s) = anchors(&raw);
         assert_eq!(a.size(), vec![84, 2]);
         assert_eq!(Vec::<f32>::try_from(a.get(0)).unwrap(), vec![4.0, 4.0]);
@@ -433,7 +428,10 @@ mod tests {
         let g = Gains::default();
         let m = yolo9_loss(&main, &t, (64, 64), 3, &g);
         let a = yolo9_loss(&aux, &t, (64, 64), 3, &g);
-        let tm = TrainMaps { main: main.iter().map(|t| t.shallow_clone()).collect(), aux: Some(aux.iter().map(|t| t.shallow_clone()).collect()) };
+        let tm = TrainMaps {
+            main: main.iter().map(|t| t.shallow_clone()).collect(),
+            aux: Some(aux.iter().map(|t| t.shallow_clone()).collect()),
+        };
         let c = yolo9_train_loss(&tm, &t, (64, 64), 3, &g, 0.25);
         let v = |t: &Tensor| f64::try_from(t).unwrap();
         for (name, got, mm, aa) in [
@@ -468,7 +466,8 @@ mod tests {
 
     #[test]
     fn no_targets_give_a_finite_class_only_loss() {
-        let raw: Vec<Tensor> = [(2, 2), (1, 1), (1, 1)].iter().map(|&(h, w)| Tensor::zeros([2, 4 * REG_MAX + 1, h, w], (Kind::Float, Device::Cpu))).collect();
+        let raw: Vec<Tensor> =
+            [(2, 2), (1, 1), (1, 1)].iter().map(|&(h, w)| Tensor::zeros([2, 4 * REG_MAX + 1, h, w], (Kind::Float, Device::Cpu))).collect();
         let loss = yolo9_loss(&raw, &Tensor::zeros([2, 3, 5], (Kind::Float, Device::Cpu)), (16, 16), 1, &Gains::default());
         assert_eq!(f64::try_from(&loss.box_loss).unwrap(), 0.0);
         assert_eq!(f64::try_from(&loss.dfl_loss).unwrap(), 0.0);

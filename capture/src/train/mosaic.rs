@@ -18,7 +18,7 @@
 //! Mixup (probability 0 for YOLOv9) and segment copy-paste are not done.
 
 use super::augment::Rng;
-use super::geometry::{resize, warp_affine, Image, GREY};
+use super::geometry::{GREY, Image, resize, warp_affine};
 
 /// LibreYOLO's `mosaic_prob` for YOLOv9 (their `profile run` keeps mosaic on).
 pub const MOSAIC_PROB: f64 = 1.0;
@@ -123,14 +123,7 @@ pub fn affine_matrix(p: &Affine, w: usize, h: usize, rng: &mut Rng) -> [f64; 6] 
     let shear_y = rng.range(-p.shear, p.shear).to_radians().tan();
     let tx = rng.range(-p.translate, p.translate) * w as f64;
     let ty = rng.range(-p.translate, p.translate) * h as f64;
-    [
-        r[0][0] + shear_y * r[1][0],
-        r[0][1] + shear_y * r[1][1],
-        tx,
-        r[1][0] + shear_x * r[0][0],
-        r[1][1] + shear_x * r[0][1],
-        ty,
-    ]
+    [r[0][0] + shear_y * r[1][0], r[0][1] + shear_y * r[1][1], tx, r[1][0] + shear_x * r[0][0], r[1][1] + shear_x * r[0][1], ty]
 }
 
 /// Boxes through `m`: the bounds of their four warped corners, clipped to

@@ -58,10 +58,8 @@ impl Sgd {
     pub fn new(vs: &tch::nn::VarStore) -> Sgd {
         let mut named: Vec<(String, Tensor)> = vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut groups: Vec<Group> = [0.0, WEIGHT_DECAY, 0.0]
-            .into_iter()
-            .map(|weight_decay| Group { params: Vec::new(), bufs: Vec::new(), weight_decay })
-            .collect();
+        let mut groups: Vec<Group> =
+            [0.0, WEIGHT_DECAY, 0.0].into_iter().map(|weight_decay| Group { params: Vec::new(), bufs: Vec::new(), weight_decay }).collect();
         for (k, t) in named {
             let g = &mut groups[group_of(&k)];
             g.params.push(t);
@@ -281,8 +279,8 @@ mod tests {
     /// A few SGD steps on a fixed batch lower the loss of the real model.
     #[test]
     fn sgd_lowers_the_loss_of_the_real_model_on_a_fixed_batch() {
-        use crate::train::data::{collate, Dataset};
-        use crate::train::loss::{yolo9_loss, Gains};
+        use crate::train::data::{Dataset, collate};
+        use crate::train::loss::{Gains, yolo9_loss};
         tch::manual_seed(0);
         let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };

@@ -107,9 +107,9 @@ mod tests {
     /// loss of a random model by tens of percent.)
     #[test]
     fn an_autocast_training_step_of_the_real_model_is_finite_and_updates() {
-        use crate::model::{set_training, Yolo9};
-        use crate::train::data::{collate, Dataset};
-        use crate::train::loss::{yolo9_train_loss, Gains};
+        use crate::model::{Yolo9, set_training};
+        use crate::train::data::{Dataset, collate};
+        use crate::train::loss::{Gains, yolo9_train_loss};
         use tch::Kind;
         let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);

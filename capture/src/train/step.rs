@@ -34,13 +34,13 @@ use libreyolo_core::profile::measured::RealTiming;
 use libreyolo_core::profile::{self, Measurements, Profile};
 use libreyolo_core::render::text::{num, throughput};
 use libreyolo_core::{Error, Result};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value, json};
 use tch::{Device, Tensor};
 
 use super::autobatch;
 use super::data::{Dataset, Loader};
 use super::ema::Ema;
-use super::loss::{yolo9_train_loss, Gains};
+use super::loss::{Gains, yolo9_train_loss};
 use super::optim::{self, Schedule, Sgd};
 use super::scaler::GradScaler;
 use crate::checkpoint;
@@ -145,7 +145,11 @@ fn check_window(p: &mut Plan, ds: &Dataset) -> Result<()> {
         } else {
             format!("fewer steps (with --warmup {} there is no room for 2 steps)", p.warmup)
         });
-        ways.push(if fit_batch >= 1 { format!("a smaller batch (--batch {fit_batch})") } else { "a smaller batch (not even --batch 1 fits)".into() });
+        ways.push(if fit_batch >= 1 {
+            format!("a smaller batch (--batch {fit_batch})")
+        } else {
+            "a smaller batch (not even --batch 1 fits)".into()
+        });
         return Err(Error::NoProfile(format!(
             "no profile: {} images at batch {batch} give {available} iterations, but --warmup {} + --steps {} need {needed}. Ways out: {}",
             ds.len(),
@@ -586,8 +590,13 @@ pub fn run(args: &RunArgs) -> Result<String> {
 }
 
 fn render_text(p: &Profile, path: &Path) -> String {
-    let mut o = format!("img/s: {}  |  {}\n", throughput(p.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1)).trim_end_matches(" img/s"), p.bound);
-    o += &format!("step {} ms  |  dataload {}\n", num(p.step_ms, 2), p.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0)));
+    let mut o = format!(
+        "img/s: {}  |  {}\n",
+        throughput(p.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1)).trim_end_matches(" img/s"),
+        p.bound
+    );
+    o +=
+        &format!("step {} ms  |  dataload {}\n", num(p.step_ms, 2), p.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0)));
     o += &format!(">> {}: {}\n", p.bound.to_uppercase(), p.bound_why);
     o += &format!("profile: {}\n", path.display());
     o += &format!("next:    libreyolo profile summary {}", path.display());

@@ -97,13 +97,7 @@ pub fn parse_yaml(text: &str) -> Result<Vec<(String, Value)>> {
         let value = if let Some(inner) = v.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
             Value::List(split_inline(inner))
         } else if let Some(inner) = v.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            Value::Map(
-                inner
-                    .split(',')
-                    .filter_map(|kv| kv.split_once(':'))
-                    .map(|(k, v)| (unquote(k), unquote(v)))
-                    .collect(),
-            )
+            Value::Map(inner.split(',').filter_map(|kv| kv.split_once(':')).map(|(k, v)| (unquote(k), unquote(v))).collect())
         } else {
             Value::Scalar(unquote(v))
         };
@@ -176,9 +170,8 @@ pub fn dataset_dirs() -> Vec<PathBuf> {
     if let Some(d) = std::env::var_os("LIBREYOLO_DATASETS_DIR") {
         v.push(PathBuf::from(d));
     }
-    let cache = std::env::var_os("XDG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    let cache =
+        std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
     if let Some(c) = cache {
         v.push(c.join("libreyolo").join("datasets"));
     }

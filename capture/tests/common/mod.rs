@@ -51,11 +51,7 @@ pub fn libreyolo_sources() -> PathBuf {
 
 /// Whether `py` runs and imports `module`.
 fn imports(py: &Path, module: &str) -> bool {
-    Command::new(py)
-        .args(["-W", "ignore", "-c", &format!("import {module}")])
-        .output()
-        .map(|o| o.status.success())
-        .unwrap_or(false)
+    Command::new(py).args(["-W", "ignore", "-c", &format!("import {module}")]).output().map(|o| o.status.success()).unwrap_or(false)
 }
 
 /// Runs a python script with the torch venv; panics with its stderr on failure.

@@ -5,14 +5,14 @@
 
 use libreyolo_core::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
 use libreyolo_core::render::text::num;
+use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use ratatui::Frame;
 
 use super::{clip, opt, pct};
-use crate::app::{display_name, App, Field};
+use crate::app::{App, Field, display_name};
 use crate::theme::Theme;
 
 pub fn render(f: &mut Frame, app: &App, area: Rect) {
@@ -137,10 +137,6 @@ fn section(out: &mut Vec<Line<'static>>, t: &Theme, title: &str, rows: &[RowDelt
         let head = format!("{:>9} -> {:<9} {:>6} ", opt(r.before_ms, 3), opt(r.after_ms, 3), change);
         let name = libreyolo_core::analysis::kernels::short_name(&r.name);
         let room = width.saturating_sub(head.chars().count() + 11);
-        out.push(Line::from(vec![
-            Span::styled(format!("  {label:<9}"), style),
-            Span::raw(head),
-            Span::raw(clip(&name, room)),
-        ]));
+        out.push(Line::from(vec![Span::styled(format!("  {label:<9}"), style), Span::raw(head), Span::raw(clip(&name, room))]));
     }
 }

@@ -3,10 +3,10 @@
 
 use libreyolo_core::lens::kernels::phase_split;
 use libreyolo_core::render::text::num;
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
-use ratatui::Frame;
 
 use super::{clip, fixed, header, right, window};
 use crate::app::App;
@@ -23,7 +23,11 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         return;
     };
     if k.kernels.is_empty() {
-        let why = if k.total == 0 { "no GPU kernels in this scope (a CPU profile has none: see Ops)" } else { "no kernel matches the filters (x clears them)" };
+        let why = if k.total == 0 {
+            "no GPU kernels in this scope (a CPU profile has none: see Ops)"
+        } else {
+            "no kernel matches the filters (x clears them)"
+        };
         f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
         return;
     }
@@ -44,7 +48,8 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         ]);
         if first + i == app.kernels.selected { row.style(t.selected()) } else { row }
     });
-    let header = header(&[("%GPU", true), ("ms/step", true), ("x/step", true), ("TC", false), ("kernel", false), ("category", false)], t.header());
+    let header =
+        header(&[("%GPU", true), ("ms/step", true), ("x/step", true), ("TC", false), ("kernel", false), ("category", false)], t.header());
     let widths = [
         Constraint::Length(6),
         Constraint::Length(9),
@@ -92,11 +97,7 @@ fn detail(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let (Some(k), Some(p)) = (app.selected_kernel(), app.profile()) else { return };
     let field = |label: &str, value: String| Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)]);
-    let mut lines = vec![
-        Line::styled(k.kernel.clone(), t.title()),
-        Line::raw(""),
-        Line::styled("full name", t.header()),
-    ];
+    let mut lines = vec![Line::styled(k.kernel.clone(), t.title()), Line::raw(""), Line::styled("full name", t.header())];
     // Cut by characters, not words: a C++ signature has few spaces.
     let chars: Vec<char> = k.raw_name.chars().collect();
     for chunk in chars.chunks((area.width as usize).max(1)) {

@@ -9,12 +9,12 @@ pub mod phases;
 pub mod summary;
 pub mod whatif;
 
+use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table, Wrap};
-use ratatui::Frame;
 
-use crate::app::{display_name, App, Field, Pane, Slot};
+use crate::app::{App, Field, Pane, Slot, display_name};
 
 /// Draws the whole screen.
 pub fn draw(f: &mut Frame, app: &mut App) {
@@ -107,20 +107,12 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
 /// The loading screen of a slot: what is read, how far, how long.
 pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
     let t = &app.theme;
-    let [_, msg, gauge, hint, _] = Layout::vertical([
-        Constraint::Fill(1),
-        Constraint::Length(3),
-        Constraint::Length(1),
-        Constraint::Length(2),
-        Constraint::Fill(1),
-    ])
-    .areas(area);
+    let [_, msg, gauge, hint, _] =
+        Layout::vertical([Constraint::Fill(1), Constraint::Length(3), Constraint::Length(1), Constraint::Length(2), Constraint::Fill(1)])
+            .areas(area);
     let inner = |r: Rect| Rect { x: r.x + 2, width: r.width.saturating_sub(4), ..r };
     if let Some(err) = &slot.error {
-        let text = vec![
-            Line::styled(format!("Could not open {}", slot.arg), t.warn()),
-            Line::raw(err.clone()),
-        ];
+        let text = vec![Line::styled(format!("Could not open {}", slot.arg), t.warn()), Line::raw(err.clone())];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
         f.render_widget(Paragraph::new(Line::styled("r retry · q quit", t.muted())), inner(hint));
         return;
@@ -142,10 +134,7 @@ pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
         }
         _ => None,
     };
-    let text = vec![
-        Line::styled(format!("{verb} {}", display_name(&slot.arg)), t.title()),
-        Line::styled(detail, t.muted()),
-    ];
+    let text = vec![Line::styled(format!("{verb} {}", display_name(&slot.arg)), t.title()), Line::styled(detail, t.muted())];
     f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
     match ratio {
         Some(r) => f.render_widget(Gauge::default().gauge_style(t.bar()).ratio(r), inner(gauge)),

@@ -2,10 +2,10 @@
 //! by regex, scoped to a phase.
 
 use libreyolo_core::render::text::num;
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
-use ratatui::Frame;
 
 use super::{clip, fixed, header, right, window};
 use crate::app::App;

@@ -2,10 +2,10 @@
 //! selected phase's kernels (or its ops when it launched none).
 
 use libreyolo_core::render::text::num;
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
-use ratatui::Frame;
 
 use super::{fixed, header, right, window};
 use crate::app::App;
@@ -17,7 +17,10 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
     let rows_h = table_area.height.saturating_sub(1) as usize;
     let ph = &d.phases.phases;
     if ph.is_empty() {
-        f.render_widget(Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())), table_area);
+        f.render_widget(
+            Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())),
+            table_area,
+        );
         return;
     }
     let (first, last) = window(app.phase_selected, ph.len(), rows_h);

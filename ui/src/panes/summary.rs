@@ -4,10 +4,10 @@
 
 use libreyolo_core::lens::summary::Summary;
 use libreyolo_core::render::text::{num, throughput};
+use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use ratatui::Frame;
 
 use super::{bar, clip, fixed, opt, pct};
 use crate::app::App;
@@ -98,12 +98,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if let Some(st) = &s.stages_ms {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "stages"), t.header()),
-            Span::raw(format!(
-                "preprocess {} · forward {} · NMS {} ms",
-                opt(st.preprocess, 3),
-                opt(st.forward, 3),
-                opt(st.postprocess, 3)
-            )),
+            Span::raw(format!("preprocess {} · forward {} · NMS {} ms", opt(st.preprocess, 3), opt(st.forward, 3), opt(st.postprocess, 3))),
         ]));
     }
 

@@ -3,10 +3,10 @@
 
 use libreyolo_core::lens::whatif::{Model, WhatIf};
 use libreyolo_core::render::text::num;
+use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
-use ratatui::Frame;
 
 use super::{clip, fixed, opt, window};
 use crate::app::{App, Field, WhatIfChoice};
@@ -71,11 +71,8 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
         Some(c) if c < 0.0 => t.better(),
         _ => t.base(),
     };
-    let mut out = vec![
-        Line::from(vec![Span::styled(format!("what-if [{}]", w.bound), t.title())]),
-        Line::raw(w.mechanism.clone()),
-        Line::raw(""),
-    ];
+    let mut out =
+        vec![Line::from(vec![Span::styled(format!("what-if [{}]", w.bound), t.title())]), Line::raw(w.mechanism.clone()), Line::raw("")];
     let removes = match &w.removed.category {
         Some(c) => format!("category '{c}': {} ms GPU work and {} launches per step", num(w.removed.gpu_ms, 3), num(w.removed.launches, 1)),
         None => format!("{} launches per step", num(w.removed.launches, 1)),
@@ -95,7 +92,10 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
         Span::styled(w.img_per_s.projected.map_or(String::new(), |p| format!("~{}", num(p, 2))), style),
     ]));
     if let Some(us) = w.per_launch_us {
-        out.push(Line::from(vec![Span::styled(format!("{:<12}", "per launch"), t.header()), Span::raw(format!("~{} us host cost", num(us, 1)))]));
+        out.push(Line::from(vec![
+            Span::styled(format!("{:<12}", "per launch"), t.header()),
+            Span::raw(format!("~{} us host cost", num(us, 1))),
+        ]));
     }
     out.push(Line::raw(""));
     if w.model != Model::NoGpu {

@@ -8,8 +8,8 @@ use libreyolo_core::profile::{self, Input};
 use libreyolo_ui::app::App;
 use libreyolo_ui::panes;
 use libreyolo_ui::theme::{Depth, Theme};
-use ratatui::backend::TestBackend;
 use ratatui::Terminal;
+use ratatui::backend::TestBackend;
 
 pub const INFER_B1: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b1/profile.json");
 pub const INFER_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b4/profile.json");
