@@ -601,7 +601,7 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
                     .iter()
                     .filter(x)
                     .filter(|e| f(e["name"].as_str().unwrap_or("")))
-                    .map(|e| span(e))
+                    .map(&span)
                     .filter(|iv| inside(*iv))
                     .map(|(s, e)| (s, e.min(we)))
                     .collect()

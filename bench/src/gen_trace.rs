@@ -78,7 +78,8 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
         u => return Err(format!("unknown size unit {u:?} (use B, KB, MB, GB, KiB, MiB, GiB)")),
     };
     let v = n * mult;
-    if !(v >= 1.0) {
+    // NaN is refused too.
+    if v.is_nan() || v < 1.0 {
         return Err(format!("size must be positive: {s:?}"));
     }
     Ok(v as u64)
@@ -177,7 +178,7 @@ struct Model {
 }
 
 fn tile(rng: &mut Rng, opts: &[&'static str]) -> &'static str {
-    *rng.pick(opts)
+    rng.pick::<&str>(opts)
 }
 
 impl Model {
@@ -824,7 +825,7 @@ impl Gen {
         self.in_step = true;
         self.annotation(&name, |g| {
             g.phase(0, |g| g.dataload());
-            g.phase(1, |g| g.to_device());
+            g.phase(1, |g| g.copy_to_device());
             g.phase(2, |g| g.forward());
             g.phase(3, |g| g.backward());
             g.phase(4, |g| g.optimizer());
@@ -871,7 +872,7 @@ impl Gen {
         });
     }
 
-    fn to_device(&mut self) {
+    fn copy_to_device(&mut self) {
         let (b, s) = (self.model.batch, self.model.imgsz);
         let img_bytes = (b * 3 * s * s * 4) as u64;
         for (dims, bytes, name) in [

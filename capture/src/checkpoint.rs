@@ -98,7 +98,7 @@ pub fn load(path: &Path) -> Result<Checkpoint, String> {
     Ok(Checkpoint { meta, state })
 }
 
-fn read_entry<R: std::io::Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str) -> Result<Vec<u8>, String> {
+fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str) -> Result<Vec<u8>, String> {
     let mut f = zip.by_name(name).map_err(|e| format!("missing {name} in the archive ({e})"))?;
     let mut out = Vec::with_capacity(f.size() as usize);
     f.read_to_end(&mut out).map_err(|e| format!("cannot read {name}: {e}"))?;
@@ -127,7 +127,7 @@ fn ints(v: &Value) -> Result<Vec<i64>, String> {
 
 /// Turns a `_rebuild_tensor_v2` / `_rebuild_parameter` call into a tensor;
 /// `None` when `v` is not a tensor.
-fn rebuild<R: std::io::Read + std::io::Seek>(
+fn rebuild<R: Read + std::io::Seek>(
     v: &Value,
     zip: &mut zip::ZipArchive<R>,
     prefix: &str,

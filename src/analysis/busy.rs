@@ -2,7 +2,7 @@
 //! overlapping streams are never counted twice.
 
 /// Sorts and merges `iv` in place, returning the merged intervals.
-pub fn merge(iv: &mut Vec<(i64, i64)>) -> Vec<(i64, i64)> {
+pub fn merge(iv: &mut [(i64, i64)]) -> Vec<(i64, i64)> {
     iv.sort_unstable();
     let mut out: Vec<(i64, i64)> = Vec::new();
     for &(s, e) in iv.iter() {

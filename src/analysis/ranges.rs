@@ -43,6 +43,9 @@ impl PhaseNames {
     pub fn len(&self) -> usize {
         self.names.len()
     }
+    pub fn is_empty(&self) -> bool {
+        self.names.is_empty()
+    }
 }
 
 /// Ranges on one thread, indexed by start for "innermost enclosing" lookups.

@@ -53,7 +53,7 @@ pub fn exit_status(result: Result<()>) -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             // Not eprintln!: it panics when stderr cannot be written.
-            let _ = writeln!(std::io::stderr(), "error: {}", crate::render::printable(&e.to_string()));
+            let _ = writeln!(std::io::stderr(), "error: {}", render::printable(&e.to_string()));
             ExitCode::from(e.exit_code() as u8)
         }
     }

@@ -103,7 +103,7 @@ fn row(rank: u32, p: &Profile) -> RankRow {
 }
 
 /// Each name's time in `this` above the median over all ranks (absent: 0).
-fn extras<'a>(this: &[(String, f64)], all: &[Vec<(String, f64)>]) -> Vec<Extra> {
+fn extras(this: &[(String, f64)], all: &[Vec<(String, f64)>]) -> Vec<Extra> {
     let mut out: Vec<Extra> = this
         .iter()
         .map(|(name, ms)| {

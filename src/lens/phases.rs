@@ -32,7 +32,7 @@ impl Phases {
 /// the list when it does not resolve).
 pub fn check_phase(p: &Profile, phase: &str) -> Result<()> {
     let names = p.phase_names();
-    if names.iter().any(|n| *n == phase) {
+    if names.contains(&phase) {
         Ok(())
     } else if names.is_empty() {
         Err(Error::usage(format!("unknown phase '{phase}': this profile records no phases")))

@@ -8,6 +8,9 @@ use std::path::{Path, PathBuf};
 use super::load::{Input, json_files_in, load_with_notices};
 use crate::error::{Error, Result};
 
+/// A rank file read: its profile and the notices about it.
+type Loaded = Result<(Input, Vec<String>)>;
+
 /// One rank's profile.
 pub struct Rank {
     pub rank: u32,
@@ -54,7 +57,7 @@ pub fn rank_from_name(path: &Path) -> Option<u32> {
 pub fn load(files: &[PathBuf]) -> Result<RankSet> {
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut loaded: Vec<Option<Result<(Input, Vec<String>)>>> = (0..files.len()).map(|_| None).collect();
+    let mut loaded: Vec<Option<Loaded>> = (0..files.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut loaded);
     std::thread::scope(|s| {
         for _ in 0..threads {

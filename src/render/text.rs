@@ -423,30 +423,6 @@ pub fn step_line(s: &crate::lens::summary::StepSpread, width: usize) -> String {
     )
 }
 
-#[cfg(test)]
-mod sparkline_tests {
-    use super::*;
-
-    #[test]
-    fn sparklines_scale_from_zero_and_keep_slow_steps_when_bucketed() {
-        assert_eq!(sparkline(&[1.0, 2.0, 4.0, 8.0], 10), "▂▃▅█");
-        assert_eq!(sparkline(&[5.0, 5.0], 10), "██");
-        let mut many = vec![1.0; 100];
-        many[57] = 10.0;
-        let s = sparkline(&many, 10);
-        assert_eq!(s.chars().count(), 10);
-        assert_eq!(s.chars().filter(|c| *c == '█').count(), 1, "{s}");
-    }
-
-    #[test]
-    fn bars_count_eighths() {
-        assert_eq!(bar(1.0, 4), "████");
-        assert_eq!(bar(0.5, 4), "██");
-        assert_eq!(bar(0.53, 4), "██▏", "17 eighths of 32");
-        assert_eq!(bar(0.0, 4), "");
-    }
-}
-
 /// Two runs of a distributed job, before → after.
 pub fn compare_jobs(c: &JobComparison) -> String {
     let mut o = String::new();
@@ -470,4 +446,28 @@ pub fn compare_jobs(c: &JobComparison) -> String {
         let _ = writeln!(o, "  rank {:>4}  {:>9} -> {:<9}{}", r.rank, side(r.before_ms), side(r.after_ms), change(r.change_pct));
     }
     o
+}
+
+#[cfg(test)]
+mod sparkline_tests {
+    use super::*;
+
+    #[test]
+    fn sparklines_scale_from_zero_and_keep_slow_steps_when_bucketed() {
+        assert_eq!(sparkline(&[1.0, 2.0, 4.0, 8.0], 10), "▂▃▅█");
+        assert_eq!(sparkline(&[5.0, 5.0], 10), "██");
+        let mut many = vec![1.0; 100];
+        many[57] = 10.0;
+        let s = sparkline(&many, 10);
+        assert_eq!(s.chars().count(), 10);
+        assert_eq!(s.chars().filter(|c| *c == '█').count(), 1, "{s}");
+    }
+
+    #[test]
+    fn bars_count_eighths() {
+        assert_eq!(bar(1.0, 4), "████");
+        assert_eq!(bar(0.5, 4), "██");
+        assert_eq!(bar(0.53, 4), "██▏", "17 eighths of 32");
+        assert_eq!(bar(0.0, 4), "");
+    }
 }

@@ -132,7 +132,7 @@ pub enum WhatIfChoice {
 #[derive(Debug, Clone, Default)]
 pub struct WhatIfView {
     pub choice: Option<WhatIfChoice>,
-    pub result: Option<std::result::Result<WhatIf, String>>,
+    pub result: Option<Result<WhatIf, String>>,
 }
 
 /// Kernel lists longer than this are filtered on the worker thread (when

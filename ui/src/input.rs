@@ -139,13 +139,13 @@ mod tests {
 
     #[test]
     fn letters_are_commands_unless_a_field_is_edited() {
-        assert_eq!(map(k(KeyCode::Char('q')), false), Some(Action::Quit));
-        assert_eq!(map(k(KeyCode::Char('q')), true), Some(Action::Char('q')));
-        assert_eq!(map(k(KeyCode::Char('3')), false), Some(Action::Pane(Pane::Kernels)));
-        assert_eq!(map(k(KeyCode::Esc), true), Some(Action::Cancel));
-        assert_eq!(map(KeyEvent::new(KeyCode::Char('c'), KeyModifiers::CONTROL), true), Some(Action::Quit));
-        assert_eq!(map(k(KeyCode::F(9)), false), None);
-        assert_eq!(map(k(KeyCode::Char('9')), false), None, "only as many number keys as panes");
+        assert_eq!(map(k(Char('q')), false), Some(Action::Quit));
+        assert_eq!(map(k(Char('q')), true), Some(Action::Char('q')));
+        assert_eq!(map(k(Char('3')), false), Some(Action::Pane(Pane::Kernels)));
+        assert_eq!(map(k(Esc), true), Some(Action::Cancel));
+        assert_eq!(map(KeyEvent::new(Char('c'), KeyModifiers::CONTROL), true), Some(Action::Quit));
+        assert_eq!(map(k(F(9)), false), None);
+        assert_eq!(map(k(Char('9')), false), None, "only as many number keys as panes");
     }
 
     #[test]

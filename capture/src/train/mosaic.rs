@@ -321,7 +321,7 @@ mod tests {
             let decode = time(n, &mut |k| drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().into_rgb8()));
             // The resize in pull (none at 640: the images are 640 wide).
             let (big, _) = ds.pull(0, 640).unwrap();
-            let rs = time(n, &mut |_| drop(super::super::geometry::resize(&big, size, size * 3 / 4)));
+            let rs = time(n, &mut |_| drop(resize(&big, size, size * 3 / 4)));
             let canvas = time(n, &mut |k| drop(mosaic(&ds, k % 8, size, &mut Rng(k as u64)).unwrap()));
             let (c, l) = mosaic(&ds, 0, size, &mut Rng(3)).unwrap();
             let warp = time(n, &mut |k| drop(warp_affine(&c, affine_matrix(&YOLO9, size, size, &mut Rng(k as u64)), size, size)));
