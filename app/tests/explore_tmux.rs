@@ -164,6 +164,31 @@ fn live_reload_and_a_broken_file() {
 }
 
 #[test]
+#[ignore = "needs tmux (apt-get install -y tmux); scripts/test.sh runs it, or cargo test -p libreyolo --test explore_tmux -- --ignored"]
+fn sigterm_and_sighup_restore_the_terminal() {
+    need_tmux();
+    for signal in ["TERM", "HUP"] {
+        // A path of its own, so pkill finds this explorer and no other.
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(format!("sig{signal}.json"));
+        std::fs::copy(PROFILE, &path).unwrap();
+        let t = Tmux { socket: format!("libreyolo-e2e-sig{signal}-{}", std::process::id()) };
+        let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
+        assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+        t.wait("the summary", |s| s.contains("900.89 ms"));
+        assert_eq!(t.format("#{alternate_on}"), "1");
+        // Anchored: the pane's shell has the same path in its command line.
+        let pattern = format!("^{BIN} profile explore {}$", path.display());
+        let killed = Command::new("pkill").args([&format!("-{signal}"), "-f", &pattern]).status().unwrap();
+        assert!(killed.success(), "pkill found the explorer");
+        let s = t.wait("the explorer to exit", |s| s.contains("EXITED="));
+        assert!(s.contains("EXITED=0"), "a signal is a clean quit:\n{s}");
+        assert_eq!(t.format("#{alternate_on}"), "0", "SIG{signal}: left the alternate screen");
+        assert_eq!(t.format("#{cursor_flag}"), "1", "SIG{signal}: the cursor is visible again");
+    }
+}
+
+#[test]
 fn refuses_without_a_terminal() {
     // stdout is a pipe here.
     let out = Command::new(BIN).args(["profile", "explore", PROFILE]).output().unwrap();
