@@ -1,5 +1,17 @@
 //! Small numeric helpers shared by the analysis and the lenses.
 
+/// The median of `values` (0 for none): the middle one, or the mean of the
+/// two middle ones.
+pub fn median(values: &[f64]) -> f64 {
+    let mut v = values.to_vec();
+    v.sort_by(f64::total_cmp);
+    match v.len() {
+        0 => 0.0,
+        n if n % 2 == 1 => v[n / 2],
+        n => (v[n / 2 - 1] + v[n / 2]) / 2.0,
+    }
+}
+
 /// Rounds to `digits` decimals (for stable, readable JSON).
 pub fn round(v: f64, digits: i32) -> f64 {
     if !v.is_finite() {

@@ -12,7 +12,7 @@ use serde::Serialize;
 use crate::analysis::kernels::COMMUNICATION;
 use crate::profile::Profile;
 use crate::profile::ranks::RankSet;
-use crate::util::round;
+use crate::util::{median, round};
 
 /// Compute this share of the job's step above the median rank's makes a
 /// straggler (and never less than [`STRAGGLER_MIN_MS`]).
@@ -77,15 +77,6 @@ pub struct Extra {
     pub extra_ms: f64,
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    if v.is_empty() {
-        return 0.0;
-    }
-    v.sort_by(f64::total_cmp);
-    let n = v.len();
-    if n % 2 == 1 { v[n / 2] } else { (v[n / 2 - 1] + v[n / 2]) / 2.0 }
-}
-
 fn row(rank: u32, p: &Profile) -> RankRow {
     let exposed = p.comm_exposed_ms_per_step.unwrap_or(0.0);
     RankRow {
@@ -107,8 +98,8 @@ fn extras(this: &[(String, f64)], all: &[Vec<(String, f64)>]) -> Vec<Extra> {
     let mut out: Vec<Extra> = this
         .iter()
         .map(|(name, ms)| {
-            let others = all.iter().map(|r| r.iter().filter(|(n, _)| n == name).map(|(_, v)| v).sum()).collect();
-            Extra { name: name.clone(), extra_ms: round(ms - median(others), 3) }
+            let others: Vec<f64> = all.iter().map(|r| r.iter().filter(|(n, _)| n == name).map(|(_, v)| v).sum()).collect();
+            Extra { name: name.clone(), extra_ms: round(ms - median(&others), 3) }
         })
         .filter(|e| e.extra_ms > 0.0)
         .collect();
@@ -123,7 +114,7 @@ pub fn job(set: &RankSet) -> Job {
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
     let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| (b + p.gpu_busy_ms_per_step, s + p.step_ms));
     let threshold = (STRAGGLER_FRAC * step_ms).max(STRAGGLER_MIN_MS);
-    let median_compute = median(ranks.iter().map(|r| r.compute_ms).collect());
+    let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
     let phases: Vec<Vec<(String, f64)>> =
         profiles.iter().map(|(_, p)| p.phases.iter().map(|ph| (ph.phase.clone(), ph.gpu_ms_per_step)).collect()).collect();
     let kernels: Vec<Vec<(String, f64)>> = profiles
@@ -214,8 +205,9 @@ mod tests {
 
     #[test]
     fn medians_and_extras() {
-        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
-        assert_eq!(median(vec![4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[3.0, 1.0, 2.0]), 2.0);
+        assert_eq!(median(&[4.0, 1.0, 2.0, 3.0]), 2.5);
+        assert_eq!(median(&[]), 0.0);
         let all = vec![
             vec![("gemm".to_string(), 1.0), ("norm".to_string(), 0.5)],
             vec![("gemm".to_string(), 1.1)],

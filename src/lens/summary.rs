@@ -90,13 +90,11 @@ pub fn step_spread(steps: &[StepTime]) -> Option<StepSpread> {
         return None;
     }
     let each: Vec<f64> = steps.iter().map(|s| s.ms).collect();
-    let mut sorted = each.clone();
-    sorted.sort_by(f64::total_cmp);
-    let n = sorted.len();
-    let median = if n % 2 == 1 { sorted[n / 2] } else { (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0 };
+    let median = crate::util::median(&each);
     let outliers =
         steps.iter().filter(|s| median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)).map(|s| s.step).collect();
-    Some(StepSpread { min_ms: sorted[0], median_ms: crate::util::round(median, 3), max_ms: sorted[n - 1], each_ms: each, outliers })
+    let (min_ms, max_ms) = each.iter().fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    Some(StepSpread { min_ms, median_ms: crate::util::round(median, 3), max_ms, each_ms: each, outliers })
 }
 
 /// One line saying the machine distorted the capture, if it did.
