@@ -298,30 +298,39 @@ fn conditions_of(project: &Path) -> libreyolo_core::conditions::Conditions {
 }
 
 #[test]
-fn a_cpu_hog_marks_the_capture_contended() {
+fn a_cpu_hog_marks_the_capture_contended_and_its_cores_are_left_alone() {
     let dir = tempfile::tempdir().unwrap();
-    let args = ["--imgsz", "160", "--warmup", "1", "--runs", "8"];
-    let busy = {
-        let _hog = Hog::start();
-        run(&dir.path().join("busy"), &args).unwrap();
-        conditions_of(&dir.path().join("busy"))
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    let capture = |name: &str, extra: &[&str]| {
+        let mut a = vec!["--imgsz", "160", "--warmup", "1", "--runs", "8"];
+        a.extend_from_slice(extra);
+        let v = small(&dir.path().join(name), &a);
+        let refs: Vec<&str> = v.iter().map(String::as_str).collect();
+        libreyolo_capture::infer(&args(&refs)).unwrap();
+        conditions_of(&dir.path().join(name))
     };
-    run(&dir.path().join("quiet"), &args).unwrap();
-    let quiet = conditions_of(&dir.path().join("quiet"));
+    let all = cpus.to_string();
+    let (forced, default) = {
+        // The profiler's turn for as long as the hog lives: no other test's
+        // capture may start (and see the hog) until it is gone.
+        let _turn = common::turn();
+        let _hog = Hog::start();
+        (capture("forced", &["--threads", &all]), capture("default", &[]))
+    };
 
-    assert!(busy.contended, "{busy:?}");
-    let why = busy.contended_why.as_deref().unwrap();
-    assert!(why.starts_with("other processes used") && why.contains(&format!("on {} cores", busy.cpus)), "{why}");
-    let (b, q) = (busy.other_cores.unwrap(), quiet.other_cores.unwrap());
-    assert!(b >= 0.5, "the hog's busy loops show as other processes' CPU: {b}");
-    assert_eq!(quiet.contended, q > (quiet.cpus.saturating_sub(quiet.threads)) as f64 + libreyolo_core::conditions::CONTENDED_CORES);
-    // Without the hog: quiet where nothing else runs, as on CI while its
-    // tests run. A developer's shared machine may really be busy; then the
-    // judgement above is all that can be asserted.
-    if std::env::var_os("CI").is_some() {
-        assert!(!quiet.contended && q + 0.4 < b, "without the hog: {quiet:?}");
+    // Every core asked for while a busy loop holds each: contended, and why.
+    assert!(forced.contended, "{forced:?}");
+    let why = forced.contended_why.as_deref().unwrap();
+    assert!(why.starts_with("other processes used") && why.contains(&format!("on {cpus} cores ({cpus} threads ours)")), "{why}");
+    assert!(forced.other_cores.unwrap() >= 0.5, "the hog's busy loops show as other processes' CPU: {forced:?}");
+    // By default the capture leaves the busy cores alone (at least one thread).
+    assert_eq!(default.threads, 1, "{default:?}");
+    // The judgement is the rule, whatever else the machine was doing.
+    for c in [&forced, &default] {
+        let free = c.cpus.saturating_sub(c.threads) as f64;
+        assert_eq!(c.contended, c.other_cores.unwrap() > free + libreyolo_core::conditions::CONTENDED_CORES, "{c:?}");
+        assert!(c.window_s > 0.0 && c.load_avg_start.is_some() && c.load_avg_end.is_some());
     }
-    assert!(quiet.threads >= 1 && quiet.window_s > 0.0 && quiet.load_avg_start.is_some() && quiet.load_avg_end.is_some());
 }
 
 #[test]
@@ -332,13 +341,10 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
     let one = conditions_of(&dir.path().join("one"));
     let default = conditions_of(&dir.path().join("default"));
     assert_eq!(one.threads, 1);
-    // By default the CPUs we may use, less those others keep busy: all of
-    // them where nothing else runs, as on CI.
+    // By default the CPUs we may use, less those others keep busy (another
+    // test's Python may be one: the hog test checks the rule itself).
     let cpus = std::thread::available_parallelism().unwrap().get();
     assert!((1..=cpus).contains(&default.threads), "{default:?}");
-    if std::env::var_os("CI").is_some() {
-        assert_eq!(default.threads, cpus);
-    }
     let p = read_json(&dir.path().join("one/infer/profile.json"));
     assert_eq!(p["config"]["threads"], 1);
 }
