@@ -53,6 +53,13 @@ impl Conditions {
         serde_json::from_value(host?.get("conditions")?.clone()).ok()
     }
 
+    /// Why a profile's capture was contended, if it was (readers say it
+    /// above the verdict and `compare` refuses its call on it).
+    pub fn contended_in(host: Option<&Value>) -> Option<String> {
+        let c = Conditions::of_host(host).filter(|c| c.contended)?;
+        Some(c.contended_why.unwrap_or_else(|| "other processes used the CPUs during the window".into()))
+    }
+
     /// Decides `contended` from the recorded figures.
     fn judge(mut self) -> Conditions {
         let free = self.cpus.saturating_sub(self.threads) as f64;

@@ -76,28 +76,33 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         Ok((input, notices))
     };
     let load = |path: &str| load_noting(path).map(|(input, _)| input);
+    // A distributed job's ranks as one job, the rank set's notes said.
+    let job = |files: &[std::path::PathBuf]| -> Result<lens::job::Job> {
+        let set = profile::ranks::load(files)?;
+        for n in &set.notes {
+            say(&format!("note: {n}"));
+        }
+        Ok(lens::job::job(&set))
+    };
     let out = match cmd {
-        ReaderCommand::Summary(a) if profile::ranks::rank_files(&a.traces)?.is_some() => {
-            let files = profile::ranks::rank_files(&a.traces)?.unwrap_or_default();
-            let set = profile::ranks::load(&files)?;
-            for n in &set.notes {
-                say(&format!("note: {n}"));
+        ReaderCommand::Summary(a) => match profile::ranks::rank_files(&a.traces)? {
+            Some(files) => {
+                let j = job(&files)?;
+                if a.json { render::json(&j)? } else { text::job(&j) }
             }
-            let j = lens::job::job(&set);
-            if a.json { render::json(&j)? } else { text::job(&j) }
-        }
-        ReaderCommand::Summary(a) => {
-            let (input, notices) = load_noting(&a.traces[0])?;
-            let s = lens::summary::summary(&input.profile);
-            if a.json {
-                render::json(&s)?
-            } else {
-                for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
-                    say(&format!("note: {w}"));
+            None => {
+                let (input, notices) = load_noting(&a.traces[0])?;
+                let s = lens::summary::summary(&input.profile);
+                if a.json {
+                    render::json(&s)?
+                } else {
+                    for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
+                        say(&format!("note: {w}"));
+                    }
+                    text::summary(&s)
                 }
-                text::summary(&s)
             }
-        }
+        },
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
             let got = lens::get::get(&input.profile, a.field.as_deref(), &a.trace)?;
@@ -143,23 +148,20 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let sets =
                 (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
             if let (Some(x), Some(y)) = sets {
-                let (x, y) = (profile::ranks::load(&x)?, profile::ranks::load(&y)?);
-                for n in x.notes.iter().chain(&y.notes) {
-                    say(&format!("note: {n}"));
-                }
-                let c = lens::job::compare_jobs(&lens::job::job(&x), &lens::job::job(&y), &a.before, &a.after);
+                let c = lens::job::compare_jobs(&job(&x)?, &job(&y)?, &a.before, &a.after);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
-                return Ok(render::printable(&if a.json { render::json(&c)? } else { text::compare_jobs(&c) }).into_owned());
+                if a.json { render::json(&c)? } else { text::compare_jobs(&c) }
+            } else {
+                let before = load(&a.before)?;
+                let after = load(&a.after)?;
+                let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
+                if let Some(w) = &c.warning {
+                    say(&format!("warning: {w}"));
+                }
+                if a.json { render::json(&c)? } else { text::compare(&c) }
             }
-            let before = load(&a.before)?;
-            let after = load(&a.after)?;
-            let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
-            if let Some(w) = &c.warning {
-                say(&format!("warning: {w}"));
-            }
-            if a.json { render::json(&c)? } else { text::compare(&c) }
         }
         ReaderCommand::WhatIf(a) => {
             let change = Change { remove_category: a.remove_category.clone(), remove_launches: a.remove_launches };

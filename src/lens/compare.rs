@@ -174,9 +174,7 @@ const SPECS: &[Spec] = &[
 
 /// Why no significance call can be made when a side ran on a busy machine.
 fn contended_refusal(a: &Profile, b: &Profile) -> Option<String> {
-    let why = |p: &Profile| {
-        crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended).map(|c| c.contended_why.unwrap_or_default())
-    };
+    let why = |p: &Profile| crate::conditions::Conditions::contended_in(p.host.as_ref());
     let sides: Vec<String> = [("before", why(a)), ("after", why(b))]
         .into_iter()
         .filter_map(|(side, w)| Some(format!("the {side} side ran contended ({})", w?)))

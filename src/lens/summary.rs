@@ -99,11 +99,8 @@ pub fn step_spread(steps: &[StepTime]) -> Option<StepSpread> {
 
 /// One line saying the machine distorted the capture, if it did.
 pub fn contended_warning(p: &Profile) -> Option<String> {
-    let c = crate::conditions::Conditions::of_host(p.host.as_ref()).filter(|c| c.contended)?;
-    Some(format!(
-        "CONTENDED: {} — timings here are distorted; measure again on a quiet machine",
-        c.contended_why.as_deref().unwrap_or("other processes used the CPUs during the window")
-    ))
+    let why = crate::conditions::Conditions::contended_in(p.host.as_ref())?;
+    Some(format!("CONTENDED: {why} — timings here are distorted; measure again on a quiet machine"))
 }
 
 pub fn summary(p: &Profile) -> Summary {
