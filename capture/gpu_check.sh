@@ -43,6 +43,7 @@ read_back() { # name dir
   local name="$1" dir="$2"
   local p="$dir/profile.json"
   "$bin" profile summary "$p" | tee "$out/$name.summary.txt"
+  python3 -c 'import json, sys; print("conditions:", json.dumps((json.load(open(sys.argv[1])).get("host") or {}).get("conditions")))' "$p"
   "$bin" profile kernels "$p" --top 10
   "$bin" profile kernels "$p" --tensorcore --top 5
   "$bin" profile phases "$p"

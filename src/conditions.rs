@@ -9,7 +9,10 @@
 //! `compare` refuses a significance call on a contended side.
 //!
 //! Linux `/proc` only; elsewhere the figures are absent and nothing is
-//! judged contended.
+//! judged contended. On CUDA the capture adds the GPU's side
+//! ([`GpuConditions`], read through NVML by the capture engine): other
+//! processes on the device and clocks the driver slowed also distort a
+//! window, and are judged the same way.
 
 use std::time::Instant;
 
@@ -41,6 +44,9 @@ pub struct Conditions {
     /// cpufreq scaling governor of CPU 0, where readable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub governor: Option<String>,
+    /// The GPU the capture ran on, where NVML could be read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu: Option<GpuConditions>,
     pub contended: bool,
     /// Why the window counts as contended, in one sentence.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -60,17 +66,99 @@ impl Conditions {
         Some(c.contended_why.unwrap_or_else(|| "other processes used the CPUs during the window".into()))
     }
 
-    /// Decides `contended` from the recorded figures.
+    /// The same window with the GPU's conditions added, judged again.
+    pub fn with_gpu(self, gpu: Option<GpuConditions>) -> Conditions {
+        Conditions { gpu, ..self }.judge()
+    }
+
+    /// Decides `contended` from the recorded figures: every reason found,
+    /// in one sentence.
     fn judge(mut self) -> Conditions {
+        let mut why = Vec::new();
         let free = self.cpus.saturating_sub(self.threads) as f64;
         if let Some(other) = self.other_cores.filter(|o| *o > free + CONTENDED_CORES) {
-            self.contended = true;
-            self.contended_why = Some(format!(
+            why.push(format!(
                 "other processes used {other:.1} of a core during the {:.1} s window on {} cores ({} threads ours)",
                 self.window_s, self.cpus, self.threads
             ));
         }
+        if let Some(gpu) = &self.gpu {
+            why.extend(gpu.distortions());
+        }
+        self.contended = !why.is_empty();
+        self.contended_why = self.contended.then(|| why.join("; "));
         self
+    }
+}
+
+/// The GPU around a capture's window: sampled when the window starts and
+/// when it ends (NVML; `nvidia-smi` reads the same counters).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct GpuConditions {
+    /// NVML's index of the device (CUDA_VISIBLE_DEVICES resolved).
+    pub index: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// SM clock at the start and at the end of the window, and the
+    /// device's maximum, MHz.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz_start: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz_end: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sm_clock_mhz_max: Option<u32>,
+    /// Core temperature at the start and at the end, °C.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature_c_start: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub temperature_c_end: Option<u32>,
+    /// Reasons the driver gave for holding the clocks down at either
+    /// sample (NVML's names, e.g. `sw power cap`, `hw thermal slowdown`);
+    /// idle and application-clock settings are left out.
+    pub slowdowns: Vec<String>,
+    /// Compute processes on the device other than ours at either sample.
+    pub other_processes: Vec<GpuProcess>,
+}
+
+/// Slowdowns that make a window unlike the next one on the same card.
+pub const GPU_DISTORTING_SLOWDOWNS: [&str; 4] = ["hw slowdown", "sw thermal slowdown", "hw thermal slowdown", "hw power brake slowdown"];
+
+/// A compute process NVML lists on the device.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+pub struct GpuProcess {
+    /// Its PID as NVML reports it: the host's namespace, which inside a
+    /// container is not the PID the container sees.
+    pub pid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub used_mib: Option<u64>,
+}
+
+impl GpuConditions {
+    /// What on this GPU distorts the window, one clause each.
+    fn distortions(&self) -> Vec<String> {
+        let mut why = Vec::new();
+        if !self.other_processes.is_empty() {
+            let pids: Vec<String> = self.other_processes.iter().map(|p| p.pid.to_string()).collect();
+            let n = pids.len();
+            why.push(format!(
+                "{n} other process{} used GPU {} during the window (pid {})",
+                if n == 1 { "" } else { "es" },
+                self.index,
+                pids.join(", ")
+            ));
+        }
+        // A power cap is how a busy card runs on every run (recorded, not
+        // judged); heat and hardware slowdowns come and go between runs.
+        let distorting: Vec<&str> = self.slowdowns.iter().map(String::as_str).filter(|s| GPU_DISTORTING_SLOWDOWNS.contains(s)).collect();
+        if !distorting.is_empty() {
+            let clocks = match (self.sm_clock_mhz_start, self.sm_clock_mhz_end, self.sm_clock_mhz_max) {
+                (Some(a), Some(b), Some(max)) => format!(", SM clock {a}→{b} of {max} MHz"),
+                _ => String::new(),
+            };
+            why.push(format!("GPU {} clocks were held down ({}{clocks})", self.index, distorting.join(", ")));
+        }
+        why
     }
 }
 
@@ -169,6 +257,7 @@ impl Window {
             window_s: crate::util::round(self.started.elapsed().as_secs_f64(), 3),
             other_cores: other_cores.map(|c| crate::util::round(c, 2)),
             governor: std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").ok().map(|g| g.trim().to_string()),
+            gpu: None,
             contended: false,
             contended_why: None,
         }
@@ -260,6 +349,36 @@ mod tests {
         assert!(c(1.3, 1).contended);
         let unknown = Conditions { cpus: 2, threads: 2, ..Default::default() }.judge();
         assert!(!unknown.contended, "no figures, no judgement");
+    }
+
+    #[test]
+    fn other_gpu_processes_and_slowed_clocks_are_contention() {
+        let quiet = Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(0.05), ..Default::default() }.judge();
+        let gpu = GpuConditions {
+            index: 1,
+            sm_clock_mhz_start: Some(1980),
+            sm_clock_mhz_end: Some(1410),
+            sm_clock_mhz_max: Some(1980),
+            ..Default::default()
+        };
+        assert!(!quiet.clone().with_gpu(Some(gpu.clone())).contended, "a GPU alone with full clocks");
+        let shared = GpuConditions {
+            other_processes: vec![GpuProcess { pid: 7, used_mib: Some(900) }, GpuProcess { pid: 9, used_mib: None }],
+            ..gpu.clone()
+        };
+        let c = quiet.clone().with_gpu(Some(shared));
+        assert!(c.contended);
+        assert_eq!(c.contended_why.as_deref(), Some("2 other processes used GPU 1 during the window (pid 7, 9)"));
+        let capped = GpuConditions { slowdowns: vec!["sw power cap".into()], ..gpu.clone() };
+        assert!(!quiet.clone().with_gpu(Some(capped)).contended, "a power cap is the card's steady state");
+        let hot = GpuConditions { slowdowns: vec!["sw power cap".into(), "sw thermal slowdown".into()], ..gpu };
+        let c = Conditions { other_cores: Some(1.2), ..quiet }.with_gpu(Some(hot));
+        assert_eq!(
+            c.contended_why.as_deref(),
+            Some(
+                "other processes used 1.2 of a core during the 2.0 s window on 2 cores (2 threads ours); GPU 1 clocks were held down (sw thermal slowdown, SM clock 1980→1410 of 1980 MHz)"
+            )
+        );
     }
 
     #[test]

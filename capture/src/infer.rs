@@ -18,6 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
+use crate::window::Window;
 use libreyolo_core::cli::InferArgs;
 use libreyolo_core::conditions::{self, Conditions};
 use libreyolo_core::profile::measured::RealTiming;
@@ -135,7 +136,7 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
     let mut window = None;
     for i in 0..total {
         if i == p.warmup {
-            window = Some(conditions::Window::start());
+            window = Some(Window::start(p.device));
             if p.trace {
                 session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
             }
@@ -191,7 +192,7 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
             t.latencies_ms.push((t3 - t0).as_secs_f64() * 1e3);
         }
     }
-    t.conditions = window.map(|w| w.finish(tch::get_num_threads().max(1) as usize));
+    t.conditions = window.map(Window::finish);
     t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     if let Some(s) = session {
         match keep_trace_in {

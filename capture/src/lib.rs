@@ -16,5 +16,6 @@ pub mod profiler;
 pub mod source;
 pub mod train;
 pub mod weights;
+pub mod window;
 
 pub use infer::infer;

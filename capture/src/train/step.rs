@@ -48,6 +48,7 @@ use crate::device;
 use crate::model::{self, AuxLoad, Config, Yolo9};
 use crate::profiler::{self, Options, Range, Session};
 use crate::weights;
+use crate::window::Window;
 
 /// The phases, in step order.
 pub const PHASES: [&str; 5] = ["dataload", "to_device", "forward", "backward", "optimizer"];
@@ -342,7 +343,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     let result = (|| -> Result<()> {
         for i in 0..total {
             if i == p.warmup {
-                window = Some(libreyolo_core::conditions::Window::start());
+                window = Some(Window::start(p.device));
                 session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
             }
             let measuring = i >= p.warmup;
@@ -431,7 +432,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         eprint!("\r\x1b[2K");
     }
     result?;
-    t.conditions = window.map(|w| w.finish(tch::get_num_threads().max(1) as usize));
+    t.conditions = window.map(Window::finish);
     t.amp_skipped = scaler.map_or(0, |sc| sc.skipped);
     t.peak_vram_mb = profiler::peak_vram_mb(p.device)?;
     let s = session.take().expect("the window has measured steps");
