@@ -55,23 +55,72 @@ ckpt="$work/ref/checkpoint.pt"
 common=(--weights "$ckpt" --size t --device cpu --imgsz "$imgsz" --batch "$batch" --workers "$workers"
         --warmup "$warmup" --steps "$steps" --no-amp)
 
-row() { # name profile.json
-  "$py" - "$1" "$2" <<'PY'
+# One run of either side under a watch on the machine: the CPU time other
+# processes used while it ran (/proc/stat less the run's own, from its
+# rusage), judged by the capture's own rule (src/conditions.rs: others used
+# more than the cores the run's threads left free plus CONTENDED_CORES).
+margin="$(sed -n 's/^pub const CONTENDED_CORES: f64 = \([0-9.]*\);/\1/p' "$here/src/conditions.rs")"
+watched() { # log command...
+  local log="$1"; shift
+  "$py" - "$log" "$threads" "$margin" "$@" <<'PY'
+import os, resource, subprocess, sys, time
+log, threads, margin, cmd = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), sys.argv[4:]
+def machine():
+    v = list(map(int, open("/proc/stat").readline().split()[1:9]))
+    return sum(v) - v[3] - v[4], sum(v)
+def children():
+    r = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return r.ru_utime + r.ru_stime
+(b0, t0), c0 = machine(), children()
+with open(log, "w") as f:
+    rc = subprocess.call(cmd, stdout=f, stderr=subprocess.STDOUT)
+(b1, t1), c1 = machine(), children()
+cpus = os.cpu_count()
+own = (c1 - c0) * os.sysconf("SC_CLK_TCK")
+others = max(0.0, (b1 - b0) - own) / max(1, t1 - t0) * cpus
+print("%.2f %s" % (others, "contended" if others > max(0, cpus - threads) + margin else "quiet"))
+sys.exit(rc)
+PY
+}
+
+row() { # name profile.json conditions
+  "$py" - "$1" "$2" "$3" "$work/rows.tsv" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[2]))
 ph = {p["phase"]: p.get("wall_ms_per_step", 0) for p in d.get("phases") or []}
-print("%-14s img/s %6.2f  step %8.1f ms  dataload %4.1f%%  | synced: load %6.1f  to_dev %5.1f  fwd %7.1f  bwd %7.1f  opt %6.1f" % (
+others, judged = sys.argv[3].split()
+print("%-14s img/s %6.2f  step %8.1f ms  dataload %4.1f%%  | synced: load %6.1f  to_dev %5.1f  fwd %7.1f  bwd %7.1f  opt %6.1f  | others %s cores, %s" % (
     sys.argv[1], d.get("img_per_s") or 0, d.get("step_ms") or 0, 100 * (d.get("dataload_frac") or 0),
-    ph.get("dataload", 0), ph.get("to_device", 0), ph.get("forward", 0), ph.get("backward", 0), ph.get("optimizer", 0)))
+    ph.get("dataload", 0), ph.get("to_device", 0), ph.get("forward", 0), ph.get("backward", 0), ph.get("optimizer", 0),
+    others, judged))
+open(sys.argv[4], "a").write("%s\t%s\t%s\n" % (sys.argv[1], d.get("img_per_s") or 0, judged))
 PY
 }
 
 echo "threads $threads, $images images, imgsz $imgsz, batch $batch, workers $workers, warmup $warmup, steps $steps, $rounds rounds"
+uptime
 for r in $(seq 1 "$rounds"); do
-  "$bin" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/ours$r" > "$work/ours$r.log" 2>&1 \
+  c="$(watched "$work/ours$r.log" "$bin" profile run "$work/data/data.yaml" "${common[@]}" --threads "$threads" --project "$work/ours$r")" \
     || { cat "$work/ours$r.log"; exit 1; }
-  row "ours" "$work/ours$r/train/profile.json"
-  (cd "$work" && "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r" > "$work/theirs$r.log" 2>&1) \
+  row "ours" "$work/ours$r/train/profile.json" "$c"
+  c="$(cd "$work" && watched "$work/theirs$r.log" "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r")" \
     || { tail -20 "$work/theirs$r.log"; exit 1; }
-  row "libreyolo-1.6" "$work/theirs$r/prof/profile.json"
+  row "libreyolo-1.6" "$work/theirs$r/prof/profile.json" "$c"
 done
+uptime
+
+# Only rounds where both sides ran quiet count: a contended run measures
+# the other process, not the trainer.
+"$py" - "$work/rows.tsv" <<'PY'
+import statistics, sys
+rows = [l.rstrip("\n").split("\t") for l in open(sys.argv[1])]
+pairs = [(rows[i], rows[i + 1]) for i in range(0, len(rows) - 1, 2)]
+quiet = [(float(a[1]), float(b[1])) for a, b in pairs if a[2] == "quiet" and b[2] == "quiet"]
+print("rounds: %d, both sides quiet: %d" % (len(pairs), len(quiet)))
+if quiet:
+    ours, theirs = [q[0] for q in quiet], [q[1] for q in quiet]
+    ratios = sorted(o / t for o, t in quiet)
+    print("quiet rounds: median img/s ours %.2f, LibreYOLO 1.6 %.2f; ratio of medians %.2fx; per-round ratios %s (median %.2fx)" % (
+        statistics.median(ours), statistics.median(theirs), statistics.median(ours) / statistics.median(theirs),
+        " ".join("%.2f" % r for r in ratios), statistics.median(ratios)))
+PY
