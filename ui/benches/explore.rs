@@ -47,7 +47,7 @@ fn first_frame(path: &str) {
         let input = profile::load(path, false).unwrap();
         let mut app = App::with_inputs(theme, input, None);
         let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
-        term.draw(|f| panes::draw(f, &mut app)).unwrap();
+        term.draw(|f| panes::draw(f, &app)).unwrap();
         times.push(t0.elapsed());
     }
     println!("first frame (load {path} + lenses + Summary draw, {W}x{H}):");
@@ -106,9 +106,11 @@ fn keypress_50k() {
     let input = Input { path: PathBuf::from("generated-50k.json"), profile: generated(n), from_trace: false };
     let mut app = App::with_inputs(Theme::load("dark", Depth::Ansi16).unwrap(), input, None);
     let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
+    // As the event loop does: the page of PgUp/PgDn follows the screen.
+    app.resize(W, H);
     let key = |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
     key(&mut app, KeyCode::Char('3'));
-    term.draw(|f| panes::draw(f, &mut app)).unwrap();
+    term.draw(|f| panes::draw(f, &app)).unwrap();
     println!("\nKernels pane with {n} rows (set-up {:.0} ms):", t0.elapsed().as_secs_f64() * 1e3);
 
     let mut measure = |app: &mut App, label: &str, iters: usize, act: &mut dyn FnMut(&mut App)| {
@@ -159,14 +161,14 @@ fn keypress_50k() {
         for _ in 0..30 {
             let t = Instant::now();
             key(&mut app, code);
-            term.draw(|f| panes::draw(f, &mut app)).unwrap();
+            term.draw(|f| panes::draw(f, &app)).unwrap();
             first.push(t.elapsed());
             while app.kernels.pending.is_some() {
                 if !app.poll_worker() {
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }
-            term.draw(|f| panes::draw(f, &mut app)).unwrap();
+            term.draw(|f| panes::draw(f, &app)).unwrap();
             done.push(t.elapsed());
         }
         report(&format!("{label} → frame"), &mut first);

@@ -1,10 +1,10 @@
-//! The explorer's state: the loaded profiles, the lens results each pane
-//! renders, and every filter, selection and text field. Keys change this
-//! state through [`App::apply`]; drawing only reads it.
+//! The explorer's shared state: the loaded profiles (slots and background
+//! loads), the text field, the status message, the filter worker, and the
+//! panes, each of which owns its own state in its module (`panes/*.rs`).
+//! Keys change state through [`App::apply`], which handles the app's own
+//! keys and hands the rest to the pane on screen; drawing only reads.
 //!
-//! All figures come from the core's lenses (`summary`, `phases`, `kernels`,
-//! `ops`, `compare`, `what_if`); this module stores their results and
-//! re-runs them when a filter changes. It computes no figure itself.
+//! All figures come from the core's lenses; this module computes none.
 
 use std::path::PathBuf;
 use std::sync::mpsc::{self, Receiver, Sender};
@@ -12,16 +12,20 @@ use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use crossterm::event::KeyEvent;
-use libreyolo_core::lens::compare::{Comparison, compare};
-use libreyolo_core::lens::kernels::{KernelQuery, Kernels, Sort, kernels};
-use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
+use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels};
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
-use libreyolo_core::lens::whatif::{Change, WhatIf, what_if};
 use libreyolo_core::profile::{Input, Profile};
 
 use crate::input::{self, Action};
 pub use crate::pane::Pane;
+use crate::panes::Effect;
+use crate::panes::compare::ComparePane;
+use crate::panes::kernels::{KernelsPane, Runner};
+use crate::panes::ops::OpsPane;
+use crate::panes::phases::PhasesPane;
+use crate::panes::summary::SummaryPane;
+pub use crate::panes::whatif::{WhatIfChoice, WhatIfPane};
 use crate::theme::Theme;
 
 /// Which of the two profiles.
@@ -98,43 +102,6 @@ pub struct Editor {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Default)]
-pub struct KernelView {
-    pub query: KernelQuery,
-    pub result: Option<Kernels>,
-    /// The job the filter worker is running for the current query; the
-    /// previous result stays on screen until it answers.
-    pub pending: Option<u64>,
-    /// Why the last query was refused (e.g. an unfinished regex); the
-    /// previous result stays on screen meanwhile.
-    pub error: Option<String>,
-    pub selected: usize,
-    pub detail: bool,
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct OpView {
-    pub query: OpQuery,
-    pub sort: Sort,
-    pub result: Option<Ops>,
-    pub error: Option<String>,
-    pub selected: usize,
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum WhatIfChoice {
-    /// Remove the category at this index of the profile's kernel mix.
-    Category(usize),
-    /// Remove this many launches per step.
-    Launches(u64),
-}
-
-#[derive(Debug, Clone, Default)]
-pub struct WhatIfView {
-    pub choice: Option<WhatIfChoice>,
-    pub result: Option<Result<WhatIf, String>>,
-}
-
 /// Kernel lists longer than this are filtered on the worker thread (when
 /// there is one), so a key never waits for the lens.
 pub const BACKGROUND_ROWS: usize = 5_000;
@@ -176,8 +143,17 @@ impl Worker {
         });
         Worker { jobs, done, next: 0, answered }
     }
+
+    /// Queues a job; its id, or `None` when the thread is gone.
+    pub fn send(&mut self, input: Arc<Input>, query: KernelQuery) -> Option<u64> {
+        self.next += 1;
+        self.jobs.send((self.next, input, query)).ok().map(|()| self.next)
+    }
 }
 
+/// The explorer: the panes (each owns its state) and what they share —
+/// the two profile slots, the theme, the text field, the status message,
+/// the filter worker.
 pub struct App {
     pub theme: Theme,
     /// Filters large kernel lists off the UI thread; `None` runs the lens
@@ -190,19 +166,17 @@ pub struct App {
     pub other: Slot,
     pub help: bool,
     pub editor: Option<Editor>,
-    pub phase_selected: usize,
-    pub kernels: KernelView,
-    pub ops: OpView,
-    pub comparison: Option<Comparison>,
-    pub whatif: WhatIfView,
-    /// Scroll offset of the Summary and Compare panes.
-    pub summary_scroll: u16,
-    pub compare_scroll: u16,
+    pub summary: SummaryPane,
+    pub phases: PhasesPane,
+    pub kernels: KernelsPane,
+    pub ops: OpsPane,
+    pub compare: ComparePane,
+    pub whatif: WhatIfPane,
     /// A one-line message for the status bar (reloads, errors).
     pub message: Option<String>,
     /// Loads the event loop must start (side, path).
     pub requests: Vec<(Side, String)>,
-    /// Rows visible in a table, updated by drawing (for page up/down).
+    /// Rows of a table page (PgUp/PgDn), from the terminal's height.
     pub page: usize,
     pub quit: bool,
 }
@@ -220,13 +194,12 @@ impl App {
             other: Slot::default(),
             help: false,
             editor: None,
-            phase_selected: 0,
-            kernels: KernelView::default(),
-            ops: OpView::default(),
-            comparison: None,
-            whatif: WhatIfView::default(),
-            summary_scroll: 0,
-            compare_scroll: 0,
+            summary: SummaryPane::default(),
+            phases: PhasesPane::default(),
+            kernels: KernelsPane::default(),
+            ops: OpsPane::default(),
+            compare: ComparePane::default(),
+            whatif: WhatIfPane::default(),
             message: None,
             requests: vec![(Side::Main, main.to_string())],
             page: 10,
@@ -291,7 +264,7 @@ impl App {
                 if side == Side::Main {
                     self.refresh_main();
                 }
-                self.refresh_compare();
+                self.compare.refresh(&self.main, &self.other);
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -305,114 +278,40 @@ impl App {
         }
     }
 
+    /// The terminal's size changed (and at start): sets what depends on it.
+    pub fn resize(&mut self, _width: u16, height: u16) {
+        self.page = crate::panes::page_rows(height);
+    }
+
     /// Re-runs every lens over the main profile with the current filters.
     fn refresh_main(&mut self) {
         let Some(p) = self.profile() else { return };
         let names: Vec<String> = p.phase_names().iter().map(|s| s.to_string()).collect();
-        let n_categories = p.categories.len();
         let mut dropped = Vec::new();
         for phase in [&mut self.kernels.query.phase, &mut self.ops.query.phase] {
             if phase.as_ref().is_some_and(|ph| !names.contains(ph)) {
                 dropped.push(phase.take().unwrap_or_default());
             }
         }
-        if let Some(WhatIfChoice::Category(i)) = self.whatif.choice {
-            if i >= n_categories {
-                self.whatif.choice = None;
-            }
-        }
-        if self.whatif.choice.is_none() && n_categories > 0 {
-            self.whatif.choice = Some(WhatIfChoice::Category(0));
-        }
         if !dropped.is_empty() {
             self.message = Some(format!("phase {} is gone from the new profile: filter dropped", dropped.join(", ")));
         }
-        self.phase_selected = self.phase_selected.min(self.main.data.as_ref().map_or(0, |d| d.phases.phases.len().saturating_sub(1)));
-        self.refresh_kernels();
-        self.refresh_ops();
-        self.refresh_whatif();
-    }
-
-    fn refresh_kernels(&mut self) {
-        let Some(d) = self.main.data.as_ref() else { return };
-        let rows = d.profile().kernels.len();
-        if let Some(w) = self.worker.as_mut().filter(|_| rows > self.background_rows) {
-            w.next += 1;
-            if w.jobs.send((w.next, Arc::clone(&d.input), self.kernels.query.clone())).is_ok() {
-                self.kernels.pending = Some(w.next);
-                return;
-            }
-        }
-        let result = kernels(d.profile(), &self.kernels.query);
-        self.kernels.pending = None;
-        self.kernels_done(result);
+        let data = self.main.data.as_ref();
+        self.whatif.reset_for(data);
+        self.phases.clamp(data);
+        self.ops.refresh(data);
+        self.whatif.refresh(data);
+        let run = Runner { data, worker: self.worker.as_mut(), background_rows: self.background_rows };
+        self.kernels.refresh(run);
     }
 
     /// Takes the worker's answers; true when the screen changed.
     pub fn poll_worker(&mut self) -> bool {
         let mut changed = false;
         while let Some((id, result)) = self.worker.as_ref().and_then(|w| w.done.try_recv().ok()) {
-            if self.kernels.pending == Some(id) {
-                self.kernels.pending = None;
-                self.kernels_done(result);
-                changed = true;
-            }
+            changed |= self.kernels.answered(id, result);
         }
         changed
-    }
-
-    fn kernels_done(&mut self, result: libreyolo_core::Result<Kernels>) {
-        match result {
-            Ok(k) => {
-                self.kernels.selected = self.kernels.selected.min(k.kernels.len().saturating_sub(1));
-                self.kernels.result = Some(k);
-                self.kernels.error = None;
-            }
-            Err(e) => self.kernels.error = Some(e.to_string()),
-        }
-        if self.kernels.result.as_ref().is_none_or(|k| k.kernels.is_empty()) {
-            self.kernels.detail = false;
-        }
-    }
-
-    fn refresh_ops(&mut self) {
-        let Some(p) = self.main.data.as_ref().map(Loaded::profile) else { return };
-        match ops(p, &self.ops.query) {
-            Ok(mut o) => {
-                // The lens orders by time; other orders only rearrange its rows.
-                match self.ops.sort {
-                    Sort::Time => {}
-                    Sort::Count => o.ops.sort_by(|a, b| b.count_per_step.total_cmp(&a.count_per_step).then_with(|| a.op.cmp(&b.op))),
-                    Sort::Name => o.ops.sort_by(|a, b| a.op.cmp(&b.op)),
-                }
-                self.ops.selected = self.ops.selected.min(o.ops.len().saturating_sub(1));
-                self.ops.result = Some(o);
-                self.ops.error = None;
-            }
-            Err(e) => self.ops.error = Some(e.to_string()),
-        }
-    }
-
-    fn refresh_compare(&mut self) {
-        self.comparison = match (&self.main.data, &self.other.data) {
-            (Some(a), Some(b)) => Some(compare(a.profile(), b.profile(), &self.main.arg, &self.other.arg)),
-            _ => None,
-        };
-    }
-
-    fn refresh_whatif(&mut self) {
-        let Some(p) = self.main.data.as_ref().map(Loaded::profile) else { return };
-        let change = match self.whatif.choice {
-            None => {
-                self.whatif.result = None;
-                return;
-            }
-            Some(WhatIfChoice::Category(i)) => {
-                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), remove_launches: None }
-            }
-            Some(WhatIfChoice::Launches(n)) => Change { remove_category: None, remove_launches: Some(n) },
-        };
-        self.whatif.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
     }
 
     /// Refreshes the byte counts of running loads (Linux: the loader
@@ -434,7 +333,8 @@ impl App {
         }
     }
 
-    /// Applies one action to the state.
+    /// Applies one action to the state: the app's own keys first, then
+    /// the pane's.
     pub fn apply(&mut self, a: Action) {
         if self.editor.is_some() {
             self.edit(a);
@@ -450,80 +350,16 @@ impl App {
         }
         match a {
             Action::Quit => self.quit = true,
-            Action::Back => {
-                if self.pane == Pane::Kernels && self.kernels.detail {
-                    self.kernels.detail = false;
-                } else {
-                    self.quit = true;
-                }
-            }
             Action::Help => self.help = true,
             Action::Pane(p) => self.switch(p),
             Action::NextPane => self.switch(self.pane.next()),
             Action::PrevPane => self.switch(self.pane.prev()),
-            Action::Up => self.move_by(-1),
-            Action::Down => self.move_by(1),
-            Action::PageUp => self.move_by(-(self.page.max(1) as isize)),
-            Action::PageDown => self.move_by(self.page.max(1) as isize),
-            Action::Top => self.move_by(isize::MIN / 2),
-            Action::Bottom => self.move_by(isize::MAX / 2),
-            Action::Left if self.pane == Pane::WhatIf => self.move_by(-1),
-            Action::Right if self.pane == Pane::WhatIf => self.move_by(1),
-            Action::Enter => self.enter(),
-            Action::CycleSort => match self.pane {
-                Pane::Kernels => {
-                    self.kernels.query.sort = self.kernels.query.sort.next();
-                    self.kernels.selected = 0;
-                    self.refresh_kernels();
-                }
-                Pane::Ops => {
-                    self.ops.sort = self.ops.sort.next();
-                    self.ops.selected = 0;
-                    self.refresh_ops();
-                }
-                _ => {}
-            },
-            Action::CycleCategory => match self.pane {
-                Pane::Kernels => self.cycle_category(),
-                Pane::WhatIf => self.move_by(1),
-                _ => {}
-            },
-            Action::CyclePhase => self.cycle_phase(),
-            Action::ToggleTensorCore if self.pane == Pane::Kernels => {
-                self.kernels.query.tensorcore = !self.kernels.query.tensorcore;
-                self.kernels.selected = 0;
-                self.refresh_kernels();
-            }
             Action::StartRegex => {
                 let pane = if self.pane == Pane::Ops { Pane::Ops } else { Pane::Kernels };
                 self.switch(pane);
                 let before = if pane == Pane::Ops { self.ops.query.grep.clone() } else { self.kernels.query.grep.clone() };
                 self.editor = Some(Editor { text: before.clone().unwrap_or_default(), field: Field::Regex { pane, before } });
             }
-            Action::StartLaunches if self.pane == Pane::WhatIf && self.profile().is_some() => {
-                let text = match self.whatif.choice {
-                    Some(WhatIfChoice::Launches(n)) => n.to_string(),
-                    _ => String::new(),
-                };
-                self.editor = Some(Editor { field: Field::Launches, text });
-            }
-            Action::OpenOther if self.pane == Pane::Compare => {
-                self.editor = Some(Editor { field: Field::Path, text: String::new() });
-            }
-            Action::ClearFilters => match self.pane {
-                Pane::Kernels => {
-                    self.kernels.query = KernelQuery::default();
-                    self.kernels.selected = 0;
-                    self.refresh_kernels();
-                }
-                Pane::Ops => {
-                    self.ops.query = OpQuery::default();
-                    self.ops.sort = Sort::Time;
-                    self.ops.selected = 0;
-                    self.refresh_ops();
-                }
-                _ => {}
-            },
             Action::Reload => {
                 for side in [Side::Main, Side::Other] {
                     let arg = self.slot(side).arg.clone();
@@ -532,8 +368,54 @@ impl App {
                     }
                 }
             }
-            _ => {}
+            a => {
+                let handled = self.pane_update(a);
+                // Esc that closed nothing quits.
+                if a == Action::Back && !handled {
+                    self.quit = true;
+                }
+            }
         }
+    }
+
+    /// Hands a key to the pane on screen; true when it used it (for Esc).
+    fn pane_update(&mut self, a: Action) -> bool {
+        let page = self.page;
+        let data = self.main.data.as_ref();
+        let effect = match self.pane {
+            Pane::Summary => {
+                self.summary.update(a, page);
+                Effect::None
+            }
+            Pane::Phases => self.phases.update(a, page, data),
+            Pane::Kernels => {
+                let run = Runner { data, worker: self.worker.as_mut(), background_rows: self.background_rows };
+                return self.kernels.update(a, page, run) && a == Action::Back;
+            }
+            Pane::Ops => {
+                self.ops.update(a, page, data);
+                Effect::None
+            }
+            Pane::Compare => self.compare.update(a, page, &self.other),
+            Pane::WhatIf => self.whatif.update(a, page, data),
+        };
+        match effect {
+            Effect::None => {}
+            Effect::Edit(ed) => self.editor = Some(ed),
+            Effect::Drill { phase, kernels: true } => {
+                self.kernels.query.phase = Some(phase);
+                let run = Runner { data: self.main.data.as_ref(), worker: self.worker.as_mut(), background_rows: self.background_rows };
+                self.kernels.requery(run);
+                self.switch(Pane::Kernels);
+            }
+            Effect::Drill { phase, kernels: false } => {
+                self.ops.query.phase = Some(phase.clone());
+                self.ops.requery(self.main.data.as_ref());
+                self.switch(Pane::Ops);
+                self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
+            }
+        }
+        false
     }
 
     fn switch(&mut self, p: Pane) {
@@ -541,106 +423,10 @@ impl App {
         self.kernels.detail = false;
     }
 
-    fn enter(&mut self) {
-        match self.pane {
-            Pane::Phases => {
-                let Some(d) = &self.main.data else { return };
-                let Some(row) = d.phases.phases.get(self.phase_selected) else { return };
-                let phase = row.phase.clone();
-                let has_kernels = d.profile().kernels_by_phase.get(&phase).is_some_and(|k| !k.is_empty());
-                if has_kernels {
-                    self.kernels.query.phase = Some(phase.clone());
-                    self.kernels.selected = 0;
-                    self.refresh_kernels();
-                    self.switch(Pane::Kernels);
-                } else {
-                    self.ops.query.phase = Some(phase.clone());
-                    self.ops.selected = 0;
-                    self.refresh_ops();
-                    self.switch(Pane::Ops);
-                    self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
-                }
-            }
-            Pane::Kernels if self.kernels.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => {
-                self.kernels.detail = !self.kernels.detail;
-            }
-            Pane::Compare if self.other.data.is_none() => {
-                self.editor = Some(Editor { field: Field::Path, text: String::new() });
-            }
-            _ => {}
-        }
-    }
-
     /// The categories the Kernels pane cycles through: the profile's kernel
     /// mix, in its order.
     pub fn categories(&self) -> Vec<String> {
-        self.profile().map_or_else(Vec::new, |p| p.categories.iter().map(|c| c.name.clone()).collect())
-    }
-
-    fn cycle_category(&mut self) {
-        let cats = self.categories();
-        let q = &mut self.kernels.query;
-        q.category = cycle(&cats, q.category.as_deref());
-        self.kernels.selected = 0;
-        self.refresh_kernels();
-    }
-
-    fn cycle_phase(&mut self) {
-        let Some(p) = self.profile() else { return };
-        let names: Vec<String> = p.phase_names().iter().map(|s| s.to_string()).collect();
-        match self.pane {
-            Pane::Kernels => {
-                self.kernels.query.phase = cycle(&names, self.kernels.query.phase.as_deref());
-                self.kernels.selected = 0;
-                self.refresh_kernels();
-            }
-            Pane::Ops => {
-                self.ops.query.phase = cycle(&names, self.ops.query.phase.as_deref());
-                self.ops.selected = 0;
-                self.refresh_ops();
-            }
-            _ => {}
-        }
-    }
-
-    fn move_by(&mut self, delta: isize) {
-        let step = |cur: usize, len: usize| -> usize {
-            if len == 0 {
-                return 0;
-            }
-            (cur as isize).saturating_add(delta).clamp(0, len as isize - 1) as usize
-        };
-        match self.pane {
-            Pane::Summary => self.summary_scroll = step(self.summary_scroll as usize, 200) as u16,
-            Pane::Compare => self.compare_scroll = step(self.compare_scroll as usize, 2000) as u16,
-            Pane::Phases => {
-                let len = self.main.data.as_ref().map_or(0, |d| d.phases.phases.len());
-                self.phase_selected = step(self.phase_selected, len);
-            }
-            Pane::Kernels => {
-                let len = self.kernels.result.as_ref().map_or(0, |k| k.kernels.len());
-                self.kernels.selected = step(self.kernels.selected, len);
-            }
-            Pane::Ops => {
-                let len = self.ops.result.as_ref().map_or(0, |o| o.ops.len());
-                self.ops.selected = step(self.ops.selected, len);
-            }
-            Pane::WhatIf => {
-                let len = self.profile().map_or(0, |p| p.categories.len());
-                if len == 0 {
-                    return;
-                }
-                let cur = match self.whatif.choice {
-                    Some(WhatIfChoice::Category(i)) => i,
-                    _ if delta < 0 => len,
-                    _ => usize::MAX,
-                };
-                // Wraps around, so Left/Right cycle through every category.
-                let next = if cur == usize::MAX { 0 } else { (cur as isize + delta.signum()).rem_euclid(len as isize) as usize };
-                self.whatif.choice = Some(WhatIfChoice::Category(next));
-                self.refresh_whatif();
-            }
-        }
+        crate::panes::kernels::categories(self.main.data.as_ref())
     }
 
     fn edit(&mut self, a: Action) {
@@ -687,10 +473,7 @@ impl App {
         let (field, text) = (ed.field.clone(), ed.text.clone());
         match field {
             Field::Regex { pane, .. } => self.set_regex(pane, (!text.is_empty()).then_some(text)),
-            Field::Launches => {
-                self.whatif.choice = text.parse::<u64>().ok().map(WhatIfChoice::Launches).or(self.whatif.choice);
-                self.refresh_whatif();
-            }
+            Field::Launches => self.whatif.set_launches(&text, self.main.data.as_ref()),
             Field::Path => {}
         }
     }
@@ -698,12 +481,11 @@ impl App {
     fn set_regex(&mut self, pane: Pane, grep: Option<String>) {
         if pane == Pane::Ops {
             self.ops.query.grep = grep;
-            self.ops.selected = 0;
-            self.refresh_ops();
+            self.ops.requery(self.main.data.as_ref());
         } else {
             self.kernels.query.grep = grep;
-            self.kernels.selected = 0;
-            self.refresh_kernels();
+            let run = Runner { data: self.main.data.as_ref(), worker: self.worker.as_mut(), background_rows: self.background_rows };
+            self.kernels.requery(run);
         }
     }
 
@@ -714,7 +496,7 @@ impl App {
         match libreyolo_core::profile::resolve_input(path) {
             Ok(_) => {
                 self.other = Slot { arg: path.to_string(), ..Default::default() };
-                self.comparison = None;
+                self.compare.comparison = None;
                 self.requests.push((Side::Other, path.to_string()));
             }
             Err(e) => self.message = Some(e.to_string()),
@@ -750,18 +532,7 @@ impl App {
 
     /// The kernel under the cursor in the Kernels pane.
     pub fn selected_kernel(&self) -> Option<&libreyolo_core::profile::KernelRow> {
-        self.kernels.result.as_ref()?.kernels.get(self.kernels.selected)
-    }
-}
-
-/// None → first → … → last → None.
-fn cycle(options: &[String], current: Option<&str>) -> Option<String> {
-    match current {
-        None => options.first().cloned(),
-        Some(c) => {
-            let i = options.iter().position(|o| o == c)?;
-            options.get(i + 1).cloned()
-        }
+        self.kernels.selected_kernel()
     }
 }
 

@@ -3,9 +3,10 @@
 //! (`summary`, `phases`, `kernels`, `ops`, `compare`, `what-if`); no figure
 //! is computed here.
 //!
-//! Shape: [`app::App`] holds the state, [`input`] maps keys to actions,
-//! [`pane`] names the panes and [`panes`] draws one per module, [`theme`]
-//! turns `themes/*.toml` into colour roles. The event loop runs on a
+//! Shape: [`app::App`] holds the shared state and the panes, [`input`]
+//! maps keys to actions, [`pane`] names the panes, [`panes`] has one module
+//! per pane (its state, key handling and drawing), [`theme`] turns
+//! `themes/*.toml` into colour roles. The event loop runs on a
 //! single-threaded tokio runtime and sleeps in one `select!` until
 //! something happens: a key, a profile loaded on a background thread, the
 //! kernels filter's answer, a change to a shown file (a `notify` watcher on
@@ -99,6 +100,9 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
     let mut reload_at: Option<tokio::time::Instant> = None;
     let mut next_id = 0u64;
     let mut dirty = true;
+    if let Ok(size) = terminal.size() {
+        app.resize(size.width, size.height);
+    }
     loop {
         for (side, arg) in std::mem::take(&mut app.requests) {
             next_id += 1;
@@ -131,7 +135,10 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
                     app.handle_key(k);
                     dirty = true;
                 }
-                Some(Ok(Event::Resize(..))) => dirty = true,
+                Some(Ok(Event::Resize(w, h))) => {
+                    app.resize(w, h);
+                    dirty = true;
+                }
                 Some(Ok(_)) => {}
                 Some(Err(e)) => return Err(io(e)),
                 None => return Ok(()),

@@ -172,7 +172,7 @@ fn phase_drill_down() {
     typ(&mut a, "2");
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.phase_selected, 2);
+    assert_eq!(a.phases.selected, 2);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.pane, Pane::Ops);
     assert_eq!(a.ops.query.phase.as_deref(), Some("forward"));
@@ -195,7 +195,7 @@ fn phase_drill_down() {
 fn compare_selection_opens_a_second_profile() {
     let mut a = app(INFER_REPEAT3, None);
     typ(&mut a, "5");
-    assert!(a.comparison.is_none());
+    assert!(a.compare.comparison.is_none());
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.editor.as_ref().unwrap().field, Field::Path);
 
@@ -213,7 +213,7 @@ fn compare_selection_opens_a_second_profile() {
     // The event loop loads it in the background; here, in place.
     a.requests.clear();
     a.loaded(Side::Other, profile::load(INFER_REPEAT3_B4, false));
-    let c = a.comparison.as_ref().expect("a comparison once both are loaded");
+    let c = a.compare.comparison.as_ref().expect("a comparison once both are loaded");
     assert_eq!(c.after, INFER_REPEAT3_B4);
     let img = c.throughput().unwrap();
     assert_eq!(img.significance.significant, Some(true));
@@ -225,7 +225,7 @@ fn compare_selection_opens_a_second_profile() {
     typ(&mut a, TRAIN_B4);
     key(&mut a, KeyCode::Enter);
     a.loaded(Side::Other, Err(libreyolo_core::Error::failed("invalid JSON")));
-    assert!(a.comparison.is_none());
+    assert!(a.compare.comparison.is_none());
     assert_eq!(a.other.error.as_deref(), Some("invalid JSON"));
 }
 

@@ -1,9 +1,10 @@
 //! Compare: the `compare` lens — the two profiles side by side with the
 //! change of each metric, coloured better/worse, the significance verdict,
 //! and the phase, category and kernel deltas. With one profile it asks for
-//! the path of a second.
+//! the path of a second. The pane owns the comparison (recomputed when
+//! either side loads) and its scroll offset.
 
-use libreyolo_core::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
+use libreyolo_core::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus, compare};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -11,15 +12,51 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{clip, opt, pct};
-use crate::app::{App, Field, display_name};
+use super::{Effect, clip, moved, opt, pct};
+use crate::app::{App, Editor, Field, Slot, display_name};
+use crate::input::Action;
 use crate::theme::Theme;
 
-pub fn render(f: &mut Frame, app: &App, area: Rect) {
+/// Lines the scroll may go down (a comparison is never longer).
+const MAX_SCROLL: usize = 2000;
+
+#[derive(Debug, Clone, Default)]
+pub struct ComparePane {
+    pub comparison: Option<Comparison>,
+    pub scroll: u16,
+}
+
+impl ComparePane {
+    pub fn update(&mut self, a: Action, page: usize, other: &Slot) -> Effect {
+        if let Some(delta) = super::movement(a, page) {
+            self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
+            return Effect::None;
+        }
+        match a {
+            Action::OpenOther => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
+            Action::Enter if other.data.is_none() => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
+            _ => Effect::None,
+        }
+    }
+
+    /// Recomputes the comparison once both sides are loaded.
+    pub fn refresh(&mut self, main: &Slot, other: &Slot) {
+        self.comparison = match (&main.data, &other.data) {
+            (Some(a), Some(b)) => Some(compare(a.profile(), b.profile(), &main.arg, &other.arg)),
+            _ => None,
+        };
+    }
+
+    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
+        render(self, f, app, area)
+    }
+}
+
+fn render(pane: &ComparePane, f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
-    if let Some(c) = &app.comparison {
+    if let Some(c) = &pane.comparison {
         let lines = lines(c, t, area.width as usize);
-        f.render_widget(Paragraph::new(lines).scroll((app.compare_scroll, 0)), area);
+        f.render_widget(Paragraph::new(lines).scroll((pane.scroll, 0)), area);
         return;
     }
     if app.other.loading.is_some() {

@@ -1,24 +1,156 @@
 //! Kernels: the `kernels` lens with its filters (category, regex, Tensor
-//! Core, phase) and sort, and a detail view of one kernel on Enter.
+//! Core, phase) and sort, and a detail view of one kernel on Enter. The
+//! pane owns its query, the lens result, the selection and the detail
+//! flag; large lists are filtered on the app's [`Worker`].
 
-use libreyolo_core::lens::kernels::phase_split;
+use std::sync::Arc;
+
+use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
+use libreyolo_core::profile::KernelRow;
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::{clip, fixed, header, right, window};
-use crate::app::App;
+use super::{clip, cycle, fixed, header, moved, right, window};
+use crate::app::{App, Loaded, Worker};
+use crate::input::Action;
 
-pub fn render(f: &mut Frame, app: &App, area: Rect) {
-    if app.kernels.detail {
-        detail(f, app, area);
+#[derive(Debug, Clone, Default)]
+pub struct KernelsPane {
+    pub query: KernelQuery,
+    pub result: Option<Kernels>,
+    /// The job the filter worker is running for the current query; the
+    /// previous result stays on screen until it answers.
+    pub pending: Option<u64>,
+    /// Why the last query was refused (e.g. an unfinished regex); the
+    /// previous result stays on screen meanwhile.
+    pub error: Option<String>,
+    pub selected: usize,
+    pub detail: bool,
+}
+
+/// What the kernels lens runs with: the profile, and the worker for lists
+/// longer than `background_rows`.
+pub struct Runner<'a> {
+    pub data: Option<&'a Loaded>,
+    pub worker: Option<&'a mut Worker>,
+    pub background_rows: usize,
+}
+
+impl KernelsPane {
+    /// Handles a key; true when it was the pane's.
+    pub fn update(&mut self, a: Action, page: usize, run: Runner<'_>) -> bool {
+        if let Some(delta) = super::movement(a, page) {
+            let len = self.result.as_ref().map_or(0, |k| k.kernels.len());
+            self.selected = moved(self.selected, len, delta);
+            return true;
+        }
+        match a {
+            Action::Enter if self.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => self.detail = !self.detail,
+            Action::Back if self.detail => self.detail = false,
+            Action::CycleSort => {
+                self.query.sort = self.query.sort.next();
+                self.requery(run);
+            }
+            Action::CycleCategory => {
+                let cats = categories(run.data);
+                self.query.category = cycle(&cats, self.query.category.as_deref());
+                self.requery(run);
+            }
+            Action::CyclePhase => {
+                let names = phase_names(run.data);
+                self.query.phase = cycle(&names, self.query.phase.as_deref());
+                self.requery(run);
+            }
+            Action::ToggleTensorCore => {
+                self.query.tensorcore = !self.query.tensorcore;
+                self.requery(run);
+            }
+            Action::ClearFilters => {
+                self.query = KernelQuery::default();
+                self.requery(run);
+            }
+            _ => return false,
+        }
+        true
+    }
+
+    /// A new query from the first row (filters, regex, drill-down).
+    pub fn requery(&mut self, run: Runner<'_>) {
+        self.selected = 0;
+        self.refresh(run);
+    }
+
+    /// Re-runs the lens with the current query, on the worker when the
+    /// list is long.
+    pub fn refresh(&mut self, run: Runner<'_>) {
+        let Some(d) = run.data else { return };
+        let rows = d.profile().kernels.len();
+        if let Some(w) = run.worker.filter(|_| rows > run.background_rows) {
+            if let Some(id) = w.send(Arc::clone(&d.input), self.query.clone()) {
+                self.pending = Some(id);
+                return;
+            }
+        }
+        let result = kernels(d.profile(), &self.query);
+        self.pending = None;
+        self.done(result);
+    }
+
+    /// The worker's answer for job `id`; true when it was the awaited one.
+    pub fn answered(&mut self, id: u64, result: libreyolo_core::Result<Kernels>) -> bool {
+        if self.pending != Some(id) {
+            return false;
+        }
+        self.pending = None;
+        self.done(result);
+        true
+    }
+
+    fn done(&mut self, result: libreyolo_core::Result<Kernels>) {
+        match result {
+            Ok(k) => {
+                self.selected = self.selected.min(k.kernels.len().saturating_sub(1));
+                self.result = Some(k);
+                self.error = None;
+            }
+            Err(e) => self.error = Some(e.to_string()),
+        }
+        if self.result.as_ref().is_none_or(|k| k.kernels.is_empty()) {
+            self.detail = false;
+        }
+    }
+
+    /// The kernel under the cursor.
+    pub fn selected_kernel(&self) -> Option<&KernelRow> {
+        self.result.as_ref()?.kernels.get(self.selected)
+    }
+
+    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
+        render(self, f, app, area)
+    }
+}
+
+/// The categories the pane cycles through: the profile's kernel mix, in
+/// its order.
+pub fn categories(data: Option<&Loaded>) -> Vec<String> {
+    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.clone()).collect())
+}
+
+pub fn phase_names(data: Option<&Loaded>) -> Vec<String> {
+    data.map_or_else(Vec::new, |d| d.profile().phase_names().iter().map(|s| s.to_string()).collect())
+}
+
+fn render(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
+    if pane.detail {
+        detail(pane, f, app, area);
         return;
     }
     let t = &app.theme;
-    let Some(k) = &app.kernels.result else {
-        let msg = app.kernels.error.clone().unwrap_or_default();
+    let Some(k) = &pane.result else {
+        let msg = pane.error.clone().unwrap_or_default();
         f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
         return;
     };
@@ -32,7 +164,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         return;
     }
     let rows_h = area.height.saturating_sub(1) as usize;
-    let (first, last) = window(app.kernels.selected, k.kernels.len(), rows_h);
+    let (first, last) = window(pane.selected, k.kernels.len(), rows_h);
     let wide = area.width >= 110;
     let cat_w: u16 = if wide { 18 } else { 12 };
     // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
@@ -46,7 +178,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
             Cell::from(clip(&r.kernel, name_w)),
             Cell::from(Span::styled(clip(&r.category, cat_w as usize), t.muted())),
         ]);
-        if first + i == app.kernels.selected { row.style(t.selected()) } else { row }
+        if first + i == pane.selected { row.style(t.selected()) } else { row }
     });
     let header =
         header(&[("%GPU", true), ("ms/step", true), ("x/step", true), ("TC", false), ("kernel", false), ("category", false)], t.header());
@@ -64,7 +196,8 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
 /// The status line: the active filters and the match count.
 pub fn status(app: &App) -> Vec<Span<'static>> {
     let t = &app.theme;
-    let q = &app.kernels.query;
+    let pane = &app.kernels;
+    let q = &pane.query;
     let mut s = vec![Span::styled(format!("sort:{}", q.sort.as_str()), t.accent())];
     if let Some(c) = &q.category {
         s.push(Span::styled(format!(" cat:{c}"), t.accent()));
@@ -78,24 +211,24 @@ pub fn status(app: &App) -> Vec<Span<'static>> {
     if let Some(p) = &q.phase {
         s.push(Span::styled(format!(" phase:{p}"), t.accent()));
     }
-    if let Some(k) = &app.kernels.result {
+    if let Some(k) = &pane.result {
         s.push(Span::raw(format!(" · {} of {} match", k.matched, k.total)));
-        if app.kernels.detail {
-            s.push(Span::raw(format!(" · #{}", app.kernels.selected + 1)));
+        if pane.detail {
+            s.push(Span::raw(format!(" · #{}", pane.selected + 1)));
         }
     }
-    if app.kernels.pending.is_some() {
+    if pane.pending.is_some() {
         s.push(Span::styled(" · filtering…", t.warn()));
     }
-    if let Some(e) = &app.kernels.error {
+    if let Some(e) = &pane.error {
         s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
     }
     s
 }
 
-fn detail(f: &mut Frame, app: &App, area: Rect) {
+fn detail(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
-    let (Some(k), Some(p)) = (app.selected_kernel(), app.profile()) else { return };
+    let (Some(k), Some(p)) = (pane.selected_kernel(), app.profile()) else { return };
     let field = |label: &str, value: String| Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)]);
     let mut lines = vec![Line::styled(k.kernel.clone(), t.title()), Line::raw(""), Line::styled("full name", t.header())];
     // Cut by characters, not words: a C++ signature has few spaces.

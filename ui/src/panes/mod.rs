@@ -1,6 +1,7 @@
-//! Drawing: the frame (tabs, status line, overlays) and one module per
-//! pane. Panes only format lens results; every figure on screen comes from
-//! a lens struct held by [`App`].
+//! The panes, one module each: its state, its key handling (`update`) and
+//! its drawing (`render`, which only reads). Here: the frame around them
+//! (tabs, status line, overlays) and what the panes share. Panes only
+//! format lens results; every figure on screen comes from a lens struct.
 
 pub mod compare;
 pub mod kernels;
@@ -14,26 +15,80 @@ use ratatui::layout::{Alignment, Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table, Wrap};
 
-use crate::app::{App, Field, Pane, Slot, display_name};
+use crate::app::{App, Editor, Field, Pane, Slot, display_name};
+use crate::input::Action;
 
-/// Draws the whole screen.
-pub fn draw(f: &mut Frame, app: &mut App) {
+/// What a pane's key handling asks of the app, beyond its own state.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Effect {
+    None,
+    /// Open a text field (the status line edits it).
+    Edit(Editor),
+    /// Phases → the phase's kernels (or its ops when it launched none).
+    Drill {
+        phase: String,
+        kernels: bool,
+    },
+}
+
+/// How far a movement key moves a selection or scroll, `page` rows being a
+/// page; `None` for other keys.
+pub fn movement(a: Action, page: usize) -> Option<isize> {
+    match a {
+        Action::Up => Some(-1),
+        Action::Down => Some(1),
+        Action::PageUp => Some(-(page.max(1) as isize)),
+        Action::PageDown => Some(page.max(1) as isize),
+        Action::Top => Some(isize::MIN / 2),
+        Action::Bottom => Some(isize::MAX / 2),
+        _ => None,
+    }
+}
+
+/// `cur` moved by `delta` within `0..len`.
+pub fn moved(cur: usize, len: usize, delta: isize) -> usize {
+    if len == 0 {
+        return 0;
+    }
+    (cur as isize).saturating_add(delta).clamp(0, len as isize - 1) as usize
+}
+
+/// None → first → … → last → None.
+pub fn cycle(options: &[String], current: Option<&str>) -> Option<String> {
+    match current {
+        None => options.first().cloned(),
+        Some(c) => {
+            let i = options.iter().position(|o| o == c)?;
+            options.get(i + 1).cloned()
+        }
+    }
+}
+
+/// Rows of a table page for a terminal `height` rows high: the tabs and
+/// the status line take two, a table's header one more, and one is kept
+/// for the pane's hint line.
+pub fn page_rows(height: u16) -> usize {
+    height.saturating_sub(4).max(1) as usize
+}
+
+/// Draws the whole screen. Reads the state only: anything that depends on
+/// the screen's size (the page of PgUp/PgDn) is set by the event loop
+/// through [`App::resize`] before a key is handled.
+pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     f.buffer_mut().set_style(area, app.theme.base());
     let [top, body, status] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
     tabs(f, app, top);
-    // Tables keep one header row; the rest is a page.
-    app.page = body.height.saturating_sub(2).max(1) as usize;
     if app.main.data.is_none() {
         loading(f, app, &app.main, body, "Loading");
     } else {
         match app.pane {
-            Pane::Summary => summary::render(f, app, body),
-            Pane::Phases => phases::render(f, app, body),
-            Pane::Kernels => kernels::render(f, app, body),
-            Pane::Ops => ops::render(f, app, body),
-            Pane::Compare => compare::render(f, app, body),
-            Pane::WhatIf => whatif::render(f, app, body),
+            Pane::Summary => app.summary.render(f, app, body),
+            Pane::Phases => app.phases.render(f, app, body),
+            Pane::Kernels => app.kernels.render(f, app, body),
+            Pane::Ops => app.ops.render(f, app, body),
+            Pane::Compare => app.compare.render(f, app, body),
+            Pane::WhatIf => app.whatif.render(f, app, body),
         }
     }
     status_line(f, app, status);

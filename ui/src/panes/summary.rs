@@ -1,6 +1,7 @@
 //! Summary: the verdict and its reason, the headline figures, the kernel mix
 //! as bars, the top kernels; latency and stages for inference. Renders the
-//! `summary` lens.
+//! `summary` lens (computed once per load, held by the slot); the pane's
+//! own state is its scroll offset.
 
 use libreyolo_core::lens::summary::Summary;
 use libreyolo_core::render::text::{num, throughput};
@@ -9,14 +10,31 @@ use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{bar, clip, fixed, opt, pct};
+use super::{bar, clip, fixed, moved, opt, pct};
 use crate::app::App;
+use crate::input::Action;
 use crate::theme::Theme;
 
-pub fn render(f: &mut Frame, app: &App, area: Rect) {
-    let Some(d) = &app.main.data else { return };
-    let lines = lines(&d.summary, &app.theme, area.width as usize);
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((app.summary_scroll, 0)), area);
+/// Lines the scroll may go past the top (the text is never longer).
+const MAX_SCROLL: usize = 200;
+
+#[derive(Debug, Clone, Default)]
+pub struct SummaryPane {
+    pub scroll: u16,
+}
+
+impl SummaryPane {
+    pub fn update(&mut self, a: Action, page: usize) {
+        if let Some(delta) = super::movement(a, page) {
+            self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
+        }
+    }
+
+    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
+        let Some(d) = &app.main.data else { return };
+        let lines = lines(&d.summary, &app.theme, area.width as usize);
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((self.scroll, 0)), area);
+    }
 }
 
 /// The pane's lines for a given width.

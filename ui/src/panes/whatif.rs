@@ -1,18 +1,107 @@
 //! What-if: pick a category of the kernel mix (Up/Down, Left/Right, c) or
 //! type a launch count (n), and the `what_if` lens's projection updates.
+//! The pane owns the choice and the lens result.
 
-use libreyolo_core::lens::whatif::{Model, WhatIf};
+use libreyolo_core::lens::whatif::{Change, Model, WhatIf, what_if};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{clip, fixed, opt, window};
-use crate::app::{App, Field, WhatIfChoice};
+use super::{Effect, clip, fixed, opt, window};
+use crate::app::{App, Editor, Field, Loaded};
+use crate::input::Action;
 use crate::theme::Theme;
 
-pub fn render(f: &mut Frame, app: &App, area: Rect) {
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum WhatIfChoice {
+    /// Remove the category at this index of the profile's kernel mix.
+    Category(usize),
+    /// Remove this many launches per step.
+    Launches(u64),
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct WhatIfPane {
+    pub choice: Option<WhatIfChoice>,
+    pub result: Option<Result<WhatIf, String>>,
+}
+
+impl WhatIfPane {
+    pub fn update(&mut self, a: Action, page: usize, data: Option<&Loaded>) -> Effect {
+        let delta = match a {
+            Action::Left => -1,
+            Action::Right | Action::CycleCategory => 1,
+            Action::StartLaunches if data.is_some() => {
+                let text = match self.choice {
+                    Some(WhatIfChoice::Launches(n)) => n.to_string(),
+                    _ => String::new(),
+                };
+                return Effect::Edit(Editor { field: Field::Launches, text });
+            }
+            a => match super::movement(a, page) {
+                Some(d) => d,
+                None => return Effect::None,
+            },
+        };
+        let len = data.map_or(0, |d| d.profile().categories.len());
+        if len == 0 {
+            return Effect::None;
+        }
+        let cur = match self.choice {
+            Some(WhatIfChoice::Category(i)) => i,
+            _ if delta < 0 => len,
+            _ => usize::MAX,
+        };
+        // Wraps around, so Left/Right cycle through every category.
+        let next = if cur == usize::MAX { 0 } else { (cur as isize + delta.signum()).rem_euclid(len as isize) as usize };
+        self.choice = Some(WhatIfChoice::Category(next));
+        self.refresh(data);
+        Effect::None
+    }
+
+    /// A launch count typed in the field (live).
+    pub fn set_launches(&mut self, text: &str, data: Option<&Loaded>) {
+        self.choice = text.parse::<u64>().ok().map(WhatIfChoice::Launches).or(self.choice);
+        self.refresh(data);
+    }
+
+    /// Keeps the choice valid for a (re)loaded profile: a vanished category
+    /// falls back to the first.
+    pub fn reset_for(&mut self, data: Option<&Loaded>) {
+        let n = data.map_or(0, |d| d.profile().categories.len());
+        if let Some(WhatIfChoice::Category(i)) = self.choice {
+            if i >= n {
+                self.choice = None;
+            }
+        }
+        if self.choice.is_none() && n > 0 {
+            self.choice = Some(WhatIfChoice::Category(0));
+        }
+    }
+
+    pub fn refresh(&mut self, data: Option<&Loaded>) {
+        let Some(p) = data.map(Loaded::profile) else { return };
+        let change = match self.choice {
+            None => {
+                self.result = None;
+                return;
+            }
+            Some(WhatIfChoice::Category(i)) => {
+                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), remove_launches: None }
+            }
+            Some(WhatIfChoice::Launches(n)) => Change { remove_category: None, remove_launches: Some(n) },
+        };
+        self.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
+    }
+
+    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
+        render(self, f, app, area)
+    }
+}
+
+fn render(pane: &WhatIfPane, f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let Some(p) = app.profile() else { return };
     let (list_area, result_area) = if area.width >= 110 {
@@ -26,7 +115,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
 
     // The choices: each category, then a launch count.
     let mut lines = vec![Line::styled("remove a category (Up/Down)", t.header())];
-    let selected = match app.whatif.choice {
+    let selected = match pane.choice {
         Some(WhatIfChoice::Category(i)) => Some(i),
         _ => None,
     };
@@ -41,7 +130,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
         lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
     }
     let editing = app.editor.as_ref().filter(|e| e.field == Field::Launches);
-    let launches = match (editing, app.whatif.choice) {
+    let launches = match (editing, pane.choice) {
         (Some(ed), _) => Line::from(vec![
             Span::styled("or remove launches/step: ", t.header()),
             Span::raw(ed.text.clone()),
@@ -57,7 +146,7 @@ pub fn render(f: &mut Frame, app: &App, area: Rect) {
     lines.push(launches);
     f.render_widget(Paragraph::new(lines), list_area);
 
-    let result = match &app.whatif.result {
+    let result = match &pane.result {
         None => vec![Line::styled("choose a category or press n to type a launch count", t.muted())],
         Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
         Some(Ok(w)) => result_lines(w, t),
