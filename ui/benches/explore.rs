@@ -45,7 +45,7 @@ fn first_frame(path: &str) {
         let t0 = Instant::now();
         let theme = Theme::load("dark", Depth::Ansi16).unwrap();
         let input = profile::load(path, false).unwrap();
-        let mut app = App::with_inputs(theme, input, None);
+        let app = App::with_inputs(theme, input, None);
         let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
         term.draw(|f| panes::draw(f, &app)).unwrap();
         times.push(t0.elapsed());
