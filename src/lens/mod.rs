@@ -9,4 +9,5 @@ pub mod kernels;
 pub mod ops;
 pub mod phases;
 pub mod summary;
+pub mod timeline;
 pub mod whatif;

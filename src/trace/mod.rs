@@ -19,6 +19,9 @@ pub trait EventSink {
     fn event(&mut self, ev: &Event<'_>);
     /// An element of `traceEvents` that is valid JSON but not a usable event.
     fn malformed(&mut self);
+    /// The byte offset (in the decompressed stream) where the next element
+    /// of `traceEvents` starts: what [`read_spans`] can start again from.
+    fn at(&mut self, _offset: u64) {}
 }
 
 /// What the top level of a JSON file turned out to be.
@@ -154,22 +157,31 @@ pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Re
 }
 
 fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
-    use event::ParseError;
     let mut scratch = Vec::new();
     s.expect(b'[')?;
     let mut first = true;
     while s.next_element(first)? {
         first = false;
         info.events += 1;
-        let n = info.events;
+        sink.at(s.offset());
+        one_event(s, sink, info.events, &mut scratch)?;
+    }
+    Ok(())
+}
+
+/// Reads the element of `traceEvents` at the scanner into `sink`; `n` is
+/// its number, for messages.
+fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: u64, scratch: &mut Vec<u8>) -> Result<()> {
+    use event::ParseError;
+    {
         if s.peek()? != Some(b'{') {
             // Not an object: valid JSON (checked) but not an event.
-            let raw = s.value(&mut scratch)?;
+            let raw = s.value(scratch)?;
             if let Err(e @ ParseError::Syntax { .. }) = Event::parse(raw) {
                 return Err(Error::failed(format!("invalid JSON in event {n}: {e}")));
             }
             sink.malformed();
-            continue;
+            return Ok(());
         }
         s.parse_in_place(|bytes| match Event::parse_prefix(bytes) {
             Ok((ev, used)) => {
@@ -183,6 +195,54 @@ fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink,
             Err(ParseError::Eof) => Ok(None),
             Err(e) => Err(Error::failed(format!("invalid JSON in event {n}: {e}"))),
         })?;
+    }
+    Ok(())
+}
+
+/// Reads again the events of `traceEvents` that start in the byte spans
+/// `[from, to)` (offsets given by [`EventSink::at`] on an earlier pass,
+/// sorted, not overlapping). A plain file is entered by seeking; a gzipped
+/// one or a stream is decompressed from the start up to each span (gzip
+/// cannot seek), which costs in proportion to how far into it the span is.
+pub fn read_spans(src: &Source, spans: &[(u64, u64)], sink: &mut dyn EventSink) -> Result<()> {
+    use std::io::{Read, Seek, SeekFrom};
+    let plain = src.file_path().and_then(|p| {
+        let mut f = std::fs::File::open(p).ok()?;
+        let mut head = [0u8; 2];
+        let gz = f.read_exact(&mut head).is_ok() && head == [0x1f, 0x8b];
+        (!gz).then_some(f)
+    });
+    let mut scratch = Vec::new();
+    let Some(f) = plain else {
+        // One decompressed stream, read forward through every span.
+        let mut s = Scanner::new(src.open(false)?);
+        for &(from, to) in spans {
+            s.skip_to(from)?;
+            span_events(&mut s, to, sink, &mut scratch)?;
+        }
+        return Ok(());
+    };
+    for &(from, to) in spans {
+        let mut f = f.try_clone().map_err(|e| Error::failed(format!("cannot reopen {}: {e}", src.label())))?;
+        f.seek(SeekFrom::Start(from)).map_err(|e| Error::failed(format!("cannot seek in {}: {e}", src.label())))?;
+        let mut s = Scanner::starting_at(f, from);
+        span_events(&mut s, to, sink, &mut scratch)?;
+    }
+    Ok(())
+}
+
+/// The elements from the scanner's position while they start before `to`.
+fn span_events<R: std::io::Read>(s: &mut Scanner<R>, to: u64, sink: &mut dyn EventSink, scratch: &mut Vec<u8>) -> Result<()> {
+    let mut first = true;
+    let mut n = 0;
+    while s.offset() < to && s.next_element(first)? {
+        if s.offset() >= to {
+            break;
+        }
+        first = false;
+        n += 1;
+        sink.at(s.offset());
+        one_event(s, sink, n, scratch)?;
     }
     Ok(())
 }

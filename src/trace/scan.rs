@@ -38,6 +38,26 @@ impl<R: Read> Scanner<R> {
         Scanner { src, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, base: 0 }
     }
 
+    /// A scanner over `src` whose first byte is byte `base` of the stream
+    /// (a file entered by seeking), so offsets stay those of the whole file.
+    pub fn starting_at(src: R, base: u64) -> Self {
+        Scanner { base, ..Scanner::new(src) }
+    }
+
+    /// Discards input up to byte `offset` of the stream (forward only).
+    pub fn skip_to(&mut self, offset: u64) -> Result<()> {
+        while self.base + (self.end as u64) < offset {
+            self.pos = self.end;
+            if !self.fill()? {
+                return Err(self.err("unexpected end of input (the file changed since it was read?)"));
+            }
+        }
+        if offset > self.offset() {
+            self.pos = (offset - self.base) as usize;
+        }
+        Ok(())
+    }
+
     /// Byte offset of the next unread byte in the (decompressed) stream.
     pub fn offset(&self) -> u64 {
         self.base + self.pos as u64

@@ -15,6 +15,7 @@ use crossterm::event::KeyEvent;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels};
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
+use libreyolo_core::lens::timeline::{self, StepIndex, Timeline};
 use libreyolo_core::profile::{Input, Profile};
 
 use crate::input::{self, Action};
@@ -25,6 +26,7 @@ use crate::panes::kernels::{KernelsPane, Runner};
 use crate::panes::ops::OpsPane;
 use crate::panes::phases::PhasesPane;
 use crate::panes::summary::SummaryPane;
+use crate::panes::timeline::TimelinePane;
 pub use crate::panes::whatif::{WhatIfChoice, WhatIfPane};
 use crate::theme::Theme;
 
@@ -94,6 +96,8 @@ pub enum Field {
     Path,
     /// A launch count for What-if.
     Launches,
+    /// A step number for the Timeline.
+    Step,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -154,6 +158,69 @@ impl Worker {
 /// The explorer: the panes (each owns its state) and what they share —
 /// the two profile slots, the theme, the text field, the status message,
 /// the filter worker.
+/// A Timeline step to read: pass 1 over the trace first when `index` is
+/// not known yet.
+#[derive(Debug, Clone)]
+pub struct StepJob {
+    pub id: u64,
+    pub trace: PathBuf,
+    pub index: Option<Arc<StepIndex>>,
+    pub step: usize,
+}
+
+pub type StepDone = (u64, Result<(Arc<StepIndex>, usize, Timeline), String>);
+
+impl StepJob {
+    pub fn run(self) -> StepDone {
+        let read = || -> libreyolo_core::Result<(Arc<StepIndex>, usize, Timeline)> {
+            let index = match self.index {
+                Some(ix) => ix,
+                None => Arc::new(timeline::index(&self.trace)?),
+            };
+            let step = self.step.min(index.steps.len().saturating_sub(1));
+            let tl = timeline::open_step(&index, step)?;
+            Ok((index, step, tl))
+        };
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(read))
+            .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("reading the step crashed")));
+        (self.id, result.map_err(|e| format!("no timeline: {e}")))
+    }
+}
+
+/// The thread that reads Timeline steps, so a key never waits on the
+/// trace. It runs the newest job and drops those it overtook.
+pub struct StepLoader {
+    jobs: Sender<StepJob>,
+    done: Receiver<StepDone>,
+    /// Signalled after each answer, so the event loop wakes for it.
+    pub answered: Arc<tokio::sync::Notify>,
+}
+
+impl StepLoader {
+    pub fn spawn() -> StepLoader {
+        let (jobs, job_rx) = mpsc::channel::<StepJob>();
+        let (done_tx, done) = mpsc::channel::<StepDone>();
+        let answered = Arc::new(tokio::sync::Notify::new());
+        let wake = Arc::clone(&answered);
+        std::thread::spawn(move || {
+            while let Ok(mut job) = job_rx.recv() {
+                while let Ok(newer) = job_rx.try_recv() {
+                    job = newer;
+                }
+                if done_tx.send(job.run()).is_err() {
+                    return;
+                }
+                wake.notify_one();
+            }
+        });
+        StepLoader { jobs, done, answered }
+    }
+
+    fn send(&self, job: StepJob) -> bool {
+        self.jobs.send(job).is_ok()
+    }
+}
+
 pub struct App {
     pub theme: Theme,
     /// Filters large kernel lists off the UI thread; `None` runs the lens
@@ -172,6 +239,11 @@ pub struct App {
     pub ops: OpsPane,
     pub compare: ComparePane,
     pub whatif: WhatIfPane,
+    pub timeline: TimelinePane,
+    /// Reads timeline steps off the UI thread; `None` reads in place.
+    pub steps: Option<StepLoader>,
+    /// Ids of timeline step reads.
+    step_jobs: u64,
     /// A one-line message for the status bar (reloads, errors).
     pub message: Option<String>,
     /// Loads the event loop must start (side, path).
@@ -200,6 +272,9 @@ impl App {
             ops: OpsPane::default(),
             compare: ComparePane::default(),
             whatif: WhatIfPane::default(),
+            timeline: TimelinePane::default(),
+            steps: None,
+            step_jobs: 0,
             message: None,
             requests: vec![(Side::Main, main.to_string())],
             page: 10,
@@ -263,6 +338,12 @@ impl App {
                 }
                 if side == Side::Main {
                     self.refresh_main();
+                    // The trace may have changed with the profile.
+                    let step = self.timeline.step;
+                    self.timeline.reset();
+                    if self.pane == Pane::Timeline {
+                        self.request_step(step);
+                    }
                 }
                 self.compare.refresh(&self.main, &self.other);
             }
@@ -398,6 +479,7 @@ impl App {
             }
             Pane::Compare => self.compare.update(a, page, &self.other),
             Pane::WhatIf => self.whatif.update(a, page, data),
+            Pane::Timeline => self.timeline.update(a),
         };
         match effect {
             Effect::None => {}
@@ -414,6 +496,14 @@ impl App {
                 self.switch(Pane::Ops);
                 self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
             }
+            Effect::Step(i) => self.request_step(i),
+            Effect::ShowKernel(name) => {
+                if self.kernels.show(&name, self.main.data.as_ref()) {
+                    self.pane = Pane::Kernels;
+                } else {
+                    self.message = Some(format!("{name} is not in the profile's kernel table"));
+                }
+            }
         }
         false
     }
@@ -421,6 +511,55 @@ impl App {
     fn switch(&mut self, p: Pane) {
         self.pane = p;
         self.kernels.detail = false;
+        let tl = &self.timeline;
+        if p == Pane::Timeline && tl.timeline.is_none() && tl.pending.is_none() && tl.error.is_none() {
+            self.request_step(0);
+        }
+    }
+
+    /// Reads step `i` of the main trace for the Timeline: on the loader
+    /// thread when there is one (the pane says "reading…" meanwhile).
+    fn request_step(&mut self, i: usize) {
+        let Some(d) = self.main.data.as_ref() else { return };
+        let trace = match timeline::trace_of(&d.input) {
+            Ok(t) => t,
+            Err(why) => {
+                self.timeline.error = Some(why);
+                return;
+            }
+        };
+        self.step_jobs += 1;
+        let job = StepJob { id: self.step_jobs, trace, index: self.timeline.index.clone(), step: i };
+        self.timeline.pending = Some(job.id);
+        self.timeline.step = i;
+        match self.steps.as_ref() {
+            Some(l) if l.send(job.clone()) => {}
+            _ => {
+                let done = job.run();
+                self.step_done(done);
+            }
+        }
+    }
+
+    fn step_done(&mut self, (id, result): StepDone) {
+        if self.timeline.pending != Some(id) {
+            return;
+        }
+        self.timeline.pending = None;
+        match result {
+            Ok((index, step, tl)) => self.timeline.show(index, step, tl),
+            Err(e) => self.timeline.error = Some(e),
+        }
+    }
+
+    /// Takes the step loader's answers; true when the screen changed.
+    pub fn poll_steps(&mut self) -> bool {
+        let mut changed = false;
+        while let Some(done) = self.steps.as_ref().and_then(|l| l.done.try_recv().ok()) {
+            changed = true;
+            self.step_done(done);
+        }
+        changed
     }
 
     /// The categories the Kernels pane cycles through: the profile's kernel
@@ -437,7 +576,7 @@ impl App {
                 return;
             }
             Action::Char(c) => {
-                if ed.field == Field::Launches && !c.is_ascii_digit() {
+                if matches!(ed.field, Field::Launches | Field::Step) && !c.is_ascii_digit() {
                     return;
                 }
                 ed.text.push(c);
@@ -457,6 +596,17 @@ impl App {
                 let ed = self.editor.take();
                 match ed {
                     Some(Editor { field: Field::Path, text }) => self.open_other(text.trim()),
+                    Some(Editor { field: Field::Step, text }) => {
+                        let ix = self.timeline.index.as_ref();
+                        match text.parse::<u64>().ok().and_then(|n| ix.and_then(|ix| ix.find(n))) {
+                            Some(i) => self.request_step(i),
+                            None => {
+                                let have: Vec<String> = ix
+                                    .map_or_else(Vec::new, |ix| ix.steps.iter().filter_map(|s| s.number).map(|n| n.to_string()).collect());
+                                self.message = Some(format!("no step {text} in this trace (steps: {})", have.join(", ")));
+                            }
+                        }
+                    }
                     Some(Editor { field: Field::Regex { pane, .. }, .. }) => {
                         let err = if pane == Pane::Ops { &self.ops.error } else { &self.kernels.error };
                         if let Some(e) = err {
@@ -474,7 +624,7 @@ impl App {
         match field {
             Field::Regex { pane, .. } => self.set_regex(pane, (!text.is_empty()).then_some(text)),
             Field::Launches => self.whatif.set_launches(&text, self.main.data.as_ref()),
-            Field::Path => {}
+            Field::Path | Field::Step => {}
         }
     }
 

@@ -35,6 +35,12 @@ pub enum Action {
     OpenOther,
     ClearFilters,
     Reload,
+    /// `[` / `]`: previous / next step (Timeline).
+    PrevStep,
+    NextStep,
+    /// `+` / `-`: zoom the Timeline in / out.
+    ZoomIn,
+    ZoomOut,
     // While editing a field:
     Char(char),
     Backspace,
@@ -67,17 +73,21 @@ const BINDINGS: &[Binding] = &[
     bind(&[Down, Char('j')], "Down/j", Action::Down, ""),
     bind(&[PageUp], "PgUp", Action::PageUp, "page up / down"),
     bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown, ""),
-    bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row"),
+    bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row (Timeline: g types a step number)"),
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
-    bind(&[Enter], "Enter", Action::Enter, "Phases: drill into the phase; Kernels: details"),
+    bind(&[Enter], "Enter", Action::Enter, "Phases: drill into the phase; Kernels, Timeline: details"),
     bind(&[Char('s')], "s", Action::CycleSort, "cycle sort: time, count, name (Kernels, Ops)"),
     bind(&[Char('c')], "c", Action::CycleCategory, "cycle category filter (Kernels); category (What-if)"),
     bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
     bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
     bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops)"),
     bind(&[Char('x')], "x", Action::ClearFilters, "clear every filter of the pane"),
-    bind(&[Left, Char('h')], "Left/h", Action::Left, "previous / next category (What-if)"),
+    bind(&[Left, Char('h')], "Left/h", Action::Left, "previous / next category (What-if), span (Timeline)"),
     bind(&[Right, Char('l')], "Right/l", Action::Right, ""),
+    bind(&[Char('[')], "[", Action::PrevStep, "previous / next step; zoom in / out (Timeline)"),
+    bind(&[Char(']')], "]", Action::NextStep, ""),
+    bind(&[Char('+'), Char('=')], "+", Action::ZoomIn, ""),
+    bind(&[Char('-')], "-", Action::ZoomOut, ""),
     bind(&[Char('n')], "n", Action::StartLaunches, "type a launch count to remove (What-if)"),
     bind(&[Char('o')], "o", Action::OpenOther, "open a second profile to compare (Compare)"),
     bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
@@ -145,14 +155,15 @@ mod tests {
         assert_eq!(map(k(Esc), true), Some(Action::Cancel));
         assert_eq!(map(KeyEvent::new(Char('c'), KeyModifiers::CONTROL), true), Some(Action::Quit));
         assert_eq!(map(k(F(9)), false), None);
-        assert_eq!(map(k(Char('9')), false), None, "only as many number keys as panes");
+        assert_eq!(map(k(Char('7')), false), Some(Action::Pane(Pane::Timeline)));
+        assert_eq!(map(k(Char('8')), false), None, "only as many number keys as panes");
     }
 
     #[test]
     fn the_help_lists_every_binding_of_the_key_map() {
         let help = help();
         let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys[0], "1-6");
+        assert_eq!(keys[0], "1-7");
         for b in BINDINGS.iter().chain(EDITING) {
             assert!(keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)), "{} missing from the help: {keys:?}", b.shown);
             for code in b.keys {
@@ -160,6 +171,6 @@ mod tests {
                 assert_eq!(map(k(*code), editing), Some(b.action), "{code:?}");
             }
         }
-        assert!(help.len() <= 20, "fits 80x24 with its border: {} rows", help.len());
+        assert!(help.len() <= 22, "fits 80x24 with its border: {} rows", help.len());
     }
 }

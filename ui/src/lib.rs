@@ -61,6 +61,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
     }
     let mut app = App::new(theme, &args.trace, args.other.as_deref());
     app.worker = Some(app::Worker::spawn());
+    app.steps = Some(app::StepLoader::spawn());
     let mut terminal = ratatui::try_init().map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
     // ratatui's hook restores the terminal; a panic in a loader thread is
     // caught and shown as a failed load instead, so it must not.
@@ -95,6 +96,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
     let mut terminate = signal(SignalKind::terminate()).map_err(io)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(io)?;
     let worker = app.worker.as_ref().map(|w| Arc::clone(&w.answered)).unwrap_or_default();
+    let steps = app.steps.as_ref().map(|l| Arc::clone(&l.answered)).unwrap_or_default();
     let mut progress = tokio::time::interval(PROGRESS_EVERY);
     progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let mut reload_at: Option<tokio::time::Instant> = None;
@@ -151,6 +153,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
                 }
             }
             () = worker.notified() => dirty |= app.poll_worker(),
+            () = steps.notified() => dirty |= app.poll_steps(),
             Some(()) = changes.recv() => reload_at = Some(tokio::time::Instant::now() + SETTLE),
             () = settle => {
                 reload_at = None;

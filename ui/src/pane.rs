@@ -10,10 +10,11 @@ pub enum Pane {
     Ops,
     Compare,
     WhatIf,
+    Timeline,
 }
 
 impl Pane {
-    pub const ALL: [Pane; 6] = [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf];
+    pub const ALL: [Pane; 7] = [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline];
 
     pub fn title(self) -> &'static str {
         match self {
@@ -23,6 +24,7 @@ impl Pane {
             Pane::Ops => "Ops",
             Pane::Compare => "Compare",
             Pane::WhatIf => "What-if",
+            Pane::Timeline => "Timeline",
         }
     }
     pub fn index(self) -> usize {

@@ -123,6 +123,22 @@ impl KernelsPane {
         }
     }
 
+    /// Opens the details of the kernel named `raw_name`, clearing the
+    /// filters so it is in the list (run in place: the row's position is
+    /// needed now). False when the profile has no such kernel.
+    pub fn show(&mut self, raw_name: &str, data: Option<&Loaded>) -> bool {
+        let Some(d) = data else { return false };
+        self.query = KernelQuery::default();
+        self.pending = None;
+        self.done(kernels(d.profile(), &self.query));
+        let Some(i) = self.result.as_ref().and_then(|k| k.kernels.iter().position(|r| r.raw_name == raw_name)) else {
+            return false;
+        };
+        self.selected = i;
+        self.detail = true;
+        true
+    }
+
     /// The kernel under the cursor.
     pub fn selected_kernel(&self) -> Option<&KernelRow> {
         self.result.as_ref()?.kernels.get(self.selected)

@@ -8,6 +8,7 @@ pub mod kernels;
 pub mod ops;
 pub mod phases;
 pub mod summary;
+pub mod timeline;
 pub mod whatif;
 
 use ratatui::Frame;
@@ -29,6 +30,10 @@ pub enum Effect {
         phase: String,
         kernels: bool,
     },
+    /// Timeline: read the step at this position of the trace's steps.
+    Step(usize),
+    /// Timeline → the Kernels pane's details of the kernel with this name.
+    ShowKernel(String),
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a
@@ -89,6 +94,7 @@ pub fn draw(f: &mut Frame, app: &App) {
             Pane::Ops => app.ops.render(f, app, body),
             Pane::Compare => app.compare.render(f, app, body),
             Pane::WhatIf => app.whatif.render(f, app, body),
+            Pane::Timeline => app.timeline.render(f, app, body),
         }
     }
     status_line(f, app, status);
@@ -124,6 +130,7 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
             Field::Regex { pane, .. } => format!("{} regex /", pane.title()),
             Field::Path => "second profile path: ".to_string(),
             Field::Launches => "launches to remove per step: ".to_string(),
+            Field::Step => "go to step number: ".to_string(),
         };
         let err = match &ed.field {
             Field::Regex { pane: Pane::Ops, .. } => app.ops.error.as_deref(),

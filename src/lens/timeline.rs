@@ -1,0 +1,553 @@
+//! The timeline lens: one step of a trace as lanes of intervals — the loop
+//! thread's phases and top-level ops, each GPU stream's kernels and
+//! copies, and the union "GPU busy" — for the explorer's Timeline pane.
+//!
+//! The profile keeps aggregates only, so per-kernel intervals come from the
+//! trace itself, one step at a time (docs/design.md §4, the timeline):
+//!
+//! 1. [`index`]: one streaming pass records the steps (`ProfilerStep#N`:
+//!    number, window, thread) and, per block of [`BLOCK`] events, the
+//!    block's byte offset and time range. Memory: 32 bytes per block.
+//! 2. [`open_step`]: re-reads only the blocks whose time range meets the
+//!    step (widened until every launch of the step has found its GPU
+//!    work) with [`trace::read_spans`], and builds that step's lanes.
+//!    Memory: the one step's intervals, at most [`MAX_SPANS`].
+//!
+//! Which GPU work belongs to a step follows docs/analysis.md §3: work whose
+//! launch (`args.correlation` → runtime call) lies in the step; work with
+//! no launch among the events read is placed by its own start time.
+
+use std::path::{Path, PathBuf};
+
+use rustc_hash::FxHashMap as HashMap;
+
+use crate::analysis::busy;
+use crate::analysis::kernels::{CATEGORIES_ALL, category};
+use crate::error::{Error, Result};
+use crate::profile::Input;
+use crate::trace::event::Id;
+use crate::trace::{self, Event, EventSink, Source};
+
+/// Events per index block: about 140 kB of a Kineto trace, so a step's
+/// re-read overshoots it by at most two blocks per contiguous run.
+pub const BLOCK: u64 = 512;
+/// Intervals kept for one step (all lanes together; about 48 bytes each).
+/// A step with more shows its first `MAX_SPANS` and says so.
+pub const MAX_SPANS: usize = 1_000_000;
+
+/// One `ProfilerStep#N` (or the whole trace when it has no step markers).
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepWindow {
+    /// `None`: the trace has no step markers; this is its whole span.
+    pub number: Option<u64>,
+    /// Absolute trace time, ns.
+    pub start: i64,
+    pub end: i64,
+    /// The loop thread that recorded the step (pid, tid as written).
+    thread: Option<(String, String)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Block {
+    offset: u64,
+    min_ts: i64,
+    max_ts: i64,
+}
+
+/// The steps of a trace and where their events are (pass 1).
+#[derive(Debug, Clone)]
+pub struct StepIndex {
+    pub trace: PathBuf,
+    pub steps: Vec<StepWindow>,
+    blocks: Vec<Block>,
+    /// Offset just past the last event.
+    end_offset: u64,
+    /// Last timestamp of the trace (ns): how far a step's GPU work may lag.
+    last_ts: i64,
+    pub events: u64,
+}
+
+impl StepIndex {
+    /// Bytes the index holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.blocks.capacity() * size_of::<Block>() + self.steps.capacity() * size_of::<StepWindow>()
+    }
+    /// The position of step number `n`.
+    pub fn find(&self, n: u64) -> Option<usize> {
+        self.steps.iter().position(|s| s.number == Some(n))
+    }
+}
+
+/// What kind of interval a lane holds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LaneKind {
+    /// `step/<phase>` ranges of the loop thread.
+    Phases,
+    /// CPU ops of the loop thread not inside another op.
+    Ops,
+    /// One GPU stream: kernels, memcpys, memsets.
+    Stream { device: i64, stream: i64 },
+    /// The union of every stream's kernels.
+    Busy,
+}
+
+/// One interval of a lane, times in ns from the step's start.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Span {
+    pub start: i64,
+    pub end: i64,
+    /// Index into [`Timeline::names`].
+    pub name: u32,
+    /// Index into [`CATEGORIES_ALL`] for GPU work; `u8::MAX` otherwise.
+    pub category: u8,
+    /// The CPU op that launched it (innermost op around the runtime call),
+    /// an index into [`Timeline::names`].
+    pub launch: Option<u32>,
+    pub correlation: Option<i64>,
+}
+
+impl Span {
+    pub fn dur(&self) -> i64 {
+        self.end - self.start
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Lane {
+    pub kind: LaneKind,
+    pub label: String,
+    /// Sorted by start.
+    pub spans: Vec<Span>,
+}
+
+/// One step's lanes.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Timeline {
+    pub step: StepWindow,
+    /// Step length (ns); the view extends to `extent` when GPU work
+    /// finishes after the step's CPU range.
+    pub len: i64,
+    pub extent: i64,
+    pub lanes: Vec<Lane>,
+    pub names: Vec<String>,
+    /// The step had more than [`MAX_SPANS`] intervals: the rest are left out.
+    pub truncated: bool,
+    /// Events re-read to build it.
+    pub events_read: u64,
+}
+
+impl Timeline {
+    pub fn name(&self, id: u32) -> &str {
+        self.names.get(id as usize).map_or("", String::as_str)
+    }
+    pub fn category_name(c: u8) -> Option<&'static str> {
+        CATEGORIES_ALL.get(usize::from(c)).copied()
+    }
+    /// Idle time on the span's lane before it: since the previous span's
+    /// end (or the step's start). Negative never: overlaps give 0.
+    pub fn gap_before(&self, lane: usize, i: usize) -> i64 {
+        let Some(l) = self.lanes.get(lane) else { return 0 };
+        let Some(s) = l.spans.get(i) else { return 0 };
+        let prev_end = l.spans[..i].iter().map(|p| p.end).max().unwrap_or(0).max(0);
+        (s.start - prev_end).max(0)
+    }
+    /// Bytes the intervals and names hold.
+    pub fn heap_bytes(&self) -> usize {
+        let spans: usize = self.lanes.iter().map(|l| l.spans.capacity() * size_of::<Span>() + l.label.capacity()).sum();
+        spans + self.names.iter().map(|n| n.capacity() + size_of::<String>()).sum::<usize>()
+    }
+}
+
+/// The trace behind an input, if it can be read again: the input itself
+/// when it was a trace; for a profile, the trace its `trace` field names,
+/// looked for beside the profile first (a capture's folder moves), then as
+/// written. `Err` says why there is none.
+pub fn trace_of(input: &Input) -> std::result::Result<PathBuf, String> {
+    if input.from_trace {
+        if input.path.as_os_str() == "-" || !input.path.is_file() {
+            return Err("the trace was read from a stream and cannot be read again".into());
+        }
+        return Ok(input.path.clone());
+    }
+    let folder = input.path.parent().unwrap_or(Path::new("."));
+    let named = input.profile.trace.as_deref().map(PathBuf::from);
+    let mut candidates: Vec<PathBuf> = Vec::new();
+    if let Some(file) = named.as_ref().and_then(|n| n.file_name()) {
+        let file = file.to_string_lossy();
+        candidates.push(folder.join(file.as_ref()));
+        candidates.push(folder.join(format!("{file}.gz")));
+    }
+    candidates.push(folder.join("profile_trace.json"));
+    candidates.push(folder.join("profile_trace.json.gz"));
+    candidates.extend(named.clone());
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| match named {
+        Some(n) => format!("no timeline: the trace this profile was built from ({}) is not beside it", n.display()),
+        None => "no timeline: this profile was written without a trace (--no-trace)".to_string(),
+    })
+}
+
+/// µs as written in traces → ns.
+fn ns(us: f64) -> i64 {
+    (us * 1000.0).round() as i64
+}
+
+fn id_text(id: Option<&Id<'_>>) -> String {
+    match id {
+        Some(Id::Int(v)) => v.to_string(),
+        Some(Id::Str(s)) => s.to_string(),
+        None => String::new(),
+    }
+}
+
+/// Pass 1: the steps and the block index.
+#[derive(Default)]
+struct Indexer {
+    steps: HashMap<u64, StepWindow>,
+    blocks: Vec<Block>,
+    n: u64,
+    span: Option<(i64, i64)>,
+    last_offset: u64,
+}
+
+impl EventSink for Indexer {
+    fn at(&mut self, offset: u64) {
+        if self.n % BLOCK == 0 {
+            self.blocks.push(Block { offset, min_ts: i64::MAX, max_ts: i64::MIN });
+        }
+        self.n += 1;
+        self.last_offset = offset;
+    }
+
+    fn event(&mut self, ev: &Event<'_>) {
+        if !matches!(ev.ph(), "X" | "i" | "I" | "s" | "f" | "t") {
+            return;
+        }
+        let Some(ts) = ev.ts.get().filter(|t| t.is_finite() && t.abs() < 4e15) else { return };
+        let start = ns(ts);
+        let end = start + ev.dur.get().filter(|d| (0.0..1e12).contains(d)).map_or(0, ns);
+        if let Some(b) = self.blocks.last_mut() {
+            b.min_ts = b.min_ts.min(start);
+            b.max_ts = b.max_ts.max(end);
+        }
+        if ev.ph() != "X" {
+            return;
+        }
+        self.span = Some(self.span.map_or((start, end), |(s, e)| (s.min(start), e.max(end))));
+        let name = ev.name();
+        if let Some(n) = name.strip_prefix("ProfilerStep#") {
+            if ev.cat() == "gpu_user_annotation" {
+                return;
+            }
+            let Ok(number) = n.trim().parse::<u64>() else { return };
+            let thread = Some((id_text(ev.pid.as_ref()), id_text(ev.tid.as_ref())));
+            let w = self.steps.entry(number).or_insert(StepWindow { number: Some(number), start, end, thread });
+            w.start = w.start.min(start);
+            w.end = w.end.max(end);
+        }
+    }
+
+    fn malformed(&mut self) {}
+}
+
+/// Pass 1 over the trace at `path`: its steps, in time order, and where
+/// their events lie.
+pub fn index(path: &Path) -> Result<StepIndex> {
+    let src = Source::path(path)?;
+    let mut ix = Indexer::default();
+    match trace::read_source(&src, &mut ix, false)? {
+        trace::Document::Profile => return Err(Error::failed(format!("{} is a profile, not a trace", path.display()))),
+        trace::Document::Trace(_) => {}
+    }
+    let mut steps: Vec<StepWindow> = ix.steps.into_values().collect();
+    steps.sort_by_key(|s| (s.start, s.number));
+    let (first, last) = ix.span.ok_or_else(|| Error::failed("the trace has no events to draw"))?;
+    if steps.is_empty() {
+        steps.push(StepWindow { number: None, start: first, end: last, thread: None });
+    }
+    // An offset past the last element's start: the end of the last block.
+    let end_offset = ix.last_offset + 1;
+    Ok(StepIndex { trace: path.to_path_buf(), steps, blocks: ix.blocks, end_offset, last_ts: last, events: ix.n })
+}
+
+/// The byte spans of the blocks meeting `[from, to]` (absolute ns), minus
+/// the blocks `done` already read; marks them read.
+fn spans_for(ix: &StepIndex, from: i64, to: i64, done: &mut [bool]) -> Vec<(u64, u64)> {
+    let mut out: Vec<(u64, u64)> = Vec::new();
+    for (i, b) in ix.blocks.iter().enumerate() {
+        if done[i] || b.max_ts < from || b.min_ts > to {
+            continue;
+        }
+        done[i] = true;
+        let end = ix.blocks.get(i + 1).map_or(ix.end_offset, |n| n.offset);
+        match out.last_mut() {
+            Some(last) if last.1 == b.offset => last.1 = end,
+            _ => out.push((b.offset, end)),
+        }
+    }
+    out
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Gpu {
+    start: i64,
+    end: i64,
+    name: u32,
+    device: i64,
+    stream: i64,
+    kernel: bool,
+    correlation: Option<i64>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct Launch {
+    thread: u32,
+    ts: i64,
+}
+
+/// Pass 2 over one step's blocks: everything that can land on its lanes.
+struct StepReader<'a> {
+    step: &'a StepWindow,
+    names: Vec<String>,
+    name_ids: HashMap<String, u32>,
+    threads: HashMap<(String, String), u32>,
+    /// Ops per thread: (start, end, name).
+    ops: HashMap<u32, Vec<(i64, i64, u32)>>,
+    phases: Vec<(i64, i64, u32)>,
+    launches: HashMap<i64, Launch>,
+    gpu: Vec<Gpu>,
+    events: u64,
+    truncated: bool,
+}
+
+impl StepReader<'_> {
+    fn name(&mut self, s: &str) -> u32 {
+        if let Some(&id) = self.name_ids.get(s) {
+            return id;
+        }
+        let id = self.names.len() as u32;
+        self.names.push(s.to_string());
+        self.name_ids.insert(s.to_string(), id);
+        id
+    }
+    fn thread(&mut self, ev: &Event<'_>) -> u32 {
+        let key = (id_text(ev.pid.as_ref()), id_text(ev.tid.as_ref()));
+        let next = self.threads.len() as u32;
+        *self.threads.entry(key).or_insert(next)
+    }
+    fn kept(&self) -> usize {
+        self.gpu.len() + self.phases.len() + self.ops.values().map(Vec::len).sum::<usize>()
+    }
+    fn in_step(&self, ts: i64) -> bool {
+        ts >= self.step.start && ts < self.step.end
+    }
+}
+
+impl EventSink for StepReader<'_> {
+    fn event(&mut self, ev: &Event<'_>) {
+        if ev.ph() != "X" {
+            return;
+        }
+        self.events += 1;
+        let (Some(ts), Some(dur)) = (ev.ts.get(), ev.dur.get()) else { return };
+        if !(0.0..1e12).contains(&dur) || ts.abs() > 4e15 {
+            return;
+        }
+        let (start, end) = (ns(ts), ns(ts) + ns(dur));
+        if self.kept() >= MAX_SPANS {
+            self.truncated = true;
+            return;
+        }
+        let cat = ev.cat();
+        let name = ev.name();
+        match cat {
+            "user_annotation" | "Operator" | "cpu_op" => {
+                if !self.in_step(start) {
+                    return;
+                }
+                let thread = self.thread(ev);
+                if let Some(phase) = name.strip_prefix("step/") {
+                    let key = (id_text(ev.pid.as_ref()), id_text(ev.tid.as_ref()));
+                    if self.step.thread.as_ref().is_none_or(|t| *t == key) {
+                        let id = self.name(phase);
+                        self.phases.push((start, end, id));
+                    }
+                } else if cat != "user_annotation" && !name.starts_with("ProfilerStep#") {
+                    let id = self.name(name);
+                    self.ops.entry(thread).or_default().push((start, end, id));
+                }
+            }
+            "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => {
+                if let Some(c) = ev.correlation() {
+                    if self.in_step(start) {
+                        let thread = self.thread(ev);
+                        self.launches.insert(c, Launch { thread, ts: start });
+                    } else {
+                        // Launched outside the step: its work is another step's.
+                        self.launches.insert(c, Launch { thread: u32::MAX, ts: start });
+                    }
+                }
+            }
+            "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset" => {
+                let args = ev.args.as_ref();
+                let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+                let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+                let id = self.name(name);
+                let kernel = matches!(cat, "kernel" | "Kernel");
+                self.gpu.push(Gpu { start, end, name: id, device, stream, kernel, correlation: ev.correlation() });
+            }
+            _ => {}
+        }
+    }
+    fn malformed(&mut self) {}
+}
+
+/// Pass 2: the lanes of step `i` of `ix`.
+pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
+    let step = ix.steps.get(i).ok_or_else(|| Error::usage(format!("no step {i}")))?;
+    let src = Source::path(&ix.trace)?;
+    let mut r = StepReader {
+        step,
+        names: Vec::new(),
+        name_ids: HashMap::default(),
+        threads: HashMap::default(),
+        ops: HashMap::default(),
+        phases: Vec::new(),
+        launches: HashMap::default(),
+        gpu: Vec::new(),
+        events: 0,
+        truncated: false,
+    };
+    let mut done = vec![false; ix.blocks.len()];
+    // GPU work runs after its launch: widen the window until every launch
+    // in the step has met its work, or the trace ends.
+    let mut to = step.end;
+    loop {
+        let spans = spans_for(ix, step.start, to, &mut done);
+        trace::read_spans(&src, &spans, &mut r)?;
+        let matched: std::collections::HashSet<i64> = r.gpu.iter().filter_map(|g| g.correlation).collect();
+        let waiting = r.launches.iter().any(|(c, l)| l.thread != u32::MAX && !matched.contains(c));
+        if !waiting || to >= ix.last_ts {
+            break;
+        }
+        to = to.saturating_add((to - step.start).max(1_000_000));
+    }
+    Ok(build(r, step))
+}
+
+fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
+    let s0 = step.start;
+    // The innermost op around each launch, per thread (a sweep with a
+    // stack of open ops).
+    let mut launch_op: HashMap<i64, u32> = HashMap::default();
+    let mut by_thread: HashMap<u32, Vec<(i64, i64)>> = HashMap::default();
+    for (&c, l) in &r.launches {
+        if l.thread != u32::MAX {
+            by_thread.entry(l.thread).or_default().push((l.ts, c));
+        }
+    }
+    for ops in r.ops.values_mut() {
+        ops.sort_by_key(|o| (o.0, std::cmp::Reverse(o.1)));
+    }
+    for (thread, mut calls) in by_thread {
+        calls.sort_unstable();
+        let ops = r.ops.get(&thread).map_or(&[][..], Vec::as_slice);
+        let mut stack: Vec<(i64, u32)> = Vec::new();
+        let mut k = 0;
+        for (ts, c) in calls {
+            while k < ops.len() && ops[k].0 <= ts {
+                while stack.last().is_some_and(|t| t.0 <= ops[k].0) {
+                    stack.pop();
+                }
+                stack.push((ops[k].1, ops[k].2));
+                k += 1;
+            }
+            while stack.last().is_some_and(|t| t.0 <= ts) {
+                stack.pop();
+            }
+            if let Some(&(_, name)) = stack.last() {
+                launch_op.insert(c, name);
+            }
+        }
+    }
+
+    let mut lanes = Vec::new();
+    let rel = |t: i64| t - s0;
+    if !r.phases.is_empty() {
+        r.phases.sort_by_key(|p| p.0);
+        let spans = r.phases.iter().map(|&(s, e, n)| Span {
+            start: rel(s),
+            end: rel(e),
+            name: n,
+            category: u8::MAX,
+            launch: None,
+            correlation: None,
+        });
+        lanes.push(Lane { kind: LaneKind::Phases, label: "phases".into(), spans: spans.collect() });
+    }
+    // The loop thread: the step's own, else the thread with the most ops.
+    let loop_thread =
+        step.thread.as_ref().and_then(|t| r.threads.get(t).copied()).or_else(|| r.ops.iter().max_by_key(|(_, v)| v.len()).map(|(t, _)| *t));
+    if let Some(ops) = loop_thread.and_then(|t| r.ops.get(&t)) {
+        let mut top = Vec::new();
+        let mut open_until = i64::MIN;
+        for &(s, e, n) in ops {
+            if s >= open_until {
+                top.push(Span { start: rel(s), end: rel(e), name: n, category: u8::MAX, launch: None, correlation: None });
+                open_until = e;
+            }
+        }
+        lanes.push(Lane { kind: LaneKind::Ops, label: "CPU ops".into(), spans: top });
+    }
+
+    // GPU work of the step: launched in it, or (no launch read) started in it.
+    let mut cats: HashMap<u32, u8> = HashMap::default();
+    let mut streams: std::collections::BTreeMap<(i64, i64), Vec<Span>> = Default::default();
+    let mut busy_iv: Vec<(i64, i64)> = Vec::new();
+    for g in &r.gpu {
+        let launch = g.correlation.and_then(|c| r.launches.get(&c));
+        let mine = match launch {
+            Some(l) => l.thread != u32::MAX,
+            None => g.start >= step.start && g.start < step.end,
+        };
+        if !mine {
+            continue;
+        }
+        let names = &r.names;
+        let cat = *cats.entry(g.name).or_insert_with(|| {
+            let c = category(&names[g.name as usize]);
+            CATEGORIES_ALL.iter().position(|k| *k == c).map_or(u8::MAX, |p| p as u8)
+        });
+        let op = g.correlation.and_then(|c| launch_op.get(&c).copied());
+        streams.entry((g.device, g.stream)).or_default().push(Span {
+            start: rel(g.start),
+            end: rel(g.end),
+            name: g.name,
+            category: cat,
+            launch: op,
+            correlation: g.correlation,
+        });
+        if g.kernel {
+            busy_iv.push((rel(g.start), rel(g.end)));
+        }
+    }
+    let several_devices = streams.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len() > 1;
+    for ((device, stream), mut spans) in streams {
+        spans.sort_by_key(|s| (s.start, s.end));
+        let label = if several_devices { format!("GPU{device} s{stream}") } else { format!("stream {stream}") };
+        lanes.push(Lane { kind: LaneKind::Stream { device, stream }, label, spans });
+    }
+    let busy_name = {
+        let id = r.names.len() as u32;
+        r.names.push("GPU busy".into());
+        id
+    };
+    let merged = busy::merge(&mut busy_iv);
+    if !merged.is_empty() {
+        let spans =
+            merged.iter().map(|&(s, e)| Span { start: s, end: e, name: busy_name, category: u8::MAX, launch: None, correlation: None });
+        lanes.push(Lane { kind: LaneKind::Busy, label: "GPU busy".into(), spans: spans.collect() });
+    }
+    let len = step.end - step.start;
+    let extent = lanes.iter().flat_map(|l| l.spans.iter().map(|s| s.end)).max().unwrap_or(len).max(len);
+    Timeline { step: step.clone(), len, extent, lanes, names: r.names, truncated: r.truncated, events_read: r.events }
+}
