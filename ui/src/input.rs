@@ -106,7 +106,7 @@ const EDITING: &[Binding] = &[
 /// The help overlay's rows, from the tables the key map reads.
 pub fn help() -> Vec<(String, String)> {
     let panes: Vec<&str> = Pane::ALL.iter().map(|p| p.title()).collect();
-    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(", "))];
+    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(" "))];
     for b in BINDINGS.iter().chain(EDITING) {
         match rows.last_mut() {
             Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),
