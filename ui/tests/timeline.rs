@@ -41,3 +41,206 @@ fn the_timeline_of_a_step_with_two_streams() {
         assert!(s.contains("(1 of 3)"), "{s}");
     }
 }
+
+/// The selected span's name and duration (ns).
+fn selected(a: &App) -> (String, i64) {
+    let (tl, s) = a.timeline.selected().expect("a selected span");
+    (tl.name(s.name).to_string(), s.dur())
+}
+
+#[test]
+fn the_first_kernel_of_the_step_matches_an_independent_reading() {
+    let a = timeline_app();
+    let tl = a.timeline.timeline.clone().unwrap();
+    let lane = &tl.lanes[a.timeline.lane];
+    assert_eq!(lane.kind, LaneKind::Stream { device: 0, stream: 7 }, "the cursor starts on the first stream");
+    let (name, dur) = selected(&a);
+
+    // Independently: the step's window, the runtime calls in it, and the
+    // earliest stream-7 kernel they launched.
+    let ev = events();
+    let step = ev.iter().find(|e| e["name"] == "ProfilerStep#4" && e["cat"] == "user_annotation").unwrap();
+    let (s0, s1) = (step["ts"].as_f64().unwrap(), step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap());
+    let launched: std::collections::HashSet<i64> = ev
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime" && e["ts"].as_f64().is_some_and(|t| t >= s0 && t < s1))
+        .filter_map(|e| e["args"]["correlation"].as_i64())
+        .collect();
+    let first = ev
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["args"]["stream"] == 7)
+        .filter(|e| e["args"]["correlation"].as_i64().is_some_and(|c| launched.contains(&c)))
+        .min_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()))
+        .unwrap();
+    assert_eq!(name, first["name"].as_str().unwrap());
+    assert_eq!(dur, (first["dur"].as_f64().unwrap() * 1000.0).round() as i64);
+    let start = ((first["ts"].as_f64().unwrap() - s0) * 1000.0).round() as i64;
+    assert_eq!(tl.lanes[a.timeline.lane].spans[0].start, start);
+}
+
+#[test]
+fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
+    // Every kernel of the three steps' timelines, summed, gives the
+    // Kernels lens's ms and calls per step — for all kernels at once.
+    let mut a = timeline_app();
+    let (name, _) = selected(&a);
+    let steps = a.timeline.index.as_ref().unwrap().steps.len();
+    assert_eq!(steps, 3);
+    let mut sums: std::collections::BTreeMap<String, (i64, usize)> = Default::default();
+    for i in 0..steps {
+        if i > 0 {
+            key(&mut a, KeyCode::Char(']'));
+        }
+        assert_eq!(a.timeline.step, i);
+        let tl = a.timeline.timeline.clone().unwrap();
+        for l in tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })) {
+            for s in l
+                .spans
+                .iter()
+                .filter(|s| s.category != u8::MAX && !tl.name(s.name).starts_with("Memcpy") && !tl.name(s.name).starts_with("Memset"))
+            {
+                let e = sums.entry(tl.name(s.name).to_string()).or_default();
+                e.0 += s.dur();
+                e.1 += 1;
+            }
+        }
+    }
+    let p = a.profile().unwrap();
+    assert_eq!(sums.len(), p.kernels.len(), "the same kernels");
+    for row in &p.kernels {
+        let (ns, calls) = sums[&row.raw_name];
+        // The profile keeps ms per step to 4 decimals.
+        assert!(
+            (ns as f64 / 1e6 / steps as f64 - row.ms_per_step).abs() <= 0.5e-4,
+            "{}: {ns} ns vs {} ms/step",
+            row.raw_name,
+            row.ms_per_step
+        );
+        assert!((calls as f64 / steps as f64 - row.count_per_step).abs() < 0.01, "{}", row.raw_name);
+    }
+
+    // Enter on a kernel opens its details in the Kernels pane.
+    key(&mut a, KeyCode::Char('['));
+    key(&mut a, KeyCode::Char('['));
+    assert_eq!(selected(&a).0, name);
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.pane, Pane::Kernels);
+    assert!(a.kernels.detail);
+    assert_eq!(a.selected_kernel().unwrap().raw_name, name);
+}
+
+#[test]
+fn zoom_pan_and_the_cursor() {
+    let mut a = timeline_app();
+    let extent = a.timeline.timeline.as_ref().unwrap().extent;
+    assert_eq!(a.timeline.view, (0, extent), "the whole step first");
+
+    key(&mut a, KeyCode::Char('+'));
+    let (t0, t1) = a.timeline.view;
+    assert_eq!(t1 - t0, extent / 2);
+    key(&mut a, KeyCode::Char('-'));
+    assert_eq!(a.timeline.view, (0, extent));
+
+    // h/l move the cursor span by span along the lane.
+    let first = selected(&a);
+    key(&mut a, KeyCode::Char('l'));
+    assert_eq!(a.timeline.cursor, 1);
+    assert_ne!(selected(&a), first);
+    key(&mut a, KeyCode::Left);
+    assert_eq!(a.timeline.cursor, 0);
+    assert_eq!(selected(&a), first);
+
+    // Zoomed in, walking the cursor pans the view with it.
+    for _ in 0..6 {
+        key(&mut a, KeyCode::Char('+'));
+    }
+    let w = a.timeline.view.1 - a.timeline.view.0;
+    assert_eq!(w, extent >> 6);
+    let n = a.timeline.timeline.as_ref().unwrap().lanes[a.timeline.lane].spans.len();
+    for _ in 0..n {
+        key(&mut a, KeyCode::Char('l'));
+    }
+    assert_eq!(a.timeline.cursor, n - 1);
+    let last = a.timeline.timeline.as_ref().unwrap().lanes[a.timeline.lane].spans[n - 1];
+    let (t0, t1) = a.timeline.view;
+    assert!(last.start >= t0 && last.start < t1, "the cursor stays in view: {last:?} in {t0}..{t1}");
+    assert_eq!(t1 - t0, w, "panning keeps the zoom");
+
+    // PgUp pans one view to the left.
+    key(&mut a, KeyCode::PageUp);
+    assert_eq!(a.timeline.view, (t0 - w, t1 - w));
+
+    // Up/Down change the lane; the lanes are phases/ops, streams, busy.
+    let lanes: Vec<String> = a.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
+    assert_eq!(lanes, ["CPU ops", "stream 7", "stream 40", "GPU busy"]);
+    key(&mut a, KeyCode::Down);
+    assert_eq!(a.timeline.lane, 2);
+    key(&mut a, KeyCode::Up);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.timeline.lane, 0);
+    key(&mut a, KeyCode::Up);
+    assert_eq!(a.timeline.lane, 0);
+}
+
+#[test]
+fn steps_by_bracket_and_by_number() {
+    let mut a = timeline_app();
+    let numbers: Vec<Option<u64>> = a.timeline.index.as_ref().unwrap().steps.iter().map(|s| s.number).collect();
+    assert_eq!(numbers, [Some(4), Some(5), Some(6)]);
+    key(&mut a, KeyCode::Char('['));
+    assert_eq!(a.timeline.step, 0, "no step before the first");
+    key(&mut a, KeyCode::Char(']'));
+    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(5));
+    key(&mut a, KeyCode::Char(']'));
+    key(&mut a, KeyCode::Char(']'));
+    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(6), "no step after the last");
+
+    key(&mut a, KeyCode::Char('g'));
+    for c in "4x".chars() {
+        key(&mut a, KeyCode::Char(c));
+    }
+    assert_eq!(a.editor.as_ref().unwrap().text, "4", "digits only");
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+
+    key(&mut a, KeyCode::Char('g'));
+    for c in "99".chars() {
+        key(&mut a, KeyCode::Char(c));
+    }
+    key(&mut a, KeyCode::Enter);
+    assert_eq!(a.message.as_deref(), Some("no step 99 in this trace (steps: 4, 5, 6)"));
+    assert_eq!(a.timeline.step, 0);
+}
+
+#[test]
+fn steps_load_on_the_loader_thread() {
+    let mut a = app(NCCL, None);
+    a.steps = Some(libreyolo_ui::app::StepLoader::spawn());
+    key(&mut a, KeyCode::Char('7'));
+    assert!(a.timeline.pending.is_some(), "the key returns before the trace is read");
+    assert!(screen(&mut a, 80, 24).contains("reading step 1 of the trace"));
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while a.timeline.pending.is_some() {
+        a.poll_steps();
+        assert!(std::time::Instant::now() < deadline, "the loader never answered");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+}
+
+#[test]
+fn a_profile_without_its_trace_says_so_in_one_line() {
+    // infer_b4 was copied without its trace; infer_b1 has it beside.
+    let mut a = app(INFER_B4, None);
+    key(&mut a, KeyCode::Char('7'));
+    let s = screen(&mut a, 80, 24);
+    let line = s.lines().nth(1).unwrap();
+    assert!(line.starts_with("no timeline: the trace this profile was built from"), "{s}");
+    assert!(a.timeline.timeline.is_none());
+
+    let mut a = app(INFER_B1, None);
+    key(&mut a, KeyCode::Char('7'));
+    let tl = a.timeline.timeline.clone().unwrap_or_else(|| panic!("{:?}", a.timeline.error));
+    assert!(tl.lanes.iter().any(|l| l.kind == LaneKind::Phases), "a CPU capture: phases and ops, no GPU lanes");
+    assert!(tl.lanes.iter().all(|l| !matches!(l.kind, LaneKind::Stream { .. })));
+}

@@ -84,7 +84,10 @@ impl TimelinePane {
             Action::ZoomIn | Action::ZoomOut => {
                 let centre = self.cursor_time(&tl).unwrap_or((self.view.0 + self.view.1) / 2);
                 let w = self.view.1 - self.view.0;
-                let w = if a == Action::ZoomIn { (w / 2).max(MIN_VIEW) } else { w.saturating_mul(2).min(tl.extent.max(MIN_VIEW)) };
+                let whole = tl.extent.max(MIN_VIEW);
+                // Halving an odd width drops a nanosecond: doubling back
+                // to within it is the whole step again.
+                let w = if a == Action::ZoomIn { (w / 2).max(MIN_VIEW) } else { (w.saturating_mul(2) + 1).min(whole) };
                 self.view.1 = self.view.0 + w;
                 self.pan_to(centre - w / 2, &tl);
             }
