@@ -377,7 +377,10 @@ impl EventSink for StepReader<'_> {
                 }
             }
             "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => {
-                if let Some(c) = ev.correlation() {
+                // Only calls that put work on the GPU (docs/analysis.md §3):
+                // a sync has a correlation id too, and no work to wait for.
+                let launch = ["Launch", "Memcpy", "Memset", "Graph"].iter().any(|k| name.contains(k));
+                if let Some(c) = ev.correlation().filter(|_| launch) {
                     if self.in_step(start) {
                         let thread = self.thread(ev);
                         self.launches.insert(c, Launch { thread, ts: start });
@@ -418,17 +421,21 @@ pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
         truncated: false,
     };
     let mut done = vec![false; ix.blocks.len()];
-    // GPU work runs after its launch: widen the window until every launch
-    // in the step has met its work, or the trace ends.
+    // GPU work runs after its launch: widen the window while that finds
+    // the work of launches still waiting (a launch whose work the trace
+    // never recorded must not drag the whole file in), or the trace ends.
     let mut to = step.end;
+    let mut found = 0;
     loop {
         let spans = spans_for(ix, step.start, to, &mut done);
         trace::read_spans(&src, &spans, &mut r)?;
-        let matched: std::collections::HashSet<i64> = r.gpu.iter().filter_map(|g| g.correlation).collect();
-        let waiting = r.launches.iter().any(|(c, l)| l.thread != u32::MAX && !matched.contains(c));
-        if !waiting || to >= ix.last_ts {
+        let seen: std::collections::HashSet<i64> = r.gpu.iter().filter_map(|g| g.correlation).collect();
+        let mine = r.launches.iter().filter(|(_, l)| l.thread != u32::MAX);
+        let (now, all) = mine.fold((0, 0), |(n, a), (c, _)| (n + usize::from(seen.contains(c)), a + 1));
+        if now == all || to >= ix.last_ts || (to > step.end && now == found) {
             break;
         }
+        found = now;
         to = to.saturating_add((to - step.start).max(1_000_000));
     }
     Ok(build(r, step))
@@ -550,4 +557,48 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
     let len = step.end - step.start;
     let extent = lanes.iter().flat_map(|l| l.spans.iter().map(|s| s.end)).max().unwrap_or(len).max(len);
     Timeline { step: step.clone(), len, extent, lanes, names: r.names, truncated: r.truncated, events_read: r.events }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const NCCL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz");
+
+    #[test]
+    fn a_step_reads_the_same_from_gzip_and_plain_json_and_only_its_blocks() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("nccl.json");
+        let mut out = std::fs::File::create(&plain).unwrap();
+        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(NCCL).unwrap()), &mut out).unwrap();
+        let (gz, js) = (index(Path::new(NCCL)).unwrap(), index(&plain).unwrap());
+        assert_eq!(gz.steps, js.steps);
+        assert_eq!(gz.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [Some(4), Some(5), Some(6)]);
+        for i in 0..gz.steps.len() {
+            let (a, b) = (open_step(&gz, i).unwrap(), open_step(&js, i).unwrap());
+            assert_eq!(a, b, "step {i}");
+            assert!(a.events_read < gz.events / 2, "step {i} re-read {} of {} events", a.events_read, gz.events);
+            // Lanes are sorted, and the busy lane is the union of the streams.
+            for l in &a.lanes {
+                assert!(l.spans.windows(2).all(|w| w[0].start <= w[1].start), "{}", l.label);
+            }
+            let busy: i64 = a.lanes.iter().filter(|l| l.kind == LaneKind::Busy).flat_map(|l| &l.spans).map(Span::dur).sum();
+            let kernels: i64 =
+                a.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).flat_map(|l| &l.spans).map(Span::dur).sum();
+            assert!(busy > 0 && busy <= kernels);
+        }
+    }
+
+    #[test]
+    fn a_trace_without_step_markers_is_one_step() {
+        let p = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz"
+        );
+        let ix = index(Path::new(p)).unwrap();
+        assert_eq!(ix.steps.len(), 1);
+        assert_eq!(ix.steps[0].number, None);
+        let tl = open_step(&ix, 0).unwrap();
+        assert!(tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).count() >= 2, "streams 7 and 20");
+    }
 }
