@@ -104,6 +104,14 @@ fn explorer_in_a_real_terminal() {
     t.wait("the phases table", |s| s.contains("unphased") && s.contains("wall ms"));
     t.keys(&["Tab", "Tab", "Tab", "Tab"]);
     t.wait("what-if", |s| s.contains("remove a category") && s.contains("caveat"));
+    // The Timeline reads its step on the loader thread, then draws lanes.
+    t.keys(&["Tab"]);
+    let s = t.wait("the timeline", |s| s.contains("GPU busy") && s.contains("legend"));
+    assert!(s.contains("stream 7") && s.contains("(1 of 1)"), "{s}");
+    let view = |s: &str| s.lines().find(|l| l.contains(" · view ")).unwrap_or("").to_string();
+    let before = view(&s);
+    t.keys(&["+"]);
+    t.wait("the zoom to narrow the view", |s| !view(s).is_empty() && view(s) != before);
     t.keys(&["?"]);
     t.wait("the help", |s| s.contains("keys (any key closes)"));
     t.keys(&["Escape"]);
