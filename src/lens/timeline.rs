@@ -132,7 +132,7 @@ pub struct Timeline {
     pub names: Vec<String>,
     /// The step had more than [`MAX_SPANS`] intervals: the rest are left out.
     pub truncated: bool,
-    /// Events re-read to build it.
+    /// Complete (`X`) events re-read to build it.
     pub events_read: u64,
 }
 
@@ -391,6 +391,11 @@ impl EventSink for StepReader<'_> {
                 }
             }
             "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset" => {
+                // Work never starts before its launch: what starts before
+                // the step is an earlier step's.
+                if start < self.step.start {
+                    return;
+                }
                 let args = ev.args.as_ref();
                 let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
                 let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);

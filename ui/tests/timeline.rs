@@ -244,3 +244,28 @@ fn a_profile_without_its_trace_says_so_in_one_line() {
     assert!(tl.lanes.iter().any(|l| l.kind == LaneKind::Phases), "a CPU capture: phases and ops, no GPU lanes");
     assert!(tl.lanes.iter().all(|l| !matches!(l.kind, LaneKind::Stream { .. })));
 }
+
+#[test]
+fn lanes_read_the_same_without_colour() {
+    use libreyolo_ui::theme::{Depth, Theme};
+    let mut reference = timeline_app();
+    let text = screen(&mut reference, 80, 24);
+    for (name, depth) in [("light", Depth::Ansi16), ("dark", Depth::None)] {
+        let mut a = App::with_inputs(Theme::load(name, depth).unwrap(), input(NCCL), None);
+        key(&mut a, KeyCode::Char('7'));
+        assert_eq!(screen(&mut a, 80, 24), text, "{name} {depth:?}: categories are glyphs, not only colours");
+    }
+    // Every category has its own glyph on the legend line.
+    let legend = text.lines().find(|l| l.starts_with("legend")).unwrap();
+    for g in ['≈', '▓', '█', '▒', '=', '░', '#'] {
+        assert_eq!(legend.matches(g).count(), 1, "{g} in {legend}");
+    }
+}
+
+#[test]
+fn tiny_terminals_do_not_panic() {
+    let mut a = timeline_app();
+    for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 10)] {
+        screen(&mut a, w, h);
+    }
+}
