@@ -3,17 +3,19 @@
 //! (`summary`, `phases`, `kernels`, `ops`, `compare`, `what-if`); no figure
 //! is computed here.
 //!
-//! Shape: [`app::App`] holds the shared state and the panes, [`input`]
-//! maps keys to actions, [`pane`] names the panes, [`panes`] has one module
-//! per pane (its state, key handling and drawing), [`theme`] turns
-//! `themes/*.toml` into colour roles. The event loop runs on a
+//! Shape: [`app::App`] holds the shared state and the panes, `background`
+//! its threads (kernels filter, timeline steps), [`input`] maps keys to
+//! actions, [`pane`] names the panes, [`panes`] has one module per pane
+//! (its state, key handling and drawing), [`theme`] turns `themes/*.toml`
+//! into colour roles. The event loop runs on a
 //! single-threaded tokio runtime and sleeps in one `select!` until
 //! something happens: a key, a profile loaded on a background thread, the
-//! kernels filter's answer, a change to a shown file (a `notify` watcher on
+//! kernels filter's answer, a timeline step read, a change to a shown file (a `notify` watcher on
 //! its folder), SIGTERM/SIGHUP (which quit cleanly, restoring the
 //! terminal), or, only while a load runs, the progress timer.
 
 pub mod app;
+mod background;
 pub mod input;
 pub mod pane;
 pub mod panes;
