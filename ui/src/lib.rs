@@ -7,12 +7,12 @@
 //! its threads (kernels filter, timeline steps), [`input`] maps keys to
 //! actions, [`pane`] names the panes, [`panes`] has one module per pane
 //! (its state, key handling and drawing), [`theme`] turns `themes/*.toml`
-//! into colour roles. The event loop runs on a
-//! single-threaded tokio runtime and sleeps in one `select!` until
-//! something happens: a key, a profile loaded on a background thread, the
-//! kernels filter's answer, a timeline step read, a change to a shown file (a `notify` watcher on
-//! its folder), SIGTERM/SIGHUP (which quit cleanly, restoring the
-//! terminal), or, only while a load runs, the progress timer.
+//! into colour roles. The event loop runs on a single-threaded tokio
+//! runtime and sleeps in one `select!` until something happens: a key, a
+//! profile loaded on a background thread, the kernels filter's answer, a
+//! timeline step read, a change to a shown file (a `notify` watcher on its
+//! folder), SIGTERM/SIGHUP (which quit cleanly, restoring the terminal),
+//! or, only while a load runs, the progress timer.
 
 pub mod app;
 mod background;
