@@ -417,8 +417,8 @@ impl App {
         };
         self.step_jobs += 1;
         let job = StepJob { id: self.step_jobs, trace, index: self.timeline.index.clone(), step: i };
+        // `timeline.step` stays the step on screen until the answer.
         self.timeline.pending = Some(job.id);
-        self.timeline.step = i;
         match self.steps.as_ref() {
             Some(l) if l.send(job.clone()) => {}
             _ => {

@@ -218,7 +218,7 @@ fn steps_load_on_the_loader_thread() {
     a.steps = Some(libreyolo_ui::app::StepLoader::spawn());
     key(&mut a, KeyCode::Char('7'));
     assert!(a.timeline.pending.is_some(), "the key returns before the trace is read");
-    assert!(screen(&mut a, 80, 24).contains("reading step 1 of the trace"));
+    assert!(screen(&mut a, 80, 24).contains("finding the trace's steps"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     while a.timeline.pending.is_some() {
         a.poll_steps();
@@ -226,6 +226,15 @@ fn steps_load_on_the_loader_thread() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+    // The next step reuses the index: only that step is read.
+    key(&mut a, KeyCode::Char(']'));
+    assert!(screen(&mut a, 80, 24).contains("reading…"), "the previous step stays on screen meanwhile");
+    while a.timeline.pending.is_some() {
+        a.poll_steps();
+        assert!(std::time::Instant::now() < deadline, "the loader never answered");
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(5));
 }
 
 #[test]

@@ -153,7 +153,8 @@ impl TimelinePane {
         let Some(tl) = self.timeline.as_deref() else {
             let msg = match (&self.error, self.pending) {
                 (Some(e), _) => Line::styled(e.clone(), t.warn()),
-                (None, Some(_)) => Line::styled(format!("reading step {} of the trace…", self.step + 1), t.muted()),
+                (None, Some(_)) if self.index.is_none() => Line::styled("finding the trace's steps (one pass over the file)…", t.muted()),
+                (None, Some(_)) => Line::styled("reading the step from the trace…", t.muted()),
                 _ => Line::styled("no timeline loaded", t.muted()),
             };
             f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: false }), area);
