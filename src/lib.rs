@@ -9,6 +9,7 @@ pub mod error;
 pub mod lens;
 pub mod profile;
 pub mod render;
+pub mod tables;
 pub mod tempfiles;
 pub mod trace;
 pub mod util;

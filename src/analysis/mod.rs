@@ -12,6 +12,7 @@
 
 pub mod build;
 pub mod busy;
+pub mod collectives;
 pub mod kernels;
 pub mod ranges;
 pub mod verdict;
@@ -203,6 +204,8 @@ pub struct Analyzer {
     backward_bursts: std::collections::BTreeMap<i64, i64>,
     /// How the phases were inferred, when they were.
     phases_inferred: Option<String>,
+    /// Communication kernels for matching across ranks.
+    collectives: collectives::Collector,
 }
 
 /// Backward ops closer than this belong to the same backward pass.
@@ -386,6 +389,15 @@ impl Analyzer {
         if kind == GpuKind::Kernel {
             let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
             self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name });
+            self.collectives.kernel(collectives::Kernel {
+                name_id: name,
+                name: ev.name(),
+                device,
+                stream,
+                start,
+                dur,
+                args: args.and_then(|a| a.collective.as_deref()),
+            });
         }
         match ev.correlation() {
             Some(corr) => {
@@ -646,7 +658,10 @@ pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool)
         ));
     }
     let passes = if analyzer.ranges_final { 2 } else { 1 };
+    let mut analyzer = analyzer;
+    let calls = std::mem::take(&mut analyzer.collectives).finish();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
+    profile.collectives = calls;
     if let Some(a) = profile.attribution.as_mut() {
         a.passes = passes;
     }

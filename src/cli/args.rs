@@ -56,6 +56,10 @@ pub enum ReaderCommand {
     Ops(OpsArgs),
     /// Before → after, with a significance call when both sides have repeats.
     Compare(CompareArgs),
+    /// Collectives matched across a job's ranks: arrival skew, waits, bus bandwidth.
+    ///
+    /// Of one trace: its collectives with sizes and bandwidth (skew needs all ranks).
+    Collectives(CollectivesArgs),
     /// Projected step time and img/s if a kernel category or launches went away.
     WhatIf(WhatIfArgs),
 }
@@ -74,7 +78,44 @@ pub struct SummaryArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it. Several traces, or a folder of them, are the ranks of one distributed job
     #[arg(required = true, num_args = 1..)]
     pub traces: Vec<String>,
+    #[command(flatten)]
+    pub set: RankSetArgs,
+    /// Also write this input's analysed profile.json here (one input only):
+    /// the per-rank half of a cluster-scale run (docs/spec.md §7)
+    #[arg(long, value_name = "FILE")]
+    pub write_profile: Option<String>,
+    /// Write the per-rank and per-collective tables as Parquet files into DIR
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<String>,
     /// JSON on stdout
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// How a set of rank traces is read (docs/spec.md §7).
+#[derive(Debug, Clone, Default, Args)]
+pub struct RankSetArgs {
+    /// Only these ranks of a rank set: `0-3,7`
+    #[arg(long, value_name = "LIST")]
+    pub ranks: Option<String>,
+    /// An unreadable rank fails the command (default: a warning, and the job is the rest)
+    #[arg(long)]
+    pub strict: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct CollectivesArgs {
+    /// A rank's trace or profile, several, or a folder of them
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<String>,
+    #[command(flatten)]
+    pub set: RankSetArgs,
+    /// Collectives listed in the text output, largest skew first (JSON: all)
+    #[arg(long, default_value_t = 20)]
+    pub top: usize,
+    /// Write the per-rank and per-collective tables as Parquet files into DIR
+    #[arg(long, value_name = "DIR")]
+    pub parquet: Option<String>,
     #[arg(long)]
     pub json: bool,
 }
@@ -91,7 +132,11 @@ pub struct GetArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct KernelsArgs {
-    pub trace: String,
+    /// A trace or profile; several, or a folder of rank traces, give job-wide rows
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<String>,
+    #[command(flatten)]
+    pub set: RankSetArgs,
     /// Show the top N
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -133,6 +178,8 @@ pub struct CompareArgs {
     pub before: String,
     /// The changed run
     pub after: String,
+    #[command(flatten)]
+    pub set: RankSetArgs,
     #[arg(long)]
     pub json: bool,
 }

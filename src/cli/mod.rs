@@ -76,22 +76,41 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         Ok((input, notices))
     };
     let load = |path: &str| load_noting(path).map(|(input, _)| input);
-    // A distributed job's ranks as one job, the rank set's notes said.
-    let job = |files: &[std::path::PathBuf]| -> Result<lens::job::Job> {
-        let set = profile::ranks::load(files)?;
+    // A distributed job's ranks, the set's warnings and notes said.
+    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
+        let opts =
+            profile::ranks::Options { select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?, strict: set.strict };
+        let set = profile::ranks::load_with(files, &opts)?;
+        for w in &set.warnings {
+            say(&format!("warning: {w}"));
+        }
         for n in &set.notes {
             say(&format!("note: {n}"));
         }
-        Ok(lens::job::job(&set))
+        Ok(set)
     };
+    let job = |files: &[std::path::PathBuf], set: &RankSetArgs| rank_set(files, set).map(|s| lens::job::job(&s));
     let out = match cmd {
         ReaderCommand::Summary(a) => match profile::ranks::rank_files(&a.traces)? {
             Some(files) => {
-                let j = job(&files)?;
+                if a.write_profile.is_some() {
+                    return Err(Error::usage("--write-profile writes one input's profile: give one trace"));
+                }
+                let set = rank_set(&files, &a.set)?;
+                let j = lens::job::job(&set);
+                if let Some(dir) = &a.parquet {
+                    crate::tables::write(std::path::Path::new(dir), &j, &collectives_of(&set))?;
+                }
                 if a.json { render::json(&j)? } else { text::job(&j) }
             }
             None => {
+                if a.parquet.is_some() {
+                    return Err(Error::usage("--parquet writes the tables of a rank set: give several rank traces or a folder of them"));
+                }
                 let (input, notices) = load_noting(&a.traces[0])?;
+                if let Some(out) = &a.write_profile {
+                    profile::write_json(std::path::Path::new(out), &input.profile)?;
+                }
                 let s = lens::summary::summary(&input.profile);
                 if a.json {
                     render::json(&s)?
@@ -103,6 +122,19 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 }
             }
         },
+        ReaderCommand::Collectives(a) => {
+            let c = match profile::ranks::rank_files(&a.traces)? {
+                Some(files) => collectives_of(&rank_set(&files, &a.set)?),
+                None => lens::collectives::of_profile(&load(&a.traces[0])?.profile),
+            };
+            for n in &c.notes {
+                say(&format!("note: {n}"));
+            }
+            if let Some(dir) = &a.parquet {
+                crate::tables::write_collectives(std::path::Path::new(dir), &c)?;
+            }
+            if a.json { render::json(&c)? } else { text::collectives(&c, a.top) }
+        }
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
             let got = lens::get::get(&input.profile, a.field.as_deref(), &a.trace)?;
@@ -120,10 +152,6 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.json { render::json(&p)? } else { text::phases(&p) }
         }
         ReaderCommand::Kernels(a) => {
-            let Input { profile, .. } = load(&a.trace)?;
-            if let Some(c) = &a.category {
-                lens::kernels::check_category(&profile, c)?;
-            }
             let q = KernelQuery {
                 top: Some(a.top),
                 category: a.category.clone(),
@@ -132,8 +160,19 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 sort: a.sort,
                 phase: a.phase.clone(),
             };
-            let k = lens::kernels::kernels(&profile, &q)?;
-            if a.json { render::json(&k)? } else { text::kernels(&k) }
+            if let Some(files) = profile::ranks::rank_files(&a.traces)? {
+                let set = rank_set(&files, &a.set)?;
+                let profiles: Vec<(u32, &profile::Profile)> = set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
+                let k = lens::kernels::job_kernels(&profiles, &q)?;
+                if a.json { render::json(&k)? } else { text::job_kernels(&k) }
+            } else {
+                let Input { profile, .. } = load(&a.traces[0])?;
+                if let Some(c) = &a.category {
+                    lens::kernels::check_category(&profile, c)?;
+                }
+                let k = lens::kernels::kernels(&profile, &q)?;
+                if a.json { render::json(&k)? } else { text::kernels(&k) }
+            }
         }
         ReaderCommand::Ops(a) => {
             let Input { profile, .. } = load(&a.trace)?;
@@ -148,7 +187,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let sets =
                 (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
             if let (Some(x), Some(y)) = sets {
-                let c = lens::job::compare_jobs(&job(&x)?, &job(&y)?, &a.before, &a.after);
+                let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &a.before, &a.after);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
@@ -177,6 +216,13 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     // Names come from the trace: no raw control characters on a terminal.
     Ok(render::printable(&out).into_owned())
+}
+
+/// The collectives of a rank set, matched across its ranks.
+fn collectives_of(set: &profile::ranks::RankSet) -> lens::collectives::Collectives {
+    let calls: Vec<lens::collectives::RankCalls<'_>> =
+        set.ranks.iter().map(|r| lens::collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+    lens::collectives::collectives(&calls, set.world_size)
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as success.

@@ -119,3 +119,110 @@ pub fn phase_split(p: &Profile, raw_name: &str) -> Vec<(String, KernelRow)> {
         .filter_map(|(phase, rows)| rows.iter().find(|r| r.raw_name == raw_name).map(|r| (phase.clone(), r.clone())))
         .collect()
 }
+
+/// `kernels` over a distributed job's ranks: one job-wide row per kernel
+/// (docs/spec.md §7). The row's figures are the mean over the ranks (a rank
+/// without the kernel counts 0), so the table reads like one rank's; the
+/// spread says which rank spends the most in it, where a straggler shows.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobKernels {
+    pub ranks: Vec<u32>,
+    pub query: KernelQuery,
+    pub matched: usize,
+    pub total: usize,
+    pub kernels: Vec<JobKernelRow>,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobKernelRow {
+    /// Mean over the ranks, per step.
+    #[serde(flatten)]
+    pub mean: KernelRow,
+    pub min_ms_per_step: f64,
+    pub max_ms_per_step: f64,
+    /// The rank with the most time in this kernel.
+    pub max_rank: u32,
+    /// Ranks that ran it.
+    pub on_ranks: usize,
+}
+
+/// The ranks' kernel rows merged by raw name: the mean per step and, per
+/// name, each rank's time (for the spread).
+fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f64)>>) {
+    let n = ranks.len().max(1) as f64;
+    let mut rows: Vec<KernelRow> = Vec::new();
+    let mut per: Vec<Vec<(u32, f64)>> = Vec::new();
+    let mut at: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+    for (rank, list) in ranks {
+        for k in *list {
+            let i = *at.entry(&k.raw_name).or_insert_with(|| {
+                rows.push(KernelRow { ms_per_step: 0.0, pct_of_gpu: 0.0, count_per_step: 0.0, ..k.clone() });
+                per.push(Vec::new());
+                rows.len() - 1
+            });
+            rows[i].ms_per_step += k.ms_per_step / n;
+            rows[i].count_per_step += k.count_per_step / n;
+            per[i].push((*rank, k.ms_per_step));
+        }
+    }
+    let total: f64 = rows.iter().map(|r| r.ms_per_step).sum();
+    for r in &mut rows {
+        r.pct_of_gpu = crate::util::round(if total > 0.0 { r.ms_per_step / total * 100.0 } else { 0.0 }, 2);
+        r.ms_per_step = crate::util::round(r.ms_per_step, 4);
+        r.count_per_step = crate::util::round(r.count_per_step, 2);
+    }
+    (rows, per)
+}
+
+pub fn job_kernels(profiles: &[(u32, &Profile)], q: &KernelQuery) -> Result<JobKernels> {
+    // One profile holding the merged rows, so the filters and their errors
+    // are those of the single-trace command.
+    let mut merged = Profile::default();
+    let (rows, per) = merge_rows(&profiles.iter().map(|(r, p)| (*r, p.kernels.as_slice())).collect::<Vec<_>>());
+    merged.kernels = rows;
+    let mut spread: std::collections::HashMap<String, Vec<(u32, f64)>> =
+        merged.kernels.iter().map(|k| k.raw_name.clone()).zip(per).collect();
+    if let Some(phase) = &q.phase {
+        for (_, p) in profiles {
+            for ph in &p.phases {
+                if !merged.phases.iter().any(|x| x.phase == ph.phase) {
+                    merged.phases.push(ph.clone());
+                }
+            }
+        }
+        let lists: Vec<(u32, &[KernelRow])> =
+            profiles.iter().map(|(r, p)| (*r, p.kernels_by_phase.get(phase).map_or(&[][..], Vec::as_slice))).collect();
+        let (rows, per) = merge_rows(&lists);
+        spread = rows.iter().map(|k| k.raw_name.clone()).zip(per).collect();
+        merged.kernels_by_phase.insert(phase.clone(), rows);
+    }
+    for (_, p) in profiles {
+        for c in &p.categories {
+            if !merged.categories.iter().any(|x| x.name == c.name) {
+                merged.categories.push(c.clone());
+            }
+        }
+    }
+    if let Some(c) = &q.category {
+        check_category(&merged, c)?;
+    }
+    let k = kernels(&merged, q)?;
+    let rows = k
+        .kernels
+        .into_iter()
+        .map(|mean| {
+            let s = spread.get(&mean.raw_name).cloned().unwrap_or_default();
+            // Ranks without the kernel spend 0 in it.
+            let min = if s.len() < profiles.len() { 0.0 } else { s.iter().map(|x| x.1).fold(f64::INFINITY, f64::min) };
+            let (max_rank, max) = s.iter().copied().fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+            JobKernelRow { mean, min_ms_per_step: min, max_ms_per_step: max.max(0.0), max_rank, on_ranks: s.len() }
+        })
+        .collect();
+    Ok(JobKernels {
+        ranks: profiles.iter().map(|(r, _)| *r).collect(),
+        query: q.clone(),
+        matched: k.matched,
+        total: k.total,
+        kernels: rows,
+    })
+}

@@ -24,6 +24,8 @@ pub struct RankSet {
     pub world_size: Option<u32>,
     /// Gaps in the rank set and other things to say on stderr.
     pub notes: Vec<String>,
+    /// Ranks left out because they could not be read (without `--strict`).
+    pub warnings: Vec<String>,
 }
 
 /// The files of a rank set, when the arguments name one: two or more
@@ -51,10 +53,55 @@ pub fn rank_from_name(path: &Path) -> Option<u32> {
     })
 }
 
+/// Which ranks to read and what an unreadable one does.
+#[derive(Debug, Clone, Default)]
+pub struct Options {
+    /// `--ranks 0-3,7`: only these ranks (all when `None`).
+    pub select: Option<Vec<u32>>,
+    /// `--strict`: one unreadable rank fails the whole set (exit 1);
+    /// otherwise it is named in a warning and the job is the rest.
+    pub strict: bool,
+}
+
+/// Parses a rank selection: `0-3,7` → [0, 1, 2, 3, 7] (exit 2 on a bad one).
+pub fn parse_selection(s: &str) -> Result<Vec<u32>> {
+    let bad = || Error::usage(format!("--ranks {s}: expected ranks and ranges like 0-3,7"));
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim) {
+        let (a, b) = part.split_once('-').unwrap_or((part, part));
+        let (a, b): (u32, u32) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
+        if a > b || b - a > 1_000_000 {
+            return Err(bad());
+        }
+        out.extend(a..=b);
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+/// A file's rank without reading its events: `distributedInfo` in the
+/// keys before `traceEvents` (where Kineto writes it), else the file name.
+/// `None` when only a full read can tell (a profile, an odd key order).
+fn cheap_rank(path: &Path) -> Option<u32> {
+    crate::trace::header_rank(path).or_else(|| rank_from_name(path))
+}
+
 /// Reads every rank, in parallel. The rank comes from `distributedInfo`,
 /// else from the file name; a rank seen twice is refused (which file is the
-/// real one cannot be guessed), missing ranks are noted.
+/// real one cannot be guessed), missing ranks are noted; ranks that
+/// disagree on the world size are from different jobs and refused.
 pub fn load(files: &[PathBuf]) -> Result<RankSet> {
+    load_with(files, &Options::default())
+}
+
+pub fn load_with(files: &[PathBuf], opts: &Options) -> Result<RankSet> {
+    // Ranks not selected are not read, when the header or name tells.
+    let files: Vec<PathBuf> = match &opts.select {
+        Some(sel) => files.iter().filter(|f| cheap_rank(f).is_none_or(|r| sel.contains(&r))).cloned().collect(),
+        None => files.to_vec(),
+    };
+    let files = files.as_slice();
     let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len()).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut loaded: Vec<Option<Loaded>> = (0..files.len()).map(|_| None).collect();
@@ -76,13 +123,32 @@ pub fn load(files: &[PathBuf]) -> Result<RankSet> {
     let mut ranks = Vec::new();
     let mut notes = Vec::new();
     let mut world_size = None;
+    let mut unread = Vec::new();
     for (path, r) in files.iter().zip(loaded) {
-        let (input, _) = r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display()))))?;
+        let (input, _) = match r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display())))) {
+            Ok(x) => x,
+            Err(e) if opts.strict || e.exit_code() == crate::error::exit::USAGE => return Err(e),
+            Err(e) => {
+                unread.push(format!("{e}"));
+                continue;
+            }
+        };
         let dist = input.profile.distributed.clone().unwrap_or_default();
-        world_size = world_size.or(dist.world_size);
         let rank = dist.rank.or_else(|| rank_from_name(path)).ok_or_else(|| {
             Error::failed(format!("{}: no rank (no distributedInfo.rank and no rank/worker number in the name)", path.display()))
         })?;
+        if opts.select.as_ref().is_some_and(|sel| !sel.contains(&rank)) {
+            continue;
+        }
+        if let (Some(w), Some(mine)) = (world_size, dist.world_size)
+            && w != mine
+        {
+            return Err(Error::failed(format!(
+                "{} is rank {rank} of a world of {mine}, the others of a world of {w}: these traces are from different jobs",
+                path.display()
+            )));
+        }
+        world_size = world_size.or(dist.world_size);
         if let Some(other) = ranks.iter().find(|r: &&Rank| r.rank == rank) {
             return Err(Error::failed(format!(
                 "rank {rank} twice: {} and {}; give one trace per rank",
@@ -92,18 +158,40 @@ pub fn load(files: &[PathBuf]) -> Result<RankSet> {
         }
         ranks.push(Rank { rank, input });
     }
+    if ranks.is_empty() {
+        return Err(match (&opts.select, unread.first()) {
+            (_, Some(e)) => Error::failed(format!("no rank could be read: {e}")),
+            (Some(_), None) => Error::usage("--ranks selects none of the ranks given"),
+            (None, None) => Error::usage("no rank traces given"),
+        });
+    }
+    let warnings = unread.iter().map(|e| format!("rank left out: {e} (--strict makes this an error)")).collect();
     ranks.sort_by_key(|r| r.rank);
     let expected = world_size.unwrap_or_else(|| ranks.last().map_or(0, |r| r.rank + 1));
-    let missing: Vec<String> = (0..expected).filter(|k| !ranks.iter().any(|r| r.rank == *k)).map(|k| k.to_string()).collect();
+    let missing: Vec<String> = (0..expected)
+        .filter(|k| opts.select.as_ref().is_none_or(|sel| sel.contains(k)))
+        .filter(|k| !ranks.iter().any(|r| r.rank == *k))
+        .map(|k| k.to_string())
+        .collect();
     if !missing.is_empty() {
         notes.push(format!("ranks {} of {expected} are missing: the job view covers the {} given", missing.join(", "), ranks.len()));
     }
-    Ok(RankSet { ranks, world_size, notes })
+    Ok(RankSet { ranks, world_size, notes, warnings })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn rank_selections() {
+        assert_eq!(parse_selection("0-3,7").unwrap(), vec![0, 1, 2, 3, 7]);
+        assert_eq!(parse_selection("5").unwrap(), vec![5]);
+        assert_eq!(parse_selection("7,2-2,3").unwrap(), vec![2, 3, 7]);
+        for bad in ["", "3-1", "a", "1-", "-2", "1,,2"] {
+            assert_eq!(parse_selection(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+        }
+    }
 
     #[test]
     fn ranks_from_file_names() {

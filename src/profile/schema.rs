@@ -104,6 +104,10 @@ pub struct Profile {
     /// The rank of a distributed job this trace is (`distributedInfo`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Distributed>,
+    /// Every communication kernel of the trace in time order: what the
+    /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub collectives: Vec<CollectiveCall>,
     /// Things the analysis had to skip or approximate, for people to read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -321,6 +325,29 @@ pub struct Distributed {
     pub world_size: Option<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backend: Option<String>,
+}
+
+/// One communication kernel of a rank's trace (docs/analysis.md §11).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CollectiveCall {
+    /// `Process Group Name` where PyTorch records it, else `stream <n>`.
+    pub group: String,
+    /// `allreduce`, `allgather`, `alltoall`, … (`Collective name`, else
+    /// from the kernel name).
+    pub collective: String,
+    /// Start on the trace's clock and duration, ns.
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    pub device: i64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub in_nelems: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub out_nelems: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dtype: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group_size: Option<u32>,
 }
 
 /// One `ProfilerStep#N` of the window and its wall time in the trace.

@@ -5,10 +5,11 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
+use crate::lens::collectives::Collectives;
 use crate::lens::compare::{Comparison, RowDelta, RowStatus};
 use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison};
-use crate::lens::kernels::Kernels;
+use crate::lens::kernels::{JobKernels, Kernels};
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
@@ -231,6 +232,78 @@ pub fn kernels(k: &Kernels) -> String {
     }
     let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
     let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    o
+}
+
+/// `kernels` over a rank set: the mean row and where the ranks spread.
+pub fn job_kernels(k: &JobKernels) -> String {
+    let mut o = format!("{} ranks; per kernel the mean over ranks, and the rank that spends the most\n", k.ranks.len());
+    let _ = writeln!(o, "{:>6} {:>9} {:>7} {:>9} {:>9} {:>5} TC  kernel  [category]", "%GPU", "ms/step", "x/step", "min", "max", "rank");
+    for r in &k.kernels {
+        let m = &r.mean;
+        let _ = writeln!(
+            o,
+            "{:6.2} {:>9} {:>7} {:>9} {:>9} {:>5}  {}  {}  [{}]",
+            m.pct_of_gpu,
+            format!("{:.3}", m.ms_per_step),
+            num(m.count_per_step, 1),
+            format!("{:.3}", r.min_ms_per_step),
+            format!("{:.3}", r.max_ms_per_step),
+            r.max_rank,
+            if m.tensorcore { "Y" } else { " " },
+            m.kernel,
+            m.category
+        );
+    }
+    let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
+    let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    o
+}
+
+/// `collectives`: per group the counts, per rank the waits, then the
+/// collectives with the largest skew (all of them in `--json`).
+pub fn collectives(c: &Collectives, top: usize) -> String {
+    let mut o = String::new();
+    let single = c.ranks.len() == 1;
+    let world = c.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
+    let _ = writeln!(o, "{} collectives on {} rank{}{world}", c.collectives.len(), c.ranks.len(), if single { "" } else { "s" });
+    for g in &c.groups {
+        let counts: Vec<String> = g.counts.iter().map(|(n, k)| format!("{k} {n}")).collect();
+        let _ = writeln!(o, "  group {}: {}", g.group, counts.join(", "));
+    }
+    if !single {
+        let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>9}", "rank", "wait ms", "last arrivals", "comm ms");
+        for r in &c.per_rank {
+            let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>9}", r.rank, num(r.wait_ms, 3), r.last_arrivals, num(r.comm_ms, 3));
+        }
+    }
+    let mut rows: Vec<&crate::lens::collectives::Matched> = c.collectives.iter().collect();
+    if !single {
+        rows.sort_by(|a, b| b.skew_us.unwrap_or(0.0).total_cmp(&a.skew_us.unwrap_or(0.0)).then(a.at_ms.total_cmp(&b.at_ms)));
+    }
+    let shown = rows.len().min(top);
+    let what = if single { "in order" } else { "largest skew first" };
+    let _ = writeln!(o, "collectives ({what}; {shown} of {}):", rows.len());
+    let _ = writeln!(
+        o,
+        "{:>9} {:>14} {:>5} {:>10} {:>9} {:>6} {:>11} {:>10} {:>10}",
+        "at ms", "collective", "#", "MB", "skew us", "last", "transfer us", "algbw GB/s", "busbw GB/s"
+    );
+    for m in rows.into_iter().take(top) {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>14} {:>5} {:>10} {:>9} {:>6} {:>11} {:>10} {:>10}",
+            num(m.at_ms, 3),
+            m.collective,
+            m.seq,
+            m.bytes.map_or("n/a".to_string(), |b| num(b as f64 / 1e6, 3)),
+            m.skew_us.map_or("n/a".to_string(), |s| num(s, 1)),
+            m.last_rank.map_or("n/a".to_string(), |r| r.to_string()),
+            num(m.duration_us, 1),
+            m.algbw_gbps.map_or("n/a".to_string(), |b| num(b, 2)),
+            m.busbw_gbps.map_or("n/a".to_string(), |b| num(b, 2)),
+        );
+    }
     o
 }
 

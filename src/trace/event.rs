@@ -60,7 +60,7 @@ impl<'a> Id<'a> {
 
 /// The `args` fields the analysis reads.
 #[derive(Debug, Default)]
-pub struct Args {
+pub struct Args<'a> {
     pub correlation: Num,
     pub external_id: Num,
     pub stream: Num,
@@ -69,6 +69,21 @@ pub struct Args {
     pub total_allocated: Num,
     pub device_type: Num,
     pub device_id: Num,
+    /// What PyTorch records on NCCL kernels since 2.3 (docs/analysis.md §8):
+    /// which collective, its message sizes and process group.
+    pub collective: Option<Box<Collective<'a>>>,
+}
+
+/// The collective arguments of a communication kernel. Boxed: most
+/// events carry none and `Args` stays small.
+#[derive(Debug, Default, Clone)]
+pub struct Collective<'a> {
+    pub name: Option<Text<'a>>,
+    pub in_nelems: Num,
+    pub out_nelems: Num,
+    pub group_size: Num,
+    pub dtype: Option<Text<'a>>,
+    pub group: Option<Text<'a>>,
 }
 
 /// One event of `traceEvents`.
@@ -81,7 +96,7 @@ pub struct Event<'a> {
     pub tid: Option<Id<'a>>,
     pub ts: Num,
     pub dur: Num,
-    pub args: Option<Args>,
+    pub args: Option<Args<'a>>,
 }
 
 /// Why an event could not be read.
@@ -148,7 +163,23 @@ impl<'a> Event<'a> {
                 b"args" if p.peek() == Some(b'{') => {
                     let mut a = Args::default();
                     p.object(|p, key| {
+                        let text = |p: &mut Parser<'a>| -> PResult<Option<Text<'a>>> {
+                            if p.peek() == Some(b'"') { p.text().map(Some) } else { p.skip_value().map(|_| None) }
+                        };
                         let slot = match key {
+                            b"Collective name" | b"dtype" | b"Process Group Name" => {
+                                let t = text(p)?;
+                                let c = a.collective.get_or_insert_default();
+                                match key {
+                                    b"dtype" => c.dtype = t,
+                                    b"Process Group Name" => c.group = t,
+                                    _ => c.name = t,
+                                }
+                                return Ok(());
+                            }
+                            b"In msg nelems" => &mut a.collective.get_or_insert_default().in_nelems,
+                            b"Out msg nelems" => &mut a.collective.get_or_insert_default().out_nelems,
+                            b"Group size" => &mut a.collective.get_or_insert_default().group_size,
                             b"correlation" => &mut a.correlation,
                             b"External id" | b"external id" => &mut a.external_id,
                             b"stream" => &mut a.stream,

@@ -268,6 +268,28 @@ pub fn trace_id(path: &Path) -> Option<String> {
     None
 }
 
+/// `distributedInfo.rank` of the trace at `path`, when Kineto wrote it
+/// before `traceEvents` (it does): lets `--ranks` skip a rank unread.
+pub fn header_rank(path: &Path) -> Option<u32> {
+    let mut s = Scanner::new(input::open(path, false).ok()?);
+    s.skip_bom().ok()?;
+    let mut scratch = Vec::new();
+    s.expect(b'{').ok()?;
+    let mut first = true;
+    while let Some(key) = s.next_key(first, &mut scratch).ok()? {
+        first = false;
+        match key.as_str() {
+            "distributedInfo" => {
+                let d: crate::profile::Distributed = serde_json::from_slice(s.value(&mut scratch).ok()?).ok()?;
+                return d.rank;
+            }
+            "traceEvents" => return None,
+            _ => s.skip_value().ok()?,
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
