@@ -159,3 +159,220 @@ fn compare_of_two_rank_sets_is_per_job_and_per_rank() {
     assert!(r.stderr.contains("8 ranks before, 7 after"), "{}", r.stderr);
     assert!(r.stdout.starts_with("job step "), "{}", r.stdout);
 }
+
+/// Each rank's NCCL kernels as (collective, start µs, duration µs) in time
+/// order, read whole with serde_json: an independent reading to check the
+/// streaming one against.
+fn nccl_kernels(path: &Path) -> Vec<(String, f64, f64)> {
+    let t = common::read_json(path);
+    let mut v: Vec<(String, f64, f64)> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["name"].as_str().unwrap().starts_with("nccl"))
+        .map(|e| {
+            let name = e["name"].as_str().unwrap();
+            // ncclKernel_AllReduce_RING_LL_Sum_float(…) → allreduce
+            let kind = name.split('_').nth(1).unwrap().to_lowercase();
+            (kind, e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap())
+        })
+        .collect();
+    v.sort_by(|a, b| a.1.total_cmp(&b.1));
+    v
+}
+
+#[test]
+fn collectives_match_across_the_eight_dlrm_ranks_with_skew_and_waits() {
+    let c = json(&["collectives", dlrm().to_str().unwrap()]);
+    let truth: Vec<Vec<(String, f64, f64)>> = rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    // The same count of each collective on every rank: 5 send/recv
+    // (all-to-all) and 3 all-reduces.
+    for t in &truth {
+        let count = |k: &str| t.iter().filter(|c| c.0 == k).count();
+        assert_eq!((count("sendrecv"), count("allreduce"), t.len()), (5, 3, 8));
+    }
+    assert_eq!(c["groups"].as_array().unwrap().len(), 1, "one NCCL stream: {:#}", c["groups"]);
+    assert_eq!(c["groups"][0]["counts"], serde_json::json!([["sendrecv", 5], ["allreduce", 3]]));
+    let matched = c["collectives"].as_array().unwrap();
+    assert_eq!(matched.len(), 8);
+    let mut total_wait = [0.0f64; 8];
+    for (i, m) in matched.iter().enumerate() {
+        assert_eq!(m["collective"], truth[0][i].0.as_str());
+        assert_eq!(m["ranks"].as_array().unwrap().len(), 8, "every rank in collective {i}");
+        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
+        let (first, last) = (starts.iter().cloned().fold(f64::MAX, f64::min), starts.iter().cloned().fold(f64::MIN, f64::max));
+        let last_rank = starts.iter().position(|s| *s == last).unwrap();
+        assert!((m["skew_us"].as_f64().unwrap() - (last - first)).abs() < 1e-3, "collective {i}: {m}");
+        assert_eq!(m["last_rank"], last_rank);
+        assert!((m["duration_us"].as_f64().unwrap() - truth[last_rank][i].2).abs() < 1e-3);
+        for (r, at) in m["ranks"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(at["rank"], r);
+            let wait = last - starts[r];
+            assert!((at["wait_us"].as_f64().unwrap() - wait).abs() < 1e-3, "rank {r}, collective {i}");
+            assert!((at["dur_us"].as_f64().unwrap() - truth[r][i].2).abs() < 1e-3);
+            total_wait[r] += wait;
+        }
+        // No message sizes in these 2023 traces: no bandwidth to claim.
+        assert!(m.get("bytes").is_none() && m.get("busbw_gbps").is_none());
+    }
+    for (r, row) in c["per_rank"].as_array().unwrap().iter().enumerate() {
+        assert!((row["wait_ms"].as_f64().unwrap() - total_wait[r] / 1e3).abs() < 1e-3, "rank {r}");
+    }
+    // Rank 7 arrives last at five of the eight: the others wait for it.
+    assert_eq!(c["per_rank"][7]["last_arrivals"], 5);
+    assert!(c.get("notes").is_none(), "{:#}", c["notes"]);
+
+    let text = run(&["profile", "collectives", dlrm().to_str().unwrap(), "--top", "3"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(
+        text.stdout.starts_with("8 collectives on 8 ranks of world size 8\n  group stream 84: 5 sendrecv, 3 allreduce"),
+        "{}",
+        text.stdout
+    );
+    assert!(text.stdout.contains("collectives (largest skew first; 3 of 8):"), "{}", text.stdout);
+}
+
+#[test]
+fn one_rank_lists_its_collectives_with_sizes_and_bus_bandwidth() {
+    let file = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let c = json(&["collectives", file.to_str().unwrap()]);
+    let t = common::read_json(&file);
+    let mut kernels: Vec<&Value> =
+        t["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "kernel" && e["args"]["Collective name"].is_string()).collect();
+    kernels.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
+    let matched = c["collectives"].as_array().unwrap();
+    assert_eq!(matched.len(), kernels.len());
+    assert_eq!(c["groups"][0]["group"], "0", "the process group's name");
+    for (m, k) in matched.iter().zip(&kernels) {
+        let a = &k["args"];
+        assert_eq!(m["collective"], a["Collective name"]);
+        let size = match a["dtype"].as_str().unwrap() {
+            "Float" => 4,
+            "Long" => 8,
+            d => panic!("dtype {d}"),
+        };
+        let bytes = a["In msg nelems"].as_u64().unwrap().max(a["Out msg nelems"].as_u64().unwrap()) * size;
+        assert_eq!(m["bytes"].as_u64().unwrap(), bytes);
+        let dur = k["dur"].as_f64().unwrap();
+        assert!((m["duration_us"].as_f64().unwrap() - dur).abs() < 1e-3);
+        // Two ranks: allreduce's factor 2(n−1)/n and broadcast's are both 1.
+        let algbw = bytes as f64 / (dur * 1e3);
+        assert!((m["algbw_gbps"].as_f64().unwrap() - algbw).abs() < 1e-3, "{m}");
+        assert!((m["busbw_gbps"].as_f64().unwrap() - algbw).abs() < 1e-3, "{m}");
+        assert_eq!(m["skew_us"], Value::Null, "skew needs every rank");
+    }
+    let r = run(&["profile", "collectives", file.to_str().unwrap()]);
+    assert_eq!(r.code, 0);
+    assert!(r.stderr.contains("skew and waits need the traces of all ranks"), "{}", r.stderr);
+}
+
+#[test]
+fn kernels_over_a_rank_set_are_job_wide_rows_with_their_spread() {
+    let k = json(&["kernels", dlrm().to_str().unwrap(), "--category", "communication"]);
+    let per_rank: Vec<Value> =
+        rank_files().iter().map(|f| json(&["kernels", f.to_str().unwrap(), "--category", "communication", "--top", "100"])).collect();
+    let rows = k["kernels"].as_array().unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let ms: Vec<f64> = per_rank
+            .iter()
+            .map(|p| {
+                p["kernels"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .find(|r| r["raw_name"] == row["raw_name"])
+                    .map_or(0.0, |r| r["ms_per_step"].as_f64().unwrap())
+            })
+            .collect();
+        let mean = ms.iter().sum::<f64>() / 8.0;
+        let max = ms.iter().cloned().fold(0.0, f64::max);
+        assert!((row["ms_per_step"].as_f64().unwrap() - mean).abs() < 1e-3, "{row}");
+        assert_eq!(row["max_ms_per_step"].as_f64().unwrap(), max);
+        assert_eq!(row["max_rank"].as_u64().unwrap() as usize, ms.iter().position(|v| *v == max).unwrap());
+        assert_eq!(row["on_ranks"], 8);
+        assert_eq!(row["category"], "communication");
+    }
+    let r = run(&["profile", "kernels", dlrm().to_str().unwrap(), "--category", "nope"]);
+    assert_eq!(r.code, 2, "an unknown category is a usage error over a rank set too");
+}
+
+#[test]
+fn rank_selection_and_bad_sets() {
+    let dir = dlrm();
+    let d = dir.to_str().unwrap();
+    // --ranks: only those, and no gap noted for the ranks left out on purpose.
+    let r = run(&["profile", "summary", d, "--ranks", "0-2,7", "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let j: Value = serde_json::from_str(&r.stdout).unwrap();
+    assert_eq!(j["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 7]);
+    assert!(!r.stderr.contains("missing"), "{}", r.stderr);
+    let c = json(&["collectives", d, "--ranks", "3-4"]);
+    assert_eq!(c["ranks"], serde_json::json!([3, 4]));
+    for (args, code, says) in [(vec!["--ranks", "9"], 2, "selects none"), (vec!["--ranks", "3-1"], 2, "expected ranks and ranges")] {
+        let mut all = vec!["profile", "summary", d];
+        all.extend(args);
+        let r = run(&all);
+        assert_eq!(r.code, code, "{all:?}: {}", r.stderr);
+        assert!(r.stderr.contains(says), "{all:?}: {}", r.stderr);
+    }
+
+    // Ranks of two different jobs: world sizes 8 and 2.
+    let other = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let r = run(&["profile", "summary", rank_files()[3].to_str().unwrap(), other.to_str().unwrap()]);
+    assert_eq!(r.code, 1);
+    assert!(r.stderr.contains("different jobs"), "{}", r.stderr);
+
+    // One corrupt rank among eight: a warning naming it, the job of the
+    // other seven (exit 0); with --strict, exit 1.
+    let tmp = tempfile::tempdir().unwrap();
+    for f in rank_files() {
+        std::fs::copy(&f, tmp.path().join(f.file_name().unwrap())).unwrap();
+    }
+    let bad = tmp.path().join(rank_files()[5].file_name().unwrap());
+    let bytes = std::fs::read(&bad).unwrap();
+    std::fs::write(&bad, &bytes[..bytes.len() / 2]).unwrap();
+    let t = tmp.path().to_str().unwrap();
+    for cmd in ["summary", "collectives"] {
+        let r = run(&["profile", cmd, t, "--json"]);
+        assert_eq!(r.code, 0, "{cmd}: {}", r.stderr);
+        assert!(r.stderr.contains("warning: rank left out") && r.stderr.contains("worker5_"), "{cmd}: {}", r.stderr);
+        assert!(r.stderr.contains("ranks 5 of 8 are missing"), "{cmd}: {}", r.stderr);
+        let j: Value = serde_json::from_str(&r.stdout).unwrap();
+        assert_eq!(j["ranks"].as_array().unwrap().len(), 7, "{cmd}");
+        let r = run(&["profile", cmd, t, "--strict"]);
+        assert_eq!(r.code, 1, "{cmd} --strict: {}", r.stderr);
+        assert!(r.stderr.contains("worker5_"), "{}", r.stderr);
+    }
+
+    // A folder with no traces: a usage error.
+    let empty = tempfile::tempdir().unwrap();
+    for cmd in ["summary", "collectives", "kernels"] {
+        let r = run(&["profile", cmd, empty.path().to_str().unwrap()]);
+        assert_eq!(r.code, 2, "{cmd}: {}", r.stderr);
+    }
+}
+
+#[test]
+fn per_rank_profiles_reduce_to_the_same_job_as_the_traces() {
+    // The cluster-scale shape: each rank writes its own small profile where
+    // its trace is, and one reduce reads the folder of profiles.
+    let out = tempfile::tempdir().unwrap();
+    for (r, f) in rank_files().iter().enumerate() {
+        let p = out.path().join(format!("rank{r}.json"));
+        let res = run(&["profile", "summary", f.to_str().unwrap(), "--write-profile", p.to_str().unwrap()]);
+        assert_eq!(res.code, 0, "{}", res.stderr);
+        let size = std::fs::metadata(&p).unwrap().len();
+        assert!(size < std::fs::metadata(f).unwrap().len() * 4, "a profile is small: {size} bytes");
+    }
+    let d = dlrm();
+    let o = out.path().to_str().unwrap();
+    assert_eq!(json(&["summary", o]), json(&["summary", d.to_str().unwrap()]));
+    assert_eq!(json(&["collectives", o]), json(&["collectives", d.to_str().unwrap()]));
+    assert_eq!(
+        json(&["kernels", o, "--category", "communication"]),
+        json(&["kernels", d.to_str().unwrap(), "--category", "communication"])
+    );
+    let r = run(&["profile", "summary", d.to_str().unwrap(), "--write-profile", "x.json"]);
+    assert_eq!(r.code, 2, "one input's profile only: {}", r.stderr);
+}

@@ -60,7 +60,47 @@ struct Cli {
     /// Print nothing but errors.
     #[arg(long, short)]
     quiet: bool,
+    /// A distributed job of N ranks: `--out` is a folder that receives
+    /// `rank<r>.json[.gz]`, each with `distributedInfo` and the NCCL
+    /// kernels' collective arguments, on one shared clock.
+    #[arg(long, default_value_t = 1)]
+    ranks: u32,
+    /// The straggler: this rank runs one extra kernel per step …
+    #[arg(long, requires = "slow_ms")]
+    slow_rank: Option<u32>,
+    /// … of this many ms …
+    #[arg(long)]
+    slow_ms: Option<f64>,
+    /// … in this phase. In `optimizer` (the default) no communication runs,
+    /// so the extra time is exactly the rank's extra compute; elsewhere it
+    /// shifts kernels against the all-reduces.
+    #[arg(long, default_value = "optimizer")]
+    slow_phase: String,
 }
+
+/// One rank of a generated job.
+#[derive(Debug, Clone, Copy)]
+struct JobSpec {
+    rank: u32,
+    world: u32,
+    /// (phase index, ns) of the extra kernel per step.
+    slow: Option<(usize, i64)>,
+}
+
+/// What a generated job holds, written to `<folder>.expect.json`.
+#[derive(Debug, Serialize)]
+struct JobTruth {
+    ranks: u32,
+    slow_rank: Option<u32>,
+    slow_phase: String,
+    slow_ms: Option<f64>,
+    slow_kernel: &'static str,
+    steps: u64,
+    allreduces_per_step: u64,
+}
+
+/// The extra kernel a straggler runs.
+const SLOW_KERNEL: &str = "straggler_spin_kernel(float*, int)";
 
 fn parse_size(s: &str) -> std::result::Result<u64, String> {
     let t = s.trim();
@@ -133,6 +173,8 @@ const US: i64 = 1000; // ns per µs
 #[derive(Debug, Clone)]
 struct KSpec {
     name: u32,
+    /// Elements all-reduced (NCCL kernels; 0 for compute).
+    nelems: u64,
     dur: i64,
     grid: [u32; 3],
     block: [u32; 3],
@@ -198,7 +240,7 @@ impl Model {
         let grid = if blocks > 65_535 { [65_535.min(blocks as u32), (blocks / 65_535 + 1) as u32, 1] } else { [blocks as u32, 1, 1] };
         let regs = if tc { *rng.pick(&[128, 154, 168, 232, 255]) } else { *rng.pick(&[16, 20, 26, 32, 40, 64, 90]) };
         let smem = if tc { *rng.pick(&[49_152, 73_728, 98_304, 147_456, 200_704]) } else { *rng.pick(&[0, 0, 400, 4_096, 16_384]) };
-        self.kernels.push(KSpec { name, dur: ((dur_us * 1000.0) as i64).max(1_200), grid, block: [block, 1, 1], regs, smem });
+        self.kernels.push(KSpec { name, nelems: 0, dur: ((dur_us * 1000.0) as i64).max(1_200), grid, block: [block, 1, 1], regs, smem });
         self.kernels.len() - 1
     }
 
@@ -359,6 +401,7 @@ impl Model {
             let allreduce = if bucket_bytes >= 2_000_000 || i == 0 {
                 let n = m.names[0].0.clone();
                 let id = m.kernel(rng, n, false, 40.0 + bucket_bytes as f64 / 8e3, 2 * 640, 640);
+                m.kernels[id].nelems = bucket_bytes as u64 / 4;
                 bucket_bytes = 0;
                 Some(id)
             } else {
@@ -538,12 +581,21 @@ struct Gen {
     spans: Vec<(i64, i64)>,
     phase_gpu: [Option<(i64, i64)>; 5],
     truth: Truth,
+    job: Option<JobSpec>,
+    /// The straggler's extra kernel (a model entry made without the RNG,
+    /// so every rank draws the same numbers).
+    slow_kernel: Option<usize>,
 }
 
 impl Gen {
-    fn new(seed: u64) -> Gen {
+    fn new(seed: u64, job: Option<JobSpec>) -> Gen {
         let mut rng = Rng(seed ^ 0x5EED_CAFE_F00D_D00D);
-        let model = Model::build(&mut rng);
+        let mut model = Model::build(&mut rng);
+        let slow_kernel = job.and_then(|j| j.slow).map(|(_, ns)| {
+            let name = model.name(SLOW_KERNEL.into(), false);
+            model.kernels.push(KSpec { name, nelems: 0, dur: ns, grid: [132, 1, 1], block: [256, 1, 1], regs: 32, smem: 0 });
+            model.kernels.len() - 1
+        });
         let pid = rng.range(1_000_000, 3_999_999);
         let start = rng.range(40_000_000, 90_000_000) * 1_000_000 + rng.range(0, 999_999); // ns, like Kineto 2.x relative ts
         let mut truth = Truth { generator: "libreyolo-bench gen-trace", seed, ..Default::default() };
@@ -574,6 +626,8 @@ impl Gen {
             spans: Vec::new(),
             phase_gpu: [None; 5],
             truth,
+            job,
+            slow_kernel,
         }
     }
 
@@ -632,7 +686,14 @@ impl Gen {
         let name = format!("step/{}", PHASES[p]);
         let outer = self.phase.replace(p);
         let start_idx = self.cpu.len();
-        self.annotation(&name, body);
+        let slow = self.slow_kernel.filter(|_| self.in_step && self.job.and_then(|j| j.slow).is_some_and(|(sp, _)| sp == p));
+        // First in the phase: the optimizer's own work ends in a sync.
+        self.annotation(&name, |g| {
+            if let Some(k) = slow {
+                g.launch_fixed(k);
+            }
+            body(g);
+        });
         self.phase = outer;
         if self.in_step {
             self.truth.phases[p].wall_ns += self.cpu[start_idx].dur;
@@ -739,6 +800,46 @@ impl Gen {
             }
         } else {
             t.gpu_events_outside_steps += 1;
+        }
+        t.runtime_launches += 1;
+    }
+
+    /// The straggler's extra kernel: launched like any other but drawing
+    /// nothing from the RNG, so the rest of its trace stays the same as the
+    /// other ranks'. It starts after everything queued on both streams.
+    fn launch_fixed(&mut self, k: usize) {
+        self.now += 700;
+        let ts = self.now;
+        let dur = 5_500;
+        self.corr += 1;
+        let start = (ts + 4_000).max(self.stream_free[0].max(self.stream_free[1]) + 1_500);
+        let kdur = self.model.kernels[k].dur;
+        self.stream_free[0] = start + kdur;
+        self.gpu.push(GpuEv::Kernel { ts: start, dur: kdur, stream: COMPUTE_STREAM, k, ext: self.cur_ext, corr: self.corr });
+        self.gpu.push(GpuEv::Runtime {
+            ts,
+            dur,
+            tid: self.tid,
+            name: "cudaLaunchKernel",
+            cbid: 211,
+            ext: self.cur_ext,
+            corr: self.corr,
+            launch: true,
+        });
+        self.now = ts + dur;
+        self.spans.push((start, start + kdur));
+        self.gpu_extent(start, start + kdur);
+        let t = &mut self.truth;
+        let name = self.model.kernels[k].name;
+        t.kernels += 1;
+        t.kernel_ns += kdur;
+        t.gpu_events_in_steps += 1;
+        t.names.insert(name);
+        if let Some(p) = self.phase {
+            let ph = &mut t.phases[p];
+            ph.kernels += 1;
+            ph.kernel_ns += kdur;
+            ph.names.insert(name);
         }
         t.runtime_launches += 1;
     }
@@ -1216,9 +1317,18 @@ impl Renderer {
                     let bps = blocks / SMS;
                     let wps = bps * (ks.block[0] as f64 / 32.0);
                     let occ = (wps / 64.0 * 100.0).min(100.0) as u32;
+                    // What PyTorch ≥ 2.3 records on NCCL kernels.
+                    let coll = match g.job {
+                        Some(j) if ks.nelems > 0 => format!(
+                            ",      \"Collective name\": \"allreduce\", \"In msg nelems\": {n}, \"Out msg nelems\": {n}, \"Group size\": {}, \"dtype\": \"Float\", \"In split size\": \"[]\", \"Out split size\": \"[]\", \"Process Group Name\": \"0\", \"Process Group Description\": \"default_pg\"",
+                            j.world,
+                            n = ks.nelems
+                        ),
+                        _ => String::new(),
+                    };
                     let _ = write!(
                         buf,
-                        ",\n    \"args\": {{\n      \"External id\": {ext},      \"queued\": 0, \"device\": {DEVICE}, \"context\": 1,      \"stream\": {stream}, \"correlation\": {corr},      \"registers per thread\": {},      \"shared memory\": {},      \"blocks per SM\": {:.6},      \"warps per SM\": {:.6},      \"grid\": [{}, {}, {}],      \"block\": [{}, {}, {}],      \"est. achieved occupancy %\": {occ}\n    }}\n  }}",
+                        ",\n    \"args\": {{\n      \"External id\": {ext},      \"queued\": 0, \"device\": {DEVICE}, \"context\": 1,      \"stream\": {stream}, \"correlation\": {corr},      \"registers per thread\": {},      \"shared memory\": {},      \"blocks per SM\": {:.6},      \"warps per SM\": {:.6},      \"grid\": [{}, {}, {}],      \"block\": [{}, {}, {}],      \"est. achieved occupancy %\": {occ}{coll}\n    }}\n  }}",
                         ks.regs, ks.smem, bps, wps, ks.grid[0], ks.grid[1], ks.grid[2], ks.block[0], ks.block[1], ks.block[2]
                     );
                     each(buf);
@@ -1317,9 +1427,12 @@ fn sized(total: &mut u64) -> impl FnMut(&[u8]) + '_ {
     move |b| *total += b.len() as u64 + 2
 }
 
-fn header(pid_name: &str) -> String {
+fn header(pid_name: &str, job: Option<JobSpec>) -> String {
+    let dist = job.map_or(String::new(), |j| {
+        format!("  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}}},\n", j.rank, j.world)
+    });
     format!(
-        "\n{{\n  \"schemaVersion\": 1,\n  \"deviceProperties\": [\n    {{\n      \"id\": 0, \"name\": \"{pid_name}\", \"totalGlobalMem\": {TOTAL_GLOBAL_MEM},\n      \"computeMajor\": 9, \"computeMinor\": 0,\n      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n      \"regsPerBlock\": 65536, \"warpSize\": 32,\n      \"sharedMemPerBlock\": 49152, \"numSms\": 132\n    , \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472\n    }}\n  ],\n  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n  \"cuda_driver_version\": 12040,\n  \"traceEvents\": [\n"
+        "\n{{\n  \"schemaVersion\": 1,\n{dist}  \"deviceProperties\": [\n    {{\n      \"id\": 0, \"name\": \"{pid_name}\", \"totalGlobalMem\": {TOTAL_GLOBAL_MEM},\n      \"computeMajor\": 9, \"computeMinor\": 0,\n      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n      \"regsPerBlock\": 65536, \"warpSize\": 32,\n      \"sharedMemPerBlock\": 49152, \"numSms\": 132\n    , \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472\n    }}\n  ],\n  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n  \"cuda_driver_version\": 12040,\n  \"traceEvents\": [\n"
     )
 }
 
@@ -1379,8 +1492,9 @@ const TRAILER: &str = "\n  ],\n  \"traceName\": \"/tmp/libreyolo_gen_trace.json\
 
 // ---------------------------------------------------------------------------
 
-fn generate(cli: &Cli) -> Result<Truth> {
-    let file = File::create(&cli.out).with_context(|| format!("cannot create {}", cli.out.display()))?;
+/// `steps`: exactly this many steps (the ranks of a job), else as many as `--size` takes.
+fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u64>) -> Result<Truth> {
+    let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let buffered = BufWriter::with_capacity(1 << 20, file);
     let w: Box<dyn Write> = if cli.gzip { Box::new(GzEncoder::new(buffered, Compression::default())) } else { Box::new(buffered) };
     let mut out = Out { w, bytes: 0, events: 0, by_kind: BTreeMap::new() };
@@ -1399,8 +1513,8 @@ fn generate(cli: &Cli) -> Result<Truth> {
     }
 
     // Pass 1: the CPU section; count the bytes of the rest to know when to stop.
-    out.raw(header(DEVICE_NAME).as_bytes())?;
-    let mut g = Gen::new(cli.seed);
+    out.raw(header(DEVICE_NAME, job).as_bytes())?;
+    let mut g = Gen::new(cli.seed, job);
     let mut r = Renderer { ev_idx: 0 };
     let mut rest_bytes: u64 = 0;
     let meta_bytes: u64 = metadata(&g, g.start_ts).iter().map(|s| s.len() as u64 + 2).sum::<u64>() + TRAILER.len() as u64;
@@ -1417,7 +1531,11 @@ fn generate(cli: &Cli) -> Result<Truth> {
         if let Some(e) = errors.take() {
             return Err(e);
         }
-        if steps >= 2 && out.bytes + rest_bytes + meta_bytes + 8_000 >= cli.size {
+        let enough = match steps_wanted {
+            Some(n) => steps >= n,
+            None => steps >= 2 && out.bytes + rest_bytes + meta_bytes + 8_000 >= cli.size,
+        };
+        if enough {
             break;
         }
     }
@@ -1429,7 +1547,7 @@ fn generate(cli: &Cli) -> Result<Truth> {
     drop(g);
 
     // Pass 2: the GPU section (runtime calls, kernels, copies, flows).
-    let mut g = Gen::new(cli.seed);
+    let mut g = Gen::new(cli.seed, job);
     g.prelude();
     r.gpu(&g, emit!(out, errors), &mut buf);
     for _ in 0..steps {
@@ -1443,7 +1561,7 @@ fn generate(cli: &Cli) -> Result<Truth> {
     r.gpu(&g, emit!(out, errors), &mut buf);
 
     // Pass 3: GPU-side annotations, then metadata.
-    let mut g = Gen::new(cli.seed);
+    let mut g = Gen::new(cli.seed, job);
     g.prelude();
     for _ in 0..steps {
         g.step();
@@ -1497,10 +1615,55 @@ fn sidecar_path(out: &Path) -> PathBuf {
     PathBuf::from(s)
 }
 
+/// `--ranks N`: one trace per rank into the `--out` folder, and what the
+/// job holds in `<folder>.expect.json`.
+fn generate_job(cli: &Cli) -> Result<()> {
+    let phase = PHASES.iter().position(|p| *p == cli.slow_phase).with_context(|| format!("--slow-phase: one of {}", PHASES.join(", ")))?;
+    if let Some(r) = cli.slow_rank
+        && r >= cli.ranks
+    {
+        anyhow::bail!("--slow-rank {r}: the job has ranks 0..{}", cli.ranks - 1);
+    }
+    std::fs::create_dir_all(&cli.out).with_context(|| format!("cannot create {}", cli.out.display()))?;
+    let mut steps = None;
+    // The straggler last: the others decide the step count from --size.
+    let mut order: Vec<u32> = (0..cli.ranks).filter(|r| Some(*r) != cli.slow_rank).collect();
+    order.extend(cli.slow_rank);
+    for rank in order {
+        let slow = (cli.slow_rank == Some(rank)).then(|| (phase, (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64));
+        let name = format!("rank{rank}.json{}", if cli.gzip { ".gz" } else { "" });
+        let t = generate(cli, &cli.out.join(&name), Some(JobSpec { rank, world: cli.ranks, slow }), steps)?;
+        steps = Some(t.steps);
+        if !cli.quiet {
+            eprintln!("gen-trace: wrote {} ({} bytes uncompressed, {} steps)", cli.out.join(&name).display(), t.bytes, t.steps);
+        }
+    }
+    let model = Model::build(&mut Rng(cli.seed ^ 0x5EED_CAFE_F00D_D00D));
+    let truth = JobTruth {
+        ranks: cli.ranks,
+        slow_rank: cli.slow_rank,
+        slow_phase: cli.slow_phase.clone(),
+        slow_ms: cli.slow_ms,
+        slow_kernel: SLOW_KERNEL,
+        steps: steps.unwrap_or(0),
+        allreduces_per_step: model.layers.iter().filter(|l| l.allreduce.is_some()).count() as u64,
+    };
+    let side = sidecar_path(&cli.out);
+    std::fs::write(&side, serde_json::to_string_pretty(&truth)? + "\n").with_context(|| format!("cannot write {}", side.display()))?;
+    Ok(())
+}
+
 fn main() {
     let cli = Cli::parse();
+    if cli.ranks > 1 {
+        if let Err(e) = generate_job(&cli) {
+            eprintln!("gen-trace: {e:#}");
+            std::process::exit(1);
+        }
+        return;
+    }
     let t0 = Instant::now();
-    match generate(&cli) {
+    match generate(&cli, &cli.out, None, None) {
         Ok(truth) => {
             let side = sidecar_path(&cli.out);
             let json = serde_json::to_string_pretty(&truth).expect("truth serializes");

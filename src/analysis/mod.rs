@@ -222,9 +222,12 @@ const MAX_DUR_US: f64 = 1e12;
 /// malformed: the ns arithmetic stays far inside i64.
 const MAX_TS_US: f64 = 4e15;
 
-/// µs (as written in traces) → integer ns.
+/// µs (as written in traces) → integer ns. The whole µs are converted
+/// apart from the fraction: epoch timestamps (1.7e15 µs) times 1000 are
+/// beyond f64's exact integers and would be off by up to 128 ns.
 fn ns(us: f64) -> i64 {
-    (us * 1000.0).round() as i64
+    let whole = us.trunc();
+    (whole as i64) * 1000 + ((us - whole) * 1000.0).round() as i64
 }
 
 fn is_gpu_cat(cat: &str) -> Option<GpuKind> {
@@ -676,5 +679,19 @@ impl Analyzer {
     pub fn finish(mut self, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
         self.place_leftovers_by_time();
         build::build(self, info, measured, path)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::ns;
+
+    #[test]
+    fn epoch_microseconds_convert_to_exact_nanoseconds() {
+        // 1694128201424306 µs × 1000 is not an exact f64; split, it is.
+        assert_eq!(ns(1_694_128_201_424_306.0), 1_694_128_201_424_306_000);
+        assert_eq!(ns(4_458_677_009_853.422), 4_458_677_009_853_422);
+        assert_eq!(ns(2.5), 2_500);
+        assert_eq!(ns(-1.5), -1_500);
     }
 }

@@ -1,0 +1,50 @@
+//! A generated distributed job (`gen-trace --ranks`): one rank runs a
+//! known extra kernel in a known phase, and the job view finds that rank,
+//! that phase and exactly that many ms, through the same library calls
+//! the `summary` and `collectives` commands make.
+
+use std::process::Command;
+
+use libreyolo_core::lens::{collectives, job};
+use libreyolo_core::profile::{json_files_in, ranks};
+
+#[test]
+fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join("job");
+    let st = Command::new(env!("CARGO_BIN_EXE_gen-trace"))
+        .args(["--size", "1MB", "--ranks", "4", "--slow-rank", "2", "--slow-ms", "3.25", "--quiet", "--out"])
+        .arg(&dir)
+        .status()
+        .unwrap();
+    assert!(st.success());
+    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
+    let files = json_files_in(&dir).unwrap();
+    assert_eq!(files.len(), 4);
+    let set = ranks::load(&files).unwrap();
+    assert_eq!(set.world_size, Some(4));
+    let j = job::job(&set);
+    assert_eq!(j.stragglers.len(), 1, "{:#?}", j.stragglers);
+    let s = &j.stragglers[0];
+    assert_eq!(s.rank, 2);
+    assert_eq!(s.late_ms, 3.25, "its compute per step exceeds the others' by the extra kernel");
+    let phase = s.phase.as_ref().unwrap();
+    assert_eq!((phase.name.as_str(), phase.extra_ms), ("optimizer", 3.25));
+    assert_eq!(s.kernels[0].name, truth["slow_kernel"].as_str().unwrap());
+    assert_eq!(s.kernels[0].extra_ms, 3.25);
+    assert_eq!(j.critical_rank, 2);
+
+    // Every rank records the same all-reduces, with their message sizes.
+    let calls: Vec<collectives::RankCalls<'_>> =
+        set.ranks.iter().map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+    let c = collectives::collectives(&calls, set.world_size);
+    let per_step = truth["allreduces_per_step"].as_u64().unwrap() as usize;
+    let steps = truth["steps"].as_u64().unwrap() as usize;
+    assert_eq!(c.groups.len(), 1);
+    assert_eq!(c.groups[0].counts, vec![("allreduce".to_string(), per_step * steps)]);
+    assert!(c.collectives.iter().all(|m| m.ranks.len() == 4 && m.bytes.is_some_and(|b| b > 0) && m.busbw_gbps.is_some()));
+    // The straggler's extra optimizer time delays its next step's
+    // all-reduces (none in the first step): it is the last to arrive.
+    let late: Vec<_> = c.collectives.iter().skip(per_step).collect();
+    assert!(late.iter().all(|m| m.last_rank == Some(2) && m.skew_us.unwrap() >= 3250.0), "{late:#?}");
+}
