@@ -91,12 +91,14 @@ run() {
 # invocation: both executables land in one target folder, as setup.sh's do.
 # The later passes select the whole workspace too: with `-p` alone cargo
 # resolves features for that package only and rebuilds libtorch's bindings.
-run main --workspace --no-fail-fast
+# `libreyolo/parquet` as the README's build has it, so the Parquet tables
+# are tested (src/tables.rs reads them back).
+run main --workspace --features libreyolo/parquet --no-fail-fast
 if command -v tmux >/dev/null 2>&1 || (( ci )); then
-  run tmux --workspace --test explore_tmux --no-fail-fast -- --ignored
+  run tmux --workspace --features libreyolo/parquet --test explore_tmux --no-fail-fast -- --ignored
 fi
 if (( parity )); then
-  run parity --workspace --test parity --test loss_parity --no-fail-fast -- --ignored
+  run parity --workspace --features libreyolo/parquet --test parity --test loss_parity --no-fail-fast -- --ignored
 fi
 
 # The counts: libtest's "test result:" lines, summed. The later passes run

@@ -376,3 +376,25 @@ fn per_rank_profiles_reduce_to_the_same_job_as_the_traces() {
     let r = run(&["profile", "summary", d.to_str().unwrap(), "--write-profile", "x.json"]);
     assert_eq!(r.code, 2, "one input's profile only: {}", r.stderr);
 }
+
+#[test]
+fn parquet_tables_or_a_clear_refusal() {
+    let out = tempfile::tempdir().unwrap();
+    let o = out.path().join("tables");
+    let r = run(&["profile", "summary", dlrm().to_str().unwrap(), "--parquet", o.to_str().unwrap()]);
+    // The values are checked by the core's read-back test (src/tables.rs);
+    // here, that the command writes both files, or says how to get them.
+    if cfg!(feature = "parquet") {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        for f in ["ranks.parquet", "collectives.parquet"] {
+            let bytes = std::fs::read(o.join(f)).unwrap();
+            assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "{f} is a Parquet file");
+        }
+    } else {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("build with `--features parquet`"), "{}", r.stderr);
+    }
+    let one = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let r = run(&["profile", "summary", one.to_str().unwrap(), "--parquet", o.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "a rank set's tables: {}", r.stderr);
+}

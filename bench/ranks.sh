@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Benchmark of a distributed job's readers. Results: BENCHMARKS.md.
+#
+#   bench/ranks.sh [SIZE]      SIZE per rank trace (default 100MB)
+#
+# Generates 8 rank traces of SIZE of uncompressed JSON each with
+# `gen-trace --ranks 8` (under bench/out/ranks-SIZE/, reused), then times
+# `libreyolo profile summary <folder> --json` and
+# `libreyolo profile collectives <folder> --json` pinned to 1 core and to
+# 2 cores (taskset; the ranks are read on as many threads as CPUs the
+# process may use), best of $RUNS, with peak RSS (/usr/bin/time %M). Prints
+# the load average (`uptime`) before and after: the figures are only as
+# good as the machine was quiet.
+#
+# env: RUNS (default 3), CARGO_TARGET_DIR (default target), BIN (the binary;
+#      default $CARGO_TARGET_DIR/release/libreyolo, built if missing), GEN
+#      (gen-trace; default $CARGO_TARGET_DIR/release/gen-trace, built if missing)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+size=${1:-100MB}
+runs=${RUNS:-3}
+target=${CARGO_TARGET_DIR:-target}
+bin=${BIN:-$target/release/libreyolo}
+[ -x /usr/bin/time ] || { echo "bench/ranks.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
+[ -x "$bin" ] || cargo build --release -p libreyolo
+gen=${GEN:-$target/release/gen-trace}
+[ -x "$gen" ] || cargo build --release -p libreyolo-bench --bin gen-trace
+dir=bench/out/ranks-$size/job
+if [ ! -f "$dir.expect.json" ]; then
+    "$gen" --quiet --size "$size" --ranks 8 --slow-rank 5 --slow-ms 2 --out "$dir"
+fi
+total=$(du -cb "$dir"/rank*.json | tail -1 | cut -f1)
+echo "load before: $(uptime)"
+echo "8 ranks, $((total / 1000000)) MB of JSON in all; best of $runs"
+echo
+echo "| command | cores | wall s | MB/s | peak RSS MB |"
+echo "|---|---|---|---|---|"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+for cmd in summary collectives; do
+    for cpus in 0 0,1; do
+        best=
+        rss=0
+        for _ in $(seq 1 "$runs"); do
+            t0=$EPOCHREALTIME
+            /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$bin" profile "$cmd" "$dir" --json > /dev/null
+            t1=$EPOCHREALTIME
+            wall=$(echo "$t1 - $t0" | bc -l)
+            if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
+            r=$(tail -1 "$tmp/rss")
+            (( r > rss )) && rss=$r
+        done
+        n=$(echo "$cpus" | tr ',' '\n' | wc -l)
+        printf "| %s | %d | %.2f | %.0f | %.0f |\n" "$cmd" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
+    done
+done
+echo
+echo "load after: $(uptime)"
