@@ -43,7 +43,7 @@ for cmd in summary collectives; do
         rss=0
         for _ in $(seq 1 "$runs"); do
             t0=$EPOCHREALTIME
-            /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$bin" profile "$cmd" "$dir" --json > /dev/null
+            /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$bin" profile "$cmd" "$dir" --json > /dev/null 2>&1
             t1=$EPOCHREALTIME
             wall=$(echo "$t1 - $t0" | bc -l)
             if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi

@@ -127,9 +127,12 @@ pub fn message_bytes(c: &CollectiveCall) -> Option<u64> {
     Some(nelems.saturating_mul(dtype_bytes(c.dtype.as_deref()?)?))
 }
 
+/// A rank's calls per group, each group in time order.
+type Groups<'c> = Vec<(&'c str, Vec<&'c CollectiveCall>)>;
+
 /// The ranks' calls per group, each in time order.
-fn by_group(calls: &[CollectiveCall]) -> Vec<(&str, Vec<&CollectiveCall>)> {
-    let mut groups: Vec<(&str, Vec<&CollectiveCall>)> = Vec::new();
+fn by_group(calls: &[CollectiveCall]) -> Groups<'_> {
+    let mut groups: Groups<'_> = Vec::new();
     for c in calls {
         match groups.iter_mut().find(|(g, _)| *g == c.group) {
             Some((_, v)) => v.push(c),
@@ -145,7 +148,7 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
     if single {
         notes.push("one rank: arrival skew and waits need the traces of all ranks; durations include any wait".to_string());
     }
-    let grouped: Vec<(u32, Vec<(&str, Vec<&CollectiveCall>)>)> = ranks.iter().map(|r| (r.rank, by_group(r.calls))).collect();
+    let grouped: Vec<(u32, Groups<'_>)> = ranks.iter().map(|r| (r.rank, by_group(r.calls))).collect();
     let mut names: Vec<&str> = Vec::new();
     for (_, g) in &grouped {
         for (name, _) in g {
