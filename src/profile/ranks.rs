@@ -96,6 +96,12 @@ pub fn load(files: &[PathBuf]) -> Result<RankSet> {
 }
 
 pub fn load_with(files: &[PathBuf], opts: &Options) -> Result<RankSet> {
+    load_counting(files, opts, &std::sync::atomic::AtomicUsize::new(0))
+}
+
+/// [`load_with`], adding one to `done` as each rank's file is read (the
+/// explorer's progress, docs/design.md §4).
+pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic::AtomicUsize) -> Result<RankSet> {
     // Ranks not selected are not read, when the header or name tells.
     let files: Vec<PathBuf> = match &opts.select {
         Some(sel) => files.iter().filter(|f| cheap_rank(f).is_none_or(|r| sel.contains(&r))).cloned().collect(),
@@ -116,6 +122,7 @@ pub fn load_with(files: &[PathBuf], opts: &Options) -> Result<RankSet> {
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);
                     }
+                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                 }
             });
         }
