@@ -34,7 +34,7 @@ pub enum ProfileCommand {
     Infer(InferArgs),
     #[command(flatten)]
     Reader(ReaderCommand),
-    /// The interactive explorer over one profile, or two side by side.
+    /// The interactive explorer over one profile, two side by side, or a distributed job.
     Explore(ExploreArgs),
 }
 
@@ -200,9 +200,11 @@ pub struct WhatIfArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct ExploreArgs {
-    pub trace: String,
-    /// A second profile to compare against
-    pub other: Option<String>,
+    /// A profile or trace, then optionally a second one to compare against; or a distributed
+    /// job: a folder of rank traces, three or more rank traces, or two whose names carry
+    /// different rank numbers (`rank3`, `worker3`)
+    #[arg(required = true)]
+    pub traces: Vec<String>,
     /// Colour theme from themes/*.toml
     #[arg(long, default_value = "dark")]
     pub theme: String,

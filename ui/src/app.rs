@@ -18,12 +18,14 @@ use libreyolo_core::profile::{Input, Profile};
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
 use crate::input::{self, Action};
+use crate::job::OpenJob;
 pub use crate::pane::Pane;
 use crate::panes::Effect;
 use crate::panes::compare::ComparePane;
 use crate::panes::kernels::{KernelsPane, Runner};
 use crate::panes::ops::OpsPane;
 use crate::panes::phases::PhasesPane;
+use crate::panes::ranks::RanksPane;
 use crate::panes::summary::SummaryPane;
 use crate::panes::timeline::TimelinePane;
 pub use crate::panes::whatif::{WhatIfChoice, WhatIfPane};
@@ -51,6 +53,16 @@ pub struct Loading {
     pub io: Arc<Mutex<Option<PathBuf>>>,
     /// True when this load replaces data already shown (live reload).
     pub reload: bool,
+    /// A job's load: the rank files read so far (counted by the loader)
+    /// and how many there are.
+    pub ranks: Option<(Arc<std::sync::atomic::AtomicUsize>, usize)>,
+}
+
+/// What a load produced: one profile, or a distributed job.
+#[derive(Debug)]
+pub enum Opened {
+    Profile(Box<Input>),
+    Job(Box<OpenJob>),
 }
 
 /// A profile and the lens results that do not depend on filters.
@@ -84,6 +96,9 @@ pub struct Slot {
     pub loading: Option<Loading>,
     /// Why the last load failed.
     pub error: Option<String>,
+    /// The rank traces when this slot is a distributed job (loads read
+    /// them all); empty for a profile.
+    pub ranks: Vec<PathBuf>,
 }
 
 /// A text field being edited.
@@ -116,10 +131,14 @@ pub struct App {
     /// Kernel lists longer than this go to the worker.
     pub background_rows: usize,
     pub pane: Pane,
+    /// The main slot's profile is `main.data`; for a distributed job it is
+    /// the shown rank's, and the job is here.
+    pub job: Option<OpenJob>,
     pub main: Slot,
     pub other: Slot,
     pub help: bool,
     pub editor: Option<Editor>,
+    pub ranks: RanksPane,
     pub summary: SummaryPane,
     pub phases: PhasesPane,
     pub kernels: KernelsPane,
@@ -149,10 +168,12 @@ impl App {
             worker: None,
             background_rows: BACKGROUND_ROWS,
             pane: Pane::Summary,
+            job: None,
             main: Slot { arg: main.to_string(), ..Default::default() },
             other: Slot::default(),
             help: false,
             editor: None,
+            ranks: RanksPane::default(),
             summary: SummaryPane::default(),
             phases: PhasesPane::default(),
             kernels: KernelsPane::default(),
@@ -171,6 +192,24 @@ impl App {
             app.other.arg = o.to_string();
             app.requests.push((Side::Other, o.to_string()));
         }
+        app
+    }
+
+    /// An app waiting for a distributed job: `arg` names it, `files` are
+    /// its rank traces; it opens on the Ranks pane.
+    pub fn for_job(theme: Theme, arg: &str, files: Vec<PathBuf>) -> App {
+        let mut app = App::new(theme, arg, None);
+        app.main.ranks = files;
+        app.pane = Pane::Ranks;
+        app
+    }
+
+    /// An app over a job already read (tests, benchmarks).
+    pub fn with_job(theme: Theme, arg: &str, job: OpenJob) -> App {
+        let files = job.ranks.iter().map(|r| r.input.path.clone()).collect();
+        let mut app = App::for_job(theme, arg, files);
+        app.requests.clear();
+        app.opened(Side::Main, Ok(Opened::Job(Box::new(job))));
         app
     }
 
@@ -202,6 +241,55 @@ impl App {
 
     pub fn profile(&self) -> Option<&Profile> {
         self.main.data.as_ref().map(Loaded::profile)
+    }
+
+    /// A load finished: a profile or a job.
+    pub fn opened(&mut self, side: Side, result: libreyolo_core::Result<Opened>) {
+        match result {
+            Ok(Opened::Profile(input)) => self.loaded(side, Ok(*input)),
+            Ok(Opened::Job(job)) => self.job_loaded(*job),
+            Err(e) => self.loaded(side, Err(e)),
+        }
+    }
+
+    /// A job read. On a reload the pane, filters and the shown rank are
+    /// kept; the first time it opens on the Ranks pane with the critical
+    /// rank behind the other panes.
+    fn job_loaded(&mut self, mut job: OpenJob) {
+        let reload = self.job.is_some();
+        if let Some(k) = self.job.as_ref().map(OpenJob::shown_rank) {
+            if let Some(i) = job.job.ranks.iter().position(|r| r.rank == k) {
+                job.shown = i;
+            }
+        }
+        let shown = job.shown;
+        self.main.loading = None;
+        self.main.error = None;
+        self.job = Some(job);
+        self.show_rank(shown);
+        self.ranks.refresh(self.job.as_ref());
+        if reload {
+            self.message = Some(format!("reloaded {}", self.main.arg));
+        } else {
+            self.pane = Pane::Ranks;
+        }
+    }
+
+    /// Feeds the other panes with rank position `i` of the job, keeping
+    /// their filters (as a reload does).
+    pub fn show_rank(&mut self, i: usize) {
+        let Some(j) = self.job.as_mut() else { return };
+        let Some(data) = j.ranks.get(i).cloned() else { return };
+        j.shown = i;
+        self.main.data = Some(data);
+        self.kernels.detail = false;
+        self.refresh_main();
+        let step = self.timeline.step;
+        self.timeline.reset();
+        if self.pane == Pane::Timeline {
+            self.request_step(step);
+        }
+        self.compare.refresh(&self.main, &self.other);
     }
 
     /// Marks a load as started (called by the event loop).
@@ -240,6 +328,12 @@ impl App {
                 if let Some(d) = slot.data.as_mut() {
                     d.mtime = std::fs::metadata(&d.input.path).and_then(|m| m.modified()).ok();
                 }
+                if side == Side::Main {
+                    for d in self.job.iter_mut().flat_map(|j| j.ranks.iter_mut()) {
+                        d.mtime = std::fs::metadata(&d.input.path).and_then(|m| m.modified()).ok();
+                    }
+                }
+                let slot = self.slot_mut(side);
                 slot.error = Some(msg.clone());
                 self.message = Some(if reload { format!("reload failed, showing the previous data: {msg}") } else { msg });
             }
@@ -320,8 +414,8 @@ impl App {
             Action::Quit => self.quit = true,
             Action::Help => self.help = true,
             Action::Pane(p) => self.switch(p),
-            Action::NextPane => self.switch(self.pane.next()),
-            Action::PrevPane => self.switch(self.pane.prev()),
+            Action::NextPane => self.switch(self.pane.next(self.job.is_some())),
+            Action::PrevPane => self.switch(self.pane.prev(self.job.is_some())),
             Action::StartRegex => {
                 let pane = if self.pane == Pane::Ops { Pane::Ops } else { Pane::Kernels };
                 self.switch(pane);
@@ -338,9 +432,13 @@ impl App {
             }
             a => {
                 let handled = self.pane_update(a);
-                // Esc that closed nothing quits.
+                // Esc that closed nothing goes back to a job's Ranks, or quits.
                 if a == Action::Back && !handled {
-                    self.quit = true;
+                    if self.job.is_some() && self.pane != Pane::Ranks {
+                        self.switch(Pane::Ranks);
+                    } else {
+                        self.quit = true;
+                    }
                 }
             }
         }
@@ -351,6 +449,7 @@ impl App {
         let page = self.page;
         let data = self.main.data.as_ref();
         let effect = match self.pane {
+            Pane::Ranks => self.ranks.update(a, page, self.job.as_ref()),
             Pane::Summary => {
                 self.summary.update(a, page);
                 Effect::None
@@ -384,6 +483,10 @@ impl App {
                 self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
             }
             Effect::Step(i) => self.request_step(i),
+            Effect::OpenRank(i) => {
+                self.show_rank(i);
+                self.switch(Pane::Summary);
+            }
             Effect::ShowKernel(name) => {
                 if self.kernels.show(&name, self.main.data.as_ref()) {
                     self.pane = Pane::Kernels;
@@ -396,6 +499,10 @@ impl App {
     }
 
     fn switch(&mut self, p: Pane) {
+        if p == Pane::Ranks && self.job.is_none() {
+            self.message = Some("one profile, not a distributed job: no Ranks pane (open a folder of rank traces)".into());
+            return;
+        }
         self.pane = p;
         self.kernels.detail = false;
         let tl = &self.timeline;
@@ -552,8 +659,11 @@ impl App {
                 if s.loading.is_some() {
                     return None;
                 }
-                let now = std::fs::metadata(&d.input.path).and_then(|m| m.modified()).ok()?;
-                (Some(now) != d.mtime).then(|| (side, s.arg.clone()))
+                let changed =
+                    |d: &Loaded| std::fs::metadata(&d.input.path).and_then(|m| m.modified()).ok().is_some_and(|now| Some(now) != d.mtime);
+                let job = self.job.as_ref().filter(|_| side == Side::Main);
+                let any = job.map_or_else(|| changed(d), |j| j.ranks.iter().any(changed));
+                any.then(|| (side, s.arg.clone()))
             })
             .collect()
     }
@@ -564,7 +674,10 @@ impl App {
 
     /// The files on screen, for the file watcher.
     pub fn watched_files(&self) -> Vec<PathBuf> {
-        [&self.main, &self.other].into_iter().filter_map(|s| s.data.as_ref().map(|d| d.input.path.clone())).collect()
+        let mut files: Vec<PathBuf> =
+            [&self.main, &self.other].into_iter().filter_map(|s| s.data.as_ref().map(|d| d.input.path.clone())).collect();
+        files.extend(self.job.iter().flat_map(|j| j.ranks.iter().map(|r| r.input.path.clone())));
+        files
     }
 
     /// The kernel under the cursor in the Kernels pane.

@@ -51,7 +51,8 @@ pub enum Action {
 
 /// A key binding outside text fields: the keys, how the help shows them,
 /// the action and what it does. The key map and the help overlay are both
-/// read from this one table (the pane keys `1`–`6` come from [`Pane::ALL`]).
+/// read from this one table (the pane keys `1`–`7` come from [`Pane::ALL`],
+/// `0` is the Ranks pane of a distributed job).
 /// An empty `help` shares the previous binding's row ("next / previous").
 struct Binding {
     keys: &'static [KeyCode],
@@ -75,8 +76,8 @@ const BINDINGS: &[Binding] = &[
     bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown, ""),
     bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row (Timeline: g types a step number)"),
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
-    bind(&[Enter], "Enter", Action::Enter, "Phases: drill into the phase; Kernels, Timeline: details"),
-    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort: time, count, name (Kernels, Ops)"),
+    bind(&[Enter], "Enter", Action::Enter, "Ranks: the rank; Phases: the phase; others: details"),
+    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort (Kernels, Ops: time, count, name; Ranks)"),
     bind(&[Char('c')], "c", Action::CycleCategory, "cycle category filter (Kernels); category (What-if)"),
     bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
     bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
@@ -92,7 +93,7 @@ const BINDINGS: &[Binding] = &[
     bind(&[Char('o')], "o", Action::OpenOther, "open a second profile to compare (Compare)"),
     bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
     bind(&[Char('?'), F(1)], "?, F1", Action::Help, "this help"),
-    bind(&[Esc], "Esc", Action::Back, "close help or details; quit"),
+    bind(&[Esc], "Esc", Action::Back, "close help or details; back to Ranks (a job); quit"),
     bind(&[Char('q')], "q, Ctrl-C", Action::Quit, "quit"),
 ];
 
@@ -106,7 +107,7 @@ const EDITING: &[Binding] = &[
 /// The help overlay's rows, from the tables the key map reads.
 pub fn help() -> Vec<(String, String)> {
     let panes: Vec<&str> = Pane::ALL.iter().map(|p| p.title()).collect();
-    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(" "))];
+    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(" ")), ("0".to_string(), "Ranks (a distributed job)".to_string())];
     for b in BINDINGS.iter().chain(EDITING) {
         match rows.last_mut() {
             Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),
@@ -133,6 +134,9 @@ pub fn map(key: KeyEvent, editing: bool) -> Option<Action> {
             _ => lookup(EDITING),
         };
     }
+    if key.code == Char('0') {
+        return Some(Action::Pane(Pane::Ranks));
+    }
     if let Char(c @ '1'..='9') = key.code {
         return Pane::ALL.get((c as u8 - b'1') as usize).map(|p| Action::Pane(*p));
     }
@@ -157,6 +161,7 @@ mod tests {
         assert_eq!(map(k(F(9)), false), None);
         assert_eq!(map(k(Char('7')), false), Some(Action::Pane(Pane::Timeline)));
         assert_eq!(map(k(Char('8')), false), None, "only as many number keys as panes");
+        assert_eq!(map(k(Char('0')), false), Some(Action::Pane(Pane::Ranks)));
     }
 
     #[test]
@@ -164,6 +169,7 @@ mod tests {
         let help = help();
         let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
         assert_eq!(keys[0], "1-7");
+        assert_eq!(keys[1], "0", "the Ranks pane");
         for b in BINDINGS.iter().chain(EDITING) {
             assert!(keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)), "{} missing from the help: {keys:?}", b.shown);
             for code in b.keys {

@@ -17,6 +17,7 @@
 pub mod app;
 mod background;
 pub mod input;
+pub mod job;
 pub mod pane;
 pub mod panes;
 pub mod theme;
@@ -24,6 +25,7 @@ mod watch;
 
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -31,11 +33,12 @@ use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
-use libreyolo_core::profile::{self, Input};
+use libreyolo_core::profile;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-use app::{App, Loading, Side};
+use app::{App, Loading, Opened, Side};
+use job::{OpenJob, Opening};
 use theme::{Depth, Theme};
 
 /// How often the loading screen's progress is redrawn while a load runs.
@@ -51,17 +54,17 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// panic (ratatui's panic hook).
 pub fn run(args: &ExploreArgs) -> Result<()> {
     let theme = Theme::load(&args.theme, Depth::from_env())?;
-    profile::resolve_input(&args.trace)?;
-    if let Some(o) = &args.other {
-        profile::resolve_input(o)?;
-    }
+    let opening = job::opening(&args.traces)?;
     if !std::io::stdout().is_terminal() {
         return Err(Error::usage(
             "the explorer needs a terminal, and stdout is not one. For output a script can read, use \
              `libreyolo profile summary|phases|kernels|ops|compare|what-if` (add --json)",
         ));
     }
-    let mut app = App::new(theme, &args.trace, args.other.as_deref());
+    let mut app = match opening {
+        Opening::Profile { main, other } => App::new(theme, &main, other.as_deref()),
+        Opening::Job { arg, files } => App::for_job(theme, &arg, files),
+    };
     app.worker = Some(app::Worker::spawn());
     app.steps = Some(app::StepLoader::spawn());
     let mut terminal = ratatui::try_init().map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
@@ -86,7 +89,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
     }
 }
 
-type Done = (Side, u64, Result<Input>);
+type Done = (Side, u64, Result<Opened>);
 
 async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()> {
     use tokio::signal::unix::{SignalKind, signal};
@@ -111,7 +114,8 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
         for (side, arg) in std::mem::take(&mut app.requests) {
             next_id += 1;
             let reload = app.slot(side).data.is_some();
-            app.loading(side, start_load(side, next_id, arg, reload, &tx));
+            let ranks = app.slot(side).ranks.clone();
+            app.loading(side, start_load(side, next_id, arg, ranks, reload, &tx));
             dirty = true;
         }
         if dirty {
@@ -149,7 +153,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
             },
             Some((side, id, result)) = loaded.recv() => {
                 if app.slot(side).loading.as_ref().is_some_and(|l| l.id == id) {
-                    app.loaded(side, result);
+                    app.opened(side, result);
                     watcher.watch(&app.watched_files());
                     dirty = true;
                 }
@@ -168,8 +172,28 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
     }
 }
 
-/// Loads `arg` on a new thread; the result arrives on `tx`.
-fn start_load(side: Side, id: u64, arg: String, reload: bool, tx: &UnboundedSender<Done>) -> Loading {
+/// Loads `arg` on a new thread (a job's `ranks` when there are some, each
+/// read once); the result arrives on `tx`.
+fn start_load(side: Side, id: u64, arg: String, ranks: Vec<PathBuf>, reload: bool, tx: &UnboundedSender<Done>) -> Loading {
+    if !ranks.is_empty() {
+        let size = ranks.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
+        let done = Arc::new(AtomicUsize::new(0));
+        let (counter, total, tx) = (Arc::clone(&done), ranks.len(), tx.clone());
+        std::thread::spawn(move || {
+            let result = std::panic::catch_unwind(|| OpenJob::read(&ranks, &counter))
+                .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
+            let _ = tx.send((side, id, result.map(|j| Opened::Job(Box::new(j)))));
+        });
+        return Loading {
+            id,
+            started: Instant::now(),
+            size: Some(size),
+            read: None,
+            io: Arc::default(),
+            reload,
+            ranks: Some((done, total)),
+        };
+    }
     let size = profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     let io: Arc<Mutex<Option<PathBuf>>> = Arc::default();
     let io_thread = Arc::clone(&io);
@@ -183,7 +207,7 @@ fn start_load(side: Side, id: u64, arg: String, reload: bool, tx: &UnboundedSend
         }
         let result = std::panic::catch_unwind(|| profile::load(&arg, false))
             .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
-        let _ = tx.send((side, id, result));
+        let _ = tx.send((side, id, result.map(|i| Opened::Profile(Box::new(i)))));
     });
-    Loading { id, started: Instant::now(), size, read: None, io, reload }
+    Loading { id, started: Instant::now(), size, read: None, io, reload, ranks: None }
 }

@@ -4,6 +4,8 @@
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Pane {
+    /// A distributed job's ranks (key `0`); only when a job is open.
+    Ranks,
     Summary,
     Phases,
     Kernels,
@@ -14,10 +16,20 @@ pub enum Pane {
 }
 
 impl Pane {
+    /// The panes of one profile, keys `1`–`7`.
     pub const ALL: [Pane; 7] = [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline];
+    /// The panes of a distributed job: Ranks, then those of the rank shown.
+    pub const JOB: [Pane; 8] =
+        [Pane::Ranks, Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline];
+
+    /// The tabs, in Tab order: with Ranks first when a job is open.
+    pub fn tabs(job: bool) -> &'static [Pane] {
+        if job { &Pane::JOB } else { &Pane::ALL }
+    }
 
     pub fn title(self) -> &'static str {
         match self {
+            Pane::Ranks => "Ranks",
             Pane::Summary => "Summary",
             Pane::Phases => "Phases",
             Pane::Kernels => "Kernels",
@@ -27,13 +39,21 @@ impl Pane {
             Pane::Timeline => "Timeline",
         }
     }
-    pub fn index(self) -> usize {
-        Pane::ALL.iter().position(|p| *p == self).unwrap_or(0)
+    /// The number key that shows the pane (`0` for Ranks).
+    pub fn key(self) -> char {
+        match Pane::ALL.iter().position(|p| *p == self) {
+            Some(i) => char::from(b'1' + i as u8),
+            None => '0',
+        }
     }
-    pub fn next(self) -> Pane {
-        Pane::ALL[(self.index() + 1) % Pane::ALL.len()]
+    pub fn next(self, job: bool) -> Pane {
+        let tabs = Pane::tabs(job);
+        let i = tabs.iter().position(|p| *p == self).unwrap_or(0);
+        tabs[(i + 1) % tabs.len()]
     }
-    pub fn prev(self) -> Pane {
-        Pane::ALL[(self.index() + Pane::ALL.len() - 1) % Pane::ALL.len()]
+    pub fn prev(self, job: bool) -> Pane {
+        let tabs = Pane::tabs(job);
+        let i = tabs.iter().position(|p| *p == self).unwrap_or(0);
+        tabs[(i + tabs.len() - 1) % tabs.len()]
     }
 }

@@ -7,6 +7,7 @@ pub mod compare;
 pub mod kernels;
 pub mod ops;
 pub mod phases;
+pub mod ranks;
 pub mod summary;
 pub mod timeline;
 pub mod whatif;
@@ -34,6 +35,8 @@ pub enum Effect {
     Step(usize),
     /// Timeline → the Kernels pane's details of the kernel with this name.
     ShowKernel(String),
+    /// Ranks → show the rank at this position of the job in the other panes.
+    OpenRank(usize),
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a
@@ -88,6 +91,7 @@ pub fn draw(f: &mut Frame, app: &App) {
         loading(f, app, &app.main, body, "Loading");
     } else {
         match app.pane {
+            Pane::Ranks => app.ranks.render(f, app, body),
             Pane::Summary => app.summary.render(f, app, body),
             Pane::Phases => app.phases.render(f, app, body),
             Pane::Kernels => app.kernels.render(f, app, body),
@@ -105,9 +109,17 @@ pub fn draw(f: &mut Frame, app: &App) {
 
 fn tabs(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
+    let tabs = Pane::tabs(app.job.is_some());
+    let label = |p: Pane| format!("{} {}", p.key(), p.title());
+    // Padded labels when they fit, else a single space between them.
+    let padded: usize = tabs.iter().map(|p| label(*p).chars().count() + 2).sum();
+    let pad = if padded <= area.width as usize { " " } else { "" };
     let mut spans = Vec::new();
-    for p in Pane::ALL {
-        let label = format!(" {} {} ", p.index() + 1, p.title());
+    for &p in tabs {
+        let label = format!("{pad}{}{pad}", label(p));
+        if pad.is_empty() {
+            spans.push(Span::raw(" "));
+        }
         spans.push(if p == app.pane { Span::styled(label, t.selected()) } else { Span::styled(label, t.muted()) });
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
@@ -116,7 +128,7 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
         name = format!("{name} vs {}", display_name(&app.other.arg));
     }
     let room = (area.width as usize).saturating_sub(used + 1);
-    if room > 3 {
+    if room > 8 || (room > 3 && app.job.is_none()) {
         spans.push(Span::raw(" "));
         spans.push(Span::styled(clip(&name, room), t.title()));
     }
@@ -145,11 +157,29 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
         f.render_widget(Paragraph::new(Line::from(spans)), area);
         return;
     }
-    let mut spans = match app.pane {
+    let mut spans = match (&app.job, app.pane) {
+        // Which rank the other panes show, on every pane of a job.
+        (Some(j), Pane::Ranks) => vec![Span::styled(format!("{} ranks · sort:{}", j.job.ranks.len(), app.ranks.sort.as_str()), t.accent())],
+        (Some(j), _) => {
+            let k = j.shown_rank();
+            let mut what = format!("rank {k} of {}", j.job.ranks.len());
+            let tags: Vec<&str> = [(k == j.job.critical_rank, "slowest"), (j.straggler(k).is_some(), "straggler")]
+                .into_iter()
+                .filter(|t| t.0)
+                .map(|t| t.1)
+                .collect();
+            if !tags.is_empty() {
+                what.push_str(&format!(" ({})", tags.join(", ")));
+            }
+            vec![Span::styled(what, t.title()), Span::raw(" ")]
+        }
+        (None, _) => Vec::new(),
+    };
+    spans.extend(match app.pane {
         Pane::Kernels if app.main.data.is_some() => kernels::status(app),
         Pane::Ops if app.main.data.is_some() => ops::status(app),
         _ => Vec::new(),
-    };
+    });
     if app.is_loading() && app.main.data.is_some() {
         spans.push(Span::styled(" reloading…", t.warn()));
     }
@@ -186,6 +216,12 @@ pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
     let secs = l.started.elapsed().as_secs_f64();
     let mut detail = format!("{secs:.1} s");
     let ratio = match (l.read, l.size) {
+        _ if l.ranks.is_some() => l.ranks.as_ref().map(|(done, total)| {
+            let done = done.load(std::sync::atomic::Ordering::Relaxed).min(*total);
+            let mb = l.size.map_or(String::new(), |s| format!(" ({:.1} MB)", s as f64 / 1e6));
+            detail.push_str(&format!(" · {done} of {total} rank traces read{mb}"));
+            done as f64 / (*total).max(1) as f64
+        }),
         (Some(r), Some(size)) if size > 0 => {
             let mb = |b: u64| b as f64 / 1e6;
             // The analysis reads the file twice when ranges follow the work.

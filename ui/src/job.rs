@@ -1,0 +1,115 @@
+//! A distributed job in the explorer (docs/spec.md §6, §7): what the
+//! command line asks to open, and the job once read — the `job` lens and
+//! each rank's profile, from one reading of the rank traces
+//! (`profile::ranks`) on the loader thread. The Ranks pane shows the lens;
+//! the other panes show the profile of the rank the user opened.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+
+use libreyolo_core::error::{Error, Result};
+use libreyolo_core::lens::job::{Job, job};
+use libreyolo_core::profile::{self, ranks};
+
+use crate::app::Loaded;
+
+/// What `profile explore ARGS…` opens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Opening {
+    /// One profile, and maybe a second to compare against.
+    Profile { main: String, other: Option<String> },
+    /// A distributed job: `arg` names it on screen, `files` are its ranks.
+    Job { arg: String, files: Vec<PathBuf> },
+}
+
+/// Decides what the arguments are. A folder holding several traces, or
+/// three or more files, is a job; two files are a comparison unless their
+/// names carry different rank numbers (`rank3`, `worker3`). Missing paths
+/// are usage errors, as for one profile.
+pub fn opening(args: &[String]) -> Result<Opening> {
+    let ranked = |a: &str| ranks::rank_from_name(std::path::Path::new(a));
+    match args {
+        [] => Err(Error::usage("explore needs a profile, a trace or a folder of rank traces")),
+        [one] => match ranks::rank_files(args)? {
+            Some(files) => Ok(Opening::Job { arg: one.clone(), files }),
+            None => {
+                profile::resolve_input(one)?;
+                Ok(Opening::Profile { main: one.clone(), other: None })
+            }
+        },
+        [a, b] if !matches!((ranked(a), ranked(b)), (Some(x), Some(y)) if x != y) => {
+            for x in [a, b] {
+                if ranks::rank_files(std::slice::from_ref(x))?.is_some() {
+                    return Err(Error::usage(format!(
+                        "{x} is a folder of rank traces: the explorer opens one job (`profile explore {x}`); \
+                         `profile compare` compares two jobs"
+                    )));
+                }
+                profile::resolve_input(x)?;
+            }
+            Ok(Opening::Profile { main: a.clone(), other: Some(b.clone()) })
+        }
+        _ => {
+            let files = ranks::rank_files(args)?.unwrap_or_default();
+            Ok(Opening::Job { arg: format!("{} rank traces in {}", files.len(), common_folder(&files)), files })
+        }
+    }
+}
+
+/// The folder the files share (for the title bar), else the first's.
+fn common_folder(files: &[PathBuf]) -> String {
+    let first = files.first().and_then(|f| f.parent()).map(PathBuf::from).unwrap_or_default();
+    let mut dir = first.as_path();
+    while !files.iter().all(|f| f.starts_with(dir)) {
+        match dir.parent() {
+            Some(p) => dir = p,
+            None => break,
+        }
+    }
+    dir.display().to_string()
+}
+
+/// A job read: the `job` lens and each rank's profile, in rank order (the
+/// order of `job.ranks`).
+#[derive(Debug, Clone)]
+pub struct OpenJob {
+    pub job: Job,
+    pub ranks: Vec<Loaded>,
+    /// The position in `ranks` of the rank the other panes show.
+    pub shown: usize,
+}
+
+impl OpenJob {
+    /// Reads the rank traces once (in parallel, `done` counting the files
+    /// read) and reduces them; the other panes' lenses of each rank run here
+    /// too, off the UI thread. The critical rank is shown first.
+    pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
+        let set = ranks::load_counting(files, done)?;
+        let job = job(&set);
+        let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
+        let shown = job.ranks.iter().position(|r| r.rank == job.critical_rank).unwrap_or(0);
+        Ok(OpenJob { job, ranks, shown })
+    }
+
+    /// The rank number shown by the other panes.
+    pub fn shown_rank(&self) -> u32 {
+        self.job.ranks.get(self.shown).map_or(0, |r| r.rank)
+    }
+
+    /// Whether rank `rank` is a straggler.
+    pub fn straggler(&self, rank: u32) -> Option<&libreyolo_core::lens::job::Straggler> {
+        self.job.stragglers.iter().find(|s| s.rank == rank)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_folder_of_files() {
+        let f = |v: &[&str]| common_folder(&v.iter().map(PathBuf::from).collect::<Vec<_>>());
+        assert_eq!(f(&["/a/b/r0.json", "/a/b/r1.json"]), "/a/b");
+        assert_eq!(f(&["/a/b/r0.json", "/a/c/r1.json"]), "/a");
+    }
+}

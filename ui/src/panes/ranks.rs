@@ -1,0 +1,256 @@
+//! Ranks: a distributed job, one row per rank (docs/spec.md §6, §7). Renders
+//! the `job` lens: the job's line (world size, step = the slowest rank's,
+//! the critical rank, GPU utilisation), the stragglers with their reason,
+//! and per rank the step, GPU utilisation, compute, communication, exposed
+//! communication and idle time, kernels per step and a straggler marker.
+//! The pane owns its sort and selection; Enter asks the app (an
+//! [`Effect::OpenRank`]) to show that rank in the other panes.
+
+use libreyolo_core::lens::job::{Job, RankRow};
+use libreyolo_core::render::text::num;
+use ratatui::Frame;
+use ratatui::layout::{Constraint, Layout, Rect};
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Cell, Paragraph, Row, Table};
+
+use super::{Effect, clip, header, moved, pct, right, window};
+use crate::app::App;
+use crate::input::Action;
+use crate::job::OpenJob;
+use crate::theme::Theme;
+
+/// The column the rows are sorted by: rank order, or a figure largest
+/// first (ties in rank order).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RankSort {
+    #[default]
+    Rank,
+    Step,
+    GpuUtil,
+    Compute,
+    Comm,
+    Exposed,
+    Idle,
+    Kernels,
+}
+
+impl RankSort {
+    pub const ALL: [RankSort; 8] = [
+        RankSort::Rank,
+        RankSort::Step,
+        RankSort::GpuUtil,
+        RankSort::Compute,
+        RankSort::Comm,
+        RankSort::Exposed,
+        RankSort::Idle,
+        RankSort::Kernels,
+    ];
+
+    pub fn next(self) -> RankSort {
+        let i = RankSort::ALL.iter().position(|s| *s == self).unwrap_or(0);
+        RankSort::ALL[(i + 1) % RankSort::ALL.len()]
+    }
+
+    /// The column's name in the header and the status line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RankSort::Rank => "rank",
+            RankSort::Step => "step",
+            RankSort::GpuUtil => "GPU",
+            RankSort::Compute => "compute",
+            RankSort::Comm => "comm",
+            RankSort::Exposed => "exposed",
+            RankSort::Idle => "idle",
+            RankSort::Kernels => "kernels",
+        }
+    }
+
+    fn value(self, r: &RankRow) -> f64 {
+        match self {
+            RankSort::Rank => -f64::from(r.rank),
+            RankSort::Step => r.step_ms,
+            RankSort::GpuUtil => r.gpu_util,
+            RankSort::Compute => r.compute_ms,
+            RankSort::Comm => r.comm_ms,
+            RankSort::Exposed => r.exposed_comm_ms,
+            RankSort::Idle => r.idle_ms,
+            RankSort::Kernels => r.kernels_per_step,
+        }
+    }
+}
+
+/// Positions in `job.ranks`, sorted by `sort`.
+pub fn order(job: &Job, sort: RankSort) -> Vec<usize> {
+    let mut v: Vec<usize> = (0..job.ranks.len()).collect();
+    v.sort_by(|&a, &b| {
+        let (x, y) = (&job.ranks[a], &job.ranks[b]);
+        sort.value(y).total_cmp(&sort.value(x)).then(x.rank.cmp(&y.rank))
+    });
+    v
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct RanksPane {
+    pub sort: RankSort,
+    /// Row on screen under the cursor.
+    pub selected: usize,
+    /// The rows: positions in the job's ranks, in the sort's order.
+    pub order: Vec<usize>,
+}
+
+impl RanksPane {
+    pub fn update(&mut self, a: Action, page: usize, job: Option<&OpenJob>) -> Effect {
+        let Some(j) = job else { return Effect::None };
+        if let Some(delta) = super::movement(a, page) {
+            self.selected = moved(self.selected, self.order.len(), delta);
+            return Effect::None;
+        }
+        match a {
+            Action::CycleSort => {
+                // The cursor stays on its rank.
+                let at = self.order.get(self.selected).copied();
+                self.sort = self.sort.next();
+                self.order = order(&j.job, self.sort);
+                self.selected = at.and_then(|i| self.order.iter().position(|o| *o == i)).unwrap_or(0);
+                Effect::None
+            }
+            Action::Enter => self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i)),
+            _ => Effect::None,
+        }
+    }
+
+    /// A job (re)loaded: the rows in the current sort, the cursor on the
+    /// rank shown by the other panes.
+    pub fn refresh(&mut self, job: Option<&OpenJob>) {
+        let Some(j) = job else {
+            self.order.clear();
+            return;
+        };
+        self.order = order(&j.job, self.sort);
+        self.selected = self.order.iter().position(|i| *i == j.shown).unwrap_or(0);
+    }
+
+    /// The position in the job's ranks of the row under the cursor.
+    pub fn selected_rank(&self) -> Option<usize> {
+        self.order.get(self.selected).copied()
+    }
+
+    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
+        let t = &app.theme;
+        let Some(j) = &app.job else {
+            f.render_widget(Paragraph::new(Line::styled("one profile, not a distributed job: no ranks", t.muted())), area);
+            return;
+        };
+        let head = job_lines(&j.job, t, area.width as usize, (area.height / 4).max(2) as usize);
+        let [top, table_area, hint] =
+            Layout::vertical([Constraint::Length(head.len() as u16), Constraint::Min(2), Constraint::Length(1)]).areas(area);
+        f.render_widget(Paragraph::new(head), top);
+        self.table(f, j, t, table_area);
+        let mut spans = vec![Span::styled(format!("per step, ms · sort: {} (s)", self.sort.as_str()), t.muted())];
+        if let Some(r) = self.selected_rank().and_then(|i| j.job.ranks.get(i)) {
+            spans.push(Span::styled(" · Enter: ", t.muted()));
+            spans.push(Span::styled(format!("rank {}'s panes", r.rank), t.accent()));
+        }
+        f.render_widget(Paragraph::new(Line::from(spans)), hint);
+    }
+
+    fn table(&self, f: &mut Frame, j: &OpenJob, t: &Theme, area: Rect) {
+        let wide = area.width >= 110;
+        let rows_h = area.height.saturating_sub(1) as usize;
+        let (first, last) = window(self.selected, self.order.len(), rows_h);
+        let rows = self.order[first..last].iter().enumerate().map(|(k, &i)| {
+            let r = &j.job.ranks[i];
+            let mut cells = vec![
+                right(format!("{}{}", if i == j.shown { "▸" } else { " " }, r.rank)),
+                right(num(r.step_ms, 2)),
+                right(pct(r.gpu_util)),
+                right(num(r.compute_ms, 2)),
+                right(num(r.comm_ms, 2)),
+                right(num(r.exposed_comm_ms, 2)),
+                right(num(r.idle_ms, 2)),
+                right(num(r.kernels_per_step, 0)),
+            ];
+            if wide {
+                cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
+                cells.push(Cell::from(r.bound.clone()));
+            }
+            let mut marks = Vec::new();
+            if let Some(s) = j.straggler(r.rank) {
+                marks.push(Span::styled(format!("straggler +{}", num(s.late_ms, 2)), t.warn()));
+            }
+            if r.rank == j.job.critical_rank {
+                let sep = if marks.is_empty() { "" } else { " · " };
+                marks.push(Span::styled(format!("{sep}slowest"), t.accent()));
+            }
+            cells.push(Cell::from(Line::from(marks)));
+            let row = Row::new(cells);
+            if first + k == self.selected { row.style(t.selected()) } else { row }
+        });
+        // The sorted column's name carries a marker.
+        let names: Vec<String> =
+            RankSort::ALL.iter().map(|s| if self.sort == *s { format!("▼{}", s.as_str()) } else { s.as_str().to_string() }).collect();
+        let mut cols: Vec<(&str, bool)> = names.iter().map(|n| (n.as_str(), true)).collect();
+        if wide {
+            cols.extend([("dataload", true), ("verdict", false)]);
+        }
+        cols.push(("", false));
+        let mut widths = vec![
+            Constraint::Length(6),
+            Constraint::Length(8),
+            Constraint::Length(5),
+            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(8),
+            Constraint::Length(7),
+            Constraint::Length(8),
+        ];
+        if wide {
+            widths.extend([Constraint::Length(9), Constraint::Length(18)]);
+        }
+        widths.push(Constraint::Fill(1));
+        f.render_widget(Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(1), area);
+    }
+}
+
+/// The job's lines above the table: the job, then the stragglers (at most
+/// `max` lines of them) and the rank set's notes, each cut to `width`.
+pub fn job_lines(j: &Job, t: &Theme, width: usize, max: usize) -> Vec<Line<'static>> {
+    let world = j.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
+    let head = format!("job: {} ranks{world}", j.ranks.len());
+    let rest = format!(" · step {} ms (slowest: rank {}) · GPU util {}", num(j.step_ms, 2), j.critical_rank, pct(j.gpu_util));
+    let room = width.saturating_sub(head.chars().count());
+    let mut out = vec![Line::from(vec![Span::styled(head, t.title()), Span::raw(clip(&rest, room))])];
+    if j.stragglers.is_empty() {
+        out.push(Line::styled(
+            clip(
+                &format!("stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2)),
+                width,
+            ),
+            t.muted(),
+        ));
+    } else {
+        out.push(Line::styled(
+            clip(&format!("stragglers (compute more than {} ms above the median rank's):", num(j.straggler_threshold_ms, 2)), width),
+            t.warn(),
+        ));
+        let room = max.max(2) - 1;
+        for (k, s) in j.stragglers.iter().enumerate() {
+            if k + 1 == room && j.stragglers.len() > room {
+                out.push(Line::styled(format!("  … and {} more, marked in the table", j.stragglers.len() - k), t.muted()));
+                break;
+            }
+            let mut why = format!("  rank {}: +{} ms of compute per step", s.rank, num(s.late_ms, 2));
+            if let Some(p) = &s.phase {
+                why.push_str(&format!(" · {} +{} ms", p.name, num(p.extra_ms, 2)));
+            }
+            for k in &s.kernels {
+                why.push_str(&format!(" · {} +{} ms", k.name, num(k.extra_ms, 2)));
+            }
+            out.push(Line::raw(clip(&why, width)));
+        }
+    }
+    for n in &j.notes {
+        out.push(Line::styled(clip(&format!("note: {n}"), width), t.muted()));
+    }
+    out
+}
