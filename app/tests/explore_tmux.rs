@@ -14,6 +14,8 @@ const TRACE: &str = concat!(
     "/../tests/fixtures/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
 );
 const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+/// A distributed job: the 8 rank traces of one DLRM training run.
+const JOB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
 
 /// A tmux server of our own (`-L`), so the test never touches a user's.
 struct Tmux {
@@ -124,6 +126,40 @@ fn explorer_in_a_real_terminal() {
     assert!(!s.contains("1 Summary"), "the explorer's screen is gone:\n{s}");
     assert_eq!(t.format("#{alternate_on}"), "0", "left the alternate screen");
     assert_eq!(t.format("#{cursor_flag}"), "1", "the cursor is visible again");
+}
+
+#[test]
+#[ignore = "needs tmux (apt-get install -y tmux); scripts/test.sh runs it, or cargo test -p libreyolo --test explore_tmux -- --ignored"]
+fn a_folder_of_rank_traces_opens_the_ranks_pane() {
+    need_tmux();
+    let t = Tmux { socket: format!("libreyolo-e2e-job-{}", std::process::id()) };
+    let line = format!("{BIN} profile explore {JOB}; echo EXITED=$?; sleep 60");
+    assert!(t.cmd(&["new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e", &line]).status.success());
+
+    // The job's line and one row per rank, at 80x24; rank 1 is the slowest.
+    let s = t.wait("the ranks", |s| s.contains("job: 8 ranks of world size 8"));
+    assert!(s.contains("0 Ranks") && s.contains("7 Timeline") && s.contains("stragglers: none"), "{s}");
+    assert!(s.contains("step 19.90 ms (slowest: rank 1)"), "{s}");
+    let first_row = |s: &str| s.lines().skip_while(|l| !l.contains("exposed")).nth(1).unwrap_or("").to_string();
+    assert!(first_row(&s).trim_start().starts_with('0'), "rank order first:\n{s}");
+
+    // Sorted by step: the slowest rank first; Enter opens it.
+    t.keys(&["s"]);
+    let s = t.wait("the step sort", |s| s.contains("sort: step"));
+    assert!(first_row(&s).contains("19.90") && first_row(&s).contains("slowest"), "{s}");
+    t.keys(&["Home", "Down", "Enter"]);
+    let s = t.wait("rank 3's summary", |s| s.contains("rank 3 of 8") && s.contains("Kernel mix"));
+    assert!(s.contains("19.31 ms"), "rank 3's step:\n{s}");
+
+    // Its kernels, then Esc back to the ranks, then quit.
+    t.keys(&["3"]);
+    t.wait("rank 3's kernels", |s| s.contains("%GPU") && s.contains("rank 3 of 8"));
+    t.keys(&["Escape"]);
+    t.wait("the ranks again", |s| s.contains("job: 8 ranks") && s.contains("Enter: rank 3's panes"));
+    t.keys(&["q"]);
+    let s = t.wait("the explorer to exit", |s| s.contains("EXITED="));
+    assert!(s.contains("EXITED=0"), "{s}");
+    assert_eq!(t.format("#{alternate_on}"), "0", "left the alternate screen");
 }
 
 #[test]

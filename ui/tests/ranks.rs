@@ -286,3 +286,56 @@ fn a_straggler_is_marked_with_its_reason() {
     let status = screen(&mut a, 80, 24).lines().last().unwrap().to_string();
     assert!(status.starts_with("rank 2 of 3 (slowest, straggler)"), "{status}");
 }
+
+#[test]
+fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
+    use libreyolo_ui::app::{Loading, Opened, Side};
+    use std::sync::Arc;
+    // Loading: the screen counts the rank traces read.
+    let mut a = App::for_job(theme(), DLRM, files());
+    assert_eq!(a.requests, vec![(Side::Main, DLRM.to_string())]);
+    let done = Arc::new(AtomicUsize::new(3));
+    a.loading(
+        Side::Main,
+        Loading {
+            id: 1,
+            started: std::time::Instant::now(),
+            size: Some(4_000_000),
+            read: None,
+            io: Arc::default(),
+            reload: false,
+            ranks: Some((Arc::clone(&done), 8)),
+        },
+    );
+    let s = screen(&mut a, 80, 24);
+    assert!(s.contains("3 of 8 rank traces read (4.0 MB)"), "{s}");
+
+    // A copy of the job; the user opens rank 5 on the Kernels pane.
+    let dir = tempfile::tempdir().unwrap();
+    let copies: Vec<PathBuf> = files()
+        .iter()
+        .map(|f| {
+            let to = dir.path().join(f.file_name().unwrap());
+            std::fs::copy(f, &to).unwrap();
+            to
+        })
+        .collect();
+    let arg = dir.path().to_str().unwrap().to_string();
+    let mut a = App::with_job(theme(), &arg, OpenJob::read(&copies, &AtomicUsize::new(0)).unwrap());
+    let mut watched = a.watched_files();
+    watched.sort();
+    watched.dedup();
+    assert_eq!(watched, copies, "every rank's file is watched");
+    press(&mut a, &[KeyCode::Home, KeyCode::Char('G'), KeyCode::Up, KeyCode::Up, KeyCode::Enter, KeyCode::Char('3')]);
+    assert_eq!(a.job.as_ref().unwrap().shown_rank(), 5);
+    assert!(a.changed_on_disk().is_empty());
+    // Rewriting one rank's file reloads the whole job.
+    let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
+    std::fs::File::options().write(true).open(&copies[2]).unwrap().set_modified(later).unwrap();
+    assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.clone())]);
+    let again = OpenJob::read(&copies, &AtomicUsize::new(0)).unwrap();
+    a.opened(Side::Main, Ok(Opened::Job(Box::new(again))));
+    assert_eq!(a.pane, Pane::Kernels, "the pane is kept");
+    assert_eq!(a.job.as_ref().unwrap().shown_rank(), 5, "and the rank shown");
+    assert!(screen(&mut a, 160, 48).contains(&format!("reloaded {arg}")));
+}
