@@ -339,3 +339,21 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
     assert_eq!(a.job.as_ref().unwrap().shown_rank(), 5, "and the rank shown");
     assert!(screen(&mut a, 160, 48).contains(&format!("reloaded {arg}")));
 }
+
+#[test]
+fn a_rank_opened_names_itself_on_every_pane() {
+    let mut a = job_app();
+    // Sorted by step, the second row is rank 3.
+    press(&mut a, &[KeyCode::Char('s'), KeyCode::Home, KeyCode::Down, KeyCode::Enter]);
+    assert_eq!(a.job.as_ref().unwrap().shown_rank(), 3);
+    for (w, h) in [(80, 24), (160, 48)] {
+        let s = screen(&mut a, w, h);
+        insta::assert_snapshot!(format!("dlrm_8rank_rank3_summary_{w}x{h}"), s);
+        assert!(s.lines().last().unwrap().starts_with("rank 3 of 8 "), "{s}");
+    }
+    for k in ['2', '3', '4', '6', '7'] {
+        press(&mut a, &[KeyCode::Char(k)]);
+        let s = screen(&mut a, 80, 24);
+        assert!(s.lines().last().unwrap().starts_with("rank 3 of 8 "), "pane {k}:\n{s}");
+    }
+}
