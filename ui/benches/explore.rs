@@ -3,7 +3,11 @@
 //!   Summary pane (what the user waits for after start), and
 //! - keypress-to-frame on a Kernels pane of 50k rows (a generated profile):
 //!   handling the key (re-running the lens when a filter changes) plus
-//!   drawing the frame.
+//!   drawing the frame;
+//! - a distributed job's first frame: reading the 8 rank traces of
+//!   tests/fixtures/traces/param_dlrm_v100_8rank (in parallel), the job
+//!   lens and each rank's lenses, drawing the Ranks pane; then Enter on a
+//!   rank (its panes) and a sort key on the Ranks pane.
 //!
 //! Run: `cargo bench -p libreyolo-ui --bench explore [-- PROFILE.json]`.
 //! Frames are drawn to ratatui's TestBackend at 160×48, so terminal I/O is
@@ -37,6 +41,34 @@ fn main() {
         .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json").to_string());
     first_frame(&path);
     keypress_50k();
+    job_frames();
+}
+
+fn job_frames() {
+    use libreyolo_ui::job::OpenJob;
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    files.sort();
+    let theme = Theme::load("dark", Depth::Ansi16).unwrap();
+    let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
+    let (mut first, mut enter, mut sort) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..10 {
+        let t0 = Instant::now();
+        let job = OpenJob::read(&files, &std::sync::atomic::AtomicUsize::new(0)).unwrap();
+        let mut app = App::with_job(theme.clone(), dir, job);
+        term.draw(|f| panes::draw(f, &app)).unwrap();
+        first.push(t0.elapsed());
+        for (key, times) in [(KeyCode::Char('s'), &mut sort), (KeyCode::Enter, &mut enter)] {
+            let t0 = Instant::now();
+            app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
+            term.draw(|f| panes::draw(f, &app)).unwrap();
+            times.push(t0.elapsed());
+        }
+    }
+    println!("distributed job ({} rank traces, {W}x{H}):", files.len());
+    report("  first frame (read ranks, Ranks)", &mut first);
+    report("  s (sort) → frame", &mut sort);
+    report("  Enter (a rank's Summary) → frame", &mut enter);
 }
 
 fn first_frame(path: &str) {
