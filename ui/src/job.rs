@@ -84,7 +84,7 @@ impl OpenJob {
     /// read) and reduces them; the other panes' lenses of each rank run here
     /// too, off the UI thread. The critical rank is shown first.
     pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
-        let set = ranks::load_counting(files, done)?;
+        let set = ranks::load_counting(files, &ranks::Options::default(), done)?;
         let job = job(&set);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
         let shown = job.ranks.iter().position(|r| r.rank == job.critical_rank).unwrap_or(0);
