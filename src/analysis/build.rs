@@ -376,6 +376,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             events_read: info.events,
             passes: 1,
         }),
+        memory: super::memory::timeline(&a),
         devices,
         streams,
         comm_ms_per_step: comm_ms.map(|v| round(v, 3)),

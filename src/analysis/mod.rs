@@ -14,6 +14,7 @@ pub mod build;
 pub mod busy;
 pub mod collectives;
 pub mod kernels;
+mod memory;
 pub mod ranges;
 pub mod verdict;
 
@@ -99,7 +100,7 @@ impl Names {
 }
 
 /// (pid, tid) → a small thread id; integer ids take the fast path.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 pub struct ThreadIds {
     ints: HashMap<(i64, i64), u32>,
     strs: HashMap<String, u32>,
@@ -191,6 +192,8 @@ pub struct Analyzer {
     pending_gpu: HashMap<i64, Vec<GpuEvent>>,
     unlaunched_gpu: Vec<GpuEvent>,
     memory: HashMap<i64, MemoryPeak>,
+    /// Every `[memory]` event, per device, for the timeline.
+    memory_samples: HashMap<memory::DeviceKey, Vec<memory::Sample>>,
     /// First and last timestamps of CPU ops, runtime calls and GPU events:
     /// the one step of a trace without step markers.
     span: Option<(i64, i64)>,
@@ -444,6 +447,10 @@ impl Analyzer {
     }
 
     fn on_memory(&mut self, ev: &Event<'_>) {
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        if let Some((key, sample)) = memory::sample(ev, thread) {
+            self.memory_samples.entry(key).or_default().push(sample);
+        }
         let Some(args) = ev.args.as_ref() else { return };
         // Device Type 1 is CUDA; CPU allocations carry 0.
         if args.device_type.id() != Some(1) {
@@ -663,8 +670,11 @@ pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool)
     let passes = if analyzer.ranges_final { 2 } else { 1 };
     let mut analyzer = analyzer;
     let calls = std::mem::take(&mut analyzer.collectives).finish();
+    let probes = memory::probes(&analyzer);
+    let threads = analyzer.threads.clone();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
     profile.collectives = calls;
+    memory::name_peak_ops(src, threads, &probes, &mut profile.memory, progress)?;
     if let Some(a) = profile.attribution.as_mut() {
         a.passes = passes;
     }

@@ -62,6 +62,8 @@ pub enum ReaderCommand {
     Collectives(CollectivesArgs),
     /// Projected step time and img/s if a kernel category or launches went away.
     WhatIf(WhatIfArgs),
+    /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
+    Memory(TraceArgs),
 }
 
 #[derive(Debug, Clone, Args)]

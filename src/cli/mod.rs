@@ -213,6 +213,10 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
+        ReaderCommand::Memory(a) => {
+            let m = lens::memory::memory(&load(&a.trace)?.profile);
+            if a.json { render::json(&m)? } else { text::memory(&m) }
+        }
     };
     // Names come from the trace: no raw control characters on a terminal.
     Ok(render::printable(&out).into_owned())

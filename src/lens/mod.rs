@@ -7,6 +7,7 @@ pub mod compare;
 pub mod get;
 pub mod job;
 pub mod kernels;
+pub mod memory;
 pub mod ops;
 pub mod phases;
 pub mod summary;

@@ -3,6 +3,7 @@
 
 mod load;
 pub mod measured;
+pub mod memory;
 pub mod metrics;
 pub mod ranks;
 pub mod repeat;
@@ -10,4 +11,5 @@ pub mod schema;
 
 pub use load::{Input, json_files_in, load, load_with_notices, resolve_input, write_atomic, write_json};
 pub use measured::Measurements;
+pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;

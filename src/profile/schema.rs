@@ -82,6 +82,10 @@ pub struct Profile {
     pub devices: Vec<DeviceRow>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub streams: Vec<StreamRow>,
+    /// Allocated and reserved memory over the window, per device, from the
+    /// trace's `[memory]` events (docs/analysis.md §9).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub memory: Vec<crate::profile::DeviceMemory>,
     /// Communication kernels (NCCL/RCCL, …): time per step, the part not
     /// overlapped by compute, and the overlapped share (docs/analysis.md §8).
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -10,6 +10,7 @@ use crate::lens::compare::{Comparison, RowDelta, RowStatus};
 use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison};
 use crate::lens::kernels::{JobKernels, Kernels};
+use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
@@ -441,6 +442,41 @@ pub fn job(j: &Job) -> String {
         }
     }
     o
+}
+
+/// `profile memory`: per device the peaks with the phase and op at the
+/// allocated peak, a sparkline of allocated memory, the per-phase peaks.
+pub fn memory(m: &Memory) -> String {
+    let Some(none) = &m.none else {
+        let mut o = String::new();
+        for d in &m.devices {
+            let relative = if d.totals { "" } else { " (counted from the first event: the trace records sizes, not totals)" };
+            let _ = writeln!(
+                o,
+                "{}  peak allocated {} MB  |  peak reserved {}  |  {} events{relative}",
+                d.device,
+                num(d.peak_allocated_mb, 1),
+                d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1))),
+                d.events
+            );
+            let _ = writeln!(
+                o,
+                "  peak at {} ms of {} ms  |  phase {}  |  op {}",
+                num(d.peak_ms, 3),
+                num(m.window_ms, 3),
+                d.peak_phase,
+                d.peak_op.as_deref().unwrap_or("n/a")
+            );
+            let _ = writeln!(o, "  allocated  {}", sparkline(&Memory::allocated(d), 60));
+            let width = d.phases.iter().map(|p| p.phase.chars().count()).max().unwrap_or(5).max(5);
+            let _ = writeln!(o, "  {:<width$}  {:>14}  {:>13}", "phase", "peak alloc MB", "peak resv MB");
+            for p in &d.phases {
+                let _ = writeln!(o, "  {:<width$}  {:>14}  {:>13}", p.phase, num(p.peak_allocated_mb, 1), opt(p.peak_reserved_mb, 1));
+            }
+        }
+        return o;
+    };
+    format!("{none}\n")
 }
 
 /// Eight-level block sparkline of `values`, at most `width` cells (a wider

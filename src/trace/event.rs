@@ -69,6 +69,8 @@ pub struct Args<'a> {
     pub total_allocated: Num,
     pub device_type: Num,
     pub device_id: Num,
+    /// `[memory]` events: the allocation's size (negative: a free).
+    pub bytes: Num,
     /// What PyTorch records on NCCL kernels since 2.3 (docs/analysis.md §8):
     /// which collective, its message sizes and process group.
     pub collective: Option<Box<Collective<'a>>>,
@@ -188,6 +190,7 @@ impl<'a> Event<'a> {
                             b"Total Allocated" => &mut a.total_allocated,
                             b"Device Type" => &mut a.device_type,
                             b"Device Id" => &mut a.device_id,
+                            b"Bytes" => &mut a.bytes,
                             _ => return p.skip_value(),
                         };
                         *slot = p.num()?;
