@@ -22,7 +22,95 @@ use crate::util::round;
 const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
 
+/// Kernel name id → (category, Tensor Core flag, short label).
+type KernelInfo = HashMap<u32, (&'static str, bool, String)>;
+
 pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+    check_usable(&a)?;
+    let win = window(&a);
+    let kinfo = kernel_info(&a);
+    let busy = gpu_busy(&a, info, &win, &kinfo);
+    let head = headline(&a, &win, &busy, &kinfo, measured);
+    let rows = Rows { a: &a, kinfo: &kinfo, win: &win };
+    let tables = rows.tables(busy.kernel_total.ns);
+    let by_phase = rows.phases(measured);
+    let (bound, bound_why) = decide(&head, &busy, &by_phase, measured);
+    let warnings = caveats(&a, measured);
+    let n_steps = win.n_steps;
+    let real = measured.and_then(|m| m.real.as_ref());
+    let step_ms = head.step_ms;
+
+    let mut profile = Profile {
+        schema: SCHEMA_ID.to_string(),
+        mode: head.mode.map(|m| m.as_str().to_string()),
+        trace: path.map(|p| p.display().to_string()),
+        model: head.config.get("model").and_then(Value::as_str).map(str::to_string),
+        config: head.config,
+        bound,
+        bound_why,
+        step_ms: round(step_ms, 3),
+        img_per_s: real.and_then(|r| r.img_per_s).or_else(|| {
+            let batch = measured?.meta.get("batch")?.as_f64()?;
+            (step_ms > 0.0).then(|| round(batch * 1000.0 / step_ms, 2))
+        }),
+        dataload_ms: head.dataload_ms.map(|v| round(v, 3)),
+        dataload_frac: head.dataload_ms.map(|d| round(ratio(d, step_ms), 3)),
+        gpu_util: round(busy.gpu_util, 3),
+        gpu_util_raw: round(busy.gpu_util_raw, 3),
+        memory_pressure: head.memory_pressure,
+        cuda_mallocs_per_step: round(head.mallocs_per_step, 2),
+        host_overhead_ms_per_step: round(head.host_overhead, 3),
+        launches_per_step: round(head.launches_per_step, 2),
+        gpu_busy_ms_per_step: round(busy.busy_ms, 3),
+        mean_kernel_us: round(head.mean_kernel_us, 2),
+        kernels_per_step: round(head.kernels_per_step, 2),
+        unique_kernels: a.kernels.len() as u64,
+        memcpy_ms_per_step: round(win.per_step_ms(a.memcpy.ns), 3),
+        tensorcore_pct: round(pct(head.tc_ns, busy.kernel_total.ns), 1),
+        peak_vram_mb: head.peak_vram_mb,
+        window: Window { wall_ms: round(win.wall_ns as f64 / MS, 3), real_steps: n_steps as u64 },
+        latency: measured.and_then(|m| m.latency.clone()),
+        stages_ms: measured.and_then(|m| m.stages_ms.clone()),
+        phases_gpu: by_phase.phases.iter().map(|p| PhaseGpuRow { phase: p.phase.clone(), gpu_ms_per_step: p.gpu_ms_per_step }).collect(),
+        phases: by_phase.phases,
+        categories: tables.categories,
+        top_kernels: tables.kernels.iter().take(TOP_KERNELS).cloned().collect(),
+        kernels: tables.kernels,
+        kernels_by_phase: by_phase.kernels,
+        ops_by_phase: by_phase.ops,
+        ops: tables.ops,
+        attribution: Some(Attribution {
+            method: "correlation".into(),
+            gpu_events: a.counts.gpu_in_steps,
+            via_launch: a.counts.via_launch,
+            via_time_window: a.counts.via_time,
+            outside_steps: a.counts.gpu_outside,
+            malformed_events: a.counts.malformed,
+            events_read: info.events,
+            passes: 1,
+        }),
+        memory: super::memory::timeline(&a),
+        devices: busy.devices,
+        streams: busy.streams,
+        comm_ms_per_step: head.comm_ms.map(|v| round(v, 3)),
+        comm_exposed_ms_per_step: head.comm_exposed_ms.map(|v| round(v, 3)),
+        comm_overlap_pct: (busy.comm_total.0 > 0).then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
+        graph_launches_per_step: head.graph_launches_per_step,
+        phases_inferred: a.phases_inferred.clone(),
+        distributed: info.distributed.clone(),
+        step_times: step_times(&a),
+        warnings,
+        versions: measured.and_then(|m| m.versions.clone()),
+        host: measured.and_then(|m| m.host.clone()),
+        ..Default::default()
+    };
+    profile.metrics = metrics::of(&profile);
+    Ok(profile)
+}
+
+/// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather
+/// than summarising it as zeros.
+fn check_usable(a: &Analyzer) -> Result<()> {
     let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.ops.len() as u64 + a.counts.mallocs;
     if a.span.is_none() && usable == 0 {
         return Err(Error::failed(format!(
@@ -30,18 +118,91 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             a.counts.events
         )));
     }
+    Ok(())
+}
 
-    // --- the window: every measured step, or the whole trace as one step.
+// --- the window: every measured step, or the whole trace as one step.
+
+/// The measured window (docs/analysis.md §2).
+struct Span {
+    steps: Vec<(i64, i64)>,
+    n_steps: f64,
+    wall_ns: i64,
+}
+
+impl Span {
+    fn per_step_ms(&self, ns: i64) -> f64 {
+        ns as f64 / MS / self.n_steps
+    }
+}
+
+/// The step intervals, or the trace's span as one step when it has none.
+fn window(a: &Analyzer) -> Span {
     let mut steps = a.ranges.step_intervals();
     if steps.is_empty() {
         let (s, e) = a.span.unwrap_or((0, 0));
         steps = vec![(s, e.max(s))];
     }
-    let n_steps = a.ranges.step_count() as f64;
-    let wall_ns: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let per_step_ms = |ns: i64| ns as f64 / MS / n_steps;
+    let wall_ns = steps.iter().map(|(s, e)| e - s).sum();
+    Span { steps, n_steps: a.ranges.step_count() as f64, wall_ns }
+}
 
-    // --- GPU busy: union per device, clipped to the steps.
+/// Each `ProfilerStep#N`'s wall time, when there are two or more.
+fn step_times(a: &Analyzer) -> Vec<StepTime> {
+    let steps = a.ranges.numbered_steps();
+    let times = steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
+    if steps.len() >= 2 { times.collect() } else { Vec::new() }
+}
+
+// --- GPU busy: union per device, clipped to the steps.
+
+/// Category, Tensor Core flag and label once per kernel name (the name is
+/// demangled once, here), for every kernel the trace holds.
+fn kernel_info(a: &Analyzer) -> KernelInfo {
+    let mut kinfo = KernelInfo::new();
+    for n in a.kernels.keys().copied().chain(a.kernel_spans.iter().map(|k| k.name)) {
+        kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
+    }
+    kinfo
+}
+
+/// Busy time per device and stream, communication overlap, utilisation.
+struct Busy {
+    devices: Vec<DeviceRow>,
+    streams: Vec<StreamRow>,
+    kernel_total: Agg,
+    /// (communication, overlapped) ns summed over devices.
+    comm_total: (i64, i64),
+    n_dev: f64,
+    busy_ms: f64,
+    gpu_util: f64,
+    gpu_util_raw: f64,
+}
+
+/// Vendor from the device's name, else from the runtime the trace used.
+fn vendor(a: &Analyzer, info: &TraceInfo, props: Option<&crate::trace::DeviceProps>) -> Option<String> {
+    let name = props.map(|p| p.name.to_lowercase()).unwrap_or_default();
+    let amd_words = ["amd", "instinct", "radeon", "gfx"];
+    let nvidia_words = ["nvidia", "tesla", "quadro", "geforce", "rtx", "titan"];
+    let v = if amd_words.iter().any(|w| name.contains(w)) {
+        "AMD"
+    } else if nvidia_words.iter().any(|w| name.contains(w)) {
+        "NVIDIA"
+    } else if info.rocm || a.evidence.hip_calls > 0 || props.and_then(|p| p.warp_size) == Some(64) {
+        "AMD"
+    } else if info.cuda || a.evidence.cuda_calls > 0 || props.and_then(|p| p.warp_size) == Some(32) {
+        "NVIDIA"
+    } else {
+        return None;
+    };
+    Some(v.to_string())
+}
+
+/// GPU busy time as the union of kernel intervals per device and stream,
+/// clipped to the steps (docs/analysis.md §4), and the communication
+/// kernels' overlap with compute (§8).
+fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> Busy {
+    let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
     let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::new();
     for k in &a.kernel_spans {
@@ -56,12 +217,6 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             *kernels_by_device.entry(k.device).or_insert(0) += 1;
         }
     }
-    // Category, Tensor Core flag and label once per kernel name (the name
-    // is demangled once, here), for every kernel the trace holds.
-    let mut kinfo: HashMap<u32, (&'static str, bool, String)> = HashMap::new();
-    for n in a.kernels.keys().copied().chain(a.kernel_spans.iter().map(|k| k.name)) {
-        kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
-    }
     // Communication and the rest, per device: how much communication the
     // compute kernels hide.
     // (Only traces with communication pay for the second copy of the spans.)
@@ -73,29 +228,12 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             side.entry(k.device).or_default().push((k.start, k.end));
         }
     }
-    let vendor = |props: Option<&crate::trace::DeviceProps>| -> Option<String> {
-        let name = props.map(|p| p.name.to_lowercase()).unwrap_or_default();
-        let amd_words = ["amd", "instinct", "radeon", "gfx"];
-        let nvidia_words = ["nvidia", "tesla", "quadro", "geforce", "rtx", "titan"];
-        let v = if amd_words.iter().any(|w| name.contains(w)) {
-            "AMD"
-        } else if nvidia_words.iter().any(|w| name.contains(w)) {
-            "NVIDIA"
-        } else if info.rocm || a.evidence.hip_calls > 0 || props.and_then(|p| p.warp_size) == Some(64) {
-            "AMD"
-        } else if info.cuda || a.evidence.cuda_calls > 0 || props.and_then(|p| p.warp_size) == Some(32) {
-            "NVIDIA"
-        } else {
-            return None;
-        };
-        Some(v.to_string())
-    };
-    let mut comm_total = (0i64, 0i64); // (communication, overlapped) ns over devices
+    let mut comm_total = (0i64, 0i64);
     let mut devices: Vec<DeviceRow> = by_device
         .iter_mut()
         .map(|(&device, iv)| {
-            let busy = overlap(&merge(iv), &steps);
-            let raw = overlap_each(iv, &steps);
+            let busy = overlap(&merge(iv), steps);
+            let raw = overlap_each(iv, steps);
             // Kineto numbers devices as the process sees them and may list
             // only some in deviceProperties (HIP/CUDA_VISIBLE_DEVICES): with
             // no entry for this id, a list of one model names them all.
@@ -104,19 +242,19 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
                 info.devices.iter().all(|d| d.name == first.name && d.warp_size == first.warp_size).then_some(first)
             });
             let mem = a.memory.get(&device);
-            let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), &steps)).unwrap_or_default();
+            let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), steps)).unwrap_or_default();
             let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
             let hidden = compute_iv.get_mut(&device).map_or(0, |c| overlap(&comm, &merge(c)));
             comm_total.0 = comm_total.0.saturating_add(comm_ns);
             comm_total.1 = comm_total.1.saturating_add(hidden);
             DeviceRow {
-                vendor: vendor(props),
+                vendor: vendor(a, info, props),
                 name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
-                comm_ms_per_step: (comm_ns > 0).then(|| round(per_step_ms(comm_ns), 3)),
-                comm_exposed_ms_per_step: (comm_ns > 0).then(|| round(per_step_ms(comm_ns - hidden), 3)),
+                comm_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns), 3)),
+                comm_exposed_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns - hidden), 3)),
                 comm_overlap_pct: (comm_ns > 0).then(|| round(pct(hidden, comm_ns), 1)),
                 device,
-                busy_ms_per_step: round(per_step_ms(busy), 3),
+                busy_ms_per_step: round(win.per_step_ms(busy), 3),
                 util: ratio(busy as f64, wall_ns as f64).min(1.0),
                 util_raw: ratio(raw as f64, wall_ns as f64),
                 kernels_per_step: round(*kernels_by_device.get(&device).unwrap_or(&0) as f64 / n_steps, 2),
@@ -133,12 +271,12 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let mut streams: Vec<StreamRow> = by_stream
         .iter_mut()
         .map(|(&(device, stream), iv)| {
-            let busy = overlap(&merge(iv), &steps);
+            let busy = overlap(&merge(iv), steps);
             let count = iv.iter().filter(|(s, _)| a.ranges.in_step(*s)).count();
             StreamRow {
                 device,
                 stream,
-                busy_ms_per_step: round(per_step_ms(busy), 3),
+                busy_ms_per_step: round(win.per_step_ms(busy), 3),
                 util: round(ratio(busy as f64, wall_ns as f64).min(1.0), 3),
                 kernels_per_step: round(count as f64 / n_steps, 2),
             }
@@ -151,14 +289,44 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let busy_ms = devices.iter().fold(0.0, |acc, d| acc + d.busy_ms_per_step) / n_dev;
     let gpu_util = devices.iter().fold(0.0, |acc, d| acc + d.util) / n_dev;
     let gpu_util_raw = ratio(kernel_total.ns as f64, wall_ns as f64) / n_dev;
+    Busy { devices, streams, kernel_total, comm_total, n_dev, busy_ms, gpu_util, gpu_util_raw }
+}
 
-    // --- measured numbers win over trace-derived ones where they exist.
+// --- measured numbers win over trace-derived ones where they exist.
+
+/// The step-level figures: measured where the capture timed them, else
+/// from the trace (docs/analysis.md §4), and the memory-pressure evidence (§9).
+struct Headline {
+    mode: Option<Mode>,
+    config: serde_json::Map<String, Value>,
+    cuda: bool,
+    step_ms: f64,
+    dataload_ms: Option<f64>,
+    host_overhead: f64,
+    launches_per_step: f64,
+    kernels_per_step: f64,
+    graph_launches_per_step: Option<f64>,
+    comm_ms: Option<f64>,
+    comm_exposed_ms: Option<f64>,
+    mean_kernel_us: f64,
+    /// Kernel time in Tensor / Matrix Core kernels.
+    tc_ns: i64,
+    mallocs_per_step: f64,
+    reserved_full: Option<(f64, f64)>,
+    memory_pressure: bool,
+    peak_vram_mb: Option<f64>,
+}
+
+/// Mode, step time, launches, communication and memory pressure.
+fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured: Option<&Measurements>) -> Headline {
+    let n_steps = win.n_steps;
+    let kernel_total = busy.kernel_total;
     let mode = measured
         .and_then(Measurements::mode)
         .map(|m| if m == "inference" { Mode::Inference } else { Mode::Training })
-        .or_else(|| if a.phases_inferred.is_some() { None } else { phase_mode(&a) })
-        .or(Some(evidence_mode(&a)));
-    let trace_step_ms = wall_ns as f64 / MS / n_steps;
+        .or_else(|| if a.phases_inferred.is_some() { None } else { phase_mode(a) })
+        .or(Some(evidence_mode(a)));
+    let trace_step_ms = win.wall_ns as f64 / MS / n_steps;
     let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
     let real = measured.and_then(|m| m.real.as_ref());
     let dataload_ms = match mode {
@@ -170,146 +338,212 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         Some(d) => d != "cpu",
         None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
-    let host_overhead = (step_ms - busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
+    let host_overhead = (step_ms - busy.busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
     // A graph launch is one launch however many kernels it replays.
     let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count) + a.counts.graph_launches;
-    let launches_per_step = launches as f64 / n_steps;
-    let kernels_per_step = kernel_total.count as f64 / n_steps;
-    let graph_launches_per_step = (a.counts.graph_launches > 0).then(|| round(a.counts.graph_launches as f64 / n_steps, 2));
-    let comm_ms = (!a.kernel_spans.is_empty()).then(|| comm_total.0 as f64 / MS / n_steps / n_dev);
-    let comm_exposed_ms = comm_ms.map(|_| (comm_total.0 - comm_total.1) as f64 / MS / n_steps / n_dev);
-    let mean_kernel_us = if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 };
-    let tc_ns: i64 = a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add);
+    let comm_ms = (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
+    let comm_exposed_ms = comm_ms.map(|_| (busy.comm_total.0 - busy.comm_total.1) as f64 / MS / n_steps / busy.n_dev);
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
     let reserved_full =
-        devices.iter().filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?))).find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
+        busy.devices.iter().filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?))).find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
     // Allocator churn per step means something only in a steady state, i.e.
     // between step markers; a whole trace (start-up included) is not one.
     let malloc_thrash = a.ranges.has_steps() && mallocs_per_step >= verdict::MALLOCS_PER_STEP;
-    let memory_pressure = malloc_thrash || reserved_full.is_some();
     let peak_allocated = a.memory.values().map(|m| m.allocated).fold(0.0, f64::max);
-    let peak_vram_mb = measured.and_then(Measurements::peak_vram_mb).or((peak_allocated > 0.0).then(|| round(peak_allocated / 1e6, 1)));
+    Headline {
+        mode,
+        cuda,
+        step_ms,
+        dataload_ms,
+        host_overhead,
+        launches_per_step: launches as f64 / n_steps,
+        kernels_per_step: kernel_total.count as f64 / n_steps,
+        graph_launches_per_step: (a.counts.graph_launches > 0).then(|| round(a.counts.graph_launches as f64 / n_steps, 2)),
+        comm_ms,
+        comm_exposed_ms,
+        mean_kernel_us: if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 },
+        tc_ns: a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add),
+        mallocs_per_step,
+        reserved_full,
+        memory_pressure: malloc_thrash || reserved_full.is_some(),
+        peak_vram_mb: measured.and_then(Measurements::peak_vram_mb).or((peak_allocated > 0.0).then(|| round(peak_allocated / 1e6, 1))),
+        config,
+    }
+}
 
-    // --- kernels, categories, ops.
-    let kernel_row = |name: u32, k: &Agg, denom: i64| {
-        let raw = a.names.get(name);
-        let (cat, tc, label) = &kinfo[&name];
+// --- kernels, categories, ops.
+
+/// Builds kernel and op rows per step over the window.
+struct Rows<'x> {
+    a: &'x Analyzer,
+    kinfo: &'x KernelInfo,
+    win: &'x Span,
+}
+
+/// The whole window's kernel, category and op tables.
+struct Tables {
+    kernels: Vec<KernelRow>,
+    categories: Vec<CategoryRow>,
+    ops: Vec<OpRow>,
+}
+
+/// Per phase: its row and its kernel and op tables.
+struct PhaseTables {
+    phases: Vec<PhaseRow>,
+    kernels: IndexMap<String, Vec<KernelRow>>,
+    ops: IndexMap<String, Vec<OpRow>>,
+}
+
+impl Rows<'_> {
+    fn kernel_row(&self, name: u32, k: &Agg, denom: i64) -> KernelRow {
+        let raw = self.a.names.get(name);
+        let (cat, tc, label) = &self.kinfo[&name];
         KernelRow {
             kernel: label.clone(),
             raw_name: raw.to_string(),
             category: cat.to_string(),
             tensorcore: *tc,
-            ms_per_step: round(per_step_ms(k.ns), 4),
+            ms_per_step: round(self.win.per_step_ms(k.ns), 4),
             pct_of_gpu: round(pct(k.ns, denom), 2),
-            count_per_step: round(k.count as f64 / n_steps, 2),
+            count_per_step: round(k.count as f64 / self.win.n_steps, 2),
         }
-    };
-    let op_row = |name: u32, o: &Agg, denom: i64| OpRow {
-        op: a.names.get(name).to_string(),
-        ms_per_step: round(per_step_ms(o.ns), 4),
-        pct_of_cpu_ops: round(pct(o.ns, denom), 2),
-        count_per_step: round(o.count as f64 / n_steps, 2),
-    };
-    let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| kernel_row(*n, k, kernel_total.ns)).collect();
-    sort_kernels(&mut kernels);
-    let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
-    for (n, k) in &a.kernels {
-        let c = cat_ns.entry(kinfo[n].0).or_insert(0);
-        *c = c.saturating_add(k.ns);
     }
-    let mut categories: Vec<CategoryRow> = cat_ns
-        .iter()
-        .filter(|(_, ns)| **ns > 0)
-        .map(|(c, ns)| CategoryRow {
-            name: c.to_string(),
-            pct: round(pct(*ns, kernel_total.ns), 1),
-            ms_per_step: round(per_step_ms(*ns), 3),
-        })
-        .collect();
-    categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
-    let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
-    let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| op_row(*n, o, op_total)).collect();
-    sort_ops(&mut ops);
+
+    fn op_row(&self, name: u32, o: &Agg, denom: i64) -> OpRow {
+        OpRow {
+            op: self.a.names.get(name).to_string(),
+            ms_per_step: round(self.win.per_step_ms(o.ns), 4),
+            pct_of_cpu_ops: round(pct(o.ns, denom), 2),
+            count_per_step: round(o.count as f64 / self.win.n_steps, 2),
+        }
+    }
+
+    /// Kernels, the kernel mix by category and ops, sorted by time.
+    fn tables(&self, kernel_ns: i64) -> Tables {
+        let a = self.a;
+        let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns)).collect();
+        sort_kernels(&mut kernels);
+        let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
+        for (n, k) in &a.kernels {
+            let c = cat_ns.entry(self.kinfo[n].0).or_insert(0);
+            *c = c.saturating_add(k.ns);
+        }
+        let mut categories: Vec<CategoryRow> = cat_ns
+            .iter()
+            .filter(|(_, ns)| **ns > 0)
+            .map(|(c, ns)| CategoryRow {
+                name: c.to_string(),
+                pct: round(pct(*ns, kernel_ns), 1),
+                ms_per_step: round(self.win.per_step_ms(*ns), 3),
+            })
+            .collect();
+        categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
+        let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
+        let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total)).collect();
+        sort_ops(&mut ops);
+        Tables { kernels, categories, ops }
+    }
 
     // --- phases.
-    let mut phase_ids: Vec<u16> = Vec::new();
-    let with_ranges = a.ranges.phases_with_ranges();
-    let mut present: Vec<u16> = with_ranges.iter().copied().collect();
-    present.extend(a.kernels_by_phase.keys().map(|(p, _)| *p));
-    present.extend(a.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
-    present.extend(a.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
-    for name in PHASE_ORDER {
-        if let Some(id) = (0..a.phases.len() as u16).find(|id| a.phases.name(*id) == *name) {
+
+    /// The phases present, in the usual order (PHASE_ORDER, then the rest
+    /// as first seen, `unphased` last when it holds kernels).
+    fn phase_ids(&self) -> Vec<u16> {
+        let a = self.a;
+        let mut phase_ids: Vec<u16> = Vec::new();
+        let with_ranges = a.ranges.phases_with_ranges();
+        let mut present: Vec<u16> = with_ranges.iter().copied().collect();
+        present.extend(a.kernels_by_phase.keys().map(|(p, _)| *p));
+        present.extend(a.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
+        present.extend(a.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
+        for name in PHASE_ORDER {
+            if let Some(id) = (0..a.phases.len() as u16).find(|id| a.phases.name(*id) == *name) {
+                if present.contains(&id) && !phase_ids.contains(&id) {
+                    phase_ids.push(id);
+                }
+            }
+        }
+        for id in 1..a.phases.len() as u16 {
             if present.contains(&id) && !phase_ids.contains(&id) {
                 phase_ids.push(id);
             }
         }
-    }
-    for id in 1..a.phases.len() as u16 {
-        if present.contains(&id) && !phase_ids.contains(&id) {
-            phase_ids.push(id);
+        let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
+        if unphased_kernels || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED)) {
+            phase_ids.push(UNPHASED);
         }
-    }
-    let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
-    if unphased_kernels || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED)) {
-        phase_ids.push(UNPHASED);
-    }
-    let range_wall = a.ranges.cpu_phase_wall();
-    let mut phases = Vec::new();
-    let mut kernels_by_phase = IndexMap::new();
-    let mut ops_by_phase = IndexMap::new();
-    for id in phase_ids {
-        let name = if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
-        let ks: Vec<(u32, &Agg)> = a.kernels_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), k)| (*n, k)).collect();
-        let os: Vec<(u32, &Agg)> = a.ops_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), o)| (*n, o)).collect();
-        let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).fold(0, i64::saturating_add);
-        let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
-        let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
-        let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
-        let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| kernel_row(*n, k, k_ns)).collect();
-        sort_kernels(&mut krows);
-        let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| op_row(*n, o, o_ns)).collect();
-        sort_ops(&mut orows);
-        let wall = measured_wall(measured, &name).or_else(|| range_wall.get(&id).map(|ns| per_step_ms(*ns))).map(|w| round(w, 3));
-        phases.push(PhaseRow {
-            phase: name.clone(),
-            gpu_ms_per_step: round(per_step_ms(k_ns), 3),
-            wall_ms_per_step: wall,
-            kernels_per_step: round(k_count as f64 / n_steps, 2),
-            ops_per_step: round(o_count as f64 / n_steps, 2),
-            unique_kernels: ks.len() as u64,
-            memcpy_ms_per_step: a.memcpy_by_phase.get(&id).map(|ns| round(per_step_ms(*ns), 3)),
-        });
-        kernels_by_phase.insert(name.clone(), krows);
-        ops_by_phase.insert(name, orows);
+        phase_ids
     }
 
-    // --- verdict.
-    let stages = measured.and_then(|m| m.stages_ms.clone());
-    let phase_wall: Vec<(String, f64)> = phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
+    /// Per phase: GPU and wall time (measured where synced), kernels, ops,
+    /// memcpy, and its kernel and op tables (docs/analysis.md §6).
+    fn phases(&self, measured: Option<&Measurements>) -> PhaseTables {
+        let a = self.a;
+        let range_wall = a.ranges.cpu_phase_wall();
+        let mut out = PhaseTables { phases: Vec::new(), kernels: IndexMap::new(), ops: IndexMap::new() };
+        for id in self.phase_ids() {
+            let name = if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
+            let ks: Vec<(u32, &Agg)> = a.kernels_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), k)| (*n, k)).collect();
+            let os: Vec<(u32, &Agg)> = a.ops_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), o)| (*n, o)).collect();
+            let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).fold(0, i64::saturating_add);
+            let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
+            let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
+            let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
+            let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns)).collect();
+            sort_kernels(&mut krows);
+            let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| self.op_row(*n, o, o_ns)).collect();
+            sort_ops(&mut orows);
+            let wall =
+                measured_wall(measured, &name).or_else(|| range_wall.get(&id).map(|ns| self.win.per_step_ms(*ns))).map(|w| round(w, 3));
+            out.phases.push(PhaseRow {
+                phase: name.clone(),
+                gpu_ms_per_step: round(self.win.per_step_ms(k_ns), 3),
+                wall_ms_per_step: wall,
+                kernels_per_step: round(k_count as f64 / self.win.n_steps, 2),
+                ops_per_step: round(o_count as f64 / self.win.n_steps, 2),
+                unique_kernels: ks.len() as u64,
+                memcpy_ms_per_step: a.memcpy_by_phase.get(&id).map(|ns| round(self.win.per_step_ms(*ns), 3)),
+            });
+            out.kernels.insert(name.clone(), krows);
+            out.ops.insert(name, orows);
+        }
+        out
+    }
+}
+
+// --- verdict.
+
+/// The verdict and its reason from the figures above (docs/analysis.md §10).
+fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, measured: Option<&Measurements>) -> (String, String) {
+    let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
     let evidence = Evidence {
-        mode,
-        cuda,
-        memory_pressure,
-        mallocs_per_step,
-        reserved_full,
-        step_ms,
-        dataload_ms: if measured.is_some() { dataload_ms } else { None },
-        gpu_util,
-        gpu_busy_ms: busy_ms,
-        launches_per_step,
-        graph_launches_per_step: graph_launches_per_step.unwrap_or(0.0),
-        comm_exposed_ms: comm_exposed_ms.unwrap_or(0.0),
-        comm_ms: comm_ms.unwrap_or(0.0),
-        mean_kernel_us,
-        host_overhead_ms: host_overhead,
-        stages: stages.as_ref(),
+        mode: head.mode,
+        cuda: head.cuda,
+        memory_pressure: head.memory_pressure,
+        mallocs_per_step: head.mallocs_per_step,
+        reserved_full: head.reserved_full,
+        step_ms: head.step_ms,
+        dataload_ms: if measured.is_some() { head.dataload_ms } else { None },
+        gpu_util: busy.gpu_util,
+        gpu_busy_ms: busy.busy_ms,
+        launches_per_step: head.launches_per_step,
+        graph_launches_per_step: head.graph_launches_per_step.unwrap_or(0.0),
+        comm_exposed_ms: head.comm_exposed_ms.unwrap_or(0.0),
+        comm_ms: head.comm_ms.unwrap_or(0.0),
+        mean_kernel_us: head.mean_kernel_us,
+        host_overhead_ms: head.host_overhead,
+        stages: measured.and_then(|m| m.stages_ms.as_ref()),
         phase_wall,
-        unfused: unfused_batch_norm(&config, &phases, &ops_by_phase, &kernels_by_phase, cuda),
+        unfused: unfused_batch_norm(&head.config, &by_phase.phases, &by_phase.ops, &by_phase.kernels, head.cuda),
     };
-    let (bound, bound_why) = verdict::decide(&evidence);
+    verdict::decide(&evidence)
+}
 
-    // --- what we could not do exactly, said plainly.
+// --- what we could not do exactly, said plainly.
+
+/// The profile's warnings: skipped events, placement by time, no steps,
+/// no measured numbers.
+fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
         warnings.push(format!("{} malformed events skipped (missing, negative or absurd times, wrong field types)", a.counts.malformed));
@@ -326,77 +560,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     if measured.is_none() {
         warnings.push("no measured timing beside this trace: step time, throughput and dataloader wait come from the trace alone".into());
     }
-
-    let mut profile = Profile {
-        schema: SCHEMA_ID.to_string(),
-        mode: mode.map(|m| m.as_str().to_string()),
-        trace: path.map(|p| p.display().to_string()),
-        model: config.get("model").and_then(Value::as_str).map(str::to_string),
-        config,
-        bound,
-        bound_why,
-        step_ms: round(step_ms, 3),
-        img_per_s: real.and_then(|r| r.img_per_s).or_else(|| {
-            let batch = measured?.meta.get("batch")?.as_f64()?;
-            (step_ms > 0.0).then(|| round(batch * 1000.0 / step_ms, 2))
-        }),
-        dataload_ms: dataload_ms.map(|v| round(v, 3)),
-        dataload_frac: dataload_ms.map(|d| round(ratio(d, step_ms), 3)),
-        gpu_util: round(gpu_util, 3),
-        gpu_util_raw: round(gpu_util_raw, 3),
-        memory_pressure,
-        cuda_mallocs_per_step: round(mallocs_per_step, 2),
-        host_overhead_ms_per_step: round(host_overhead, 3),
-        launches_per_step: round(launches_per_step, 2),
-        gpu_busy_ms_per_step: round(busy_ms, 3),
-        mean_kernel_us: round(mean_kernel_us, 2),
-        kernels_per_step: round(kernels_per_step, 2),
-        unique_kernels: a.kernels.len() as u64,
-        memcpy_ms_per_step: round(per_step_ms(a.memcpy.ns), 3),
-        tensorcore_pct: round(pct(tc_ns, kernel_total.ns), 1),
-        peak_vram_mb,
-        window: Window { wall_ms: round(wall_ns as f64 / MS, 3), real_steps: n_steps as u64 },
-        latency: measured.and_then(|m| m.latency.clone()),
-        stages_ms: stages,
-        phases_gpu: phases.iter().map(|p| PhaseGpuRow { phase: p.phase.clone(), gpu_ms_per_step: p.gpu_ms_per_step }).collect(),
-        phases,
-        categories,
-        top_kernels: kernels.iter().take(TOP_KERNELS).cloned().collect(),
-        kernels,
-        kernels_by_phase,
-        ops_by_phase,
-        ops,
-        attribution: Some(Attribution {
-            method: "correlation".into(),
-            gpu_events: a.counts.gpu_in_steps,
-            via_launch: a.counts.via_launch,
-            via_time_window: a.counts.via_time,
-            outside_steps: a.counts.gpu_outside,
-            malformed_events: a.counts.malformed,
-            events_read: info.events,
-            passes: 1,
-        }),
-        memory: super::memory::timeline(&a),
-        devices,
-        streams,
-        comm_ms_per_step: comm_ms.map(|v| round(v, 3)),
-        comm_exposed_ms_per_step: comm_exposed_ms.map(|v| round(v, 3)),
-        comm_overlap_pct: (comm_total.0 > 0).then(|| round(pct(comm_total.1, comm_total.0), 1)),
-        graph_launches_per_step,
-        phases_inferred: a.phases_inferred.clone(),
-        distributed: info.distributed.clone(),
-        step_times: {
-            let steps = a.ranges.numbered_steps();
-            let times = steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
-            if steps.len() >= 2 { times.collect() } else { Vec::new() }
-        },
-        warnings,
-        versions: measured.and_then(|m| m.versions.clone()),
-        host: measured.and_then(|m| m.host.clone()),
-        ..Default::default()
-    };
-    profile.metrics = metrics::of(&profile);
-    Ok(profile)
+    warnings
 }
 
 /// The forward's BatchNorm, unless the capture says its graph was fused:
