@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use common::{read_json, run, shared};
+use libreyolo_core::analysis::Sidecar;
 use serde_json::Value;
 
 /// One `[memory]` event, read the simple way.
@@ -211,11 +212,10 @@ fn the_profile_keeps_the_timeline_and_reads_it_back_the_same() {
     // profile.json holds the memory timeline: the reader needs no trace.
     let path = trace("tracelens_h100_qwen_inference");
     let dir = tempfile::tempdir().unwrap();
-    let r = run(&["profile", "summary", path.to_str().unwrap(), "--json"]);
-    assert_eq!(r.code, 0, "{}", r.stderr);
     let from_trace = memory_json(&path);
     // Write the analysed profile the way a capture does and read it back.
-    let profile = libreyolo_core::analysis::analyze_file(&path, None, false).unwrap().unwrap();
+    let src = libreyolo_core::trace::Source::path(&path).unwrap();
+    let (profile, _) = libreyolo_core::analysis::analyze_source_with(&src, Sidecar::None, false, true).unwrap().unwrap();
     let out = dir.path().join("profile.json");
     std::fs::write(&out, serde_json::to_string(&profile).unwrap()).unwrap();
     let from_profile = memory_json(&out);

@@ -624,6 +624,21 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
 /// reader should show on stderr (also kept in the profile's warnings):
 /// measured numbers ignored, step names recorded more than once.
 pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool) -> Result<Option<(Profile, Vec<String>)>> {
+    // A capture's own trace is small: naming the op at the memory peak costs
+    // little there, and its profile.json keeps it.
+    let peak_ops = matches!(sidecar, Sidecar::Trusted(_));
+    analyze_source_with(src, sidecar, progress, peak_ops)
+}
+
+/// [`analyze_source`], naming the CPU op at each device's memory peak when
+/// `peak_ops` is set: one more pass over the trace when it has `[memory]`
+/// events (docs/analysis.md §9), so only `profile memory` asks for it.
+pub fn analyze_source_with(
+    src: &trace::Source,
+    sidecar: Sidecar<'_>,
+    progress: bool,
+    peak_ops: bool,
+) -> Result<Option<(Profile, Vec<String>)>> {
     let mut first = Analyzer::default();
     let info = match trace::read_source(src, &mut first, progress)? {
         Document::Profile => return Ok(None),
@@ -670,7 +685,7 @@ pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool)
     let passes = if analyzer.ranges_final { 2 } else { 1 };
     let mut analyzer = analyzer;
     let calls = std::mem::take(&mut analyzer.collectives).finish();
-    let probes = memory::probes(&analyzer);
+    let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
     let threads = analyzer.threads.clone();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
     profile.collectives = calls;

@@ -297,6 +297,9 @@ pub struct InferArgs {
     pub trace: bool,
     #[arg(long, overrides_with = "trace")]
     pub no_trace: bool,
+    /// Record allocator events too (profile_memory), for `profile memory`
+    #[arg(long)]
+    pub memory: bool,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
     #[arg(long)]

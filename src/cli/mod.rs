@@ -214,7 +214,11 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
         ReaderCommand::Memory(a) => {
-            let m = lens::memory::memory(&load(&a.trace)?.profile);
+            let (input, notices) = profile::load_with_peak_ops(&a.trace, true)?;
+            for n in &notices {
+                say(&format!("warning: {n}"));
+            }
+            let m = lens::memory::memory(&input.profile);
             if a.json { render::json(&m)? } else { text::memory(&m) }
         }
     };

@@ -92,6 +92,16 @@ pub fn load(arg: &str, progress: bool) -> Result<Input> {
 /// beside a trace that were not taken, an unknown schema version, step
 /// names recorded more than once. They are in the profile's warnings too.
 pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
+    load_detailed(arg, progress, false)
+}
+
+/// [`load_with_notices`] for `profile memory`: a trace is analysed with the
+/// op at each memory peak named, which takes one more pass over it.
+pub fn load_with_peak_ops(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
+    load_detailed(arg, progress, true)
+}
+
+fn load_detailed(arg: &str, progress: bool, peak_ops: bool) -> Result<(Input, Vec<String>)> {
     let path = resolve_input(arg)?;
     let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}"));
     let src = if arg == "-" {
@@ -109,7 +119,7 @@ pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String
         }
         None => Sidecar::None,
     };
-    match analysis::analyze_source(&src, sidecar, progress).map_err(fail)? {
+    match analysis::analyze_source_with(&src, sidecar, progress, peak_ops).map_err(fail)? {
         Some((mut profile, mut notices)) => {
             profile.trace = Some(arg.to_string());
             if let Some(n) = unread {
