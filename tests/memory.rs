@@ -4,7 +4,7 @@
 mod common;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use common::{read_json, run, shared};
 use libreyolo_core::analysis::Sidecar;
@@ -20,7 +20,7 @@ struct Ev {
 }
 
 /// The trace's events, whatever the top-level shape.
-fn events(path: &PathBuf) -> Vec<Value> {
+fn events(path: &Path) -> Vec<Value> {
     match read_json(path) {
         Value::Array(a) => a,
         Value::Object(mut o) => match o.remove("traceEvents") {
@@ -36,8 +36,11 @@ fn id(v: &Value) -> String {
 }
 
 /// Per device label, its window's events in time order (allocated filled
-/// in from the sizes when the trace wrote no totals), plus the steps.
-fn scan(path: &PathBuf) -> (BTreeMap<String, Vec<Ev>>, Vec<(f64, f64)>, Vec<Value>) {
+/// in from the sizes when the trace wrote no totals), plus the steps and
+/// every event.
+type Scan = (BTreeMap<String, Vec<Ev>>, Vec<(f64, f64)>, Vec<Value>);
+
+fn scan(path: &Path) -> Scan {
     let evs = events(path);
     let steps: Vec<(f64, f64)> = evs
         .iter()
@@ -110,7 +113,7 @@ fn trace(dir: &str) -> PathBuf {
     f.unwrap()
 }
 
-fn memory_json(path: &PathBuf) -> Value {
+fn memory_json(path: &Path) -> Value {
     let r = run(&["profile", "memory", path.to_str().unwrap(), "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     serde_json::from_str(&r.stdout).unwrap()
