@@ -9,5 +9,6 @@ theirs="$(dirname "$py")/libreyolo"
 bin="${BIN:-${CARGO_TARGET_DIR:-$here/target}/release/libreyolo}"
 threads="${THREADS:-$(nproc)}"
 work="$(mktemp -d)"
-trap 'rm -rf "$work"' EXIT
+# KEEP=1 keeps the scratch folder (its path is printed) to read the runs.
+if [[ -n "${KEEP:-}" ]]; then echo "scratch: $work" >&2; else trap 'rm -rf "$work"' EXIT; fi
 export OMP_NUM_THREADS="$threads" MKL_NUM_THREADS="$threads"

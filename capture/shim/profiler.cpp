@@ -35,14 +35,15 @@ std::unique_ptr<prof::ProfilerResult> g_result;
 extern "C" {
 
 // Starts the Kineto profiler with CPU activities, plus CUDA when `cuda` is
-// set, recording every thread when `all_threads` is set. 0 on success.
-int lyp_profiler_start(int cuda, int all_threads, char* err, size_t err_len) {
+// set, recording every thread when `all_threads` is set and allocator
+// events (`[memory]`) when `memory` is set. 0 on success.
+int lyp_profiler_start(int cuda, int all_threads, int memory, char* err, size_t err_len) {
   try {
     ExperimentalConfig experimental;
     experimental.profile_all_threads = all_threads != 0;
     ProfilerConfig config(ProfilerState::KINETO,
                           /*report_input_shapes=*/false,
-                          /*profile_memory=*/false,
+                          /*profile_memory=*/memory != 0,
                           /*with_stack=*/false,
                           /*with_flops=*/false,
                           /*with_modules=*/false,

@@ -15,7 +15,7 @@ use std::path::Path;
 use serde_json::{Map, Value as Json};
 use tch::{Kind, Tensor};
 
-use crate::pickle::{self, Value};
+use crate::pickle::{self, PickleError, Value};
 
 /// A loaded checkpoint.
 pub struct Checkpoint {
@@ -55,20 +55,50 @@ impl Checkpoint {
     }
 }
 
+/// Why a checkpoint could not be read; each says it in one line.
+#[derive(Debug, thiserror::Error)]
+pub enum CheckpointError {
+    #[error("cannot open: {0}")]
+    Open(std::io::Error),
+    #[error("not a torch.save zip archive ({0})")]
+    NotZip(zip::result::ZipError),
+    #[error("no data.pkl in the archive: not a torch.save checkpoint")]
+    NoPickle,
+    #[error("missing {0} in the archive ({1})")]
+    MissingEntry(String, zip::result::ZipError),
+    #[error("cannot read {0}: {1}")]
+    ReadEntry(String, std::io::Error),
+    #[error(transparent)]
+    Pickle(#[from] PickleError),
+    #[error("the pickle does not hold a dict")]
+    NotDict,
+    #[error("`model` is not a state dict")]
+    NotStateDict,
+    #[error("state dict entry {0} is not a tensor")]
+    NotTensor(String),
+    #[error("unsupported storage type {0}")]
+    UnsupportedStorage(String),
+    /// A tensor's pickled form is not the shape torch.save writes.
+    #[error("{0}")]
+    BadTensor(&'static str),
+}
+
+type Result<T> = std::result::Result<T, CheckpointError>;
+
 /// Reads a checkpoint. Errors are one line that says what is wrong.
-pub fn load(path: &Path) -> Result<Checkpoint, String> {
-    let file = std::fs::File::open(path).map_err(|e| format!("cannot open: {e}"))?;
-    let mut zip = zip::ZipArchive::new(file).map_err(|e| format!("not a torch.save zip archive ({e})"))?;
+pub fn load(path: &Path) -> Result<Checkpoint> {
+    let file = std::fs::File::open(path).map_err(CheckpointError::Open)?;
+    let mut zip = zip::ZipArchive::new(file).map_err(CheckpointError::NotZip)?;
     let pkl_name = (0..zip.len())
         .filter_map(|i| zip.name_for_index(i).map(str::to_string))
         .find(|n| n == "data.pkl" || n.ends_with("/data.pkl"))
-        .ok_or("no data.pkl in the archive: not a torch.save checkpoint")?;
+        .ok_or(CheckpointError::NoPickle)?;
     let prefix = pkl_name.trim_end_matches("data.pkl").to_string();
     let pkl = read_entry(&mut zip, &pkl_name)?;
     let root = pickle::parse(&pkl)?;
 
     let mut storages: HashMap<String, Vec<u8>> = HashMap::new();
-    let mut tensor_of = |v: &Value| -> Result<Option<Tensor>, String> { rebuild(v, &mut zip, &prefix, &mut storages) };
+    let mut tensor_of = |v: &Value| -> Result<Option<Tensor>> { rebuild(v, &mut zip, &prefix, &mut storages) };
 
     let (state_val, meta_pairs): (&Value, Vec<&(Value, Value)>) = match &root {
         Value::Dict(d) if d.iter().any(|(k, _)| k.as_str() == Some("model")) => {
@@ -76,17 +106,17 @@ pub fn load(path: &Path) -> Result<Checkpoint, String> {
             (model, d.iter().filter(|(k, _)| k.as_str() != Some("model")).collect())
         }
         Value::Dict(_) => (&root, Vec::new()),
-        _ => return Err("the pickle does not hold a dict".into()),
+        _ => return Err(CheckpointError::NotDict),
     };
     let Value::Dict(entries) = state_val else {
-        return Err("`model` is not a state dict".into());
+        return Err(CheckpointError::NotStateDict);
     };
     let mut state = Vec::with_capacity(entries.len());
     for (k, v) in entries {
         let Some(name) = k.as_str() else { continue };
         match tensor_of(v)? {
             Some(t) => state.push((name.to_string(), t)),
-            None => return Err(format!("state dict entry {name} is not a tensor")),
+            None => return Err(CheckpointError::NotTensor(name.to_string())),
         }
     }
     let mut meta = Map::new();
@@ -98,10 +128,10 @@ pub fn load(path: &Path) -> Result<Checkpoint, String> {
     Ok(Checkpoint { meta, state })
 }
 
-fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str) -> Result<Vec<u8>, String> {
-    let mut f = zip.by_name(name).map_err(|e| format!("missing {name} in the archive ({e})"))?;
+fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str) -> Result<Vec<u8>> {
+    let mut f = zip.by_name(name).map_err(|e| CheckpointError::MissingEntry(name.to_string(), e))?;
     let mut out = Vec::with_capacity(f.size() as usize);
-    f.read_to_end(&mut out).map_err(|e| format!("cannot read {name}: {e}"))?;
+    f.read_to_end(&mut out).map_err(|e| CheckpointError::ReadEntry(name.to_string(), e))?;
     Ok(out)
 }
 
@@ -121,8 +151,9 @@ fn storage_kind(name: &str) -> Option<Kind> {
     })
 }
 
-fn ints(v: &Value) -> Result<Vec<i64>, String> {
-    v.items().ok_or("expected a tuple of ints")?.iter().map(|x| x.as_int().ok_or_else(|| "expected an int".to_string())).collect()
+fn ints(v: &Value) -> Result<Vec<i64>> {
+    let bad = CheckpointError::BadTensor;
+    v.items().ok_or(bad("expected a tuple of ints"))?.iter().map(|x| x.as_int().ok_or(bad("expected an int"))).collect()
 }
 
 /// Turns a `_rebuild_tensor_v2` / `_rebuild_parameter` call into a tensor;
@@ -132,24 +163,24 @@ fn rebuild<R: Read + std::io::Seek>(
     zip: &mut zip::ZipArchive<R>,
     prefix: &str,
     storages: &mut HashMap<String, Vec<u8>>,
-) -> Result<Option<Tensor>, String> {
+) -> Result<Option<Tensor>> {
     let Value::Call { func, args, .. } = v else { return Ok(None) };
     let Value::Global(module, name) = func.as_ref() else { return Ok(None) };
     match (module.as_str(), name.as_str()) {
         ("torch._utils", "_rebuild_parameter") | ("torch._utils", "_rebuild_parameter_with_state") => {
-            let data = args.first().ok_or("_rebuild_parameter without data")?;
+            let data = args.first().ok_or(CheckpointError::BadTensor("_rebuild_parameter without data"))?;
             rebuild(data, zip, prefix, storages)
         }
         ("torch._utils", "_rebuild_tensor_v2") | ("torch._utils", "_rebuild_tensor") => {
             let [storage, offset, size, stride, ..] = args.as_slice() else {
-                return Err("_rebuild_tensor_v2 with too few arguments".into());
+                return Err(CheckpointError::BadTensor("_rebuild_tensor_v2 with too few arguments"));
             };
-            let Value::PersId(pid) = storage else { return Err("tensor storage is not a persistent id".into()) };
-            let pid = pid.items().ok_or("persistent id is not a tuple")?;
+            let Value::PersId(pid) = storage else { return Err(CheckpointError::BadTensor("tensor storage is not a persistent id")) };
+            let pid = pid.items().ok_or(CheckpointError::BadTensor("persistent id is not a tuple"))?;
             let (Some(Value::Global(_, storage_type)), Some(key)) = (pid.get(1), pid.get(2).and_then(Value::as_str)) else {
-                return Err("unexpected storage persistent id".into());
+                return Err(CheckpointError::BadTensor("unexpected storage persistent id"));
             };
-            let kind = storage_kind(storage_type).ok_or_else(|| format!("unsupported storage type {storage_type}"))?;
+            let kind = storage_kind(storage_type).ok_or_else(|| CheckpointError::UnsupportedStorage(storage_type.clone()))?;
             if !storages.contains_key(key) {
                 let bytes = read_entry(zip, &format!("{prefix}data/{key}"))?;
                 storages.insert(key.to_string(), bytes);
@@ -157,7 +188,7 @@ fn rebuild<R: Read + std::io::Seek>(
             let bytes = &storages[key];
             let elem = kind.elt_size_in_bytes();
             let numel = (bytes.len() / elem) as i64;
-            let offset = offset.as_int().ok_or("storage offset is not an int")?;
+            let offset = offset.as_int().ok_or(CheckpointError::BadTensor("storage offset is not an int"))?;
             let size = ints(size)?;
             let stride = ints(stride)?;
             let flat = Tensor::from_data_size(bytes, &[numel], kind);

@@ -53,6 +53,8 @@ struct Plan {
     half: bool,
     bf16: bool,
     trace: bool,
+    /// Record allocator events in the trace.
+    memory: bool,
     device: Device,
 }
 
@@ -97,6 +99,7 @@ fn plan(args: &InferArgs) -> Result<Plan> {
         half,
         bf16,
         trace: args.trace(),
+        memory: args.memory,
         device,
     })
 }
@@ -138,7 +141,7 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         if i == p.warmup {
             window = Some(Window::start(p.device));
             if p.trace {
-                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
+                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false, memory: p.memory })?);
             }
         }
         let measuring = i >= p.warmup;

@@ -647,9 +647,23 @@ pub struct AuxLoad {
     pub total: usize,
 }
 
+/// Why a model could not be built or a state dict not loaded into it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum ModelError {
+    #[error("unknown YOLOv9 size `{0}` (one of t, s, m, c)")]
+    UnknownSize(String),
+    #[error("number of classes must be between 1 and {MAX_CLASSES}, got {0}")]
+    Classes(i64),
+    #[error("class head width must be between 1 and {MAX_CLASSES}, got {0}")]
+    ClassWidth(i64),
+    /// Tensors with another shape, missing or unexpected, summarised.
+    #[error("the checkpoint does not fit YOLOv9-{size} with {nc} classes: {why}")]
+    Mismatch { size: String, nc: i64, why: String },
+}
+
 impl Yolo9 {
     /// Builds the model with random initialisation on `device`.
-    pub fn new(size: &str, nc: i64, device: Device) -> Result<Yolo9, String> {
+    pub fn new(size: &str, nc: i64, device: Device) -> Result<Yolo9, ModelError> {
         Self::with_class_width(size, nc, None, device)
     }
 
@@ -657,13 +671,13 @@ impl Yolo9 {
     /// `max(first scale's channels, min(nc, 100))` for a model built with
     /// its `nc`; a checkpoint fine-tuned from COCO keeps the COCO width (80)
     /// under a new `nc`, so loaders read the width from the checkpoint.
-    pub fn with_class_width(size: &str, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, String> {
-        let cfg = Config::of(size).ok_or_else(|| format!("unknown YOLOv9 size `{size}` (one of t, s, m, c)"))?;
+    pub fn with_class_width(size: &str, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, ModelError> {
+        let cfg = Config::of(size).ok_or_else(|| ModelError::UnknownSize(size.to_string()))?;
         if !(1..=MAX_CLASSES).contains(&nc) {
-            return Err(format!("number of classes must be between 1 and {MAX_CLASSES}, got {nc}"));
+            return Err(ModelError::Classes(nc));
         }
         if cls_hidden.is_some_and(|h| !(1..=MAX_CLASSES).contains(&h)) {
-            return Err(format!("class head width must be between 1 and {MAX_CLASSES}, got {}", cls_hidden.unwrap_or(0)));
+            return Err(ModelError::ClassWidth(cls_hidden.unwrap_or(0)));
         }
         let vs = nn::VarStore::new(device);
         let root = vs.root();
@@ -738,7 +752,7 @@ impl Yolo9 {
     /// checkpoints), except the PGI auxiliary branch (`aux.*`, `aux_head.*`):
     /// its tensors are ignored here, as LibreYOLO's single-head load strips
     /// them, and go in through [`Yolo9::load_aux_state`].
-    pub fn load_state(&mut self, state: &[(String, Tensor)]) -> Result<(), String> {
+    pub fn load_state(&mut self, state: &[(String, Tensor)]) -> Result<(), ModelError> {
         let mut vars = self.vs.variables();
         vars.retain(|k, _| !is_aux_key(k));
         let given: HashMap<&str, &Tensor> = state.iter().map(|(k, t)| (k.as_str(), t)).collect();
@@ -777,7 +791,7 @@ impl Yolo9 {
             let u: Vec<String> = unexpected.iter().map(|s| s.to_string()).collect();
             parts.push(format!("{} unexpected: {}", u.len(), show(&u)));
         }
-        Err(format!("the checkpoint does not fit YOLOv9-{} with {} classes: {}", self.size, self.nc, parts.join("; ")))
+        Err(ModelError::Mismatch { size: self.size.to_string(), nc: self.nc, why: parts.join("; ") })
     }
 
     /// Attaches the PGI auxiliary branch (randomly initialised, on the

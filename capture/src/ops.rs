@@ -11,7 +11,7 @@ use libreyolo_core::{Error, Result};
 use tch::Tensor;
 use torch_sys::C_tensor;
 
-use crate::profiler::call;
+use crate::profiler::{ShimError, call};
 
 unsafe extern "C" {
     fn lyp_add_(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, err: *mut c_char, err_len: usize) -> c_int;
@@ -53,7 +53,7 @@ fn handles(ts: &[Tensor]) -> Vec<*mut C_tensor> {
     ts.iter().map(handle).collect()
 }
 
-fn failed(what: &str) -> impl FnOnce(String) -> Error + '_ {
+fn failed(what: &str) -> impl FnOnce(ShimError) -> Error + '_ {
     move |msg| Error::failed(format!("{what}: {msg}"))
 }
 

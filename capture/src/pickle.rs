@@ -68,8 +68,42 @@ impl Value {
     }
 }
 
+/// Why a pickle could not be read.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PickleError {
+    #[error("truncated pickle")]
+    Truncated,
+    #[error("unterminated line")]
+    UnterminatedLine,
+    #[error("stack underflow")]
+    StackUnderflow,
+    #[error("no mark on the stack")]
+    NoMark,
+    #[error("memo {0} is empty")]
+    EmptyMemo(u32),
+    #[error("integer wider than 64 bits")]
+    WideInt,
+    /// A text argument that does not parse: what it is, as written.
+    #[error("bad {0}")]
+    Bad(String),
+    /// An opcode applied to the wrong kind of value: (opcode, expected).
+    #[error("{0} to a non-{1}")]
+    WrongTarget(&'static str, &'static str),
+    #[error("STACK_GLOBAL needs two strings")]
+    StackGlobal,
+    #[error("unsupported opcode {0:?}")]
+    Unsupported(char),
+    #[error("odd number of dict items")]
+    OddDict,
+    /// Where it went wrong: the opcode and its offset.
+    #[error("pickle opcode 0x{op:02x} at {at}: {source}")]
+    At { op: u8, at: usize, source: Box<PickleError> },
+}
+
+type Result<T> = std::result::Result<T, PickleError>;
+
 /// Parses one pickle. Errors name the opcode and the offset.
-pub fn parse(data: &[u8]) -> Result<Value, String> {
+pub fn parse(data: &[u8]) -> Result<Value> {
     Machine { data, pos: 0, stack: Vec::new(), memo: HashMap::new() }.run()
 }
 
@@ -81,63 +115,63 @@ struct Machine<'a> {
 }
 
 impl Machine<'_> {
-    fn take(&mut self, n: usize) -> Result<&[u8], String> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or("truncated pickle")?;
+    fn take(&mut self, n: usize) -> Result<&[u8]> {
+        let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or(PickleError::Truncated)?;
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
     }
-    fn u8(&mut self) -> Result<u8, String> {
+    fn u8(&mut self) -> Result<u8> {
         Ok(self.take(1)?[0])
     }
-    fn u16(&mut self) -> Result<u16, String> {
+    fn u16(&mut self) -> Result<u16> {
         Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
     }
-    fn u32(&mut self) -> Result<u32, String> {
+    fn u32(&mut self) -> Result<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
     }
-    fn u64(&mut self) -> Result<u64, String> {
+    fn u64(&mut self) -> Result<u64> {
         Ok(u64::from_le_bytes(self.take(8)?.try_into().unwrap()))
     }
-    fn line(&mut self) -> Result<String, String> {
+    fn line(&mut self) -> Result<String> {
         let rest = &self.data[self.pos..];
-        let n = rest.iter().position(|b| *b == b'\n').ok_or("unterminated line")?;
+        let n = rest.iter().position(|b| *b == b'\n').ok_or(PickleError::UnterminatedLine)?;
         let s = String::from_utf8_lossy(&rest[..n]).into_owned();
         self.pos += n + 1;
         Ok(s)
     }
-    fn string(&mut self, n: usize) -> Result<String, String> {
+    fn string(&mut self, n: usize) -> Result<String> {
         Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
     }
-    fn pop(&mut self) -> Result<Value, String> {
-        self.stack.pop().ok_or_else(|| "stack underflow".to_string())
+    fn pop(&mut self) -> Result<Value> {
+        self.stack.pop().ok_or(PickleError::StackUnderflow)
     }
-    fn top(&mut self) -> Result<&mut Value, String> {
-        self.stack.last_mut().ok_or_else(|| "stack underflow".to_string())
+    fn top(&mut self) -> Result<&mut Value> {
+        self.stack.last_mut().ok_or(PickleError::StackUnderflow)
     }
     /// Pops everything above the last mark, and the mark.
-    fn pop_mark(&mut self) -> Result<Vec<Value>, String> {
-        let at = self.stack.iter().rposition(|v| matches!(v, Value::Mark)).ok_or("no mark on the stack")?;
+    fn pop_mark(&mut self) -> Result<Vec<Value>> {
+        let at = self.stack.iter().rposition(|v| matches!(v, Value::Mark)).ok_or(PickleError::NoMark)?;
         let items = self.stack.split_off(at + 1);
         self.stack.pop();
         Ok(items)
     }
-    fn memo_get(&self, i: u32) -> Result<Value, String> {
-        self.memo.get(&i).cloned().ok_or_else(|| format!("memo {i} is empty"))
+    fn memo_get(&self, i: u32) -> Result<Value> {
+        self.memo.get(&i).cloned().ok_or(PickleError::EmptyMemo(i))
     }
 
-    fn run(mut self) -> Result<Value, String> {
+    fn run(mut self) -> Result<Value> {
         loop {
             let at = self.pos;
             let op = self.u8()?;
-            self.step(op).map_err(|e| format!("pickle opcode 0x{op:02x} at {at}: {e}"))?;
+            self.step(op).map_err(|e| PickleError::At { op, at, source: Box::new(e) })?;
             if op == b'.' {
                 return self.pop();
             }
         }
     }
 
-    fn step(&mut self, op: u8) -> Result<(), String> {
+    fn step(&mut self, op: u8) -> Result<()> {
         match op {
             0x80 => {
                 self.u8()?; // PROTO
@@ -176,7 +210,7 @@ impl Machine<'_> {
                 let n = self.u8()? as usize;
                 let bytes = self.take(n)?;
                 if n > 8 {
-                    return Err("integer wider than 64 bits".into());
+                    return Err(PickleError::WideInt);
                 }
                 let mut buf = [if bytes.last().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0 }; 8];
                 buf[..n].copy_from_slice(bytes);
@@ -187,7 +221,7 @@ impl Machine<'_> {
                 let v = match l.as_str() {
                     "00" => Value::Bool(false),
                     "01" => Value::Bool(true),
-                    s => Value::Int(s.parse().map_err(|_| format!("bad INT {s}"))?),
+                    s => Value::Int(s.parse().map_err(|_| PickleError::Bad(format!("INT {s}")))?),
                 };
                 self.stack.push(v)
             }
@@ -261,21 +295,21 @@ impl Machine<'_> {
                 let v = self.pop()?;
                 match self.top()? {
                     Value::List(l) => l.push(v),
-                    _ => return Err("APPEND to a non-list".into()),
+                    _ => return Err(PickleError::WrongTarget("APPEND", "list")),
                 }
             }
             b'e' => {
                 let items = self.pop_mark()?;
                 match self.top()? {
                     Value::List(l) => l.extend(items),
-                    _ => return Err("APPENDS to a non-list".into()),
+                    _ => return Err(PickleError::WrongTarget("APPENDS", "list")),
                 }
             }
             0x90 => {
                 let items = self.pop_mark()?;
                 match self.top()? {
                     Value::Set(s) => s.extend(items),
-                    _ => return Err("ADDITEMS to a non-set".into()),
+                    _ => return Err(PickleError::WrongTarget("ADDITEMS", "set")),
                 }
             }
             0x91 => {
@@ -297,7 +331,7 @@ impl Machine<'_> {
                 dict_insert(self.top()?, p)?;
             }
             b'p' => {
-                let i: u32 = self.line()?.parse().map_err(|_| "bad PUT index")?;
+                let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("PUT index".into()))?;
                 let v = self.top()?.clone();
                 self.memo.insert(i, v);
             }
@@ -317,7 +351,7 @@ impl Machine<'_> {
                 self.memo.insert(i, v);
             }
             b'g' => {
-                let i: u32 = self.line()?.parse().map_err(|_| "bad GET index")?;
+                let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("GET index".into()))?;
                 let v = self.memo_get(i)?;
                 self.stack.push(v)
             }
@@ -341,7 +375,7 @@ impl Machine<'_> {
                 let module = self.pop()?;
                 match (module, name) {
                     (Value::Str(m), Value::Str(n)) => self.stack.push(Value::Global(m, n)),
-                    _ => return Err("STACK_GLOBAL needs two strings".into()),
+                    _ => return Err(PickleError::StackGlobal),
                 }
             }
             b'R' | 0x81 => {
@@ -368,7 +402,7 @@ impl Machine<'_> {
                 let pid = self.line()?;
                 self.stack.push(Value::PersId(Box::new(Value::Str(pid))))
             }
-            other => return Err(format!("unsupported opcode {:?}", other as char)),
+            other => return Err(PickleError::Unsupported(other as char)),
         }
         Ok(())
     }
@@ -404,9 +438,9 @@ fn reduce(func: Value, mut args: Vec<Value>) -> Value {
     Value::Call { func: Box::new(func), args, state: None }
 }
 
-fn pairs(items: Vec<Value>) -> Result<Vec<(Value, Value)>, String> {
+fn pairs(items: Vec<Value>) -> Result<Vec<(Value, Value)>> {
     if items.len() % 2 != 0 {
-        return Err("odd number of dict items".into());
+        return Err(PickleError::OddDict);
     }
     let mut out = Vec::with_capacity(items.len() / 2);
     let mut it = items.into_iter();
@@ -416,8 +450,8 @@ fn pairs(items: Vec<Value>) -> Result<Vec<(Value, Value)>, String> {
     Ok(out)
 }
 
-fn dict_insert(target: &mut Value, items: Vec<(Value, Value)>) -> Result<(), String> {
-    let Value::Dict(d) = target else { return Err("SETITEM on a non-dict".into()) };
+fn dict_insert(target: &mut Value, items: Vec<(Value, Value)>) -> Result<()> {
+    let Value::Dict(d) = target else { return Err(PickleError::WrongTarget("SETITEM", "dict")) };
     for (k, v) in items {
         match d.iter_mut().find(|(ek, _)| *ek == k) {
             Some(slot) => slot.1 = v,
@@ -443,6 +477,8 @@ mod tests {
 
     #[test]
     fn truncated_input_is_an_error() {
-        assert!(parse(b"\x80\x02}q\x00(X\x05\x00").is_err());
+        let err = parse(b"\x80\x02}q\x00(X\x05\x00").unwrap_err();
+        assert!(matches!(&err, PickleError::At { op: b'X', at: 6, source } if **source == PickleError::Truncated), "{err:?}");
+        assert_eq!(err.to_string(), "pickle opcode 0x58 at 6: truncated pickle");
     }
 }

@@ -21,7 +21,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use libreyolo_core::{Error, Result};
 
 unsafe extern "C" {
-    fn lyp_profiler_start(cuda: c_int, all_threads: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_profiler_start(cuda: c_int, all_threads: c_int, memory: c_int, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_stop(err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_save(path: *const c_char, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_discard();
@@ -41,6 +41,8 @@ pub struct Options {
     pub cuda: bool,
     /// Record ops of every thread, not only the one that starts the session.
     pub all_threads: bool,
+    /// Record allocator events (`[memory]`, PyTorch's `profile_memory`).
+    pub memory: bool,
 }
 
 /// A running profiler. Stops on drop; [`Session::finish`] stops and saves.
@@ -62,15 +64,20 @@ impl Drop for Range<'_> {
     }
 }
 
+/// A C++ shim call that failed: the exception's message, as libtorch wrote it.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{0}")]
+pub struct ShimError(pub String);
+
 /// Runs a shim entry point with an error buffer; its message on failure.
-pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), String> {
+pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), ShimError> {
     let mut buf = vec![0 as c_char; 1024];
     let rc = f(buf.as_mut_ptr(), buf.len());
     if rc == 0 {
         Ok(())
     } else {
         // SAFETY: the shim always NUL-terminates within the buffer.
-        Err(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned())
+        Err(ShimError(unsafe { CStr::from_ptr(buf.as_ptr()) }.to_string_lossy().into_owned()))
     }
 }
 
@@ -82,7 +89,7 @@ impl Session {
         }
         let res = quiet_stderr(|| {
             // SAFETY: plain C call; the error buffer outlives it.
-            call(|e, n| unsafe { lyp_profiler_start(opts.cuda as c_int, opts.all_threads as c_int, e, n) })
+            call(|e, n| unsafe { lyp_profiler_start(opts.cuda as c_int, opts.all_threads as c_int, opts.memory as c_int, e, n) })
         });
         if let Err(msg) = res {
             STARTED.store(false, Ordering::SeqCst);

@@ -82,7 +82,7 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
     match resolve(arg)? {
         Source::RandomInit { looked_in } => {
             tch::manual_seed(0);
-            let model = Yolo9::new(size, DEFAULT_NC, device).map_err(Error::failed)?;
+            let model = Yolo9::new(size, DEFAULT_NC, device).map_err(|e| Error::failed(e.to_string()))?;
             let looked: Vec<String> = looked_in.iter().map(|p| p.display().to_string()).collect();
             Ok(Loaded {
                 model,
@@ -125,7 +125,7 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
                 .or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]))
                 .ok_or_else(|| Error::failed(format!("checkpoint {shown}: no `nc` and no class head to read it from")))?;
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
-            let mut model = Yolo9::with_class_width(&used_size, nc, cls_hidden, device).map_err(Error::failed)?;
+            let mut model = Yolo9::with_class_width(&used_size, nc, cls_hidden, device).map_err(|e| Error::failed(e.to_string()))?;
             model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             Ok(Loaded {
                 model,

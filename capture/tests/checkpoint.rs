@@ -81,8 +81,8 @@ fn corrupt_and_foreign_files_are_clear_errors() {
     let dir = tempfile::tempdir().unwrap();
     let junk = dir.path().join("junk.pt");
     std::fs::write(&junk, b"definitely not a zip").unwrap();
-    let err = checkpoint::load(&junk).unwrap_err();
+    let err = checkpoint::load(&junk).unwrap_err().to_string();
     assert!(err.contains("not a torch.save zip"), "{err}");
-    let missing = checkpoint::load(&dir.path().join("nope.pt")).unwrap_err();
+    let missing = checkpoint::load(&dir.path().join("nope.pt")).unwrap_err().to_string();
     assert!(missing.contains("cannot open"), "{missing}");
 }

@@ -348,3 +348,40 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
     let p = read_json(&dir.path().join("one/infer/profile.json"));
     assert_eq!(p["config"]["threads"], 1);
 }
+
+#[test]
+fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
+    let dir = tempfile::tempdir().unwrap();
+    run(dir.path(), &["--memory"]).unwrap();
+    let p = libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let cpu = p.memory.iter().find(|d| d.device == "cpu").unwrap_or_else(|| panic!("no cpu timeline: {:?}", p.memory));
+    // The trace, read whole: the CPU allocator's events inside the steps.
+    let trace = read_json(&dir.path().join("infer/profile_trace.json"));
+    let events = trace["traceEvents"].as_array().unwrap();
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .collect();
+    let allocated: Vec<f64> = events
+        .iter()
+        .filter(|e| e["name"] == "[memory]" && e["args"]["Device Type"] == 0)
+        .filter(|e| steps.iter().any(|(s, end)| (*s..*end).contains(&e["ts"].as_f64().unwrap())))
+        .map(|e| e["args"]["Total Allocated"].as_f64().unwrap())
+        .collect();
+    assert!(!allocated.is_empty(), "profile_memory on CPU records the allocator");
+    assert_eq!(cpu.events as usize, allocated.len());
+    let peak = allocated.iter().copied().fold(f64::MIN, f64::max);
+    assert_eq!(cpu.peak_allocated_mb, (peak / 1e6 * 1000.0).round() / 1000.0);
+    assert!(cpu.peak_allocated_mb > 1.0, "a YOLOv9-t forward at 320 allocates megabytes: {cpu:?}");
+    assert!(cpu.peak_op.as_deref().is_some_and(|op| op.starts_with("aten::")), "{:?}", cpu.peak_op);
+    let phases: Vec<&str> = cpu.phases.iter().map(|x| x.phase.as_str()).collect();
+    assert!(phases.contains(&"forward") && phases.contains(&cpu.peak_phase.as_str()), "{phases:?} / {}", cpu.peak_phase);
+
+    // Without --memory the trace has no allocator events, and the reader says so.
+    let plain = tempfile::tempdir().unwrap();
+    run(plain.path(), &[]).unwrap();
+    let q = libreyolo_core::profile::load(plain.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    assert!(q.memory.is_empty(), "{:?}", q.memory);
+    assert_eq!(libreyolo_core::lens::memory::memory(&q).none.as_deref(), Some(libreyolo_core::lens::memory::NO_MEMORY));
+}

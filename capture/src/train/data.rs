@@ -32,6 +32,19 @@ use std::sync::mpsc::{Receiver, sync_channel};
 use std::thread::JoinHandle;
 
 use libreyolo_core::{Error, Result};
+
+/// Why a sample or a batch could not be made: reaches the user as exit 1.
+#[derive(Debug, thiserror::Error)]
+pub enum DataError {
+    #[error("cannot read image {}: {source}", path.display())]
+    Image { path: std::path::PathBuf, source: image::ImageError },
+    /// Page-locked memory for a batch (CUDA) could not be had.
+    #[error(transparent)]
+    Pinned(Error),
+}
+
+/// A batch or the reason there is none.
+type Made<T> = std::result::Result<T, DataError>;
 use tch::{Device, Kind, Tensor};
 
 /// Per-image label cap of LibreYOLO's YOLOv9 transform.
@@ -94,9 +107,9 @@ impl YoloSet {
 
     /// Image `i` decoded and resized so its longer side is `size` (their
     /// `pull_item`), boxes in its pixels.
-    fn pull(&self, i: usize, size: usize) -> std::result::Result<(Image, Vec<[f32; 5]>), String> {
+    fn pull(&self, i: usize, size: usize) -> Made<(Image, Vec<[f32; 5]>)> {
         let path = &self.data.images[i];
-        let img = image::open(path).map_err(|e| format!("cannot read image {}: {e}", path.display()))?.into_rgb8();
+        let img = image::open(path).map_err(|source| DataError::Image { path: path.clone(), source })?.into_rgb8();
         let (w, h) = (img.width() as usize, img.height() as usize);
         let img = Image { w, h, px: img.into_raw() };
         let r = (size as f64 / h as f64).min(size as f64 / w as f64);
@@ -172,7 +185,7 @@ impl Dataset {
     }
 
     /// Sample `i` at `size`×`size`, through the whole training pipeline.
-    pub fn sample(&self, i: usize, size: usize) -> std::result::Result<Sample, String> {
+    pub fn sample(&self, i: usize, size: usize) -> Made<Sample> {
         let mut rng = aug_rng(i);
         let (img, labels) = if rng.unit() < mosaic::MOSAIC_PROB {
             mosaic::mosaic_affine(self, i, size, &mosaic::YOLO9, &mut rng)?
@@ -196,7 +209,7 @@ impl Source for Dataset {
         }
     }
 
-    fn pull(&self, i: usize, size: usize) -> std::result::Result<(Image, Vec<[f32; 5]>), String> {
+    fn pull(&self, i: usize, size: usize) -> Made<(Image, Vec<[f32; 5]>)> {
         match self {
             Dataset::Synthetic { .. } => {
                 let s = synthetic(i, size);
@@ -269,9 +282,9 @@ pub struct Batch {
 /// half as fast (measured: YOLOv9-t, batch 4 at 320, 2 cores: 1.7 s per step
 /// with one such loader thread alive, 0.85 s without). Allocation starts
 /// no team, so the samples are written straight into the tensor's memory.
-fn filled(shape: &[i64], pin: bool, fill: impl FnOnce(&mut [f32])) -> std::result::Result<Tensor, String> {
+fn filled(shape: &[i64], pin: bool, fill: impl FnOnce(&mut [f32])) -> Made<Tensor> {
     let t =
-        if pin { crate::ops::empty_pinned(shape).map_err(|e| e.to_string())? } else { Tensor::empty(shape, (Kind::Float, Device::Cpu)) };
+        if pin { crate::ops::empty_pinned(shape).map_err(DataError::Pinned)? } else { Tensor::empty(shape, (Kind::Float, Device::Cpu)) };
     let n: i64 = shape.iter().product();
     // SAFETY: `t` is a fresh contiguous float tensor of n elements that
     // nothing else references yet.
@@ -283,7 +296,7 @@ fn filled(shape: &[i64], pin: bool, fill: impl FnOnce(&mut [f32])) -> std::resul
 /// padded to `max_labels` with class −1 (their padding). With `pin` the
 /// batch lands in page-locked memory, as torch's DataLoader with
 /// `pin_memory=True`, so the copy to a CUDA device can be asynchronous.
-pub fn collate(samples: &[Sample], max_labels: usize, pin: bool) -> std::result::Result<Batch, String> {
+pub fn collate(samples: &[Sample], max_labels: usize, pin: bool) -> Made<Batch> {
     let b = samples.len();
     let size = samples[0].size;
     let plane = size * size;
@@ -318,7 +331,7 @@ pub fn collate(samples: &[Sample], max_labels: usize, pin: bool) -> std::result:
 }
 
 /// Builds batch `k` (images `k·B .. (k+1)·B`).
-fn build(ds: &Dataset, k: usize, batch: usize, size: usize, pin: bool) -> std::result::Result<Batch, String> {
+fn build(ds: &Dataset, k: usize, batch: usize, size: usize, pin: bool) -> Made<Batch> {
     let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect::<std::result::Result<_, _>>()?;
     collate(&samples, MAX_LABELS, pin)
 }
@@ -345,8 +358,8 @@ pub struct Loader {
     pin: bool,
     next: usize,
     total: usize,
-    rx: Option<Receiver<(usize, std::result::Result<Batch, String>)>>,
-    pending: BTreeMap<usize, std::result::Result<Batch, String>>,
+    rx: Option<Receiver<(usize, Made<Batch>)>>,
+    pending: BTreeMap<usize, Made<Batch>>,
     threads: Vec<JoinHandle<()>>,
 }
 
@@ -354,7 +367,7 @@ impl Loader {
     pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize, pin: bool) -> Loader {
         let mut l = Loader { ds, batch, size, pin, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
         if workers > 0 {
-            let (tx, rx) = sync_channel::<(usize, std::result::Result<Batch, String>)>(2 * workers);
+            let (tx, rx) = sync_channel::<(usize, Made<Batch>)>(2 * workers);
             let counter = Arc::new(AtomicUsize::new(0));
             for _ in 0..workers {
                 let (tx, counter, ds) = (tx.clone(), counter.clone(), l.ds.clone());
@@ -384,10 +397,12 @@ impl Loader {
         }
         let k = self.next;
         self.next += 1;
-        let Some(rx) = &self.rx else { return Some(build(&self.ds, k, self.batch, self.size, self.pin).map_err(Error::failed)) };
+        let Some(rx) = &self.rx else {
+            return Some(build(&self.ds, k, self.batch, self.size, self.pin).map_err(|e| Error::failed(e.to_string())));
+        };
         loop {
             if let Some(b) = self.pending.remove(&k) {
-                return Some(b.map_err(Error::failed));
+                return Some(b.map_err(|e| Error::failed(e.to_string())));
             }
             let (j, b) = rx.recv().ok()?;
             self.pending.insert(j, b);

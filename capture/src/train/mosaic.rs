@@ -18,6 +18,7 @@
 //! Mixup (probability 0 for YOLOv9) and segment copy-paste are not done.
 
 use super::augment::Rng;
+use super::data::DataError;
 use super::geometry::{GREY, Image, resize, warp_affine};
 
 /// LibreYOLO's `mosaic_prob` for YOLOv9 (their `profile run` keeps mosaic on).
@@ -43,7 +44,7 @@ pub trait Source {
     fn has_labels(&self, i: usize) -> bool;
     /// Image `i` resized so its longer side is `size` (their `pull_item`),
     /// with its boxes `[class, x1, y1, x2, y2]` in that image's pixels.
-    fn pull(&self, i: usize, size: usize) -> Result<(Image, Vec<[f32; 5]>), String>;
+    fn pull(&self, i: usize, size: usize) -> Result<(Image, Vec<[f32; 5]>), DataError>;
 }
 
 /// A partner index (their `_rand_partner_index`): up to 20 draws until one
@@ -74,7 +75,7 @@ fn place(k: usize, xc: i64, yc: i64, w: i64, h: i64, two: i64) -> ((i64, i64, i6
 }
 
 /// The 2s×2s mosaic of image `idx` and three partners, boxes clipped to it.
-pub fn mosaic(src: &dyn Source, idx: usize, size: usize, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), String> {
+pub fn mosaic(src: &dyn Source, idx: usize, size: usize, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), DataError> {
     let s = size as f64;
     let yc = rng.range(0.5 * s, 1.5 * s) as i64;
     let xc = rng.range(0.5 * s, 1.5 * s) as i64;
@@ -146,7 +147,7 @@ pub fn affine_boxes(labels: &mut [[f32; 5]], m: [f64; 6], w: usize, h: usize) {
 
 /// Mosaic, random affine down to `size`×`size`, then boxes of 2 px or less
 /// on a side dropped.
-pub fn mosaic_affine(src: &dyn Source, idx: usize, size: usize, p: &Affine, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), String> {
+pub fn mosaic_affine(src: &dyn Source, idx: usize, size: usize, p: &Affine, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), DataError> {
     let (canvas, mut labels) = mosaic(src, idx, size, rng)?;
     let m = affine_matrix(p, size, size, rng);
     let img = warp_affine(&canvas, m, size, size);

@@ -233,7 +233,7 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
     match weights::resolve(arg)? {
         weights::Source::RandomInit { .. } => {
             tch::manual_seed(0);
-            let mut model = Yolo9::new(size, nc, dev).map_err(Error::failed)?;
+            let mut model = Yolo9::new(size, nc, dev).map_err(|e| Error::failed(e.to_string()))?;
             model.enable_aux(AUX_WEIGHT);
             let aux = model.load_aux_state(&[]);
             Ok(TrainModel {
@@ -255,7 +255,7 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
             let ck_nc = ck.meta_int("nc").or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]));
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
             tch::manual_seed(0);
-            let mut model = Yolo9::with_class_width(&used, nc, cls_hidden, dev).map_err(Error::failed)?;
+            let mut model = Yolo9::with_class_width(&used, nc, cls_hidden, dev).map_err(|e| Error::failed(e.to_string()))?;
             let mut notes = Vec::new();
             let state: Vec<(String, Tensor)> = if ck_nc == Some(nc) {
                 ck.state.iter().map(|(k, t)| (k.clone(), t.shallow_clone())).collect()
@@ -344,7 +344,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         for i in 0..total {
             if i == p.warmup {
                 window = Some(Window::start(p.device));
-                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false })?);
+                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false, memory: false })?);
             }
             let measuring = i >= p.warmup;
             let synced = measuring && i - p.warmup >= p.unsynced;
