@@ -19,3 +19,12 @@ pub mod weights;
 pub mod window;
 
 pub use infer::infer;
+
+/// Tests that seed libtorch's global generator and then draw from it hold
+/// this lock: libtest runs tests on parallel threads, and another test's
+/// draws between the seed and ours would change our "random" model.
+#[cfg(test)]
+pub(crate) fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
+    static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    LOCK.lock().unwrap_or_else(|e| e.into_inner())
+}

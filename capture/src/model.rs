@@ -1007,6 +1007,7 @@ mod tests {
     /// forward, and leaves the inference forward as it was.
     #[test]
     fn the_aux_branch_is_training_only() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(0);
         let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
         let x = input();
@@ -1048,6 +1049,7 @@ mod tests {
     /// class count; a single-head state leaves the branch as initialised.
     #[test]
     fn aux_tensors_load_by_name_and_shape() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(1);
         let mut trained = Yolo9::new("t", 3, Device::Cpu).unwrap();
         trained.enable_aux(0.25);

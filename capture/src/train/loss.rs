@@ -345,6 +345,7 @@ mod tests {
     /// is the one-hot of its class scaled into (0, 1].
     #[test]
     fn one_box_is_assigned_to_anchors_inside_it() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(0);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()
@@ -386,6 +387,7 @@ mod tests {
     /// never assigned the same anchor.
     #[test]
     fn an_anchor_claimed_twice_goes_to_one_target() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(2);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()
@@ -416,6 +418,7 @@ mod tests {
     /// main head's, and the auxiliary maps get weight × their own gradient.
     #[test]
     fn the_training_loss_adds_the_aux_head_at_its_weight() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(3);
         let maps = |scale: f64| -> Vec<Tensor> {
             [(8, 8), (4, 4), (2, 2)]
@@ -480,6 +483,7 @@ mod tests {
     /// lowers the loss: the gradient points the right way.
     #[test]
     fn loss_decreases_under_sgd_on_the_maps() {
+        let _rng = crate::rng_lock();
         tch::manual_seed(1);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()

@@ -281,6 +281,7 @@ mod tests {
     fn sgd_lowers_the_loss_of_the_real_model_on_a_fixed_batch() {
         use crate::train::data::{Dataset, collate};
         use crate::train::loss::{Gains, yolo9_loss};
+        let _rng = crate::rng_lock();
         tch::manual_seed(0);
         let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };
