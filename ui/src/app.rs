@@ -23,6 +23,7 @@ pub use crate::pane::Pane;
 use crate::panes::Effect;
 use crate::panes::compare::ComparePane;
 use crate::panes::kernels::{KernelsPane, Runner};
+use crate::panes::memory::MemoryPane;
 use crate::panes::ops::OpsPane;
 use crate::panes::phases::PhasesPane;
 use crate::panes::ranks::RanksPane;
@@ -146,6 +147,7 @@ pub struct App {
     pub compare: ComparePane,
     pub whatif: WhatIfPane,
     pub timeline: TimelinePane,
+    pub memory: MemoryPane,
     /// Reads timeline steps off the UI thread; `None` reads in place.
     pub steps: Option<StepLoader>,
     /// Ids of timeline step reads.
@@ -181,6 +183,7 @@ impl App {
             compare: ComparePane::default(),
             whatif: WhatIfPane::default(),
             timeline: TimelinePane::default(),
+            memory: MemoryPane::default(),
             steps: None,
             step_jobs: 0,
             message: None,
@@ -361,6 +364,7 @@ impl App {
         let data = self.main.data.as_ref();
         self.whatif.reset_for(data);
         self.phases.clamp(data);
+        self.memory.clamp(data);
         self.ops.refresh(data);
         self.whatif.refresh(data);
         let run = Runner { data, worker: self.worker.as_mut(), background_rows: self.background_rows };
@@ -466,6 +470,10 @@ impl App {
             Pane::Compare => self.compare.update(a, page, &self.other),
             Pane::WhatIf => self.whatif.update(a, page, data),
             Pane::Timeline => self.timeline.update(a),
+            Pane::Memory => {
+                self.memory.update(a, page, data);
+                Effect::None
+            }
         };
         match effect {
             Effect::None => {}

@@ -51,7 +51,7 @@ pub enum Action {
 
 /// A key binding outside text fields: the keys, how the help shows them,
 /// the action and what it does. The key map and the help overlay are both
-/// read from this one table (the pane keys `1`–`7` come from [`Pane::ALL`],
+/// read from this one table (the pane keys `1`–`8` come from [`Pane::ALL`],
 /// `0` is the Ranks pane of a distributed job).
 /// An empty `help` shares the previous binding's row ("next / previous").
 struct Binding {
@@ -160,7 +160,8 @@ mod tests {
         assert_eq!(map(KeyEvent::new(Char('c'), KeyModifiers::CONTROL), true), Some(Action::Quit));
         assert_eq!(map(k(F(9)), false), None);
         assert_eq!(map(k(Char('7')), false), Some(Action::Pane(Pane::Timeline)));
-        assert_eq!(map(k(Char('8')), false), None, "only as many number keys as panes");
+        assert_eq!(map(k(Char('8')), false), Some(Action::Pane(Pane::Memory)));
+        assert_eq!(map(k(Char('9')), false), None, "only as many number keys as panes");
         assert_eq!(map(k(Char('0')), false), Some(Action::Pane(Pane::Ranks)));
     }
 
@@ -168,7 +169,7 @@ mod tests {
     fn the_help_lists_every_binding_of_the_key_map() {
         let help = help();
         let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys[0], "1-7");
+        assert_eq!(keys[0], "1-8");
         assert_eq!(keys[1], "0", "the Ranks pane");
         for b in BINDINGS.iter().chain(EDITING) {
             assert!(keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)), "{} missing from the help: {keys:?}", b.shown);

@@ -13,14 +13,16 @@ pub enum Pane {
     Compare,
     WhatIf,
     Timeline,
+    Memory,
 }
 
 impl Pane {
-    /// The panes of one profile, keys `1`–`7`.
-    pub const ALL: [Pane; 7] = [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline];
+    /// The panes of one profile, keys `1`–`8`.
+    pub const ALL: [Pane; 8] =
+        [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline, Pane::Memory];
     /// The panes of a distributed job: Ranks, then those of the rank shown.
-    pub const JOB: [Pane; 8] =
-        [Pane::Ranks, Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline];
+    pub const JOB: [Pane; 9] =
+        [Pane::Ranks, Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline, Pane::Memory];
 
     /// The tabs, in Tab order: with Ranks first when a job is open.
     pub fn tabs(job: bool) -> &'static [Pane] {
@@ -37,6 +39,7 @@ impl Pane {
             Pane::Compare => "Compare",
             Pane::WhatIf => "What-if",
             Pane::Timeline => "Timeline",
+            Pane::Memory => "Memory",
         }
     }
     /// The number key that shows the pane (`0` for Ranks).

@@ -5,6 +5,7 @@
 
 pub mod compare;
 pub mod kernels;
+pub mod memory;
 pub mod ops;
 pub mod phases;
 pub mod ranks;
@@ -99,6 +100,7 @@ pub fn draw(f: &mut Frame, app: &App) {
             Pane::Compare => app.compare.render(f, app, body),
             Pane::WhatIf => app.whatif.render(f, app, body),
             Pane::Timeline => app.timeline.render(f, app, body),
+            Pane::Memory => app.memory.render(f, app, body),
         }
     }
     status_line(f, app, status);
@@ -251,7 +253,8 @@ fn help(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let help = crate::input::help();
     let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0) as u16;
-    let width = area.width.min(78);
+    // The whole width of an 80-column terminal: the pane list fills its row.
+    let width = area.width.min(80);
     let height = (help.len() as u16 + 2).min(area.height);
     let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
     f.render_widget(Clear, popup);
