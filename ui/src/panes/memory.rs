@@ -3,7 +3,10 @@
 //! memory (and reserved, when the trace records it) is charted over the
 //! window with the peak marked; below, the peak's time, phase and op, and
 //! each phase's peak. Up/Down choose the device when there are several.
-//! A profile without `[memory]` events shows the lens's one line.
+//! A profile without `[memory]` events shows the lens's one line. The op
+//! at the peak shows when the profile names it: the explorer loads a raw
+//! trace without the extra pass `profile memory` makes for it
+//! (docs/spec.md §6).
 //!
 //! In a job, the shown rank's profile; in Compare mode, the main one's.
 
