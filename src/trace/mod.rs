@@ -252,40 +252,32 @@ fn span_events<R: std::io::Read>(s: &mut Scanner<R>, to: u64, sink: &mut dyn Eve
 /// `None` when the trace has none there or cannot be read. A capture
 /// records it in its measured sidecar, which ties the two together.
 pub fn trace_id(path: &Path) -> Option<String> {
-    let mut s = Scanner::new(input::open(path, false).ok()?);
-    s.skip_bom().ok()?;
-    let mut scratch = Vec::new();
-    s.expect(b'{').ok()?;
-    let mut first = true;
-    while let Some(key) = s.next_key(first, &mut scratch).ok()? {
-        first = false;
-        match key.as_str() {
-            "trace_id" => return serde_json::from_slice(s.value(&mut scratch).ok()?).ok(),
-            "traceEvents" => return None,
-            _ => s.skip_value().ok()?,
-        }
-    }
-    None
+    header_value(path, "trace_id")
 }
 
 /// `distributedInfo.rank` of the trace at `path`, when Kineto wrote it
 /// before `traceEvents` (it does): lets `--ranks` skip a rank unread.
 pub fn header_rank(path: &Path) -> Option<u32> {
+    header_value::<crate::profile::Distributed>(path, "distributedInfo")?.rank
+}
+
+/// The value of a top-level `key` that comes before `traceEvents`, read
+/// without touching the events; `None` when it is not there or unreadable.
+fn header_value<T: serde::de::DeserializeOwned>(path: &Path, key: &str) -> Option<T> {
     let mut s = Scanner::new(input::open(path, false).ok()?);
     s.skip_bom().ok()?;
     let mut scratch = Vec::new();
     s.expect(b'{').ok()?;
     let mut first = true;
-    while let Some(key) = s.next_key(first, &mut scratch).ok()? {
+    while let Some(k) = s.next_key(first, &mut scratch).ok()? {
         first = false;
-        match key.as_str() {
-            "distributedInfo" => {
-                let d: crate::profile::Distributed = serde_json::from_slice(s.value(&mut scratch).ok()?).ok()?;
-                return d.rank;
-            }
-            "traceEvents" => return None,
-            _ => s.skip_value().ok()?,
+        if k.as_str() == key {
+            return serde_json::from_slice(s.value(&mut scratch).ok()?).ok();
         }
+        if k.as_str() == "traceEvents" {
+            return None;
+        }
+        s.skip_value().ok()?;
     }
     None
 }

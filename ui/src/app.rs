@@ -374,7 +374,7 @@ impl App {
     /// Takes the worker's answers; true when the screen changed.
     pub fn poll_worker(&mut self) -> bool {
         let mut changed = false;
-        while let Some((id, result)) = self.worker.as_ref().and_then(|w| w.done.try_recv().ok()) {
+        while let Some((id, result)) = self.worker.as_ref().and_then(|w| w.done().try_recv().ok()) {
             changed |= self.kernels.answered(id, result);
         }
         changed

@@ -19,21 +19,19 @@ pub const BACKGROUND_ROWS: usize = 5_000;
 pub type KernelJob = (u64, Arc<Input>, KernelQuery);
 pub type KernelDone = (u64, libreyolo_core::Result<Kernels>);
 
-/// The thread that runs the kernels lens on large profiles.
-pub struct Worker {
-    jobs: Sender<KernelJob>,
-    pub(crate) done: Receiver<KernelDone>,
-    next: u64,
-    /// Signalled after each answer, so the event loop wakes for it.
+/// A thread that runs the newest job queued and drops the ones it
+/// overtook (a burst of keys costs one run), then signals `answered` so
+/// the event loop wakes for the answer in `done`.
+pub struct Latest<J, D> {
+    jobs: Sender<J>,
+    pub(crate) done: Receiver<D>,
     pub answered: Arc<tokio::sync::Notify>,
 }
 
-impl Worker {
-    /// Starts the worker. It always runs the newest job queued and drops
-    /// the ones it overtook, so a burst of keys costs one lens run.
-    pub fn spawn() -> Worker {
-        let (jobs, job_rx) = mpsc::channel::<KernelJob>();
-        let (done_tx, done) = mpsc::channel::<KernelDone>();
+impl<J: Send + 'static, D: Send + 'static> Latest<J, D> {
+    fn start(run: impl Fn(J) -> D + Send + 'static) -> Latest<J, D> {
+        let (jobs, job_rx) = mpsc::channel::<J>();
+        let (done_tx, done) = mpsc::channel::<D>();
         let answered = Arc::new(tokio::sync::Notify::new());
         let wake = Arc::clone(&answered);
         std::thread::spawn(move || {
@@ -41,22 +39,49 @@ impl Worker {
                 while let Ok(newer) = job_rx.try_recv() {
                     job = newer;
                 }
-                let (id, input, query) = job;
-                let result = std::panic::catch_unwind(|| kernels(&input.profile, &query))
-                    .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("the kernels filter crashed")));
-                if done_tx.send((id, result)).is_err() {
+                if done_tx.send(run(job)).is_err() {
                     return;
                 }
                 wake.notify_one();
             }
         });
-        Worker { jobs, done, next: 0, answered }
+        Latest { jobs, done, answered }
+    }
+
+    /// Queues a job; false when the thread is gone.
+    pub(crate) fn send(&self, job: J) -> bool {
+        self.jobs.send(job).is_ok()
+    }
+}
+
+/// The thread that runs the kernels lens on large profiles.
+pub struct Worker {
+    thread: Latest<KernelJob, KernelDone>,
+    next: u64,
+}
+
+impl Worker {
+    pub fn spawn() -> Worker {
+        let thread = Latest::start(|(id, input, query): KernelJob| {
+            let result = std::panic::catch_unwind(|| kernels(&input.profile, &query))
+                .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("the kernels filter crashed")));
+            (id, result)
+        });
+        Worker { thread, next: 0 }
     }
 
     /// Queues a job; its id, or `None` when the thread is gone.
     pub fn send(&mut self, input: Arc<Input>, query: KernelQuery) -> Option<u64> {
         self.next += 1;
-        self.jobs.send((self.next, input, query)).ok().map(|()| self.next)
+        self.thread.send((self.next, input, query)).then_some(self.next)
+    }
+
+    pub(crate) fn done(&self) -> &Receiver<KernelDone> {
+        &self.thread.done
+    }
+
+    pub fn answered(&self) -> &Arc<tokio::sync::Notify> {
+        &self.thread.answered
     }
 }
 
@@ -90,35 +115,11 @@ impl StepJob {
 }
 
 /// The thread that reads Timeline steps, so a key never waits on the
-/// trace. It runs the newest job and drops those it overtook.
-pub struct StepLoader {
-    jobs: Sender<StepJob>,
-    pub(crate) done: Receiver<StepDone>,
-    /// Signalled after each answer, so the event loop wakes for it.
-    pub answered: Arc<tokio::sync::Notify>,
-}
+/// trace.
+pub type StepLoader = Latest<StepJob, StepDone>;
 
 impl StepLoader {
     pub fn spawn() -> StepLoader {
-        let (jobs, job_rx) = mpsc::channel::<StepJob>();
-        let (done_tx, done) = mpsc::channel::<StepDone>();
-        let answered = Arc::new(tokio::sync::Notify::new());
-        let wake = Arc::clone(&answered);
-        std::thread::spawn(move || {
-            while let Ok(mut job) = job_rx.recv() {
-                while let Ok(newer) = job_rx.try_recv() {
-                    job = newer;
-                }
-                if done_tx.send(job.run()).is_err() {
-                    return;
-                }
-                wake.notify_one();
-            }
-        });
-        StepLoader { jobs, done, answered }
-    }
-
-    pub(crate) fn send(&self, job: StepJob) -> bool {
-        self.jobs.send(job).is_ok()
+        Latest::start(StepJob::run)
     }
 }

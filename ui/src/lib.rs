@@ -100,7 +100,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
     let mut keys = EventStream::new();
     let mut terminate = signal(SignalKind::terminate()).map_err(io)?;
     let mut hangup = signal(SignalKind::hangup()).map_err(io)?;
-    let worker = app.worker.as_ref().map(|w| Arc::clone(&w.answered)).unwrap_or_default();
+    let worker = app.worker.as_ref().map(|w| Arc::clone(w.answered())).unwrap_or_default();
     let steps = app.steps.as_ref().map(|l| Arc::clone(&l.answered)).unwrap_or_default();
     let mut progress = tokio::time::interval(PROGRESS_EVERY);
     progress.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
