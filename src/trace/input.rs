@@ -16,6 +16,7 @@ use std::rc::Rc;
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::inflate::ThreadedInflate;
 use crate::error::{Error, Result};
 
 /// Files above this size show a progress bar when stderr is a terminal.
@@ -98,7 +99,7 @@ impl Source {
     /// Opens the input from its first byte, decompressing gzip
     /// transparently (decided by the first two bytes read).
     pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
-        let raw: Box<dyn Read> = match &self.kind {
+        match &self.kind {
             Kind::File(path) => {
                 let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
@@ -111,19 +112,32 @@ impl Source {
                     bar.set_message(path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
                     bar
                 });
-                match bar {
+                let raw: Box<dyn Read + Send> = match bar {
                     Some(bar) => Box::new(bar.wrap_read(file)),
                     None => Box::new(file),
+                };
+                let (whole, gzipped) = sniff(raw, &self.label)?;
+                if !gzipped {
+                    return Ok(Box::new(whole));
                 }
+                // A file is ours to move: inflate it on a thread of its own.
+                let inflate = ThreadedInflate::spawn(gunzip(whole))
+                    .map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", self.label)))?;
+                Ok(Box::new(inflate))
             }
-            Kind::Stream(spool) => Box::new(Replay { spool: Rc::clone(spool), pos: 0 }),
-        };
-        sniff(raw, &self.label)
+            // A stream's replay shares its spool with later passes (not
+            // Send): it is inflated where it is parsed.
+            Kind::Stream(spool) => {
+                let (whole, gzipped) = sniff(Replay { spool: Rc::clone(spool), pos: 0 }, &self.label)?;
+                Ok(if gzipped { Box::new(gunzip(whole)) } else { Box::new(whole) })
+            }
+        }
     }
 }
 
-/// Reads the first bytes once, and puts them back in front of the stream.
-fn sniff(mut raw: Box<dyn Read>, label: &str) -> Result<Box<dyn Read>> {
+/// Reads the first bytes once and puts them back in front of the stream;
+/// true when they are gzip's magic.
+fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(std::io::Chain<Cursor<Vec<u8>>, R>, bool)> {
     let mut head = [0u8; 2];
     let mut n = 0;
     while n < head.len() {
@@ -134,13 +148,14 @@ fn sniff(mut raw: Box<dyn Read>, label: &str) -> Result<Box<dyn Read>> {
             Err(e) => return Err(Error::failed(format!("cannot read {label}: {e}"))),
         }
     }
-    let whole = Cursor::new(head[..n].to_vec()).chain(raw);
-    // The scanner reads in large chunks itself: only gzip needs a buffer.
-    if n == 2 && head == [0x1f, 0x8b] {
-        Ok(Box::new(GzipErrors(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, whole)))))
-    } else {
-        Ok(Box::new(whole))
-    }
+    let gzipped = n == 2 && head == [0x1f, 0x8b];
+    Ok((Cursor::new(head[..n].to_vec()).chain(raw), gzipped))
+}
+
+/// The decoder over a gzip stream. The scanner reads in large chunks
+/// itself: only gzip needs a buffer.
+fn gunzip<R: Read>(whole: R) -> GzipErrors<MultiGzDecoder<BufReader<R>>> {
+    GzipErrors(MultiGzDecoder::new(BufReader::with_capacity(1 << 20, whole)))
 }
 
 /// One pass over a stream: the spooled copy first, then the live stream,

@@ -2,6 +2,7 @@
 //! `traceEvents` object, in one streaming pass (docs/spec.md §5, docs/analysis.md §1).
 
 pub mod event;
+mod inflate;
 pub mod input;
 pub mod scan;
 
