@@ -205,13 +205,16 @@ fn collectives_match_across_the_eight_dlrm_ranks_with_skew_and_waits() {
         assert!((m["skew_us"].as_f64().unwrap() - (last - first)).abs() < 1e-3, "collective {i}: {m}");
         assert_eq!(m["last_rank"], last_rank);
         assert!((m["duration_us"].as_f64().unwrap() - truth[last_rank][i].2).abs() < 1e-3);
+        let mut waited = 0.0;
         for (r, at) in m["ranks"].as_array().unwrap().iter().enumerate() {
             assert_eq!(at["rank"], r);
             let wait = last - starts[r];
             assert!((at["wait_us"].as_f64().unwrap() - wait).abs() < 1e-3, "rank {r}, collective {i}");
             assert!((at["dur_us"].as_f64().unwrap() - truth[r][i].2).abs() < 1e-3);
             total_wait[r] += wait;
+            waited += wait;
         }
+        assert!((m["wait_us"].as_f64().unwrap() - waited).abs() < 1e-2, "the ranks' waits summed, collective {i}: {m}");
         // No message sizes in these 2023 traces: no bandwidth to claim.
         assert!(m.get("bytes").is_none() && m.get("busbw_gbps").is_none());
     }

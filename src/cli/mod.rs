@@ -99,7 +99,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 let set = rank_set(&files, &a.set)?;
                 let j = lens::job::job(&set);
                 if let Some(dir) = &a.parquet {
-                    crate::tables::write(std::path::Path::new(dir), &j, &collectives_of(&set))?;
+                    crate::tables::write(std::path::Path::new(dir), &j, &lens::collectives::of_ranks(&set))?;
                 }
                 if a.json { render::json(&j)? } else { text::job(&j) }
             }
@@ -124,7 +124,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         },
         ReaderCommand::Collectives(a) => {
             let c = match profile::ranks::rank_files(&a.traces)? {
-                Some(files) => collectives_of(&rank_set(&files, &a.set)?),
+                Some(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
                 None => lens::collectives::of_profile(&load(&a.traces[0])?.profile),
             };
             for n in &c.notes {
@@ -224,13 +224,6 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     // Names come from the trace: no raw control characters on a terminal.
     Ok(render::printable(&out).into_owned())
-}
-
-/// The collectives of a rank set, matched across its ranks.
-fn collectives_of(set: &profile::ranks::RankSet) -> lens::collectives::Collectives {
-    let calls: Vec<lens::collectives::RankCalls<'_>> =
-        set.ranks.iter().map(|r| lens::collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
-    lens::collectives::collectives(&calls, set.world_size)
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as success.

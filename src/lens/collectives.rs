@@ -11,6 +11,7 @@
 
 use serde::Serialize;
 
+use crate::profile::ranks::RankSet;
 use crate::profile::{CollectiveCall, Profile};
 use crate::util::round;
 
@@ -70,6 +71,9 @@ pub struct Matched {
     pub skew_us: Option<f64>,
     /// The rank that arrived last (`None` on one rank).
     pub last_rank: Option<u32>,
+    /// The ranks' waits summed: the GPU time the job lost at this
+    /// collective, µs (0 on one rank).
+    pub wait_us: f64,
     /// The transfer: the last-arriving rank's kernel time, which holds no
     /// wait (on one rank: its kernel time, waits included), µs.
     pub duration_us: f64,
@@ -202,6 +206,16 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
             let duration_us = last.dur_ns as f64 / 1e3;
             let group_n = first.group_size.unwrap_or(n_ranks);
             let algbw = bytes.filter(|_| duration_us > 0.0).map(|b| b as f64 / (duration_us * 1e3));
+            let at: Vec<RankAt> = same
+                .iter()
+                .map(|(r, c)| RankAt {
+                    rank: *r,
+                    arrival_us: round((c.start_ns - earliest) as f64 / 1e3, 3),
+                    wait_us: if single { 0.0 } else { round((last.start_ns - c.start_ns) as f64 / 1e3, 3) },
+                    dur_us: round(c.dur_ns as f64 / 1e3, 3),
+                })
+                .collect();
+            let waited: i64 = if single { 0 } else { same.iter().map(|(_, c)| last.start_ns - c.start_ns).sum() };
             matched.push(Matched {
                 group: name.to_string(),
                 seq,
@@ -211,18 +225,11 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
                 dtype: first.dtype.clone(),
                 skew_us: (!single).then(|| round((last.start_ns - earliest) as f64 / 1e3, 3)),
                 last_rank: (!single).then_some(last_rank),
+                wait_us: round(waited as f64 / 1e3, 3),
                 duration_us: round(duration_us, 3),
                 algbw_gbps: algbw.map(|a| round(a, 3)),
                 busbw_gbps: algbw.and_then(|a| Some(round(a * bus_factor(&first.collective, group_n)?, 3))),
-                ranks: same
-                    .iter()
-                    .map(|(r, c)| RankAt {
-                        rank: *r,
-                        arrival_us: round((c.start_ns - earliest) as f64 / 1e3, 3),
-                        wait_us: if single { 0.0 } else { round((last.start_ns - c.start_ns) as f64 / 1e3, 3) },
-                        dur_us: round(c.dur_ns as f64 / 1e3, 3),
-                    })
-                    .collect(),
+                ranks: at,
             });
         }
         groups.push(Group { group: name.to_string(), counts });
@@ -246,6 +253,13 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
         })
         .collect();
     Collectives { ranks: ranks.iter().map(|r| r.rank).collect(), world_size, groups, per_rank, collectives: matched, notes }
+}
+
+/// The collectives of a rank set, matched across its ranks (what
+/// `collectives DIR` prints and the explorer's job view shows).
+pub fn of_ranks(set: &RankSet) -> Collectives {
+    let calls: Vec<RankCalls<'_>> = set.ranks.iter().map(|r| RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+    collectives(&calls, set.world_size)
 }
 
 /// The collectives of one profile alone (rank from `distributedInfo`, else 0).
@@ -277,6 +291,7 @@ mod tests {
         assert_eq!(m.last_rank, Some(1));
         assert_eq!(m.ranks[0].wait_us, 4.0);
         assert_eq!(m.ranks[1].wait_us, 0.0);
+        assert_eq!(m.wait_us, 4.0, "the ranks' waits summed");
         assert_eq!(m.duration_us, 6.0);
         // 4 MB in 6 µs: 666.667 GB/s; allreduce over 2 ranks: ×2·1/2.
         assert_eq!(m.bytes, Some(4_000_000));
