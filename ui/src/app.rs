@@ -268,9 +268,9 @@ impl App {
         let shown = job.shown;
         self.main.loading = None;
         self.main.error = None;
-        self.job = Some(job);
+        let before = self.job.replace(job);
         self.show_rank(shown);
-        self.ranks.refresh(self.job.as_ref());
+        self.ranks.refresh(before.as_ref(), self.job.as_ref());
         if reload {
             self.message = Some(format!("reloaded {}", self.main.arg));
         } else {
@@ -453,7 +453,12 @@ impl App {
         let page = self.page;
         let data = self.main.data.as_ref();
         let effect = match self.pane {
-            Pane::Ranks => self.ranks.update(a, page, self.job.as_ref()),
+            Pane::Ranks => match self.ranks.update(a, page, self.job.as_ref()) {
+                // Esc closed a view of the pane.
+                Some(_) if a == Action::Back => return true,
+                Some(effect) => effect,
+                None => return false,
+            },
             Pane::Summary => {
                 self.summary.update(a, page);
                 Effect::None
@@ -508,7 +513,7 @@ impl App {
 
     fn switch(&mut self, p: Pane) {
         if p == Pane::Ranks && self.job.is_none() {
-            self.message = Some("one profile, not a distributed job: no Ranks pane (open a folder of rank traces)".into());
+            self.message = Some("not a distributed job: no Ranks or collectives; open a folder of rank traces".into());
             return;
         }
         self.pane = p;

@@ -52,7 +52,8 @@ pub enum Action {
 /// A key binding outside text fields: the keys, how the help shows them,
 /// the action and what it does. The key map and the help overlay are both
 /// read from this one table (the pane keys `1`–`8` come from [`Pane::ALL`],
-/// `0` is the Ranks pane of a distributed job).
+/// `0` is the Ranks pane of a distributed job, whose collectives view `c`
+/// turns to).
 /// An empty `help` shares the previous binding's row ("next / previous").
 struct Binding {
     keys: &'static [KeyCode],
@@ -78,7 +79,7 @@ const BINDINGS: &[Binding] = &[
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
     bind(&[Enter], "Enter", Action::Enter, "Ranks: the rank; Phases: the phase; others: details"),
     bind(&[Char('s')], "s", Action::CycleSort, "cycle sort (Kernels, Ops: time, count, name; Ranks)"),
-    bind(&[Char('c')], "c", Action::CycleCategory, "cycle category filter (Kernels); category (What-if)"),
+    bind(&[Char('c')], "c", Action::CycleCategory, "cycle category (Kernels, What-if); Ranks ⇄ collectives"),
     bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
     bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
     bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops)"),
@@ -107,7 +108,10 @@ const EDITING: &[Binding] = &[
 /// The help overlay's rows, from the tables the key map reads.
 pub fn help() -> Vec<(String, String)> {
     let panes: Vec<&str> = Pane::ALL.iter().map(|p| p.title()).collect();
-    let mut rows = vec![(format!("1-{}", Pane::ALL.len()), panes.join(" ")), ("0".to_string(), "Ranks (a distributed job)".to_string())];
+    let mut rows = vec![
+        (format!("1-{}", Pane::ALL.len()), panes.join(" ")),
+        ("0".to_string(), "Ranks (a distributed job; c: its collectives)".to_string()),
+    ];
     for b in BINDINGS.iter().chain(EDITING) {
         match rows.last_mut() {
             Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),

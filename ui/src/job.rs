@@ -1,13 +1,15 @@
 //! A distributed job in the explorer (docs/spec.md §6, §7): what the
-//! command line asks to open, and the job once read — the `job` lens and
-//! each rank's profile, from one reading of the rank traces
-//! (`profile::ranks`) on the loader thread. The Ranks pane shows the lens;
-//! the other panes show the profile of the rank the user opened.
+//! command line asks to open, and the job once read — the `job` and
+//! `collectives` lenses and each rank's profile, from one reading of the
+//! rank traces (`profile::ranks`) on the loader thread. The Ranks pane
+//! shows the lenses (its collectives view the second); the other panes
+//! show the profile of the rank the user opened.
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
 
 use libreyolo_core::error::{Error, Result};
+use libreyolo_core::lens::collectives::{self, Collectives};
 use libreyolo_core::lens::job::{Job, job};
 use libreyolo_core::profile::{self, ranks};
 
@@ -69,11 +71,13 @@ fn common_folder(files: &[PathBuf]) -> String {
     dir.display().to_string()
 }
 
-/// A job read: the `job` lens and each rank's profile, in rank order (the
-/// order of `job.ranks`).
+/// A job read: the `job` and `collectives` lenses and each rank's
+/// profile, in rank order (the order of `job.ranks`).
 #[derive(Debug, Clone)]
 pub struct OpenJob {
     pub job: Job,
+    /// The ranks' collectives matched across them (`collectives DIR`).
+    pub collectives: Collectives,
     pub ranks: Vec<Loaded>,
     /// The position in `ranks` of the rank the other panes show.
     pub shown: usize,
@@ -86,9 +90,10 @@ impl OpenJob {
     pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
         let set = ranks::load_counting(files, &ranks::Options::default(), done)?;
         let job = job(&set);
+        let collectives = collectives::of_ranks(&set);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
         let shown = job.ranks.iter().position(|r| r.rank == job.critical_rank).unwrap_or(0);
-        Ok(OpenJob { job, ranks, shown })
+        Ok(OpenJob { job, collectives, ranks, shown })
     }
 
     /// The rank number shown by the other panes.

@@ -198,7 +198,7 @@ fn tabs_keys_and_one_profile() {
     assert_eq!(a.pane, Pane::Ranks);
     press(&mut a, &[KeyCode::Char('?')]);
     let s = screen(&mut a, 80, 24);
-    assert!(s.contains("Ranks (a distributed job)") && s.contains("back to Ranks"), "{s}");
+    assert!(s.contains("Ranks (a distributed job; c: its collectives)") && s.contains("back to Ranks"), "{s}");
 
     // One profile: no Ranks tab, and `0` says why.
     let mut one = app(BERT_TRACE, None);

@@ -3,6 +3,7 @@
 //! (tabs, status line, overlays) and what the panes share. Panes only
 //! format lens results; every figure on screen comes from a lens struct.
 
+pub mod collectives;
 pub mod compare;
 pub mod kernels;
 pub mod memory;
@@ -20,6 +21,7 @@ use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table
 
 use crate::app::{App, Editor, Field, Pane, Slot, display_name};
 use crate::input::Action;
+use ranks::JobView;
 
 /// What a pane's key handling asks of the app, beyond its own state.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -161,7 +163,15 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
     }
     let mut spans = match (&app.job, app.pane) {
         // Which rank the other panes show, on every pane of a job.
-        (Some(j), Pane::Ranks) => vec![Span::styled(format!("{} ranks · sort:{}", j.job.ranks.len(), app.ranks.sort.as_str()), t.accent())],
+        (Some(j), Pane::Ranks) => vec![Span::styled(
+            match app.ranks.view {
+                JobView::Ranks => format!("{} ranks · sort:{}", j.job.ranks.len(), app.ranks.sort.as_str()),
+                JobView::Collectives => {
+                    format!("{} collectives · sort:{}", j.collectives.collectives.len(), app.ranks.collectives.sort.as_str())
+                }
+            },
+            t.accent(),
+        )],
         (Some(j), _) => {
             let k = j.shown_rank();
             let mut what = format!("rank {k} of {}", j.job.ranks.len());

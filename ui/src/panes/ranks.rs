@@ -4,7 +4,13 @@
 //! and per rank the step, GPU utilisation, compute, communication, exposed
 //! communication and idle time, kernels per step and a straggler marker.
 //! The pane owns its sort and selection; Enter asks the app (an
-//! [`Effect::OpenRank`]) to show that rank in the other panes.
+//! [`Effect::OpenRank`]) to show that rank in the other panes. `c` turns
+//! it to its second view of the job, the collectives matched across the
+//! ranks ([`super::collectives`]), and back.
+//!
+//! Why a view of this pane and not a pane of its own: both are the job as
+//! a whole (the numbered panes show one rank's profile), an 80-column tab
+//! bar is full already, and `0` stays the one key to the job.
 
 use libreyolo_core::lens::job::{Job, RankRow};
 use libreyolo_core::render::text::num;
@@ -13,6 +19,7 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
+use super::collectives::CollectivesView;
 use super::{Effect, clip, header, moved, pct, right, window};
 use crate::app::App;
 use crate::input::Action;
@@ -89,21 +96,52 @@ pub fn order(job: &Job, sort: RankSort) -> Vec<usize> {
     v
 }
 
+/// Which view of the job the Ranks pane shows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum JobView {
+    /// One row per rank (the `job` lens).
+    #[default]
+    Ranks,
+    /// The collectives matched across the ranks (the `collectives` lens).
+    Collectives,
+}
+
 #[derive(Debug, Clone, Default)]
 pub struct RanksPane {
+    pub view: JobView,
     pub sort: RankSort,
     /// Row on screen under the cursor.
     pub selected: usize,
     /// The rows: positions in the job's ranks, in the sort's order.
     pub order: Vec<usize>,
+    /// The collectives view's own state.
+    pub collectives: CollectivesView,
 }
 
 impl RanksPane {
-    pub fn update(&mut self, a: Action, page: usize, job: Option<&OpenJob>) -> Effect {
-        let Some(j) = job else { return Effect::None };
+    /// Handles a key; `None` when it is not the pane's (Esc on the ranks
+    /// view, which the app turns into quitting).
+    pub fn update(&mut self, a: Action, page: usize, job: Option<&OpenJob>) -> Option<Effect> {
+        let j = job?;
+        if a == Action::CycleCategory {
+            self.view = match self.view {
+                JobView::Ranks => JobView::Collectives,
+                JobView::Collectives => JobView::Ranks,
+            };
+            return Some(Effect::None);
+        }
+        if self.view == JobView::Collectives {
+            return self.collectives.update(a, page, j).or_else(|| {
+                // Esc with nothing open in the view: back to the ranks.
+                (a == Action::Back).then(|| {
+                    self.view = JobView::Ranks;
+                    Effect::None
+                })
+            });
+        }
         if let Some(delta) = super::movement(a, page) {
             self.selected = moved(self.selected, self.order.len(), delta);
-            return Effect::None;
+            return Some(Effect::None);
         }
         match a {
             Action::CycleSort => {
@@ -112,22 +150,24 @@ impl RanksPane {
                 self.sort = self.sort.next();
                 self.order = order(&j.job, self.sort);
                 self.selected = at.and_then(|i| self.order.iter().position(|o| *o == i)).unwrap_or(0);
-                Effect::None
+                Some(Effect::None)
             }
-            Action::Enter => self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i)),
-            _ => Effect::None,
+            Action::Enter => Some(self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i))),
+            _ => None,
         }
     }
 
     /// A job (re)loaded: the rows in the current sort, the cursor on the
-    /// rank shown by the other panes.
-    pub fn refresh(&mut self, job: Option<&OpenJob>) {
+    /// rank shown by the other panes; `before` is the job it replaces.
+    pub fn refresh(&mut self, before: Option<&OpenJob>, job: Option<&OpenJob>) {
         let Some(j) = job else {
             self.order.clear();
+            self.collectives = CollectivesView { sort: self.collectives.sort, ..Default::default() };
             return;
         };
         self.order = order(&j.job, self.sort);
         self.selected = self.order.iter().position(|i| *i == j.shown).unwrap_or(0);
+        self.collectives.refresh(before.map(|b| &b.collectives), &j.collectives);
     }
 
     /// The position in the job's ranks of the row under the cursor.
@@ -141,6 +181,10 @@ impl RanksPane {
             f.render_widget(Paragraph::new(Line::styled("one profile, not a distributed job: no ranks", t.muted())), area);
             return;
         };
+        if self.view == JobView::Collectives {
+            self.collectives.render(f, j, t, area);
+            return;
+        }
         let head = job_lines(&j.job, t, area.width as usize, (area.height / 4).max(2) as usize);
         let [top, table_area, hint] =
             Layout::vertical([Constraint::Length(head.len() as u16), Constraint::Min(2), Constraint::Length(1)]).areas(area);
@@ -151,6 +195,7 @@ impl RanksPane {
             spans.push(Span::styled(" · Enter: ", t.muted()));
             spans.push(Span::styled(format!("rank {}'s panes", r.rank), t.accent()));
         }
+        spans.push(Span::styled(" · c: collectives", t.muted()));
         f.render_widget(Paragraph::new(Line::from(spans)), hint);
     }
 
