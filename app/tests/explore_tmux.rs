@@ -156,6 +156,23 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     t.wait("rank 3's kernels", |s| s.contains("%GPU") && s.contains("rank 3 of 8"));
     t.keys(&["Escape"]);
     t.wait("the ranks again", |s| s.contains("job: 8 ranks") && s.contains("Enter: rank 3's panes"));
+
+    // `c`: the collectives matched across the ranks, largest skew first;
+    // rank 7 arrives last at five of the eight.
+    t.keys(&["c"]);
+    let s = t.wait("the collectives", |s| s.contains("collectives: 8 matched on 8 ranks of world size 8"));
+    assert!(s.contains("group stream 84: 5 sendrecv, 3 allreduce") && s.contains("8 collectives · sort:skew"), "{s}");
+    assert!(s.contains("arrives last most often: rank 7 (5 of 8)"), "{s}");
+    t.keys(&["s"]);
+    t.wait("the wait sort", |s| s.contains("sort:wait"));
+    t.keys(&["Enter"]);
+    let s = t.wait("the collective rank by rank", |s| s.contains("arrival µs") && s.contains("last: the others waited"));
+    assert!(s.contains("Esc: the list"), "{s}");
+    // One Esc at a time: two at once read as one Alt-Esc.
+    t.keys(&["Escape"]);
+    t.wait("the list", |s| s.contains("sort: wait (s)") && !s.contains("arrival µs"));
+    t.keys(&["Escape"]);
+    t.wait("the ranks view", |s| s.contains("job: 8 ranks") && s.contains("c: collectives"));
     t.keys(&["q"]);
     let s = t.wait("the explorer to exit", |s| s.contains("EXITED="));
     assert!(s.contains("EXITED=0"), "{s}");
