@@ -409,3 +409,17 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
         assert!(s.contains("collectives: ") && s.contains(" on 1 rank of world size 2"), "{s}");
     }
 }
+
+#[test]
+fn a_reload_keeps_the_view_its_sort_and_the_collective() {
+    use libreyolo_ui::app::{Opened, Side};
+    let mut a = dlrm_view();
+    press(&mut a, &[KeyCode::Char('s'), KeyCode::Home, KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
+    let on = |a: &App| a.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
+    let before = on(&a);
+    a.opened(Side::Main, Ok(Opened::Job(Box::new(dlrm_job()))));
+    assert_eq!((a.pane, a.ranks.view, a.ranks.collectives.sort), (Pane::Ranks, JobView::Collectives, CollSort::Wait));
+    assert_eq!(on(&a), before, "the cursor stays on its collective");
+    assert!(a.ranks.collectives.detail, "and its ranks stay open");
+    assert!(screen(&mut a, 80, 24).contains("reloaded"));
+}
