@@ -120,6 +120,9 @@ impl Source {
                 if !gzipped {
                     return Ok(Box::new(whole));
                 }
+                if !spare_core() {
+                    return Ok(Box::new(gunzip(whole)));
+                }
                 // A file is ours to move: inflate it on a thread of its own.
                 let inflate = ThreadedInflate::spawn(gunzip(whole))
                     .map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", self.label)))?;
@@ -150,6 +153,12 @@ fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(std::io::Chain<Cursor<Vec<
     }
     let gzipped = n == 2 && head == [0x1f, 0x8b];
     Ok((Cursor::new(head[..n].to_vec()).chain(raw), gzipped))
+}
+
+/// Whether a second thread can run beside this one (affinity and cgroup
+/// quotas counted): with one core, inflating inline saves the hand-over.
+fn spare_core() -> bool {
+    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
 }
 
 /// The decoder over a gzip stream. The scanner reads in large chunks
