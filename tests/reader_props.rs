@@ -97,7 +97,11 @@ fn load(bytes: &[u8]) -> Result<profile::Input, libreyolo_core::Error> {
 
 /// Every time a profile states is finite and not negative.
 fn sane(p: &Profile) -> Result<(), String> {
-    let mut times = vec![("step_ms", p.step_ms), ("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step), ("mean_kernel_us", p.mean_kernel_us)];
+    let mut times = vec![
+        ("step_ms", p.figures.step_ms),
+        ("gpu_busy_ms_per_step", p.figures.gpu_busy_ms_per_step),
+        ("mean_kernel_us", p.figures.mean_kernel_us),
+    ];
     times.extend(p.kernels.iter().map(|k| ("kernel ms_per_step", k.ms_per_step)));
     times.extend(p.ops.iter().map(|o| ("op ms_per_step", o.ms_per_step)));
     times.extend(p.phases.iter().map(|r| ("phase gpu_ms_per_step", r.gpu_ms_per_step)));
@@ -143,9 +147,9 @@ fn comparable(p: &Profile) -> serde_json::Value {
 fn the_valid_trace_reads() {
     let input = load(VALID.as_bytes()).unwrap();
     let p = input.profile;
-    assert_eq!(p.window.real_steps, 1);
-    assert_eq!(p.kernels_per_step, 1.0);
-    assert_eq!(p.tensorcore_pct, 100.0);
+    assert_eq!(p.figures.window.real_steps, 1);
+    assert_eq!(p.figures.kernels_per_step, 1.0);
+    assert_eq!(p.figures.tensorcore_pct, 100.0);
     assert_eq!(p.phases[0].phase, "forward");
     assert_eq!(p.phases[0].kernels_per_step, 1.0);
 }
@@ -154,15 +158,15 @@ fn the_valid_trace_reads() {
 fn every_seed_reads() {
     let old = load(OLD_2021.as_bytes()).unwrap().profile;
     assert_eq!(old.attribution.as_ref().unwrap().passes, 2, "the step marker comes last");
-    assert_eq!(old.kernels_per_step, 1.0);
+    assert_eq!(old.figures.kernels_per_step, 1.0);
     let rocm = load(ROCM.as_bytes()).unwrap().profile;
     assert_eq!(rocm.mode.as_deref(), Some("training"));
-    assert_eq!(rocm.graph_launches_per_step, Some(1.0));
-    assert_eq!(rocm.kernels_per_step, 2.0);
+    assert_eq!(rocm.extras.graph_launches_per_step, Some(1.0));
+    assert_eq!(rocm.figures.kernels_per_step, 2.0);
     assert_eq!(rocm.devices[0].vendor.as_deref(), Some("AMD"));
     let p = load(PROFILE.as_bytes()).unwrap();
     assert!(!p.from_trace);
-    assert_eq!(p.profile.step_ms, 241.403);
+    assert_eq!(p.profile.figures.step_ms, 241.403);
     for t in TRACES {
         sane(&load(t.as_bytes()).unwrap().profile).unwrap();
     }
@@ -260,7 +264,7 @@ proptest! {
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(body.as_bytes()).unwrap();
         let (input, notices) = profile::load_with_notices(f.path().to_str().unwrap(), false).map_err(|e| TestCaseError::fail(e.to_string()))?;
-        prop_assert_eq!(input.profile.step_ms, 241.403);
+        prop_assert_eq!(input.profile.figures.step_ms, 241.403);
         prop_assert_eq!(notices.len(), usize::from(version != 1));
     }
 }

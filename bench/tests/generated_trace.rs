@@ -95,16 +95,16 @@ fn analysis_matches_the_generators_ground_truth() {
     let p = load(&path);
     let steps = u(&t, "steps");
     assert!(steps >= 3, "the test trace has several steps");
-    assert_eq!(p.window.real_steps, steps);
-    close("window.wall_ms", p.window.wall_ms, u(&t, "step_wall_ns") as f64 / 1e6, 3);
-    close("step_ms", p.step_ms, f(&t, "step_ms"), 3);
-    close("kernels_per_step", p.kernels_per_step, f(&t, "kernels_per_step"), 2);
-    close("launches_per_step", p.launches_per_step, f(&t, "kernels_per_step"), 2);
-    assert_eq!(p.unique_kernels, u(&t, "unique_kernels"));
+    assert_eq!(p.figures.window.real_steps, steps);
+    close("window.wall_ms", p.figures.window.wall_ms, u(&t, "step_wall_ns") as f64 / 1e6, 3);
+    close("step_ms", p.figures.step_ms, f(&t, "step_ms"), 3);
+    close("kernels_per_step", p.figures.kernels_per_step, f(&t, "kernels_per_step"), 2);
+    close("launches_per_step", p.figures.launches_per_step, f(&t, "kernels_per_step"), 2);
+    assert_eq!(p.figures.unique_kernels, u(&t, "unique_kernels"));
     assert_eq!(p.kernels.len() as u64, u(&t, "unique_kernels"));
-    close("mean_kernel_us", p.mean_kernel_us, f(&t, "mean_kernel_us"), 2);
-    close("tensorcore_pct", p.tensorcore_pct, f(&t, "tensorcore_pct"), 1);
-    close("memcpy_ms_per_step", p.memcpy_ms_per_step, u(&t, "memcpy_ns") as f64 / 1e6 / steps as f64, 3);
+    close("mean_kernel_us", p.figures.mean_kernel_us, f(&t, "mean_kernel_us"), 2);
+    close("tensorcore_pct", p.figures.tensorcore_pct, f(&t, "tensorcore_pct"), 1);
+    close("memcpy_ms_per_step", p.figures.memcpy_ms_per_step, u(&t, "memcpy_ns") as f64 / 1e6 / steps as f64, 3);
     let kernel_ms: f64 = p.kernels.iter().map(|k| k.ms_per_step).sum();
     assert!(
         (kernel_ms - f(&t, "kernel_ms_per_step")).abs() < 1e-4 * p.kernels.len() as f64,
@@ -113,17 +113,17 @@ fn analysis_matches_the_generators_ground_truth() {
     );
 
     // Busy time is the union over two streams, never more than the window.
-    assert!(p.gpu_util <= 1.0);
-    close("gpu_util", p.gpu_util, f(&t, "gpu_util"), 3);
-    close("gpu_busy_ms_per_step", p.gpu_busy_ms_per_step, f(&t, "gpu_busy_ms_per_step"), 3);
-    close("gpu_util_raw", p.gpu_util_raw, f(&t, "gpu_util_raw"), 3);
+    assert!(p.figures.gpu_util <= 1.0);
+    close("gpu_util", p.figures.gpu_util, f(&t, "gpu_util"), 3);
+    close("gpu_busy_ms_per_step", p.figures.gpu_busy_ms_per_step, f(&t, "gpu_busy_ms_per_step"), 3);
+    close("gpu_util_raw", p.figures.gpu_util_raw, f(&t, "gpu_util_raw"), 3);
     assert!(f(&t, "gpu_util_raw") > f(&t, "gpu_util"), "the streams overlap in this trace");
     assert_eq!(p.streams.len(), 2);
     assert_eq!(p.devices.len(), 1);
     let dev = &p.devices[0];
     close("peak_reserved_mb", dev.peak_reserved_mb.unwrap(), u(&t, "peak_reserved_bytes") as f64 / 1e6, 1);
     close("capacity_mb", dev.capacity_mb.unwrap(), u(&t, "total_global_mem") as f64 / 1e6, 1);
-    close("peak_vram_mb", p.peak_vram_mb.unwrap(), u(&t, "peak_allocated_bytes") as f64 / 1e6, 1);
+    close("peak_vram_mb", p.figures.peak_vram_mb.unwrap(), u(&t, "peak_allocated_bytes") as f64 / 1e6, 1);
 
     // Every GPU event in the steps joined through its launch; none by time.
     let a = p.attribution.as_ref().expect("attribution of a trace");
@@ -165,7 +165,7 @@ fn same_seed_same_bytes_and_gzip_reads_the_same() {
     assert_eq!(t1["bytes"], t2["bytes"], "--size counts uncompressed bytes");
     assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);
     let (a, b) = (load(&plain), load(&gz));
-    assert_eq!(a.window, b.window);
+    assert_eq!(a.figures.window, b.figures.window);
     assert_eq!(a.kernels, b.kernels);
     assert_eq!(a.phases, b.phases);
     let (_, other) = generate(dir.path(), "d.json", "700KB", 4, false);

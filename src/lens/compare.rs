@@ -105,19 +105,26 @@ struct Spec {
 }
 
 fn ms_per_image(p: &Profile) -> Option<f64> {
-    p.batch().filter(|_| p.step_ms > 0.0).map(|b| round(p.step_ms / b, 3))
+    p.batch().filter(|_| p.figures.step_ms > 0.0).map(|b| round(p.figures.step_ms / b, 3))
 }
 
 const SPECS: &[Spec] = &[
-    Spec { metric: "img_per_s", label: "img/s", unit: "", better: Better::Higher, get: |p| p.img_per_s, std_key: None },
+    Spec { metric: "img_per_s", label: "img/s", unit: "", better: Better::Higher, get: |p| p.figures.img_per_s, std_key: None },
     Spec { metric: "ms_per_image", label: "ms/image", unit: "ms", better: Better::Lower, get: ms_per_image, std_key: Some("ms_per_image") },
-    Spec { metric: "step_ms", label: "step", unit: "ms", better: Better::Lower, get: |p| Some(p.step_ms), std_key: Some("step_ms") },
+    Spec {
+        metric: "step_ms",
+        label: "step",
+        unit: "ms",
+        better: Better::Lower,
+        get: |p| Some(p.figures.step_ms),
+        std_key: Some("step_ms"),
+    },
     Spec {
         metric: "latency_p50_ms",
         label: "latency p50",
         unit: "ms",
         better: Better::Lower,
-        get: |p| p.latency.as_ref().map(|l| l.p50_ms),
+        get: |p| p.figures.latency.as_ref().map(|l| l.p50_ms),
         std_key: None,
     },
     Spec {
@@ -125,16 +132,23 @@ const SPECS: &[Spec] = &[
         label: "latency p99",
         unit: "ms",
         better: Better::Lower,
-        get: |p| p.latency.as_ref().map(|l| l.p99_ms),
+        get: |p| p.figures.latency.as_ref().map(|l| l.p99_ms),
         std_key: None,
     },
-    Spec { metric: "gpu_util", label: "GPU util", unit: "%", better: Better::Higher, get: |p| Some(p.gpu_util), std_key: Some("gpu_util") },
+    Spec {
+        metric: "gpu_util",
+        label: "GPU util",
+        unit: "%",
+        better: Better::Higher,
+        get: |p| Some(p.figures.gpu_util),
+        std_key: Some("gpu_util"),
+    },
     Spec {
         metric: "gpu_busy_ms_per_step",
         label: "GPU busy",
         unit: "ms/step",
         better: Better::Lower,
-        get: |p| Some(p.gpu_busy_ms_per_step),
+        get: |p| Some(p.figures.gpu_busy_ms_per_step),
         std_key: Some("gpu_busy_ms_per_step"),
     },
     Spec {
@@ -142,7 +156,7 @@ const SPECS: &[Spec] = &[
         label: "host overhead",
         unit: "ms/step",
         better: Better::Lower,
-        get: |p| Some(p.host_overhead_ms_per_step),
+        get: |p| Some(p.figures.host_overhead_ms_per_step),
         std_key: Some("host_overhead_ms_per_step"),
     },
     Spec {
@@ -150,7 +164,7 @@ const SPECS: &[Spec] = &[
         label: "launches/step",
         unit: "",
         better: Better::Lower,
-        get: |p| Some(p.launches_per_step),
+        get: |p| Some(p.figures.launches_per_step),
         std_key: Some("launches_per_step"),
     },
     Spec {
@@ -158,7 +172,7 @@ const SPECS: &[Spec] = &[
         label: "dataload",
         unit: "ms/step",
         better: Better::Lower,
-        get: |p| p.dataload_ms,
+        get: |p| p.figures.dataload_ms,
         std_key: Some("dataload_ms"),
     },
     Spec {
@@ -166,10 +180,10 @@ const SPECS: &[Spec] = &[
         label: "Tensor Cores",
         unit: "%",
         better: Better::Higher,
-        get: |p| Some(p.tensorcore_pct),
+        get: |p| Some(p.figures.tensorcore_pct),
         std_key: Some("tensorcore_pct"),
     },
-    Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.peak_vram_mb, std_key: None },
+    Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.figures.peak_vram_mb, std_key: None },
 ];
 
 /// Why no significance call can be made when a side ran on a busy machine.
@@ -302,6 +316,7 @@ impl Comparison {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::profile::Figures;
 
     #[test]
     fn two_se_rule_matches_the_reference_example() {
@@ -332,10 +347,9 @@ mod tests {
             ..Default::default()
         };
         let mut p = Profile {
-            img_per_s: Some(img_per_s),
+            figures: Figures { img_per_s: Some(img_per_s), step_ms: 1000.0 / img_per_s, ..Default::default() },
             img_per_s_std: Some(0.1),
             img_per_s_n: Some(3),
-            step_ms: 1000.0 / img_per_s,
             ..Default::default()
         };
         crate::conditions::set_in_host(&mut p.host, Some(&conditions));
@@ -360,7 +374,12 @@ mod tests {
                 .contains("the before side ran contended (other processes used 1.5 of a core); the after side")
         );
         // Profiles without host.conditions (older ones, LibreYOLO 1.6's) are not judged.
-        let old = Profile { img_per_s: Some(12.0), img_per_s_std: Some(0.1), img_per_s_n: Some(3), step_ms: 83.0, ..Default::default() };
+        let old = Profile {
+            figures: Figures { img_per_s: Some(12.0), step_ms: 83.0, ..Default::default() },
+            img_per_s_std: Some(0.1),
+            img_per_s_n: Some(3),
+            ..Default::default()
+        };
         assert_eq!(compare(&quiet(10.0), &old, "a", "b").metrics[0].significance.significant, Some(true));
     }
 

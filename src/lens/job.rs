@@ -78,17 +78,17 @@ pub struct Extra {
 }
 
 fn row(rank: u32, p: &Profile) -> RankRow {
-    let exposed = p.comm_exposed_ms_per_step.unwrap_or(0.0);
+    let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(0.0);
     RankRow {
         rank,
-        step_ms: p.step_ms,
-        gpu_util: p.gpu_util,
-        compute_ms: round((p.gpu_busy_ms_per_step - exposed).max(0.0), 3),
-        comm_ms: p.comm_ms_per_step.unwrap_or(0.0),
+        step_ms: p.figures.step_ms,
+        gpu_util: p.figures.gpu_util,
+        compute_ms: round((p.figures.gpu_busy_ms_per_step - exposed).max(0.0), 3),
+        comm_ms: p.extras.comm_ms_per_step.unwrap_or(0.0),
         exposed_comm_ms: exposed,
-        idle_ms: round((p.step_ms - p.gpu_busy_ms_per_step).max(0.0), 3),
-        dataload_ms: p.dataload_ms,
-        kernels_per_step: p.kernels_per_step,
+        idle_ms: round((p.figures.step_ms - p.figures.gpu_busy_ms_per_step).max(0.0), 3),
+        dataload_ms: p.figures.dataload_ms,
+        kernels_per_step: p.figures.kernels_per_step,
         bound: p.bound.clone(),
     }
 }
@@ -112,7 +112,8 @@ pub fn job(set: &RankSet) -> Job {
     let ranks: Vec<RankRow> = profiles.iter().map(|(k, p)| row(*k, p)).collect();
     let critical = ranks.iter().max_by(|a, b| a.step_ms.total_cmp(&b.step_ms)).map_or(0, |r| r.rank);
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
-    let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| (b + p.gpu_busy_ms_per_step, s + p.step_ms));
+    let (busy, steps): (f64, f64) =
+        profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms));
     let threshold = (STRAGGLER_FRAC * step_ms).max(STRAGGLER_MIN_MS);
     let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
     let phases: Vec<Vec<(String, f64)>> =

@@ -27,7 +27,7 @@ pub struct Memory {
 pub fn memory(p: &Profile) -> Memory {
     Memory {
         trace: p.trace.clone(),
-        window_ms: p.window.wall_ms,
+        window_ms: p.figures.window.wall_ms,
         devices: p.memory.clone(),
         none: p.memory.is_empty().then(|| NO_MEMORY.to_string()),
     }

@@ -3,7 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::profile::{Attribution, CategoryRow, DeviceRow, KernelRow, Latency, PhaseGpuRow, Profile, Stages, StepTime, StreamRow, Window};
+use crate::profile::{Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, KernelRow, PhaseGpuRow, Profile, StepTime, StreamRow};
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
@@ -22,40 +22,15 @@ pub struct Summary {
     /// machine (`host.conditions.contended`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub contended: Option<String>,
-    pub step_ms: f64,
-    pub img_per_s: Option<f64>,
+    /// `step_ms` … `stages_ms`, as in the profile.
+    #[serde(flatten)]
+    pub figures: Figures,
     pub img_per_s_std: Option<f64>,
+    /// Repeat count of img/s (1 for a single run).
     pub img_per_s_n: u32,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stages_ms: Option<Stages>,
-    pub gpu_util: f64,
-    pub gpu_util_raw: f64,
-    pub gpu_busy_ms_per_step: f64,
-    pub mean_kernel_us: f64,
-    pub kernels_per_step: f64,
-    pub unique_kernels: u64,
-    pub memcpy_ms_per_step: f64,
-    pub tensorcore_pct: f64,
-    pub peak_vram_mb: Option<f64>,
-    pub dataload_ms: Option<f64>,
-    pub dataload_frac: Option<f64>,
-    pub host_overhead_ms_per_step: f64,
-    pub launches_per_step: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub graph_launches_per_step: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_ms_per_step: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_exposed_ms_per_step: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_overlap_pct: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phases_inferred: Option<String>,
-    pub memory_pressure: bool,
-    pub cuda_mallocs_per_step: f64,
-    pub window: Window,
+    /// Communication, graph launches, inferred phases, when the trace has them.
+    #[serde(flatten)]
+    pub extras: ExtraFigures,
     pub categories: Vec<CategoryRow>,
     pub phases_gpu: Vec<PhaseGpuRow>,
     pub top_kernels: Vec<KernelRow>,
@@ -114,33 +89,10 @@ pub fn summary(p: &Profile) -> Summary {
         trustworthy: !p.untrustworthy(),
         contended: contended_warning(p),
         steps: step_spread(&p.step_times),
-        step_ms: p.step_ms,
-        img_per_s: p.img_per_s,
+        figures: p.figures.clone(),
         img_per_s_std: p.img_per_s_std,
         img_per_s_n: p.img_per_s_n(),
-        latency: p.latency.clone(),
-        stages_ms: p.stages_ms.clone(),
-        gpu_util: p.gpu_util,
-        gpu_util_raw: p.gpu_util_raw,
-        gpu_busy_ms_per_step: p.gpu_busy_ms_per_step,
-        mean_kernel_us: p.mean_kernel_us,
-        kernels_per_step: p.kernels_per_step,
-        unique_kernels: p.unique_kernels,
-        memcpy_ms_per_step: p.memcpy_ms_per_step,
-        tensorcore_pct: p.tensorcore_pct,
-        peak_vram_mb: p.peak_vram_mb,
-        dataload_ms: p.dataload_ms,
-        dataload_frac: p.dataload_frac,
-        host_overhead_ms_per_step: p.host_overhead_ms_per_step,
-        launches_per_step: p.launches_per_step,
-        graph_launches_per_step: p.graph_launches_per_step,
-        comm_ms_per_step: p.comm_ms_per_step,
-        comm_exposed_ms_per_step: p.comm_exposed_ms_per_step,
-        comm_overlap_pct: p.comm_overlap_pct,
-        phases_inferred: p.phases_inferred.clone(),
-        memory_pressure: p.memory_pressure,
-        cuda_mallocs_per_step: p.cuda_mallocs_per_step,
-        window: p.window.clone(),
+        extras: p.extras.clone(),
         categories: p.categories.clone(),
         phases_gpu: p.phases_gpu.clone(),
         top_kernels: p.top_kernels.clone(),

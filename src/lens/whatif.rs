@@ -77,7 +77,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         // different questions: one change at a time.
         return Err(Error::usage(BOTH));
     }
-    let launches = p.launches_per_step;
+    let launches = p.figures.launches_per_step;
     let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
     if let Some(wanted) = &change.remove_category {
         let needle = wanted.to_lowercase();
@@ -107,7 +107,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         removed.launches += if counted > 0.0 { counted } else { launches * cat.pct / 100.0 };
     }
     removed.launches = round(removed.launches.min(launches), 2);
-    let step = p.step_ms;
+    let step = p.figures.step_ms;
     let (model, projected, mechanism, per_launch_us) = if launches <= 0.0 {
         (
             Model::NoGpu,
@@ -116,33 +116,34 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
                 .to_string(),
             None,
         )
-    } else if p.gpu_util < COMPUTE_UTIL {
-        let per_launch_ms = p.host_overhead_ms_per_step / launches;
-        let floor = p.gpu_busy_ms_per_step - removed.gpu_ms.min(p.gpu_busy_ms_per_step) + p.dataload_ms.unwrap_or(0.0);
+    } else if p.figures.gpu_util < COMPUTE_UTIL {
+        let per_launch_ms = p.figures.host_overhead_ms_per_step / launches;
+        let floor =
+            p.figures.gpu_busy_ms_per_step - removed.gpu_ms.min(p.figures.gpu_busy_ms_per_step) + p.figures.dataload_ms.unwrap_or(0.0);
         let projected = (step - removed.launches * per_launch_ms).max(floor).min(step);
         (
             Model::HostLaunch,
             projected,
             format!(
                 "host/launch-bound (GPU {:.0}% busy): ~{} fewer launches x ~{:.1} us host cost each",
-                p.gpu_util * 100.0,
+                p.figures.gpu_util * 100.0,
                 fmt_count(removed.launches),
                 per_launch_ms * 1000.0
             ),
             Some(round(per_launch_ms * 1000.0, 2)),
         )
     } else {
-        let floor = step - p.gpu_busy_ms_per_step;
+        let floor = step - p.figures.gpu_busy_ms_per_step;
         let projected = (step - removed.gpu_ms).max(floor).min(step);
         (
             Model::GpuWork,
             projected,
-            format!("compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step", p.gpu_util * 100.0, removed.gpu_ms),
+            format!("compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step", p.figures.gpu_util * 100.0, removed.gpu_ms),
             None,
         )
     };
     let projected = round(projected, 3);
-    let img_now = p.img_per_s;
+    let img_now = p.figures.img_per_s;
     let img_projected = match (p.batch(), img_now) {
         (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
         (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
@@ -165,17 +166,17 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
 /// What-if for `communication`: every collective fully overlapped by
 /// compute, so the step loses its exposed communication and nothing else.
 fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
-    let step = p.step_ms;
+    let step = p.figures.step_ms;
     // A profile written before overlap was measured: all of it exposed.
-    let exposed = p.comm_exposed_ms_per_step.unwrap_or(category_ms).min(step).max(0.0);
+    let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(category_ms).min(step).max(0.0);
     removed.gpu_ms = round(exposed, 3);
     let projected = round(step - exposed, 3);
-    let overlap = match (p.comm_exposed_ms_per_step, p.comm_overlap_pct) {
+    let overlap = match (p.extras.comm_exposed_ms_per_step, p.extras.comm_overlap_pct) {
         (None, _) => " (overlap not measured in this profile: all of it taken as exposed)".to_string(),
         (_, Some(o)) => format!(" ({o:.0}% overlapped now)"),
         _ => String::new(),
     };
-    let img_now = p.img_per_s;
+    let img_now = p.figures.img_per_s;
     let img_projected = match (p.batch(), img_now) {
         (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
         (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
@@ -202,15 +203,18 @@ fn fmt_count(v: f64) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::profile::CategoryRow;
+    use crate::profile::{CategoryRow, Figures};
 
     fn gpu_profile(util: f64) -> Profile {
         Profile {
-            step_ms: 10.0,
-            gpu_util: util,
-            gpu_busy_ms_per_step: 10.0 * util,
-            host_overhead_ms_per_step: 10.0 * (1.0 - util),
-            launches_per_step: 100.0,
+            figures: Figures {
+                step_ms: 10.0,
+                gpu_util: util,
+                gpu_busy_ms_per_step: 10.0 * util,
+                host_overhead_ms_per_step: 10.0 * (1.0 - util),
+                launches_per_step: 100.0,
+                ..Default::default()
+            },
             categories: vec![CategoryRow { name: "elementwise".into(), pct: 30.0, ms_per_step: 1.5 }],
             ..Default::default()
         }
@@ -241,9 +245,9 @@ mod tests {
     fn communication_is_removed_as_perfect_overlap() {
         let mut p = gpu_profile(0.5);
         p.categories.push(CategoryRow { name: COMMUNICATION.into(), pct: 50.0, ms_per_step: 3.0 });
-        p.comm_ms_per_step = Some(3.0);
-        p.comm_exposed_ms_per_step = Some(2.0);
-        p.comm_overlap_pct = Some(33.3);
+        p.extras.comm_ms_per_step = Some(3.0);
+        p.extras.comm_exposed_ms_per_step = Some(2.0);
+        p.extras.comm_overlap_pct = Some(33.3);
         let w = what_if(&p, &Change { remove_category: Some("comm".into()), ..Default::default() }).unwrap();
         assert_eq!(w.model, Model::CommOverlap);
         // Only the exposed 2 ms go, not the category's 3 ms; launches stay.
@@ -256,7 +260,7 @@ mod tests {
 
     #[test]
     fn cpu_profiles_and_bad_requests() {
-        let p = Profile { step_ms: 100.0, ..Default::default() };
+        let p = Profile { figures: Figures { step_ms: 100.0, ..Default::default() }, ..Default::default() };
         let w = what_if(&p, &Change { remove_launches: Some(50), ..Default::default() }).unwrap();
         assert_eq!(w.model, Model::NoGpu);
         assert_eq!(w.step_ms.projected, Some(100.0));

@@ -13,41 +13,41 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     let mut put = |k: &str, v: Value| {
         m.insert(k.to_string(), v);
     };
-    put("img_per_s", json!(p.img_per_s));
+    put("img_per_s", json!(p.figures.img_per_s));
     if let Some(std) = p.img_per_s_std {
         put("img_per_s_std", json!(std));
         put("img_per_s_n", json!(p.img_per_s_n()));
     }
-    put("step_ms", json!(p.step_ms));
-    if let Some(b) = p.batch().filter(|_| p.step_ms > 0.0) {
-        put("ms_per_image", json!(crate::util::round(p.step_ms / b, 3)));
+    put("step_ms", json!(p.figures.step_ms));
+    if let Some(b) = p.batch().filter(|_| p.figures.step_ms > 0.0) {
+        put("ms_per_image", json!(crate::util::round(p.figures.step_ms / b, 3)));
     }
-    put("dataload_ms", json!(p.dataload_ms));
-    put("dataload_frac", json!(p.dataload_frac));
-    put("gpu_util", json!(p.gpu_util));
-    put("gpu_util_raw", json!(p.gpu_util_raw));
-    put("gpu_busy_ms", json!(p.gpu_busy_ms_per_step));
-    put("mean_kernel_us", json!(p.mean_kernel_us));
-    put("kernels_per_step", json!(p.kernels_per_step));
-    put("unique_kernels", json!(p.unique_kernels));
+    put("dataload_ms", json!(p.figures.dataload_ms));
+    put("dataload_frac", json!(p.figures.dataload_frac));
+    put("gpu_util", json!(p.figures.gpu_util));
+    put("gpu_util_raw", json!(p.figures.gpu_util_raw));
+    put("gpu_busy_ms", json!(p.figures.gpu_busy_ms_per_step));
+    put("mean_kernel_us", json!(p.figures.mean_kernel_us));
+    put("kernels_per_step", json!(p.figures.kernels_per_step));
+    put("unique_kernels", json!(p.figures.unique_kernels));
     put("ops_per_step", json!(crate::util::round(p.phases.iter().map(|ph| ph.ops_per_step).sum::<f64>(), 2)));
-    put("memcpy_ms", json!(p.memcpy_ms_per_step));
-    put("tensorcore_pct", json!(p.tensorcore_pct));
-    put("peak_vram_mb", json!(p.peak_vram_mb));
-    put("host_overhead_ms", json!(p.host_overhead_ms_per_step));
-    put("launches_per_step", json!(p.launches_per_step));
-    if let Some(g) = p.graph_launches_per_step {
+    put("memcpy_ms", json!(p.figures.memcpy_ms_per_step));
+    put("tensorcore_pct", json!(p.figures.tensorcore_pct));
+    put("peak_vram_mb", json!(p.figures.peak_vram_mb));
+    put("host_overhead_ms", json!(p.figures.host_overhead_ms_per_step));
+    put("launches_per_step", json!(p.figures.launches_per_step));
+    if let Some(g) = p.extras.graph_launches_per_step {
         put("graph_launches_per_step", json!(g));
     }
-    if let Some(c) = p.comm_ms_per_step {
+    if let Some(c) = p.extras.comm_ms_per_step {
         put("comm_ms_per_step", json!(c));
-        put("comm_exposed_ms_per_step", json!(p.comm_exposed_ms_per_step));
-        put("comm_overlap_pct", json!(p.comm_overlap_pct));
+        put("comm_exposed_ms_per_step", json!(p.extras.comm_exposed_ms_per_step));
+        put("comm_overlap_pct", json!(p.extras.comm_overlap_pct));
     }
-    put("cuda_mallocs_per_step", json!(p.cuda_mallocs_per_step));
-    put("memory_pressure", json!(p.memory_pressure));
+    put("cuda_mallocs_per_step", json!(p.figures.cuda_mallocs_per_step));
+    put("memory_pressure", json!(p.figures.memory_pressure));
     put("bound", json!(p.bound));
-    put("real_steps", json!(p.window.real_steps));
+    put("real_steps", json!(p.figures.window.real_steps));
     for ph in &p.phases {
         put(&format!("{}_gpu_ms", ph.phase), json!(ph.gpu_ms_per_step));
         put(&format!("{}_wall_ms", ph.phase), json!(ph.wall_ms_per_step));
@@ -55,14 +55,14 @@ pub fn of(p: &Profile) -> Map<String, Value> {
         put(&format!("{}_ops", ph.phase), json!(ph.ops_per_step));
     }
     if p.mode() == Mode::Inference {
-        if let Some(l) = &p.latency {
+        if let Some(l) = &p.figures.latency {
             put("latency_p50_ms", json!(l.p50_ms));
             put("latency_p90_ms", json!(l.p90_ms));
             put("latency_p99_ms", json!(l.p99_ms));
             put("latency_mean_ms", json!(l.mean_ms));
         }
-        put("throughput_img_s", json!(p.img_per_s));
-        if let Some(s) = &p.stages_ms {
+        put("throughput_img_s", json!(p.figures.img_per_s));
+        if let Some(s) = &p.figures.stages_ms {
             put("preprocess_ms", json!(s.preprocess));
             put("forward_ms", json!(s.forward));
             put("nms_ms", json!(s.postprocess));

@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::metrics;
-use super::schema::Profile;
+use super::schema::{Figures, Profile};
 use crate::analysis::verdict::MIXED;
 use crate::util::round;
 
@@ -16,7 +16,7 @@ pub fn mean_std(v: &[f64]) -> (f64, f64) {
     (mu, (v.iter().map(|x| (x - mu).powi(2)).sum::<f64>() / n).sqrt())
 }
 
-type Field = (&'static str, fn(&Profile) -> Option<f64>, fn(&mut Profile, f64), i32);
+type Field = (&'static str, fn(&Figures) -> Option<f64>, fn(&mut Figures, f64), i32);
 
 /// The scalars averaged across trials (each also gets its std in
 /// `metrics_std`); the key is the name `compare` looks the std up by.
@@ -39,25 +39,25 @@ const AVERAGED: [Field; 8] = [
 pub fn aggregate(trials: &[Profile], paths: &[String]) -> Option<Profile> {
     let last = trials.last()?;
     let mut out = last.clone();
-    let vals: Vec<f64> = trials.iter().filter_map(|p| p.img_per_s).collect();
+    let vals: Vec<f64> = trials.iter().filter_map(|p| p.figures.img_per_s).collect();
     if !vals.is_empty() {
         let (mu, sd) = mean_std(&vals);
-        out.img_per_s = Some(round(mu, 2));
+        out.figures.img_per_s = Some(round(mu, 2));
         out.img_per_s_std = Some(round(sd, 2));
         out.img_per_s_n = Some(vals.len() as u32);
         out.img_per_s_trials = Some(vals.iter().map(|v| round(*v, 2)).collect());
     }
     for (key, get, set, digits) in AVERAGED {
-        let v: Vec<f64> = trials.iter().filter_map(get).collect();
+        let v: Vec<f64> = trials.iter().filter_map(|p| get(&p.figures)).collect();
         if v.len() != trials.len() {
             continue;
         }
         let (mu, sd) = mean_std(&v);
-        set(&mut out, round(mu, digits));
+        set(&mut out.figures, round(mu, digits));
         out.metrics_std.insert(key.to_string(), round(sd, digits + 1));
     }
-    if let Some(b) = out.batch().filter(|_| trials.iter().all(|p| p.step_ms > 0.0)) {
-        let per_image: Vec<f64> = trials.iter().map(|p| p.step_ms / b).collect();
+    if let Some(b) = out.batch().filter(|_| trials.iter().all(|p| p.figures.step_ms > 0.0)) {
+        let per_image: Vec<f64> = trials.iter().map(|p| p.figures.step_ms / b).collect();
         out.metrics_std.insert("ms_per_image".into(), round(mean_std(&per_image).1, 4));
     }
     if trials.iter().any(|p| p.bound != last.bound) {
@@ -80,7 +80,11 @@ mod tests {
     use super::*;
 
     fn trial(img: f64, step: f64, bound: &str) -> Profile {
-        let mut p = Profile { img_per_s: Some(img), step_ms: step, bound: bound.into(), ..Default::default() };
+        let mut p = Profile {
+            figures: Figures { img_per_s: Some(img), step_ms: step, ..Default::default() },
+            bound: bound.into(),
+            ..Default::default()
+        };
         p.config.insert("batch".into(), json!(4));
         p
     }
@@ -90,11 +94,11 @@ mod tests {
         let t = [trial(4.0, 1000.0, "compute"), trial(6.0, 666.0, "compute"), trial(5.0, 800.0, "dataloader")];
         let paths: Vec<String> = (0..3).map(|i| format!("t{i}")).collect();
         let a = aggregate(&t, &paths).unwrap();
-        assert_eq!(a.img_per_s, Some(5.0));
+        assert_eq!(a.figures.img_per_s, Some(5.0));
         assert_eq!(a.img_per_s_std, Some(0.82));
         assert_eq!(a.img_per_s_n, Some(3));
         assert_eq!(a.img_per_s_trials, Some(vec![4.0, 6.0, 5.0]));
-        assert_eq!(a.step_ms, 822.0);
+        assert_eq!(a.figures.step_ms, 822.0);
         assert!(a.metrics_std["step_ms"] > 0.0);
         assert_eq!(a.bound, MIXED);
         // `get` reads the aggregated figures, not the last trial's.

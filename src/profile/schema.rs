@@ -28,28 +28,9 @@ pub struct Profile {
     pub config: Map<String, Value>,
     pub bound: String,
     pub bound_why: String,
-    pub step_ms: f64,
-    pub img_per_s: Option<f64>,
-    pub dataload_ms: Option<f64>,
-    pub dataload_frac: Option<f64>,
-    pub gpu_util: f64,
-    pub gpu_util_raw: f64,
-    pub memory_pressure: bool,
-    pub cuda_mallocs_per_step: f64,
-    pub host_overhead_ms_per_step: f64,
-    pub launches_per_step: f64,
-    pub gpu_busy_ms_per_step: f64,
-    pub mean_kernel_us: f64,
-    pub kernels_per_step: f64,
-    pub unique_kernels: u64,
-    pub memcpy_ms_per_step: f64,
-    pub tensorcore_pct: f64,
-    pub peak_vram_mb: Option<f64>,
-    pub window: Window,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub latency: Option<Latency>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub stages_ms: Option<Stages>,
+    /// `step_ms` … `stages_ms`: the figures `profile summary` shows.
+    #[serde(flatten)]
+    pub figures: Figures,
     /// Flat map for `profile get`; see [`crate::lens::get`].
     pub metrics: Map<String, Value>,
     pub categories: Vec<CategoryRow>,
@@ -86,22 +67,10 @@ pub struct Profile {
     /// trace's `[memory]` events (docs/analysis.md §9).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub memory: Vec<crate::profile::DeviceMemory>,
-    /// Communication kernels (NCCL/RCCL, …): time per step, the part not
-    /// overlapped by compute, and the overlapped share (docs/analysis.md §8).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_ms_per_step: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_exposed_ms_per_step: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub comm_overlap_pct: Option<f64>,
-    /// CUDA/HIP graph launches per step (each counts as one launch; its
-    /// kernels count as kernels).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub graph_launches_per_step: Option<f64>,
-    /// How the phases were found when the trace has no `step/<phase>`
-    /// ranges of its own (inferred from PyTorch's own annotations).
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub phases_inferred: Option<String>,
+    /// `comm_ms_per_step` … `phases_inferred`: what `profile summary` also
+    /// shows when the trace has it.
+    #[serde(flatten)]
+    pub extras: ExtraFigures,
     /// Each step's wall time in the trace, in time order (two or more steps).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub step_times: Vec<StepTime>,
@@ -119,6 +88,70 @@ pub struct Profile {
     pub versions: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Value>,
+}
+
+/// The headline figures of a profile: step time and throughput, the
+/// dataloader's share, GPU busy time and utilisation, launches and kernels
+/// per step, memcpy, Tensor Core share, peak VRAM, the window they were
+/// averaged over and, for inference, latency and the stage split.
+///
+/// Flattened (`#[serde(flatten)]`) into both [`Profile`] and
+/// [`crate::lens::summary::Summary`], so the summary takes them as one value
+/// instead of listing them again. These keys are contiguous in
+/// `profile.json` and in this order, so flattening writes them where they
+/// always were; a figure added here lands in both. `#[serde(default)]` keeps
+/// a missing key defaulted as before.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Figures {
+    pub step_ms: f64,
+    pub img_per_s: Option<f64>,
+    pub dataload_ms: Option<f64>,
+    pub dataload_frac: Option<f64>,
+    pub gpu_util: f64,
+    pub gpu_util_raw: f64,
+    pub memory_pressure: bool,
+    pub cuda_mallocs_per_step: f64,
+    pub host_overhead_ms_per_step: f64,
+    pub launches_per_step: f64,
+    pub gpu_busy_ms_per_step: f64,
+    pub mean_kernel_us: f64,
+    pub kernels_per_step: f64,
+    pub unique_kernels: u64,
+    pub memcpy_ms_per_step: f64,
+    pub tensorcore_pct: f64,
+    pub peak_vram_mb: Option<f64>,
+    pub window: Window,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub latency: Option<Latency>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stages_ms: Option<Stages>,
+}
+
+/// Headline figures of ours that only some traces give (skipped when
+/// absent, so never in the reference's files): communication, graph
+/// launches, and how the phases were found. Flattened into [`Profile`] and
+/// the summary like [`Figures`]; these keys are contiguous in
+/// `profile.json` too, but not next to [`Figures`]'s, hence a second struct.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ExtraFigures {
+    /// Communication kernels (NCCL/RCCL, …): time per step, the part not
+    /// overlapped by compute, and the overlapped share (docs/analysis.md §8).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_exposed_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comm_overlap_pct: Option<f64>,
+    /// CUDA/HIP graph launches per step (each counts as one launch; its
+    /// kernels count as kernels).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_launches_per_step: Option<f64>,
+    /// How the phases were found when the trace has no `step/<phase>`
+    /// ranges of its own (inferred from PyTorch's own annotations).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub phases_inferred: Option<String>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -291,7 +324,7 @@ impl Profile {
             _ => {
                 let infer_phase = self.phases.iter().any(|p| p.phase == "preprocess" || p.phase == "postprocess");
                 let infer_cfg = self.config.get("mode").and_then(Value::as_str) == Some("inference");
-                if self.latency.is_some() || infer_phase || infer_cfg { Mode::Inference } else { Mode::Training }
+                if self.figures.latency.is_some() || infer_phase || infer_cfg { Mode::Inference } else { Mode::Training }
             }
         }
     }
@@ -312,7 +345,7 @@ impl Profile {
 
     /// True when the numbers were taken under VRAM thrash.
     pub fn untrustworthy(&self) -> bool {
-        self.memory_pressure
+        self.figures.memory_pressure
     }
 
     /// Repeat count of img/s (1 for a single run).

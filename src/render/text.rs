@@ -43,12 +43,12 @@ pub fn summary(s: &Summary) -> String {
     let _ = writeln!(
         o,
         "model {model}  |  {}  |  step {} ms  |  {} kernels/step @ ~{} us",
-        throughput(s.img_per_s, s.img_per_s_std, s.img_per_s_n),
-        num(s.step_ms, 2),
-        num(s.kernels_per_step, 1),
-        num(s.mean_kernel_us.round(), 0)
+        throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n),
+        num(s.figures.step_ms, 2),
+        num(s.figures.kernels_per_step, 1),
+        num(s.figures.mean_kernel_us.round(), 0)
     );
-    if let Some(l) = &s.latency {
+    if let Some(l) = &s.figures.latency {
         let _ = writeln!(
             o,
             "latency  p50 {} ms | p90 {} ms | p99 {} ms  ({} samples)",
@@ -58,7 +58,7 @@ pub fn summary(s: &Summary) -> String {
             l.n
         );
     }
-    if let Some(st) = &s.stages_ms {
+    if let Some(st) = &s.figures.stages_ms {
         let _ = writeln!(
             o,
             "stages   preprocess {} ms | forward {} ms | postprocess/NMS {} ms",
@@ -67,42 +67,46 @@ pub fn summary(s: &Summary) -> String {
             opt(st.postprocess, 3)
         );
     }
-    let vram = s.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
+    let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
     let _ = writeln!(
         o,
         "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
-        pct(s.gpu_util),
-        num(s.gpu_busy_ms_per_step, 2),
-        s.tensorcore_pct,
-        num(s.memcpy_ms_per_step, 3)
+        pct(s.figures.gpu_util),
+        num(s.figures.gpu_busy_ms_per_step, 2),
+        s.figures.tensorcore_pct,
+        num(s.figures.memcpy_ms_per_step, 3)
     );
-    if s.gpu_util_raw > s.gpu_util + 0.005 {
-        let _ = writeln!(o, "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)", pct(s.gpu_util_raw));
+    if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
+        let _ = writeln!(
+            o,
+            "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)",
+            pct(s.figures.gpu_util_raw)
+        );
     }
-    let dataload = match (s.dataload_ms, s.dataload_frac) {
+    let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
         (Some(d), Some(f)) if s.mode == "training" => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
         _ => String::new(),
     };
-    let graphs = match s.graph_launches_per_step {
+    let graphs = match s.extras.graph_launches_per_step {
         Some(g) => format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1)),
         None => String::new(),
     };
     let _ = writeln!(
         o,
         "host overhead {} ms/step  |  {} kernel launches/step{graphs}{dataload}",
-        num(s.host_overhead_ms_per_step, 2),
-        num(s.launches_per_step, 1)
+        num(s.figures.host_overhead_ms_per_step, 2),
+        num(s.figures.launches_per_step, 1)
     );
-    if let (Some(c), Some(e)) = (s.comm_ms_per_step.filter(|c| *c > 0.0), s.comm_exposed_ms_per_step) {
+    if let (Some(c), Some(e)) = (s.extras.comm_ms_per_step.filter(|c| *c > 0.0), s.extras.comm_exposed_ms_per_step) {
         let _ = writeln!(
             o,
             "communication {} ms/step  |  exposed {} ms  |  {}% overlapped by compute",
             num(c, 3),
             num(e, 3),
-            num(s.comm_overlap_pct.unwrap_or(0.0), 1)
+            num(s.extras.comm_overlap_pct.unwrap_or(0.0), 1)
         );
     }
-    let _ = writeln!(o, "window   {} steps, {} ms  |  {}", s.window.real_steps, num(s.window.wall_ms, 1), s.mode);
+    let _ = writeln!(o, "window   {} steps, {} ms  |  {}", s.figures.window.real_steps, num(s.figures.window.wall_ms, 1), s.mode);
     if let Some(steps) = &s.steps {
         let _ = writeln!(o, "{}", step_line(steps, 40));
     }
@@ -123,7 +127,7 @@ pub fn summary(s: &Summary) -> String {
     if !named.is_empty() {
         let _ = writeln!(o, "devices  {}", named.join("  |  "));
     }
-    if let Some(how) = &s.phases_inferred {
+    if let Some(how) = &s.extras.phases_inferred {
         let _ = writeln!(o, "phases   inferred: {how}");
     }
     if !s.trustworthy {

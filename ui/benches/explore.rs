@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::{KernelQuery, Sort, kernels};
-use libreyolo_core::profile::{self, CategoryRow, Input, KernelRow, PhaseRow, Profile};
+use libreyolo_core::profile::{self, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile};
 use libreyolo_ui::app::App;
 use libreyolo_ui::panes;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -112,12 +112,15 @@ fn generated(n: usize) -> Profile {
         schema: profile::SCHEMA_ID.to_string(),
         bound: "compute".into(),
         bound_why: "generated".into(),
-        step_ms: 1000.0,
-        gpu_util: 0.9,
-        gpu_busy_ms_per_step: 900.0,
-        launches_per_step: n as f64,
-        kernels_per_step: n as f64,
-        unique_kernels: n as u64,
+        figures: Figures {
+            step_ms: 1000.0,
+            gpu_util: 0.9,
+            gpu_busy_ms_per_step: 900.0,
+            launches_per_step: n as f64,
+            kernels_per_step: n as f64,
+            unique_kernels: n as u64,
+            ..Default::default()
+        },
         categories: CATS.iter().map(|c| CategoryRow { name: c.to_string(), pct: 25.0, ms_per_step: 250.0 }).collect(),
         phases: ["forward", "backward"]
             .iter()

@@ -304,7 +304,7 @@ fn live_reload_keeps_pane_and_filters() {
     assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.to_string())]);
 
     a.loaded(Side::Main, profile::load(arg, false));
-    assert_eq!(a.main.data.as_ref().unwrap().summary.step_ms, 450.0);
+    assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);
     assert_eq!(a.pane, Pane::Ops);
     assert_eq!(a.ops.query.phase.as_deref(), Some("forward"));
     assert_eq!(a.ops.query.grep.as_deref(), Some("conv"));
@@ -318,7 +318,7 @@ fn live_reload_keeps_pane_and_filters() {
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
     assert_eq!(a.changed_on_disk().len(), 1);
     a.loaded(Side::Main, profile::load(arg, false));
-    assert_eq!(a.main.data.as_ref().unwrap().summary.step_ms, 450.0);
+    assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);
     assert!(a.message.as_deref().unwrap().starts_with("reload failed"));
     assert!(a.changed_on_disk().is_empty());
 }

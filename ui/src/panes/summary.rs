@@ -58,9 +58,9 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
             format!(
                 " · {}{batch} · {} step{} in {} ms",
                 s.mode,
-                s.window.real_steps,
-                if s.window.real_steps == 1 { "" } else { "s" },
-                num(s.window.wall_ms, 1)
+                s.figures.window.real_steps,
+                if s.figures.window.real_steps == 1 { "" } else { "s" },
+                num(s.figures.window.wall_ms, 1)
             ),
             t.muted(),
         ),
@@ -73,22 +73,22 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     }
     out.push(Line::raw(""));
 
-    let dataload = match (s.dataload_ms, s.dataload_frac) {
+    let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
         (Some(d), Some(fr)) => format!("{} ms ({})", num(d, 2), pct(fr)),
         (Some(d), None) => format!("{} ms", num(d, 2)),
         _ => "n/a".into(),
     };
     let figures: Vec<(&str, String)> = vec![
-        ("throughput", throughput(s.img_per_s, s.img_per_s_std, s.img_per_s_n)),
-        ("step", format!("{} ms", num(s.step_ms, 2))),
-        ("GPU util", format!("{} ({} ms busy)", pct(s.gpu_util), num(s.gpu_busy_ms_per_step, 2))),
-        ("Tensor Cores", format!("{}%", fixed(s.tensorcore_pct, 0))),
-        ("kernels/step", format!("{} @ ~{} us", num(s.kernels_per_step, 1), num(s.mean_kernel_us.round(), 0))),
-        ("launches/step", num(s.launches_per_step, 1)),
-        ("host overhead", format!("{} ms/step", num(s.host_overhead_ms_per_step, 2))),
+        ("throughput", throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n)),
+        ("step", format!("{} ms", num(s.figures.step_ms, 2))),
+        ("GPU util", format!("{} ({} ms busy)", pct(s.figures.gpu_util), num(s.figures.gpu_busy_ms_per_step, 2))),
+        ("Tensor Cores", format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
+        ("kernels/step", format!("{} @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0))),
+        ("launches/step", num(s.figures.launches_per_step, 1)),
+        ("host overhead", format!("{} ms/step", num(s.figures.host_overhead_ms_per_step, 2))),
         ("dataload", dataload),
-        ("peak VRAM", s.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
-        ("memcpy", format!("{} ms/step", num(s.memcpy_ms_per_step, 3))),
+        ("peak VRAM", s.figures.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
+        ("memcpy", format!("{} ms/step", num(s.figures.memcpy_ms_per_step, 3))),
     ];
     let two_cols = width >= 78;
     let col = if two_cols { width / 2 } else { width };
@@ -104,16 +104,16 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         }
         out.push(Line::from(spans));
     }
-    if s.gpu_util_raw > s.gpu_util + 0.005 {
-        out.push(Line::styled(format!("streams overlap: kernel time sums to {} of the window", pct(s.gpu_util_raw)), t.muted()));
+    if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
+        out.push(Line::styled(format!("streams overlap: kernel time sums to {} of the window", pct(s.figures.gpu_util_raw)), t.muted()));
     }
-    if let Some(l) = &s.latency {
+    if let Some(l) = &s.figures.latency {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "latency"), t.header()),
             Span::raw(format!("p50 {} · p90 {} · p99 {} ms ({} samples)", num(l.p50_ms, 3), num(l.p90_ms, 3), num(l.p99_ms, 3), l.n)),
         ]));
     }
-    if let Some(st) = &s.stages_ms {
+    if let Some(st) = &s.figures.stages_ms {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "stages"), t.header()),
             Span::raw(format!("preprocess {} · forward {} · NMS {} ms", opt(st.preprocess, 3), opt(st.forward, 3), opt(st.postprocess, 3))),
