@@ -5,10 +5,11 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::measured::{Measurements, SIDECAR};
-use super::schema::{Profile, SCHEMA_ID};
+use super::schema::{ExtraFigures, Figures, Profile, SCHEMA_ID};
 use crate::analysis::{self, Sidecar};
 use crate::error::{Error, Result};
 use crate::trace::Source;
@@ -163,14 +164,32 @@ fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
             "profile schema {schema} is not {SCHEMA_ID}, the one this reader knows: read as {SCHEMA_ID}, fields it does not know are ignored"
         ));
     }
-    let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| {
-        let at = e.path().to_string();
-        Error::failed(format!("profile field `{at}`: {}", e.into_inner()))
-    })?;
+    let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
     Ok((profile, notices))
+}
+
+/// The error of a profile that does not deserialize, naming the field.
+/// serde reads the flattened parts of a profile ([`Figures`],
+/// [`ExtraFigures`]) through a buffer the path tracker does not see, so an
+/// error in one of them comes back at the root: reading those parts alone
+/// again (only on this failure path) names the field as before.
+fn field_error(e: serde_path_to_error::Error<serde_json::Error>, body: &[u8]) -> Error {
+    fn part<T: DeserializeOwned>(v: &Value) -> Option<(String, serde_json::Error)> {
+        serde_path_to_error::deserialize::<_, T>(v).err().map(|e| (e.path().to_string(), e.into_inner()))
+    }
+    let at_root = e.path().iter().next().is_none();
+    let mut at = e.path().to_string();
+    let mut why = e.into_inner();
+    if at_root {
+        let flattened = serde_json::from_slice::<Value>(body).ok().and_then(|v| part::<Figures>(&v).or_else(|| part::<ExtraFigures>(&v)));
+        if let Some(found) = flattened {
+            (at, why) = found;
+        }
+    }
+    Error::failed(format!("profile field `{at}`: {why}"))
 }
 
 /// Writes `value` as pretty JSON (with a final newline), atomically.
@@ -216,5 +235,30 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+
+    #[test]
+    fn a_bad_field_is_named_also_in_the_flattened_figures() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("profile.json");
+        let base = r#""schema": "libreyolo.profile.analysis/v1", "step_ms": 12, "bound": "compute""#;
+        for (field, at, why) in [
+            (r#""gpu_util": "x""#, "gpu_util", "invalid type: string \"x\", expected f64"),
+            (r#""gpu_util": null"#, "gpu_util", "invalid type: null, expected f64"),
+            (r#""unique_kernels": 1.5"#, "unique_kernels", "invalid type: floating point `1.5`, expected u64"),
+            (r#""window": {"real_steps": -1}"#, "window.real_steps", "invalid value: integer `-1`, expected u64"),
+            (r#""stages_ms": {"forward": "f"}"#, "stages_ms.forward", "invalid type: string \"f\", expected f64"),
+            (r#""comm_overlap_pct": "c""#, "comm_overlap_pct", "invalid type: string \"c\", expected f64"),
+            (r#""categories": 3"#, "categories", "invalid type: integer `3`, expected a sequence"),
+        ] {
+            std::fs::write(&path, format!("{{{base}, {field}}}")).unwrap();
+            let err = read_profile(&Source::path(&path).unwrap()).unwrap_err().to_string();
+            assert_eq!(err, format!("profile field `{at}`: {why}"), "{field}");
+        }
+        // Integers into f64 fields, nulls into optional ones, missing fields defaulted.
+        std::fs::write(&path, format!(r#"{{{base}, "img_per_s": null, "gpu_util": 1, "window": {{"real_steps": 3}}}}"#)).unwrap();
+        let (p, _) = read_profile(&Source::path(&path).unwrap()).unwrap();
+        assert_eq!((p.figures.step_ms, p.figures.gpu_util, p.figures.img_per_s), (12.0, 1.0, None));
+        assert_eq!((p.figures.window.real_steps, p.figures.latency.as_ref(), p.extras.comm_ms_per_step), (3, None, None));
     }
 }
