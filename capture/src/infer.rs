@@ -403,15 +403,15 @@ pub fn infer(args: &InferArgs) -> Result<String> {
 
 fn render_text(p: &Profile, path: &Path) -> String {
     let mut o = String::new();
-    let lat = p.latency.clone().unwrap_or_default();
+    let lat = p.figures.latency.clone().unwrap_or_default();
     o += &format!(
         "latency  p50 {} ms | p90 {} ms | p99 {} ms  |  {}\n",
         num(lat.p50_ms, 3),
         num(lat.p90_ms, 3),
         num(lat.p99_ms, 3),
-        throughput(p.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1))
+        throughput(p.figures.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1))
     );
-    if let Some(s) = &p.stages_ms {
+    if let Some(s) = &p.figures.stages_ms {
         let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| num(v, 3));
         o += &format!(
             "stages   preprocess {} ms | forward {} ms | postprocess/NMS {} ms\n",
@@ -430,12 +430,12 @@ fn render_text(p: &Profile, path: &Path) -> String {
 }
 
 fn render_json(p: &Profile, path: &Path) -> String {
-    let lat = p.latency.clone().unwrap_or_default();
+    let lat = p.figures.latency.clone().unwrap_or_default();
     let v = json!({
         "profile": path.display().to_string(),
         "trace": p.trace,
         "mode": "inference",
-        "img_per_s": p.img_per_s,
+        "img_per_s": p.figures.img_per_s,
         "img_per_s_std": p.img_per_s_std,
         "img_per_s_n": p.img_per_s_n.unwrap_or(1),
         "latency_p50_ms": lat.p50_ms,
@@ -443,7 +443,7 @@ fn render_json(p: &Profile, path: &Path) -> String {
         "latency_p99_ms": lat.p99_ms,
         "bound": p.bound,
         "bound_why": p.bound_why,
-        "stages_ms": p.stages_ms,
+        "stages_ms": p.figures.stages_ms,
         "device": p.config.get("device").cloned().unwrap_or(Value::Null),
         "weights_source": p.config.get("weights_source").cloned().unwrap_or(Value::Null),
     });

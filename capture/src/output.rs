@@ -20,7 +20,7 @@ pub fn prepare(dir: &Path) -> Result<()> {
 /// Prints each trial's img/s and conditions to stderr, warns about a trial
 /// that ran under different conditions, and returns the aggregate's.
 pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
-    let judged: Vec<_> = trials.iter().map(|p| (p.img_per_s, Conditions::of_host(p.host.as_ref()))).collect();
+    let judged: Vec<_> = trials.iter().map(|p| (p.figures.img_per_s, Conditions::of_host(p.host.as_ref()))).collect();
     let t = conditions::across_trials(&judged);
     for line in &t.lines {
         eprintln!("{line}");

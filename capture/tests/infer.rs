@@ -54,23 +54,23 @@ fn infer_on_cpu_then_every_reader() {
     let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), false).unwrap().profile;
     assert_eq!(p.mode.as_deref(), Some("inference"));
     assert_eq!(p.bound, "compute", "CPU verdict: {}", p.bound_why);
-    let lat = p.latency.as_ref().unwrap();
+    let lat = p.figures.latency.as_ref().unwrap();
     assert_eq!(lat.n, 3);
     assert!(lat.p50_ms > 0.0 && lat.p50_ms <= lat.p90_ms && lat.p90_ms <= lat.p99_ms, "{lat:?}");
-    let stages = p.stages_ms.as_ref().unwrap();
+    let stages = p.figures.stages_ms.as_ref().unwrap();
     assert!(stages.forward.unwrap() > 0.0 && stages.preprocess.unwrap() > 0.0 && stages.postprocess.unwrap() > 0.0);
     for phase in ["preprocess", "forward", "postprocess"] {
         assert!(p.phase_names().contains(&phase), "{phase} missing: {:?}", p.phase_names());
     }
     assert!(p.ops.iter().any(|o| o.op == "aten::conv2d"), "conv2d not recorded");
-    assert_eq!(p.window.real_steps, 6);
+    assert_eq!(p.figures.window.real_steps, 6);
     assert_eq!(p.config["weights_source"], "random-init");
     assert_eq!(p.config["device"], "cpu");
     assert!(p.config["threads"].as_i64().unwrap() >= 1);
 
     // The trace alone parses to the same steps.
     let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), false).unwrap().profile;
-    assert_eq!(t.window.real_steps, 6);
+    assert_eq!(t.figures.window.real_steps, 6);
 
     let pp = profile_path.to_str().unwrap();
     assert!(common::reader(&["summary", pp]).contains("forward"));
@@ -91,7 +91,7 @@ fn json_no_trace_and_repeat() {
     assert!(v["latency_p50_ms"].as_f64().unwrap() > 0.0);
     assert!(!dir.path().join("infer/profile_trace.json").exists());
     let p = libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
-    assert!(p.trace.is_none() && p.latency.is_some());
+    assert!(p.trace.is_none() && p.figures.latency.is_some());
 
     let rep = tempfile::tempdir().unwrap();
     let out = run(rep.path(), &["--repeat", "2", "--runs", "4"]).unwrap();

@@ -42,7 +42,7 @@ fn ranges_and_ops_reach_the_trace() {
     assert!(phases.contains(&"preprocess"), "phases: {phases:?}");
     assert!(!p.ops.is_empty(), "no ops recorded");
     assert!(p.ops.iter().any(|o| o.op.contains("conv")), "ops: {:?}", p.ops.iter().map(|o| &o.op).collect::<Vec<_>>());
-    assert_eq!(p.window.real_steps, steps);
+    assert_eq!(p.figures.window.real_steps, steps);
 }
 
 #[test]

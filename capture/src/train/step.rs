@@ -593,11 +593,14 @@ pub fn run(args: &RunArgs) -> Result<String> {
 fn render_text(p: &Profile, path: &Path) -> String {
     let mut o = format!(
         "img/s: {}  |  {}\n",
-        throughput(p.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1)).trim_end_matches(" img/s"),
+        throughput(p.figures.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1)).trim_end_matches(" img/s"),
         p.bound
     );
-    o +=
-        &format!("step {} ms  |  dataload {}\n", num(p.step_ms, 2), p.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0)));
+    o += &format!(
+        "step {} ms  |  dataload {}\n",
+        num(p.figures.step_ms, 2),
+        p.figures.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0))
+    );
     o += &format!(">> {}: {}\n", p.bound.to_uppercase(), p.bound_why);
     o += &format!("profile: {}\n", path.display());
     o += &format!("next:    libreyolo profile summary {}", path.display());
@@ -609,14 +612,14 @@ fn render_json(p: &Profile, path: &Path) -> String {
         "profile": path.display().to_string(),
         "trace": p.trace,
         "mode": "training",
-        "img_per_s": p.img_per_s,
+        "img_per_s": p.figures.img_per_s,
         "img_per_s_std": p.img_per_s_std,
         "img_per_s_n": p.img_per_s_n.unwrap_or(1),
         "bound": p.bound,
         "bound_why": p.bound_why,
-        "gpu_util": p.gpu_util,
-        "step_ms": p.step_ms,
-        "dataload_frac": p.dataload_frac,
+        "gpu_util": p.figures.gpu_util,
+        "step_ms": p.figures.step_ms,
+        "dataload_frac": p.figures.dataload_frac,
         "device": p.config.get("device").cloned().unwrap_or(Value::Null),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
