@@ -394,3 +394,154 @@ pub struct StepTime {
     pub step: u64,
     pub ms: f64,
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    /// Every key of `profile.json` in the order it has always been written;
+    /// [`Figures`] and [`ExtraFigures`] are flattened into it in place.
+    const KEYS: [&str; 56] = [
+        "schema",
+        "mode",
+        "trace",
+        "model",
+        "config",
+        "bound",
+        "bound_why",
+        "step_ms",
+        "img_per_s",
+        "dataload_ms",
+        "dataload_frac",
+        "gpu_util",
+        "gpu_util_raw",
+        "memory_pressure",
+        "cuda_mallocs_per_step",
+        "host_overhead_ms_per_step",
+        "launches_per_step",
+        "gpu_busy_ms_per_step",
+        "mean_kernel_us",
+        "kernels_per_step",
+        "unique_kernels",
+        "memcpy_ms_per_step",
+        "tensorcore_pct",
+        "peak_vram_mb",
+        "window",
+        "latency",
+        "stages_ms",
+        "metrics",
+        "categories",
+        "phases",
+        "phases_gpu",
+        "kernels_by_phase",
+        "ops_by_phase",
+        "top_kernels",
+        "kernels",
+        "ops",
+        "img_per_s_std",
+        "img_per_s_n",
+        "img_per_s_trials",
+        "aggregation",
+        "metrics_std",
+        "attribution",
+        "devices",
+        "streams",
+        "memory",
+        "comm_ms_per_step",
+        "comm_exposed_ms_per_step",
+        "comm_overlap_pct",
+        "graph_launches_per_step",
+        "phases_inferred",
+        "step_times",
+        "distributed",
+        "collectives",
+        "warnings",
+        "versions",
+        "host",
+    ];
+
+    #[test]
+    fn every_key_in_its_place_and_back() {
+        let p = Profile {
+            mode: Some("training".into()),
+            figures: Figures {
+                step_ms: 12.5,
+                img_per_s: Some(320.0),
+                latency: Some(Latency::default()),
+                stages_ms: Some(Stages::default()),
+                ..Default::default()
+            },
+            img_per_s_std: Some(1.0),
+            img_per_s_n: Some(3),
+            img_per_s_trials: Some(vec![319.0, 320.0, 321.0]),
+            aggregation: Some(json!({"n": 3})),
+            metrics_std: [("step_ms".to_string(), 0.1)].into_iter().collect(),
+            attribution: Some(Attribution::default()),
+            devices: vec![DeviceRow::default()],
+            streams: vec![StreamRow::default()],
+            memory: vec![Default::default()],
+            extras: ExtraFigures {
+                comm_ms_per_step: Some(1.0),
+                comm_exposed_ms_per_step: Some(0.5),
+                comm_overlap_pct: Some(50.0),
+                graph_launches_per_step: Some(2.0),
+                phases_inferred: Some("from PyTorch's annotations".into()),
+            },
+            step_times: vec![StepTime::default()],
+            distributed: Some(Distributed::default()),
+            collectives: vec![CollectiveCall::default()],
+            warnings: vec!["w".into()],
+            versions: Some(json!({})),
+            host: Some(json!({})),
+            ..Default::default()
+        };
+        let text = serde_json::to_string_pretty(&p).unwrap();
+        let v: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(v.as_object().unwrap().keys().map(String::as_str).collect::<Vec<_>>(), KEYS);
+        let back: Profile = serde_json::from_str(&text).unwrap();
+        assert_eq!(back, p);
+        assert_eq!(serde_json::to_string_pretty(&back).unwrap(), text);
+    }
+
+    /// The same number, whether written as an integer or a float.
+    fn same(a: &Value, b: &Value) -> bool {
+        match (a, b) {
+            (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
+            (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
+            (Value::Object(x), Value::Object(y)) => x.iter().all(|(k, x)| y.get(k).is_some_and(|y| same(x, y))),
+            _ => a == b,
+        }
+    }
+
+    #[test]
+    fn reference_files_read_and_write_back() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/reference");
+        let mut files = 0;
+        for case in std::fs::read_dir(&dir).unwrap() {
+            for f in std::fs::read_dir(case.unwrap().path()).unwrap() {
+                let path = f.unwrap().path();
+                if path.extension().is_none_or(|e| e != "json") {
+                    continue;
+                }
+                let text = std::fs::read_to_string(&path).unwrap();
+                let file: Value = serde_json::from_str(&text).unwrap();
+                if !file["schema"].as_str().is_some_and(|s| s.starts_with(SCHEMA_PREFIX)) {
+                    continue; // a measured sidecar
+                }
+                files += 1;
+                let p: Profile = serde_json::from_str(&text).unwrap();
+                let out = serde_json::to_value(&p).unwrap();
+                let out = out.as_object().unwrap();
+                // Every key the reference wrote comes back with its value
+                // (its order is not ours: it writes `mode` and `latency` last).
+                for (k, v) in file.as_object().unwrap() {
+                    let o = out.get(k).unwrap_or_else(|| panic!("{}: `{k}` dropped", path.display()));
+                    assert!(same(v, o), "{}: `{k}` changed: {v} → {o}", path.display());
+                }
+            }
+        }
+        assert!(files >= 7, "the reference profiles: {files}");
+    }
+}
