@@ -5,6 +5,12 @@ use serde_json::{Map, Value};
 
 use crate::profile::{Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, KernelRow, PhaseGpuRow, Profile, StepTime, StreamRow};
 
+/// What `profile summary` shows, in every form (text, `--json`, the
+/// explorer's pane). The profile's headline figures come as its own
+/// [`Figures`] and [`ExtraFigures`], flattened, so `--json` writes them as
+/// top-level keys in `profile.json`'s order; what is listed here is either
+/// derived (`mode`, `trustworthy`, `steps`, `contended`, `img_per_s_n`) or
+/// a field that is not next to the others in [`Profile`].
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
     pub trace: Option<String>,
