@@ -138,9 +138,12 @@ impl Source {
     }
 }
 
+/// A stream with its first bytes, read to sniff it, put back in front.
+type Whole<R> = std::io::Chain<Cursor<Vec<u8>>, R>;
+
 /// Reads the first bytes once and puts them back in front of the stream;
 /// true when they are gzip's magic.
-fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(std::io::Chain<Cursor<Vec<u8>>, R>, bool)> {
+fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(Whole<R>, bool)> {
     let mut head = [0u8; 2];
     let mut n = 0;
     while n < head.len() {
