@@ -8,7 +8,9 @@
 # `libreyolo profile summary <folder> --json` and
 # `libreyolo profile collectives <folder> --json` pinned to 1 core and to
 # 2 cores (taskset; the ranks are read on as many threads as CPUs the
-# process may use), best of $RUNS, with peak RSS (/usr/bin/time %M). Prints
+# process may use), best of $RUNS, with peak RSS (/usr/bin/time %M); then
+# the same job through per-rank profiles (`summary --write-profile` per
+# rank, then `summary` over their folder). Prints
 # the load average (`uptime`) before and after: the figures are only as
 # good as the machine was quiet.
 #
@@ -54,5 +56,29 @@ for cmd in summary collectives; do
         printf "| %s | %d | %.2f | %.0f | %.0f |\n" "$cmd" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done
 done
+
+# The two-level path (docs/spec.md §7): each rank's profile written where
+# its trace is (the map, timed here one rank after another on one core, as
+# each cluster node would), then one `summary` over the folder of profiles.
+profiles="$tmp/profiles"
+mkdir -p "$profiles"
+t0=$EPOCHREALTIME
+for f in "$dir"/rank*.json; do
+    r=$(basename "$f" .json)
+    /usr/bin/time -f "%M" -a -o "$tmp/map-rss" taskset -c 0 "$bin" profile summary "$f" --write-profile "$profiles/$r.json" > /dev/null 2>&1
+done
+t1=$EPOCHREALTIME
+map=$(echo "$t1 - $t0" | bc -l)
+maprss=$(sort -n "$tmp/map-rss" | tail -1)
+printf "| summary --write-profile, each rank in turn (the map) | 1 | %.2f (%.2f per rank) | %.0f | %.0f |\n" "$map" "$(echo "$map / 8" | bc -l)" "$(echo "$total / 1000000 / $map" | bc -l)" "$(echo "$maprss / 1024" | bc -l)"
+best=
+for _ in $(seq 1 "$runs"); do
+    t0=$EPOCHREALTIME
+    /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c 0 "$bin" profile summary "$profiles" --json > /dev/null 2>&1
+    t1=$EPOCHREALTIME
+    wall=$(echo "$t1 - $t0" | bc -l)
+    if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
+done
+printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" "$best" "$(echo "$(tail -1 "$tmp/rss") / 1024" | bc -l)"
 echo
 echo "load after: $(uptime)"
