@@ -121,11 +121,10 @@ impl CollectivesView {
         }
         match a {
             Action::CycleSort => {
-                // The cursor stays on its collective.
-                let at = self.order.get(self.selected).copied();
                 self.sort = self.sort.next();
-                self.order = order(&j.collectives, self.sort);
-                self.selected = at.and_then(|i| self.order.iter().position(|o| *o == i)).unwrap_or(0);
+                let order = order(&j.collectives, self.sort);
+                self.selected = super::resorted(&self.order, self.selected, &order);
+                self.order = order;
                 Some(Effect::None)
             }
             Action::Enter if self.detail => {

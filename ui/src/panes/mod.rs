@@ -64,6 +64,13 @@ pub fn moved(cur: usize, len: usize, delta: isize) -> usize {
     (cur as isize).saturating_add(delta).clamp(0, len as isize - 1) as usize
 }
 
+/// The row of a re-sorted list (`old` → `new`, both lists of item
+/// indices) holding the item that was at `selected`: the cursor stays on
+/// its item across a sort.
+pub fn resorted(old: &[usize], selected: usize, new: &[usize]) -> usize {
+    old.get(selected).and_then(|i| new.iter().position(|o| o == i)).unwrap_or(0)
+}
+
 /// None → first → … → last → None.
 pub fn cycle(options: &[String], current: Option<&str>) -> Option<String> {
     match current {

@@ -145,11 +145,10 @@ impl RanksPane {
         }
         match a {
             Action::CycleSort => {
-                // The cursor stays on its rank.
-                let at = self.order.get(self.selected).copied();
                 self.sort = self.sort.next();
-                self.order = order(&j.job, self.sort);
-                self.selected = at.and_then(|i| self.order.iter().position(|o| *o == i)).unwrap_or(0);
+                let order = order(&j.job, self.sort);
+                self.selected = super::resorted(&self.order, self.selected, &order);
+                self.order = order;
                 Some(Effect::None)
             }
             Action::Enter => Some(self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i))),
