@@ -763,11 +763,29 @@ impl Gen {
         }
         let ts = self.tick(700);
         let dur = self.rng.jitter(5_500, 0.5);
-        self.corr += 1;
         let si = if stream == COMPUTE_STREAM { 0 } else { 1 };
         let start = (ts + self.rng.jitter(4_000, 0.5)).max(self.stream_free[si] + self.rng.range(1_000, 2_500));
         let kdur = self.rng.jitter(self.model.kernels[k].dur, 0.08);
         self.stream_free[si] = start + kdur;
+        self.launched(k, stream, (ts, dur), (start, kdur));
+    }
+
+    /// The straggler's extra kernel: launched like any other but drawing
+    /// nothing from the RNG, so the rest of its trace stays the same as the
+    /// other ranks'. It starts after everything queued on both streams.
+    fn launch_fixed(&mut self, k: usize) {
+        self.now += 700;
+        let (ts, dur) = (self.now, 5_500);
+        let start = (ts + 4_000).max(self.stream_free[0].max(self.stream_free[1]) + 1_500);
+        let kdur = self.model.kernels[k].dur;
+        self.stream_free[0] = start + kdur;
+        self.launched(k, COMPUTE_STREAM, (ts, dur), (start, kdur));
+    }
+
+    /// Kernel `k` launched at `launch` (ts, dur) and run at `run` (start,
+    /// dur) on `stream`: its two events, and the ground truth it adds to.
+    fn launched(&mut self, k: usize, stream: i64, (ts, dur): (i64, i64), (start, kdur): (i64, i64)) {
+        self.corr += 1;
         self.gpu.push(GpuEv::Kernel { ts: start, dur: kdur, stream, k, ext: self.cur_ext, corr: self.corr });
         self.gpu.push(GpuEv::Runtime {
             ts,
@@ -800,46 +818,6 @@ impl Gen {
             }
         } else {
             t.gpu_events_outside_steps += 1;
-        }
-        t.runtime_launches += 1;
-    }
-
-    /// The straggler's extra kernel: launched like any other but drawing
-    /// nothing from the RNG, so the rest of its trace stays the same as the
-    /// other ranks'. It starts after everything queued on both streams.
-    fn launch_fixed(&mut self, k: usize) {
-        self.now += 700;
-        let ts = self.now;
-        let dur = 5_500;
-        self.corr += 1;
-        let start = (ts + 4_000).max(self.stream_free[0].max(self.stream_free[1]) + 1_500);
-        let kdur = self.model.kernels[k].dur;
-        self.stream_free[0] = start + kdur;
-        self.gpu.push(GpuEv::Kernel { ts: start, dur: kdur, stream: COMPUTE_STREAM, k, ext: self.cur_ext, corr: self.corr });
-        self.gpu.push(GpuEv::Runtime {
-            ts,
-            dur,
-            tid: self.tid,
-            name: "cudaLaunchKernel",
-            cbid: 211,
-            ext: self.cur_ext,
-            corr: self.corr,
-            launch: true,
-        });
-        self.now = ts + dur;
-        self.spans.push((start, start + kdur));
-        self.gpu_extent(start, start + kdur);
-        let t = &mut self.truth;
-        let name = self.model.kernels[k].name;
-        t.kernels += 1;
-        t.kernel_ns += kdur;
-        t.gpu_events_in_steps += 1;
-        t.names.insert(name);
-        if let Some(p) = self.phase {
-            let ph = &mut t.phases[p];
-            ph.kernels += 1;
-            ph.kernel_ns += kdur;
-            ph.names.insert(name);
         }
         t.runtime_launches += 1;
     }
