@@ -25,6 +25,11 @@ use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
+mod common;
+
+/// Columns for a measure's label in the printed lines.
+const LABEL_WIDTH: usize = 36;
+
 const W: u16 = 160;
 const H: u16 = 48;
 
@@ -66,9 +71,9 @@ fn job_frames() {
         }
     }
     println!("distributed job ({} rank traces, {W}x{H}):", files.len());
-    report("  first frame (read ranks, Ranks)", &mut first);
-    report("  s (sort) → frame", &mut sort);
-    report("  Enter (a rank's Summary) → frame", &mut enter);
+    common::report("  first frame (read ranks, Ranks)", LABEL_WIDTH, &mut first);
+    common::report("  s (sort) → frame", LABEL_WIDTH, &mut sort);
+    common::report("  Enter (a rank's Summary) → frame", LABEL_WIDTH, &mut enter);
 }
 
 fn first_frame(path: &str) {
@@ -83,7 +88,7 @@ fn first_frame(path: &str) {
         times.push(t0.elapsed());
     }
     println!("first frame (load {path} + lenses + Summary draw, {W}x{H}):");
-    report("  first frame", &mut times);
+    common::report("  first frame", LABEL_WIDTH, &mut times);
 }
 
 /// A profile with `n` distinct kernels over 4 categories and 2 phases.
@@ -156,7 +161,7 @@ fn keypress_50k() {
             term.draw(|f| panes::draw(f, app)).unwrap();
             times.push(t.elapsed());
         }
-        report(label, &mut times);
+        common::report(label, LABEL_WIDTH, &mut times);
     };
     println!("in place (no worker):");
     measure(&mut app, "  Down (move selection)", 500, &mut |a| key(a, KeyCode::Down));
@@ -206,8 +211,8 @@ fn keypress_50k() {
             term.draw(|f| panes::draw(f, &app)).unwrap();
             done.push(t.elapsed());
         }
-        report(&format!("{label} → frame"), &mut first);
-        report(&format!("{label} → filtered"), &mut done);
+        common::report(&format!("{label} → frame"), LABEL_WIDTH, &mut first);
+        common::report(&format!("{label} → filtered"), LABEL_WIDTH, &mut done);
     }
 
     // Where the time of a filter goes: the core's kernels lens alone.
@@ -229,20 +234,6 @@ fn keypress_50k() {
                 t.elapsed()
             })
             .collect();
-        report(label, &mut times);
+        common::report(label, LABEL_WIDTH, &mut times);
     }
-}
-
-fn report(label: &str, times: &mut [Duration]) {
-    times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let median = times[times.len() / 2];
-    let p99 = times[((times.len() as f64 * 0.99) as usize).min(times.len() - 1)];
-    println!(
-        "{label:<36} median {:>8.3} ms   p99 {:>8.3} ms   max {:>8.3} ms   (n={})",
-        ms(median),
-        ms(p99),
-        ms(*times.last().unwrap()),
-        times.len()
-    );
 }

@@ -13,7 +13,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::timeline::{index, open_step};
@@ -23,6 +23,11 @@ use libreyolo_ui::panes;
 use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
+
+mod common;
+
+/// Columns for a measure's label in the printed lines.
+const LABEL_WIDTH: usize = 44;
 
 const W: u16 = 160;
 const H: u16 = 48;
@@ -68,7 +73,7 @@ fn main() {
             app.quit = true;
         }
     }
-    report("open a step (read + lanes + first draw)", &mut open);
+    common::report("open a step (read + lanes + first draw)", LABEL_WIDTH, &mut open);
     println!("largest step: {spans} intervals, {:.1} KB held", mem as f64 / 1e3);
 
     let mid = ix.steps.len() / 2;
@@ -84,7 +89,7 @@ fn main() {
             term.draw(|f| panes::draw(f, app)).unwrap();
             times.push(t.elapsed());
         }
-        report(label, &mut times);
+        common::report(label, LABEL_WIDTH, &mut times);
     };
     measure(&mut app, "  l (next span), whole step in view", 300, &mut |a| key(a, KeyCode::Char('l')));
     measure(&mut app, "  h (previous span)", 300, &mut |a| key(a, KeyCode::Char('h')));
@@ -123,18 +128,4 @@ fn app_with(
     app.timeline.show(ix, i, tl);
     app.pane = Pane::Timeline;
     app
-}
-
-fn report(label: &str, times: &mut [Duration]) {
-    times.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let median = times[times.len() / 2];
-    let p99 = times[((times.len() as f64 * 0.99) as usize).min(times.len() - 1)];
-    println!(
-        "{label:<44} median {:>8.3} ms   p99 {:>8.3} ms   max {:>8.3} ms   (n={})",
-        ms(median),
-        ms(p99),
-        ms(*times.last().unwrap()),
-        times.len()
-    );
 }
