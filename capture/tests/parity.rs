@@ -226,25 +226,9 @@ fn a_training_run_takes_the_aux_tensors_of_a_libreyolo_checkpoint() {
         let project = dir.path().join("runs").display().to_string();
         let libreyolo_core::cli::ProfileCommand::Run(args) = common::command(
             "run",
-            &[
-                "synthetic:8",
-                "--device",
-                "cpu",
-                "--batch",
-                "2",
-                "--imgsz",
-                "64",
-                "--warmup",
-                "1",
-                "--steps",
-                "2",
-                "--workers",
-                "1",
-                "--weights",
-                &ckpt,
-                "--project",
-                &project,
-            ],
+            &common::words(&format!(
+                "synthetic:8 --device cpu --batch 2 --imgsz 64 --warmup 1 --steps 2 --workers 1 --weights {ckpt} --project {project}"
+            )),
         ) else {
             unreachable!()
         };

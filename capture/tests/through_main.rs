@@ -3,6 +3,8 @@
 //! hands `profile infer|run` over. Needs both executables built in the same
 //! target folder (`cargo test --workspace`, as scripts/test.sh runs).
 
+mod common;
+
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -31,7 +33,7 @@ fn infer_through_libreyolo_then_a_reader() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().to_str().unwrap();
     let out = libreyolo()
-        .args(["profile", "infer", "--device", "cpu", "--imgsz", "160", "--warmup", "1", "--runs", "4", "--project", project, "--json"])
+        .args(common::words(&format!("profile infer --device cpu --imgsz 160 --warmup 1 --runs 4 --project {project} --json")))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
@@ -52,30 +54,18 @@ fn capture_errors_keep_their_exit_codes_through_libreyolo() {
     let project = dir.path().to_str().unwrap();
     // Too small a dataset for the window: exit 3, nothing written.
     let out = libreyolo()
-        .args([
-            "profile",
-            "run",
-            "synthetic:2",
-            "--device",
-            "cpu",
-            "--batch",
-            "2",
-            "--imgsz",
-            "160",
-            "--warmup",
-            "1",
-            "--steps",
-            "4",
-            "--project",
-            project,
-        ])
+        .args(common::words(&format!(
+            "profile run synthetic:2 --device cpu --batch 2 --imgsz 160 --warmup 1 --steps 4 --project {project}"
+        )))
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(!dir.path().join("train/profile.json").exists());
     // A weights path that does not exist: exit 2.
-    let out =
-        libreyolo().args(["profile", "infer", "--device", "cpu", "--weights", "/no/such/w.pt", "--project", project]).output().unwrap();
+    let out = libreyolo()
+        .args(common::words(&format!("profile infer --device cpu --weights /no/such/w.pt --project {project}")))
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2), "{}", String::from_utf8_lossy(&out.stderr));
 }
 
@@ -84,25 +74,9 @@ fn sigint_during_a_capture_leaves_no_profile() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().to_str().unwrap();
     let mut child = libreyolo()
-        .args([
-            "profile",
-            "run",
-            "synthetic",
-            "--device",
-            "cpu",
-            "--batch",
-            "2",
-            "--imgsz",
-            "160",
-            "--warmup",
-            "1",
-            "--steps",
-            "500",
-            "--workers",
-            "1",
-            "--project",
-            project,
-        ])
+        .args(common::words(&format!(
+            "profile run synthetic --device cpu --batch 2 --imgsz 160 --warmup 1 --steps 500 --workers 1 --project {project}"
+        )))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -144,7 +118,7 @@ fn hostile_sizes_and_an_unusable_project_are_refused_before_measuring() {
     std::fs::write(&file, b"x").unwrap();
     for project in [file.clone(), file.join("under")] {
         let out = libreyolo()
-            .args(["profile", "infer", "--device", "cpu", "--imgsz", "160", "--warmup", "1", "--runs", "2", "--project"])
+            .args(common::words("profile infer --device cpu --imgsz 160 --warmup 1 --runs 2 --project"))
             .arg(&project)
             .output()
             .unwrap();
@@ -161,7 +135,7 @@ fn sigint_while_the_trace_is_written_leaves_no_temporary_file() {
     let project = dir.path().to_str().unwrap();
     // Enough runs that saving and analysing the trace takes a while.
     let mut child = libreyolo()
-        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "400", "--project", project])
+        .args(common::words(&format!("profile infer --device cpu --imgsz 64 --warmup 1 --runs 400 --project {project}")))
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -190,7 +164,7 @@ fn a_trace_takes_its_own_sidecar_and_not_another_captures() {
     let capture = |name: &str| {
         let project = dir.path().join(name);
         let out = libreyolo()
-            .args(["profile", "infer", "--device", "cpu", "--imgsz", "160", "--warmup", "1", "--runs", "4", "--project"])
+            .args(common::words("profile infer --device cpu --imgsz 160 --warmup 1 --runs 4 --project"))
             .arg(&project)
             .output()
             .unwrap();

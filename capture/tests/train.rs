@@ -3,20 +3,16 @@
 
 mod common;
 
-use libreyolo_core::cli::{ProfileCommand, RunArgs};
+use libreyolo_core::cli::ProfileCommand;
 use libreyolo_core::error::exit;
 use serde_json::Value;
 
-fn args(extra: &[&str]) -> RunArgs {
-    match common::command("run", extra) {
-        ProfileCommand::Run(a) => a,
-        _ => unreachable!(),
-    }
-}
-
-fn run(extra: &[&str]) -> libreyolo_core::Result<String> {
+/// `profile run ARGS` in this process (ARGS split on spaces, as a shell
+/// would: the tests' paths are temporary folders without spaces).
+fn run(args: &str) -> libreyolo_core::Result<String> {
+    let ProfileCommand::Run(a) = common::command("run", &common::words(args)) else { unreachable!() };
     let _turn = common::turn();
-    libreyolo_capture::train::run(&args(extra))
+    libreyolo_capture::train::run(&a)
 }
 
 /// Random-init weights whatever the machine holds: a name found nowhere.
@@ -26,25 +22,9 @@ const WEIGHTS: &str = "no-such-weights-for-the-test.pt";
 fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
-    let out = run(&[
-        "synthetic:16",
-        "--device",
-        "cpu",
-        "--batch",
-        "2",
-        "--imgsz",
-        "160",
-        "--warmup",
-        "1",
-        "--steps",
-        "4",
-        "--workers",
-        "2",
-        "--weights",
-        WEIGHTS,
-        "--project",
-        &project,
-    ])
+    let out = run(&format!(
+        "synthetic:16 --device cpu --batch 2 --imgsz 160 --warmup 1 --steps 4 --workers 2 --weights {WEIGHTS} --project {project}"
+    ))
     .unwrap();
     assert!(out.contains("img/s"), "{out}");
     let train = dir.path().join("train");
@@ -101,26 +81,8 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
 fn plain_synthetic_fills_the_window_and_batch_auto_falls_back_on_cpu() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
-    run(&[
-        "synthetic",
-        "--device",
-        "cpu",
-        "--batch",
-        "-1",
-        "--imgsz",
-        "64",
-        "--warmup",
-        "1",
-        "--steps",
-        "8",
-        "--workers",
-        "2",
-        "--weights",
-        WEIGHTS,
-        "--project",
-        &project,
-    ])
-    .unwrap();
+    run(&format!("synthetic --device cpu --batch -1 --imgsz 64 --warmup 1 --steps 8 --workers 2 --weights {WEIGHTS} --project {project}"))
+        .unwrap();
     let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap()).unwrap();
     assert_eq!(summary["meta"]["batch"], 16, "{summary}");
     assert_eq!(summary["meta"]["images"], 9 * 16, "{summary}");
@@ -130,24 +92,8 @@ fn plain_synthetic_fills_the_window_and_batch_auto_falls_back_on_cpu() {
 fn a_window_the_dataset_cannot_fill_exits_3_and_writes_nothing() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
-    let err = run(&[
-        "synthetic:8",
-        "--device",
-        "cpu",
-        "--batch",
-        "4",
-        "--imgsz",
-        "64",
-        "--warmup",
-        "1",
-        "--steps",
-        "4",
-        "--weights",
-        WEIGHTS,
-        "--project",
-        &project,
-    ])
-    .unwrap_err();
+    let err = run(&format!("synthetic:8 --device cpu --batch 4 --imgsz 64 --warmup 1 --steps 4 --weights {WEIGHTS} --project {project}"))
+        .unwrap_err();
     assert_eq!(err.exit_code(), exit::NO_PROFILE);
     let msg = err.to_string();
     for want in ["8 images", "batch 4", "2 iterations", "need 5", "20 images", "--steps", "--batch 1"] {
@@ -205,26 +151,9 @@ fn run_on_a_yolo_dataset_yaml() {
     let dir = tempfile::tempdir().unwrap();
     let yaml = write_dataset(dir.path(), 10);
     let project = dir.path().join("runs").display().to_string();
-    let out = run(&[
-        &yaml,
-        "--device",
-        "cpu",
-        "--batch",
-        "2",
-        "--imgsz",
-        "64",
-        "--warmup",
-        "1",
-        "--steps",
-        "4",
-        "--workers",
-        "1",
-        "--weights",
-        WEIGHTS,
-        "--project",
-        &project,
-        "--json",
-    ])
+    let out = run(&format!(
+        "{yaml} --device cpu --batch 2 --imgsz 64 --warmup 1 --steps 4 --workers 1 --weights {WEIGHTS} --project {project} --json"
+    ))
     .unwrap();
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(v["img_per_s"].as_f64().unwrap() > 0.0, "{v}");
@@ -234,10 +163,9 @@ fn run_on_a_yolo_dataset_yaml() {
     assert_eq!(summary["meta"]["images"], 10);
     assert_eq!(summary["meta"]["params_changed"], true);
     // Too small for the window: exit 3. An unknown name: exit 2.
-    let err = run(&[&yaml, "--device", "cpu", "--batch", "4", "--imgsz", "64", "--warmup", "1", "--steps", "4", "--project", &project])
-        .unwrap_err();
+    let err = run(&format!("{yaml} --device cpu --batch 4 --imgsz 64 --warmup 1 --steps 4 --project {project}")).unwrap_err();
     assert_eq!(err.exit_code(), exit::NO_PROFILE);
-    let err = run(&["no-such-dataset-name", "--device", "cpu", "--project", &project]).unwrap_err();
+    let err = run(&format!("no-such-dataset-name --device cpu --project {project}")).unwrap_err();
     assert_eq!(err.exit_code(), exit::USAGE);
     assert!(err.to_string().contains("looked for"), "{err}");
 }
@@ -246,25 +174,9 @@ fn run_on_a_yolo_dataset_yaml() {
 fn repeat_writes_the_aggregate_beside_the_trials() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
-    let out = run(&[
-        "synthetic:8",
-        "--device",
-        "cpu",
-        "--batch",
-        "2",
-        "--imgsz",
-        "64",
-        "--warmup",
-        "1",
-        "--steps",
-        "2",
-        "--repeat",
-        "2",
-        "--weights",
-        WEIGHTS,
-        "--project",
-        &project,
-    ])
+    let out = run(&format!(
+        "synthetic:8 --device cpu --batch 2 --imgsz 64 --warmup 1 --steps 2 --repeat 2 --weights {WEIGHTS} --project {project}"
+    ))
     .unwrap();
     assert!(out.contains("(n=2)"), "{out}");
     let agg: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("profile_repeat.json")).unwrap()).unwrap();

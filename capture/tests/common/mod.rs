@@ -69,6 +69,12 @@ pub fn turn() -> std::sync::MutexGuard<'static, ()> {
     TURN.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// A command line's words, split on spaces: the tests write their
+/// arguments as one line (their paths are temporary folders, no spaces).
+pub fn words(line: &str) -> Vec<&str> {
+    line.split_whitespace().collect()
+}
+
 /// Parses `libreyolo profile <sub> <extra…>` as the binary does.
 pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand {
     use clap::Parser;
