@@ -106,16 +106,14 @@ fn a_window_the_dataset_cannot_fill_exits_3_and_writes_nothing() {
 fn unreadable_data_and_bad_flags_are_usage_errors() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().display().to_string();
-    for extra in [
-        vec!["synthetic:0", "--device", "cpu"],
-        vec!["synthetic:8", "--device", "cpu", "--imgsz", "100"],
-        vec!["synthetic:8", "--device", "cpu", "--steps", "1"],
-        vec!["synthetic:8", "--device", "cpu", "--batch", "0"],
+    for args in [
+        "synthetic:0 --device cpu",
+        "synthetic:8 --device cpu --imgsz 100",
+        "synthetic:8 --device cpu --steps 1",
+        "synthetic:8 --device cpu --batch 0",
     ] {
-        let mut a = extra.clone();
-        a.extend(["--project", &project]);
-        let err = run(&a).unwrap_err();
-        assert_eq!(err.exit_code(), exit::USAGE, "{extra:?}: {err}");
+        let err = run(&format!("{args} --project {project}")).unwrap_err();
+        assert_eq!(err.exit_code(), exit::USAGE, "{args}: {err}");
     }
     assert!(!dir.path().join("train").exists());
 }
