@@ -152,7 +152,8 @@ fn the_engine_gets_the_arguments_stdin_and_gives_back_its_exit_code() {
 fn a_signal_to_libreyolo_reaches_the_engine() {
     let alone = Alone::new();
     let dir = tempfile::tempdir().unwrap();
-    let engine = script(dir.path(), r#"trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"#);
+    // The engine runs with libreyolo's empty PATH: it names its own.
+    let engine = script(dir.path(), r#"PATH=/usr/bin:/bin; trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"#);
     let mut child = {
         let _forks = forks();
         alone.cmd(Some(&engine)).args(["profile", "infer", "--device", "cpu"]).stdout(Stdio::piped()).spawn().unwrap()

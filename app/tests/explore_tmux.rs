@@ -160,7 +160,10 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     // `c`: the collectives matched across the ranks, largest skew first;
     // rank 7 arrives last at five of the eight.
     t.keys(&["c"]);
-    let s = t.wait("the collectives", |s| s.contains("collectives: 8 matched on 8 ranks of world size 8"));
+    // (Waiting for the status line too: tmux may show a frame half drawn.)
+    let s = t.wait("the collectives", |s| {
+        s.contains("collectives: 8 matched on 8 ranks of world size 8") && s.contains("8 collectives · sort:skew")
+    });
     assert!(s.contains("group stream 84: 5 sendrecv, 3 allreduce") && s.contains("8 collectives · sort:skew"), "{s}");
     assert!(s.contains("arrives last most often: rank 7 (5 of 8)"), "{s}");
     t.keys(&["s"]);
