@@ -15,6 +15,7 @@ use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
 use crate::lens::whatif::{Model, WhatIf};
+use crate::profile::DeviceMemory;
 
 /// `12.3456` → "12.35"; integers print without decimals.
 pub fn num(v: f64, digits: usize) -> String {
@@ -448,6 +449,24 @@ pub fn job(j: &Job) -> String {
     o
 }
 
+/// A device's peak allocated and reserved memory, `sep` between them (the
+/// text and the explorer's Memory pane print the same line).
+pub fn memory_peaks(d: &DeviceMemory, sep: &str) -> String {
+    let reserved = d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1)));
+    format!("peak allocated {} MB{sep}peak reserved {reserved}", num(d.peak_allocated_mb, 1))
+}
+
+/// When in the window the allocated peak came, in which phase and op.
+pub fn memory_peak_at(m: &Memory, d: &DeviceMemory, sep: &str) -> String {
+    format!(
+        "peak at {} ms of {} ms{sep}phase {}{sep}op {}",
+        num(d.peak_ms, 3),
+        num(m.window_ms, 3),
+        d.peak_phase,
+        d.peak_op.as_deref().unwrap_or("n/a")
+    )
+}
+
 /// `profile memory`: per device the peaks with the phase and op at the
 /// allocated peak, a sparkline of allocated memory, the per-phase peaks.
 pub fn memory(m: &Memory) -> String {
@@ -455,22 +474,8 @@ pub fn memory(m: &Memory) -> String {
         let mut o = String::new();
         for d in &m.devices {
             let relative = if d.totals { "" } else { " (counted from the first event: the trace records sizes, not totals)" };
-            let _ = writeln!(
-                o,
-                "{}  peak allocated {} MB  |  peak reserved {}  |  {} events{relative}",
-                d.device,
-                num(d.peak_allocated_mb, 1),
-                d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1))),
-                d.events
-            );
-            let _ = writeln!(
-                o,
-                "  peak at {} ms of {} ms  |  phase {}  |  op {}",
-                num(d.peak_ms, 3),
-                num(m.window_ms, 3),
-                d.peak_phase,
-                d.peak_op.as_deref().unwrap_or("n/a")
-            );
+            let _ = writeln!(o, "{}  {}  |  {} events{relative}", d.device, memory_peaks(d, "  |  "), d.events);
+            let _ = writeln!(o, "  {}", memory_peak_at(m, d, "  |  "));
             let _ = writeln!(o, "  allocated  {}", sparkline(&Memory::allocated(d), 60));
             let width = d.phases.iter().map(|p| p.phase.chars().count()).max().unwrap_or(5).max(5);
             let _ = writeln!(o, "  {:<width$}  {:>14}  {:>13}", "phase", "peak alloc MB", "peak resv MB");

@@ -12,7 +12,7 @@
 
 use libreyolo_core::lens::memory::{Memory, memory};
 use libreyolo_core::profile::DeviceMemory;
-use libreyolo_core::render::text::num;
+use libreyolo_core::render::text::{memory_peak_at, memory_peaks, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::symbols::Marker;
@@ -116,18 +116,8 @@ fn head_lines(m: &Memory, d: &DeviceMemory, sel: usize, t: &Theme, width: usize)
         devs.push(Span::styled(format!("{mark}{}", x.device), style));
     }
     devs.push(Span::styled(format!(" · {} events", d.events), t.muted()));
-    let peaks = format!(
-        "peak allocated {} MB · peak reserved {}",
-        num(d.peak_allocated_mb, 1),
-        d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1)))
-    );
-    let at = format!(
-        "peak at {} ms of {} ms · phase {} · op {}",
-        num(d.peak_ms, 3),
-        num(m.window_ms, 3),
-        d.peak_phase,
-        d.peak_op.as_deref().unwrap_or("n/a")
-    );
+    let peaks = memory_peaks(d, " · ");
+    let at = memory_peak_at(m, d, " · ");
     let mut out = vec![Line::from(devs), Line::styled(clip(&peaks, width), t.title()), Line::raw(clip(&at, width))];
     if !d.totals {
         out.push(Line::styled(clip("counted from the first event: the trace records sizes, not totals", width), t.warn()));
