@@ -5,6 +5,7 @@
 
 pub mod checkpoint;
 pub mod device;
+pub mod heap;
 pub mod infer;
 pub mod model;
 pub mod ops;

@@ -19,7 +19,10 @@ fn run() -> Result<()> {
     libreyolo_core::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
     match cli::parse(&args)? {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
-        Some(ProfileCommand::Run(a)) => cli::print_stdout(&libreyolo_capture::train::run(&a)?),
+        Some(ProfileCommand::Run(a)) => {
+            libreyolo_capture::heap::keep_freed_memory();
+            cli::print_stdout(&libreyolo_capture::train::run(&a)?)
+        }
         _ => Err(Error::usage(
             "libreyolo-capture runs `profile infer` and `profile run`; the readers and the explorer are `libreyolo profile …`",
         )),
