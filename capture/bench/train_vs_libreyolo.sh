@@ -8,6 +8,11 @@
 #
 #   capture/bench/train_vs_libreyolo.sh [rounds] [imgsz] [batch] [workers]
 #
+# PAIRED=1 runs the two sides at the same time instead, one core and one
+# thread each (cores swapped every round): on a VM whose speed drifts by a
+# third within minutes, both then meet the same machine, and the per-round
+# ratio holds still where alternating runs do not (BENCHMARKS.md).
+#
 # Needs: our two executables built side by side ($BIN, default
 # $CARGO_TARGET_DIR/release/libreyolo: scripts/setup.sh), and a python with libreyolo==1.6.0
 # ($LIBREYOLO_PARITY_PYTHON, see capture/parity/README.md).
@@ -97,15 +102,32 @@ open(sys.argv[4], "a").write("%s\t%s\t%s\n" % (sys.argv[1], d.get("img_per_s") o
 PY
 }
 
+if [[ -n "${PAIRED:-}" ]]; then
+  threads=1
+  export OMP_NUM_THREADS=1 MKL_NUM_THREADS=1
+  echo "paired: both sides at once, one core and one thread each"
+fi
 echo "threads $threads, $images images, imgsz $imgsz, batch $batch, workers $workers, warmup $warmup, steps $steps, $rounds rounds"
 uptime
 for r in $(seq 1 "$rounds"); do
-  c="$(watched "$work/ours$r.log" "$bin" profile run "$work/data/data.yaml" "${common[@]}" --threads "$threads" --project "$work/ours$r")" \
-    || { cat "$work/ours$r.log"; exit 1; }
+  pin_ours=() pin_theirs=()
+  if [[ -n "${PAIRED:-}" ]]; then
+    pin_ours=(taskset -c $(( r % 2 ))) pin_theirs=(taskset -c $(( 1 - r % 2 )))
+  fi
+  run_ours() { watched "$work/ours$r.log" "${pin_ours[@]}" "$bin" profile run "$work/data/data.yaml" "${common[@]}" --threads "$threads" --project "$work/ours$r"; }
+  run_theirs() { (cd "$work" && watched "$work/theirs$r.log" "${pin_theirs[@]}" "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r"); }
+  if [[ -n "${PAIRED:-}" ]]; then
+    run_ours > "$work/judged.ours" & o=$!
+    run_theirs > "$work/judged.theirs" & t=$!
+    wait "$o" || { cat "$work/ours$r.log"; exit 1; }
+    wait "$t" || { tail -20 "$work/theirs$r.log"; exit 1; }
+    c="$(cat "$work/judged.ours")" ct="$(cat "$work/judged.theirs")"
+  else
+    c="$(run_ours)" || { cat "$work/ours$r.log"; exit 1; }
+    ct="$(run_theirs)" || { tail -20 "$work/theirs$r.log"; exit 1; }
+  fi
   row "ours" "$work/ours$r/train/profile.json" "$c"
-  c="$(cd "$work" && watched "$work/theirs$r.log" "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r")" \
-    || { tail -20 "$work/theirs$r.log"; exit 1; }
-  row "libreyolo-1.6" "$work/theirs$r/prof/profile.json" "$c"
+  row "libreyolo-1.6" "$work/theirs$r/prof/profile.json" "$ct"
 done
 uptime
 
