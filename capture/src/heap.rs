@@ -5,12 +5,13 @@
 //! answers this with an allocator that reuses memory; a short-lived capture
 //! process can simply tell glibc to keep what it has.
 //!
-//! Measured (BENCHMARKS.md, "The heap a training capture keeps"): a
-//! conv-BN-SiLU stack trained in a Rust process ran 10–24 % slower than the
-//! same graph in Python on the same libtorch, and level once the heap was
-//! kept; `profile run` faults ~1 M fewer pages and runs 4–6 % faster, for
-//! 8–15 % more peak RSS. Inference gained nothing measurable, so `profile
-//! infer` keeps glibc's defaults.
+//! Measured (BENCHMARKS.md, "The heap a training capture keeps"): the
+//! forward of a conv-BN-SiLU stack trained in a Rust process ran 14 %
+//! slower than the same graph in Python on the same libtorch (median of
+//! nine pairs), 2 % once the heap was kept; `profile run` faults ~1 M fewer
+//! pages and runs 4–6 % faster on one core, for 8–15 % more peak RSS.
+//! Inference gained nothing measurable, so `profile infer` keeps glibc's
+//! defaults.
 
 /// Serves every allocation from the heap (no `mmap` per large block) and
 /// never trims it; blocks allocated before keep their own way.
