@@ -14,13 +14,15 @@
 //! defaults.
 
 /// Serves every allocation from the heap (no `mmap` per large block) and
-/// never trims it; blocks allocated before keep their own way.
+/// trims it only past 2 GiB free; blocks allocated before keep their own
+/// way. Not -1 ("never"): glibc adds to the threshold when it decides
+/// whether a thread arena's spare heap goes, and -1 wraps round to "always".
 pub fn keep_freed_memory() {
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     // SAFETY: mallopt only sets glibc's tunables; no allocation is in flight.
     unsafe {
         libc::mallopt(libc::M_MMAP_MAX, 0);
-        libc::mallopt(libc::M_TRIM_THRESHOLD, -1);
+        libc::mallopt(libc::M_TRIM_THRESHOLD, libc::c_int::MAX);
     }
 }
 
