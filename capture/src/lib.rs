@@ -21,9 +21,10 @@ pub mod window;
 
 pub use infer::infer;
 
-/// Tests that seed libtorch's global generator and then draw from it hold
-/// this lock: libtest runs tests on parallel threads, and another test's
-/// draws between the seed and ours would change our "random" model.
+/// Tests that draw from libtorch's global generator (a random model init
+/// included, seeded or not) hold this lock: libtest runs tests on parallel
+/// threads, and another test's draws between a seed and its use would
+/// change that test's "random" model (the SGD test failed 1 run in 3).
 #[cfg(test)]
 pub(crate) fn rng_lock() -> std::sync::MutexGuard<'static, ()> {
     static LOCK: std::sync::Mutex<()> = std::sync::Mutex::new(());

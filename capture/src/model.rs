@@ -1094,6 +1094,7 @@ mod tests {
     /// the model's `nc` has, even when the main head kept a checkpoint's.
     #[test]
     fn the_aux_class_towers_take_the_default_width() {
+        let _rng = crate::rng_lock();
         let mut m = Yolo9::with_class_width("t", 2, Some(80), Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let shapes: HashMap<String, Vec<i64>> = m.state_shapes().into_iter().collect();

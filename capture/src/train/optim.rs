@@ -211,6 +211,7 @@ mod tests {
         assert_eq!(group_of("head.cv3.0.2.bias"), 2);
         assert_eq!(group_of("backbone.conv0.conv.weight"), 1);
         assert_eq!(group_of("head.cv2.1.2.weight"), 1);
+        let _rng = crate::rng_lock();
         let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
         let (bn, w, b) = Sgd::new(&m.vs).group_sizes();
         assert!(bn > 0 && w > 0 && b > 0);

@@ -111,6 +111,7 @@ mod tests {
         use crate::train::data::{Dataset, collate};
         use crate::train::loss::{Gains, yolo9_train_loss};
         use tch::Kind;
+        let _rng = crate::rng_lock();
         let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let ds = Dataset::Synthetic { n: 2 };
