@@ -109,14 +109,13 @@ if [[ -n "${PAIRED:-}" ]]; then
 fi
 echo "threads $threads, $images images, imgsz $imgsz, batch $batch, workers $workers, warmup $warmup, steps $steps, $rounds rounds"
 uptime
+# Round $r of either side, pinned by $pin_ours / $pin_theirs when paired.
+pin_ours=() pin_theirs=()
+run_ours() { watched "$work/ours$r.log" "${pin_ours[@]}" "$bin" profile run "$work/data/data.yaml" "${common[@]}" --threads "$threads" --project "$work/ours$r"; }
+run_theirs() { (cd "$work" && watched "$work/theirs$r.log" "${pin_theirs[@]}" "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r"); }
 for r in $(seq 1 "$rounds"); do
-  pin_ours=() pin_theirs=()
   if [[ -n "${PAIRED:-}" ]]; then
     pin_ours=(taskset -c $(( r % 2 ))) pin_theirs=(taskset -c $(( 1 - r % 2 )))
-  fi
-  run_ours() { watched "$work/ours$r.log" "${pin_ours[@]}" "$bin" profile run "$work/data/data.yaml" "${common[@]}" --threads "$threads" --project "$work/ours$r"; }
-  run_theirs() { (cd "$work" && watched "$work/theirs$r.log" "${pin_theirs[@]}" "$theirs" profile run "$work/data/data.yaml" "${common[@]}" --project "$work/theirs$r"); }
-  if [[ -n "${PAIRED:-}" ]]; then
     run_ours > "$work/judged.ours" & o=$!
     run_theirs > "$work/judged.theirs" & t=$!
     wait "$o" || { cat "$work/ours$r.log"; exit 1; }

@@ -315,12 +315,13 @@ fn a_cpu_hog_marks_the_capture_contended_its_cores_are_left_alone_and_without_it
         // capture may start (and see the hog) until it is gone.
         let _turn = common::turn();
         let hog = Hog::start();
-        let hogged = (capture("forced", &["--threads", &all]), capture("default", &[]));
+        let forced = capture("forced", &["--threads", &all]);
+        let default = capture("default", &[]);
         drop(hog);
         // The same capture once the hog is gone is quiet. Another test's
         // process may still start mid-window on a shared machine: three tries.
         let quiet: Vec<_> = (0..3).map(|i| capture(&format!("quiet{i}"), &[])).collect();
-        (hogged.0, hogged.1, quiet)
+        (forced, default, quiet)
     };
     assert!(quiet.iter().any(|c| !c.contended), "no quiet capture without the hog in three tries: {quiet:#?}");
 
