@@ -32,15 +32,23 @@ pub struct Conditions {
     pub load_avg_start: Option<[f64; 3]>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub load_avg_end: Option<[f64; 3]>,
-    /// CPUs the machine has and intra-op threads the capture used.
+    /// CPUs the capture could run on (its affinity: all of the machine's
+    /// unless `taskset` or a cpuset narrowed it) and the intra-op threads
+    /// it used.
     pub cpus: usize,
     pub threads: usize,
     /// The window, s.
     pub window_s: f64,
-    /// CPU time other processes (and the hypervisor, as steal) used during
-    /// the window, in cores on average: 0.9 is 90% of one core.
+    /// CPU time other processes (and the hypervisor, as steal) used on
+    /// those CPUs during the window, in cores on average: 0.9 is 90% of one
+    /// core. This is what `contended` judges.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub other_cores: Option<f64>,
+    /// The same on the machine's other CPUs, when the capture could not use
+    /// them all: no core our threads wait on, so not judged, but the caches
+    /// and memory bandwidth they share are the readers' to weigh.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub other_cores_elsewhere: Option<f64>,
     /// cpufreq scaling governor of CPU 0, where readable.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub governor: Option<String>,
@@ -78,8 +86,10 @@ impl Conditions {
         let free = self.cpus.saturating_sub(self.threads) as f64;
         if let Some(other) = self.other_cores.filter(|o| *o > free + CONTENDED_CORES) {
             why.push(format!(
-                "other processes used {other:.1} of a core during the {:.1} s window on {} cores ({} threads ours)",
-                self.window_s, self.cpus, self.threads
+                "other processes used {other:.1} of a core during the {:.1} s window on {} ({} ours)",
+                self.window_s,
+                plural(self.cpus, "core"),
+                plural(self.threads, "thread")
             ));
         }
         if let Some(gpu) = &self.gpu {
@@ -119,6 +129,10 @@ pub struct GpuConditions {
     pub slowdowns: Vec<String>,
     /// Compute processes on the device other than ours at either sample.
     pub other_processes: Vec<GpuProcess>,
+}
+
+fn plural(n: usize, what: &str) -> String {
+    format!("{n} {what}{}", if n == 1 { "" } else { "s" })
 }
 
 /// Slowdowns that make a window unlike the next one on the same card.
@@ -211,13 +225,14 @@ pub fn set_in_host(host: &mut Option<Value>, conditions: Option<&Conditions>) {
     }
 }
 
-/// Cores other processes keep busy right now: their CPU use over `sample`
-/// while this process waits (so its own use is nil), in cores.
+/// Cores other processes keep busy right now, of those this process may
+/// run on: their CPU use over `sample` while this process waits (so its own
+/// use is nil), in cores.
 pub fn busy_cores_now(sample: std::time::Duration) -> Option<f64> {
     let a = cpu_times()?;
     std::thread::sleep(sample);
     let b = cpu_times()?;
-    other_cores(&a, &b, std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1))
+    Some(others(&a, &b)?.0)
 }
 
 /// Intra-op threads for the CPUs we can have: those this process may use,
@@ -244,11 +259,11 @@ impl Window {
     /// The conditions of the window from its start to now, judged.
     pub fn finish(self, threads: usize) -> Conditions {
         let end = cpu_times();
-        let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        let other_cores = match (&self.cpu, &end) {
-            (Some(a), Some(b)) => other_cores(a, b, cpus),
-            _ => None,
+        let (other_cores, elsewhere) = match (&self.cpu, &end) {
+            (Some(a), Some(b)) => others(a, b).map_or((None, None), |(o, e)| (Some(o), e)),
+            _ => (None, None),
         };
+        let cpus = end.map(|e| e.ours.cpus).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         Conditions {
             load_avg_start: self.load,
             load_avg_end: load_avg(),
@@ -256,6 +271,7 @@ impl Window {
             threads,
             window_s: crate::util::round(self.started.elapsed().as_secs_f64(), 3),
             other_cores: other_cores.map(|c| crate::util::round(c, 2)),
+            other_cores_elsewhere: elsewhere.map(|c| crate::util::round(c, 2)),
             governor: std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").ok().map(|g| g.trim().to_string()),
             gpu: None,
             contended: false,
@@ -265,45 +281,76 @@ impl Window {
     }
 }
 
-/// Machine-wide busy and total jiffies (/proc/stat) and ours (/proc/self/stat).
-#[derive(Debug, Clone, Copy, PartialEq)]
-struct CpuTimes {
+/// Busy and total jiffies of a set of CPUs (/proc/stat), summed.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+struct Jiffies {
     busy: u64,
     total: u64,
+    cpus: usize,
+}
+
+/// /proc/stat split into the CPUs this process may run on and the rest,
+/// and this process's own jiffies (/proc/self/stat).
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct CpuTimes {
+    ours: Jiffies,
+    rest: Jiffies,
     own: u64,
 }
 
 fn cpu_times() -> Option<CpuTimes> {
     let stat = std::fs::read_to_string("/proc/stat").ok()?;
     let own = std::fs::read_to_string("/proc/self/stat").ok()?;
-    parse_cpu_times(&stat, &own)
+    parse_cpu_times(&stat, &own, allowed_cpus().as_deref())
 }
 
-/// `cpu  user nice system idle iowait irq softirq steal guest guest_nice`:
-/// idle and iowait are idle; guest time is already inside user. Our own
-/// time is utime + stime, fields 14 and 15 of /proc/self/stat, counted
-/// after the `)` that ends the command name (which may hold spaces).
-fn parse_cpu_times(stat: &str, own: &str) -> Option<CpuTimes> {
-    let line = stat.lines().find(|l| l.starts_with("cpu "))?;
-    let f: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
-    if f.len() < 8 {
+/// The CPUs this process may run on: `Cpus_allowed_list` of
+/// /proc/self/status (`taskset`, cpusets); `None`: all of them.
+fn allowed_cpus() -> Option<Vec<u32>> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    crate::util::parse_ranges(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim())
+}
+
+/// `cpuN  user nice system idle iowait irq softirq steal guest guest_nice`
+/// per CPU: idle and iowait are idle; guest time is already inside user.
+/// Our own time is utime + stime, fields 14 and 15 of /proc/self/stat,
+/// counted after the `)` that ends the command name (which may hold spaces).
+fn parse_cpu_times(stat: &str, own: &str, allowed: Option<&[u32]>) -> Option<CpuTimes> {
+    let (mut ours, mut rest) = (Jiffies::default(), Jiffies::default());
+    for line in stat.lines() {
+        // `cpu3 …`, not the machine's `cpu  …` line nor `intr …`.
+        let Some(cpu) = line.split_whitespace().next().and_then(|w| w.strip_prefix("cpu")?.parse::<u32>().ok()) else {
+            continue;
+        };
+        let f: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+        if f.len() < 8 {
+            return None;
+        }
+        let total: u64 = f.iter().sum();
+        let side = if allowed.is_none_or(|a| a.contains(&cpu)) { &mut ours } else { &mut rest };
+        side.busy += total - f[3] - f[4];
+        side.total += total;
+        side.cpus += 1;
+    }
+    if ours.cpus == 0 {
         return None;
     }
-    let total: u64 = f.iter().sum();
-    let idle = f[3] + f[4];
     let after = &own[own.rfind(')')? + 1..];
     let fields: Vec<&str> = after.split_whitespace().collect();
     // After the name: state is field 3, so utime (14) and stime (15) are at 11 and 12.
     let own = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some(CpuTimes { busy: total - idle, total, own })
+    Some(CpuTimes { ours, rest, own })
 }
 
-/// Cores other processes kept busy between two samples, on average.
-fn other_cores(a: &CpuTimes, b: &CpuTimes, cpus: usize) -> Option<f64> {
-    let total = b.total.checked_sub(a.total).filter(|t| *t > 0)?;
-    let busy = b.busy.saturating_sub(a.busy);
-    let own = b.own.saturating_sub(a.own);
-    Some(busy.saturating_sub(own) as f64 / total as f64 * cpus as f64)
+/// Cores other processes kept busy between two samples, on average: on the
+/// CPUs we may run on (our own time taken out), and on the rest if any.
+fn others(a: &CpuTimes, b: &CpuTimes) -> Option<(f64, Option<f64>)> {
+    let cores = |a: &Jiffies, b: &Jiffies, own: u64| {
+        let total = b.total.checked_sub(a.total).filter(|t| *t > 0 && a.cpus == b.cpus)?;
+        Some(b.busy.saturating_sub(a.busy).saturating_sub(own) as f64 / total as f64 * b.cpus as f64)
+    };
+    let ours = cores(&a.ours, &b.ours, b.own.saturating_sub(a.own))?;
+    Some((ours, (b.rest.cpus > 0).then(|| cores(&a.rest, &b.rest, 0)).flatten()))
 }
 
 fn load_avg() -> Option<[f64; 3]> {
@@ -318,19 +365,50 @@ mod tests {
 
     #[test]
     fn proc_stat_and_self_stat_parse() {
-        let stat = "cpu  100 5 50 800 20 3 2 10 0 0\ncpu0 50 2 25 400 10 1 1 5 0 0\n";
+        let stat = "cpu  100 5 50 800 20 3 2 10 0 0\ncpu0 50 2 25 400 10 1 1 5 0 0\ncpu1 50 3 25 400 10 2 1 5 0 0\nintr 1 2\n";
         let own = "4242 (my (odd) name) R 1 4242 4242 0 -1 4194304 100 0 0 0 70 30 0 0 20 0 3 0\n";
-        let t = parse_cpu_times(stat, own).unwrap();
-        assert_eq!(t, CpuTimes { busy: 170, total: 990, own: 100 });
+        let t = parse_cpu_times(stat, own, None).unwrap();
+        let both = Jiffies { busy: 170, total: 990, cpus: 2 };
+        assert_eq!(t, CpuTimes { ours: both, rest: Jiffies::default(), own: 100 });
+        // Pinned to CPU 1 (`taskset -c 1`): CPU 0 is elsewhere.
+        let t = parse_cpu_times(stat, own, Some(&[1])).unwrap();
+        assert_eq!(t.ours, Jiffies { busy: 86, total: 496, cpus: 1 });
+        assert_eq!(t.rest, Jiffies { busy: 84, total: 494, cpus: 1 });
+        assert_eq!(parse_cpu_times(stat, own, Some(&[5])), None, "no CPU we may use");
     }
 
     #[test]
     fn others_are_busy_time_minus_ours_in_cores() {
         // 2 CPUs, 200 jiffies of machine time: 150 busy, 60 of them ours.
-        let a = CpuTimes { busy: 0, total: 0, own: 0 };
-        let b = CpuTimes { busy: 150, total: 200, own: 60 };
-        assert_eq!(other_cores(&a, &b, 2), Some(0.9));
-        assert_eq!(other_cores(&b, &b, 2), None, "no time passed");
+        let zero = CpuTimes { ours: Jiffies { cpus: 2, ..Default::default() }, rest: Jiffies::default(), own: 0 };
+        let b = CpuTimes { ours: Jiffies { busy: 150, total: 200, cpus: 2 }, own: 60, ..zero };
+        assert_eq!(others(&zero, &b), Some((0.9, None)));
+        assert_eq!(others(&b, &b), None, "no time passed");
+    }
+
+    #[test]
+    fn a_busy_core_we_may_not_use_is_elsewhere_not_ours() {
+        // Pinned to one of two CPUs: we ran 95 of its 100 jiffies, another
+        // process all 100 of the other's.
+        let zero = CpuTimes { ours: Jiffies { cpus: 1, ..Default::default() }, rest: Jiffies { cpus: 1, ..Default::default() }, own: 0 };
+        let b = CpuTimes { ours: Jiffies { busy: 97, total: 100, cpus: 1 }, rest: Jiffies { busy: 100, total: 100, cpus: 1 }, own: 95 };
+        let (ours, elsewhere) = others(&zero, &b).unwrap();
+        assert!((ours - 0.02).abs() < 1e-9 && elsewhere == Some(1.0), "{ours} {elsewhere:?}");
+        let judged = Conditions {
+            cpus: 1,
+            threads: 1,
+            window_s: 1.0,
+            other_cores: Some(ours),
+            other_cores_elsewhere: elsewhere,
+            ..Default::default()
+        }
+        .judge();
+        assert!(!judged.contended, "{judged:?}");
+        let shared = Conditions { other_cores: Some(0.6), ..judged }.judge();
+        assert_eq!(
+            shared.contended_why.as_deref(),
+            Some("other processes used 0.6 of a core during the 1.0 s window on 1 core (1 thread ours)")
+        );
     }
 
     #[test]

@@ -276,11 +276,36 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
 /// Busy loops, one per CPU, until dropped.
 struct Hog(Vec<std::process::Child>);
 
+fn busy_loop() -> std::process::Command {
+    let mut c = std::process::Command::new("sh");
+    c.args(["-c", "while :; do :; done"]);
+    c
+}
+
 impl Hog {
+    /// One busy loop per CPU.
     fn start() -> Hog {
         let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-        Hog((0..cpus).map(|_| std::process::Command::new("sh").args(["-c", "while :; do :; done"]).spawn().unwrap()).collect())
+        Hog((0..cpus).map(|_| busy_loop().spawn().unwrap()).collect())
     }
+}
+
+/// `command` confined to one CPU, as `taskset -c CPU` would.
+fn on_cpu(mut command: std::process::Command, cpu: usize) -> std::process::Command {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: between fork and exec the closure only calls
+    // async-signal-safe libc functions on its own stack.
+    unsafe {
+        command.pre_exec(move || {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            libc::CPU_SET(cpu, &mut set);
+            match libc::sched_setaffinity(0, size_of::<libc::cpu_set_t>(), &set) {
+                0 => Ok(()),
+                _ => Err(std::io::Error::last_os_error()),
+            }
+        });
+    }
+    command
 }
 
 impl Drop for Hog {
@@ -338,6 +363,37 @@ fn a_cpu_hog_marks_the_capture_contended_its_cores_are_left_alone_and_without_it
         assert_eq!(c.contended, c.other_cores.unwrap() > free + libreyolo_core::conditions::CONTENDED_CORES, "{c:?}");
         assert!(c.window_s > 0.0 && c.load_avg_start.is_some() && c.load_avg_end.is_some());
     }
+}
+
+#[test]
+fn a_hog_on_a_cpu_the_capture_may_not_use_is_recorded_not_judged() {
+    let cpus = std::thread::available_parallelism().unwrap().get();
+    assert!(cpus >= 2, "this test pins a busy loop and a capture to different CPUs: it needs two, the machine has {cpus}");
+    let dir = tempfile::tempdir().unwrap();
+    // `taskset -c 1 libreyolo profile infer` beside a busy loop on CPU 0.
+    // Another test's thread may still land on CPU 1 mid-window: three tries.
+    let tries: Vec<_> = {
+        let _turn = common::turn();
+        let _hog = Hog(vec![on_cpu(busy_loop(), 0).spawn().unwrap()]);
+        (0..3)
+            .map(|i| {
+                let project = dir.path().join(format!("pinned{i}"));
+                let v = small(&project, &["--imgsz", "160", "--warmup", "1", "--runs", "8", "--no-trace"]);
+                let out = on_cpu(std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture")), 1)
+                    .args(["profile", "infer"])
+                    .args(&v)
+                    .output()
+                    .unwrap();
+                assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+                conditions_of(&project)
+            })
+            .collect()
+    };
+    for c in &tries {
+        assert_eq!((c.cpus, c.threads), (1, 1), "the capture counts the CPU it may use: {c:?}");
+        assert!(c.other_cores_elsewhere.unwrap() >= 0.8, "the busy loop shows on the other CPU: {c:?}");
+    }
+    assert!(tries.iter().any(|c| !c.contended && c.other_cores.unwrap() < 0.25), "a busy CPU we may not use is no contention: {tries:#?}");
 }
 
 #[test]

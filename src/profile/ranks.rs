@@ -65,19 +65,7 @@ pub struct Options {
 
 /// Parses a rank selection: `0-3,7` → [0, 1, 2, 3, 7] (exit 2 on a bad one).
 pub fn parse_selection(s: &str) -> Result<Vec<u32>> {
-    let bad = || Error::usage(format!("--ranks {s}: expected ranks and ranges like 0-3,7"));
-    let mut out = Vec::new();
-    for part in s.split(',').map(str::trim) {
-        let (a, b) = part.split_once('-').unwrap_or((part, part));
-        let (a, b): (u32, u32) = (a.trim().parse().map_err(|_| bad())?, b.trim().parse().map_err(|_| bad())?);
-        if a > b || b - a > 1_000_000 {
-            return Err(bad());
-        }
-        out.extend(a..=b);
-    }
-    out.sort_unstable();
-    out.dedup();
-    Ok(out)
+    crate::util::parse_ranges(s).ok_or_else(|| Error::usage(format!("--ranks {s}: expected ranks and ranges like 0-3,7")))
 }
 
 /// A file's rank without reading its events: `distributedInfo` in the
