@@ -6,6 +6,7 @@ mod common;
 
 use common::{json, run, shared, traces, truth};
 use serde_json::Value;
+use std::collections::HashMap;
 
 fn close(a: f64, b: f64, tol: f64) -> bool {
     (a - b).abs() <= tol
@@ -405,7 +406,7 @@ fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
         let t = trace.to_str().unwrap();
         let truth = truth(&trace);
         let s = json(&["summary", t]);
-        let mut by_cat: std::collections::HashMap<&str, f64> = Default::default();
+        let mut by_cat: HashMap<&str, f64> = Default::default();
         let mut tc_us = 0.0;
         for (name, (_, us)) in &truth.per_kernel {
             let (cat, tc) = table.get(name).unwrap_or_else(|| panic!("{t}: kernel missing from the table: {name}"));
@@ -639,6 +640,46 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
     // left as they are.
     let infer = shared().join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
     assert!(json(&["phases", infer.to_str().unwrap()]).get("inferred").is_none());
+}
+
+#[test]
+fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
+    let trace = shared().join("reference/train_b4/profile_trace.json.gz");
+    // Independently: per thread, the union of the CPU ops that start inside
+    // a ProfilerStep#N range; the busiest thread's, over the steps' time.
+    let doc = common::read_json(&trace);
+    let events = doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
+    let span = |e: &Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")) && e["cat"] != "gpu_user_annotation"
+        })
+        .map(span)
+        .collect();
+    let mut by_thread: HashMap<String, Vec<(f64, f64)>> = HashMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "X" && e["cat"] == "cpu_op") {
+        let (s, end) = span(e);
+        if steps.iter().any(|&(a, b)| (a..=b).contains(&s)) {
+            by_thread.entry(format!("{}/{}", e["pid"], e["tid"])).or_default().push((s, end));
+        }
+    }
+    let busiest = by_thread.values().map(|iv| common::union_len(iv)).fold(0.0, f64::max);
+    let want = busiest / steps.iter().map(|(a, b)| b - a).sum::<f64>();
+    assert!(want > 0.5 && want < 1.0, "{want}");
+
+    let s = json(&["summary", trace.to_str().unwrap()]);
+    let got = s["host_in_ops_frac"].as_f64().expect("a CPU run has the share");
+    assert!((got - want).abs() < 0.0015, "{got} vs {want}");
+    assert_eq!(json(&["get", trace.to_str().unwrap(), "host_in_ops_frac"])["host_in_ops_frac"].as_f64(), Some(got));
+    let text = run(&["profile", "summary", trace.to_str().unwrap()]).stdout;
+    let pct = (got * 100.0).round();
+    assert!(text.contains(&format!("CPU ops   {pct}% of the step inside framework ops, {}% between them", 100.0 - pct)), "{text}");
+    assert!(!text.contains("host overhead"), "a CPU run has no GPU to wait on the host: {text}");
+    assert!(s["bound_why"].as_str().unwrap().ends_with(&format!("{pct}% of it inside framework ops, {}% between them", 100.0 - pct)));
+    // A GPU run's host ops only launch work: no share, host overhead instead.
+    let gpu = json(&["summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]);
+    assert!(gpu.get("host_in_ops_frac").is_none() && gpu["host_overhead_ms_per_step"].as_f64().is_some());
 }
 
 #[test]

@@ -66,6 +66,9 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     }
     // On CPU the verdict is CPU-aware, never launch-bound.
     assert_ne!(prof["bound"], "host / launch", "{}", prof["bound_why"]);
+    // And it says how much of the step ran inside libtorch's ops.
+    let in_ops = prof["host_in_ops_frac"].as_f64().expect("a CPU run records its share inside ops");
+    assert!(0.0 < in_ops && in_ops <= 1.0, "{in_ops}");
 
     let profile = train.join("profile.json").display().to_string();
     assert!(common::reader(&["summary", &profile]).contains("img/s"));

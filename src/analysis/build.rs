@@ -100,6 +100,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             comm_overlap_pct: (busy.comm_total.0 > 0).then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
             graph_launches_per_step: head.graph_launches_per_step,
             phases_inferred: a.phases_inferred.clone(),
+            host_in_ops_frac: head.in_ops_frac.map(|f| round(f, 3)),
         },
         distributed: info.distributed.clone(),
         step_times: step_times(&a),
@@ -307,6 +308,9 @@ struct Headline {
     step_ms: f64,
     dataload_ms: Option<f64>,
     host_overhead: f64,
+    /// CPU runs: the share of the step the busiest thread spent inside
+    /// framework ops (the rest is the loop's own code, Python, waits).
+    in_ops_frac: Option<f64>,
     launches_per_step: f64,
     kernels_per_step: f64,
     graph_launches_per_step: Option<f64>,
@@ -343,6 +347,13 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
     let host_overhead = (step_ms - busy.busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
+    // On a GPU the host's ops only launch work (and backward runs on the
+    // autograd engine's device threads): the share means something on CPU.
+    let in_ops_frac = (!cuda && win.wall_ns > 0)
+        .then(|| a.op_cover.values().max_by_key(|u| u.total()).filter(|u| u.lost == 0))
+        .flatten()
+        .map(|u| u.total())
+        .map(|ns| ratio(ns as f64, win.wall_ns as f64).min(1.0));
     // A graph launch is one launch however many kernels it replays.
     let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count) + a.counts.graph_launches;
     let comm_ms = (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
@@ -360,6 +371,7 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         step_ms,
         dataload_ms,
         host_overhead,
+        in_ops_frac,
         launches_per_step: launches as f64 / n_steps,
         kernels_per_step: kernel_total.count as f64 / n_steps,
         graph_launches_per_step: (a.counts.graph_launches > 0).then(|| round(a.counts.graph_launches as f64 / n_steps, 2)),
@@ -536,6 +548,7 @@ fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, measured: Option
         comm_ms: head.comm_ms.unwrap_or(0.0),
         mean_kernel_us: head.mean_kernel_us,
         host_overhead_ms: head.host_overhead,
+        in_ops_frac: head.in_ops_frac,
         stages: measured.and_then(|m| m.stages_ms.as_ref()),
         phase_wall,
         unfused: unfused_batch_norm(&head.config, &by_phase.phases, &by_phase.ops, &by_phase.kernels, head.cuda),

@@ -183,6 +183,9 @@ pub struct Analyzer {
     kernels_by_phase: HashMap<(u16, u32), Agg>,
     ops: HashMap<u32, Agg>,
     ops_by_phase: HashMap<(u16, u32), Agg>,
+    /// Per thread, the union of its CPU ops inside the steps: the time it
+    /// spent inside framework ops rather than between them.
+    op_cover: HashMap<u32, busy::StreamingUnion>,
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
@@ -344,6 +347,7 @@ impl Analyzer {
         if !place.in_step {
             return;
         }
+        self.op_cover.entry(thread).or_default().add(start, start + dur);
         let name = self.names.id(ev.name());
         self.ops.entry(name).or_default().add(dur);
         self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);

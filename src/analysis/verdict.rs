@@ -59,6 +59,8 @@ pub struct Evidence<'a> {
     pub comm_exposed_ms: f64,
     pub mean_kernel_us: f64,
     pub host_overhead_ms: f64,
+    /// CPU runs: share of the step inside framework ops.
+    pub in_ops_frac: Option<f64>,
     pub stages: Option<&'a Stages>,
     /// Wall time per phase (synced when measured), for the CPU case.
     pub phase_wall: Vec<(String, f64)>,
@@ -220,12 +222,15 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
 fn cpu_verdict(e: &Evidence<'_>) -> (String, String) {
     let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
     let top = e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
-    let why = match top {
+    let mut why = match top {
         Some((phase, ms)) if total > 0.0 => {
             format!("CPU run: {phase} dominates the step ({ms:.2} ms, {:.0}% of the phases) — CPU-bound", ms / total * 100.0)
         }
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
+    if let Some(f) = e.in_ops_frac {
+        why = format!("{why}; {:.0}% of it inside framework ops, {:.0}% between them", f * 100.0, (1.0 - f) * 100.0);
+    }
     (COMPUTE.into(), why)
 }
 

@@ -36,6 +36,9 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     put("peak_vram_mb", json!(p.figures.peak_vram_mb));
     put("host_overhead_ms", json!(p.figures.host_overhead_ms_per_step));
     put("launches_per_step", json!(p.figures.launches_per_step));
+    if let Some(f) = p.extras.host_in_ops_frac {
+        put("host_in_ops_frac", json!(f));
+    }
     if let Some(g) = p.extras.graph_launches_per_step {
         put("graph_launches_per_step", json!(g));
     }

@@ -152,6 +152,12 @@ pub struct ExtraFigures {
     /// ranges of its own (inferred from PyTorch's own annotations).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phases_inferred: Option<String>,
+    /// CPU runs: the share of the step the busiest thread (the training or
+    /// inference loop's) spent inside framework ops, the union of its CPU
+    /// ops; the rest is the code between them. "Host overhead" means time
+    /// the GPU waits on the host, which a CPU run has no use for.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host_in_ops_frac: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -403,7 +409,7 @@ mod tests {
 
     /// Every key of `profile.json` in the order it has always been written;
     /// [`Figures`] and [`ExtraFigures`] are flattened into it in place.
-    const KEYS: [&str; 56] = [
+    const KEYS: [&str; 57] = [
         "schema",
         "mode",
         "trace",
@@ -454,6 +460,7 @@ mod tests {
         "comm_overlap_pct",
         "graph_launches_per_step",
         "phases_inferred",
+        "host_in_ops_frac",
         "step_times",
         "distributed",
         "collectives",
@@ -488,6 +495,7 @@ mod tests {
                 comm_overlap_pct: Some(50.0),
                 graph_launches_per_step: Some(2.0),
                 phases_inferred: Some("from PyTorch's annotations".into()),
+                host_in_ops_frac: Some(0.95),
             },
             step_times: vec![StepTime::default()],
             distributed: Some(Distributed::default()),

@@ -92,12 +92,19 @@ pub fn summary(s: &Summary) -> String {
         Some(g) => format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1)),
         None => String::new(),
     };
-    let _ = writeln!(
-        o,
-        "host overhead {} ms/step  |  {} kernel launches/step{graphs}{dataload}",
-        num(s.figures.host_overhead_ms_per_step, 2),
-        num(s.figures.launches_per_step, 1)
-    );
+    match s.extras.host_in_ops_frac {
+        Some(f) => {
+            let _ = writeln!(o, "CPU ops   {} of the step inside framework ops, {} between them{dataload}", pct(f), pct(1.0 - f));
+        }
+        None => {
+            let _ = writeln!(
+                o,
+                "host overhead {} ms/step  |  {} kernel launches/step{graphs}{dataload}",
+                num(s.figures.host_overhead_ms_per_step, 2),
+                num(s.figures.launches_per_step, 1)
+            );
+        }
+    }
     if let (Some(c), Some(e)) = (s.extras.comm_ms_per_step.filter(|c| *c > 0.0), s.extras.comm_exposed_ms_per_step) {
         let _ = writeln!(
             o,

@@ -85,7 +85,11 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         ("Tensor Cores", format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
         ("kernels/step", format!("{} @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0))),
         ("launches/step", num(s.figures.launches_per_step, 1)),
-        ("host overhead", format!("{} ms/step", num(s.figures.host_overhead_ms_per_step, 2))),
+        match s.extras.host_in_ops_frac {
+            // A CPU run: no GPU waits on the host; where its time goes instead.
+            Some(f) => ("in CPU ops", format!("{} of the step", pct(f))),
+            None => ("host overhead", format!("{} ms/step", num(s.figures.host_overhead_ms_per_step, 2))),
+        },
         ("dataload", dataload),
         ("peak VRAM", s.figures.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
         ("memcpy", format!("{} ms/step", num(s.figures.memcpy_ms_per_step, 3))),
