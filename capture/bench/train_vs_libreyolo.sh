@@ -89,13 +89,17 @@ PY
 }
 
 row() { # name profile.json conditions
-  "$py" - "$1" "$2" "$3" "$work/rows.tsv" <<'PY'
+  # The share of the step inside libtorch's ops, by our own reader on the
+  # run's trace (the same for both sides: LibreYOLO's profile.json lacks it).
+  local in_ops
+  in_ops="$("$bin" profile get "$(dirname "$2")/profile_trace.json" host_in_ops_frac 2>/dev/null || echo n/a)"
+  "$py" - "$1" "$2" "$3" "$work/rows.tsv" "$in_ops" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[2]))
 ph = {p["phase"]: p.get("wall_ms_per_step", 0) for p in d.get("phases") or []}
 others, judged = sys.argv[3].split()
-print("%-14s img/s %6.2f  step %8.1f ms  dataload %4.1f%%  | synced: load %6.1f  to_dev %5.1f  fwd %7.1f  bwd %7.1f  opt %6.1f  | others %s cores, %s" % (
-    sys.argv[1], d.get("img_per_s") or 0, d.get("step_ms") or 0, 100 * (d.get("dataload_frac") or 0),
+print("%-14s img/s %6.2f  step %8.1f ms  dataload %4.1f%%  in ops %s  | synced: load %6.1f  to_dev %5.1f  fwd %7.1f  bwd %7.1f  opt %6.1f  | others %s cores, %s" % (
+    sys.argv[1], d.get("img_per_s") or 0, d.get("step_ms") or 0, 100 * (d.get("dataload_frac") or 0), sys.argv[5],
     ph.get("dataload", 0), ph.get("to_device", 0), ph.get("forward", 0), ph.get("backward", 0), ph.get("optimizer", 0),
     others, judged))
 open(sys.argv[4], "a").write("%s\t%s\t%s\n" % (sys.argv[1], d.get("img_per_s") or 0, judged))
