@@ -225,3 +225,21 @@ fn the_profile_keeps_the_timeline_and_reads_it_back_the_same() {
     assert_eq!(from_profile["devices"], from_trace["devices"]);
     assert!(!from_profile["devices"].as_array().unwrap().is_empty());
 }
+
+#[test]
+fn peak_vram_reads_the_cuda_and_the_hip_allocator() {
+    // ROCm writes its allocator's events as device type 6 (HIP), CUDA as 1;
+    // either is VRAM. Independently: the highest allocated total of the
+    // GPU events anywhere in the trace.
+    for dir in ["tracelens_mi300_inference", "tracelens_h100_qwen_inference"] {
+        let path = trace(dir);
+        let gpu = events(&path)
+            .iter()
+            .filter(|e| e["name"] == "[memory]" && matches!(e["args"]["Device Type"].as_i64(), Some(1 | 6)))
+            .filter_map(|e| e["args"]["Total Allocated"].as_f64())
+            .fold(f64::MIN, f64::max);
+        assert!(gpu > 0.0, "{dir}: GPU memory events");
+        let s = common::json(&["summary", path.to_str().unwrap()]);
+        assert_eq!(s["peak_vram_mb"].as_f64(), Some((gpu / 1e6 * 10.0).round() / 10.0), "{dir}");
+    }
+}

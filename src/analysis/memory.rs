@@ -40,12 +40,16 @@ pub(super) struct Probe {
     ts: i64,
 }
 
+/// c10::DeviceType numbers of the GPUs whose memory is VRAM.
+pub(super) const CUDA: i64 = 1;
+pub(super) const HIP: i64 = 6;
+
 fn label((kind, index): DeviceKey) -> String {
     // c10::DeviceType numbers.
     let name = match kind {
         0 => return "cpu".into(),
-        1 => "cuda",
-        6 => "hip",
+        CUDA => "cuda",
+        HIP => "hip",
         9 => "xla",
         12 => "xpu",
         13 => "mps",

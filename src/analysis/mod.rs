@@ -456,8 +456,8 @@ impl Analyzer {
             self.memory_samples.entry(key).or_default().push(sample);
         }
         let Some(args) = ev.args.as_ref() else { return };
-        // Device Type 1 is CUDA; CPU allocations carry 0.
-        if args.device_type.id() != Some(1) {
+        // VRAM: CUDA's and ROCm's allocators (CPU allocations carry 0).
+        if !matches!(args.device_type.id(), Some(memory::CUDA | memory::HIP)) {
             return;
         }
         let device = args.device_id.id().unwrap_or(0);
