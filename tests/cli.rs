@@ -677,6 +677,10 @@ fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     assert!(text.contains(&format!("CPU ops   {pct}% of the step inside framework ops, {}% between them", 100.0 - pct)), "{text}");
     assert!(!text.contains("host overhead"), "a CPU run has no GPU to wait on the host: {text}");
     assert!(s["bound_why"].as_str().unwrap().ends_with(&format!("{pct}% of it inside framework ops, {}% between them", 100.0 - pct)));
+    // `compare` of two CPU runs: the share in place of host overhead.
+    let c = run(&["profile", "compare", trace.to_str().unwrap(), trace.to_str().unwrap()]).stdout;
+    let row = c.lines().find(|l| l.starts_with("in CPU ops")).unwrap_or_else(|| panic!("{c}"));
+    assert!(row.contains(&format!("{pct}% -> {pct}%")) && !c.contains("host overhead"), "{c}");
     // A GPU run's host ops only launch work: no share, host overhead instead.
     let gpu = json(&["summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]);
     assert!(gpu.get("host_in_ops_frac").is_none() && gpu["host_overhead_ms_per_step"].as_f64().is_some());

@@ -26,6 +26,7 @@ pub struct Significance {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MetricDelta {
+    /// A key of `get`'s metrics.
     pub metric: &'static str,
     pub label: &'static str,
     pub unit: &'static str,
@@ -37,6 +38,13 @@ pub struct MetricDelta {
     /// True/false when the change is an improvement/regression; None if equal or unknown.
     pub improved: Option<bool>,
     pub significance: Significance,
+}
+
+impl MetricDelta {
+    /// Fractions (0–1) shown as percentages; other `%` metrics are percents.
+    pub fn is_fraction(&self) -> bool {
+        matches!(self.metric, "gpu_util" | "host_in_ops_frac")
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -156,8 +164,17 @@ const SPECS: &[Spec] = &[
         label: "host overhead",
         unit: "ms/step",
         better: Better::Lower,
-        get: |p| Some(p.figures.host_overhead_ms_per_step),
+        // A CPU run has no GPU to wait on the host: its share in ops instead.
+        get: |p| p.extras.host_in_ops_frac.is_none().then_some(p.figures.host_overhead_ms_per_step),
         std_key: Some("host_overhead_ms_per_step"),
+    },
+    Spec {
+        metric: "host_in_ops_frac",
+        label: "in CPU ops",
+        unit: "%",
+        better: Better::Higher,
+        get: |p| p.extras.host_in_ops_frac,
+        std_key: None,
     },
     Spec {
         metric: "launches_per_step",

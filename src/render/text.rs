@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::lens::collectives::Collectives;
-use crate::lens::compare::{Comparison, RowDelta, RowStatus};
+use crate::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
 use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison};
 use crate::lens::kernels::{JobKernels, Kernels};
@@ -26,8 +26,19 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| num(v, digits))
 }
 
-fn pct(frac: f64) -> String {
+pub fn pct(frac: f64) -> String {
     format!("{:.0}%", frac * 100.0)
+}
+
+/// One side of a compared metric, in its unit.
+pub fn metric_value(m: &MetricDelta, v: Option<f64>) -> String {
+    match (v, m.unit) {
+        (None, _) => "n/a".to_string(),
+        (Some(v), "%") if m.is_fraction() => pct(v),
+        (Some(v), "%") => format!("{v:.1}%"),
+        (Some(v), "") => num(v, 2),
+        (Some(v), unit) => format!("{} {unit}", num(v, 3)),
+    }
 }
 
 pub fn throughput(img_per_s: Option<f64>, std: Option<f64>, n: u32) -> String {
@@ -338,13 +349,7 @@ pub fn compare(c: &Comparison) -> String {
     // The mode warning goes to stderr (see cli); stdout holds results only.
     let mut o = String::new();
     for m in &c.metrics {
-        let show = |v: Option<f64>| match (v, m.unit) {
-            (None, _) => "n/a".to_string(),
-            (Some(v), "%") if m.metric == "gpu_util" => pct(v),
-            (Some(v), "%") => format!("{v:.1}%"),
-            (Some(v), "") => num(v, 2),
-            (Some(v), unit) => format!("{} {unit}", num(v, 3)),
-        };
+        let show = |v: Option<f64>| metric_value(m, v);
         let sig = match m.significance.significant {
             Some(true) => format!("  [significant: {}]", m.significance.significance),
             Some(false) => format!("  [NOT significant: {}]", m.significance.significance),

@@ -4,15 +4,15 @@
 //! the path of a second. The pane owns the comparison (recomputed when
 //! either side loads) and its scroll offset.
 
-use libreyolo_core::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus, compare};
-use libreyolo_core::render::text::num;
+use libreyolo_core::lens::compare::{Comparison, RowDelta, RowStatus, compare};
+use libreyolo_core::render::text::metric_value;
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{Effect, clip, moved, opt, pct};
+use super::{Effect, clip, moved, opt};
 use crate::app::{App, Editor, Field, Slot, display_name};
 use crate::input::Action;
 use crate::theme::Theme;
@@ -88,16 +88,6 @@ fn improved_style(t: &Theme, improved: Option<bool>) -> Style {
     }
 }
 
-fn show(m: &MetricDelta, v: Option<f64>) -> String {
-    match (v, m.unit) {
-        (None, _) => "n/a".to_string(),
-        (Some(v), "%") if m.metric == "gpu_util" => pct(v),
-        (Some(v), "%") => format!("{v:.1}%"),
-        (Some(v), "") => num(v, 2),
-        (Some(v), unit) => format!("{} {unit}", num(v, 3)),
-    }
-}
-
 /// The pane's lines: a metric table, then the row deltas.
 pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
@@ -124,8 +114,8 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
         let change = m.change_pct.map_or(String::new(), |p| format!("{p:+.1}%"));
         let mut spans = vec![
             Span::raw(format!("{:<14}", m.label)),
-            Span::raw(format!("{:>vw$} ", clip(&show(m, m.before), vw))),
-            Span::styled(format!("{:>vw$} ", clip(&show(m, m.after), vw)), improved_style(t, m.improved)),
+            Span::raw(format!("{:>vw$} ", clip(&metric_value(m, m.before), vw))),
+            Span::styled(format!("{:>vw$} ", clip(&metric_value(m, m.after), vw)), improved_style(t, m.improved)),
             Span::styled(format!("{change:>8}"), improved_style(t, m.improved)),
         ];
         let sig = match m.significance.significant {

@@ -304,9 +304,7 @@ pub fn header<'a>(cols: &[(&'a str, bool)], style: ratatui::style::Style) -> Row
 }
 
 /// A fraction as a whole percentage (0.34 → "34%").
-pub fn pct(frac: f64) -> String {
-    format!("{:.0}%", frac * 100.0)
-}
+pub use libreyolo_core::render::text::pct;
 
 /// An optional figure, or "n/a".
 pub fn opt(v: Option<f64>, digits: usize) -> String {
