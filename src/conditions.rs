@@ -74,6 +74,18 @@ impl Conditions {
         Some(c.contended_why.unwrap_or_else(|| "other processes used the CPUs during the window".into()))
     }
 
+    /// Other processes busy on the CPUs a pinned capture could not use: not
+    /// contention (none of its threads waits on them), but said, since they
+    /// share its caches and memory bandwidth.
+    pub fn neighbours_in(host: Option<&Value>) -> Option<String> {
+        let c = Conditions::of_host(host)?;
+        let elsewhere = c.other_cores_elsewhere.filter(|e| *e > CONTENDED_CORES)?;
+        Some(format!(
+            "other processes kept {elsewhere:.1} of a core busy on CPUs this capture could not use (it ran on {}): not contention, but they share its caches and memory bandwidth",
+            plural(c.cpus, "CPU")
+        ))
+    }
+
     /// The same window with the GPU's conditions added, judged again.
     pub fn with_gpu(self, gpu: Option<GpuConditions>) -> Conditions {
         Conditions { gpu, ..self }.judge()

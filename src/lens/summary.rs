@@ -105,7 +105,7 @@ pub fn summary(p: &Profile) -> Summary {
         devices: p.devices.clone(),
         streams: p.streams.clone(),
         attribution: p.attribution.clone(),
-        warnings: p.warnings.clone(),
+        warnings: p.warnings.iter().cloned().chain(crate::conditions::Conditions::neighbours_in(p.host.as_ref())).collect(),
     }
 }
 
@@ -121,6 +121,30 @@ mod tests {
         assert_eq!((s.min_ms, s.median_ms, s.max_ms), (4.0, 10.5, 30.0));
         assert_eq!(s.outliers, vec![3, 5], "3x slower and 2.6x faster than the median");
         assert_eq!(s.each_ms, vec![10.0, 11.0, 30.0, 10.5, 4.0], "time order kept");
+    }
+
+    #[test]
+    fn busy_cpus_a_pinned_capture_could_not_use_are_a_note_not_contention() {
+        let mut p = Profile::default();
+        let pinned = crate::conditions::Conditions {
+            cpus: 1,
+            threads: 1,
+            other_cores: Some(0.01),
+            other_cores_elsewhere: Some(1.0),
+            ..Default::default()
+        };
+        crate::conditions::set_in_host(&mut p.host, Some(&pinned));
+        let s = summary(&p);
+        assert_eq!(s.contended, None);
+        assert_eq!(
+            s.warnings,
+            [
+                "other processes kept 1.0 of a core busy on CPUs this capture could not use (it ran on 1 CPU): not contention, but they share its caches and memory bandwidth"
+            ]
+        );
+        let calm = crate::conditions::Conditions { other_cores_elsewhere: Some(0.1), ..pinned };
+        crate::conditions::set_in_host(&mut p.host, Some(&calm));
+        assert!(summary(&p).warnings.is_empty(), "a tenth of a core elsewhere is noise");
     }
 
     #[test]
