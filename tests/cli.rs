@@ -676,6 +676,9 @@ fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     let pct = (got * 100.0).round();
     assert!(text.contains(&format!("CPU ops   {pct}% of the step inside framework ops, {}% between them", 100.0 - pct)), "{text}");
     assert!(!text.contains("host overhead"), "a CPU run has no GPU to wait on the host: {text}");
+    let first = text.lines().next().unwrap();
+    assert!(first.contains("|  CPU") && !first.contains("kernels/step"), "{first}");
+    assert!(!text.lines().any(|l| l.starts_with("GPU util")), "no GPU line on a CPU run: {text}");
     assert!(s["bound_why"].as_str().unwrap().ends_with(&format!("{pct}% of it inside framework ops, {}% between them", 100.0 - pct)));
     // `compare` of two CPU runs: the share in place of host overhead.
     let c = run(&["profile", "compare", trace.to_str().unwrap(), trace.to_str().unwrap()]).stdout;
@@ -684,6 +687,8 @@ fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     // A GPU run's host ops only launch work: no share, host overhead instead.
     let gpu = json(&["summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]);
     assert!(gpu.get("host_in_ops_frac").is_none() && gpu["host_overhead_ms_per_step"].as_f64().is_some());
+    let gpu_text = run(&["profile", "summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]).stdout;
+    assert!(gpu_text.lines().any(|l| l.starts_with("GPU util")) && gpu_text.contains("kernels/step @"), "{gpu_text}");
 }
 
 #[test]

@@ -100,7 +100,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             comm_overlap_pct: (busy.comm_total.0 > 0).then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
             graph_launches_per_step: head.graph_launches_per_step,
             phases_inferred: a.phases_inferred.clone(),
-            host_in_ops_frac: head.in_ops_frac.map(|f| round(f, 3)),
+            host_in_ops_frac: head.in_ops_frac,
         },
         distributed: info.distributed.clone(),
         step_times: step_times(&a),
@@ -353,7 +353,8 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         .then(|| a.op_cover.values().max_by_key(|u| u.total()).filter(|u| u.lost == 0))
         .flatten()
         .map(|u| u.total())
-        .map(|ns| ratio(ns as f64, win.wall_ns as f64).min(1.0));
+        // Rounded here, so the verdict's reason and the figure agree.
+        .map(|ns| round(ratio(ns as f64, win.wall_ns as f64).min(1.0), 3));
     // A graph launch is one launch however many kernels it replays.
     let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count) + a.counts.graph_launches;
     let comm_ms = (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);

@@ -50,6 +50,15 @@ pub struct Summary {
     pub warnings: Vec<String>,
 }
 
+impl Summary {
+    /// A run on the CPU: its capture says so, or its trace has CPU ops and
+    /// no GPU work. GPU utilisation, kernels and host overhead say nothing
+    /// about it.
+    pub fn cpu_run(&self) -> bool {
+        self.config.get("device").and_then(Value::as_str) == Some("cpu") || self.extras.host_in_ops_frac.is_some()
+    }
+}
+
 /// A step this far from the median (as a ratio, either way) is an outlier.
 pub const OUTLIER_RATIO: f64 = 1.5;
 

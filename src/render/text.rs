@@ -52,13 +52,18 @@ pub fn throughput(img_per_s: Option<f64>, std: Option<f64>, n: u32) -> String {
 pub fn summary(s: &Summary) -> String {
     let mut o = String::new();
     let model = s.model.as_deref().unwrap_or("n/a");
+    let cpu = s.cpu_run();
+    let work = match s.config.get("threads").and_then(Value::as_u64) {
+        _ if !cpu => format!("{} kernels/step @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0)),
+        Some(1) => "CPU, 1 thread".to_string(),
+        Some(n) => format!("CPU, {n} threads"),
+        None => "CPU".to_string(),
+    };
     let _ = writeln!(
         o,
-        "model {model}  |  {}  |  step {} ms  |  {} kernels/step @ ~{} us",
+        "model {model}  |  {}  |  step {} ms  |  {work}",
         throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n),
         num(s.figures.step_ms, 2),
-        num(s.figures.kernels_per_step, 1),
-        num(s.figures.mean_kernel_us.round(), 0)
     );
     if let Some(l) = &s.figures.latency {
         let _ = writeln!(
@@ -80,14 +85,16 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
-    let _ = writeln!(
-        o,
-        "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
-        pct(s.figures.gpu_util),
-        num(s.figures.gpu_busy_ms_per_step, 2),
-        s.figures.tensorcore_pct,
-        num(s.figures.memcpy_ms_per_step, 3)
-    );
+    if !cpu {
+        let _ = writeln!(
+            o,
+            "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
+            pct(s.figures.gpu_util),
+            num(s.figures.gpu_busy_ms_per_step, 2),
+            s.figures.tensorcore_pct,
+            num(s.figures.memcpy_ms_per_step, 3)
+        );
+    }
     if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
         let _ = writeln!(
             o,
@@ -106,6 +113,12 @@ pub fn summary(s: &Summary) -> String {
     match s.extras.host_in_ops_frac {
         Some(f) => {
             let _ = writeln!(o, "CPU ops   {} of the step inside framework ops, {} between them{dataload}", pct(f), pct(1.0 - f));
+        }
+        // A CPU profile without its trace's op times (LibreYOLO's own).
+        None if cpu => {
+            if let Some(d) = dataload.strip_prefix("  |  ") {
+                let _ = writeln!(o, "{d}");
+            }
         }
         None => {
             let _ = writeln!(
