@@ -84,8 +84,8 @@ pub fn summary(s: &Summary) -> String {
             opt(st.postprocess, 3)
         );
     }
-    let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
     if !cpu {
+        let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
         let _ = writeln!(
             o,
             "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",

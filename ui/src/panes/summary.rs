@@ -78,24 +78,18 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         (Some(d), None) => format!("{} ms", num(d, 2)),
         _ => "n/a".into(),
     };
-    let figures: Vec<(&str, String)> = if s.cpu_run() {
+    let mut figures: Vec<(&str, String)> = vec![
+        ("throughput", throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n)),
+        ("step", format!("{} ms", num(s.figures.step_ms, 2))),
+    ];
+    if s.cpu_run() {
         // The same as `profile summary`: no GPU figures on a CPU run, and
         // its threads and share in ops where the profile knows them.
-        let threads = s.config.get("threads").and_then(|t| t.as_u64()).map(|n| ("threads", n.to_string()));
-        let in_ops = s.extras.host_in_ops_frac.map(|f| ("in CPU ops", format!("{} of the step", pct(f))));
-        [
-            ("throughput", throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n)),
-            ("step", format!("{} ms", num(s.figures.step_ms, 2))),
-        ]
-        .into_iter()
-        .chain(threads)
-        .chain(in_ops)
-        .chain([("dataload", dataload)])
-        .collect()
+        figures.extend(s.config.get("threads").and_then(|t| t.as_u64()).map(|n| ("threads", n.to_string())));
+        figures.extend(s.extras.host_in_ops_frac.map(|f| ("in CPU ops", format!("{} of the step", pct(f)))));
+        figures.push(("dataload", dataload));
     } else {
-        vec![
-            ("throughput", throughput(s.figures.img_per_s, s.img_per_s_std, s.img_per_s_n)),
-            ("step", format!("{} ms", num(s.figures.step_ms, 2))),
+        figures.extend([
             ("GPU util", format!("{} ({} ms busy)", pct(s.figures.gpu_util), num(s.figures.gpu_busy_ms_per_step, 2))),
             ("Tensor Cores", format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
             ("kernels/step", format!("{} @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0))),
@@ -104,8 +98,8 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
             ("dataload", dataload),
             ("peak VRAM", s.figures.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
             ("memcpy", format!("{} ms/step", num(s.figures.memcpy_ms_per_step, 3))),
-        ]
-    };
+        ]);
+    }
     let two_cols = width >= 78;
     let col = if two_cols { width / 2 } else { width };
     let cell = |(label, value): &(&str, String)| -> Vec<Span<'static>> {
