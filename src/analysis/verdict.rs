@@ -212,9 +212,15 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
         ));
     }
     if !e.cuda {
-        return Some((COMPUTE.into(), format!("forward dominates the step ({fwd:.2} ms) — CPU-bound")));
+        return Some((COMPUTE.into(), format!("forward dominates the step ({fwd:.2} ms) — CPU-bound{}", in_ops(e))));
     }
     None
+}
+
+/// On CPU, how much of the step ran inside framework ops, as a clause.
+fn in_ops(e: &Evidence<'_>) -> String {
+    e.in_ops_frac
+        .map_or_else(String::new, |f| format!("; {:.0}% of it inside framework ops, {:.0}% between them", f * 100.0, (1.0 - f) * 100.0))
 }
 
 /// On CPU there is no launch queue to starve: the step is compute, and the
@@ -222,16 +228,13 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
 fn cpu_verdict(e: &Evidence<'_>) -> (String, String) {
     let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
     let top = e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
-    let mut why = match top {
+    let why = match top {
         Some((phase, ms)) if total > 0.0 => {
             format!("CPU run: {phase} dominates the step ({ms:.2} ms, {:.0}% of the phases) — CPU-bound", ms / total * 100.0)
         }
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
-    if let Some(f) = e.in_ops_frac {
-        why = format!("{why}; {:.0}% of it inside framework ops, {:.0}% between them", f * 100.0, (1.0 - f) * 100.0);
-    }
-    (COMPUTE.into(), why)
+    (COMPUTE.into(), format!("{why}{}", in_ops(e)))
 }
 
 #[cfg(test)]
@@ -338,6 +341,8 @@ mod tests {
         let (bound, why) = decide(&e);
         assert_eq!(bound, COMPUTE);
         assert!(why.contains("forward dominates the step (8.00 ms)"), "{why}");
+        e.in_ops_frac = Some(0.94);
+        assert_eq!(decide(&e).1, "forward dominates the step (8.00 ms) — CPU-bound; 94% of it inside framework ops, 6% between them");
     }
 
     #[test]
@@ -351,6 +356,8 @@ mod tests {
         };
         let (bound, why) = decide(&e);
         assert_eq!(bound, COMPUTE);
-        assert!(why.contains("forward dominates"), "{why}");
+        assert_eq!(why, "CPU run: forward dominates the step (562.50 ms, 67% of the phases) — CPU-bound");
+        let e = Evidence { in_ops_frac: Some(0.881), ..e };
+        assert!(decide(&e).1.ends_with("— CPU-bound; 88% of it inside framework ops, 12% between them"), "{}", decide(&e).1);
     }
 }
