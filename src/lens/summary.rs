@@ -57,6 +57,11 @@ impl Summary {
     pub fn cpu_run(&self) -> bool {
         self.config.get("device").and_then(Value::as_str) == Some("cpu") || self.extras.host_in_ops_frac.is_some()
     }
+
+    /// The intra-op threads the capture used, where it says.
+    pub fn threads(&self) -> Option<u64> {
+        self.config.get("threads").and_then(Value::as_u64)
+    }
 }
 
 /// A step this far from the median (as a ratio, either way) is an outlier.

@@ -53,7 +53,7 @@ pub fn summary(s: &Summary) -> String {
     let mut o = String::new();
     let model = s.model.as_deref().unwrap_or("n/a");
     let cpu = s.cpu_run();
-    let work = match s.config.get("threads").and_then(Value::as_u64) {
+    let work = match s.threads() {
         _ if !cpu => format!("{} kernels/step @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0)),
         Some(1) => "CPU, 1 thread".to_string(),
         Some(n) => format!("CPU, {n} threads"),
@@ -103,27 +103,28 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
-        (Some(d), Some(f)) if s.mode == "training" => format!("  |  dataload {} ms ({})", num(d, 2), pct(f)),
-        _ => String::new(),
+        (Some(d), Some(f)) if s.mode == "training" => Some(format!("dataload {} ms ({})", num(d, 2), pct(f))),
+        _ => None,
     };
+    let and_dataload = dataload.as_ref().map(|d| format!("  |  {d}")).unwrap_or_default();
     let graphs = match s.extras.graph_launches_per_step {
         Some(g) => format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1)),
         None => String::new(),
     };
     match s.extras.host_in_ops_frac {
         Some(f) => {
-            let _ = writeln!(o, "CPU ops   {} of the step inside framework ops, {} between them{dataload}", pct(f), pct(1.0 - f));
+            let _ = writeln!(o, "CPU ops   {} of the step inside framework ops, {} between them{and_dataload}", pct(f), pct(1.0 - f));
         }
         // A CPU profile without its trace's op times (LibreYOLO's own).
         None if cpu => {
-            if let Some(d) = dataload.strip_prefix("  |  ") {
+            if let Some(d) = dataload {
                 let _ = writeln!(o, "{d}");
             }
         }
         None => {
             let _ = writeln!(
                 o,
-                "host overhead {} ms/step  |  {} kernel launches/step{graphs}{dataload}",
+                "host overhead {} ms/step  |  {} kernel launches/step{graphs}{and_dataload}",
                 num(s.figures.host_overhead_ms_per_step, 2),
                 num(s.figures.launches_per_step, 1)
             );

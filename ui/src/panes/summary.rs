@@ -85,7 +85,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if s.cpu_run() {
         // The same as `profile summary`: no GPU figures on a CPU run, and
         // its threads and share in ops where the profile knows them.
-        figures.extend(s.config.get("threads").and_then(|t| t.as_u64()).map(|n| ("threads", n.to_string())));
+        figures.extend(s.threads().map(|n| ("threads", n.to_string())));
         figures.extend(s.extras.host_in_ops_frac.map(|f| ("in CPU ops", format!("{} of the step", pct(f)))));
         figures.push(("dataload", dataload));
     } else {
