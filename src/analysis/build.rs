@@ -13,7 +13,7 @@ use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile,
+    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile,
     SCHEMA_ID, StepTime, StreamRow, Window, metrics,
 };
 use crate::trace::TraceInfo;
@@ -31,10 +31,16 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
     let kinfo = kernel_info(&a);
     let busy = gpu_busy(&a, info, &win, &kinfo);
     let head = headline(&a, &win, &busy, &kinfo, measured);
+    let idle = idle_account(&a, &win, &kinfo);
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win };
     let tables = rows.tables(busy.kernel_total.ns);
-    let by_phase = rows.phases(measured);
-    let (bound, bound_why) = decide(&head, &busy, &by_phase, measured);
+    let mut by_phase = rows.phases(measured);
+    if let Some(idle) = &idle {
+        for (row, id) in by_phase.phases.iter_mut().zip(rows.phase_ids()) {
+            row.idle_ms_per_step = Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
+        }
+    }
+    let (bound, bound_why) = decide(&head, &busy, &by_phase, idle.as_ref().map(|i| &i.account), measured);
     let warnings = caveats(&a, measured);
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
@@ -92,6 +98,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
             passes: 1,
         }),
         memory: super::memory::timeline(&a),
+        idle: idle.map(|i| i.account),
         devices: busy.devices,
         streams: busy.streams,
         extras: ExtraFigures {
@@ -297,6 +304,27 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     Busy { devices, streams, kernel_total, comm_total, n_dev, busy_ms, gpu_util, gpu_util_raw }
 }
 
+// --- why the GPU waits.
+
+/// The idle account over each step (docs/analysis.md §12); None without
+/// kernels (a CPU run).
+fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo) -> Option<super::idle::Account> {
+    // Each step on its own (a step's first and last kernel matter), kept
+    // apart where steps overlap.
+    let mut steps: Vec<(i64, i64)> = Vec::new();
+    for (_, s, e) in a.ranges.numbered_steps() {
+        let s = steps.last().map_or(s, |l| s.max(l.1));
+        if e > s {
+            steps.push((s, e));
+        }
+    }
+    if steps.is_empty() {
+        steps.clone_from(&win.steps);
+    }
+    let label = |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
+    super::idle::account(a, &steps, win.n_steps, &label)
+}
+
 // --- measured numbers win over trace-derived ones where they exist.
 
 /// The step-level figures: measured where the capture timed them, else
@@ -319,6 +347,8 @@ struct Headline {
     mean_kernel_us: f64,
     /// Kernel time in Tensor / Matrix Core kernels.
     tc_ns: i64,
+    /// Graph captures begun in the trace.
+    graph_captures: u64,
     mallocs_per_step: f64,
     reserved_full: Option<(f64, f64)>,
     memory_pressure: bool,
@@ -380,6 +410,7 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         comm_exposed_ms,
         mean_kernel_us: if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 },
         tc_ns: a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add),
+        graph_captures: a.evidence.graph_captures,
         mallocs_per_step,
         reserved_full,
         memory_pressure: malloc_thrash || reserved_full.is_some(),
@@ -520,6 +551,7 @@ impl Rows<'_> {
                 ops_per_step: round(o_count as f64 / self.win.n_steps, 2),
                 unique_kernels: ks.len() as u64,
                 memcpy_ms_per_step: a.memcpy_by_phase.get(&id).map(|ns| round(self.win.per_step_ms(*ns), 3)),
+                idle_ms_per_step: None,
             });
             out.kernels.insert(name.clone(), krows);
             out.ops.insert(name, orows);
@@ -531,7 +563,7 @@ impl Rows<'_> {
 // --- verdict.
 
 /// The verdict and its reason from the figures above (docs/analysis.md §10).
-fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, measured: Option<&Measurements>) -> (String, String) {
+fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, idle: Option<&IdleAccount>, measured: Option<&Measurements>) -> (String, String) {
     let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
     let evidence = Evidence {
         mode: head.mode,
@@ -553,6 +585,8 @@ fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, measured: Option
         stages: measured.and_then(|m| m.stages_ms.as_ref()),
         phase_wall,
         unfused: unfused_batch_norm(&head.config, &by_phase.phases, &by_phase.ops, &by_phase.kernels, head.cuda),
+        idle,
+        graph_captures: head.graph_captures,
     };
     verdict::decide(&evidence)
 }

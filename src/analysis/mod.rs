@@ -13,6 +13,7 @@
 pub mod build;
 pub mod busy;
 pub mod collectives;
+pub mod idle;
 pub mod kernels;
 mod memory;
 pub mod ranges;
@@ -64,6 +65,26 @@ struct GpuEvent {
     device: i64,
     ts: i64,
     dur: i64,
+    /// Its index in `kernel_spans` (kernels only), to give it its launch.
+    span: Option<u32>,
+}
+
+/// The runtime call that put GPU work on the queue: which thread, when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Launch {
+    pub thread: u32,
+    pub start: i64,
+    pub end: i64,
+    /// The call's interned name.
+    pub name: u32,
+}
+
+/// A launch call waiting for its GPU events: where it was placed and when
+/// it ran.
+#[derive(Debug, Clone, Copy)]
+struct PendingLaunch {
+    place: Place,
+    launch: Launch,
 }
 
 /// A kernel's interval on its device and stream.
@@ -75,6 +96,9 @@ struct KernelSpan {
     end: i64,
     /// Interned kernel name (for the communication / compute split).
     name: u32,
+    /// The runtime call that launched it, when the trace has it (the idle
+    /// account asks what the host did before it).
+    launch: Option<Launch>,
 }
 
 /// String interner for kernel and op names.
@@ -163,6 +187,9 @@ pub struct Evidence {
     /// Runtime calls named `hip…` (a ROCm trace) and `cuda…`/`cu…`.
     pub hip_calls: u64,
     pub cuda_calls: u64,
+    /// `cudaStreamBeginCapture` / `hipStreamBeginCapture`: the window
+    /// records a graph capture, whose kernels are recorded, not run.
+    pub graph_captures: u64,
 }
 
 /// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
@@ -189,9 +216,11 @@ pub struct Analyzer {
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
-    pending_launches: HashMap<i64, Place>,
+    /// What the host threads did, compactly, for the idle account.
+    host: idle::HostLog,
+    pending_launches: HashMap<i64, PendingLaunch>,
     /// Graph launches stay: every kernel of the graph shares their id.
-    graph_launches: HashMap<i64, Place>,
+    graph_launches: HashMap<i64, PendingLaunch>,
     pending_gpu: HashMap<i64, Vec<GpuEvent>>,
     unlaunched_gpu: Vec<GpuEvent>,
     memory: HashMap<i64, MemoryPeak>,
@@ -303,6 +332,12 @@ impl Analyzer {
         if !self.ranges_final && ev.cat() != "gpu_user_annotation" {
             self.note_phase_evidence(ev, name, start, end);
         }
+        if ev.cat() != "gpu_user_annotation" && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
+            let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+            let kind = if is_dataload(name) { idle::HostKind::Dataload } else { idle::HostKind::Annotation };
+            let name = self.names.id(name);
+            self.host.push(thread, start, end, name, kind);
+        }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             if ev.cat() == "gpu_user_annotation" {
                 return; // the GPU-side mirror of the CPU step
@@ -343,12 +378,14 @@ impl Analyzer {
             }
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        let name = self.names.id(ev.name());
+        let kind = if is_dataload(ev.name()) { idle::HostKind::Dataload } else { idle::HostKind::Op };
+        self.host.push(thread, start, start + dur, name, kind);
         let place = self.place(thread, start);
         if !place.in_step {
             return;
         }
         self.op_cover.entry(thread).or_default().add(start, start + dur);
-        let name = self.names.id(ev.name());
         self.ops.entry(name).or_default().add(dur);
         self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);
     }
@@ -362,13 +399,24 @@ impl Analyzer {
             } else if name.starts_with("cu") {
                 self.evidence.cuda_calls += 1;
             }
+            if name.contains("StreamBeginCapture") {
+                self.evidence.graph_captures += 1;
+            }
         }
         let malloc = name.contains("Malloc") || name.contains("Free");
         let launch = ev.correlation().filter(|_| is_launch(name));
-        if !malloc && launch.is_none() {
+        let host_kind = idle::runtime_kind(name);
+        if !malloc && launch.is_none() && host_kind.is_none() {
             return;
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        if let Some(kind) = host_kind {
+            let id = self.names.id(name);
+            self.host.push(thread, start, start + dur, id, kind);
+        }
+        if !malloc && launch.is_none() {
+            return;
+        }
         let place = self.place(thread, start);
         if malloc && place.in_step {
             self.counts.mallocs += 1;
@@ -378,16 +426,31 @@ impl Analyzer {
             if graph && place.in_step {
                 self.counts.graph_launches += 1;
             }
+            let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
+            let pending = PendingLaunch { place, launch };
             let waiting = self.pending_gpu.remove(&corr);
             for gpu in waiting.iter().flatten() {
+                self.give_launch(gpu.span, pending.launch);
                 self.count_gpu(*gpu, place, true, graph);
             }
             if graph {
-                self.graph_launches.insert(corr, place);
+                self.graph_launches.insert(corr, pending);
             } else if waiting.is_none() {
-                self.pending_launches.insert(corr, place);
+                self.pending_launches.insert(corr, pending);
             }
         }
+    }
+
+    /// A Python frame (`with_stack=True`): kept when long enough to explain
+    /// idle time (see [`idle::PYTHON_MIN_NS`]).
+    fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        if dur < idle::PYTHON_MIN_NS {
+            self.host.short_python += 1;
+            return;
+        }
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        let name = self.names.id(ev.name());
+        self.host.push(thread, start, start + dur, name, idle::HostKind::Python);
     }
 
     fn on_gpu(&mut self, ev: &Event<'_>, kind: GpuKind, start: i64, dur: i64) {
@@ -395,10 +458,11 @@ impl Analyzer {
         let args = ev.args.as_ref();
         let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
         let name = self.names.id(ev.name());
-        let gpu = GpuEvent { kind, name, device, ts: start, dur };
+        let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
         if kind == GpuKind::Kernel {
             let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
-            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name });
+            gpu.span = u32::try_from(self.kernel_spans.len()).ok();
+            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name, launch: None });
             self.collectives.kernel(collectives::Kernel {
                 name_id: name,
                 name: ev.name(),
@@ -411,15 +475,23 @@ impl Analyzer {
         }
         match ev.correlation() {
             Some(corr) => {
-                if let Some(place) = self.pending_launches.remove(&corr) {
-                    self.count_gpu(gpu, place, true, false);
-                } else if let Some(place) = self.graph_launches.get(&corr).copied() {
-                    self.count_gpu(gpu, place, true, true);
+                if let Some(p) = self.pending_launches.remove(&corr) {
+                    self.give_launch(gpu.span, p.launch);
+                    self.count_gpu(gpu, p.place, true, false);
+                } else if let Some(p) = self.graph_launches.get(&corr).copied() {
+                    self.give_launch(gpu.span, p.launch);
+                    self.count_gpu(gpu, p.place, true, true);
                 } else {
                     self.pending_gpu.entry(corr).or_default().push(gpu);
                 }
             }
             None => self.unlaunched_gpu.push(gpu),
+        }
+    }
+
+    fn give_launch(&mut self, span: Option<u32>, launch: Launch) {
+        if let Some(k) = span.and_then(|i| self.kernel_spans.get_mut(i as usize)) {
+            k.launch = Some(launch);
         }
     }
 
@@ -589,6 +661,7 @@ impl EventSink for Analyzer {
             "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => self.on_range(ev, start, start + dur),
             "cpu_op" | "Operator" => self.on_op(ev, start, dur),
             "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => self.on_runtime(ev, start, dur),
+            "python_function" => self.on_python(ev, start, dur),
             _ => {
                 if let Some(kind) = is_gpu_cat(cat) {
                     self.on_gpu(ev, kind, start, dur);

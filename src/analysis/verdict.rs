@@ -1,12 +1,21 @@
 //! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
-use crate::profile::{Mode, Stages};
+use crate::profile::{IdleAccount, IdleCause, IdleCauseRow, Mode, Stages};
 
 pub const MEMORY_PRESSURE: &str = "memory-pressure";
 pub const DATALOADER: &str = "dataloader";
 pub const COMPUTE: &str = "compute";
+/// The host-side verdicts, one per idle cause (docs/analysis.md §10, §12).
+/// Before the idle account every one of them was `host / launch`.
 pub const HOST_LAUNCH: &str = "host / launch";
+pub const HOST_PYTHON: &str = "host / python";
+pub const HOST_SYNC: &str = "host / sync";
+pub const HOST_CPU_OP: &str = "host / cpu op";
+pub const HOST_ALLOCATOR: &str = "host / allocator";
+pub const DEPENDENCY: &str = "gpu / dependency";
+/// A GPU idle for reasons the trace cannot show (no CPU side).
+pub const IDLE_UNEXPLAINED: &str = "idle / unexplained";
 pub const COMMUNICATION: &str = "communication";
 pub const NMS_POSTPROCESS: &str = "nms / postprocess";
 pub const PREPROCESS: &str = "preprocess";
@@ -22,6 +31,9 @@ pub const STAGE_FRAC: f64 = 0.35;
 pub const MALLOCS_PER_STEP: f64 = 5.0;
 /// Reserved memory at this share of the device's capacity counts as full.
 pub const RESERVED_FULL: f64 = 0.95;
+
+/// The second idle cause is named from this share of the idle time up.
+pub const SECOND_CAUSE_SHARE: f64 = 0.15;
 
 /// A fusion lever is named from this share of the forward up.
 pub const FUSION_SHARE: f64 = 0.02;
@@ -66,6 +78,10 @@ pub struct Evidence<'a> {
     pub phase_wall: Vec<(String, f64)>,
     /// Unfolded BatchNorm in an inference forward (None: fused, or none).
     pub unfused: Option<Unfused>,
+    /// Why the GPU waited (GPU traces).
+    pub idle: Option<&'a IdleAccount>,
+    /// Graph captures begun in the trace (`cudaStreamBeginCapture`).
+    pub graph_captures: u64,
 }
 
 /// The verdict and its reason, with the fusion lever where it applies.
@@ -74,7 +90,7 @@ pub fn decide(e: &Evidence<'_>) -> (String, String) {
     let why = match e.unfused {
         Some(u)
             if e.mode == Some(Mode::Inference)
-                && (bound == COMPUTE || bound == HOST_LAUNCH)
+                && (bound == COMPUTE || bound.starts_with("host / "))
                 && u.batch_norms_per_image >= 1.0
                 && u.share >= FUSION_SHARE =>
         {
@@ -138,26 +154,168 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
             ),
         );
     }
+    if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
+        return v;
+    }
     let measured = if e.dataload_ms.is_none() { " (dataloader wait is not measurable from a trace alone)" } else { "" };
-    // A trace that already replays graphs is not told to use them.
-    let levers = if e.graph_launches_per_step > 0.0 {
-        format!(
-            "CUDA/HIP graphs are already in use ({:.0} graph launches/step). Levers: a larger batch, fewer syncs, fewer host-side ops between graph replays, op fusion.",
-            e.graph_launches_per_step
-        )
-    } else {
-        "Levers: a larger batch, fewer syncs, CUDA graphs, op fusion.".to_string()
-    };
     (
         HOST_LAUNCH.into(),
         format!(
-            "GPU only {:.0}% busy — fed too slowly: {:.0} kernel launches/step at ~{:.0} µs each, {:.2} ms/step of host time{measured}. {levers}",
+            "GPU only {:.0}% busy: {:.0} kernel launches/step (mean kernel {:.0} µs), {:.2} ms/step of host time{measured}. {}",
             e.gpu_util * 100.0,
             e.launches_per_step,
             e.mean_kernel_us,
-            e.host_overhead_ms
+            e.host_overhead_ms,
+            launch_levers(e)
         ),
     )
+}
+
+/// What removes launch gaps, unless the trace already replays graphs.
+fn launch_levers(e: &Evidence<'_>) -> String {
+    if e.graph_launches_per_step > 0.0 {
+        format!(
+            "CUDA/HIP graphs are already in use ({:.0} graph launches/step). Levers: fewer host-side ops between graph replays, op fusion, a larger batch.",
+            e.graph_launches_per_step
+        )
+    } else {
+        "Levers: CUDA graphs, torch.compile, op fusion, a larger batch.".to_string()
+    }
+}
+
+/// The host-side verdict from the idle account: its largest cause, with
+/// its figure and place, and the levers that fit that cause (§12).
+fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)> {
+    let top = idle.causes.first().filter(|c| c.ms_per_step > 0.0)?;
+    let head = format!("GPU idle {:.1} of {:.1} ms per step ({:.0}%)", idle.ms_per_step, e.step_ms, ratio(idle.ms_per_step, e.step_ms) * 100.0);
+    let lead = if top.before_first_kernel_ms_per_step >= 0.5 * top.ms_per_step {
+        format!(" ({:.1} ms before the first kernel)", top.before_first_kernel_ms_per_step)
+    } else {
+        String::new()
+    };
+    let (bound, what, levers) = match top.cause {
+        IdleCause::Python => (
+            HOST_PYTHON,
+            format!("the host runs Python outside any op{lead}{}", python_places(top)),
+            "Levers: move that work into DataLoader workers or onto the GPU, or overlap it with the previous step's GPU work.".to_string(),
+        ),
+        IdleCause::Sync => (
+            HOST_SYNC,
+            format!("the host waits in synchronising calls{lead}{}", flat_places(top, 2)),
+            "Levers: remove the sync from the step (`.item()`, `.cpu()`, `nonzero`, printing tensors), or copy `non_blocking=True` from pinned memory.".to_string(),
+        ),
+        IdleCause::CpuOp => (
+            HOST_CPU_OP,
+            format!("the host is inside ops' own CPU work, launching nothing{lead}{}", flat_places(top, 3)),
+            cpu_op_levers(e, top),
+        ),
+        IdleCause::Allocator => (
+            HOST_ALLOCATOR,
+            format!("the host is in cudaMalloc/cudaFree{lead}{}", flat_places(top, 2)),
+            "The caching allocator is still growing, so this window is not a steady step. Levers: warm up before the profiled window; if it persists, keep tensor shapes fixed or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.".to_string(),
+        ),
+        IdleCause::Launch => (
+            HOST_LAUNCH,
+            format!(
+                "{:.0} short gaps (< {} µs) while the host dispatched kernels ({:.0} launches/step, mean kernel {:.0} µs){}",
+                top.gaps_per_step,
+                super::idle::LAUNCH_GAP_NS / 1000,
+                e.launches_per_step,
+                e.mean_kernel_us,
+                flat_places(top, 2)
+            ),
+            launch_levers(e),
+        ),
+        IdleCause::Dataloader => (
+            DATALOADER,
+            format!("the loop waits on the DataLoader{lead}{}", flat_places(top, 1)),
+            "Levers: more DataLoader workers, pinned memory, caching decoded images, lighter augmentation.".to_string(),
+        ),
+        IdleCause::Dependency => (
+            DEPENDENCY,
+            format!("the next kernel was already queued, waiting on another stream or event{}", flat_places(top, 2)),
+            "Levers: the stream and event structure: cross-stream waits that serialise work, events recorded too late.".to_string(),
+        ),
+        IdleCause::Other => (
+            IDLE_UNEXPLAINED,
+            format!("and the trace cannot say why{}", flat_places(top, 1)),
+            "Record the CPU side too (ProfilerActivity.CPU, with_stack=True) to see what the GPU waited for.".to_string(),
+        ),
+    };
+    let second = idle
+        .causes
+        .get(1)
+        .filter(|c| c.ms_per_step >= SECOND_CAUSE_SHARE * idle.ms_per_step)
+        .map(|c| format!(" Next: {} {:.1} ms ({}).", c.cause, c.ms_per_step, c.cause.meaning()))
+        .unwrap_or_default();
+    let sep = if top.cause == IdleCause::Other { " " } else { ": " };
+    let figure = if top.cause == IdleCause::Other { String::new() } else { format!("{:.1} ms of it ", top.ms_per_step) };
+    let why = format!("{head}{}{figure}{what}.{second} {levers}", if figure.is_empty() { sep } else { "; " });
+    Some((bound.into(), why))
+}
+
+/// ` — 4.2 ms in `a`, 1.0 ms in `b``: the cause's largest places.
+fn flat_places(c: &IdleCauseRow, n: usize) -> String {
+    let shown: Vec<String> = c.places.iter().take(n).filter(|p| p.ms_per_step > 0.0).map(|p| format!("{:.1} ms in `{}`", p.ms_per_step, p.name)).collect();
+    if shown.is_empty() { String::new() } else { format!(" — {}", shown.join(", ")) }
+}
+
+/// The Python frames that explain the time: the outermost one on the path
+/// and the deepest, or the largest place when no frame was recorded.
+fn python_places(c: &IdleCauseRow) -> String {
+    let path: Vec<_> = c.places.iter().filter(|p| p.path).collect();
+    match (path.first(), path.last()) {
+        (Some(first), Some(last)) if first.name != last.name => {
+            format!(" — {:.1} ms in `{}`, {:.1} ms of it in `{}`", first.ms_per_step, first.name, last.ms_per_step, last.name)
+        }
+        (Some(first), _) => format!(" — {:.1} ms in `{}`", first.ms_per_step, first.name),
+        _ => flat_places(c, 2),
+    }
+}
+
+/// Levers for time inside ops' own CPU work, from what those ops are and
+/// how the time is spread.
+fn cpu_op_levers(e: &Evidence<'_>, c: &IdleCauseRow) -> String {
+    if e.graph_captures > 0 {
+        return format!(
+            "The window records {} CUDA/HIP graph capture(s): kernels are recorded then, not run, so the GPU waits by design. Lever: profile the graph replays instead.",
+            e.graph_captures
+        );
+    }
+    let per_gap = ratio(c.ms_per_step, c.gaps_per_step);
+    if c.gaps_per_step >= 20.0 && per_gap < 1.0 {
+        return format!(
+            "Spread over {:.0} gaps/step of ~{:.2} ms: each op's CPU work outlasts the kernels it launches. Levers: CUDA graphs or torch.compile (they remove per-op host work), larger kernels (a larger batch, fusion); a busy host CPU makes it worse.",
+            c.gaps_per_step, per_gap
+        );
+    }
+    let mut levers: Vec<&str> = Vec::new();
+    if c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step {
+        levers.push("most of it comes before the first kernel, one-off start-up work (CUDA context, first allocations, module loading): warm up before the profiled window");
+    }
+    // Places too small to matter get no lever of their own.
+    for p in c.places.iter().take(3).filter(|p| p.ms_per_step >= 0.05 * c.ms_per_step) {
+        let n = p.name.as_str();
+        let lever = if n.contains("LaunchKernel") {
+            "first launches load GPU code lazily: warm up before the profiled window"
+        } else if n.contains("convolution") {
+            "cuDNN/MIOpen search algorithms on each new shape (benchmark mode): warm up before the profiled window"
+        } else if n.ends_with("aten::copy_") {
+            "host-to-device copies from pageable memory: pin it (`pin_memory=True`) and copy with `non_blocking=True`"
+        } else if n.ends_with("aten::empty_strided") || n.ends_with("aten::empty") {
+            continue; // an allocation: start-up or allocator growth, said above or by `allocator`
+        } else {
+            "move that CPU work out of the step or onto the GPU"
+        };
+        if !levers.contains(&lever) {
+            levers.push(lever);
+        }
+    }
+    if levers.is_empty() { String::new() } else { format!("Levers: {}.", levers.join("; ")) }
+}
+
+fn ratio(a: f64, b: f64) -> f64 {
+    if b > 0.0 { a / b } else { 0.0 }
 }
 
 /// `communication` when the communication no compute kernel hides is the

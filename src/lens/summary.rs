@@ -3,7 +3,9 @@
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::profile::{Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, KernelRow, PhaseGpuRow, Profile, StepTime, StreamRow};
+use crate::profile::{
+    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, StepTime, StreamRow,
+};
 
 /// What `profile summary` shows, in every form (text, `--json`, the
 /// explorer's pane). The profile's headline figures come as its own
@@ -37,6 +39,9 @@ pub struct Summary {
     /// Communication, graph launches, inferred phases, when the trace has them.
     #[serde(flatten)]
     pub extras: ExtraFigures,
+    /// Why the GPU waited: idle time by cause (GPU traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleAccount>,
     pub categories: Vec<CategoryRow>,
     pub phases_gpu: Vec<PhaseGpuRow>,
     pub top_kernels: Vec<KernelRow>,
@@ -113,6 +118,7 @@ pub fn summary(p: &Profile) -> Summary {
         img_per_s_std: p.img_per_s_std,
         img_per_s_n: p.img_per_s_n(),
         extras: p.extras.clone(),
+        idle: p.idle.clone(),
         categories: p.categories.clone(),
         phases_gpu: p.phases_gpu.clone(),
         top_kernels: p.top_kernels.clone(),

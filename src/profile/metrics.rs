@@ -47,6 +47,14 @@ pub fn of(p: &Profile) -> Map<String, Value> {
         put("comm_exposed_ms_per_step", json!(p.extras.comm_exposed_ms_per_step));
         put("comm_overlap_pct", json!(p.extras.comm_overlap_pct));
     }
+    if let Some(idle) = &p.idle {
+        put("idle_ms", json!(idle.ms_per_step));
+        put("idle_before_first_kernel_ms", json!(idle.before_first_kernel_ms_per_step));
+        // Every cause, 0 where it took no time, so scripts can rely on them.
+        for cause in crate::profile::IdleCause::ALL {
+            put(&format!("idle_{cause}_ms"), json!(idle.cause(cause).map_or(0.0, |c| c.ms_per_step)));
+        }
+    }
     put("cuda_mallocs_per_step", json!(p.figures.cuda_mallocs_per_step));
     put("memory_pressure", json!(p.figures.memory_pressure));
     put("bound", json!(p.bound));
@@ -56,6 +64,9 @@ pub fn of(p: &Profile) -> Map<String, Value> {
         put(&format!("{}_wall_ms", ph.phase), json!(ph.wall_ms_per_step));
         put(&format!("{}_kernels", ph.phase), json!(ph.kernels_per_step));
         put(&format!("{}_ops", ph.phase), json!(ph.ops_per_step));
+        if let Some(idle) = ph.idle_ms_per_step {
+            put(&format!("{}_idle_ms", ph.phase), json!(idle));
+        }
     }
     if p.mode() == Mode::Inference {
         if let Some(l) = &p.figures.latency {

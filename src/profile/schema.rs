@@ -77,6 +77,9 @@ pub struct Profile {
     /// The rank of a distributed job this trace is (`distributedInfo`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub distributed: Option<Distributed>,
+    /// Why the GPU waited (docs/analysis.md §12): GPU traces only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle: Option<IdleAccount>,
     /// Every communication kernel of the trace in time order: what the
     /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -207,6 +210,148 @@ pub struct PhaseRow {
     /// Ours: memcpy + memset time launched from this phase.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub memcpy_ms_per_step: Option<f64>,
+    /// Ours: GPU idle time while the loop was in this phase (the idle
+    /// account's, docs/analysis.md §12).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub idle_ms_per_step: Option<f64>,
+}
+
+/// Why the GPU waited: the idle time inside the steps, by cause
+/// (docs/analysis.md §12).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct IdleAccount {
+    /// GPU idle time per step on the busiest device: the step minus the
+    /// union of its kernels.
+    pub ms_per_step: f64,
+    /// The device the account is of (the busiest one).
+    pub device: i64,
+    /// Idle gaps per step, and the part of the idle time before each step's
+    /// first kernel and after its last one.
+    pub gaps_per_step: f64,
+    pub before_first_kernel_ms_per_step: f64,
+    pub after_last_kernel_ms_per_step: f64,
+    /// Largest first; their `ms_per_step` sum to the account's.
+    pub causes: Vec<IdleCauseRow>,
+    /// Every device's idle time, when the trace has several.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceIdle>,
+}
+
+impl IdleAccount {
+    /// The cause's row, if it took any time.
+    pub fn cause(&self, cause: IdleCause) -> Option<&IdleCauseRow> {
+        self.causes.iter().find(|c| c.cause == cause)
+    }
+}
+
+/// The closed vocabulary of idle causes (docs/analysis.md §12).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IdleCause {
+    /// Short gaps while the host dispatches and launches as fast as it can.
+    Launch,
+    /// The host blocked in a synchronising call or a blocking copy.
+    Sync,
+    /// Inside an op's own CPU work that launches nothing meanwhile.
+    CpuOp,
+    /// Outside any op: Python or framework code.
+    Python,
+    /// Inside the DataLoader's `__next__`.
+    Dataloader,
+    /// `cudaMalloc`/`cudaFree` and their HIP and driver kin.
+    Allocator,
+    /// The next GPU work was already launched before the gap began.
+    Dependency,
+    /// The rest: no host events to explain it.
+    #[serde(other)]
+    Other,
+}
+
+impl IdleCause {
+    pub const ALL: [IdleCause; 8] = [
+        IdleCause::Launch,
+        IdleCause::Sync,
+        IdleCause::CpuOp,
+        IdleCause::Python,
+        IdleCause::Dataloader,
+        IdleCause::Allocator,
+        IdleCause::Dependency,
+        IdleCause::Other,
+    ];
+
+    /// The name in JSON, metrics and text.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            IdleCause::Launch => "launch",
+            IdleCause::Sync => "sync",
+            IdleCause::CpuOp => "cpu_op",
+            IdleCause::Python => "python",
+            IdleCause::Dataloader => "dataloader",
+            IdleCause::Allocator => "allocator",
+            IdleCause::Dependency => "dependency",
+            IdleCause::Other => "other",
+        }
+    }
+
+    /// What it means, in a few words, for people.
+    pub fn meaning(self) -> &'static str {
+        match self {
+            IdleCause::Launch => "short gaps while the host dispatches kernels",
+            IdleCause::Sync => "host blocked in a synchronising call",
+            IdleCause::CpuOp => "inside ops' own CPU work",
+            IdleCause::Python => "Python / framework code outside any op",
+            IdleCause::Dataloader => "waiting on the DataLoader",
+            IdleCause::Allocator => "cudaMalloc / cudaFree",
+            IdleCause::Dependency => "work already queued, waiting on a dependency",
+            IdleCause::Other => "no host events to explain it",
+        }
+    }
+}
+
+impl std::fmt::Display for IdleCause {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdleCauseRow {
+    pub cause: IdleCause,
+    pub ms_per_step: f64,
+    /// Gaps per step in which this cause took some of the time.
+    #[serde(default)]
+    pub gaps_per_step: f64,
+    /// The part of it before each step's first kernel.
+    #[serde(default)]
+    pub before_first_kernel_ms_per_step: f64,
+    /// The places that account for it, largest first: ops (`outer > inner`),
+    /// runtime calls, annotations, kernels; for `python`, frames from the
+    /// outermost one that is not a wrapper of the whole step down to the
+    /// deepest holding most of the time, then the next largest (frames
+    /// nest: each includes its callees, so those do not add up).
+    #[serde(default, rename = "where")]
+    pub places: Vec<IdlePlace>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct IdlePlace {
+    pub name: String,
+    pub ms_per_step: f64,
+    /// Python frames: depth below the step's wrappers (0 = outermost).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub depth: Option<u32>,
+    /// Python frames: on the call path that holds most of the cause's
+    /// time (outermost first; pass-through frames left out).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub path: bool,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct DeviceIdle {
+    pub device: i64,
+    pub ms_per_step: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -169,6 +169,11 @@ pub fn summary(s: &Summary) -> String {
     if let Some(w) = &s.contended {
         let _ = writeln!(o, "** {w} **");
     }
+    if let Some(idle) = &s.idle {
+        for line in idle_lines(idle, 2) {
+            let _ = writeln!(o, "{line}");
+        }
+    }
     let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
@@ -196,6 +201,29 @@ pub fn summary(s: &Summary) -> String {
     }
     // Notes (`s.warnings`) go to stderr: the caller prints them.
     o
+}
+
+/// The idle account as the summary and the explorer print it: the total,
+/// then each cause with its `places` largest places.
+pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<String> {
+    let lead = if idle.before_first_kernel_ms_per_step > 0.0 {
+        format!(", {} before the first kernel", num(idle.before_first_kernel_ms_per_step, 2))
+    } else {
+        String::new()
+    };
+    let mut out = vec![format!(
+        "idle     {} ms/step in {} gaps{lead} (device {})",
+        num(idle.ms_per_step, 2),
+        num(idle.gaps_per_step, 1),
+        idle.device
+    )];
+    for c in &idle.causes {
+        out.push(format!("  {:<11} {:>9} ms  {}", c.cause.as_str(), num(c.ms_per_step, 3), c.cause.meaning()));
+        for p in c.places.iter().take(places) {
+            out.push(format!("  {:<11} {:>9}     {}", "", num(p.ms_per_step, 3), p.name));
+        }
+    }
+    out
 }
 
 /// One stream's figures, as the summary and the explorer print them.
@@ -232,10 +260,14 @@ pub fn scalar(v: &Value) -> String {
 }
 
 pub fn phases(p: &Phases) -> String {
-    let mut o = format!("{:<12} {:>9} {:>9} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
+    // GPU idle per phase, where the profile has the idle account.
+    let idle = p.phases.iter().any(|r| r.idle_ms_per_step.is_some());
+    let idle_head = if idle { format!(" {:>9}", "idle_ms") } else { String::new() };
+    let mut o = format!("{:<12} {:>9} {:>9}{idle_head} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
     for (r, b) in p.phases.iter().zip(p.bars()) {
+        let idle_cell = if idle { format!(" {:>9}", r.idle_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}"))) } else { String::new() };
         let line = format!(
-            "{:<12} {:>9} {:>9} {:>9} {:>9}  {}",
+            "{:<12} {:>9} {:>9}{idle_cell} {:>9} {:>9}  {}",
             r.phase,
             format!("{:.2}", r.gpu_ms_per_step),
             r.wall_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}")),

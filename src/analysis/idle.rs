@@ -1,0 +1,576 @@
+//! Why the GPU waits (docs/analysis.md §12): every idle nanosecond inside
+//! the steps, on the busiest device, split into a closed set of causes,
+//! each with the ops, runtime calls, Python frames or kernels that account
+//! for it.
+//!
+//! It needs two things of the pass: each kernel's interval with the runtime
+//! call that launched it, and a compact log of what the host threads did
+//! ([`HostLog`]: one record per CPU op, synchronising or allocator call,
+//! annotation and Python frame of at least [`PYTHON_MIN_NS`]). Kineto
+//! writes every CPU event before the GPU ones, so gaps are known only at
+//! the end: the account is computed then, from that state, in the same
+//! single pass as everything else.
+//!
+//! For each gap between the device's busy intervals the next kernel says
+//! who was late. Launched before the gap began: the GPU had work and
+//! waited on something else (`dependency`). Launched during it: from the
+//! gap's start to that launch the host was busy elsewhere, and what its
+//! launching thread was doing then, instant by instant, is the cause; from
+//! the launch call to the kernel's start is `launch`. Gaps shorter than
+//! [`LAUNCH_GAP_NS`] in which the host was neither blocked nor allocating
+//! are `launch` too: the host was dispatching as fast as it could.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::busy::merge;
+use super::{Analyzer, Launch};
+use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
+use crate::util::round;
+
+/// Python frames shorter than this are not kept (a `with_stack` trace holds
+/// ~100 of them per kernel); none of them alone can explain much idle time,
+/// and the frames that enclose them still name the place.
+pub const PYTHON_MIN_NS: i64 = 10_000;
+
+/// A gap shorter than this, in which the host was not blocked, allocating
+/// or in the DataLoader, is dispatch cost (`launch`): eager PyTorch spends
+/// 10–50 µs of host time per op between kernels, which is what CUDA graphs,
+/// `torch.compile` and fusion remove. Longer gaps are real host work.
+pub const LAUNCH_GAP_NS: i64 = 100_000;
+
+/// A Python frame covering at least this share of the window wraps the
+/// whole step (`<module>`, `main`, `train_step`): it explains nothing.
+const WRAPPER_SHARE: f64 = 0.9;
+
+/// Places listed per cause.
+const TOP_PLACES: usize = 6;
+
+/// Ops that block the host until the GPU is done (`.item()`, `nonzero`).
+const SYNC_OPS: [&str; 4] = ["aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::is_nonzero"];
+
+/// What a host record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostKind {
+    Op,
+    Python,
+    /// A `record_function` / user annotation other than the step and phase
+    /// ranges.
+    Annotation,
+    /// `enumerate(DataLoader)#…__next__`.
+    Dataload,
+    /// A synchronising runtime call or blocking copy.
+    Sync,
+    /// An allocator call.
+    Alloc,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct HostSpan {
+    start: i64,
+    end: i64,
+    thread: u32,
+    name: u32,
+    kind: HostKind,
+}
+
+/// What the host threads did: the records the idle account reads.
+#[derive(Debug, Default)]
+pub struct HostLog {
+    spans: Vec<HostSpan>,
+    /// Python frames too short to keep.
+    pub short_python: u64,
+}
+
+impl HostLog {
+    pub fn push(&mut self, thread: u32, start: i64, end: i64, name: u32, kind: HostKind) {
+        if end > start {
+            self.spans.push(HostSpan { start, end, thread, name, kind });
+        }
+    }
+}
+
+/// The host record a runtime call makes, if it is one the account needs:
+/// synchronising calls and blocking copies, allocator calls. Launches are
+/// kept with their kernels instead; other calls (queries, event records)
+/// count as the op around them.
+pub fn runtime_kind(name: &str) -> Option<HostKind> {
+    let blocking_copy = name.contains("Memcpy") && !name.contains("Async");
+    if name.contains("Synchronize") || blocking_copy {
+        return Some(HostKind::Sync);
+    }
+    const ALLOC: [&str; 6] = ["Malloc", "Free", "HostAlloc", "MemAlloc", "MemCreate", "MemMap"];
+    ALLOC.iter().any(|w| name.contains(w)).then_some(HostKind::Alloc)
+}
+
+/// Where idle time went: a key made of interned names, formatted once at
+/// the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Place {
+    /// Outermost and innermost op, and the runtime call inside them.
+    Ops { outer: Option<u32>, inner: Option<u32>, call: Option<u32> },
+    /// An annotation, a DataLoader range or a kernel, by name.
+    Name(u32),
+    Kernel(u32),
+    /// A node of the Python frame tree.
+    Frame(u32),
+    Text(&'static str),
+}
+
+const OUTSIDE_OPS: &str = "outside any recorded op or frame";
+const NO_HOST: &str = "no CPU-side events in the trace";
+const NOT_LAUNCHED: &str = "kernels whose launch the trace does not hold";
+
+/// How a stretch of a gap is to be explained.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// By what the thread was doing; `short` gaps count as launch cost.
+    Classify { short: bool },
+    /// The launch call and its latency: `launch`, placed at the op.
+    Launch,
+    /// A launch call slower than a launch gap (lazy module loading on a
+    /// first launch): the op's own CPU work, placed at op and call.
+    SlowCall(u32),
+}
+
+/// A stretch of a gap to explain from one thread's records.
+#[derive(Debug, Clone, Copy)]
+struct Window {
+    thread: u32,
+    start: i64,
+    end: i64,
+    mode: Mode,
+    gap: u32,
+}
+
+/// One Python call path node.
+#[derive(Debug, Clone, Copy)]
+struct Frame {
+    name: u32,
+    parent: u32,
+    depth: u32,
+    ns: i64,
+}
+
+const ROOT: u32 = u32::MAX;
+
+/// The totals as the sweep builds them.
+#[derive(Debug, Default)]
+struct Tally {
+    causes: HashMap<IdleCause, i64>,
+    /// Gaps each cause took part in (counted once per gap).
+    cause_gaps: HashMap<IdleCause, (u64, u32)>,
+    places: HashMap<(IdleCause, Place), i64>,
+    phases: HashMap<u16, i64>,
+    /// Whether each gap (by id) is a step's first; time per cause in those.
+    leading_gap: Vec<bool>,
+    leading: HashMap<IdleCause, i64>,
+    frames: Vec<Frame>,
+    frame_ids: HashMap<(u32, u32), u32>,
+}
+
+impl Tally {
+    fn add(&mut self, cause: IdleCause, place: Place, gap: u32, phase: u16, ns: i64) {
+        if ns <= 0 {
+            return;
+        }
+        *self.causes.entry(cause).or_insert(0) += ns;
+        let g = self.cause_gaps.entry(cause).or_insert((0, u32::MAX));
+        if g.1 != gap {
+            *g = (g.0 + 1, gap);
+        }
+        *self.places.entry((cause, place)).or_insert(0) += ns;
+        *self.phases.entry(phase).or_insert(0) += ns;
+        if self.leading_gap.get(gap as usize) == Some(&true) {
+            *self.leading.entry(cause).or_insert(0) += ns;
+        }
+    }
+
+    /// The node for `path` (outermost first), created as needed, with `ns`
+    /// added to it and every caller.
+    fn frame_path(&mut self, path: &[u32], ns: i64) -> Option<u32> {
+        let mut parent = ROOT;
+        for (depth, &name) in path.iter().enumerate() {
+            let next = self.frames.len() as u32;
+            let id = *self.frame_ids.entry((parent, name)).or_insert(next);
+            if id == next {
+                self.frames.push(Frame { name, parent, depth: depth as u32, ns: 0 });
+            }
+            self.frames[id as usize].ns += ns;
+            parent = id;
+        }
+        (parent != ROOT).then_some(parent)
+    }
+}
+
+/// The idle account and the idle time per phase id, in ns over the window.
+pub(super) struct Account {
+    pub account: IdleAccount,
+    pub phase_ns: HashMap<u16, i64>,
+}
+
+/// Computes the account over `steps` (each step's interval, in time order,
+/// not overlapping), per step over `n_steps`. `label` names a kernel.
+pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &dyn Fn(u32) -> String) -> Option<Account> {
+    let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
+    // Kernels per device, by start.
+    let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
+    for (i, k) in a.kernel_spans.iter().enumerate() {
+        by_device.entry(k.device).or_default().push(i);
+    }
+    let mut devices: Vec<(i64, Vec<usize>, Vec<(i64, i64)>, i64)> = by_device
+        .into_iter()
+        .map(|(d, mut ks)| {
+            ks.sort_by_key(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end));
+            let mut iv: Vec<(i64, i64)> = ks.iter().map(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end)).collect();
+            let busy = merge(&mut iv);
+            let in_steps = super::busy::overlap(&busy, &merged(steps));
+            (d, ks, busy, in_steps)
+        })
+        .collect();
+    if devices.is_empty() || steps.is_empty() {
+        return None;
+    }
+    devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
+    let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
+    let all_devices: Vec<DeviceIdle> = if devices.len() > 1 {
+        let mut v: Vec<DeviceIdle> = devices.iter().map(|d| DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3) }).collect();
+        v.sort_by_key(|d| d.device);
+        v
+    } else {
+        Vec::new()
+    };
+    let (device, kernels, busy, _) = &devices[0];
+    let kernels: Vec<&super::KernelSpan> = kernels.iter().map(|&i| &a.kernel_spans[i]).collect();
+
+    let host_side = !a.host.spans.is_empty();
+    // The thread that launched most of this device's kernels: the one
+    // asked about gaps no launch explains (a step's tail).
+    let mut launchers: HashMap<u32, u64> = HashMap::default();
+    for k in &kernels {
+        if let Some(l) = k.launch {
+            *launchers.entry(l.thread).or_insert(0) += 1;
+        }
+    }
+    let main_thread = launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+
+    let mut tally = Tally::default();
+    let mut windows: Vec<Window> = Vec::new();
+    let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
+    for &(s0, s1) in steps {
+        let first = busy.partition_point(|b| b.1 <= s0);
+        let mut at = s0;
+        let mut k = first;
+        loop {
+            let next_busy = busy.get(k).filter(|b| b.0 < s1);
+            let g1 = next_busy.map_or(s1, |b| b.0.max(s0));
+            if g1 > at {
+                let gap = gaps;
+                gaps += 1;
+                tally.leading_gap.push(at == s0);
+                if at == s0 {
+                    leading += g1 - at;
+                } else if next_busy.is_none() {
+                    trailing += g1 - at;
+                }
+                explain_gap(a, *device, &kernels, (at, g1), gap, main_thread, host_side, &mut tally, &mut windows);
+            }
+            match next_busy {
+                Some(b) => {
+                    at = at.max(b.1.min(s1));
+                    k += 1;
+                }
+                None => break,
+            }
+        }
+    }
+    sweep(a, &mut windows, &mut tally);
+
+    let idle_ns: i64 = tally.causes.values().sum();
+    let mut causes: Vec<IdleCauseRow> = tally
+        .causes
+        .iter()
+        .map(|(&cause, &ns)| IdleCauseRow {
+            cause,
+            ms_per_step: per_step(ns),
+            gaps_per_step: round(tally.cause_gaps.get(&cause).map_or(0, |g| g.0) as f64 / n_steps, 2),
+            before_first_kernel_ms_per_step: per_step(tally.leading.get(&cause).copied().unwrap_or(0)),
+            places: places(a, &tally, cause, ns, &per_step, label),
+        })
+        .collect();
+    causes.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.cause.cmp(&y.cause)));
+    Some(Account {
+        account: IdleAccount {
+            ms_per_step: per_step(idle_ns),
+            device: *device,
+            gaps_per_step: round(gaps as f64 / n_steps, 2),
+            before_first_kernel_ms_per_step: per_step(leading),
+            after_last_kernel_ms_per_step: per_step(trailing),
+            causes,
+            devices: all_devices,
+        },
+        phase_ns: tally.phases,
+    })
+}
+
+/// `steps` merged where they touch.
+fn merged(steps: &[(i64, i64)]) -> Vec<(i64, i64)> {
+    let mut v = steps.to_vec();
+    merge(&mut v)
+}
+
+/// Decides who was late for the gap `[g0, g1)`: a dependency, a launch, or
+/// a host thread whose records the sweep will read (`windows`).
+#[allow(clippy::too_many_arguments)]
+fn explain_gap(
+    a: &Analyzer,
+    device: i64,
+    kernels: &[&super::KernelSpan],
+    (g0, g1): (i64, i64),
+    gap: u32,
+    main_thread: Option<u32>,
+    host_side: bool,
+    tally: &mut Tally,
+    windows: &mut Vec<Window>,
+) {
+    let phase = a.ranges.gpu_phase_by_time(device, g0);
+    // The kernels that end the gap; the one launched last was waited for.
+    let from = kernels.partition_point(|k| k.start < g1);
+    let next: Vec<&super::KernelSpan> = kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
+    let launched: Option<(&super::KernelSpan, Launch)> =
+        next.iter().filter_map(|k| Some((*k, k.launch?))).max_by_key(|(_, l)| (l.start, l.thread));
+    let short = g1 - g0 < LAUNCH_GAP_NS;
+    match launched {
+        Some((k, l)) if l.end <= g0 => tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, g1 - g0),
+        Some((k, l)) => {
+            let mut push = |start: i64, end: i64, mode: Mode| {
+                if end > start {
+                    windows.push(Window { thread: l.thread, start, end, mode, gap });
+                }
+            };
+            // Before the launch: what the host was doing instead.
+            push(g0, l.start, Mode::Classify { short });
+            let call = (l.start.max(g0), l.end.min(g1));
+            let after = (l.end.max(g0), g1);
+            if l.end - l.start >= LAUNCH_GAP_NS {
+                push(call.0, call.1, Mode::SlowCall(l.name));
+            } else if after.1 - after.0 < LAUNCH_GAP_NS {
+                push(call.0, g1, Mode::Launch);
+                return;
+            } else {
+                push(call.0, call.1, Mode::Launch);
+            }
+            // Launched, yet the kernel started only later: it was queued
+            // behind something else, or started within launch latency.
+            if after.1 - after.0 >= LAUNCH_GAP_NS {
+                tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, after.1 - after.0);
+            } else {
+                push(after.0, after.1, Mode::Launch);
+            }
+        }
+        None => match main_thread.filter(|_| host_side) {
+            // A step's tail (no kernel ends the gap), or kernels with no
+            // launch: what the loop thread did.
+            Some(t) => windows.push(Window { thread: t, start: g0, end: g1, mode: Mode::Classify { short: short && !next.is_empty() }, gap }),
+            None => {
+                let why = if host_side { NOT_LAUNCHED } else { NO_HOST };
+                tally.add(IdleCause::Other, Place::Text(why), gap, phase, g1 - g0);
+            }
+        },
+    }
+}
+
+/// Reads each window's thread records, instant by instant, and adds what
+/// it finds to `tally`.
+fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
+    windows.sort_by_key(|w| (w.thread, w.start));
+    let mut spans: Vec<HostSpan> = a.host.spans.clone();
+    spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
+    let cpu_side = a.evidence.cpu_ops > 0 || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
+    let wrappers = python_wrappers(a, &spans);
+    let mut sync_ops: HashMap<u32, bool> = HashMap::default();
+    let mut is_sync_op = |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
+
+    let mut w = 0;
+    while w < windows.len() {
+        let thread = windows[w].thread;
+        let lo = spans.partition_point(|s| s.thread < thread);
+        let hi = spans.partition_point(|s| s.thread <= thread);
+        let spans = &spans[lo..hi];
+        let mut p = 0;
+        let mut active: Vec<HostSpan> = Vec::new();
+        while w < windows.len() && windows[w].thread == thread {
+            let win = windows[w];
+            w += 1;
+            let mut t = win.start;
+            loop {
+                while p < spans.len() && spans[p].start <= t {
+                    if spans[p].end > t {
+                        active.push(spans[p]);
+                    }
+                    p += 1;
+                }
+                active.retain(|s| s.end > t);
+                let next_start = spans.get(p).map_or(i64::MAX, |s| s.start);
+                let next_end = active.iter().map(|s| s.end).min().unwrap_or(i64::MAX);
+                let t1 = win.end.min(next_start).min(next_end);
+                if t1 > t {
+                    let phase = a.ranges.cpu_phase(thread, t);
+                    let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
+                    let place = match place {
+                        Place::Frame(_) => {
+                            let frames = active.iter().filter(|s| s.kind == HostKind::Python);
+                            let mut path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains_key(&s.name)).map(|s| s.name).collect();
+                            if path.is_empty() {
+                                // Only wrappers: the innermost of them is the place.
+                                path.extend(frames.last().map(|s| s.name));
+                            }
+                            tally.frame_path(&path, t1 - t).map_or(Place::Text(OUTSIDE_OPS), Place::Frame)
+                        }
+                        p => p,
+                    };
+                    tally.add(cause, place, win.gap, phase, t1 - t);
+                }
+                t = t1;
+                if t >= win.end {
+                    break;
+                }
+            }
+        }
+    }
+}
+
+/// Python frames that wrap the whole step (see [`WRAPPER_SHARE`]).
+fn python_wrappers(a: &Analyzer, spans: &[HostSpan]) -> HashMap<u32, ()> {
+    let steps = merged(&a.ranges.step_intervals());
+    let steps = if steps.is_empty() { a.span.map(|s| vec![s]).unwrap_or_default() } else { steps };
+    let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
+    let mut cover: HashMap<u32, i64> = HashMap::default();
+    for s in spans.iter().filter(|s| s.kind == HostKind::Python) {
+        *cover.entry(s.name).or_insert(0) += super::busy::overlap(&[(s.start, s.end)], &steps);
+    }
+    cover.into_iter().filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0).map(|(n, _)| (n, ())).collect()
+}
+
+/// The cause of one instant from the records active on the thread
+/// (outermost first), and the place to charge it to.
+fn classify(active: &[HostSpan], mode: Mode, cpu_side: bool, is_sync_op: &mut dyn FnMut(u32) -> bool) -> (IdleCause, Place) {
+    let ops: Vec<&HostSpan> = active.iter().filter(|s| s.kind == HostKind::Op).collect();
+    let op_place = |call: Option<u32>| Place::Ops {
+        outer: ops.first().map(|s| s.name),
+        inner: ops.last().filter(|_| ops.len() > 1).map(|s| s.name),
+        call,
+    };
+    let innermost = |kind: HostKind| active.iter().rev().find(|s| s.kind == kind);
+    let python = innermost(HostKind::Python);
+    // The op, else the Python frames (the tree, or for launch cost just the
+    // innermost frame), else the annotation.
+    let place = |tree: bool| {
+        if !ops.is_empty() {
+            op_place(None)
+        } else if let Some(f) = python {
+            if tree { Place::Frame(0) } else { Place::Name(f.name) }
+        } else if let Some(an) = innermost(HostKind::Annotation) {
+            Place::Name(an.name)
+        } else {
+            Place::Text(OUTSIDE_OPS)
+        }
+    };
+    match mode {
+        Mode::Launch => return (IdleCause::Launch, place(false)),
+        Mode::SlowCall(call) => return (IdleCause::CpuOp, op_place(Some(call))),
+        Mode::Classify { .. } => {}
+    }
+    if let Some(dl) = active.iter().find(|s| s.kind == HostKind::Dataload) {
+        return (IdleCause::Dataloader, Place::Name(dl.name));
+    }
+    let sync_call = innermost(HostKind::Sync);
+    if sync_call.is_some() || ops.iter().any(|s| is_sync_op(s.name)) {
+        return (IdleCause::Sync, op_place(sync_call.map(|s| s.name)));
+    }
+    if let Some(call) = innermost(HostKind::Alloc) {
+        return (IdleCause::Allocator, op_place(Some(call.name)));
+    }
+    if mode == (Mode::Classify { short: true }) {
+        return (IdleCause::Launch, place(false));
+    }
+    if !ops.is_empty() {
+        return (IdleCause::CpuOp, op_place(None));
+    }
+    if python.is_some() || active.iter().any(|s| s.kind == HostKind::Annotation) {
+        return (IdleCause::Python, place(true));
+    }
+    if cpu_side { (IdleCause::Python, Place::Text(OUTSIDE_OPS)) } else { (IdleCause::Other, Place::Text(NO_HOST)) }
+}
+
+/// A cause's places, largest first; Python frames as the chain that holds
+/// most of the time, then the largest others.
+fn places(a: &Analyzer, tally: &Tally, cause: IdleCause, total: i64, per_step: &dyn Fn(i64) -> f64, label: &dyn Fn(u32) -> String) -> Vec<IdlePlace> {
+    let name = |place: &Place| -> String {
+        match *place {
+            Place::Ops { outer, inner, call } => {
+                let parts: Vec<&str> = [outer, inner, call].into_iter().flatten().map(|n| a.names.get(n)).collect();
+                if parts.is_empty() { OUTSIDE_OPS.to_string() } else { parts.join(" > ") }
+            }
+            Place::Name(n) => a.names.get(n).to_string(),
+            Place::Kernel(n) => label(n),
+            Place::Frame(f) => a.names.get(tally.frames[f as usize].name).to_string(),
+            Place::Text(t) => t.to_string(),
+        }
+    };
+    let mut flat: Vec<(Place, i64)> = tally
+        .places
+        .iter()
+        .filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_)))
+        .map(|((_, p), ns)| (*p, *ns))
+        .collect();
+    // Python frames: the tree of the frames the cause's time was spent in.
+    let frame_ns: i64 = tally.places.iter().filter(|((c, p), _)| *c == cause && matches!(p, Place::Frame(_))).map(|(_, ns)| *ns).sum();
+    let mut out: Vec<IdlePlace> = Vec::new();
+    if frame_ns > 0 {
+        let children = |parent: u32| tally.frames.iter().enumerate().filter(move |(_, f)| f.parent == parent).map(|(i, f)| (i as u32, f));
+        let mut chain: Vec<u32> = Vec::new();
+        let mut at = children(ROOT).max_by_key(|(i, f)| (f.ns, std::cmp::Reverse(*i))).map(|(i, _)| i);
+        while let Some(node) = at {
+            chain.push(node);
+            at = children(node)
+                .filter(|(_, f)| f.ns as f64 >= 0.5 * frame_ns as f64)
+                .max_by_key(|(i, f)| (f.ns, std::cmp::Reverse(*i)))
+                .map(|(i, _)| i);
+        }
+        let mut others: Vec<(u32, i64)> = Vec::new();
+        for c in chain.iter().copied().chain(std::iter::once(ROOT)) {
+            others.extend(children(c).filter(|(i, _)| !chain.contains(i)).map(|(i, f)| (i, f.ns)));
+        }
+        others.sort_by_key(|(i, ns)| (std::cmp::Reverse(*ns), *i));
+        let frame = |id: u32, path: bool| {
+            let f = tally.frames[id as usize];
+            IdlePlace { name: a.names.get(f.name).to_string(), ms_per_step: per_step(f.ns), depth: Some(f.depth), path }
+        };
+        // A frame whose callee on the path holds nearly all of its time
+        // (a decorator, `__call__`) adds nothing: the callee is shown.
+        let ns = |id: u32| tally.frames[id as usize].ns;
+        let shown: Vec<u32> =
+            chain.iter().enumerate().filter(|(i, c)| chain.get(i + 1).is_none_or(|n| (ns(*n) as f64) < 0.99 * ns(**c) as f64)).map(|(_, c)| *c).collect();
+        out.extend(shown.iter().map(|&c| frame(c, true)));
+        let floor = total / 20; // 5% of the cause
+        for (id, ns) in others {
+            if ns < floor || out.len() >= TOP_PLACES {
+                break;
+            }
+            out.push(frame(id, false));
+        }
+    }
+    flat.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| name(&x.0).cmp(&name(&y.0))));
+    let room = TOP_PLACES.saturating_sub(out.len()).max(1);
+    let flat: Vec<IdlePlace> = flat.iter().take(room).map(|(p, ns)| IdlePlace { name: name(p), ms_per_step: per_step(*ns), depth: None, path: false }).collect();
+    // Frames first when they hold most of the cause, else the flat places.
+    if frame_ns * 2 >= total {
+        out.extend(flat);
+        out
+    } else {
+        let mut v = flat;
+        v.extend(out);
+        v.truncate(TOP_PLACES);
+        v
+    }
+}
