@@ -13,8 +13,8 @@ use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile,
-    SCHEMA_ID, StepTime, StreamRow, Window, metrics,
+    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow,
+    Profile, SCHEMA_ID, StepTime, StreamRow, Window, metrics,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -563,7 +563,13 @@ impl Rows<'_> {
 // --- verdict.
 
 /// The verdict and its reason from the figures above (docs/analysis.md §10).
-fn decide(head: &Headline, busy: &Busy, by_phase: &PhaseTables, idle: Option<&IdleAccount>, measured: Option<&Measurements>) -> (String, String) {
+fn decide(
+    head: &Headline,
+    busy: &Busy,
+    by_phase: &PhaseTables,
+    idle: Option<&IdleAccount>,
+    measured: Option<&Measurements>,
+) -> (String, String) {
     let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
     let evidence = Evidence {
         mode: head.mode,

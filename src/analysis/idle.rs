@@ -107,7 +107,11 @@ pub fn runtime_kind(name: &str) -> Option<HostKind> {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Place {
     /// Outermost and innermost op, and the runtime call inside them.
-    Ops { outer: Option<u32>, inner: Option<u32>, call: Option<u32> },
+    Ops {
+        outer: Option<u32>,
+        inner: Option<u32>,
+        call: Option<u32>,
+    },
     /// An annotation, a DataLoader range or a kernel, by name.
     Name(u32),
     Kernel(u32),
@@ -370,7 +374,9 @@ fn explain_gap(
         None => match main_thread.filter(|_| host_side) {
             // A step's tail (no kernel ends the gap), or kernels with no
             // launch: what the loop thread did.
-            Some(t) => windows.push(Window { thread: t, start: g0, end: g1, mode: Mode::Classify { short: short && !next.is_empty() }, gap }),
+            Some(t) => {
+                windows.push(Window { thread: t, start: g0, end: g1, mode: Mode::Classify { short: short && !next.is_empty() }, gap })
+            }
             None => {
                 let why = if host_side { NOT_LAUNCHED } else { NO_HOST };
                 tally.add(IdleCause::Other, Place::Text(why), gap, phase, g1 - g0);
@@ -419,12 +425,13 @@ fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
                     let place = match place {
                         Place::Frame(_) => {
                             let frames = active.iter().filter(|s| s.kind == HostKind::Python);
-                            let mut path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains_key(&s.name)).map(|s| s.name).collect();
-                            if path.is_empty() {
-                                // Only wrappers: the innermost of them is the place.
-                                path.extend(frames.last().map(|s| s.name));
+                            let path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains_key(&s.name)).map(|s| s.name).collect();
+                            match tally.frame_path(&path, t1 - t) {
+                                Some(node) => Place::Frame(node),
+                                // Only wrappers of the whole step: the step's own
+                                // code, named by the innermost of them.
+                                None => frames.last().map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
                             }
-                            tally.frame_path(&path, t1 - t).map_or(Place::Text(OUTSIDE_OPS), Place::Frame)
                         }
                         p => p,
                     };
@@ -504,7 +511,14 @@ fn classify(active: &[HostSpan], mode: Mode, cpu_side: bool, is_sync_op: &mut dy
 
 /// A cause's places, largest first; Python frames as the chain that holds
 /// most of the time, then the largest others.
-fn places(a: &Analyzer, tally: &Tally, cause: IdleCause, total: i64, per_step: &dyn Fn(i64) -> f64, label: &dyn Fn(u32) -> String) -> Vec<IdlePlace> {
+fn places(
+    a: &Analyzer,
+    tally: &Tally,
+    cause: IdleCause,
+    total: i64,
+    per_step: &dyn Fn(i64) -> f64,
+    label: &dyn Fn(u32) -> String,
+) -> Vec<IdlePlace> {
     let name = |place: &Place| -> String {
         match *place {
             Place::Ops { outer, inner, call } => {
@@ -517,12 +531,8 @@ fn places(a: &Analyzer, tally: &Tally, cause: IdleCause, total: i64, per_step: &
             Place::Text(t) => t.to_string(),
         }
     };
-    let mut flat: Vec<(Place, i64)> = tally
-        .places
-        .iter()
-        .filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_)))
-        .map(|((_, p), ns)| (*p, *ns))
-        .collect();
+    let mut flat: Vec<(Place, i64)> =
+        tally.places.iter().filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_))).map(|((_, p), ns)| (*p, *ns)).collect();
     // Python frames: the tree of the frames the cause's time was spent in.
     let frame_ns: i64 = tally.places.iter().filter(|((c, p), _)| *c == cause && matches!(p, Place::Frame(_))).map(|(_, ns)| *ns).sum();
     let mut out: Vec<IdlePlace> = Vec::new();
@@ -549,8 +559,12 @@ fn places(a: &Analyzer, tally: &Tally, cause: IdleCause, total: i64, per_step: &
         // A frame whose callee on the path holds nearly all of its time
         // (a decorator, `__call__`) adds nothing: the callee is shown.
         let ns = |id: u32| tally.frames[id as usize].ns;
-        let shown: Vec<u32> =
-            chain.iter().enumerate().filter(|(i, c)| chain.get(i + 1).is_none_or(|n| (ns(*n) as f64) < 0.99 * ns(**c) as f64)).map(|(_, c)| *c).collect();
+        let shown: Vec<u32> = chain
+            .iter()
+            .enumerate()
+            .filter(|(i, c)| chain.get(i + 1).is_none_or(|n| (ns(*n) as f64) < 0.99 * ns(**c) as f64))
+            .map(|(_, c)| *c)
+            .collect();
         out.extend(shown.iter().map(|&c| frame(c, true)));
         let floor = total / 20; // 5% of the cause
         for (id, ns) in others {
@@ -562,7 +576,8 @@ fn places(a: &Analyzer, tally: &Tally, cause: IdleCause, total: i64, per_step: &
     }
     flat.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| name(&x.0).cmp(&name(&y.0))));
     let room = TOP_PLACES.saturating_sub(out.len()).max(1);
-    let flat: Vec<IdlePlace> = flat.iter().take(room).map(|(p, ns)| IdlePlace { name: name(p), ms_per_step: per_step(*ns), depth: None, path: false }).collect();
+    let flat: Vec<IdlePlace> =
+        flat.iter().take(room).map(|(p, ns)| IdlePlace { name: name(p), ms_per_step: per_step(*ns), depth: None, path: false }).collect();
     // Frames first when they hold most of the cause, else the flat places.
     if frame_ns * 2 >= total {
         out.extend(flat);

@@ -109,6 +109,9 @@ pub fn decide(e: &Evidence<'_>) -> (String, String) {
 fn bottleneck(e: &Evidence<'_>) -> (String, String) {
     if e.memory_pressure {
         let mut why = format!("allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step", e.mallocs_per_step);
+        if let Some(a) = e.idle.and_then(|i| i.cause(IdleCause::Allocator)) {
+            why = format!("{why}; the GPU waits {:.1} ms/step in them", a.ms_per_step);
+        }
         if let Some((r, cap)) = e.reserved_full {
             why = format!("{why}; reserved memory reached {r:.0} of {cap:.0} MB");
         }
@@ -187,7 +190,8 @@ fn launch_levers(e: &Evidence<'_>) -> String {
 /// its figure and place, and the levers that fit that cause (§12).
 fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)> {
     let top = idle.causes.first().filter(|c| c.ms_per_step > 0.0)?;
-    let head = format!("GPU idle {:.1} of {:.1} ms per step ({:.0}%)", idle.ms_per_step, e.step_ms, ratio(idle.ms_per_step, e.step_ms) * 100.0);
+    let head =
+        format!("GPU idle {:.1} of {:.1} ms per step ({:.0}%)", idle.ms_per_step, e.step_ms, ratio(idle.ms_per_step, e.step_ms) * 100.0);
     let lead = if top.before_first_kernel_ms_per_step >= 0.5 * top.ms_per_step {
         format!(" ({:.1} ms before the first kernel)", top.before_first_kernel_ms_per_step)
     } else {
@@ -256,7 +260,8 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)
 
 /// ` — 4.2 ms in `a`, 1.0 ms in `b``: the cause's largest places.
 fn flat_places(c: &IdleCauseRow, n: usize) -> String {
-    let shown: Vec<String> = c.places.iter().take(n).filter(|p| p.ms_per_step > 0.0).map(|p| format!("{:.1} ms in `{}`", p.ms_per_step, p.name)).collect();
+    let shown: Vec<String> =
+        c.places.iter().take(n).filter(|p| p.ms_per_step > 0.0).map(|p| format!("{:.1} ms in `{}`", p.ms_per_step, p.name)).collect();
     if shown.is_empty() { String::new() } else { format!(" — {}", shown.join(", ")) }
 }
 
@@ -445,7 +450,7 @@ mod tests {
     #[test]
     fn graphs_in_use_are_not_recommended() {
         let mut e = cuda(0.3);
-        assert!(decide(&e).1.contains("CUDA graphs, op fusion"));
+        assert!(decide(&e).1.contains("CUDA graphs, torch.compile, op fusion"));
         e.graph_launches_per_step = 1.0;
         let (bound, why) = decide(&e);
         assert_eq!(bound, HOST_LAUNCH);
@@ -477,7 +482,7 @@ mod tests {
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.2 });
         let (bound, why) = decide(&e);
         assert_eq!(bound, HOST_LAUNCH);
-        assert!(why.contains("op fusion. Lever: `--fuse` folds 221"), "{why}");
+        assert!(why.contains("a larger batch. Lever: `--fuse` folds 221"), "{why}");
     }
 
     #[test]
@@ -517,5 +522,64 @@ mod tests {
         assert_eq!(why, "CPU run: forward dominates the step (562.50 ms, 67% of the phases) — CPU-bound");
         let e = Evidence { in_ops_frac: Some(0.881), ..e };
         assert!(decide(&e).1.ends_with("— CPU-bound; 88% of it inside framework ops, 12% between them"), "{}", decide(&e).1);
+    }
+}
+
+#[cfg(test)]
+mod idle_tests {
+    use super::*;
+    use crate::profile::IdlePlace;
+
+    fn account(causes: &[(IdleCause, f64, &str)]) -> IdleAccount {
+        IdleAccount {
+            ms_per_step: causes.iter().map(|c| c.1).sum(),
+            causes: causes
+                .iter()
+                .map(|&(cause, ms, place)| IdleCauseRow {
+                    cause,
+                    ms_per_step: ms,
+                    gaps_per_step: 3.0,
+                    before_first_kernel_ms_per_step: 0.0,
+                    places: vec![IdlePlace { name: place.into(), ms_per_step: ms, depth: None, path: false }],
+                })
+                .collect(),
+            ..Default::default()
+        }
+    }
+
+    fn host_bound(idle: &IdleAccount) -> (String, String) {
+        let e = Evidence {
+            cuda: true,
+            gpu_util: 0.3,
+            step_ms: 100.0,
+            mode: Some(Mode::Training),
+            launches_per_step: 900.0,
+            idle: Some(idle),
+            ..Default::default()
+        };
+        decide(&e)
+    }
+
+    #[test]
+    fn the_largest_idle_cause_decides_and_graphs_only_for_launch_gaps() {
+        for (cause, bound, lever) in [
+            (IdleCause::Python, HOST_PYTHON, "DataLoader workers"),
+            (IdleCause::Sync, HOST_SYNC, "non_blocking"),
+            (IdleCause::CpuOp, HOST_CPU_OP, "move that CPU work"),
+            (IdleCause::Allocator, HOST_ALLOCATOR, "warm up"),
+            (IdleCause::Dependency, DEPENDENCY, "stream and event"),
+            (IdleCause::Dataloader, DATALOADER, "DataLoader workers"),
+        ] {
+            let idle = account(&[(cause, 50.0, "where"), (IdleCause::Launch, 10.0, "aten::add")]);
+            let (b, why) = host_bound(&idle);
+            assert_eq!(b, bound, "{why}");
+            assert!(why.contains("50.0 ms of it") && why.contains("50.0 ms in `where`") && why.contains(lever), "{why}");
+            assert!(!why.contains("CUDA graphs"), "{cause}: {why}");
+            assert!(why.contains("Next: launch 10.0 ms"), "the second cause is 17% of the idle: {why}");
+        }
+        let idle = account(&[(IdleCause::Launch, 50.0, "aten::add"), (IdleCause::Python, 5.0, "x")]);
+        let (b, why) = host_bound(&idle);
+        assert_eq!(b, HOST_LAUNCH);
+        assert!(why.contains("CUDA graphs") && why.contains("3 short gaps") && !why.contains("Next:"), "{why}");
     }
 }

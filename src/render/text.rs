@@ -265,7 +265,8 @@ pub fn phases(p: &Phases) -> String {
     let idle_head = if idle { format!(" {:>9}", "idle_ms") } else { String::new() };
     let mut o = format!("{:<12} {:>9} {:>9}{idle_head} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
     for (r, b) in p.phases.iter().zip(p.bars()) {
-        let idle_cell = if idle { format!(" {:>9}", r.idle_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}"))) } else { String::new() };
+        let idle_cell =
+            if idle { format!(" {:>9}", r.idle_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}"))) } else { String::new() };
         let line = format!(
             "{:<12} {:>9} {:>9}{idle_cell} {:>9} {:>9}  {}",
             r.phase,

@@ -1,0 +1,337 @@
+//! Why the GPU waits (docs/analysis.md §12): the idle account on the real
+//! traces of tests/fixtures, checked against figures this test derives from
+//! the raw JSON itself, and on generated traces with one known cause each.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use common::{clip, common_len, fixtures, json, read_json, traces, truth, union_len};
+use serde_json::{Value, json};
+
+/// The idle intervals of the busiest device inside the steps, in µs, as a
+/// whole-file reading finds them: each step minus the union of the kernels.
+fn idle_intervals(path: &Path) -> (Vec<(f64, f64)>, usize) {
+    let t = truth(path);
+    let mut by_device: HashMap<i64, Vec<(f64, f64)>> = HashMap::new();
+    for (_, d, s, e) in &t.spans {
+        by_device.entry(*d).or_default().push((*s, *e));
+    }
+    let busiest =
+        by_device.values().map(|iv| clip(iv, &t.windows)).max_by(|a, b| union_len(a).total_cmp(&union_len(b))).unwrap_or_default();
+    let mut busy = busiest.clone();
+    busy.sort_by(|a, b| a.0.total_cmp(&b.0));
+    let mut idle = Vec::new();
+    for &(ws, we) in &t.windows {
+        let mut at = ws;
+        for &(s, e) in busy.iter().filter(|(s, e)| *e > ws && *s < we) {
+            if s > at {
+                idle.push((at, s.min(we)));
+            }
+            at = at.max(e);
+        }
+        if we > at {
+            idle.push((at, we));
+        }
+    }
+    (idle, t.steps)
+}
+
+fn idle_of(v: &Value) -> &Value {
+    assert!(v["idle"].is_object(), "no idle account: {v}");
+    &v["idle"]
+}
+
+fn cause_ms(idle: &Value, cause: &str) -> f64 {
+    idle["causes"].as_array().unwrap().iter().find(|c| c["cause"] == cause).map_or(0.0, |c| c["ms_per_step"].as_f64().unwrap())
+}
+
+fn place_ms(idle: &Value, cause: &str, name: &str) -> Option<f64> {
+    let c = idle["causes"].as_array().unwrap().iter().find(|c| c["cause"] == cause)?;
+    c["where"].as_array().unwrap().iter().find(|p| p["name"] == name).and_then(|p| p["ms_per_step"].as_f64())
+}
+
+fn close(got: f64, want: f64, rel: f64, what: &str) {
+    let tol = (want.abs() * rel).max(0.002);
+    assert!((got - want).abs() <= tol, "{what}: got {got}, want {want} (±{tol})");
+}
+
+#[test]
+fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
+    let mut checked = 0;
+    for path in traces() {
+        let v = json(&["summary", path.to_str().unwrap()]);
+        let (idle, steps) = idle_intervals(&path);
+        if v["idle"].is_null() {
+            assert_eq!(v["gpu_busy_ms_per_step"], 0.0, "{}: a GPU trace without an idle account", path.display());
+            continue;
+        }
+        let want = union_len(&idle) / 1e3 / steps as f64;
+        let account = idle_of(&v);
+        let got = account["ms_per_step"].as_f64().unwrap();
+        close(got, want, 0.001, &format!("{}: idle ms/step", path.display()));
+        let causes = account["causes"].as_array().unwrap();
+        let sum: f64 = causes.iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
+        // Each cause is rounded to the µs.
+        assert!((sum - got).abs() <= 0.001 * causes.len() as f64 + 1e-9, "{}: causes sum to {sum}, idle {got}", path.display());
+        let ms: Vec<f64> = causes.iter().map(|c| c["ms_per_step"].as_f64().unwrap()).collect();
+        assert!(ms.windows(2).all(|w| w[0] >= w[1]), "{}: causes not largest first: {ms:?}", path.display());
+        // Idle per phase sums to the account too.
+        let phases = json(&["phases", path.to_str().unwrap()]);
+        let by_phase: f64 = phases["phases"].as_array().unwrap().iter().filter_map(|p| p["idle_ms_per_step"].as_f64()).sum();
+        assert!((by_phase - got).abs() <= 0.001 * 8.0 + got * 1e-4, "{}: phases' idle {by_phase} vs {got}", path.display());
+        // `get` has the same figures.
+        let got_metric = json(&["get", path.to_str().unwrap(), "idle_ms"]);
+        assert_eq!(got_metric["idle_ms"], account["ms_per_step"], "{}", path.display());
+        checked += 1;
+    }
+    assert!(checked >= 15, "only {checked} traces had an idle account");
+}
+
+/// The Python frame's idle time in the stretch before the first kernel,
+/// derived from the raw events: the frame's part of that stretch that no
+/// CPU op covers.
+fn frame_idle_before_first_launch(path: &Path, frame: &str) -> (f64, f64) {
+    let doc = read_json(path);
+    let events = doc["traceEvents"].as_array().unwrap();
+    let t = truth(path);
+    let first_kernel = t.spans.iter().map(|s| s.2).fold(f64::INFINITY, f64::min);
+    let launches: HashMap<i64, f64> = events
+        .iter()
+        .filter(|e| matches!(e["cat"].as_str(), Some("cuda_runtime" | "cuda_driver")))
+        .filter_map(|e| Some((e["args"]["correlation"].as_i64()?, e["ts"].as_f64()?)))
+        .collect();
+    let first_launch = events
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["ts"].as_f64() == Some(first_kernel))
+        .filter_map(|e| launches.get(&e["args"]["correlation"].as_i64()?).copied())
+        .fold(f64::NEG_INFINITY, f64::max);
+    let start = t.windows[0].0;
+    let lead = [(start, first_launch)];
+    let spans = |pred: &dyn Fn(&Value) -> bool| -> Vec<(f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["ph"] == "X" && pred(e))
+            .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+            .collect()
+    };
+    let in_frame = clip(&spans(&|e| e["cat"] == "python_function" && e["name"] == frame), &lead);
+    let ops = clip(&spans(&|e| e["cat"] == "cpu_op"), &in_frame);
+    ((union_len(&in_frame) - union_len(&ops)) / 1e3, (first_kernel - start) / 1e3)
+}
+
+#[test]
+fn timesformer_waits_on_python_preprocessing_before_the_first_launch() {
+    for (dir, file) in [
+        ("tracelens_h100_timesformer", "facebook_timesformer-base-finetuned-k400__1016002.json.gz"),
+        ("tracelens_mi300_inference", "facebook_timesformer-base-finetuned-k400__1016002.json.gz"),
+    ] {
+        let path = fixtures().join("traces").join(dir).join(file);
+        let v = json(&["summary", path.to_str().unwrap()]);
+        let idle = idle_of(&v);
+        let frame = "transformers/pipelines/video_classification.py(129): preprocess";
+        let (want, lead_ms) = frame_idle_before_first_launch(&path, frame);
+        assert!(want > 150.0, "{dir}: the test's own reading finds {want} ms");
+        let got = place_ms(idle, "python", frame).unwrap_or_else(|| panic!("{dir}: {frame} not named: {idle}"));
+        // The account also counts the frame's time in later gaps (a few ms).
+        assert!(got >= want * 0.99 && got <= want * 1.05, "{dir}: {frame} {got} ms, the raw events say {want}");
+        assert_eq!(idle["causes"][0]["cause"], "python", "{dir}");
+        close(idle["before_first_kernel_ms_per_step"].as_f64().unwrap(), lead_ms, 0.001, dir);
+        assert_eq!(v["bound"], "host / python", "{dir}");
+        let why = v["bound_why"].as_str().unwrap();
+        assert!(why.contains(frame) && why.contains("image_processing_videomae.py"), "{dir}: {why}");
+        assert!(!why.contains("CUDA graphs"), "{dir}: {why}");
+    }
+}
+
+#[test]
+fn alexnet_waits_on_a_cold_start_cudnn_and_the_allocator_not_on_launches() {
+    let path = fixtures().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let v = json(&["summary", path.to_str().unwrap()]);
+    let idle = idle_of(&v);
+    // The allocator's share, from the raw events: cudaMalloc/cudaFree time
+    // while the GPU was idle.
+    let doc = read_json(&path);
+    let (gaps, _) = idle_intervals(&path);
+    let alloc: Vec<(f64, f64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime" && matches!(e["name"].as_str(), Some("cudaMalloc" | "cudaFree")))
+        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .collect();
+    let want = common_len(&alloc, &gaps) / 1e3;
+    assert!(want > 8000.0, "the raw events hold {want} ms of allocator calls while idle");
+    close(cause_ms(idle, "allocator"), want, 0.01, "allocator ms");
+    let cudnn_free = place_ms(idle, "allocator", "aten::conv2d > aten::cudnn_convolution > cudaFree").expect("named");
+    assert!(cudnn_free > 6000.0, "{cudnn_free}");
+    assert_eq!(idle["causes"][0]["cause"], "cpu_op");
+    assert_eq!(v["bound"], "host / cpu op");
+    let why = v["bound_why"].as_str().unwrap();
+    assert!(why.contains("warm up before the profiled window") && !why.contains("CUDA graphs"), "{why}");
+}
+
+#[test]
+fn a_graph_capture_is_said_to_be_one() {
+    let path = fixtures().join("traces/tracelens_vllm_cuda_graph_capture/graph_capture_rank_0.pt.trace.json.gz");
+    let v = json(&["summary", path.to_str().unwrap()]);
+    let idle = idle_of(&v);
+    // Upper bound from the raw events: vllm::moe_forward's time while idle.
+    let doc = read_json(&path);
+    let (gaps, _) = idle_intervals(&path);
+    let moe: Vec<(f64, f64)> = doc["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "cpu_op" && e["name"] == "vllm::moe_forward")
+        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .collect();
+    let bound = common_len(&moe, &gaps) / 1e3;
+    let got = place_ms(idle, "cpu_op", "vllm::moe_forward").expect("named");
+    assert!(got <= bound + 0.001 && got >= 0.5 * bound, "moe_forward {got} ms of at most {bound}");
+    let why = v["bound_why"].as_str().unwrap();
+    assert!(why.contains("graph capture") && !why.contains("CUDA graphs,"), "{why}");
+}
+
+// --- generated traces, one known cause each.
+
+/// A Kineto-shaped trace: one loop thread (tid 1), kernels on device 0.
+#[derive(Default)]
+struct Trace {
+    events: Vec<Value>,
+    corr: i64,
+}
+
+impl Trace {
+    fn x(&mut self, cat: &str, name: &str, ts: f64, dur: f64, args: Value) {
+        self.events.push(json!({"ph": "X", "cat": cat, "name": name, "pid": 1, "tid": 1, "ts": ts, "dur": dur, "args": args}));
+    }
+    fn step(&mut self, n: u64, ts: f64, dur: f64) {
+        self.x("user_annotation", &format!("ProfilerStep#{n}"), ts, dur, json!({}));
+    }
+    /// An op at `ts` that launches one kernel of `kdur` µs starting at
+    /// `kstart` (on `stream`).
+    fn launch(&mut self, op: &str, ts: f64, kstart: f64, kdur: f64, stream: i64) {
+        self.corr += 1;
+        let c = self.corr;
+        self.x("cpu_op", op, ts, 4.0, json!({}));
+        self.x("cuda_runtime", "cudaLaunchKernel", ts + 1.0, 2.0, json!({"correlation": c}));
+        self.events.push(json!({"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": stream, "ts": kstart, "dur": kdur,
+            "args": {"correlation": c, "device": 0, "stream": stream}}));
+    }
+    fn write(&self, dir: &Path, name: &str) -> String {
+        let path = dir.join(name);
+        std::fs::write(&path, serde_json::to_vec(&json!({"traceEvents": self.events})).unwrap()).unwrap();
+        path.to_str().unwrap().to_string()
+    }
+}
+
+/// Three steps of 100 ms: a kernel at the start and one at the end of each
+/// step, and `inject(trace, step_start)` putting one cause between them.
+fn generated(dir: &Path, name: &str, inject: &dyn Fn(&mut Trace, f64)) -> Value {
+    let mut t = Trace::default();
+    for n in 0..3 {
+        let s = n as f64 * 100_000.0;
+        t.step(n + 1, s, 100_000.0);
+        t.launch("aten::mm", s, s + 5.0, 10_000.0, 7);
+        t.launch("aten::mm", s + 89_990.0, s + 89_995.0, 10_000.0, 7);
+        inject(&mut t, s);
+    }
+    json(&["summary", &t.write(dir, name)])
+}
+
+/// The step is 100 ms and kernels fill 20 ms of it; the injected cause
+/// takes `want` ms of the 80 ms gap and the rest is the background below.
+fn check(v: &Value, cause: &str, want: f64, bound: &str, place: Option<&str>) {
+    let idle = idle_of(v);
+    close(idle["ms_per_step"].as_f64().unwrap(), 80.0, 0.001, "idle");
+    close(cause_ms(idle, cause), want, 0.05, cause);
+    if let Some(p) = place {
+        let got = place_ms(idle, cause, p).unwrap_or_else(|| panic!("{p} not named for {cause}: {idle}"));
+        close(got, want, 0.05, p);
+    }
+    assert_eq!(v["bound"], bound, "{}", v["bound_why"]);
+}
+
+#[test]
+fn each_injected_cause_is_recovered_with_its_figure() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // A 30 ms cudaStreamSynchronize bubble, then Python till the next launch
+    // (annotated, no ops).
+    let v = generated(d, "sync.json", &|t, s| {
+        t.x("cpu_op", "aten::item", s + 10_100.0, 60_000.0, json!({}));
+        t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_200.0, 59_800.0, json!({}));
+    });
+    check(&v, "sync", 60.0, "host / sync", None);
+    close(place_ms(idle_of(&v), "sync", "aten::item > cudaStreamSynchronize").unwrap(), 59.8, 0.01, "the sync call");
+    let v = generated(d, "sync30.json", &|t, s| {
+        t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_005.0, 30_000.0, json!({}));
+        t.x("cpu_op", "aten::cat", s + 40_005.0, 49_900.0, json!({}));
+    });
+    close(cause_ms(idle_of(&v), "sync"), 30.0, 0.05, "30 ms sync bubble");
+    assert!(!v["bound_why"].as_str().unwrap().contains("CUDA graphs"), "{}", v["bound_why"]);
+
+    // A 20 ms Python gap inside a frame that wraps the whole step.
+    let v = generated(d, "python.json", &|t, s| {
+        t.x("python_function", "train.py(5): main", s, 100_000.0, json!({}));
+        t.x("python_function", "train.py(40): augment", s + 20_000.0, 20_000.0, json!({}));
+        t.x("python_function", "numpy/core.py(9): resize", s + 21_000.0, 15_000.0, json!({}));
+        t.x("cpu_op", "aten::copy_", s + 40_000.0, 10_000.0, json!({}));
+    });
+    check(&v, "python", 80.0 - 10.0 - 0.01, "host / python", None);
+    let idle = idle_of(&v);
+    close(place_ms(idle, "python", "train.py(40): augment").unwrap(), 20.0, 0.05, "augment");
+    close(place_ms(idle, "python", "numpy/core.py(9): resize").unwrap(), 15.0, 0.05, "resize");
+    let on_path: Vec<&str> =
+        idle["causes"][0]["where"].as_array().unwrap().iter().filter(|p| p["path"] == true).map(|p| p["name"].as_str().unwrap()).collect();
+    assert_eq!(on_path, ["train.py(40): augment", "numpy/core.py(9): resize"], "the wrapper of the whole step is not on the path: {idle}");
+    let why = v["bound_why"].as_str().unwrap();
+    assert!(why.contains("train.py(40): augment") && !why.contains("CUDA graphs"), "{why}");
+
+    // A dataloader wait.
+    let v = generated(d, "dataloader.json", &|t, s| {
+        t.x("cpu_op", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", s + 10_010.0, 60_000.0, json!({}));
+    });
+    check(&v, "dataloader", 60.0, "dataloader", Some("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"));
+
+    // A cudaMalloc storm: 50 calls of 1 ms.
+    let v = generated(d, "malloc.json", &|t, s| {
+        for i in 0..50 {
+            let at = s + 12_000.0 + i as f64 * 1_200.0;
+            t.x("cpu_op", "aten::empty", at, 1_100.0, json!({}));
+            t.x("cuda_runtime", "cudaMalloc", at + 50.0, 1_000.0, json!({}));
+        }
+    });
+    // 50 calls a step are also the allocator thrash of docs/analysis.md §9,
+    // which comes first and now says what it costs.
+    check(&v, "allocator", 50.0, "memory-pressure", Some("aten::empty > cudaMalloc"));
+    assert!(v["bound_why"].as_str().unwrap().contains("the GPU waits 50.0 ms/step in them"), "{}", v["bound_why"]);
+
+    // A cross-stream wait: the next kernel was launched long before.
+    let v = generated(d, "dependency.json", &|t, s| {
+        t.launch("aten::add", s + 10_010.0, s + 30_000.0, 1.0, 9);
+    });
+    close(cause_ms(idle_of(&v), "dependency"), 20.0 - 0.013, 0.05, "dependency");
+}
+
+#[test]
+fn thousands_of_tiny_kernels_are_launch_gaps_and_the_lever_is_graphs() {
+    // 2000 kernels of 5 µs launched every 15 µs: 10 µs gaps, 20 ms of them.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Trace::default();
+    t.step(1, 0.0, 30_010.0);
+    for i in 0..2000 {
+        let at = i as f64 * 15.0;
+        t.launch("aten::add", at, at + 5.0, 5.0, 7);
+    }
+    let v = json(&["summary", &t.write(dir.path(), "tiny.json")]);
+    let idle = idle_of(&v);
+    let total = idle["ms_per_step"].as_f64().unwrap();
+    close(total, 30.01 - 10.0, 0.01, "idle");
+    close(cause_ms(idle, "launch"), total, 0.05, "launch");
+    assert_eq!(v["bound"], "host / launch");
+    assert!(v["bound_why"].as_str().unwrap().contains("CUDA graphs"), "{}", v["bound_why"]);
+    assert!(!v["bound_why"].as_str().unwrap().contains("µs each"), "{}", v["bound_why"]);
+}
