@@ -570,9 +570,12 @@ fn graph_launches_own_all_their_kernels() {
     }
     assert_eq!(s["mode"], "inference");
     assert_eq!(s["devices"][0]["vendor"], "AMD");
-    assert_eq!(s["bound"], "host / launch");
+    // Most of its idle time is the 0.5 ms after the last kernel, outside any
+    // op (docs/analysis.md §12): not a launch problem, and graphs are not
+    // recommended to a trace that replays them anyway.
+    assert_eq!(s["bound"], "host / python");
     let why = s["bound_why"].as_str().unwrap();
-    assert!(why.contains("already in use") && !why.contains("CUDA graphs, op fusion"), "{why}");
+    assert!(!why.contains("CUDA graphs, torch.compile"), "{why}");
     let text = run(&["profile", "summary", &path]).stdout;
     assert!(text.contains("2 kernel launches/step (1 CUDA/HIP graph launches"), "{text}");
 }

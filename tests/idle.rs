@@ -335,3 +335,40 @@ fn thousands_of_tiny_kernels_are_launch_gaps_and_the_lever_is_graphs() {
     assert!(v["bound_why"].as_str().unwrap().contains("CUDA graphs"), "{}", v["bound_why"]);
     assert!(!v["bound_why"].as_str().unwrap().contains("µs each"), "{}", v["bound_why"]);
 }
+
+#[test]
+fn what_if_removes_one_cause_and_compare_shows_the_causes_move() {
+    let path = fixtures().join("traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz");
+    let p = path.to_str().unwrap();
+    let s = json(&["summary", p]);
+    let python = cause_ms(idle_of(&s), "python");
+    let w = json(&["what-if", p, "--remove-idle", "python"]);
+    assert_eq!(w["model"], "idle-cause");
+    let step = s["step_ms"].as_f64().unwrap();
+    close(w["step_ms"]["projected"].as_f64().unwrap(), step - python, 0.0001, "projected step");
+    assert!(w["caveat"].as_str().unwrap().starts_with("upper bound"), "{w}");
+    let r = common::run(&["profile", "what-if", p, "--remove-idle", "python", "--remove-launches", "3"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+
+    // Two generated traces: a sync bubble before, a Python gap after.
+    let dir = tempfile::tempdir().unwrap();
+    let mut before = Trace::default();
+    let mut after = Trace::default();
+    for (t, cat, name) in [(&mut before, "cuda_runtime", "cudaStreamSynchronize"), (&mut after, "python_function", "train.py(9): log")] {
+        t.step(1, 0.0, 100_000.0);
+        t.launch("aten::mm", 0.0, 5.0, 10_000.0, 7);
+        t.x(cat, name, 10_100.0, 70_000.0, json!({}));
+        t.launch("aten::mm", 89_990.0, 89_995.0, 10_000.0, 7);
+    }
+    let (a, b) = (before.write(dir.path(), "before.json"), after.write(dir.path(), "after.json"));
+    let c = json(&["compare", &a, &b]);
+    let row =
+        |name: &str| c["idle"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap_or_else(|| panic!("{name}: {c}"));
+    assert_eq!(row("sync")["status"], "disappeared");
+    // After: all but the launch gaps' few µs of the 80 ms is Python.
+    close(row("python")["after_ms"].as_f64().unwrap(), 80.0 - cause_ms(idle_of(&json(&["summary", &b])), "launch"), 0.0002, "python after");
+    close(row("sync")["before_ms"].as_f64().unwrap(), 70.0, 0.001, "sync before");
+    assert_eq!(c["bound"], json!(["host / sync", "host / python"]));
+    let text = common::run(&["profile", "compare", &a, &b]).stdout;
+    assert!(text.contains("GPU idle by cause (ms/step):"), "{text}");
+}

@@ -196,6 +196,10 @@ pub struct WhatIfArgs {
     /// Remove N kernel launches per step (e.g. an op-fusion win)
     #[arg(long)]
     pub remove_launches: Option<u64>,
+    /// Remove one cause of GPU idle time (the idle account's: python, sync,
+    /// cpu_op, launch, …): an upper bound on what fixing it saves
+    #[arg(long, value_name = "CAUSE")]
+    pub remove_idle: Option<crate::profile::IdleCause>,
     #[arg(long)]
     pub json: bool,
 }

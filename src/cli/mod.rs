@@ -203,13 +203,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
         }
         ReaderCommand::WhatIf(a) => {
-            let change = Change { remove_category: a.remove_category.clone(), remove_launches: a.remove_launches };
-            if change.remove_category.is_none() && change.remove_launches.is_none() {
-                return Err(Error::usage("specify --remove-category C or --remove-launches N"));
-            }
-            if change.remove_category.is_some() && change.remove_launches.is_some() {
-                return Err(Error::usage(lens::whatif::BOTH));
-            }
+            let change =
+                Change { remove_category: a.remove_category.clone(), remove_launches: a.remove_launches, remove_idle: a.remove_idle };
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }

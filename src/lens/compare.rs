@@ -78,6 +78,8 @@ pub struct Comparison {
     pub bound: [String; 2],
     pub categories: Vec<RowDelta>,
     pub phases: Vec<RowDelta>,
+    /// GPU idle time by cause (docs/analysis.md §12), where a side has it.
+    pub idle: Vec<RowDelta>,
     pub kernels: Vec<RowDelta>,
 }
 
@@ -175,6 +177,14 @@ const SPECS: &[Spec] = &[
         better: Better::Higher,
         get: |p| p.extras.host_in_ops_frac,
         std_key: None,
+    },
+    Spec {
+        metric: "idle_ms",
+        label: "GPU idle",
+        unit: "ms/step",
+        better: Better::Lower,
+        get: |p| p.idle.as_ref().map(|i| i.ms_per_step),
+        std_key: Some("idle_ms"),
     },
     Spec {
         metric: "launches_per_step",
@@ -278,11 +288,17 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
             a.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
             b.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
         ),
+        idle: rows(idle_rows(a), idle_rows(b)),
         kernels: rows(
             a.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
             b.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
         ),
     }
+}
+
+/// Idle ms per step by cause.
+fn idle_rows(p: &Profile) -> Vec<(String, f64)> {
+    p.idle.iter().flat_map(|i| i.causes.iter().map(|c| (c.cause.as_str().to_string(), c.ms_per_step))).collect()
 }
 
 /// A phase is compared on its wall time when known, else its GPU time.

@@ -5,7 +5,7 @@ use serde::Serialize;
 use crate::analysis::kernels::COMMUNICATION;
 use crate::analysis::verdict::COMPUTE_UTIL;
 use crate::error::{Error, Result};
-use crate::profile::Profile;
+use crate::profile::{IdleCause, Profile};
 use crate::util::round;
 
 /// What to remove.
@@ -15,6 +15,8 @@ pub struct Change {
     pub remove_category: Option<String>,
     /// Kernel launches per step to remove.
     pub remove_launches: Option<u64>,
+    /// One cause of GPU idle time to remove (docs/analysis.md §12).
+    pub remove_idle: Option<IdleCause>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -28,6 +30,8 @@ pub enum Model {
     NoGpu,
     /// Removing `communication`: perfect overlap, the exposed part hidden.
     CommOverlap,
+    /// Removing one idle cause: its idle time goes from the step.
+    IdleCause,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -63,19 +67,26 @@ pub const CAVEAT: &str = "rough estimate: the per-launch host cost is an average
 /// perfect overlap, which real runs only approach.
 pub const COMM_CAVEAT: &str = "perfect-overlap model: only the exposed communication (the part no compute kernel overlaps) is removed, the collectives and their launches stay; real overlap is partial, and only a second measurement proves the change";
 
-/// Said when both changes are asked at once.
-pub const BOTH: &str = "--remove-category and --remove-launches cannot be combined: the launches could be the category's own, \
+/// An idle cause removed: the GPU would still need the host for the next
+/// kernel, and the work removed may move elsewhere.
+pub const IDLE_CAVEAT: &str = "upper bound: it assumes the GPU's idle time of that cause simply goes, and that the work behind it (Python, a sync, a copy) does not move into another gap; only a second measurement proves the change";
+
+/// Said when several changes are asked at once.
+pub const BOTH: &str = "--remove-category, --remove-launches and --remove-idle cannot be combined: the launches could be the category's own, \
                         so the count would be wrong; ask one what-if at a time";
 
 pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
-    if change.remove_category.is_none() && change.remove_launches.is_none() {
-        return Err(Error::usage("specify --remove-category C or --remove-launches N"));
-    }
-    if change.remove_category.is_some() && change.remove_launches.is_some() {
+    let asked = [change.remove_category.is_some(), change.remove_launches.is_some(), change.remove_idle.is_some()];
+    match asked.iter().filter(|a| **a).count() {
+        0 => return Err(Error::usage("specify --remove-category C, --remove-launches N or --remove-idle CAUSE")),
         // Whether the N launches are the category's own or others cannot be
-        // told, and the two models (host cost per launch, GPU work) answer
-        // different questions: one change at a time.
-        return Err(Error::usage(BOTH));
+        // told, and the models (host cost per launch, GPU work, idle time)
+        // answer different questions: one change at a time.
+        1 => {}
+        _ => return Err(Error::usage(BOTH)),
+    }
+    if let Some(cause) = change.remove_idle {
+        return idle_removed(p, cause);
     }
     let launches = p.figures.launches_per_step;
     let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
@@ -196,6 +207,39 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
     }
 }
 
+/// What-if for one idle cause: the step without that cause's idle time,
+/// never below the GPU's busy time.
+fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
+    let Some(idle) = &p.idle else {
+        return Err(Error::usage("this profile has no idle account (a CPU run, or a profile written before it): nothing to remove"));
+    };
+    let ms = idle.cause(cause).map_or(0.0, |c| c.ms_per_step);
+    let step = p.figures.step_ms;
+    let projected = round((step - ms).max(p.figures.gpu_busy_ms_per_step).min(step), 3);
+    let img_now = p.figures.img_per_s;
+    let img_projected = match (p.batch(), img_now) {
+        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
+        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
+        _ => None,
+    };
+    Ok(WhatIf {
+        trace: p.trace.clone(),
+        bound: p.bound.clone(),
+        model: Model::IdleCause,
+        mechanism: format!(
+            "GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle",
+            cause.meaning(),
+            idle.ms_per_step
+        ),
+        per_launch_us: None,
+        removed: Removed { category: None, gpu_ms: 0.0, launches: 0.0 },
+        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
+        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
+        img_per_s: NowProjected { now: img_now, projected: img_projected },
+        caveat: IDLE_CAVEAT,
+    })
+}
+
 fn fmt_count(v: f64) -> String {
     if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
 }
@@ -265,7 +309,7 @@ mod tests {
         assert_eq!(w.model, Model::NoGpu);
         assert_eq!(w.step_ms.projected, Some(100.0));
         assert!(what_if(&p, &Change::default()).is_err());
-        let both = Change { remove_category: Some("elementwise".into()), remove_launches: Some(100) };
+        let both = Change { remove_category: Some("elementwise".into()), remove_launches: Some(100), ..Default::default() };
         assert_eq!(what_if(&gpu_profile(0.5), &both).unwrap_err().exit_code(), 2);
         let e = what_if(&gpu_profile(0.5), &Change { remove_category: Some("gemm".into()), ..Default::default() }).unwrap_err();
         assert_eq!(e.exit_code(), 2);

@@ -246,8 +246,9 @@ impl IdleAccount {
 }
 
 /// The closed vocabulary of idle causes (docs/analysis.md §12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "snake_case")]
+#[value(rename_all = "snake_case")]
 pub enum IdleCause {
     /// Short gaps while the host dispatches and launches as fast as it can.
     Launch,

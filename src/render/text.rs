@@ -408,6 +408,7 @@ pub fn compare(c: &Comparison) -> String {
     let _ = writeln!(o, "{:<14} {} -> {}", "verdict", c.bound[0], c.bound[1]);
     section(&mut o, "phases (ms/step)", &c.phases, 8);
     section(&mut o, "kernel mix (ms/step)", &c.categories, 8);
+    section(&mut o, "GPU idle by cause (ms/step)", &c.idle, 8);
     section(&mut o, "kernels, largest changes (ms/step)", &c.kernels, 8);
     o
 }

@@ -139,6 +139,7 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     ]));
     section(&mut out, t, "Phases (ms/step)", &c.phases, width);
     section(&mut out, t, "Kernel mix (ms/step)", &c.categories, width);
+    section(&mut out, t, "GPU idle by cause (ms/step)", &c.idle, width);
     section(&mut out, t, "Kernels, largest changes first (ms/step)", &c.kernels, width);
     out.push(Line::raw(""));
     out.push(Line::styled("Up/Down scroll · o open another profile", t.muted()));

@@ -130,6 +130,15 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         ]));
     }
 
+    if let Some(idle) = &s.idle {
+        // The same block as `profile summary`'s, with one place per cause.
+        out.push(Line::raw(""));
+        out.push(Line::styled("Why the GPU waits", t.header()));
+        for line in libreyolo_core::render::text::idle_lines(idle, 1) {
+            out.push(Line::raw(clip(&line, width)));
+        }
+    }
+
     out.push(Line::raw(""));
     out.push(Line::styled("Kernel mix", t.header()));
     if s.categories.is_empty() {

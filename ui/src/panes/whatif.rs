@@ -89,9 +89,9 @@ impl WhatIfPane {
                 return;
             }
             Some(WhatIfChoice::Category(i)) => {
-                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), remove_launches: None }
+                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), ..Default::default() }
             }
-            Some(WhatIfChoice::Launches(n)) => Change { remove_category: None, remove_launches: Some(n) },
+            Some(WhatIfChoice::Launches(n)) => Change { remove_launches: Some(n), ..Default::default() },
         };
         self.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
     }
