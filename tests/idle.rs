@@ -372,3 +372,23 @@ fn what_if_removes_one_cause_and_compare_shows_the_causes_move() {
     let text = common::run(&["profile", "compare", &a, &b]).stdout;
     assert!(text.contains("GPU idle by cause (ms/step):"), "{text}");
 }
+
+#[test]
+fn a_hostile_stack_of_nested_ops_ends_quickly() {
+    // 20 000 ops nested inside each other around one long gap: the sweep
+    // follows a bounded stack instead of all of them at every boundary.
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Trace::default();
+    t.step(1, 0.0, 1_000_000.0);
+    t.launch("aten::mm", 0.0, 5.0, 10.0, 7);
+    for i in 0..20_000 {
+        let at = 100.0 + i as f64 * 0.01;
+        t.x("cpu_op", "aten::deep", at, 900_000.0 - i as f64 * 0.02, json!({}));
+    }
+    t.launch("aten::mm", 999_000.0, 999_005.0, 10.0, 7);
+    let v = json(&["summary", &t.write(dir.path(), "deep.json")]);
+    let idle = idle_of(&v);
+    let sum: f64 = idle["causes"].as_array().unwrap().iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
+    close(sum, idle["ms_per_step"].as_f64().unwrap(), 0.001, "causes sum");
+    close(cause_ms(idle, "cpu_op"), 900.0 - 0.1, 0.01, "inside the ops");
+}

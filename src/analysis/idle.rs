@@ -42,6 +42,10 @@ pub const LAUNCH_GAP_NS: i64 = 100_000;
 /// whole step (`<module>`, `main`, `train_step`): it explains nothing.
 const WRAPPER_SHARE: f64 = 0.9;
 
+/// Records open at once on one thread that the sweep follows (real stacks
+/// of ops, calls and Python frames stay under a few hundred).
+const MAX_DEPTH: usize = 512;
+
 /// Places listed per cause.
 const TOP_PLACES: usize = 6;
 
@@ -206,6 +210,10 @@ impl Tally {
     }
 }
 
+/// A device: its id, its kernels (indices, by start), their merged busy
+/// intervals and the busy time inside the steps.
+type DeviceKernels = (i64, Vec<usize>, Vec<(i64, i64)>, i64);
+
 /// The idle account and the idle time per phase id, in ns over the window.
 pub(super) struct Account {
     pub account: IdleAccount,
@@ -221,7 +229,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
     for (i, k) in a.kernel_spans.iter().enumerate() {
         by_device.entry(k.device).or_default().push(i);
     }
-    let mut devices: Vec<(i64, Vec<usize>, Vec<(i64, i64)>, i64)> = by_device
+    let mut devices: Vec<DeviceKernels> = by_device
         .into_iter()
         .map(|(d, mut ks)| {
             ks.sort_by_key(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end));
@@ -410,7 +418,9 @@ fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
             let mut t = win.start;
             loop {
                 while p < spans.len() && spans[p].start <= t {
-                    if spans[p].end > t {
+                    // Deeper nesting than any real stack is a hostile trace:
+                    // the records beyond it are ignored, not swept forever.
+                    if spans[p].end > t && active.len() < MAX_DEPTH {
                         active.push(spans[p]);
                     }
                     p += 1;
@@ -424,13 +434,13 @@ fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
                     let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
                     let place = match place {
                         Place::Frame(_) => {
-                            let frames = active.iter().filter(|s| s.kind == HostKind::Python);
+                            let mut frames = active.iter().filter(|s| s.kind == HostKind::Python);
                             let path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains_key(&s.name)).map(|s| s.name).collect();
                             match tally.frame_path(&path, t1 - t) {
                                 Some(node) => Place::Frame(node),
                                 // Only wrappers of the whole step: the step's own
                                 // code, named by the innermost of them.
-                                None => frames.last().map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
+                                None => frames.next_back().map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
                             }
                         }
                         p => p,
