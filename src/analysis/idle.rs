@@ -20,7 +20,7 @@
 //! [`LAUNCH_GAP_NS`] in which the host was neither blocked nor allocating
 //! are `launch` too: the host was dispatching as fast as it could.
 
-use rustc_hash::FxHashMap as HashMap;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::busy::merge;
 use super::{Analyzer, Launch};
@@ -225,6 +225,7 @@ pub(super) struct Account {
 pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &dyn Fn(u32) -> String) -> Option<Account> {
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
+    let window = merged(steps);
     let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
     for (i, k) in a.kernel_spans.iter().enumerate() {
         by_device.entry(k.device).or_default().push(i);
@@ -235,7 +236,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             ks.sort_by_key(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end));
             let mut iv: Vec<(i64, i64)> = ks.iter().map(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end)).collect();
             let busy = merge(&mut iv);
-            let in_steps = super::busy::overlap(&busy, &merged(steps));
+            let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
         })
         .collect();
@@ -295,7 +296,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             }
         }
     }
-    sweep(a, &mut windows, &mut tally);
+    sweep(a, &window, &mut windows, &mut tally);
 
     let idle_ns: i64 = tally.causes.values().sum();
     let mut causes: Vec<IdleCauseRow> = tally
@@ -395,12 +396,12 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
+fn sweep(a: &Analyzer, steps: &[(i64, i64)], windows: &mut [Window], tally: &mut Tally) {
     windows.sort_by_key(|w| (w.thread, w.start));
     let mut spans: Vec<HostSpan> = a.host.spans.clone();
     spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
     let cpu_side = a.evidence.cpu_ops > 0 || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
-    let wrappers = python_wrappers(a, &spans);
+    let wrappers = python_wrappers(steps, &spans);
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
     let mut is_sync_op = |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
 
@@ -435,7 +436,7 @@ fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
                     let place = match place {
                         Place::Frame(_) => {
                             let mut frames = active.iter().filter(|s| s.kind == HostKind::Python);
-                            let path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains_key(&s.name)).map(|s| s.name).collect();
+                            let path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains(&s.name)).map(|s| s.name).collect();
                             match tally.frame_path(&path, t1 - t) {
                                 Some(node) => Place::Frame(node),
                                 // Only wrappers of the whole step: the step's own
@@ -456,16 +457,15 @@ fn sweep(a: &Analyzer, windows: &mut [Window], tally: &mut Tally) {
     }
 }
 
-/// Python frames that wrap the whole step (see [`WRAPPER_SHARE`]).
-fn python_wrappers(a: &Analyzer, spans: &[HostSpan]) -> HashMap<u32, ()> {
-    let steps = merged(&a.ranges.step_intervals());
-    let steps = if steps.is_empty() { a.span.map(|s| vec![s]).unwrap_or_default() } else { steps };
+/// Python frames that wrap the whole step (see [`WRAPPER_SHARE`]), over
+/// the account's merged `steps`.
+fn python_wrappers(steps: &[(i64, i64)], spans: &[HostSpan]) -> HashSet<u32> {
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
     let mut cover: HashMap<u32, i64> = HashMap::default();
     for s in spans.iter().filter(|s| s.kind == HostKind::Python) {
-        *cover.entry(s.name).or_insert(0) += super::busy::overlap(&[(s.start, s.end)], &steps);
+        *cover.entry(s.name).or_insert(0) += super::busy::overlap(&[(s.start, s.end)], steps);
     }
-    cover.into_iter().filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0).map(|(n, _)| (n, ())).collect()
+    cover.into_iter().filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0).map(|(n, _)| n).collect()
 }
 
 /// The cause of one instant from the records active on the thread

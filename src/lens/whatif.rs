@@ -155,11 +155,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     };
     let projected = round(projected, 3);
     let img_now = p.figures.img_per_s;
-    let img_projected = match (p.batch(), img_now) {
-        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
-        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
-        _ => None,
-    };
+    let img_projected = projected_img_per_s(p, step, projected);
     Ok(WhatIf {
         trace: p.trace.clone(),
         bound: p.bound.clone(),
@@ -188,11 +184,7 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
         _ => String::new(),
     };
     let img_now = p.figures.img_per_s;
-    let img_projected = match (p.batch(), img_now) {
-        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
-        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
-        _ => None,
-    };
+    let img_projected = projected_img_per_s(p, step, projected);
     WhatIf {
         trace: p.trace.clone(),
         bound: p.bound.clone(),
@@ -217,11 +209,7 @@ fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
     let step = p.figures.step_ms;
     let projected = round((step - ms).max(p.figures.gpu_busy_ms_per_step).min(step), 3);
     let img_now = p.figures.img_per_s;
-    let img_projected = match (p.batch(), img_now) {
-        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
-        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
-        _ => None,
-    };
+    let img_projected = projected_img_per_s(p, step, projected);
     Ok(WhatIf {
         trace: p.trace.clone(),
         bound: p.bound.clone(),
@@ -238,6 +226,16 @@ fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
         img_per_s: NowProjected { now: img_now, projected: img_projected },
         caveat: IDLE_CAVEAT,
     })
+}
+
+/// img/s at the projected step time: from the batch, else scaled from the
+/// measured img/s.
+fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
+    match (p.batch(), p.figures.img_per_s) {
+        (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
+        (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
+        _ => None,
+    }
 }
 
 fn fmt_count(v: f64) -> String {
