@@ -3,8 +3,9 @@
 //! Arrow crates are large, so they are the `parquet` feature; a build
 //! without it says so (exit 2).
 //!
-//! - `ranks.parquet`: one row per rank, the job view's per-rank figures and
-//!   its collective waits.
+//! - `ranks.parquet`: one row per rank, the job view's per-rank figures,
+//!   its collective waits (its own and those it caused) and, for a
+//!   straggler, the wait it causes per step and its first reason.
 //! - `collectives.parquet`: one row per collective and rank (long form, so
 //!   a query can group by either), with the collective's skew and bandwidth
 //!   repeated on each of its rows.
@@ -87,6 +88,7 @@ mod imp {
     pub fn write_ranks(dir: &Path, job: &Job, c: &Collectives) -> Result<()> {
         let r = &job.ranks;
         let waits = |k: u32| c.per_rank.iter().find(|w| w.rank == k);
+        let straggler = |k: u32| job.stragglers.iter().find(|s| s.rank == k);
         write_table(
             &dir.join("ranks.parquet"),
             vec![
@@ -102,6 +104,16 @@ mod imp {
                 strs("bound", r.iter().map(|x| Some(x.bound.clone())).collect()),
                 f64s("collective_wait_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_ms)).collect()),
                 u64s("last_arrivals", r.iter().map(|x| waits(x.rank).map(|w| w.last_arrivals as u64)).collect()),
+                f64s("collective_wait_caused_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_caused_ms)).collect()),
+                f64s(
+                    "straggler_wait_caused_ms_per_step",
+                    r.iter().map(|x| straggler(x.rank).and_then(|s| s.wait_caused_ms_per_step)).collect(),
+                ),
+                f64s("straggler_compute_excess_ms", r.iter().map(|x| straggler(x.rank).map(|s| s.compute_excess_ms)).collect()),
+                strs(
+                    "straggler_why",
+                    r.iter().map(|x| straggler(x.rank).and_then(|s| s.why.first()).map(crate::render::text::why)).collect(),
+                ),
             ],
         )
     }
@@ -172,7 +184,16 @@ mod tests {
             assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound);
             assert_eq!(column::<Float64Array>(b, "collective_wait_ms").value(i), c.per_rank[i].wait_ms);
             assert_eq!(column::<UInt64Array>(b, "last_arrivals").value(i), c.per_rank[i].last_arrivals as u64);
+            assert_eq!(column::<Float64Array>(b, "collective_wait_caused_ms").value(i), c.per_rank[i].wait_caused_ms);
+            let s = j.stragglers.iter().find(|s| s.rank == row.rank);
+            let caused = column::<Float64Array>(b, "straggler_wait_caused_ms_per_step");
+            assert_eq!(caused.is_null(i), s.is_none(), "rank {i}");
+            if let Some(s) = s {
+                assert_eq!(caused.value(i), s.wait_caused_ms_per_step.unwrap());
+                assert_eq!(column::<StringArray>(b, "straggler_why").value(i), crate::render::text::why(&s.why[0]));
+            }
         }
+        assert!(!j.stragglers.is_empty(), "rank 7 is waited for");
         assert!(column::<Float64Array>(b, "dataload_ms").is_null(0), "not measurable in a foreign trace");
 
         // Long form: 8 collectives × 8 ranks.

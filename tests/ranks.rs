@@ -52,16 +52,54 @@ fn a_folder_of_rank_traces_is_one_job() {
             slowest = (rank, step);
         }
     }
-    assert_eq!(job["step_ms"].as_f64().unwrap(), slowest.1, "the job's step is the slowest rank's");
-    assert_eq!(job["critical_rank"].as_u64().unwrap(), slowest.0);
+    assert_eq!(job["step_ms"].as_f64().unwrap(), slowest.1, "the job's step is the longest rank's");
+    assert_ne!(job["critical_rank"].as_u64().unwrap(), slowest.0, "the longest step is the rank that waits most, not the one waited for");
     assert!((job["gpu_util"].as_f64().unwrap() - busy / steps).abs() < 1e-3);
-    // Compute differs by at most 0.22 ms between ranks here: under the 5% threshold.
-    assert_eq!(job["stragglers"], Value::Array(vec![]));
+    assert_eq!(job["straggler_rule"], "waits");
 
     let text = run(&["profile", "summary", dir.to_str().unwrap()]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.starts_with("job      8 ranks of world size 8  |  step"), "{}", text.stdout);
-    assert!(text.stdout.contains("stragglers: none"), "{}", text.stdout);
+    assert!(text.stdout.contains("(the others wait for rank 7)"), "{}", text.stdout);
+}
+
+#[test]
+fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_own_waits() {
+    // Independently: per collective (the k-th NCCL kernel of each rank), the
+    // last rank to start it costs every other rank (its start − theirs).
+    let truth: Vec<Vec<(String, f64, f64)>> = rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let mut caused = [0.0f64; 8];
+    for i in 0..truth[0].len() {
+        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
+        let last = starts.iter().cloned().fold(f64::MIN, f64::max);
+        let r = starts.iter().position(|s| *s == last).unwrap();
+        caused[r] += starts.iter().map(|s| last - s).sum::<f64>() / 1e3;
+    }
+    let job = json(&["summary", dlrm().to_str().unwrap()]);
+    let threshold = 0.01 * job["step_ms"].as_f64().unwrap();
+    assert!((job["straggler_threshold_ms"].as_f64().unwrap() - threshold).abs() < 1e-3);
+    // One step per trace: per step is the window.
+    let mut expect: Vec<(usize, f64)> = caused.iter().copied().enumerate().filter(|(_, ms)| *ms >= threshold).collect();
+    expect.sort_by(|a, b| b.1.total_cmp(&a.1));
+    let got: Vec<(usize, f64)> = job["stragglers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| (s["rank"].as_u64().unwrap() as usize, s["wait_caused_ms_per_step"].as_f64().unwrap()))
+        .collect();
+    assert_eq!(got.len(), expect.len(), "{got:?} vs {expect:?}");
+    for ((r, ms), (er, ems)) in got.iter().zip(&expect) {
+        assert_eq!(r, er);
+        assert!((ms - ems).abs() < 2e-3, "rank {r}: {ms} vs {ems}");
+    }
+    assert_eq!(job["critical_rank"].as_u64().unwrap() as usize, expect[0].0);
+    // The same numbers in the collectives lens and in each rank's row.
+    let c = json(&["collectives", dlrm().to_str().unwrap()]);
+    for (r, row) in c["per_rank"].as_array().unwrap().iter().enumerate() {
+        assert!((row["wait_caused_ms"].as_f64().unwrap() - caused[r]).abs() < 2e-3, "rank {r}");
+        assert_eq!(job["ranks"][r]["wait_caused_ms"], row["wait_caused_ms"]);
+        assert_eq!(job["ranks"][r]["wait_ms"], row["wait_ms"]);
+    }
 }
 
 #[test]
@@ -88,11 +126,17 @@ fn read_gz(path: &Path) -> Value {
 }
 
 #[test]
-fn a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
-    // Three ranks of the same real trace; rank 2's GEMMs each take 1 ms more.
+fn without_collectives_a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
+    // Three ranks of the same real trace with its NCCL kernels taken out
+    // (no collectives to say who waits for whom); rank 2's GEMMs each take
+    // 1 ms more.
     let dir = tempfile::tempdir().unwrap();
     let before = tempfile::tempdir().unwrap();
-    let base = read_gz(&rank_files()[0]);
+    let mut base = read_gz(&rank_files()[0]);
+    base["traceEvents"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl"))));
     const SLOW: &str = "volta_sgemm_128x32_nt";
     let mut slowed = 0;
     for rank in 0..3u32 {
@@ -118,19 +162,24 @@ fn a_rank_that_computes_longer_is_the_straggler_and_its_kernel_the_reason() {
     }
     assert!(slowed >= 1);
     let job = json(&["summary", dir.path().to_str().unwrap()]);
+    assert_eq!(job["straggler_rule"], "compute");
+    assert!(job["notes"].to_string().contains("no collectives matched across the ranks"), "{:#}", job["notes"]);
     let s = job["stragglers"].as_array().unwrap();
     assert_eq!(s.len(), 1, "{job:#}");
     assert_eq!(s[0]["rank"], 2);
-    let late = s[0]["late_ms"].as_f64().unwrap();
+    assert_eq!(s[0]["wait_caused_ms_per_step"], Value::Null);
+    let late = s[0]["compute_excess_ms"].as_f64().unwrap();
     // Lengthened kernels overlap the ones after them, so the GPU's busy time
     // (compute) grows by less than the kernel time added, but it grows.
     assert!(
         late > job["straggler_threshold_ms"].as_f64().unwrap() && late <= slowed as f64 + 1e-3,
         "late by at most the added {slowed} ms: {late}"
     );
-    assert_eq!(s[0]["kernels"][0]["name"], SLOW);
-    assert!((s[0]["kernels"][0]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3);
+    assert_eq!(s[0]["why"][0]["name"], SLOW);
+    assert_eq!(s[0]["why"][0]["kind"], "kernel");
+    assert!((s[0]["why"][0]["excess_ms_per_step"].as_f64().unwrap() - slowed as f64).abs() < 1e-3);
     assert!((s[0]["phase"]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3, "the phase's kernel time: {}", s[0]["phase"]);
+    assert_eq!(job["critical_rank"], 2, "without collectives, the longest step");
 
     // Before → after: rank 2 is now the straggler and the GPUs are busier
     // (the CPU-side step ranges of the edited trace did not move).

@@ -27,12 +27,20 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     assert_eq!(j.stragglers.len(), 1, "{:#?}", j.stragglers);
     let s = &j.stragglers[0];
     assert_eq!(s.rank, 2);
-    assert_eq!(s.late_ms, 3.25, "its compute per step exceeds the others' by the extra kernel");
+    assert_eq!(s.compute_excess_ms, 3.25, "its compute per step exceeds the others' by the extra kernel");
     let phase = s.phase.as_ref().unwrap();
     assert_eq!((phase.name.as_str(), phase.extra_ms), ("optimizer", 3.25));
-    assert_eq!(s.kernels[0].name, truth["slow_kernel"].as_str().unwrap());
-    assert_eq!(s.kernels[0].extra_ms, 3.25);
-    assert_eq!(j.critical_rank, 2);
+    // Found by who waits for whom: the extra kernel is in the lead-in of
+    // the next step's first all-reduce (none follows the last step's).
+    let steps = truth["steps"].as_f64().unwrap();
+    let kernel = truth["slow_kernel"].as_str().unwrap();
+    assert!(kernel.starts_with(s.why[0].name.as_str()), "{:?}", s.why);
+    // (The generated comm stream does not wait for the compute stream: the
+    // next all-reduce can start before the extra kernel ends, cutting it.)
+    let expect = 3.25 * (steps - 1.0) / steps;
+    let got = s.why[0].excess_ms_per_step;
+    assert!(got <= expect + 1e-3 && got >= 0.98 * expect, "{got} vs {expect}");
+    assert_eq!(j.critical_rank, Some(2));
 
     // Every rank records the same all-reduces, with their message sizes.
     let calls: Vec<collectives::RankCalls<'_>> =

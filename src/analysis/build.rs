@@ -25,13 +25,15 @@ const TOP_KERNELS: usize = 8;
 /// Kernel name id → (category, Tensor Core flag, short label).
 type KernelInfo = HashMap<u32, (&'static str, bool, String)>;
 
-pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
     check_usable(&a)?;
     let win = window(&a);
     let kinfo = kernel_info(&a);
     let busy = gpu_busy(&a, info, &win, &kinfo);
     let head = headline(&a, &win, &busy, &kinfo, measured);
-    let idle = idle_account(&a, &win, &kinfo);
+    let idle = idle_account(&a, &win, &kinfo, !a.collectives.is_empty());
+    let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != COMMUNICATION).map(|k| k.2.clone());
+    let collectives = std::mem::take(&mut a.collectives).finish(&a, idle.as_ref().and_then(|i| i.gaps.as_ref()), &compute_label);
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win };
     let tables = rows.tables(busy.kernel_total.ns);
     let mut by_phase = rows.phases(measured);
@@ -111,6 +113,7 @@ pub(super) fn build(a: Analyzer, info: &TraceInfo, measured: Option<&Measurement
         },
         distributed: info.distributed.clone(),
         step_times: step_times(&a),
+        collectives,
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),
@@ -308,7 +311,7 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
 
 /// The idle account over each step (docs/analysis.md §12); None without
 /// kernels (a CPU run).
-fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo) -> Option<super::idle::Account> {
+fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo, keep_gaps: bool) -> Option<super::idle::Account> {
     // Each step on its own (a step's first and last kernel matter), kept
     // apart where steps overlap.
     let mut steps: Vec<(i64, i64)> = Vec::new();
@@ -322,7 +325,7 @@ fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo) -> Option<super::i
         steps.clone_from(&win.steps);
     }
     let label = |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
-    super::idle::account(a, &steps, win.n_steps, &label)
+    super::idle::account(a, &steps, win.n_steps, &label, keep_gaps)
 }
 
 // --- measured numbers win over trace-derived ones where they exist.

@@ -6,20 +6,37 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::Analyzer;
+use super::idle::Gaps;
 use super::kernels::{COMMUNICATION, category};
-use crate::profile::CollectiveCall;
+use crate::profile::{CollectiveCall, LeadIn, LeadKind};
 use crate::trace::event::Collective;
+use crate::util::round;
+
+/// Compute kernels named in a collective's lead-in, the longest first: a
+/// straggler's kernels are compared with the other ranks' before the same
+/// collective, so the list is whole where it can be (real lead-ins hold
+/// 5–25 distinct kernels); a longer one is cut, and says where.
+const LEAD_IN_KERNELS: usize = 32;
+
+/// How far back a collective's lead-in looks for the end of the previous
+/// one (calls overlap only across groups; a few at once at most).
+const LOOK_BACK: usize = 64;
 
 #[derive(Debug, Default)]
 pub struct Collector {
     /// Interned kernel name → the collective it runs, `None` for compute.
     known: HashMap<u32, Option<String>>,
     calls: Vec<CollectiveCall>,
+    /// Each call's index in the analyzer's `kernel_spans`.
+    spans: Vec<Option<u32>>,
 }
 
 /// A GPU kernel as the analyzer saw it.
 pub struct Kernel<'e, 'a> {
     pub name_id: u32,
+    /// Its index in the analyzer's `kernel_spans`.
+    pub span: Option<u32>,
     pub name: &'e str,
     pub device: i64,
     pub stream: i64,
@@ -49,14 +66,95 @@ impl Collector {
             out_nelems: a.and_then(|a| count(a.out_nelems)),
             dtype: a.and_then(|a| text(a.dtype.as_ref())),
             group_size: a.and_then(|a| count(a.group_size)).map(|v| v.min(u32::MAX as u64) as u32),
+            ..Default::default()
         });
+        self.spans.push(k.span);
     }
 
-    /// The calls in time order (per group, the order the ranks match by).
-    pub fn finish(mut self) -> Vec<CollectiveCall> {
-        self.calls.sort_by_key(|c| (c.start_ns, c.device));
-        self.calls
+    pub fn is_empty(&self) -> bool {
+        self.calls.is_empty()
     }
+
+    /// The calls in time order (per group, the order the ranks match by),
+    /// each with its step and lead-in: the compute kernels (`label` names
+    /// them; `None` is communication) and the idle time by cause in
+    /// `gaps` (the idle account's device) since the device's previous
+    /// collective ended.
+    pub(super) fn finish(self, a: &Analyzer, gaps: Option<&Gaps>, label: &dyn Fn(u32) -> Option<String>) -> Vec<CollectiveCall> {
+        let mut calls: Vec<(CollectiveCall, Option<u32>)> = self.calls.into_iter().zip(self.spans).collect();
+        calls.sort_by_key(|(c, _)| (c.start_ns, c.device));
+        let steps = a.ranges.numbered_steps();
+        // Each device's kernels by start.
+        let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
+        for (i, k) in a.kernel_spans.iter().enumerate() {
+            by_device.entry(k.device).or_default().push(i);
+        }
+        for ks in by_device.values_mut() {
+            ks.sort_by_key(|&i| a.kernel_spans[i].start);
+        }
+        let mut out: Vec<CollectiveCall> = Vec::with_capacity(calls.len());
+        for i in 0..calls.len() {
+            let (c, span) = &calls[i];
+            let launched = span.and_then(|s| a.kernel_spans.get(s as usize)).and_then(|k| k.launch).map_or(c.start_ns, |l| l.start);
+            let at = steps.partition_point(|(_, s, _)| *s <= launched);
+            let step = at.checked_sub(1).map(|k| steps[k]).filter(|(_, _, e)| launched < *e).map(|(n, _, _)| n);
+            let kernels = by_device.get(&c.device).map_or(&[][..], Vec::as_slice);
+            let previous = calls[..i]
+                .iter()
+                .rev()
+                .take(LOOK_BACK)
+                .filter(|(p, _)| p.device == c.device && p.start_ns + p.dur_ns <= c.start_ns)
+                .map(|(p, _)| p.start_ns + p.dur_ns)
+                .max();
+            let from = previous.or_else(|| kernels.first().map(|&k| a.kernel_spans[k].start)).unwrap_or(c.start_ns);
+            let (mut lead_in, floor) = lead_in_kernels(a, kernels, (from, c.start_ns), label);
+            if let Some(g) = gaps.filter(|g| g.device == c.device) {
+                let mut idle = g.within(from, c.start_ns);
+                idle.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
+                lead_in.extend(idle.into_iter().filter(|x| x.1 >= 1_000).map(|(cause, ns)| LeadIn {
+                    kind: LeadKind::Idle,
+                    name: cause.as_str().to_string(),
+                    us: round(ns as f64 / 1e3, 3),
+                }));
+            }
+            out.push(CollectiveCall { step, lead_in, lead_in_floor_us: floor, ..c.clone() });
+        }
+        out
+    }
+}
+
+/// The compute kernels that started in `[from, to)` on a device
+/// (`kernels`: its spans by start), the longest first, each cut at `to`;
+/// and, when the list is cut, the time of the longest left out.
+fn lead_in_kernels(
+    a: &Analyzer,
+    kernels: &[usize],
+    (from, to): (i64, i64),
+    label: &dyn Fn(u32) -> Option<String>,
+) -> (Vec<LeadIn>, Option<f64>) {
+    let first = kernels.partition_point(|&k| a.kernel_spans[k].start < from);
+    let mut by_name: HashMap<u32, i64> = HashMap::default();
+    for &k in kernels[first..].iter().take_while(|&&k| a.kernel_spans[k].start < to) {
+        let k = &a.kernel_spans[k];
+        *by_name.entry(k.name).or_insert(0) += k.end.min(to) - k.start;
+    }
+    // Labels can be shared by several raw names.
+    let mut labelled: HashMap<String, i64> = HashMap::default();
+    for (name, ns) in by_name {
+        if let Some(l) = label(name) {
+            *labelled.entry(l).or_insert(0) += ns;
+        }
+    }
+    let mut named: Vec<(String, i64)> = labelled.into_iter().collect();
+    named.retain(|x| x.1 > 0);
+    named.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+    let floor = named.get(LEAD_IN_KERNELS).map(|x| round(x.1 as f64 / 1e3, 3));
+    let listed = named
+        .into_iter()
+        .take(LEAD_IN_KERNELS)
+        .map(|(name, ns)| LeadIn { kind: LeadKind::Kernel, name, us: round(ns as f64 / 1e3, 3) })
+        .collect();
+    (listed, floor)
 }
 
 /// `allreduce`, `all_reduce`, `_allgather_base`, `reduce_scatter_tensor`

@@ -174,6 +174,11 @@ struct Tally {
     leading: HashMap<IdleCause, i64>,
     frames: Vec<Frame>,
     frame_ids: HashMap<(u32, u32), u32>,
+    /// Each gap's interval, by id, and (gap, cause, ns) for every stretch
+    /// explained: kept only when asked ([`account`]'s `keep_gaps`), for
+    /// the collectives' lead-ins.
+    gap_spans: Vec<(i64, i64)>,
+    gap_causes: Option<Vec<(u32, IdleCause, i64)>>,
 }
 
 impl Tally {
@@ -190,6 +195,9 @@ impl Tally {
         *self.phases.entry(phase).or_insert(0) += ns;
         if self.leading_gap.get(gap as usize) == Some(&true) {
             *self.leading.entry(cause).or_insert(0) += ns;
+        }
+        if let Some(g) = self.gap_causes.as_mut() {
+            g.push((gap, cause, ns));
         }
     }
 
@@ -218,11 +226,54 @@ type DeviceKernels = (i64, Vec<usize>, Vec<(i64, i64)>, i64);
 pub(super) struct Account {
     pub account: IdleAccount,
     pub phase_ns: HashMap<u16, i64>,
+    /// The account's device's gaps with their causes, when kept.
+    pub gaps: Option<Gaps>,
+}
+
+/// The gaps of the account's device, in time order, with the time each
+/// cause took in each: what the host did before a collective
+/// (`collectives::lead_ins`).
+#[derive(Debug, Default)]
+pub struct Gaps {
+    pub device: i64,
+    /// Each gap's interval, by id (in time order).
+    pub spans: Vec<(i64, i64)>,
+    /// (gap id, cause, ns), by gap id.
+    pub causes: Vec<(u32, IdleCause, i64)>,
+}
+
+impl Gaps {
+    /// The idle time per cause inside `[start, end)`, each gap's causes
+    /// pro rata to the share of the gap inside it.
+    pub fn within(&self, start: i64, end: i64) -> Vec<(IdleCause, i64)> {
+        let mut out: Vec<(IdleCause, i64)> = Vec::new();
+        let first = self.spans.partition_point(|g| g.1 <= start);
+        for (id, &(g0, g1)) in self.spans.iter().enumerate().skip(first) {
+            if g0 >= end {
+                break;
+            }
+            let inside = (g1.min(end) - g0.max(start)).max(0);
+            if inside == 0 || g1 <= g0 {
+                continue;
+            }
+            let id = id as u32;
+            let at = self.causes.partition_point(|c| c.0 < id);
+            for &(_, cause, ns) in self.causes[at..].iter().take_while(|c| c.0 == id) {
+                let part = (ns as i128 * inside as i128 / (g1 - g0) as i128) as i64;
+                match out.iter_mut().find(|c| c.0 == cause) {
+                    Some(c) => c.1 += part,
+                    None => out.push((cause, part)),
+                }
+            }
+        }
+        out
+    }
 }
 
 /// Computes the account over `steps` (each step's interval, in time order,
 /// not overlapping), per step over `n_steps`. `label` names a kernel.
-pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &dyn Fn(u32) -> String) -> Option<Account> {
+/// With `keep_gaps`, the account's device's gaps are kept with their causes.
+pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &dyn Fn(u32) -> String, keep_gaps: bool) -> Option<Account> {
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
     let window = merged(steps);
@@ -266,7 +317,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
     }
     let main_thread = launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
 
-    let mut tally = Tally::default();
+    let mut tally = Tally { gap_causes: keep_gaps.then(Vec::new), ..Tally::default() };
     let mut windows: Vec<Window> = Vec::new();
     let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
     for &(s0, s1) in steps {
@@ -280,6 +331,9 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
                 let gap = gaps;
                 gaps += 1;
                 tally.leading_gap.push(at == s0);
+                if keep_gaps {
+                    tally.gap_spans.push((at, g1));
+                }
                 if at == s0 {
                     leading += g1 - at;
                 } else if next_busy.is_none() {
@@ -322,6 +376,10 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             devices: all_devices,
         },
         phase_ns: tally.phases,
+        gaps: tally.gap_causes.take().map(|mut causes| {
+            causes.sort_by_key(|c| c.0);
+            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), causes }
+        }),
     })
 }
 

@@ -465,6 +465,7 @@ impl Analyzer {
             self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name, launch: None });
             self.collectives.kernel(collectives::Kernel {
                 name_id: name,
+                span: gpu.span,
                 name: ev.name(),
                 device,
                 stream,
@@ -760,12 +761,9 @@ pub fn analyze_source_with(
         ));
     }
     let passes = if analyzer.ranges_final { 2 } else { 1 };
-    let mut analyzer = analyzer;
-    let calls = std::mem::take(&mut analyzer.collectives).finish();
     let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
     let threads = analyzer.threads.clone();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
-    profile.collectives = calls;
     memory::name_peak_ops(src, threads, &probes, &mut profile.memory, progress)?;
     if let Some(a) = profile.attribution.as_mut() {
         a.passes = passes;

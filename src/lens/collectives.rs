@@ -33,6 +33,10 @@ pub struct Collectives {
     pub per_rank: Vec<RankWaits>,
     /// Every matched collective, in each group's order.
     pub collectives: Vec<Matched>,
+    /// Whether the ranks' waits are meaningful: two or more ranks whose
+    /// collectives overlap in time as one job's do.
+    #[serde(skip)]
+    pub waits_meaningful: bool,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }
@@ -51,6 +55,9 @@ pub struct RankWaits {
     pub wait_ms: f64,
     /// Collectives at which this rank arrived last (everyone waited for it).
     pub last_arrivals: usize,
+    /// The other ranks' waits summed over those collectives: the wait this
+    /// rank caused, ms.
+    pub wait_caused_ms: f64,
     /// Time in communication kernels, ms.
     pub comm_ms: f64,
 }
@@ -93,6 +100,9 @@ pub struct RankAt {
     pub arrival_us: f64,
     pub wait_us: f64,
     pub dur_us: f64,
+    /// Its index in the rank's calls (`RankCalls::calls`).
+    #[serde(skip)]
+    pub call: usize,
 }
 
 /// Bytes per element of PyTorch's dtype names as the profiler writes them.
@@ -131,16 +141,19 @@ pub fn message_bytes(c: &CollectiveCall) -> Option<u64> {
     Some(nelems.saturating_mul(dtype_bytes(c.dtype.as_deref()?)?))
 }
 
+/// A call and its index in its rank's calls.
+type Call<'c> = (usize, &'c CollectiveCall);
+
 /// A rank's calls per group, each group in time order.
-type Groups<'c> = Vec<(&'c str, Vec<&'c CollectiveCall>)>;
+type Groups<'c> = Vec<(&'c str, Vec<Call<'c>>)>;
 
 /// The ranks' calls per group, each in time order.
 fn by_group(calls: &[CollectiveCall]) -> Groups<'_> {
     let mut groups: Groups<'_> = Vec::new();
-    for c in calls {
+    for (i, c) in calls.iter().enumerate() {
         match groups.iter_mut().find(|(g, _)| *g == c.group) {
-            Some((_, v)) => v.push(c),
-            None => groups.push((&c.group, vec![c])),
+            Some((_, v)) => v.push((i, c)),
+            None => groups.push((&c.group, vec![(i, c)])),
         }
     }
     groups
@@ -167,7 +180,7 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
     let mut groups = Vec::new();
     let mut disjoint = 0usize;
     for name in names {
-        let lists: Vec<(u32, &[&CollectiveCall])> =
+        let lists: Vec<(u32, &[Call<'_>])> =
             grouped.iter().map(|(rank, g)| (*rank, g.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, v)| v.as_slice()))).collect();
         let lens: Vec<usize> = lists.iter().map(|(_, l)| l.len()).collect();
         if lens.iter().any(|l| *l != lens[0]) {
@@ -180,13 +193,13 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
         let mut counts: Vec<(String, usize)> = Vec::new();
         let mut mismatch_said = false;
         for seq in 0..lens.iter().copied().max().unwrap_or(0) {
-            let here: Vec<(u32, &CollectiveCall)> = lists.iter().filter_map(|(r, l)| l.get(seq).map(|c| (*r, *c))).collect();
-            let first = here[0].1;
+            let here: Vec<(u32, Call<'_>)> = lists.iter().filter_map(|(r, l)| l.get(seq).map(|c| (*r, *c))).collect();
+            let first = here[0].1.1;
             match counts.iter_mut().find(|(c, _)| *c == first.collective) {
                 Some((_, k)) => *k += 1,
                 None => counts.push((first.collective.clone(), 1)),
             }
-            if let Some((r, c)) = here.iter().find(|(_, c)| c.collective != first.collective)
+            if let Some((r, (_, c))) = here.iter().find(|(_, (_, c))| c.collective != first.collective)
                 && !mismatch_said
             {
                 mismatch_said = true;
@@ -195,11 +208,14 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
                     first.collective, here[0].0, c.collective
                 ));
             }
-            let same: Vec<(u32, &CollectiveCall)> = here.iter().filter(|(_, c)| c.collective == first.collective).copied().collect();
-            let earliest = same.iter().map(|(_, c)| c.start_ns).min().unwrap_or(0);
-            let (last_rank, last) =
-                same.iter().max_by_key(|(r, c)| (c.start_ns, std::cmp::Reverse(*r))).map(|(r, c)| (*r, *c)).unwrap_or(here[0]);
-            if same.iter().any(|(_, c)| c.start_ns + c.dur_ns < last.start_ns) {
+            let same: Vec<(u32, usize, &CollectiveCall)> =
+                here.iter().filter(|(_, (_, c))| c.collective == first.collective).map(|(r, (i, c))| (*r, *i, *c)).collect();
+            let earliest = same.iter().map(|(_, _, c)| c.start_ns).min().unwrap_or(0);
+            let (last_rank, last) = same
+                .iter()
+                .max_by_key(|(r, _, c)| (c.start_ns, std::cmp::Reverse(*r)))
+                .map_or((here[0].0, here[0].1.1), |(r, _, c)| (*r, *c));
+            if same.iter().any(|(_, _, c)| c.start_ns + c.dur_ns < last.start_ns) {
                 disjoint += 1;
             }
             let bytes = message_bytes(first);
@@ -208,14 +224,15 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
             let algbw = bytes.filter(|_| duration_us > 0.0).map(|b| b as f64 / (duration_us * 1e3));
             let at: Vec<RankAt> = same
                 .iter()
-                .map(|(r, c)| RankAt {
+                .map(|(r, i, c)| RankAt {
                     rank: *r,
                     arrival_us: round((c.start_ns - earliest) as f64 / 1e3, 3),
                     wait_us: if single { 0.0 } else { round((last.start_ns - c.start_ns) as f64 / 1e3, 3) },
                     dur_us: round(c.dur_ns as f64 / 1e3, 3),
+                    call: *i,
                 })
                 .collect();
-            let waited: i64 = if single { 0 } else { same.iter().map(|(_, c)| last.start_ns - c.start_ns).sum() };
+            let waited: i64 = if single { 0 } else { same.iter().map(|(_, _, c)| last.start_ns - c.start_ns).sum() };
             matched.push(Matched {
                 group: name.to_string(),
                 seq,
@@ -234,6 +251,7 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
         }
         groups.push(Group { group: name.to_string(), counts });
     }
+    let waits_meaningful = !single && !matched.is_empty() && disjoint * 2 <= matched.len();
     if !single && disjoint * 2 > matched.len() {
         notes.push(format!(
             "{disjoint} of {} matched collectives end on some rank before the last rank starts them: these traces do not look like one job (or their clocks differ), so skew and waits are not meaningful",
@@ -244,15 +262,25 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
         .iter()
         .map(|r| {
             let waits = matched.iter().flat_map(|m| m.ranks.iter().filter(|x| x.rank == r.rank)).map(|x| x.wait_us).sum::<f64>();
+            let last_at = || matched.iter().filter(|m| m.last_rank == Some(r.rank) && m.ranks.len() > 1);
             RankWaits {
                 rank: r.rank,
                 wait_ms: round(waits / 1e3, 3),
-                last_arrivals: if single { 0 } else { matched.iter().filter(|m| m.last_rank == Some(r.rank) && m.ranks.len() > 1).count() },
+                last_arrivals: if single { 0 } else { last_at().count() },
+                wait_caused_ms: if single { 0.0 } else { round(last_at().map(|m| m.wait_us).sum::<f64>() / 1e3, 3) },
                 comm_ms: round(r.calls.iter().map(|c| c.dur_ns).sum::<i64>() as f64 / 1e6, 3),
             }
         })
         .collect();
-    Collectives { ranks: ranks.iter().map(|r| r.rank).collect(), world_size, groups, per_rank, collectives: matched, notes }
+    Collectives {
+        ranks: ranks.iter().map(|r| r.rank).collect(),
+        world_size,
+        groups,
+        per_rank,
+        collectives: matched,
+        waits_meaningful,
+        notes,
+    }
 }
 
 /// The collectives of a rank set, matched across its ranks (what

@@ -1,25 +1,45 @@
 //! `summary` of a distributed job: the job first (its step is the slowest
-//! rank's), one row per rank, then the stragglers and why they are late.
+//! rank's), one row per rank, then the stragglers and why they are late
+//! (docs/analysis.md §11).
 //!
-//! A rank that computes longer than the others arrives late at every
-//! collective, and the others wait for it (their exposed communication
-//! grows). So a straggler is a rank whose compute per step exceeds the
-//! median rank's by more than [`STRAGGLER_FRAC`] of the job's step; its
-//! reason is the phase and the kernels whose time exceeds the median rank's.
+//! Synchronised ranks have equal steps: a rank that is late makes every
+//! rank's step longer, so the step cannot say who it is. The collectives
+//! can: the last rank to arrive at a collective is the one the others wait
+//! for, and their waits there are the time it cost them. A straggler is a
+//! rank whose caused wait is at least [`STRAGGLER_FRAC`] of the step, per
+//! step and in most steps; it is late for what its GPU did before those
+//! collectives (the collective's lead-in: kernels and idle causes), in
+//! excess of what the other ranks did before the same collectives.
+//! Without collectives matched across the ranks, compute time above the
+//! median rank's by [`COMPUTE_FRAC`] of the step is the fallback.
+
+use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::analysis::kernels::COMMUNICATION;
-use crate::profile::Profile;
+use crate::lens::collectives::{self, Collectives};
 use crate::profile::ranks::RankSet;
+use crate::profile::{CollectiveCall, LeadKind, Profile};
 use crate::util::{median, round};
 
-/// Compute this share of the job's step above the median rank's makes a
-/// straggler (and never less than [`STRAGGLER_MIN_MS`]).
-pub const STRAGGLER_FRAC: f64 = 0.05;
+/// A rank that makes the others wait this share of the step, per step, is
+/// a straggler: 1% of the step is 1% of the job's GPUs idle, which is what
+/// people profile many-rank jobs to find, and real jobs' jitter stays under
+/// it (docs/analysis.md §11). Never less than [`STRAGGLER_MIN_MS`].
+pub const STRAGGLER_FRAC: f64 = 0.01;
 pub const STRAGGLER_MIN_MS: f64 = 0.05;
-/// Kernels named per straggler.
-const TOP_KERNELS: usize = 3;
+/// Without matched collectives: compute this share of the step above the
+/// median rank's makes a straggler (unsynchronised ranks' compute varies
+/// more than their waits do).
+pub const COMPUTE_FRAC: f64 = 0.05;
+/// Reasons named per straggler: at most this many, each at least this
+/// share of its lateness and [`MIN_MS`] per step.
+const TOP_WHY: usize = 5;
+const WHY_SHARE: f64 = 0.02;
+const MIN_MS: f64 = 0.01;
+/// Collectives named per straggler.
+const TOP_LATE_AT: usize = 4;
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Job {
@@ -27,16 +47,31 @@ pub struct Job {
     pub world_size: Option<u32>,
     /// The job's step time: the slowest rank's, ms.
     pub step_ms: f64,
-    /// The rank whose step is the job's.
-    pub critical_rank: u32,
+    /// The slowest rank: the one the others wait for most at collectives
+    /// (the first straggler); without matched collectives, the first
+    /// straggler by compute, else the one with the longest step. None:
+    /// nobody is waited for.
+    pub critical_rank: Option<u32>,
     /// GPU busy time over step time, all ranks together.
     pub gpu_util: f64,
     pub ranks: Vec<RankRow>,
-    /// The compute above the median rank's that makes a straggler, ms.
+    /// How stragglers were found: from who waits for whom at collectives,
+    /// or (no collectives matched across the ranks) from compute time.
+    pub straggler_rule: StragglerRule,
+    /// The wait caused (`waits`) or compute above the median rank's
+    /// (`compute`) that makes a straggler, ms per step.
     pub straggler_threshold_ms: f64,
+    /// Ordered by the wait they cause (or their compute excess).
     pub stragglers: Vec<Straggler>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case")]
+pub enum StragglerRule {
+    Waits,
+    Compute,
 }
 
 /// One rank, per step (ms).
@@ -56,29 +91,69 @@ pub struct RankRow {
     pub dataload_ms: Option<f64>,
     pub kernels_per_step: f64,
     pub bound: String,
+    /// Its own waits at matched collectives for later ranks.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_ms: Option<f64>,
+    /// The other ranks' waits at the collectives it arrived last at.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub wait_caused_ms: Option<f64>,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Straggler {
     pub rank: u32,
-    /// Compute per step above the median rank's.
-    pub late_ms: f64,
+    /// The other ranks' waits for it at collectives, summed, per step
+    /// (None under the compute rule).
+    pub wait_caused_ms_per_step: Option<f64>,
+    /// How much later than the other ranks' median it arrived at those
+    /// collectives, summed, per step: what `why` explains.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_ms_per_step: Option<f64>,
+    /// Steps in which it caused at least the threshold, of the steps its
+    /// collectives ran in (None under the compute rule).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub late_steps: Option<[u64; 2]>,
+    /// The collectives it was last at, the most wait first.
+    pub late_at: Vec<LateAt>,
+    /// What it did before those collectives in excess of the other ranks
+    /// (under the compute rule: its kernels' time above the median rank's).
+    pub why: Vec<Why>,
+    /// Its compute per step above the median rank's (supporting evidence).
+    pub compute_excess_ms: f64,
     /// The phase whose GPU time exceeds the median rank's the most.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub phase: Option<Extra>,
-    /// The compute kernels whose time exceeds the median rank's the most.
-    pub kernels: Vec<Extra>,
 }
 
-/// A phase or kernel and its time per step above the median rank's.
+/// Collectives of one kind a straggler arrived last at.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LateAt {
+    pub group: String,
+    pub collective: String,
+    /// How many of them (over the window).
+    pub count: usize,
+    pub wait_caused_ms_per_step: f64,
+}
+
+/// A reason a straggler is late: a kernel's time, or idle time of a cause.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Why {
+    pub name: String,
+    pub kind: LeadKind,
+    pub excess_ms_per_step: f64,
+}
+
+/// A phase and its time per step above the median rank's.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Extra {
     pub name: String,
     pub extra_ms: f64,
 }
 
-fn row(rank: u32, p: &Profile) -> RankRow {
+fn row(rank: u32, p: &Profile, c: Option<&Collectives>) -> RankRow {
     let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(0.0);
+    let waits = c.and_then(|c| c.per_rank.iter().find(|w| w.rank == rank));
+    let per_step = |ms: f64| round(ms / steps_of(p), 3);
     RankRow {
         rank,
         step_ms: p.figures.step_ms,
@@ -90,7 +165,14 @@ fn row(rank: u32, p: &Profile) -> RankRow {
         dataload_ms: p.figures.dataload_ms,
         kernels_per_step: p.figures.kernels_per_step,
         bound: p.bound.clone(),
+        wait_ms: waits.map(|w| per_step(w.wait_ms)),
+        wait_caused_ms: waits.map(|w| per_step(w.wait_caused_ms)),
     }
+}
+
+/// The steps a profile's figures are per.
+fn steps_of(p: &Profile) -> f64 {
+    (p.figures.window.real_steps.max(1)) as f64
 }
 
 /// Each name's time in `this` above the median over all ranks (absent: 0).
@@ -101,48 +183,188 @@ fn extras(this: &[(String, f64)], all: &[Vec<(String, f64)>]) -> Vec<Extra> {
             let others: Vec<f64> = all.iter().map(|r| r.iter().filter(|(n, _)| n == name).map(|(_, v)| v).sum()).collect();
             Extra { name: name.clone(), extra_ms: round(ms - median(&others), 3) }
         })
-        .filter(|e| e.extra_ms > 0.0)
+        .filter(|e| e.extra_ms >= MIN_MS)
         .collect();
     out.sort_by(|a, b| b.extra_ms.total_cmp(&a.extra_ms).then_with(|| a.name.cmp(&b.name)));
     out
 }
 
+/// A lead-in item's time in µs in `call`. Absent: 0, or for a kernel of a
+/// cut list, the most it can be (so an excess is never overstated).
+fn lead_us(call: &CollectiveCall, kind: LeadKind, name: &str) -> f64 {
+    let mut found = call.lead_in.iter().filter(|l| l.kind == kind && l.name == name).peekable();
+    if found.peek().is_none() && kind == LeadKind::Kernel {
+        return call.lead_in_floor_us.unwrap_or(0.0);
+    }
+    found.map(|l| l.us).sum()
+}
+
+/// What each rank's matched collectives cost the others, from the
+/// collectives lens: per rank, the wait it caused per step number (None:
+/// launched outside any step), per collective kind, and its lead-in
+/// excess over the other ranks' at those collectives, µs over the window.
+#[derive(Default)]
+struct Caused {
+    total_us: f64,
+    late_us: f64,
+    by_step: BTreeMap<Option<u64>, f64>,
+    by_kind: Vec<(String, String, usize, f64)>,
+    excess_us: BTreeMap<(LeadKind, String), f64>,
+}
+
+fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
+    let calls = |rank: u32| set.ranks.iter().find(|r| r.rank == rank).map(|r| r.input.profile.collectives.as_slice());
+    let mut out: BTreeMap<u32, Caused> = BTreeMap::new();
+    for m in c.collectives.iter().filter(|m| m.ranks.len() > 1 && m.wait_us > 0.0) {
+        let Some(last) = m.last_rank else { continue };
+        let Some(mine) = m.ranks.iter().find(|r| r.rank == last).and_then(|r| calls(last)?.get(r.call)) else { continue };
+        let e = out.entry(last).or_default();
+        e.total_us += m.wait_us;
+        let arrivals: Vec<f64> = m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
+        e.late_us += m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us) - median(&arrivals);
+        *e.by_step.entry(mine.step).or_insert(0.0) += m.wait_us;
+        match e.by_kind.iter_mut().find(|k| k.0 == m.group && k.1 == m.collective) {
+            Some(k) => {
+                k.2 += 1;
+                k.3 += m.wait_us;
+            }
+            None => e.by_kind.push((m.group.clone(), m.collective.clone(), 1, m.wait_us)),
+        }
+        let others: Vec<&CollectiveCall> = m.ranks.iter().filter(|r| r.rank != last).filter_map(|r| calls(r.rank)?.get(r.call)).collect();
+        for l in &mine.lead_in {
+            let theirs: Vec<f64> = others.iter().map(|o| lead_us(o, l.kind, &l.name)).collect();
+            *e.excess_us.entry((l.kind, l.name.clone())).or_insert(0.0) += l.us - median(&theirs);
+        }
+    }
+    out
+}
+
 pub fn job(set: &RankSet) -> Job {
+    job_of(set, &collectives::of_ranks(set))
+}
+
+/// [`job`], given the set's collectives (`collectives::of_ranks`).
+pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
     let profiles: Vec<(u32, &Profile)> = set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
-    let ranks: Vec<RankRow> = profiles.iter().map(|(k, p)| row(*k, p)).collect();
-    let critical = ranks.iter().max_by(|a, b| a.step_ms.total_cmp(&b.step_ms)).map_or(0, |r| r.rank);
+    let by_waits = matched.waits_meaningful.then_some(matched);
+    let ranks: Vec<RankRow> = profiles.iter().map(|(k, p)| row(*k, p, by_waits)).collect();
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
     let (busy, steps): (f64, f64) =
         profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms));
-    let threshold = (STRAGGLER_FRAC * step_ms).max(STRAGGLER_MIN_MS);
     let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
     let phases: Vec<Vec<(String, f64)>> =
         profiles.iter().map(|(_, p)| p.phases.iter().map(|ph| (ph.phase.clone(), ph.gpu_ms_per_step)).collect()).collect();
-    let kernels: Vec<Vec<(String, f64)>> = profiles
-        .iter()
-        .map(|(_, p)| p.kernels.iter().filter(|k| k.category != COMMUNICATION).map(|k| (k.raw_name.clone(), k.ms_per_step)).collect())
-        .collect();
-    let stragglers = ranks
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| r.compute_ms - median_compute > threshold)
-        .map(|(i, r)| Straggler {
-            rank: r.rank,
-            late_ms: round(r.compute_ms - median_compute, 3),
-            phase: extras(&phases[i], &phases).into_iter().next(),
-            kernels: extras(&kernels[i], &kernels).into_iter().take(TOP_KERNELS).collect(),
-        })
-        .collect();
+    let phase_of = |i: usize| extras(&phases[i], &phases).into_iter().next();
+    let compute_excess = |r: &RankRow| round((r.compute_ms - median_compute).max(0.0), 3);
+    let mut notes = set.notes.clone();
+
+    let (rule, threshold, stragglers, critical) = if let Some(c) = by_waits {
+        let threshold = (STRAGGLER_FRAC * step_ms).max(STRAGGLER_MIN_MS);
+        let caused = caused(set, c);
+        let mut stragglers: Vec<Straggler> = Vec::new();
+        for (i, (rank, p)) in profiles.iter().enumerate() {
+            let Some(w) = caused.get(rank) else { continue };
+            let n = steps_of(p);
+            let per_step = w.total_us / 1e3 / n;
+            let in_steps: Vec<f64> = w.by_step.iter().filter(|(s, _)| s.is_some()).map(|(_, us)| us / 1e3).collect();
+            // Consistent: most of its steps, not one outlier (a window
+            // without step markers is one step).
+            let typical = if in_steps.is_empty() { per_step } else { median(&pad(&in_steps, n)) };
+            if per_step < threshold || typical < threshold {
+                continue;
+            }
+            let late_steps = in_steps.iter().filter(|ms| **ms >= threshold).count() as u64;
+            let mut late_at: Vec<LateAt> = w
+                .by_kind
+                .iter()
+                .map(|(g, c, k, us)| LateAt {
+                    group: g.clone(),
+                    collective: c.clone(),
+                    count: *k,
+                    wait_caused_ms_per_step: round(us / 1e3 / n, 3),
+                })
+                .collect();
+            late_at.sort_by(|a, b| {
+                b.wait_caused_ms_per_step.total_cmp(&a.wait_caused_ms_per_step).then_with(|| a.collective.cmp(&b.collective))
+            });
+            late_at.truncate(TOP_LATE_AT);
+            let late = w.late_us / 1e3 / n;
+            let mut why: Vec<Why> = w
+                .excess_us
+                .iter()
+                .map(|((kind, name), us)| Why { name: name.clone(), kind: *kind, excess_ms_per_step: round(us / 1e3 / n, 3) })
+                .filter(|y| y.excess_ms_per_step >= (WHY_SHARE * late).max(MIN_MS))
+                .collect();
+            why.sort_by(|a, b| b.excess_ms_per_step.total_cmp(&a.excess_ms_per_step).then_with(|| a.name.cmp(&b.name)));
+            why.truncate(TOP_WHY);
+            stragglers.push(Straggler {
+                rank: *rank,
+                wait_caused_ms_per_step: Some(round(per_step, 3)),
+                late_ms_per_step: Some(round(late, 3)),
+                late_steps: (!in_steps.is_empty()).then_some([late_steps, in_steps.len().max(n as usize) as u64]),
+                late_at,
+                why,
+                compute_excess_ms: compute_excess(&ranks[i]),
+                phase: phase_of(i),
+            });
+        }
+        stragglers.sort_by(|a, b| {
+            b.wait_caused_ms_per_step.unwrap_or(0.0).total_cmp(&a.wait_caused_ms_per_step.unwrap_or(0.0)).then(a.rank.cmp(&b.rank))
+        });
+        let critical = stragglers.first().map(|s| s.rank);
+        (StragglerRule::Waits, threshold, stragglers, critical)
+    } else {
+        if profiles.len() > 1 {
+            notes.push("no collectives matched across the ranks: stragglers are found by compute time, not by who waits for whom".into());
+        }
+        let threshold = (COMPUTE_FRAC * step_ms).max(STRAGGLER_MIN_MS);
+        let kernels: Vec<Vec<(String, f64)>> = profiles
+            .iter()
+            .map(|(_, p)| p.kernels.iter().filter(|k| k.category != COMMUNICATION).map(|k| (k.kernel.clone(), k.ms_per_step)).collect())
+            .collect();
+        let mut stragglers: Vec<Straggler> = ranks
+            .iter()
+            .enumerate()
+            .filter(|(_, r)| r.compute_ms - median_compute > threshold)
+            .map(|(i, r)| Straggler {
+                rank: r.rank,
+                wait_caused_ms_per_step: None,
+                late_ms_per_step: None,
+                late_steps: None,
+                late_at: Vec::new(),
+                why: extras(&kernels[i], &kernels)
+                    .into_iter()
+                    .take(TOP_WHY)
+                    .map(|e| Why { name: e.name, kind: LeadKind::Kernel, excess_ms_per_step: e.extra_ms })
+                    .collect(),
+                compute_excess_ms: compute_excess(r),
+                phase: phase_of(i),
+            })
+            .collect();
+        stragglers.sort_by(|a, b| b.compute_excess_ms.total_cmp(&a.compute_excess_ms).then(a.rank.cmp(&b.rank)));
+        // The rank computing longest, else the one with the longest step.
+        let longest = ranks.iter().max_by(|a, b| a.step_ms.total_cmp(&b.step_ms).then(b.rank.cmp(&a.rank))).map(|r| r.rank);
+        let critical = stragglers.first().map(|s| s.rank).or(longest);
+        (StragglerRule::Compute, threshold, stragglers, critical)
+    };
     Job {
         world_size: set.world_size,
         step_ms: round(step_ms, 3),
         critical_rank: critical,
         gpu_util: round(if steps > 0.0 { busy / steps } else { 0.0 }, 3),
         ranks,
+        straggler_rule: rule,
         straggler_threshold_ms: round(threshold, 3),
         stragglers,
-        notes: set.notes.clone(),
+        notes,
     }
+}
+
+/// `values` with zeros for the steps in which it caused no wait, up to `n`.
+fn pad(values: &[f64], n: f64) -> Vec<f64> {
+    let mut v = values.to_vec();
+    v.resize(v.len().max(n as usize), 0.0);
+    v
 }
 
 /// Two runs of a distributed job, before → after: the job's figures and
@@ -153,7 +375,7 @@ pub struct JobComparison {
     pub after: String,
     pub step_ms: [f64; 2],
     pub step_change_pct: Option<f64>,
-    pub critical_rank: [u32; 2],
+    pub critical_rank: [Option<u32>; 2],
     pub gpu_util: [f64; 2],
     pub stragglers: [Vec<u32>; 2],
     pub ranks: Vec<RankDelta>,
@@ -161,13 +383,15 @@ pub struct JobComparison {
     pub warning: Option<String>,
 }
 
-/// One rank's step before and after (None: the rank is on one side only).
+/// One rank's step before and after (None: the rank is on one side only),
+/// and the wait it caused the others per step at collectives.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct RankDelta {
     pub rank: u32,
     pub before_ms: Option<f64>,
     pub after_ms: Option<f64>,
     pub change_pct: Option<f64>,
+    pub wait_caused_ms: [Option<f64>; 2],
 }
 
 fn change(a: f64, b: f64) -> Option<f64> {
@@ -178,7 +402,11 @@ pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobCompariso
     let mut ranks: Vec<u32> = a.ranks.iter().chain(&b.ranks).map(|r| r.rank).collect();
     ranks.sort_unstable();
     ranks.dedup();
-    let step = |j: &Job, k: u32| j.ranks.iter().find(|r| r.rank == k).map(|r| r.step_ms);
+    fn at(j: &Job, k: u32) -> Option<&RankRow> {
+        j.ranks.iter().find(|r| r.rank == k)
+    }
+    let step = |j: &Job, k: u32| at(j, k).map(|r| r.step_ms);
+    let caused = |j: &Job, k: u32| at(j, k).and_then(|r| r.wait_caused_ms);
     let warning = (a.ranks.len() != b.ranks.len())
         .then(|| format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len()));
     JobComparison {
@@ -193,7 +421,13 @@ pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobCompariso
             .into_iter()
             .map(|k| {
                 let (x, y) = (step(a, k), step(b, k));
-                RankDelta { rank: k, before_ms: x, after_ms: y, change_pct: x.zip(y).and_then(|(x, y)| change(x, y)) }
+                RankDelta {
+                    rank: k,
+                    before_ms: x,
+                    after_ms: y,
+                    change_pct: x.zip(y).and_then(|(x, y)| change(x, y)),
+                    wait_caused_ms: [caused(a, k), caused(b, k)],
+                }
             })
             .collect(),
         warning,

@@ -537,6 +537,39 @@ pub struct CollectiveCall {
     pub dtype: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group_size: Option<u32>,
+    /// The `ProfilerStep#N` it was launched in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<u64>,
+    /// What this rank's GPU did since its previous collective ended: the
+    /// compute kernels with the most time, and the idle time by cause
+    /// (docs/analysis.md §11). A rank that arrives late is late for these.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub lead_in: Vec<LeadIn>,
+    /// Where the kernel list is cut: the longest kernel time left out, µs
+    /// (a kernel absent from the list took at most this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lead_in_floor_us: Option<f64>,
+}
+
+/// A share of a collective's lead-in: a kernel's time, or idle time of one
+/// cause.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LeadIn {
+    pub kind: LeadKind,
+    /// The kernel's label, or the idle cause (`python`, `dataloader`, …).
+    pub name: String,
+    pub us: f64,
+}
+
+/// What a [`LeadIn`] (and a straggler's reason) is.
+#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[serde(rename_all = "snake_case")]
+pub enum LeadKind {
+    #[default]
+    Kernel,
+    /// GPU idle time, named by its cause.
+    Idle,
 }
 
 /// One `ProfilerStep#N` of the window and its wall time in the trace.

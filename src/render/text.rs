@@ -8,14 +8,14 @@ use serde_json::Value;
 use crate::lens::collectives::Collectives;
 use crate::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
 use crate::lens::get::Got;
-use crate::lens::job::{Job, JobComparison};
+use crate::lens::job::{Job, JobComparison, Straggler, StragglerRule, Why};
 use crate::lens::kernels::{JobKernels, Kernels};
 use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
 use crate::lens::whatif::{Model, WhatIf};
-use crate::profile::DeviceMemory;
+use crate::profile::{DeviceMemory, LeadKind};
 
 /// `12.3456` → "12.35"; integers print without decimals.
 pub fn num(v: f64, digits: usize) -> String {
@@ -343,9 +343,17 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
         let _ = writeln!(o, "  group {}: {}", g.group, counts.join(", "));
     }
     if !single {
-        let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>9}", "rank", "wait ms", "last arrivals", "comm ms");
+        let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>15} {:>9}", "rank", "wait ms", "last arrivals", "wait caused ms", "comm ms");
         for r in &c.per_rank {
-            let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>9}", r.rank, num(r.wait_ms, 3), r.last_arrivals, num(r.comm_ms, 3));
+            let _ = writeln!(
+                o,
+                "{:>6} {:>9} {:>13} {:>15} {:>9}",
+                r.rank,
+                num(r.wait_ms, 3),
+                r.last_arrivals,
+                num(r.wait_caused_ms, 3),
+                num(r.comm_ms, 3)
+            );
         }
     }
     let mut rows: Vec<&crate::lens::collectives::Matched> = c.collectives.iter().collect();
@@ -455,28 +463,82 @@ pub fn what_if(w: &WhatIf) -> String {
     o
 }
 
+/// Who the job waits for, as the job line says it.
+pub fn slowest(j: &Job) -> String {
+    match (j.critical_rank, j.straggler_rule) {
+        (Some(r), StragglerRule::Waits) => format!("the others wait for rank {r}"),
+        (None, StragglerRule::Waits) => "nobody is waited for".to_string(),
+        (Some(r), StragglerRule::Compute) => format!("rank {r}'s, the longest"),
+        (None, StragglerRule::Compute) => "no ranks".to_string(),
+    }
+}
+
+/// The line above the stragglers (or the one saying there are none).
+pub fn stragglers_head(j: &Job) -> String {
+    let t = num(j.straggler_threshold_ms, 2);
+    match (j.straggler_rule, j.stragglers.is_empty()) {
+        (StragglerRule::Waits, true) => {
+            format!("stragglers: none (no rank makes the others wait {t} ms per step, 1% of the step, at collectives)")
+        }
+        (StragglerRule::Waits, false) => format!("stragglers (the others wait for them at collectives, at least {t} ms per step):"),
+        (StragglerRule::Compute, true) => format!("stragglers: none (every rank's compute is within {t} ms of the median rank's)"),
+        (StragglerRule::Compute, false) => {
+            format!("stragglers (no matched collectives: compute more than {t} ms above the median rank's):")
+        }
+    }
+}
+
+/// A straggler in one line: the wait it causes, in how many steps, how
+/// late it arrives and where.
+pub fn straggler_line(s: &Straggler) -> String {
+    let Some(w) = s.wait_caused_ms_per_step else {
+        return format!("rank {}: +{} ms of compute per step", s.rank, num(s.compute_excess_ms, 2));
+    };
+    let steps = s.late_steps.filter(|[_, n]| *n > 1).map_or(String::new(), |[k, n]| format!(" ({k} of {n} steps)"));
+    let late = s.late_ms_per_step.map_or(String::new(), |l| format!(", arriving {} ms after them", num(l, 2)));
+    let at: Vec<String> = s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
+    format!("rank {} makes the others wait {} ms/step{steps}{late} at {}", s.rank, num(w, 2), at.join(", "))
+}
+
+/// The part of a straggler's lateness its reasons do not cover, when it
+/// is a tenth of it or more.
+pub fn unexplained(s: &Straggler) -> Option<f64> {
+    let late = s.late_ms_per_step?;
+    let rest = late - s.why.iter().map(|w| w.excess_ms_per_step).sum::<f64>();
+    (rest >= 0.1 * late && rest >= 0.01).then_some(rest)
+}
+
+/// A straggler's reason: `+5.00 ms conv (kernel)`, `+1.20 ms python (idle)`.
+pub fn why(w: &Why) -> String {
+    let kind = match w.kind {
+        LeadKind::Kernel => "kernel",
+        LeadKind::Idle => "GPU idle",
+    };
+    format!("+{} ms {} ({kind})", num(w.excess_ms_per_step, 2), w.name)
+}
+
 /// A distributed job: the job, one row per rank, the stragglers and why.
 pub fn job(j: &Job) -> String {
     let mut o = String::new();
     let world = j.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let _ = writeln!(
         o,
-        "job      {} ranks{world}  |  step {} ms (rank {}, the slowest)  |  GPU util {} over all ranks",
+        "job      {} ranks{world}  |  step {} ms ({})  |  GPU util {} over all ranks",
         j.ranks.len(),
         num(j.step_ms, 2),
-        j.critical_rank,
+        slowest(j),
         pct(j.gpu_util)
     );
-    let _ = writeln!(o, "per step, ms:");
+    let _ = writeln!(o, "per step, ms (waited: at collectives for later ranks; caused: the others' waits for it):");
     let _ = writeln!(
         o,
-        "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  verdict",
-        "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels"
+        "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}  verdict",
+        "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels", "waited", "caused"
     );
     for r in &j.ranks {
         let _ = writeln!(
             o,
-            "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9}  {}",
+            "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}  {}",
             r.rank,
             num(r.step_ms, 2),
             pct(r.gpu_util),
@@ -486,24 +548,23 @@ pub fn job(j: &Job) -> String {
             num(r.idle_ms, 2),
             opt(r.dataload_ms, 2),
             num(r.kernels_per_step, 0),
+            opt(r.wait_ms, 2),
+            opt(r.wait_caused_ms, 2),
             r.bound
         );
     }
-    if j.stragglers.is_empty() {
-        let _ =
-            writeln!(o, "stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2));
-    } else {
-        let _ = writeln!(
-            o,
-            "stragglers (compute more than {} ms above the median rank's; the others wait for them):",
-            num(j.straggler_threshold_ms, 2)
-        );
-        for s in &j.stragglers {
-            let phase = s.phase.as_ref().map_or(String::new(), |p| format!("; {} +{} ms", p.name, num(p.extra_ms, 2)));
-            let _ = writeln!(o, "  rank {}: +{} ms of compute per step{phase}", s.rank, num(s.late_ms, 2));
-            for k in &s.kernels {
-                let _ = writeln!(o, "      +{:>8} ms  {}", num(k.extra_ms, 3), k.name);
-            }
+    let _ = writeln!(o, "{}", stragglers_head(j));
+    for s in &j.stragglers {
+        let _ = writeln!(o, "  {}", straggler_line(s));
+        for w in &s.why {
+            let _ = writeln!(o, "      {}", why(w));
+        }
+        if let Some(rest) = unexplained(s) {
+            let _ =
+                writeln!(o, "      {} ms of its lateness is older than its lead-ins (it was already late when they began)", num(rest, 2));
+        }
+        if let Some(p) = &s.phase {
+            let _ = writeln!(o, "      phase {}: +{} ms of GPU time per step", p.name, num(p.extra_ms, 2));
         }
     }
     o
@@ -607,21 +668,30 @@ pub fn compare_jobs(c: &JobComparison) -> String {
     let change = |p: Option<f64>| p.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
     let _ = writeln!(
         o,
-        "job step      {} ms -> {} ms{}  (slowest rank {} -> {})",
+        "job step      {} ms -> {} ms{}  (waited for: {} -> {})",
         num(c.step_ms[0], 2),
         num(c.step_ms[1], 2),
         change(c.step_change_pct),
-        c.critical_rank[0],
-        c.critical_rank[1]
+        c.critical_rank[0].map_or("nobody".to_string(), |r| format!("rank {r}")),
+        c.critical_rank[1].map_or("nobody".to_string(), |r| format!("rank {r}"))
     );
     let _ = writeln!(o, "GPU util      {} -> {} over all ranks", pct(c.gpu_util[0]), pct(c.gpu_util[1]));
     let list =
         |v: &[u32]| if v.is_empty() { "none".to_string() } else { v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ") };
     let _ = writeln!(o, "stragglers    {} -> {}", list(&c.stragglers[0]), list(&c.stragglers[1]));
-    let _ = writeln!(o, "step per rank, ms:");
+    let _ = writeln!(o, "per rank, ms per step: step, and the wait it caused the others at collectives:");
     for r in &c.ranks {
         let side = |v: Option<f64>| v.map_or("-".to_string(), |v| num(v, 2));
-        let _ = writeln!(o, "  rank {:>4}  {:>9} -> {:<9}{}", r.rank, side(r.before_ms), side(r.after_ms), change(r.change_pct));
+        let _ = writeln!(
+            o,
+            "  rank {:>4}  {:>9} -> {:<9}{:<8}  caused {:>8} -> {}",
+            r.rank,
+            side(r.before_ms),
+            side(r.after_ms),
+            change(r.change_pct),
+            side(r.wait_caused_ms[0]),
+            side(r.wait_caused_ms[1])
+        );
     }
     o
 }

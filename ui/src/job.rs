@@ -10,7 +10,7 @@ use std::sync::atomic::AtomicUsize;
 
 use libreyolo_core::error::{Error, Result};
 use libreyolo_core::lens::collectives::{self, Collectives};
-use libreyolo_core::lens::job::{Job, job};
+use libreyolo_core::lens::job::{Job, job_of};
 use libreyolo_core::profile::{self, ranks};
 
 use crate::app::Loaded;
@@ -89,10 +89,10 @@ impl OpenJob {
     /// too, off the UI thread. The critical rank is shown first.
     pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
         let set = ranks::load_counting(files, &ranks::Options::default(), done)?;
-        let job = job(&set);
         let collectives = collectives::of_ranks(&set);
+        let job = job_of(&set, &collectives);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
-        let shown = job.ranks.iter().position(|r| r.rank == job.critical_rank).unwrap_or(0);
+        let shown = job.critical_rank.and_then(|c| job.ranks.iter().position(|r| r.rank == c)).unwrap_or(0);
         Ok(OpenJob { job, collectives, ranks, shown })
     }
 

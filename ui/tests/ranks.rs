@@ -84,12 +84,12 @@ fn ranks_pane_rows_are_the_job_lens() {
         assert_eq!(s.lines().count(), h as usize);
         assert!(s.lines().all(|l| l.chars().count() <= w as usize));
         let head = format!(
-            "job: 8 ranks of world size 8 · step {} ms (slowest: rank {})",
+            "job: 8 ranks of world size 8 · step {} ms ({})",
             libreyolo_core::render::text::num(j.step_ms, 2),
-            j.critical_rank
+            libreyolo_core::render::text::slowest(&j)
         );
         assert!(s.contains(&head), "{head}\n{s}");
-        assert!(s.contains("stragglers: none"), "{s}");
+        assert!(s.contains("stragglers (the others wait for them at collectives"), "{s}");
         assert!(s.contains("0 Ranks") && s.contains("7 Timeline"), "every tab fits:\n{s}");
         let rows = rows(&s);
         assert_eq!(rows.len(), 8, "{s}");
@@ -105,9 +105,12 @@ fn ranks_pane_rows_are_the_job_lens() {
             if w >= 110 {
                 assert_eq!(row[9], r.bound.split(' ').next().unwrap(), "the verdict at 160 columns");
             }
-            assert_eq!(row.last().is_some_and(|c| c == "slowest"), r.rank == j.critical_rank, "{row:?}");
+            assert_eq!(row.iter().any(|c| c == "slowest"), Some(r.rank) == j.critical_rank, "{row:?}");
+            let straggler = j.stragglers.iter().find(|s| s.rank == r.rank);
+            let mark = straggler.map(|s| format!("+{}", libreyolo_core::render::text::num(s.wait_caused_ms_per_step.unwrap(), 2)));
+            assert_eq!(row.last().filter(|c| c.starts_with('+')), mark.as_ref(), "the wait it causes: {row:?}");
         }
-        assert!(s.contains(&format!("Enter: rank {}'s panes", j.critical_rank)), "the cursor starts on the shown rank:\n{s}");
+        assert!(s.contains(&format!("Enter: rank {}'s panes", j.critical_rank.unwrap())), "the cursor starts on the shown rank:\n{s}");
     }
 }
 
@@ -236,11 +239,16 @@ fn what_the_arguments_open() {
 
 #[test]
 fn a_straggler_is_marked_with_its_reason() {
-    // Three ranks of one real trace; rank 2's GEMMs each take 1 ms more.
+    // Three ranks of one real trace without its NCCL kernels (stragglers by
+    // compute); rank 2's GEMMs each take 1 ms more.
     let dir = tempfile::tempdir().unwrap();
     let mut text = String::new();
     flate2::read::GzDecoder::new(std::fs::File::open(&files()[0]).unwrap()).read_to_string(&mut text).unwrap();
-    let base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut base: serde_json::Value = serde_json::from_str(&text).unwrap();
+    base["traceEvents"]
+        .as_array_mut()
+        .unwrap()
+        .retain(|e| !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl"))));
     const SLOW: &str = "volta_sgemm_128x32_nt";
     let mut paths = Vec::new();
     for rank in 0..3u32 {
@@ -267,21 +275,30 @@ fn a_straggler_is_marked_with_its_reason() {
     let mut a = App::with_job(theme(), dir.path().to_str().unwrap(), open);
     for (w, h) in [(80, 24), (160, 48)] {
         let s = screen(&mut a, w, h);
-        let late = libreyolo_core::render::text::num(st.late_ms, 2);
+        let late = libreyolo_core::render::text::num(st.compute_excess_ms, 2);
         let row = s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with("2 ")).unwrap();
-        assert!(row.contains(&format!("straggler +{late}")), "{row}");
+        assert!(row.contains(&format!("slowest +{late}")), "the straggler is the slowest rank: {row}");
         for r in ["0 ", "1 "] {
             let other = s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with(r)).unwrap();
-            assert!(!other.contains("straggler"), "{other}");
+            assert!(!other.contains("straggler") && !other.contains("slowest"), "{other}");
         }
         assert!(s.contains(&format!("rank 2: +{late} ms of compute per step")), "{s}");
         if w == 160 {
             let phase = st.phase.as_ref().unwrap();
-            assert!(s.contains(&format!("{} +{} ms · {SLOW} +", phase.name, libreyolo_core::render::text::num(phase.extra_ms, 2))), "{s}");
+            let n = |v: f64| libreyolo_core::render::text::num(v, 2);
+            assert!(
+                s.contains(&format!(
+                    " · +{} ms {SLOW} (kernel) · {} +{} ms",
+                    n(st.why[0].excess_ms_per_step),
+                    phase.name,
+                    n(phase.extra_ms)
+                )),
+                "{s}"
+            );
         }
     }
     // The straggler is the slowest rank: the other panes show it first.
-    assert_eq!(j.critical_rank, 2);
+    assert_eq!(j.critical_rank, Some(2));
     press(&mut a, &[KeyCode::Char('1')]);
     let status = screen(&mut a, 80, 24).lines().last().unwrap().to_string();
     assert!(status.starts_with("rank 2 of 3 (slowest, straggler)"), "{status}");

@@ -182,7 +182,7 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
         (Some(j), _) => {
             let k = j.shown_rank();
             let mut what = format!("rank {k} of {}", j.job.ranks.len());
-            let tags: Vec<&str> = [(k == j.job.critical_rank, "slowest"), (j.straggler(k).is_some(), "straggler")]
+            let tags: Vec<&str> = [(Some(k) == j.job.critical_rank, "slowest"), (j.straggler(k).is_some(), "straggler")]
                 .into_iter()
                 .filter(|t| t.0)
                 .map(|t| t.1)

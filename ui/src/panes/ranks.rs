@@ -13,7 +13,7 @@
 //! bar is full already, and `0` stays the one key to the job.
 
 use libreyolo_core::lens::job::{Job, RankRow};
-use libreyolo_core::render::text::num;
+use libreyolo_core::render::text::{self, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -218,13 +218,16 @@ impl RanksPane {
                 cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
                 cells.push(Cell::from(r.bound.clone()));
             }
+            // The slowest rank (the one waited for) is also the first
+            // straggler: one mark says both, to fit 80 columns.
+            let slowest = Some(r.rank) == j.job.critical_rank;
             let mut marks = Vec::new();
             if let Some(s) = j.straggler(r.rank) {
-                marks.push(Span::styled(format!("straggler +{}", num(s.late_ms, 2)), t.warn()));
-            }
-            if r.rank == j.job.critical_rank {
-                let sep = if marks.is_empty() { "" } else { " · " };
-                marks.push(Span::styled(format!("{sep}slowest"), t.accent()));
+                let ms = s.wait_caused_ms_per_step.unwrap_or(s.compute_excess_ms);
+                let what = if slowest { "slowest" } else { "straggler" };
+                marks.push(Span::styled(format!("{what} +{}", num(ms, 2)), t.warn()));
+            } else if slowest {
+                marks.push(Span::styled("slowest", t.accent()));
             }
             cells.push(Cell::from(Line::from(marks)));
             let row = Row::new(cells);
@@ -261,37 +264,25 @@ impl RanksPane {
 pub fn job_lines(j: &Job, t: &Theme, width: usize, max: usize) -> Vec<Line<'static>> {
     let world = j.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let head = format!("job: {} ranks{world}", j.ranks.len());
-    let rest = format!(" · step {} ms (slowest: rank {}) · GPU util {}", num(j.step_ms, 2), j.critical_rank, pct(j.gpu_util));
+    let rest = format!(" · step {} ms ({}) · GPU util {}", num(j.step_ms, 2), text::slowest(j), pct(j.gpu_util));
     let room = width.saturating_sub(head.chars().count());
     let mut out = vec![Line::from(vec![Span::styled(head, t.title()), Span::raw(clip(&rest, room))])];
-    if j.stragglers.is_empty() {
-        out.push(Line::styled(
-            clip(
-                &format!("stragglers: none (every rank's compute is within {} ms of the median rank's)", num(j.straggler_threshold_ms, 2)),
-                width,
-            ),
-            t.muted(),
-        ));
-    } else {
-        out.push(Line::styled(
-            clip(&format!("stragglers (compute more than {} ms above the median rank's):", num(j.straggler_threshold_ms, 2)), width),
-            t.warn(),
-        ));
-        let room = max.max(2) - 1;
-        for (k, s) in j.stragglers.iter().enumerate() {
-            if k + 1 == room && j.stragglers.len() > room {
-                out.push(Line::styled(format!("  … and {} more, marked in the table", j.stragglers.len() - k), t.muted()));
-                break;
-            }
-            let mut why = format!("  rank {}: +{} ms of compute per step", s.rank, num(s.late_ms, 2));
-            if let Some(p) = &s.phase {
-                why.push_str(&format!(" · {} +{} ms", p.name, num(p.extra_ms, 2)));
-            }
-            for k in &s.kernels {
-                why.push_str(&format!(" · {} +{} ms", k.name, num(k.extra_ms, 2)));
-            }
-            out.push(Line::raw(clip(&why, width)));
+    let style = if j.stragglers.is_empty() { t.muted() } else { t.warn() };
+    out.push(Line::styled(clip(&text::stragglers_head(j), width), style));
+    let room = max.max(2) - 1;
+    for (k, s) in j.stragglers.iter().enumerate() {
+        if k + 1 == room && j.stragglers.len() > room {
+            out.push(Line::styled(format!("  … and {} more, marked in the table", j.stragglers.len() - k), t.muted()));
+            break;
         }
+        let mut why = format!("  {}", text::straggler_line(s));
+        for w in &s.why {
+            why.push_str(&format!(" · {}", text::why(w)));
+        }
+        if let Some(p) = &s.phase {
+            why.push_str(&format!(" · {} +{} ms", p.name, num(p.extra_ms, 2)));
+        }
+        out.push(Line::raw(clip(&why, width)));
     }
     for n in &j.notes {
         out.push(Line::styled(clip(&format!("note: {n}"), width), t.muted()));
