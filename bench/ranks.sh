@@ -4,7 +4,11 @@
 #   bench/ranks.sh [SIZE]      SIZE per rank trace (default 100MB)
 #
 # Generates 8 rank traces of SIZE of uncompressed JSON each with
-# `gen-trace --ranks 8` (under bench/out/ranks-SIZE/, reused), then times
+# `gen-trace --ranks 8`, rank 5's last kernel before each all-reduce
+# stretched by 0.3 ms (2% of the generated step; `--slow-mode stretch`, the
+# others wait in the all-reduces), under bench/out/ranks-SIZE-stretch/
+# (reused); prints the stragglers `summary` finds against the generator's
+# truth; then times
 # `libreyolo profile summary <folder> --json` and
 # `libreyolo profile collectives <folder> --json` pinned to 1 core and to
 # 2 cores (taskset; the ranks are read on as many threads as CPUs the
@@ -27,12 +31,16 @@ bin=${BIN:-$target/release/libreyolo}
 [ -x "$bin" ] || cargo build --release -p libreyolo
 gen=${GEN:-$target/release/gen-trace}
 [ -x "$gen" ] || cargo build --release -p libreyolo-bench --bin gen-trace
-dir=bench/out/ranks-$size/job
+dir=bench/out/ranks-$size-stretch/job
 if [ ! -f "$dir.expect.json" ]; then
-    "$gen" --quiet --size "$size" --ranks 8 --slow-rank 5 --slow-ms 2 --out "$dir"
+    "$gen" --quiet --size "$size" --ranks 8 --slow-rank 5 --slow-mode stretch --slow-ms 0.3 --out "$dir"
 fi
 total=$(du -cb "$dir"/rank*.json | tail -1 | cut -f1)
 echo "load before: $(uptime)"
+echo "generated: rank 5 stretched by 0.3 ms; the others' waits for it: $(grep -o '"wait_caused_ms_per_step": [0-9.]*' "$dir.expect.json" | cut -d' ' -f2) ms per step"
+echo "found:"
+"$bin" profile summary "$dir" | sed -n '/^stragglers/,$p' | head -4
+echo
 echo "8 ranks, $((total / 1000000)) MB of JSON in all; best of $runs"
 echo
 echo "| command | cores | wall s | MB/s | peak RSS MB |"

@@ -143,7 +143,7 @@ fn a_rank_late_by_1_2_or_5_percent_of_the_step_is_named_with_its_kernel() {
         assert_eq!(s[0]["rank"], 2);
         assert_eq!(job["critical_rank"], 2, "the rank the others wait for is the slowest");
         close(s[0]["wait_caused_ms_per_step"].as_f64().unwrap(), 3.0 * d_ms, "three ranks wait D each");
-        close(s[0]["late_ms_per_step"].as_f64().unwrap(), d_ms, "late by D");
+        close(s[0]["late_ms"].as_f64().unwrap(), d_ms, "late by D");
         assert_eq!(s[0]["late_steps"], serde_json::json!([3, 3]));
         assert_eq!(s[0]["late_at"][0]["collective"], "allreduce");
         assert_eq!(s[0]["late_at"][0]["count"], 3, "once per step");

@@ -76,6 +76,20 @@ struct Cli {
     /// shifts kernels against the all-reduces.
     #[arg(long, default_value = "optimizer")]
     slow_phase: String,
+    /// How the straggler is slow: `extra` runs the extra kernel above;
+    /// `stretch` makes its last kernel before each step's first all-reduce
+    /// run `--slow-ms` longer, and every rank's first all-reduce wait for
+    /// its gradients, so the others wait that long inside it, as NCCL
+    /// makes them (`--slow-phase` does not apply).
+    #[arg(long, value_enum, default_value_t = SlowMode::Extra)]
+    slow_mode: SlowMode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[serde(rename_all = "snake_case")]
+enum SlowMode {
+    Extra,
+    Stretch,
 }
 
 /// One rank of a generated job.
@@ -85,6 +99,10 @@ struct JobSpec {
     world: u32,
     /// (phase index, ns) of the extra kernel per step.
     slow: Option<(usize, i64)>,
+    /// `--slow-mode stretch`: ns the straggler's kernel is stretched by
+    /// (set on every rank: all synchronise at the first all-reduce) and
+    /// whether this rank is the straggler.
+    stretch: Option<(i64, bool)>,
 }
 
 /// What a generated job holds, written to `<folder>.expect.json`.
@@ -92,11 +110,20 @@ struct JobSpec {
 struct JobTruth {
     ranks: u32,
     slow_rank: Option<u32>,
+    slow_mode: SlowMode,
     slow_phase: String,
     slow_ms: Option<f64>,
     slow_kernel: &'static str,
     steps: u64,
     allreduces_per_step: u64,
+    /// `stretch`: the other ranks' waits for the straggler at the
+    /// all-reduces, summed, per step (ms).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    wait_caused_ms_per_step: Option<f64>,
+    /// `stretch`: the kernel stretched (the straggler's last before that
+    /// all-reduce).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stretched_kernel: Option<String>,
 }
 
 /// The extra kernel a straggler runs.
@@ -504,6 +531,14 @@ struct PhaseTruth {
 
 #[derive(Debug, Default, Serialize)]
 struct Truth {
+    /// `--slow-mode stretch` (a job's ranks, not written): the rank's
+    /// all-reduces, its waits for the straggler, the kernel stretched.
+    #[serde(skip)]
+    arrivals: Vec<(i64, i64)>,
+    #[serde(skip)]
+    waited_ns: i64,
+    #[serde(skip)]
+    stretched: Option<String>,
     generator: &'static str,
     seed: u64,
     gzip: bool,
@@ -585,6 +620,20 @@ struct Gen {
     /// The straggler's extra kernel (a model entry made without the RNG,
     /// so every rank draws the same numbers).
     slow_kernel: Option<usize>,
+    /// `stretch`: ns to add to the next compute kernel launched.
+    stretch_next: i64,
+    /// `stretch`: whether this step's first all-reduce is still to come.
+    first_allreduce: bool,
+    /// `stretch`: each all-reduce so far (start, dur); on the others, the
+    /// straggler's, to wait for.
+    arrivals: Vec<(i64, i64)>,
+    wait_for: Vec<(i64, i64)>,
+    /// The next comm kernel lasts until this one (start, dur) ends.
+    wait_until: Option<(i64, i64)>,
+    /// `stretch`, on the others: their waits for it inside the steps, ns.
+    waited_ns: i64,
+    /// `stretch`, on the straggler: the kernel stretched.
+    stretched: Option<usize>,
 }
 
 impl Gen {
@@ -628,6 +677,13 @@ impl Gen {
             truth,
             job,
             slow_kernel,
+            stretch_next: 0,
+            first_allreduce: false,
+            arrivals: Vec::new(),
+            wait_for: Vec::new(),
+            wait_until: None,
+            waited_ns: 0,
+            stretched: None,
         }
     }
 
@@ -765,9 +821,43 @@ impl Gen {
         let dur = self.rng.jitter(5_500, 0.5);
         let si = if stream == COMPUTE_STREAM { 0 } else { 1 };
         let start = (ts + self.rng.jitter(4_000, 0.5)).max(self.stream_free[si] + self.rng.range(1_000, 2_500));
-        let kdur = self.rng.jitter(self.model.kernels[k].dur, 0.08);
+        let mut kdur = self.rng.jitter(self.model.kernels[k].dur, 0.08);
+        if si == 0 && self.stretch_next > 0 {
+            kdur += std::mem::take(&mut self.stretch_next);
+            self.stretched = Some(k);
+        }
+        // Waiting in a collective for a later rank: it ends when theirs does.
+        if let Some((s, d)) = self.wait_until.take().filter(|(s, d)| si == 1 && s + d > start + kdur) {
+            if self.in_step {
+                self.waited_ns += (s - start).max(0);
+            }
+            kdur = s + d - start;
+        }
         self.stream_free[si] = start + kdur;
         self.launched(k, stream, (ts, dur), (start, kdur));
+    }
+
+    /// A gradient all-reduce. Under `--slow-mode stretch` each waits for the
+    /// compute stream (its gradients) on every rank; the
+    /// straggler records when each of its all-reduces ran, and the others'
+    /// kernel lasts until the straggler's ends (they wait in it, as NCCL
+    /// makes them), which the end of backward passes on to their compute.
+    fn launch_allreduce(&mut self, k: usize) {
+        let Some((_, slow)) = self.job.and_then(|j| j.stretch) else {
+            return self.launch(k, COMM_STREAM);
+        };
+        // Each waits for its gradients (`cudaStreamWaitEvent`).
+        self.first_allreduce = false;
+        self.stream_free[1] = self.stream_free[1].max(self.stream_free[0]);
+        if !slow {
+            self.wait_until = self.wait_for.get(self.arrivals.len()).copied();
+        }
+        self.launch(k, COMM_STREAM);
+        // Every rank counts its all-reduces in `arrivals` (the others'
+        // entries are their own, unused): the k-th matches the k-th.
+        if let Some(GpuEv::Kernel { ts, dur, .. }) = self.gpu.iter().rev().find(|e| matches!(e, GpuEv::Kernel { .. })) {
+            self.arrivals.push((*ts, *dur));
+        }
     }
 
     /// The straggler's extra kernel: launched like any other but drawing
@@ -898,6 +988,7 @@ impl Gen {
 
     fn step(&mut self) {
         self.clear();
+        self.first_allreduce = true;
         self.tick(3_000);
         let step_start_idx = self.cpu.len();
         let name = format!("ProfilerStep#{}", self.step_no);
@@ -1120,7 +1211,15 @@ impl Gen {
                                 &format!("[{}, {}, {}, {}]", l.cout, l.cin, l.k, l.k),
                                 (l.cout * l.cin * l.k * l.k) as i64 * 4,
                             );
-                            for &k in &l.conv_bwd {
+                            for (i, &k) in l.conv_bwd.iter().enumerate() {
+                                // `stretch`: the straggler's last kernel before the step's first all-reduce.
+                                if let Some((d, true)) = g.job.and_then(|j| j.stretch)
+                                    && g.first_allreduce
+                                    && l.allreduce.is_some()
+                                    && i + 1 == l.conv_bwd.len()
+                                {
+                                    g.stretch_next = d;
+                                }
                                 g.launch(k, COMPUTE_STREAM);
                             }
                         },
@@ -1143,7 +1242,7 @@ impl Gen {
                         g.op("c10d::allreduce_", String::new(), |g| {
                             g.runtime("cudaEventRecord", 135, 1_500);
                             g.runtime("cudaStreamWaitEvent", 147, 1_200);
-                            g.launch(k, COMM_STREAM);
+                            g.launch_allreduce(k);
                             g.runtime("cudaEventRecord", 135, 1_500);
                         });
                     });
@@ -1471,7 +1570,14 @@ const TRAILER: &str = "\n  ],\n  \"traceName\": \"/tmp/libreyolo_gen_trace.json\
 // ---------------------------------------------------------------------------
 
 /// `steps`: exactly this many steps (the ranks of a job), else as many as `--size` takes.
-fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u64>) -> Result<Truth> {
+/// `wait_for`: under `--slow-mode stretch`, the straggler's all-reduces
+/// (start, dur), which the other ranks wait for.
+fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u64>, wait_for: &[(i64, i64)]) -> Result<Truth> {
+    let new_gen = || {
+        let mut g = Gen::new(cli.seed, job);
+        g.wait_for = wait_for.to_vec();
+        g
+    };
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let buffered = BufWriter::with_capacity(1 << 20, file);
     let w: Box<dyn Write> = if cli.gzip { Box::new(GzEncoder::new(buffered, Compression::default())) } else { Box::new(buffered) };
@@ -1492,7 +1598,7 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
 
     // Pass 1: the CPU section; count the bytes of the rest to know when to stop.
     out.raw(header(DEVICE_NAME, job).as_bytes())?;
-    let mut g = Gen::new(cli.seed, job);
+    let mut g = new_gen();
     let mut r = Renderer { ev_idx: 0 };
     let mut rest_bytes: u64 = 0;
     let meta_bytes: u64 = metadata(&g, g.start_ts).iter().map(|s| s.len() as u64 + 2).sum::<u64>() + TRAILER.len() as u64;
@@ -1521,11 +1627,14 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     r.cpu(&mut g, emit!(out, errors), &mut buf);
     let end_ts = g.now.max(g.stream_free[0]).max(g.stream_free[1]) + 5_000;
     let mut truth = std::mem::take(&mut g.truth);
+    truth.arrivals = std::mem::take(&mut g.arrivals);
+    truth.waited_ns = g.waited_ns;
+    truth.stretched = g.stretched.map(|k| g.model.names[g.model.kernels[k].name as usize].0.clone());
     let model_names: Vec<bool> = g.model.names.iter().map(|(_, tc)| *tc).collect();
     drop(g);
 
     // Pass 2: the GPU section (runtime calls, kernels, copies, flows).
-    let mut g = Gen::new(cli.seed, job);
+    let mut g = new_gen();
     g.prelude();
     r.gpu(&g, emit!(out, errors), &mut buf);
     for _ in 0..steps {
@@ -1539,7 +1648,7 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     r.gpu(&g, emit!(out, errors), &mut buf);
 
     // Pass 3: GPU-side annotations, then metadata.
-    let mut g = Gen::new(cli.seed, job);
+    let mut g = new_gen();
     g.prelude();
     for _ in 0..steps {
         g.step();
@@ -1603,28 +1712,46 @@ fn generate_job(cli: &Cli) -> Result<()> {
         anyhow::bail!("--slow-rank {r}: the job has ranks 0..{}", cli.ranks - 1);
     }
     std::fs::create_dir_all(&cli.out).with_context(|| format!("cannot create {}", cli.out.display()))?;
+    let stretch = (cli.slow_mode == SlowMode::Stretch).then(|| (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64);
     let mut steps = None;
-    // The straggler last: the others decide the step count from --size.
+    // `extra`: the straggler last, the others deciding the step count from
+    // --size. `stretch`: the straggler first, the others waiting for it.
     let mut order: Vec<u32> = (0..cli.ranks).filter(|r| Some(*r) != cli.slow_rank).collect();
-    order.extend(cli.slow_rank);
+    match (stretch, cli.slow_rank) {
+        (Some(_), Some(r)) => order.insert(0, r),
+        (_, r) => order.extend(r),
+    }
+    let (mut arrivals, mut waited_ns, mut stretched) = (Vec::new(), 0i64, None);
     for rank in order {
-        let slow = (cli.slow_rank == Some(rank)).then(|| (phase, (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64));
+        let is_slow = cli.slow_rank == Some(rank);
+        let slow = (is_slow && stretch.is_none()).then(|| (phase, (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64));
+        let spec = JobSpec { rank, world: cli.ranks, slow, stretch: stretch.map(|d| (d, is_slow)) };
         let name = format!("rank{rank}.json{}", if cli.gzip { ".gz" } else { "" });
-        let t = generate(cli, &cli.out.join(&name), Some(JobSpec { rank, world: cli.ranks, slow }), steps)?;
+        let t = generate(cli, &cli.out.join(&name), Some(spec), steps, &arrivals)?;
         steps = Some(t.steps);
+        if is_slow {
+            arrivals = t.arrivals;
+            stretched = t.stretched;
+        } else {
+            waited_ns += t.waited_ns;
+        }
         if !cli.quiet {
             eprintln!("gen-trace: wrote {} ({} bytes uncompressed, {} steps)", cli.out.join(&name).display(), t.bytes, t.steps);
         }
     }
     let model = Model::build(&mut Rng(cli.seed ^ 0x5EED_CAFE_F00D_D00D));
+    let n_steps = steps.unwrap_or(0);
     let truth = JobTruth {
         ranks: cli.ranks,
         slow_rank: cli.slow_rank,
+        slow_mode: cli.slow_mode,
         slow_phase: cli.slow_phase.clone(),
         slow_ms: cli.slow_ms,
         slow_kernel: SLOW_KERNEL,
-        steps: steps.unwrap_or(0),
+        steps: n_steps,
         allreduces_per_step: model.layers.iter().filter(|l| l.allreduce.is_some()).count() as u64,
+        wait_caused_ms_per_step: stretch.map(|_| waited_ns as f64 / 1e6 / n_steps.max(1) as f64),
+        stretched_kernel: stretched,
     };
     let side = sidecar_path(&cli.out);
     std::fs::write(&side, serde_json::to_string_pretty(&truth)? + "\n").with_context(|| format!("cannot write {}", side.display()))?;
@@ -1641,7 +1768,7 @@ fn main() {
         return;
     }
     let t0 = Instant::now();
-    match generate(&cli, &cli.out, None, None) {
+    match generate(&cli, &cli.out, None, None, &[]) {
         Ok(truth) => {
             let side = sidecar_path(&cli.out);
             let json = serde_json::to_string_pretty(&truth).expect("truth serializes");

@@ -56,3 +56,44 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     let late: Vec<_> = c.collectives.iter().skip(per_step).collect();
     assert!(late.iter().all(|m| m.last_rank == Some(2) && m.skew_us.unwrap() >= 3250.0), "{late:#?}");
 }
+
+/// `--slow-mode stretch` by 1%, 2% and 5% of the step: the straggler is
+/// found by the waits it causes (the generator's own sum of the other
+/// ranks' waits), with the stretched kernel as its first reason; without
+/// the stretch nobody is named.
+#[test]
+fn a_stretched_kernel_before_the_all_reduces_is_found_by_the_waits_it_causes() {
+    let gen_job = |ms: f64| {
+        let tmp = tempfile::tempdir().unwrap();
+        let dir = tmp.path().join("job");
+        let st = Command::new(env!("CARGO_BIN_EXE_gen-trace"))
+            .args(["--size", "1MB", "--ranks", "4", "--slow-rank", "1", "--slow-mode", "stretch", "--quiet", "--slow-ms"])
+            .arg(ms.to_string())
+            .arg("--out")
+            .arg(&dir)
+            .status()
+            .unwrap();
+        assert!(st.success());
+        let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
+        let set = ranks::load(&json_files_in(&dir).unwrap()).unwrap();
+        (job::job(&set), truth)
+    };
+    let (calm, _) = gen_job(0.0);
+    assert!(calm.stragglers.is_empty(), "{:#?}", calm.stragglers);
+    assert_eq!(calm.critical_rank, None);
+    let step = calm.step_ms;
+    for pct in [1.0, 2.0, 5.0] {
+        let d = step * pct / 100.0;
+        let (j, truth) = gen_job(d);
+        assert_eq!(j.stragglers.len(), 1, "{pct}%: {:#?}", j.stragglers);
+        let s = &j.stragglers[0];
+        assert_eq!(s.rank, 1);
+        assert_eq!(j.critical_rank, Some(1));
+        let want = truth["wait_caused_ms_per_step"].as_f64().unwrap();
+        let got = s.wait_caused_ms_per_step.unwrap();
+        assert!((got - want).abs() <= 0.1 * want, "{pct}%: caused {got} vs the generator's {want}");
+        let kernel = truth["stretched_kernel"].as_str().unwrap();
+        assert!(kernel.starts_with(s.why[0].name.trim_end_matches('…')), "{pct}%: {:?}", s.why);
+        assert!((s.why[0].excess_ms_per_step - d).abs() <= 0.1 * d, "{pct}%: {} vs {d}", s.why[0].excess_ms_per_step);
+    }
+}

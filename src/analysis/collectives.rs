@@ -76,38 +76,56 @@ impl Collector {
     }
 
     /// The calls in time order (per group, the order the ranks match by),
-    /// each with its step and lead-in: the compute kernels (`label` names
-    /// them; `None` is communication) and the idle time by cause in
-    /// `gaps` (the idle account's device) since the device's previous
-    /// collective ended.
+    /// each with its step and lead-in (docs/analysis.md §11): the compute
+    /// kernels (`label` names them; `None` is communication) the host
+    /// launched between the device's previous collective and this one —
+    /// the same stretch of the program on every rank, however late each
+    /// ran — and the idle time by cause in `gaps` (the idle account's
+    /// device) from the end of the previous collective to this one's start.
+    /// Without launches in the trace, the kernels that ran in that time.
     pub(super) fn finish(self, a: &Analyzer, gaps: Option<&Gaps>, label: &dyn Fn(u32) -> Option<String>) -> Vec<CollectiveCall> {
         let mut calls: Vec<(CollectiveCall, Option<u32>)> = self.calls.into_iter().zip(self.spans).collect();
         calls.sort_by_key(|(c, _)| (c.start_ns, c.device));
         let steps = a.ranges.numbered_steps();
-        // Each device's kernels by start.
-        let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
+        let launch_of = |span: Option<u32>| span.and_then(|s| a.kernel_spans.get(s as usize)).and_then(|k| k.launch).map(|l| l.start);
+        // Each device's kernels by start, and by launch where known.
+        let mut by_start: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
+        let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         for (i, k) in a.kernel_spans.iter().enumerate() {
-            by_device.entry(k.device).or_default().push(i);
+            by_start.entry(k.device).or_default().push((k.start, i));
+            if let Some(l) = k.launch {
+                by_launch.entry(k.device).or_default().push((l.start, i));
+            }
         }
-        for ks in by_device.values_mut() {
-            ks.sort_by_key(|&i| a.kernel_spans[i].start);
+        for ks in by_start.values_mut().chain(by_launch.values_mut()) {
+            ks.sort_unstable();
         }
         let mut out: Vec<CollectiveCall> = Vec::with_capacity(calls.len());
         for i in 0..calls.len() {
             let (c, span) = &calls[i];
-            let launched = span.and_then(|s| a.kernel_spans.get(s as usize)).and_then(|k| k.launch).map_or(c.start_ns, |l| l.start);
-            let at = steps.partition_point(|(_, s, _)| *s <= launched);
-            let step = at.checked_sub(1).map(|k| steps[k]).filter(|(_, _, e)| launched < *e).map(|(n, _, _)| n);
-            let kernels = by_device.get(&c.device).map_or(&[][..], Vec::as_slice);
-            let previous = calls[..i]
-                .iter()
-                .rev()
-                .take(LOOK_BACK)
-                .filter(|(p, _)| p.device == c.device && p.start_ns + p.dur_ns <= c.start_ns)
-                .map(|(p, _)| p.start_ns + p.dur_ns)
-                .max();
-            let from = previous.or_else(|| kernels.first().map(|&k| a.kernel_spans[k].start)).unwrap_or(c.start_ns);
-            let (mut lead_in, floor) = lead_in_kernels(a, kernels, (from, c.start_ns), label);
+            let launched = launch_of(*span);
+            let at_ts = launched.unwrap_or(c.start_ns);
+            let at = steps.partition_point(|(_, s, _)| *s <= at_ts);
+            let step = at.checked_sub(1).map(|k| steps[k]).filter(|(_, _, e)| at_ts < *e).map(|(n, _, _)| n);
+            let before: Vec<&(CollectiveCall, Option<u32>)> =
+                calls[..i].iter().rev().take(LOOK_BACK).filter(|(p, _)| p.device == c.device).collect();
+            let ran = by_start.get(&c.device).map_or(&[][..], Vec::as_slice);
+            let ended = before.iter().map(|(p, _)| p.start_ns + p.dur_ns).filter(|e| *e <= c.start_ns).max();
+            let from = ended.or_else(|| ran.first().map(|k| k.0)).unwrap_or(c.start_ns);
+            let (mut lead_in, floor) = match launched {
+                Some(l) => {
+                    let after = before.iter().find_map(|(_, s)| launch_of(*s)).unwrap_or(i64::MIN);
+                    let list = by_launch.get(&c.device).map_or(&[][..], Vec::as_slice);
+                    let first = list.partition_point(|k| k.0 <= after);
+                    let ks = list[first..].iter().take_while(|k| k.0 < l).map(|k| &a.kernel_spans[k.1]);
+                    lead_in_kernels(ks.map(|k| (k.name, k.end - k.start)), label)
+                }
+                None => {
+                    let first = ran.partition_point(|k| k.0 < from);
+                    let ks = ran[first..].iter().take_while(|k| k.0 < c.start_ns).map(|k| &a.kernel_spans[k.1]);
+                    lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
+                }
+            };
             if let Some(g) = gaps.filter(|g| g.device == c.device) {
                 let mut idle = g.within(from, c.start_ns);
                 idle.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
@@ -123,20 +141,13 @@ impl Collector {
     }
 }
 
-/// The compute kernels that started in `[from, to)` on a device
-/// (`kernels`: its spans by start), the longest first, each cut at `to`;
-/// and, when the list is cut, the time of the longest left out.
-fn lead_in_kernels(
-    a: &Analyzer,
-    kernels: &[usize],
-    (from, to): (i64, i64),
-    label: &dyn Fn(u32) -> Option<String>,
-) -> (Vec<LeadIn>, Option<f64>) {
-    let first = kernels.partition_point(|&k| a.kernel_spans[k].start < from);
+/// A lead-in's compute kernels from (name, ns) pairs, by label, the
+/// longest first; and, when the list is cut, the time of the longest left
+/// out.
+fn lead_in_kernels(kernels: impl Iterator<Item = (u32, i64)>, label: &dyn Fn(u32) -> Option<String>) -> (Vec<LeadIn>, Option<f64>) {
     let mut by_name: HashMap<u32, i64> = HashMap::default();
-    for &k in kernels[first..].iter().take_while(|&&k| a.kernel_spans[k].start < to) {
-        let k = &a.kernel_spans[k];
-        *by_name.entry(k.name).or_insert(0) += k.end.min(to) - k.start;
+    for (name, ns) in kernels {
+        *by_name.entry(name).or_insert(0) += ns;
     }
     // Labels can be shared by several raw names.
     let mut labelled: HashMap<String, i64> = HashMap::default();

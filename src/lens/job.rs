@@ -105,10 +105,12 @@ pub struct Straggler {
     /// The other ranks' waits for it at collectives, summed, per step
     /// (None under the compute rule).
     pub wait_caused_ms_per_step: Option<f64>,
-    /// How much later than the other ranks' median it arrived at those
-    /// collectives, summed, per step: what `why` explains.
+    /// How much later than the other ranks' median it arrived at the
+    /// worst of those collectives in a step, mean over the steps: what
+    /// `why` explains (a rank late at one collective is often late at
+    /// those after it for the same reason).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub late_ms_per_step: Option<f64>,
+    pub late_ms: Option<f64>,
     /// Steps in which it caused at least the threshold, of the steps its
     /// collectives ran in (None under the compute rule).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -206,7 +208,8 @@ fn lead_us(call: &CollectiveCall, kind: LeadKind, name: &str) -> f64 {
 #[derive(Default)]
 struct Caused {
     total_us: f64,
-    late_us: f64,
+    /// Per step, the most it arrived after the others' median.
+    late_us: BTreeMap<Option<u64>, f64>,
     by_step: BTreeMap<Option<u64>, f64>,
     by_kind: Vec<(String, String, usize, f64)>,
     excess_us: BTreeMap<(LeadKind, String), f64>,
@@ -221,7 +224,9 @@ fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
         let e = out.entry(last).or_default();
         e.total_us += m.wait_us;
         let arrivals: Vec<f64> = m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
-        e.late_us += m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us) - median(&arrivals);
+        let late = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us) - median(&arrivals);
+        let worst = e.late_us.entry(mine.step).or_insert(0.0);
+        *worst = worst.max(late);
         *e.by_step.entry(mine.step).or_insert(0.0) += m.wait_us;
         match e.by_kind.iter_mut().find(|k| k.0 == m.group && k.1 == m.collective) {
             Some(k) => {
@@ -288,7 +293,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                 b.wait_caused_ms_per_step.total_cmp(&a.wait_caused_ms_per_step).then_with(|| a.collective.cmp(&b.collective))
             });
             late_at.truncate(TOP_LATE_AT);
-            let late = w.late_us / 1e3 / n;
+            let late = w.late_us.values().sum::<f64>() / 1e3 / w.late_us.len().max(1) as f64;
             let mut why: Vec<Why> = w
                 .excess_us
                 .iter()
@@ -300,7 +305,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             stragglers.push(Straggler {
                 rank: *rank,
                 wait_caused_ms_per_step: Some(round(per_step, 3)),
-                late_ms_per_step: Some(round(late, 3)),
+                late_ms: Some(round(late, 3)),
                 late_steps: (!in_steps.is_empty()).then_some([late_steps, in_steps.len().max(n as usize) as u64]),
                 late_at,
                 why,
@@ -329,7 +334,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             .map(|(i, r)| Straggler {
                 rank: r.rank,
                 wait_caused_ms_per_step: None,
-                late_ms_per_step: None,
+                late_ms: None,
                 late_steps: None,
                 late_at: Vec::new(),
                 why: extras(&kernels[i], &kernels)

@@ -495,7 +495,7 @@ pub fn straggler_line(s: &Straggler) -> String {
         return format!("rank {}: +{} ms of compute per step", s.rank, num(s.compute_excess_ms, 2));
     };
     let steps = s.late_steps.filter(|[_, n]| *n > 1).map_or(String::new(), |[k, n]| format!(" ({k} of {n} steps)"));
-    let late = s.late_ms_per_step.map_or(String::new(), |l| format!(", arriving {} ms after them", num(l, 2)));
+    let late = s.late_ms.map_or(String::new(), |l| format!(", arriving up to {} ms after them", num(l, 2)));
     let at: Vec<String> = s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
     format!("rank {} makes the others wait {} ms/step{steps}{late} at {}", s.rank, num(w, 2), at.join(", "))
 }
@@ -503,7 +503,7 @@ pub fn straggler_line(s: &Straggler) -> String {
 /// The part of a straggler's lateness its reasons do not cover, when it
 /// is a tenth of it or more.
 pub fn unexplained(s: &Straggler) -> Option<f64> {
-    let late = s.late_ms_per_step?;
+    let late = s.late_ms?;
     let rest = late - s.why.iter().map(|w| w.excess_ms_per_step).sum::<f64>();
     (rest >= 0.1 * late && rest >= 0.01).then_some(rest)
 }
