@@ -136,17 +136,18 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     let line = format!("{BIN} profile explore {JOB}; echo EXITED=$?; sleep 60");
     assert!(t.cmd(&["new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e", &line]).status.success());
 
-    // The job's line and one row per rank, at 80x24; rank 1 is the slowest.
+    // The job's line and one row per rank, at 80x24; the others wait for
+    // rank 7 (rank 1 has the longest step: it waits most).
     let s = t.wait("the ranks", |s| s.contains("job: 8 ranks of world size 8"));
-    assert!(s.contains("0 Ranks") && s.contains("7 Timeline") && s.contains("stragglers: none"), "{s}");
-    assert!(s.contains("step 19.90 ms (slowest: rank 1)"), "{s}");
+    assert!(s.contains("0 Ranks") && s.contains("7 Timeline") && s.contains("stragglers (the others wait for them"), "{s}");
+    assert!(s.contains("step 19.90 ms (the others wait for rank 7)"), "{s}");
     let first_row = |s: &str| s.lines().skip_while(|l| !l.contains("exposed")).nth(1).unwrap_or("").to_string();
     assert!(first_row(&s).trim_start().starts_with('0'), "rank order first:\n{s}");
 
-    // Sorted by step: the slowest rank first; Enter opens it.
+    // Sorted by step: the longest step first, not the slowest rank.
     t.keys(&["s"]);
     let s = t.wait("the step sort", |s| s.contains("sort: step"));
-    assert!(first_row(&s).contains("19.90") && first_row(&s).contains("slowest"), "{s}");
+    assert!(first_row(&s).contains("19.90") && !first_row(&s).contains("slowest"), "{s}");
     t.keys(&["Home", "Down", "Enter"]);
     // (At 80x24 the idle account fills the screen above the kernel mix.)
     let s = t.wait("rank 3's summary", |s| s.contains("rank 3 of 8") && s.contains("Why the GPU waits"));
