@@ -10,11 +10,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::Analyzer;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
-use super::{Analyzer, ThreadIds};
-use crate::error::Result;
 use crate::profile::memory::{DeviceMemory, MAX_POINTS, PhaseMemory};
-use crate::trace::{self, Event, EventSink};
+use crate::trace::Event;
 use crate::util::round;
 
 const MB: f64 = 1e6;
@@ -196,60 +195,18 @@ pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
         .collect()
 }
 
-/// Finds the innermost CPU op around each probe on its thread.
-struct OpsAt<'p> {
-    threads: ThreadIds,
-    probes: &'p [Probe],
-    /// Per probe: (duration, start, name) of the innermost op so far.
-    found: Vec<Option<(i64, i64, String)>>,
-}
-
-impl EventSink for OpsAt<'_> {
-    fn event(&mut self, ev: &Event<'_>) {
-        if ev.ph() != "X" || !matches!(ev.cat(), "cpu_op" | "Operator") {
-            return;
-        }
-        let name = ev.name();
-        if name.starts_with("ProfilerStep#") || name.starts_with("step/") {
-            return;
-        }
-        let (Some(ts), Some(dur)) = (ev.ts.get(), ev.dur.get()) else { return };
-        if !(0.0..=super::MAX_DUR_US).contains(&dur) || ts.abs() > super::MAX_TS_US {
-            return;
-        }
-        let (start, dur) = (super::ns(ts), super::ns(dur));
-        let thread = self.threads.id(ev.pid.as_ref(), ev.tid.as_ref());
-        for (p, found) in self.probes.iter().zip(self.found.iter_mut()) {
-            if p.thread != thread || p.ts < start || p.ts > start + dur {
-                continue;
-            }
-            // Innermost: the shortest; on equal lengths, the later start.
-            if found.as_ref().is_none_or(|(d, s, _)| dur < *d || (dur == *d && start > *s)) {
-                *found = Some((dur, start, name.to_string()));
-            }
-        }
-    }
-
-    fn malformed(&mut self) {}
-}
-
-/// Names the op around each device's peak with one more pass over `src`.
-pub(super) fn name_peak_ops(
-    src: &trace::Source,
-    threads: ThreadIds,
-    probes: &[Probe],
-    memory: &mut [DeviceMemory],
-    progress: bool,
-) -> Result<()> {
-    if probes.is_empty() {
-        return Ok(());
-    }
-    let mut sink = OpsAt { threads, probes, found: vec![None; probes.len()] };
-    trace::read_source(src, &mut sink, progress)?;
-    for (row, found) in memory.iter_mut().zip(sink.found) {
-        row.peak_op = found.map(|f| f.2);
-    }
-    Ok(())
+/// The innermost CPU op around each probe on its thread (the shortest; on
+/// equal lengths, the later start), from the ops the pass kept.
+pub(super) fn ops_at(ops: &[super::OpRec], names: &super::Names, probes: &[Probe]) -> Vec<Option<String>> {
+    probes
+        .iter()
+        .map(|p| {
+            ops.iter()
+                .filter(|o| o.thread == p.thread && o.start <= p.ts && p.ts <= o.start + o.dur)
+                .min_by_key(|o| (o.dur, std::cmp::Reverse(o.start)))
+                .map(|o| names.get(o.name).to_string())
+        })
+        .collect()
 }
 
 /// Records a `[memory]` event's sample (ids of the thread and device).

@@ -1,14 +1,16 @@
 //! Trace → metrics (docs/analysis.md), in one streaming pass.
 //!
-//! Events are aggregated as they arrive; nothing proportional to the file
-//! is kept except one interval per kernel (for the busy-time union and the
-//! communication overlap) and the GPU events or launches still waiting for
-//! their partner. Events
-//! are placed in steps and phases with the ranges known at that moment.
-//! Kineto writes ranges before the work they enclose, so that is exact for
-//! current traces; when a range arrives that could enclose work already
-//! placed (some 2020–21 traces), the reader notices and runs a second pass
-//! with every range known up front.
+//! Events are aggregated as they arrive. Besides the aggregates the pass
+//! keeps small records: one per kernel (its interval and launch, for the
+//! busy-time union, the communication overlap and the idle account), one
+//! per CPU op, runtime call and long Python frame the idle account reads,
+//! and the inputs of step and phase placement ([`Replay`]). Events are
+//! placed with the ranges known at that moment: exact for current traces,
+//! where Kineto writes ranges before the work they enclose. When the ranges
+//! turn out different at the end — phases inferred (docs/analysis.md §6),
+//! or a step marker written after its work (2020–21 traces) — the placed
+//! aggregates are counted again from those records: every trace is read
+//! once.
 
 pub mod build;
 pub mod busy;
@@ -79,12 +81,49 @@ pub struct Launch {
     pub name: u32,
 }
 
-/// A launch call waiting for its GPU events: where it was placed and when
-/// it ran.
+/// A launch call waiting for its GPU events: when it ran, and whether it
+/// launches a CUDA/HIP graph.
 #[derive(Debug, Clone, Copy)]
 struct PendingLaunch {
-    place: Place,
     launch: Launch,
+    graph: bool,
+}
+
+/// How a GPU event is placed in a step and phase: by the CPU time of the
+/// call that launched it, or (no launch in the trace) by its own time.
+#[derive(Debug, Clone, Copy)]
+enum Placed {
+    Launch { thread: u32, start: i64, graph: bool },
+    Time,
+}
+
+/// What the step- and phase-keyed aggregates are counted from, kept
+/// during the pass (docs/analysis.md §1): when the ranges turn out to
+/// differ at the end (phases inferred, or a step marker written after the
+/// work it encloses), the aggregates are counted again from this instead of
+/// reading the trace a second time. O(ops + calls + GPU events), small
+/// records.
+#[derive(Debug, Default)]
+struct Replay {
+    ops: Vec<OpRec>,
+    /// Allocator and graph-launch calls (the other calls count nothing).
+    calls: Vec<CallRec>,
+    gpu: Vec<(GpuEvent, Placed)>,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct OpRec {
+    thread: u32,
+    name: u32,
+    start: i64,
+    dur: i64,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct CallRec {
+    start: i64,
+    malloc: bool,
+    graph: bool,
 }
 
 /// A kernel's interval on its device and stream.
@@ -199,12 +238,14 @@ pub struct Analyzer {
     phases: PhaseNames,
     threads: ThreadIds,
     ranges: Ranges,
-    /// Second pass: the ranges are already complete.
-    ranges_final: bool,
-    /// Latest timestamp placed so far (pass one's ordering check).
+    /// Latest timestamp placed so far (the ordering check).
     hi_ts: Option<i64>,
     /// A range arrived that could enclose work placed before it.
-    needs_second_pass: bool,
+    ranges_late: bool,
+    /// What the placed aggregates were counted from, and whether to keep
+    /// adding to it (not while counting again from it).
+    replay: Replay,
+    replaying: bool,
 
     kernels: HashMap<u32, Agg>,
     kernels_by_phase: HashMap<(u16, u32), Agg>,
@@ -299,10 +340,6 @@ fn is_dataload(name: &str) -> bool {
 }
 
 impl Analyzer {
-    fn with_ranges(ranges: Ranges, phases: PhaseNames, threads: ThreadIds) -> Self {
-        Analyzer { ranges, phases, threads, ranges_final: true, ..Default::default() }
-    }
-
     fn thread(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
         self.threads.id(pid, tid)
     }
@@ -314,7 +351,7 @@ impl Analyzer {
         });
     }
 
-    /// Places CPU-side work, remembering how far pass one has got.
+    /// Places CPU-side work, remembering how far the pass has got.
     fn place(&mut self, thread: u32, ts: i64) -> Place {
         self.hi_ts = Some(self.hi_ts.map_or(ts, |h| h.max(ts)));
         Place { in_step: self.ranges.in_step(ts), phase: self.ranges.cpu_phase(thread, ts) }
@@ -323,13 +360,13 @@ impl Analyzer {
     /// A range starting at or before work already placed may enclose it.
     fn note_range(&mut self, start: i64) {
         if self.hi_ts.is_some_and(|h| start <= h) {
-            self.needs_second_pass = true;
+            self.ranges_late = true;
         }
     }
 
     fn on_range(&mut self, ev: &Event<'_>, start: i64, end: i64) {
         let name = ev.name();
-        if !self.ranges_final && ev.cat() != "gpu_user_annotation" {
+        if ev.cat() != "gpu_user_annotation" {
             self.note_phase_evidence(ev, name, start, end);
         }
         if ev.cat() != "gpu_user_annotation" && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
@@ -343,14 +380,11 @@ impl Analyzer {
                 return; // the GPU-side mirror of the CPU step
             }
             let Ok(number) = n.trim().parse::<u64>() else { return };
-            if self.ranges_final {
-                return;
-            }
             self.note_range(start);
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
             self.ranges.add_step(number, thread, start, end);
         } else if let Some(phase) = name.strip_prefix("step/") {
-            if self.ranges_final || phase.is_empty() {
+            if phase.is_empty() {
                 return;
             }
             let id = self.phases.id(phase);
@@ -367,41 +401,59 @@ impl Analyzer {
 
     fn on_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
-        if !self.ranges_final {
-            let name = ev.name();
-            self.evidence.cpu_ops += 1;
-            if is_backward(name) {
-                self.evidence.backward_ops += 1;
-                self.note_backward(start, start + dur);
-            } else {
-                self.note_phase_evidence(ev, name, start, start + dur);
-            }
+        let name = ev.name();
+        self.evidence.cpu_ops += 1;
+        if is_backward(name) {
+            self.evidence.backward_ops += 1;
+            self.note_backward(start, start + dur);
+        } else {
+            self.note_phase_evidence(ev, name, start, start + dur);
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let name = self.names.id(ev.name());
         let kind = if is_dataload(ev.name()) { idle::HostKind::Dataload } else { idle::HostKind::Op };
         self.host.push(thread, start, start + dur, name, kind);
-        let place = self.place(thread, start);
+        self.count_op(OpRec { thread, name, start, dur });
+    }
+
+    fn count_op(&mut self, op: OpRec) {
+        if !self.replaying {
+            self.replay.ops.push(op);
+        }
+        let place = self.place(op.thread, op.start);
         if !place.in_step {
             return;
         }
-        self.op_cover.entry(thread).or_default().add(start, start + dur);
-        self.ops.entry(name).or_default().add(dur);
-        self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);
+        self.op_cover.entry(op.thread).or_default().add(op.start, op.start + op.dur);
+        self.ops.entry(op.name).or_default().add(op.dur);
+        self.ops_by_phase.entry((place.phase, op.name)).or_default().add(op.dur);
+    }
+
+    fn count_call(&mut self, call: CallRec) {
+        if !self.replaying {
+            self.replay.calls.push(call);
+        }
+        if !self.ranges.in_step(call.start) {
+            return;
+        }
+        if call.malloc {
+            self.counts.mallocs += 1;
+        }
+        if call.graph {
+            self.counts.graph_launches += 1;
+        }
     }
 
     fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let name = ev.name();
-        if !self.ranges_final {
-            if name.starts_with("hip") {
-                self.evidence.hip_calls += 1;
-            } else if name.starts_with("cu") {
-                self.evidence.cuda_calls += 1;
-            }
-            if name.contains("StreamBeginCapture") {
-                self.evidence.graph_captures += 1;
-            }
+        if name.starts_with("hip") {
+            self.evidence.hip_calls += 1;
+        } else if name.starts_with("cu") {
+            self.evidence.cuda_calls += 1;
+        }
+        if name.contains("StreamBeginCapture") {
+            self.evidence.graph_captures += 1;
         }
         let malloc = name.contains("Malloc") || name.contains("Free");
         let launch = ev.correlation().filter(|_| is_launch(name));
@@ -417,21 +469,18 @@ impl Analyzer {
         if !malloc && launch.is_none() {
             return;
         }
-        let place = self.place(thread, start);
-        if malloc && place.in_step {
-            self.counts.mallocs += 1;
+        self.place(thread, start);
+        let graph = launch.is_some() && is_graph_launch(name);
+        if malloc || graph {
+            self.count_call(CallRec { start, malloc, graph });
         }
         if let Some(corr) = launch {
-            let graph = is_graph_launch(name);
-            if graph && place.in_step {
-                self.counts.graph_launches += 1;
-            }
             let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
-            let pending = PendingLaunch { place, launch };
+            let pending = PendingLaunch { launch, graph };
             let waiting = self.pending_gpu.remove(&corr);
             for gpu in waiting.iter().flatten() {
                 self.give_launch(gpu.span, pending.launch);
-                self.count_gpu(*gpu, place, true, graph);
+                self.count_gpu(*gpu, Placed::Launch { thread, start, graph });
             }
             if graph {
                 self.graph_launches.insert(corr, pending);
@@ -476,12 +525,9 @@ impl Analyzer {
         }
         match ev.correlation() {
             Some(corr) => {
-                if let Some(p) = self.pending_launches.remove(&corr) {
+                if let Some(p) = self.pending_launches.remove(&corr).or_else(|| self.graph_launches.get(&corr).copied()) {
                     self.give_launch(gpu.span, p.launch);
-                    self.count_gpu(gpu, p.place, true, false);
-                } else if let Some(p) = self.graph_launches.get(&corr).copied() {
-                    self.give_launch(gpu.span, p.launch);
-                    self.count_gpu(gpu, p.place, true, true);
+                    self.count_gpu(gpu, Placed::Launch { thread: p.launch.thread, start: p.launch.start, graph: p.graph });
                 } else {
                     self.pending_gpu.entry(corr).or_default().push(gpu);
                 }
@@ -496,7 +542,16 @@ impl Analyzer {
         }
     }
 
-    fn count_gpu(&mut self, gpu: GpuEvent, place: Place, via_launch: bool, via_graph: bool) {
+    fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
+        if !self.replaying {
+            self.replay.gpu.push((gpu, how));
+        }
+        let (place, via_launch, via_graph) = match how {
+            Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
+            Placed::Time => {
+                (Place { in_step: self.ranges.in_step(gpu.ts), phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts) }, false, false)
+            }
+        };
         if !place.in_step {
             self.counts.gpu_outside += 1;
             return;
@@ -632,9 +687,36 @@ impl Analyzer {
         left.append(&mut self.unlaunched_gpu);
         left.sort_by_key(|g| g.ts);
         for gpu in left {
-            let place = Place { in_step: self.ranges.in_step(gpu.ts), phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts) };
-            self.count_gpu(gpu, place, false, false);
+            self.count_gpu(gpu, Placed::Time);
         }
+    }
+
+    /// Counts every step- and phase-keyed aggregate again under `ranges`
+    /// (the final ones), from what the pass kept, in the order it met it.
+    fn count_again(&mut self, ranges: Ranges) {
+        self.ranges = ranges;
+        self.kernels.clear();
+        self.kernels_by_phase.clear();
+        self.ops.clear();
+        self.ops_by_phase.clear();
+        self.op_cover.clear();
+        self.memcpy = Agg::default();
+        self.memcpy_by_phase.clear();
+        let c = &mut self.counts;
+        (c.gpu_in_steps, c.via_launch, c.via_time, c.gpu_outside, c.mallocs, c.graph_kernels, c.graph_launches) = (0, 0, 0, 0, 0, 0, 0);
+        let replay = std::mem::take(&mut self.replay);
+        self.replaying = true;
+        for op in &replay.ops {
+            self.count_op(*op);
+        }
+        for call in &replay.calls {
+            self.count_call(*call);
+        }
+        for (gpu, how) in &replay.gpu {
+            self.count_gpu(*gpu, *how);
+        }
+        self.replaying = false;
+        self.replay = replay;
     }
 }
 
@@ -702,43 +784,34 @@ pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool
 /// reader should show on stderr (also kept in the profile's warnings):
 /// measured numbers ignored, step names recorded more than once.
 pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool) -> Result<Option<(Profile, Vec<String>)>> {
-    // A capture's own trace is small: naming the op at the memory peak costs
-    // little there, and its profile.json keeps it.
+    // A capture's profile.json keeps the op at the memory peak; other
+    // readers' outputs name it where they show memory (`profile memory`).
     let peak_ops = matches!(sidecar, Sidecar::Trusted(_));
     analyze_source_with(src, sidecar, progress, peak_ops)
 }
 
 /// [`analyze_source`], naming the CPU op at each device's memory peak when
-/// `peak_ops` is set: one more pass over the trace when it has `[memory]`
-/// events (docs/analysis.md §9), so only `profile memory` asks for it.
+/// `peak_ops` is set (docs/analysis.md §9), from the ops the pass kept.
 pub fn analyze_source_with(
     src: &trace::Source,
     sidecar: Sidecar<'_>,
     progress: bool,
     peak_ops: bool,
 ) -> Result<Option<(Profile, Vec<String>)>> {
-    let mut first = Analyzer::default();
-    let info = match trace::read_source(src, &mut first, progress)? {
+    let mut analyzer = Analyzer::default();
+    let info = match trace::read_source(src, &mut analyzer, progress)? {
         Document::Profile => return Ok(None),
         Document::Trace(info) => info,
     };
-    let inferred = first.inferred_ranges();
-    let done = if first.needs_second_pass || inferred.is_some() {
-        let phases_inferred = inferred.is_some().then(|| INFERRED_HOW.to_string());
-        let ranges = inferred.unwrap_or(first.ranges);
-        let mut second = Analyzer::with_ranges(ranges, first.phases, first.threads);
-        // Mode evidence was gathered once, in the first pass.
-        second.evidence = first.evidence;
-        second.phases_inferred = phases_inferred;
-        let info = match trace::read_source(src, &mut second, progress)? {
-            Document::Trace(info) => info,
-            Document::Profile => return Ok(None),
-        };
-        (second, info)
-    } else {
-        (first, info)
-    };
-    let (analyzer, info) = done;
+    // One pass: where the ranges the aggregates were placed by turn out
+    // different at the end, they are counted again from what the pass kept.
+    if let Some(inferred) = analyzer.inferred_ranges() {
+        analyzer.phases_inferred = Some(INFERRED_HOW.to_string());
+        analyzer.count_again(inferred);
+    } else if analyzer.ranges_late {
+        let ranges = analyzer.ranges.clone();
+        analyzer.count_again(ranges);
+    }
     let mut notices = Vec::new();
     let measured = match sidecar {
         Sidecar::None => None,
@@ -760,13 +833,12 @@ pub fn analyze_source_with(
             shown.join(", ")
         ));
     }
-    let passes = if analyzer.ranges_final { 2 } else { 1 };
     let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
-    let threads = analyzer.threads.clone();
+    let peak_ops = memory::ops_at(&analyzer.replay.ops, &analyzer.names, &probes);
+    analyzer.replay = Replay::default();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
-    memory::name_peak_ops(src, threads, &probes, &mut profile.memory, progress)?;
-    if let Some(a) = profile.attribution.as_mut() {
-        a.passes = passes;
+    for (row, op) in profile.memory.iter_mut().zip(peak_ops) {
+        row.peak_op = op;
     }
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
@@ -784,7 +856,7 @@ impl Analyzer {
 
 #[cfg(test)]
 mod tests {
-    use super::ns;
+    use super::*;
 
     #[test]
     fn epoch_microseconds_convert_to_exact_nanoseconds() {
@@ -793,5 +865,39 @@ mod tests {
         assert_eq!(ns(4_458_677_009_853.422), 4_458_677_009_853_422);
         assert_eq!(ns(2.5), 2_500);
         assert_eq!(ns(-1.5), -1_500);
+    }
+
+    /// Real traces without phase ranges (phases inferred), with memory
+    /// events (the op at the peak named), and a 2021-style trace whose step
+    /// marker comes after its work: each read once, counted.
+    #[test]
+    fn every_trace_is_read_once() {
+        let fixture = |p: &str| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p);
+        let dir = tempfile::tempdir().unwrap();
+        let late = dir.path().join("late.json");
+        std::fs::write(
+            &late,
+            r#"[
+ {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 50},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 4, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 30, "dur": 300, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}
+]"#,
+        )
+        .unwrap();
+        for (path, peak_ops) in [
+            (fixture("hta_trace_diff_a100_2022/control.json.gz"), false),
+            (fixture("kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz"), true),
+            (late, false),
+        ] {
+            let before = trace::passes_on_this_thread();
+            let (p, _) = analyze_source_with(&trace::Source::path(&path).unwrap(), Sidecar::None, false, peak_ops).unwrap().unwrap();
+            assert_eq!(trace::passes_on_this_thread() - before, 1, "{}", path.display());
+            assert_eq!(p.attribution.unwrap().passes, 1);
+            assert!(p.figures.kernels_per_step > 0.0);
+            if peak_ops {
+                assert!(p.memory.iter().all(|m| m.peak_op.is_some()), "the op at the peak, from the same pass");
+            }
+        }
     }
 }

@@ -97,7 +97,7 @@ pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String
 }
 
 /// [`load_with_notices`] for `profile memory`: a trace is analysed with the
-/// op at each memory peak named, which takes one more pass over it.
+/// op at each memory peak named (from the same pass).
 pub fn load_with_peak_ops(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
     load_detailed(arg, progress, true)
 }

@@ -2,9 +2,9 @@
 //! `/dev/stdin`, a named FIFO) or standard input (`-`). Gzip is detected by
 //! its magic bytes in the first buffer, not by the file name, and the input
 //! is opened once: a pipe cannot be read twice. What a pipe delivers is
-//! kept in an unnamed temporary file as it streams past, so a second pass
-//! (old traces, inferred phases) or a re-read as a profile replays it
-//! instead of waiting on a pipe that has nothing left. A progress bar
+//! kept in an unnamed temporary file as it streams past, so a re-read (as
+//! a profile, after sniffing) replays it instead of waiting on a pipe that
+//! has nothing left. A progress bar
 //! follows large file reads on a terminal.
 
 use std::cell::RefCell;

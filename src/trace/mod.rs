@@ -72,8 +72,19 @@ pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Doc
     read_source(&Source::path(path)?, sink, progress)
 }
 
+thread_local! {
+    static PASSES: std::cell::Cell<u64> = const { std::cell::Cell::new(0) };
+}
+
+/// How many passes over a trace this thread has begun: what a test of
+/// "read once" counts.
+pub fn passes_on_this_thread() -> u64 {
+    PASSES.with(std::cell::Cell::get)
+}
+
 /// Streams the trace `src` holds into `sink`.
 pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
+    PASSES.with(|p| p.set(p.get() + 1));
     let reader = src.open(progress)?;
     let mut s = Scanner::new(reader);
     s.skip_bom()?;

@@ -1,0 +1,101 @@
+#!/usr/bin/env bash
+# Benchmark on a real-shaped trace: the readers' speed where real traces
+# differ from generated ones (no `step/<phase>` ranges: phases inferred).
+# Results: BENCHMARKS.md.
+#
+#   bench/real_shaped.sh [COPIES]
+#
+# Concatenates COPIES (default 10) copies of the real fixture trace
+# tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz (an A100
+# ResNet training without phase ranges), each shifted past the one before,
+# into bench/out/real-shaped-COPIES.json (and .json.gz; reused), then times
+# `profile summary --json` on both, pinned to one core and on two cores,
+# best of $RUNS, with peak RSS and the passes the reader reports; beside
+# them, the same file through `cat` and `zcat` (the machine's own ceiling
+# for reading and inflating those bytes). BEFORE=<binary> adds the same
+# rows for another build of libreyolo (before → after in one run). Prints
+# the load average before and after.
+#
+# env: RUNS (default 3), BIN (default target/release/libreyolo, built if
+#      missing), BEFORE (optional), python3 (to write the trace)
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+copies=${1:-10}
+runs=${RUNS:-3}
+bin=${BIN:-target/release/libreyolo}
+[ -x /usr/bin/time ] || { echo "bench/real_shaped.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
+[ -x "$bin" ] || cargo build --release -p libreyolo --features parquet
+mkdir -p bench/out
+trace=bench/out/real-shaped-$copies.json
+if [ ! -f "$trace.gz" ]; then
+    python3 - "$copies" "$trace" <<'PY'
+import gzip, json, sys
+copies, out = int(sys.argv[1]), sys.argv[2]
+t = json.load(gzip.open("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz"))
+ev = t["traceEvents"]
+ts = [e["ts"] for e in ev if isinstance(e.get("ts"), (int, float))]
+span = max(ts) - min(ts) + 1000.0
+def shifted(k):
+    for e in ev:
+        e = dict(e)
+        if isinstance(e.get("ts"), (int, float)):
+            e["ts"] = e["ts"] + k * span
+        for key in ("correlation", "External id"):
+            a = e.get("args")
+            if isinstance(a, dict) and isinstance(a.get(key), int):
+                a = dict(a); a[key] = a[key] + k * 10_000_000; e["args"] = a
+        if isinstance(e.get("id"), int):
+            e["id"] = e["id"] + k * 10_000_000
+        n = e.get("name", "")
+        if n.startswith("ProfilerStep#") and n[13:].isdigit():
+            e["name"] = "ProfilerStep#%d" % (int(n[13:]) + k * 1000)
+        yield e
+t["traceEvents"] = [e for k in range(copies) for e in shifted(k)]
+with open(out, "w") as f:
+    json.dump(t, f)
+PY
+    gzip -k -1 "$trace"
+fi
+bytes=$(stat -c %s "$trace")
+mb=$(echo "$bytes / 1000000" | bc -l)
+echo "load before: $(uptime)"
+printf "%d copies of hta_trace_diff_a100_2022/control: %.0f MB of JSON (gz %.0f MB); best of %d\n\n" "$copies" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
+echo "| reader | input | cores | wall s | MB/s | peak RSS MB | passes |"
+echo "|---|---|---|---:|---:|---:|---:|"
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+best_of() { # cores, command...
+    local cpus=$1 best= rss=0 t0 t1 wall r
+    shift
+    for _ in $(seq 1 "$runs"); do
+        t0=$EPOCHREALTIME
+        /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$@" > "$tmp/out" 2> /dev/null
+        t1=$EPOCHREALTIME
+        wall=$(echo "$t1 - $t0" | bc -l)
+        if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
+        r=$(tail -1 "$tmp/rss")
+        (( r > rss )) && rss=$r
+    done
+    echo "$best $rss"
+}
+row() { # label, input, cores, command...
+    local label=$1 input=$2 cpus=$3 n passes
+    shift 3
+    read -r best rss < <(best_of "$cpus" "$@")
+    n=$(echo "$cpus" | tr ',' '\n' | wc -l)
+    passes=$(grep -o '"passes": *[0-9]*' "$tmp/out" | grep -o '[0-9]*$' || echo –)
+    printf "| %s | %s | %d | %.2f | %.0f | %.0f | %s |\n" "$label" "$input" "$n" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
+}
+row "cat > /dev/null" json 0 cat "$trace"
+row "zcat > /dev/null" gz 0 zcat "$trace.gz"
+for b in ${BEFORE:+"$BEFORE"} "$bin"; do
+    label=$([ "$b" = "$bin" ] && echo "libreyolo (this build)" || echo "libreyolo (before)")
+    for input in json gz; do
+        f=$trace
+        [ "$input" = gz ] && f=$trace.gz
+        row "$label summary" "$input" 0 "$b" profile summary "$f" --json
+        row "$label summary" "$input" 0,1 "$b" profile summary "$f" --json
+    done
+done
+echo
+echo "load after: $(uptime)"
