@@ -23,6 +23,7 @@
 #      (gen-trace; default $CARGO_TARGET_DIR/release/gen-trace, built if missing)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source bench/lib.sh
 size=${1:-100MB}
 runs=${RUNS:-3}
 target=${CARGO_TARGET_DIR:-target}
@@ -49,17 +50,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for cmd in summary collectives; do
     for cpus in 0 0,1; do
-        best=
-        rss=0
-        for _ in $(seq 1 "$runs"); do
-            t0=$EPOCHREALTIME
-            /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$bin" profile "$cmd" "$dir" --json > /dev/null 2>&1
-            t1=$EPOCHREALTIME
-            wall=$(echo "$t1 - $t0" | bc -l)
-            if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
-            r=$(tail -1 "$tmp/rss")
-            (( r > rss )) && rss=$r
-        done
+        read -r best rss < <(best_of "$runs" "$cpus" "$bin" profile "$cmd" "$dir" --json)
         n=$(echo "$cpus" | tr ',' '\n' | wc -l)
         printf "| %s | %d | %.2f | %.0f | %.0f |\n" "$cmd" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done
@@ -79,14 +70,7 @@ t1=$EPOCHREALTIME
 map=$(echo "$t1 - $t0" | bc -l)
 maprss=$(sort -n "$tmp/map-rss" | tail -1)
 printf "| summary --write-profile, each rank in turn (the map) | 1 | %.2f (%.2f per rank) | %.0f | %.0f |\n" "$map" "$(echo "$map / 8" | bc -l)" "$(echo "$total / 1000000 / $map" | bc -l)" "$(echo "$maprss / 1024" | bc -l)"
-best=
-for _ in $(seq 1 "$runs"); do
-    t0=$EPOCHREALTIME
-    /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c 0 "$bin" profile summary "$profiles" --json > /dev/null 2>&1
-    t1=$EPOCHREALTIME
-    wall=$(echo "$t1 - $t0" | bc -l)
-    if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
-done
-printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" "$best" "$(echo "$(tail -1 "$tmp/rss") / 1024" | bc -l)"
+read -r best rss < <(best_of "$runs" 0 "$bin" profile summary "$profiles" --json)
+printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" "$best" "$(echo "$rss / 1024" | bc -l)"
 echo
 echo "load after: $(uptime)"

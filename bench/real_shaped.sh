@@ -20,6 +20,7 @@
 #      missing), BEFORE (optional), python3 (to write the trace)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+source bench/lib.sh
 copies=${1:-10}
 runs=${RUNS:-3}
 bin=${BIN:-target/release/libreyolo}
@@ -64,24 +65,10 @@ echo "| reader | input | cores | wall s | MB/s | peak RSS MB | passes |"
 echo "|---|---|---|---:|---:|---:|---:|"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-best_of() { # cores, command...
-    local cpus=$1 best= rss=0 t0 t1 wall r
-    shift
-    for _ in $(seq 1 "$runs"); do
-        t0=$EPOCHREALTIME
-        /usr/bin/time -f "%M" -o "$tmp/rss" taskset -c "$cpus" "$@" > "$tmp/out" 2> /dev/null
-        t1=$EPOCHREALTIME
-        wall=$(echo "$t1 - $t0" | bc -l)
-        if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
-        r=$(tail -1 "$tmp/rss")
-        (( r > rss )) && rss=$r
-    done
-    echo "$best $rss"
-}
 row() { # label, input, cores, command...
     local label=$1 input=$2 cpus=$3 n passes
     shift 3
-    read -r best rss < <(best_of "$cpus" "$@")
+    read -r best rss < <(BEST_OF_OUT=$tmp/out best_of "$runs" "$cpus" "$@")
     n=$(echo "$cpus" | tr ',' '\n' | wc -l)
     passes=$(grep -o '"passes": *[0-9]*' "$tmp/out" | grep -o '[0-9]*$' || echo –)
     printf "| %s | %s | %d | %.2f | %.0f | %.0f | %s |\n" "$label" "$input" "$n" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"

@@ -1,0 +1,21 @@
+# Shared by the bench scripts (sourced): timing with peak RSS.
+
+# best_of RUNS CPUS CMD...: runs CMD RUNS times pinned to CPUS (taskset),
+# stdout to $BEST_OF_OUT (default /dev/null), stderr dropped; prints the
+# best wall time in seconds and the largest peak RSS in KiB.
+best_of() {
+    local runs=$1 cpus=$2 best= rss=0 t0 t1 wall r f
+    shift 2
+    f=$(mktemp)
+    for _ in $(seq 1 "$runs"); do
+        t0=$EPOCHREALTIME
+        /usr/bin/time -f "%M" -o "$f" taskset -c "$cpus" "$@" > "${BEST_OF_OUT:-/dev/null}" 2> /dev/null
+        t1=$EPOCHREALTIME
+        wall=$(echo "$t1 - $t0" | bc -l)
+        if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
+        r=$(tail -1 "$f")
+        (( r > rss )) && rss=$r
+    done
+    rm -f "$f"
+    echo "$best $rss"
+}
