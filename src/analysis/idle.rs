@@ -230,6 +230,37 @@ pub(super) struct Account {
     pub gaps: Option<Gaps>,
 }
 
+/// One GPU idle gap and the time each cause took in it (ns), the largest
+/// first: what the Timeline pane says of the gap before a kernel.
+#[derive(Debug, Clone, PartialEq)]
+pub struct IdleGap {
+    pub start: i64,
+    pub end: i64,
+    pub causes: Vec<(IdleCause, i64)>,
+}
+
+impl Gaps {
+    /// Every gap with its causes, in time order.
+    pub fn each(&self) -> Vec<IdleGap> {
+        self.spans
+            .iter()
+            .enumerate()
+            .map(|(id, &(start, end))| {
+                let at = self.causes.partition_point(|c| c.0 < id as u32);
+                let mut causes: Vec<(IdleCause, i64)> = Vec::new();
+                for &(_, cause, ns) in self.causes[at..].iter().take_while(|c| c.0 == id as u32) {
+                    match causes.iter_mut().find(|c| c.0 == cause) {
+                        Some(c) => c.1 += ns,
+                        None => causes.push((cause, ns)),
+                    }
+                }
+                causes.sort_by_key(|c| (std::cmp::Reverse(c.1), c.0));
+                IdleGap { start, end, causes }
+            })
+            .collect()
+    }
+}
+
 /// The gaps of the account's device, in time order, with the time each
 /// cause took in each: what the host did before a collective
 /// (`collectives::lead_ins`).

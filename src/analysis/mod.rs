@@ -301,7 +301,7 @@ const MAX_TS_US: f64 = 4e15;
 /// µs (as written in traces) → integer ns. The whole µs are converted
 /// apart from the fraction: epoch timestamps (1.7e15 µs) times 1000 are
 /// beyond f64's exact integers and would be off by up to 128 ns.
-fn ns(us: f64) -> i64 {
+pub(crate) fn ns(us: f64) -> i64 {
     let whole = us.trunc();
     (whole as i64) * 1000 + ((us - whole) * 1000.0).round() as i64
 }
@@ -689,6 +689,14 @@ impl Analyzer {
         for gpu in left {
             self.count_gpu(gpu, Placed::Time);
         }
+    }
+
+    /// The GPU's idle gaps inside `[start, end)` with their causes
+    /// (docs/analysis.md §12), from the events fed so far: the Timeline
+    /// pane's step, re-read.
+    pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
+        let label = |n: u32| self.names.get(n).to_string();
+        idle::account(self, &[(start, end)], 1.0, &label, true).and_then(|a| a.gaps).map_or_else(Vec::new, |g| g.each())
     }
 
     /// Counts every step- and phase-keyed aggregate again under `ranges`

@@ -21,8 +21,9 @@ use std::path::{Path, PathBuf};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::analysis::busy;
+use crate::analysis::idle::IdleGap;
 use crate::analysis::kernels::{CATEGORIES_ALL, category};
+use crate::analysis::{Analyzer, busy, ns};
 use crate::error::{Error, Result};
 use crate::profile::Input;
 use crate::trace::event::Id;
@@ -134,6 +135,9 @@ pub struct Timeline {
     pub truncated: bool,
     /// Complete (`X`) events re-read to build it.
     pub events_read: u64,
+    /// The busiest GPU's idle gaps in the step, ns from its start, with
+    /// what caused each (docs/analysis.md §12).
+    pub idle: Vec<IdleGap>,
 }
 
 impl Timeline {
@@ -142,6 +146,11 @@ impl Timeline {
     }
     pub fn category_name(c: u8) -> Option<&'static str> {
         CATEGORIES_ALL.get(usize::from(c)).copied()
+    }
+    /// The GPU idle gap the span ended (one ending where it starts).
+    pub fn idle_before(&self, s: &Span) -> Option<&IdleGap> {
+        let i = self.idle.partition_point(|g| g.end < s.start);
+        self.idle.get(i).filter(|g| g.end == s.start)
     }
     /// Idle time on the span's lane before it: since the previous span's
     /// end (or the step's start). Negative never: overlaps give 0.
@@ -184,11 +193,6 @@ pub fn trace_of(input: &Input) -> std::result::Result<PathBuf, String> {
         Some(n) => format!("no timeline: the trace this profile was built from ({}) is not beside it", n.display()),
         None => "no timeline: this profile was written without a trace (--no-trace)".to_string(),
     })
-}
-
-/// µs as written in traces → ns.
-fn ns(us: f64) -> i64 {
-    (us * 1000.0).round() as i64
 }
 
 fn id_text(id: Option<&Id<'_>>) -> String {
@@ -317,6 +321,8 @@ struct StepReader<'a> {
     gpu: Vec<Gpu>,
     events: u64,
     truncated: bool,
+    /// The same events through the analysis, for the idle gaps' causes.
+    idle: Analyzer,
 }
 
 impl StepReader<'_> {
@@ -344,6 +350,7 @@ impl StepReader<'_> {
 
 impl EventSink for StepReader<'_> {
     fn event(&mut self, ev: &Event<'_>) {
+        self.idle.event(ev);
         if ev.ph() != "X" {
             return;
         }
@@ -406,7 +413,9 @@ impl EventSink for StepReader<'_> {
             _ => {}
         }
     }
-    fn malformed(&mut self) {}
+    fn malformed(&mut self) {
+        self.idle.malformed();
+    }
 }
 
 /// Pass 2: the lanes of step `i` of `ix`.
@@ -424,6 +433,7 @@ pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
         gpu: Vec::new(),
         events: 0,
         truncated: false,
+        idle: Analyzer::default(),
     };
     let mut done = vec![false; ix.blocks.len()];
     // GPU work runs after its launch: widen the window while that finds
@@ -561,7 +571,13 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
     }
     let len = step.end - step.start;
     let extent = lanes.iter().flat_map(|l| l.spans.iter().map(|s| s.end)).max().unwrap_or(len).max(len);
-    Timeline { step: step.clone(), len, extent, lanes, names: r.names, truncated: r.truncated, events_read: r.events }
+    let idle = r
+        .idle
+        .idle_gaps(step.start, step.end)
+        .into_iter()
+        .map(|g| IdleGap { start: g.start - s0, end: g.end - s0, causes: g.causes })
+        .collect();
+    Timeline { step: step.clone(), len, extent, lanes, names: r.names, truncated: r.truncated, events_read: r.events, idle }
 }
 
 #[cfg(test)]
@@ -605,5 +621,34 @@ mod tests {
         assert_eq!(ix.steps[0].number, None);
         let tl = open_step(&ix, 0).unwrap();
         assert!(tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).count() >= 2, "streams 7 and 20");
+    }
+
+    #[test]
+    fn each_gap_in_the_gpu_busy_lane_says_why_the_gpu_waited() {
+        let ix = index(Path::new(NCCL)).unwrap();
+        let tl = open_step(&ix, 1).unwrap();
+        let busy = &tl.lanes.iter().find(|l| l.kind == LaneKind::Busy).unwrap().spans;
+        // The lane's own union, clipped to the step: its complement is the idle.
+        let mut want: Vec<(i64, i64)> = Vec::new();
+        let mut at = 0;
+        for b in busy.iter().filter(|b| b.end > 0 && b.start < tl.len) {
+            if b.start > at {
+                want.push((at, b.start));
+            }
+            at = at.max(b.end);
+        }
+        if at < tl.len {
+            want.push((at, tl.len));
+        }
+        let got: Vec<(i64, i64)> = tl.idle.iter().map(|g| (g.start, g.end)).collect();
+        assert_eq!(got, want);
+        for g in &tl.idle {
+            assert_eq!(g.causes.iter().map(|c| c.1).sum::<i64>(), g.end - g.start, "{g:?}");
+            assert!(g.causes.iter().enumerate().all(|(i, c)| g.causes[..i].iter().all(|d| d.0 != c.0)), "each cause once: {g:?}");
+        }
+        // The kernel that ends a gap carries it.
+        let next = busy.iter().find(|b| b.start == tl.idle[1].end).unwrap();
+        assert_eq!(tl.idle_before(next), Some(&tl.idle[1]));
+        assert!(tl.idle_before(&busy[busy.len() / 2]).is_none_or(|g| g.end == busy[busy.len() / 2].start));
     }
 }

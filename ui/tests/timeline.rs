@@ -74,7 +74,9 @@ fn the_first_kernel_of_the_step_matches_an_independent_reading() {
         .unwrap();
     assert_eq!(name, first["name"].as_str().unwrap());
     assert_eq!(dur, (first["dur"].as_f64().unwrap() * 1000.0).round() as i64);
-    let start = ((first["ts"].as_f64().unwrap() - s0) * 1000.0).round() as i64;
+    // Epoch µs × 1000 is past f64's exact integers: whole µs and fraction apart.
+    let exact_ns = |us: f64| us.trunc() as i64 * 1000 + ((us - us.trunc()) * 1000.0).round() as i64;
+    let start = exact_ns(first["ts"].as_f64().unwrap()) - exact_ns(s0);
     assert_eq!(tl.lanes[a.timeline.lane].spans[0].start, start);
 }
 

@@ -207,8 +207,8 @@ impl TimelinePane {
     }
 }
 
-/// The selected span's name, duration, category, launch and the gap
-/// before it.
+/// The selected span's name, duration, category, launch, the gap before
+/// it and, when it ended a GPU idle gap, that gap's causes.
 fn detail_lines(pane: &TimelinePane, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let Some((tl, s)) = pane.selected() else {
         return vec![Line::styled("nothing on this lane", t.muted())];
@@ -220,8 +220,14 @@ fn detail_lines(pane: &TimelinePane, t: &Theme, width: usize) -> Vec<Line<'stati
         facts.push_str(&format!(" · {c}"));
     }
     facts.push_str(&format!(" · gap before {}", us(tl.gap_before(pane.lane, pane.cursor))));
-    out.push(Line::raw(clip(&facts, width)));
     let mut hint = String::new();
+    // The GPU idle this kernel ended, and why the GPU waited.
+    if let Some(g) = tl.idle_before(s) {
+        facts.push_str(&format!(" · GPU idle {} before it", us(g.end - g.start)));
+        let why: Vec<String> = g.causes.iter().take(3).map(|(c, ns)| format!("{} {}", c.as_str(), us(*ns))).collect();
+        hint.push_str(&format!("why: {} · ", why.join(", ")));
+    }
+    out.push(Line::raw(clip(&facts, width)));
     if let Some(op) = s.launch {
         hint.push_str(&format!("launched by {} · ", tl.name(op)));
     }
