@@ -721,3 +721,36 @@ fn summary_shows_every_step_time_and_the_outliers() {
     let line = r.stdout.lines().find(|l| l.starts_with("steps    ")).expect("a steps line");
     assert!(line.starts_with(&format!("steps    {} | min", steps.len())) && line.contains('█'), "{line}");
 }
+
+#[test]
+fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let r = run(&["completions", shell]);
+        assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
+        assert!(r.stdout.contains("kernels") && r.stdout.contains("tensorcore"), "{shell} completes subcommands and flags");
+    }
+    let bad = run(&["completions", "tcsh"]);
+    assert_eq!(bad.code, 2, "{}", bad.stderr);
+    let man = run(&["man"]);
+    assert_eq!(man.code, 0);
+    assert!(
+        man.stdout.contains(".TH libreyolo 1") && man.stdout.contains("profile\\-summary"),
+        "{}",
+        &man.stdout[..400.min(man.stdout.len())]
+    );
+
+    // bash itself completes `libreyolo profile ker<TAB>` and a flag.
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("libreyolo.bash");
+    std::fs::write(&script, run(&["completions", "bash"]).stdout).unwrap();
+    let complete = |words: &str, cword: usize, cur: &str, prev: &str| {
+        let line = format!(
+            "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _libreyolo libreyolo {cur} {prev}; echo \"${{COMPREPLY[@]}}\"",
+            script.display()
+        );
+        let out = std::process::Command::new("bash").args(["--norc", "-c", &line]).output().expect("bash runs");
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    assert_eq!(complete("libreyolo profile ker", 2, "ker", "profile"), "kernels");
+    assert_eq!(complete("libreyolo profile kernels --so", 3, "--so", "kernels"), "--sort");
+}

@@ -15,6 +15,13 @@ pub struct Cli {
 pub enum TopCommand {
     /// Measure and read profiles of YOLOv9 training and inference.
     Profile(ProfileArgs),
+    /// Shell completions on stdout (`libreyolo completions bash > …`).
+    Completions {
+        #[arg(value_enum)]
+        shell: clap_complete::Shell,
+    },
+    /// The man page (roff) on stdout (`libreyolo man | man -l -`).
+    Man,
 }
 
 #[derive(Debug, Args)]

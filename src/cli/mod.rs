@@ -27,10 +27,13 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
         return Err(Error::usage(msg));
     }
     match Cli::try_parse_from(args) {
-        Ok(parsed) => {
-            let TopCommand::Profile(profile) = parsed.command;
-            Ok(profile.command)
-        }
+        Ok(parsed) => match parsed.command {
+            TopCommand::Profile(profile) => Ok(profile.command),
+            // Generated from these definitions (clap_complete, clap_mangen),
+            // printed, and the process ends as `--help` does.
+            TopCommand::Completions { shell } => print_and_exit(&completions(shell)),
+            TopCommand::Man => print_and_exit(&man_page()),
+        },
         Err(e) => {
             // --help and --version are successes, unless they could not be
             // written (`>/dev/full`; a closed pipe is fine); everything
@@ -44,6 +47,40 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
             std::process::exit(code);
         }
     }
+}
+
+/// Prints `text` on stdout and ends the process: 0, or the error's code.
+fn print_and_exit(text: &str) -> ! {
+    let code = match print_stdout(text) {
+        Ok(()) => 0,
+        Err(e) => {
+            say(&format!("error: {e}"));
+            e.exit_code()
+        }
+    };
+    std::process::exit(code)
+}
+
+/// Shell completions for `libreyolo`, every subcommand and flag.
+pub fn completions(shell: clap_complete::Shell) -> String {
+    use clap::CommandFactory;
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "libreyolo", &mut out);
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The man page of `libreyolo` (roff): the command, then the `profile`
+/// group's subcommands with what each does (their flags: `--help`).
+pub fn man_page() -> String {
+    use clap::CommandFactory;
+    let cmd = Cli::command();
+    let mut out = Vec::new();
+    // Rendering into memory cannot fail.
+    let _ = clap_mangen::Man::new(cmd.clone()).render(&mut out);
+    if let Some(profile) = cmd.find_subcommand("profile") {
+        let _ = clap_mangen::Man::new(profile.clone().name("libreyolo profile")).render_subcommands_section(&mut out);
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The process's exit status for a command's result: errors are printed

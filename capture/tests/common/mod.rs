@@ -81,7 +81,7 @@ pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand
     use libreyolo_core::cli::{Cli, TopCommand};
     let mut argv = vec!["libreyolo", "profile", sub];
     argv.extend_from_slice(extra);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command;
+    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command else { unreachable!("a profile command") };
     p.command.unwrap()
 }
 
