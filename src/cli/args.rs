@@ -11,6 +11,8 @@ pub struct Cli {
     pub command: TopCommand,
 }
 
+// Parsed once per process: the size difference costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum TopCommand {
     /// Measure and read profiles of YOLOv9 training and inference.
