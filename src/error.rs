@@ -2,7 +2,8 @@
 //!
 //! Every failure a user can cause maps to one of the group's codes (docs/spec.md §1.1):
 //! `2` a path or argument that does not resolve, `3` a capture that produced
-//! no profile, `1` anything that exists but cannot be read or analysed.
+//! no profile, `1` anything that exists but cannot be read or analysed, `4`
+//! a `compare --fail-on` gate that failed.
 
 use std::fmt;
 
@@ -12,6 +13,8 @@ pub mod exit {
     pub const FAILURE: i32 = 1;
     pub const USAGE: i32 = 2;
     pub const NO_PROFILE: i32 = 3;
+    /// `compare --fail-on`: a gate failed (a significant move past it).
+    pub const GATE: i32 = 4;
 }
 
 #[derive(Debug)]
@@ -24,6 +27,8 @@ pub enum Error {
     /// A file that exists but cannot be parsed or analysed, or any other
     /// runtime failure. Exit 1.
     Failed(String),
+    /// `compare --fail-on`: a gate failed. Exit 4.
+    Gate(String),
 }
 
 impl Error {
@@ -38,6 +43,7 @@ impl Error {
             Error::Usage(_) => exit::USAGE,
             Error::NoProfile(_) => exit::NO_PROFILE,
             Error::Failed(_) => exit::FAILURE,
+            Error::Gate(_) => exit::GATE,
         }
     }
 }
@@ -45,7 +51,7 @@ impl Error {
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
-            Error::Usage(m) | Error::NoProfile(m) | Error::Failed(m) => f.write_str(m),
+            Error::Usage(m) | Error::NoProfile(m) | Error::Failed(m) | Error::Gate(m) => f.write_str(m),
         }
     }
 }

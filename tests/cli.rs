@@ -754,3 +754,37 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
     assert_eq!(complete("libreyolo profile ker", 2, "ker", "profile"), "kernels");
     assert_eq!(complete("libreyolo profile kernels --so", 3, "--so", "kernels"), "--sort");
 }
+
+#[test]
+fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
+    let r = common::shared().join("reference");
+    let (a, b) = (r.join("infer_repeat3/infer_repeat.json"), r.join("infer_repeat3/infer_repeat_b4.json"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    // img/s rose 4.59 → 7.55 with n=3 each: significant (|d|=2.96 > 2·SE=2.48).
+    let gated = run(&["profile", "compare", a, b, "--fail-on", "img_per_s:+10%", "--json"]);
+    assert_eq!(gated.code, 4, "{}", gated.stderr);
+    assert!(gated.stderr.contains("gate failed: img_per_s:+10%"), "{}", gated.stderr);
+    let c: serde_json::Value = serde_json::from_str(&gated.stdout).unwrap();
+    let g = &c["gates"][0];
+    assert_eq!(g["verdict"], "fail");
+    let get = |p: &str| run(&["profile", "get", p, "img_per_s"]).stdout.trim().parse::<f64>().unwrap();
+    assert_eq!((g["before"].as_f64().unwrap(), g["after"].as_f64().unwrap()), (get(a), get(b)));
+    assert!((g["change"].as_f64().unwrap() - (get(b) - get(a)) / get(a) * 100.0).abs() < 1e-3);
+    // The other direction, or a larger threshold: passes.
+    for ok in ["img_per_s:-5%", "img_per_s:+80%"] {
+        let r = run(&["profile", "compare", a, b, "--fail-on", ok]);
+        assert_eq!(r.code, 0, "{ok}: {}", r.stderr);
+        assert!(r.stdout.contains(&format!("pass      {ok}")), "{}", r.stdout);
+    }
+    // Single runs cannot decide a gate: exit 0, or 4 with --strict.
+    let (s1, s2) = (r.join("train_b4"), r.join("train_repeat3"));
+    let (s1, s2) = (s1.to_str().unwrap(), s2.to_str().unwrap());
+    let undecided = run(&["profile", "compare", s1, s2, "--fail-on", "step_ms:+0.5%"]);
+    assert_eq!(undecided.code, 0, "{}", undecided.stderr);
+    assert!(undecided.stdout.contains("undecided step_ms:+0.5%"), "{}", undecided.stdout);
+    assert_eq!(run(&["profile", "compare", s1, s2, "--fail-on", "step_ms:+0.5%", "--strict"]).code, 4);
+    // Bad gates are usage errors.
+    for bad in ["step_ms", "step_ms:5%", "no_such_metric:+1%"] {
+        assert_eq!(run(&["profile", "compare", s1, s2, "--fail-on", bad]).code, 2, "{bad}");
+    }
+}

@@ -28,7 +28,7 @@ pub enum TopCommand {
 
 #[derive(Debug, Args)]
 #[command(
-    after_help = "Readers take a profile.json (ours or LibreYOLO 1.6's), a repeat file, or any PyTorch\nChrome trace (.json or .json.gz). Exit codes: 0 ok, 1 unreadable input or runtime failure,\n2 missing file or bad argument, 3 `run` produced no profile."
+    after_help = "Readers take a profile.json (ours or LibreYOLO 1.6's), a repeat file, or any PyTorch\nChrome trace (.json or .json.gz). Exit codes: 0 ok, 1 unreadable input or runtime failure,\n2 missing file or bad argument, 3 `run` produced no profile, 4 a `compare --fail-on` gate failed."
 )]
 pub struct ProfileArgs {
     #[command(subcommand)]
@@ -189,6 +189,12 @@ pub struct CompareArgs {
     pub before: String,
     /// The changed run
     pub after: String,
+    /// A regression gate: exit 4 when METRIC (a `profile get` name) moved
+    /// past CHANGE and the change is significant: `step_ms:+5%`,
+    /// `gpu_util:-3pts`, `idle_ms:+2`; repeatable. Single runs cannot decide
+    /// a gate (it fails only with --strict)
+    #[arg(long = "fail-on", value_name = "METRIC:CHANGE")]
+    pub fail_on: Vec<String>,
     #[command(flatten)]
     pub set: RankSetArgs,
     #[arg(long)]

@@ -223,7 +223,11 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
             let sets =
                 (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
+            let gates: Vec<lens::gate::GateSpec> = a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
             if let (Some(x), Some(y)) = sets {
+                if !gates.is_empty() {
+                    return Err(Error::usage("--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)"));
+                }
                 let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &a.before, &a.after);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
@@ -232,11 +236,26 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             } else {
                 let before = load(&a.before)?;
                 let after = load(&a.after)?;
-                let c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
+                let mut c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
-                if a.json { render::json(&c)? } else { text::compare(&c) }
+                let contended = lens::compare::contended_refusal(&before.profile, &after.profile);
+                c.gates = lens::gate::evaluate(&before.profile, &after.profile, &gates, contended.as_deref())?;
+                let out = if a.json { render::json(&c)? } else { text::compare(&c) };
+                let failed: Vec<&str> = c
+                    .gates
+                    .iter()
+                    .filter(|g| {
+                        g.verdict == lens::gate::GateVerdict::Fail || (a.set.strict && g.verdict == lens::gate::GateVerdict::Undecided)
+                    })
+                    .map(|g| g.gate.as_str())
+                    .collect();
+                if !failed.is_empty() {
+                    print_stdout(&out)?;
+                    return Err(Error::Gate(format!("gate failed: {}", failed.join(", "))));
+                }
+                out
             }
         }
         ReaderCommand::WhatIf(a) => {

@@ -81,6 +81,9 @@ pub struct Comparison {
     /// GPU idle time by cause (docs/analysis.md §12), where a side has it.
     pub idle: Vec<RowDelta>,
     pub kernels: Vec<RowDelta>,
+    /// `--fail-on` gates, when given.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub gates: Vec<super::gate::Gate>,
 }
 
 /// Changes below this share are reported as "same".
@@ -214,7 +217,7 @@ const SPECS: &[Spec] = &[
 ];
 
 /// Why no significance call can be made when a side ran on a busy machine.
-fn contended_refusal(a: &Profile, b: &Profile) -> Option<String> {
+pub fn contended_refusal(a: &Profile, b: &Profile) -> Option<String> {
     let why = |p: &Profile| crate::conditions::Conditions::contended_in(p.host.as_ref());
     let sides: Vec<String> = [("before", why(a)), ("after", why(b))]
         .into_iter()
@@ -293,6 +296,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
             a.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
             b.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
         ),
+        gates: Vec::new(),
     }
 }
 

@@ -4,6 +4,7 @@
 
 pub mod collectives;
 pub mod compare;
+pub mod gate;
 pub mod get;
 pub mod job;
 pub mod kernels;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::lens::collectives::Collectives;
 use crate::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
+use crate::lens::gate::{GateUnit, GateVerdict};
 use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison, Straggler, StragglerRule, Why};
 use crate::lens::kernels::{JobKernels, Kernels};
@@ -418,6 +419,32 @@ pub fn compare(c: &Comparison) -> String {
     section(&mut o, "kernel mix (ms/step)", &c.categories, 8);
     section(&mut o, "GPU idle by cause (ms/step)", &c.idle, 8);
     section(&mut o, "kernels, largest changes (ms/step)", &c.kernels, 8);
+    if !c.gates.is_empty() {
+        let _ = writeln!(o, "gates:");
+        for g in &c.gates {
+            let unit = match g.unit {
+                GateUnit::Percent => "%",
+                GateUnit::Points => " pts",
+                GateUnit::Absolute => "",
+            };
+            let verdict = match g.verdict {
+                GateVerdict::Pass => "pass",
+                GateVerdict::Fail => "FAIL",
+                GateVerdict::Undecided => "undecided",
+            };
+            let _ = writeln!(
+                o,
+                "  {:<9} {}  {} -> {} ({:+}{unit}; limit {:+}{unit})  [{}]",
+                verdict,
+                g.gate,
+                num(g.before, 3),
+                num(g.after, 3),
+                g.change,
+                g.limit,
+                g.significance
+            );
+        }
+    }
     o
 }
 
