@@ -757,14 +757,14 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
 
 #[test]
 fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
-    let r = common::shared().join("reference");
+    let r = shared().join("reference");
     let (a, b) = (r.join("infer_repeat3/infer_repeat.json"), r.join("infer_repeat3/infer_repeat_b4.json"));
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     // img/s rose 4.59 → 7.55 with n=3 each: significant (|d|=2.96 > 2·SE=2.48).
     let gated = run(&["profile", "compare", a, b, "--fail-on", "img_per_s:+10%", "--json"]);
     assert_eq!(gated.code, 4, "{}", gated.stderr);
     assert!(gated.stderr.contains("gate failed: img_per_s:+10%"), "{}", gated.stderr);
-    let c: serde_json::Value = serde_json::from_str(&gated.stdout).unwrap();
+    let c: Value = serde_json::from_str(&gated.stdout).unwrap();
     let g = &c["gates"][0];
     assert_eq!(g["verdict"], "fail");
     let get = |p: &str| run(&["profile", "get", p, "img_per_s"]).stdout.trim().parse::<f64>().unwrap();
