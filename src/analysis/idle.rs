@@ -178,7 +178,7 @@ struct Tally {
     /// explained: kept only when asked ([`account`]'s `keep_gaps`), for
     /// the collectives' lead-ins.
     gap_spans: Vec<(i64, i64)>,
-    gap_causes: Option<Vec<(u32, IdleCause, i64)>>,
+    gap_causes: Option<Vec<(u32, IdleCause, i64, Place)>>,
 }
 
 impl Tally {
@@ -197,7 +197,7 @@ impl Tally {
             *self.leading.entry(cause).or_insert(0) += ns;
         }
         if let Some(g) = self.gap_causes.as_mut() {
-            g.push((gap, cause, ns));
+            g.push((gap, cause, ns, place));
         }
     }
 
@@ -230,34 +230,67 @@ pub(super) struct Account {
     pub gaps: Option<Gaps>,
 }
 
-/// One GPU idle gap and the time each cause took in it (ns), the largest
-/// first: what the Timeline pane says of the gap before a kernel.
+/// One GPU idle gap and, per cause, its time in it (ns) and the place that
+/// took most of that (an op, call, frame or kernel), the largest first:
+/// what the Timeline pane says of the gap before a kernel.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IdleGap {
     pub start: i64,
     pub end: i64,
-    pub causes: Vec<(IdleCause, i64)>,
+    pub causes: Vec<(IdleCause, i64, String)>,
 }
 
 impl Gaps {
-    /// Every gap with its causes, in time order.
-    pub fn each(&self) -> Vec<IdleGap> {
+    /// Every gap with its causes and their places, in time order (`label`
+    /// names a kernel).
+    pub(super) fn each(&self, names: &super::Names, label: &dyn Fn(u32) -> String) -> Vec<IdleGap> {
         self.spans
             .iter()
             .enumerate()
             .map(|(id, &(start, end))| {
-                let at = self.causes.partition_point(|c| c.0 < id as u32);
-                let mut causes: Vec<(IdleCause, i64)> = Vec::new();
-                for &(_, cause, ns) in self.causes[at..].iter().take_while(|c| c.0 == id as u32) {
-                    match causes.iter_mut().find(|c| c.0 == cause) {
-                        Some(c) => c.1 += ns,
-                        None => causes.push((cause, ns)),
+                let id = id as u32;
+                let at = self.causes.partition_point(|c| c.0 < id);
+                // Per cause: its time, and per place its time.
+                let mut causes: Vec<(IdleCause, i64, Vec<(Place, i64)>)> = Vec::new();
+                for &(_, cause, ns, place) in self.places[at..].iter().take_while(|c| c.0 == id) {
+                    let c = match causes.iter_mut().position(|c| c.0 == cause) {
+                        Some(i) => &mut causes[i],
+                        None => {
+                            causes.push((cause, 0, Vec::new()));
+                            causes.last_mut().expect("just pushed")
+                        }
+                    };
+                    c.1 += ns;
+                    match c.2.iter_mut().find(|p| p.0 == place) {
+                        Some(p) => p.1 += ns,
+                        None => c.2.push((place, ns)),
                     }
                 }
-                causes.sort_by_key(|c| (std::cmp::Reverse(c.1), c.0));
-                IdleGap { start, end, causes }
+                let mut out: Vec<(IdleCause, i64, String)> = causes
+                    .into_iter()
+                    .map(|(cause, ns, places)| {
+                        let top = places.into_iter().max_by_key(|p| p.1).map_or_else(String::new, |p| place_name(p.0, names, label));
+                        (cause, ns, top)
+                    })
+                    .collect();
+                out.sort_by_key(|c| (std::cmp::Reverse(c.1), c.0));
+                IdleGap { start, end, causes: out }
             })
             .collect()
+    }
+}
+
+/// A place's name: ops joined `outer > inner > call`, a frame's or
+/// annotation's name, a kernel's label.
+fn place_name(place: Place, names: &super::Names, label: &dyn Fn(u32) -> String) -> String {
+    match place {
+        Place::Ops { outer, inner, call } => {
+            let parts: Vec<&str> = [outer, inner, call].into_iter().flatten().map(|n| names.get(n)).collect();
+            if parts.is_empty() { OUTSIDE_OPS.to_string() } else { parts.join(" > ") }
+        }
+        Place::Name(n) | Place::Frame(n) => names.get(n).to_string(),
+        Place::Kernel(n) => label(n),
+        Place::Text(t) => t.to_string(),
     }
 }
 
@@ -271,6 +304,8 @@ pub struct Gaps {
     pub spans: Vec<(i64, i64)>,
     /// (gap id, cause, ns), by gap id.
     pub causes: Vec<(u32, IdleCause, i64)>,
+    /// The same with each stretch's place (a frame: by its name id).
+    places: Vec<(u32, IdleCause, i64, Place)>,
 }
 
 impl Gaps {
@@ -407,9 +442,15 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             devices: all_devices,
         },
         phase_ns: tally.phases,
-        gaps: tally.gap_causes.take().map(|mut causes| {
-            causes.sort_by_key(|c| c.0);
-            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), causes }
+        gaps: tally.gap_causes.take().map(|mut places| {
+            places.sort_by_key(|c| c.0);
+            for p in &mut places {
+                if let Place::Frame(f) = p.3 {
+                    p.3 = Place::Frame(tally.frames[f as usize].name);
+                }
+            }
+            let causes = places.iter().map(|p| (p.0, p.1, p.2)).collect();
+            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), causes, places }
         }),
     })
 }
@@ -620,14 +661,8 @@ fn places(
 ) -> Vec<IdlePlace> {
     let name = |place: &Place| -> String {
         match *place {
-            Place::Ops { outer, inner, call } => {
-                let parts: Vec<&str> = [outer, inner, call].into_iter().flatten().map(|n| a.names.get(n)).collect();
-                if parts.is_empty() { OUTSIDE_OPS.to_string() } else { parts.join(" > ") }
-            }
-            Place::Name(n) => a.names.get(n).to_string(),
-            Place::Kernel(n) => label(n),
             Place::Frame(f) => a.names.get(tally.frames[f as usize].name).to_string(),
-            Place::Text(t) => t.to_string(),
+            p => place_name(p, &a.names, label),
         }
     };
     let mut flat: Vec<(Place, i64)> =

@@ -644,6 +644,7 @@ mod tests {
         assert_eq!(got, want);
         for g in &tl.idle {
             assert_eq!(g.causes.iter().map(|c| c.1).sum::<i64>(), g.end - g.start, "{g:?}");
+            assert!(g.causes.iter().all(|c| !c.2.is_empty()), "each cause names its place: {g:?}");
             assert!(g.causes.iter().enumerate().all(|(i, c)| g.causes[..i].iter().all(|d| d.0 != c.0)), "each cause once: {g:?}");
         }
         // The kernel that ends a gap carries it.

@@ -224,7 +224,7 @@ fn detail_lines(pane: &TimelinePane, t: &Theme, width: usize) -> Vec<Line<'stati
     // The GPU idle this kernel ended, and why the GPU waited.
     if let Some(g) = tl.idle_before(s) {
         facts.push_str(&format!(" · GPU idle {} before it", us(g.end - g.start)));
-        let why: Vec<String> = g.causes.iter().take(3).map(|(c, ns)| format!("{} {}", c.as_str(), us(*ns))).collect();
+        let why: Vec<String> = g.causes.iter().take(3).map(|(c, ns, at)| format!("{} {} ({at})", c.as_str(), us(*ns))).collect();
         hint.push_str(&format!("why: {} · ", why.join(", ")));
     }
     out.push(Line::raw(clip(&facts, width)));
