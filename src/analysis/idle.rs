@@ -251,7 +251,7 @@ impl Gaps {
                 let id = id as u32;
                 let at = self.causes.partition_point(|c| c.0 < id);
                 // Per cause: its time, and per place its time.
-                let mut causes: Vec<(IdleCause, i64, Vec<(Place, i64)>)> = Vec::new();
+                let mut causes: Vec<CauseIn> = Vec::new();
                 for &(_, cause, ns, place) in self.places[at..].iter().take_while(|c| c.0 == id) {
                     let c = match causes.iter_mut().position(|c| c.0 == cause) {
                         Some(i) => &mut causes[i],
@@ -279,6 +279,9 @@ impl Gaps {
             .collect()
     }
 }
+
+/// A cause's time in one gap, and its time per place.
+type CauseIn = (IdleCause, i64, Vec<(Place, i64)>);
 
 /// A place's name: ops joined `outer > inner > call`, a frame's or
 /// annotation's name, a kernel's label.
