@@ -392,3 +392,41 @@ fn a_hostile_stack_of_nested_ops_ends_quickly() {
     close(sum, idle["ms_per_step"].as_f64().unwrap(), 0.001, "causes sum");
     close(cause_ms(idle, "cpu_op"), 900.0 - 0.1, 0.01, "inside the ops");
 }
+
+#[test]
+fn each_device_of_a_multi_gpu_trace_has_its_causes() {
+    // Device 0: 20 ms of kernels per 100 ms step with a 60 ms sync between
+    // them (as above); device 1: one 5 ms kernel at each step's start,
+    // launched by the same thread. Device 1 then waits 95 ms a step, on
+    // what thread 1 did: the same sync, and the ops around it.
+    let mut t = Trace::default();
+    for n in 0..3 {
+        let s = n as f64 * 100_000.0;
+        t.step(n + 1, s, 100_000.0);
+        t.launch("aten::mm", s, s + 5.0, 10_000.0, 7);
+        t.launch("aten::mm", s + 89_990.0, s + 89_995.0, 10_000.0, 7);
+        t.x("cpu_op", "aten::item", s + 10_100.0, 60_000.0, json!({}));
+        t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_200.0, 59_800.0, json!({}));
+        t.corr += 1;
+        let c = t.corr;
+        t.x("cuda_runtime", "cudaLaunchKernel", s + 8.0, 1.0, json!({"correlation": c}));
+        t.events.push(json!({"ph": "X", "cat": "kernel", "name": "k1", "pid": 1, "tid": 11, "ts": s + 10.0, "dur": 5_000.0,
+            "args": {"correlation": c, "device": 1, "stream": 11}}));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let path = t.write(dir.path(), "two.json");
+    let v = json(&["summary", &path]);
+    let idle = idle_of(&v);
+    assert_eq!(idle["device"], 0, "the busiest device leads");
+    let text = common::run(&["profile", "summary", &path]).stdout;
+    assert!(text.contains("  device 1: idle 95 ms/step — sync 60, python"), "{text}");
+    let devices = idle["devices"].as_array().unwrap();
+    assert_eq!(devices.len(), 2);
+    for (d, want) in devices.iter().zip([80.0, 95.0]) {
+        close(d["ms_per_step"].as_f64().unwrap(), want, 0.001, "device idle = step − its busy time");
+        let sum: f64 = d["causes"].as_array().unwrap().iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
+        close(sum, want, 0.001, "its causes sum to it");
+    }
+    assert_eq!(devices[0]["causes"], idle["causes"], "device 0's are the account's");
+    close(cause_ms(&devices[1], "sync"), 59.8, 0.01, "device 1 waits on the same sync");
+}

@@ -365,14 +365,62 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
+    let first = device_account(a, steps, &window, n_steps, label, keep_gaps, &devices[0]);
     let all_devices: Vec<DeviceIdle> = if devices.len() > 1 {
-        let mut v: Vec<DeviceIdle> = devices.iter().map(|d| DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3) }).collect();
+        let mut v: Vec<DeviceIdle> = devices
+            .iter()
+            .enumerate()
+            .map(|(i, d)| {
+                let causes = if i == 0 { first.causes.clone() } else { device_account(a, steps, &window, n_steps, label, false, d).causes };
+                DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3), causes }
+            })
+            .collect();
         v.sort_by_key(|d| d.device);
         v
     } else {
         Vec::new()
     };
-    let (device, kernels, busy, _) = &devices[0];
+    let device = devices[0].0;
+    let DeviceAccount { idle_ns, gaps, leading, trailing, causes, phase_ns, gap_list } = first;
+    Some(Account {
+        account: IdleAccount {
+            ms_per_step: per_step(idle_ns),
+            device,
+            gaps_per_step: round(gaps as f64 / n_steps, 2),
+            before_first_kernel_ms_per_step: per_step(leading),
+            after_last_kernel_ms_per_step: per_step(trailing),
+            causes,
+            devices: all_devices,
+        },
+        phase_ns,
+        gaps: gap_list,
+    })
+}
+
+/// One device's account: what [`account`] reports of the busiest device,
+/// and of each device of a multi-GPU trace.
+struct DeviceAccount {
+    idle_ns: i64,
+    gaps: u32,
+    leading: i64,
+    trailing: i64,
+    causes: Vec<IdleCauseRow>,
+    phase_ns: HashMap<u16, i64>,
+    gap_list: Option<Gaps>,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn device_account(
+    a: &Analyzer,
+    steps: &[(i64, i64)],
+    window: &[(i64, i64)],
+    n_steps: f64,
+    label: &dyn Fn(u32) -> String,
+    keep_gaps: bool,
+    dev: &DeviceKernels,
+) -> DeviceAccount {
+    let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
+    let (device, kernels, busy, _) = dev;
     let kernels: Vec<&super::KernelSpan> = kernels.iter().map(|&i| &a.kernel_spans[i]).collect();
 
     let host_side = !a.host.spans.is_empty();
@@ -419,7 +467,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             }
         }
     }
-    sweep(a, &window, &mut windows, &mut tally);
+    sweep(a, window, &mut windows, &mut tally);
 
     let idle_ns: i64 = tally.causes.values().sum();
     let mut causes: Vec<IdleCauseRow> = tally
@@ -434,18 +482,14 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
         })
         .collect();
     causes.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.cause.cmp(&y.cause)));
-    Some(Account {
-        account: IdleAccount {
-            ms_per_step: per_step(idle_ns),
-            device: *device,
-            gaps_per_step: round(gaps as f64 / n_steps, 2),
-            before_first_kernel_ms_per_step: per_step(leading),
-            after_last_kernel_ms_per_step: per_step(trailing),
-            causes,
-            devices: all_devices,
-        },
-        phase_ns: tally.phases,
-        gaps: tally.gap_causes.take().map(|mut places| {
+    DeviceAccount {
+        idle_ns,
+        gaps,
+        leading,
+        trailing,
+        causes,
+        phase_ns: std::mem::take(&mut tally.phases),
+        gap_list: tally.gap_causes.take().map(|mut places| {
             places.sort_by_key(|c| c.0);
             for p in &mut places {
                 if let Place::Frame(f) = p.3 {
@@ -455,7 +499,7 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             let causes = places.iter().map(|p| (p.0, p.1, p.2)).collect();
             Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), causes, places }
         }),
-    })
+    }
 }
 
 /// `steps` merged where they touch.

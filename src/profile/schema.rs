@@ -353,6 +353,10 @@ pub struct IdlePlace {
 pub struct DeviceIdle {
     pub device: i64,
     pub ms_per_step: f64,
+    /// This device's idle time by cause, as `IdleAccount::causes` is the
+    /// busiest device's.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub causes: Vec<IdleCauseRow>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -224,6 +224,11 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
             out.push(format!("  {:<11} {:>9}     {}", "", num(p.ms_per_step, 3), p.name));
         }
     }
+    // The other devices of a multi-GPU trace: their idle and its causes.
+    for d in idle.devices.iter().filter(|d| d.device != idle.device) {
+        let causes: Vec<String> = d.causes.iter().take(3).map(|c| format!("{} {}", c.cause.as_str(), num(c.ms_per_step, 2))).collect();
+        out.push(format!("  device {}: idle {} ms/step — {}", d.device, num(d.ms_per_step, 2), causes.join(", ")));
+    }
     out
 }
 
