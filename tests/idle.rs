@@ -230,6 +230,10 @@ impl Trace {
 /// Three steps of 100 ms: a kernel at the start and one at the end of each
 /// step, and `inject(trace, step_start)` putting one cause between them.
 fn generated(dir: &Path, name: &str, inject: &dyn Fn(&mut Trace, f64)) -> Value {
+    json(&["summary", &three_steps(inject).write(dir, name)])
+}
+
+fn three_steps(inject: &dyn Fn(&mut Trace, f64)) -> Trace {
     let mut t = Trace::default();
     for n in 0..3 {
         let s = n as f64 * 100_000.0;
@@ -238,7 +242,7 @@ fn generated(dir: &Path, name: &str, inject: &dyn Fn(&mut Trace, f64)) -> Value 
         t.launch("aten::mm", s + 89_990.0, s + 89_995.0, 10_000.0, 7);
         inject(&mut t, s);
     }
-    json(&["summary", &t.write(dir, name)])
+    t
 }
 
 /// The step is 100 ms and kernels fill 20 ms of it; the injected cause
@@ -399,12 +403,7 @@ fn each_device_of_a_multi_gpu_trace_has_its_causes() {
     // them (as above); device 1: one 5 ms kernel at each step's start,
     // launched by the same thread. Device 1 then waits 95 ms a step, on
     // what thread 1 did: the same sync, and the ops around it.
-    let mut t = Trace::default();
-    for n in 0..3 {
-        let s = n as f64 * 100_000.0;
-        t.step(n + 1, s, 100_000.0);
-        t.launch("aten::mm", s, s + 5.0, 10_000.0, 7);
-        t.launch("aten::mm", s + 89_990.0, s + 89_995.0, 10_000.0, 7);
+    let t = three_steps(&|t, s| {
         t.x("cpu_op", "aten::item", s + 10_100.0, 60_000.0, json!({}));
         t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_200.0, 59_800.0, json!({}));
         t.corr += 1;
@@ -412,7 +411,7 @@ fn each_device_of_a_multi_gpu_trace_has_its_causes() {
         t.x("cuda_runtime", "cudaLaunchKernel", s + 8.0, 1.0, json!({"correlation": c}));
         t.events.push(json!({"ph": "X", "cat": "kernel", "name": "k1", "pid": 1, "tid": 11, "ts": s + 10.0, "dur": 5_000.0,
             "args": {"correlation": c, "device": 1, "stream": 11}}));
-    }
+    });
     let dir = tempfile::tempdir().unwrap();
     let path = t.write(dir.path(), "two.json");
     let v = json(&["summary", &path]);
