@@ -129,14 +129,6 @@ fn a_rank_late_by_1_2_or_5_percent_of_the_step_is_named_with_its_kernel() {
         let d_ms = step * pct / 100.0;
         let kernel = write_job(dir.path(), 4, &[(2, 0, d_ms * 1e3)]);
         let job = json(&["summary", dir.path().to_str().unwrap()]);
-        if std::env::var("KEEP").is_ok() {
-            let _ = std::fs::remove_dir_all("/tmp/keep");
-            std::fs::create_dir_all("/tmp/keep").unwrap();
-            for f in std::fs::read_dir(dir.path()).unwrap() {
-                let f = f.unwrap().path();
-                std::fs::copy(&f, Path::new("/tmp/keep").join(f.file_name().unwrap())).unwrap();
-            }
-        }
         assert_eq!(job["straggler_rule"], "waits");
         let s = job["stragglers"].as_array().unwrap();
         assert_eq!(s.len(), 1, "{pct}%: {:#}", job["stragglers"]);
