@@ -788,3 +788,29 @@ fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
         assert_eq!(run(&["profile", "compare", s1, s2, "--fail-on", bad]).code, 2, "{bad}");
     }
 }
+
+#[test]
+fn every_fixture_trace_reads_the_same_plain_and_gzipped() {
+    // One pass over the same bytes, inflated or not: the readers' --json
+    // must not depend on the container.
+    let dir = tempfile::tempdir().unwrap();
+    for gz in traces() {
+        let plain = dir.path().join(gz.file_stem().unwrap());
+        let mut out = std::fs::File::create(&plain).unwrap();
+        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut out).unwrap();
+        for cmd in [&["summary"][..], &["phases"], &["kernels", "--top", "1000"], &["ops", "--top", "1000"]] {
+            let with = |p: &std::path::Path| {
+                let mut args: Vec<&str> = cmd.to_vec();
+                args.push(p.to_str().unwrap());
+                let mut v = json(&args);
+                // The input's own path is the only field allowed to differ.
+                if let Some(o) = v.as_object_mut() {
+                    o.remove("trace");
+                }
+                v
+            };
+            assert_eq!(with(&gz), with(&plain), "{cmd:?} {}", gz.display());
+        }
+        std::fs::remove_file(&plain).unwrap();
+    }
+}
