@@ -38,6 +38,17 @@ fn idle_intervals(path: &Path) -> (Vec<(f64, f64)>, usize) {
     (idle, t.steps)
 }
 
+/// The (start, end) µs of the raw events `keep` picks, read whole.
+fn spans_of(path: &Path, keep: &dyn Fn(&Value) -> bool) -> Vec<(f64, f64)> {
+    read_json(path)["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| keep(e))
+        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .collect()
+}
+
 fn idle_of(v: &Value) -> &Value {
     assert!(v["idle"].is_object(), "no idle account: {v}");
     &v["idle"]
@@ -152,15 +163,8 @@ fn alexnet_waits_on_a_cold_start_cudnn_and_the_allocator_not_on_launches() {
     let idle = idle_of(&v);
     // The allocator's share, from the raw events: cudaMalloc/cudaFree time
     // while the GPU was idle.
-    let doc = read_json(&path);
     let (gaps, _) = idle_intervals(&path);
-    let alloc: Vec<(f64, f64)> = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["cat"] == "cuda_runtime" && matches!(e["name"].as_str(), Some("cudaMalloc" | "cudaFree")))
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
-        .collect();
+    let alloc = spans_of(&path, &|e| e["cat"] == "cuda_runtime" && matches!(e["name"].as_str(), Some("cudaMalloc" | "cudaFree")));
     let want = common_len(&alloc, &gaps) / 1e3;
     assert!(want > 8000.0, "the raw events hold {want} ms of allocator calls while idle");
     close(cause_ms(idle, "allocator"), want, 0.01, "allocator ms");
@@ -178,15 +182,8 @@ fn a_graph_capture_is_said_to_be_one() {
     let v = json(&["summary", path.to_str().unwrap()]);
     let idle = idle_of(&v);
     // Upper bound from the raw events: vllm::moe_forward's time while idle.
-    let doc = read_json(&path);
     let (gaps, _) = idle_intervals(&path);
-    let moe: Vec<(f64, f64)> = doc["traceEvents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|e| e["cat"] == "cpu_op" && e["name"] == "vllm::moe_forward")
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
-        .collect();
+    let moe = spans_of(&path, &|e| e["cat"] == "cpu_op" && e["name"] == "vllm::moe_forward");
     let bound = common_len(&moe, &gaps) / 1e3;
     let got = place_ms(idle, "cpu_op", "vllm::moe_forward").expect("named");
     assert!(got <= bound + 0.001 && got >= 0.5 * bound, "moe_forward {got} ms of at most {bound}");

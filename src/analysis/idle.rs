@@ -249,7 +249,7 @@ impl Gaps {
             .enumerate()
             .map(|(id, &(start, end))| {
                 let id = id as u32;
-                let at = self.causes.partition_point(|c| c.0 < id);
+                let at = self.places.partition_point(|c| c.0 < id);
                 // Per cause: its time, and per place its time.
                 let mut causes: Vec<CauseIn> = Vec::new();
                 for &(_, cause, ns, place) in self.places[at..].iter().take_while(|c| c.0 == id) {
@@ -305,9 +305,8 @@ pub struct Gaps {
     pub device: i64,
     /// Each gap's interval, by id (in time order).
     pub spans: Vec<(i64, i64)>,
-    /// (gap id, cause, ns), by gap id.
-    pub causes: Vec<(u32, IdleCause, i64)>,
-    /// The same with each stretch's place (a frame: by its name id).
+    /// (gap id, cause, ns, place) for each stretch explained, by gap id (a
+    /// frame's place: by its name id).
     places: Vec<(u32, IdleCause, i64, Place)>,
 }
 
@@ -326,8 +325,8 @@ impl Gaps {
                 continue;
             }
             let id = id as u32;
-            let at = self.causes.partition_point(|c| c.0 < id);
-            for &(_, cause, ns) in self.causes[at..].iter().take_while(|c| c.0 == id) {
+            let at = self.places.partition_point(|c| c.0 < id);
+            for &(_, cause, ns, _) in self.places[at..].iter().take_while(|c| c.0 == id) {
                 let part = (ns as i128 * inside as i128 / (g1 - g0) as i128) as i64;
                 match out.iter_mut().find(|c| c.0 == cause) {
                     Some(c) => c.1 += part,
@@ -496,8 +495,7 @@ fn device_account(
                     p.3 = Place::Frame(tally.frames[f as usize].name);
                 }
             }
-            let causes = places.iter().map(|p| (p.0, p.1, p.2)).collect();
-            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), causes, places }
+            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), places }
         }),
     }
 }

@@ -351,9 +351,14 @@ impl Analyzer {
         });
     }
 
+    /// Remembers how far the pass has got (the ordering check).
+    fn note_ts(&mut self, ts: i64) {
+        self.hi_ts = Some(self.hi_ts.map_or(ts, |h| h.max(ts)));
+    }
+
     /// Places CPU-side work, remembering how far the pass has got.
     fn place(&mut self, thread: u32, ts: i64) -> Place {
-        self.hi_ts = Some(self.hi_ts.map_or(ts, |h| h.max(ts)));
+        self.note_ts(ts);
         Place { in_step: self.ranges.in_step(ts), phase: self.ranges.cpu_phase(thread, ts) }
     }
 
@@ -469,7 +474,7 @@ impl Analyzer {
         if !malloc && launch.is_none() {
             return;
         }
-        self.place(thread, start);
+        self.note_ts(start);
         let graph = launch.is_some() && is_graph_launch(name);
         if malloc || graph {
             self.count_call(CallRec { start, malloc, graph });

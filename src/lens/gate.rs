@@ -82,11 +82,6 @@ pub fn parse(spec: &str) -> Result<GateSpec> {
     Ok(GateSpec { metric: metric.trim().to_string(), limit, unit, text: spec.to_string() })
 }
 
-/// The metric as a number on one side (`profile get`'s names).
-fn value(p: &Profile, metric: &str) -> Option<f64> {
-    metrics::of(p).get(metric).and_then(serde_json::Value::as_f64)
-}
-
 /// The metric's std over the side's repeats, where recorded.
 fn std_of(p: &Profile, metric: &str) -> Option<f64> {
     if metric == "img_per_s" {
@@ -98,6 +93,9 @@ fn std_of(p: &Profile, metric: &str) -> Option<f64> {
 /// Each gate over `before` → `after`; an unknown metric, or one missing on
 /// a side, is a usage error naming `profile get`'s list.
 pub fn evaluate(before: &Profile, after: &Profile, specs: &[GateSpec], contended: Option<&str>) -> Result<Vec<Gate>> {
+    // Each side's metrics as `profile get` names them, made once.
+    let (mb, ma) = (metrics::of(before), metrics::of(after));
+    let value = |m: &serde_json::Map<String, serde_json::Value>, metric: &str| m.get(metric).and_then(serde_json::Value::as_f64);
     specs
         .iter()
         .map(|g| {
@@ -107,8 +105,8 @@ pub fn evaluate(before: &Profile, after: &Profile, specs: &[GateSpec], contended
                     g.text, g.metric
                 ))
             };
-            let a = value(before, &g.metric).ok_or_else(|| missing("before"))?;
-            let b = value(after, &g.metric).ok_or_else(|| missing("after"))?;
+            let a = value(&mb, &g.metric).ok_or_else(|| missing("before"))?;
+            let b = value(&ma, &g.metric).ok_or_else(|| missing("after"))?;
             let change = match g.unit {
                 GateUnit::Percent if a != 0.0 => (b - a) / a.abs() * 100.0,
                 GateUnit::Percent => {

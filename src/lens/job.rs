@@ -120,6 +120,10 @@ pub struct Straggler {
     /// What it did before those collectives in excess of the other ranks
     /// (under the compute rule: its kernels' time above the median rank's).
     pub why: Vec<Why>,
+    /// The part of `late_ms` its `why` does not cover, when a tenth of it
+    /// or more: it was already late when its lead-ins began.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unexplained_ms: Option<f64>,
     /// Its compute per step above the median rank's (supporting evidence).
     pub compute_excess_ms: f64,
     /// The phase whose GPU time exceeds the median rank's the most.
@@ -302,6 +306,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                 .collect();
             why.sort_by(|a, b| b.excess_ms_per_step.total_cmp(&a.excess_ms_per_step).then_with(|| a.name.cmp(&b.name)));
             why.truncate(TOP_WHY);
+            let rest = late - why.iter().map(|w| w.excess_ms_per_step).sum::<f64>();
             stragglers.push(Straggler {
                 rank: *rank,
                 wait_caused_ms_per_step: Some(round(per_step, 3)),
@@ -309,6 +314,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                 late_steps: (!in_steps.is_empty()).then_some([late_steps, in_steps.len().max(n as usize) as u64]),
                 late_at,
                 why,
+                unexplained_ms: (rest >= 0.1 * late && rest >= MIN_MS).then(|| round(rest, 3)),
                 compute_excess_ms: compute_excess(&ranks[i]),
                 phase: phase_of(i),
             });
@@ -342,6 +348,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                     .take(TOP_WHY)
                     .map(|e| Why { name: e.name, kind: LeadKind::Kernel, excess_ms_per_step: e.extra_ms })
                     .collect(),
+                unexplained_ms: None,
                 compute_excess_ms: compute_excess(r),
                 phase: phase_of(i),
             })

@@ -532,14 +532,6 @@ pub fn straggler_line(s: &Straggler) -> String {
     format!("rank {} makes the others wait {} ms/step{steps}{late} at {}", s.rank, num(w, 2), at.join(", "))
 }
 
-/// The part of a straggler's lateness its reasons do not cover, when it
-/// is a tenth of it or more.
-pub fn unexplained(s: &Straggler) -> Option<f64> {
-    let late = s.late_ms?;
-    let rest = late - s.why.iter().map(|w| w.excess_ms_per_step).sum::<f64>();
-    (rest >= 0.1 * late && rest >= 0.01).then_some(rest)
-}
-
 /// A straggler's reason: `+5.00 ms conv (kernel)`, `+1.20 ms python (idle)`.
 pub fn why(w: &Why) -> String {
     let kind = match w.kind {
@@ -591,7 +583,7 @@ pub fn job(j: &Job) -> String {
         for w in &s.why {
             let _ = writeln!(o, "      {}", why(w));
         }
-        if let Some(rest) = unexplained(s) {
+        if let Some(rest) = s.unexplained_ms {
             let _ =
                 writeln!(o, "      {} ms of its lateness is older than its lead-ins (it was already late when they began)", num(rest, 2));
         }
