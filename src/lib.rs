@@ -6,6 +6,7 @@ pub mod analysis;
 pub mod cli;
 pub mod conditions;
 pub mod error;
+pub mod hardware;
 pub mod lens;
 pub mod profile;
 pub mod render;

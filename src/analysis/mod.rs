@@ -20,6 +20,7 @@ pub mod kernels;
 mod memory;
 pub mod ranges;
 pub mod verdict;
+pub mod work;
 
 use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
