@@ -13,6 +13,8 @@ use crate::trace::DeviceProps;
 pub enum PeakClass {
     Fp64,
     Fp32,
+    /// fp32 on Matrix Cores (AMD CDNA's MFMA rate, above its vector rate).
+    Fp32Matrix,
     Tf32,
     Bf16,
     Fp16,
@@ -32,6 +34,21 @@ pub struct Peaks {
     pub mem_tbps: f64,
     /// Where the figures come from (datasheet / whitepaper URL).
     pub source: String,
+}
+
+impl PeakClass {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PeakClass::Fp64 => "fp64",
+            PeakClass::Fp32 => "fp32",
+            PeakClass::Fp32Matrix => "fp32 matrix",
+            PeakClass::Tf32 => "tf32",
+            PeakClass::Bf16 => "bf16",
+            PeakClass::Fp16 => "fp16",
+            PeakClass::Fp8 => "fp8",
+            PeakClass::Int8 => "int8",
+        }
+    }
 }
 
 impl Peaks {

@@ -7,7 +7,7 @@ use indexmap::IndexMap;
 use serde_json::Value;
 
 use super::busy::{intersect, merge, overlap, overlap_each};
-use super::kernels::{COMMUNICATION, classify};
+use super::kernels::{COMMUNICATION, OTHER, classify};
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
@@ -30,11 +30,17 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
     let win = window(&a);
     let kinfo = kernel_info(&a);
     let busy = gpu_busy(&a, info, &win, &kinfo);
+    let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
+    let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
+    let efficiency = busy.devices.first().filter(|_| !a.kernel_spans.is_empty()).map(|d| {
+        let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
+        super::roofline::efficiency(&a, roof.as_ref(), &|k| kinfo.get(&k).map_or(OTHER, |i| i.0), device, win.n_steps, busy.kernel_total.ns)
+    });
     let head = headline(&a, &win, &busy, &kinfo, measured);
     let idle = idle_account(&a, &win, &kinfo, !a.collectives.is_empty());
     let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != COMMUNICATION).map(|k| k.2.clone());
     let collectives = std::mem::take(&mut a.collectives).finish(&a, idle.as_ref().and_then(|i| i.gaps.as_ref()), &compute_label);
-    let rows = Rows { a: &a, kinfo: &kinfo, win: &win };
+    let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };
     let tables = rows.tables(busy.kernel_total.ns);
     let mut by_phase = rows.phases(measured);
     if let Some(idle) = &idle {
@@ -42,7 +48,7 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
             row.idle_ms_per_step = Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
         }
     }
-    let (bound, bound_why) = decide(&head, &busy, &by_phase, idle.as_ref().map(|i| &i.account), measured);
+    let (bound, bound_why) = decide(&head, &busy, &by_phase, idle.as_ref().map(|i| &i.account), efficiency.as_ref(), measured);
     let warnings = caveats(&a, measured);
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
@@ -101,6 +107,7 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
         }),
         memory: super::memory::timeline(&a),
         idle: idle.map(|i| i.account),
+        efficiency,
         devices: busy.devices,
         streams: busy.streams,
         extras: ExtraFigures {
@@ -213,6 +220,16 @@ fn vendor(a: &Analyzer, info: &TraceInfo, props: Option<&crate::trace::DevicePro
     Some(v.to_string())
 }
 
+/// The `deviceProperties` entry of a device id. Kineto numbers devices as
+/// the process sees them and may list only some (HIP/CUDA_VISIBLE_DEVICES):
+/// with no entry for this id, a list of one model names them all.
+fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DeviceProps> {
+    info.devices.iter().find(|d| d.id == device).or_else(|| {
+        let first = info.devices.first()?;
+        info.devices.iter().all(|d| d.name == first.name && d.warp_size == first.warp_size).then_some(first)
+    })
+}
+
 /// GPU busy time as the union of kernel intervals per device and stream,
 /// clipped to the steps (docs/analysis.md §4), and the communication
 /// kernels' overlap with compute (§8).
@@ -249,13 +266,7 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
         .map(|(&device, iv)| {
             let busy = overlap(&merge(iv), steps);
             let raw = overlap_each(iv, steps);
-            // Kineto numbers devices as the process sees them and may list
-            // only some in deviceProperties (HIP/CUDA_VISIBLE_DEVICES): with
-            // no entry for this id, a list of one model names them all.
-            let props = info.devices.iter().find(|d| d.id == device).or_else(|| {
-                let first = info.devices.first()?;
-                info.devices.iter().all(|d| d.name == first.name && d.warp_size == first.warp_size).then_some(first)
-            });
+            let props = device_props(info, device);
             let mem = a.memory.get(&device);
             let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), steps)).unwrap_or_default();
             let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
@@ -429,6 +440,7 @@ struct Rows<'x> {
     a: &'x Analyzer,
     kinfo: &'x KernelInfo,
     win: &'x Span,
+    roof: Option<&'x super::roofline::Roofline>,
 }
 
 /// The whole window's kernel, category and op tables.
@@ -446,7 +458,11 @@ struct PhaseTables {
 }
 
 impl Rows<'_> {
-    fn kernel_row(&self, name: u32, k: &Agg, denom: i64) -> KernelRow {
+    fn kernel_row(&self, name: u32, k: &Agg, denom: i64, phase: Option<u16>) -> KernelRow {
+        let perf = self.roof.and_then(|r| match phase {
+            Some(p) => r.kernels_by_phase.get(&(p, name)),
+            None => r.kernels.get(&name),
+        });
         let raw = self.a.names.get(name);
         let (cat, tc, label) = &self.kinfo[&name];
         KernelRow {
@@ -457,22 +473,29 @@ impl Rows<'_> {
             ms_per_step: round(self.win.per_step_ms(k.ns), 4),
             pct_of_gpu: round(pct(k.ns, denom), 2),
             count_per_step: round(k.count as f64 / self.win.n_steps, 2),
+            achieved: super::roofline::achieved(perf, self.win.n_steps),
         }
     }
 
-    fn op_row(&self, name: u32, o: &Agg, denom: i64) -> OpRow {
+    fn op_row(&self, name: u32, o: &Agg, denom: i64, phase: Option<u16>) -> OpRow {
+        let perf = self.roof.and_then(|r| match phase {
+            Some(p) => r.ops_by_phase.get(&(p, name)),
+            None => r.ops.get(&name),
+        });
         OpRow {
             op: self.a.names.get(name).to_string(),
             ms_per_step: round(self.win.per_step_ms(o.ns), 4),
             pct_of_cpu_ops: round(pct(o.ns, denom), 2),
             count_per_step: round(o.count as f64 / self.win.n_steps, 2),
+            achieved: super::roofline::achieved(perf, self.win.n_steps),
+            shape: perf.and(self.roof).and_then(|r| r.op_inputs.get(&name)).map(|(inputs, _)| self.a.names.get(*inputs).to_string()),
         }
     }
 
     /// Kernels, the kernel mix by category and ops, sorted by time.
     fn tables(&self, kernel_ns: i64) -> Tables {
         let a = self.a;
-        let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns)).collect();
+        let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns, None)).collect();
         sort_kernels(&mut kernels);
         let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
         for (n, k) in &a.kernels {
@@ -490,7 +513,7 @@ impl Rows<'_> {
             .collect();
         categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
         let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
-        let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total)).collect();
+        let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
         sort_ops(&mut ops);
         Tables { kernels, categories, ops }
     }
@@ -540,9 +563,9 @@ impl Rows<'_> {
             let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
             let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
             let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
-            let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns)).collect();
+            let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns, Some(id))).collect();
             sort_kernels(&mut krows);
-            let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| self.op_row(*n, o, o_ns)).collect();
+            let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| self.op_row(*n, o, o_ns, Some(id))).collect();
             sort_ops(&mut orows);
             let wall =
                 measured_wall(measured, &name).or_else(|| range_wall.get(&id).map(|ns| self.win.per_step_ms(*ns))).map(|w| round(w, 3));
@@ -571,6 +594,7 @@ fn decide(
     busy: &Busy,
     by_phase: &PhaseTables,
     idle: Option<&IdleAccount>,
+    efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
 ) -> (String, String) {
     let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
@@ -596,6 +620,7 @@ fn decide(
         unfused: unfused_batch_norm(&head.config, &by_phase.phases, &by_phase.ops, &by_phase.kernels, head.cuda),
         idle,
         graph_captures: head.graph_captures,
+        efficiency,
     };
     verdict::decide(&evidence)
 }

@@ -19,6 +19,7 @@ pub mod idle;
 pub mod kernels;
 mod memory;
 pub mod ranges;
+pub mod roofline;
 pub mod verdict;
 pub mod work;
 
@@ -118,6 +119,34 @@ struct OpRec {
     name: u32,
     start: i64,
     dur: i64,
+    /// Its index in `Analyzer::works` when the performance model priced
+    /// it, else [`NO_WORK`].
+    work: u32,
+}
+
+const NO_WORK: u32 = u32::MAX;
+
+/// What the performance model says one op call does (its FLOPs and bytes,
+/// docs/analysis.md §13), kept for the roofline account at the end.
+#[derive(Debug, Clone, Copy)]
+struct OpWork {
+    flops: f64,
+    bytes: f64,
+    dtype: work::Dtype,
+    matrix: bool,
+    /// The formula's inputs, interned.
+    inputs: u32,
+}
+
+/// How many op calls the model met, by outcome: what a trace without
+/// shapes is told.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ModelCounts {
+    /// CPU ops carrying `Input Dims` (record_shapes=True).
+    pub with_shapes: u64,
+    /// Ops the model knows whose shapes were missing or did not fit.
+    pub no_shapes: u64,
+    pub priced: u64,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -283,6 +312,9 @@ pub struct Analyzer {
     phases_inferred: Option<String>,
     /// Communication kernels for matching across ranks.
     collectives: collectives::Collector,
+    /// The op calls the performance model priced (`OpRec::work`).
+    works: Vec<OpWork>,
+    model_counts: ModelCounts,
 }
 
 /// Backward ops closer than this belong to the same backward pass.
@@ -419,7 +451,35 @@ impl Analyzer {
         let name = self.names.id(ev.name());
         let kind = if is_dataload(ev.name()) { idle::HostKind::Dataload } else { idle::HostKind::Op };
         self.host.push(thread, start, start + dur, name, kind);
-        self.count_op(OpRec { thread, name, start, dur });
+        let work = self.price(ev);
+        self.count_op(OpRec { thread, name, start, dur, work });
+    }
+
+    /// The performance model's FLOPs and bytes for this op call, kept;
+    /// shapes are parsed only for the ops it knows.
+    fn price(&mut self, ev: &Event<'_>) -> u32 {
+        let Some(args) = ev.args.as_ref() else { return NO_WORK };
+        if args.input_dims.is_some() {
+            self.model_counts.with_shapes += 1;
+        }
+        if !work::is_modelled(ev.name()) {
+            return NO_WORK;
+        }
+        let shapes = work::OpShapes { dims: args.input_dims, types: args.input_types, concrete: args.concrete_inputs };
+        match work::model(ev.name(), &shapes) {
+            work::Model::Work(w) => {
+                let Ok(index) = u32::try_from(self.works.len()) else { return NO_WORK };
+                let inputs = self.names.id(&w.inputs);
+                self.works.push(OpWork { flops: w.flops, bytes: w.bytes, dtype: w.dtype, matrix: w.matrix, inputs });
+                self.model_counts.priced += 1;
+                index
+            }
+            work::Model::NoShapes => {
+                self.model_counts.no_shapes += 1;
+                NO_WORK
+            }
+            work::Model::Unmodelled => NO_WORK,
+        }
     }
 
     fn count_op(&mut self, op: OpRec) {
@@ -849,7 +909,9 @@ pub fn analyze_source_with(
     }
     let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
     let peak_ops = memory::ops_at(&analyzer.replay.ops, &analyzer.names, &probes);
-    analyzer.replay = Replay::default();
+    // The roofline account (§13) still reads the ops; the rest is done.
+    analyzer.replay.calls = Vec::new();
+    analyzer.replay.gpu = Vec::new();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
     for (row, op) in profile.memory.iter_mut().zip(peak_ops) {
         row.peak_op = op;

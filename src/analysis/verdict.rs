@@ -1,7 +1,7 @@
 //! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
-use crate::profile::{IdleAccount, IdleCause, IdleCauseRow, Mode, Stages};
+use crate::profile::{Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages};
 
 pub const MEMORY_PRESSURE: &str = "memory-pressure";
 pub const DATALOADER: &str = "dataloader";
@@ -82,7 +82,17 @@ pub struct Evidence<'a> {
     pub idle: Option<&'a IdleAccount>,
     /// Graph captures begun in the trace (`cudaStreamBeginCapture`).
     pub graph_captures: u64,
+    /// How close to the hardware the GPU work ran (§13), where priced.
+    pub efficiency: Option<&'a Efficiency>,
 }
+
+/// A priced op is a lever of the compute verdict from this share of the
+/// GPU's time up …
+pub const LEVER_GPU_SHARE: f64 = 5.0;
+/// … when it runs below this share of its roofline.
+pub const LEVER_BELOW_ROOFLINE: f64 = 50.0;
+/// Ops at or above this share of their roofline run near it.
+pub const NEAR_ROOFLINE: f64 = 70.0;
 
 /// The verdict and its reason, with the fusion lever where it applies.
 pub fn decide(e: &Evidence<'_>) -> (String, String) {
@@ -147,15 +157,11 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
         }
     }
     if e.gpu_util >= COMPUTE_UTIL {
-        return (
-            COMPUTE.into(),
-            format!(
-                "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit. Levers: AMP/bf16, channels-last, fewer or cheaper kernels.",
-                e.gpu_util * 100.0,
-                e.gpu_busy_ms,
-                e.step_ms
-            ),
-        );
+        let head =
+            format!("GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit", e.gpu_util * 100.0, e.gpu_busy_ms, e.step_ms);
+        let levers =
+            e.efficiency.and_then(roofline_levers).unwrap_or_else(|| "Levers: AMP/bf16, channels-last, fewer or cheaper kernels.".into());
+        return (COMPUTE.into(), format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
         return v;
@@ -172,6 +178,48 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
             launch_levers(e)
         ),
     )
+}
+
+/// The compute verdict's levers from the roofline account (§13): the
+/// priced ops that take a real share of the GPU and run far below their
+/// roofline, each with the lever its limit implies; AMP where the matrix
+/// work runs in fp32; or, when the big ops already run near the roofline,
+/// that only less work or a faster device helps. None without priced work
+/// on a device with known peaks.
+fn roofline_levers(eff: &Efficiency) -> Option<String> {
+    let priced: Vec<_> = eff.least_efficient.iter().filter(|o| o.achieved.pct_of_peak.is_some()).collect();
+    if priced.is_empty() {
+        return None;
+    }
+    let far: Vec<_> = priced
+        .iter()
+        .filter(|o| o.pct_of_gpu >= LEVER_GPU_SHARE && o.achieved.pct_of_peak.is_some_and(|p| p < LEVER_BELOW_ROOFLINE))
+        .take(2)
+        .collect();
+    let mut parts = Vec::new();
+    for o in &far {
+        let (pct, bound) = (o.achieved.pct_of_peak.unwrap_or(0.0), o.achieved.roofline_bound);
+        let lever = match bound {
+            Some(RooflineBound::Memory) => "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once",
+            _ => "compute-bound: larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU",
+        };
+        parts.push(format!("{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}", o.op, o.pct_of_gpu));
+    }
+    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32 matrix")) {
+        let faster = eff.peak_tflops.get("bf16").map_or(String::new(), |bf16| format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops));
+        parts.push(format!("GEMM/conv/attention run in {} — AMP/bf16 raises their roof{faster}", m.format));
+    }
+    if parts.is_empty() {
+        let big: Vec<_> = priced.iter().filter(|o| o.pct_of_gpu >= LEVER_GPU_SHARE).collect();
+        if big.is_empty() || big.iter().any(|o| o.achieved.pct_of_peak.is_some_and(|p| p < NEAR_ROOFLINE)) {
+            return None;
+        }
+        return Some(format!(
+            "The largest priced ops run near their roofline ({}): only less work (a smaller model or input, fewer kernels) or a faster device helps.",
+            big.iter().take(3).map(|o| format!("{} {:.0}%", o.op, o.achieved.pct_of_peak.unwrap_or(0.0))).collect::<Vec<_>>().join(", ")
+        ));
+    }
+    Some(format!("Levers: {}.", parts.join("; ")))
 }
 
 /// What removes launch gaps, unless the trace already replays graphs.

@@ -160,6 +160,8 @@ pub struct KernelsArgs {
     /// Only Tensor Core kernels
     #[arg(long)]
     pub tensorcore: bool,
+    /// Order: time, count, name, or efficiency (time lost against the
+    /// roofline, where the trace recorded shapes)
     #[arg(long, value_enum, default_value_t = Sort::Time)]
     pub sort: Sort,
     /// Restrict to one phase (forward, backward, …)
@@ -179,6 +181,10 @@ pub struct OpsArgs {
     /// Regex on the op name (case-insensitive)
     #[arg(long)]
     pub grep: Option<String>,
+    /// Order: time, count, name, or efficiency (time lost against the
+    /// roofline, where the trace recorded shapes)
+    #[arg(long, value_enum, default_value_t = Sort::Time)]
+    pub sort: Sort,
     #[arg(long)]
     pub json: bool,
 }
@@ -215,6 +221,10 @@ pub struct WhatIfArgs {
     /// cpu_op, launch, …): an upper bound on what fixing it saves
     #[arg(long, value_name = "CAUSE")]
     pub remove_idle: Option<crate::profile::IdleCause>,
+    /// Run one kernel category's priced work at the device's roofline (traces
+    /// that recorded shapes, on a device in the peak table): an upper bound
+    #[arg(long, value_name = "CATEGORY")]
+    pub at_roofline: Option<String>,
     #[arg(long)]
     pub json: bool,
 }

@@ -213,7 +213,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         }
         ReaderCommand::Ops(a) => {
             let Input { profile, .. } = load(&a.trace)?;
-            let q = OpQuery { top: Some(a.top), phase: a.phase.clone(), grep: a.grep.clone() };
+            let q = OpQuery { top: Some(a.top), phase: a.phase.clone(), grep: a.grep.clone(), sort: a.sort };
             let o = lens::ops::ops(&profile, &q)?;
             if a.json { render::json(&o)? } else { text::ops(&o) }
         }
@@ -259,8 +259,12 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
         }
         ReaderCommand::WhatIf(a) => {
-            let change =
-                Change { remove_category: a.remove_category.clone(), remove_launches: a.remove_launches, remove_idle: a.remove_idle };
+            let change = Change {
+                remove_category: a.remove_category.clone(),
+                remove_launches: a.remove_launches,
+                remove_idle: a.remove_idle,
+                at_roofline: a.at_roofline.clone(),
+            };
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }

@@ -14,6 +14,9 @@ pub enum Sort {
     Time,
     Count,
     Name,
+    /// Time lost against the roofline (docs/analysis.md §13), largest
+    /// first; rows the model did not price follow by time.
+    Efficiency,
 }
 
 impl Sort {
@@ -21,7 +24,8 @@ impl Sort {
         match self {
             Sort::Time => Sort::Count,
             Sort::Count => Sort::Name,
-            Sort::Name => Sort::Time,
+            Sort::Name => Sort::Efficiency,
+            Sort::Efficiency => Sort::Time,
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -29,7 +33,31 @@ impl Sort {
             Sort::Time => "time",
             Sort::Count => "count",
             Sort::Name => "name",
+            Sort::Efficiency => "efficiency",
         }
+    }
+}
+
+/// Orders rows by `sort`: `time`, `count` and `lost` read a row's figures,
+/// `name` its name; ties by name.
+pub fn sort_rows<T>(
+    rows: &mut [&T],
+    sort: Sort,
+    time: fn(&T) -> f64,
+    count: fn(&T) -> f64,
+    lost: fn(&T) -> Option<f64>,
+    name: fn(&T) -> &str,
+) {
+    let by_name = |a: &&T, b: &&T| name(a).cmp(name(b));
+    match sort {
+        Sort::Time => rows.sort_by(|a, b| time(b).total_cmp(&time(a)).then_with(|| by_name(a, b))),
+        Sort::Count => rows.sort_by(|a, b| count(b).total_cmp(&count(a)).then_with(|| by_name(a, b))),
+        Sort::Name => rows.sort_by(by_name),
+        Sort::Efficiency => rows.sort_by(|a, b| {
+            let key = |r: &&T| (lost(r).is_some(), lost(r).unwrap_or(0.0), time(r));
+            let (ka, kb) = (key(a), key(b));
+            kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1)).then(kb.2.total_cmp(&ka.2)).then_with(|| by_name(a, b))
+        }),
     }
 }
 
@@ -56,6 +84,15 @@ pub struct Kernels {
     /// Kernels in scope (the profile, or the phase) before filtering.
     pub total: usize,
     pub kernels: Vec<KernelRow>,
+    /// Why rates or % of peak are missing (no shapes recorded, device not
+    /// in the peak table): GPU traces only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub efficiency_notes: Vec<String>,
+}
+
+/// The profile's efficiency notes, for the tables that show rates.
+pub fn efficiency_notes(p: &Profile) -> Vec<String> {
+    p.efficiency.as_ref().map(|e| e.notes.clone()).unwrap_or_default()
 }
 
 /// Compiles a `--grep` pattern (exit 2 on a bad one).
@@ -102,14 +139,14 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         .filter(|k| re.as_ref().is_none_or(|re| re.is_match(&k.raw_name) || re.is_match(&k.kernel)))
         .collect();
     match q.sort {
-        Sort::Time => rows.sort_by(|a, b| b.ms_per_step.total_cmp(&a.ms_per_step).then_with(|| a.raw_name.cmp(&b.raw_name))),
-        Sort::Count => rows.sort_by(|a, b| b.count_per_step.total_cmp(&a.count_per_step).then_with(|| a.raw_name.cmp(&b.raw_name))),
+        // By label, then by full name (labels of template instances repeat).
         Sort::Name => rows.sort_by(|a, b| a.kernel.cmp(&b.kernel).then_with(|| a.raw_name.cmp(&b.raw_name))),
+        sort => sort_rows(&mut rows, sort, |k| k.ms_per_step, |k| k.count_per_step, |k| k.achieved.lost_ms_per_step, |k| &k.raw_name),
     }
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
     let kernels = rows[..shown].iter().map(|k| (*k).clone()).collect();
-    Ok(Kernels { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), kernels })
+    Ok(Kernels { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), kernels, efficiency_notes: efficiency_notes(p) })
 }
 
 /// A kernel's share in each phase, for the explorer's detail view.
@@ -156,7 +193,9 @@ fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f
     for (rank, list) in ranks {
         for k in *list {
             let i = *at.entry(&k.raw_name).or_insert_with(|| {
-                rows.push(KernelRow { ms_per_step: 0.0, pct_of_gpu: 0.0, count_per_step: 0.0, ..k.clone() });
+                // Rates are per trace: a mean over ranks is not kept.
+                let achieved = Default::default();
+                rows.push(KernelRow { ms_per_step: 0.0, pct_of_gpu: 0.0, count_per_step: 0.0, achieved, ..k.clone() });
                 per.push(Vec::new());
                 rows.len() - 1
             });

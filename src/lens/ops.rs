@@ -1,8 +1,9 @@
-//! `profile ops`: aten/autograd ops by CPU time.
+//! `profile ops`: aten/autograd ops by CPU time, with the performance
+//! model's account of their GPU work where it priced them.
 
 use serde::Serialize;
 
-use super::kernels::compile_grep;
+use super::kernels::{Sort, compile_grep, efficiency_notes, sort_rows};
 use super::phases::check_phase;
 use crate::error::Result;
 use crate::profile::{OpRow, Profile};
@@ -13,6 +14,7 @@ pub struct OpQuery {
     pub phase: Option<String>,
     /// Case-insensitive regex on the op name.
     pub grep: Option<String>,
+    pub sort: Sort,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -22,6 +24,9 @@ pub struct Ops {
     pub matched: usize,
     pub total: usize,
     pub ops: Vec<OpRow>,
+    /// Why rates or % of peak are missing: GPU traces only.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub efficiency_notes: Vec<String>,
 }
 
 pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
@@ -34,9 +39,9 @@ pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
     };
     let re = q.grep.as_deref().map(compile_grep).transpose()?;
     let mut rows: Vec<&OpRow> = scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).collect();
-    rows.sort_by(|a, b| b.ms_per_step.total_cmp(&a.ms_per_step).then_with(|| a.op.cmp(&b.op)));
+    sort_rows(&mut rows, q.sort, |o| o.ms_per_step, |o| o.count_per_step, |o| o.achieved.lost_ms_per_step, |o| &o.op);
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
     let ops = rows[..shown].iter().map(|o| (*o).clone()).collect();
-    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops })
+    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops, efficiency_notes: efficiency_notes(p) })
 }

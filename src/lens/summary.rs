@@ -4,7 +4,8 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, StepTime, StreamRow,
+    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, StepTime,
+    StreamRow,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -42,6 +43,9 @@ pub struct Summary {
     /// Why the GPU waited: idle time by cause (GPU traces).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleAccount>,
+    /// How close to the hardware (GPU traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
     pub categories: Vec<CategoryRow>,
     pub phases_gpu: Vec<PhaseGpuRow>,
     pub top_kernels: Vec<KernelRow>,
@@ -119,6 +123,7 @@ pub fn summary(p: &Profile) -> Summary {
         img_per_s_n: p.img_per_s_n(),
         extras: p.extras.clone(),
         idle: p.idle.clone(),
+        efficiency: p.efficiency.clone(),
         categories: p.categories.clone(),
         phases_gpu: p.phases_gpu.clone(),
         top_kernels: p.top_kernels.clone(),

@@ -17,6 +17,9 @@ pub struct Change {
     pub remove_launches: Option<u64>,
     /// One cause of GPU idle time to remove (docs/analysis.md §12).
     pub remove_idle: Option<IdleCause>,
+    /// Case-insensitive substring of one kernel category whose priced work
+    /// would run at its roofline (docs/analysis.md §13).
+    pub at_roofline: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -32,6 +35,9 @@ pub enum Model {
     CommOverlap,
     /// Removing one idle cause: its idle time goes from the step.
     IdleCause,
+    /// One category's priced kernels at their roofline: the time they lose
+    /// against it goes from the step.
+    AtRoofline,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -71,14 +77,20 @@ pub const COMM_CAVEAT: &str = "perfect-overlap model: only the exposed communica
 /// kernel, and the work removed may move elsewhere.
 pub const IDLE_CAVEAT: &str = "upper bound: it assumes the GPU's idle time of that cause simply goes, and that the work behind it (Python, a sync, a copy) does not move into another gap; only a second measurement proves the change";
 
+/// A category at its roofline: an upper bound, since no kernel reaches it.
+pub const ROOFLINE_CAVEAT: &str = "upper bound: no real kernel reaches the roofline, only its priced kernels are changed (docs/analysis.md §13), and the GPU time saved shortens the step only where the GPU is its critical path; only a second measurement proves the change";
+
 /// Said when several changes are asked at once.
-pub const BOTH: &str = "--remove-category, --remove-launches and --remove-idle cannot be combined: the launches could be the category's own, \
+pub const BOTH: &str = "--remove-category, --remove-launches, --remove-idle and --at-roofline cannot be combined: the launches could be the category's own, \
                         so the count would be wrong; ask one what-if at a time";
 
 pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
-    let asked = [change.remove_category.is_some(), change.remove_launches.is_some(), change.remove_idle.is_some()];
+    let asked =
+        [change.remove_category.is_some(), change.remove_launches.is_some(), change.remove_idle.is_some(), change.at_roofline.is_some()];
     match asked.iter().filter(|a| **a).count() {
-        0 => return Err(Error::usage("specify --remove-category C, --remove-launches N or --remove-idle CAUSE")),
+        0 => {
+            return Err(Error::usage("specify --remove-category C, --remove-launches N, --remove-idle CAUSE or --at-roofline C"));
+        }
         // Whether the N launches are the category's own or others cannot be
         // told, and the models (host cost per launch, GPU work, idle time)
         // answer different questions: one change at a time.
@@ -87,6 +99,9 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     }
     if let Some(cause) = change.remove_idle {
         return idle_removed(p, cause);
+    }
+    if let Some(wanted) = &change.at_roofline {
+        return at_roofline(p, wanted);
     }
     let launches = p.figures.launches_per_step;
     let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
@@ -225,6 +240,52 @@ fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
         change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
         img_per_s: NowProjected { now: img_now, projected: img_projected },
         caveat: IDLE_CAVEAT,
+    })
+}
+
+/// What-if for one category at its roofline: its priced kernels lose no
+/// time against it; the step never below its non-GPU part.
+fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
+    let Some(e) = p.efficiency.as_ref().filter(|e| !e.categories.is_empty()) else {
+        let why = p
+            .efficiency
+            .as_ref()
+            .and_then(|e| e.notes.first().cloned())
+            .unwrap_or_else(|| "a CPU run, or a profile written before it".into());
+        return Err(Error::usage(format!("this profile has no roofline account ({why}): nothing to move to the roofline")));
+    };
+    let needle = wanted.to_lowercase();
+    let hits: Vec<_> = e.categories.iter().filter(|c| c.category.to_lowercase().contains(&needle)).collect();
+    let have = || e.categories.iter().map(|c| c.category.as_str()).collect::<Vec<_>>().join(", ");
+    let cat = match hits.as_slice() {
+        [one] => *one,
+        [] => return Err(Error::usage(format!("no priced category matching '{wanted}'. priced: {}", have()))),
+        _ => return Err(Error::usage(format!("'{wanted}' matches several categories ({}); be more specific", have()))),
+    };
+    let Some(lost) = cat.achieved.lost_ms_per_step else {
+        let why = e.notes.first().cloned().unwrap_or_else(|| "the device's peaks are unknown".into());
+        return Err(Error::usage(format!("no roofline for '{}': {why}", cat.category)));
+    };
+    let step = p.figures.step_ms;
+    let projected = round((step - lost).max(step - p.figures.gpu_busy_ms_per_step).min(step), 3);
+    let modelled = cat.achieved.modelled_ms_per_step.unwrap_or(0.0);
+    let img_now = p.figures.img_per_s;
+    let img_projected = projected_img_per_s(p, step, projected);
+    Ok(WhatIf {
+        trace: p.trace.clone(),
+        bound: p.bound.clone(),
+        model: Model::AtRoofline,
+        mechanism: format!(
+            "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {} of it now) lose ~{lost:.3} ms/step less",
+            cat.category,
+            cat.achieved.pct_of_peak.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}%"))
+        ),
+        per_launch_us: None,
+        removed: Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 },
+        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
+        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
+        img_per_s: NowProjected { now: img_now, projected: img_projected },
+        caveat: ROOFLINE_CAVEAT,
     })
 }
 

@@ -55,6 +55,16 @@ pub fn of(p: &Profile) -> Map<String, Value> {
             put(&format!("idle_{cause}_ms"), json!(idle.cause(cause).map_or(0.0, |c| c.ms_per_step)));
         }
     }
+    if let Some(e) = p.efficiency.as_ref().filter(|e| e.priced_calls > 0) {
+        put("priced_pct_of_gpu", json!(e.modelled_pct_of_gpu));
+        if let Some(m) = &e.matrix {
+            put("matrix_pct_of_peak", json!(m.pct_of_peak));
+            put("matrix_tflops", json!(m.tflops));
+        }
+        if let Some(low) = e.below_30_pct_of_gpu {
+            put("below_30_pct_of_gpu", json!(low));
+        }
+    }
     put("cuda_mallocs_per_step", json!(p.figures.cuda_mallocs_per_step));
     put("memory_pressure", json!(p.figures.memory_pressure));
     put("bound", json!(p.bound));

@@ -80,6 +80,10 @@ pub struct Profile {
     /// Why the GPU waited (docs/analysis.md §12): GPU traces only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub idle: Option<IdleAccount>,
+    /// How close to the hardware the GPU work ran (docs/analysis.md §13):
+    /// GPU traces only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub efficiency: Option<Efficiency>,
     /// Every communication kernel of the trace in time order: what the
     /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -378,6 +382,9 @@ pub struct KernelRow {
     pub ms_per_step: f64,
     pub pct_of_gpu: f64,
     pub count_per_step: f64,
+    /// Its share of the work of the ops that launched it (docs/analysis.md §13).
+    #[serde(flatten)]
+    pub achieved: Achieved,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -387,6 +394,140 @@ pub struct OpRow {
     pub ms_per_step: f64,
     pub pct_of_cpu_ops: f64,
     pub count_per_step: f64,
+    /// The performance model's account of its calls and their kernels.
+    #[serde(flatten)]
+    pub achieved: Achieved,
+    /// The formula inputs of its costliest call: `M=8944 N=1024 K=1024 bf16`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
+}
+
+/// Work done over GPU time and how far from the device's roofline
+/// (docs/analysis.md §13). Every figure is absent where the performance
+/// model priced none of the row's work; `pct_of_peak`, `lost_ms_per_step`
+/// and `roofline_bound` also where the device's peaks are unknown.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Achieved {
+    /// The GPU time these rates are over: the kernels of priced calls.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub modelled_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gflop_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gb_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tflops: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tbps: Option<f64>,
+    /// The roofline time of the work over its actual time, in percent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pct_of_peak: Option<f64>,
+    /// Actual time minus roofline time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lost_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub roofline_bound: Option<RooflineBound>,
+}
+
+impl Achieved {
+    pub fn is_priced(&self) -> bool {
+        self.modelled_ms_per_step.is_some()
+    }
+}
+
+/// Which roof limits the work: the arithmetic rate or the memory bandwidth.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RooflineBound {
+    Compute,
+    Memory,
+}
+
+impl RooflineBound {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RooflineBound::Compute => "compute",
+            RooflineBound::Memory => "memory",
+        }
+    }
+}
+
+/// The efficiency account of a GPU trace (docs/analysis.md §13).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Efficiency {
+    /// The device the peaks are those of, as the peak table names it;
+    /// None: not in the table (no "% of peak").
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    /// Its dense peaks: TFLOP/s (TOP/s for int8) per format, TB/s.
+    #[serde(skip_serializing_if = "IndexMap::is_empty")]
+    pub peak_tflops: IndexMap<String, f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_tbps: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub peak_source: Option<String>,
+    /// Op calls priced, and calls of known ops whose shapes were missing.
+    pub priced_calls: u64,
+    pub unpriced_calls: u64,
+    /// Share of the GPU's kernel time under a priced op.
+    pub modelled_pct_of_gpu: f64,
+    /// GEMM, convolution and attention work, time-weighted, against the
+    /// peak of the format most of it ran in.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matrix: Option<MatrixEfficiency>,
+    /// Share of the GPU's kernel time in ops below 30% of their roofline.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub below_30_pct_of_gpu: Option<f64>,
+    /// Per kernel category, over its priced kernels.
+    pub categories: Vec<CategoryEfficiency>,
+    /// The priced ops (outermost ones) that lose the most time against
+    /// their roofline.
+    pub least_efficient: Vec<OpEfficiency>,
+    /// Kernel time under no priced op, by the CPU op that launched it.
+    pub unmodelled: Vec<UnmodelledRow>,
+    /// Why figures are missing: no shapes recorded, device unknown.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct MatrixEfficiency {
+    /// The number format of the peak (`bf16`, `tf32`, …).
+    pub format: String,
+    pub peak_tflops: f64,
+    pub tflops: f64,
+    pub pct_of_peak: f64,
+    pub ms_per_step: f64,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct CategoryEfficiency {
+    pub category: String,
+    #[serde(flatten)]
+    pub achieved: Achieved,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct OpEfficiency {
+    pub op: String,
+    /// Its kernels' share of the GPU's kernel time.
+    pub pct_of_gpu: f64,
+    #[serde(flatten)]
+    pub achieved: Achieved,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct UnmodelledRow {
+    /// The innermost CPU op above the launch; None: no CPU op (or no
+    /// launch) in the trace.
+    pub op: Option<String>,
+    pub ms_per_step: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

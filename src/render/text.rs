@@ -16,7 +16,7 @@ use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
 use crate::lens::whatif::{Model, WhatIf};
-use crate::profile::{DeviceMemory, LeadKind};
+use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, RooflineBound};
 
 /// `12.3456` → "12.35"; integers print without decimals.
 pub fn num(v: f64, digits: usize) -> String {
@@ -175,6 +175,9 @@ pub fn summary(s: &Summary) -> String {
             let _ = writeln!(o, "{line}");
         }
     }
+    if let Some(line) = s.efficiency.as_ref().and_then(efficiency_line) {
+        let _ = writeln!(o, "{line}");
+    }
     let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
@@ -294,14 +297,17 @@ pub fn phases(p: &Phases) -> String {
 }
 
 pub fn kernels(k: &Kernels) -> String {
-    let mut o = format!("{:>6} {:>9} {:>7} TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
+    let priced = k.kernels.iter().any(|r| r.achieved.is_priced());
+    let rates = if priced { RATES_HEADER } else { "" };
+    let mut o = format!("{:>6} {:>9} {:>7} {rates}TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
     for r in &k.kernels {
         let _ = writeln!(
             o,
-            "{:6.2} {:>9} {:>7}  {}  {}  [{}]",
+            "{:6.2} {:>9} {:>7} {} {}  {}  [{}]",
             r.pct_of_gpu,
             format!("{:.3}", r.ms_per_step),
             num(r.count_per_step, 1),
+            if priced { rate_columns(&r.achieved) } else { String::new() },
             if r.tensorcore { "Y" } else { " " },
             r.kernel,
             r.category
@@ -309,7 +315,55 @@ pub fn kernels(k: &Kernels) -> String {
     }
     let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
     let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    efficiency_notes(&mut o, &k.efficiency_notes);
     o
+}
+
+/// The summary's efficiency line (docs/analysis.md §13): the matrix work
+/// against its peak, the GPU time far from its roofline, the priced share;
+/// or why there are no such figures.
+pub fn efficiency_line(e: &Efficiency) -> Option<String> {
+    let mut parts = Vec::new();
+    if let (Some(m), Some(device)) = (&e.matrix, &e.device) {
+        parts.push(format!(
+            "GEMM/conv/attention at {:.0}% of {device} {} peak ({} of {} TFLOP/s, time-weighted)",
+            m.pct_of_peak,
+            m.format,
+            num(m.tflops, 1),
+            num(m.peak_tflops, 1)
+        ));
+    }
+    if let Some(low) = e.below_30_pct_of_gpu {
+        parts.push(format!("{low:.0}% of GPU time in ops below 30% of their roofline"));
+    }
+    if e.priced_calls > 0 {
+        parts.push(format!("{:.0}% of GPU time priced", e.modelled_pct_of_gpu));
+    }
+    parts.extend(e.notes.iter().cloned());
+    (!parts.is_empty()).then(|| format!("efficiency  {}", parts.join("; ")))
+}
+
+/// The rate columns of the kernels and ops tables (docs/analysis.md §13).
+const RATES_HEADER: &str = "TFLOP/s    TB/s  %peak   bound ";
+
+fn rate_columns(a: &Achieved) -> String {
+    if !a.is_priced() {
+        return format!("{:>7} {:>7} {:>6} {:>7}", "-", "-", "-", "-");
+    }
+    format!(
+        "{:>7} {:>7} {:>6} {:>7}",
+        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
+        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}")),
+        a.pct_of_peak.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%")),
+        a.roofline_bound.map_or("-", RooflineBound::as_str)
+    )
+}
+
+/// Why the rate columns are missing or partial.
+fn efficiency_notes(o: &mut String, notes: &[String]) {
+    for n in notes {
+        let _ = writeln!(o, "rates: {n}");
+    }
 }
 
 /// `kernels` over a rank set: the mean row and where the ranks spread.
@@ -393,12 +447,25 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
 }
 
 pub fn ops(x: &Ops) -> String {
-    let mut o = format!("{:>6} {:>9} {:>7}  op\n", "%cpu", "ms/step", "x/step");
+    let priced = x.ops.iter().any(|r| r.achieved.is_priced());
+    let mut o = if priced {
+        format!("{:>6} {:>9} {:>7} {:>9} {RATES_HEADER} op  (shape of its costliest call)\n", "%cpu", "ms/step", "x/step", "GPU ms")
+    } else {
+        format!("{:>6} {:>9} {:>7}  op\n", "%cpu", "ms/step", "x/step")
+    };
     for r in &x.ops {
-        let _ = writeln!(o, "{:6.2} {:>9} {:>7}  {}", r.pct_of_cpu_ops, format!("{:.3}", r.ms_per_step), num(r.count_per_step, 1), r.op);
+        let (cpu, count) = (format!("{:.3}", r.ms_per_step), num(r.count_per_step, 1));
+        if priced {
+            let gpu = r.achieved.modelled_ms_per_step.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+            let shape = r.shape.as_deref().map_or(String::new(), |s| format!("  ({s})"));
+            let _ = writeln!(o, "{:6.2} {cpu:>9} {count:>7} {gpu:>9} {}  {}{shape}", r.pct_of_cpu_ops, rate_columns(&r.achieved), r.op);
+        } else {
+            let _ = writeln!(o, "{:6.2} {cpu:>9} {count:>7}  {}", r.pct_of_cpu_ops, r.op);
+        }
     }
     let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
     let _ = writeln!(o, "({} of {} ops{scope}; {} shown)", x.matched, x.total, x.ops.len());
+    efficiency_notes(&mut o, &x.efficiency_notes);
     o
 }
 
@@ -476,7 +543,9 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
 
 pub fn what_if(w: &WhatIf) -> String {
     let mut o = format!("what-if [{}]: {}\n", w.bound, w.mechanism);
-    if let Some(c) = &w.removed.category {
+    if let (Some(c), Model::AtRoofline) = (&w.removed.category, w.model) {
+        let _ = writeln!(o, "  category '{c}' at its roofline: {} ms/step less GPU time", num(w.removed.gpu_ms, 3));
+    } else if let Some(c) = &w.removed.category {
         let _ = writeln!(
             o,
             "  removes category '{c}': {} ms GPU work, {} launches per step",

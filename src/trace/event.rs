@@ -74,6 +74,12 @@ pub struct Args<'a> {
     /// What PyTorch records on NCCL kernels since 2.3 (docs/analysis.md §8):
     /// which collective, its message sizes and process group.
     pub collective: Option<Box<Collective<'a>>>,
+    /// `record_shapes=True`: the raw JSON text of `Input Dims`, `Input
+    /// type` and `Concrete Inputs`, parsed only for the ops the
+    /// performance model knows (`analysis::work`).
+    pub input_dims: Option<&'a [u8]>,
+    pub input_types: Option<&'a [u8]>,
+    pub concrete_inputs: Option<&'a [u8]>,
 }
 
 /// The collective arguments of a communication kernel. Boxed: most
@@ -176,6 +182,15 @@ impl<'a> Event<'a> {
                                     b"dtype" => c.dtype = t,
                                     b"Process Group Name" => c.group = t,
                                     _ => c.name = t,
+                                }
+                                return Ok(());
+                            }
+                            b"Input Dims" | b"Input type" | b"Concrete Inputs" => {
+                                let raw = Some(p.raw()?);
+                                match key {
+                                    b"Input Dims" => a.input_dims = raw,
+                                    b"Input type" => a.input_types = raw,
+                                    _ => a.concrete_inputs = raw,
                                 }
                                 return Ok(());
                             }
@@ -347,6 +362,14 @@ impl<'a> Parser<'a> {
                 c => out.push(c),
             }
         }
+    }
+
+    /// A value's JSON text, borrowed, checked for syntax only.
+    fn raw(&mut self) -> PResult<&'a [u8]> {
+        self.ws();
+        let start = self.i;
+        self.skip_value()?;
+        Ok(&self.b[start..self.i])
     }
 
     fn hex4(&mut self) -> PResult<u32> {

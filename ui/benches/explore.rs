@@ -110,6 +110,7 @@ fn generated(n: usize) -> Profile {
             ms_per_step: ms,
             pct_of_gpu: ms / 10.0,
             count_per_step: (i % 50 + 1) as f64,
+            achieved: Default::default(),
         });
     }
     let half = n / 2;

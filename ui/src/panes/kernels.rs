@@ -6,7 +6,7 @@
 use std::sync::Arc;
 
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
-use libreyolo_core::profile::KernelRow;
+use libreyolo_core::profile::{Achieved, KernelRow, RooflineBound};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Rect};
@@ -183,30 +183,103 @@ fn render(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
     let (first, last) = window(pane.selected, k.kernels.len(), rows_h);
     let wide = area.width >= 110;
     let cat_w: u16 = if wide { 18 } else { 12 };
+    // The roofline's columns where the model priced a row (§13): % of
+    // peak always, the achieved rate on wide screens.
+    let rates = RateColumns::of(k.kernels.iter().map(|r| &r.achieved), wide);
     // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
-    let name_w = area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5).max(10) as usize;
+    let name_w = area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
     let rows = k.kernels[first..last].iter().enumerate().map(|(i, r)| {
-        let row = Row::new(vec![
-            right(fixed(r.pct_of_gpu, 2)),
-            right(fixed(r.ms_per_step, 3)),
-            right(num(r.count_per_step, 1)),
+        let mut cells = vec![right(fixed(r.pct_of_gpu, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+        cells.extend(rates.cells(&r.achieved));
+        cells.extend([
             Cell::from(if r.tensorcore { Span::styled("TC", t.accent()) } else { Span::raw("") }),
             Cell::from(clip(&r.kernel, name_w)),
             Cell::from(Span::styled(clip(&r.category, cat_w as usize), t.muted())),
         ]);
+        let row = Row::new(cells);
         if first + i == pane.selected { row.style(t.selected()) } else { row }
     });
-    let header =
-        header(&[("%GPU", true), ("ms/step", true), ("x/step", true), ("TC", false), ("kernel", false), ("category", false)], t.header());
-    let widths = [
-        Constraint::Length(6),
-        Constraint::Length(9),
-        Constraint::Length(7),
-        Constraint::Length(2),
-        Constraint::Fill(1),
-        Constraint::Length(cat_w),
-    ];
-    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+    let mut head = vec![("%GPU", true), ("ms/step", true), ("x/step", true)];
+    head.extend(rates.headers());
+    head.extend([("TC", false), ("kernel", false), ("category", false)]);
+    let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(7)];
+    widths.extend(rates.widths());
+    widths.extend([Constraint::Length(2), Constraint::Fill(1), Constraint::Length(cat_w)]);
+    f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+}
+
+/// The roofline columns of the Kernels and Ops tables: none when no row is
+/// priced, `%peak` and its bound, and on wide screens the achieved TFLOP/s.
+#[derive(Debug, Clone, Copy)]
+pub struct RateColumns {
+    shown: bool,
+    wide: bool,
+}
+
+impl RateColumns {
+    pub fn of<'a>(mut rows: impl Iterator<Item = &'a Achieved>, wide: bool) -> RateColumns {
+        RateColumns { shown: rows.any(Achieved::is_priced), wide }
+    }
+    /// Screen columns they take, spacing included.
+    pub fn width(self) -> u16 {
+        match (self.shown, self.wide) {
+            (false, _) => 0,
+            (true, false) => 6 + 4 + 2,
+            (true, true) => 6 + 4 + 8 + 3,
+        }
+    }
+    pub fn headers(self) -> Vec<(&'static str, bool)> {
+        match (self.shown, self.wide) {
+            (false, _) => vec![],
+            (true, false) => vec![("%peak", true), ("bnd", false)],
+            (true, true) => vec![("TFLOP/s", true), ("%peak", true), ("bnd", false)],
+        }
+    }
+    pub fn widths(self) -> Vec<Constraint> {
+        let mut w = Vec::new();
+        if self.shown {
+            if self.wide {
+                w.push(Constraint::Length(8));
+            }
+            w.extend([Constraint::Length(6), Constraint::Length(4)]);
+        }
+        w
+    }
+    pub fn cells(self, a: &Achieved) -> Vec<Cell<'static>> {
+        if !self.shown {
+            return Vec::new();
+        }
+        let dash = || "-".to_string();
+        let mut c = Vec::new();
+        if self.wide {
+            c.push(right(a.tflops.map_or_else(dash, |v| fixed(v, 1))));
+        }
+        c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%"))));
+        c.push(Cell::from(a.roofline_bound.map_or("", |b| if b == RooflineBound::Compute { "cmp" } else { "mem" })));
+        c
+    }
+}
+
+/// The roofline figures of a priced row, for a details view.
+pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, String)> {
+    let mut out = Vec::new();
+    if let Some(s) = shape {
+        out.push(("shape", s.to_string()));
+    }
+    let (Some(gflop), Some(gb), Some(tflops), Some(tbps)) = (a.gflop_per_step, a.gb_per_step, a.tflops, a.tbps) else {
+        return out;
+    };
+    out.push(("work/step", format!("{} GFLOP, {} GB", num(gflop, 3), num(gb, 4))));
+    out.push((
+        "achieved",
+        format!("{} TFLOP/s, {} TB/s over {} ms/step", fixed(tflops, 2), fixed(tbps, 3), fixed(a.modelled_ms_per_step.unwrap_or(0.0), 4)),
+    ));
+    let roof = match (a.pct_of_peak, a.roofline_bound, a.lost_ms_per_step) {
+        (Some(p), Some(b), Some(l)) => format!("{p:.0}% of it, {}-bound; {} ms/step lost against it", b.as_str(), fixed(l, 4)),
+        _ => "device peaks unknown: no % of peak".to_string(),
+    };
+    out.push(("roofline", roof));
+    out
 }
 
 /// The status line: the active filters and the match count.
@@ -259,8 +332,11 @@ fn detail(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
         field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
         field("ms per step", fixed(k.ms_per_step, 4)),
         field("calls/step", num(k.count_per_step, 2)),
-        Line::raw(""),
     ]);
+    for (label, value) in rate_lines(&k.achieved, None) {
+        lines.push(field(label, value));
+    }
+    lines.push(Line::raw(""));
     let split = phase_split(p, &k.raw_name);
     if split.is_empty() {
         lines.push(Line::styled("no per-phase split in this profile", t.muted()));

@@ -4,13 +4,14 @@
 
 use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
+use libreyolo_core::profile::OpRow;
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::kernels::phase_names;
+use super::kernels::{RateColumns, phase_names, rate_lines};
 use super::{clip, cycle, fixed, header, moved, right, window};
 use crate::app::{App, Loaded};
 use crate::input::Action;
@@ -56,14 +57,9 @@ impl OpsPane {
 
     pub fn refresh(&mut self, data: Option<&Loaded>) {
         let Some(p) = data.map(Loaded::profile) else { return };
+        self.query.sort = self.sort;
         match ops(p, &self.query) {
-            Ok(mut o) => {
-                // The lens orders by time; other orders only rearrange its rows.
-                match self.sort {
-                    Sort::Time => {}
-                    Sort::Count => o.ops.sort_by(|a, b| b.count_per_step.total_cmp(&a.count_per_step).then_with(|| a.op.cmp(&b.op))),
-                    Sort::Name => o.ops.sort_by(|a, b| a.op.cmp(&b.op)),
-                }
+            Ok(o) => {
                 self.selected = self.selected.min(o.ops.len().saturating_sub(1));
                 self.result = Some(o);
                 self.error = None;
@@ -89,21 +85,42 @@ fn render(pane: &OpsPane, f: &mut Frame, app: &App, area: Rect) {
         f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
         return;
     }
+    let rates = RateColumns::of(o.ops.iter().map(|r| &r.achieved), area.width >= 110);
+    // A priced op under the cursor: its formula inputs and rates below.
+    let details = o.ops.get(pane.selected).filter(|r| r.achieved.is_priced()).map(details_line);
+    let (area, below) = match details {
+        Some(_) if area.height > 4 => {
+            let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+            (top, Some(bottom))
+        }
+        _ => (area, None),
+    };
     let rows_h = area.height.saturating_sub(1) as usize;
     let (first, last) = window(pane.selected, o.ops.len(), rows_h);
-    let name_w = area.width.saturating_sub(6 + 9 + 8 + 3).max(10) as usize;
+    let name_w = area.width.saturating_sub(6 + 9 + 8 + 3 + rates.width()).max(10) as usize;
     let rows = o.ops[first..last].iter().enumerate().map(|(i, r)| {
-        let row = Row::new(vec![
-            right(fixed(r.pct_of_cpu_ops, 2)),
-            right(fixed(r.ms_per_step, 3)),
-            right(num(r.count_per_step, 1)),
-            Cell::from(clip(&r.op, name_w)),
-        ]);
+        let mut cells = vec![right(fixed(r.pct_of_cpu_ops, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+        cells.extend(rates.cells(&r.achieved));
+        cells.push(Cell::from(clip(&r.op, name_w)));
+        let row = Row::new(cells);
         if first + i == pane.selected { row.style(t.selected()) } else { row }
     });
-    let header = header(&[("%cpu", true), ("ms/step", true), ("x/step", true), ("op", false)], t.header());
-    let widths = [Constraint::Length(6), Constraint::Length(9), Constraint::Length(8), Constraint::Fill(1)];
-    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), area);
+    let mut head = vec![("%cpu", true), ("ms/step", true), ("x/step", true)];
+    head.extend(rates.headers());
+    head.push(("op", false));
+    let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(8)];
+    widths.extend(rates.widths());
+    widths.push(Constraint::Fill(1));
+    f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+    if let (Some(line), Some(at)) = (details, below) {
+        f.render_widget(Paragraph::new(Line::styled(clip(&line, at.width as usize), t.muted())), at);
+    }
+}
+
+/// One line on the selected priced op: shape, work, rate, roofline.
+fn details_line(r: &OpRow) -> String {
+    let parts: Vec<String> = rate_lines(&r.achieved, r.shape.as_deref()).into_iter().map(|(label, v)| format!("{label} {v}")).collect();
+    parts.join(" · ")
 }
 
 /// The status line: sort, regex, phase and the match count.

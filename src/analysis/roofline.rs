@@ -1,0 +1,390 @@
+//! How close to the hardware (docs/analysis.md §13): each priced op call's
+//! kernels, found through the runtime call that launched them, give it a
+//! GPU time; with its FLOPs and bytes (`work.rs`) and the device's peaks
+//! (`hardware.rs`) that is an achieved rate, a roofline time and the time
+//! lost against it — per op, per kernel and per kernel category.
+//!
+//! Everything here comes from what the single pass kept: the op records of
+//! the replay log, the priced calls and the kernel spans with their
+//! launches.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::work::Dtype;
+use super::{Analyzer, NO_WORK, OpWork};
+use crate::hardware::{PeakClass, Peaks};
+use crate::profile::{Achieved, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency, RooflineBound, UnmodelledRow};
+use crate::trace::DeviceProps;
+use crate::util::round;
+
+/// Achieved work over some GPU time, and its roofline time.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct Rates {
+    pub flops: f64,
+    pub bytes: f64,
+    /// GPU kernel time of the calls (ns).
+    pub ns: f64,
+    /// The same work at the device's roofline (ns); 0 without peaks.
+    pub roof_ns: f64,
+    /// The part of `roof_ns` where compute, not memory, is the limit.
+    pub compute_roof_ns: f64,
+    /// Whether every call had the device's peaks.
+    pub peaked: bool,
+    pub calls: u64,
+}
+
+impl Rates {
+    fn add(&mut self, other: &Rates) {
+        self.peaked = if self.calls == 0 { other.peaked } else { self.peaked && other.peaked };
+        self.flops += other.flops;
+        self.bytes += other.bytes;
+        self.ns += other.ns;
+        self.roof_ns += other.roof_ns;
+        self.compute_roof_ns += other.compute_roof_ns;
+        self.calls += other.calls;
+    }
+
+    fn scaled(&self, f: f64) -> Rates {
+        Rates {
+            flops: self.flops * f,
+            bytes: self.bytes * f,
+            ns: self.ns * f,
+            roof_ns: self.roof_ns * f,
+            compute_roof_ns: self.compute_roof_ns * f,
+            ..*self
+        }
+    }
+
+    /// Achieved TFLOP/s and TB/s (per ns × 1e-3).
+    pub fn tflops(&self) -> f64 {
+        if self.ns > 0.0 { self.flops / self.ns / 1e3 } else { 0.0 }
+    }
+    pub fn tbps(&self) -> f64 {
+        if self.ns > 0.0 { self.bytes / self.ns / 1e3 } else { 0.0 }
+    }
+    /// Roofline time over actual time, in percent; None without peaks.
+    pub fn pct_of_peak(&self) -> Option<f64> {
+        (self.peaked && self.ns > 0.0).then(|| self.roof_ns / self.ns * 100.0)
+    }
+    /// Time lost against the roofline (ns); None without peaks.
+    pub fn lost_ns(&self) -> Option<f64> {
+        (self.peaked && self.ns > 0.0).then(|| (self.ns - self.roof_ns).max(0.0))
+    }
+    pub fn compute_bound(&self) -> Option<bool> {
+        (self.peaked && self.roof_ns > 0.0).then_some(self.compute_roof_ns * 2.0 >= self.roof_ns)
+    }
+}
+
+/// The account over the measured steps.
+#[derive(Debug, Default)]
+pub struct Roofline {
+    /// Per op name: every priced call of it, nested or not, with the
+    /// kernels launched inside it.
+    pub ops: HashMap<u32, Rates>,
+    pub ops_by_phase: HashMap<(u16, u32), Rates>,
+    /// Per op name, the formula inputs of its costliest call (interned).
+    pub op_inputs: HashMap<u32, (u32, f64)>,
+    /// Per kernel name: the share of its owning call's work (the outermost
+    /// priced op above its launch), by the kernel's share of that call's time.
+    pub kernels: HashMap<u32, Rates>,
+    pub kernels_by_phase: HashMap<(u16, u32), Rates>,
+    /// Per owning op name (outermost priced ops only: no double counting).
+    pub owners: HashMap<u32, Rates>,
+    /// Matrix work (GEMM, convolution, attention) by the format its peak
+    /// was taken for.
+    pub matrix: Vec<(PeakClass, Rates)>,
+    /// Kernel time in steps under no priced op, by the innermost CPU op
+    /// above the launch (None: no CPU op or no launch in the trace).
+    pub unmodelled: HashMap<Option<u32>, f64>,
+    /// Kernel time of owning calls below [`LOW_EFFICIENCY`] of their roofline.
+    pub low_ns: f64,
+    pub modelled_ns: f64,
+}
+
+/// "Far from the roofline": below this share of it.
+pub const LOW_EFFICIENCY: f64 = 0.30;
+
+/// The peak format an op call's FLOPs are judged against: matrix work on
+/// Tensor / Matrix Cores by its element type (fp32 there is TF32 on NVIDIA,
+/// the fp32 matrix rate on AMD); everything else by the vector fp32 rate.
+pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) -> PeakClass {
+    let want = match (dtype, matrix) {
+        (Dtype::F64, _) => PeakClass::Fp64,
+        (_, false) => PeakClass::Fp32,
+        (Dtype::F32, true) if tensor_core => {
+            if peaks.tflops(PeakClass::Fp32Matrix).is_some() {
+                PeakClass::Fp32Matrix
+            } else {
+                PeakClass::Tf32
+            }
+        }
+        (Dtype::Bf16, true) => PeakClass::Bf16,
+        (Dtype::F16, true) => PeakClass::Fp16,
+        (Dtype::Fp8, true) => PeakClass::Fp8,
+        (Dtype::Int8 | Dtype::Uint8, true) => PeakClass::Int8,
+        _ => PeakClass::Fp32,
+    };
+    if peaks.tflops(want).is_some() { want } else { PeakClass::Fp32 }
+}
+
+/// One priced call while its kernels are gathered.
+#[derive(Debug, Clone, Copy, Default)]
+struct Call {
+    ns: f64,
+    tensor_core: bool,
+    device: Option<i64>,
+}
+
+/// Runs the account. `tensor_core` answers for a kernel name id, `peaks`
+/// for a device id.
+pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i64) -> Option<Peaks>) -> Option<Roofline> {
+    let phase_of = |thread: u32, ts: i64| a.ranges.cpu_phase(thread, ts);
+    if a.works.is_empty() {
+        return None;
+    }
+    let ops = &a.replay.ops;
+    // Per thread, ops by start (longest first on ties: the parent before
+    // its child) and the in-step kernel launches by time.
+    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
+    order.sort_unstable_by_key(|&i| {
+        let o = &ops[i as usize];
+        (o.thread, o.start, std::cmp::Reverse(o.dur))
+    });
+    let mut launches: Vec<(u32, i64, u32)> = Vec::new();
+    let mut unlaunched = 0.0;
+    for (k, span) in a.kernel_spans.iter().enumerate() {
+        match span.launch {
+            Some(l) if a.ranges.in_step(l.start) => launches.push((l.thread, l.start, k as u32)),
+            Some(_) => {}
+            None if a.ranges.in_step(span.start) => unlaunched += (span.end - span.start) as f64,
+            None => {}
+        }
+    }
+    launches.sort_unstable();
+
+    let mut calls = vec![Call::default(); a.works.len()];
+    // (kernel, its outermost priced op, the phase its launch is placed in).
+    let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
+    let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
+    let mut stack: Vec<u32> = Vec::new();
+    let mut next = 0usize;
+    let mut thread = None;
+    for &(t, at, k) in &launches {
+        if thread != Some(t) {
+            thread = Some(t);
+            stack.clear();
+            while next < order.len() && ops[order[next] as usize].thread < t {
+                next += 1;
+            }
+        }
+        while next < order.len() && ops[order[next] as usize].thread == t && ops[order[next] as usize].start <= at {
+            let i = order[next];
+            let o = &ops[i as usize];
+            while stack.last().is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur <= o.start) {
+                stack.pop();
+            }
+            stack.push(i);
+            next += 1;
+        }
+        while stack.last().is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur < at) {
+            stack.pop();
+        }
+        let span = &a.kernel_spans[k as usize];
+        let dur = (span.end - span.start) as f64;
+        let encloses = |i: u32| {
+            let o = &ops[i as usize];
+            o.start <= at && at <= o.start + o.dur
+        };
+        let mut outermost = None;
+        for &i in stack.iter().filter(|&&i| encloses(i)) {
+            let w = ops[i as usize].work;
+            if w == NO_WORK {
+                continue;
+            }
+            let c = &mut calls[w as usize];
+            c.ns += dur;
+            c.tensor_core |= tensor_core(span.name);
+            c.device.get_or_insert(span.device);
+            outermost.get_or_insert(i);
+        }
+        match outermost {
+            Some(i) => owner.push((k, i, phase_of(t, at))),
+            None => {
+                let inner = stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
+                *unmodelled.entry(inner).or_insert(0.0) += dur;
+            }
+        }
+    }
+    if unlaunched > 0.0 {
+        *unmodelled.entry(None).or_insert(0.0) += unlaunched;
+    }
+
+    let mut peak_cache: HashMap<i64, Option<Peaks>> = HashMap::default();
+    let mut rates_of = |w: &OpWork, c: &Call| -> Rates {
+        let p = c.device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
+        let mut r = Rates { flops: w.flops, bytes: w.bytes, ns: c.ns, calls: 1, peaked: p.is_some(), ..Rates::default() };
+        if let Some(p) = &p {
+            let cl = peak_class(w.dtype, w.matrix, c.tensor_core, p);
+            let compute = p.tflops(cl).map_or(0.0, |t| w.flops / (t * 1e3));
+            let memory = if p.mem_tbps > 0.0 { w.bytes / (p.mem_tbps * 1e3) } else { 0.0 };
+            r.roof_ns = compute.max(memory);
+            r.compute_roof_ns = if compute >= memory { r.roof_ns } else { 0.0 };
+        }
+        r
+    };
+
+    let mut out = Roofline { unmodelled, ..Roofline::default() };
+    let mut call_rates: Vec<Option<Rates>> = vec![None; a.works.len()];
+    let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
+    for o in ops.iter().filter(|o| o.work != NO_WORK) {
+        let c = &calls[o.work as usize];
+        if c.ns <= 0.0 {
+            continue; // launched nothing in the steps
+        }
+        let w = &a.works[o.work as usize];
+        let r = rates_of(w, c);
+        out.ops.entry(o.name).or_default().add(&r);
+        out.ops_by_phase.entry((phase_of(o.thread, o.start), o.name)).or_default().add(&r);
+        let best = out.op_inputs.entry(o.name).or_insert((w.inputs, 0.0));
+        if c.ns > best.1 {
+            *best = (w.inputs, c.ns);
+        }
+        call_rates[o.work as usize] = Some(r);
+    }
+    // Owners: each kernel's share of its outermost priced call.
+    let mut owned: Vec<bool> = vec![false; a.works.len()];
+    for &(k, i, phase) in &owner {
+        let o = &ops[i as usize];
+        let (Some(r), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else { continue };
+        let span = &a.kernel_spans[k as usize];
+        let share = (span.end - span.start) as f64 / c.ns;
+        let part = r.scaled(share);
+        out.kernels.entry(span.name).or_default().add(&part);
+        out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
+        if !std::mem::replace(&mut owned[o.work as usize], true) {
+            out.owners.entry(o.name).or_default().add(&r);
+            out.modelled_ns += r.ns;
+            if r.pct_of_peak().is_some_and(|p| p < LOW_EFFICIENCY * 100.0) {
+                out.low_ns += r.ns;
+            }
+            let w = &a.works[o.work as usize];
+            if w.matrix {
+                let p = c.device.and_then(|d| peak_cache.get(&d).cloned().flatten());
+                if let Some(p) = p {
+                    matrix.entry(peak_class(w.dtype, true, c.tensor_core, &p)).or_default().add(&r);
+                }
+            }
+        }
+    }
+    let mut matrix: Vec<(PeakClass, Rates)> = matrix.into_iter().collect();
+    matrix.sort_by(|x, y| y.1.ns.total_cmp(&x.1.ns));
+    out.matrix = matrix;
+    Some(out)
+}
+
+// --- into the profile.
+
+const MS: f64 = 1e6; // ns per ms
+
+/// A row's figures per step from its rates (None: nothing priced).
+pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
+    let Some(r) = r.filter(|r| r.ns > 0.0) else { return Achieved::default() };
+    Achieved {
+        modelled_ms_per_step: Some(round(r.ns / MS / n_steps, 4)),
+        gflop_per_step: Some(round(r.flops / 1e9 / n_steps, 3)),
+        gb_per_step: Some(round(r.bytes / 1e9 / n_steps, 4)),
+        tflops: Some(round(r.tflops(), 2)),
+        tbps: Some(round(r.tbps(), 3)),
+        pct_of_peak: r.pct_of_peak().map(|p| round(p, 1)),
+        lost_ms_per_step: r.lost_ns().map(|l| round(l / MS / n_steps, 4)),
+        roofline_bound: r.compute_bound().map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
+    }
+}
+
+/// Said when no CPU op of the trace carries shapes.
+pub const NO_SHAPES: &str = "no shapes recorded (record_shapes=False): FLOPs, bytes and rates need the ops' input shapes";
+
+/// Owning ops listed as the least efficient (by time lost).
+const LEAST_EFFICIENT: usize = 5;
+
+/// The profile's efficiency account: the device's peaks, the matrix work's
+/// share of its peak, the kernel categories, what the model could not price.
+#[allow(clippy::too_many_arguments)]
+pub fn efficiency(
+    a: &Analyzer,
+    roof: Option<&Roofline>,
+    category: &dyn Fn(u32) -> &'static str,
+    device: Option<(&DeviceProps, Option<Peaks>)>,
+    n_steps: f64,
+    kernel_ns: i64,
+) -> Efficiency {
+    let mut e = Efficiency { priced_calls: a.model_counts.priced, unpriced_calls: a.model_counts.no_shapes, ..Efficiency::default() };
+    if a.model_counts.with_shapes == 0 {
+        e.notes.push(NO_SHAPES.to_string());
+    }
+    match &device {
+        Some((_, Some(p))) => {
+            e.device = Some(p.name.clone());
+            e.peak_tflops = p.tflops.iter().map(|(c, v)| (c.as_str().to_string(), *v)).collect();
+            e.peak_tbps = Some(p.mem_tbps);
+            e.peak_source = Some(p.source.clone());
+        }
+        Some((props, None)) => {
+            let name = props.name.trim();
+            let name = if name.is_empty() { "the trace's device (unnamed)" } else { name };
+            e.notes.push(format!("{name} is not in the device peak table, so no % of peak (docs/analysis.md §13.3 says how to add it)"));
+        }
+        None => e.notes.push("the trace names no device (deviceProperties), so no % of peak".to_string()),
+    }
+    let Some(roof) = roof else { return e };
+    let share = |ns: f64| if kernel_ns > 0 { round(ns / kernel_ns as f64 * 100.0, 1) } else { 0.0 };
+    e.modelled_pct_of_gpu = share(roof.modelled_ns);
+    let matrix = roof.matrix.iter().fold(Rates::default(), |mut acc, (_, r)| {
+        acc.add(r);
+        acc
+    });
+    if let (Some((class, _)), Some((_, Some(p)))) = (roof.matrix.first(), &device) {
+        e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
+            format: class.as_str().to_string(),
+            peak_tflops: p.tflops(*class).unwrap_or(0.0),
+            tflops: round(matrix.tflops(), 2),
+            pct_of_peak: round(pct, 1),
+            ms_per_step: round(matrix.ns / MS / n_steps, 3),
+        });
+        e.below_30_pct_of_gpu = Some(share(roof.low_ns));
+    }
+    let mut by_cat: indexmap::IndexMap<&'static str, Rates> = indexmap::IndexMap::new();
+    let mut kernels: Vec<(&u32, &Rates)> = roof.kernels.iter().collect();
+    kernels.sort_by_key(|(n, _)| **n);
+    for (name, r) in kernels {
+        by_cat.entry(category(*name)).or_default().add(r);
+    }
+    let mut cats: Vec<CategoryEfficiency> =
+        by_cat.iter().map(|(c, r)| CategoryEfficiency { category: c.to_string(), achieved: achieved(Some(r), n_steps) }).collect();
+    cats.sort_by(|x, y| {
+        y.achieved
+            .modelled_ms_per_step
+            .unwrap_or(0.0)
+            .total_cmp(&x.achieved.modelled_ms_per_step.unwrap_or(0.0))
+            .then(x.category.cmp(&y.category))
+    });
+    e.categories = cats;
+    let mut owners: Vec<(&u32, &Rates)> = roof.owners.iter().filter(|(_, r)| r.lost_ns().is_some()).collect();
+    owners.sort_by(|x, y| y.1.lost_ns().unwrap_or(0.0).total_cmp(&x.1.lost_ns().unwrap_or(0.0)).then(x.0.cmp(y.0)));
+    e.least_efficient = owners
+        .iter()
+        .take(LEAST_EFFICIENT)
+        .map(|(n, r)| OpEfficiency { op: a.names.get(**n).to_string(), pct_of_gpu: share(r.ns), achieved: achieved(Some(r), n_steps) })
+        .collect();
+    let mut unmodelled: Vec<(&Option<u32>, &f64)> = roof.unmodelled.iter().collect();
+    unmodelled.sort_by(|x, y| y.1.total_cmp(x.1).then(x.0.cmp(y.0)));
+    e.unmodelled = unmodelled
+        .iter()
+        .take(UNMODELLED_SHOWN)
+        .map(|(op, ns)| UnmodelledRow { op: op.map(|n| a.names.get(n).to_string()), ms_per_step: round(**ns / MS / n_steps, 4) })
+        .collect();
+    e
+}
+
+/// Unpriced ops listed, largest first.
+const UNMODELLED_SHOWN: usize = 8;
