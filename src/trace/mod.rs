@@ -65,6 +65,15 @@ pub struct DeviceProps {
     /// 64 on AMD CDNA (wavefront), 32 on NVIDIA.
     #[serde(rename = "warpSize")]
     pub warp_size: Option<i64>,
+    /// CUDA compute capability (8.0 for A100, 9.0 for H100); on ROCm the
+    /// gfx version (9.0 for gfx90a, 9.4 for gfx942, 9.5 for gfx950).
+    #[serde(rename = "computeMajor")]
+    pub compute_major: Option<i64>,
+    #[serde(rename = "computeMinor")]
+    pub compute_minor: Option<i64>,
+    /// Streaming multiprocessors (compute units on AMD).
+    #[serde(rename = "numSms")]
+    pub num_sms: Option<i64>,
 }
 
 /// Streams the trace at `path` into `sink`.
