@@ -53,7 +53,7 @@ impl PeakClass {
         match self {
             PeakClass::Fp64 => "fp64",
             PeakClass::Fp32 => "fp32",
-            PeakClass::Fp32Matrix => "fp32 matrix",
+            PeakClass::Fp32Matrix => "fp32_matrix",
             PeakClass::Tf32 => "tf32",
             PeakClass::Bf16 => "bf16",
             PeakClass::Fp16 => "fp16",
@@ -162,6 +162,8 @@ struct RawRow {
     mem_tbps: f64,
     fp64: Option<f64>,
     fp32: Option<f64>,
+    /// fp32 on AMD's Matrix Cores (MFMA), above the vector rate.
+    fp32_matrix: Option<f64>,
     tf32: Option<f64>,
     bf16: Option<f64>,
     fp16: Option<f64>,
@@ -211,6 +213,7 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row, St
     let figures = [
         (PeakClass::Fp64, r.fp64),
         (PeakClass::Fp32, r.fp32),
+        (PeakClass::Fp32Matrix, r.fp32_matrix),
         (PeakClass::Tf32, r.tf32),
         (PeakClass::Bf16, r.bf16),
         (PeakClass::Fp16, r.fp16),
@@ -221,12 +224,12 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row, St
     for (class, v) in figures {
         let Some(v) = v else { continue };
         if !(v.is_finite() && v > 0.0) {
-            return Err(format!("{} must be a positive number, not {v}", class_key(class)));
+            return Err(format!("{} must be a positive number, not {v}", class.as_str()));
         }
         tflops.push((class, v));
     }
     if tflops.is_empty() {
-        return Err("no peak given (fp64, fp32, tf32, bf16, fp16, fp8 or int8)".into());
+        return Err("no peak given (fp64, fp32, fp32_matrix, tf32, bf16, fp16, fp8 or int8)".into());
     }
     let rules = if r.rules.is_empty() {
         let inherited = builtin.and_then(|b| b.rows.iter().find(|row| row.peaks.name.eq_ignore_ascii_case(&name)));
@@ -277,18 +280,6 @@ fn parse_rule(m: RawRule) -> Result<Rule, String> {
         return Err("no condition (name, sms, compute, warp_size, memory_gb_min, memory_gb_max)".into());
     }
     Ok(rule)
-}
-
-fn class_key(c: PeakClass) -> &'static str {
-    match c {
-        PeakClass::Fp64 => "fp64",
-        PeakClass::Fp32 => "fp32",
-        PeakClass::Tf32 => "tf32",
-        PeakClass::Bf16 => "bf16",
-        PeakClass::Fp16 => "fp16",
-        PeakClass::Fp8 => "fp8",
-        PeakClass::Int8 => "int8",
-    }
 }
 
 // ---------------------------------------------------------------------------

@@ -205,7 +205,7 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
         };
         parts.push(format!("{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}", o.op, o.pct_of_gpu));
     }
-    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32 matrix")) {
+    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32_matrix")) {
         let faster = eff.peak_tflops.get("bf16").map_or(String::new(), |bf16| format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops));
         parts.push(format!("GEMM/conv/attention run in {} — AMP/bf16 raises their roof{faster}", m.format));
     }
