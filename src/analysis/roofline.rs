@@ -88,8 +88,9 @@ pub struct Roofline {
     /// priced op above its launch), by the kernel's share of that call's time.
     pub kernels: HashMap<u32, Rates>,
     pub kernels_by_phase: HashMap<(u16, u32), Rates>,
-    /// Per owning op name (outermost priced ops only: no double counting).
-    pub owners: HashMap<u32, Rates>,
+    /// Per owning op name (outermost priced ops only: no double counting),
+    /// and whether it is matrix work.
+    pub owners: HashMap<u32, (Rates, bool)>,
     /// Matrix work (GEMM, convolution, attention) by the format its peak
     /// was taken for.
     pub matrix: Vec<(PeakClass, Rates)>,
@@ -262,7 +263,9 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
         if !std::mem::replace(&mut owned[o.work as usize], true) {
-            out.owners.entry(o.name).or_default().add(&r);
+            let owner = out.owners.entry(o.name).or_default();
+            owner.0.add(&r);
+            owner.1 |= a.works[o.work as usize].matrix;
             out.modelled_ns += r.ns;
             if r.pct_of_peak().is_some_and(|p| p < LOW_EFFICIENCY * 100.0) {
                 out.low_ns += r.ns;
@@ -343,14 +346,16 @@ pub fn efficiency(
         acc.add(r);
         acc
     });
-    if let (Some((class, _)), Some((_, Some(p)))) = (roof.matrix.first(), &device) {
-        e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
-            format: class.as_str().to_string(),
-            peak_tflops: p.tflops(*class).unwrap_or(0.0),
-            tflops: round(matrix.tflops(), 2),
-            pct_of_peak: round(pct, 1),
-            ms_per_step: round(matrix.ns / MS / n_steps, 3),
-        });
+    if let Some((_, Some(p))) = &device {
+        if let Some((class, _)) = roof.matrix.first() {
+            e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
+                format: class.as_str().to_string(),
+                peak_tflops: p.tflops(*class).unwrap_or(0.0),
+                tflops: round(matrix.tflops(), 2),
+                pct_of_peak: round(pct, 1),
+                ms_per_step: round(matrix.ns / MS / n_steps, 3),
+            });
+        }
         e.below_30_pct_of_gpu = Some(share(roof.low_ns));
     }
     let mut by_cat: indexmap::IndexMap<&'static str, Rates> = indexmap::IndexMap::new();
@@ -369,12 +374,17 @@ pub fn efficiency(
             .then(x.category.cmp(&y.category))
     });
     e.categories = cats;
-    let mut owners: Vec<(&u32, &Rates)> = roof.owners.iter().filter(|(_, r)| r.lost_ns().is_some()).collect();
-    owners.sort_by(|x, y| y.1.lost_ns().unwrap_or(0.0).total_cmp(&x.1.lost_ns().unwrap_or(0.0)).then(x.0.cmp(y.0)));
+    let mut owners: Vec<(&u32, &(Rates, bool))> = roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
+    owners.sort_by(|x, y| y.1.0.lost_ns().unwrap_or(0.0).total_cmp(&x.1.0.lost_ns().unwrap_or(0.0)).then(x.0.cmp(y.0)));
     e.least_efficient = owners
         .iter()
         .take(LEAST_EFFICIENT)
-        .map(|(n, r)| OpEfficiency { op: a.names.get(**n).to_string(), pct_of_gpu: share(r.ns), achieved: achieved(Some(r), n_steps) })
+        .map(|(n, (r, matrix))| OpEfficiency {
+            op: a.names.get(**n).to_string(),
+            matrix: *matrix,
+            pct_of_gpu: share(r.ns),
+            achieved: achieved(Some(r), n_steps),
+        })
         .collect();
     let mut unmodelled: Vec<(&Option<u32>, &f64)> = roof.unmodelled.iter().collect();
     unmodelled.sort_by(|x, y| y.1.total_cmp(x.1).then(x.0.cmp(y.0)));

@@ -199,8 +199,18 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
     let mut parts = Vec::new();
     for o in &far {
         let (pct, bound) = (o.achieved.pct_of_peak.unwrap_or(0.0), o.achieved.roofline_bound);
-        let lever = match bound {
-            Some(RooflineBound::Memory) => "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once",
+        let lever = match (bound, o.matrix) {
+            // Attention's FLOPs per byte grow with the sequence, not the batch.
+            (Some(RooflineBound::Memory), true) if o.op.contains("attention") => {
+                "memory-bound: too little work per byte moved — longer sequences (a larger batch does not) raise its arithmetic intensity"
+            }
+            (Some(RooflineBound::Memory), true) => {
+                "memory-bound: too little work per byte moved — a larger batch (more rows per GEMM) raises its arithmetic intensity"
+            }
+            (Some(RooflineBound::Memory), false) if is_copy(&o.op) => {
+                "memory-bound, a copy: keep one layout and dtype so it is not needed, or fuse it (torch.compile)"
+            }
+            (Some(RooflineBound::Memory), false) => "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once",
             _ => "compute-bound: larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU",
         };
         parts.push(format!("{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}", o.op, o.pct_of_gpu));
@@ -220,6 +230,11 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
         ));
     }
     Some(format!("Levers: {}.", parts.join("; ")))
+}
+
+/// Ops that only move or convert data.
+fn is_copy(op: &str) -> bool {
+    ["copy", "contiguous", "clone", "cat", "stack"].iter().any(|w| op.contains(w))
 }
 
 /// What removes launch gaps, unless the trace already replays graphs.

@@ -515,6 +515,9 @@ pub struct CategoryEfficiency {
 #[serde(default)]
 pub struct OpEfficiency {
     pub op: String,
+    /// GEMM, convolution or attention work (its FLOPs can run on Tensor /
+    /// Matrix Cores), not memory-bound by nature.
+    pub matrix: bool,
     /// Its kernels' share of the GPU's kernel time.
     pub pct_of_gpu: f64,
     #[serde(flatten)]
