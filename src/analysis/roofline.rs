@@ -325,6 +325,9 @@ pub fn efficiency(
     if a.model_counts.with_shapes == 0 {
         e.notes.push(NO_SHAPES.to_string());
     }
+    if let Some(problem) = crate::hardware::user_file_problem() {
+        e.notes.push(format!("the user's device table is ignored: {problem}"));
+    }
     match &device {
         Some((_, Some(p))) => {
             e.device = Some(p.name.clone());

@@ -323,6 +323,13 @@ pub fn kernels(k: &Kernels) -> String {
 /// against its peak, the GPU time far from its roofline, the priced share;
 /// or why there are no such figures.
 pub fn efficiency_line(e: &Efficiency) -> Option<String> {
+    let parts = efficiency_parts(e);
+    (!parts.is_empty()).then(|| format!("efficiency  {}", parts.join("; ")))
+}
+
+/// The efficiency line's parts, one finding each (the explorer shows one
+/// per line).
+pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
     let mut parts = Vec::new();
     if let (Some(m), Some(device)) = (&e.matrix, &e.device) {
         parts.push(format!(
@@ -340,7 +347,7 @@ pub fn efficiency_line(e: &Efficiency) -> Option<String> {
         parts.push(format!("{:.0}% of GPU time priced", e.modelled_pct_of_gpu));
     }
     parts.extend(e.notes.iter().cloned());
-    (!parts.is_empty()).then(|| format!("efficiency  {}", parts.join("; ")))
+    parts
 }
 
 /// The rate columns of the kernels and ops tables (docs/analysis.md §13).

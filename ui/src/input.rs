@@ -78,7 +78,7 @@ const BINDINGS: &[Binding] = &[
     bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row (Timeline: g types a step number)"),
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
     bind(&[Enter], "Enter", Action::Enter, "Ranks: the rank; Phases: the phase; others: details"),
-    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort (Kernels, Ops: time, count, name; Ranks)"),
+    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort (Kernels, Ops: time, count, name, efficiency; Ranks)"),
     bind(&[Char('c')], "c", Action::CycleCategory, "cycle category (Kernels, What-if); Ranks ⇄ collectives"),
     bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
     bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),

@@ -106,7 +106,7 @@ fn kernel_filters_category_tensorcore_regex() {
 }
 
 #[test]
-fn sort_cycles_time_count_name() {
+fn sort_cycles_time_count_name_efficiency() {
     let mut a = app(BERT_TRACE, None);
     typ(&mut a, "3");
     assert_eq!(a.kernels.query.sort, Sort::Time);
@@ -120,6 +120,8 @@ fn sort_cycles_time_count_name() {
     assert_eq!(a.kernels.query.sort, Sort::Name);
     let names: Vec<String> = a.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.kernel.clone()).collect();
     assert!(names.windows(2).all(|w| w[0] <= w[1]));
+    typ(&mut a, "s");
+    assert_eq!(a.kernels.query.sort, Sort::Efficiency);
     typ(&mut a, "s");
     assert_eq!(a.kernels.query.sort, Sort::Time);
 

@@ -275,7 +275,7 @@ pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, Strin
         format!("{} TFLOP/s, {} TB/s over {} ms/step", fixed(tflops, 2), fixed(tbps, 3), fixed(a.modelled_ms_per_step.unwrap_or(0.0), 4)),
     ));
     let roof = match (a.pct_of_peak, a.roofline_bound, a.lost_ms_per_step) {
-        (Some(p), Some(b), Some(l)) => format!("{p:.0}% of it, {}-bound; {} ms/step lost against it", b.as_str(), fixed(l, 4)),
+        (Some(p), Some(b), Some(l)) => format!("at {p:.0}% of it ({}-bound), {} ms/step lost", b.as_str(), fixed(l, 4)),
         _ => "device peaks unknown: no % of peak".to_string(),
     };
     out.push(("roofline", roof));

@@ -139,10 +139,12 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         }
     }
 
-    if let Some(line) = s.efficiency.as_ref().filter(|e| e.priced_calls > 0).and_then(libreyolo_core::render::text::efficiency_line) {
+    if let Some(e) = s.efficiency.as_ref().filter(|e| e.priced_calls > 0) {
         out.push(Line::raw(""));
         out.push(Line::styled("How close to the hardware", t.header()));
-        out.push(Line::raw(clip(line.trim_start_matches("efficiency").trim_start(), width)));
+        for part in libreyolo_core::render::text::efficiency_parts(e) {
+            out.push(Line::raw(clip(&format!("  {part}"), width)));
+        }
     }
 
     out.push(Line::raw(""));
