@@ -661,8 +661,9 @@ enum Gemm {
 fn classify(op: &str) -> Option<Kind> {
     let name = op.strip_prefix("aten::")?;
     Some(match name {
-        // Views and allocations move no bytes; the most frequent ops of a
-        // trace, they leave here before the other tables are tried.
+        // Views, allocations and bookkeeping move no bytes of their own (`to`
+        // copies through its `_to_copy`). The most frequent ops of a trace,
+        // they leave here before the other tables are tried.
         "view"
         | "as_strided"
         | "t"
