@@ -36,13 +36,15 @@ extern "C" {
 
 // Starts the Kineto profiler with CPU activities, plus CUDA when `cuda` is
 // set, recording every thread when `all_threads` is set and allocator
-// events (`[memory]`) when `memory` is set. 0 on success.
+// events (`[memory]`) when `memory` is set. CUDA captures record the ops'
+// input shapes too: the roofline account needs them (docs/analysis.md §13),
+// and on CPU there is no peak to hold them against. 0 on success.
 int lyp_profiler_start(int cuda, int all_threads, int memory, char* err, size_t err_len) {
   try {
     ExperimentalConfig experimental;
     experimental.profile_all_threads = all_threads != 0;
     ProfilerConfig config(ProfilerState::KINETO,
-                          /*report_input_shapes=*/false,
+                          /*report_input_shapes=*/cuda != 0,
                           /*profile_memory=*/memory != 0,
                           /*with_stack=*/false,
                           /*with_flops=*/false,

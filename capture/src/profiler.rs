@@ -37,7 +37,8 @@ static STARTED: AtomicBool = AtomicBool::new(false);
 /// What to record.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
-    /// Record CUDA activities (kernels, memcpy, runtime calls) too.
+    /// Record CUDA activities (kernels, memcpy, runtime calls) too, and the
+    /// ops' input shapes (`record_shapes`, for the roofline account).
     pub cuda: bool,
     /// Record ops of every thread, not only the one that starts the session.
     pub all_threads: bool,
