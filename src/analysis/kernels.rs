@@ -24,7 +24,10 @@ pub const CATEGORIES_ALL: &[&str] = &[COMMUNICATION, ATTENTION, GEMM_CONV, REDUC
 ///
 /// - Communication first: NCCL/RCCL kernels mention "reduce", "copy" and
 ///   data types that would otherwise pull them elsewhere. `all_reduce` is
-///   anchored so that `small_reduce` stays a reduction.
+///   anchored so that `small_reduce` stays a reduction. Expert-parallel
+///   dispatch/combine counts too: DeepEP under every namespace it ships in
+///   (`deep_ep::`, `primus_turbo::deep_ep::`, DeepSeek's `dpsk::ep::`),
+///   MoRI's `EpDispatch…`/`EpCombine…`, TRT-LLM's `moeA2A…`.
 /// - Triton Inductor says what a kernel is in its prefix (`triton_poi_`
 ///   pointwise, `triton_red_`/`triton_per_` reductions), whatever op names
 ///   follow it, so the prefix decides before the op names can.
@@ -34,6 +37,8 @@ pub const CATEGORIES_ALL: &[&str] = &[COMMUNICATION, ATTENTION, GEMM_CONV, REDUC
 ///   batched_transpose) and embedding lookups before norm and gemm/conv,
 ///   norm before gemm/conv (cuDNN batchnorm kernels say "cudnn"), and
 ///   gemm/conv before the generic copies (cutlass epilogues mention "copy").
+///   CUTLASS 3.x `device_kernel<…gemm…>` and DeepGEMM decide before norm:
+///   their template arguments name epilogues and reductions.
 ///   `fbgemm` (FBGEMM-GPU's namespace) is not a GEMM.
 /// - `\bcopy` keeps "copy" from matching `bfloat16_copy_kernel` inside
 ///   elementwise templates, as the reference did; `conv(?:[^e]|$)` keeps
@@ -41,13 +46,13 @@ pub const CATEGORIES_ALL: &[&str] = &[COMMUNICATION, ATTENTION, GEMM_CONV, REDUC
 const CATEGORY_PATTERNS: &[(&str, &str)] = &[
     (
         COMMUNICATION,
-        r"nccl|rccl|msccl|multimem_|allreduce|allgather|alltoall|(?:^|[^a-z])all_(?:reduce|gather|to_all)|reduce_?scatter|cross_device_reduce|deep_ep::",
+        r"nccl|rccl|msccl|multimem_|allreduce|allgather|alltoall|(?:^|[^a-z])all_(?:reduce|gather|to_all)|reduce_?scatter|cross_device_reduce|deep_ep::|dpsk::ep::|^ep(?:dispatch|combine)|moea2a",
     ),
     (REDUCTION_NORM, r"^triton_(?:red|per)_"),
     (ELEMENTWISE, r"^triton_poi_"),
     (
         ATTENTION,
-        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|mha_fwd|mha_bwd|batchprefill|batchdecode",
+        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|qk_int\d*_sv_|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
     // Names whose other words would pull them elsewhere: rotary embeddings
     // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
@@ -58,14 +63,14 @@ const CATEGORY_PATTERNS: &[(&str, &str)] = &[
         LAYOUT_COPY,
         r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex|reshape_and_cache|kv_?cache|matmul_scatter",
     ),
-    (GEMM_CONV, r"fft2d_|reduce_wgrad|reducesplitk"),
+    (GEMM_CONV, r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm"),
     (
         REDUCTION_NORM,
         r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
     ),
     (
         GEMM_CONV,
-        r"(?:^|[^b])gemm|gemv|conv(?:[^e]|$)|implicit|cutlass|cudnn|cublas|wgrad|dgrad|winograd|nvjet|xmma|gmma|^cijk_|matmul|triton_tem_|^bmm_|splitkreduce|\bdot_kernel|_xdl|mfma",
+        r"(?:^|[^b])gemm|gemv|conv(?:[^e]|$)|implicit|cutlass|cudnn|cublas|wgrad|dgrad|winograd|nvjet|xmma|gmma|^cijk_|matmul|triton_tem_|^bmm_|splitkreduce|\bdot_kernel|_xdl|mfma|marlin",
     ),
     (
         LAYOUT_COPY,
@@ -73,7 +78,7 @@ const CATEGORY_PATTERNS: &[(&str, &str)] = &[
     ),
     (
         ELEMENTWISE,
-        r"elementwise|vectorized|pointwise|activation|silu|relu|gelu|sigmoid|tanh|unary|binary|clamp|fill|arange|dropout|multi_tensor_apply|subtensorop",
+        r"elementwise|vectorized|pointwise|activation|silu|relu|gelu|sigmoid|tanh|unary|binary|clamp|fill|arange|dropout|multi_tensor_apply|subtensorop|swiglu|quant",
     ),
 ];
 
@@ -117,6 +122,40 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     ),
     // Triton MoE matmul (tl.dot on Hopper/Blackwell).
     (r"_matmul_ogs_", "_matmul_ogs_NNT_bf16xbf16xmxfp4_32x256x256x1_swiglu"),
+    // CUTLASS 3.x GEMMs (`cutlass::device_kernel<…GemmUniversal…>`, also
+    // Itanium-mangled when a report cut them short) exist only for sm90+
+    // and issue wgmma / tcgen05; so do their CuTe MMA atoms (Hopper GMMA,
+    // Blackwell UMMA) and warp-specialized kernel schedules.
+    (
+        r"cutlass(?:::|13)device_kernel.*gemm",
+        "void cutlass::device_kernel<enable_sm120_family<cutlass::gemm::kernel::GemmUniversal<cute::tuple<int, int, int, int>, cutlass::gemm::collective::CollectiveMma<cutlass::gemm::Mainl…",
+    ),
+    (
+        r"gmma|umma::|tmaumma",
+        "void cutlass::device_kernel<cutlass::gemm::kernel::GemmUniversal<cutlass::gemm::GroupProblemShape<cute::tuple<long, long, long>>, cutlass::gemm::collective::CollectiveMma<cutlass::gemm::MainloopSm90ArrayTmaGmmaWarpSpecialized<(int)12, ...",
+    ),
+    (
+        r"warpspecialized",
+        "cutlass3x_sm90_tensorop_s64x256x16gemm_f16_f16_f32_void_f16_128x256x64_2x1x1_0_tnn_align8_warpspecialized_cooperative_epi_tma",
+    ),
+    // DeepGEMM (`deep_gemm::`, `dpsk::gemm::` in DeepSeek's own traces):
+    // wgmma / tcgen05 GEMMs only.
+    (
+        r"deep_gemm::\w*gemm|dpsk::(?:grouped_)?gemm",
+        "void deep_gemm::fp8_gemm_kernel<4096u, 7168u, 128u, 160u, 128u, 0u, 64u, 9u, 4u, 128u, 128u, 1u, true, (deep_gemm::GemmType)1>(__nv_bfloat16*, float*, int*, unsigned int, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st, CUtensorMap_st)",
+    ),
+    // Marlin (vLLM's quantised-weight GEMMs) dequantises into mma.sync.
+    (
+        r"marlin",
+        "void marlin_moe_wna16::Marlin<1125899906909960l, 562949953487106l, 1125899906909960l, 2814749767106568l, 128, 4, 8, 4, false, 4, 2, false>(int4 const*, int4 const*, int4*, int4*, int4 const*, float const*, int4 const*, float const*, int4 const*, int const*, int const*, int const*, int const*, float const*, int, bool, int, int, int, int, int*, bool, bool, bool)",
+    ),
+    // SageAttention (INT8 QK, FP8/FP16 PV) and FlashInfer's prefill
+    // kernels are mma.sync / wgmma attention; FlashInfer decode is not.
+    (r"qk_int\d*_sv_", "void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>"),
+    (
+        r"batchprefill|singleprefill",
+        "void flashinfer::BatchPrefillWithPagedKVCacheKernel<flashinfer::KernelTraits<(flashinfer::MaskMode)1, (unsigned int)128, (unsigned int)2, (unsigned int)2, (unsigned int)8, (unsigned int)8, (unsigned int)4, (unsigned int)1, (flashinfer::PosEncodingMode)0, __nv_bfloat16, __nv_bfloat16, __nv_bfloat16, float, int, flashinfer::DefaultAttention<(bool)0, (bool)0, (bool)0, (bool)0>>, PagedParams>(T2)",
+    ),
     // FlashAttention 2/3/4, cuDNN's flash SDPA and fmha (xformers/PyTorch
     // mem-efficient, TRT-LLM, CK tile).
     (
@@ -137,6 +176,23 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     (r"mfma", "paged_attention_ll4mi_QKV_mfma16_kernel"),
 ];
 
+/// Families that imply Tensor Cores only in the categories listed: what
+/// the naming scheme says about the math, not which library wrote it.
+pub const TENSOR_CORE_IN_CATEGORY: &[(&str, &[&str], &str)] = &[
+    // FP8 math exists only on Tensor Cores (Ada, Hopper, Blackwell): a GEMM
+    // that names FP8 is one. Attention is left out: FP8 KV caches are
+    // dequantised for CUDA-core decode kernels (`Fp8KVCacheDataType`).
+    (r"fp8|e4m3|e5m2|f8f8|float8", &[GEMM_CONV], "_w8a8_block_fp8_matmul"),
+    // GEMM and attention kernels built for sm90 and later (`Sm90`,
+    // `sm100`, `enable_sm90_or_later`, FlashMLA's `sm90::`) exist to issue
+    // wgmma / tcgen05.
+    (
+        r"sm_?(?:9\d|1[0-2]\d)(?:[^0-9]|$)",
+        &[GEMM_CONV, ATTENTION],
+        "void sm90::fwd::sparse_attn_fwd_kernel<sm90::fwd::KernelTemplate<512, true>, sm90::fwd::KernelTemplate<512, true>::TmaParams<cute::tuple<int, int, int>, cute::TiledCopy<cute::Copy_Atom<cute::Copy_Traits<cute::SM90_TMA_LOAD, cute::C<65536>, cute::AuxTmaParams<cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> >, cute::Layout<cute::tuple<cute::C<64>, cute::C<64>, cute::C<1> >, cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> > > const&, cute::Swizzle<3, 4, 3> const&> >, cutlass::bfloat16_t>, cute::Layout<cute::tuple<cute::C<1>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<64> >, cute::C<8> > > >, cute::tuple<cute::C<0>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<1> >, cute::C<4096> > > > >, cute::tuple<cute::C<64>, cute::C<512> > > > >(SparseAttnFwdParams, sm90::fwd::KernelTemplate<512, true>::TmaParams<cute::tuple<int, int, int>, cute::TiledCopy<cute::Copy_Atom<cute::Copy_Traits<cute::SM90_TMA_LOAD, cute::C<65536>, cute::AuxTmaParams<cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> >, cute::Layout<cute::tuple<cute::C<64>, cute::C<64>, cute::C<1> >, cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> > > const&, cute::Swizzle<3, 4, 3> const&> >, cutlass::bfloat16_t>, cute::Layout<cute::tuple<cute::C<1>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<64> >, cute::C<8> > > >, cute::tuple<cute::C<0>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<1> >, cute::C<4096> > > > >, cute::tuple<cute::C<64>, cute::C<512> > > >)",
+    ),
+];
+
 /// Names that contain a Tensor Core pattern without being one, each with
 /// the real name that needs it.
 pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
@@ -147,13 +203,28 @@ pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
 static CATEGORIES: LazyLock<Vec<(&'static str, Regex)>> =
     LazyLock::new(|| CATEGORY_PATTERNS.iter().map(|(cat, pat)| (*cat, Regex::new(pat).expect("category pattern compiles"))).collect());
 
-static TENSOR_CORE: LazyLock<(Regex, Regex)> = LazyLock::new(|| {
+type ScopedPatterns = Vec<(Regex, &'static [&'static str])>;
+
+static TENSOR_CORE: LazyLock<(Regex, Regex, ScopedPatterns)> = LazyLock::new(|| {
     let join = |t: &[(&str, &str)]| t.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
     (
         Regex::new(&join(TENSOR_CORE_TABLE)).expect("tensor core table compiles"),
         Regex::new(&join(TENSOR_CORE_EXCLUSIONS)).expect("tensor core exclusions compile"),
+        TENSOR_CORE_IN_CATEGORY.iter().map(|(p, cats, _)| (Regex::new(p).expect("tensor core pattern compiles"), *cats)).collect(),
     )
 });
+
+/// The category of a lower-cased, demangled name.
+fn category_of(lower: &str) -> &'static str {
+    CATEGORIES.iter().find(|(_, re)| re.is_match(lower)).map_or(OTHER, |(cat, _)| cat)
+}
+
+/// The Tensor Core flag of a lower-cased, demangled name in its category.
+fn tensor_core_of(lower: &str, cat: &str) -> bool {
+    let (yes, no, scoped) = &*TENSOR_CORE;
+    let named = yes.is_match(lower) || scoped.iter().any(|(re, cats)| cats.contains(&cat) && re.is_match(lower));
+    named && !no.is_match(lower)
+}
 
 /// The readable form of a kernel name: Itanium-mangled names (`_Z…`)
 /// demangled, everything else as it is.
@@ -173,24 +244,21 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 
 /// The category of a kernel name (raw or demangled).
 pub fn category(name: &str) -> &'static str {
-    let lower = demangle(name).to_lowercase();
-    CATEGORIES.iter().find(|(_, re)| re.is_match(&lower)).map_or(OTHER, |(cat, _)| cat)
+    category_of(&demangle(name).to_lowercase())
 }
 
 /// True when the kernel runs on Tensor / Matrix Cores, judged by its name.
 pub fn is_tensor_core(name: &str) -> bool {
     let lower = demangle(name).to_lowercase();
-    let (yes, no) = &*TENSOR_CORE;
-    yes.is_match(&lower) && !no.is_match(&lower)
+    tensor_core_of(&lower, category_of(&lower))
 }
 
 /// Category, Tensor Core flag and label of one kernel name, demangling once.
 pub fn classify(name: &str) -> (&'static str, bool, String) {
     let shown = demangle(name);
     let lower = shown.to_lowercase();
-    let cat = CATEGORIES.iter().find(|(_, re)| re.is_match(&lower)).map_or(OTHER, |(cat, _)| cat);
-    let (yes, no) = &*TENSOR_CORE;
-    (cat, yes.is_match(&lower) && !no.is_match(&lower), short_name(&shown))
+    let cat = category_of(&lower);
+    (cat, tensor_core_of(&lower, cat), short_name(&shown))
 }
 
 static NAMESPACE: LazyLock<Regex> =
@@ -243,6 +311,21 @@ mod tests {
             assert!(is_tensor_core(name), "{name} is a Tensor Core kernel");
             assert!(is_tensor_core(&name.to_uppercase()) || pat.starts_with('^'), "matching ignores case: {name}");
         }
+        for (pat, cats, name) in TENSOR_CORE_IN_CATEGORY {
+            assert!(Regex::new(pat).unwrap().is_match(&demangle(name).to_lowercase()), "{pat} matches its example {name}");
+            assert!(cats.contains(&category(name)), "{name} is in {cats:?}");
+            assert!(is_tensor_core(name), "{name} is a Tensor Core kernel");
+            assert!(is_tensor_core(&name.to_uppercase()), "matching ignores case: {name}");
+        }
+        // The same words outside those categories say nothing: FP8 casts and
+        // quantisation, an FP8 KV cache read by a CUDA-core decode kernel.
+        for plain in [
+            "void per_token_group_quant_8bit_kernel<c10::BFloat16, c10::Float8_e4m3fn, true, true, float>(c10::BFloat16 const*, void*, float*, int, int, int, float, float, float, int, int)",
+            "void vllm::reshape_and_cache_flash_kernel<__hip_bfloat16, __hip_bfloat16, (vllm::Fp8KVCacheDataType)0>(__hip_bfloat16 const*)",
+            "void paged_attention_ll4mi_reduce_kernel<__hip_bfloat16, __hip_bfloat16, 128, 128, 256, 3, false>(__hip_bfloat16*)",
+        ] {
+            assert!(!is_tensor_core(plain), "{plain}");
+        }
         for (pat, name) in TENSOR_CORE_EXCLUSIONS {
             assert!(Regex::new(pat).unwrap().is_match(&name.to_lowercase()), "{pat} matches {name}");
             assert!(!is_tensor_core(name), "{name} is excluded");
@@ -274,6 +357,12 @@ mod tests {
             ("triton_poi_fused__scaled_dot_product_flash_attention_0", ELEMENTWISE),
             ("triton_red_fused_add_mean_mul_pow_rsqrt_0", REDUCTION_NORM),
             ("void fp8_convert_kernel<float>", OTHER),
+            // DeepEP under each namespace it ships in, MoRI's EP kernels.
+            ("void dpsk::ep::internode::dispatch_ll<true, 3, 10, 7168>(void*)", COMMUNICATION),
+            ("void primus_turbo::deep_ep::layout::get_dispatch_layout<long>", COMMUNICATION),
+            ("EpCombineIntraNodeKernel_bf16_nop2p", COMMUNICATION),
+            ("void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>", ATTENTION),
+            ("void deep_gemm::sm90_tf32_hc_prenorm_gemm_impl<24u, 16384u>(unsigned int)", GEMM_CONV),
         ];
         for (name, want) in cases {
             assert_eq!(category(name), want, "{name}");
