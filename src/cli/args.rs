@@ -2,7 +2,10 @@
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
+use crate::render::Format;
+use crate::render::table::{CollectivesTable, MemoryTable};
 
 #[derive(Debug, Parser)]
 #[command(name = "libreyolo", version, about = "Where the time goes in YOLO training and inference", propagate_version = true)]
@@ -72,16 +75,61 @@ pub enum ReaderCommand {
     /// Projected step time and img/s if a kernel category or launches went away.
     WhatIf(WhatIfArgs),
     /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
-    Memory(TraceArgs),
+    Memory(MemoryArgs),
 }
 
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: String,
-    /// JSON on stdout
+    #[command(flatten)]
+    pub output: FormatArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MemoryArgs {
+    /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
+    pub trace: String,
+    /// The table `--format md|csv` prints [default: devices]
+    #[arg(long, value_enum, value_name = "TABLE")]
+    pub table: Option<MemoryTable>,
+    #[command(flatten)]
+    pub output: FormatArgs,
+}
+
+/// `--json` and `--format` of the readers whose output is a table.
+#[derive(Debug, Clone, Default, Args)]
+pub struct FormatArgs {
+    /// JSON on stdout (the same as `--format json`)
     #[arg(long)]
     pub json: bool,
+    /// What stdout holds [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<Format>,
+}
+
+impl FormatArgs {
+    /// The format asked for: `--json` is `--format json`, and any other
+    /// `--format` beside it is a contradiction (exit 2).
+    pub fn format(&self) -> Result<Format> {
+        match (self.json, self.format) {
+            (true, Some(f)) if f != Format::Json => {
+                Err(Error::usage(format!("--json means --format json: give --json or --format {}, not both", f.as_str())))
+            }
+            (true, _) => Ok(Format::Json),
+            (false, f) => Ok(f.unwrap_or_default()),
+        }
+    }
+}
+
+/// Refuses `--table` where the format prints no single table.
+pub fn check_table<T>(table: Option<T>, format: Format) -> Result<()> {
+    match (table, format) {
+        (Some(_), Format::Text | Format::Json) => {
+            Err(Error::usage("--table picks the table that --format md or --format csv prints; text and JSON show them all"))
+        }
+        _ => Ok(()),
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -98,9 +146,9 @@ pub struct SummaryArgs {
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<String>,
-    /// JSON on stdout
-    #[arg(long)]
-    pub json: bool,
+    // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 /// How a set of rank traces is read (docs/spec.md §7).
@@ -121,14 +169,17 @@ pub struct CollectivesArgs {
     pub traces: Vec<String>,
     #[command(flatten)]
     pub set: RankSetArgs,
-    /// Collectives listed in the text output, largest skew first (JSON: all)
+    /// Collectives listed in the text and Markdown output, largest skew first (JSON, CSV: all)
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<String>,
-    #[arg(long)]
-    pub json: bool,
+    /// The table `--format md|csv` prints [default: collectives]
+    #[arg(long, value_enum, value_name = "TABLE")]
+    pub table: Option<CollectivesTable>,
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -167,8 +218,8 @@ pub struct KernelsArgs {
     /// Restrict to one phase (forward, backward, …)
     #[arg(long)]
     pub phase: Option<String>,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -185,8 +236,8 @@ pub struct OpsArgs {
     /// roofline, where the trace recorded shapes)
     #[arg(long, value_enum, default_value_t = Sort::Time)]
     pub sort: Sort,
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -14,7 +14,8 @@ use std::process::ExitCode;
 use crate::error::{Error, Result};
 use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Change};
 use crate::profile::{self, Input};
-use crate::render::{self, text};
+use crate::render::table::{self, Table};
+use crate::render::{self, Format, text};
 
 /// Parses `libreyolo profile …` as given (`OsString`s: a non-UTF-8 argument
 /// is a clap error, not a panic). `None` is a bare `libreyolo profile`.
@@ -101,6 +102,27 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{}", render::printable(line));
 }
 
+/// A lens result in `format`: text and JSON as ever; Markdown and CSV from
+/// its table, whose notes go to stderr so stdout holds the table alone.
+fn emit<T: serde::Serialize>(
+    format: Format,
+    value: &T,
+    text: impl FnOnce() -> String,
+    table: impl FnOnce() -> Result<Table>,
+) -> Result<String> {
+    match format {
+        Format::Text => Ok(text()),
+        Format::Json => render::json(value),
+        Format::Md | Format::Csv => {
+            let t = table()?;
+            for n in &t.notes {
+                say(&format!("note: {n}"));
+            }
+            if format == Format::Md { Ok(table::markdown(&t)) } else { table::csv(&t) }
+        }
+    }
+}
+
 /// Runs a reader subcommand and returns what to print on stdout. Warnings
 /// about the input (measured numbers not taken, an unknown schema version,
 /// repeated step names) and the summary's notes go to stderr.
@@ -128,8 +150,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     let job = |files: &[std::path::PathBuf], set: &RankSetArgs| rank_set(files, set).map(|s| lens::job::job(&s));
     let out = match cmd {
-        ReaderCommand::Summary(a) => match profile::ranks::rank_files(&a.traces)? {
-            Some(files) => {
+        ReaderCommand::Summary(a) => match (profile::ranks::rank_files(&a.traces)?, a.output.format()?) {
+            (Some(files), format) => {
                 if a.write_profile.is_some() {
                     return Err(Error::usage("--write-profile writes one input's profile: give one trace"));
                 }
@@ -138,9 +160,14 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 if let Some(dir) = &a.parquet {
                     crate::tables::write(std::path::Path::new(dir), &j, &lens::collectives::of_ranks(&set))?;
                 }
-                if a.json { render::json(&j)? } else { text::job(&j) }
+                emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
             }
-            None => {
+            (None, Format::Md | Format::Csv) => {
+                return Err(Error::usage(
+                    "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
+                ));
+            }
+            (None, format) => {
                 if a.parquet.is_some() {
                     return Err(Error::usage("--parquet writes the tables of a rank set: give several rank traces or a folder of them"));
                 }
@@ -149,7 +176,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     profile::write_json(std::path::Path::new(out), &input.profile)?;
                 }
                 let s = lens::summary::summary(&input.profile);
-                if a.json {
+                if format == Format::Json {
                     render::json(&s)?
                 } else {
                     for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
@@ -160,6 +187,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
         },
         ReaderCommand::Collectives(a) => {
+            let format = a.output.format()?;
+            check_table(a.table, format)?;
             let c = match profile::ranks::rank_files(&a.traces)? {
                 Some(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
                 None => lens::collectives::of_profile(&load(&a.traces[0])?.profile),
@@ -170,7 +199,9 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if let Some(dir) = &a.parquet {
                 crate::tables::write_collectives(std::path::Path::new(dir), &c)?;
             }
-            if a.json { render::json(&c)? } else { text::collectives(&c, a.top) }
+            // Markdown is read as the text is (the `--top` largest skews), CSV as the JSON (all).
+            let top = (format == Format::Md).then_some(a.top);
+            emit(format, &c, || text::collectives(&c, a.top), || table::collectives(&c, a.table.unwrap_or_default(), top))?
         }
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
@@ -185,10 +216,12 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
         }
         ReaderCommand::Phases(a) => {
+            let format = a.output.format()?;
             let p = lens::phases::phases(&load(&a.trace)?.profile);
-            if a.json { render::json(&p)? } else { text::phases(&p) }
+            emit(format, &p, || text::phases(&p), || table::phases(&p))?
         }
         ReaderCommand::Kernels(a) => {
+            let format = a.output.format()?;
             let q = KernelQuery {
                 top: Some(a.top),
                 category: a.category.clone(),
@@ -201,21 +234,22 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 let set = rank_set(&files, &a.set)?;
                 let profiles: Vec<(u32, &profile::Profile)> = set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
                 let k = lens::kernels::job_kernels(&profiles, &q)?;
-                if a.json { render::json(&k)? } else { text::job_kernels(&k) }
+                emit(format, &k, || text::job_kernels(&k), || table::job_kernels(&k))?
             } else {
                 let Input { profile, .. } = load(&a.traces[0])?;
                 if let Some(c) = &a.category {
                     lens::kernels::check_category(&profile, c)?;
                 }
                 let k = lens::kernels::kernels(&profile, &q)?;
-                if a.json { render::json(&k)? } else { text::kernels(&k) }
+                emit(format, &k, || text::kernels(&k), || table::kernels(&k))?
             }
         }
         ReaderCommand::Ops(a) => {
+            let format = a.output.format()?;
             let Input { profile, .. } = load(&a.trace)?;
             let q = OpQuery { top: Some(a.top), phase: a.phase.clone(), grep: a.grep.clone(), sort: a.sort };
             let o = lens::ops::ops(&profile, &q)?;
-            if a.json { render::json(&o)? } else { text::ops(&o) }
+            emit(format, &o, || text::ops(&o), || table::ops(&o))?
         }
         ReaderCommand::Compare(a) => {
             if a.before == "-" && a.after == "-" {
@@ -269,12 +303,14 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
         ReaderCommand::Memory(a) => {
+            let format = a.output.format()?;
+            check_table(a.table, format)?;
             let (input, notices) = profile::load_with_peak_ops(&a.trace, true)?;
             for n in &notices {
                 say(&format!("warning: {n}"));
             }
             let m = lens::memory::memory(&input.profile);
-            if a.json { render::json(&m)? } else { text::memory(&m) }
+            emit(format, &m, || text::memory(&m), || table::memory(&m, a.table.unwrap_or_default()))?
         }
     };
     // Names come from the trace: no raw control characters on a terminal.

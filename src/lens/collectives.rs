@@ -15,6 +15,18 @@ use crate::profile::ranks::RankSet;
 use crate::profile::{CollectiveCall, Profile};
 use crate::util::round;
 
+impl Collectives {
+    /// The collectives as people read them: in order on one rank, largest
+    /// skew first on several (ties by time).
+    pub fn largest_skew_first(&self) -> Vec<&Matched> {
+        let mut rows: Vec<&Matched> = self.collectives.iter().collect();
+        if self.ranks.len() > 1 {
+            rows.sort_by(|a, b| b.skew_us.unwrap_or(0.0).total_cmp(&a.skew_us.unwrap_or(0.0)).then(a.at_ms.total_cmp(&b.at_ms)));
+        }
+        rows
+    }
+}
+
 /// One rank's communication kernels, as the reduce takes them.
 pub struct RankCalls<'p> {
     pub rank: u32,
@@ -48,7 +60,7 @@ pub struct Group {
     pub counts: Vec<(String, usize)>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RankWaits {
     pub rank: u32,
     /// Sum of this rank's waits over the matched collectives, ms.
@@ -62,7 +74,7 @@ pub struct RankWaits {
     pub comm_ms: f64,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Matched {
     pub group: String,
     /// Position in its group (0-based).

@@ -75,7 +75,7 @@ pub enum StragglerRule {
 }
 
 /// One rank, per step (ms).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct RankRow {
     pub rank: u32,
     pub step_ms: f64,

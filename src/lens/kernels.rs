@@ -170,7 +170,7 @@ pub struct JobKernels {
     pub kernels: Vec<JobKernelRow>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct JobKernelRow {
     /// Mean over the ranks, per step.
     #[serde(flatten)]

@@ -1,6 +1,8 @@
-//! Printing lens results: `text` for people, `json` for scripts. Both take
-//! the lens structs as they are; neither computes a figure of its own.
+//! Printing lens results: `text` for people, `json` for scripts, `table`
+//! for Markdown and CSV. All take the lens structs as they are; none
+//! computes a figure of its own.
 
+pub mod table;
 pub mod text;
 
 use std::borrow::Cow;
@@ -8,6 +10,31 @@ use std::borrow::Cow;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
+
+/// What a reader prints on stdout (`--format`; docs/spec.md §3).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum Format {
+    /// Aligned columns for a terminal
+    #[default]
+    Text,
+    /// The whole result, as `--json`
+    Json,
+    /// A GitHub-flavoured Markdown table, to paste into a PR comment
+    Md,
+    /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
+    Csv,
+}
+
+impl Format {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::Text => "text",
+            Format::Json => "json",
+            Format::Md => "md",
+            Format::Csv => "csv",
+        }
+    }
+}
 
 /// Pretty JSON of any lens result.
 pub fn json<T: Serialize>(value: &T) -> Result<String> {

@@ -423,10 +423,7 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
             );
         }
     }
-    let mut rows: Vec<&crate::lens::collectives::Matched> = c.collectives.iter().collect();
-    if !single {
-        rows.sort_by(|a, b| b.skew_us.unwrap_or(0.0).total_cmp(&a.skew_us.unwrap_or(0.0)).then(a.at_ms.total_cmp(&b.at_ms)));
-    }
+    let rows = c.largest_skew_first();
     let shown = rows.len().min(top);
     let what = if single { "in order" } else { "largest skew first" };
     let _ = writeln!(o, "collectives ({what}; {shown} of {}):", rows.len());
