@@ -168,21 +168,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
             None,
         )
     };
-    let projected = round(projected, 3);
-    let img_now = p.figures.img_per_s;
-    let img_projected = projected_img_per_s(p, step, projected);
-    Ok(WhatIf {
-        trace: p.trace.clone(),
-        bound: p.bound.clone(),
-        model,
-        mechanism,
-        per_launch_us,
-        removed,
-        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
-        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
-        img_per_s: NowProjected { now: img_now, projected: img_projected },
-        caveat: CAVEAT,
-    })
+    Ok(WhatIf { per_launch_us, ..projection(p, model, mechanism, removed, round(projected, 3), CAVEAT) })
 }
 
 /// What-if for `communication`: every collective fully overlapped by
@@ -198,20 +184,8 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
         (_, Some(o)) => format!(" ({o:.0}% overlapped now)"),
         _ => String::new(),
     };
-    let img_now = p.figures.img_per_s;
-    let img_projected = projected_img_per_s(p, step, projected);
-    WhatIf {
-        trace: p.trace.clone(),
-        bound: p.bound.clone(),
-        model: Model::CommOverlap,
-        mechanism: format!("communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"),
-        per_launch_us: None,
-        removed,
-        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
-        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
-        img_per_s: NowProjected { now: img_now, projected: img_projected },
-        caveat: COMM_CAVEAT,
-    }
+    let mechanism = format!("communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}");
+    projection(p, Model::CommOverlap, mechanism, removed, projected, COMM_CAVEAT)
 }
 
 /// What-if for one idle cause: the step without that cause's idle time,
@@ -223,24 +197,10 @@ fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
     let ms = idle.cause(cause).map_or(0.0, |c| c.ms_per_step);
     let step = p.figures.step_ms;
     let projected = round((step - ms).max(p.figures.gpu_busy_ms_per_step).min(step), 3);
-    let img_now = p.figures.img_per_s;
-    let img_projected = projected_img_per_s(p, step, projected);
-    Ok(WhatIf {
-        trace: p.trace.clone(),
-        bound: p.bound.clone(),
-        model: Model::IdleCause,
-        mechanism: format!(
-            "GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle",
-            cause.meaning(),
-            idle.ms_per_step
-        ),
-        per_launch_us: None,
-        removed: Removed { category: None, gpu_ms: 0.0, launches: 0.0 },
-        step_ms: NowProjected { now: Some(step), projected: Some(projected) },
-        change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
-        img_per_s: NowProjected { now: img_now, projected: img_projected },
-        caveat: IDLE_CAVEAT,
-    })
+    let mechanism =
+        format!("GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle", cause.meaning(), idle.ms_per_step);
+    let removed = Removed { category: None, gpu_ms: 0.0, launches: 0.0 };
+    Ok(projection(p, Model::IdleCause, mechanism, removed, projected, IDLE_CAVEAT))
 }
 
 /// What-if for one category at its roofline: its priced kernels lose no
@@ -269,24 +229,30 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
     let step = p.figures.step_ms;
     let projected = round((step - lost).max(step - p.figures.gpu_busy_ms_per_step).min(step), 3);
     let modelled = cat.achieved.modelled_ms_per_step.unwrap_or(0.0);
-    let img_now = p.figures.img_per_s;
-    let img_projected = projected_img_per_s(p, step, projected);
-    Ok(WhatIf {
+    let now = cat.achieved.pct_of_peak.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}%"));
+    let mechanism = format!(
+        "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {now} of it now) lose ~{lost:.3} ms/step less",
+        cat.category
+    );
+    let removed = Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 };
+    Ok(projection(p, Model::AtRoofline, mechanism, removed, projected, ROOFLINE_CAVEAT))
+}
+
+/// The answer for a projected step time: the change and img/s with it.
+fn projection(p: &Profile, model: Model, mechanism: String, removed: Removed, projected: f64, caveat: &'static str) -> WhatIf {
+    let step = p.figures.step_ms;
+    WhatIf {
         trace: p.trace.clone(),
         bound: p.bound.clone(),
-        model: Model::AtRoofline,
-        mechanism: format!(
-            "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {} of it now) lose ~{lost:.3} ms/step less",
-            cat.category,
-            cat.achieved.pct_of_peak.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}%"))
-        ),
+        model,
+        mechanism,
         per_launch_us: None,
-        removed: Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 },
+        removed,
         step_ms: NowProjected { now: Some(step), projected: Some(projected) },
         change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
-        img_per_s: NowProjected { now: img_now, projected: img_projected },
-        caveat: ROOFLINE_CAVEAT,
-    })
+        img_per_s: NowProjected { now: p.figures.img_per_s, projected: projected_img_per_s(p, step, projected) },
+        caveat,
+    }
 }
 
 /// img/s at the projected step time: from the batch, else scaled from the
