@@ -200,20 +200,86 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and
-/// a rename, so an interrupted write never leaves a truncated file.
+/// a rename, so an interrupted write never leaves a truncated file. Only a
+/// regular file or an absent path is replaced so; a symlink is followed and
+/// its target written by the same rule; a character device or FIFO
+/// (`/dev/null`, a named pipe) is opened and written, never replaced by a
+/// file; a directory, block device or socket is refused (exit 2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match write_target(path)? {
+        Target::Replace(target) => replace_atomically(&target, path, bytes),
+        Target::Through => {
+            // A character device or a FIFO (`/dev/null`, `/dev/stdout`, a
+            // named pipe): written as a shell's `>` would; a rename would
+            // put a regular file in the device's place.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+            f.write_all(bytes).and_then(|()| f.flush()).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+        }
+    }
+}
+
+/// How [`write_atomic`] writes to a path.
+enum Target {
+    /// A regular file or an absent path (a symlink's target, resolved):
+    /// a temporary file beside it, renamed over it.
+    Replace(PathBuf),
+    /// A character device or a FIFO: opened and written.
+    Through,
+}
+
+/// What `path` is, following symlinks: a regular file or nothing (replaced
+/// atomically), a character device or FIFO (written through); anything
+/// else (a directory, a block device, a socket) is refused.
+fn write_target(path: &Path) -> Result<Target> {
+    // Follow a chain of symlinks (a dangling one names the file to create).
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&at).map_err(|e| Error::failed(format!("cannot read the link {}: {e}", at.display())))?;
+                at = match at.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(m) if m.is_file() => return Ok(Target::Replace(at)),
+            Ok(m) => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::FileTypeExt;
+                    let t = m.file_type();
+                    if t.is_char_device() || t.is_fifo() {
+                        return Ok(Target::Through);
+                    }
+                }
+                let what = if m.is_dir() { "a directory" } else { "not a regular file (a block device or a socket)" };
+                return Err(Error::usage(format!("cannot write {}: it is {what}; give a file path", path.display())));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
+            Err(e) => return Err(Error::failed(format!("cannot write {}: {e}", path.display()))),
+        }
+    }
+    Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))
+}
+
+/// Writes `bytes` to a temporary file beside `target` and renames it over
+/// `target`; `shown` is the path the user gave, for messages.
+fn replace_atomically(target: &Path, shown: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
     crate::tempfiles::track(tmp.path());
-    tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+    tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
     // Temporary files are private (0600); the result is an ordinary file.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
     }
-    tmp.persist(path).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+    tmp.persist(target).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
     Ok(())
 }
 
@@ -235,6 +301,34 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+
+    /// A symlink stays a symlink (its target is replaced); a FIFO or a
+    /// character device is written through, never replaced by a file; a
+    /// directory is refused.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_never_replace_links_or_special_files() {
+        use std::os::unix::fs::FileTypeExt;
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("made.json")).unwrap(), b"made");
+        write_atomic(Path::new("/dev/null"), b"gone").unwrap();
+        assert!(std::fs::metadata("/dev/null").unwrap().file_type().is_char_device());
+        let err = write_atomic(dir.path(), b"x").unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{err}");
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 4, "no temporary file left: {names:?}");
     }
 
     #[test]
