@@ -111,7 +111,13 @@ impl<R: Read> Scanner<R> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::failed(format!("read error at byte {}: {e}", self.offset()))),
+                // After how much input, not the start of the value being
+                // read (which was "byte 0" for a gzip header's error).
+                Err(e) => {
+                    let read = self.base + self.end as u64;
+                    let after = if read > 0 { format!(" after {read} bytes") } else { String::new() };
+                    return Err(Error::failed(format!("read error{after}: {e}")));
+                }
             }
         }
     }
