@@ -28,10 +28,15 @@ pub struct Input {
 const DIR_CANDIDATES: &[&str] =
     &["profile.json", "infer_repeat.json", "profile_repeat.json", "profile_trace.json", "profile_trace.json.gz"];
 
+/// The folders a capture writes in its `--project` folder
+/// (`<project>/infer/profile.json`, `<project>/train/profile.json`).
+const CAPTURE_SUBDIRS: [&str; 2] = ["infer", "train"];
+
 /// Resolves a command-line path: a missing path is a usage error (exit 2),
 /// one the system refuses (permissions, a symlink loop) says why (exit 1);
 /// a directory stands for the profile inside it, or for the one trace it
-/// holds; `-` is standard input.
+/// holds, or for the one capture's profile in its `infer/` or `train/`
+/// (both: exit 2, naming them); `-` is standard input.
 pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let path = PathBuf::from(arg);
     if arg == "-" {
@@ -56,7 +61,22 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let mut json = json_files_in(&path)?;
     match json.len() {
         1 => Ok(json.remove(0)),
-        0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+        0 => {
+            // A capture's `--project` folder: its `infer/` and `train/`
+            // hold the profiles.
+            let mut inside: Vec<PathBuf> = CAPTURE_SUBDIRS
+                .iter()
+                .filter_map(|sub| DIR_CANDIDATES.iter().map(|name| path.join(sub).join(name)).find(|p| p.is_file()))
+                .collect();
+            match inside.len() {
+                1 => Ok(inside.remove(0)),
+                0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+                _ => {
+                    let names: Vec<String> = inside.iter().map(|p| p.display().to_string()).collect();
+                    Err(Error::usage(format!("{arg} holds the profiles of two captures, {}: name one", names.join(" and "))))
+                }
+            }
+        }
         n => {
             let names: Vec<String> = json.iter().take(5).filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
             let more = if n > 5 { ", …" } else { "" };
@@ -165,10 +185,59 @@ fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
         ));
     }
     let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
+    implausible(&profile.figures)?;
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
     Ok((profile, notices))
+}
+
+/// Longest step a profile may claim, in ms: the traces' own bound on a
+/// duration (1e12 µs, about 11.6 days; see `analysis::MAX_DUR_US`).
+const MAX_STEP_MS: f64 = 1e9;
+
+/// Refuses a profile whose headline figures no run can have (a step of
+/// −1, 0 or 1e308 ms, a utilisation of 5): every reader would print them
+/// as they are (what-if: "→ ~inf ms"). Names the first such field.
+fn implausible(f: &Figures) -> Result<()> {
+    let per_step = (0.0, MAX_STEP_MS);
+    let mut checks: Vec<(&str, f64, (f64, f64))> = vec![
+        ("gpu_util", f.gpu_util, (0.0, 1.0)),
+        // Overlapping streams sum to more than the wall time, but not
+        // beyond a few hundred streams' worth.
+        ("gpu_util_raw", f.gpu_util_raw, (0.0, 1e3)),
+        ("tensorcore_pct", f.tensorcore_pct, (0.0, 100.0)),
+        ("cuda_mallocs_per_step", f.cuda_mallocs_per_step, (0.0, f64::MAX)),
+        ("host_overhead_ms_per_step", f.host_overhead_ms_per_step, per_step),
+        ("launches_per_step", f.launches_per_step, (0.0, f64::MAX)),
+        ("gpu_busy_ms_per_step", f.gpu_busy_ms_per_step, per_step),
+        ("mean_kernel_us", f.mean_kernel_us, (0.0, MAX_STEP_MS * 1e3)),
+        ("kernels_per_step", f.kernels_per_step, (0.0, f64::MAX)),
+        ("memcpy_ms_per_step", f.memcpy_ms_per_step, per_step),
+    ];
+    for (name, v, range) in [
+        ("img_per_s", f.img_per_s, (0.0, f64::MAX)),
+        ("dataload_ms", f.dataload_ms, per_step),
+        ("dataload_frac", f.dataload_frac, (0.0, 1.0)),
+        ("peak_vram_mb", f.peak_vram_mb, (0.0, f64::MAX)),
+    ] {
+        if let Some(v) = v {
+            checks.push((name, v, range));
+        }
+    }
+    let step = f.step_ms;
+    if !(step.is_finite() && step > 0.0 && step <= MAX_STEP_MS) {
+        return Err(Error::failed(format!(
+            "malformed profile: `step_ms` is {step}, not a step time (more than 0, at most {MAX_STEP_MS:e} ms)"
+        )));
+    }
+    for (name, v, (lo, hi)) in checks {
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            let range = if hi == f64::MAX { format!("at least {lo}") } else { format!("between {lo} and {hi}") };
+            return Err(Error::failed(format!("malformed profile: `{name}` is {v}, outside what a run can have ({range})")));
+        }
+    }
+    Ok(())
 }
 
 /// The error of a profile that does not deserialize, naming the field.
