@@ -247,3 +247,117 @@ fn write_profile_never_replaces_special_files_or_links() {
     nothing_left(dir.path(), &["fifo", "link.json", "real.json", "sub", "t.json", "to-fifo"]);
     nothing_left(&sub, &[]);
 }
+
+/// A kernel of 9·10¹¹ µs in a 1 ms step printed 199 800 000 ms/step: it is
+/// counted as lasting the step window, with a warning, so no share
+/// exceeds what is possible.
+#[test]
+fn a_kernel_longer_than_the_trace_is_clipped_with_a_warning() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("long.json");
+    std::fs::write(
+        &t,
+        r#"[{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 4, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "sm90_gemm", "pid": 0, "tid": 7, "ts": 30, "dur": 900000000000, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "sm90_other", "pid": 0, "tid": 8, "ts": 40, "dur": 100}]"#,
+    )
+    .unwrap();
+    let r = measure(&["summary", path(&t), "--json"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("last longer than all the steps together"), "{}", r.stderr);
+    let v: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    assert!(v["gpu_util"].as_f64().unwrap() <= 1.0, "{}", v["gpu_util"]);
+    assert!(v["gpu_busy_ms_per_step"].as_f64().unwrap() <= 1.0, "{}", v["gpu_busy_ms_per_step"]);
+    assert!(v["gpu_util_raw"].as_f64().unwrap() <= 2.0, "{}", v["gpu_util_raw"]);
+    assert!(v["warnings"].to_string().contains("last longer than all the steps together"), "{}", v["warnings"]);
+    let r = measure(&["kernels", path(&t), "--json"], &[]);
+    let k: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
+    for row in k["kernels"].as_array().unwrap() {
+        assert!(row["ms_per_step"].as_f64().unwrap() <= 1.0, "{row}");
+    }
+}
+
+/// A profile.json claiming a step of −1, 0 or 1e308 ms, or a utilisation of
+/// 5, is refused as malformed, naming the field.
+#[test]
+fn implausible_profile_figures_are_malformed() {
+    let dir = tempfile::tempdir().unwrap();
+    for (figures, field) in [
+        (r#""step_ms": -1"#, "step_ms"),
+        (r#""step_ms": 0"#, "step_ms"),
+        (r#""step_ms": 1e308"#, "step_ms"),
+        (r#""step_ms": 12, "gpu_util": 5"#, "gpu_util"),
+        (r#""step_ms": 12, "dataload_frac": -0.5"#, "dataload_frac"),
+        (r#""step_ms": 12, "gpu_busy_ms_per_step": 1e300"#, "gpu_busy_ms_per_step"),
+    ] {
+        let p = dir.path().join("profile.json");
+        std::fs::write(&p, format!(r#"{{"schema": "libreyolo.profile.analysis/v1", {figures}, "bound": "compute"}}"#)).unwrap();
+        for sub in ["summary", "what-if"] {
+            let mut args = vec![sub, path(&p)];
+            if sub == "what-if" {
+                args.extend(["--remove-launches", "1"]);
+            }
+            let r = measure(&args, &[]);
+            assert_eq!(r.code, 1, "{figures} {sub}: {}", r.stderr);
+            assert!(r.stderr.contains(&format!("malformed profile: `{field}` is")), "{figures}: {}", r.stderr);
+        }
+    }
+    let p = dir.path().join("profile.json");
+    std::fs::write(&p, r#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 12, "gpu_util": 0.5, "bound": "compute"}"#).unwrap();
+    assert_eq!(measure(&["summary", path(&p)], &[]).code, 0);
+}
+
+/// Minor ones: bidi controls in names are escaped like control characters;
+/// a `LIBREYOLO_CAPTURE` naming nothing is the engine not installed (exit
+/// 2); a corrupt gzip header's error names no misleading "byte 0".
+#[test]
+fn bidi_controls_capture_path_and_gzip_errors_are_said_plainly() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("bidi.json");
+    std::fs::write(
+        &t,
+        r#"[{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "kernel", "name": "gemm\u202eexe.txt\u2066x\u200f", "pid": 0, "tid": 7, "ts": 10, "dur": 300}]"#,
+    )
+    .unwrap();
+    let r = measure(&["kernels", path(&t)], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(!r.stdout.contains('\u{202e}') && !r.stdout.contains('\u{2066}') && !r.stdout.contains('\u{200f}'), "{}", r.stdout);
+    assert!(r.stdout.contains(r"gemm\u{202e}exe.txt\u{2066}x\u{200f}"), "{}", r.stdout);
+
+    let r = measure(&["infer", "--device", "cpu"], &[("LIBREYOLO_CAPTURE", "/nonexistent/libreyolo-capture")]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("LIBREYOLO_CAPTURE is /nonexistent/libreyolo-capture, which is not an executable file"), "{}", r.stderr);
+
+    let g = dir.path().join("bad.json.gz");
+    std::fs::write(&g, b"\x1f\x8b\x08\xff\xff\xff\xff\xff\xff\xff garbage garbage").unwrap();
+    let r = measure(&["summary", path(&g)], &[]);
+    assert_eq!(r.code, 1, "{}", r.stderr);
+    assert!(r.stderr.contains("gzip") && !r.stderr.contains("at byte 0"), "{}", r.stderr);
+}
+
+/// `summary runs/profile` (a capture's `--project` folder): the one
+/// profile in `infer/` or `train/` is read; with both, exit 2 naming them.
+#[test]
+fn a_project_folder_stands_for_the_capture_inside() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("profile");
+    std::fs::create_dir_all(project.join("infer")).unwrap();
+    let reference = common::fixtures().join("reference/infer_b1/profile.json");
+    std::fs::copy(&reference, project.join("infer/profile.json")).unwrap();
+    let r = measure(&["get", path(&project), "step_ms"], &[]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert_eq!(r.stdout.trim(), "241.4");
+    std::fs::create_dir_all(project.join("train")).unwrap();
+    std::fs::copy(common::fixtures().join("reference/train_b4/profile.json"), project.join("train/profile.json")).unwrap();
+    let r = measure(&["summary", path(&project)], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("holds the profiles of two captures")
+            && r.stderr.contains("infer/profile.json")
+            && r.stderr.contains("train/profile.json"),
+        "{}",
+        r.stderr
+    );
+}
