@@ -6,7 +6,8 @@
 //! and the process aborts. Instead the pass looks at the process's resident
 //! memory every [`CHECK_EVERY`] events and stops with a sentence saying how
 //! far it got and how to raise the budget. The default budget is half the
-//! machine's memory (the smaller of `MemTotal` and a cgroup `memory.max`);
+//! machine's memory (the smallest of `MemTotal`, a cgroup `memory.max` and
+//! an address-space limit, `ulimit -v`);
 //! `--max-memory SIZE` or `LIBREYOLO_MAX_MEMORY=SIZE` set another (`0`: none).
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -57,18 +58,23 @@ pub fn budget() -> Option<u64> {
     }
 }
 
-/// Half the machine's memory: `MemTotal`, or a smaller cgroup limit.
+/// Half the machine's memory: `MemTotal`, or a smaller cgroup or address-space limit.
 fn default_budget() -> Option<u64> {
     static DEFAULT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *DEFAULT.get_or_init(|| {
         let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| meminfo_total(&m));
         let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok().and_then(|s| s.trim().parse::<u64>().ok());
-        let ram = match (total, cgroup) {
-            (Some(t), Some(c)) => Some(t.min(c)),
-            (t, c) => t.or(c),
-        };
-        ram.map(|r| r / 2)
+        // An address-space limit (`ulimit -v`) ends the process on an
+        // allocation failure long before RAM runs out: it bounds too.
+        let address = std::fs::read_to_string("/proc/self/limits").ok().and_then(|l| address_limit(&l));
+        [total, cgroup, address].into_iter().flatten().min().map(|r| r / 2)
     })
+}
+
+/// `Max address space` of `/proc/self/limits` (soft limit), when set.
+fn address_limit(limits: &str) -> Option<u64> {
+    let line = limits.lines().find(|l| l.starts_with("Max address space"))?;
+    line.trim_start_matches("Max address space").split_whitespace().next()?.parse().ok()
 }
 
 fn meminfo_total(meminfo: &str) -> Option<u64> {
@@ -107,7 +113,7 @@ fn resident() -> Option<u64> {
 /// A size for people: `1.5 GiB`, `300 MiB`.
 pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
-    if b >= (1u64 << 30) as f64 { format!("{:.1} GiB", b / (1u64 << 30) as f64) } else { format!("{:.0} MiB", b / (1u64 << 20) as f64) }
+    if b >= (1u64 << 30) as f64 { format!("{:.2} GiB", b / (1u64 << 30) as f64) } else { format!("{:.0} MiB", b / (1u64 << 20) as f64) }
 }
 
 /// Called by the pass every [`CHECK_EVERY`] events: an error once the
@@ -118,7 +124,11 @@ pub fn check(events: u64, offset: u64) -> Result<()> {
     if rss <= limit {
         return Ok(());
     }
-    let whose = if DEFAULTED.load(Ordering::Relaxed) { "the default budget, half this machine's memory" } else { "the budget set" };
+    let whose = if DEFAULTED.load(Ordering::Relaxed) {
+        "the default budget, half of this machine's memory or memory limit"
+    } else {
+        "the budget set"
+    };
     Err(Error::failed(format!(
         "stopped reading after {events} events ({} of the trace): the reader holds {}, past {} ({whose}); \
          give it more with --max-memory SIZE or {ENV}=SIZE (e.g. --max-memory 32G; 0 for no limit), or read a shorter trace",
@@ -144,5 +154,8 @@ mod tests {
             assert_eq!(parse_size(bad), None, "{bad}");
         }
         assert_eq!(meminfo_total("MemTotal:       24683584 kB\nMemFree: 1 kB\n"), Some(24_683_584 * 1024));
+        let limits = "Max stack size 8388608 unlimited bytes\nMax address space         6144000000           6144000000           bytes\n";
+        assert_eq!(address_limit(limits), Some(6_144_000_000));
+        assert_eq!(address_limit("Max address space         unlimited            unlimited            bytes\n"), None);
     }
 }
