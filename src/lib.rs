@@ -3,6 +3,7 @@
 //! surface of the reader commands. Nothing here links libtorch.
 
 pub mod analysis;
+pub mod budget;
 pub mod cli;
 pub mod conditions;
 pub mod error;

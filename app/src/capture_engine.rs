@@ -23,6 +23,14 @@ const CAPTURE_ENV: &str = "LIBREYOLO_CAPTURE";
 /// returns on failure to start it.
 pub fn hand_over(args: &[OsString]) -> Result<()> {
     let exe = locate().ok_or_else(not_installed)?;
+    // A `$LIBREYOLO_CAPTURE` that names nothing runnable is the engine not
+    // installed (exit 2, docs/spec.md §1.1), not a failure to start it.
+    if !is_executable(&exe) {
+        return Err(Error::usage(format!(
+            "${CAPTURE_ENV} is {}, which is not an executable file: point it at the capture engine ({CAPTURE_EXE}) or unset it",
+            exe.display()
+        )));
+    }
     let mut cmd = std::process::Command::new(&exe);
     cmd.args(args.iter().skip(1));
     #[cfg(unix)]

@@ -765,6 +765,63 @@ impl Analyzer {
         idle::account(self, &[(start, end)], 1.0, &label, true).and_then(|a| a.gaps).map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
 
+    /// Durations longer than the whole step window (first step's start to
+    /// the last one's end) cannot be work inside a step: a clock or export
+    /// error (a kernel of 9·10¹¹ µs in a 1 ms step printed 199 800 000
+    /// ms/step). Each such GPU event and CPU op is counted as lasting the
+    /// window, everything is counted again, and the sentence to warn with
+    /// is returned. Real traces have none, and are left as they are.
+    fn clip_implausible(&mut self) -> Option<String> {
+        let steps = self.ranges.step_intervals();
+        let (first, last) = (steps.first()?, steps.last()?);
+        let window = last.1 - first.0;
+        if window <= 0 {
+            return None;
+        }
+        let over = |dur: i64| dur > window;
+        let found = self.replay.gpu.iter().any(|(g, _)| over(g.dur))
+            || self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu).any(|g| over(g.dur))
+            || self.replay.ops.iter().any(|o| over(o.dur))
+            || self.kernel_spans.iter().any(|k| over(k.end - k.start));
+        if !found {
+            return None;
+        }
+        // The GPU events still waiting are placed now (as `finish` would),
+        // so that they are clipped and counted with the rest.
+        self.place_leftovers_by_time();
+        let (mut gpu, mut ops, mut longest) = (0u64, 0u64, 0i64);
+        for (g, _) in &mut self.replay.gpu {
+            if over(g.dur) {
+                longest = longest.max(g.dur);
+                g.dur = window;
+                gpu += 1;
+            }
+        }
+        for o in &mut self.replay.ops {
+            if over(o.dur) {
+                longest = longest.max(o.dur);
+                o.dur = window;
+                ops += 1;
+            }
+        }
+        for k in &mut self.kernel_spans {
+            if over(k.end - k.start) {
+                longest = longest.max(k.end - k.start);
+                k.end = k.start + window;
+            }
+        }
+        let ranges = self.ranges.clone();
+        self.count_again(ranges);
+        let ms = |ns: i64| ns as f64 / 1e6;
+        Some(format!(
+            "{gpu} GPU event(s) and {ops} CPU op(s) last longer than all the steps together ({:.3} ms; the longest {:.3} ms): \
+             a clock or export error, each counted as lasting {:.3} ms",
+            ms(window),
+            ms(longest),
+            ms(window)
+        ))
+    }
+
     /// Counts every step- and phase-keyed aggregate again under `ranges`
     /// (the final ones), from what the pass kept, in the order it met it.
     fn count_again(&mut self, ranges: Ranges) {
@@ -887,6 +944,9 @@ pub fn analyze_source_with(
         analyzer.count_again(ranges);
     }
     let mut notices = Vec::new();
+    if let Some(clipped) = analyzer.clip_implausible() {
+        notices.push(clipped);
+    }
     let measured = match sidecar {
         Sidecar::None => None,
         Sidecar::Trusted(m) => Some(m),

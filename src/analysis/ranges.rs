@@ -107,8 +107,9 @@ impl Ranges {
         }
         e.0 = e.0.min(start);
         e.1 = e.1.max(end);
+        let hull = *e;
         self.main_threads.insert(thread);
-        self.rebuild_step_index();
+        self.merge_into_step_index(hull);
     }
 
     /// Step numbers whose ranges were recorded apart in time, with how
@@ -117,24 +118,20 @@ impl Ranges {
         self.repeated.iter().map(|(n, k)| (*n, *k)).collect()
     }
 
-    fn rebuild_step_index(&mut self) {
-        let mut iv: Vec<(i64, i64)> = self.steps.values().copied().collect();
-        iv.sort_unstable();
-        self.step_index.clear();
-        let mut cur: Option<(i64, i64)> = None;
-        for (s, e) in iv {
-            match cur {
-                Some((cs, ce)) if s <= ce => cur = Some((cs, ce.max(e))),
-                Some(c) => {
-                    self.step_index.insert(c.0, c.1);
-                    cur = Some((s, e));
-                }
-                None => cur = Some((s, e)),
-            }
+    /// Adds a step's interval to the merged index: every interval it
+    /// overlaps or touches is taken out and joined to it. A step's interval
+    /// only ever grows, so the union of the steps' current intervals is
+    /// kept without rebuilding it (O(log n) amortised per step; rebuilding
+    /// per step made 100 000 steps take minutes).
+    fn merge_into_step_index(&mut self, (start, end): (i64, i64)) {
+        let (mut s, mut e) = (start, end);
+        let touching: Vec<(i64, i64)> = self.step_index.range(..=e).rev().take_while(|&(_, &ie)| ie >= s).map(|(&a, &b)| (a, b)).collect();
+        for (a, b) in touching {
+            self.step_index.remove(&a);
+            s = s.min(a);
+            e = e.max(b);
         }
-        if let Some(c) = cur {
-            self.step_index.insert(c.0, c.1);
-        }
+        self.step_index.insert(s, e);
     }
 
     pub fn add_cpu_phase(&mut self, thread: u32, start: i64, end: i64, phase: u16) {
@@ -266,5 +263,44 @@ mod tests {
         let r = Ranges::default();
         assert!(r.in_step(i64::MIN) && r.in_step(0));
         assert_eq!(r.step_count(), 1);
+    }
+
+    /// The merged index kept step by step equals merging every step's
+    /// interval at once (what it was rebuilt from before).
+    #[test]
+    fn the_step_index_kept_incrementally_matches_a_rebuild() {
+        let mut seed = 0x2545_f491_u64;
+        let mut next = |m: u64| {
+            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            (seed >> 33) % m
+        };
+        for _ in 0..200 {
+            let mut r = Ranges::default();
+            for _ in 0..next(40) {
+                let (n, s) = (next(12), next(300) as i64);
+                r.add_step(n, 1, s, s + next(40) as i64);
+                let mut iv: Vec<(i64, i64)> = r.steps.values().copied().collect();
+                iv.sort_unstable();
+                let mut want: Vec<(i64, i64)> = Vec::new();
+                for (s, e) in iv {
+                    match want.last_mut() {
+                        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+                        _ => want.push((s, e)),
+                    }
+                }
+                assert_eq!(r.step_intervals(), want);
+            }
+        }
+    }
+
+    #[test]
+    fn many_steps_are_not_quadratic() {
+        let mut r = Ranges::default();
+        for n in 0..200_000u64 {
+            let s = n as i64 * 1000;
+            r.add_step(n, 1, s, s + 900);
+            assert!(r.in_step(s + 10));
+        }
+        assert_eq!(r.step_intervals().len(), 200_000);
     }
 }

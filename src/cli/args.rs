@@ -36,6 +36,9 @@ pub enum TopCommand {
 pub struct ProfileArgs {
     #[command(subcommand)]
     pub command: Option<ProfileCommand>,
+    /// Memory a reader may hold before it stops (e.g. 8G, 512M; 0: no limit). Default: half the machine's RAM, or LIBREYOLO_MAX_MEMORY
+    #[arg(long, global = true, value_name = "SIZE")]
+    pub max_memory: Option<String>,
 }
 
 #[derive(Debug, Subcommand)]

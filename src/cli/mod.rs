@@ -29,7 +29,10 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
     }
     match Cli::try_parse_from(args) {
         Ok(parsed) => match parsed.command {
-            TopCommand::Profile(profile) => Ok(profile.command),
+            TopCommand::Profile(profile) => {
+                crate::budget::configure(profile.max_memory.as_deref())?;
+                Ok(profile.command)
+            }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.
             TopCommand::Completions { shell } => print_and_exit(&completions(shell)),

@@ -28,10 +28,15 @@ pub struct Input {
 const DIR_CANDIDATES: &[&str] =
     &["profile.json", "infer_repeat.json", "profile_repeat.json", "profile_trace.json", "profile_trace.json.gz"];
 
+/// The folders a capture writes in its `--project` folder
+/// (`<project>/infer/profile.json`, `<project>/train/profile.json`).
+const CAPTURE_SUBDIRS: [&str; 2] = ["infer", "train"];
+
 /// Resolves a command-line path: a missing path is a usage error (exit 2),
 /// one the system refuses (permissions, a symlink loop) says why (exit 1);
 /// a directory stands for the profile inside it, or for the one trace it
-/// holds; `-` is standard input.
+/// holds, or for the one capture's profile in its `infer/` or `train/`
+/// (both: exit 2, naming them); `-` is standard input.
 pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let path = PathBuf::from(arg);
     if arg == "-" {
@@ -56,7 +61,22 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     let mut json = json_files_in(&path)?;
     match json.len() {
         1 => Ok(json.remove(0)),
-        0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+        0 => {
+            // A capture's `--project` folder: its `infer/` and `train/`
+            // hold the profiles.
+            let mut inside: Vec<PathBuf> = CAPTURE_SUBDIRS
+                .iter()
+                .filter_map(|sub| DIR_CANDIDATES.iter().map(|name| path.join(sub).join(name)).find(|p| p.is_file()))
+                .collect();
+            match inside.len() {
+                1 => Ok(inside.remove(0)),
+                0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+                _ => {
+                    let names: Vec<String> = inside.iter().map(|p| p.display().to_string()).collect();
+                    Err(Error::usage(format!("{arg} holds the profiles of two captures, {}: name one", names.join(" and "))))
+                }
+            }
+        }
         n => {
             let names: Vec<String> = json.iter().take(5).filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
             let more = if n > 5 { ", …" } else { "" };
@@ -165,10 +185,59 @@ fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
         ));
     }
     let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
+    implausible(&profile.figures)?;
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
     Ok((profile, notices))
+}
+
+/// Longest step a profile may claim, in ms: the traces' own bound on a
+/// duration (1e12 µs, about 11.6 days; see `analysis::MAX_DUR_US`).
+const MAX_STEP_MS: f64 = 1e9;
+
+/// Refuses a profile whose headline figures no run can have (a step of
+/// −1, 0 or 1e308 ms, a utilisation of 5): every reader would print them
+/// as they are (what-if: "→ ~inf ms"). Names the first such field.
+fn implausible(f: &Figures) -> Result<()> {
+    let per_step = (0.0, MAX_STEP_MS);
+    let mut checks: Vec<(&str, f64, (f64, f64))> = vec![
+        ("gpu_util", f.gpu_util, (0.0, 1.0)),
+        // Overlapping streams sum to more than the wall time, but not
+        // beyond a few hundred streams' worth.
+        ("gpu_util_raw", f.gpu_util_raw, (0.0, 1e3)),
+        ("tensorcore_pct", f.tensorcore_pct, (0.0, 100.0)),
+        ("cuda_mallocs_per_step", f.cuda_mallocs_per_step, (0.0, f64::MAX)),
+        ("host_overhead_ms_per_step", f.host_overhead_ms_per_step, per_step),
+        ("launches_per_step", f.launches_per_step, (0.0, f64::MAX)),
+        ("gpu_busy_ms_per_step", f.gpu_busy_ms_per_step, per_step),
+        ("mean_kernel_us", f.mean_kernel_us, (0.0, MAX_STEP_MS * 1e3)),
+        ("kernels_per_step", f.kernels_per_step, (0.0, f64::MAX)),
+        ("memcpy_ms_per_step", f.memcpy_ms_per_step, per_step),
+    ];
+    for (name, v, range) in [
+        ("img_per_s", f.img_per_s, (0.0, f64::MAX)),
+        ("dataload_ms", f.dataload_ms, per_step),
+        ("dataload_frac", f.dataload_frac, (0.0, 1.0)),
+        ("peak_vram_mb", f.peak_vram_mb, (0.0, f64::MAX)),
+    ] {
+        if let Some(v) = v {
+            checks.push((name, v, range));
+        }
+    }
+    let step = f.step_ms;
+    if !(step.is_finite() && step > 0.0 && step <= MAX_STEP_MS) {
+        return Err(Error::failed(format!(
+            "malformed profile: `step_ms` is {step}, not a step time (more than 0, at most {MAX_STEP_MS:e} ms)"
+        )));
+    }
+    for (name, v, (lo, hi)) in checks {
+        if !(v.is_finite() && v >= lo && v <= hi) {
+            let range = if hi == f64::MAX { format!("at least {lo}") } else { format!("between {lo} and {hi}") };
+            return Err(Error::failed(format!("malformed profile: `{name}` is {v}, outside what a run can have ({range})")));
+        }
+    }
+    Ok(())
 }
 
 /// The error of a profile that does not deserialize, naming the field.
@@ -200,20 +269,86 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and
-/// a rename, so an interrupted write never leaves a truncated file.
+/// a rename, so an interrupted write never leaves a truncated file. Only a
+/// regular file or an absent path is replaced so; a symlink is followed and
+/// its target written by the same rule; a character device or FIFO
+/// (`/dev/null`, a named pipe) is opened and written, never replaced by a
+/// file; a directory, block device or socket is refused (exit 2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    match write_target(path)? {
+        Target::Replace(target) => replace_atomically(&target, path, bytes),
+        Target::Through => {
+            // A character device or a FIFO (`/dev/null`, `/dev/stdout`, a
+            // named pipe): written as a shell's `>` would; a rename would
+            // put a regular file in the device's place.
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .open(path)
+                .map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+            f.write_all(bytes).and_then(|()| f.flush()).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+        }
+    }
+}
+
+/// How [`write_atomic`] writes to a path.
+enum Target {
+    /// A regular file or an absent path (a symlink's target, resolved):
+    /// a temporary file beside it, renamed over it.
+    Replace(PathBuf),
+    /// A character device or a FIFO: opened and written.
+    Through,
+}
+
+/// What `path` is, following symlinks: a regular file or nothing (replaced
+/// atomically), a character device or FIFO (written through); anything
+/// else (a directory, a block device, a socket) is refused.
+fn write_target(path: &Path) -> Result<Target> {
+    // Follow a chain of symlinks (a dangling one names the file to create).
+    let mut at = path.to_path_buf();
+    for _ in 0..40 {
+        match std::fs::symlink_metadata(&at) {
+            Ok(m) if m.file_type().is_symlink() => {
+                let link = std::fs::read_link(&at).map_err(|e| Error::failed(format!("cannot read the link {}: {e}", at.display())))?;
+                at = match at.parent() {
+                    Some(dir) if link.is_relative() => dir.join(link),
+                    _ => link,
+                };
+            }
+            Ok(m) if m.is_file() => return Ok(Target::Replace(at)),
+            Ok(m) => {
+                #[cfg(unix)]
+                {
+                    use std::os::unix::fs::FileTypeExt;
+                    let t = m.file_type();
+                    if t.is_char_device() || t.is_fifo() {
+                        return Ok(Target::Through);
+                    }
+                }
+                let what = if m.is_dir() { "a directory" } else { "not a regular file (a block device or a socket)" };
+                return Err(Error::usage(format!("cannot write {}: it is {what}; give a file path", path.display())));
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
+            Err(e) => return Err(Error::failed(format!("cannot write {}: {e}", path.display()))),
+        }
+    }
+    Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))
+}
+
+/// Writes `bytes` to a temporary file beside `target` and renames it over
+/// `target`; `shown` is the path the user gave, for messages.
+fn replace_atomically(target: &Path, shown: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
     let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
     crate::tempfiles::track(tmp.path());
-    tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+    tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
     // Temporary files are private (0600); the result is an ordinary file.
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
         let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
     }
-    tmp.persist(path).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
+    tmp.persist(target).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
     Ok(())
 }
 
@@ -235,6 +370,32 @@ mod tests {
         }
         let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
         assert_eq!(leftovers, 1, "no temporary file left behind");
+    }
+
+    /// A symlink stays a symlink (its target is replaced); a dangling one
+    /// names the file to create; a directory is refused.
+    #[cfg(unix)]
+    #[test]
+    fn atomic_writes_never_replace_links_or_special_files() {
+        // FIFOs and devices: tests/hostile_readers.rs (never /dev/null here:
+        // a regression run as root would replace it).
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("real.json");
+        std::fs::write(&real, b"old").unwrap();
+        let link = dir.path().join("link.json");
+        std::os::unix::fs::symlink("real.json", &link).unwrap();
+        write_atomic(&link, b"new").unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert_eq!(std::fs::read(&real).unwrap(), b"new");
+        let dangling = dir.path().join("dangling.json");
+        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
+        write_atomic(&dangling, b"made").unwrap();
+        assert_eq!(std::fs::read(dir.path().join("made.json")).unwrap(), b"made");
+        let err = write_atomic(dir.path(), b"x").unwrap_err();
+        assert_eq!(err.exit_code(), 2, "{err}");
+        assert!(err.to_string().contains("is a directory"), "{err}");
+        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        assert_eq!(names.len(), 4, "no temporary file left: {names:?}");
     }
 
     #[test]

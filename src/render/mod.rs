@@ -46,18 +46,26 @@ pub fn json<T: Serialize>(value: &T) -> Result<String> {
 /// shown escaped (`\u{1b}`), never sent raw. Line breaks are kept, so this
 /// applies to whole outputs; JSON output is unchanged (serde escapes them).
 pub fn printable(s: &str) -> Cow<'_, str> {
-    if !s.chars().any(|c| c.is_control() && c != '\n') {
+    if !s.chars().any(hidden) {
         return Cow::Borrowed(s);
     }
     let mut out = String::with_capacity(s.len() + 16);
     for c in s.chars() {
-        if c.is_control() && c != '\n' {
+        if hidden(c) {
             out.extend(c.escape_default());
         } else {
             out.push(c);
         }
     }
     Cow::Owned(out)
+}
+
+/// Characters shown escaped: control characters but the line break, and
+/// the Unicode bidirectional controls, which reorder what a terminal shows
+/// (U+202E turns `evil_txt.exe` into something else): U+061C, U+200E/F,
+/// U+202A–U+202E, U+2066–U+2069.
+fn hidden(c: char) -> bool {
+    (c.is_control() && c != '\n') || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
@@ -68,5 +76,6 @@ mod tests {
     fn control_characters_are_escaped_and_line_breaks_kept() {
         assert!(matches!(printable("gemm_kernel\nnext"), Cow::Borrowed(_)));
         assert_eq!(printable("k\u{1b}[2J\u{1b}]0;x\u{7}\r\t\u{9b}é\n"), "k\\u{1b}[2J\\u{1b}]0;x\\u{7}\\r\\t\\u{9b}é\n");
+        assert_eq!(printable("a\u{202e}b\u{2066}c\u{200f}d\u{61c}e→"), "a\\u{202e}b\\u{2066}c\\u{200f}d\\u{61c}e→");
     }
 }

@@ -184,6 +184,9 @@ fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink,
     while s.next_element(first)? {
         first = false;
         info.events += 1;
+        if info.events % crate::budget::CHECK_EVERY == 0 {
+            crate::budget::check(info.events, s.offset())?;
+        }
         sink.at(s.offset());
         one_event(s, sink, info.events, &mut scratch)?;
     }
@@ -204,7 +207,7 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
             sink.malformed();
             return Ok(());
         }
-        s.parse_in_place(|bytes| match Event::parse_prefix(bytes) {
+        s.parse_in_place(n, |bytes| match Event::parse_prefix(bytes) {
             Ok((ev, used)) => {
                 sink.event(&ev);
                 Ok(Some(used))

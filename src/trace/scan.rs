@@ -14,6 +14,24 @@ use crate::error::{Error, Result};
 
 const CHUNK: usize = 1 << 20;
 
+/// The most one value the scanner hands over (a trace event, a header
+/// key's value) may hold. Real events are a few KB (a long Python stack or
+/// template name, a few hundred); a larger one is a hostile or corrupt
+/// file, and holding it costs several times its size (the buffer, the
+/// names kept from it): it is refused with [`too_large`] instead. Values
+/// only skipped (an unknown top-level key) are streamed past whatever
+/// their size.
+pub const MAX_VALUE: usize = 64 << 20;
+
+/// The sentence for a value over [`MAX_VALUE`]: `what` is "event N" or
+/// "the value".
+fn too_large(what: &str, offset: u64) -> Error {
+    Error::failed(format!(
+        "{what} at byte {offset} is larger than {} MiB, more than any real trace event: the file is corrupt or not a PyTorch trace",
+        MAX_VALUE >> 20
+    ))
+}
+
 pub struct Scanner<R> {
     src: R,
     buf: Vec<u8>,
@@ -93,7 +111,13 @@ impl<R: Read> Scanner<R> {
                     return Ok(true);
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) => return Err(Error::failed(format!("read error at byte {}: {e}", self.offset()))),
+                // After how much input, not the start of the value being
+                // read (which was "byte 0" for a gzip header's error).
+                Err(e) => {
+                    let read = self.base + self.end as u64;
+                    let after = if read > 0 { format!(" after {read} bytes") } else { String::new() };
+                    return Err(Error::failed(format!("read error{after}: {e}")));
+                }
             }
         }
     }
@@ -140,23 +164,39 @@ impl<R: Read> Scanner<R> {
     /// Finds the end of the value starting at `pos` (after whitespace),
     /// reading more input as needed. Offsets stay valid: `fill` only moves
     /// data when `pos` moves, and we keep `pos` at the value's start.
-    fn value_end(&mut self) -> Result<ValueEnd> {
+    /// With `keep` false the bytes scanned are discarded as the scan goes
+    /// (a value skipped, of any size); with `keep` the value is held whole
+    /// in `buf[pos..end]`, up to [`MAX_VALUE`].
+    fn value_end(&mut self, keep: bool) -> Result<ValueEnd> {
         match self.peek()? {
             None => Err(self.err("unexpected end of input, expected a value")),
-            Some(b'{') => self.object_end(),
-            Some(_) => self.generic_end(),
+            Some(b'{') => self.object_end(keep),
+            Some(_) => self.generic_end(keep),
         }
+    }
+
+    /// Before reading more in the middle of a value whose scan is at `i`:
+    /// drops what was scanned when it is not kept, refuses a kept value
+    /// over [`MAX_VALUE`]. Returns the scan position relative to `pos`.
+    fn before_fill(&mut self, i: usize, keep: bool) -> Result<usize> {
+        if !keep {
+            // `i` may lie one past `end` (an escape's second byte).
+            self.pos = i.min(self.end);
+        } else if i - self.pos > MAX_VALUE {
+            return Err(too_large("the value", self.offset()));
+        }
+        Ok(i - self.pos)
     }
 
     /// The end of an object: only braces and quotes matter for that, so the
     /// scan jumps from one to the next with SIMD searches.
-    fn object_end(&mut self) -> Result<ValueEnd> {
+    fn object_end(&mut self, keep: bool) -> Result<ValueEnd> {
         let mut depth: usize = 0;
         let mut in_str = false;
         let mut i = self.pos;
         loop {
             if i >= self.end {
-                let rel = i - self.pos;
+                let rel = self.before_fill(i, keep)?;
                 if !self.fill()? {
                     return Err(self.err("unexpected end of input (truncated file?)"));
                 }
@@ -196,18 +236,19 @@ impl<R: Read> Scanner<R> {
     }
 
     /// The end of any other value, byte by byte.
-    fn generic_end(&mut self) -> Result<ValueEnd> {
+    fn generic_end(&mut self, keep: bool) -> Result<ValueEnd> {
         let mut depth: usize = 0;
         let mut in_str = false;
         let mut nonfinite = false;
+        let start = self.offset();
         let mut i = self.pos; // absolute index into buf
         loop {
             if i >= self.end {
-                let rel = i - self.pos;
+                let rel = self.before_fill(i, keep)?;
                 if !self.fill()? {
                     // A bare scalar may end at EOF.
-                    if depth == 0 && !in_str && i > self.pos {
-                        return Ok(ValueEnd { end: i, nonfinite });
+                    if depth == 0 && !in_str && self.offset() + rel as u64 > start {
+                        return Ok(ValueEnd { end: self.pos + rel, nonfinite });
                     }
                     return Err(self.err("unexpected end of input (truncated file?)"));
                 }
@@ -259,18 +300,33 @@ impl<R: Read> Scanner<R> {
     /// bytes it consumed, or `None` when they end too early; then more input
     /// is read and `f` runs again on the longer slice. This lets the event
     /// parser work in the read buffer itself, touching each byte once.
-    pub fn parse_in_place(&mut self, mut f: impl FnMut(&[u8]) -> Result<Option<usize>>) -> Result<()> {
+    /// `event` numbers the value for the message when it is over
+    /// [`MAX_VALUE`].
+    pub fn parse_in_place(&mut self, event: u64, mut f: impl FnMut(&[u8]) -> Result<Option<usize>>) -> Result<()> {
         if self.peek()?.is_none() {
             return Err(self.err("unexpected end of input, expected a value"));
         }
         loop {
+            let seen = self.end - self.pos;
             match f(&self.buf[self.pos..self.end])? {
                 Some(n) => {
                     self.pos += n;
                     return Ok(());
                 }
                 None => {
-                    if !self.fill()? {
+                    if seen > MAX_VALUE {
+                        return Err(too_large(&format!("event {event}"), self.offset()));
+                    }
+                    // `f` starts again from the value's first byte: read
+                    // until what it sees has doubled, so that a long value
+                    // costs O(length) in all, not one pass per read (a
+                    // read from the inflating thread brings 256 KiB).
+                    let want = seen.saturating_mul(2).max(seen + CHUNK / 4).min(MAX_VALUE + 1);
+                    let mut more = false;
+                    while self.end - self.pos < want && self.fill()? {
+                        more = true;
+                    }
+                    if !more {
                         return Err(self.err("unexpected end of input (truncated file?)"));
                     }
                 }
@@ -280,10 +336,11 @@ impl<R: Read> Scanner<R> {
 
     /// Skips one value.
     pub fn skip_value(&mut self) -> Result<()> {
-        let v = self.value_end()?;
-        if v.end == self.pos {
+        // Checked first: the scan below discards what it passes.
+        if matches!(self.peek()?, Some(b',' | b']' | b'}')) {
             return Err(self.err("expected a value"));
         }
+        let v = self.value_end(false)?;
         self.pos = v.end;
         Ok(())
     }
@@ -292,7 +349,7 @@ impl<R: Read> Scanner<R> {
     /// than objects, `NaN`, `Infinity` and `-Infinity` outside strings are
     /// rewritten to `null` in `scratch` (the event parser reads them itself).
     pub fn value<'s>(&'s mut self, scratch: &'s mut Vec<u8>) -> Result<&'s [u8]> {
-        let v = self.value_end()?;
+        let v = self.value_end(true)?;
         if v.end == self.pos {
             return Err(self.err("expected a value"));
         }
@@ -463,5 +520,84 @@ mod tests {
         s.skip_value().unwrap();
         assert_eq!(s.next_key(false, &mut scratch).unwrap(), None);
         assert!(s.at_end().unwrap());
+    }
+
+    /// A reader of `n` filler bytes after `head` and before `tail`, made
+    /// as it is read (the tests' documents would be too large to hold).
+    struct Filler {
+        head: Vec<u8>,
+        n: u64,
+        tail: Vec<u8>,
+        at: u64,
+    }
+    impl Read for Filler {
+        fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+            let (h, n) = (self.head.len() as u64, self.n);
+            let total = h + n + self.tail.len() as u64;
+            let mut k = 0;
+            // Small reads, like the inflating thread's.
+            let max = buf.len().min(256 << 10);
+            while k < max && self.at < total {
+                buf[k] = if self.at < h {
+                    self.head[self.at as usize]
+                } else if self.at < h + n {
+                    b'x'
+                } else {
+                    self.tail[(self.at - h - n) as usize]
+                };
+                k += 1;
+                self.at += 1;
+            }
+            Ok(k)
+        }
+    }
+
+    #[test]
+    fn a_value_over_the_limit_is_refused_and_a_skipped_one_streams() {
+        let big = MAX_VALUE as u64 + (3 << 20);
+        // Held for parsing: refused once past the limit, the buffer bounded.
+        let mut s = Scanner::new(Filler { head: br#"{"name": ""#.to_vec(), n: big, tail: br#""}"#.to_vec(), at: 0 });
+        let err = s.parse_in_place(7, |b| Ok(b.ends_with(b"\"}").then_some(b.len()))).unwrap_err().to_string();
+        assert!(err.starts_with("event 7 at byte 0 is larger than 64 MiB"), "{err}");
+        assert!(s.buf.len() <= 2 * MAX_VALUE + 2 * CHUNK, "{} bytes held", s.buf.len());
+        // Skipped: streamed past, then the next key reads.
+        let mut s =
+            Scanner::new(Filler { head: br#"{"junk": [""#.to_vec(), n: big, tail: br#"\"", {"a": "\\"}], "k": 1}"#.to_vec(), at: 0 });
+        let mut scratch = Vec::new();
+        s.expect(b'{').unwrap();
+        assert_eq!(s.next_key(true, &mut scratch).unwrap().as_deref(), Some("junk"));
+        s.skip_value().unwrap();
+        assert!(s.buf.len() <= 4 * CHUNK, "{} bytes held while skipping", s.buf.len());
+        assert_eq!(s.next_key(false, &mut scratch).unwrap().as_deref(), Some("k"));
+        assert_eq!(s.value(&mut scratch).unwrap(), b"1");
+        // A kept value (a header key's) over the limit is refused too.
+        let mut s = Scanner::new(Filler { head: br#"[""#.to_vec(), n: big, tail: br#""]"#.to_vec(), at: 0 });
+        s.expect(b'[').unwrap();
+        assert!(s.next_element(true).unwrap());
+        let err = s.value(&mut scratch).unwrap_err().to_string();
+        assert!(err.contains("is larger than 64 MiB"), "{err}");
+    }
+
+    #[test]
+    fn skipping_resumes_inside_escapes_and_scalars() {
+        let doc = r#"{"a": "x\"y\\", "b": 12345, "c": [1, "]", {"d": "}"}], "e": tru}"#;
+        let mut s = Scanner::new(OneByte(doc.as_bytes().to_vec(), 0));
+        let mut scratch = Vec::new();
+        s.expect(b'{').unwrap();
+        let mut keys = Vec::new();
+        let mut first = true;
+        while let Some(k) = s.next_key(first, &mut scratch).unwrap() {
+            first = false;
+            keys.push(k);
+            s.skip_value().unwrap();
+        }
+        assert_eq!(keys, ["a", "b", "c", "e"]);
+        assert!(s.at_end().unwrap());
+        let mut s = Scanner::new(&b"[1, , 2]"[..]);
+        s.expect(b'[').unwrap();
+        assert!(s.next_element(true).unwrap());
+        s.skip_value().unwrap();
+        assert!(s.next_element(false).unwrap());
+        assert!(s.skip_value().is_err(), "an empty element is not a value");
     }
 }
