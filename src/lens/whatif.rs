@@ -231,7 +231,7 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
     let modelled = cat.achieved.modelled_ms_per_step.unwrap_or(0.0);
     let now = cat.achieved.pct_of_peak.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}%"));
     let mechanism = format!(
-        "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {now} of it now) lose ~{lost:.3} ms/step less",
+        "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {now} of it now) would take ~{lost:.3} ms/step less",
         cat.category
     );
     let removed = Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 };
