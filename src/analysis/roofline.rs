@@ -221,21 +221,24 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
     }
 
     let mut peak_cache: HashMap<i64, Option<Peaks>> = HashMap::default();
-    let mut rates_of = |w: &OpWork, c: &Call| -> Rates {
+    // A call's rates, and the peak format its FLOPs were judged against
+    // (None without the device's peaks).
+    let mut rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
         let p = c.device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
         let mut r = Rates { flops: w.flops, bytes: w.bytes, ns: c.ns, calls: 1, peaked: p.is_some(), ..Rates::default() };
-        if let Some(p) = &p {
+        let class = p.as_ref().map(|p| {
             let cl = peak_class(w.dtype, w.matrix, c.tensor_core, p);
             let compute = p.tflops(cl).map_or(0.0, |t| w.flops / (t * 1e3));
             let memory = if p.mem_tbps > 0.0 { w.bytes / (p.mem_tbps * 1e3) } else { 0.0 };
             r.roof_ns = compute.max(memory);
             r.compute_roof_ns = if compute >= memory { r.roof_ns } else { 0.0 };
-        }
-        r
+            cl
+        });
+        (r, class)
     };
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
-    let mut call_rates: Vec<Option<Rates>> = vec![None; a.works.len()];
+    let mut call_rates: Vec<Option<(Rates, Option<PeakClass>)>> = vec![None; a.works.len()];
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
     for o in ops.iter().filter(|o| o.work != NO_WORK) {
         let c = &calls[o.work as usize];
@@ -243,39 +246,36 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
             continue; // launched nothing in the steps
         }
         let w = &a.works[o.work as usize];
-        let r = rates_of(w, c);
+        let (r, class) = rates_of(w, c);
         out.ops.entry(o.name).or_default().add(&r);
         out.ops_by_phase.entry((phase_of(o.thread, o.start), o.name)).or_default().add(&r);
         let best = out.op_inputs.entry(o.name).or_insert((w.inputs, 0.0));
         if c.ns > best.1 {
             *best = (w.inputs, c.ns);
         }
-        call_rates[o.work as usize] = Some(r);
+        call_rates[o.work as usize] = Some((r, class));
     }
     // Owners: each kernel's share of its outermost priced call.
     let mut owned: Vec<bool> = vec![false; a.works.len()];
     for &(k, i, phase) in &owner {
         let o = &ops[i as usize];
-        let (Some(r), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else { continue };
+        let (Some((r, class)), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else { continue };
         let span = &a.kernel_spans[k as usize];
         let share = (span.end - span.start) as f64 / c.ns;
         let part = r.scaled(share);
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
         if !std::mem::replace(&mut owned[o.work as usize], true) {
+            let is_matrix = a.works[o.work as usize].matrix;
             let owner = out.owners.entry(o.name).or_default();
             owner.0.add(&r);
-            owner.1 |= a.works[o.work as usize].matrix;
+            owner.1 |= is_matrix;
             out.modelled_ns += r.ns;
             if r.pct_of_peak().is_some_and(|p| p < LOW_EFFICIENCY * 100.0) {
                 out.low_ns += r.ns;
             }
-            let w = &a.works[o.work as usize];
-            if w.matrix {
-                let p = c.device.and_then(|d| peak_cache.get(&d).cloned().flatten());
-                if let Some(p) = p {
-                    matrix.entry(peak_class(w.dtype, true, c.tensor_core, &p)).or_default().add(&r);
-                }
+            if let (true, Some(class)) = (is_matrix, class) {
+                matrix.entry(class).or_default().add(&r);
             }
         }
     }
@@ -312,7 +312,6 @@ const LEAST_EFFICIENT: usize = 5;
 
 /// The profile's efficiency account: the device's peaks, the matrix work's
 /// share of its peak, the kernel categories, what the model could not price.
-#[allow(clippy::too_many_arguments)]
 pub fn efficiency(
     a: &Analyzer,
     roof: Option<&Roofline>,

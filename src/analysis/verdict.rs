@@ -232,9 +232,11 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
     Some(format!("Levers: {}.", parts.join("; ")))
 }
 
-/// Ops that only move or convert data.
+/// Ops that only copy or convert data (by aten name: `scatter` and
+/// `concat`-like names are not copies to avoid).
 fn is_copy(op: &str) -> bool {
-    ["copy", "contiguous", "clone", "cat", "stack"].iter().any(|w| op.contains(w))
+    let name = op.strip_prefix("aten::").unwrap_or(op);
+    matches!(name, "copy_" | "_to_copy" | "to" | "contiguous" | "clone" | "_copy_from" | "_copy_from_and_resize")
 }
 
 /// What removes launch gaps, unless the trace already replays graphs.

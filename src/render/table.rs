@@ -155,7 +155,7 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
         in_phase(&k.query.phase),
         k.kernels.len()
     ));
-    t.notes = k.efficiency_notes.iter().map(|n| format!("rates: {n}")).collect();
+    t.notes = k.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
     Ok(t)
 }
 
@@ -179,7 +179,7 @@ pub fn ops(o: &Ops) -> Result<Table> {
         in_phase(&o.query.phase),
         o.ops.len()
     ));
-    t.notes = o.efficiency_notes.iter().map(|n| format!("rates: {n}")).collect();
+    t.notes = o.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
     Ok(t)
 }
 

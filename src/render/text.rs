@@ -366,10 +366,14 @@ fn rate_columns(a: &Achieved) -> String {
     )
 }
 
-/// Why the rate columns are missing or partial.
+/// Why the rate columns are missing or partial, as the tables say it.
+pub fn rates_note(note: &str) -> String {
+    format!("rates: {note}")
+}
+
 fn efficiency_notes(o: &mut String, notes: &[String]) {
     for n in notes {
-        let _ = writeln!(o, "rates: {n}");
+        let _ = writeln!(o, "{}", rates_note(n));
     }
 }
 

@@ -128,7 +128,7 @@ fn sort_cycles_time_count_name_efficiency() {
     // Ops sort the same way (by rearranging the lens rows).
     let mut a = app(TRAIN_B4, None);
     typ(&mut a, "4s");
-    assert_eq!(a.ops.sort, Sort::Count);
+    assert_eq!(a.ops.query.sort, Sort::Count);
     let n: Vec<f64> = a.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]));
 }
@@ -310,7 +310,7 @@ fn live_reload_keeps_pane_and_filters() {
     assert_eq!(a.pane, Pane::Ops);
     assert_eq!(a.ops.query.phase.as_deref(), Some("forward"));
     assert_eq!(a.ops.query.grep.as_deref(), Some("conv"));
-    assert_eq!(a.ops.sort, Sort::Count);
+    assert_eq!(a.ops.query.sort, Sort::Count);
     assert!(a.message.as_deref().unwrap().starts_with("reloaded"));
     assert!(a.changed_on_disk().is_empty());
 

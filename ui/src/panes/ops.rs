@@ -1,8 +1,7 @@
 //! Ops: the `ops` lens (aten/autograd ops by CPU time), sortable, filtered
-//! by regex, scoped to a phase. The pane owns its query, sort, the lens
+//! by regex, scoped to a phase. The pane owns its query (with its sort), the lens
 //! result and the selection.
 
-use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
 use libreyolo_core::profile::OpRow;
 use libreyolo_core::render::text::num;
@@ -19,7 +18,6 @@ use crate::input::Action;
 #[derive(Debug, Clone, Default)]
 pub struct OpsPane {
     pub query: OpQuery,
-    pub sort: Sort,
     pub result: Option<Ops>,
     pub error: Option<String>,
     pub selected: usize,
@@ -34,14 +32,13 @@ impl OpsPane {
             return true;
         }
         match a {
-            Action::CycleSort => self.sort = self.sort.next(),
+            Action::CycleSort => self.query.sort = self.query.sort.next(),
             Action::CyclePhase => {
                 let names = phase_names(data);
                 self.query.phase = cycle(&names, self.query.phase.as_deref());
             }
             Action::ClearFilters => {
                 self.query = OpQuery::default();
-                self.sort = Sort::Time;
             }
             _ => return false,
         }
@@ -57,7 +54,6 @@ impl OpsPane {
 
     pub fn refresh(&mut self, data: Option<&Loaded>) {
         let Some(p) = data.map(Loaded::profile) else { return };
-        self.query.sort = self.sort;
         match ops(p, &self.query) {
             Ok(o) => {
                 self.selected = self.selected.min(o.ops.len().saturating_sub(1));
@@ -128,7 +124,7 @@ pub fn status(app: &App) -> Vec<Span<'static>> {
     let t = &app.theme;
     let pane = &app.ops;
     let q = &pane.query;
-    let mut s = vec![Span::styled(format!("sort:{}", pane.sort.as_str()), t.accent())];
+    let mut s = vec![Span::styled(format!("sort:{}", pane.query.sort.as_str()), t.accent())];
     if let Some(g) = &q.grep {
         s.push(Span::styled(format!(" /{g}/"), t.accent()));
     }
