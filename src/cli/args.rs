@@ -39,6 +39,9 @@ pub struct ProfileArgs {
     /// Memory a reader may hold before it stops (e.g. 8G, 512M; 0: no limit). Default: half the machine's RAM, or LIBREYOLO_MAX_MEMORY
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
+    /// Threads to use: a reader's parsing threads, a capture's intra-op CPU threads. Default: the CPUs this process may use
+    #[arg(long, global = true, value_name = "N")]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -324,8 +327,8 @@ pub struct RunArgs {
     /// `cpu`, or a CUDA index
     #[arg(long, default_value = "0")]
     pub device: String,
-    /// Intra-op CPU threads (default: the CPUs this process may use)
-    #[arg(long)]
+    /// Intra-op CPU threads: the group's `--threads`.
+    #[arg(skip)]
     pub threads: Option<usize>,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
@@ -367,8 +370,8 @@ pub struct InferArgs {
     pub max_det: usize,
     #[arg(long, default_value = "0")]
     pub device: String,
-    /// Intra-op CPU threads (default: the CPUs this process may use)
-    #[arg(long)]
+    /// Intra-op CPU threads: the group's `--threads`.
+    #[arg(skip)]
     pub threads: Option<usize>,
     /// Measure the deployed graph: BatchNorm folded into its convolution and
     /// RepConv branches merged, as exported models run. Default: the graph

@@ -31,7 +31,14 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
         Ok(parsed) => match parsed.command {
             TopCommand::Profile(profile) => {
                 crate::budget::configure(profile.max_memory.as_deref())?;
-                Ok(profile.command)
+                crate::trace::parallel::configure(profile.threads)?;
+                let mut command = profile.command;
+                match &mut command {
+                    Some(ProfileCommand::Run(a)) => a.threads = profile.threads,
+                    Some(ProfileCommand::Infer(a)) => a.threads = profile.threads,
+                    _ => {}
+                }
+                Ok(command)
             }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.

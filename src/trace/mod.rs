@@ -4,6 +4,7 @@
 pub mod event;
 mod inflate;
 pub mod input;
+pub mod parallel;
 pub mod scan;
 
 use std::path::Path;
@@ -177,10 +178,22 @@ pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Re
     Ok(Document::Trace(info))
 }
 
-fn stream_events<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
-    let mut scratch = Vec::new();
+fn stream_events(s: &mut Scanner<Box<dyn std::io::Read>>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
     s.expect(b'[')?;
     let mut first = true;
+    if parallel::enabled() {
+        match parallel::stream_events(s, sink, info)? {
+            parallel::Rest::Closed => return Ok(()),
+            parallel::Rest::Elements { first: f } => first = f,
+        }
+    }
+    stream_elements(s, sink, info, first)
+}
+
+/// The elements of `traceEvents` on this thread, from an element boundary
+/// (`first`: just after the `[`).
+fn stream_elements<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo, mut first: bool) -> Result<()> {
+    let mut scratch = Vec::new();
     while s.next_element(first)? {
         first = false;
         info.events += 1;

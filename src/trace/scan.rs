@@ -62,6 +62,14 @@ impl<R: Read> Scanner<R> {
         Scanner { base, ..Scanner::new(src) }
     }
 
+    /// Takes the scanner apart: the bytes read but not yet consumed, the
+    /// stream offset of the first of them, the source, and whether the
+    /// source has ended (what the parallel reader goes on from).
+    pub fn into_parts(self) -> (Vec<u8>, u64, R, bool) {
+        let offset = self.offset();
+        (self.buf[self.pos..self.end].to_vec(), offset, self.src, self.eof)
+    }
+
     /// Discards input up to byte `offset` of the stream (forward only).
     pub fn skip_to(&mut self, offset: u64) -> Result<()> {
         while self.base + (self.end as u64) < offset {

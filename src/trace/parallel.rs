@@ -1,0 +1,523 @@
+//! `traceEvents` parsed on several threads, handed over in file order
+//! (docs/analysis.md §1, docs/design.md).
+//!
+//! The calling thread reads the input in blocks and cuts each just after
+//! an event's closing brace (a `}` followed by `,` and `{`, whitespace
+//! between). Parsing threads turn blocks into events; the calling thread
+//! gives them to the sink in file order — so the sink, and every figure
+//! made from it, sees what a one-thread read gives, event for event.
+//!
+//! A cut is a guess: the pattern can lie inside a string or in an event's
+//! nested array. Block 0 starts at the array's first byte; a block's parse
+//! is trusted when the block before it, itself trusted, ended exactly at
+//! the cut — so every trusted block starts at a real event boundary. A
+//! block that ends inside an element has its tail joined to the next block
+//! and parsed again here. On anything else (a syntax error, an element that
+//! is not an object, an event over the size limit, input that ends before
+//! the array), the one-thread scanner reads on from the last trusted
+//! boundary, and says what it says on a one-thread read.
+
+use std::cell::Cell;
+use std::collections::VecDeque;
+use std::io::{self, Cursor, Read};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use yoke::{Yoke, Yokeable};
+
+use super::event::{Event, ParseError};
+use super::scan::{MAX_VALUE, Scanner};
+use super::{EventSink, TraceInfo};
+use crate::error::{Error, Result};
+
+/// Bytes per block: about 3 000 events of a real trace, so that handing a
+/// block over costs nothing against parsing it, and the events a block
+/// becomes (~1.5× its bytes) stay few per thread.
+pub const BLOCK: usize = 1 << 20;
+/// Blocks read ahead of the sink, per parsing thread.
+const AHEAD: usize = 2;
+/// A block with no cut in this many bytes (one event near the size limit)
+/// goes to the one-thread scanner, which holds or refuses it.
+const NO_CUT: usize = MAX_VALUE + BLOCK;
+
+/// Threads a read may use: `--threads`, else the CPUs this process may run on.
+static THREADS: AtomicUsize = AtomicUsize::new(0);
+
+thread_local! {
+    /// This thread's share when readers run side by side (a rank folder),
+    /// and the block size (tests cut small fixtures into many blocks).
+    static SHARE: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
+}
+
+/// Sets the thread budget from `--threads` (`None`: every CPU we may use).
+pub fn configure(flag: Option<usize>) -> Result<()> {
+    match flag {
+        Some(0) => Err(Error::usage("--threads 0: expected 1 or more")),
+        Some(n) => {
+            THREADS.store(n, Ordering::Relaxed);
+            Ok(())
+        }
+        None => {
+            THREADS.store(0, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+}
+
+/// The process's thread budget.
+pub fn budget() -> usize {
+    match THREADS.load(Ordering::Relaxed) {
+        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
+        n => n,
+    }
+}
+
+/// Threads and block size for a read on this thread.
+fn settings() -> (usize, usize) {
+    SHARE.with(Cell::get).unwrap_or_else(|| (budget(), BLOCK))
+}
+
+/// Runs `f` with reads on this thread using `threads` threads and blocks
+/// of `block` bytes: a rank folder's share of the budget, or a test's.
+pub fn with_share<T>(threads: usize, block: usize, f: impl FnOnce() -> T) -> T {
+    let before = SHARE.with(|s| s.replace(Some((threads.max(1), block.max(64)))));
+    let out = f();
+    SHARE.with(|s| s.set(before));
+    out
+}
+
+/// Whether a read on this thread parses in parallel.
+pub(super) fn enabled() -> bool {
+    settings().0 > 1
+}
+
+/// Where the caller goes on after [`stream_events`], on the scanner it
+/// was given (now over the input's remaining bytes).
+pub(super) enum Rest {
+    /// The array ended: the scanner is at the byte after its `]`.
+    Closed,
+    /// The one-thread scanner reads on, at an element boundary: `first`
+    /// when no element has been read yet (a `]` may close the array).
+    Elements { first: bool },
+}
+
+/// The state at an element boundary.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum State {
+    /// Just after the array's `[`.
+    First,
+    /// Just after an element: `,` or `]` comes next.
+    Separator,
+}
+
+/// A block's events, borrowing from its bytes.
+#[derive(Yokeable)]
+struct Batch<'a> {
+    items: Vec<Item<'a>>,
+    end: End,
+}
+
+struct Item<'a> {
+    /// Where the element starts in its block.
+    at: u32,
+    /// `None`: valid JSON but not a usable event (counted as malformed).
+    event: Option<Event<'a>>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum End {
+    /// Every byte parsed, the last an element's end: the cut was real.
+    Clean,
+    /// The array's `]`, ending just before this offset.
+    Closed(usize),
+    /// The bytes end inside the element after the boundary at this offset.
+    Short(usize, State),
+    /// What only the one-thread scanner says the same way (a syntax error,
+    /// an element not an object, an event over the limit), after the
+    /// boundary at this offset.
+    Refused(usize, State),
+}
+
+type Parsed = Yoke<Batch<'static>, Vec<u8>>;
+
+/// Parses the elements of a block that starts at a boundary in `start`.
+fn parse_block(b: &[u8], start: State) -> Batch<'_> {
+    let mut items = Vec::with_capacity(b.len() / 256);
+    let (mut boundary, mut state) = (0, start);
+    let mut i = 0;
+    let ws = |i: &mut usize| {
+        while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
+            *i += 1;
+        }
+    };
+    loop {
+        ws(&mut i);
+        match (b.get(i), state) {
+            (None, State::Separator) => return Batch { items, end: End::Clean },
+            (None, State::First) => return Batch { items, end: End::Short(boundary, state) },
+            (Some(b']'), _) => return Batch { items, end: End::Closed(i + 1) },
+            (Some(b','), State::Separator) => {
+                i += 1;
+                ws(&mut i);
+            }
+            (Some(_), State::First) => {}
+            (Some(_), State::Separator) => return Batch { items, end: End::Refused(boundary, state) },
+        }
+        match b.get(i) {
+            None => return Batch { items, end: End::Short(boundary, state) },
+            Some(b'{') => {}
+            Some(_) => return Batch { items, end: End::Refused(boundary, state) },
+        }
+        let at = i as u32;
+        match Event::parse_prefix(&b[i..]) {
+            Ok((event, used)) if used <= MAX_VALUE => {
+                items.push(Item { at, event: Some(event) });
+                i += used;
+            }
+            Err(ParseError::ShapeAt(_, used)) if used <= MAX_VALUE => {
+                items.push(Item { at, event: None });
+                i += used;
+            }
+            Err(ParseError::Eof) if b.len() - i <= MAX_VALUE => return Batch { items, end: End::Short(boundary, state) },
+            _ => return Batch { items, end: End::Refused(boundary, state) },
+        }
+        (boundary, state) = (i, State::Separator);
+    }
+}
+
+/// The last cut in `buf` whose `{` lies at or after `from`: the offset
+/// just after a `}` that `,` and `{` follow.
+fn find_cut(buf: &[u8], from: usize) -> Option<usize> {
+    let ws = |c: u8| matches!(c, b' ' | b'\n' | b'\r' | b'\t');
+    let mut hi = buf.len();
+    while let Some(q) = memchr::memrchr(b'{', &buf[from.min(hi)..hi]).map(|k| k + from.min(hi)) {
+        hi = q;
+        let mut j = q;
+        while j > 0 && ws(buf[j - 1]) {
+            j -= 1;
+        }
+        if j == 0 || buf[j - 1] != b',' {
+            continue;
+        }
+        j -= 1;
+        while j > 0 && ws(buf[j - 1]) {
+            j -= 1;
+        }
+        if j > 0 && buf[j - 1] == b'}' {
+            return Some(j);
+        }
+    }
+    None
+}
+
+/// A block read and cut, waiting for its turn.
+struct Block {
+    /// Stream offset of its first byte.
+    base: u64,
+    state: State,
+    /// Parsed by this worker; `None`: held here (no cut in [`NO_CUT`] bytes).
+    worker: Option<usize>,
+    /// The bytes of a block no worker parses.
+    held: Vec<u8>,
+}
+
+/// The input after the array's `[`, read in blocks.
+struct Input {
+    reader: Box<dyn Read>,
+    /// The reader ended, or failed: then the error, for the scanner to say.
+    ended: bool,
+    failed: Option<io::Error>,
+    /// Bytes read past the last cut.
+    carry: Vec<u8>,
+    /// Stream offset of `carry[0]`.
+    offset: u64,
+    pool: Vec<Vec<u8>>,
+    block: usize,
+    /// The state the next block starts in.
+    state: State,
+}
+
+impl Input {
+    /// Appends up to `n` bytes to `buf`.
+    fn read(&mut self, buf: &mut Vec<u8>, n: usize) {
+        match (&mut self.reader).take(n as u64).read_to_end(buf) {
+            Ok(got) if got < n => self.ended = true,
+            Ok(_) => {}
+            Err(e) => {
+                self.ended = true;
+                self.failed = Some(e);
+            }
+        }
+    }
+
+    /// The next block, cut after an event; `None` once the input ended.
+    fn next(&mut self) -> Option<(u64, State, Vec<u8>, bool)> {
+        if self.carry.is_empty() && self.ended {
+            return None;
+        }
+        let mut buf = self.pool.pop().unwrap_or_default();
+        buf.clear();
+        buf.append(&mut self.carry);
+        let (base, state) = (self.offset, self.state);
+        self.state = State::Separator;
+        let mut want = self.block.max(buf.len() + 1);
+        let mut searched = 0;
+        loop {
+            if !self.ended {
+                let n = want - buf.len();
+                self.read(&mut buf, n);
+            }
+            if self.ended {
+                self.offset = base + buf.len() as u64;
+                return Some((base, state, buf, true));
+            }
+            if let Some(cut) = find_cut(&buf, searched) {
+                self.carry.extend_from_slice(&buf[cut..]);
+                buf.truncate(cut);
+                self.offset = base + cut as u64;
+                return Some((base, state, buf, true));
+            }
+            if buf.len() >= NO_CUT {
+                self.offset = base + buf.len() as u64;
+                return Some((base, state, buf, false));
+            }
+            searched = buf.len();
+            want = (buf.len() * 2).min(NO_CUT);
+        }
+    }
+
+    fn recycle(&mut self, buf: Vec<u8>) {
+        if self.pool.len() < 4 {
+            self.pool.push(buf);
+        }
+    }
+}
+
+/// Reads the error a failed reader returned, once, after the bytes before it.
+struct Failed(Option<io::Error>);
+
+impl Read for Failed {
+    fn read(&mut self, _: &mut [u8]) -> io::Result<usize> {
+        match self.0.take() {
+            Some(e) => Err(e),
+            None => Ok(0),
+        }
+    }
+}
+
+/// Streams the elements of `traceEvents` after its `[` from `s` into
+/// `sink` on `threads` parsing threads, then leaves `s` over the rest of
+/// the input (see [`Rest`]).
+pub(super) fn stream_events(s: &mut Scanner<Box<dyn Read>>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<Rest> {
+    let (threads, block) = settings();
+    let (carry, offset, reader, ended) = std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
+    let mut input = Input { reader, ended, failed: None, carry, offset, pool: Vec::new(), block, state: State::First };
+    std::thread::scope(|scope| {
+        let mut jobs = Vec::with_capacity(threads);
+        let mut results = Vec::with_capacity(threads);
+        for _ in 0..threads {
+            let (job_tx, job_rx) = mpsc::channel::<(State, Vec<u8>)>();
+            let (res_tx, res_rx) = mpsc::channel::<Parsed>();
+            std::thread::Builder::new()
+                .name("parse".into())
+                .spawn_scoped(scope, move || {
+                    for (state, bytes) in job_rx {
+                        let parsed = Yoke::<Batch<'static>, Vec<u8>>::attach_to_cart(bytes, |b: &[u8]| parse_block(b, state));
+                        if res_tx.send(parsed).is_err() {
+                            return;
+                        }
+                    }
+                })
+                .map_err(|e| Error::failed(format!("cannot start a parsing thread: {e}")))?;
+            jobs.push(job_tx);
+            results.push(res_rx);
+        }
+        let mut d = Driver { input: &mut input, jobs, results, pending: VecDeque::new(), next_worker: 0, threads };
+        let rest = d.run(sink, info)?;
+        let (head, base, first) = match rest {
+            Resume::Array { head, base } => (head, base, None),
+            Resume::Elements { head, base, state } => (head, base, Some(state == State::First)),
+        };
+        let mut bytes = head;
+        d.drain_into(&mut bytes);
+        bytes.append(&mut d.input.carry);
+        let tail: Box<dyn Read> = match d.input.failed.take() {
+            Some(e) => Box::new(Failed(Some(e))),
+            None => std::mem::replace(&mut d.input.reader, Box::new(io::empty())),
+        };
+        *s = Scanner::starting_at(Box::new(Cursor::new(bytes).chain(tail)), base);
+        Ok(match first {
+            None => Rest::Closed,
+            Some(first) => Rest::Elements { first },
+        })
+    })
+}
+
+/// Where the one-thread scanner takes over: the bytes from there that the
+/// driver holds, and their stream offset.
+enum Resume {
+    Array { head: Vec<u8>, base: u64 },
+    Elements { head: Vec<u8>, base: u64, state: State },
+}
+
+struct Driver<'i> {
+    input: &'i mut Input,
+    jobs: Vec<mpsc::Sender<(State, Vec<u8>)>>,
+    results: Vec<mpsc::Receiver<Parsed>>,
+    pending: VecDeque<Block>,
+    next_worker: usize,
+    threads: usize,
+}
+
+impl Driver<'_> {
+    /// Reads ahead until [`AHEAD`] blocks per thread are in flight.
+    fn fill(&mut self) {
+        while self.pending.len() < AHEAD * self.threads {
+            let Some((base, state, bytes, cut)) = self.input.next() else { return };
+            if !cut {
+                self.pending.push_back(Block { base, state, worker: None, held: bytes });
+                return; // the scanner takes over there
+            }
+            let w = self.next_worker;
+            self.next_worker = (w + 1) % self.threads;
+            match self.jobs[w].send((state, bytes)) {
+                Ok(()) => self.pending.push_back(Block { base, state, worker: Some(w), held: Vec::new() }),
+                // A parsing thread stopped (it panicked): hold the bytes,
+                // the scanner reads them.
+                Err(mpsc::SendError((_, bytes))) => {
+                    self.pending.push_back(Block { base, state, worker: None, held: bytes });
+                    return;
+                }
+            }
+        }
+    }
+
+    /// The next block's bytes and, when a worker parsed it, its events.
+    fn take(&mut self, block: &mut Block) -> Option<Parsed> {
+        let w = block.worker.take()?;
+        // `None`: the thread died (a panic, which the scope raises again).
+        self.results[w].recv().ok()
+    }
+
+    /// Appends a block's bytes to `head`.
+    fn append(&mut self, head: &mut Vec<u8>, block: &Block, parsed: Option<Parsed>) {
+        match parsed {
+            Some(p) => {
+                let cart = p.into_backing_cart();
+                head.extend_from_slice(&cart);
+                self.input.recycle(cart);
+            }
+            None => head.extend_from_slice(&block.held),
+        }
+    }
+
+    /// Every block still in flight, appended in order (the scanner's input).
+    fn drain_into(&mut self, out: &mut Vec<u8>) {
+        while let Some(mut b) = self.pending.pop_front() {
+            match self.take(&mut b) {
+                Some(parsed) => out.extend_from_slice(parsed.backing_cart()),
+                None => out.extend_from_slice(&b.held),
+            }
+        }
+    }
+
+    fn run(&mut self, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<Resume> {
+        // A tail that ended inside an element, to join to the next block.
+        let mut tail: Option<(Vec<u8>, u64, State)> = None;
+        loop {
+            self.fill();
+            let Some(mut block) = self.pending.pop_front() else {
+                // The input ended before the array: the scanner says how.
+                return Ok(match tail {
+                    Some((head, base, state)) => Resume::Elements { head, base, state },
+                    None => Resume::Elements { head: Vec::new(), base: self.input.offset, state: self.input.state },
+                });
+            };
+            let held = block.worker.is_none();
+            let (base, parsed) = match (tail.take(), self.take(&mut block)) {
+                (None, Some(parsed)) => (block.base, parsed),
+                (None, None) => return Ok(Resume::Elements { head: block.held, base: block.base, state: block.state }),
+                (Some((mut head, base, state)), parsed) => {
+                    // Parsed again from the tail's boundary: join blocks
+                    // until the bytes double, so that an element spanning
+                    // many blocks costs O(its length), not one parse per block.
+                    let want = head.len().saturating_mul(2);
+                    let (mut block, mut parsed, mut held) = (block, parsed, held);
+                    loop {
+                        self.append(&mut head, &block, parsed);
+                        if held || head.len() > NO_CUT {
+                            return Ok(Resume::Elements { head, base, state });
+                        }
+                        if head.len() >= want {
+                            break;
+                        }
+                        self.fill();
+                        let Some(mut next) = self.pending.pop_front() else { break };
+                        held = next.worker.is_none();
+                        parsed = self.take(&mut next);
+                        block = next;
+                    }
+                    (base, Yoke::attach_to_cart(head, |b: &[u8]| parse_block(b, state)))
+                }
+            };
+            let batch = parsed.get();
+            deliver(&batch.items, base, sink, info)?;
+            let end = batch.end;
+            let bytes = parsed.into_backing_cart();
+            match end {
+                End::Clean => self.input.recycle(bytes),
+                End::Short(at, state) => tail = Some((bytes[at..].to_vec(), base + at as u64, state)),
+                End::Closed(at) => return Ok(Resume::Array { head: bytes[at..].to_vec(), base: base + at as u64 }),
+                End::Refused(at, state) => return Ok(Resume::Elements { head: bytes[at..].to_vec(), base: base + at as u64, state }),
+            }
+        }
+    }
+}
+
+/// Gives a block's events to the sink, as the one-thread loop does.
+fn deliver(items: &[Item<'_>], base: u64, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
+    for item in items {
+        info.events += 1;
+        let at = base + u64::from(item.at);
+        if info.events % crate::budget::CHECK_EVERY == 0 {
+            crate::budget::check(info.events, at)?;
+        }
+        sink.at(at);
+        match &item.event {
+            Some(ev) => sink.event(ev),
+            None => sink.malformed(),
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn cuts_only_after_a_closing_brace_before_an_object() {
+        assert_eq!(find_cut(br#"{"a": 1}, {"b": 2}"#, 0), Some(8));
+        assert_eq!(find_cut(b"{\"a\": 1}\n ,\n\t{\"b\"", 0), Some(8));
+        assert_eq!(find_cut(br#"{"a": [1, {"b": 2}]}"#, 0), None, "`, {{` after a number is not a cut");
+        assert_eq!(find_cut(br#"{"a": {"b": 2}}"#, 0), None);
+        assert_eq!(find_cut(br#"{"x": "}, {"}, {"#, 0), Some(13), "the last one wins");
+    }
+
+    #[test]
+    fn a_block_says_where_it_ended() {
+        let b = br#"{"name": "a"}, {"name": 5}, {"name": "c"}"#;
+        let batch = parse_block(b, State::First);
+        assert_eq!(batch.items.len(), 3);
+        assert!(batch.items[1].event.is_none(), "a field of the wrong type is malformed");
+        assert_eq!(batch.end, End::Clean);
+        let batch = parse_block(br#", {"name": "a"}, {"name": "b"#, State::Separator);
+        assert_eq!((batch.items.len(), batch.end), (1, End::Short(15, State::Separator)));
+        let batch = parse_block(br#", {"name": "a"}] , "k": 1"#, State::Separator);
+        assert_eq!(batch.end, End::Closed(16));
+        assert_eq!(parse_block(br#", {"name": "a"}, ]"#, State::Separator).end, End::Refused(15, State::Separator));
+        assert_eq!(parse_block(br#", 3"#, State::Separator).end, End::Refused(0, State::Separator));
+        assert_eq!(parse_block(br#"]"#, State::First).end, End::Closed(1));
+        assert_eq!(parse_block(br#", {"a": 1 2}"#, State::Separator).end, End::Refused(0, State::Separator));
+    }
+}

@@ -1,0 +1,185 @@
+//! The parallel reader gives what one thread gives (docs/analysis.md §1):
+//! the same profile, byte for byte in JSON, on every real fixture at any
+//! thread count and block size, from `.json` and `.json.gz`; the same
+//! result or the same error on traces made to defeat the block cuts
+//! (`}, {`, newlines and escaped quotes inside strings, a cut inside a 1 MB
+//! string, nested arrays of objects), and on the property tests' mutated
+//! real events. Every real trace is read once.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+
+use libreyolo_core::analysis::{Sidecar, analyze_source};
+use libreyolo_core::trace::{self, Source, parallel};
+use proptest::prelude::*;
+
+fn fixtures() -> Vec<PathBuf> {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces");
+    let mut out = Vec::new();
+    for dir in std::fs::read_dir(root).unwrap() {
+        for f in std::fs::read_dir(dir.unwrap().path()).unwrap() {
+            let p = f.unwrap().path();
+            if p.to_string_lossy().ends_with(".json.gz") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+fn inflate(path: &Path) -> Vec<u8> {
+    let mut out = Vec::new();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap()).read_to_end(&mut out).unwrap();
+    out
+}
+
+/// The profile of `src` as JSON without the input's name, or the error's
+/// sentence, read with `threads` threads in blocks of `block` bytes.
+fn read(src: &Source, threads: usize, block: usize) -> String {
+    parallel::with_share(threads, block, || match analyze_source(src, Sidecar::None, false) {
+        Ok(Some((p, notes))) => {
+            let mut v = serde_json::to_value(&p).unwrap();
+            v.as_object_mut().unwrap().remove("trace");
+            format!("{}\n{notes:?}", serde_json::to_string_pretty(&v).unwrap())
+        }
+        Ok(None) => "not a trace".into(),
+        Err(e) => format!("error: {e}"),
+    })
+}
+
+fn file(bytes: &[u8], name: &str) -> (tempfile::TempDir, Source) {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join(name);
+    std::fs::File::create(&p).unwrap().write_all(bytes).unwrap();
+    let src = Source::file(&p);
+    (dir, src)
+}
+
+fn gzip(bytes: &[u8]) -> Vec<u8> {
+    let mut e = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+    e.write_all(bytes).unwrap();
+    e.finish().unwrap()
+}
+
+#[test]
+fn every_fixture_reads_the_same_at_any_thread_count_plain_or_gzipped() {
+    for path in fixtures() {
+        let gz = Source::file(&path);
+        let one = read(&gz, 1, parallel::BLOCK);
+        assert!(!one.starts_with("error"), "{}: {one}", path.display());
+        let (_dir, plain) = file(&inflate(&path), "t.json");
+        for (threads, block) in [(2, parallel::BLOCK), (7, parallel::BLOCK), (2, 4096), (7, 65536), (3, 777)] {
+            assert_eq!(read(&plain, threads, block), one, "{} plain, {threads} threads, blocks of {block}", path.display());
+        }
+        assert_eq!(read(&gz, 7, 8192), one, "{} gzipped, 7 threads", path.display());
+    }
+}
+
+#[test]
+fn a_real_trace_without_phase_ranges_is_read_once() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
+    let (_dir, plain) = file(&inflate(&path), "control.json");
+    for threads in [1, 2, 7] {
+        let before = trace::passes_on_this_thread();
+        let out = read(&plain, threads, 65536);
+        assert!(out.contains("\"passes\": 1"), "{out}");
+        assert!(out.contains("\"phases_inferred\""), "the trace has no step/<phase> ranges: {out}");
+        assert_eq!(trace::passes_on_this_thread() - before, 1, "{threads} threads");
+    }
+}
+
+/// A trace whose strings hold what the block cuts look for.
+fn hostile_strings(long: usize) -> String {
+    let mut ev =
+        vec![r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 100000}"#.to_string()];
+    for i in 0..400 {
+        let name = match i % 5 {
+            0 => r#"aten::a}, {\"ph\": \"X\", \"name\": \"fake\"}, {"#.to_string(),
+            1 => r#"aten::b}\n,\n{\"x\""#.to_string(),
+            2 => r#"aten::c\\\"}, {"#.to_string(),
+            3 if i == 3 => format!("aten::long{}", "}, {".repeat(long / 4)),
+            _ => "aten::d".to_string(),
+        };
+        ev.push(format!(
+            r#"{{"ph": "X", "cat": "cpu_op", "name": "{name}", "pid": 1, "tid": 1, "ts": {}, "dur": 10, "args": {{"nested": [{{"a": 1}}, {{"b": "}}, {{"}}], "External id": {i}}}}}"#,
+            i * 20 + 5
+        ));
+        ev.push(format!(
+            r#"{{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": {}, "dur": 4, "args": {{"correlation": {i}}}}}"#,
+            i * 20 + 6
+        ));
+        ev.push(format!(
+            r#"{{"ph": "X", "cat": "kernel", "name": "k{}", "pid": 0, "tid": 7, "ts": {}, "dur": 8, "args": {{"correlation": {i}, "stream": 7, "device": 0}}}}"#,
+            i % 3,
+            i * 20 + 9
+        ));
+    }
+    format!("{{\"schemaVersion\": 1, \"traceEvents\": [\n{}\n], \"traceName\": \"x\"}}", ev.join(",\n"))
+}
+
+#[test]
+fn cuts_inside_strings_and_nested_arrays_change_nothing() {
+    for long in [64, 1 << 20] {
+        let doc = hostile_strings(long);
+        let (_dir, src) = file(doc.as_bytes(), "t.json");
+        let one = read(&src, 1, parallel::BLOCK);
+        assert!(one.contains("\"kernels_per_step\": 400.0"), "{}", &one[..one.len().min(2000)]);
+        for (threads, block) in [(2, 64), (3, 200), (7, 1000), (2, 4096), (4, 300_000)] {
+            assert_eq!(read(&src, threads, block), one, "{long}-byte string, {threads} threads, blocks of {block}");
+        }
+    }
+}
+
+#[test]
+fn broken_traces_fail_with_the_same_sentence() {
+    let doc = hostile_strings(64);
+    let cut = doc.len() * 2 / 3;
+    let mut cases = vec![doc[..cut].to_string(), doc.replacen("\"dur\": 10,", "\"dur\": 10,,", 150)];
+    cases.push(doc.replacen("\"ts\": 605", "\"ts\": 60 5", 1));
+    cases.push(doc.replace("\n],", "\n,],"));
+    cases.push(doc.replacen("\"cat\": \"kernel\"", "\"cat\": [\"kernel\"]", 100));
+    cases.push(doc.replacen("{\"ph\": \"X\", \"cat\": \"kernel\"", "7, {\"ph\": \"X\", \"cat\": \"kernel\"", 30));
+    for (k, bytes) in cases.iter().enumerate() {
+        let (_dir, src) = file(bytes.as_bytes(), "t.json");
+        let one = read(&src, 1, parallel::BLOCK);
+        for (threads, block) in [(2, 64), (7, 999), (2, 1 << 16)] {
+            assert_eq!(read(&src, threads, block), one, "case {k}, {threads} threads, blocks of {block}");
+        }
+        let (_dir, src) = file(&gzip(bytes.as_bytes()), "t.json.gz");
+        assert_eq!(read(&src, 3, 500), one, "case {k} gzipped");
+    }
+}
+
+/// Real events, from the shared traces (see tests/reader_props.rs).
+const SEED: &str = r#"{"schemaVersion": 1, "traceEvents": [
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "cpu_op", "name": "aten::conv2d", "pid": 1, "tid": 1, "ts": 10, "dur": 50, "args": {"External id": 4, "Input Dims": [[1, 3, 64, 64], [8, 3, 3, 3]], "Input type": ["float", "float"]}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 4, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "sm90_xmma_gemm_\"q\"\\x", "pid": 0, "tid": 7, "ts": 30, "dur": 300, "args": {"correlation": 9, "grid": [1, 2, 3]}},
+ {"ph": "i", "s": "t", "name": "[memory]", "pid": 1, "tid": 1, "ts": 40, "args": {"Total Reserved": 500, "Device Type": 1, "Device Id": 0}},
+ {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD", "pid": 0, "tid": 7, "ts": 400, "dur": 10, "args": {"correlation": 11}}
+], "traceName": "x"}"#;
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 300, ..ProptestConfig::default() })]
+
+    #[test]
+    fn mutated_traces_read_the_same_at_any_thread_count(
+        pos in 0..SEED.len(),
+        insert in prop_oneof![Just("}, {"), Just("\""), Just("\\"), Just(","), Just("]"), Just("{"), Just("}"), Just("\n"), Just("")],
+        cut in any::<bool>(),
+        threads in 2usize..8,
+        block in 64usize..400,
+    ) {
+        let mut bytes = SEED.as_bytes()[..pos].to_vec();
+        bytes.extend_from_slice(insert.as_bytes());
+        if !cut {
+            bytes.extend_from_slice(&SEED.as_bytes()[pos..]);
+        }
+        // Many copies of the events, so that blocks cut them.
+        let doc = String::from_utf8_lossy(&bytes).replace("\n {", "\n {\"ph\": \"X\", \"name\": \"pad\", \"ts\": 1, \"dur\": 1}, {");
+        let (_dir, src) = file(doc.as_bytes(), "t.json");
+        prop_assert_eq!(read(&src, threads, block), read(&src, 1, parallel::BLOCK));
+    }
+}
