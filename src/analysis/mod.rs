@@ -175,6 +175,51 @@ struct KernelSpan {
 pub struct Names {
     ids: HashMap<Box<str>, u32>,
     names: Vec<Box<str>>,
+    /// What each op name says, once worked out ([`OpTraits`]).
+    op_traits: Vec<Option<OpTraits>>,
+}
+
+/// What a CPU op's name tells the pass, worked out once per distinct name
+/// instead of once per call: the substring tests behind it were a large
+/// share of the pass on real traces (1 M events, a few thousand names).
+#[derive(Debug, Clone, Copy)]
+struct OpTraits {
+    backward: bool,
+    optimizer: bool,
+    dataload: bool,
+    modelled: bool,
+}
+
+impl OpTraits {
+    fn of(name: &str) -> OpTraits {
+        OpTraits { backward: is_backward(name), optimizer: is_optimizer(name), dataload: is_dataload(name), modelled: work::is_modelled(name) }
+    }
+}
+
+/// What a runtime call's name tells the pass, once per distinct name.
+#[derive(Debug, Clone, Copy)]
+struct CallTraits {
+    hip: bool,
+    cuda: bool,
+    capture: bool,
+    malloc: bool,
+    launch: bool,
+    graph: bool,
+    host: Option<idle::HostKind>,
+}
+
+impl CallTraits {
+    fn of(name: &str) -> CallTraits {
+        CallTraits {
+            hip: name.starts_with("hip"),
+            cuda: !name.starts_with("hip") && name.starts_with("cu"),
+            capture: name.contains("StreamBeginCapture"),
+            malloc: name.contains("Malloc") || name.contains("Free"),
+            launch: is_launch(name),
+            graph: is_graph_launch(name),
+            host: idle::runtime_kind(name),
+        }
+    }
 }
 
 impl Names {
@@ -186,6 +231,16 @@ impl Names {
         self.names.push(s.into());
         self.ids.insert(s.into(), id);
         id
+    }
+
+    /// The id of an op's name, with what the name says.
+    fn op(&mut self, s: &str) -> (u32, OpTraits) {
+        let id = self.id(s);
+        let i = id as usize;
+        if self.op_traits.len() <= i {
+            self.op_traits.resize(i + 1, None);
+        }
+        (id, *self.op_traits[i].get_or_insert_with(|| OpTraits::of(s)))
     }
     pub fn get(&self, id: u32) -> &str {
         &self.names[id as usize]
@@ -314,6 +369,9 @@ pub struct Analyzer {
     collectives: collectives::Collector,
     /// The op calls the performance model priced (`OpRec::work`).
     works: Vec<OpWork>,
+    /// What each runtime call's name says ([`CallTraits`]); apart from
+    /// [`Names`], which interns only the calls the pass keeps.
+    call_traits: HashMap<Box<str>, CallTraits>,
     model_counts: ModelCounts,
 }
 
@@ -405,7 +463,7 @@ impl Analyzer {
     fn on_range(&mut self, ev: &Event<'_>, start: i64, end: i64) {
         let name = ev.name();
         if ev.cat() != "gpu_user_annotation" {
-            self.note_phase_evidence(ev, name, start, end);
+            self.note_phase_evidence(ev, is_optimizer(name), is_dataload(name), start, end);
         }
         if ev.cat() != "gpu_user_annotation" && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
@@ -439,30 +497,29 @@ impl Analyzer {
 
     fn on_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
-        let name = ev.name();
         self.evidence.cpu_ops += 1;
-        if is_backward(name) {
+        let (name, traits) = self.names.op(ev.name());
+        if traits.backward {
             self.evidence.backward_ops += 1;
             self.note_backward(start, start + dur);
         } else {
-            self.note_phase_evidence(ev, name, start, start + dur);
+            self.note_phase_evidence(ev, traits.optimizer, traits.dataload, start, start + dur);
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        let name = self.names.id(ev.name());
-        let kind = if is_dataload(ev.name()) { idle::HostKind::Dataload } else { idle::HostKind::Op };
+        let kind = if traits.dataload { idle::HostKind::Dataload } else { idle::HostKind::Op };
         self.host.push(thread, start, start + dur, name, kind);
-        let work = self.price(ev);
+        let work = self.price(ev, traits.modelled);
         self.count_op(OpRec { thread, name, start, dur, work });
     }
 
     /// The performance model's FLOPs and bytes for this op call, kept;
-    /// shapes are parsed only for the ops it knows.
-    fn price(&mut self, ev: &Event<'_>) -> u32 {
+    /// shapes are parsed only for the ops it knows (`modelled`).
+    fn price(&mut self, ev: &Event<'_>, modelled: bool) -> u32 {
         let Some(args) = ev.args.as_ref() else { return NO_WORK };
         if args.input_dims.is_some() {
             self.model_counts.with_shapes += 1;
         }
-        if !work::is_modelled(ev.name()) {
+        if !modelled {
             return NO_WORK;
         }
         let shapes = work::OpShapes { dims: args.input_dims, types: args.input_types, concrete: args.concrete_inputs };
@@ -513,17 +570,21 @@ impl Analyzer {
     fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let name = ev.name();
-        if name.starts_with("hip") {
+        let traits = match self.call_traits.get(name) {
+            Some(t) => *t,
+            None => *self.call_traits.entry(name.into()).or_insert_with(|| CallTraits::of(name)),
+        };
+        if traits.hip {
             self.evidence.hip_calls += 1;
-        } else if name.starts_with("cu") {
+        } else if traits.cuda {
             self.evidence.cuda_calls += 1;
         }
-        if name.contains("StreamBeginCapture") {
+        if traits.capture {
             self.evidence.graph_captures += 1;
         }
-        let malloc = name.contains("Malloc") || name.contains("Free");
-        let launch = ev.correlation().filter(|_| is_launch(name));
-        let host_kind = idle::runtime_kind(name);
+        let malloc = traits.malloc;
+        let launch = ev.correlation().filter(|_| traits.launch);
+        let host_kind = traits.host;
         if !malloc && launch.is_none() && host_kind.is_none() {
             return;
         }
@@ -536,7 +597,7 @@ impl Analyzer {
             return;
         }
         self.note_ts(start);
-        let graph = launch.is_some() && is_graph_launch(name);
+        let graph = launch.is_some() && traits.graph;
         if malloc || graph {
             self.count_call(CallRec { start, malloc, graph });
         }
@@ -665,11 +726,11 @@ impl Analyzer {
     }
 
     /// Dataloader and optimizer ranges, kept for phase inference.
-    fn note_phase_evidence(&mut self, ev: &Event<'_>, name: &str, start: i64, end: i64) {
-        let phase = if is_optimizer(name) {
+    fn note_phase_evidence(&mut self, ev: &Event<'_>, optimizer: bool, dataload: bool, start: i64, end: i64) {
+        let phase = if optimizer {
             self.evidence.optimizer_marks += 1;
             "optimizer"
-        } else if is_dataload(name) {
+        } else if dataload {
             "dataload"
         } else {
             return;

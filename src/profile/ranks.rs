@@ -96,7 +96,11 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
         None => files.to_vec(),
     };
     let files = files.as_slice();
-    let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1).min(files.len()).max(1);
+    // One thread budget for the job: ranks side by side, and each rank's
+    // read parses on what is left over (one thread each once ranks ≥ cores).
+    let budget = crate::trace::parallel::budget();
+    let threads = budget.min(files.len()).max(1);
+    let share = (budget / threads).max(1);
     let next = std::sync::atomic::AtomicUsize::new(0);
     let mut loaded: Vec<Option<Loaded>> = (0..files.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut loaded);
@@ -106,7 +110,9 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
                 loop {
                     let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    let r = load_with_notices(&path.to_string_lossy(), false);
+                    let r = crate::trace::parallel::with_share(share, crate::trace::parallel::BLOCK, || {
+                        load_with_notices(&path.to_string_lossy(), false)
+                    });
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);
                     }

@@ -158,10 +158,11 @@ fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(Whole<R>, bool)> {
     Ok((Cursor::new(head[..n].to_vec()).chain(raw), gzipped))
 }
 
-/// Whether a second thread can run beside this one (affinity and cgroup
-/// quotas counted): with one core, inflating inline saves the hand-over.
+/// Whether a second thread may run beside this one (`--threads`, or the
+/// CPUs affinity and cgroup quotas leave): with one, inflating inline
+/// saves the hand-over.
 fn spare_core() -> bool {
-    std::thread::available_parallelism().is_ok_and(|n| n.get() > 1)
+    super::parallel::threads() > 1
 }
 
 /// The decoder over a gzip stream. The scanner reads in large chunks

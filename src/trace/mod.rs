@@ -181,7 +181,7 @@ pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Re
 fn stream_events(s: &mut Scanner<Box<dyn std::io::Read>>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
     s.expect(b'[')?;
     let mut first = true;
-    if parallel::enabled() {
+    if parallel::threads() > 1 {
         match parallel::stream_events(s, sink, info)? {
             parallel::Rest::Closed => return Ok(()),
             parallel::Rest::Elements { first: f } => first = f,

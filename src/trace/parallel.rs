@@ -86,9 +86,9 @@ pub fn with_share<T>(threads: usize, block: usize, f: impl FnOnce() -> T) -> T {
     out
 }
 
-/// Whether a read on this thread parses in parallel.
-pub(super) fn enabled() -> bool {
-    settings().0 > 1
+/// The threads a read on this thread may use (1: it parses inline).
+pub(super) fn threads() -> usize {
+    settings().0
 }
 
 /// Where the caller goes on after [`stream_events`], on the scanner it
