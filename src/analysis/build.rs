@@ -29,15 +29,26 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
     check_usable(&a)?;
     let win = window(&a);
     let kinfo = kernel_info(&a);
-    let busy = gpu_busy(&a, info, &win, &kinfo);
-    let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
-    let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
+    // The idle account, the busy union and the roofline each read the
+    // pass's records and nothing of each other: with a spare thread the
+    // idle account runs beside the other two.
+    let keep_gaps = !a.collectives.is_empty();
+    let (busy, roof, idle) = std::thread::scope(|s| {
+        let side = (crate::trace::parallel::threads() > 1).then(|| s.spawn(|| idle_account(&a, &win, &kinfo, keep_gaps)));
+        let busy = gpu_busy(&a, info, &win, &kinfo);
+        let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
+        let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
+        let idle = match side {
+            Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
+            None => idle_account(&a, &win, &kinfo, keep_gaps),
+        };
+        (busy, roof, idle)
+    });
     let efficiency = busy.devices.first().filter(|_| !a.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
         super::roofline::efficiency(&a, roof.as_ref(), &|k| kinfo.get(&k).map_or(OTHER, |i| i.0), device, win.n_steps, busy.kernel_total.ns)
     });
     let head = headline(&a, &win, &busy, &kinfo, measured);
-    let idle = idle_account(&a, &win, &kinfo, !a.collectives.is_empty());
     let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != COMMUNICATION).map(|k| k.2.clone());
     let collectives = std::mem::take(&mut a.collectives).finish(&a, idle.as_ref().and_then(|i| i.gaps.as_ref()), &compute_label);
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };

@@ -87,7 +87,7 @@ pub fn with_share<T>(threads: usize, block: usize, f: impl FnOnce() -> T) -> T {
 }
 
 /// The threads a read on this thread may use (1: it parses inline).
-pub(super) fn threads() -> usize {
+pub(crate) fn threads() -> usize {
     settings().0
 }
 
