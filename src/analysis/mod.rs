@@ -192,7 +192,12 @@ struct OpTraits {
 
 impl OpTraits {
     fn of(name: &str) -> OpTraits {
-        OpTraits { backward: is_backward(name), optimizer: is_optimizer(name), dataload: is_dataload(name), modelled: work::is_modelled(name) }
+        OpTraits {
+            backward: is_backward(name),
+            optimizer: is_optimizer(name),
+            dataload: is_dataload(name),
+            modelled: work::is_modelled(name),
+        }
     }
 }
 

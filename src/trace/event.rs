@@ -17,16 +17,37 @@ use std::borrow::Cow;
 pub struct Text<'a>(pub Cow<'a, str>);
 
 /// A number that may arrive as integer, float, numeric string or null.
-#[derive(Debug, Clone, Copy, PartialEq, Default)]
-pub struct Num(pub Option<f64>);
+/// Stored as one `f64`, NaN for "none" (a trace's numbers are finite or
+/// not used): half the size of an `Option<f64>`, and an event carries a
+/// dozen of these through the parsing threads.
+#[derive(Debug, Clone, Copy)]
+pub struct Num(f64);
+
+impl Default for Num {
+    fn default() -> Num {
+        Num::NONE
+    }
+}
+
+impl PartialEq for Num {
+    fn eq(&self, other: &Num) -> bool {
+        self.get() == other.get()
+    }
+}
 
 impl Num {
+    const NONE: Num = Num(f64::NAN);
+
+    /// A finite value, else none.
+    pub fn new(v: Option<f64>) -> Num {
+        v.filter(|v| v.is_finite()).map_or(Num::NONE, Num)
+    }
     pub fn get(self) -> Option<f64> {
-        self.0
+        (!self.0.is_nan()).then_some(self.0)
     }
     /// As an integer id (correlation, stream, device).
     pub fn id(self) -> Option<i64> {
-        self.0.filter(|v| v.fract() == 0.0 && v.abs() < 9.0e15).map(|v| v as i64)
+        self.get().filter(|v| v.fract() == 0.0 && v.abs() < 9.0e15).map(|v| v as i64)
     }
 }
 
@@ -156,8 +177,16 @@ impl<'a> Event<'a> {
     /// inside it. A field of the wrong type gives `Shape` once the whole
     /// object has been read, so the caller can skip it.
     pub fn parse_prefix(raw: &'a [u8]) -> Result<(Event<'a>, usize), ParseError> {
-        let mut p = Parser { b: raw, i: 0, depth: 0 };
         let mut ev = Event::default();
+        let used = Event::parse_prefix_into(raw, &mut ev)?;
+        Ok((ev, used))
+    }
+
+    /// [`Event::parse_prefix`] into `ev` (which must be the default),
+    /// where it is to stay: an event is a few hundred bytes, and the
+    /// parallel reader parses each straight into its block's list.
+    pub fn parse_prefix_into(raw: &'a [u8], ev: &mut Event<'a>) -> Result<usize, ParseError> {
+        let mut p = Parser { b: raw, i: 0, depth: 0 };
         let mut shape: Option<&'static str> = None;
         p.object(|p, key| {
             match key {
@@ -219,7 +248,7 @@ impl<'a> Event<'a> {
         })?;
         match shape {
             Some(what) => Err(ParseError::ShapeAt(what, p.i)),
-            None => Ok((ev, p.i)),
+            None => Ok(p.i),
         }
     }
 
@@ -318,7 +347,16 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> PResult<Cow<'a, [u8]>> {
         self.i += 1; // opening quote
         let start = self.i;
-        let Some(k) = memchr::memchr2(b'"', b'\\', &self.b[start..]) else {
+        // Most strings (keys, `"X"`, categories) end within a few bytes: a
+        // plain loop finds the quote before a SIMD search has started.
+        let rest = &self.b[start..];
+        let short = rest.iter().take(16).position(|&c| c == b'"' || c == b'\\');
+        let found = match short {
+            Some(k) => Some(k),
+            None if rest.len() <= 16 => None,
+            None => memchr::memchr2(b'"', b'\\', &rest[16..]).map(|k| k + 16),
+        };
+        let Some(k) = found else {
             self.i = self.b.len();
             return self.err("unterminated string");
         };
@@ -427,21 +465,22 @@ impl<'a> Parser<'a> {
         match self.peek() {
             Some(b'"') => {
                 let t = self.text()?;
-                Ok(Num(t.0.trim().parse::<f64>().ok().filter(|v| v.is_finite())))
+                Ok(Num::new(t.0.trim().parse::<f64>().ok()))
             }
             Some(b'-' | b'0'..=b'9' | b'N' | b'I') => {
                 let start = self.i;
+                if let Some((v, used)) = fast_decimal(&self.b[start..]) {
+                    self.i += used;
+                    return Ok(Num(v));
+                }
                 self.scan_number()?;
                 let tok = &self.b[start..self.i];
                 match tok {
-                    b"NaN" | b"Infinity" | b"-Infinity" => return Ok(Num(None)),
+                    b"NaN" | b"Infinity" | b"-Infinity" => return Ok(Num::NONE),
                     _ => {}
                 }
-                if let Some(v) = fast_decimal(tok) {
-                    return Ok(Num(Some(v)));
-                }
                 match std::str::from_utf8(tok).ok().and_then(|s| s.parse::<f64>().ok()) {
-                    Some(v) => Ok(Num(v.is_finite().then_some(v))),
+                    Some(v) => Ok(Num::new(Some(v))),
                     None => {
                         self.i = start;
                         self.err("invalid number")
@@ -450,7 +489,7 @@ impl<'a> Parser<'a> {
             }
             _ => {
                 self.skip_value()?;
-                Ok(Num(None))
+                Ok(Num::NONE)
             }
         }
     }
@@ -530,40 +569,65 @@ impl<'a> Parser<'a> {
     }
 }
 
-/// Decimal tokens like `123`, `-4.5` or `5083520025517.753` (no exponent,
-/// an integer mantissa of at most 2^53) converted exactly: the digits form an
-/// integer below 2^53 and one division by an exact power of ten is
-/// correctly rounded, so this equals `str::parse` (Clinger's fast path).
-fn fast_decimal(tok: &[u8]) -> Option<f64> {
-    let (neg, digits) = match tok.split_first()? {
-        (b'-', rest) => (true, rest),
-        _ => (false, tok),
-    };
+/// A decimal number at the start of `b` like `123`, `-4.5`,
+/// `5083520025517.753` or `1661203462599209.0` (no exponent; the digits,
+/// trailing zeros of the fraction dropped, an integer of at most 2^53),
+/// converted exactly, with the bytes it took: the digits form an integer
+/// below 2^53 and one division by an exact power of ten is correctly
+/// rounded, so this equals `str::parse` (Clinger's fast path). `None` for
+/// anything else (an exponent, more digits, a letter after the digits, or
+/// the number running to the end of `b`): the caller's general path.
+fn fast_decimal(b: &[u8]) -> Option<(f64, usize)> {
+    let neg = b.first() == Some(&b'-');
+    let mut i = usize::from(neg);
     let mut mantissa: u64 = 0;
-    let mut count = 0u32;
-    let mut frac: Option<u32> = None;
-    for &c in digits {
-        match c {
-            b'0'..=b'9' => {
-                mantissa = mantissa * 10 + u64::from(c - b'0');
-                count += 1;
-                if let Some(f) = frac.as_mut() {
-                    *f += 1;
+    let mut digits = 0u32;
+    let int_start = i;
+    while let Some(&c @ b'0'..=b'9') = b.get(i) {
+        mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
+        digits += 1;
+        i += 1;
+    }
+    if i == int_start {
+        return None;
+    }
+    let mut frac = 0u32;
+    if b.get(i) == Some(&b'.') {
+        i += 1;
+        let frac_start = i;
+        // Trailing zeros add nothing: counted apart, applied only when a
+        // nonzero digit follows them.
+        let mut zeros = 0u32;
+        while let Some(&c @ b'0'..=b'9') = b.get(i) {
+            if c == b'0' {
+                zeros += 1;
+            } else {
+                for _ in 0..=zeros {
+                    mantissa = mantissa.wrapping_mul(10);
                 }
+                mantissa = mantissa.wrapping_add(u64::from(c - b'0'));
+                digits += zeros + 1;
+                frac += zeros + 1;
+                zeros = 0;
             }
-            b'.' if frac.is_none() => frac = Some(0),
-            _ => return None,
+            i += 1;
         }
-        if count > 16 {
-            return None;
+        if i == frac_start {
+            return None; // `1.` is not JSON
         }
     }
-    if count == 0 || frac == Some(0) || mantissa > 1 << 53 {
+    // An exponent, a letter (a broken token) or the end of the bytes (the
+    // number may go on): the general path decides.
+    match b.get(i) {
+        None | Some(b'e' | b'E' | b'.' | b'+' | b'-' | b'a'..=b'z' | b'A'..=b'Z') => return None,
+        _ => {}
+    }
+    if digits > 19 || mantissa > 1 << 53 || frac > 16 {
         return None;
     }
     const POW10: [f64; 17] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16];
-    let v = mantissa as f64 / POW10[frac.unwrap_or(0) as usize];
-    Some(if neg { -v } else { v })
+    let v = mantissa as f64 / POW10[frac as usize];
+    Some((if neg { -v } else { v }, i))
 }
 
 #[cfg(test)]
@@ -630,14 +694,29 @@ mod tests {
 
     #[test]
     fn fast_decimals_equal_the_standard_parse() {
-        for tok in
-            ["0", "7", "-3", "12.5", "5083520025517.753", "1623142623531625", "0.001", "-4458676983543.183", "41.407", "999999999999999"]
-        {
-            assert_eq!(fast_decimal(tok.as_bytes()), Some(tok.parse::<f64>().unwrap()), "{tok}");
+        let fast = |tok: &str| fast_decimal(format!("{tok},").as_bytes()).map(|(v, used)| (v, used == tok.len()));
+        for tok in [
+            "0",
+            "7",
+            "-3",
+            "12.5",
+            "5083520025517.753",
+            "1623142623531625",
+            "1661203462599209.0",
+            "1661203462599209.000",
+            "0.001",
+            "-4458676983543.183",
+            "41.407",
+            "999999999999999",
+            "0.0",
+            "-0.50",
+        ] {
+            assert_eq!(fast(tok), Some((tok.parse::<f64>().unwrap(), true)), "{tok}");
         }
-        for tok in ["1e3", "1.", "-", "12345678901234567", "9007199254740993", "1.2.3", ""] {
-            assert_eq!(fast_decimal(tok.as_bytes()), None, "{tok}");
+        for tok in ["1e3", "1.", "-", "12345678901234567", "9007199254740993", "1.2.3", "", "1661203462599209.5", "12x", "1E5", "-.5"] {
+            assert_eq!(fast(tok), None, "{tok}");
         }
+        assert_eq!(fast_decimal(b"123"), None, "at the end of the bytes the number may go on");
         let mut x: u64 = 0x2545F4914F6CDD1D;
         for _ in 0..20_000 {
             x ^= x << 13;
@@ -645,7 +724,10 @@ mod tests {
             x ^= x << 17;
             let digits = (x % 1_000_000_000_000_000) as f64;
             let tok = format!("{}.{:03}", (digits / 1000.0).floor(), x % 1000);
-            assert_eq!(fast_decimal(tok.as_bytes()), tok.parse::<f64>().ok(), "{tok}");
+            if let Some((v, whole)) = fast(&tok) {
+                assert!(whole);
+                assert_eq!(Some(v), tok.parse::<f64>().ok(), "{tok}");
+            }
         }
     }
 

@@ -36,6 +36,8 @@ use crate::error::{Error, Result};
 pub const BLOCK: usize = 1 << 20;
 /// Blocks read ahead of the sink, per parsing thread.
 const AHEAD: usize = 2;
+/// Emptied blocks kept for reuse.
+const POOL: usize = 64;
 /// A block with no cut in this many bytes (one event near the size limit)
 /// goes to the one-thread scanner, which holds or refuses it.
 const NO_CUT: usize = MAX_VALUE + BLOCK;
@@ -168,18 +170,26 @@ fn parse_block(b: &[u8], start: State) -> Batch<'_> {
             Some(b'{') => {}
             Some(_) => return Batch { items, end: End::Refused(boundary, state) },
         }
-        let at = i as u32;
-        match Event::parse_prefix(&b[i..]) {
-            Ok((event, used)) if used <= MAX_VALUE => {
-                items.push(Item { at, event: Some(event) });
+        items.push(Item { at: i as u32, event: Some(Event::default()) });
+        let Some(Item { event: Some(slot), .. }) = items.last_mut() else { return Batch { items, end: End::Refused(boundary, state) } };
+        let end = match Event::parse_prefix_into(&b[i..], slot) {
+            Ok(used) if used <= MAX_VALUE => {
                 i += used;
+                None
             }
             Err(ParseError::ShapeAt(_, used)) if used <= MAX_VALUE => {
-                items.push(Item { at, event: None });
+                if let Some(last) = items.last_mut() {
+                    last.event = None;
+                }
                 i += used;
+                None
             }
-            Err(ParseError::Eof) if b.len() - i <= MAX_VALUE => return Batch { items, end: End::Short(boundary, state) },
-            _ => return Batch { items, end: End::Refused(boundary, state) },
+            Err(ParseError::Eof) if b.len() - i <= MAX_VALUE => Some(End::Short(boundary, state)),
+            _ => Some(End::Refused(boundary, state)),
+        };
+        if let Some(end) = end {
+            items.pop();
+            return Batch { items, end };
         }
         (boundary, state) = (i, State::Separator);
     }
@@ -255,7 +265,9 @@ impl Input {
         if self.carry.is_empty() && self.ended {
             return None;
         }
-        let mut buf = self.pool.pop().unwrap_or_default();
+        // A fresh buffer costs a page fault per 4 KiB and copies as it
+        // grows: blocks come back to the pool once delivered.
+        let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(self.block + self.block / 4));
         buf.clear();
         buf.append(&mut self.carry);
         let (base, state) = (self.offset, self.state);
@@ -287,7 +299,9 @@ impl Input {
     }
 
     fn recycle(&mut self, buf: Vec<u8>) {
-        if self.pool.len() < 4 {
+        // Enough for every block in flight; an outsized one (a long
+        // event's) is let go.
+        if self.pool.len() < POOL && buf.capacity() <= 2 * self.block {
             self.pool.push(buf);
         }
     }
