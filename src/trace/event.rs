@@ -347,15 +347,7 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> PResult<Cow<'a, [u8]>> {
         self.i += 1; // opening quote
         let start = self.i;
-        // Most strings (keys, `"X"`, categories) end within a few bytes: a
-        // plain loop finds the quote before a SIMD search has started.
-        let rest = &self.b[start..];
-        let short = rest.iter().take(16).position(|&c| c == b'"' || c == b'\\');
-        let found = match short {
-            Some(k) => Some(k),
-            None if rest.len() <= 16 => None,
-            None => memchr::memchr2(b'"', b'\\', &rest[16..]).map(|k| k + 16),
-        };
+        let found = memchr::memchr2(b'"', b'\\', &self.b[start..]);
         let Some(k) = found else {
             self.i = self.b.len();
             return self.err("unterminated string");
