@@ -44,6 +44,20 @@ pub struct ProfileArgs {
     pub threads: Option<usize>,
 }
 
+impl ProfileArgs {
+    /// The subcommand, given the group's options it reads (`--threads`
+    /// is a capture's intra-op threads).
+    pub fn into_command(self) -> Option<ProfileCommand> {
+        let mut command = self.command;
+        match &mut command {
+            Some(ProfileCommand::Run(a)) => a.threads = self.threads,
+            Some(ProfileCommand::Infer(a)) => a.threads = self.threads,
+            _ => {}
+        }
+        command
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum ProfileCommand {
     /// Profile a short real training (writes <project>/train/profile.json).

@@ -32,13 +32,7 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
             TopCommand::Profile(profile) => {
                 crate::budget::configure(profile.max_memory.as_deref())?;
                 crate::trace::parallel::configure(profile.threads)?;
-                let mut command = profile.command;
-                match &mut command {
-                    Some(ProfileCommand::Run(a)) => a.threads = profile.threads,
-                    Some(ProfileCommand::Infer(a)) => a.threads = profile.threads,
-                    _ => {}
-                }
-                Ok(command)
+                Ok(profile.into_command())
             }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.

@@ -82,7 +82,7 @@ pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand
     let mut argv = vec!["libreyolo", "profile", sub];
     argv.extend_from_slice(extra);
     let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command else { unreachable!("a profile command") };
-    p.command.unwrap()
+    p.into_command().unwrap()
 }
 
 /// Runs a reader command (`["summary", path, …]`) and returns its stdout.
