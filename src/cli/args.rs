@@ -79,6 +79,8 @@ pub enum ReaderCommand {
     WhatIf(WhatIfArgs),
     /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
     Memory(MemoryArgs),
+    /// One Chrome trace of a whole job (Perfetto): each rank a process, clocks aligned on a collective.
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -183,6 +185,24 @@ pub struct CollectivesArgs {
     pub table: Option<CollectivesTable>,
     #[command(flatten)]
     pub output: FormatArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// A folder of rank traces (.json / .json.gz), or the rank traces
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<String>,
+    /// The merged Chrome trace to write (gzipped when the name ends in .gz)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
+    #[command(flatten)]
+    pub set: RankSetArgs,
+    /// Keep each rank's clock as recorded (default: aligned on the first collective every rank ran)
+    #[arg(long)]
+    pub no_align: bool,
+    /// What was written, as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -305,6 +305,27 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
+        ReaderCommand::Merge(a) => {
+            let output = std::path::Path::new(&a.output);
+            // Refused before the first pass reads the job, not after.
+            profile::check_write_target(output)?;
+            let (files, notes) = crate::merge::input_files(&a.traces, output)?;
+            for n in &notes {
+                say(&format!("note: {n}"));
+            }
+            let set = rank_set(&files, &a.set)?;
+            if let Some(r) = set.ranks.iter().find(|r| !r.input.from_trace) {
+                return Err(Error::usage(format!(
+                    "{} is a profile, which keeps no events: merge needs the rank traces themselves",
+                    r.input.path.display()
+                )));
+            }
+            let m = crate::merge::merge(&set, output, !a.no_align)?;
+            for n in &m.notes {
+                say(&format!("note: {n}"));
+            }
+            if a.json { render::json(&m)? } else { text::merge(&m) }
+        }
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
