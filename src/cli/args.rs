@@ -151,6 +151,15 @@ pub struct SummaryArgs {
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<String>,
+    /// Write each rank's own tables (summary, kernels, ops, phases,
+    /// collectives, idle) as Parquet, Hive-partitioned:
+    /// DIR/<table>/rank=<r>/part.parquet (docs/spec.md §7)
+    #[arg(long, value_name = "DIR")]
+    pub write_parquet: Option<String>,
+    /// With --write-parquet on one trace: the rank to write it as (default:
+    /// its distributedInfo.rank, else a rank3/worker3 in its name, else 0)
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
     #[command(flatten)]
     pub output: FormatArgs,
