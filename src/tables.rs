@@ -153,7 +153,9 @@ mod imp {
 
     // The per-rank tables keep one schema whatever the rank's data (a
     // column that may be empty is nullable in every part), so that an engine
-    // reading all the parts sees one table.
+    // reading all the parts sees one table; their integers are signed
+    // 64-bit, which every engine reads as BIGINT (Spark reads an unsigned
+    // 64-bit column as a decimal).
     fn req_f64(name: &str, v: Vec<f64>) -> (Field, ArrayRef) {
         col(name, DataType::Float64, false, Arc::new(Float64Array::from(v)))
     }
@@ -166,14 +168,8 @@ mod imp {
     fn opt_str(name: &str, v: Vec<Option<String>>) -> (Field, ArrayRef) {
         col(name, DataType::Utf8, true, Arc::new(StringArray::from(v)))
     }
-    fn req_u64(name: &str, v: Vec<u64>) -> (Field, ArrayRef) {
-        col(name, DataType::UInt64, false, Arc::new(UInt64Array::from(v)))
-    }
-    fn opt_u64(name: &str, v: Vec<Option<u64>>) -> (Field, ArrayRef) {
-        col(name, DataType::UInt64, true, Arc::new(UInt64Array::from(v)))
-    }
-    fn opt_u32(name: &str, v: Vec<Option<u32>>) -> (Field, ArrayRef) {
-        col(name, DataType::UInt32, true, Arc::new(UInt32Array::from(v)))
+    fn opt_i64(name: &str, v: Vec<Option<i64>>) -> (Field, ArrayRef) {
+        col(name, DataType::Int64, true, Arc::new(Int64Array::from(v)))
     }
     fn req_i64(name: &str, v: Vec<i64>) -> (Field, ArrayRef) {
         col(name, DataType::Int64, false, Arc::new(Int64Array::from(v)))
@@ -218,9 +214,9 @@ mod imp {
                     req_f64("kernels_per_step", vec![r.kernels_per_step]),
                     req_f64("launches_per_step", vec![f.launches_per_step]),
                     req_f64("host_overhead_ms_per_step", vec![f.host_overhead_ms_per_step]),
-                    req_u64("steps", vec![f.window.real_steps]),
+                    req_i64("steps", vec![f.window.real_steps as i64]),
                     req_str("bound", vec![r.bound]),
-                    opt_u32("world_size", vec![d.world_size]),
+                    opt_i64("world_size", vec![d.world_size.map(i64::from)]),
                     opt_str("trace", vec![p.trace.clone()]),
                 ]
             }
@@ -260,7 +256,7 @@ mod imp {
                     opt_f64("wall_ms_per_step", rows.iter().map(|r| r.wall_ms_per_step).collect()),
                     req_f64("kernels_per_step", rows.iter().map(|r| r.kernels_per_step).collect()),
                     req_f64("ops_per_step", rows.iter().map(|r| r.ops_per_step).collect()),
-                    req_u64("unique_kernels", rows.iter().map(|r| r.unique_kernels).collect()),
+                    req_i64("unique_kernels", rows.iter().map(|r| r.unique_kernels as i64).collect()),
                     opt_f64("memcpy_ms_per_step", rows.iter().map(|r| r.memcpy_ms_per_step).collect()),
                     opt_f64("idle_ms_per_step", rows.iter().map(|r| r.idle_ms_per_step).collect()),
                 ]
@@ -274,15 +270,15 @@ mod imp {
                 let call = |m: &lens::collectives::Matched| m.ranks.first().and_then(|r| p.collectives.get(r.call));
                 vec![
                     req_str("group", ms.iter().map(|m| m.group.clone()).collect()),
-                    req_u64("seq", ms.iter().map(|m| m.seq as u64).collect()),
+                    req_i64("seq", ms.iter().map(|m| m.seq as i64).collect()),
                     req_str("collective", ms.iter().map(|m| m.collective.clone()).collect()),
-                    opt_u64("step", ms.iter().map(|m| call(m).and_then(|c| c.step)).collect()),
+                    opt_i64("step", ms.iter().map(|m| call(m).and_then(|c| c.step).map(|s| s as i64)).collect()),
                     req_i64("start_ns", ms.iter().map(|m| call(m).map_or(0, |c| c.start_ns)).collect()),
                     req_f64("at_ms", ms.iter().map(|m| m.at_ms).collect()),
                     req_f64("duration_us", ms.iter().map(|m| m.duration_us).collect()),
-                    opt_u64("bytes", ms.iter().map(|m| m.bytes).collect()),
+                    opt_i64("bytes", ms.iter().map(|m| m.bytes.map(|b| b as i64)).collect()),
                     opt_str("dtype", ms.iter().map(|m| m.dtype.clone()).collect()),
-                    opt_u32("group_size", ms.iter().map(|m| call(m).and_then(|c| c.group_size)).collect()),
+                    opt_i64("group_size", ms.iter().map(|m| call(m).and_then(|c| c.group_size).map(i64::from)).collect()),
                     opt_f64("algbw_gbps", ms.iter().map(|m| m.algbw_gbps).collect()),
                     opt_f64("busbw_gbps", ms.iter().map(|m| m.busbw_gbps).collect()),
                 ]
@@ -344,7 +340,7 @@ mod imp {
 mod tests {
     use std::path::PathBuf;
 
-    use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     use crate::lens::{collectives, job};
@@ -481,13 +477,13 @@ mod tests {
             {
                 assert_eq!(column::<Float64Array>(&b, key).value(0), s[key].as_f64().unwrap(), "rank {rank} {key}");
             }
-            assert_eq!(column::<UInt64Array>(&b, "steps").value(0), s["window"]["real_steps"].as_u64().unwrap());
+            assert_eq!(column::<Int64Array>(&b, "steps").value(0), s["window"]["real_steps"].as_i64().unwrap());
             assert_eq!(column::<StringArray>(&b, "bound").value(0), s["bound"].as_str().unwrap());
             let row = &job["ranks"][rank];
             for key in ["compute_ms", "comm_ms", "exposed_comm_ms", "idle_ms"] {
                 assert_eq!(column::<Float64Array>(&b, key).value(0), row[key].as_f64().unwrap(), "rank {rank} {key}: as the job view");
             }
-            assert_eq!(column::<UInt32Array>(&b, "world_size").value(0), 8);
+            assert_eq!(column::<Int64Array>(&b, "world_size").value(0), 8);
 
             let k = json(&["kernels", t, "--top", "1000000"]);
             let (b, n) = rows(&part("kernels"));
@@ -526,8 +522,8 @@ mod tests {
             collectives_seen += n;
             close(sum(&b, "duration_us"), json_sum(&c["collectives"], "duration_us"), "collectives µs");
             assert_eq!(
-                (0..n).map(|i| column::<UInt64Array>(&b, "seq").value(i)).collect::<Vec<_>>(),
-                c["collectives"].as_array().unwrap().iter().map(|m| m["seq"].as_u64().unwrap()).collect::<Vec<_>>()
+                (0..n).map(|i| column::<Int64Array>(&b, "seq").value(i)).collect::<Vec<_>>(),
+                c["collectives"].as_array().unwrap().iter().map(|m| m["seq"].as_i64().unwrap()).collect::<Vec<_>>()
             );
 
             let idle = &s["idle"];
