@@ -336,6 +336,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     r.input.path.display()
                 )));
             }
+            // A long write: Ctrl-C removes its temporary file too.
+            crate::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
             let m = crate::merge::merge(&set, output, !a.no_align)?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
