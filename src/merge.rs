@@ -10,15 +10,17 @@
 //!    ([`crate::lens::collectives`]); the first collective matched on every
 //!    rank gives each rank's clock offset.
 //! 2. *Copy.* Each rank's trace is streamed again, element by element,
-//!    with the trace reader's [`Scanner`], and every event is written out
+//!    with the trace reader's [`Scanner`] (`parse_in_place`: the event's
+//!    bytes where they lie in its buffer), and every event is written out
 //!    as it is read, its raw JSON kept and only `pid`, `tid`, `ts` and a
-//!    flow's `id` rewritten. The parsed [`crate::trace::Event`] the
+//!    flow's `id` rewritten; another thread compresses and writes. The parsed [`crate::trace::Event`] the
 //!    analysis gets cannot be written back (it keeps a few fields), and
 //!    re-encoding through `serde_json::Value` would cost more and round
 //!    timestamps; a top-level split of the event's bytes rewrites those
 //!    four values and copies the rest byte for byte.
 //!
-//! Memory: one event, a write buffer, and per rank a map of its threads.
+//! Memory: one event, a few 1 MiB chunks in flight, and per rank a map of
+//! its threads.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -99,13 +101,32 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
         .collect();
     let stride = 10i64.pow(digits(set.ranks.iter().map(|r| r.rank).max().unwrap_or(0)));
     crate::profile::write_atomic_with(output, &mut |w| {
-        if gzip {
-            let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(GZIP_LEVEL));
-            write_merged(&mut gz, output, set, &offsets, stride, aligned_on.as_ref(), &mut ranks)?;
-            gz.finish().map(drop).map_err(|e| write_error(output, &e))
-        } else {
-            write_merged(w, output, set, &offsets, stride, aligned_on.as_ref(), &mut ranks)
-        }
+        // The events are rewritten on this thread and compressed and
+        // written on another: a few chunks in flight at most.
+        std::thread::scope(|scope| {
+            let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
+            let writer = scope.spawn(move || -> Result<()> {
+                if gzip {
+                    let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(GZIP_LEVEL));
+                    for chunk in rx {
+                        gz.write_all(&chunk).map_err(|e| write_error(output, &e))?;
+                    }
+                    gz.finish().map(drop).map_err(|e| write_error(output, &e))
+                } else {
+                    for chunk in rx {
+                        w.write_all(&chunk).map_err(|e| write_error(output, &e))?;
+                    }
+                    Ok(())
+                }
+            });
+            let mut chunks = Chunks(Some(tx));
+            let copied = write_merged(&mut chunks, output, set, &offsets, stride, aligned_on.as_ref(), &mut ranks);
+            // Closing the channel ends the writer; its error, if any, says why a send failed.
+            chunks.0 = None;
+            let written =
+                writer.join().unwrap_or_else(|_| Err(Error::failed(format!("cannot write {}: the writer failed", output.display()))));
+            written.and(copied)
+        })
     })?;
     let events = ranks.iter().map(|r| r.events).sum();
     Ok(Merged { output: output.display().to_string(), gzip, aligned_on, events, ranks, notes })
@@ -135,8 +156,27 @@ fn write_merged(
     out.flush()
 }
 
-/// zlib level 1: a Kineto trace still shrinks about 10× and the copy runs
-/// several times faster than at the default 6 (BENCHMARKS.md).
+/// 1 MiB chunks handed to the writer thread while it writes earlier ones.
+const IN_FLIGHT: usize = 4;
+
+/// The sending end of the writer thread's channel, as a `Write`.
+struct Chunks(Option<std::sync::mpsc::SyncSender<Vec<u8>>>);
+
+impl Write for Chunks {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let stopped = || std::io::Error::other("the writer stopped");
+        self.0.as_ref().ok_or_else(stopped)?.send(buf.to_vec()).map_err(|_| stopped())?;
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// zlib level 1: the merged 8 × 100 MB job shrinks 7.5× (741 → 99 MB);
+/// level 6 makes it 30% smaller still but takes 1.7× as long (gzip(1) on
+/// 200 MB of it: 2.2 s against 3.7 s), and compression, on its own thread,
+/// already takes longer than the copy it overlaps.
 const GZIP_LEVEL: u32 = 1;
 
 /// Bytes gathered before a write: few, large writes into the encoder.
@@ -389,38 +429,52 @@ impl RankCopy {
         }
     }
 
+    /// The elements of `traceEvents`, each split and written where the
+    /// scanner holds it (one pass over its bytes, no copy of the event).
     fn events<R: std::io::Read>(&self, s: &mut Scanner<R>, out: &mut Out<'_>, row: &mut MergedRank, threads: &mut Threads) -> Result<()> {
         let mut scratch = Vec::new();
         let mut fields = Vec::new();
         let mut clean = Vec::new();
         s.expect(b'[')?;
         let mut first = true;
+        let mut n = 0u64;
         while s.next_element(first)? {
             first = false;
-            let raw = s.value(&mut scratch)?;
-            let Some(nonfinite) = split(raw, &mut fields) else {
+            n += 1;
+            if s.peek()? != Some(b'{') {
+                // Valid JSON (the first pass read it) but not an event.
+                s.value(&mut scratch)?;
                 row.left_out += 1;
                 continue;
-            };
-            let raw = if nonfinite {
-                // Python's NaN / Infinity are not JSON: Perfetto refuses them.
-                sanitize_nonfinite(raw, &mut clean);
-                let Some(_) = split(&clean, &mut fields) else {
-                    row.left_out += 1;
-                    continue;
-                };
-                &clean[..]
-            } else {
-                raw
-            };
-            let get = |k: &[u8]| fields.iter().find(|f| &raw[f.key.0..f.key.1] == k).map(|f| &raw[f.val.0..f.val.1]);
-            if get(b"ph") == Some(b"\"M\"") && get(b"name").is_some_and(|n| PROCESS_METADATA.contains(&n)) {
-                row.metadata_replaced += 1;
-                continue;
             }
-            let tid = threads.tid(id_key(get(b"pid")), id_key(get(b"tid")));
-            self.write_event(raw, &fields, tid, out);
-            row.events += 1;
+            s.parse_in_place(n, |bytes| {
+                let (end, nonfinite) = match split(bytes, &mut fields) {
+                    Split::More => return Ok(None),
+                    Split::Bad => {
+                        return Err(Error::failed(format!("event {n} is not the JSON the first pass read (did the file change?)")));
+                    }
+                    Split::Done { end, nonfinite } => (end, nonfinite),
+                };
+                let raw = if nonfinite {
+                    // Python's NaN / Infinity are not JSON: Perfetto refuses them.
+                    sanitize_nonfinite(&bytes[..end], &mut clean);
+                    if !matches!(split(&clean, &mut fields), Split::Done { .. }) {
+                        return Err(Error::failed(format!("event {n}: cannot rewrite its NaN or Infinity")));
+                    }
+                    &clean[..]
+                } else {
+                    &bytes[..end]
+                };
+                let get = |k: &[u8]| fields.iter().find(|f| &raw[f.key.0..f.key.1] == k).map(|f| &raw[f.val.0..f.val.1]);
+                if get(b"ph") == Some(b"\"M\"") && get(b"name").is_some_and(|n| PROCESS_METADATA.contains(&n)) {
+                    row.metadata_replaced += 1;
+                } else {
+                    let tid = threads.tid(id_key(get(b"pid")), id_key(get(b"tid")));
+                    self.write_event(raw, &fields, tid, out);
+                    row.events += 1;
+                }
+                Ok(Some(end))
+            })?;
             out.maybe_flush()?;
         }
         Ok(())
@@ -506,7 +560,7 @@ fn ws(b: &[u8], mut i: usize) -> usize {
 fn string_end(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
     loop {
-        i += memchr::memchr2(b'"', b'\\', &b[i..])?;
+        i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
         if b[i] == b'\\' {
             i += 2;
         } else {
@@ -515,39 +569,61 @@ fn string_end(b: &[u8], at: usize) -> Option<usize> {
     }
 }
 
-/// Splits the object `raw` (valid JSON: the trace was read whole in the
-/// first pass) into its top-level fields. `None` when `raw` is not an
-/// object; `Some(true)` when a value holds a bare `NaN` or `Infinity`.
-fn split(raw: &[u8], fields: &mut Vec<Field>) -> Option<bool> {
+/// What [`split`] found.
+#[derive(Debug, PartialEq)]
+enum Split {
+    /// An object, `end` bytes long; `nonfinite`: a value holds a bare
+    /// `NaN` or `Infinity`.
+    Done { end: usize, nonfinite: bool },
+    /// The bytes end inside the object: more are needed.
+    More,
+    /// Not an object, or not JSON.
+    Bad,
+}
+
+/// Splits the object at the start of `raw` (after whitespace) into its
+/// top-level fields. The trace was read whole in the first pass, so this
+/// only finds boundaries: strings (with their escapes) and nesting.
+fn split(raw: &[u8], fields: &mut Vec<Field>) -> Split {
     fields.clear();
     let mut nonfinite = false;
     let mut i = ws(raw, 0);
-    if raw.get(i) != Some(&b'{') {
-        return None;
+    match raw.get(i) {
+        Some(b'{') => i += 1,
+        Some(_) => return Split::Bad,
+        None => return Split::More,
     }
-    i += 1;
     loop {
         i = ws(raw, i);
-        match raw.get(i)? {
-            b'}' => return Some(nonfinite),
-            b',' => i = ws(raw, i + 1),
-            _ => {}
+        match raw.get(i) {
+            None => return Split::More,
+            Some(b'}') => return Split::Done { end: i + 1, nonfinite },
+            Some(b',') => i = ws(raw, i + 1),
+            Some(_) => {}
         }
-        if raw.get(i) != Some(&b'"') {
-            return None;
+        match raw.get(i) {
+            None => return Split::More,
+            Some(b'"') => {}
+            Some(_) => return Split::Bad,
         }
-        let key_end = string_end(raw, i)?;
+        let Some(key_end) = string_end(raw, i) else { return Split::More };
         let key = (i + 1, key_end);
         i = ws(raw, key_end + 1);
-        if raw.get(i) != Some(&b':') {
-            return None;
+        match raw.get(i) {
+            None => return Split::More,
+            Some(b':') => {}
+            Some(_) => return Split::Bad,
         }
         let start = ws(raw, i + 1);
         let mut depth = 0usize;
         let mut j = start;
-        while j < raw.len() {
-            match raw[j] {
-                b'"' => j = string_end(raw, j)?,
+        loop {
+            let Some(&c) = raw.get(j) else { return Split::More };
+            match c {
+                b'"' => match string_end(raw, j) {
+                    Some(e) => j = e,
+                    None => return Split::More,
+                },
                 b'{' | b'[' => depth += 1,
                 b'}' | b']' if depth == 0 => break,
                 b'}' | b']' => depth -= 1,
@@ -562,7 +638,7 @@ fn split(raw: &[u8], fields: &mut Vec<Field>) -> Option<bool> {
             end -= 1;
         }
         if end == start {
-            return None;
+            return Split::Bad;
         }
         fields.push(Field { key, val: (start, end) });
         i = j;
@@ -699,7 +775,7 @@ mod tests {
     fn events_split_at_their_top_level() {
         let raw = br#" { "ph": "X", "name": "a,}b\"", "args": {"x": [1, {"y": 2}], "z": "}"}, "ts" : 12.5 , "pid":3}"#;
         let mut f = Vec::new();
-        assert_eq!(split(raw, &mut f), Some(false));
+        assert_eq!(split(raw, &mut f), Split::Done { end: raw.len(), nonfinite: false });
         let pairs: Vec<(&str, &str)> = f
             .iter()
             .map(|f| (std::str::from_utf8(&raw[f.key.0..f.key.1]).unwrap(), std::str::from_utf8(&raw[f.val.0..f.val.1]).unwrap()))
@@ -708,9 +784,14 @@ mod tests {
             pairs,
             [("ph", "\"X\""), ("name", r#""a,}b\"""#), ("args", r#"{"x": [1, {"y": 2}], "z": "}"}"#), ("ts", "12.5"), ("pid", "3")]
         );
-        assert_eq!(split(b"[1]", &mut f), None);
-        assert_eq!(split(b"{}", &mut f), Some(false));
-        assert_eq!(split(br#"{"v": NaN, "n": "NaN"}"#, &mut f), Some(true));
+        // Cut anywhere, it asks for more.
+        for k in 0..raw.len() {
+            assert_eq!(split(&raw[..k], &mut f), Split::More, "{k}");
+        }
+        assert_eq!(split(br#"{"a": 1}, {"b": 2}"#, &mut f), Split::Done { end: 8, nonfinite: false });
+        assert_eq!(split(b"[1]", &mut f), Split::Bad);
+        assert_eq!(split(b"{}", &mut f), Split::Done { end: 2, nonfinite: false });
+        assert_eq!(split(br#"{"v": NaN, "n": "NaN"}"#, &mut f), Split::Done { end: 22, nonfinite: true });
         let mut clean = Vec::new();
         sanitize_nonfinite(br#"{"v": NaN, "w": -Infinity, "n": "NaN"}"#, &mut clean);
         assert_eq!(clean, br#"{"v": null, "w": null, "n": "NaN"}"#);

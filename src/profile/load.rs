@@ -281,9 +281,10 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`write_atomic`] for output too large to hold: `write` streams it into
 /// the (buffered) temporary file, which replaces `path` only once `write`
 /// returned `Ok` and everything reached the disk; on an error the
-/// temporary file is removed and `path` is untouched. A character device
+/// temporary file is removed and `path` is untouched. The writer is `Send`,
+/// so `write` may hand it to a thread of its own. A character device
 /// or FIFO is written through, as [`write_atomic`] does.
-pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut dyn Write) -> Result<()>) -> Result<()> {
+pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>) -> Result<()> {
     let fail = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display()));
     match write_target(path)? {
         Target::Replace(target) => {
