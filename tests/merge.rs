@@ -153,6 +153,16 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
     let own = read(&dlrm().join("worker3_step_12.1694128201557.pt.trace.json.gz"), false).remove(&0).unwrap();
     assert_eq!(merged[&3].complete, own.complete, "timestamps byte for byte");
 
+    // One rank (of 2) whose timestamps are relative to its base time: kept,
+    // and the merged trace says the base.
+    let nccl = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let one = tmp.path().join("one.json");
+    let report = merge(&nccl, &one, &[]);
+    assert_eq!((report["ranks"].as_array().unwrap().len(), &report["aligned_on"]), (1, &Value::Null));
+    assert_eq!(common::read_json(&one)["baseTimeNanoseconds"].as_u64(), Some(1_711_964_646_000_000_000));
+    let own = read(&nccl, false).remove(&0).unwrap();
+    assert_eq!(read(&one, true)[&0].complete, own.complete);
+
     // A selection of ranks; the text report.
     let some = tmp.path().join("some.json.gz");
     let r = run(&["profile", "merge", dlrm().to_str().unwrap(), "-o", some.to_str().unwrap(), "--ranks", "2,5"]);
