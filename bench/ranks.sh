@@ -14,7 +14,8 @@
 # 2 cores (taskset; the ranks are read on as many threads as CPUs the
 # process may use), best of $RUNS, with peak RSS (/usr/bin/time %M); then
 # the same job through per-rank profiles (`summary --write-profile` per
-# rank, then `summary` over their folder). Prints
+# rank, then `summary` over their folder); then `merge` of the job (gzipped
+# and plain, 1 and 2 cores) and each rank's `summary --write-parquet`. Prints
 # the load average (`uptime`) before and after: the figures are only as
 # good as the machine was quiet.
 #
@@ -72,5 +73,30 @@ maprss=$(sort -n "$tmp/map-rss" | tail -1)
 printf "| summary --write-profile, each rank in turn (the map) | 1 | %.2f (%.2f per rank) | %.0f | %.0f |\n" "$map" "$(echo "$map / 8" | bc -l)" "$(echo "$total / 1000000 / $map" | bc -l)" "$(echo "$maprss / 1024" | bc -l)"
 read -r best rss < <(best_of "$runs" 0 "$bin" profile summary "$profiles" --json)
 printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" "$best" "$(echo "$rss / 1024" | bc -l)"
+
+# One timeline of the job (`merge`: the offsets pass reads the ranks as
+# `summary` does, then each trace is copied), gzipped and plain; and each
+# rank's own Parquet parts (`summary --write-parquet`, each rank in turn on
+# one core as each node would; needs a build with `--features parquet`).
+for out in job.json.gz job.json; do
+    for cpus in 0 0,1; do
+        read -r best rss < <(best_of "$runs" "$cpus" "$bin" profile merge "$dir" -o "$tmp/$out")
+        n=$(echo "$cpus" | tr ',' '\n' | wc -l)
+        printf "| merge -o %s (%.0f MB) | %d | %.2f | %.0f | %.0f |\n" "$out" "$(echo "$(stat -c %s "$tmp/$out") / 1000000" | bc -l)" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
+    done
+    rm -f "$tmp/$out"
+done
+if "$bin" profile summary "$dir/rank0.json" --write-parquet "$tmp/parts" > /dev/null 2>&1; then
+    rm -rf "$tmp/parts" "$tmp/pq-rss"
+    t0=$EPOCHREALTIME
+    for f in "$dir"/rank*.json; do
+        /usr/bin/time -f "%M" -a -o "$tmp/pq-rss" taskset -c 0 "$bin" profile summary "$f" --write-parquet "$tmp/parts" > /dev/null 2>&1
+    done
+    t1=$EPOCHREALTIME
+    pq=$(echo "$t1 - $t0" | bc -l)
+    printf "| summary --write-parquet, each rank in turn (%s KB of parts) | 1 | %.2f (%.2f per rank) | %.0f | %.0f |\n" "$(du -sk "$tmp/parts" | cut -f1)" "$pq" "$(echo "$pq / 8" | bc -l)" "$(echo "$total / 1000000 / $pq" | bc -l)" "$(echo "$(sort -n "$tmp/pq-rss" | tail -1) / 1024" | bc -l)"
+else
+    echo "| summary --write-parquet | – | n/a: $bin has no Parquet support (cargo build --release -p libreyolo --features parquet) | | |"
+fi
 echo
 echo "load after: $(uptime)"

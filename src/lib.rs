@@ -9,6 +9,7 @@ pub mod conditions;
 pub mod error;
 pub mod hardware;
 pub mod lens;
+pub mod merge;
 pub mod profile;
 pub mod render;
 pub mod tables;

@@ -9,12 +9,39 @@
 //! - `collectives.parquet`: one row per collective and rank (long form, so
 //!   a query can group by either), with the collective's skew and bandwidth
 //!   repeated on each of its rows.
+//!
+//! `summary TRACE --write-parquet DIR` writes one rank's own tables instead,
+//! Hive-partitioned by rank (`DIR/<table>/rank=<r>/part.parquet`), so that
+//! each rank of a cluster job writes its part where its trace is and an
+//! engine reads every rank with one glob ([`write_rank`], [`RANK_TABLES`]).
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use crate::error::{Error, Result};
 use crate::lens::collectives::Collectives;
 use crate::lens::job::Job;
+use crate::profile::Profile;
+
+/// Whether this build writes Parquet (the `parquet` feature).
+pub const AVAILABLE: bool = cfg!(feature = "parquet");
+
+/// The per-rank tables of `--write-parquet`, in the order they are written.
+pub const RANK_TABLES: [&str; 6] = ["summary", "kernels", "ops", "phases", "collectives", "idle"];
+
+/// One rank's tables under `dir`, Hive-partitioned: `dir/<table>/rank=<rank>/part.parquet`
+/// for each of [`RANK_TABLES`] (a table with no rows still gets its file,
+/// so a rerun replaces every part and every rank has the same tables).
+/// The rank is the partition column, as Hive writes it: not repeated inside
+/// the files. Returns the files written.
+pub fn write_rank(dir: &Path, rank: u32, p: &Profile) -> Result<Vec<PathBuf>> {
+    let mut written = Vec::new();
+    for table in RANK_TABLES {
+        let path = dir.join(table).join(format!("rank={rank}")).join("part.parquet");
+        imp::write_rank_table(&path, table, rank, p)?;
+        written.push(path);
+    }
+    Ok(written)
+}
 
 /// `ranks.parquet` and `collectives.parquet` into `dir`.
 pub fn write(dir: &Path, job: &Job, c: &Collectives) -> Result<()> {
@@ -27,17 +54,22 @@ pub fn write_collectives(dir: &Path, c: &Collectives) -> Result<()> {
     imp::write_collectives(dir, c)
 }
 
+/// What a build without the `parquet` feature says (exit 2).
+pub fn unavailable() -> Error {
+    Error::usage("this build has no Parquet support: build with `--features parquet` (README)")
+}
+
 #[cfg(not(feature = "parquet"))]
 mod imp {
     use super::*;
 
-    fn unavailable() -> Error {
-        Error::usage("this build has no Parquet support: build with `--features parquet` (README)")
-    }
     pub fn write_ranks(_dir: &Path, _job: &Job, _c: &Collectives) -> Result<()> {
         Err(unavailable())
     }
     pub fn write_collectives(_dir: &Path, _c: &Collectives) -> Result<()> {
+        Err(unavailable())
+    }
+    pub fn write_rank_table(_path: &Path, _table: &str, _rank: u32, _p: &Profile) -> Result<()> {
         Err(unavailable())
     }
 }
@@ -46,11 +78,12 @@ mod imp {
 mod imp {
     use std::sync::Arc;
 
-    use arrow_array::{ArrayRef, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
     use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::ArrowWriter;
 
     use super::*;
+    use crate::profile::Achieved;
 
     fn col(name: &str, t: DataType, nullable: bool, a: ArrayRef) -> (Field, ArrayRef) {
         (Field::new(name, t, nullable), a)
@@ -118,6 +151,165 @@ mod imp {
         )
     }
 
+    // The per-rank tables keep one schema whatever the rank's data (a
+    // column that may be empty is nullable in every part), so that an engine
+    // reading all the parts sees one table; their integers are signed
+    // 64-bit, which every engine reads as BIGINT (Spark reads an unsigned
+    // 64-bit column as a decimal).
+    fn req_f64(name: &str, v: Vec<f64>) -> (Field, ArrayRef) {
+        col(name, DataType::Float64, false, Arc::new(Float64Array::from(v)))
+    }
+    fn opt_f64(name: &str, v: Vec<Option<f64>>) -> (Field, ArrayRef) {
+        col(name, DataType::Float64, true, Arc::new(Float64Array::from(v)))
+    }
+    fn req_str(name: &str, v: Vec<String>) -> (Field, ArrayRef) {
+        col(name, DataType::Utf8, false, Arc::new(StringArray::from(v)))
+    }
+    fn opt_str(name: &str, v: Vec<Option<String>>) -> (Field, ArrayRef) {
+        col(name, DataType::Utf8, true, Arc::new(StringArray::from(v)))
+    }
+    fn opt_i64(name: &str, v: Vec<Option<i64>>) -> (Field, ArrayRef) {
+        col(name, DataType::Int64, true, Arc::new(Int64Array::from(v)))
+    }
+    fn req_i64(name: &str, v: Vec<i64>) -> (Field, ArrayRef) {
+        col(name, DataType::Int64, false, Arc::new(Int64Array::from(v)))
+    }
+    fn req_bool(name: &str, v: Vec<bool>) -> (Field, ArrayRef) {
+        col(name, DataType::Boolean, false, Arc::new(BooleanArray::from(v)))
+    }
+
+    /// The roofline's columns of kernel and op rows (docs/analysis.md §13).
+    fn achieved(rows: &[&Achieved]) -> Vec<(Field, ArrayRef)> {
+        vec![
+            opt_f64("modelled_ms_per_step", rows.iter().map(|a| a.modelled_ms_per_step).collect()),
+            opt_f64("gflop_per_step", rows.iter().map(|a| a.gflop_per_step).collect()),
+            opt_f64("gb_per_step", rows.iter().map(|a| a.gb_per_step).collect()),
+            opt_f64("tflops", rows.iter().map(|a| a.tflops).collect()),
+            opt_f64("tbps", rows.iter().map(|a| a.tbps).collect()),
+            opt_f64("pct_of_peak", rows.iter().map(|a| a.pct_of_peak).collect()),
+            opt_f64("lost_ms_per_step", rows.iter().map(|a| a.lost_ms_per_step).collect()),
+            opt_str("roofline_bound", rows.iter().map(|a| a.roofline_bound.map(|b| b.as_str().to_string())).collect()),
+        ]
+    }
+
+    pub fn write_rank_table(path: &Path, table: &str, rank: u32, p: &Profile) -> Result<()> {
+        use crate::lens;
+        let cols = match table {
+            // The rank's line of the job view (`summary DIR`'s ranks table),
+            // with the figures it is made of.
+            "summary" => {
+                let r = lens::job::row(rank, p, None);
+                let f = &p.figures;
+                let d = p.distributed.clone().unwrap_or_default();
+                vec![
+                    req_f64("step_ms", vec![r.step_ms]),
+                    opt_f64("img_per_s", vec![f.img_per_s]),
+                    req_f64("gpu_util", vec![r.gpu_util]),
+                    req_f64("gpu_busy_ms_per_step", vec![f.gpu_busy_ms_per_step]),
+                    req_f64("compute_ms", vec![r.compute_ms]),
+                    req_f64("comm_ms", vec![r.comm_ms]),
+                    req_f64("exposed_comm_ms", vec![r.exposed_comm_ms]),
+                    req_f64("idle_ms", vec![r.idle_ms]),
+                    opt_f64("dataload_ms", vec![r.dataload_ms]),
+                    req_f64("kernels_per_step", vec![r.kernels_per_step]),
+                    req_f64("launches_per_step", vec![f.launches_per_step]),
+                    req_f64("host_overhead_ms_per_step", vec![f.host_overhead_ms_per_step]),
+                    req_i64("steps", vec![f.window.real_steps as i64]),
+                    req_str("bound", vec![r.bound]),
+                    opt_i64("world_size", vec![d.world_size.map(i64::from)]),
+                    opt_str("trace", vec![p.trace.clone()]),
+                ]
+            }
+            "kernels" => {
+                let k = lens::kernels::kernels(p, &lens::kernels::KernelQuery::default())?;
+                let rows = &k.kernels;
+                let mut cols = vec![
+                    req_str("kernel", rows.iter().map(|r| r.kernel.clone()).collect()),
+                    req_str("raw_name", rows.iter().map(|r| r.raw_name.clone()).collect()),
+                    req_str("category", rows.iter().map(|r| r.category.clone()).collect()),
+                    req_bool("tensorcore", rows.iter().map(|r| r.tensorcore).collect()),
+                    req_f64("ms_per_step", rows.iter().map(|r| r.ms_per_step).collect()),
+                    req_f64("pct_of_gpu", rows.iter().map(|r| r.pct_of_gpu).collect()),
+                    req_f64("count_per_step", rows.iter().map(|r| r.count_per_step).collect()),
+                ];
+                cols.extend(achieved(&rows.iter().map(|r| &r.achieved).collect::<Vec<_>>()));
+                cols
+            }
+            "ops" => {
+                let o = lens::ops::ops(p, &lens::ops::OpQuery::default())?;
+                let rows = &o.ops;
+                let mut cols = vec![
+                    req_str("op", rows.iter().map(|r| r.op.clone()).collect()),
+                    req_f64("ms_per_step", rows.iter().map(|r| r.ms_per_step).collect()),
+                    req_f64("pct_of_cpu_ops", rows.iter().map(|r| r.pct_of_cpu_ops).collect()),
+                    req_f64("count_per_step", rows.iter().map(|r| r.count_per_step).collect()),
+                ];
+                cols.extend(achieved(&rows.iter().map(|r| &r.achieved).collect::<Vec<_>>()));
+                cols.push(opt_str("shape", rows.iter().map(|r| r.shape.clone()).collect()));
+                cols
+            }
+            "phases" => {
+                let rows = lens::phases::phases(p).phases;
+                vec![
+                    req_str("phase", rows.iter().map(|r| r.phase.clone()).collect()),
+                    req_f64("gpu_ms_per_step", rows.iter().map(|r| r.gpu_ms_per_step).collect()),
+                    opt_f64("wall_ms_per_step", rows.iter().map(|r| r.wall_ms_per_step).collect()),
+                    req_f64("kernels_per_step", rows.iter().map(|r| r.kernels_per_step).collect()),
+                    req_f64("ops_per_step", rows.iter().map(|r| r.ops_per_step).collect()),
+                    req_i64("unique_kernels", rows.iter().map(|r| r.unique_kernels as i64).collect()),
+                    opt_f64("memcpy_ms_per_step", rows.iter().map(|r| r.memcpy_ms_per_step).collect()),
+                    opt_f64("idle_ms_per_step", rows.iter().map(|r| r.idle_ms_per_step).collect()),
+                ]
+            }
+            // One row per collective this rank ran, numbered per group as
+            // every rank numbers them: `(group, seq)` joins the ranks' rows,
+            // and `start_ns` (the rank's clock) gives the arrival skew.
+            "collectives" => {
+                let c = lens::collectives::of_profile(p);
+                let ms = &c.collectives;
+                let call = |m: &lens::collectives::Matched| m.ranks.first().and_then(|r| p.collectives.get(r.call));
+                vec![
+                    req_str("group", ms.iter().map(|m| m.group.clone()).collect()),
+                    req_i64("seq", ms.iter().map(|m| m.seq as i64).collect()),
+                    req_str("collective", ms.iter().map(|m| m.collective.clone()).collect()),
+                    opt_i64("step", ms.iter().map(|m| call(m).and_then(|c| c.step).map(|s| s as i64)).collect()),
+                    req_i64("start_ns", ms.iter().map(|m| call(m).map_or(0, |c| c.start_ns)).collect()),
+                    req_f64("at_ms", ms.iter().map(|m| m.at_ms).collect()),
+                    req_f64("duration_us", ms.iter().map(|m| m.duration_us).collect()),
+                    opt_i64("bytes", ms.iter().map(|m| m.bytes.map(|b| b as i64)).collect()),
+                    opt_str("dtype", ms.iter().map(|m| m.dtype.clone()).collect()),
+                    opt_i64("group_size", ms.iter().map(|m| call(m).and_then(|c| c.group_size).map(i64::from)).collect()),
+                    opt_f64("algbw_gbps", ms.iter().map(|m| m.algbw_gbps).collect()),
+                    opt_f64("busbw_gbps", ms.iter().map(|m| m.busbw_gbps).collect()),
+                ]
+            }
+            // The idle account by cause (docs/analysis.md §12), every device
+            // it covers; `busiest` marks the device `summary` shows, whose
+            // rows sum to its `idle.ms_per_step`.
+            "idle" => {
+                let mut rows: Vec<(i64, bool, &crate::profile::IdleCauseRow)> = Vec::new();
+                if let Some(a) = &p.idle {
+                    rows.extend(a.causes.iter().map(|c| (a.device, true, c)));
+                    for d in a.devices.iter().filter(|d| d.device != a.device) {
+                        rows.extend(d.causes.iter().map(|c| (d.device, false, c)));
+                    }
+                }
+                vec![
+                    req_i64("device", rows.iter().map(|r| r.0).collect()),
+                    req_bool("busiest", rows.iter().map(|r| r.1).collect()),
+                    req_str("cause", rows.iter().map(|r| r.2.cause.as_str().to_string()).collect()),
+                    req_f64("ms_per_step", rows.iter().map(|r| r.2.ms_per_step).collect()),
+                    req_f64("gaps_per_step", rows.iter().map(|r| r.2.gaps_per_step).collect()),
+                    req_f64("before_first_kernel_ms_per_step", rows.iter().map(|r| r.2.before_first_kernel_ms_per_step).collect()),
+                    opt_str("top_place", rows.iter().map(|r| r.2.places.first().map(|x| x.name.clone())).collect()),
+                    opt_f64("top_place_ms_per_step", rows.iter().map(|r| r.2.places.first().map(|x| x.ms_per_step)).collect()),
+                ]
+            }
+            other => return Err(Error::failed(format!("no per-rank table {other}"))),
+        };
+        write_table(path, cols)
+    }
+
     pub fn write_collectives(dir: &Path, c: &Collectives) -> Result<()> {
         let rows: Vec<(&crate::lens::collectives::Matched, &crate::lens::collectives::RankAt)> =
             c.collectives.iter().flat_map(|m| m.ranks.iter().map(move |r| (m, r))).collect();
@@ -148,7 +340,7 @@ mod imp {
 mod tests {
     use std::path::PathBuf;
 
-    use arrow_array::{Array, Float64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     use crate::lens::{collectives, job};
@@ -212,5 +404,182 @@ mod tests {
                 i += 1;
             }
         }
+    }
+
+    /// `libreyolo profile ARGS…` as the binary runs it: its stdout.
+    fn cli(args: &[&str]) -> crate::error::Result<String> {
+        let all: Vec<std::ffi::OsString> = ["libreyolo", "profile"].iter().chain(args).map(std::ffi::OsString::from).collect();
+        match crate::cli::parse(&all)? {
+            Some(crate::cli::ProfileCommand::Reader(r)) => crate::cli::run_reader(&r),
+            other => panic!("{args:?} is no reader: {other:?}"),
+        }
+    }
+
+    fn json(args: &[&str]) -> serde_json::Value {
+        let out = cli(&[args, &["--json"]].concat()).unwrap();
+        serde_json::from_str(&out).unwrap()
+    }
+
+    /// A part's rows as one batch (an empty one keeps the file's columns).
+    fn rows(path: &std::path::Path) -> (RecordBatch, usize) {
+        let f = std::fs::File::open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+        let builder = ParquetRecordBatchReaderBuilder::try_new(f).unwrap().with_batch_size(1 << 20);
+        let schema = builder.schema().clone();
+        let mut batches: Vec<RecordBatch> = builder.build().unwrap().map(Result::unwrap).collect();
+        assert!(batches.len() <= 1, "one batch");
+        let b = batches.pop().unwrap_or_else(|| RecordBatch::new_empty(schema));
+        let n = b.num_rows();
+        (b, n)
+    }
+
+    fn sum(b: &RecordBatch, name: &str) -> f64 {
+        column::<Float64Array>(b, name).iter().map(|v| v.unwrap_or(0.0)).sum()
+    }
+
+    fn json_sum(rows: &serde_json::Value, name: &str) -> f64 {
+        rows.as_array().unwrap().iter().map(|r| r[name].as_f64().unwrap_or(0.0)).sum()
+    }
+
+    fn close(a: f64, b: f64, what: &str) {
+        assert!((a - b).abs() <= 1e-9 * a.abs().max(1.0), "{what}: {a} vs {b}");
+    }
+
+    /// Each rank's `summary TRACE --write-parquet DIR`, as a cluster's
+    /// launcher runs it, read back partition by partition: every table sums
+    /// to what that rank's `--json` readers print.
+    #[test]
+    fn each_rank_writes_its_partition_of_every_table_and_it_sums_to_its_json() {
+        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/param_dlrm_v100_8rank"));
+        let files = json_files_in(&dir).unwrap();
+        let out = tempfile::tempdir().unwrap();
+        let o = out.path().to_str().unwrap();
+        for f in &files {
+            cli(&["summary", f.to_str().unwrap(), "--write-parquet", o]).unwrap();
+        }
+        for table in super::RANK_TABLES {
+            let mut parts: Vec<String> =
+                std::fs::read_dir(out.path().join(table)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            parts.sort();
+            assert_eq!(parts, (0..8).map(|r| format!("rank={r}")).collect::<Vec<_>>(), "{table}");
+        }
+        let job = json(&["summary", dir.to_str().unwrap()]);
+        let mut collectives_seen = 0;
+        for f in &files {
+            let t = f.to_str().unwrap();
+            let name = f.file_name().unwrap().to_string_lossy().into_owned();
+            let rank: usize = name["worker".len()..name.find('_').unwrap()].parse().unwrap();
+            let part = |table: &str| out.path().join(table).join(format!("rank={rank}")).join("part.parquet");
+
+            let s = json(&["summary", t]);
+            let (b, n) = rows(&part("summary"));
+            assert_eq!(n, 1);
+            for key in ["step_ms", "gpu_util", "gpu_busy_ms_per_step", "kernels_per_step", "launches_per_step", "host_overhead_ms_per_step"]
+            {
+                assert_eq!(column::<Float64Array>(&b, key).value(0), s[key].as_f64().unwrap(), "rank {rank} {key}");
+            }
+            assert_eq!(column::<Int64Array>(&b, "steps").value(0), s["window"]["real_steps"].as_i64().unwrap());
+            assert_eq!(column::<StringArray>(&b, "bound").value(0), s["bound"].as_str().unwrap());
+            let row = &job["ranks"][rank];
+            for key in ["compute_ms", "comm_ms", "exposed_comm_ms", "idle_ms"] {
+                assert_eq!(column::<Float64Array>(&b, key).value(0), row[key].as_f64().unwrap(), "rank {rank} {key}: as the job view");
+            }
+            assert_eq!(column::<Int64Array>(&b, "world_size").value(0), 8);
+
+            let k = json(&["kernels", t, "--top", "1000000"]);
+            let (b, n) = rows(&part("kernels"));
+            assert_eq!(n, k["kernels"].as_array().unwrap().len());
+            assert_eq!(n as u64, k["total"].as_u64().unwrap(), "every kernel");
+            close(sum(&b, "ms_per_step"), json_sum(&k["kernels"], "ms_per_step"), "kernels ms");
+            close(sum(&b, "count_per_step"), json_sum(&k["kernels"], "count_per_step"), "kernels count");
+            close(sum(&b, "pct_of_gpu"), json_sum(&k["kernels"], "pct_of_gpu"), "kernels pct");
+            let comm: f64 = (0..n)
+                .filter(|&i| column::<StringArray>(&b, "category").value(i) == "communication")
+                .map(|i| column::<Float64Array>(&b, "ms_per_step").value(i))
+                .sum();
+            assert!(
+                (comm - s["comm_ms_per_step"].as_f64().unwrap()).abs() < 1e-3 * 8.0,
+                "rank {rank}: communication kernels {comm} ms per step"
+            );
+
+            let ops = json(&["ops", t, "--top", "1000000"]);
+            let (b, n) = rows(&part("ops"));
+            assert_eq!(n, ops["ops"].as_array().unwrap().len());
+            assert_eq!(n as u64, ops["total"].as_u64().unwrap());
+            close(sum(&b, "ms_per_step"), json_sum(&ops["ops"], "ms_per_step"), "ops ms");
+            close(sum(&b, "count_per_step"), json_sum(&ops["ops"], "count_per_step"), "ops count");
+
+            let ph = json(&["phases", t]);
+            let (b, n) = rows(&part("phases"));
+            assert_eq!(n, ph["phases"].as_array().unwrap().len());
+            assert!(n >= 2, "rank {rank}: {n} phases");
+            close(sum(&b, "gpu_ms_per_step"), json_sum(&ph["phases"], "gpu_ms_per_step"), "phases gpu ms");
+            close(sum(&b, "kernels_per_step"), json_sum(&ph["phases"], "kernels_per_step"), "phases kernels");
+
+            let c = json(&["collectives", t]);
+            let (b, n) = rows(&part("collectives"));
+            assert_eq!(n, c["collectives"].as_array().unwrap().len());
+            assert!(n > 0);
+            collectives_seen += n;
+            close(sum(&b, "duration_us"), json_sum(&c["collectives"], "duration_us"), "collectives µs");
+            assert_eq!(
+                (0..n).map(|i| column::<Int64Array>(&b, "seq").value(i)).collect::<Vec<_>>(),
+                c["collectives"].as_array().unwrap().iter().map(|m| m["seq"].as_i64().unwrap()).collect::<Vec<_>>()
+            );
+
+            let idle = &s["idle"];
+            let (b, n) = rows(&part("idle"));
+            let busiest = column::<arrow_array::BooleanArray>(&b, "busiest");
+            let on_busiest: Vec<usize> = (0..n).filter(|&i| busiest.value(i)).collect();
+            assert_eq!(on_busiest.len(), idle["causes"].as_array().unwrap().len());
+            let ms: f64 = on_busiest.iter().map(|&i| column::<Float64Array>(&b, "ms_per_step").value(i)).sum();
+            close(ms, json_sum(&idle["causes"], "ms_per_step"), "idle by cause");
+            assert!(
+                (ms - idle["ms_per_step"].as_f64().unwrap()).abs() <= 1e-3 * on_busiest.len() as f64,
+                "rank {rank}: causes sum to the account"
+            );
+        }
+        assert_eq!(collectives_seen, 64, "8 allreduces on each of 8 ranks");
+
+        // The rank set in one process writes the same parts, byte for byte.
+        let whole = tempfile::tempdir().unwrap();
+        cli(&["summary", dir.to_str().unwrap(), "--write-parquet", whole.path().to_str().unwrap()]).unwrap();
+        for table in super::RANK_TABLES {
+            for rank in 0..8 {
+                let p = std::path::Path::new(table).join(format!("rank={rank}/part.parquet"));
+                assert!(std::fs::read(out.path().join(&p)).unwrap() == std::fs::read(whole.path().join(&p)).unwrap(), "{}", p.display());
+            }
+        }
+    }
+
+    #[test]
+    fn the_rank_of_a_part_is_given_recorded_named_or_zero() {
+        let fixture = |p: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p);
+        let out = tempfile::tempdir().unwrap();
+        let o = out.path().to_str().unwrap();
+        let parts = || -> Vec<String> {
+            let mut v: Vec<String> = std::fs::read_dir(out.path().join("kernels"))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
+            v.sort();
+            v
+        };
+        // distributedInfo: rank 3 of 8.
+        let hta = fixture("hta_trace_diff_a100_2022/control.json.gz");
+        cli(&["summary", hta.to_str().unwrap(), "--write-parquet", o]).unwrap();
+        assert_eq!(parts(), ["rank=3"]);
+        cli(&["summary", hta.to_str().unwrap(), "--write-parquet", o, "--rank", "12"]).unwrap();
+        assert_eq!(parts(), ["rank=12", "rank=3"]);
+        // No rank anywhere: 0.
+        let qwen = fixture("tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        cli(&["summary", qwen.to_str().unwrap(), "--write-parquet", o]).unwrap();
+        assert_eq!(parts(), ["rank=0", "rank=12", "rank=3"]);
+        // No collectives: the table is there, empty, with its columns.
+        let (b, n) = rows(&out.path().join("collectives/rank=0/part.parquet"));
+        assert_eq!((n, b.num_columns()), (0, 12));
+        let usage = |args: &[&str]| cli(args).unwrap_err().exit_code();
+        assert_eq!(usage(&["summary", qwen.to_str().unwrap(), "--rank", "2"]), 2, "--rank without --write-parquet");
+        let dlrm = fixture("param_dlrm_v100_8rank");
+        assert_eq!(usage(&["summary", dlrm.to_str().unwrap(), "--write-parquet", o, "--rank", "2"]), 2, "--rank of a rank set");
     }
 }

@@ -250,7 +250,7 @@ fn usage_errors_exit_2_with_one_clear_line() {
 fn bare_group_lists_the_subcommands() {
     let r = run(&["profile"]);
     assert_eq!(r.code, 0);
-    for sub in ["run", "infer", "summary", "get", "phases", "kernels", "ops", "compare", "what-if", "explore"] {
+    for sub in ["run", "infer", "summary", "get", "phases", "kernels", "ops", "compare", "what-if", "explore", "merge"] {
         assert!(r.stdout.contains(&format!("  {sub} ")), "missing {sub} in {}", r.stdout);
     }
 }

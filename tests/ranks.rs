@@ -454,4 +454,21 @@ fn parquet_tables_or_a_clear_refusal() {
     let one = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
     let r = run(&["profile", "summary", one.to_str().unwrap(), "--parquet", o.to_str().unwrap()]);
     assert_eq!(r.code, 2, "a rank set's tables: {}", r.stderr);
+
+    // One rank's own tables, Hive-partitioned by its distributedInfo.rank
+    // (their values: the core's read-back test, src/tables.rs).
+    let parts = out.path().join("parts");
+    let r = run(&["profile", "summary", one.to_str().unwrap(), "--write-parquet", parts.to_str().unwrap()]);
+    if cfg!(feature = "parquet") {
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        assert!(r.stdout.contains("step"), "the summary is printed as ever: {}", r.stdout);
+        for table in ["summary", "kernels", "ops", "phases", "collectives", "idle"] {
+            let bytes = std::fs::read(parts.join(table).join("rank=0/part.parquet")).unwrap();
+            assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "{table}");
+        }
+    } else {
+        assert_eq!(r.code, 2, "{}", r.stderr);
+        assert!(r.stderr.contains("build with `--features parquet`"), "{}", r.stderr);
+        assert!(!parts.exists());
+    }
 }

@@ -96,6 +96,8 @@ pub enum ReaderCommand {
     WhatIf(WhatIfArgs),
     /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
     Memory(MemoryArgs),
+    /// One Chrome trace of a whole job (Perfetto): each rank a process, clocks aligned on a collective.
+    Merge(MergeArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -166,6 +168,15 @@ pub struct SummaryArgs {
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
     pub parquet: Option<String>,
+    /// Write each rank's own tables (summary, kernels, ops, phases,
+    /// collectives, idle) as Parquet, Hive-partitioned:
+    /// DIR/<table>/rank=<r>/part.parquet (docs/spec.md §7)
+    #[arg(long, value_name = "DIR")]
+    pub write_parquet: Option<String>,
+    /// With --write-parquet on one trace: the rank to write it as (default:
+    /// its distributedInfo.rank, else a rank3/worker3 in its name, else 0)
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
     #[command(flatten)]
     pub output: FormatArgs,
@@ -200,6 +211,24 @@ pub struct CollectivesArgs {
     pub table: Option<CollectivesTable>,
     #[command(flatten)]
     pub output: FormatArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct MergeArgs {
+    /// A folder of rank traces (.json / .json.gz), or the rank traces
+    #[arg(required = true, num_args = 1..)]
+    pub traces: Vec<String>,
+    /// The merged Chrome trace to write (gzipped when the name ends in .gz)
+    #[arg(short = 'o', long, value_name = "FILE")]
+    pub output: String,
+    #[command(flatten)]
+    pub set: RankSetArgs,
+    /// Keep each rank's clock as recorded (default: aligned on the first collective every rank ran)
+    #[arg(long)]
+    pub no_align: bool,
+    /// What was written, as JSON on stdout
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Clone, Args)]

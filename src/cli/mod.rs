@@ -155,14 +155,26 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     let job = |files: &[std::path::PathBuf], set: &RankSetArgs| rank_set(files, set).map(|s| lens::job::job(&s));
     let out = match cmd {
         ReaderCommand::Summary(a) => match (profile::ranks::rank_files(&a.traces)?, a.output.format()?) {
+            _ if a.rank.is_some() && a.write_parquet.is_none() => {
+                return Err(Error::usage("--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR"));
+            }
+            _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => return Err(crate::tables::unavailable()),
             (Some(files), format) => {
                 if a.write_profile.is_some() {
                     return Err(Error::usage("--write-profile writes one input's profile: give one trace"));
+                }
+                if a.rank.is_some() {
+                    return Err(Error::usage("--rank is for one trace: the ranks of a rank set come from their traces"));
                 }
                 let set = rank_set(&files, &a.set)?;
                 let j = lens::job::job(&set);
                 if let Some(dir) = &a.parquet {
                     crate::tables::write(std::path::Path::new(dir), &j, &lens::collectives::of_ranks(&set))?;
+                }
+                if let Some(dir) = &a.write_parquet {
+                    for r in &set.ranks {
+                        crate::tables::write_rank(std::path::Path::new(dir), r.rank, &r.input.profile)?;
+                    }
                 }
                 emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
             }
@@ -178,6 +190,10 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 let (input, notices) = load_noting(&a.traces[0])?;
                 if let Some(out) = &a.write_profile {
                     profile::write_json(std::path::Path::new(out), &input.profile)?;
+                }
+                if let Some(dir) = &a.write_parquet {
+                    let rank = parquet_rank(a.rank, &input);
+                    crate::tables::write_rank(std::path::Path::new(dir), rank, &input.profile)?;
                 }
                 let s = lens::summary::summary(&input.profile);
                 if format == Format::Json {
@@ -306,6 +322,29 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
+        ReaderCommand::Merge(a) => {
+            let output = std::path::Path::new(&a.output);
+            // Refused before the first pass reads the job, not after.
+            profile::check_write_target(output)?;
+            let (files, notes) = crate::merge::input_files(&a.traces, output)?;
+            for n in &notes {
+                say(&format!("note: {n}"));
+            }
+            let set = rank_set(&files, &a.set)?;
+            if let Some(r) = set.ranks.iter().find(|r| !r.input.from_trace) {
+                return Err(Error::usage(format!(
+                    "{} is a profile, which keeps no events: merge needs the rank traces themselves",
+                    r.input.path.display()
+                )));
+            }
+            // A long write: Ctrl-C removes its temporary file too.
+            crate::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+            let m = crate::merge::merge(&set, output, !a.no_align)?;
+            for n in &m.notes {
+                say(&format!("note: {n}"));
+            }
+            if a.json { render::json(&m)? } else { text::merge(&m) }
+        }
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
@@ -319,6 +358,27 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     // Names come from the trace: no raw control characters on a terminal.
     Ok(render::printable(&out).into_owned())
+}
+
+/// The rank a trace's `--write-parquet` tables are written as: `--rank`,
+/// else `distributedInfo.rank`, else the file name's `rank3`/`worker3`,
+/// else 0 (said on stderr, since ranks written as 0 replace each other).
+fn parquet_rank(given: Option<u32>, input: &Input) -> u32 {
+    let recorded = input.profile.distributed.as_ref().and_then(|d| d.rank);
+    let named = profile::ranks::rank_from_name(&input.path);
+    match (given, recorded.or(named)) {
+        (Some(r), Some(t)) if r != t => {
+            say(&format!("note: --rank {r} given; the trace says rank {t}: its tables are written as rank {r}"));
+            r
+        }
+        (Some(r), _) | (None, Some(r)) => r,
+        (None, None) => {
+            say(
+                "note: the trace names no rank (no distributedInfo.rank, no rank/worker number in its name): its tables are written as rank 0; give --rank N",
+            );
+            0
+        }
+    }
 }
 
 /// Writes to stdout, treating a closed pipe (`| head`) as success.

@@ -156,7 +156,8 @@ pub struct Extra {
     pub extra_ms: f64,
 }
 
-fn row(rank: u32, p: &Profile, c: Option<&Collectives>) -> RankRow {
+/// One rank's row of the job view (its waits from `c`, where matched).
+pub fn row(rank: u32, p: &Profile, c: Option<&Collectives>) -> RankRow {
     let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(0.0);
     let waits = c.and_then(|c| c.per_rank.iter().find(|w| w.rank == rank));
     let per_step = |ms: f64| round(ms / steps_of(p), 3);

@@ -275,19 +275,51 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 /// (`/dev/null`, a named pipe) is opened and written, never replaced by a
 /// file; a directory, block device or socket is refused (exit 2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    write_atomic_with(path, &mut |w| w.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display()))))
+}
+
+/// [`write_atomic`] for output too large to hold: `write` streams it into
+/// the (buffered) temporary file, which replaces `path` only once `write`
+/// returned `Ok` and everything reached the disk; on an error the
+/// temporary file is removed and `path` is untouched. The writer is `Send`,
+/// so `write` may hand it to a thread of its own. A character device
+/// or FIFO is written through, as [`write_atomic`] does.
+pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>) -> Result<()> {
+    let fail = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display()));
     match write_target(path)? {
-        Target::Replace(target) => replace_atomically(&target, path, bytes),
+        Target::Replace(target) => {
+            let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+            let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
+            crate::tempfiles::track(tmp.path());
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
+            write(&mut out)?;
+            let tmp = out.into_inner().map_err(|e| fail(e.into_error()))?;
+            // Temporary files are private (0600); the result is an ordinary file.
+            #[cfg(unix)]
+            {
+                use std::os::unix::fs::PermissionsExt;
+                let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
+            }
+            tmp.persist(&target).map_err(|e| fail(e.error))?;
+            Ok(())
+        }
         Target::Through => {
             // A character device or a FIFO (`/dev/null`, `/dev/stdout`, a
             // named pipe): written as a shell's `>` would; a rename would
             // put a regular file in the device's place.
-            let mut f = std::fs::OpenOptions::new()
-                .write(true)
-                .open(path)
-                .map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))?;
-            f.write_all(bytes).and_then(|()| f.flush()).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())))
+            let f = std::fs::OpenOptions::new().write(true).open(path).map_err(fail)?;
+            let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
+            write(&mut out)?;
+            out.flush().map_err(fail)
         }
     }
+}
+
+/// Refuses a path [`write_atomic`] would refuse (a directory, a block
+/// device, a socket: exit 2), before a long computation of what to write.
+pub fn check_write_target(path: &Path) -> Result<()> {
+    write_target(path).map(drop)
 }
 
 /// How [`write_atomic`] writes to a path.
@@ -332,24 +364,6 @@ fn write_target(path: &Path) -> Result<Target> {
         }
     }
     Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))
-}
-
-/// Writes `bytes` to a temporary file beside `target` and renames it over
-/// `target`; `shown` is the path the user gave, for messages.
-fn replace_atomically(target: &Path, shown: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
-    crate::tempfiles::track(tmp.path());
-    tmp.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
-    // Temporary files are private (0600); the result is an ordinary file.
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
-    }
-    tmp.persist(target).map_err(|e| Error::failed(format!("cannot write {}: {e}", shown.display())))?;
-    Ok(())
 }
 
 #[cfg(test)]

@@ -9,7 +9,10 @@ pub mod ranks;
 pub mod repeat;
 pub mod schema;
 
-pub use load::{Input, json_files_in, load, load_with_notices, load_with_peak_ops, resolve_input, write_atomic, write_json};
+pub use load::{
+    Input, check_write_target, json_files_in, load, load_with_notices, load_with_peak_ops, resolve_input, write_atomic, write_atomic_with,
+    write_json,
+};
 pub use measured::Measurements;
 pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;
