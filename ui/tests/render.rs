@@ -112,7 +112,7 @@ fn kernel_detail_view() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "3t\n");
     let s = snap("bert_trace_kernel_detail", &mut a);
-    let k = a.selected_kernel().unwrap().clone();
+    let k = a.panes.kernels.selected_kernel().unwrap().clone();
     // The full name is shown (wrapped at 80 columns, whole at 160).
     for screen in &s {
         assert!(screen.replace('\n', "").contains(&k.raw_name), "{screen}");

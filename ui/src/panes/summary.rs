@@ -11,9 +11,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{bar, clip, fixed, moved, opt, pct};
-use crate::app::App;
 use crate::input::Action;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// Lines the scroll may go past the top (the text is never longer).
 const MAX_SCROLL: usize = 200;
@@ -23,16 +23,16 @@ pub struct SummaryPane {
     pub scroll: u16,
 }
 
-impl SummaryPane {
-    pub fn update(&mut self, a: Action, page: usize) {
-        if let Some(delta) = super::movement(a, page) {
-            self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
-        }
+impl Component for SummaryPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let Some(delta) = super::movement(a, ctx.page) else { return Effect::Pass };
+        self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
+        Effect::None
     }
 
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        let Some(d) = &app.main.data else { return };
-        let lines = lines(&d.summary, &app.theme, area.width as usize);
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let Some(d) = view.data() else { return };
+        let lines = lines(&d.summary, view.theme, area.width as usize);
         f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((self.scroll, 0)), area);
     }
 }
