@@ -101,7 +101,7 @@ mod imp {
                 f64s("idle_ms", r.iter().map(|x| Some(x.idle_ms)).collect()),
                 f64s("dataload_ms", r.iter().map(|x| x.dataload_ms).collect()),
                 f64s("kernels_per_step", r.iter().map(|x| Some(x.kernels_per_step)).collect()),
-                strs("bound", r.iter().map(|x| Some(x.bound.clone())).collect()),
+                strs("bound", r.iter().map(|x| Some(x.bound.to_string())).collect()),
                 f64s("collective_wait_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_ms)).collect()),
                 u64s("last_arrivals", r.iter().map(|x| waits(x.rank).map(|w| w.last_arrivals as u64)).collect()),
                 f64s("collective_wait_caused_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_caused_ms)).collect()),
@@ -181,7 +181,7 @@ mod tests {
             assert_eq!(column::<UInt32Array>(b, "rank").value(i), row.rank);
             assert_eq!(column::<Float64Array>(b, "step_ms").value(i), row.step_ms);
             assert_eq!(column::<Float64Array>(b, "compute_ms").value(i), row.compute_ms);
-            assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound);
+            assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound.as_str());
             assert_eq!(column::<Float64Array>(b, "collective_wait_ms").value(i), c.per_rank[i].wait_ms);
             assert_eq!(column::<UInt64Array>(b, "last_arrivals").value(i), c.per_rank[i].last_arrivals as u64);
             assert_eq!(column::<Float64Array>(b, "collective_wait_caused_ms").value(i), c.per_rank[i].wait_caused_ms);

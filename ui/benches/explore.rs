@@ -18,7 +18,7 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::{KernelQuery, Sort, kernels};
-use libreyolo_core::profile::{self, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile};
+use libreyolo_core::profile::{self, Category, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile, Verdict};
 use libreyolo_ui::app::App;
 use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -93,10 +93,10 @@ fn first_frame(path: &str) {
 
 /// A profile with `n` distinct kernels over 4 categories and 2 phases.
 fn generated(n: usize) -> Profile {
-    const CATS: [&str; 4] = ["gemm / conv", "elementwise", "reduction / norm", "other"];
+    const CATS: [Category; 4] = [Category::GemmConv, Category::Elementwise, Category::ReductionNorm, Category::Other];
     let mut kernels = Vec::with_capacity(n);
     for i in 0..n {
-        let cat = CATS[i % CATS.len()];
+        let cat = CATS[i % CATS.len()].clone();
         let ms = 1000.0 / (i as f64 + 10.0);
         kernels.push(KernelRow {
             kernel: format!("kernel_{i}<float, {}>", i % 97),
@@ -105,7 +105,7 @@ fn generated(n: usize) -> Profile {
                 i % 97,
                 i % 13
             ),
-            category: cat.to_string(),
+            category: cat,
             tensorcore: i % 5 == 0,
             ms_per_step: ms,
             pct_of_gpu: ms / 10.0,
@@ -116,7 +116,7 @@ fn generated(n: usize) -> Profile {
     let half = n / 2;
     let mut p = Profile {
         schema: profile::SCHEMA_ID.to_string(),
-        bound: "compute".into(),
+        bound: Verdict::Compute,
         bound_why: "generated".into(),
         figures: Figures {
             step_ms: 1000.0,
@@ -127,7 +127,7 @@ fn generated(n: usize) -> Profile {
             unique_kernels: n as u64,
             ..Default::default()
         },
-        categories: CATS.iter().map(|c| CategoryRow { name: c.to_string(), pct: 25.0, ms_per_step: 250.0 }).collect(),
+        categories: CATS.iter().map(|c| CategoryRow { name: c.clone(), pct: 25.0, ms_per_step: 250.0 }).collect(),
         phases: ["forward", "backward"]
             .iter()
             .map(|ph| PhaseRow { phase: ph.to_string(), gpu_ms_per_step: 450.0, ..Default::default() })

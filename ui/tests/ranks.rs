@@ -103,7 +103,7 @@ fn ranks_pane_rows_are_the_job_lens() {
             close(&row[6], r.idle_ms, 2);
             close(&row[7], r.kernels_per_step, 0);
             if w >= 110 {
-                assert_eq!(row[9], r.bound.split(' ').next().unwrap(), "the verdict at 160 columns");
+                assert_eq!(row[9], r.bound.as_str().split(' ').next().unwrap(), "the verdict at 160 columns");
             }
             assert_eq!(row.iter().any(|c| c == "slowest"), Some(r.rank) == j.critical_rank, "{row:?}");
             let straggler = j.stragglers.iter().find(|s| s.rank == r.rank);

@@ -112,7 +112,7 @@ mod tests {
         use crate::train::loss::{Gains, yolo9_train_loss};
         use tch::Kind;
         let _rng = crate::rng_lock();
-        let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut m = Yolo9::new(libreyolo_core::cli::ModelSize::T, 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let ds = Dataset::Synthetic { n: 2 };
         let b = collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16, false).unwrap();

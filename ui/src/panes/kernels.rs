@@ -166,7 +166,7 @@ impl Component for KernelsPane {
             cells.extend([
                 Cell::from(if r.tensorcore { Span::styled("TC", t.accent()) } else { Span::raw("") }),
                 Cell::from(clip(&r.kernel, name_w)),
-                Cell::from(Span::styled(clip(&r.category, cat_w as usize), t.muted())),
+                Cell::from(Span::styled(clip(r.category.as_str(), cat_w as usize), t.muted())),
             ]);
             let row = Row::new(cells);
             if first + i == self.selected { row.style(t.selected()) } else { row }
@@ -268,7 +268,7 @@ impl KernelsPane {
         }
         lines.extend([
             Line::raw(""),
-            field("category", k.category.clone()),
+            field("category", k.category.to_string()),
             field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
             field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
             field("ms per step", fixed(k.ms_per_step, 4)),
@@ -309,7 +309,7 @@ pub fn drop_vanished_phase(phase: &mut Option<String>, data: Option<&Loaded>) ->
 /// The categories the pane cycles through: the profile's kernel mix, in
 /// its order.
 pub fn categories(data: Option<&Loaded>) -> Vec<String> {
-    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.clone()).collect())
+    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.to_string()).collect())
 }
 
 pub fn phase_names(data: Option<&Loaded>) -> Vec<String> {

@@ -229,7 +229,7 @@ impl RanksPane {
             ];
             if wide {
                 cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
-                cells.push(Cell::from(r.bound.clone()));
+                cells.push(Cell::from(r.bound.to_string()));
             }
             // The slowest rank (the one waited for) is also the first
             // straggler: one mark says both, to fit 80 columns.

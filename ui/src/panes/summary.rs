@@ -44,14 +44,14 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::styled(format!("** {w} **"), t.worse()));
     }
     out.push(Line::from(vec![
-        Span::styled(format!(">> {}", s.bound.to_uppercase()), t.warn()),
+        Span::styled(format!(">> {}", s.bound.as_str().to_uppercase()), t.warn()),
         Span::raw(": "),
         Span::raw(s.bound_why.clone()),
     ]));
     if !s.trustworthy {
         out.push(Line::styled("** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput are unreliable **", t.worse()));
     }
-    let batch = s.config.get("batch").map(|b| format!(" · batch {b}")).unwrap_or_default();
+    let batch = s.config.batch_value().map(|b| format!(" · batch {b}")).unwrap_or_default();
     out.push(Line::from(vec![
         Span::styled(s.model.clone().unwrap_or_else(|| "model n/a".into()), t.title()),
         Span::styled(
@@ -152,11 +152,11 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if s.categories.is_empty() {
         out.push(Line::styled("  no GPU kernels in this profile", t.muted()));
     }
-    let name_w = s.categories.iter().map(|c| c.name.chars().count()).max().unwrap_or(8).min(18);
+    let name_w = s.categories.iter().map(|c| c.name.as_str().chars().count()).max().unwrap_or(8).min(18);
     let bar_w = width.saturating_sub(name_w + 26).clamp(6, 60);
     for c in &s.categories {
         out.push(Line::from(vec![
-            Span::raw(format!("  {:<name_w$} ", clip(&c.name, name_w))),
+            Span::raw(format!("  {:<name_w$} ", clip(c.name.as_str(), name_w))),
             Span::styled(bar(c.pct, bar_w), t.bar()),
             Span::raw(format!(" {:>5}% {:>8} ms", fixed(c.pct, 1), num(c.ms_per_step, 3))),
         ]));

@@ -155,9 +155,9 @@ impl Component for TimelinePane {
 
         f.render_widget(Paragraph::new(detail_lines(self, t, detail.width as usize)), detail);
         let mut l = vec![Text::styled("legend ", t.muted())];
-        for (c, name) in libreyolo_core::analysis::kernels::CATEGORIES_ALL.iter().enumerate() {
+        for (c, name) in libreyolo_core::profile::Category::ALL.iter().enumerate() {
             l.push(Text::styled(glyph(c as u8).to_string(), category_style(c as u8, t)));
-            l.push(Text::raw(format!("{} ", short_category(name))));
+            l.push(Text::raw(format!("{} ", short_category(name.as_str()))));
         }
         f.render_widget(Paragraph::new(Line::from(l)), legend);
     }

@@ -102,7 +102,7 @@ impl Component for WhatIfPane {
         let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
         let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
         for (i, c) in p.categories[first..last].iter().enumerate() {
-            let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(&c.name, name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
+            let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(c.name.as_str(), name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
             lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
         }
         let editing = view.editor.filter(|e| e.field == Field::Launches);
@@ -154,7 +154,7 @@ impl WhatIfPane {
                 return;
             }
             Some(WhatIfChoice::Category(i)) => {
-                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), ..Default::default() }
+                Change { remove_category: p.categories.get(i).map(|c| c.name.to_string()), ..Default::default() }
             }
             Some(WhatIfChoice::Launches(n)) => Change { remove_launches: Some(n), ..Default::default() },
         };
