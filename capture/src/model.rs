@@ -174,10 +174,24 @@ pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
 }
 
 /// BatchNorm in training mode (batch statistics, running statistics updated
-/// with momentum 0.03) for forwards on this thread: `model.train()` for the
-/// training capture. Per thread, so inference elsewhere is untouched.
-pub fn set_training(on: bool) {
-    TRAINING.with(|t| t.set(on));
+/// with momentum 0.03) for forwards on this thread while the returned guard
+/// lives: `model.train()` for the training capture. Per thread, so inference
+/// elsewhere is untouched; the mode before comes back when the guard drops,
+/// on every path out of the scope (an error, a panic) alike.
+pub fn training() -> Training {
+    Training { before: TRAINING.with(|t| t.replace(true)) }
+}
+
+/// BatchNorm in training mode on this thread until dropped ([`training`]).
+#[must_use = "training mode ends when the guard is dropped"]
+pub struct Training {
+    before: bool,
+}
+
+impl Drop for Training {
+    fn drop(&mut self) {
+        TRAINING.with(|t| t.set(self.before));
+    }
 }
 
 /// Whether forwards on this thread run BatchNorm in training mode.
@@ -983,10 +997,8 @@ mod tests {
     /// running statistics, features shrink layer by layer until every head
     /// output is its bias, and outputs could not tell weights apart.
     fn batch_stats<T>(f: impl FnOnce() -> T) -> T {
-        set_training(true);
-        let r = f();
-        set_training(false);
-        r
+        let _training = training();
+        f()
     }
 
     fn aux_keys(m: &Yolo9) -> usize {
@@ -1001,6 +1013,24 @@ mod tests {
 
     /// The branch exists only once attached, feeds only the training
     /// forward, and leaves the inference forward as it was.
+    #[test]
+    fn training_mode_ends_with_its_guard_on_every_path() {
+        assert!(!is_training());
+        {
+            let _outer = training();
+            assert!(is_training());
+            drop(training());
+            assert!(is_training(), "an inner guard gives back the mode it found");
+        }
+        assert!(!is_training());
+        let r = std::panic::catch_unwind(|| {
+            let _t = training();
+            panic!("a failed step");
+        });
+        assert!(r.is_err());
+        assert!(!is_training(), "a panic ends training mode too");
+    }
+
     #[test]
     fn the_aux_branch_is_training_only() {
         let _rng = crate::rng_lock();

@@ -187,9 +187,10 @@ fn check_aux(size: &str) {
 
     // One training loss: train-mode BatchNorm, both heads, combined.
     let imgsz = x.size()[2];
-    model::set_training(true);
-    let maps = tch::no_grad(|| training.forward_train(x));
-    model::set_training(false);
+    let maps = {
+        let _train_mode = model::training();
+        tch::no_grad(|| training.forward_train(x))
+    };
     let l = yolo9_train_loss(&maps, r("targets"), (imgsz, imgsz), nc, &Gains::default(), training.aux_weight());
     let v = |t: &Tensor| t.to_kind(tch::Kind::Double).view([-1]).double_value(&[0]);
     for (name, ours) in [("total_loss", v(&l.total)), ("box", v(&l.box_loss)), ("dfl", v(&l.dfl_loss)), ("cls", v(&l.cls_loss))] {

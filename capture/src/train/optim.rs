@@ -291,7 +291,7 @@ mod tests {
         // The warmup's first learning rate: from random init at batch 2,
         // lr0 itself is noisy.
         opt.lr = WARMUP_LR_START;
-        crate::model::set_training(true);
+        let training = crate::model::training();
         let mut losses = Vec::new();
         for _ in 0..8 {
             let l = yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
@@ -300,7 +300,7 @@ mod tests {
             opt.zero_grad().unwrap();
             losses.push(f64::try_from(&l.total).unwrap());
         }
-        crate::model::set_training(false);
+        drop(training);
         assert!(losses.iter().all(|v| v.is_finite()), "{losses:?}");
         let tail = losses[5..].iter().cloned().fold(f64::INFINITY, f64::min);
         assert!(tail < losses[0], "{losses:?}");

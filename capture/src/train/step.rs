@@ -170,7 +170,7 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     let stats: Vec<Tensor> = vars.values().filter(|t| !t.requires_grad()).map(|t| t.shallow_clone()).collect();
     let params: Vec<Tensor> = vars.values().filter(|t| t.requires_grad()).map(|t| t.shallow_clone()).collect();
     let (dev, imgsz, nc, amp) = (p.device, p.imgsz, m.model.nc, p.amp);
-    model::set_training(true);
+    let training = model::training();
     let fit = autobatch::probe(dev, &stats, |b| {
         let x = Tensor::zeros([b as i64, 3, imgsz, imgsz], (tch::Kind::Float, dev));
         let y = Tensor::full([b as i64, 1, 5], -1.0, (tch::Kind::Float, dev));
@@ -181,7 +181,7 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
         loss.total.backward();
         crate::ops::clear_grads(&params)
     });
-    model::set_training(false);
+    drop(training);
     let fit = fit?;
     p.notes.push(format!(
         "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {})",
@@ -321,7 +321,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         v.into_iter().map(|(k, t)| (k, t.detach().copy())).collect()
     };
     let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, p.device.is_cuda());
-    model::set_training(true);
+    let training = model::training();
     let mut session: Option<Session> = None;
     let mut t = Trial {
         step_ms: Vec::new(),
@@ -424,7 +424,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         }
         Ok(())
     })();
-    model::set_training(false);
+    drop(training);
     if p.progress {
         eprint!("\r\x1b[2K");
     }
