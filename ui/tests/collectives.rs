@@ -156,7 +156,7 @@ fn the_view_is_the_collectives_lens() {
     let c = lens(&files());
     assert_eq!(a.job.as_ref().unwrap().collectives, c, "one reading of the ranks gives the lens's collectives");
     // The DLRM job: one NCCL stream, 5 send/recv and 3 all-reduces; rank 7
-    // arrives last at five of them (tests/ranks.rs checks these against
+    // arrives last at five of them (app/tests/ranks.rs checks these against
     // the traces).
     assert_eq!(c.groups.len(), 1);
     assert_eq!(c.per_rank[7].last_arrivals, 5);
