@@ -134,7 +134,7 @@ mod imp {
                 f64s("idle_ms", r.iter().map(|x| Some(x.idle_ms)).collect()),
                 f64s("dataload_ms", r.iter().map(|x| x.dataload_ms).collect()),
                 f64s("kernels_per_step", r.iter().map(|x| Some(x.kernels_per_step)).collect()),
-                strs("bound", r.iter().map(|x| Some(x.bound.clone())).collect()),
+                strs("bound", r.iter().map(|x| Some(x.bound.to_string())).collect()),
                 f64s("collective_wait_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_ms)).collect()),
                 u64s("last_arrivals", r.iter().map(|x| waits(x.rank).map(|w| w.last_arrivals as u64)).collect()),
                 f64s("collective_wait_caused_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_caused_ms)).collect()),
@@ -215,7 +215,7 @@ mod imp {
                     req_f64("launches_per_step", vec![f.launches_per_step]),
                     req_f64("host_overhead_ms_per_step", vec![f.host_overhead_ms_per_step]),
                     req_i64("steps", vec![f.window.real_steps as i64]),
-                    req_str("bound", vec![r.bound]),
+                    req_str("bound", vec![r.bound.to_string()]),
                     opt_i64("world_size", vec![d.world_size.map(i64::from)]),
                     opt_str("trace", vec![p.trace.clone()]),
                 ]
@@ -226,7 +226,7 @@ mod imp {
                 let mut cols = vec![
                     req_str("kernel", rows.iter().map(|r| r.kernel.clone()).collect()),
                     req_str("raw_name", rows.iter().map(|r| r.raw_name.clone()).collect()),
-                    req_str("category", rows.iter().map(|r| r.category.clone()).collect()),
+                    req_str("category", rows.iter().map(|r| r.category.to_string()).collect()),
                     req_bool("tensorcore", rows.iter().map(|r| r.tensorcore).collect()),
                     req_f64("ms_per_step", rows.iter().map(|r| r.ms_per_step).collect()),
                     req_f64("pct_of_gpu", rows.iter().map(|r| r.pct_of_gpu).collect()),
@@ -373,7 +373,7 @@ mod tests {
             assert_eq!(column::<UInt32Array>(b, "rank").value(i), row.rank);
             assert_eq!(column::<Float64Array>(b, "step_ms").value(i), row.step_ms);
             assert_eq!(column::<Float64Array>(b, "compute_ms").value(i), row.compute_ms);
-            assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound);
+            assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound.as_str());
             assert_eq!(column::<Float64Array>(b, "collective_wait_ms").value(i), c.per_rank[i].wait_ms);
             assert_eq!(column::<UInt64Array>(b, "last_arrivals").value(i), c.per_rank[i].last_arrivals as u64);
             assert_eq!(column::<Float64Array>(b, "collective_wait_caused_ms").value(i), c.per_rank[i].wait_caused_ms);

@@ -160,7 +160,7 @@ fn every_seed_reads() {
     assert_eq!(old.attribution.as_ref().unwrap().passes, 1, "the step marker comes last: one pass still");
     assert_eq!(old.figures.kernels_per_step, 1.0);
     let rocm = load(ROCM.as_bytes()).unwrap().profile;
-    assert_eq!(rocm.mode.as_deref(), Some("training"));
+    assert_eq!(rocm.mode, Some(profile::Mode::Training));
     assert_eq!(rocm.extras.graph_launches_per_step, Some(1.0));
     assert_eq!(rocm.figures.kernels_per_step, 2.0);
     assert_eq!(rocm.devices[0].vendor.as_deref(), Some("AMD"));

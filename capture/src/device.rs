@@ -1,23 +1,19 @@
 //! `--device cpu` or a CUDA index, checked against what this libtorch sees.
 
+use libreyolo_core::cli::DeviceArg;
 use libreyolo_core::conditions;
 use libreyolo_core::{Error, Result};
 use tch::{Cuda, Device};
 
-/// Parses `--device`. Asking for CUDA where there is none is a usage error
-/// (exit 2) that points at `--device cpu`: the default is `0`, so this is
-/// the first thing a CPU user meets.
-pub fn parse(arg: &str) -> Result<Device> {
-    let a = arg.trim().to_ascii_lowercase();
-    if a == "cpu" {
-        return Ok(Device::Cpu);
-    }
-    let index: usize = a
-        .strip_prefix("cuda:")
-        .or(if a == "cuda" { Some("0") } else { None })
-        .unwrap_or(&a)
-        .parse()
-        .map_err(|_| Error::usage(format!("--device {arg}: expected `cpu` or a CUDA index such as `0`")))?;
+/// The device `--device` names, checked against what this libtorch sees.
+/// Asking for CUDA where there is none is a usage error (exit 2) that
+/// points at `--device cpu`: the default is `0`, so this is the first thing
+/// a CPU user meets.
+pub fn parse(arg: DeviceArg) -> Result<Device> {
+    let index = match arg {
+        DeviceArg::Cpu => return Ok(Device::Cpu),
+        DeviceArg::Cuda(index) => index,
+    };
     if !Cuda::is_available() {
         return Err(Error::usage(format!(
             "--device {arg}: no CUDA device is available to this libtorch ({}); run on the CPU with --device cpu",

@@ -19,10 +19,10 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::window::Window;
-use libreyolo_core::cli::InferArgs;
+use libreyolo_core::cli::{AmpDtype, InferArgs};
 use libreyolo_core::conditions::{self, Conditions};
 use libreyolo_core::profile::measured::RealTiming;
-use libreyolo_core::profile::{self, Latency, Measurements, Profile, Stages};
+use libreyolo_core::profile::{self, Latency, Measurements, Mode, Profile, Stages};
 use libreyolo_core::render::text::{num, throughput};
 use libreyolo_core::{Error, Result};
 use serde_json::{Map, Value, json};
@@ -59,11 +59,7 @@ struct Plan {
 }
 
 fn plan(args: &InferArgs) -> Result<Plan> {
-    let bf16 = match args.amp_dtype.as_str() {
-        "float16" | "fp16" | "half" => false,
-        "bfloat16" | "bf16" => true,
-        other => return Err(Error::usage(format!("--amp-dtype {other}: expected float16 or bfloat16"))),
-    };
+    let bf16 = args.amp_dtype == AmpDtype::Bfloat16;
     if args.batch == 0 {
         return Err(Error::usage("--batch must be at least 1"));
     }
@@ -80,7 +76,7 @@ fn plan(args: &InferArgs) -> Result<Plan> {
     if !(0.0..=1.0).contains(&args.conf) || !(0.0..=1.0).contains(&args.iou) {
         return Err(Error::usage("--conf and --iou must be between 0 and 1"));
     }
-    let device = device::parse(&args.device)?;
+    let device = device::parse(args.device)?;
     let half = args.half();
     if half && device == Device::Cpu {
         return Err(Error::usage(
@@ -266,7 +262,7 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));
     meta.insert("half".into(), json!(p.half));
-    meta.insert("amp_dtype".into(), json!(if p.bf16 { "bfloat16" } else { "float16" }));
+    meta.insert("amp_dtype".into(), json!(if p.bf16 { AmpDtype::Bfloat16 } else { AmpDtype::Float16 }));
     meta.insert("device".into(), json!(device::name(p.device)));
     meta.insert("conf".into(), json!(p.conf));
     meta.insert("iou".into(), json!(p.iou));
@@ -294,12 +290,12 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
         );
     }
     Measurements {
-        meta,
+        meta: meta.into(),
         real: Some(RealTiming { step_ms: lat.mean_ms, img_per_s, dataload_ms: Some(0.0), dataload_frac: Some(0.0) }),
         latency: Some(lat),
         stages_ms: Some(Stages { preprocess: mean(&t.stages_ms[0]), forward: mean(&t.stages_ms[1]), postprocess: mean(&t.stages_ms[2]) }),
         peak_vram_mb: t.peak_vram_mb,
-        mode: Some("inference".into()),
+        mode: Some(Mode::Inference),
         versions: Some(versions()),
         host: Some(host(t.conditions.as_ref())),
         ..Default::default()
@@ -329,7 +325,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     device::set_threads(args.threads)?;
     let files = source::resolve(args.source.as_deref())?;
     let images = source::load(&files)?;
-    let mut loaded = weights::load(&args.weights, &args.size, p.device)?;
+    let mut loaded = weights::load(&args.weights, args.size, p.device)?;
     // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
     if args.fuse {
         loaded.model.fuse();
@@ -420,7 +416,7 @@ fn render_text(p: &Profile, path: &Path) -> String {
             f(s.postprocess)
         );
     }
-    o += &format!(">> {}: {}\n", p.bound.to_uppercase(), p.bound_why);
+    o += &format!(">> {}: {}\n", p.bound.as_str().to_uppercase(), p.bound_why);
     o += &format!("profile: {}\n", path.display());
     if let Some(t) = &p.trace {
         o += &format!("trace:   {t}\n");
@@ -444,8 +440,8 @@ fn render_json(p: &Profile, path: &Path) -> String {
         "bound": p.bound,
         "bound_why": p.bound_why,
         "stages_ms": p.figures.stages_ms,
-        "device": p.config.get("device").cloned().unwrap_or(Value::Null),
-        "weights_source": p.config.get("weights_source").cloned().unwrap_or(Value::Null),
+        "device": p.config.as_map().get("device").cloned().unwrap_or(Value::Null),
+        "weights_source": p.config.as_map().get("weights_source").cloned().unwrap_or(Value::Null),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }

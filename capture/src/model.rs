@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 
+use libreyolo_core::cli::ModelSize;
 use tch::nn::{self, Init};
 use tch::{Device, Kind, Tensor};
 
@@ -48,12 +49,10 @@ pub struct Config {
     head: [i64; 3],
 }
 
-pub const SIZES: &[&str] = &["t", "s", "m", "c"];
-
 impl Config {
-    pub fn of(size: &str) -> Option<Config> {
-        Some(match size {
-            "t" => Config {
+    pub fn of(size: ModelSize) -> Config {
+        match size {
+            ModelSize::T => Config {
                 conv0: 16,
                 conv1: 32,
                 first_elan: true,
@@ -71,7 +70,7 @@ impl Config {
                 down2: (128, 128),
                 head: [64, 96, 128],
             },
-            "s" => Config {
+            ModelSize::S => Config {
                 conv0: 32,
                 conv1: 64,
                 first_elan: true,
@@ -89,7 +88,7 @@ impl Config {
                 down2: (256, 256),
                 head: [128, 192, 256],
             },
-            "m" => Config {
+            ModelSize::M => Config {
                 conv0: 32,
                 conv1: 64,
                 first_elan: false,
@@ -107,7 +106,7 @@ impl Config {
                 down2: (480, 480),
                 head: [240, 360, 480],
             },
-            "c" => Config {
+            ModelSize::C => Config {
                 conv0: 64,
                 conv1: 128,
                 first_elan: false,
@@ -125,8 +124,7 @@ impl Config {
                 down2: (512, 512),
                 head: [256, 512, 512],
             },
-            _ => return None,
-        })
+        }
     }
 }
 
@@ -176,10 +174,24 @@ pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
 }
 
 /// BatchNorm in training mode (batch statistics, running statistics updated
-/// with momentum 0.03) for forwards on this thread: `model.train()` for the
-/// training capture. Per thread, so inference elsewhere is untouched.
-pub fn set_training(on: bool) {
-    TRAINING.with(|t| t.set(on));
+/// with momentum 0.03) for forwards on this thread while the returned guard
+/// lives: `model.train()` for the training capture. Per thread, so inference
+/// elsewhere is untouched; the mode before comes back when the guard drops,
+/// on every path out of the scope (an error, a panic) alike.
+pub fn training() -> Training {
+    Training { before: TRAINING.with(|t| t.replace(true)) }
+}
+
+/// BatchNorm in training mode on this thread until dropped ([`training`]).
+#[must_use = "training mode ends when the guard is dropped"]
+pub struct Training {
+    before: bool,
+}
+
+impl Drop for Training {
+    fn drop(&mut self) {
+        TRAINING.with(|t| t.set(self.before));
+    }
 }
 
 /// Whether forwards on this thread run BatchNorm in training mode.
@@ -596,7 +608,7 @@ pub const STRIDES: [i64; 3] = [8, 16, 32];
 /// YOLOv9 detection model.
 pub struct Yolo9 {
     pub vs: nn::VarStore,
-    pub size: String,
+    pub size: ModelSize,
     pub nc: i64,
     conv0: Conv,
     conv1: Conv,
@@ -650,20 +662,18 @@ pub struct AuxLoad {
 /// Why a model could not be built or a state dict not loaded into it.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ModelError {
-    #[error("unknown YOLOv9 size `{0}` (one of t, s, m, c)")]
-    UnknownSize(String),
     #[error("number of classes must be between 1 and {MAX_CLASSES}, got {0}")]
     Classes(i64),
     #[error("class head width must be between 1 and {MAX_CLASSES}, got {0}")]
     ClassWidth(i64),
     /// Tensors with another shape, missing or unexpected, summarised.
     #[error("the checkpoint does not fit YOLOv9-{size} with {nc} classes: {why}")]
-    Mismatch { size: String, nc: i64, why: String },
+    Mismatch { size: ModelSize, nc: i64, why: String },
 }
 
 impl Yolo9 {
     /// Builds the model with random initialisation on `device`.
-    pub fn new(size: &str, nc: i64, device: Device) -> Result<Yolo9, ModelError> {
+    pub fn new(size: ModelSize, nc: i64, device: Device) -> Result<Yolo9, ModelError> {
         Self::with_class_width(size, nc, None, device)
     }
 
@@ -671,8 +681,8 @@ impl Yolo9 {
     /// `max(first scale's channels, min(nc, 100))` for a model built with
     /// its `nc`; a checkpoint fine-tuned from COCO keeps the COCO width (80)
     /// under a new `nc`, so loaders read the width from the checkpoint.
-    pub fn with_class_width(size: &str, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, ModelError> {
-        let cfg = Config::of(size).ok_or_else(|| ModelError::UnknownSize(size.to_string()))?;
+    pub fn with_class_width(size: ModelSize, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, ModelError> {
+        let cfg = Config::of(size);
         if !(1..=MAX_CLASSES).contains(&nc) {
             return Err(ModelError::Classes(nc));
         }
@@ -714,7 +724,7 @@ impl Yolo9 {
 
         Ok(Yolo9 {
             vs,
-            size: size.to_string(),
+            size,
             nc,
             conv0,
             conv1,
@@ -791,7 +801,7 @@ impl Yolo9 {
             let u: Vec<String> = unexpected.iter().map(|s| s.to_string()).collect();
             parts.push(format!("{} unexpected: {}", u.len(), show(&u)));
         }
-        Err(ModelError::Mismatch { size: self.size.to_string(), nc: self.nc, why: parts.join("; ") })
+        Err(ModelError::Mismatch { size: self.size, nc: self.nc, why: parts.join("; ") })
     }
 
     /// Attaches the PGI auxiliary branch (randomly initialised, on the
@@ -805,7 +815,7 @@ impl Yolo9 {
             aux.weight = weight;
             return;
         }
-        let cfg = Config::of(&self.size).expect("the model was built from a known size");
+        let cfg = Config::of(self.size);
         let root = self.vs.root();
         let neck = AuxNeck::new(&(&root / "aux"), &cfg);
         let head = Detect::new(&(&root / "aux_head"), &cfg.head, self.nc, default_class_width(&cfg, self.nc));
@@ -987,10 +997,8 @@ mod tests {
     /// running statistics, features shrink layer by layer until every head
     /// output is its bias, and outputs could not tell weights apart.
     fn batch_stats<T>(f: impl FnOnce() -> T) -> T {
-        set_training(true);
-        let r = f();
-        set_training(false);
-        r
+        let _training = training();
+        f()
     }
 
     fn aux_keys(m: &Yolo9) -> usize {
@@ -1006,10 +1014,28 @@ mod tests {
     /// The branch exists only once attached, feeds only the training
     /// forward, and leaves the inference forward as it was.
     #[test]
+    fn training_mode_ends_with_its_guard_on_every_path() {
+        assert!(!is_training());
+        {
+            let _outer = training();
+            assert!(is_training());
+            drop(training());
+            assert!(is_training(), "an inner guard gives back the mode it found");
+        }
+        assert!(!is_training());
+        let r = std::panic::catch_unwind(|| {
+            let _t = training();
+            panic!("a failed step");
+        });
+        assert!(r.is_err());
+        assert!(!is_training(), "a panic ends training mode too");
+    }
+
+    #[test]
     fn the_aux_branch_is_training_only() {
         let _rng = crate::rng_lock();
         tch::manual_seed(0);
-        let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut m = Yolo9::new(ModelSize::T, 3, Device::Cpu).unwrap();
         let x = input();
         assert_eq!(aux_keys(&m), 0);
         assert_eq!(m.aux_weight(), 0.0);
@@ -1051,14 +1077,14 @@ mod tests {
     fn aux_tensors_load_by_name_and_shape() {
         let _rng = crate::rng_lock();
         tch::manual_seed(1);
-        let mut trained = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut trained = Yolo9::new(ModelSize::T, 3, Device::Cpu).unwrap();
         trained.enable_aux(0.25);
         let sd = state(&trained);
         let x = input();
         let want = batch_stats(|| trained.forward_train(&x));
 
         tch::manual_seed(2);
-        let mut inference = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut inference = Yolo9::new(ModelSize::T, 3, Device::Cpu).unwrap();
         inference.load_state(&sd).unwrap();
         assert_eq!(aux_keys(&inference), 0);
         for (a, b) in batch_stats(|| inference.forward_raw(&x)).iter().zip(&want.main) {
@@ -1066,7 +1092,7 @@ mod tests {
         }
 
         tch::manual_seed(3);
-        let mut training = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut training = Yolo9::new(ModelSize::T, 3, Device::Cpu).unwrap();
         training.load_state(&sd).unwrap();
         training.enable_aux(0.25);
         let loaded = training.load_aux_state(&sd);
@@ -1075,7 +1101,7 @@ mod tests {
             assert!(a.equal(b));
         }
 
-        let mut other = Yolo9::new("t", 5, Device::Cpu).unwrap();
+        let mut other = Yolo9::new(ModelSize::T, 5, Device::Cpu).unwrap();
         other.enable_aux(0.25);
         let r = other.load_aux_state(&sd);
         // aux_head.cv3.{0,1,2}.2.{weight,bias} have 5 outputs instead of 3.
@@ -1095,7 +1121,7 @@ mod tests {
     #[test]
     fn the_aux_class_towers_take_the_default_width() {
         let _rng = crate::rng_lock();
-        let mut m = Yolo9::with_class_width("t", 2, Some(80), Device::Cpu).unwrap();
+        let mut m = Yolo9::with_class_width(ModelSize::T, 2, Some(80), Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let shapes: HashMap<String, Vec<i64>> = m.state_shapes().into_iter().collect();
         assert_eq!(shapes["head.cv3.0.0.conv.weight"], [80, 64, 3, 3]);

@@ -37,6 +37,6 @@ pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
 /// take a sidecar's numbers only for its own trace.
 pub fn link_sidecar(m: &mut Measurements, trace_tmp: &Path) {
     if let Some(name) = trace_tmp.file_name() {
-        m.meta.insert(measured::TRACE_NAME_KEY.into(), name.to_string_lossy().into());
+        m.meta.insert(measured::TRACE_NAME_KEY, name.to_string_lossy().into());
     }
 }

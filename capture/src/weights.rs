@@ -14,7 +14,9 @@ use libreyolo_core::{Error, Result};
 use tch::Device;
 
 use crate::checkpoint;
-use crate::model::{Config, Yolo9};
+use libreyolo_core::cli::ModelSize;
+
+use crate::model::Yolo9;
 use crate::preprocess::Pad;
 
 /// Classes of the random-init model (COCO's count, as LibreYOLO9t.pt).
@@ -61,7 +63,7 @@ pub fn resolve(arg: &str) -> Result<Source> {
 /// A model ready for inference, and what the profile records about it.
 pub struct Loaded {
     pub model: Yolo9,
-    pub size: String,
+    pub size: ModelSize,
     pub nc: i64,
     pub names: Option<Vec<String>>,
     pub pad: Pad,
@@ -75,10 +77,7 @@ pub struct Loaded {
 
 /// Builds the model: from the checkpoint, or random-init. The checkpoint's
 /// `size`/`nc` win over `--size` (with a note).
-pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
-    if Config::of(size).is_none() {
-        return Err(Error::usage(format!("--size {size}: expected one of t, s, m, c")));
-    }
+pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
     match resolve(arg)? {
         Source::RandomInit { looked_in } => {
             tch::manual_seed(0);
@@ -86,7 +85,7 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
             let looked: Vec<String> = looked_in.iter().map(|p| p.display().to_string()).collect();
             Ok(Loaded {
                 model,
-                size: size.to_string(),
+                size,
                 nc: DEFAULT_NC,
                 names: None,
                 pad: Pad::TopLeft,
@@ -111,11 +110,9 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
                 return Err(Error::failed(format!("checkpoint {shown} is a `{task}` model; only detection is supported")));
             }
             let mut notes = Vec::new();
-            let ck_size = ck.meta_str("size").map(str::to_string).or_else(|| detect_size(&ck));
-            let used_size = match ck_size {
-                Some(s) if Config::of(&s).is_some() => s,
-                Some(s) => return Err(Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`"))),
-                None => size.to_string(),
+            let used_size = match ck.meta_str("size") {
+                Some(s) => ModelSize::parse(s).ok_or_else(|| Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`")))?,
+                None => detect_size(&ck).unwrap_or(size),
             };
             if used_size != size {
                 notes.push(format!("note: checkpoint {shown} is YOLOv9-{used_size}; using it instead of --size {size}"));
@@ -125,7 +122,7 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
                 .or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]))
                 .ok_or_else(|| Error::failed(format!("checkpoint {shown}: no `nc` and no class head to read it from")))?;
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
-            let mut model = Yolo9::with_class_width(&used_size, nc, cls_hidden, device).map_err(|e| Error::failed(e.to_string()))?;
+            let mut model = Yolo9::with_class_width(used_size, nc, cls_hidden, device).map_err(|e| Error::failed(e.to_string()))?;
             model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             Ok(Loaded {
                 model,
@@ -143,17 +140,14 @@ pub fn load(arg: &str, size: &str, device: Device) -> Result<Loaded> {
 }
 
 /// The size of a bare state dict, from the stem's width and first block.
-fn detect_size(ck: &checkpoint::Checkpoint) -> Option<String> {
+fn detect_size(ck: &checkpoint::Checkpoint) -> Option<ModelSize> {
     let c0 = ck.tensor("backbone.conv0.conv.weight")?.size()[0];
     let elan = ck.tensor("backbone.elan1.cv2.conv.weight").is_some();
-    Some(
-        match (c0, elan) {
-            (16, _) => "t",
-            (32, true) => "s",
-            (32, false) => "m",
-            (64, _) => "c",
-            _ => return None,
-        }
-        .to_string(),
-    )
+    Some(match (c0, elan) {
+        (16, _) => ModelSize::T,
+        (32, true) => ModelSize::S,
+        (32, false) => ModelSize::M,
+        (64, _) => ModelSize::C,
+        _ => return None,
+    })
 }

@@ -52,8 +52,8 @@ fn infer_on_cpu_then_every_reader() {
     assert!(profile_path.is_file() && trace_path.is_file());
 
     let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), false).unwrap().profile;
-    assert_eq!(p.mode.as_deref(), Some("inference"));
-    assert_eq!(p.bound, "compute", "CPU verdict: {}", p.bound_why);
+    assert_eq!(p.mode, Some(libreyolo_core::profile::Mode::Inference));
+    assert_eq!(p.bound, libreyolo_core::profile::Verdict::Compute, "CPU verdict: {}", p.bound_why);
     let lat = p.figures.latency.as_ref().unwrap();
     assert_eq!(lat.n, 3);
     assert!(lat.p50_ms > 0.0 && lat.p50_ms <= lat.p90_ms && lat.p90_ms <= lat.p99_ms, "{lat:?}");
@@ -64,9 +64,9 @@ fn infer_on_cpu_then_every_reader() {
     }
     assert!(p.ops.iter().any(|o| o.op == "aten::conv2d"), "conv2d not recorded");
     assert_eq!(p.figures.window.real_steps, 6);
-    assert_eq!(p.config["weights_source"], "random-init");
-    assert_eq!(p.config["device"], "cpu");
-    assert!(p.config["threads"].as_i64().unwrap() >= 1);
+    assert_eq!(p.config.as_map()["weights_source"], "random-init");
+    assert_eq!(p.config.as_map()["device"], "cpu");
+    assert!(p.config.as_map()["threads"].as_i64().unwrap() >= 1);
 
     // The trace alone parses to the same steps.
     let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), false).unwrap().profile;
@@ -150,11 +150,11 @@ torch.save(ck, sys.argv[3])
     .unwrap();
     assert!(out.contains("img/s"));
     let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
-    assert_eq!(p.config["weights_source"], "file");
-    assert_eq!(p.config["size"], "t", "the checkpoint's size wins over --size");
-    assert_eq!(p.config["nc"], 3);
-    assert_eq!(p.config["images"], 2);
-    assert_eq!(p.config["batch"], 3);
+    assert_eq!(p.config.as_map()["weights_source"], "file");
+    assert_eq!(p.config.as_map()["size"], "t", "the checkpoint's size wins over --size");
+    assert_eq!(p.config.as_map()["nc"], 3);
+    assert_eq!(p.config.as_map()["images"], 2);
+    assert_eq!(p.config.as_map()["batch"], 3);
 
     let err = run(&project, &["--weights", other.to_str().unwrap()]).unwrap_err();
     assert_eq!(err.exit_code(), exit::FAILURE);

@@ -5,6 +5,7 @@
 //! capture/parity/parity.py. Needs libtorch but no Python.
 
 use libreyolo_capture::model::Yolo9;
+use libreyolo_core::cli::ModelSize;
 
 fn assert_same_keys(model: &Yolo9, text: &str) {
     let want: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).unwrap();
@@ -22,13 +23,13 @@ fn assert_same_keys(model: &Yolo9, text: &str) {
 
 #[test]
 fn yolo9_t_state_dict_matches_libreyolo_1_6() {
-    let model = Yolo9::new("t", 80, tch::Device::Cpu).unwrap();
+    let model = Yolo9::new(ModelSize::T, 80, tch::Device::Cpu).unwrap();
     assert_same_keys(&model, include_str!("../parity/keys_t.json"));
 }
 
 #[test]
 fn yolo9_t_training_state_dict_with_pgi_matches_libreyolo_1_6() {
-    let mut model = Yolo9::new("t", 80, tch::Device::Cpu).unwrap();
+    let mut model = Yolo9::new(ModelSize::T, 80, tch::Device::Cpu).unwrap();
     model.enable_aux(0.25);
     let text = include_str!("../parity/keys_t_aux.json");
     assert!(text.contains("\"aux.spp.cv1.conv.weight\"") && text.contains("\"aux_head.cv3.2.2.bias\""));
@@ -37,12 +38,12 @@ fn yolo9_t_training_state_dict_with_pgi_matches_libreyolo_1_6() {
 
 #[test]
 fn every_size_builds_and_runs() {
-    for size in ["t", "s", "m", "c"] {
+    for size in ModelSize::ALL {
         let model = Yolo9::new(size, 3, tch::Device::Cpu).unwrap();
         let out = model.forward(&tch::Tensor::zeros([1, 3, 64, 64], (tch::Kind::Float, tch::Device::Cpu)));
         let anchors = 8 * 8 + 4 * 4 + 2 * 2;
         assert_eq!(out.predictions.size(), [1, 4 + 3, anchors], "{size}");
         assert_eq!(out.raw[0].size(), [1, 64 + 3, 8, 8], "{size}");
     }
-    assert!(Yolo9::new("x", 80, tch::Device::Cpu).is_err());
+    assert_eq!(ModelSize::parse("x"), None, "a size YOLOv9 does not have names no model");
 }

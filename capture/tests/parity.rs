@@ -25,6 +25,7 @@ use libreyolo_capture::postprocess::{self, Detection};
 use libreyolo_capture::preprocess::{self, Pad};
 use libreyolo_capture::train::loss::{Gains, yolo9_loss, yolo9_train_loss};
 use libreyolo_capture::{checkpoint, model, model::Yolo9, source};
+use libreyolo_core::cli::ModelSize;
 use tch::{Device, Tensor};
 
 /// Confidence threshold of the comparison: high enough that NMS sees about a
@@ -52,7 +53,8 @@ fn check(size: &str) {
     let ck = checkpoint::load(&dir.path().join("checkpoint.pt")).unwrap();
     let reference = checkpoint::load(&dir.path().join("reference.pt")).unwrap();
     let nc = ck.meta_int("nc").unwrap();
-    let mut model = Yolo9::new(ck.meta_str("size").unwrap(), nc, Device::Cpu).unwrap();
+    let size = ModelSize::parse(ck.meta_str("size").unwrap()).unwrap();
+    let mut model = Yolo9::new(size, nc, Device::Cpu).unwrap();
     model.load_state(&ck.state).unwrap();
     let x = reference.tensor("input").unwrap();
 
@@ -150,12 +152,12 @@ fn check_aux(size: &str) {
     assert!(n_aux > 0, "their training checkpoint has no aux tensors");
 
     // Inference: the aux tensors are ignored and the model stays single-head.
-    let mut inference = Yolo9::new(size, nc, Device::Cpu).unwrap();
+    let mut inference = Yolo9::new(ModelSize::parse(size).unwrap(), nc, Device::Cpu).unwrap();
     inference.load_state(&ck.state).unwrap();
     assert!(!inference.state_shapes().iter().any(|(k, _)| model::is_aux_key(k)));
 
     // Training: the branch attached, every aux tensor taken, the same keys.
-    let mut training = Yolo9::new(size, nc, Device::Cpu).unwrap();
+    let mut training = Yolo9::new(ModelSize::parse(size).unwrap(), nc, Device::Cpu).unwrap();
     training.load_state(&ck.state).unwrap();
     training.enable_aux(0.25);
     let loaded = training.load_aux_state(&ck.state);
@@ -185,9 +187,10 @@ fn check_aux(size: &str) {
 
     // One training loss: train-mode BatchNorm, both heads, combined.
     let imgsz = x.size()[2];
-    model::set_training(true);
-    let maps = tch::no_grad(|| training.forward_train(x));
-    model::set_training(false);
+    let maps = {
+        let _train_mode = model::training();
+        tch::no_grad(|| training.forward_train(x))
+    };
     let l = yolo9_train_loss(&maps, r("targets"), (imgsz, imgsz), nc, &Gains::default(), training.aux_weight());
     let v = |t: &Tensor| t.to_kind(tch::Kind::Double).view([-1]).double_value(&[0]);
     for (name, ours) in [("total_loss", v(&l.total)), ("box", v(&l.box_loss)), ("dfl", v(&l.dfl_loss)), ("cls", v(&l.cls_loss))] {

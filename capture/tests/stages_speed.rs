@@ -9,7 +9,7 @@ use libreyolo_capture::{model::Yolo9, postprocess, preprocess, source};
 #[ignore = "not a test: prints what each stage costs; run it with --ignored --nocapture"]
 fn stage_costs() {
     let img = &source::load(&[]).unwrap()[0];
-    let mut m = Yolo9::new("t", 80, tch::Device::Cpu).unwrap();
+    let mut m = Yolo9::new(libreyolo_core::cli::ModelSize::T, 80, tch::Device::Cpu).unwrap();
     m.fuse();
     let time = |label: &str, n: usize, f: &mut dyn FnMut()| {
         f();

@@ -4,17 +4,16 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use indexmap::IndexMap;
-use serde_json::Value;
 
 use super::busy::{intersect, merge, overlap, overlap_each};
-use super::kernels::{COMMUNICATION, OTHER, classify};
+use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow,
-    Profile, SCHEMA_ID, StepTime, StreamRow, Window, metrics,
+    Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow,
+    PhaseRow, Profile, RunConfig, SCHEMA_ID, StepTime, StreamRow, Verdict, Window, metrics,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -23,7 +22,7 @@ const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
 
 /// Kernel name id → (category, Tensor Core flag, short label).
-type KernelInfo = HashMap<u32, (&'static str, bool, String)>;
+type KernelInfo = HashMap<u32, (Category, bool, String)>;
 
 pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
     check_usable(&a)?;
@@ -46,10 +45,17 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
     });
     let efficiency = busy.devices.first().filter(|_| !a.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
-        super::roofline::efficiency(&a, roof.as_ref(), &|k| kinfo.get(&k).map_or(OTHER, |i| i.0), device, win.n_steps, busy.kernel_total.ns)
+        super::roofline::efficiency(
+            &a,
+            roof.as_ref(),
+            &|k| kinfo.get(&k).map_or(Category::Other, |i| i.0.clone()),
+            device,
+            win.n_steps,
+            busy.kernel_total.ns,
+        )
     });
     let head = headline(&a, &win, &busy, &kinfo, measured);
-    let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != COMMUNICATION).map(|k| k.2.clone());
+    let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone());
     let collectives = std::mem::take(&mut a.collectives).finish(&a, idle.as_ref().and_then(|i| i.gaps.as_ref()), &compute_label);
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };
     let tables = rows.tables(busy.kernel_total.ns);
@@ -67,16 +73,16 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
 
     let mut profile = Profile {
         schema: SCHEMA_ID.to_string(),
-        mode: head.mode.map(|m| m.as_str().to_string()),
+        mode: head.mode,
         trace: path.map(|p| p.display().to_string()),
-        model: head.config.get("model").and_then(Value::as_str).map(str::to_string),
+        model: head.config.model().map(str::to_string),
         config: head.config,
         bound,
         bound_why,
         figures: Figures {
             step_ms: round(step_ms, 3),
             img_per_s: real.and_then(|r| r.img_per_s).or_else(|| {
-                let batch = measured?.meta.get("batch")?.as_f64()?;
+                let batch = measured?.meta.batch()?;
                 (step_ms > 0.0).then(|| round(batch * 1000.0 / step_ms, 2))
             }),
             dataload_ms: head.dataload_ms.map(|v| round(v, 3)),
@@ -265,9 +271,9 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     // (Only traces with communication pay for the second copy of the spans.)
     let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    if kinfo.values().any(|k| k.0 == COMMUNICATION) {
+    if kinfo.values().any(|k| k.0 == Category::Communication) {
         for k in &a.kernel_spans {
-            let side = if kinfo[&k.name].0 == COMMUNICATION { &mut comm_iv } else { &mut compute_iv };
+            let side = if kinfo[&k.name].0 == Category::Communication { &mut comm_iv } else { &mut compute_iv };
             side.entry(k.device).or_default().push((k.start, k.end));
         }
     }
@@ -356,7 +362,7 @@ fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo, keep_gaps: bool) -
 /// from the trace (docs/analysis.md §4), and the memory-pressure evidence (§9).
 struct Headline {
     mode: Option<Mode>,
-    config: serde_json::Map<String, Value>,
+    config: RunConfig,
     cuda: bool,
     step_ms: f64,
     dataload_ms: Option<f64>,
@@ -386,7 +392,7 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
     let kernel_total = busy.kernel_total;
     let mode = measured
         .and_then(Measurements::mode)
-        .map(|m| if m == "inference" { Mode::Inference } else { Mode::Training })
+        .map(|m| if m == Mode::Inference { Mode::Inference } else { Mode::Training })
         .or_else(|| if a.phases_inferred.is_some() { None } else { phase_mode(a) })
         .or(Some(evidence_mode(a)));
     let trace_step_ms = win.wall_ns as f64 / MS / n_steps;
@@ -397,7 +403,7 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         _ => real.and_then(|r| r.dataload_ms),
     };
     let config = measured.map(|m| m.meta.clone()).unwrap_or_default();
-    let cuda = match config.get("device").and_then(Value::as_str) {
+    let cuda = match config.device() {
         Some(d) => d != "cpu",
         None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
@@ -479,7 +485,7 @@ impl Rows<'_> {
         KernelRow {
             kernel: label.clone(),
             raw_name: raw.to_string(),
-            category: cat.to_string(),
+            category: cat.clone(),
             tensorcore: *tc,
             ms_per_step: round(self.win.per_step_ms(k.ns), 4),
             pct_of_gpu: round(pct(k.ns, denom), 2),
@@ -508,16 +514,16 @@ impl Rows<'_> {
         let a = self.a;
         let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns, None)).collect();
         sort_kernels(&mut kernels);
-        let mut cat_ns: IndexMap<&str, i64> = IndexMap::new();
+        let mut cat_ns: IndexMap<&Category, i64> = IndexMap::new();
         for (n, k) in &a.kernels {
-            let c = cat_ns.entry(self.kinfo[n].0).or_insert(0);
+            let c = cat_ns.entry(&self.kinfo[n].0).or_insert(0);
             *c = c.saturating_add(k.ns);
         }
         let mut categories: Vec<CategoryRow> = cat_ns
             .iter()
             .filter(|(_, ns)| **ns > 0)
             .map(|(c, ns)| CategoryRow {
-                name: c.to_string(),
+                name: (*c).clone(),
                 pct: round(pct(*ns, kernel_ns), 1),
                 ms_per_step: round(self.win.per_step_ms(*ns), 3),
             })
@@ -607,7 +613,7 @@ fn decide(
     idle: Option<&IdleAccount>,
     efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
-) -> (String, String) {
+) -> (Verdict, String) {
     let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
     let evidence = Evidence {
         mode: head.mode,
@@ -665,13 +671,13 @@ fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
 /// forward's wall time on CPU, BatchNorm kernel time over the forward's
 /// kernel time on CUDA).
 fn unfused_batch_norm(
-    config: &serde_json::Map<String, Value>,
+    config: &RunConfig,
     phases: &[PhaseRow],
     ops_by_phase: &IndexMap<String, Vec<OpRow>>,
     kernels_by_phase: &IndexMap<String, Vec<KernelRow>>,
     cuda: bool,
 ) -> Option<verdict::Unfused> {
-    if config.get("fused").and_then(Value::as_bool) == Some(true) {
+    if config.fused() == Some(true) {
         return None;
     }
     let forward = "forward";
@@ -687,7 +693,7 @@ fn unfused_batch_norm(
     } else {
         ratio(bn.ms_per_step, phases.iter().find(|p| p.phase == forward)?.wall_ms_per_step?)
     };
-    let batch = config.get("batch").and_then(Value::as_f64).unwrap_or(1.0).max(1.0);
+    let batch = config.batch().unwrap_or(1.0).max(1.0);
     Some(verdict::Unfused { batch_norms_per_image: bn.count_per_step / batch, share })
 }
 
@@ -731,7 +737,7 @@ fn measured_wall(m: Option<&Measurements>, phase: &str) -> Option<f64> {
     let s = m.stages_ms.as_ref()?;
     match phase {
         "preprocess" => s.preprocess,
-        "forward" if m.mode() == Some("inference") => s.forward,
+        "forward" if m.mode() == Some(Mode::Inference) => s.forward,
         "postprocess" => s.postprocess,
         _ => None,
     }
@@ -756,9 +762,9 @@ fn pct(part: i64, whole: i64) -> f64 {
 /// A profile from measured numbers alone (`infer --no-trace`): the latency,
 /// stages and verdict, with no kernel or op detail.
 pub fn without_trace(m: &Measurements) -> Profile {
-    let mode = if m.mode() == Some("inference") { Mode::Inference } else { Mode::Training };
+    let mode = if m.mode() == Some(Mode::Inference) { Mode::Inference } else { Mode::Training };
     let config = m.meta.clone();
-    let cuda = config.get("device").and_then(Value::as_str).is_some_and(|d| d != "cpu");
+    let cuda = config.device().is_some_and(|d| d != "cpu");
     let step_ms = m.step_ms().unwrap_or(0.0);
     let real = m.real.as_ref();
     let dataload_ms = if mode == Mode::Inference { Some(0.0) } else { real.and_then(|r| r.dataload_ms) };
@@ -775,9 +781,9 @@ pub fn without_trace(m: &Measurements) -> Profile {
     let n = m.latency.as_ref().map_or(1, |l| l.n.max(1));
     let mut profile = Profile {
         schema: SCHEMA_ID.to_string(),
-        mode: Some(mode.as_str().to_string()),
+        mode: Some(mode),
         trace: None,
-        model: config.get("model").and_then(Value::as_str).map(str::to_string),
+        model: config.model().map(str::to_string),
         config,
         bound,
         bound_why,

@@ -8,8 +8,8 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
 use super::idle::Gaps;
-use super::kernels::{COMMUNICATION, category};
-use crate::profile::{CollectiveCall, LeadIn, LeadKind};
+use super::kernels::category;
+use crate::profile::{Category, CollectiveCall, LeadIn, LeadKind};
 use crate::trace::event::Collective;
 use crate::util::round;
 
@@ -50,7 +50,7 @@ impl Collector {
         let from_name = self
             .known
             .entry(k.name_id)
-            .or_insert_with(|| (category(k.name) == COMMUNICATION).then(|| collective_of_kernel(k.name)))
+            .or_insert_with(|| (category(k.name) == Category::Communication).then(|| collective_of_kernel(k.name)))
             .clone();
         let Some(from_name) = from_name else { return };
         let a = k.args;

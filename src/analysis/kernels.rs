@@ -8,16 +8,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-pub const COMMUNICATION: &str = "communication";
-pub const ATTENTION: &str = "attention";
-pub const GEMM_CONV: &str = "gemm / conv";
-pub const LAYOUT_COPY: &str = "layout / copy";
-pub const REDUCTION_NORM: &str = "reduction / norm";
-pub const ELEMENTWISE: &str = "elementwise";
-pub const OTHER: &str = "other";
-
-/// Every category, in the order the kernel mix lists them when tied.
-pub const CATEGORIES_ALL: &[&str] = &[COMMUNICATION, ATTENTION, GEMM_CONV, REDUCTION_NORM, LAYOUT_COPY, ELEMENTWISE, OTHER];
+use crate::profile::Category;
 
 /// Category patterns, first match wins, matched on the lower-cased,
 /// demangled name.
@@ -43,41 +34,41 @@ pub const CATEGORIES_ALL: &[&str] = &[COMMUNICATION, ATTENTION, GEMM_CONV, REDUC
 /// - `\bcopy` keeps "copy" from matching `bfloat16_copy_kernel` inside
 ///   elementwise templates, as the reference did; `conv(?:[^e]|$)` keeps
 ///   `convert` kernels out of convolutions.
-const CATEGORY_PATTERNS: &[(&str, &str)] = &[
+const CATEGORY_PATTERNS: &[(Category, &str)] = &[
     (
-        COMMUNICATION,
+        Category::Communication,
         r"nccl|rccl|msccl|multimem_|allreduce|allgather|alltoall|(?:^|[^a-z])all_(?:reduce|gather|to_all)|reduce_?scatter|cross_device_reduce|deep_ep::|dpsk::ep::|^ep(?:dispatch|combine)|moea2a",
     ),
-    (REDUCTION_NORM, r"^triton_(?:red|per)_"),
-    (ELEMENTWISE, r"^triton_poi_"),
+    (Category::ReductionNorm, r"^triton_(?:red|per)_"),
+    (Category::Elementwise, r"^triton_poi_"),
     (
-        ATTENTION,
+        Category::Attention,
         r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|qk_int\d*_sv_|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
     // Names whose other words would pull them elsewhere: rotary embeddings
     // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
     // MoE's finalize scatter are data movement; cuDNN's FFT and split-K
     // helpers are parts of a convolution.
-    (ELEMENTWISE, r"rotary_emb"),
+    (Category::Elementwise, r"rotary_emb"),
     (
-        LAYOUT_COPY,
+        Category::LayoutCopy,
         r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex|reshape_and_cache|kv_?cache|matmul_scatter",
     ),
-    (GEMM_CONV, r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm"),
+    (Category::GemmConv, r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm"),
     (
-        REDUCTION_NORM,
+        Category::ReductionNorm,
         r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
     ),
     (
-        GEMM_CONV,
+        Category::GemmConv,
         r"(?:^|[^b])gemm|gemv|conv(?:[^e]|$)|implicit|cutlass|cudnn|cublas|wgrad|dgrad|winograd|nvjet|xmma|gmma|^cijk_|matmul|triton_tem_|^bmm_|splitkreduce|\bdot_kernel|_xdl|mfma|marlin",
     ),
     (
-        LAYOUT_COPY,
+        Category::LayoutCopy,
         r"memcpy|memset|\bcopy|catarray|concat|contiguous|gather|scatter|\bpermute|\btranspose|index_?select|indexing_backward|index_put|upsample|recat_|to_dense",
     ),
     (
-        ELEMENTWISE,
+        Category::Elementwise,
         r"elementwise|vectorized|pointwise|activation|silu|relu|gelu|sigmoid|tanh|unary|binary|clamp|fill|arange|dropout|multi_tensor_apply|subtensorop|swiglu|quant",
     ),
 ];
@@ -178,17 +169,17 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
 
 /// Families that imply Tensor Cores only in the categories listed: what
 /// the naming scheme says about the math, not which library wrote it.
-pub const TENSOR_CORE_IN_CATEGORY: &[(&str, &[&str], &str)] = &[
+pub const TENSOR_CORE_IN_CATEGORY: &[(&str, &[Category], &str)] = &[
     // FP8 math exists only on Tensor Cores (Ada, Hopper, Blackwell): a GEMM
     // that names FP8 is one. Attention is left out: FP8 KV caches are
     // dequantised for CUDA-core decode kernels (`Fp8KVCacheDataType`).
-    (r"fp8|e4m3|e5m2|f8f8|float8", &[GEMM_CONV], "_w8a8_block_fp8_matmul"),
+    (r"fp8|e4m3|e5m2|f8f8|float8", &[Category::GemmConv], "_w8a8_block_fp8_matmul"),
     // GEMM and attention kernels built for sm90 and later (`Sm90`,
     // `sm100`, `enable_sm90_or_later`, FlashMLA's `sm90::`) exist to issue
     // wgmma / tcgen05.
     (
         r"sm_?(?:9\d|1[0-2]\d)(?:[^0-9]|$)",
-        &[GEMM_CONV, ATTENTION],
+        &[Category::GemmConv, Category::Attention],
         "void sm90::fwd::sparse_attn_fwd_kernel<sm90::fwd::KernelTemplate<512, true>, sm90::fwd::KernelTemplate<512, true>::TmaParams<cute::tuple<int, int, int>, cute::TiledCopy<cute::Copy_Atom<cute::Copy_Traits<cute::SM90_TMA_LOAD, cute::C<65536>, cute::AuxTmaParams<cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> >, cute::Layout<cute::tuple<cute::C<64>, cute::C<64>, cute::C<1> >, cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> > > const&, cute::Swizzle<3, 4, 3> const&> >, cutlass::bfloat16_t>, cute::Layout<cute::tuple<cute::C<1>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<64> >, cute::C<8> > > >, cute::tuple<cute::C<0>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<1> >, cute::C<4096> > > > >, cute::tuple<cute::C<64>, cute::C<512> > > > >(SparseAttnFwdParams, sm90::fwd::KernelTemplate<512, true>::TmaParams<cute::tuple<int, int, int>, cute::TiledCopy<cute::Copy_Atom<cute::Copy_Traits<cute::SM90_TMA_LOAD, cute::C<65536>, cute::AuxTmaParams<cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> >, cute::Layout<cute::tuple<cute::C<64>, cute::C<64>, cute::C<1> >, cute::tuple<cute::ScaledBasis<cute::C<1>, 1>, cute::ScaledBasis<cute::C<1>, 0>, cute::ScaledBasis<cute::C<1>, 2> > > const&, cute::Swizzle<3, 4, 3> const&> >, cutlass::bfloat16_t>, cute::Layout<cute::tuple<cute::C<1>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<64> >, cute::C<8> > > >, cute::tuple<cute::C<0>, cute::tuple<cute::tuple<cute::tuple<cute::C<64>, cute::C<1> >, cute::C<4096> > > > >, cute::tuple<cute::C<64>, cute::C<512> > > >)",
     ),
 ];
@@ -200,10 +191,11 @@ pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
     (r"subtensorop", "SubTensorOpWithCastTensor1d"),
 ];
 
-static CATEGORIES: LazyLock<Vec<(&'static str, Regex)>> =
-    LazyLock::new(|| CATEGORY_PATTERNS.iter().map(|(cat, pat)| (*cat, Regex::new(pat).expect("category pattern compiles"))).collect());
+static CATEGORIES: LazyLock<Vec<(Category, Regex)>> = LazyLock::new(|| {
+    CATEGORY_PATTERNS.iter().map(|(cat, pat)| (cat.clone(), Regex::new(pat).expect("category pattern compiles"))).collect()
+});
 
-type ScopedPatterns = Vec<(Regex, &'static [&'static str])>;
+type ScopedPatterns = Vec<(Regex, &'static [Category])>;
 
 static TENSOR_CORE: LazyLock<(Regex, Regex, ScopedPatterns)> = LazyLock::new(|| {
     let join = |t: &[(&str, &str)]| t.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
@@ -215,14 +207,14 @@ static TENSOR_CORE: LazyLock<(Regex, Regex, ScopedPatterns)> = LazyLock::new(|| 
 });
 
 /// The category of a lower-cased, demangled name.
-fn category_of(lower: &str) -> &'static str {
-    CATEGORIES.iter().find(|(_, re)| re.is_match(lower)).map_or(OTHER, |(cat, _)| cat)
+fn category_of(lower: &str) -> &'static Category {
+    CATEGORIES.iter().find(|(_, re)| re.is_match(lower)).map_or(&Category::Other, |(cat, _)| cat)
 }
 
 /// The Tensor Core flag of a lower-cased, demangled name in its category.
-fn tensor_core_of(lower: &str, cat: &str) -> bool {
+fn tensor_core_of(lower: &str, cat: &Category) -> bool {
     let (yes, no, scoped) = &*TENSOR_CORE;
-    let named = yes.is_match(lower) || scoped.iter().any(|(re, cats)| cats.contains(&cat) && re.is_match(lower));
+    let named = yes.is_match(lower) || scoped.iter().any(|(re, cats)| cats.contains(cat) && re.is_match(lower));
     named && !no.is_match(lower)
 }
 
@@ -243,8 +235,8 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
 }
 
 /// The category of a kernel name (raw or demangled).
-pub fn category(name: &str) -> &'static str {
-    category_of(&demangle(name).to_lowercase())
+pub fn category(name: &str) -> Category {
+    category_of(&demangle(name).to_lowercase()).clone()
 }
 
 /// True when the kernel runs on Tensor / Matrix Cores, judged by its name.
@@ -254,11 +246,11 @@ pub fn is_tensor_core(name: &str) -> bool {
 }
 
 /// Category, Tensor Core flag and label of one kernel name, demangling once.
-pub fn classify(name: &str) -> (&'static str, bool, String) {
+pub fn classify(name: &str) -> (Category, bool, String) {
     let shown = demangle(name);
     let lower = shown.to_lowercase();
     let cat = category_of(&lower);
-    (cat, tensor_core_of(&lower, cat), short_name(&shown))
+    (cat.clone(), tensor_core_of(&lower, cat), short_name(&shown))
 }
 
 static NAMESPACE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[A-Za-z_][A-Za-z0-9_]*::").expect("namespace pattern compiles"));
@@ -601,30 +593,30 @@ mod tests {
     #[test]
     fn categories_follow_first_match_order() {
         let cases = [
-            ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", REDUCTION_NORM),
-            ("void at::native::(anonymous namespace)::softmax_warp_forward<float>", REDUCTION_NORM),
-            ("void cudnn::ops::nchwToNhwcKernel<__half>", LAYOUT_COPY),
-            ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", GEMM_CONV),
-            ("Memcpy DtoD (Device -> Device)", LAYOUT_COPY),
-            ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda>", ELEMENTWISE),
-            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", COMMUNICATION),
-            ("multimem_all_reduce_kernel", COMMUNICATION),
-            ("void at::native::reduce_kernel<512, 1>", REDUCTION_NORM),
-            ("triton_poi_fused__scaled_dot_product_flash_attention_0", ELEMENTWISE),
-            ("triton_red_fused_add_mean_mul_pow_rsqrt_0", REDUCTION_NORM),
-            ("void fp8_convert_kernel<float>", OTHER),
+            ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", Category::ReductionNorm),
+            ("void at::native::(anonymous namespace)::softmax_warp_forward<float>", Category::ReductionNorm),
+            ("void cudnn::ops::nchwToNhwcKernel<__half>", Category::LayoutCopy),
+            ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", Category::GemmConv),
+            ("Memcpy DtoD (Device -> Device)", Category::LayoutCopy),
+            ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda>", Category::Elementwise),
+            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", Category::Communication),
+            ("multimem_all_reduce_kernel", Category::Communication),
+            ("void at::native::reduce_kernel<512, 1>", Category::ReductionNorm),
+            ("triton_poi_fused__scaled_dot_product_flash_attention_0", Category::Elementwise),
+            ("triton_red_fused_add_mean_mul_pow_rsqrt_0", Category::ReductionNorm),
+            ("void fp8_convert_kernel<float>", Category::Other),
             // DeepEP under each namespace it ships in, MoRI's EP kernels.
-            ("void dpsk::ep::internode::dispatch_ll<true, 3, 10, 7168>(void*)", COMMUNICATION),
-            ("void primus_turbo::deep_ep::layout::get_dispatch_layout<long>", COMMUNICATION),
-            ("EpCombineIntraNodeKernel_bf16_nop2p", COMMUNICATION),
-            ("void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>", ATTENTION),
-            ("void deep_gemm::sm90_tf32_hc_prenorm_gemm_impl<24u, 16384u>(unsigned int)", GEMM_CONV),
+            ("void dpsk::ep::internode::dispatch_ll<true, 3, 10, 7168>(void*)", Category::Communication),
+            ("void primus_turbo::deep_ep::layout::get_dispatch_layout<long>", Category::Communication),
+            ("EpCombineIntraNodeKernel_bf16_nop2p", Category::Communication),
+            ("void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>", Category::Attention),
+            ("void deep_gemm::sm90_tf32_hc_prenorm_gemm_impl<24u, 16384u>(unsigned int)", Category::GemmConv),
         ];
         for (name, want) in cases {
             assert_eq!(category(name), want, "{name}");
         }
         // "all_reduce" inside a longer word is not a collective.
-        assert_ne!(category("void small_reduce_kernel<float>"), COMMUNICATION);
+        assert_ne!(category("void small_reduce_kernel<float>"), Category::Communication);
     }
 
     #[test]
@@ -632,10 +624,10 @@ mod tests {
         let raw = "_ZN7ck_tile6kentryILi1ENS_13FmhaFwdKernelEEEvv";
         let shown = demangle(raw);
         assert!(shown.contains("ck_tile::kentry<1, ck_tile::FmhaFwdKernel>"), "{shown}");
-        assert_eq!(category(raw), ATTENTION);
+        assert_eq!(category(raw), Category::Attention);
         assert!(is_tensor_core(raw));
         let (cat, tc, label) = classify(raw);
-        assert_eq!((cat, tc), (ATTENTION, true));
+        assert_eq!((cat, tc), (Category::Attention, true));
         assert_eq!(label, "ck_tile::kentry<1, ck_tile::FmhaFwdKernel>");
         // Not mangled, or not valid: unchanged.
         assert_eq!(demangle("attn_fwd"), "attn_fwd");
@@ -653,9 +645,9 @@ mod tests {
             let cols: Vec<&str> = line.split('\t').collect();
             assert_eq!(cols.len(), 4, "category, tensorcore, source, name: {line}");
             let (want_cat, want_tc, name) = (cols[0], cols[1] == "1", cols[3]);
-            assert!(CATEGORIES_ALL.contains(&want_cat), "{want_cat}");
+            let Some(want) = Category::ALL.into_iter().find(|c| c.as_str() == want_cat) else { panic!("{want_cat}") };
             let (cat, tc, _) = classify(name);
-            if cat != want_cat || tc != want_tc {
+            if cat != want || tc != want_tc {
                 wrong.push(format!("{name}: got {cat}/{tc}, want {want_cat}/{want_tc}"));
             }
             rows += 1;

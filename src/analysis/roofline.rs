@@ -13,7 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 use super::work::Dtype;
 use super::{Analyzer, NO_WORK, OpWork};
 use crate::hardware::{PeakClass, Peaks};
-use crate::profile::{Achieved, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency, RooflineBound, UnmodelledRow};
+use crate::profile::{Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency, RooflineBound, UnmodelledRow};
 use crate::trace::DeviceProps;
 use crate::util::round;
 
@@ -315,7 +315,7 @@ const LEAST_EFFICIENT: usize = 5;
 pub fn efficiency(
     a: &Analyzer,
     roof: Option<&Roofline>,
-    category: &dyn Fn(u32) -> &'static str,
+    category: &dyn Fn(u32) -> Category,
     device: Option<(&DeviceProps, Option<Peaks>)>,
     n_steps: f64,
     kernel_ns: i64,
@@ -360,14 +360,14 @@ pub fn efficiency(
         }
         e.below_30_pct_of_gpu = Some(share(roof.low_ns));
     }
-    let mut by_cat: indexmap::IndexMap<&'static str, Rates> = indexmap::IndexMap::new();
+    let mut by_cat: indexmap::IndexMap<Category, Rates> = indexmap::IndexMap::new();
     let mut kernels: Vec<(&u32, &Rates)> = roof.kernels.iter().collect();
     kernels.sort_by_key(|(n, _)| **n);
     for (name, r) in kernels {
         by_cat.entry(category(*name)).or_default().add(r);
     }
     let mut cats: Vec<CategoryEfficiency> =
-        by_cat.iter().map(|(c, r)| CategoryEfficiency { category: c.to_string(), achieved: achieved(Some(r), n_steps) }).collect();
+        by_cat.iter().map(|(c, r)| CategoryEfficiency { category: c.clone(), achieved: achieved(Some(r), n_steps) }).collect();
     cats.sort_by(|x, y| {
         y.achieved
             .modelled_ms_per_step

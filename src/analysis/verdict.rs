@@ -1,25 +1,7 @@
 //! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
-use crate::profile::{Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages};
-
-pub const MEMORY_PRESSURE: &str = "memory-pressure";
-pub const DATALOADER: &str = "dataloader";
-pub const COMPUTE: &str = "compute";
-/// The host-side verdicts, one per idle cause (docs/analysis.md §10, §12).
-/// Before the idle account every one of them was `host / launch`.
-pub const HOST_LAUNCH: &str = "host / launch";
-pub const HOST_PYTHON: &str = "host / python";
-pub const HOST_SYNC: &str = "host / sync";
-pub const HOST_CPU_OP: &str = "host / cpu op";
-pub const HOST_ALLOCATOR: &str = "host / allocator";
-pub const DEPENDENCY: &str = "gpu / dependency";
-/// A GPU idle for reasons the trace cannot show (no CPU side).
-pub const IDLE_UNEXPLAINED: &str = "idle / unexplained";
-pub const COMMUNICATION: &str = "communication";
-pub const NMS_POSTPROCESS: &str = "nms / postprocess";
-pub const PREPROCESS: &str = "preprocess";
-pub const MIXED: &str = "mixed";
+use crate::profile::{Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages, Verdict};
 
 /// Dataloader wait at or above this share of the real step is the verdict.
 pub const DATALOADER_FRAC: f64 = 0.20;
@@ -95,12 +77,12 @@ pub const LEVER_BELOW_ROOFLINE: f64 = 50.0;
 pub const NEAR_ROOFLINE: f64 = 70.0;
 
 /// The verdict and its reason, with the fusion lever where it applies.
-pub fn decide(e: &Evidence<'_>) -> (String, String) {
+pub fn decide(e: &Evidence<'_>) -> (Verdict, String) {
     let (bound, why) = bottleneck(e);
     let why = match e.unfused {
         Some(u)
             if e.mode == Some(Mode::Inference)
-                && (bound == COMPUTE || bound.starts_with("host / "))
+                && (bound == Verdict::Compute || bound.is_host())
                 && u.batch_norms_per_image >= 1.0
                 && u.share >= FUSION_SHARE =>
         {
@@ -116,7 +98,7 @@ pub fn decide(e: &Evidence<'_>) -> (String, String) {
     (bound, why)
 }
 
-fn bottleneck(e: &Evidence<'_>) -> (String, String) {
+fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
     if e.memory_pressure {
         let mut why = format!("allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step", e.mallocs_per_step);
         if let Some(a) = e.idle.and_then(|i| i.cause(IdleCause::Allocator)) {
@@ -126,7 +108,7 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
             why = format!("{why}; reserved memory reached {r:.0} of {cap:.0} MB");
         }
         return (
-            MEMORY_PRESSURE.into(),
+            Verdict::MemoryPressure,
             format!("{why} — VRAM pressure, so utilisation and throughput here are unreliable. Lever: a smaller --batch."),
         );
     }
@@ -139,7 +121,7 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
         let frac = dl / e.step_ms;
         if frac >= DATALOADER_FRAC {
             return (
-                DATALOADER.into(),
+                Verdict::Dataloader,
                 format!(
                     "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. Levers: more --workers, caching decoded images, lighter augmentation, a larger batch.",
                     e.step_ms,
@@ -161,14 +143,14 @@ fn bottleneck(e: &Evidence<'_>) -> (String, String) {
             format!("GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit", e.gpu_util * 100.0, e.gpu_busy_ms, e.step_ms);
         let levers =
             e.efficiency.and_then(roofline_levers).unwrap_or_else(|| "Levers: AMP/bf16, channels-last, fewer or cheaper kernels.".into());
-        return (COMPUTE.into(), format!("{head}. {levers}"));
+        return (Verdict::Compute, format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
         return v;
     }
     let measured = if e.dataload_ms.is_none() { " (dataloader wait is not measurable from a trace alone)" } else { "" };
     (
-        HOST_LAUNCH.into(),
+        Verdict::HostLaunch,
         format!(
             "GPU only {:.0}% busy: {:.0} kernel launches/step (mean kernel {:.0} µs), {:.2} ms/step of host time{measured}. {}",
             e.gpu_util * 100.0,
@@ -253,7 +235,7 @@ fn launch_levers(e: &Evidence<'_>) -> String {
 
 /// The host-side verdict from the idle account: its largest cause, with
 /// its figure and place, and the levers that fit that cause (§12).
-fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)> {
+fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String)> {
     let top = idle.causes.first().filter(|c| c.ms_per_step > 0.0)?;
     let head =
         format!("GPU idle {:.1} of {:.1} ms per step ({:.0}%)", idle.ms_per_step, e.step_ms, ratio(idle.ms_per_step, e.step_ms) * 100.0);
@@ -264,27 +246,27 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)
     };
     let (bound, what, levers) = match top.cause {
         IdleCause::Python => (
-            HOST_PYTHON,
+            Verdict::HostPython,
             format!("the host runs Python outside any op{lead}{}", python_places(top)),
             "Levers: move that work into DataLoader workers or onto the GPU, or overlap it with the previous step's GPU work.".to_string(),
         ),
         IdleCause::Sync => (
-            HOST_SYNC,
+            Verdict::HostSync,
             format!("the host waits in synchronising calls{lead}{}", flat_places(top, 2)),
             "Levers: remove the sync from the step (`.item()`, `.cpu()`, `nonzero`, printing tensors), or copy `non_blocking=True` from pinned memory.".to_string(),
         ),
         IdleCause::CpuOp => (
-            HOST_CPU_OP,
+            Verdict::HostCpuOp,
             format!("the host is inside ops' own CPU work, launching nothing{lead}{}", flat_places(top, 3)),
             cpu_op_levers(e, top),
         ),
         IdleCause::Allocator => (
-            HOST_ALLOCATOR,
+            Verdict::HostAllocator,
             format!("the host is in cudaMalloc/cudaFree{lead}{}", flat_places(top, 2)),
             "The caching allocator is still growing, so this window is not a steady step. Levers: warm up before the profiled window; if it persists, keep tensor shapes fixed or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.".to_string(),
         ),
         IdleCause::Launch => (
-            HOST_LAUNCH,
+            Verdict::HostLaunch,
             format!(
                 "{:.0} short gaps (< {} µs) while the host dispatched kernels ({:.0} launches/step, mean kernel {:.0} µs){}",
                 top.gaps_per_step,
@@ -296,17 +278,17 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)
             launch_levers(e),
         ),
         IdleCause::Dataloader => (
-            DATALOADER,
+            Verdict::Dataloader,
             format!("the loop waits on the DataLoader{lead}{}", flat_places(top, 1)),
             "Levers: more DataLoader workers, pinned memory, caching decoded images, lighter augmentation.".to_string(),
         ),
         IdleCause::Dependency => (
-            DEPENDENCY,
+            Verdict::Dependency,
             format!("the next kernel was already queued, waiting on another stream or event{}", flat_places(top, 2)),
             "Levers: the stream and event structure: cross-stream waits that serialise work, events recorded too late.".to_string(),
         ),
         IdleCause::Other => (
-            IDLE_UNEXPLAINED,
+            Verdict::IdleUnexplained,
             format!("and the trace cannot say why{}", flat_places(top, 1)),
             "Record the CPU side too (ProfilerActivity.CPU, with_stack=True) to see what the GPU waited for.".to_string(),
         ),
@@ -320,7 +302,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(String, String)
     let sep = if top.cause == IdleCause::Other { " " } else { ": " };
     let figure = if top.cause == IdleCause::Other { String::new() } else { format!("{:.1} ms of it ", top.ms_per_step) };
     let why = format!("{head}{}{figure}{what}.{second} {levers}", if figure.is_empty() { sep } else { "; " });
-    Some((bound.into(), why))
+    Some((bound, why))
 }
 
 /// ` — 4.2 ms in `a`, 1.0 ms in `b``: the cause's largest places.
@@ -391,7 +373,7 @@ fn ratio(a: f64, b: f64) -> f64 {
 /// `communication` when the communication no compute kernel hides is the
 /// largest share of the step: larger than the compute, than the idle
 /// (host) time and than the dataloader wait.
-fn communication_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
+fn communication_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
     let exposed = e.comm_exposed_ms;
     if exposed <= 0.0 || e.step_ms <= 0.0 {
         return None;
@@ -404,7 +386,7 @@ fn communication_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
     }
     let hidden = if e.comm_ms > 0.0 { (e.comm_ms - exposed) / e.comm_ms * 100.0 } else { 0.0 };
     Some((
-        COMMUNICATION.into(),
+        Verdict::Communication,
         format!(
             "exposed communication takes {exposed:.2} ms of the {:.2} ms step ({:.0}%), more than compute ({compute:.2} ms); only {hidden:.0}% of the {:.2} ms of collectives overlaps compute. Levers: overlap communication with compute (DDP/FSDP bucket sizes, prefetch), fewer ranks per node or a faster interconnect, gradient compression.",
             e.step_ms,
@@ -414,7 +396,7 @@ fn communication_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
     ))
 }
 
-fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
+fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
     let s = e.stages?;
     let (pre, fwd, post) = (s.preprocess.unwrap_or(0.0), s.forward.unwrap_or(0.0), s.postprocess.unwrap_or(0.0));
     let total = pre + fwd + post;
@@ -423,7 +405,7 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
     }
     if post >= fwd && post / total >= STAGE_FRAC {
         return Some((
-            NMS_POSTPROCESS.into(),
+            Verdict::NmsPostprocess,
             format!(
                 "postprocess/NMS takes {post:.2} ms ({:.0}% of the step), no less than forward ({fwd:.2} ms). Levers: a higher --conf, a lower --max-det, class-agnostic or batched NMS.",
                 post / total * 100.0
@@ -432,7 +414,7 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
     }
     if pre >= fwd && pre / total >= STAGE_FRAC {
         return Some((
-            PREPROCESS.into(),
+            Verdict::Preprocess,
             format!(
                 "preprocess takes {pre:.2} ms ({:.0}% of the step), no less than forward ({fwd:.2} ms). Levers: decode once, resize on the GPU, a smaller --imgsz, larger batches.",
                 pre / total * 100.0
@@ -440,7 +422,7 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(String, String)> {
         ));
     }
     if !e.cuda {
-        return Some((COMPUTE.into(), format!("forward dominates the step ({fwd:.2} ms) — CPU-bound{}", in_ops(e))));
+        return Some((Verdict::Compute, format!("forward dominates the step ({fwd:.2} ms) — CPU-bound{}", in_ops(e))));
     }
     None
 }
@@ -453,7 +435,7 @@ fn in_ops(e: &Evidence<'_>) -> String {
 
 /// On CPU there is no launch queue to starve: the step is compute, and the
 /// phase that dominates it is the thing to look at.
-fn cpu_verdict(e: &Evidence<'_>) -> (String, String) {
+fn cpu_verdict(e: &Evidence<'_>) -> (Verdict, String) {
     let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
     let top = e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
     let why = match top {
@@ -462,7 +444,7 @@ fn cpu_verdict(e: &Evidence<'_>) -> (String, String) {
         }
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
-    (COMPUTE.into(), format!("{why}{}", in_ops(e)))
+    (Verdict::Compute, format!("{why}{}", in_ops(e)))
 }
 
 #[cfg(test)]
@@ -476,15 +458,15 @@ mod tests {
     #[test]
     fn training_verdicts_in_order() {
         let mut e = cuda(0.9);
-        assert_eq!(decide(&e).0, COMPUTE);
+        assert_eq!(decide(&e).0, Verdict::Compute);
         e.gpu_util = 0.5;
-        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        assert_eq!(decide(&e).0, Verdict::HostLaunch);
         e.dataload_ms = Some(2.0); // 20% of 10 ms
-        assert_eq!(decide(&e).0, DATALOADER);
+        assert_eq!(decide(&e).0, Verdict::Dataloader);
         e.dataload_ms = Some(1.99);
-        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        assert_eq!(decide(&e).0, Verdict::HostLaunch);
         e.memory_pressure = true;
-        assert_eq!(decide(&e).0, MEMORY_PRESSURE);
+        assert_eq!(decide(&e).0, Verdict::MemoryPressure);
     }
 
     #[test]
@@ -497,19 +479,19 @@ mod tests {
         e.comm_ms = 6.0;
         e.comm_exposed_ms = 5.0;
         let (bound, why) = decide(&e);
-        assert_eq!(bound, COMMUNICATION);
+        assert_eq!(bound, Verdict::Communication);
         assert!(why.contains("5.00 ms of the 10.00 ms step (50%)") && why.contains("17% of the 6.00 ms"), "{why}");
         // Hidden behind compute: not the verdict.
         e.comm_exposed_ms = 4.0;
-        assert_eq!(decide(&e).0, COMPUTE);
+        assert_eq!(decide(&e).0, Verdict::Compute);
         // The dataloader still comes first.
         e.comm_exposed_ms = 5.0;
         e.dataload_ms = Some(2.0);
-        assert_eq!(decide(&e).0, DATALOADER);
+        assert_eq!(decide(&e).0, Verdict::Dataloader);
         // Inference is never called communication-bound.
         e.dataload_ms = None;
         e.mode = Some(Mode::Inference);
-        assert_ne!(decide(&e).0, COMMUNICATION);
+        assert_ne!(decide(&e).0, Verdict::Communication);
     }
 
     #[test]
@@ -518,7 +500,7 @@ mod tests {
         assert!(decide(&e).1.contains("CUDA graphs, torch.compile, op fusion"));
         e.graph_launches_per_step = 1.0;
         let (bound, why) = decide(&e);
-        assert_eq!(bound, HOST_LAUNCH);
+        assert_eq!(bound, Verdict::HostLaunch);
         assert!(why.contains("already in use (1 graph launches/step)") && !why.contains("CUDA graphs, op fusion"), "{why}");
     }
 
@@ -528,7 +510,7 @@ mod tests {
         let mut e = Evidence { mode: Some(Mode::Inference), stages: Some(&fwd), step_ms: 93.0, ..Default::default() };
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
         let (bound, why) = decide(&e);
-        assert_eq!(bound, COMPUTE);
+        assert_eq!(bound, Verdict::Compute);
         assert!(
             why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image") && why.contains("7% of the forward"),
             "{why}"
@@ -546,7 +528,7 @@ mod tests {
         e.mode = Some(Mode::Inference);
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.2 });
         let (bound, why) = decide(&e);
-        assert_eq!(bound, HOST_LAUNCH);
+        assert_eq!(bound, Verdict::HostLaunch);
         assert!(why.contains("a larger batch. Lever: `--fuse` folds 221"), "{why}");
     }
 
@@ -556,18 +538,18 @@ mod tests {
         let mut e = cuda(0.9);
         e.mode = Some(Mode::Inference);
         e.stages = Some(&nms);
-        assert_eq!(decide(&e).0, NMS_POSTPROCESS);
+        assert_eq!(decide(&e).0, Verdict::NmsPostprocess);
         let pre = Stages { preprocess: Some(4.0), forward: Some(4.0), postprocess: Some(1.0) };
         e.stages = Some(&pre);
-        assert_eq!(decide(&e).0, PREPROCESS);
+        assert_eq!(decide(&e).0, Verdict::Preprocess);
         let fwd = Stages { preprocess: Some(1.0), forward: Some(8.0), postprocess: Some(1.0) };
         e.stages = Some(&fwd);
-        assert_eq!(decide(&e).0, COMPUTE);
+        assert_eq!(decide(&e).0, Verdict::Compute);
         e.gpu_util = 0.3;
-        assert_eq!(decide(&e).0, HOST_LAUNCH);
+        assert_eq!(decide(&e).0, Verdict::HostLaunch);
         e.cuda = false;
         let (bound, why) = decide(&e);
-        assert_eq!(bound, COMPUTE);
+        assert_eq!(bound, Verdict::Compute);
         assert!(why.contains("forward dominates the step (8.00 ms)"), "{why}");
         e.in_ops_frac = Some(0.94);
         assert_eq!(decide(&e).1, "forward dominates the step (8.00 ms) — CPU-bound; 94% of it inside framework ops, 6% between them");
@@ -583,7 +565,7 @@ mod tests {
             ..Default::default()
         };
         let (bound, why) = decide(&e);
-        assert_eq!(bound, COMPUTE);
+        assert_eq!(bound, Verdict::Compute);
         assert_eq!(why, "CPU run: forward dominates the step (562.50 ms, 67% of the phases) — CPU-bound");
         let e = Evidence { in_ops_frac: Some(0.881), ..e };
         assert!(decide(&e).1.ends_with("— CPU-bound; 88% of it inside framework ops, 12% between them"), "{}", decide(&e).1);
@@ -612,7 +594,7 @@ mod idle_tests {
         }
     }
 
-    fn host_bound(idle: &IdleAccount) -> (String, String) {
+    fn host_bound(idle: &IdleAccount) -> (Verdict, String) {
         let e = Evidence {
             cuda: true,
             gpu_util: 0.3,
@@ -628,12 +610,12 @@ mod idle_tests {
     #[test]
     fn the_largest_idle_cause_decides_and_graphs_only_for_launch_gaps() {
         for (cause, bound, lever) in [
-            (IdleCause::Python, HOST_PYTHON, "DataLoader workers"),
-            (IdleCause::Sync, HOST_SYNC, "non_blocking"),
-            (IdleCause::CpuOp, HOST_CPU_OP, "move that CPU work"),
-            (IdleCause::Allocator, HOST_ALLOCATOR, "warm up"),
-            (IdleCause::Dependency, DEPENDENCY, "stream and event"),
-            (IdleCause::Dataloader, DATALOADER, "DataLoader workers"),
+            (IdleCause::Python, Verdict::HostPython, "DataLoader workers"),
+            (IdleCause::Sync, Verdict::HostSync, "non_blocking"),
+            (IdleCause::CpuOp, Verdict::HostCpuOp, "move that CPU work"),
+            (IdleCause::Allocator, Verdict::HostAllocator, "warm up"),
+            (IdleCause::Dependency, Verdict::Dependency, "stream and event"),
+            (IdleCause::Dataloader, Verdict::Dataloader, "DataLoader workers"),
         ] {
             let idle = account(&[(cause, 50.0, "where"), (IdleCause::Launch, 10.0, "aten::add")]);
             let (b, why) = host_bound(&idle);
@@ -644,7 +626,7 @@ mod idle_tests {
         }
         let idle = account(&[(IdleCause::Launch, 50.0, "aten::add"), (IdleCause::Python, 5.0, "x")]);
         let (b, why) = host_bound(&idle);
-        assert_eq!(b, HOST_LAUNCH);
+        assert_eq!(b, Verdict::HostLaunch);
         assert!(why.contains("CUDA graphs") && why.contains("3 short gaps") && !why.contains("Next:"), "{why}");
     }
 }

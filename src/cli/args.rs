@@ -1,6 +1,7 @@
 //! Argument definitions (clap). Flags and defaults: docs/spec.md §2–§3.
 
-use clap::{Args, Parser, Subcommand};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
@@ -347,8 +348,8 @@ pub struct RunArgs {
     pub data: String,
     #[arg(long, default_value = "LibreYOLO9t.pt")]
     pub weights: String,
-    #[arg(long, default_value = "t")]
-    pub size: String,
+    #[arg(long, value_enum, default_value = "t", hide_possible_values = true)]
+    pub size: ModelSize,
     /// Micro-batch; -1 fits about 70% of VRAM (CUDA)
     #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
     pub batch: i64,
@@ -369,7 +370,7 @@ pub struct RunArgs {
     pub repeat: usize,
     /// `cpu`, or a CUDA index
     #[arg(long, default_value = "0")]
-    pub device: String,
+    pub device: DeviceArg,
     /// Intra-op CPU threads: the group's `--threads`.
     #[arg(skip)]
     pub threads: Option<usize>,
@@ -385,8 +386,8 @@ pub struct InferArgs {
     pub source: Option<String>,
     #[arg(long, default_value = "LibreYOLO9t.pt")]
     pub weights: String,
-    #[arg(long, default_value = "t")]
-    pub size: String,
+    #[arg(long, value_enum, default_value = "t", hide_possible_values = true)]
+    pub size: ModelSize,
     #[arg(long, default_value_t = 1)]
     pub batch: usize,
     #[arg(long, default_value_t = 640)]
@@ -397,8 +398,8 @@ pub struct InferArgs {
     #[arg(long, overrides_with = "half")]
     pub no_half: bool,
     /// CUDA autocast dtype: float16 or bfloat16
-    #[arg(long, default_value = "float16")]
-    pub amp_dtype: String,
+    #[arg(long, value_enum, default_value = "float16", hide_possible_values = true)]
+    pub amp_dtype: AmpDtype,
     #[arg(long, default_value_t = 20)]
     pub warmup: usize,
     #[arg(long, default_value_t = 100)]
@@ -412,7 +413,7 @@ pub struct InferArgs {
     #[arg(long, default_value_t = 300)]
     pub max_det: usize,
     #[arg(long, default_value = "0")]
-    pub device: String,
+    pub device: DeviceArg,
     /// Intra-op CPU threads: the group's `--threads`.
     #[arg(skip)]
     pub threads: Option<usize>,
@@ -433,6 +434,81 @@ pub struct InferArgs {
     pub project: String,
     #[arg(long)]
     pub json: bool,
+}
+
+/// A YOLOv9 size: `--size`, a checkpoint's `size`, the profile's
+/// `config.size`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ModelSize {
+    T,
+    S,
+    M,
+    C,
+}
+
+impl ModelSize {
+    pub const ALL: [ModelSize; 4] = [ModelSize::T, ModelSize::S, ModelSize::M, ModelSize::C];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ModelSize::T => "t",
+            ModelSize::S => "s",
+            ModelSize::M => "m",
+            ModelSize::C => "c",
+        }
+    }
+
+    /// The size a checkpoint names; `None` for one YOLOv9 does not have.
+    pub fn parse(name: &str) -> Option<ModelSize> {
+        ModelSize::ALL.into_iter().find(|s| s.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for ModelSize {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+/// `--amp-dtype`: the CUDA autocast dtype (written as `config.amp_dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum, Serialize)]
+pub enum AmpDtype {
+    #[value(name = "float16", alias = "fp16", alias = "half")]
+    #[serde(rename = "float16")]
+    Float16,
+    #[value(name = "bfloat16", alias = "bf16")]
+    #[serde(rename = "bfloat16")]
+    Bfloat16,
+}
+
+/// `--device`: the CPU, or a CUDA device by index (`0`, `cuda`, `cuda:1`;
+/// whether it exists is the capture engine's to check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum DeviceArg {
+    Cpu,
+    Cuda(usize),
+}
+
+impl std::str::FromStr for DeviceArg {
+    type Err = String;
+    fn from_str(arg: &str) -> std::result::Result<DeviceArg, String> {
+        let a = arg.trim().to_ascii_lowercase();
+        if a == "cpu" {
+            return Ok(DeviceArg::Cpu);
+        }
+        let index = a.strip_prefix("cuda:").or(if a == "cuda" { Some("0") } else { None }).unwrap_or(&a);
+        index.parse().map(DeviceArg::Cuda).map_err(|_| "expected `cpu` or a CUDA index such as `0`".to_string())
+    }
+}
+
+impl std::fmt::Display for DeviceArg {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            DeviceArg::Cpu => f.pad("cpu"),
+            DeviceArg::Cuda(i) => f.pad(&i.to_string()),
+        }
+    }
 }
 
 impl RunArgs {

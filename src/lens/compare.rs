@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::profile::Profile;
+use crate::profile::{Profile, Verdict};
 use crate::util::round;
 
 /// Which way is better for a metric.
@@ -24,12 +24,50 @@ pub struct Significance {
     pub significance: String,
 }
 
+/// The unit of a compared metric, written as its symbol (`"unit": "ms"`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Unit {
+    /// A count or a rate without a symbol (img/s, launches per step).
+    Count,
+    Ms,
+    MsPerStep,
+    Mb,
+    /// A percentage (0–100).
+    Percent,
+    /// A fraction (0–1), shown as a percentage: written `%` as well.
+    Fraction,
+}
+
+impl Unit {
+    pub fn symbol(self) -> &'static str {
+        match self {
+            Unit::Count => "",
+            Unit::Ms => "ms",
+            Unit::MsPerStep => "ms/step",
+            Unit::Mb => "MB",
+            Unit::Percent | Unit::Fraction => "%",
+        }
+    }
+}
+
+impl std::fmt::Display for Unit {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.symbol())
+    }
+}
+
+impl Serialize for Unit {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.symbol())
+    }
+}
+
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct MetricDelta {
     /// A key of `get`'s metrics.
     pub metric: &'static str,
     pub label: &'static str,
-    pub unit: &'static str,
+    pub unit: Unit,
     pub before: Option<f64>,
     pub after: Option<f64>,
     /// Relative change in percent, when both sides are known and before ≠ 0.
@@ -38,13 +76,6 @@ pub struct MetricDelta {
     /// True/false when the change is an improvement/regression; None if equal or unknown.
     pub improved: Option<bool>,
     pub significance: Significance,
-}
-
-impl MetricDelta {
-    /// Fractions (0–1) shown as percentages; other `%` metrics are percents.
-    pub fn is_fraction(&self) -> bool {
-        matches!(self.metric, "gpu_util" | "host_in_ops_frac")
-    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -75,7 +106,7 @@ pub struct Comparison {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
     pub metrics: Vec<MetricDelta>,
-    pub bound: [String; 2],
+    pub bound: [Verdict; 2],
     pub categories: Vec<RowDelta>,
     pub phases: Vec<RowDelta>,
     /// GPU idle time by cause (docs/analysis.md §12), where a side has it.
@@ -110,7 +141,7 @@ fn fmt_sig(v: f64) -> String {
 struct Spec {
     metric: &'static str,
     label: &'static str,
-    unit: &'static str,
+    unit: Unit,
     better: Better,
     get: fn(&Profile) -> Option<f64>,
     /// Key of the per-metric std in `metrics_std`.
@@ -122,12 +153,19 @@ fn ms_per_image(p: &Profile) -> Option<f64> {
 }
 
 const SPECS: &[Spec] = &[
-    Spec { metric: "img_per_s", label: "img/s", unit: "", better: Better::Higher, get: |p| p.figures.img_per_s, std_key: None },
-    Spec { metric: "ms_per_image", label: "ms/image", unit: "ms", better: Better::Lower, get: ms_per_image, std_key: Some("ms_per_image") },
+    Spec { metric: "img_per_s", label: "img/s", unit: Unit::Count, better: Better::Higher, get: |p| p.figures.img_per_s, std_key: None },
+    Spec {
+        metric: "ms_per_image",
+        label: "ms/image",
+        unit: Unit::Ms,
+        better: Better::Lower,
+        get: ms_per_image,
+        std_key: Some("ms_per_image"),
+    },
     Spec {
         metric: "step_ms",
         label: "step",
-        unit: "ms",
+        unit: Unit::Ms,
         better: Better::Lower,
         get: |p| Some(p.figures.step_ms),
         std_key: Some("step_ms"),
@@ -135,7 +173,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "latency_p50_ms",
         label: "latency p50",
-        unit: "ms",
+        unit: Unit::Ms,
         better: Better::Lower,
         get: |p| p.figures.latency.as_ref().map(|l| l.p50_ms),
         std_key: None,
@@ -143,7 +181,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "latency_p99_ms",
         label: "latency p99",
-        unit: "ms",
+        unit: Unit::Ms,
         better: Better::Lower,
         get: |p| p.figures.latency.as_ref().map(|l| l.p99_ms),
         std_key: None,
@@ -151,7 +189,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "gpu_util",
         label: "GPU util",
-        unit: "%",
+        unit: Unit::Fraction,
         better: Better::Higher,
         get: |p| Some(p.figures.gpu_util),
         std_key: Some("gpu_util"),
@@ -159,7 +197,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "gpu_busy_ms_per_step",
         label: "GPU busy",
-        unit: "ms/step",
+        unit: Unit::MsPerStep,
         better: Better::Lower,
         get: |p| Some(p.figures.gpu_busy_ms_per_step),
         std_key: Some("gpu_busy_ms_per_step"),
@@ -167,7 +205,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "host_overhead_ms_per_step",
         label: "host overhead",
-        unit: "ms/step",
+        unit: Unit::MsPerStep,
         better: Better::Lower,
         // A CPU run has no GPU to wait on the host: its share in ops instead.
         get: |p| p.extras.host_in_ops_frac.is_none().then_some(p.figures.host_overhead_ms_per_step),
@@ -176,7 +214,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "host_in_ops_frac",
         label: "in CPU ops",
-        unit: "%",
+        unit: Unit::Fraction,
         better: Better::Higher,
         get: |p| p.extras.host_in_ops_frac,
         std_key: None,
@@ -184,7 +222,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "idle_ms",
         label: "GPU idle",
-        unit: "ms/step",
+        unit: Unit::MsPerStep,
         better: Better::Lower,
         get: |p| p.idle.as_ref().map(|i| i.ms_per_step),
         std_key: Some("idle_ms"),
@@ -192,7 +230,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "launches_per_step",
         label: "launches/step",
-        unit: "",
+        unit: Unit::Count,
         better: Better::Lower,
         get: |p| Some(p.figures.launches_per_step),
         std_key: Some("launches_per_step"),
@@ -200,7 +238,7 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "dataload_ms",
         label: "dataload",
-        unit: "ms/step",
+        unit: Unit::MsPerStep,
         better: Better::Lower,
         get: |p| p.figures.dataload_ms,
         std_key: Some("dataload_ms"),
@@ -208,12 +246,19 @@ const SPECS: &[Spec] = &[
     Spec {
         metric: "tensorcore_pct",
         label: "Tensor Cores",
-        unit: "%",
+        unit: Unit::Percent,
         better: Better::Higher,
         get: |p| Some(p.figures.tensorcore_pct),
         std_key: Some("tensorcore_pct"),
     },
-    Spec { metric: "peak_vram_mb", label: "peak VRAM", unit: "MB", better: Better::Lower, get: |p| p.figures.peak_vram_mb, std_key: None },
+    Spec {
+        metric: "peak_vram_mb",
+        label: "peak VRAM",
+        unit: Unit::Mb,
+        better: Better::Lower,
+        get: |p| p.figures.peak_vram_mb,
+        std_key: None,
+    },
 ];
 
 /// Why no significance call can be made when a side ran on a busy machine.
@@ -284,8 +329,8 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
         metrics,
         bound: [a.bound.clone(), b.bound.clone()],
         categories: rows(
-            a.categories.iter().map(|c| (c.name.clone(), c.ms_per_step)).collect(),
-            b.categories.iter().map(|c| (c.name.clone(), c.ms_per_step)).collect(),
+            a.categories.iter().map(|c| (c.name.to_string(), c.ms_per_step)).collect(),
+            b.categories.iter().map(|c| (c.name.to_string(), c.ms_per_step)).collect(),
         ),
         phases: rows(
             a.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),

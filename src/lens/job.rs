@@ -17,10 +17,9 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::analysis::kernels::COMMUNICATION;
 use crate::lens::collectives::{self, Collectives};
 use crate::profile::ranks::RankSet;
-use crate::profile::{CollectiveCall, LeadKind, Profile};
+use crate::profile::{Category, CollectiveCall, LeadKind, Profile, Verdict};
 use crate::util::{median, round};
 
 /// A rank that makes the others wait this share of the step, per step, is
@@ -90,7 +89,7 @@ pub struct RankRow {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub dataload_ms: Option<f64>,
     pub kernels_per_step: f64,
-    pub bound: String,
+    pub bound: Verdict,
     /// Its own waits at matched collectives for later ranks.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_ms: Option<f64>,
@@ -332,7 +331,9 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
         let threshold = (COMPUTE_FRAC * step_ms).max(STRAGGLER_MIN_MS);
         let kernels: Vec<Vec<(String, f64)>> = profiles
             .iter()
-            .map(|(_, p)| p.kernels.iter().filter(|k| k.category != COMMUNICATION).map(|k| (k.kernel.clone(), k.ms_per_step)).collect())
+            .map(|(_, p)| {
+                p.kernels.iter().filter(|k| k.category != Category::Communication).map(|k| (k.kernel.clone(), k.ms_per_step)).collect()
+            })
             .collect();
         let mut stragglers: Vec<Straggler> = ranks
             .iter()

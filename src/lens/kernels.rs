@@ -5,7 +5,7 @@ use serde::Serialize;
 
 use super::phases::check_phase;
 use crate::error::{Error, Result};
-use crate::profile::{KernelRow, Profile};
+use crate::profile::{Category, KernelRow, Profile};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
@@ -107,7 +107,7 @@ pub fn compile_grep(pattern: &str) -> Result<Regex> {
 /// A `--category` that names no category (exit 2, listing them): every
 /// category the analysis gives, and any other this profile holds.
 pub fn check_category(p: &Profile, wanted: &str) -> Result<()> {
-    let mut known: Vec<&str> = crate::analysis::kernels::CATEGORIES_ALL.to_vec();
+    let mut known: Vec<&str> = Category::ALL.iter().map(Category::as_str).collect();
     for c in p.categories.iter().map(|c| c.name.as_str()).chain(p.kernels.iter().map(|k| k.category.as_str())) {
         if !known.contains(&c) {
             known.push(c);
@@ -134,7 +134,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     // explorer asks this of 50k-row profiles on every keypress).
     let mut rows: Vec<&KernelRow> = scope
         .iter()
-        .filter(|k| cat.as_ref().is_none_or(|c| k.category.to_lowercase().contains(c.as_str())))
+        .filter(|k| cat.as_ref().is_none_or(|c| k.category.as_str().to_lowercase().contains(c.as_str())))
         .filter(|k| !q.tensorcore || k.tensorcore)
         .filter(|k| re.as_ref().is_none_or(|re| re.is_match(&k.raw_name) || re.is_match(&k.kernel)))
         .collect();

@@ -1,11 +1,10 @@
 //! `profile summary`: the headline figures and the verdict.
 
 use serde::Serialize;
-use serde_json::{Map, Value};
 
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, StepTime,
-    StreamRow,
+    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, RunConfig,
+    StepTime, StreamRow, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -19,8 +18,8 @@ pub struct Summary {
     pub trace: Option<String>,
     pub mode: &'static str,
     pub model: Option<String>,
-    pub config: Map<String, Value>,
-    pub bound: String,
+    pub config: RunConfig,
+    pub bound: Verdict,
     pub bound_why: String,
     /// False when the profile was taken under VRAM thrash.
     pub trustworthy: bool,
@@ -64,12 +63,12 @@ impl Summary {
     /// no GPU work. GPU utilisation, kernels and host overhead say nothing
     /// about it.
     pub fn cpu_run(&self) -> bool {
-        self.config.get("device").and_then(Value::as_str) == Some("cpu") || self.extras.host_in_ops_frac.is_some()
+        self.config.device() == Some("cpu") || self.extras.host_in_ops_frac.is_some()
     }
 
     /// The intra-op threads the capture used, where it says.
     pub fn threads(&self) -> Option<u64> {
-        self.config.get("threads").and_then(Value::as_u64)
+        self.config.threads()
     }
 }
 

@@ -22,10 +22,10 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap as HashMap;
 
 use crate::analysis::idle::IdleGap;
-use crate::analysis::kernels::{CATEGORIES_ALL, category};
+use crate::analysis::kernels::category;
 use crate::analysis::{Analyzer, busy, ns};
 use crate::error::{Error, Result};
-use crate::profile::Input;
+use crate::profile::{Category, Input};
 use crate::trace::event::Id;
 use crate::trace::{self, Event, EventSink, Source};
 
@@ -145,7 +145,7 @@ impl Timeline {
         self.names.get(id as usize).map_or("", String::as_str)
     }
     pub fn category_name(c: u8) -> Option<&'static str> {
-        CATEGORIES_ALL.get(usize::from(c)).copied()
+        Category::ALL.get(usize::from(c)).map(Category::as_str)
     }
     /// The GPU idle gap the span ended (one ending where it starts).
     pub fn idle_before(&self, s: &Span) -> Option<&IdleGap> {
@@ -537,7 +537,7 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
         let names = &r.names;
         let cat = *cats.entry(g.name).or_insert_with(|| {
             let c = category(&names[g.name as usize]);
-            CATEGORIES_ALL.iter().position(|k| *k == c).map_or(u8::MAX, |p| p as u8)
+            c.index().map_or(u8::MAX, |p| p as u8)
         });
         let op = g.correlation.and_then(|c| launch_op.get(&c).copied());
         streams.entry((g.device, g.stream)).or_default().push(Span {

@@ -2,10 +2,9 @@
 
 use serde::Serialize;
 
-use crate::analysis::kernels::COMMUNICATION;
 use crate::analysis::verdict::COMPUTE_UTIL;
 use crate::error::{Error, Result};
-use crate::profile::{IdleCause, Profile};
+use crate::profile::{Category, IdleCause, Profile, Verdict};
 use crate::util::round;
 
 /// What to remove.
@@ -42,7 +41,7 @@ pub enum Model {
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Removed {
-    pub category: Option<String>,
+    pub category: Option<Category>,
     pub gpu_ms: f64,
     pub launches: f64,
 }
@@ -56,7 +55,7 @@ pub struct NowProjected {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WhatIf {
     pub trace: Option<String>,
-    pub bound: String,
+    pub bound: Verdict,
     pub model: Model,
     pub mechanism: String,
     pub per_launch_us: Option<f64>,
@@ -107,7 +106,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
     let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
     if let Some(wanted) = &change.remove_category {
         let needle = wanted.to_lowercase();
-        let hits: Vec<_> = p.categories.iter().filter(|c| c.name.to_lowercase().contains(&needle)).collect();
+        let hits: Vec<_> = p.categories.iter().filter(|c| c.name.as_str().to_lowercase().contains(&needle)).collect();
         let have = || p.categories.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
         let cat = match hits.as_slice() {
             [one] => *one,
@@ -123,7 +122,7 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
             }
         };
         removed.category = Some(cat.name.clone());
-        if cat.name == COMMUNICATION {
+        if cat.name == Category::Communication {
             return Ok(comm_overlap(p, removed, cat.ms_per_step));
         }
         removed.gpu_ms = cat.ms_per_step;
@@ -215,7 +214,7 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
         return Err(Error::usage(format!("this profile has no roofline account ({why}): nothing to move to the roofline")));
     };
     let needle = wanted.to_lowercase();
-    let hits: Vec<_> = e.categories.iter().filter(|c| c.category.to_lowercase().contains(&needle)).collect();
+    let hits: Vec<_> = e.categories.iter().filter(|c| c.category.as_str().to_lowercase().contains(&needle)).collect();
     let have = || e.categories.iter().map(|c| c.category.as_str()).collect::<Vec<_>>().join(", ");
     let cat = match hits.as_slice() {
         [one] => *one,
@@ -284,7 +283,7 @@ mod tests {
                 launches_per_step: 100.0,
                 ..Default::default()
             },
-            categories: vec![CategoryRow { name: "elementwise".into(), pct: 30.0, ms_per_step: 1.5 }],
+            categories: vec![CategoryRow { name: Category::Elementwise, pct: 30.0, ms_per_step: 1.5 }],
             ..Default::default()
         }
     }
@@ -313,7 +312,7 @@ mod tests {
     #[test]
     fn communication_is_removed_as_perfect_overlap() {
         let mut p = gpu_profile(0.5);
-        p.categories.push(CategoryRow { name: COMMUNICATION.into(), pct: 50.0, ms_per_step: 3.0 });
+        p.categories.push(CategoryRow { name: Category::Communication, pct: 50.0, ms_per_step: 3.0 });
         p.extras.comm_ms_per_step = Some(3.0);
         p.extras.comm_exposed_ms_per_step = Some(2.0);
         p.extras.comm_overlap_pct = Some(33.3);

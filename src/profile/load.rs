@@ -391,7 +391,7 @@ mod tests {
     #[cfg(unix)]
     #[test]
     fn atomic_writes_never_replace_links_or_special_files() {
-        // FIFOs and devices: tests/hostile_readers.rs (never /dev/null here:
+        // FIFOs and devices: app/tests/hostile_readers.rs (never /dev/null here:
         // a regression run as root would replace it).
         let dir = tempfile::tempdir().unwrap();
         let real = dir.path().join("real.json");

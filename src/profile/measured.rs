@@ -9,6 +9,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::kinds::Mode;
 use super::schema::{Latency, Stages};
 
 /// File name of the sidecar, beside `profile_trace.json`.
@@ -18,7 +19,7 @@ pub const SIDECAR: &str = "profile_summary.json";
 #[serde(default)]
 pub struct Measurements {
     /// The run's configuration (model, device, batch, imgsz, …).
-    pub meta: Map<String, Value>,
+    pub meta: RunConfig,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub real: Option<RealTiming>,
     /// Synced wall time per phase (training), ms.
@@ -34,12 +35,77 @@ pub struct Measurements {
     pub analysis: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_vram_mb: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::kinds::mode_or_none")]
+    pub mode: Option<Mode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub versions: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Value>,
+}
+
+/// The run's configuration as a capture records it: `meta` in the
+/// sidecar, `config` in `profile.json`. Kept as the object the file holds
+/// (its keys in their order, and any key a writer adds), so it is written
+/// back byte for byte; read through the accessors below, which name each
+/// key once.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(transparent)]
+pub struct RunConfig(Map<String, Value>);
+
+impl From<Map<String, Value>> for RunConfig {
+    fn from(map: Map<String, Value>) -> RunConfig {
+        RunConfig(map)
+    }
+}
+
+impl RunConfig {
+    /// The object as written (to show or copy it whole).
+    pub fn as_map(&self) -> &Map<String, Value> {
+        &self.0
+    }
+    /// Sets a key (writers: the capture, tests).
+    pub fn insert(&mut self, key: &str, value: Value) {
+        self.0.insert(key.to_string(), value);
+    }
+    fn str_of(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// Images per step (`batch`), as written (a number, for display).
+    pub fn batch_value(&self) -> Option<&Value> {
+        self.0.get("batch")
+    }
+    /// Images per step (`batch`), when it is a number.
+    pub fn batch(&self) -> Option<f64> {
+        self.batch_value().and_then(Value::as_f64)
+    }
+    /// `cpu`, or the CUDA device's name.
+    pub fn device(&self) -> Option<&str> {
+        self.str_of("device")
+    }
+    pub fn model(&self) -> Option<&str> {
+        self.str_of("model")
+    }
+    /// The mode the capture names (LibreYOLO 1.6 writes it here).
+    pub fn mode(&self) -> Option<Mode> {
+        self.str_of("mode").and_then(Mode::parse)
+    }
+    /// Whether the inference graph had BatchNorm folded (`--fuse`).
+    pub fn fused(&self) -> Option<bool> {
+        self.0.get("fused").and_then(Value::as_bool)
+    }
+    /// Intra-op CPU threads of a CPU capture.
+    pub fn threads(&self) -> Option<u64> {
+        self.0.get("threads").and_then(Value::as_u64)
+    }
+    /// Kineto's `trace_id` of the trace the capture measured with.
+    pub fn trace_id(&self) -> Option<&str> {
+        self.str_of(TRACE_ID_KEY)
+    }
+    /// The file name the capture had the profiler export to.
+    pub fn trace_name(&self) -> Option<&str> {
+        self.str_of(TRACE_NAME_KEY)
+    }
 }
 
 /// Unsynced timing from the first half of the measured window.
@@ -88,7 +154,7 @@ impl Measurements {
     /// neither (LibreYOLO 1.6's) is taken only beside a trace under the
     /// name the capture gives it, exported by a capture. `Err` says why not.
     pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<(), String> {
-        match (self.meta.get(TRACE_ID_KEY).and_then(Value::as_str), info.trace_id.as_deref()) {
+        match (self.meta.trace_id(), info.trace_id.as_deref()) {
             (Some(ours), Some(theirs)) if ours == theirs => return Ok(()),
             (Some(ours), Some(theirs)) => {
                 return Err(format!("they belong to trace {ours}, and this is trace {theirs}"));
@@ -96,7 +162,7 @@ impl Measurements {
             (Some(ours), None) => return Err(format!("they belong to trace {ours}, and this trace has no trace_id")),
             (None, _) => {}
         }
-        match (self.meta.get(TRACE_NAME_KEY).and_then(Value::as_str), info.trace_name.as_deref()) {
+        match (self.meta.trace_name(), info.trace_name.as_deref()) {
             (Some(ours), Some(theirs)) if base_name(ours) == base_name(theirs) => return Ok(()),
             (Some(ours), Some(theirs)) => {
                 return Err(format!("they belong to the trace exported as {ours}, and this one was exported as {theirs}"));
@@ -116,8 +182,8 @@ impl Measurements {
         Ok(())
     }
 
-    pub fn mode(&self) -> Option<&str> {
-        self.mode.as_deref().or_else(|| self.meta.get("mode").and_then(Value::as_str))
+    pub fn mode(&self) -> Option<Mode> {
+        self.mode.or_else(|| self.meta.mode())
     }
 
     pub fn peak_vram_mb(&self) -> Option<f64> {
@@ -137,7 +203,7 @@ mod tests {
 
     fn with(key: &str, v: &str) -> Measurements {
         let mut m = Measurements::default();
-        m.meta.insert(key.into(), Value::from(v));
+        m.meta.insert(key, Value::from(v));
         m
     }
 

@@ -5,7 +5,8 @@
 
 use serde_json::{Map, Value, json};
 
-use super::schema::{Mode, Profile};
+use super::kinds::Mode;
+use super::schema::Profile;
 
 /// Every metric of `p`, keyed by name.
 pub fn of(p: &Profile) -> Map<String, Value> {

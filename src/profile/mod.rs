@@ -1,6 +1,7 @@
 //! The profile: its schema, the measured sidecar, the flat metric map, and
 //! loading any input (ours, the reference's, a raw trace) as a profile.
 
+pub mod kinds;
 mod load;
 pub mod measured;
 pub mod memory;
@@ -9,10 +10,11 @@ pub mod ranks;
 pub mod repeat;
 pub mod schema;
 
+pub use kinds::{Category, Mode, Verdict};
 pub use load::{
     Input, check_write_target, json_files_in, load, load_with_notices, load_with_peak_ops, resolve_input, write_atomic, write_atomic_with,
     write_json,
 };
-pub use measured::Measurements;
+pub use measured::{Measurements, RunConfig};
 pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;

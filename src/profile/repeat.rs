@@ -4,9 +4,9 @@
 
 use serde_json::json;
 
+use super::kinds::Verdict;
 use super::metrics;
 use super::schema::{Figures, Profile};
-use crate::analysis::verdict::MIXED;
 use crate::util::round;
 
 /// Population mean and standard deviation.
@@ -62,7 +62,7 @@ pub fn aggregate(trials: &[Profile], paths: &[String]) -> Option<Profile> {
     }
     if trials.iter().any(|p| p.bound != last.bound) {
         let verdicts: Vec<&str> = trials.iter().map(|p| p.bound.as_str()).collect();
-        out.bound = MIXED.into();
+        out.bound = Verdict::Mixed;
         out.bound_why = format!("the trials disagree on the verdict: {}", verdicts.join(", "));
     }
     out.aggregation = Some(json!({
@@ -79,19 +79,15 @@ pub fn aggregate(trials: &[Profile], paths: &[String]) -> Option<Profile> {
 mod tests {
     use super::*;
 
-    fn trial(img: f64, step: f64, bound: &str) -> Profile {
-        let mut p = Profile {
-            figures: Figures { img_per_s: Some(img), step_ms: step, ..Default::default() },
-            bound: bound.into(),
-            ..Default::default()
-        };
-        p.config.insert("batch".into(), json!(4));
+    fn trial(img: f64, step: f64, bound: Verdict) -> Profile {
+        let mut p = Profile { figures: Figures { img_per_s: Some(img), step_ms: step, ..Default::default() }, bound, ..Default::default() };
+        p.config.insert("batch", json!(4));
         p
     }
 
     #[test]
     fn means_stds_and_mixed_verdicts() {
-        let t = [trial(4.0, 1000.0, "compute"), trial(6.0, 666.0, "compute"), trial(5.0, 800.0, "dataloader")];
+        let t = [trial(4.0, 1000.0, Verdict::Compute), trial(6.0, 666.0, Verdict::Compute), trial(5.0, 800.0, Verdict::Dataloader)];
         let paths: Vec<String> = (0..3).map(|i| format!("t{i}")).collect();
         let a = aggregate(&t, &paths).unwrap();
         assert_eq!(a.figures.img_per_s, Some(5.0));
@@ -100,7 +96,7 @@ mod tests {
         assert_eq!(a.img_per_s_trials, Some(vec![4.0, 6.0, 5.0]));
         assert_eq!(a.figures.step_ms, 822.0);
         assert!(a.metrics_std["step_ms"] > 0.0);
-        assert_eq!(a.bound, MIXED);
+        assert_eq!(a.bound, Verdict::Mixed);
         // `get` reads the aggregated figures, not the last trial's.
         assert_eq!(a.metrics["img_per_s"], json!(5.0));
         assert_eq!(a.metrics["img_per_s_std"], json!(0.82));

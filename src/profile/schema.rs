@@ -11,6 +11,9 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+use super::kinds::{Category, Mode, Verdict};
+use super::measured::RunConfig;
+
 /// Schema id written by both implementations.
 pub const SCHEMA_ID: &str = "libreyolo.profile.analysis/v1";
 /// Prefix that marks a JSON object as a profile rather than a trace.
@@ -20,13 +23,14 @@ pub const SCHEMA_PREFIX: &str = "libreyolo.profile.analysis";
 #[serde(default)]
 pub struct Profile {
     pub schema: String,
-    /// "training" or "inference". The reference omits it for training.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub mode: Option<String>,
+    /// "training" or "inference". The reference omits it for training; a
+    /// name this reader does not know reads as absent.
+    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::kinds::mode_or_none")]
+    pub mode: Option<Mode>,
     pub trace: Option<String>,
     pub model: Option<String>,
-    pub config: Map<String, Value>,
-    pub bound: String,
+    pub config: RunConfig,
+    pub bound: Verdict,
     pub bound_why: String,
     /// `step_ms` … `stages_ms`: the figures `profile summary` shows.
     #[serde(flatten)]
@@ -197,7 +201,7 @@ pub struct Stages {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryRow {
-    pub name: String,
+    pub name: Category,
     pub pct: f64,
     pub ms_per_step: f64,
 }
@@ -377,7 +381,7 @@ pub struct KernelRow {
     pub kernel: String,
     /// The full kernel name (never cut by us; the reference cut at 90).
     pub raw_name: String,
-    pub category: String,
+    pub category: Category,
     pub tensorcore: bool,
     pub ms_per_step: f64,
     pub pct_of_gpu: f64,
@@ -506,7 +510,7 @@ pub struct MatrixEfficiency {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryEfficiency {
-    pub category: String,
+    pub category: Category,
     #[serde(flatten)]
     pub achieved: Achieved,
 }
@@ -592,38 +596,16 @@ pub struct StreamRow {
     pub kernels_per_step: f64,
 }
 
-/// What a profile measures, decided from its content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Mode {
-    Training,
-    Inference,
-    /// A trace with no CPU side (GPU events only): nothing says which.
-    Unknown,
-}
-
-impl Mode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Mode::Training => "training",
-            Mode::Inference => "inference",
-            Mode::Unknown => "unknown",
-        }
-    }
-}
-
 impl Profile {
     /// The mode as written, else inferred: inference profiles carry latency
     /// or inference stages; everything else is read as training (the
     /// reference omits `mode` on its training profiles).
     pub fn mode(&self) -> Mode {
-        match self.mode.as_deref() {
-            Some("inference") => Mode::Inference,
-            Some("training") => Mode::Training,
-            Some("unknown") => Mode::Unknown,
-            _ => {
+        match self.mode {
+            Some(m) => m,
+            None => {
                 let infer_phase = self.phases.iter().any(|p| p.phase == "preprocess" || p.phase == "postprocess");
-                let infer_cfg = self.config.get("mode").and_then(Value::as_str) == Some("inference");
+                let infer_cfg = self.config.mode() == Some(Mode::Inference);
                 if self.figures.latency.is_some() || infer_phase || infer_cfg { Mode::Inference } else { Mode::Training }
             }
         }
@@ -631,7 +613,7 @@ impl Profile {
 
     /// Images per step, from the config (`batch`), when known.
     pub fn batch(&self) -> Option<f64> {
-        self.config.get("batch").and_then(Value::as_f64).filter(|b| *b > 0.0)
+        self.config.batch().filter(|b| *b > 0.0)
     }
 
     /// Phases the profile knows, in its own order.
@@ -799,7 +781,7 @@ mod tests {
     #[test]
     fn every_key_in_its_place_and_back() {
         let p = Profile {
-            mode: Some("training".into()),
+            mode: Some(Mode::Training),
             figures: Figures {
                 step_ms: 12.5,
                 img_per_s: Some(320.0),

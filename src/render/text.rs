@@ -6,7 +6,7 @@ use std::fmt::Write;
 use serde_json::Value;
 
 use crate::lens::collectives::Collectives;
-use crate::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus};
+use crate::lens::compare::{Comparison, MetricDelta, RowDelta, RowStatus, Unit};
 use crate::lens::gate::{GateUnit, GateVerdict};
 use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison, Straggler, StragglerRule, Why};
@@ -35,9 +35,9 @@ pub fn pct(frac: f64) -> String {
 pub fn metric_value(m: &MetricDelta, v: Option<f64>) -> String {
     match (v, m.unit) {
         (None, _) => "n/a".to_string(),
-        (Some(v), "%") if m.is_fraction() => pct(v),
-        (Some(v), "%") => format!("{v:.1}%"),
-        (Some(v), "") => num(v, 2),
+        (Some(v), Unit::Fraction) => pct(v),
+        (Some(v), Unit::Percent) => format!("{v:.1}%"),
+        (Some(v), Unit::Count) => num(v, 2),
         (Some(v), unit) => format!("{} {unit}", num(v, 3)),
     }
 }
@@ -178,7 +178,7 @@ pub fn summary(s: &Summary) -> String {
     if let Some(line) = s.efficiency.as_ref().and_then(efficiency_line) {
         let _ = writeln!(o, "{line}");
     }
-    let _ = writeln!(o, ">> {}: {}", s.bound.to_uppercase(), s.bound_why);
+    let _ = writeln!(o, ">> {}: {}", s.bound.as_str().to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
         let _ = writeln!(

@@ -18,9 +18,9 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::{KernelQuery, Sort, kernels};
-use libreyolo_core::profile::{self, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile};
+use libreyolo_core::profile::{self, Category, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile, Verdict};
 use libreyolo_ui::app::App;
-use libreyolo_ui::panes;
+use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -61,12 +61,12 @@ fn job_frames() {
         let t0 = Instant::now();
         let job = OpenJob::read(&files, &std::sync::atomic::AtomicUsize::new(0)).unwrap();
         let mut app = App::with_job(theme.clone(), dir, job);
-        term.draw(|f| panes::draw(f, &app)).unwrap();
+        term.draw(|f| screen::draw(f, &app)).unwrap();
         first.push(t0.elapsed());
         for (key, times) in [(KeyCode::Char('s'), &mut sort), (KeyCode::Enter, &mut enter)] {
             let t0 = Instant::now();
             app.handle_key(KeyEvent::new(key, KeyModifiers::NONE));
-            term.draw(|f| panes::draw(f, &app)).unwrap();
+            term.draw(|f| screen::draw(f, &app)).unwrap();
             times.push(t0.elapsed());
         }
     }
@@ -84,7 +84,7 @@ fn first_frame(path: &str) {
         let input = profile::load(path, false).unwrap();
         let app = App::with_inputs(theme, input, None);
         let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
-        term.draw(|f| panes::draw(f, &app)).unwrap();
+        term.draw(|f| screen::draw(f, &app)).unwrap();
         times.push(t0.elapsed());
     }
     println!("first frame (load {path} + lenses + Summary draw, {W}x{H}):");
@@ -93,10 +93,10 @@ fn first_frame(path: &str) {
 
 /// A profile with `n` distinct kernels over 4 categories and 2 phases.
 fn generated(n: usize) -> Profile {
-    const CATS: [&str; 4] = ["gemm / conv", "elementwise", "reduction / norm", "other"];
+    const CATS: [Category; 4] = [Category::GemmConv, Category::Elementwise, Category::ReductionNorm, Category::Other];
     let mut kernels = Vec::with_capacity(n);
     for i in 0..n {
-        let cat = CATS[i % CATS.len()];
+        let cat = CATS[i % CATS.len()].clone();
         let ms = 1000.0 / (i as f64 + 10.0);
         kernels.push(KernelRow {
             kernel: format!("kernel_{i}<float, {}>", i % 97),
@@ -105,7 +105,7 @@ fn generated(n: usize) -> Profile {
                 i % 97,
                 i % 13
             ),
-            category: cat.to_string(),
+            category: cat,
             tensorcore: i % 5 == 0,
             ms_per_step: ms,
             pct_of_gpu: ms / 10.0,
@@ -116,7 +116,7 @@ fn generated(n: usize) -> Profile {
     let half = n / 2;
     let mut p = Profile {
         schema: profile::SCHEMA_ID.to_string(),
-        bound: "compute".into(),
+        bound: Verdict::Compute,
         bound_why: "generated".into(),
         figures: Figures {
             step_ms: 1000.0,
@@ -127,7 +127,7 @@ fn generated(n: usize) -> Profile {
             unique_kernels: n as u64,
             ..Default::default()
         },
-        categories: CATS.iter().map(|c| CategoryRow { name: c.to_string(), pct: 25.0, ms_per_step: 250.0 }).collect(),
+        categories: CATS.iter().map(|c| CategoryRow { name: c.clone(), pct: 25.0, ms_per_step: 250.0 }).collect(),
         phases: ["forward", "backward"]
             .iter()
             .map(|ph| PhaseRow { phase: ph.to_string(), gpu_ms_per_step: 450.0, ..Default::default() })
@@ -151,7 +151,7 @@ fn keypress_50k() {
     app.resize(W, H);
     let key = |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
     key(&mut app, KeyCode::Char('3'));
-    term.draw(|f| panes::draw(f, &app)).unwrap();
+    term.draw(|f| screen::draw(f, &app)).unwrap();
     println!("\nKernels pane with {n} rows (set-up {:.0} ms):", t0.elapsed().as_secs_f64() * 1e3);
 
     let mut measure = |app: &mut App, label: &str, iters: usize, act: &mut dyn FnMut(&mut App)| {
@@ -159,7 +159,7 @@ fn keypress_50k() {
         for _ in 0..iters {
             let t = Instant::now();
             act(app);
-            term.draw(|f| panes::draw(f, app)).unwrap();
+            term.draw(|f| screen::draw(f, app)).unwrap();
             times.push(t.elapsed());
         }
         common::report(label, LABEL_WIDTH, &mut times);
@@ -202,14 +202,14 @@ fn keypress_50k() {
         for _ in 0..30 {
             let t = Instant::now();
             key(&mut app, code);
-            term.draw(|f| panes::draw(f, &app)).unwrap();
+            term.draw(|f| screen::draw(f, &app)).unwrap();
             first.push(t.elapsed());
-            while app.kernels.pending.is_some() {
+            while app.panes.kernels.pending.is_some() {
                 if !app.poll_worker() {
                     std::thread::sleep(Duration::from_micros(200));
                 }
             }
-            term.draw(|f| panes::draw(f, &app)).unwrap();
+            term.draw(|f| screen::draw(f, &app)).unwrap();
             done.push(t.elapsed());
         }
         common::report(&format!("{label} → frame"), LABEL_WIDTH, &mut first);

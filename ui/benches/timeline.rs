@@ -19,7 +19,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::timeline::{index, open_step};
 use libreyolo_core::profile::{Input, Profile};
 use libreyolo_ui::app::{App, Pane};
-use libreyolo_ui::panes;
+use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -66,7 +66,7 @@ fn main() {
             let tl = open_step(&ix, i).unwrap();
             let mut app = app_with(&path, Arc::clone(&ix), i, tl.clone());
             let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
-            term.draw(|f| panes::draw(f, &app)).unwrap();
+            term.draw(|f| screen::draw(f, &app)).unwrap();
             open.push(t.elapsed());
             mem = mem.max(tl.heap_bytes());
             spans = spans.max(tl.lanes.iter().map(|l| l.spans.len()).sum::<usize>());
@@ -86,7 +86,7 @@ fn main() {
         for _ in 0..iters {
             let t = Instant::now();
             act(app);
-            term.draw(|f| panes::draw(f, app)).unwrap();
+            term.draw(|f| screen::draw(f, app)).unwrap();
             times.push(t.elapsed());
         }
         common::report(label, LABEL_WIDTH, &mut times);
@@ -125,7 +125,7 @@ fn app_with(
     let input = Input { path: path.to_path_buf(), profile: Profile::default(), from_trace: true };
     let mut app = App::with_inputs(Theme::load("dark", Depth::Ansi16).unwrap(), input, None);
     app.resize(W, H);
-    app.timeline.show(ix, i, tl);
+    app.panes.timeline.show(ix, i, tl);
     app.pane = Pane::Timeline;
     app
 }

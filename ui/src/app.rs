@@ -2,61 +2,40 @@
 //! loads), the text field, the status message, the filter worker, and the
 //! panes, each of which owns its own state in its module (`panes/*.rs`).
 //! Keys change state through [`App::apply`], which handles the app's own
-//! keys and hands the rest to the pane on screen; drawing only reads.
+//! keys and hands the rest to the pane on screen through the pane table
+//! ([`Panes`]); the pane's [`Effect`] comes back here. Drawing only reads.
 //!
 //! All figures come from the core's lenses; this module computes none.
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex};
-use std::time::{Instant, SystemTime};
 
 use crossterm::event::KeyEvent;
-use libreyolo_core::lens::phases::{Phases, phases};
-use libreyolo_core::lens::summary::{Summary, summary};
 use libreyolo_core::lens::timeline;
 use libreyolo_core::profile::{Input, Profile};
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
+use crate::editor::{Editor, Field};
 use crate::input::{self, Action};
 use crate::job::OpenJob;
 pub use crate::pane::Pane;
-use crate::panes::Effect;
-use crate::panes::compare::ComparePane;
-use crate::panes::kernels::{KernelsPane, Runner};
-use crate::panes::memory::MemoryPane;
-use crate::panes::ops::OpsPane;
-use crate::panes::phases::PhasesPane;
-use crate::panes::ranks::RanksPane;
-use crate::panes::summary::SummaryPane;
-use crate::panes::timeline::TimelinePane;
-pub use crate::panes::whatif::{WhatIfChoice, WhatIfPane};
+use crate::panes::Panes;
+use crate::slot::{Loaded, Loading, Side, Slot};
 use crate::theme::Theme;
+use crate::view::{Ctx, Effect, View};
 
-/// Which of the two profiles.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Side {
-    Main,
-    Other,
-}
-
-/// A background load in progress.
-#[derive(Debug, Clone)]
-pub struct Loading {
-    /// Distinguishes this load from an older one still running.
-    pub id: u64,
-    pub started: Instant,
-    /// Size of the file being read, when known.
-    pub size: Option<u64>,
-    /// Bytes the loader thread has read so far, when the platform tells.
-    pub read: Option<u64>,
-    /// Where the loader thread's I/O counters are (`/proc/…/task/<tid>/io`),
-    /// filled in by the thread when it starts.
-    pub io: Arc<Mutex<Option<PathBuf>>>,
-    /// True when this load replaces data already shown (live reload).
-    pub reload: bool,
-    /// A job's load: the rank files read so far (counted by the loader)
-    /// and how many there are.
-    pub ranks: Option<(Arc<std::sync::atomic::AtomicUsize>, usize)>,
+/// What the pane's key handling reads, from the app's own fields: a macro,
+/// so that it borrows those fields only and `panes` stays free to change.
+macro_rules! ctx {
+    ($app:expr) => {
+        Ctx {
+            data: $app.main.data.as_ref(),
+            other: &$app.other,
+            job: $app.job.as_ref(),
+            page: $app.page,
+            worker: $app.worker.as_ref(),
+            background_rows: $app.background_rows,
+        }
+    };
 }
 
 /// What a load produced: one profile, or a distributed job.
@@ -64,61 +43,6 @@ pub struct Loading {
 pub enum Opened {
     Profile(Box<Input>),
     Job(Box<OpenJob>),
-}
-
-/// A profile and the lens results that do not depend on filters.
-#[derive(Debug, Clone)]
-pub struct Loaded {
-    /// Shared with the filter worker, which runs the kernels lens.
-    pub input: Arc<Input>,
-    pub summary: Summary,
-    pub phases: Phases,
-    pub mtime: Option<SystemTime>,
-}
-
-impl Loaded {
-    pub fn new(input: Input) -> Loaded {
-        let summary = summary(&input.profile);
-        let phases = phases(&input.profile);
-        let mtime = std::fs::metadata(&input.path).and_then(|m| m.modified()).ok();
-        Loaded { input: Arc::new(input), summary, phases, mtime }
-    }
-    pub fn profile(&self) -> &Profile {
-        &self.input.profile
-    }
-}
-
-/// One of the two profiles: what was asked for and what came of it.
-#[derive(Debug, Clone, Default)]
-pub struct Slot {
-    /// The path as the user gave it (shown as the profile's name).
-    pub arg: String,
-    pub data: Option<Loaded>,
-    pub loading: Option<Loading>,
-    /// Why the last load failed.
-    pub error: Option<String>,
-    /// The rank traces when this slot is a distributed job (loads read
-    /// them all); empty for a profile.
-    pub ranks: Vec<PathBuf>,
-}
-
-/// A text field being edited.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Field {
-    /// The regex of the Kernels or Ops pane; `before` is restored on Esc.
-    Regex { pane: Pane, before: Option<String> },
-    /// The path of a second profile.
-    Path,
-    /// A launch count for What-if.
-    Launches,
-    /// A step number for the Timeline.
-    Step,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Editor {
-    pub field: Field,
-    pub text: String,
 }
 
 /// The explorer: the panes (each owns its state) and what they share —
@@ -139,15 +63,8 @@ pub struct App {
     pub other: Slot,
     pub help: bool,
     pub editor: Option<Editor>,
-    pub ranks: RanksPane,
-    pub summary: SummaryPane,
-    pub phases: PhasesPane,
-    pub kernels: KernelsPane,
-    pub ops: OpsPane,
-    pub compare: ComparePane,
-    pub whatif: WhatIfPane,
-    pub timeline: TimelinePane,
-    pub memory: MemoryPane,
+    /// Every pane's state (the pane table).
+    pub panes: Panes,
     /// Reads timeline steps off the UI thread; `None` reads in place.
     pub steps: Option<StepLoader>,
     /// Ids of timeline step reads.
@@ -175,15 +92,7 @@ impl App {
             other: Slot::default(),
             help: false,
             editor: None,
-            ranks: RanksPane::default(),
-            summary: SummaryPane::default(),
-            phases: PhasesPane::default(),
-            kernels: KernelsPane::default(),
-            ops: OpsPane::default(),
-            compare: ComparePane::default(),
-            whatif: WhatIfPane::default(),
-            timeline: TimelinePane::default(),
-            memory: MemoryPane::default(),
+            panes: Panes::default(),
             steps: None,
             step_jobs: 0,
             message: None,
@@ -246,6 +155,11 @@ impl App {
         self.main.data.as_ref().map(Loaded::profile)
     }
 
+    /// What the panes' drawing reads.
+    pub fn view(&self) -> View<'_> {
+        View { theme: &self.theme, main: &self.main, other: &self.other, job: self.job.as_ref(), editor: self.editor.as_ref() }
+    }
+
     /// A load finished: a profile or a job.
     pub fn opened(&mut self, side: Side, result: libreyolo_core::Result<Opened>) {
         match result {
@@ -270,7 +184,7 @@ impl App {
         self.main.error = None;
         let before = self.job.replace(job);
         self.show_rank(shown);
-        self.ranks.refresh(before.as_ref(), self.job.as_ref());
+        self.panes.ranks.reload(before.as_ref(), self.job.as_ref());
         if reload {
             self.message = Some(format!("reloaded {}", self.main.arg));
         } else {
@@ -285,14 +199,20 @@ impl App {
         let Some(data) = j.ranks.get(i).cloned() else { return };
         j.shown = i;
         self.main.data = Some(data);
-        self.kernels.detail = false;
+        self.panes.kernels.detail = false;
         self.refresh_main();
-        let step = self.timeline.step;
-        self.timeline.reset();
+        self.reset_timeline();
+        self.panes.compare.recompute(&self.main, &self.other);
+    }
+
+    /// The main trace changed: the Timeline forgets it, and reads the step
+    /// it showed again when it is on screen.
+    fn reset_timeline(&mut self) {
+        let step = self.panes.timeline.step;
+        self.panes.timeline.reset();
         if self.pane == Pane::Timeline {
             self.request_step(step);
         }
-        self.compare.refresh(&self.main, &self.other);
     }
 
     /// Marks a load as started (called by the event loop).
@@ -317,13 +237,9 @@ impl App {
                 if side == Side::Main {
                     self.refresh_main();
                     // The trace may have changed with the profile.
-                    let step = self.timeline.step;
-                    self.timeline.reset();
-                    if self.pane == Pane::Timeline {
-                        self.request_step(step);
-                    }
+                    self.reset_timeline();
                 }
-                self.compare.refresh(&self.main, &self.other);
+                self.panes.compare.recompute(&self.main, &self.other);
             }
             Err(e) => {
                 let msg = e.to_string();
@@ -348,34 +264,24 @@ impl App {
         self.page = crate::panes::page_rows(height);
     }
 
-    /// Re-runs every lens over the main profile with the current filters.
+    /// Re-runs every pane's lens over the main profile with the current
+    /// filters; a phase filter the new profile lacks is dropped, and said.
     fn refresh_main(&mut self) {
-        let Some(p) = self.profile() else { return };
-        let names: Vec<String> = p.phase_names().iter().map(|s| s.to_string()).collect();
-        let mut dropped = Vec::new();
-        for phase in [&mut self.kernels.query.phase, &mut self.ops.query.phase] {
-            if phase.as_ref().is_some_and(|ph| !names.contains(ph)) {
-                dropped.push(phase.take().unwrap_or_default());
-            }
+        if self.main.data.is_none() {
+            return;
         }
+        let ctx = ctx!(self);
+        let dropped: Vec<String> = self.panes.all_mut().into_iter().filter_map(|p| p.refresh(&ctx)).collect();
         if !dropped.is_empty() {
             self.message = Some(format!("phase {} is gone from the new profile: filter dropped", dropped.join(", ")));
         }
-        let data = self.main.data.as_ref();
-        self.whatif.reset_for(data);
-        self.phases.clamp(data);
-        self.memory.clamp(data);
-        self.ops.refresh(data);
-        self.whatif.refresh(data);
-        let run = Runner { data, worker: self.worker.as_mut(), background_rows: self.background_rows };
-        self.kernels.refresh(run);
     }
 
     /// Takes the worker's answers; true when the screen changed.
     pub fn poll_worker(&mut self) -> bool {
         let mut changed = false;
         while let Some((id, result)) = self.worker.as_ref().and_then(|w| w.done().try_recv().ok()) {
-            changed |= self.kernels.answered(id, result);
+            changed |= self.panes.kernels.answered(id, result);
         }
         changed
     }
@@ -421,10 +327,11 @@ impl App {
             Action::NextPane => self.switch(self.pane.next(self.job.is_some())),
             Action::PrevPane => self.switch(self.pane.prev(self.job.is_some())),
             Action::StartRegex => {
+                // The Kernels pane's regex, unless the Ops pane is on screen.
                 let pane = if self.pane == Pane::Ops { Pane::Ops } else { Pane::Kernels };
                 self.switch(pane);
-                let before = if pane == Pane::Ops { self.ops.query.grep.clone() } else { self.kernels.query.grep.clone() };
-                self.editor = Some(Editor { text: before.clone().unwrap_or_default(), field: Field::Regex { pane, before } });
+                let effect = self.pane_update(a);
+                self.effect(effect);
             }
             Action::Reload => {
                 for side in [Side::Main, Side::Other] {
@@ -434,64 +341,37 @@ impl App {
                     }
                 }
             }
-            a => {
-                let handled = self.pane_update(a);
+            a => match self.pane_update(a) {
                 // Esc that closed nothing goes back to a job's Ranks, or quits.
-                if a == Action::Back && !handled {
+                Effect::Pass if a == Action::Back => {
                     if self.job.is_some() && self.pane != Pane::Ranks {
                         self.switch(Pane::Ranks);
                     } else {
                         self.quit = true;
                     }
                 }
-            }
+                effect => self.effect(effect),
+            },
         }
     }
 
-    /// Hands a key to the pane on screen; true when it used it (for Esc).
-    fn pane_update(&mut self, a: Action) -> bool {
-        let page = self.page;
-        let data = self.main.data.as_ref();
-        let effect = match self.pane {
-            Pane::Ranks => match self.ranks.update(a, page, self.job.as_ref()) {
-                // Esc closed a view of the pane.
-                Some(_) if a == Action::Back => return true,
-                Some(effect) => effect,
-                None => return false,
-            },
-            Pane::Summary => {
-                self.summary.update(a, page);
-                Effect::None
-            }
-            Pane::Phases => self.phases.update(a, page, data),
-            Pane::Kernels => {
-                let run = Runner { data, worker: self.worker.as_mut(), background_rows: self.background_rows };
-                return self.kernels.update(a, page, run) && a == Action::Back;
-            }
-            Pane::Ops => {
-                self.ops.update(a, page, data);
-                Effect::None
-            }
-            Pane::Compare => self.compare.update(a, page, &self.other),
-            Pane::WhatIf => self.whatif.update(a, page, data),
-            Pane::Timeline => self.timeline.update(a),
-            Pane::Memory => {
-                self.memory.update(a, page, data);
-                Effect::None
-            }
-        };
+    /// Hands a key to the pane on screen.
+    fn pane_update(&mut self, a: Action) -> Effect {
+        let ctx = ctx!(self);
+        self.panes.get_mut(self.pane).update(a, &ctx)
+    }
+
+    /// Does what a pane's key asked of the app.
+    fn effect(&mut self, effect: Effect) {
         match effect {
-            Effect::None => {}
+            Effect::None | Effect::Pass => {}
             Effect::Edit(ed) => self.editor = Some(ed),
             Effect::Drill { phase, kernels: true } => {
-                self.kernels.query.phase = Some(phase);
-                let run = Runner { data: self.main.data.as_ref(), worker: self.worker.as_mut(), background_rows: self.background_rows };
-                self.kernels.requery(run);
+                self.panes.kernels.drill(phase, &ctx!(self));
                 self.switch(Pane::Kernels);
             }
             Effect::Drill { phase, kernels: false } => {
-                self.ops.query.phase = Some(phase.clone());
-                self.ops.requery(self.main.data.as_ref());
+                self.panes.ops.drill(phase.clone(), &ctx!(self));
                 self.switch(Pane::Ops);
                 self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
             }
@@ -501,14 +381,13 @@ impl App {
                 self.switch(Pane::Summary);
             }
             Effect::ShowKernel(name) => {
-                if self.kernels.show(&name, self.main.data.as_ref()) {
+                if self.panes.kernels.show(&name, self.main.data.as_ref()) {
                     self.pane = Pane::Kernels;
                 } else {
                     self.message = Some(format!("{name} is not in the profile's kernel table"));
                 }
             }
         }
-        false
     }
 
     fn switch(&mut self, p: Pane) {
@@ -517,9 +396,8 @@ impl App {
             return;
         }
         self.pane = p;
-        self.kernels.detail = false;
-        let tl = &self.timeline;
-        if p == Pane::Timeline && tl.timeline.is_none() && tl.pending.is_none() && tl.error.is_none() {
+        self.panes.kernels.detail = false;
+        if p == Pane::Timeline && self.panes.timeline.unread() {
             self.request_step(0);
         }
     }
@@ -531,14 +409,15 @@ impl App {
         let trace = match timeline::trace_of(&d.input) {
             Ok(t) => t,
             Err(why) => {
-                self.timeline.error = Some(why);
+                self.panes.timeline.error = Some(why);
                 return;
             }
         };
         self.step_jobs += 1;
-        let job = StepJob { id: self.step_jobs, trace, index: self.timeline.index.clone(), step: i };
+        let tl = &mut self.panes.timeline;
+        let job = StepJob { id: self.step_jobs, trace, index: tl.index.clone(), step: i };
         // `timeline.step` stays the step on screen until the answer.
-        self.timeline.pending = Some(job.id);
+        tl.pending = Some(job.id);
         match self.steps.as_ref() {
             Some(l) if l.send(job.clone()) => {}
             _ => {
@@ -549,13 +428,14 @@ impl App {
     }
 
     fn step_done(&mut self, (id, result): StepDone) {
-        if self.timeline.pending != Some(id) {
+        let pane = &mut self.panes.timeline;
+        if pane.pending != Some(id) {
             return;
         }
-        self.timeline.pending = None;
+        pane.pending = None;
         match result {
-            Ok((index, step, tl)) => self.timeline.show(index, step, tl),
-            Err(e) => self.timeline.error = Some(e),
+            Ok((index, step, tl)) => pane.show(index, step, tl),
+            Err(e) => pane.error = Some(e),
         }
     }
 
@@ -567,12 +447,6 @@ impl App {
             self.step_done(done);
         }
         changed
-    }
-
-    /// The categories the Kernels pane cycles through: the profile's kernel
-    /// mix, in its order.
-    pub fn categories(&self) -> Vec<String> {
-        crate::panes::kernels::categories(self.main.data.as_ref())
     }
 
     fn edit(&mut self, a: Action) {
@@ -595,7 +469,7 @@ impl App {
             Action::Cancel => {
                 let ed = self.editor.take();
                 if let Some(Editor { field: Field::Regex { pane, before }, .. }) = ed {
-                    self.set_regex(pane, before);
+                    self.typed(pane, before.as_deref().unwrap_or_default());
                 }
                 return;
             }
@@ -603,21 +477,13 @@ impl App {
                 let ed = self.editor.take();
                 match ed {
                     Some(Editor { field: Field::Path, text }) => self.open_other(text.trim()),
-                    Some(Editor { field: Field::Step, text }) => {
-                        let ix = self.timeline.index.as_ref();
-                        match text.parse::<u64>().ok().and_then(|n| ix.and_then(|ix| ix.find(n))) {
-                            Some(i) => self.request_step(i),
-                            None => {
-                                let have: Vec<String> = ix
-                                    .map_or_else(Vec::new, |ix| ix.steps.iter().filter_map(|s| s.number).map(|n| n.to_string()).collect());
-                                self.message = Some(format!("no step {text} in this trace (steps: {})", have.join(", ")));
-                            }
-                        }
-                    }
+                    Some(Editor { field: Field::Step, text }) => match self.panes.timeline.step_numbered(&text) {
+                        Ok(i) => self.request_step(i),
+                        Err(why) => self.message = Some(why),
+                    },
                     Some(Editor { field: Field::Regex { pane, .. }, .. }) => {
-                        let err = if pane == Pane::Ops { &self.ops.error } else { &self.kernels.error };
-                        if let Some(e) = err {
-                            self.message = Some(e.clone());
+                        if let Some(e) = self.panes.get(pane).error() {
+                            self.message = Some(e.to_string());
                         }
                     }
                     _ => {}
@@ -627,23 +493,16 @@ impl App {
             _ => return,
         }
         // Live fields update their pane on every key.
-        let (field, text) = (ed.field.clone(), ed.text.clone());
-        match field {
-            Field::Regex { pane, .. } => self.set_regex(pane, (!text.is_empty()).then_some(text)),
-            Field::Launches => self.whatif.set_launches(&text, self.main.data.as_ref()),
-            Field::Path | Field::Step => {}
+        if let Some(pane) = ed.field.live_pane() {
+            let text = ed.text.clone();
+            self.typed(pane, &text);
         }
     }
 
-    fn set_regex(&mut self, pane: Pane, grep: Option<String>) {
-        if pane == Pane::Ops {
-            self.ops.query.grep = grep;
-            self.ops.requery(self.main.data.as_ref());
-        } else {
-            self.kernels.query.grep = grep;
-            let run = Runner { data: self.main.data.as_ref(), worker: self.worker.as_mut(), background_rows: self.background_rows };
-            self.kernels.requery(run);
-        }
+    /// A live field of `pane` now holds `text`.
+    fn typed(&mut self, pane: Pane, text: &str) {
+        let ctx = ctx!(self);
+        self.panes.get_mut(pane).typed(text, &ctx);
     }
 
     fn open_other(&mut self, path: &str) {
@@ -653,7 +512,7 @@ impl App {
         match libreyolo_core::profile::resolve_input(path) {
             Ok(_) => {
                 self.other = Slot { arg: path.to_string(), ..Default::default() };
-                self.compare.comparison = None;
+                self.panes.compare.comparison = None;
                 self.requests.push((Side::Other, path.to_string()));
             }
             Err(e) => self.message = Some(e.to_string()),
@@ -692,22 +551,10 @@ impl App {
         files.extend(self.job.iter().flat_map(|j| j.ranks.iter().map(|r| r.input.path.clone())));
         files
     }
-
-    /// The kernel under the cursor in the Kernels pane.
-    pub fn selected_kernel(&self) -> Option<&libreyolo_core::profile::KernelRow> {
-        self.kernels.selected_kernel()
-    }
 }
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("App").field("pane", &self.pane).field("main", &self.main.arg).field("other", &self.other.arg).finish()
     }
-}
-
-/// Where a path of the main profile points, for the title bar.
-pub fn display_name(arg: &str) -> String {
-    let p = PathBuf::from(arg);
-    let parts: Vec<_> = p.components().rev().take(2).collect();
-    parts.into_iter().rev().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
 }

@@ -57,7 +57,9 @@ impl<J: Send + 'static, D: Send + 'static> Latest<J, D> {
 /// The thread that runs the kernels lens on large profiles.
 pub struct Worker {
     thread: Latest<KernelJob, KernelDone>,
-    next: u64,
+    /// The last job's id (a `Cell`: panes queue jobs through a shared
+    /// [`crate::view::Ctx`]).
+    next: std::cell::Cell<u64>,
 }
 
 impl Worker {
@@ -67,13 +69,14 @@ impl Worker {
                 .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("the kernels filter crashed")));
             (id, result)
         });
-        Worker { thread, next: 0 }
+        Worker { thread, next: std::cell::Cell::new(0) }
     }
 
     /// Queues a job; its id, or `None` when the thread is gone.
-    pub fn send(&mut self, input: Arc<Input>, query: KernelQuery) -> Option<u64> {
-        self.next += 1;
-        self.thread.send((self.next, input, query)).then_some(self.next)
+    pub fn send(&self, input: Arc<Input>, query: KernelQuery) -> Option<u64> {
+        let id = self.next.get() + 1;
+        self.next.set(id);
+        self.thread.send((id, input, query)).then_some(id)
     }
 
     pub(crate) fn done(&self) -> &Receiver<KernelDone> {

@@ -13,7 +13,7 @@ use libreyolo_core::lens::collectives::{self, Collectives};
 use libreyolo_core::lens::job::{Job, job_of};
 use libreyolo_core::profile::{self, ranks};
 
-use crate::app::Loaded;
+use crate::slot::Loaded;
 
 /// What `profile explore ARGS…` opens.
 #[derive(Debug, Clone, PartialEq, Eq)]

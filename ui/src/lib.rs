@@ -6,8 +6,13 @@
 //! Shape: [`app::App`] holds the shared state and the panes, `background`
 //! its threads (kernels filter, timeline steps), [`input`] maps keys to
 //! actions, [`pane`] names the panes, [`panes`] has one module per pane
-//! (its state, key handling and drawing), [`theme`] turns `themes/*.toml`
-//! into colour roles. The event loop runs on a single-threaded tokio
+//! (its state, key handling and drawing) and their table, [`view`] the one
+//! contract every pane implements ([`view::Component`]: `update` with a
+//! [`view::Ctx`] returning a [`view::Effect`], `render` from a
+//! [`view::View`]), [`slot`] and [`editor`] the state panes and app share,
+//! [`screen`] the frame around the pane, [`theme`] turns `themes/*.toml`
+//! into colour roles. The panes import only the leaf modules (`view`,
+//! `slot`, `editor`, `job`, `input`, `pane`, `theme`), never `app`. The event loop runs on a single-threaded tokio
 //! runtime and sleeps in one `select!` until something happens: a key, a
 //! profile loaded on a background thread, the kernels filter's answer, a
 //! timeline step read, a change to a shown file (a `notify` watcher on its
@@ -16,11 +21,15 @@
 
 pub mod app;
 mod background;
+pub mod editor;
 pub mod input;
 pub mod job;
 pub mod pane;
 pub mod panes;
+pub mod screen;
+pub mod slot;
 pub mod theme;
+pub mod view;
 mod watch;
 
 use std::io::IsTerminal;
@@ -37,8 +46,9 @@ use libreyolo_core::profile;
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
-use app::{App, Loading, Opened, Side};
+use app::{App, Opened};
 use job::{OpenJob, Opening};
+use slot::{Loading, Side};
 use theme::{Depth, Theme};
 
 /// How often the loading screen's progress is redrawn while a load runs.
@@ -120,7 +130,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
         }
         if dirty {
             app.poll_progress();
-            terminal.draw(|f| panes::draw(f, app)).map_err(io)?;
+            terminal.draw(|f| screen::draw(f, app)).map_err(io)?;
             dirty = false;
         }
         if app.quit {

@@ -54,7 +54,7 @@ fn press(app: &mut App, keys: &[KeyCode]) {
 fn dlrm_view() -> App {
     let mut a = App::with_job(theme(), DLRM, dlrm_job());
     press(&mut a, &[KeyCode::Char('c')]);
-    assert_eq!((a.pane, a.ranks.view), (Pane::Ranks, JobView::Collectives));
+    assert_eq!((a.pane, a.panes.ranks.view), (Pane::Ranks, JobView::Collectives));
     a
 }
 
@@ -156,7 +156,7 @@ fn the_view_is_the_collectives_lens() {
     let c = lens(&files());
     assert_eq!(a.job.as_ref().unwrap().collectives, c, "one reading of the ranks gives the lens's collectives");
     // The DLRM job: one NCCL stream, 5 send/recv and 3 all-reduces; rank 7
-    // arrives last at five of them (tests/ranks.rs checks these against
+    // arrives last at five of them (app/tests/ranks.rs checks these against
     // the traces).
     assert_eq!(c.groups.len(), 1);
     assert_eq!(c.per_rank[7].last_arrivals, 5);
@@ -197,12 +197,12 @@ fn sort_cycles_the_columns_and_keeps_the_cursor() {
     let mut a = dlrm_view();
     let c = lens(&files());
     press(&mut a, &[KeyCode::Down, KeyCode::Down]);
-    let on = |a: &App| a.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
+    let on = |a: &App| a.panes.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
     let before = on(&a);
     assert!(before.is_some());
     for sort in CollSort::ALL.iter().skip(1).chain([&CollSort::Skew]) {
         press(&mut a, &[KeyCode::Char('s')]);
-        assert_eq!(a.ranks.collectives.sort, *sort);
+        assert_eq!(a.panes.ranks.collectives.sort, *sort);
         assert_eq!(on(&a), before, "the cursor stays on its collective");
         for (w, h) in SIZES {
             let s = screen(&mut a, w, h);
@@ -224,21 +224,21 @@ fn sort_cycles_the_columns_and_keeps_the_cursor() {
     }
     // By wait: the top row holds the most waiting, summed over the ranks.
     press(&mut a, &[KeyCode::Char('s'), KeyCode::Home]);
-    assert_eq!(a.ranks.collectives.sort, CollSort::Wait);
+    assert_eq!(a.panes.ranks.collectives.sort, CollSort::Wait);
     let s = screen(&mut a, 80, 24);
     let most = c.collectives.iter().map(|m| m.wait_us).fold(0.0, f64::max);
     assert_eq!(cell(&rows(&s, &c)[0], false, "wait"), num(most, 1), "{s}");
     // Moving: End is the last row, PgUp and Home the first.
     press(&mut a, &[KeyCode::End]);
-    assert_eq!(a.ranks.collectives.selected, 7);
+    assert_eq!(a.panes.ranks.collectives.selected, 7);
     press(&mut a, &[KeyCode::Down]);
-    assert_eq!(a.ranks.collectives.selected, 7, "the cursor stops at the last row");
+    assert_eq!(a.panes.ranks.collectives.selected, 7, "the cursor stops at the last row");
     press(&mut a, &[KeyCode::Up, KeyCode::Char('k')]);
-    assert_eq!(a.ranks.collectives.selected, 5);
+    assert_eq!(a.panes.ranks.collectives.selected, 5);
     press(&mut a, &[KeyCode::PageUp]);
-    assert_eq!(a.ranks.collectives.selected, 0);
+    assert_eq!(a.panes.ranks.collectives.selected, 0);
     // The ranks view keeps its own sort.
-    assert_eq!(a.ranks.sort, libreyolo_ui::panes::ranks::RankSort::Rank);
+    assert_eq!(a.panes.ranks.sort, libreyolo_ui::panes::ranks::RankSort::Rank);
 }
 
 #[test]
@@ -248,7 +248,7 @@ fn enter_shows_the_ranks_of_a_collective_and_opens_one() {
     press(&mut a, &[KeyCode::Home, KeyCode::Down]);
     let m = c.collectives[order(&c, CollSort::Skew)[1]].clone();
     press(&mut a, &[KeyCode::Enter]);
-    assert!(a.ranks.collectives.detail);
+    assert!(a.panes.ranks.collectives.detail);
     for (w, h) in SIZES {
         let s = screen(&mut a, w, h);
         insta::assert_snapshot!(format!("dlrm_8rank_collective_ranks_{w}x{h}"), s);
@@ -277,7 +277,7 @@ fn enter_shows_the_ranks_of_a_collective_and_opens_one() {
     assert_eq!(a.job.as_ref().unwrap().shown_rank(), m.last_rank.unwrap());
     // Esc comes back to where it was, then closes the detail, then the view.
     press(&mut a, &[KeyCode::Esc]);
-    assert_eq!((a.pane, a.ranks.view, a.ranks.collectives.detail), (Pane::Ranks, JobView::Collectives, true));
+    assert_eq!((a.pane, a.panes.ranks.view, a.panes.ranks.collectives.detail), (Pane::Ranks, JobView::Collectives, true));
     let at = m.ranks.iter().position(|r| Some(r.rank) == m.last_rank).unwrap();
     let (key, next) = if at > 0 { (KeyCode::Up, at - 1) } else { (KeyCode::Down, at + 1) };
     press(&mut a, &[key, KeyCode::Enter]);
@@ -285,9 +285,9 @@ fn enter_shows_the_ranks_of_a_collective_and_opens_one() {
     press(&mut a, &[KeyCode::Char('0')]);
     assert_eq!(a.pane, Pane::Ranks);
     press(&mut a, &[KeyCode::Esc]);
-    assert!(!a.ranks.collectives.detail && a.ranks.view == JobView::Collectives);
+    assert!(!a.panes.ranks.collectives.detail && a.panes.ranks.view == JobView::Collectives);
     press(&mut a, &[KeyCode::Esc]);
-    assert_eq!(a.ranks.view, JobView::Ranks);
+    assert_eq!(a.panes.ranks.view, JobView::Ranks);
     assert!(!a.quit);
     press(&mut a, &[KeyCode::Esc]);
     assert!(a.quit, "Esc on the ranks view quits, as before");
@@ -299,14 +299,14 @@ fn c_switches_views_and_the_help_says_so() {
     let s = screen(&mut a, 80, 24);
     assert!(s.contains("· c: collectives"), "the ranks view names the key:\n{s}");
     press(&mut a, &[KeyCode::Char('c')]);
-    assert_eq!(a.ranks.view, JobView::Collectives);
+    assert_eq!(a.panes.ranks.view, JobView::Collectives);
     assert!(screen(&mut a, 80, 24).contains("c: ranks"));
     press(&mut a, &[KeyCode::Char('c')]);
-    assert_eq!(a.ranks.view, JobView::Ranks);
+    assert_eq!(a.panes.ranks.view, JobView::Ranks);
     // The view is kept while other panes are shown.
     press(&mut a, &[KeyCode::Char('c'), KeyCode::Char('3'), KeyCode::Char('c'), KeyCode::Char('0')]);
-    assert_eq!((a.pane, a.ranks.view), (Pane::Ranks, JobView::Collectives));
-    assert!(a.kernels.query.category.is_some(), "c on Kernels is still its category filter");
+    assert_eq!((a.pane, a.panes.ranks.view), (Pane::Ranks, JobView::Collectives));
+    assert!(a.panes.kernels.query.category.is_some(), "c on Kernels is still its category filter");
     press(&mut a, &[KeyCode::Char('?')]);
     let s = screen(&mut a, 80, 24);
     assert!(s.contains("Ranks ⇄ collectives") && s.contains("c: its collectives"), "{s}");
@@ -377,7 +377,7 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
     press(&mut a, &[KeyCode::Char('c')]);
     // By size: the largest message first.
     press(&mut a, &[KeyCode::Char('s'), KeyCode::Char('s'), KeyCode::Char('s'), KeyCode::Home]);
-    assert_eq!(a.ranks.collectives.sort, CollSort::Size);
+    assert_eq!(a.panes.ranks.collectives.sort, CollSort::Size);
     for (w, h) in SIZES {
         let s = screen(&mut a, w, h);
         insta::assert_snapshot!(format!("nccl_2rank_collectives_by_size_{w}x{h}"), s);
@@ -412,14 +412,15 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
 
 #[test]
 fn a_reload_keeps_the_view_its_sort_and_the_collective() {
-    use libreyolo_ui::app::{Opened, Side};
+    use libreyolo_ui::app::Opened;
+    use libreyolo_ui::slot::Side;
     let mut a = dlrm_view();
     press(&mut a, &[KeyCode::Char('s'), KeyCode::Home, KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
-    let on = |a: &App| a.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
+    let on = |a: &App| a.panes.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
     let before = on(&a);
     a.opened(Side::Main, Ok(Opened::Job(Box::new(dlrm_job()))));
-    assert_eq!((a.pane, a.ranks.view, a.ranks.collectives.sort), (Pane::Ranks, JobView::Collectives, CollSort::Wait));
+    assert_eq!((a.pane, a.panes.ranks.view, a.panes.ranks.collectives.sort), (Pane::Ranks, JobView::Collectives, CollSort::Wait));
     assert_eq!(on(&a), before, "the cursor stays on its collective");
-    assert!(a.ranks.collectives.detail, "and its ranks stay open");
+    assert!(a.panes.ranks.collectives.detail, "and its ranks stay open");
     assert!(screen(&mut a, 80, 24).contains("reloaded"));
 }

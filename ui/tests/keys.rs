@@ -8,7 +8,10 @@ use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::profile;
-use libreyolo_ui::app::{App, Field, Pane, Side, WhatIfChoice};
+use libreyolo_ui::app::{App, Pane};
+use libreyolo_ui::editor::Field;
+use libreyolo_ui::panes::whatif::WhatIfChoice;
+use libreyolo_ui::slot::Side;
 
 fn key(app: &mut App, code: KeyCode) {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
@@ -21,7 +24,7 @@ fn typ(app: &mut App, text: &str) {
 }
 
 fn kernel_names(app: &App) -> Vec<String> {
-    app.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.raw_name.clone()).collect()
+    app.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.raw_name.clone()).collect()
 }
 
 #[test]
@@ -49,87 +52,87 @@ fn number_keys_and_tab_switch_panes() {
 fn kernel_filters_category_tensorcore_regex() {
     let mut a = app(BERT_TRACE, None);
     typ(&mut a, "3");
-    let all = a.kernels.result.as_ref().unwrap().matched;
+    let all = a.panes.kernels.result.as_ref().unwrap().matched;
     assert_eq!(all, 11);
 
     // Category cycles through the kernel mix, then back to none.
     typ(&mut a, "c");
-    assert_eq!(a.kernels.query.category.as_deref(), Some("gemm / conv"));
-    let k = a.kernels.result.as_ref().unwrap();
-    assert!(k.kernels.iter().all(|r| r.category == "gemm / conv"));
+    assert_eq!(a.panes.kernels.query.category.as_deref(), Some("gemm / conv"));
+    let k = a.panes.kernels.result.as_ref().unwrap();
+    assert!(k.kernels.iter().all(|r| r.category == profile::Category::GemmConv));
     assert!(k.matched < all);
-    let cats = a.categories();
+    let cats = libreyolo_ui::panes::kernels::categories(a.main.data.as_ref());
     for expected in cats.iter().skip(1) {
         typ(&mut a, "c");
-        assert_eq!(a.kernels.query.category.as_ref(), Some(expected));
+        assert_eq!(a.panes.kernels.query.category.as_ref(), Some(expected));
     }
     typ(&mut a, "c");
-    assert_eq!(a.kernels.query.category, None);
+    assert_eq!(a.panes.kernels.query.category, None);
 
     // Tensor Core only.
     typ(&mut a, "t");
-    assert!(a.kernels.query.tensorcore);
-    let k = a.kernels.result.as_ref().unwrap();
+    assert!(a.panes.kernels.query.tensorcore);
+    let k = a.panes.kernels.result.as_ref().unwrap();
     // Three cutlass/xmma GEMMs, one wmma GEMM and FlashAttention's forward.
     assert_eq!(k.matched, 5);
     assert!(k.kernels.iter().all(|r| r.tensorcore));
     typ(&mut a, "t");
-    assert_eq!(a.kernels.result.as_ref().unwrap().matched, all);
+    assert_eq!(a.panes.kernels.result.as_ref().unwrap().matched, all);
 
     // The regex applies on every key; Esc restores the previous filter.
     typ(&mut a, "/");
     assert!(matches!(a.editor.as_ref().unwrap().field, Field::Regex { pane: Pane::Kernels, .. }));
     typ(&mut a, "layer");
-    assert_eq!(a.kernels.query.grep.as_deref(), Some("layer"));
+    assert_eq!(a.panes.kernels.query.grep.as_deref(), Some("layer"));
     assert!(kernel_names(&a).iter().all(|n| n.to_lowercase().contains("layer")));
-    assert_eq!(a.kernels.result.as_ref().unwrap().matched, 1);
+    assert_eq!(a.panes.kernels.result.as_ref().unwrap().matched, 1);
     key(&mut a, KeyCode::Esc);
     assert!(a.editor.is_none());
-    assert_eq!(a.kernels.query.grep, None);
-    assert_eq!(a.kernels.result.as_ref().unwrap().matched, all);
+    assert_eq!(a.panes.kernels.query.grep, None);
+    assert_eq!(a.panes.kernels.result.as_ref().unwrap().matched, all);
     assert!(!a.quit, "Esc in a field only closes the field");
 
     // An unfinished regex keeps the last good result and says why.
     typ(&mut a, "/gemm(");
-    assert!(a.kernels.error.as_deref().unwrap().contains("invalid --grep regex"));
-    let shown = a.kernels.result.as_ref().unwrap();
+    assert!(a.panes.kernels.error.as_deref().unwrap().contains("invalid --grep regex"));
+    let shown = a.panes.kernels.result.as_ref().unwrap();
     assert!(shown.kernels.iter().all(|k| k.raw_name.to_lowercase().contains("gemm")), "previous match stays");
     typ(&mut a, "|norm)");
     key(&mut a, KeyCode::Enter);
-    assert!(a.kernels.error.is_none());
-    assert_eq!(a.kernels.query.grep.as_deref(), Some("gemm(|norm)"));
+    assert!(a.panes.kernels.error.is_none());
+    assert_eq!(a.panes.kernels.query.grep.as_deref(), Some("gemm(|norm)"));
 
     // x clears every filter.
     typ(&mut a, "tx");
-    assert_eq!(a.kernels.query, Default::default());
-    assert_eq!(a.kernels.result.as_ref().unwrap().matched, all);
+    assert_eq!(a.panes.kernels.query, Default::default());
+    assert_eq!(a.panes.kernels.result.as_ref().unwrap().matched, all);
 }
 
 #[test]
 fn sort_cycles_time_count_name_efficiency() {
     let mut a = app(BERT_TRACE, None);
     typ(&mut a, "3");
-    assert_eq!(a.kernels.query.sort, Sort::Time);
-    let ms: Vec<f64> = a.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.ms_per_step).collect();
+    assert_eq!(a.panes.kernels.query.sort, Sort::Time);
+    let ms: Vec<f64> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.ms_per_step).collect();
     assert!(ms.windows(2).all(|w| w[0] >= w[1]));
     typ(&mut a, "s");
-    assert_eq!(a.kernels.query.sort, Sort::Count);
-    let n: Vec<f64> = a.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.count_per_step).collect();
+    assert_eq!(a.panes.kernels.query.sort, Sort::Count);
+    let n: Vec<f64> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]), "{n:?}");
     typ(&mut a, "s");
-    assert_eq!(a.kernels.query.sort, Sort::Name);
-    let names: Vec<String> = a.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.kernel.clone()).collect();
+    assert_eq!(a.panes.kernels.query.sort, Sort::Name);
+    let names: Vec<String> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.kernel.clone()).collect();
     assert!(names.windows(2).all(|w| w[0] <= w[1]));
     typ(&mut a, "s");
-    assert_eq!(a.kernels.query.sort, Sort::Efficiency);
+    assert_eq!(a.panes.kernels.query.sort, Sort::Efficiency);
     typ(&mut a, "s");
-    assert_eq!(a.kernels.query.sort, Sort::Time);
+    assert_eq!(a.panes.kernels.query.sort, Sort::Time);
 
     // Ops sort the same way (by rearranging the lens rows).
     let mut a = app(TRAIN_B4, None);
     typ(&mut a, "4s");
-    assert_eq!(a.ops.query.sort, Sort::Count);
-    let n: Vec<f64> = a.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
+    assert_eq!(a.panes.ops.query.sort, Sort::Count);
+    let n: Vec<f64> = a.panes.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]));
 }
 
@@ -139,24 +142,24 @@ fn selection_moves_and_detail_opens_on_enter() {
     typ(&mut a, "3");
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.kernels.selected, 2);
+    assert_eq!(a.panes.kernels.selected, 2);
     key(&mut a, KeyCode::Up);
-    assert_eq!(a.kernels.selected, 1);
+    assert_eq!(a.panes.kernels.selected, 1);
     typ(&mut a, "G");
-    assert_eq!(a.kernels.selected, 10);
+    assert_eq!(a.panes.kernels.selected, 10);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.kernels.selected, 10, "stops at the last row");
+    assert_eq!(a.panes.kernels.selected, 10, "stops at the last row");
     typ(&mut a, "g");
-    assert_eq!(a.kernels.selected, 0);
+    assert_eq!(a.panes.kernels.selected, 0);
 
     key(&mut a, KeyCode::Enter);
-    assert!(a.kernels.detail);
-    let first = a.selected_kernel().unwrap().raw_name.clone();
+    assert!(a.panes.kernels.detail);
+    let first = a.panes.kernels.selected_kernel().unwrap().raw_name.clone();
     key(&mut a, KeyCode::Down);
-    assert!(a.kernels.detail, "Down moves to the next kernel's details");
-    assert_ne!(a.selected_kernel().unwrap().raw_name, first);
+    assert!(a.panes.kernels.detail, "Down moves to the next kernel's details");
+    assert_ne!(a.panes.kernels.selected_kernel().unwrap().raw_name, first);
     key(&mut a, KeyCode::Esc);
-    assert!(!a.kernels.detail);
+    assert!(!a.panes.kernels.detail);
     assert!(!a.quit);
     key(&mut a, KeyCode::Esc);
     assert!(a.quit, "Esc with nothing open quits");
@@ -169,8 +172,8 @@ fn phase_drill_down() {
     typ(&mut a, "2");
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.pane, Pane::Kernels);
-    assert_eq!(a.kernels.query.phase.as_deref(), Some("unphased"));
-    let k = a.kernels.result.as_ref().unwrap();
+    assert_eq!(a.panes.kernels.query.phase.as_deref(), Some("unphased"));
+    let k = a.panes.kernels.result.as_ref().unwrap();
     assert_eq!(k.total, a.profile().unwrap().kernels_by_phase["unphased"].len());
 
     // A CPU profile: its phases launched no kernels, so Enter shows the ops.
@@ -178,30 +181,30 @@ fn phase_drill_down() {
     typ(&mut a, "2");
     key(&mut a, KeyCode::Down);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.phases.selected, 2);
+    assert_eq!(a.panes.phases.selected, 2);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.pane, Pane::Ops);
-    assert_eq!(a.ops.query.phase.as_deref(), Some("forward"));
-    let o = a.ops.result.as_ref().unwrap();
+    assert_eq!(a.panes.ops.query.phase.as_deref(), Some("forward"));
+    let o = a.panes.ops.result.as_ref().unwrap();
     assert_eq!(o.total, a.profile().unwrap().ops_by_phase["forward"].len());
 
     // p cycles the phase filter through every phase and back to none.
     typ(&mut a, "x");
-    assert_eq!(a.ops.query.phase, None);
+    assert_eq!(a.panes.ops.query.phase, None);
     let phases: Vec<String> = a.profile().unwrap().phase_names().iter().map(|s| s.to_string()).collect();
     for ph in &phases {
         typ(&mut a, "p");
-        assert_eq!(a.ops.query.phase.as_ref(), Some(ph));
+        assert_eq!(a.panes.ops.query.phase.as_ref(), Some(ph));
     }
     typ(&mut a, "p");
-    assert_eq!(a.ops.query.phase, None);
+    assert_eq!(a.panes.ops.query.phase, None);
 }
 
 #[test]
 fn compare_selection_opens_a_second_profile() {
     let mut a = app(INFER_REPEAT3, None);
     typ(&mut a, "5");
-    assert!(a.compare.comparison.is_none());
+    assert!(a.panes.compare.comparison.is_none());
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.editor.as_ref().unwrap().field, Field::Path);
 
@@ -219,7 +222,7 @@ fn compare_selection_opens_a_second_profile() {
     // The event loop loads it in the background; here, in place.
     a.requests.clear();
     a.loaded(Side::Other, profile::load(INFER_REPEAT3_B4, false));
-    let c = a.compare.comparison.as_ref().expect("a comparison once both are loaded");
+    let c = a.panes.compare.comparison.as_ref().expect("a comparison once both are loaded");
     assert_eq!(c.after, INFER_REPEAT3_B4);
     let img = c.throughput().unwrap();
     assert_eq!(img.significance.significant, Some(true));
@@ -231,7 +234,7 @@ fn compare_selection_opens_a_second_profile() {
     typ(&mut a, TRAIN_B4);
     key(&mut a, KeyCode::Enter);
     a.loaded(Side::Other, Err(libreyolo_core::Error::failed("invalid JSON")));
-    assert!(a.compare.comparison.is_none());
+    assert!(a.panes.compare.comparison.is_none());
     assert_eq!(a.other.error.as_deref(), Some("invalid JSON"));
 }
 
@@ -239,30 +242,30 @@ fn compare_selection_opens_a_second_profile() {
 fn whatif_category_and_launch_count() {
     let mut a = app(BERT_TRACE, None);
     typ(&mut a, "6");
-    assert_eq!(a.whatif.choice, Some(WhatIfChoice::Category(0)));
-    let cats = a.categories();
-    let w = a.whatif.result.clone().unwrap().unwrap();
-    assert_eq!(w.removed.category.as_ref(), Some(&cats[0]));
+    assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Category(0)));
+    let cats = libreyolo_ui::panes::kernels::categories(a.main.data.as_ref());
+    let w = a.panes.whatif.result.clone().unwrap().unwrap();
+    assert_eq!(w.removed.category.as_ref().map(|c| c.to_string()), Some(cats[0].clone()));
     key(&mut a, KeyCode::Right);
-    let w = a.whatif.result.clone().unwrap().unwrap();
-    assert_eq!(w.removed.category.as_ref(), Some(&cats[1]));
+    let w = a.panes.whatif.result.clone().unwrap().unwrap();
+    assert_eq!(w.removed.category.as_ref().map(|c| c.to_string()), Some(cats[1].clone()));
     key(&mut a, KeyCode::Left);
     key(&mut a, KeyCode::Left);
-    assert_eq!(a.whatif.choice, Some(WhatIfChoice::Category(cats.len() - 1)), "Left wraps around");
+    assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Category(cats.len() - 1)), "Left wraps around");
 
     // A launch count updates the projection as it is typed; letters are ignored.
     typ(&mut a, "n");
     typ(&mut a, "2x0");
     assert_eq!(a.editor.as_ref().unwrap().text, "20");
-    assert_eq!(a.whatif.choice, Some(WhatIfChoice::Launches(20)));
-    let w = a.whatif.result.clone().unwrap().unwrap();
+    assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Launches(20)));
+    let w = a.panes.whatif.result.clone().unwrap().unwrap();
     assert_eq!(w.removed.category, None);
     assert_eq!(w.removed.launches, 20.0);
     let now = w.step_ms.now.unwrap();
     assert!(w.step_ms.projected.unwrap() < now);
     key(&mut a, KeyCode::Enter);
     assert!(a.editor.is_none());
-    assert_eq!(a.whatif.choice, Some(WhatIfChoice::Launches(20)));
+    assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Launches(20)));
 }
 
 #[test]
@@ -308,9 +311,9 @@ fn live_reload_keeps_pane_and_filters() {
     a.loaded(Side::Main, profile::load(arg, false));
     assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);
     assert_eq!(a.pane, Pane::Ops);
-    assert_eq!(a.ops.query.phase.as_deref(), Some("forward"));
-    assert_eq!(a.ops.query.grep.as_deref(), Some("conv"));
-    assert_eq!(a.ops.query.sort, Sort::Count);
+    assert_eq!(a.panes.ops.query.phase.as_deref(), Some("forward"));
+    assert_eq!(a.panes.ops.query.grep.as_deref(), Some("conv"));
+    assert_eq!(a.panes.ops.query.sort, Sort::Count);
     assert!(a.message.as_deref().unwrap().starts_with("reloaded"));
     assert!(a.changed_on_disk().is_empty());
 
@@ -333,16 +336,16 @@ fn large_lists_filter_on_the_worker_and_keep_only_the_newest_answer() {
     typ(&mut a, "3/");
     // A burst of keys: each sends a job; only the last one's answer is shown.
     typ(&mut a, "layer");
-    assert!(a.kernels.pending.is_some(), "the key returns before the lens runs");
+    assert!(a.panes.kernels.pending.is_some(), "the key returns before the lens runs");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    while a.kernels.pending.is_some() {
+    while a.panes.kernels.pending.is_some() {
         a.poll_worker();
         assert!(std::time::Instant::now() < deadline, "the worker never answered");
         std::thread::sleep(std::time::Duration::from_millis(2));
     }
-    let k = a.kernels.result.as_ref().unwrap();
+    let k = a.panes.kernels.result.as_ref().unwrap();
     assert_eq!(k.query.grep.as_deref(), Some("layer"));
     assert_eq!(k.matched, 1);
     key(&mut a, KeyCode::Enter);
-    assert_eq!(a.kernels.query.grep.as_deref(), Some("layer"));
+    assert_eq!(a.panes.kernels.query.grep.as_deref(), Some("layer"));
 }

@@ -78,12 +78,12 @@ fn the_pane_is_reached_with_tab_after_the_timeline() {
     for _ in 0..3 {
         key(&mut a, KeyCode::Down);
     }
-    assert_eq!(a.memory.device, n - 1);
+    assert_eq!(a.panes.memory.device, n - 1);
     let m = memory(a.profile().unwrap());
     let last = &m.devices[n - 1];
     let s = screen(&mut a, 80, 24);
     assert!(s.contains(&format!("▸{}", last.device)), "{s}");
     assert!(s.contains(&format!("peak allocated {} MB", num(last.peak_allocated_mb, 1))), "{s}");
     key(&mut a, KeyCode::Home);
-    assert_eq!(a.memory.device, 0);
+    assert_eq!(a.panes.memory.device, 0);
 }

@@ -103,7 +103,7 @@ fn ranks_pane_rows_are_the_job_lens() {
             close(&row[6], r.idle_ms, 2);
             close(&row[7], r.kernels_per_step, 0);
             if w >= 110 {
-                assert_eq!(row[9], r.bound.split(' ').next().unwrap(), "the verdict at 160 columns");
+                assert_eq!(row[9], r.bound.as_str().split(' ').next().unwrap(), "the verdict at 160 columns");
             }
             assert_eq!(row.iter().any(|c| c == "slowest"), Some(r.rank) == j.critical_rank, "{row:?}");
             let straggler = j.stragglers.iter().find(|s| s.rank == r.rank);
@@ -138,9 +138,9 @@ fn enter_opens_the_rank_as_its_file_alone() {
         }
         // Phases and Kernels follow the rank too.
         press(&mut a, &[KeyCode::Char('3')]);
-        let names: Vec<String> = a.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
+        let names: Vec<String> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
         press(&mut single, &[KeyCode::Char('3')]);
-        let alone: Vec<String> = single.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
+        let alone: Vec<String> = single.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
         assert_eq!(names, alone);
         // Esc is the way back; the rank stays marked as shown.
         press(&mut a, &[KeyCode::Esc]);
@@ -167,11 +167,11 @@ fn sort_keys_cycle_the_columns() {
         RankSort::Idle => r.idle_ms,
         RankSort::Kernels => r.kernels_per_step,
     };
-    let selected = |a: &App| a.ranks.selected_rank().map(|i| a.job.as_ref().unwrap().job.ranks[i].rank);
+    let selected = |a: &App| a.panes.ranks.selected_rank().map(|i| a.job.as_ref().unwrap().job.ranks[i].rank);
     let before = selected(&a);
     for sort in RankSort::ALL.iter().skip(1).chain([&RankSort::Rank]) {
         press(&mut a, &[KeyCode::Char('s')]);
-        assert_eq!(a.ranks.sort, *sort);
+        assert_eq!(a.panes.ranks.sort, *sort);
         assert_eq!(selected(&a), before, "the cursor stays on its rank");
         let s = screen(&mut a, 160, 48);
         assert!(s.contains(&format!("sort: {}", sort.as_str())) && s.contains(&format!("▼{}", sort.as_str())), "{s}");
@@ -180,7 +180,7 @@ fn sort_keys_cycle_the_columns() {
         let mut expect: Vec<&libreyolo_core::lens::job::RankRow> = j.ranks.iter().collect();
         expect.sort_by(|x, y| key(*sort, y).total_cmp(&key(*sort, x)).then(x.rank.cmp(&y.rank)));
         assert_eq!(shown, expect.iter().map(|r| r.rank).collect::<Vec<_>>(), "sorted by {}", sort.as_str());
-        assert_eq!(a.ranks.order, order(&j, *sort));
+        assert_eq!(a.panes.ranks.order, order(&j, *sort));
         for w in shown.windows(2) {
             let (x, y) = (j.ranks.iter().find(|r| r.rank == w[0]).unwrap(), j.ranks.iter().find(|r| r.rank == w[1]).unwrap());
             assert!(key(*sort, x) >= key(*sort, y));
@@ -306,7 +306,8 @@ fn a_straggler_is_marked_with_its_reason() {
 
 #[test]
 fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
-    use libreyolo_ui::app::{Loading, Opened, Side};
+    use libreyolo_ui::app::Opened;
+    use libreyolo_ui::slot::{Loading, Side};
     use std::sync::Arc;
     // Loading: the screen counts the rank traces read.
     let mut a = App::for_job(theme(), DLRM, files());

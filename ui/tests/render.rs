@@ -59,7 +59,7 @@ fn summary_pane() {
     assert!(s[1].contains("host overhead") && !s[1].contains("in CPU ops"), "a GPU run keeps host overhead");
 
     // The raw trace of the CPU training run: no GPU waits on the host, so
-    // the pane shows where the step went instead (88%: tests/cli.rs checks it).
+    // the pane shows where the step went instead (88%: app/tests/cli.rs checks it).
     let mut a = app(TRAIN_B4_TRACE, None);
     let s = screen(&mut a, 80, 24);
     assert!(s.contains("in CPU ops") && s.contains("88% of the step") && !s.contains("host overhead"), "{s}");
@@ -112,7 +112,7 @@ fn kernel_detail_view() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "3t\n");
     let s = snap("bert_trace_kernel_detail", &mut a);
-    let k = a.selected_kernel().unwrap().clone();
+    let k = a.panes.kernels.selected_kernel().unwrap().clone();
     // The full name is shown (wrapped at 80 columns, whole at 160).
     for screen in &s {
         assert!(screen.replace('\n', "").contains(&k.raw_name), "{screen}");

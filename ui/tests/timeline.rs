@@ -20,7 +20,7 @@ fn timeline_app() -> App {
     let mut a = app(NCCL, None);
     key(&mut a, KeyCode::Char('7'));
     assert_eq!(a.pane, Pane::Timeline);
-    assert!(a.timeline.error.is_none(), "{:?}", a.timeline.error);
+    assert!(a.panes.timeline.error.is_none(), "{:?}", a.panes.timeline.error);
     a
 }
 
@@ -44,15 +44,15 @@ fn the_timeline_of_a_step_with_two_streams() {
 
 /// The selected span's name and duration (ns).
 fn selected(a: &App) -> (String, i64) {
-    let (tl, s) = a.timeline.selected().expect("a selected span");
+    let (tl, s) = a.panes.timeline.selected().expect("a selected span");
     (tl.name(s.name).to_string(), s.dur())
 }
 
 #[test]
 fn the_first_kernel_of_the_step_matches_an_independent_reading() {
     let a = timeline_app();
-    let tl = a.timeline.timeline.clone().unwrap();
-    let lane = &tl.lanes[a.timeline.lane];
+    let tl = a.panes.timeline.timeline.clone().unwrap();
+    let lane = &tl.lanes[a.panes.timeline.lane];
     assert_eq!(lane.kind, LaneKind::Stream { device: 0, stream: 7 }, "the cursor starts on the first stream");
     let (name, dur) = selected(&a);
 
@@ -77,7 +77,7 @@ fn the_first_kernel_of_the_step_matches_an_independent_reading() {
     // Epoch µs × 1000 is past f64's exact integers: whole µs and fraction apart.
     let exact_ns = |us: f64| us.trunc() as i64 * 1000 + ((us - us.trunc()) * 1000.0).round() as i64;
     let start = exact_ns(first["ts"].as_f64().unwrap()) - exact_ns(s0);
-    assert_eq!(tl.lanes[a.timeline.lane].spans[0].start, start);
+    assert_eq!(tl.lanes[a.panes.timeline.lane].spans[0].start, start);
 }
 
 #[test]
@@ -86,15 +86,15 @@ fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
     // Kernels lens's ms and calls per step — for all kernels at once.
     let mut a = timeline_app();
     let (name, _) = selected(&a);
-    let steps = a.timeline.index.as_ref().unwrap().steps.len();
+    let steps = a.panes.timeline.index.as_ref().unwrap().steps.len();
     assert_eq!(steps, 3);
     let mut sums: std::collections::BTreeMap<String, (i64, usize)> = Default::default();
     for i in 0..steps {
         if i > 0 {
             key(&mut a, KeyCode::Char(']'));
         }
-        assert_eq!(a.timeline.step, i);
-        let tl = a.timeline.timeline.clone().unwrap();
+        assert_eq!(a.panes.timeline.step, i);
+        let tl = a.panes.timeline.timeline.clone().unwrap();
         for l in tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })) {
             for s in l
                 .spans
@@ -127,75 +127,75 @@ fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
     assert_eq!(selected(&a).0, name);
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.pane, Pane::Kernels);
-    assert!(a.kernels.detail);
-    assert_eq!(a.selected_kernel().unwrap().raw_name, name);
+    assert!(a.panes.kernels.detail);
+    assert_eq!(a.panes.kernels.selected_kernel().unwrap().raw_name, name);
 }
 
 #[test]
 fn zoom_pan_and_the_cursor() {
     let mut a = timeline_app();
-    let extent = a.timeline.timeline.as_ref().unwrap().extent;
-    assert_eq!(a.timeline.view, (0, extent), "the whole step first");
+    let extent = a.panes.timeline.timeline.as_ref().unwrap().extent;
+    assert_eq!(a.panes.timeline.view, (0, extent), "the whole step first");
 
     key(&mut a, KeyCode::Char('+'));
-    let (t0, t1) = a.timeline.view;
+    let (t0, t1) = a.panes.timeline.view;
     assert_eq!(t1 - t0, extent / 2);
     key(&mut a, KeyCode::Char('-'));
-    assert_eq!(a.timeline.view, (0, extent));
+    assert_eq!(a.panes.timeline.view, (0, extent));
 
     // h/l move the cursor span by span along the lane.
     let first = selected(&a);
     key(&mut a, KeyCode::Char('l'));
-    assert_eq!(a.timeline.cursor, 1);
+    assert_eq!(a.panes.timeline.cursor, 1);
     assert_ne!(selected(&a), first);
     key(&mut a, KeyCode::Left);
-    assert_eq!(a.timeline.cursor, 0);
+    assert_eq!(a.panes.timeline.cursor, 0);
     assert_eq!(selected(&a), first);
 
     // Zoomed in, walking the cursor pans the view with it.
     for _ in 0..6 {
         key(&mut a, KeyCode::Char('+'));
     }
-    let w = a.timeline.view.1 - a.timeline.view.0;
+    let w = a.panes.timeline.view.1 - a.panes.timeline.view.0;
     assert_eq!(w, extent >> 6);
-    let n = a.timeline.timeline.as_ref().unwrap().lanes[a.timeline.lane].spans.len();
+    let n = a.panes.timeline.timeline.as_ref().unwrap().lanes[a.panes.timeline.lane].spans.len();
     for _ in 0..n {
         key(&mut a, KeyCode::Char('l'));
     }
-    assert_eq!(a.timeline.cursor, n - 1);
-    let last = a.timeline.timeline.as_ref().unwrap().lanes[a.timeline.lane].spans[n - 1];
-    let (t0, t1) = a.timeline.view;
+    assert_eq!(a.panes.timeline.cursor, n - 1);
+    let last = a.panes.timeline.timeline.as_ref().unwrap().lanes[a.panes.timeline.lane].spans[n - 1];
+    let (t0, t1) = a.panes.timeline.view;
     assert!(last.start >= t0 && last.start < t1, "the cursor stays in view: {last:?} in {t0}..{t1}");
     assert_eq!(t1 - t0, w, "panning keeps the zoom");
 
     // PgUp pans one view to the left.
     key(&mut a, KeyCode::PageUp);
-    assert_eq!(a.timeline.view, (t0 - w, t1 - w));
+    assert_eq!(a.panes.timeline.view, (t0 - w, t1 - w));
 
     // Up/Down change the lane; the lanes are phases/ops, streams, busy.
-    let lanes: Vec<String> = a.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
+    let lanes: Vec<String> = a.panes.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
     assert_eq!(lanes, ["CPU ops", "stream 7", "stream 40", "GPU busy"]);
     key(&mut a, KeyCode::Down);
-    assert_eq!(a.timeline.lane, 2);
+    assert_eq!(a.panes.timeline.lane, 2);
     key(&mut a, KeyCode::Up);
     key(&mut a, KeyCode::Up);
-    assert_eq!(a.timeline.lane, 0);
+    assert_eq!(a.panes.timeline.lane, 0);
     key(&mut a, KeyCode::Up);
-    assert_eq!(a.timeline.lane, 0);
+    assert_eq!(a.panes.timeline.lane, 0);
 }
 
 #[test]
 fn steps_by_bracket_and_by_number() {
     let mut a = timeline_app();
-    let numbers: Vec<Option<u64>> = a.timeline.index.as_ref().unwrap().steps.iter().map(|s| s.number).collect();
+    let numbers: Vec<Option<u64>> = a.panes.timeline.index.as_ref().unwrap().steps.iter().map(|s| s.number).collect();
     assert_eq!(numbers, [Some(4), Some(5), Some(6)]);
     key(&mut a, KeyCode::Char('['));
-    assert_eq!(a.timeline.step, 0, "no step before the first");
+    assert_eq!(a.panes.timeline.step, 0, "no step before the first");
     key(&mut a, KeyCode::Char(']'));
-    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(5));
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(5));
     key(&mut a, KeyCode::Char(']'));
     key(&mut a, KeyCode::Char(']'));
-    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(6), "no step after the last");
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(6), "no step after the last");
 
     key(&mut a, KeyCode::Char('g'));
     for c in "4x".chars() {
@@ -203,7 +203,7 @@ fn steps_by_bracket_and_by_number() {
     }
     assert_eq!(a.editor.as_ref().unwrap().text, "4", "digits only");
     key(&mut a, KeyCode::Enter);
-    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(4));
 
     key(&mut a, KeyCode::Char('g'));
     for c in "99".chars() {
@@ -211,7 +211,7 @@ fn steps_by_bracket_and_by_number() {
     }
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.message.as_deref(), Some("no step 99 in this trace (steps: 4, 5, 6)"));
-    assert_eq!(a.timeline.step, 0);
+    assert_eq!(a.panes.timeline.step, 0);
 }
 
 #[test]
@@ -219,24 +219,24 @@ fn steps_load_on_the_loader_thread() {
     let mut a = app(NCCL, None);
     a.steps = Some(libreyolo_ui::app::StepLoader::spawn());
     key(&mut a, KeyCode::Char('7'));
-    assert!(a.timeline.pending.is_some(), "the key returns before the trace is read");
+    assert!(a.panes.timeline.pending.is_some(), "the key returns before the trace is read");
     assert!(screen(&mut a, 80, 24).contains("finding the trace's steps"));
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    while a.timeline.pending.is_some() {
+    while a.panes.timeline.pending.is_some() {
         a.poll_steps();
         assert!(std::time::Instant::now() < deadline, "the loader never answered");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(4));
     // The next step reuses the index: only that step is read.
     key(&mut a, KeyCode::Char(']'));
     assert!(screen(&mut a, 80, 24).contains("reading…"), "the previous step stays on screen meanwhile");
-    while a.timeline.pending.is_some() {
+    while a.panes.timeline.pending.is_some() {
         a.poll_steps();
         assert!(std::time::Instant::now() < deadline, "the loader never answered");
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
-    assert_eq!(a.timeline.timeline.as_ref().unwrap().step.number, Some(5));
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(5));
 }
 
 #[test]
@@ -247,11 +247,11 @@ fn a_profile_without_its_trace_says_so_in_one_line() {
     let s = screen(&mut a, 80, 24);
     let line = s.lines().nth(1).unwrap();
     assert!(line.starts_with("no timeline: the trace this profile was built from"), "{s}");
-    assert!(a.timeline.timeline.is_none());
+    assert!(a.panes.timeline.timeline.is_none());
 
     let mut a = app(INFER_B1, None);
     key(&mut a, KeyCode::Char('7'));
-    let tl = a.timeline.timeline.clone().unwrap_or_else(|| panic!("{:?}", a.timeline.error));
+    let tl = a.panes.timeline.timeline.clone().unwrap_or_else(|| panic!("{:?}", a.panes.timeline.error));
     assert!(tl.lanes.iter().any(|l| l.kind == LaneKind::Phases), "a CPU capture: phases and ops, no GPU lanes");
     assert!(tl.lanes.iter().all(|l| !matches!(l.kind, LaneKind::Stream { .. })));
 }

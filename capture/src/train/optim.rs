@@ -212,7 +212,7 @@ mod tests {
         assert_eq!(group_of("backbone.conv0.conv.weight"), 1);
         assert_eq!(group_of("head.cv2.1.2.weight"), 1);
         let _rng = crate::rng_lock();
-        let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
+        let m = crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
         let (bn, w, b) = Sgd::new(&m.vs).group_sizes();
         assert!(bn > 0 && w > 0 && b > 0);
         // Every conv+BN contributes one conv weight, one BN weight and one BN
@@ -284,14 +284,14 @@ mod tests {
         use crate::train::loss::{Gains, yolo9_loss};
         let _rng = crate::rng_lock();
         tch::manual_seed(0);
-        let m = crate::model::Yolo9::new("t", 2, Device::Cpu).unwrap();
+        let m = crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };
         let b = collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
         // The warmup's first learning rate: from random init at batch 2,
         // lr0 itself is noisy.
         opt.lr = WARMUP_LR_START;
-        crate::model::set_training(true);
+        let training = crate::model::training();
         let mut losses = Vec::new();
         for _ in 0..8 {
             let l = yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
@@ -300,7 +300,7 @@ mod tests {
             opt.zero_grad().unwrap();
             losses.push(f64::try_from(&l.total).unwrap());
         }
-        crate::model::set_training(false);
+        drop(training);
         assert!(losses.iter().all(|v| v.is_finite()), "{losses:?}");
         let tail = losses[5..].iter().cloned().fold(f64::INFINITY, f64::min);
         assert!(tail < losses[0], "{losses:?}");

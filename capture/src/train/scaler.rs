@@ -107,19 +107,19 @@ mod tests {
     /// loss of a random model by tens of percent.)
     #[test]
     fn an_autocast_training_step_of_the_real_model_is_finite_and_updates() {
-        use crate::model::{Yolo9, set_training};
+        use crate::model::{Yolo9, training};
         use crate::train::data::{Dataset, collate};
         use crate::train::loss::{Gains, yolo9_train_loss};
         use tch::Kind;
         let _rng = crate::rng_lock();
-        let mut m = Yolo9::new("t", 3, Device::Cpu).unwrap();
+        let mut m = Yolo9::new(libreyolo_core::cli::ModelSize::T, 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let ds = Dataset::Synthetic { n: 2 };
         let b = collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
         let before = m.vs.variables()["backbone.conv0.conv.weight"].detach().copy();
         let mut sc = GradScaler::new(Device::Cpu);
-        set_training(true);
+        let train = training();
         crate::profiler::set_cpu_autocast(true).unwrap();
         let maps = m.forward_train(&b.images);
         let l = yolo9_train_loss(&maps, &b.targets, (96, 96), 3, &Gains::default(), 0.25);
@@ -130,7 +130,7 @@ mod tests {
         sc.scale(&l.total).backward();
         sc.step(&mut opt).unwrap();
         sc.update().unwrap();
-        set_training(false);
+        drop(train);
         assert!(value.is_finite() && value > 0.0, "{value}");
         assert_eq!(sc.skipped, 0);
         assert!(!m.vs.variables()["backbone.conv0.conv.weight"].equal(&before), "the step moved the weights");

@@ -29,9 +29,9 @@
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use libreyolo_core::cli::RunArgs;
+use libreyolo_core::cli::{ModelSize, RunArgs};
 use libreyolo_core::profile::measured::RealTiming;
-use libreyolo_core::profile::{self, Measurements, Profile};
+use libreyolo_core::profile::{self, Measurements, Mode, Profile};
 use libreyolo_core::render::text::{num, throughput};
 use libreyolo_core::{Error, Result};
 use serde_json::{Map, Value, json};
@@ -45,7 +45,7 @@ use super::optim::{self, Schedule, Sgd};
 use super::scaler::GradScaler;
 use crate::checkpoint;
 use crate::device;
-use crate::model::{self, AuxLoad, Config, Yolo9};
+use crate::model::{self, AuxLoad, Yolo9};
 use crate::profiler::{self, Options, Range, Session};
 use crate::weights;
 use crate::window::Window;
@@ -89,7 +89,7 @@ impl Plan {
 
 /// Checks the flags; the batch of `--batch -1` on CUDA is fitted later.
 fn plan(args: &RunArgs) -> Result<Plan> {
-    let device = device::parse(&args.device)?;
+    let device = device::parse(args.device)?;
     let mut notes = Vec::new();
     let (batch, fit_batch) = match args.batch {
         -1 if device.is_cuda() => (0, true),
@@ -170,7 +170,7 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     let stats: Vec<Tensor> = vars.values().filter(|t| !t.requires_grad()).map(|t| t.shallow_clone()).collect();
     let params: Vec<Tensor> = vars.values().filter(|t| t.requires_grad()).map(|t| t.shallow_clone()).collect();
     let (dev, imgsz, nc, amp) = (p.device, p.imgsz, m.model.nc, p.amp);
-    model::set_training(true);
+    let training = model::training();
     let fit = autobatch::probe(dev, &stats, |b| {
         let x = Tensor::zeros([b as i64, 3, imgsz, imgsz], (tch::Kind::Float, dev));
         let y = Tensor::full([b as i64, 1, 5], -1.0, (tch::Kind::Float, dev));
@@ -181,7 +181,7 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
         loss.total.backward();
         crate::ops::clear_grads(&params)
     });
-    model::set_training(false);
+    drop(training);
     let fit = fit?;
     p.notes.push(format!(
         "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {})",
@@ -210,7 +210,7 @@ fn autocast<T>(on: bool, f: impl FnOnce() -> T) -> Result<T> {
 /// The model to train and what the profile records about it.
 struct TrainModel {
     model: Yolo9,
-    size: String,
+    size: ModelSize,
     weights_source: &'static str,
     weights_path: Option<String>,
     /// How the PGI auxiliary branch started: tensors taken from the
@@ -226,10 +226,7 @@ struct TrainModel {
 /// `train()` does: freshly initialised, then the checkpoint's `aux.*` /
 /// `aux_head.*` tensors of the same name and shape loaded into it (none for
 /// a single-head checkpoint, which so trains a random-init branch).
-fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel> {
-    if Config::of(size).is_none() {
-        return Err(Error::usage(format!("--size {size}: expected one of t, s, m, c")));
-    }
+fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainModel> {
     match weights::resolve(arg)? {
         weights::Source::RandomInit { .. } => {
             tch::manual_seed(0);
@@ -238,7 +235,7 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
             let aux = model.load_aux_state(&[]);
             Ok(TrainModel {
                 model,
-                size: size.into(),
+                size,
                 weights_source: "random-init",
                 weights_path: None,
                 aux,
@@ -248,14 +245,14 @@ fn load_model(arg: &str, size: &str, nc: i64, dev: Device) -> Result<TrainModel>
         weights::Source::File(path) => {
             let shown = path.display().to_string();
             let ck = checkpoint::load(&path).map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
-            let used = ck.meta_str("size").map(str::to_string).unwrap_or_else(|| size.to_string());
-            if Config::of(&used).is_none() {
-                return Err(Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{used}`")));
-            }
+            let used = match ck.meta_str("size") {
+                Some(s) => ModelSize::parse(s).ok_or_else(|| Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`")))?,
+                None => size,
+            };
             let ck_nc = ck.meta_int("nc").or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]));
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
             tch::manual_seed(0);
-            let mut model = Yolo9::with_class_width(&used, nc, cls_hidden, dev).map_err(|e| Error::failed(e.to_string()))?;
+            let mut model = Yolo9::with_class_width(used, nc, cls_hidden, dev).map_err(|e| Error::failed(e.to_string()))?;
             let mut notes = Vec::new();
             let state: Vec<(String, Tensor)> = if ck_nc == Some(nc) {
                 ck.state.iter().map(|(k, t)| (k.clone(), t.shallow_clone())).collect()
@@ -324,7 +321,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         v.into_iter().map(|(k, t)| (k, t.detach().copy())).collect()
     };
     let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, p.device.is_cuda());
-    model::set_training(true);
+    let training = model::training();
     let mut session: Option<Session> = None;
     let mut t = Trial {
         step_ms: Vec::new(),
@@ -427,7 +424,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         }
         Ok(())
     })();
-    model::set_training(false);
+    drop(training);
     if p.progress {
         eprint!("\r\x1b[2K");
     }
@@ -508,7 +505,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
         }
     }
     Measurements {
-        meta,
+        meta: meta.into(),
         real: Some(RealTiming {
             step_ms: r3(step_ms),
             img_per_s,
@@ -517,7 +514,7 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
         }),
         composition_ms: composition,
         peak_vram_mb: t.peak_vram_mb,
-        mode: Some("training".into()),
+        mode: Some(Mode::Training),
         versions: Some(crate::infer::versions()),
         host: Some(crate::infer::host(t.conditions.as_ref())),
         ..Default::default()
@@ -529,7 +526,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
     let mut ds = Dataset::parse(&args.data)?;
     let mut p = plan(args)?;
     device::set_threads(args.threads)?;
-    let m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
+    let m = load_model(&args.weights, args.size, ds.nc(), p.device)?;
     if p.fit_batch {
         fit_batch(&mut p, &m)?;
     }
@@ -553,7 +550,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
             eprintln!("trial {}/{}", k + 1, args.repeat);
             if k > 0 {
                 // Every trial trains the same starting weights.
-                m = load_model(&args.weights, &args.size, ds.nc(), p.device)?;
+                m = load_model(&args.weights, args.size, ds.nc(), p.device)?;
             }
         }
         let trial = run_trial(&p, &ds, &m, &out_dir)?;
@@ -601,7 +598,7 @@ fn render_text(p: &Profile, path: &Path) -> String {
         num(p.figures.step_ms, 2),
         p.figures.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0))
     );
-    o += &format!(">> {}: {}\n", p.bound.to_uppercase(), p.bound_why);
+    o += &format!(">> {}: {}\n", p.bound.as_str().to_uppercase(), p.bound_why);
     o += &format!("profile: {}\n", path.display());
     o += &format!("next:    libreyolo profile summary {}", path.display());
     o
@@ -620,7 +617,7 @@ fn render_json(p: &Profile, path: &Path) -> String {
         "gpu_util": p.figures.gpu_util,
         "step_ms": p.figures.step_ms,
         "dataload_frac": p.figures.dataload_frac,
-        "device": p.config.get("device").cloned().unwrap_or(Value::Null),
+        "device": p.config.as_map().get("device").cloned().unwrap_or(Value::Null),
     });
     serde_json::to_string_pretty(&v).unwrap_or_default()
 }

@@ -18,10 +18,11 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{Effect, clip, header, moved, right, window};
+use super::{clip, header, moved, right, window};
 use crate::input::Action;
 use crate::job::OpenJob;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// What the list is sorted by: a figure largest first (ties and missing
 /// figures in time order), or time order.
@@ -106,18 +107,19 @@ pub struct CollectivesView {
     pub rank_row: usize,
 }
 
-impl CollectivesView {
-    /// Handles a key; `None` when it is not the view's (Esc with no detail
-    /// open goes back to the ranks, which the Ranks pane does).
-    pub fn update(&mut self, a: Action, page: usize, j: &OpenJob) -> Option<Effect> {
-        if let Some(delta) = super::movement(a, page) {
+impl Component for CollectivesView {
+    /// Handles a key; [`Effect::Pass`] when it is not the view's (Esc with
+    /// no detail open goes back to the ranks, which the Ranks pane does).
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let Some(j) = ctx.job else { return Effect::Pass };
+        if let Some(delta) = super::movement(a, ctx.page) {
             if self.detail {
                 let n = self.matched(&j.collectives).map_or(0, |m| m.ranks.len());
                 self.rank_row = moved(self.rank_row, n, delta);
             } else {
                 self.selected = moved(self.selected, self.order.len(), delta);
             }
-            return Some(Effect::None);
+            return Effect::None;
         }
         match a {
             Action::CycleSort => {
@@ -125,48 +127,30 @@ impl CollectivesView {
                 let order = order(&j.collectives, self.sort);
                 self.selected = super::resorted(&self.order, self.selected, &order);
                 self.order = order;
-                Some(Effect::None)
+                Effect::None
             }
             Action::Enter if self.detail => {
                 let rank = self.matched(&j.collectives).and_then(|m| m.ranks.get(self.rank_row)).map(|r| r.rank);
-                Some(rank.and_then(|k| j.job.ranks.iter().position(|r| r.rank == k)).map_or(Effect::None, Effect::OpenRank))
+                rank.and_then(|k| j.job.ranks.iter().position(|r| r.rank == k)).map_or(Effect::None, Effect::OpenRank)
             }
             Action::Enter => {
-                let m = self.matched(&j.collectives)?;
+                let Some(m) = self.matched(&j.collectives) else { return Effect::Pass };
                 // The cursor starts on the rank everyone waited for.
                 self.rank_row = m.ranks.iter().position(|r| Some(r.rank) == m.last_rank).unwrap_or(0);
                 self.detail = true;
-                Some(Effect::None)
+                Effect::None
             }
             Action::Back if self.detail => {
                 self.detail = false;
-                Some(Effect::None)
+                Effect::None
             }
-            _ => None,
+            _ => Effect::Pass,
         }
     }
 
-    /// A job (re)loaded: the rows in the current sort, the cursor kept on
-    /// its collective (group and position) when it is still there.
-    pub fn refresh(&mut self, before: Option<&Collectives>, now: &Collectives) {
-        let key = before.and_then(|c| self.matched(c)).map(|m| (m.group.clone(), m.seq));
-        self.order = order(now, self.sort);
-        self.selected = key
-            .and_then(|(g, s)| self.order.iter().position(|&i| now.collectives[i].group == g && now.collectives[i].seq == s))
-            .unwrap_or(0);
-        let n = self.matched(now).map_or(0, |m| m.ranks.len());
-        if n == 0 {
-            self.detail = false;
-        }
-        self.rank_row = self.rank_row.min(n.saturating_sub(1));
-    }
-
-    /// The collective under the cursor.
-    pub fn matched<'c>(&self, c: &'c Collectives) -> Option<&'c Matched> {
-        self.order.get(self.selected).and_then(|i| c.collectives.get(*i))
-    }
-
-    pub fn render(&self, f: &mut Frame, j: &OpenJob, t: &Theme, area: Rect) {
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let Some(j) = view.job else { return };
+        let t = view.theme;
         let c = &j.collectives;
         let w = area.width as usize;
         let mut head = head_lines(c, t, w, (area.height / 8).max(1) as usize);
@@ -221,6 +205,28 @@ impl CollectivesView {
         } else {
             f.render_widget(Paragraph::new(line), hint);
         }
+    }
+}
+
+impl CollectivesView {
+    /// A job (re)loaded: the rows in the current sort, the cursor kept on
+    /// its collective (group and position) when it is still there.
+    pub fn reload(&mut self, before: Option<&Collectives>, now: &Collectives) {
+        let key = before.and_then(|c| self.matched(c)).map(|m| (m.group.clone(), m.seq));
+        self.order = order(now, self.sort);
+        self.selected = key
+            .and_then(|(g, s)| self.order.iter().position(|&i| now.collectives[i].group == g && now.collectives[i].seq == s))
+            .unwrap_or(0);
+        let n = self.matched(now).map_or(0, |m| m.ranks.len());
+        if n == 0 {
+            self.detail = false;
+        }
+        self.rank_row = self.rank_row.min(n.saturating_sub(1));
+    }
+
+    /// The collective under the cursor.
+    pub fn matched<'c>(&self, c: &'c Collectives) -> Option<&'c Matched> {
+        self.order.get(self.selected).and_then(|i| c.collectives.get(*i))
     }
 
     fn table(&self, f: &mut Frame, c: &Collectives, t: &Theme, area: Rect) {

@@ -12,10 +12,12 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{Effect, clip, moved, opt};
-use crate::app::{App, Editor, Field, Slot, display_name};
+use super::{clip, moved, opt};
+use crate::editor::{Editor, Field};
 use crate::input::Action;
+use crate::slot::{Slot, display_name};
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// Lines the scroll may go down (a comparison is never longer).
 const MAX_SCROLL: usize = 2000;
@@ -26,58 +28,57 @@ pub struct ComparePane {
     pub scroll: u16,
 }
 
-impl ComparePane {
-    pub fn update(&mut self, a: Action, page: usize, other: &Slot) -> Effect {
-        if let Some(delta) = super::movement(a, page) {
+impl Component for ComparePane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        if let Some(delta) = super::movement(a, ctx.page) {
             self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
             return Effect::None;
         }
         match a {
             Action::OpenOther => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
-            Action::Enter if other.data.is_none() => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
-            _ => Effect::None,
+            Action::Enter if ctx.other.data.is_none() => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
+            _ => Effect::Pass,
         }
     }
 
-    /// Recomputes the comparison once both sides are loaded.
-    pub fn refresh(&mut self, main: &Slot, other: &Slot) {
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        if let Some(c) = &self.comparison {
+            let lines = lines(c, t, area.width as usize);
+            f.render_widget(Paragraph::new(lines).scroll((self.scroll, 0)), area);
+            return;
+        }
+        if view.other.loading.is_some() {
+            super::loading(f, t, view.other, area, "Loading");
+            return;
+        }
+        let mut lines = vec![
+            Line::styled("Compare needs a second profile.", t.title()),
+            Line::raw(""),
+            Line::raw("Press o (or Enter) and type the path of a profile.json, a project"),
+            Line::raw("folder or a raw trace; it opens as the \"after\" side."),
+        ];
+        if let Some(ed) = view.editor.filter(|e| e.field == Field::Path) {
+            lines.push(Line::raw(""));
+            lines.push(Line::from(vec![Span::styled("path: ", t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())]));
+        }
+        if let Some(e) = &view.other.error {
+            lines.push(Line::raw(""));
+            lines.push(Line::styled(format!("could not open {}: {e}", view.other.arg), t.warn()));
+        }
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
+    }
+}
+
+impl ComparePane {
+    /// Recomputes the comparison once both sides are loaded (either side
+    /// loaded, or another rank shown).
+    pub fn recompute(&mut self, main: &Slot, other: &Slot) {
         self.comparison = match (&main.data, &other.data) {
             (Some(a), Some(b)) => Some(compare(a.profile(), b.profile(), &main.arg, &other.arg)),
             _ => None,
         };
     }
-
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        render(self, f, app, area)
-    }
-}
-
-fn render(pane: &ComparePane, f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    if let Some(c) = &pane.comparison {
-        let lines = lines(c, t, area.width as usize);
-        f.render_widget(Paragraph::new(lines).scroll((pane.scroll, 0)), area);
-        return;
-    }
-    if app.other.loading.is_some() {
-        super::loading(f, app, &app.other, area, "Loading");
-        return;
-    }
-    let mut lines = vec![
-        Line::styled("Compare needs a second profile.", t.title()),
-        Line::raw(""),
-        Line::raw("Press o (or Enter) and type the path of a profile.json, a project"),
-        Line::raw("folder or a raw trace; it opens as the \"after\" side."),
-    ];
-    if let Some(ed) = app.editor.as_ref().filter(|e| e.field == Field::Path) {
-        lines.push(Line::raw(""));
-        lines.push(Line::from(vec![Span::styled("path: ", t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())]));
-    }
-    if let Some(e) = &app.other.error {
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(format!("could not open {}: {e}", app.other.arg), t.warn()));
-    }
-    f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
 }
 
 fn improved_style(t: &Theme, improved: Option<bool>) -> Style {

@@ -14,8 +14,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
 use super::{clip, cycle, fixed, header, moved, right, window};
-use crate::app::{App, Loaded, Worker};
+use crate::editor::{Editor, Field};
 use crate::input::Action;
+use crate::pane::Pane;
+use crate::slot::Loaded;
+use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Default)]
 pub struct KernelsPane {
@@ -31,64 +34,172 @@ pub struct KernelsPane {
     pub detail: bool,
 }
 
-/// What the kernels lens runs with: the profile, and the worker for lists
-/// longer than `background_rows`.
-pub struct Runner<'a> {
-    pub data: Option<&'a Loaded>,
-    pub worker: Option<&'a mut Worker>,
-    pub background_rows: usize,
-}
-
-impl KernelsPane {
-    /// Handles a key; true when it was the pane's.
-    pub fn update(&mut self, a: Action, page: usize, run: Runner<'_>) -> bool {
-        if let Some(delta) = super::movement(a, page) {
+impl Component for KernelsPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        if let Some(delta) = super::movement(a, ctx.page) {
             let len = self.result.as_ref().map_or(0, |k| k.kernels.len());
             self.selected = moved(self.selected, len, delta);
-            return true;
+            return Effect::None;
         }
         match a {
             Action::Enter if self.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => self.detail = !self.detail,
             Action::Back if self.detail => self.detail = false,
+            Action::StartRegex => {
+                let before = self.query.grep.clone();
+                return Effect::Edit(Editor {
+                    text: before.clone().unwrap_or_default(),
+                    field: Field::Regex { pane: Pane::Kernels, before },
+                });
+            }
             Action::CycleSort => {
                 self.query.sort = self.query.sort.next();
-                self.requery(run);
+                self.requery(ctx);
             }
             Action::CycleCategory => {
-                let cats = categories(run.data);
+                let cats = categories(ctx.data);
                 self.query.category = cycle(&cats, self.query.category.as_deref());
-                self.requery(run);
+                self.requery(ctx);
             }
             Action::CyclePhase => {
-                let names = phase_names(run.data);
+                let names = phase_names(ctx.data);
                 self.query.phase = cycle(&names, self.query.phase.as_deref());
-                self.requery(run);
+                self.requery(ctx);
             }
             Action::ToggleTensorCore => {
                 self.query.tensorcore = !self.query.tensorcore;
-                self.requery(run);
+                self.requery(ctx);
             }
             Action::ClearFilters => {
                 self.query = KernelQuery::default();
-                self.requery(run);
+                self.requery(ctx);
             }
-            _ => return false,
+            _ => return Effect::Pass,
         }
-        true
+        Effect::None
     }
 
+    /// Drops a phase filter the profile lacks and re-runs the lens,
+    /// keeping the selection.
+    fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
+        let dropped = drop_vanished_phase(&mut self.query.phase, ctx.data);
+        self.rerun(ctx);
+        dropped
+    }
+
+    /// The regex typed so far (live).
+    fn typed(&mut self, text: &str, ctx: &Ctx<'_>) {
+        self.query.grep = (!text.is_empty()).then(|| text.to_string());
+        self.requery(ctx);
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// The active filters and the match count.
+    fn status(&self, view: &View<'_>) -> Vec<Span<'static>> {
+        if view.main.data.is_none() {
+            return Vec::new();
+        }
+        let t = view.theme;
+        let q = &self.query;
+        let mut s = vec![Span::styled(format!("sort:{}", q.sort.as_str()), t.accent())];
+        if let Some(c) = &q.category {
+            s.push(Span::styled(format!(" cat:{c}"), t.accent()));
+        }
+        if let Some(g) = &q.grep {
+            s.push(Span::styled(format!(" /{g}/"), t.accent()));
+        }
+        if q.tensorcore {
+            s.push(Span::styled(" TC-only", t.accent()));
+        }
+        if let Some(p) = &q.phase {
+            s.push(Span::styled(format!(" phase:{p}"), t.accent()));
+        }
+        if let Some(k) = &self.result {
+            s.push(Span::raw(format!(" · {} of {} match", k.matched, k.total)));
+            if self.detail {
+                s.push(Span::raw(format!(" · #{}", self.selected + 1)));
+            }
+        }
+        if self.pending.is_some() {
+            s.push(Span::styled(" · filtering…", t.warn()));
+        }
+        if let Some(e) = &self.error {
+            s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
+        }
+        s
+    }
+
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        if self.detail {
+            self.detail(f, area, view);
+            return;
+        }
+        let t = view.theme;
+        let Some(k) = &self.result else {
+            let msg = self.error.clone().unwrap_or_default();
+            f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
+            return;
+        };
+        if k.kernels.is_empty() {
+            let why = if k.total == 0 {
+                "no GPU kernels in this scope (a CPU profile has none: see Ops)"
+            } else {
+                "no kernel matches the filters (x clears them)"
+            };
+            f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
+            return;
+        }
+        let rows_h = area.height.saturating_sub(1) as usize;
+        let (first, last) = window(self.selected, k.kernels.len(), rows_h);
+        let wide = area.width >= 110;
+        let cat_w: u16 = if wide { 18 } else { 12 };
+        // The roofline's columns where the model priced a row (§13): % of
+        // peak always, the achieved rate on wide screens.
+        let rates = RateColumns::of(k.kernels.iter().map(|r| &r.achieved), wide);
+        // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
+        let name_w = area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
+        let rows = k.kernels[first..last].iter().enumerate().map(|(i, r)| {
+            let mut cells = vec![right(fixed(r.pct_of_gpu, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+            cells.extend(rates.cells(&r.achieved));
+            cells.extend([
+                Cell::from(if r.tensorcore { Span::styled("TC", t.accent()) } else { Span::raw("") }),
+                Cell::from(clip(&r.kernel, name_w)),
+                Cell::from(Span::styled(clip(r.category.as_str(), cat_w as usize), t.muted())),
+            ]);
+            let row = Row::new(cells);
+            if first + i == self.selected { row.style(t.selected()) } else { row }
+        });
+        let mut head = vec![("%GPU", true), ("ms/step", true), ("x/step", true)];
+        head.extend(rates.headers());
+        head.extend([("TC", false), ("kernel", false), ("category", false)]);
+        let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(7)];
+        widths.extend(rates.widths());
+        widths.extend([Constraint::Length(2), Constraint::Fill(1), Constraint::Length(cat_w)]);
+        f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+    }
+}
+
+impl KernelsPane {
     /// A new query from the first row (filters, regex, drill-down).
-    pub fn requery(&mut self, run: Runner<'_>) {
+    pub fn requery(&mut self, ctx: &Ctx<'_>) {
         self.selected = 0;
-        self.refresh(run);
+        self.rerun(ctx);
+    }
+
+    /// Phases → this phase's kernels: the phase filter set, from the first row.
+    pub fn drill(&mut self, phase: String, ctx: &Ctx<'_>) {
+        self.query.phase = Some(phase);
+        self.requery(ctx);
     }
 
     /// Re-runs the lens with the current query, on the worker when the
     /// list is long.
-    pub fn refresh(&mut self, run: Runner<'_>) {
-        let Some(d) = run.data else { return };
+    fn rerun(&mut self, ctx: &Ctx<'_>) {
+        let Some(d) = ctx.data else { return };
         let rows = d.profile().kernels.len();
-        if let Some(w) = run.worker.filter(|_| rows > run.background_rows) {
+        if let Some(w) = ctx.worker.filter(|_| rows > ctx.background_rows) {
             if let Some(id) = w.send(Arc::clone(&d.input), self.query.clone()) {
                 self.pending = Some(id);
                 return;
@@ -144,68 +255,65 @@ impl KernelsPane {
         self.result.as_ref()?.kernels.get(self.selected)
     }
 
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        render(self, f, app, area)
+    /// The details of the kernel under the cursor, phase by phase.
+    fn detail(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let (Some(k), Some(p)) = (self.selected_kernel(), view.profile()) else { return };
+        let field = |label: &str, value: String| Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)]);
+        let mut lines = vec![Line::styled(k.kernel.clone(), t.title()), Line::raw(""), Line::styled("full name", t.header())];
+        // Cut by characters, not words: a C++ signature has few spaces.
+        let chars: Vec<char> = k.raw_name.chars().collect();
+        for chunk in chars.chunks((area.width as usize).max(1)) {
+            lines.push(Line::raw(chunk.iter().collect::<String>()));
+        }
+        lines.extend([
+            Line::raw(""),
+            field("category", k.category.to_string()),
+            field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
+            field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
+            field("ms per step", fixed(k.ms_per_step, 4)),
+            field("calls/step", num(k.count_per_step, 2)),
+        ]);
+        for (label, value) in rate_lines(&k.achieved, None) {
+            lines.push(field(label, value));
+        }
+        lines.push(Line::raw(""));
+        let split = phase_split(p, &k.raw_name);
+        if split.is_empty() {
+            lines.push(Line::styled("no per-phase split in this profile", t.muted()));
+        } else {
+            lines.push(Line::styled(format!("{:<14}{:>10} {:>10} {:>8}", "phase", "ms/step", "calls/step", "%GPU"), t.header()));
+            for (phase, r) in split {
+                lines.push(Line::raw(format!(
+                    "{:<14}{:>10} {:>10} {:>8}",
+                    clip(&phase, 13),
+                    fixed(r.ms_per_step, 4),
+                    num(r.count_per_step, 2),
+                    fixed(r.pct_of_gpu, 2)
+                )));
+            }
+        }
+        lines.push(Line::raw(""));
+        lines.push(Line::styled("Esc/Enter: back to the list · Up/Down: previous/next kernel", t.muted()));
+        f.render_widget(Paragraph::new(lines), area);
     }
+}
+
+/// Drops `phase` when the (re)loaded profile has no such phase; the name
+/// dropped, for the app's message.
+pub fn drop_vanished_phase(phase: &mut Option<String>, data: Option<&Loaded>) -> Option<String> {
+    let names = phase_names(data);
+    if phase.as_ref().is_some_and(|ph| !names.contains(ph)) { phase.take() } else { None }
 }
 
 /// The categories the pane cycles through: the profile's kernel mix, in
 /// its order.
 pub fn categories(data: Option<&Loaded>) -> Vec<String> {
-    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.clone()).collect())
+    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.to_string()).collect())
 }
 
 pub fn phase_names(data: Option<&Loaded>) -> Vec<String> {
     data.map_or_else(Vec::new, |d| d.profile().phase_names().iter().map(|s| s.to_string()).collect())
-}
-
-fn render(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
-    if pane.detail {
-        detail(pane, f, app, area);
-        return;
-    }
-    let t = &app.theme;
-    let Some(k) = &pane.result else {
-        let msg = pane.error.clone().unwrap_or_default();
-        f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
-        return;
-    };
-    if k.kernels.is_empty() {
-        let why = if k.total == 0 {
-            "no GPU kernels in this scope (a CPU profile has none: see Ops)"
-        } else {
-            "no kernel matches the filters (x clears them)"
-        };
-        f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
-        return;
-    }
-    let rows_h = area.height.saturating_sub(1) as usize;
-    let (first, last) = window(pane.selected, k.kernels.len(), rows_h);
-    let wide = area.width >= 110;
-    let cat_w: u16 = if wide { 18 } else { 12 };
-    // The roofline's columns where the model priced a row (§13): % of
-    // peak always, the achieved rate on wide screens.
-    let rates = RateColumns::of(k.kernels.iter().map(|r| &r.achieved), wide);
-    // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
-    let name_w = area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
-    let rows = k.kernels[first..last].iter().enumerate().map(|(i, r)| {
-        let mut cells = vec![right(fixed(r.pct_of_gpu, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
-        cells.extend(rates.cells(&r.achieved));
-        cells.extend([
-            Cell::from(if r.tensorcore { Span::styled("TC", t.accent()) } else { Span::raw("") }),
-            Cell::from(clip(&r.kernel, name_w)),
-            Cell::from(Span::styled(clip(&r.category, cat_w as usize), t.muted())),
-        ]);
-        let row = Row::new(cells);
-        if first + i == pane.selected { row.style(t.selected()) } else { row }
-    });
-    let mut head = vec![("%GPU", true), ("ms/step", true), ("x/step", true)];
-    head.extend(rates.headers());
-    head.extend([("TC", false), ("kernel", false), ("category", false)]);
-    let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(7)];
-    widths.extend(rates.widths());
-    widths.extend([Constraint::Length(2), Constraint::Fill(1), Constraint::Length(cat_w)]);
-    f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
 }
 
 /// The roofline columns of the Kernels and Ops tables: none when no row is
@@ -280,79 +388,4 @@ pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, Strin
     };
     out.push(("roofline", roof));
     out
-}
-
-/// The status line: the active filters and the match count.
-pub fn status(app: &App) -> Vec<Span<'static>> {
-    let t = &app.theme;
-    let pane = &app.kernels;
-    let q = &pane.query;
-    let mut s = vec![Span::styled(format!("sort:{}", q.sort.as_str()), t.accent())];
-    if let Some(c) = &q.category {
-        s.push(Span::styled(format!(" cat:{c}"), t.accent()));
-    }
-    if let Some(g) = &q.grep {
-        s.push(Span::styled(format!(" /{g}/"), t.accent()));
-    }
-    if q.tensorcore {
-        s.push(Span::styled(" TC-only", t.accent()));
-    }
-    if let Some(p) = &q.phase {
-        s.push(Span::styled(format!(" phase:{p}"), t.accent()));
-    }
-    if let Some(k) = &pane.result {
-        s.push(Span::raw(format!(" · {} of {} match", k.matched, k.total)));
-        if pane.detail {
-            s.push(Span::raw(format!(" · #{}", pane.selected + 1)));
-        }
-    }
-    if pane.pending.is_some() {
-        s.push(Span::styled(" · filtering…", t.warn()));
-    }
-    if let Some(e) = &pane.error {
-        s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
-    }
-    s
-}
-
-fn detail(pane: &KernelsPane, f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let (Some(k), Some(p)) = (pane.selected_kernel(), app.profile()) else { return };
-    let field = |label: &str, value: String| Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)]);
-    let mut lines = vec![Line::styled(k.kernel.clone(), t.title()), Line::raw(""), Line::styled("full name", t.header())];
-    // Cut by characters, not words: a C++ signature has few spaces.
-    let chars: Vec<char> = k.raw_name.chars().collect();
-    for chunk in chars.chunks((area.width as usize).max(1)) {
-        lines.push(Line::raw(chunk.iter().collect::<String>()));
-    }
-    lines.extend([
-        Line::raw(""),
-        field("category", k.category.clone()),
-        field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
-        field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
-        field("ms per step", fixed(k.ms_per_step, 4)),
-        field("calls/step", num(k.count_per_step, 2)),
-    ]);
-    for (label, value) in rate_lines(&k.achieved, None) {
-        lines.push(field(label, value));
-    }
-    lines.push(Line::raw(""));
-    let split = phase_split(p, &k.raw_name);
-    if split.is_empty() {
-        lines.push(Line::styled("no per-phase split in this profile", t.muted()));
-    } else {
-        lines.push(Line::styled(format!("{:<14}{:>10} {:>10} {:>8}", "phase", "ms/step", "calls/step", "%GPU"), t.header()));
-        for (phase, r) in split {
-            lines.push(Line::raw(format!(
-                "{:<14}{:>10} {:>10} {:>8}",
-                clip(&phase, 13),
-                fixed(r.ms_per_step, 4),
-                num(r.count_per_step, 2),
-                fixed(r.pct_of_gpu, 2)
-            )));
-        }
-    }
-    lines.push(Line::raw(""));
-    lines.push(Line::styled("Esc/Enter: back to the list · Up/Down: previous/next kernel", t.muted()));
-    f.render_widget(Paragraph::new(lines), area);
 }

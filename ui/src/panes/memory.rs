@@ -20,9 +20,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Row, Table, Wrap};
 
 use super::{clip, header, opt, right};
-use crate::app::{App, Loaded};
 use crate::input::Action;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Default)]
 pub struct MemoryPane {
@@ -30,27 +30,28 @@ pub struct MemoryPane {
     pub device: usize,
 }
 
-impl MemoryPane {
-    pub fn update(&mut self, a: Action, page: usize, data: Option<&Loaded>) -> bool {
-        let n = data.map_or(0, |d| d.profile().memory.len());
-        match super::movement(a, page) {
+impl Component for MemoryPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let n = ctx.data.map_or(0, |d| d.profile().memory.len());
+        match super::movement(a, ctx.page) {
             Some(delta) => {
                 self.device = super::moved(self.device, n, delta);
-                true
+                Effect::None
             }
-            None => false,
+            None => Effect::Pass,
         }
     }
 
     /// A profile (re)loaded: keep the device when it is still there.
-    pub fn clamp(&mut self, data: Option<&Loaded>) {
-        let n = data.map_or(0, |d| d.profile().memory.len());
+    fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
+        let n = ctx.data.map_or(0, |d| d.profile().memory.len());
         self.device = self.device.min(n.saturating_sub(1));
+        None
     }
 
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        let t = &app.theme;
-        let Some(p) = app.profile() else { return };
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let Some(p) = view.profile() else { return };
         let m = memory(p);
         if let Some(none) = &m.none {
             f.render_widget(Paragraph::new(Line::styled(none.clone(), t.muted())).wrap(Wrap { trim: false }), area);
@@ -84,7 +85,9 @@ impl MemoryPane {
         }
         f.render_widget(Paragraph::new(Line::styled(clip(&h, w), t.muted())), hint);
     }
+}
 
+impl MemoryPane {
     fn chart(&self, f: &mut Frame, m: &Memory, d: &DeviceMemory, t: &Theme, area: Rect) {
         let alloc: Vec<(f64, f64)> = d.series.iter().map(|p| (p.0, p.1)).collect();
         let resv: Vec<(f64, f64)> = d.series.iter().filter_map(|p| p.2.map(|r| (p.0, r))).collect();

@@ -1,7 +1,9 @@
-//! The panes, one module each: its state, its key handling (`update`) and
-//! its drawing (`render`, which only reads). Here: the frame around them
-//! (tabs, status line, overlays) and what the panes share. Panes only
-//! format lens results; every figure on screen comes from a lens struct.
+//! The panes, one module each: its state, its key handling and its
+//! drawing, all through one [`Component`] implementation (`update`,
+//! `render`; `render` only reads). Here: the table of the panes, and what
+//! they share (movement, table windows, cells, the loading screen). Panes
+//! only format lens results; every figure on screen comes from a lens
+//! struct. The frame around them (tabs, status line, help) is `screen`'s.
 
 pub mod collectives;
 pub mod compare;
@@ -16,30 +18,55 @@ pub mod whatif;
 
 use ratatui::Frame;
 use ratatui::layout::{Alignment, Constraint, Layout, Rect};
-use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Cell, Clear, Gauge, Paragraph, Row, Table, Wrap};
+use ratatui::text::Line;
+use ratatui::widgets::{Cell, Gauge, Paragraph, Row, Wrap};
 
-use crate::app::{App, Editor, Field, Pane, Slot, display_name};
 use crate::input::Action;
-use ranks::JobView;
+use crate::pane::Pane;
+use crate::slot::{Slot, display_name};
+use crate::theme::Theme;
+use crate::view::Component;
 
-/// What a pane's key handling asks of the app, beyond its own state.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Effect {
-    None,
-    /// Open a text field (the status line edits it).
-    Edit(Editor),
-    /// Phases → the phase's kernels (or its ops when it launched none).
-    Drill {
-        phase: String,
-        kernels: bool,
-    },
-    /// Timeline: read the step at this position of the trace's steps.
-    Step(usize),
-    /// Timeline → the Kernels pane's details of the kernel with this name.
-    ShowKernel(String),
-    /// Ranks → show the rank at this position of the job in the other panes.
-    OpenRank(usize),
+/// The table of the panes: each [`Pane`] and the field of [`Panes`] that
+/// holds its state. A new pane is its module, its `Pane` variant and one
+/// line here; a `Pane` without a line does not compile.
+macro_rules! pane_table {
+    ($($pane:ident => $field:ident: $ty:ty,)*) => {
+        /// Every pane's state, one field per pane.
+        #[derive(Debug, Clone, Default)]
+        pub struct Panes {
+            $(pub $field: $ty,)*
+        }
+
+        impl Panes {
+            pub fn get(&self, p: Pane) -> &dyn Component {
+                match p {
+                    $(Pane::$pane => &self.$field,)*
+                }
+            }
+            pub fn get_mut(&mut self, p: Pane) -> &mut dyn Component {
+                match p {
+                    $(Pane::$pane => &mut self.$field,)*
+                }
+            }
+            /// Every pane, in the table's order.
+            pub fn all_mut(&mut self) -> Vec<&mut dyn Component> {
+                vec![$(&mut self.$field as &mut dyn Component,)*]
+            }
+        }
+    };
+}
+
+pane_table! {
+    Ranks => ranks: ranks::RanksPane,
+    Summary => summary: summary::SummaryPane,
+    Phases => phases: phases::PhasesPane,
+    Kernels => kernels: kernels::KernelsPane,
+    Ops => ops: ops::OpsPane,
+    Compare => compare: compare::ComparePane,
+    WhatIf => whatif: whatif::WhatIfPane,
+    Timeline => timeline: timeline::TimelinePane,
+    Memory => memory: memory::MemoryPane,
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a
@@ -89,135 +116,8 @@ pub fn page_rows(height: u16) -> usize {
     height.saturating_sub(4).max(1) as usize
 }
 
-/// Draws the whole screen. Reads the state only: anything that depends on
-/// the screen's size (the page of PgUp/PgDn) is set by the event loop
-/// through [`App::resize`] before a key is handled.
-pub fn draw(f: &mut Frame, app: &App) {
-    let area = f.area();
-    f.buffer_mut().set_style(area, app.theme.base());
-    let [top, body, status] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
-    tabs(f, app, top);
-    if app.main.data.is_none() {
-        loading(f, app, &app.main, body, "Loading");
-    } else {
-        match app.pane {
-            Pane::Ranks => app.ranks.render(f, app, body),
-            Pane::Summary => app.summary.render(f, app, body),
-            Pane::Phases => app.phases.render(f, app, body),
-            Pane::Kernels => app.kernels.render(f, app, body),
-            Pane::Ops => app.ops.render(f, app, body),
-            Pane::Compare => app.compare.render(f, app, body),
-            Pane::WhatIf => app.whatif.render(f, app, body),
-            Pane::Timeline => app.timeline.render(f, app, body),
-            Pane::Memory => app.memory.render(f, app, body),
-        }
-    }
-    status_line(f, app, status);
-    if app.help {
-        help(f, app, area);
-    }
-}
-
-fn tabs(f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let tabs = Pane::tabs(app.job.is_some());
-    let label = |p: Pane| format!("{} {}", p.key(), p.title());
-    // Padded labels when they fit, else a single space between them.
-    let padded: usize = tabs.iter().map(|p| label(*p).chars().count() + 2).sum();
-    let pad = if padded <= area.width as usize { " " } else { "" };
-    let mut spans = Vec::new();
-    for &p in tabs {
-        let label = format!("{pad}{}{pad}", label(p));
-        if pad.is_empty() {
-            spans.push(Span::raw(" "));
-        }
-        spans.push(if p == app.pane { Span::styled(label, t.selected()) } else { Span::styled(label, t.muted()) });
-    }
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let mut name = display_name(&app.main.arg);
-    if !app.other.arg.is_empty() {
-        name = format!("{name} vs {}", display_name(&app.other.arg));
-    }
-    let room = (area.width as usize).saturating_sub(used + 1);
-    if room > 8 || (room > 3 && app.job.is_none()) {
-        spans.push(Span::raw(" "));
-        spans.push(Span::styled(clip(&name, room), t.title()));
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
-fn status_line(f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    if let Some(ed) = &app.editor {
-        let label = match &ed.field {
-            Field::Regex { pane, .. } => format!("{} regex /", pane.title()),
-            Field::Path => "second profile path: ".to_string(),
-            Field::Launches => "launches to remove per step: ".to_string(),
-            Field::Step => "go to step number: ".to_string(),
-        };
-        let err = match &ed.field {
-            Field::Regex { pane: Pane::Ops, .. } => app.ops.error.as_deref(),
-            Field::Regex { .. } => app.kernels.error.as_deref(),
-            _ => None,
-        };
-        let mut spans = vec![Span::styled(label, t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())];
-        spans.push(Span::styled("  Enter keep · Esc cancel", t.muted()));
-        if let Some(e) = err {
-            spans.push(Span::styled(format!("  {}", first_line(e)), t.warn()));
-        }
-        f.render_widget(Paragraph::new(Line::from(spans)), area);
-        return;
-    }
-    let mut spans = match (&app.job, app.pane) {
-        // Which rank the other panes show, on every pane of a job.
-        (Some(j), Pane::Ranks) => vec![Span::styled(
-            match app.ranks.view {
-                JobView::Ranks => format!("{} ranks · sort:{}", j.job.ranks.len(), app.ranks.sort.as_str()),
-                JobView::Collectives => {
-                    format!("{} collectives · sort:{}", j.collectives.collectives.len(), app.ranks.collectives.sort.as_str())
-                }
-            },
-            t.accent(),
-        )],
-        (Some(j), _) => {
-            let k = j.shown_rank();
-            let mut what = format!("rank {k} of {}", j.job.ranks.len());
-            let tags: Vec<&str> = [(Some(k) == j.job.critical_rank, "slowest"), (j.straggler(k).is_some(), "straggler")]
-                .into_iter()
-                .filter(|t| t.0)
-                .map(|t| t.1)
-                .collect();
-            if !tags.is_empty() {
-                what.push_str(&format!(" ({})", tags.join(", ")));
-            }
-            vec![Span::styled(what, t.title()), Span::raw(" ")]
-        }
-        (None, _) => Vec::new(),
-    };
-    spans.extend(match app.pane {
-        Pane::Kernels if app.main.data.is_some() => kernels::status(app),
-        Pane::Ops if app.main.data.is_some() => ops::status(app),
-        _ => Vec::new(),
-    });
-    if app.is_loading() && app.main.data.is_some() {
-        spans.push(Span::styled(" reloading…", t.warn()));
-    }
-    if let Some(m) = &app.message {
-        spans.push(Span::styled(format!(" {}", first_line(m)), t.warn()));
-    }
-    let hint = " ? help · q quit";
-    let used: usize = spans.iter().map(|s| s.width()).sum();
-    let gap = (area.width as usize).saturating_sub(used + hint.len());
-    if gap > 0 {
-        spans.push(Span::raw(" ".repeat(gap)));
-        spans.push(Span::styled(hint, t.muted()));
-    }
-    f.render_widget(Paragraph::new(Line::from(spans)), area);
-}
-
 /// The loading screen of a slot: what is read, how far, how long.
-pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
-    let t = &app.theme;
+pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
     let [_, msg, gauge, hint, _] =
         Layout::vertical([Constraint::Fill(1), Constraint::Length(3), Constraint::Length(1), Constraint::Length(2), Constraint::Fill(1)])
             .areas(area);
@@ -266,23 +166,6 @@ pub fn loading(f: &mut Frame, app: &App, slot: &Slot, area: Rect, verb: &str) {
     f.render_widget(Paragraph::new(Line::styled("q quit", t.muted())), inner(hint));
 }
 
-fn help(f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let help = crate::input::help();
-    let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0) as u16;
-    // The whole width of an 80-column terminal: the pane list fills its row.
-    let width = area.width.min(80);
-    let height = (help.len() as u16 + 2).min(area.height);
-    let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
-    f.render_widget(Clear, popup);
-    let rows = help.into_iter().map(|(k, d)| Row::new(vec![Span::styled(k, t.accent()), Span::raw(d)]));
-    let table = Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)])
-        .column_spacing(2)
-        .style(t.base())
-        .block(Block::default().borders(Borders::ALL).border_style(t.border()).title(Span::styled(" keys (any key closes) ", t.title())));
-    f.render_widget(table, popup);
-}
-
 /// The rows of a table of `len` rows that fit `height`, keeping `selected`
 /// in view: `(first, last_exclusive)`.
 pub fn window(selected: usize, len: usize, height: usize) -> (usize, usize) {
@@ -327,10 +210,6 @@ pub fn clip(s: &str, width: usize) -> String {
     let mut out: String = s.chars().take(width - 1).collect();
     out.push('…');
     out
-}
-
-fn first_line(s: &str) -> &str {
-    s.lines().map(str::trim).find(|l| !l.is_empty()).unwrap_or("")
 }
 
 /// A horizontal bar of `width` cells filled to `pct` percent, with eighth

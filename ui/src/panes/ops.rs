@@ -10,10 +10,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::kernels::{RateColumns, phase_names, rate_lines};
+use super::kernels::{RateColumns, drop_vanished_phase, phase_names, rate_lines};
 use super::{clip, cycle, fixed, header, moved, right, window};
-use crate::app::{App, Loaded};
+use crate::editor::{Editor, Field};
 use crate::input::Action;
+use crate::pane::Pane;
+use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Default)]
 pub struct OpsPane {
@@ -23,37 +25,133 @@ pub struct OpsPane {
     pub selected: usize,
 }
 
-impl OpsPane {
-    /// Handles a key; true when it was the pane's.
-    pub fn update(&mut self, a: Action, page: usize, data: Option<&Loaded>) -> bool {
-        if let Some(delta) = super::movement(a, page) {
+impl Component for OpsPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        if let Some(delta) = super::movement(a, ctx.page) {
             let len = self.result.as_ref().map_or(0, |o| o.ops.len());
             self.selected = moved(self.selected, len, delta);
-            return true;
+            return Effect::None;
         }
         match a {
+            Action::StartRegex => {
+                let before = self.query.grep.clone();
+                return Effect::Edit(Editor { text: before.clone().unwrap_or_default(), field: Field::Regex { pane: Pane::Ops, before } });
+            }
             Action::CycleSort => self.query.sort = self.query.sort.next(),
             Action::CyclePhase => {
-                let names = phase_names(data);
+                let names = phase_names(ctx.data);
                 self.query.phase = cycle(&names, self.query.phase.as_deref());
             }
             Action::ClearFilters => {
                 self.query = OpQuery::default();
             }
-            _ => return false,
+            _ => return Effect::Pass,
         }
-        self.requery(data);
-        true
+        self.requery(ctx);
+        Effect::None
     }
 
+    /// Drops a phase filter the profile lacks and re-runs the lens,
+    /// keeping the selection.
+    fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
+        let dropped = drop_vanished_phase(&mut self.query.phase, ctx.data);
+        self.rerun(ctx);
+        dropped
+    }
+
+    /// The regex typed so far (live).
+    fn typed(&mut self, text: &str, ctx: &Ctx<'_>) {
+        self.query.grep = (!text.is_empty()).then(|| text.to_string());
+        self.requery(ctx);
+    }
+
+    fn error(&self) -> Option<&str> {
+        self.error.as_deref()
+    }
+
+    /// Sort, regex, phase and the match count.
+    fn status(&self, view: &View<'_>) -> Vec<Span<'static>> {
+        if view.main.data.is_none() {
+            return Vec::new();
+        }
+        let t = view.theme;
+        let q = &self.query;
+        let mut s = vec![Span::styled(format!("sort:{}", q.sort.as_str()), t.accent())];
+        if let Some(g) = &q.grep {
+            s.push(Span::styled(format!(" /{g}/"), t.accent()));
+        }
+        if let Some(p) = &q.phase {
+            s.push(Span::styled(format!(" phase:{p}"), t.accent()));
+        }
+        if let Some(o) = &self.result {
+            s.push(Span::raw(format!(" · {} of {} ops match", o.matched, o.total)));
+        }
+        if let Some(e) = &self.error {
+            s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
+        }
+        s
+    }
+
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let Some(o) = &self.result else {
+            let msg = self.error.clone().unwrap_or_default();
+            f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
+            return;
+        };
+        if o.ops.is_empty() {
+            let why = if o.total == 0 { "no ops recorded in this scope" } else { "no op matches the filters (x clears them)" };
+            f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
+            return;
+        }
+        let rates = RateColumns::of(o.ops.iter().map(|r| &r.achieved), area.width >= 110);
+        // A priced op under the cursor: its formula inputs and rates below.
+        let details = o.ops.get(self.selected).filter(|r| r.achieved.is_priced()).map(details_line);
+        let (area, below) = match details {
+            Some(_) if area.height > 4 => {
+                let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+                (top, Some(bottom))
+            }
+            _ => (area, None),
+        };
+        let rows_h = area.height.saturating_sub(1) as usize;
+        let (first, last) = window(self.selected, o.ops.len(), rows_h);
+        let name_w = area.width.saturating_sub(6 + 9 + 8 + 3 + rates.width()).max(10) as usize;
+        let rows = o.ops[first..last].iter().enumerate().map(|(i, r)| {
+            let mut cells = vec![right(fixed(r.pct_of_cpu_ops, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+            cells.extend(rates.cells(&r.achieved));
+            cells.push(Cell::from(clip(&r.op, name_w)));
+            let row = Row::new(cells);
+            if first + i == self.selected { row.style(t.selected()) } else { row }
+        });
+        let mut head = vec![("%cpu", true), ("ms/step", true), ("x/step", true)];
+        head.extend(rates.headers());
+        head.push(("op", false));
+        let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(8)];
+        widths.extend(rates.widths());
+        widths.push(Constraint::Fill(1));
+        f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+        if let (Some(line), Some(at)) = (details, below) {
+            f.render_widget(Paragraph::new(Line::styled(clip(&line, at.width as usize), t.muted())), at);
+        }
+    }
+}
+
+impl OpsPane {
     /// A new query from the first row.
-    pub fn requery(&mut self, data: Option<&Loaded>) {
+    pub fn requery(&mut self, ctx: &Ctx<'_>) {
         self.selected = 0;
-        self.refresh(data);
+        self.rerun(ctx);
     }
 
-    pub fn refresh(&mut self, data: Option<&Loaded>) {
-        let Some(p) = data.map(Loaded::profile) else { return };
+    /// Phases → this phase's ops (it launched no GPU kernels).
+    pub fn drill(&mut self, phase: String, ctx: &Ctx<'_>) {
+        self.query.phase = Some(phase);
+        self.requery(ctx);
+    }
+
+    fn rerun(&mut self, ctx: &Ctx<'_>) {
+        let Some(p) = ctx.data.map(|d| d.profile()) else { return };
         match ops(p, &self.query) {
             Ok(o) => {
                 self.selected = self.selected.min(o.ops.len().saturating_sub(1));
@@ -63,79 +161,10 @@ impl OpsPane {
             Err(e) => self.error = Some(e.to_string()),
         }
     }
-
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        render(self, f, app, area)
-    }
-}
-
-fn render(pane: &OpsPane, f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let Some(o) = &pane.result else {
-        let msg = pane.error.clone().unwrap_or_default();
-        f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
-        return;
-    };
-    if o.ops.is_empty() {
-        let why = if o.total == 0 { "no ops recorded in this scope" } else { "no op matches the filters (x clears them)" };
-        f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
-        return;
-    }
-    let rates = RateColumns::of(o.ops.iter().map(|r| &r.achieved), area.width >= 110);
-    // A priced op under the cursor: its formula inputs and rates below.
-    let details = o.ops.get(pane.selected).filter(|r| r.achieved.is_priced()).map(details_line);
-    let (area, below) = match details {
-        Some(_) if area.height > 4 => {
-            let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
-            (top, Some(bottom))
-        }
-        _ => (area, None),
-    };
-    let rows_h = area.height.saturating_sub(1) as usize;
-    let (first, last) = window(pane.selected, o.ops.len(), rows_h);
-    let name_w = area.width.saturating_sub(6 + 9 + 8 + 3 + rates.width()).max(10) as usize;
-    let rows = o.ops[first..last].iter().enumerate().map(|(i, r)| {
-        let mut cells = vec![right(fixed(r.pct_of_cpu_ops, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
-        cells.extend(rates.cells(&r.achieved));
-        cells.push(Cell::from(clip(&r.op, name_w)));
-        let row = Row::new(cells);
-        if first + i == pane.selected { row.style(t.selected()) } else { row }
-    });
-    let mut head = vec![("%cpu", true), ("ms/step", true), ("x/step", true)];
-    head.extend(rates.headers());
-    head.push(("op", false));
-    let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(8)];
-    widths.extend(rates.widths());
-    widths.push(Constraint::Fill(1));
-    f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
-    if let (Some(line), Some(at)) = (details, below) {
-        f.render_widget(Paragraph::new(Line::styled(clip(&line, at.width as usize), t.muted())), at);
-    }
 }
 
 /// One line on the selected priced op: shape, work, rate, roofline.
 fn details_line(r: &OpRow) -> String {
     let parts: Vec<String> = rate_lines(&r.achieved, r.shape.as_deref()).into_iter().map(|(label, v)| format!("{label} {v}")).collect();
     parts.join(" · ")
-}
-
-/// The status line: sort, regex, phase and the match count.
-pub fn status(app: &App) -> Vec<Span<'static>> {
-    let t = &app.theme;
-    let pane = &app.ops;
-    let q = &pane.query;
-    let mut s = vec![Span::styled(format!("sort:{}", pane.query.sort.as_str()), t.accent())];
-    if let Some(g) = &q.grep {
-        s.push(Span::styled(format!(" /{g}/"), t.accent()));
-    }
-    if let Some(p) = &q.phase {
-        s.push(Span::styled(format!(" phase:{p}"), t.accent()));
-    }
-    if let Some(o) = &pane.result {
-        s.push(Span::raw(format!(" · {} of {} ops match", o.matched, o.total)));
-    }
-    if let Some(e) = &pane.error {
-        s.push(Span::styled(format!(" · {}", e.lines().next().unwrap_or("")), t.warn()));
-    }
-    s
 }

@@ -9,24 +9,24 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
-use super::{Effect, fixed, header, moved, right, window};
-use crate::app::{App, Loaded};
+use super::{fixed, header, moved, right, window};
 use crate::input::Action;
+use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Default)]
 pub struct PhasesPane {
     pub selected: usize,
 }
 
-impl PhasesPane {
-    pub fn update(&mut self, a: Action, page: usize, data: Option<&Loaded>) -> Effect {
-        let Some(d) = data else { return Effect::None };
-        if let Some(delta) = super::movement(a, page) {
+impl Component for PhasesPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let Some(d) = ctx.data else { return Effect::Pass };
+        if let Some(delta) = super::movement(a, ctx.page) {
             self.selected = moved(self.selected, d.phases.phases.len(), delta);
             return Effect::None;
         }
         if a != Action::Enter {
-            return Effect::None;
+            return Effect::Pass;
         }
         let Some(row) = d.phases.phases.get(self.selected) else { return Effect::None };
         let has_kernels = d.profile().kernels_by_phase.get(&row.phase).is_some_and(|k| !k.is_empty());
@@ -34,68 +34,121 @@ impl PhasesPane {
     }
 
     /// Keeps the selection on a row of a (re)loaded profile.
-    pub fn clamp(&mut self, data: Option<&Loaded>) {
-        self.selected = self.selected.min(data.map_or(0, |d| d.phases.phases.len().saturating_sub(1)));
+    fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
+        self.selected = self.selected.min(ctx.data.map_or(0, |d| d.phases.phases.len().saturating_sub(1)));
+        None
     }
 
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        render(self, f, app, area)
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let Some(d) = view.data() else { return };
+        let [table_area, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        let rows_h = table_area.height.saturating_sub(1) as usize;
+        let ph = &d.phases.phases;
+        if ph.is_empty() {
+            f.render_widget(
+                Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())),
+                table_area,
+            );
+            return;
+        }
+        let (first, last) = window(self.selected, ph.len(), rows_h);
+        let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
+        // The bar fills what the figures leave (7 columns and their spacing).
+        let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7) as usize;
+        let bars = d.phases.bars();
+        let rows = ph[first..last].iter().enumerate().map(|(i, r)| {
+            let row = Row::new(vec![
+                Cell::from(r.phase.clone()),
+                right(fixed(r.gpu_ms_per_step, 2)),
+                right(r.wall_ms_per_step.map_or("-".to_string(), |w| fixed(w, 2))),
+                right(num(r.kernels_per_step, 1)),
+                right(num(r.ops_per_step, 1)),
+                right(r.unique_kernels.to_string()),
+                right(r.memcpy_ms_per_step.map_or("-".to_string(), |m| fixed(m, 3))),
+                Cell::from(Span::styled(libreyolo_core::render::text::bar(bars[first + i], bar_w.min(40)), t.accent())),
+            ]);
+            if first + i == self.selected { row.style(t.selected()) } else { row }
+        });
+        let header = header(
+            &[
+                ("phase", false),
+                ("GPU ms", true),
+                ("wall ms", true),
+                ("kernels", true),
+                ("ops", true),
+                ("unique", true),
+                ("memcpy ms", true),
+            ],
+            t.header(),
+        );
+        let widths = [
+            Constraint::Length(name_w),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(9),
+            Constraint::Length(7),
+            Constraint::Length(9),
+            Constraint::Fill(1),
+        ];
+        f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
+        let selected = ph.get(self.selected).map_or("", |r| r.phase.as_str());
+        let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) { "kernels" } else { "ops" };
+        f.render_widget(
+            Paragraph::new(Line::from(vec![
+                Span::styled("per step · Enter: ", t.muted()),
+                Span::styled(format!("{what} of {selected}"), t.accent()),
+            ])),
+            hint,
+        );
     }
 }
 
-fn render(pane: &PhasesPane, f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let Some(d) = &app.main.data else { return };
-    let [table_area, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
-    let rows_h = table_area.height.saturating_sub(1) as usize;
-    let ph = &d.phases.phases;
-    if ph.is_empty() {
-        f.render_widget(
-            Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())),
-            table_area,
-        );
-        return;
+#[cfg(test)]
+mod tests {
+    //! The pane on its own: no `App`, only a profile, a [`Ctx`] and a [`View`].
+
+    use ratatui::Terminal;
+    use ratatui::backend::TestBackend;
+
+    use super::*;
+    use crate::slot::{Loaded, Slot};
+    use crate::theme::{Depth, Theme};
+
+    fn loaded() -> Loaded {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+        Loaded::new(libreyolo_core::profile::load(path, false).unwrap())
     }
-    let (first, last) = window(pane.selected, ph.len(), rows_h);
-    let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
-    // The bar fills what the figures leave (7 columns and their spacing).
-    let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7) as usize;
-    let bars = d.phases.bars();
-    let rows = ph[first..last].iter().enumerate().map(|(i, r)| {
-        let row = Row::new(vec![
-            Cell::from(r.phase.clone()),
-            right(fixed(r.gpu_ms_per_step, 2)),
-            right(r.wall_ms_per_step.map_or("-".to_string(), |w| fixed(w, 2))),
-            right(num(r.kernels_per_step, 1)),
-            right(num(r.ops_per_step, 1)),
-            right(r.unique_kernels.to_string()),
-            right(r.memcpy_ms_per_step.map_or("-".to_string(), |m| fixed(m, 3))),
-            Cell::from(Span::styled(libreyolo_core::render::text::bar(bars[first + i], bar_w.min(40)), t.accent())),
-        ]);
-        if first + i == pane.selected { row.style(t.selected()) } else { row }
-    });
-    let header = header(
-        &[("phase", false), ("GPU ms", true), ("wall ms", true), ("kernels", true), ("ops", true), ("unique", true), ("memcpy ms", true)],
-        t.header(),
-    );
-    let widths = [
-        Constraint::Length(name_w),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(9),
-        Constraint::Length(7),
-        Constraint::Length(9),
-        Constraint::Fill(1),
-    ];
-    f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
-    let selected = ph.get(pane.selected).map_or("", |r| r.phase.as_str());
-    let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) { "kernels" } else { "ops" };
-    f.render_widget(
-        Paragraph::new(Line::from(vec![
-            Span::styled("per step · Enter: ", t.muted()),
-            Span::styled(format!("{what} of {selected}"), t.accent()),
-        ])),
-        hint,
-    );
+
+    #[test]
+    fn keys_and_drawing_without_an_app() {
+        let data = loaded();
+        let other = Slot::default();
+        let ctx = Ctx::of(Some(&data), &other, 10);
+        let mut pane = PhasesPane::default();
+        let phases: Vec<String> = data.phases.phases.iter().map(|r| r.phase.clone()).collect();
+        assert!(phases.len() >= 3, "{phases:?}");
+
+        assert_eq!(pane.update(Action::Down, &ctx), Effect::None);
+        assert_eq!(pane.update(Action::Down, &ctx), Effect::None);
+        assert_eq!(pane.selected, 2);
+        let has_kernels = data.profile().kernels_by_phase.get(&phases[2]).is_some_and(|k| !k.is_empty());
+        assert_eq!(pane.update(Action::Enter, &ctx), Effect::Drill { phase: phases[2].clone(), kernels: has_kernels });
+        // Esc is not the pane's: the app goes back or quits.
+        assert_eq!(pane.update(Action::Back, &ctx), Effect::Pass);
+        assert_eq!(pane.update(Action::Bottom, &ctx), Effect::None);
+        assert_eq!(pane.selected, phases.len() - 1);
+
+        let theme = Theme::builtin_dark(Depth::Ansi16);
+        let main = Slot { arg: "profile.json".into(), data: Some(data.clone()), ..Default::default() };
+        let view = View { theme: &theme, main: &main, other: &other, job: None, editor: None };
+        let mut term = Terminal::new(TestBackend::new(100, 12)).unwrap();
+        term.draw(|f| pane.render(f, f.area(), &view)).unwrap();
+        let screen: String = term.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        for p in &phases {
+            assert!(screen.contains(p.as_str()), "{p} missing: {screen}");
+        }
+        assert!(screen.contains(&format!("of {}", phases[phases.len() - 1])), "the hint names the selected phase: {screen}");
+    }
 }

@@ -20,11 +20,11 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::collectives::CollectivesView;
-use super::{Effect, clip, header, moved, pct, right, window};
-use crate::app::App;
+use super::{clip, header, moved, pct, right, window};
 use crate::input::Action;
 use crate::job::OpenJob;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// The column the rows are sorted by: rank order, or a figure largest
 /// first (ties in rank order).
@@ -118,30 +118,31 @@ pub struct RanksPane {
     pub collectives: CollectivesView,
 }
 
-impl RanksPane {
-    /// Handles a key; `None` when it is not the pane's (Esc on the ranks
-    /// view, which the app turns into quitting).
-    pub fn update(&mut self, a: Action, page: usize, job: Option<&OpenJob>) -> Option<Effect> {
-        let j = job?;
+impl Component for RanksPane {
+    /// Handles a key; [`Effect::Pass`] when it is not the pane's (Esc on
+    /// the ranks view, which the app turns into quitting).
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let Some(j) = ctx.job else { return Effect::Pass };
         if a == Action::CycleCategory {
             self.view = match self.view {
                 JobView::Ranks => JobView::Collectives,
                 JobView::Collectives => JobView::Ranks,
             };
-            return Some(Effect::None);
+            return Effect::None;
         }
         if self.view == JobView::Collectives {
-            return self.collectives.update(a, page, j).or_else(|| {
+            return match self.collectives.update(a, ctx) {
                 // Esc with nothing open in the view: back to the ranks.
-                (a == Action::Back).then(|| {
+                Effect::Pass if a == Action::Back => {
                     self.view = JobView::Ranks;
                     Effect::None
-                })
-            });
+                }
+                effect => effect,
+            };
         }
-        if let Some(delta) = super::movement(a, page) {
+        if let Some(delta) = super::movement(a, ctx.page) {
             self.selected = moved(self.selected, self.order.len(), delta);
-            return Some(Effect::None);
+            return Effect::None;
         }
         match a {
             Action::CycleSort => {
@@ -149,39 +150,31 @@ impl RanksPane {
                 let order = order(&j.job, self.sort);
                 self.selected = super::resorted(&self.order, self.selected, &order);
                 self.order = order;
-                Some(Effect::None)
+                Effect::None
             }
-            Action::Enter => Some(self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i))),
-            _ => None,
+            Action::Enter => self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i)),
+            _ => Effect::Pass,
         }
     }
 
-    /// A job (re)loaded: the rows in the current sort, the cursor on the
-    /// rank shown by the other panes; `before` is the job it replaces.
-    pub fn refresh(&mut self, before: Option<&OpenJob>, job: Option<&OpenJob>) {
-        let Some(j) = job else {
-            self.order.clear();
-            self.collectives = CollectivesView { sort: self.collectives.sort, ..Default::default() };
-            return;
+    /// How many rows and the sort of the view on screen.
+    fn status(&self, view: &View<'_>) -> Vec<Span<'static>> {
+        let Some(j) = view.job else { return Vec::new() };
+        let what = match self.view {
+            JobView::Ranks => format!("{} ranks · sort:{}", j.job.ranks.len(), self.sort.as_str()),
+            JobView::Collectives => format!("{} collectives · sort:{}", j.collectives.collectives.len(), self.collectives.sort.as_str()),
         };
-        self.order = order(&j.job, self.sort);
-        self.selected = self.order.iter().position(|i| *i == j.shown).unwrap_or(0);
-        self.collectives.refresh(before.map(|b| &b.collectives), &j.collectives);
+        vec![Span::styled(what, view.theme.accent())]
     }
 
-    /// The position in the job's ranks of the row under the cursor.
-    pub fn selected_rank(&self) -> Option<usize> {
-        self.order.get(self.selected).copied()
-    }
-
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        let t = &app.theme;
-        let Some(j) = &app.job else {
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let Some(j) = view.job else {
             f.render_widget(Paragraph::new(Line::styled("one profile, not a distributed job: no ranks", t.muted())), area);
             return;
         };
         if self.view == JobView::Collectives {
-            self.collectives.render(f, j, t, area);
+            self.collectives.render(f, area, view);
             return;
         }
         let head = job_lines(&j.job, t, area.width as usize, (area.height / 4).max(2) as usize);
@@ -196,6 +189,26 @@ impl RanksPane {
         }
         spans.push(Span::styled(" · c: collectives", t.muted()));
         f.render_widget(Paragraph::new(Line::from(spans)), hint);
+    }
+}
+
+impl RanksPane {
+    /// A job (re)loaded: the rows in the current sort, the cursor on the
+    /// rank shown by the other panes; `before` is the job it replaces.
+    pub fn reload(&mut self, before: Option<&OpenJob>, job: Option<&OpenJob>) {
+        let Some(j) = job else {
+            self.order.clear();
+            self.collectives = CollectivesView { sort: self.collectives.sort, ..Default::default() };
+            return;
+        };
+        self.order = order(&j.job, self.sort);
+        self.selected = self.order.iter().position(|i| *i == j.shown).unwrap_or(0);
+        self.collectives.reload(before.map(|b| &b.collectives), &j.collectives);
+    }
+
+    /// The position in the job's ranks of the row under the cursor.
+    pub fn selected_rank(&self) -> Option<usize> {
+        self.order.get(self.selected).copied()
     }
 
     fn table(&self, f: &mut Frame, j: &OpenJob, t: &Theme, area: Rect) {
@@ -216,7 +229,7 @@ impl RanksPane {
             ];
             if wide {
                 cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
-                cells.push(Cell::from(r.bound.clone()));
+                cells.push(Cell::from(r.bound.to_string()));
             }
             // The slowest rank (the one waited for) is also the first
             // straggler: one mark says both, to fit 80 columns.

@@ -11,9 +11,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
 use super::{bar, clip, fixed, moved, opt, pct};
-use crate::app::App;
 use crate::input::Action;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// Lines the scroll may go past the top (the text is never longer).
 const MAX_SCROLL: usize = 200;
@@ -23,16 +23,16 @@ pub struct SummaryPane {
     pub scroll: u16,
 }
 
-impl SummaryPane {
-    pub fn update(&mut self, a: Action, page: usize) {
-        if let Some(delta) = super::movement(a, page) {
-            self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
-        }
+impl Component for SummaryPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let Some(delta) = super::movement(a, ctx.page) else { return Effect::Pass };
+        self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;
+        Effect::None
     }
 
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        let Some(d) = &app.main.data else { return };
-        let lines = lines(&d.summary, &app.theme, area.width as usize);
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let Some(d) = view.data() else { return };
+        let lines = lines(&d.summary, view.theme, area.width as usize);
         f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((self.scroll, 0)), area);
     }
 }
@@ -44,14 +44,14 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::styled(format!("** {w} **"), t.worse()));
     }
     out.push(Line::from(vec![
-        Span::styled(format!(">> {}", s.bound.to_uppercase()), t.warn()),
+        Span::styled(format!(">> {}", s.bound.as_str().to_uppercase()), t.warn()),
         Span::raw(": "),
         Span::raw(s.bound_why.clone()),
     ]));
     if !s.trustworthy {
         out.push(Line::styled("** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput are unreliable **", t.worse()));
     }
-    let batch = s.config.get("batch").map(|b| format!(" · batch {b}")).unwrap_or_default();
+    let batch = s.config.batch_value().map(|b| format!(" · batch {b}")).unwrap_or_default();
     out.push(Line::from(vec![
         Span::styled(s.model.clone().unwrap_or_else(|| "model n/a".into()), t.title()),
         Span::styled(
@@ -152,11 +152,11 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if s.categories.is_empty() {
         out.push(Line::styled("  no GPU kernels in this profile", t.muted()));
     }
-    let name_w = s.categories.iter().map(|c| c.name.chars().count()).max().unwrap_or(8).min(18);
+    let name_w = s.categories.iter().map(|c| c.name.as_str().chars().count()).max().unwrap_or(8).min(18);
     let bar_w = width.saturating_sub(name_w + 26).clamp(6, 60);
     for c in &s.categories {
         out.push(Line::from(vec![
-            Span::raw(format!("  {:<name_w$} ", clip(&c.name, name_w))),
+            Span::raw(format!("  {:<name_w$} ", clip(c.name.as_str(), name_w))),
             Span::styled(bar(c.pct, bar_w), t.bar()),
             Span::raw(format!(" {:>5}% {:>8} ms", fixed(c.pct, 1), num(c.ms_per_step, 3))),
         ]));

@@ -20,10 +20,11 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span as Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{Effect, clip, window};
-use crate::app::{App, Editor, Field};
+use super::{clip, window};
+use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 /// The narrowest window a zoom reaches (ns).
 const MIN_VIEW: i64 = 1_000;
@@ -49,8 +50,8 @@ pub struct TimelinePane {
     pub view: (i64, i64),
 }
 
-impl TimelinePane {
-    pub fn update(&mut self, a: Action) -> Effect {
+impl Component for TimelinePane {
+    fn update(&mut self, a: Action, _ctx: &Ctx<'_>) -> Effect {
         let steps = self.index.as_ref().map_or(0, |ix| ix.steps.len());
         match a {
             Action::PrevStep if self.step > 0 => return Effect::Step(self.step - 1),
@@ -58,7 +59,7 @@ impl TimelinePane {
             Action::Top if steps > 0 => return Effect::Edit(Editor { field: Field::Step, text: String::new() }),
             _ => {}
         }
-        let Some(tl) = self.timeline.clone() else { return Effect::None };
+        let Some(tl) = self.timeline.clone() else { return Effect::Pass };
         let lanes = tl.lanes.len();
         match a {
             Action::Up | Action::Down if lanes > 0 => {
@@ -98,58 +99,13 @@ impl TimelinePane {
                     return Effect::ShowKernel(tl.name(s.name).to_string());
                 }
             }
-            _ => {}
+            _ => return Effect::Pass,
         }
         Effect::None
     }
 
-    /// A step arrived: the whole step in view, the cursor on the first GPU
-    /// work (the lane a user came for).
-    pub fn show(&mut self, index: Arc<StepIndex>, step: usize, tl: Timeline) {
-        self.index = Some(index);
-        self.step = step;
-        self.error = None;
-        self.view = (0, tl.extent.max(MIN_VIEW));
-        self.lane = tl.lanes.iter().position(|l| matches!(l.kind, LaneKind::Stream { .. })).unwrap_or(0);
-        self.cursor = 0;
-        self.timeline = Some(Arc::new(tl));
-    }
-
-    /// Forgets the trace (a reload): the next visit reads it again.
-    pub fn reset(&mut self) {
-        *self = TimelinePane::default();
-    }
-
-    /// The selected span.
-    pub fn selected(&self) -> Option<(&Timeline, &Span)> {
-        let tl = self.timeline.as_deref()?;
-        Some((tl, tl.lanes.get(self.lane)?.spans.get(self.cursor)?))
-    }
-
-    fn cursor_time(&self, tl: &Timeline) -> Option<i64> {
-        let s = tl.lanes.get(self.lane)?.spans.get(self.cursor)?;
-        Some((s.start + s.end) / 2)
-    }
-
-    /// Pans so the cursor's span is in view.
-    fn follow(&mut self, tl: &Timeline) {
-        let Some(s) = tl.lanes.get(self.lane).and_then(|l| l.spans.get(self.cursor)) else { return };
-        let w = self.view.1 - self.view.0;
-        if s.start < self.view.0 {
-            self.pan_to(s.start - w / 8, tl);
-        } else if s.start >= self.view.1 {
-            self.pan_to(s.start - w * 7 / 8, tl);
-        }
-    }
-
-    fn pan_to(&mut self, t0: i64, tl: &Timeline) {
-        let w = self.view.1 - self.view.0;
-        let t0 = t0.clamp(0, (tl.extent - w).max(0));
-        self.view = (t0, t0 + w);
-    }
-
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        let t = &app.theme;
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
         let Some(tl) = self.timeline.as_deref() else {
             let msg = match (&self.error, self.pending) {
                 (Some(e), _) => Line::styled(e.clone(), t.warn()),
@@ -199,11 +155,75 @@ impl TimelinePane {
 
         f.render_widget(Paragraph::new(detail_lines(self, t, detail.width as usize)), detail);
         let mut l = vec![Text::styled("legend ", t.muted())];
-        for (c, name) in libreyolo_core::analysis::kernels::CATEGORIES_ALL.iter().enumerate() {
+        for (c, name) in libreyolo_core::profile::Category::ALL.iter().enumerate() {
             l.push(Text::styled(glyph(c as u8).to_string(), category_style(c as u8, t)));
-            l.push(Text::raw(format!("{} ", short_category(name))));
+            l.push(Text::raw(format!("{} ", short_category(name.as_str()))));
         }
         f.render_widget(Paragraph::new(Line::from(l)), legend);
+    }
+}
+
+impl TimelinePane {
+    /// A step arrived: the whole step in view, the cursor on the first GPU
+    /// work (the lane a user came for).
+    pub fn show(&mut self, index: Arc<StepIndex>, step: usize, tl: Timeline) {
+        self.index = Some(index);
+        self.step = step;
+        self.error = None;
+        self.view = (0, tl.extent.max(MIN_VIEW));
+        self.lane = tl.lanes.iter().position(|l| matches!(l.kind, LaneKind::Stream { .. })).unwrap_or(0);
+        self.cursor = 0;
+        self.timeline = Some(Arc::new(tl));
+    }
+
+    /// Forgets the trace (a reload): the next visit reads it again.
+    pub fn reset(&mut self) {
+        *self = TimelinePane::default();
+    }
+
+    /// True when the pane has nothing to show and nothing on the way: its
+    /// first visit reads step 0.
+    pub fn unread(&self) -> bool {
+        self.timeline.is_none() && self.pending.is_none() && self.error.is_none()
+    }
+
+    /// The position of the step numbered `text` in the trace's steps, or
+    /// why there is none (for the status line).
+    pub fn step_numbered(&self, text: &str) -> Result<usize, String> {
+        let ix = self.index.as_ref();
+        text.parse::<u64>().ok().and_then(|n| ix.and_then(|ix| ix.find(n))).ok_or_else(|| {
+            let have: Vec<String> =
+                ix.map_or_else(Vec::new, |ix| ix.steps.iter().filter_map(|s| s.number).map(|n| n.to_string()).collect());
+            format!("no step {text} in this trace (steps: {})", have.join(", "))
+        })
+    }
+
+    /// The selected span.
+    pub fn selected(&self) -> Option<(&Timeline, &Span)> {
+        let tl = self.timeline.as_deref()?;
+        Some((tl, tl.lanes.get(self.lane)?.spans.get(self.cursor)?))
+    }
+
+    fn cursor_time(&self, tl: &Timeline) -> Option<i64> {
+        let s = tl.lanes.get(self.lane)?.spans.get(self.cursor)?;
+        Some((s.start + s.end) / 2)
+    }
+
+    /// Pans so the cursor's span is in view.
+    fn follow(&mut self, tl: &Timeline) {
+        let Some(s) = tl.lanes.get(self.lane).and_then(|l| l.spans.get(self.cursor)) else { return };
+        let w = self.view.1 - self.view.0;
+        if s.start < self.view.0 {
+            self.pan_to(s.start - w / 8, tl);
+        } else if s.start >= self.view.1 {
+            self.pan_to(s.start - w * 7 / 8, tl);
+        }
+    }
+
+    fn pan_to(&mut self, t0: i64, tl: &Timeline) {
+        let w = self.view.1 - self.view.0;
+        let t0 = t0.clamp(0, (tl.extent - w).max(0));
+        self.view = (t0, t0 + w);
     }
 }
 

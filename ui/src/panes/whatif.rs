@@ -9,10 +9,12 @@ use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Paragraph, Wrap};
 
-use super::{Effect, clip, fixed, opt, window};
-use crate::app::{App, Editor, Field, Loaded};
+use super::{clip, fixed, opt, window};
+use crate::editor::{Editor, Field};
 use crate::input::Action;
+use crate::slot::Loaded;
 use crate::theme::Theme;
+use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhatIfChoice {
@@ -28,8 +30,9 @@ pub struct WhatIfPane {
     pub result: Option<Result<WhatIf, String>>,
 }
 
-impl WhatIfPane {
-    pub fn update(&mut self, a: Action, page: usize, data: Option<&Loaded>) -> Effect {
+impl Component for WhatIfPane {
+    fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
+        let data = ctx.data;
         let delta = match a {
             Action::Left => -1,
             Action::Right | Action::CycleCategory => 1,
@@ -40,9 +43,9 @@ impl WhatIfPane {
                 };
                 return Effect::Edit(Editor { field: Field::Launches, text });
             }
-            a => match super::movement(a, page) {
+            a => match super::movement(a, ctx.page) {
                 Some(d) => d,
-                None => return Effect::None,
+                None => return Effect::Pass,
             },
         };
         let len = data.map_or(0, |d| d.profile().categories.len());
@@ -57,19 +60,81 @@ impl WhatIfPane {
         // Wraps around, so Left/Right cycle through every category.
         let next = if cur == usize::MAX { 0 } else { (cur as isize + delta.signum()).rem_euclid(len as isize) as usize };
         self.choice = Some(WhatIfChoice::Category(next));
-        self.refresh(data);
+        self.rerun(data);
         Effect::None
     }
 
-    /// A launch count typed in the field (live).
-    pub fn set_launches(&mut self, text: &str, data: Option<&Loaded>) {
-        self.choice = text.parse::<u64>().ok().map(WhatIfChoice::Launches).or(self.choice);
-        self.refresh(data);
+    /// A profile (re)loaded: the choice kept valid, the projection re-run.
+    fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
+        self.reset_for(ctx.data);
+        self.rerun(ctx.data);
+        None
     }
 
+    /// A launch count typed in the field (live).
+    fn typed(&mut self, text: &str, ctx: &Ctx<'_>) {
+        self.choice = text.parse::<u64>().ok().map(WhatIfChoice::Launches).or(self.choice);
+        self.rerun(ctx.data);
+    }
+
+    fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
+        let t = view.theme;
+        let Some(p) = view.profile() else { return };
+        let (list_area, result_area) = if area.width >= 110 {
+            let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)]).spacing(2).areas(area);
+            (a, b)
+        } else {
+            let n = p.categories.len().clamp(1, 8) as u16;
+            let [a, b] = Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
+            (a, b)
+        };
+
+        // The choices: each category, then a launch count.
+        let mut lines = vec![Line::styled("remove a category (Up/Down)", t.header())];
+        let selected = match self.choice {
+            Some(WhatIfChoice::Category(i)) => Some(i),
+            _ => None,
+        };
+        if p.categories.is_empty() {
+            lines.push(Line::styled("  no GPU kernel categories in this profile", t.muted()));
+        }
+        let rows = list_area.height.saturating_sub(3) as usize;
+        let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
+        let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
+        for (i, c) in p.categories[first..last].iter().enumerate() {
+            let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(c.name.as_str(), name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
+            lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
+        }
+        let editing = view.editor.filter(|e| e.field == Field::Launches);
+        let launches = match (editing, self.choice) {
+            (Some(ed), _) => Line::from(vec![
+                Span::styled("or remove launches/step: ", t.header()),
+                Span::raw(ed.text.clone()),
+                Span::styled("█", t.accent()),
+            ]),
+            (None, Some(WhatIfChoice::Launches(n))) => Line::from(vec![
+                Span::styled("or remove launches/step: ", t.header()),
+                Span::styled(n.to_string(), t.selected()),
+                Span::styled("  (n to change)", t.muted()),
+            ]),
+            _ => Line::from(vec![Span::styled("or remove launches/step: ", t.header()), Span::styled("press n", t.muted())]),
+        };
+        lines.push(launches);
+        f.render_widget(Paragraph::new(lines), list_area);
+
+        let result = match &self.result {
+            None => vec![Line::styled("choose a category or press n to type a launch count", t.muted())],
+            Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
+            Some(Ok(w)) => result_lines(w, t),
+        };
+        f.render_widget(Paragraph::new(result).wrap(Wrap { trim: false }), result_area);
+    }
+}
+
+impl WhatIfPane {
     /// Keeps the choice valid for a (re)loaded profile: a vanished category
     /// falls back to the first.
-    pub fn reset_for(&mut self, data: Option<&Loaded>) {
+    fn reset_for(&mut self, data: Option<&Loaded>) {
         let n = data.map_or(0, |d| d.profile().categories.len());
         if let Some(WhatIfChoice::Category(i)) = self.choice {
             if i >= n {
@@ -81,7 +146,7 @@ impl WhatIfPane {
         }
     }
 
-    pub fn refresh(&mut self, data: Option<&Loaded>) {
+    fn rerun(&mut self, data: Option<&Loaded>) {
         let Some(p) = data.map(Loaded::profile) else { return };
         let change = match self.choice {
             None => {
@@ -89,69 +154,12 @@ impl WhatIfPane {
                 return;
             }
             Some(WhatIfChoice::Category(i)) => {
-                Change { remove_category: p.categories.get(i).map(|c| c.name.clone()), ..Default::default() }
+                Change { remove_category: p.categories.get(i).map(|c| c.name.to_string()), ..Default::default() }
             }
             Some(WhatIfChoice::Launches(n)) => Change { remove_launches: Some(n), ..Default::default() },
         };
         self.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
     }
-
-    pub fn render(&self, f: &mut Frame, app: &App, area: Rect) {
-        render(self, f, app, area)
-    }
-}
-
-fn render(pane: &WhatIfPane, f: &mut Frame, app: &App, area: Rect) {
-    let t = &app.theme;
-    let Some(p) = app.profile() else { return };
-    let (list_area, result_area) = if area.width >= 110 {
-        let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)]).spacing(2).areas(area);
-        (a, b)
-    } else {
-        let n = p.categories.len().clamp(1, 8) as u16;
-        let [a, b] = Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
-        (a, b)
-    };
-
-    // The choices: each category, then a launch count.
-    let mut lines = vec![Line::styled("remove a category (Up/Down)", t.header())];
-    let selected = match pane.choice {
-        Some(WhatIfChoice::Category(i)) => Some(i),
-        _ => None,
-    };
-    if p.categories.is_empty() {
-        lines.push(Line::styled("  no GPU kernel categories in this profile", t.muted()));
-    }
-    let rows = list_area.height.saturating_sub(3) as usize;
-    let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
-    let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
-    for (i, c) in p.categories[first..last].iter().enumerate() {
-        let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(&c.name, name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
-        lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
-    }
-    let editing = app.editor.as_ref().filter(|e| e.field == Field::Launches);
-    let launches = match (editing, pane.choice) {
-        (Some(ed), _) => Line::from(vec![
-            Span::styled("or remove launches/step: ", t.header()),
-            Span::raw(ed.text.clone()),
-            Span::styled("█", t.accent()),
-        ]),
-        (None, Some(WhatIfChoice::Launches(n))) => Line::from(vec![
-            Span::styled("or remove launches/step: ", t.header()),
-            Span::styled(n.to_string(), t.selected()),
-            Span::styled("  (n to change)", t.muted()),
-        ]),
-        _ => Line::from(vec![Span::styled("or remove launches/step: ", t.header()), Span::styled("press n", t.muted())]),
-    };
-    lines.push(launches);
-    f.render_widget(Paragraph::new(lines), list_area);
-
-    let result = match &pane.result {
-        None => vec![Line::styled("choose a category or press n to type a launch count", t.muted())],
-        Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
-        Some(Ok(w)) => result_lines(w, t),
-    };
-    f.render_widget(Paragraph::new(result).wrap(Wrap { trim: false }), result_area);
 }
 
 fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {

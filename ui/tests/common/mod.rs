@@ -6,7 +6,7 @@ use std::sync::OnceLock;
 
 use libreyolo_core::profile::{self, Input};
 use libreyolo_ui::app::App;
-use libreyolo_ui::panes;
+use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
@@ -49,7 +49,7 @@ pub fn app(main: &'static str, other: Option<&'static str>) -> App {
 /// row, trailing blanks removed.
 pub fn screen(app: &mut App, w: u16, h: u16) -> String {
     let mut term = Terminal::new(TestBackend::new(w, h)).unwrap();
-    term.draw(|f| panes::draw(f, app)).unwrap();
+    term.draw(|f| screen::draw(f, app)).unwrap();
     let buf = term.backend().buffer();
     let mut out = String::new();
     for y in 0..h {

@@ -10,7 +10,8 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::{json, run};
-use libreyolo_core::analysis::kernels::{COMMUNICATION, category};
+use libreyolo_core::analysis::kernels::category;
+use libreyolo_core::profile::Category;
 use libreyolo_core::trace::event::Id;
 use libreyolo_core::trace::{self, Event, EventSink};
 use serde_json::Value;
@@ -49,7 +50,7 @@ impl EventSink for ByPid {
             && ev.ph() == "X"
         {
             s.complete.push((ts, dur));
-            if matches!(ev.cat(), "kernel" | "Kernel") && category(ev.name()) == COMMUNICATION {
+            if matches!(ev.cat(), "kernel" | "Kernel") && category(ev.name()) == Category::Communication {
                 s.comm.push((ts, dur));
             }
         }

@@ -1,0 +1,83 @@
+//! The two profiles the explorer shows and their background loads: what
+//! was asked for, what came of it, and the lens results computed once per
+//! load. A leaf module: the app, the panes and the job all use it, and it
+//! uses none of them.
+
+use std::path::PathBuf;
+use std::sync::atomic::AtomicUsize;
+use std::sync::{Arc, Mutex};
+use std::time::{Instant, SystemTime};
+
+use libreyolo_core::lens::phases::{Phases, phases};
+use libreyolo_core::lens::summary::{Summary, summary};
+use libreyolo_core::profile::{Input, Profile};
+
+/// Which of the two profiles.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Side {
+    Main,
+    Other,
+}
+
+/// A background load in progress.
+#[derive(Debug, Clone)]
+pub struct Loading {
+    /// Distinguishes this load from an older one still running.
+    pub id: u64,
+    pub started: Instant,
+    /// Size of the file being read, when known.
+    pub size: Option<u64>,
+    /// Bytes the loader thread has read so far, when the platform tells.
+    pub read: Option<u64>,
+    /// Where the loader thread's I/O counters are (`/proc/…/task/<tid>/io`),
+    /// filled in by the thread when it starts.
+    pub io: Arc<Mutex<Option<PathBuf>>>,
+    /// True when this load replaces data already shown (live reload).
+    pub reload: bool,
+    /// A job's load: the rank files read so far (counted by the loader)
+    /// and how many there are.
+    pub ranks: Option<(Arc<AtomicUsize>, usize)>,
+}
+
+/// A profile and the lens results that do not depend on filters.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    /// Shared with the filter worker, which runs the kernels lens.
+    pub input: Arc<Input>,
+    pub summary: Summary,
+    pub phases: Phases,
+    pub mtime: Option<SystemTime>,
+}
+
+impl Loaded {
+    pub fn new(input: Input) -> Loaded {
+        let summary = summary(&input.profile);
+        let phases = phases(&input.profile);
+        let mtime = std::fs::metadata(&input.path).and_then(|m| m.modified()).ok();
+        Loaded { input: Arc::new(input), summary, phases, mtime }
+    }
+    pub fn profile(&self) -> &Profile {
+        &self.input.profile
+    }
+}
+
+/// One of the two profiles: what was asked for and what came of it.
+#[derive(Debug, Clone, Default)]
+pub struct Slot {
+    /// The path as the user gave it (shown as the profile's name).
+    pub arg: String,
+    pub data: Option<Loaded>,
+    pub loading: Option<Loading>,
+    /// Why the last load failed.
+    pub error: Option<String>,
+    /// The rank traces when this slot is a distributed job (loads read
+    /// them all); empty for a profile.
+    pub ranks: Vec<PathBuf>,
+}
+
+/// Where a path of the main profile points, for the title bar.
+pub fn display_name(arg: &str) -> String {
+    let p = PathBuf::from(arg);
+    let parts: Vec<_> = p.components().rev().take(2).collect();
+    parts.into_iter().rev().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+}
