@@ -17,7 +17,10 @@ fn args(extra: &[&str]) -> InferArgs {
 
 fn infer(extra: &[&str]) -> libreyolo_core::Result<String> {
     let _turn = common::turn();
-    libreyolo_capture::infer(&args(extra))
+    match common::try_command("infer", extra)? {
+        ProfileCommand::Infer(a) => libreyolo_capture::infer(&a),
+        _ => unreachable!(),
+    }
 }
 
 const SMALL: &[&str] = &["--device", "cpu", "--imgsz", "320", "--warmup", "2", "--runs", "6"];

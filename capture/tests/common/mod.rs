@@ -77,12 +77,19 @@ pub fn words(line: &str) -> Vec<&str> {
 
 /// Parses `libreyolo profile <sub> <extra…>` as the binary does.
 pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand {
+    try_command(sub, extra).unwrap_or_else(|e| panic!("{e}"))
+}
+
+/// [`command`], a value clap refuses (a typed argument) as the usage
+/// error the binary exits 2 with: its first line.
+pub fn try_command(sub: &str, extra: &[&str]) -> libreyolo_core::Result<libreyolo_core::cli::ProfileCommand> {
     use clap::Parser;
     use libreyolo_core::cli::{Cli, TopCommand};
     let mut argv = vec!["libreyolo", "profile", sub];
     argv.extend_from_slice(extra);
-    let TopCommand::Profile(p) = Cli::try_parse_from(&argv).unwrap().command else { unreachable!("a profile command") };
-    p.into_command().unwrap()
+    let parsed = Cli::try_parse_from(&argv).map_err(|e| libreyolo_core::Error::usage(e.to_string().lines().next().unwrap_or_default()))?;
+    let TopCommand::Profile(p) = parsed.command else { unreachable!("a profile command") };
+    Ok(p.into_command().expect("a subcommand"))
 }
 
 /// Runs a reader command (`["summary", path, …]`) and returns its stdout.
