@@ -183,11 +183,8 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
         (vec!["--weights", "no/such/weights.pt", "--device", "cpu"], exit::USAGE, "not found"),
         (vec!["--weights", junk_ckpt.to_str().unwrap(), "--device", "cpu"], exit::FAILURE, "cannot read checkpoint"),
         (vec!["--device", "cpu", "--half"], exit::USAGE, "CUDA only"),
-        (vec!["--device", "cpu", "--amp-dtype", "int8"], exit::USAGE, "--amp-dtype"),
         (vec!["--device", "cpu", "--imgsz", "100"], exit::USAGE, "multiple of 32"),
         (vec!["--device", "cpu", "--runs", "1"], exit::USAGE, "at least 2"),
-        (vec!["--device", "cpu", "--size", "x"], exit::USAGE, "--size"),
-        (vec!["--device", "gpu0"], exit::USAGE, "--device"),
         (vec!["--device", "cpu", "--threads", "0"], exit::USAGE, "--threads 0"),
     ];
     for (argv, code, msg) in cases {
@@ -197,6 +194,15 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
         assert_eq!(err.exit_code(), code, "{argv:?}: {err}");
         assert!(err.to_string().contains(msg), "{argv:?}: {err}");
         assert!(!err.to_string().contains('\n'), "one line: {err}");
+    }
+    // A size, dtype or device that does not exist is refused as the
+    // arguments are parsed (clap's usage error), before a capture starts.
+    for (flag, value) in [("--size", "x"), ("--amp-dtype", "int8"), ("--device", "gpu0")] {
+        use clap::Parser;
+        let argv = ["libreyolo", "profile", "infer", "--device", "cpu", flag, value, "--project", p];
+        let err = libreyolo_core::cli::Cli::try_parse_from(argv).unwrap_err();
+        assert_eq!(err.exit_code(), exit::USAGE, "{flag} {value}: {err}");
+        assert!(err.to_string().contains(flag), "{flag} {value}: {err}");
     }
     if !tch::Cuda::is_available() {
         let err = infer(&["--project", p]).unwrap_err();

@@ -403,8 +403,8 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         _ => real.and_then(|r| r.dataload_ms),
     };
     let config = measured.map(|m| m.meta.clone()).unwrap_or_default();
-    let cuda = match config.device() {
-        Some(d) => d != "cpu",
+    let cuda = match config.on_cpu() {
+        Some(cpu) => !cpu,
         None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
     let host_overhead = (step_ms - busy.busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
@@ -764,7 +764,7 @@ fn pct(part: i64, whole: i64) -> f64 {
 pub fn without_trace(m: &Measurements) -> Profile {
     let mode = if m.mode() == Some(Mode::Inference) { Mode::Inference } else { Mode::Training };
     let config = m.meta.clone();
-    let cuda = config.device().is_some_and(|d| d != "cpu");
+    let cuda = config.on_cpu() == Some(false);
     let step_ms = m.step_ms().unwrap_or(0.0);
     let real = m.real.as_ref();
     let dataload_ms = if mode == Mode::Inference { Some(0.0) } else { real.and_then(|r| r.dataload_ms) };

@@ -3,7 +3,7 @@
 use indexmap::IndexMap;
 use serde::Serialize;
 
-use crate::profile::{Profile, Verdict};
+use crate::profile::{Mode, Profile, Verdict};
 use crate::util::round;
 
 /// Which way is better for a metric.
@@ -102,7 +102,7 @@ pub struct RowDelta {
 pub struct Comparison {
     pub before: String,
     pub after: String,
-    pub mode: [&'static str; 2],
+    pub mode: [Mode; 2],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
     pub metrics: Vec<MetricDelta>,
@@ -324,7 +324,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
     Comparison {
         before: before.to_string(),
         after: after.to_string(),
-        mode: [ma.as_str(), mb.as_str()],
+        mode: [ma, mb],
         warning,
         metrics,
         bound: [a.bound.clone(), b.bound.clone()],

@@ -3,7 +3,7 @@
 use serde::Serialize;
 
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, PhaseGpuRow, Profile, RunConfig,
+    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, Mode, PhaseGpuRow, Profile, RunConfig,
     StepTime, StreamRow, Verdict,
 };
 
@@ -16,7 +16,7 @@ use crate::profile::{
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Summary {
     pub trace: Option<String>,
-    pub mode: &'static str,
+    pub mode: Mode,
     pub model: Option<String>,
     pub config: RunConfig,
     pub bound: Verdict,
@@ -63,7 +63,7 @@ impl Summary {
     /// no GPU work. GPU utilisation, kernels and host overhead say nothing
     /// about it.
     pub fn cpu_run(&self) -> bool {
-        self.config.device() == Some("cpu") || self.extras.host_in_ops_frac.is_some()
+        self.config.on_cpu() == Some(true) || self.extras.host_in_ops_frac.is_some()
     }
 
     /// The intra-op threads the capture used, where it says.
@@ -109,7 +109,7 @@ pub fn contended_warning(p: &Profile) -> Option<String> {
 pub fn summary(p: &Profile) -> Summary {
     Summary {
         trace: p.trace.clone(),
-        mode: p.mode().as_str(),
+        mode: p.mode(),
         model: p.model.clone(),
         config: p.config.clone(),
         bound: p.bound.clone(),

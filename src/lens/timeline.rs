@@ -99,7 +99,7 @@ pub struct Span {
     pub end: i64,
     /// Index into [`Timeline::names`].
     pub name: u32,
-    /// Index into [`CATEGORIES_ALL`] for GPU work; `u8::MAX` otherwise.
+    /// Index into [`Category::ALL`] for GPU work; `u8::MAX` otherwise.
     pub category: u8,
     /// The CPU op that launched it (innermost op around the runtime call),
     /// an index into [`Timeline::names`].

@@ -83,6 +83,10 @@ impl RunConfig {
     pub fn device(&self) -> Option<&str> {
         self.str_of("device")
     }
+    /// Whether the capture ran on the CPU; `None` when no device is named.
+    pub fn on_cpu(&self) -> Option<bool> {
+        self.device().map(|d| d == "cpu")
+    }
     pub fn model(&self) -> Option<&str> {
         self.str_of("model")
     }

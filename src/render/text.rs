@@ -16,7 +16,7 @@ use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
 use crate::lens::whatif::{Model, WhatIf};
-use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, RooflineBound};
+use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, Mode, RooflineBound};
 
 /// `12.3456` → "12.35"; integers print without decimals.
 pub fn num(v: f64, digits: usize) -> String {
@@ -104,7 +104,7 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
-        (Some(d), Some(f)) if s.mode == "training" => Some(format!("dataload {} ms ({})", num(d, 2), pct(f))),
+        (Some(d), Some(f)) if s.mode == Mode::Training => Some(format!("dataload {} ms ({})", num(d, 2), pct(f))),
         _ => None,
     };
     let and_dataload = dataload.as_ref().map(|d| format!("  |  {d}")).unwrap_or_default();

@@ -1,7 +1,7 @@
 //! Kernels: the `kernels` lens with its filters (category, regex, Tensor
 //! Core, phase) and sort, and a detail view of one kernel on Enter. The
 //! pane owns its query, the lens result, the selection and the detail
-//! flag; large lists are filtered on the app's [`Worker`].
+//! flag; large lists are filtered on the filter worker the [`Ctx`] carries.
 
 use std::sync::Arc;
 

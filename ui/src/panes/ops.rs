@@ -168,3 +168,40 @@ fn details_line(r: &OpRow) -> String {
     let parts: Vec<String> = rate_lines(&r.achieved, r.shape.as_deref()).into_iter().map(|(label, v)| format!("{label} {v}")).collect();
     parts.join(" · ")
 }
+
+#[cfg(test)]
+mod tests {
+    //! The pane on its own: its live regex field and its keys, with no `App`.
+
+    use super::*;
+    use crate::slot::{Loaded, Slot};
+
+    #[test]
+    fn the_regex_field_and_keys_without_an_app() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+        let data = Loaded::new(libreyolo_core::profile::load(path, false).unwrap());
+        let other = Slot::default();
+        let ctx = Ctx::of(Some(&data), &other, 10);
+        let mut pane = OpsPane::default();
+        assert_eq!(pane.refresh(&ctx), None, "no phase filter to drop");
+        let total = pane.result.as_ref().unwrap().total;
+        assert!(total > 10);
+
+        let field = Field::Regex { pane: Pane::Ops, before: None };
+        assert_eq!(pane.update(Action::StartRegex, &ctx), Effect::Edit(Editor { field, text: String::new() }));
+        pane.typed("conv", &ctx);
+        assert_eq!(pane.query.grep.as_deref(), Some("conv"));
+        let matched = pane.result.as_ref().unwrap().matched;
+        assert!(matched > 0 && matched < total, "{matched} of {total}");
+        pane.typed("conv(", &ctx);
+        assert!(pane.error().is_some(), "an unfinished regex is refused");
+        assert_eq!(pane.result.as_ref().unwrap().matched, matched, "the previous result stays");
+        pane.typed("", &ctx);
+        assert_eq!((pane.query.grep.as_deref(), pane.error()), (None, None));
+
+        let sort = pane.query.sort;
+        assert_eq!(pane.update(Action::CycleSort, &ctx), Effect::None);
+        assert_ne!(pane.query.sort, sort);
+        assert_eq!(pane.update(Action::Back, &ctx), Effect::Pass, "Esc is the app's");
+    }
+}
