@@ -11,13 +11,17 @@
 //! 2. [`open_step`]: re-reads only the blocks whose time range meets the
 //!    step (widened until every launch of the step has found its GPU
 //!    work) with [`trace::read_spans`], and builds that step's lanes.
-//!    Memory: the one step's intervals, at most [`MAX_SPANS`].
+//!    Memory: the one step's intervals, at most [`MAX_SPANS`]. A
+//!    `.json.gz` resumes inflating at the checkpoint pass 1 took before
+//!    the blocks ([`trace::seekgz`], every 4 MiB of JSON) instead of
+//!    inflating the file from its start.
 //!
 //! Which GPU work belongs to a step follows docs/analysis.md §3: work whose
 //! launch (`args.correlation` → runtime call) lies in the step; work with
 //! no launch among the events read is placed by its own start time.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
@@ -27,6 +31,7 @@ use crate::analysis::{Analyzer, busy, ns};
 use crate::error::{Error, Result};
 use crate::profile::{Category, Input};
 use crate::trace::event::Id;
+use crate::trace::seekgz::Checkpoints;
 use crate::trace::{self, Event, EventSink, Source};
 
 /// Events per index block: about 140 kB of a Kineto trace, so a step's
@@ -63,6 +68,9 @@ pub struct StepIndex {
     blocks: Vec<Block>,
     /// Offset just past the last event.
     end_offset: u64,
+    /// A `.json.gz`: where inflating can resume (zran-style), so a step
+    /// far into the file opens without inflating all that comes before it.
+    gz: Option<Arc<Checkpoints>>,
     /// Last timestamp of the trace (ns): how far a step's GPU work may lag.
     last_ts: i64,
     pub events: u64,
@@ -71,7 +79,18 @@ pub struct StepIndex {
 impl StepIndex {
     /// Bytes the index holds.
     pub fn heap_bytes(&self) -> usize {
-        self.blocks.capacity() * size_of::<Block>() + self.steps.capacity() * size_of::<StepWindow>()
+        self.blocks.capacity() * size_of::<Block>()
+            + self.steps.capacity() * size_of::<StepWindow>()
+            + self.gz.as_ref().map_or(0, |g| g.heap_bytes())
+    }
+    /// The same index without its gzip checkpoints: a step then inflates
+    /// the file from its start, as before them (the benchmark's "before").
+    pub fn without_checkpoints(&self) -> StepIndex {
+        StepIndex { gz: None, ..self.clone() }
+    }
+    /// How many gzip checkpoints the index holds.
+    pub fn checkpoints(&self) -> usize {
+        self.gz.as_ref().map_or(0, |g| g.len())
     }
     /// The position of step number `n`.
     pub fn find(&self, n: u64) -> Option<usize> {
@@ -256,9 +275,20 @@ impl EventSink for Indexer {
 /// Pass 1 over the trace at `path`: its steps, in time order, and where
 /// their events lie.
 pub fn index(path: &Path) -> Result<StepIndex> {
-    let src = Source::path(path)?;
+    index_spaced(path, trace::seekgz::SPACING)
+}
+
+/// [`index`], with gzip checkpoints every `spacing` inflated bytes.
+fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
     let mut ix = Indexer::default();
-    match trace::read_source(&src, &mut ix, false)? {
+    let points = Arc::new(Mutex::new(Checkpoints::default()));
+    let gz = trace::input::is_gzip_file(path);
+    let doc = if gz {
+        trace::read_gz_recording(path, Arc::clone(&points), spacing, &mut ix)?
+    } else {
+        trace::read_source(&Source::path(path)?, &mut ix, false)?
+    };
+    match doc {
         trace::Document::Profile => return Err(Error::failed(format!("{} is a profile, not a trace", path.display()))),
         trace::Document::Trace(_) => {}
     }
@@ -270,7 +300,8 @@ pub fn index(path: &Path) -> Result<StepIndex> {
     }
     // An offset past the last element's start: the end of the last block.
     let end_offset = ix.last_offset + 1;
-    Ok(StepIndex { trace: path.to_path_buf(), steps, blocks: ix.blocks, end_offset, last_ts: last, events: ix.n })
+    let gz = gz.then(|| Arc::new(std::mem::take(&mut *points.lock().unwrap_or_else(|e| e.into_inner()))));
+    Ok(StepIndex { trace: path.to_path_buf(), steps, blocks: ix.blocks, end_offset, gz, last_ts: last, events: ix.n })
 }
 
 /// The byte spans of the blocks meeting `[from, to]` (absolute ns), minus
@@ -443,7 +474,7 @@ pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
     let mut found = 0;
     loop {
         let spans = spans_for(ix, step.start, to, &mut done);
-        trace::read_spans(&src, &spans, &mut r)?;
+        trace::read_spans(&src, &spans, ix.gz.as_deref(), &mut r)?;
         let seen: std::collections::HashSet<i64> = r.gpu.iter().filter_map(|g| g.correlation).collect();
         let mine = r.launches.iter().filter(|(_, l)| l.thread != u32::MAX);
         let (now, all) = mine.fold((0, 0), |(n, a), (c, _)| (n + usize::from(seen.contains(c)), a + 1));
@@ -589,9 +620,7 @@ mod tests {
     #[test]
     fn a_step_reads_the_same_from_gzip_and_plain_json_and_only_its_blocks() {
         let dir = tempfile::tempdir().unwrap();
-        let plain = dir.path().join("nccl.json");
-        let mut out = std::fs::File::create(&plain).unwrap();
-        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(NCCL).unwrap()), &mut out).unwrap();
+        let plain = plain_copy(NCCL, &dir);
         let (gz, js) = (index(Path::new(NCCL)).unwrap(), index(&plain).unwrap());
         assert_eq!(gz.steps, js.steps);
         assert_eq!(gz.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [Some(4), Some(5), Some(6)]);
@@ -608,6 +637,29 @@ mod tests {
                 a.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).flat_map(|l| &l.spans).map(Span::dur).sum();
             assert!(busy > 0 && busy <= kernels);
         }
+    }
+
+    #[test]
+    fn a_gzip_step_resumes_at_a_checkpoint_and_reads_the_same() {
+        // Checkpoints every 64 KiB: the later steps resume mid-file.
+        let ix = index_spaced(Path::new(NCCL), 64 << 10).unwrap();
+        let points = ix.gz.as_ref().expect("a gzip trace keeps checkpoints");
+        assert!(points.len() > 8, "{} checkpoints", points.len());
+        let dir = tempfile::tempdir().unwrap();
+        let js = index(&plain_copy(NCCL, &dir)).unwrap();
+        let last = ix.steps.len() - 1;
+        let first_block = ix.blocks.iter().find(|b| b.max_ts >= ix.steps[last].start).unwrap().offset;
+        assert!(points.before(first_block).unwrap() > 0, "the last step resumes past the start");
+        for i in 0..ix.steps.len() {
+            assert_eq!(open_step(&ix, i).unwrap(), open_step(&js, i).unwrap(), "step {i}");
+        }
+    }
+
+    fn plain_copy(gz: &str, dir: &tempfile::TempDir) -> PathBuf {
+        let plain = dir.path().join("plain.json");
+        let mut out = std::fs::File::create(&plain).unwrap();
+        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()), &mut out).unwrap();
+        plain
     }
 
     #[test]

@@ -12,11 +12,13 @@ use std::fs::File;
 use std::io::{BufReader, Cursor, IsTerminal, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
+use std::sync::{Arc, Mutex};
 
 use flate2::read::MultiGzDecoder;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use super::inflate::ThreadedInflate;
+use super::seekgz::{Checkpoints, GzReader};
 use crate::error::{Error, Result};
 
 /// Files above this size show a progress bar when stderr is a terminal.
@@ -226,6 +228,28 @@ impl<R: Read> Read for GzipErrors<R> {
             std::io::Error::new(e.kind(), what)
         })
     }
+}
+
+/// Opens the gzip file `path` for one whole pass that leaves its
+/// checkpoints in `into` (src/trace/seekgz.rs), inflating on a thread of
+/// its own when a core is spare, as [`Source::open`] does.
+pub fn open_gz_recording(path: &Path, into: Arc<Mutex<Checkpoints>>, spacing: u64) -> Result<Box<dyn Read>> {
+    let cannot = |e: std::io::Error| Error::failed(format!("cannot open {}: {e}", path.display()));
+    let reader = GzReader::recording(path, into, spacing).map_err(cannot)?;
+    if !spare_core() {
+        return Ok(Box::new(reader));
+    }
+    Ok(Box::new(
+        ThreadedInflate::spawn(reader).map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", path.display())))?,
+    ))
+}
+
+/// Whether the regular file at `path` starts with gzip's magic.
+pub fn is_gzip_file(path: &Path) -> bool {
+    let mut head = [0u8; 2];
+    std::fs::metadata(path).is_ok_and(|m| m.is_file())
+        && File::open(path).and_then(|mut f| f.read_exact(&mut head)).is_ok()
+        && head == [0x1f, 0x8b]
 }
 
 /// Opens `path` for reading, decompressing gzip transparently.

@@ -6,6 +6,7 @@ mod inflate;
 pub mod input;
 pub mod parallel;
 pub mod scan;
+pub mod seekgz;
 
 use std::path::Path;
 
@@ -94,8 +95,24 @@ pub fn passes_on_this_thread() -> u64 {
 
 /// Streams the trace `src` holds into `sink`.
 pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
+    read_opened(src.open(progress)?, sink)
+}
+
+/// [`read_source`] over the gzip file `path`, leaving checkpoints for
+/// later random access in `into` ([`seekgz`]),
+/// `spacing` inflated bytes apart ([`seekgz::SPACING`] in the explorer).
+pub fn read_gz_recording(
+    path: &Path,
+    into: std::sync::Arc<std::sync::Mutex<seekgz::Checkpoints>>,
+    spacing: u64,
+    sink: &mut dyn EventSink,
+) -> Result<Document> {
+    read_opened(input::open_gz_recording(path, into, spacing)?, sink)
+}
+
+/// One pass over an opened (decompressed) document.
+fn read_opened(reader: Box<dyn std::io::Read>, sink: &mut dyn EventSink) -> Result<Document> {
     PASSES.with(|p| p.set(p.get() + 1));
-    let reader = src.open(progress)?;
     let mut s = Scanner::new(reader);
     s.skip_bom()?;
     let mut scratch = Vec::new();
@@ -241,7 +258,10 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
 /// sorted, not overlapping). A plain file is entered by seeking; a gzipped
 /// one or a stream is decompressed from the start up to each span (gzip
 /// cannot seek), which costs in proportion to how far into it the span is.
-pub fn read_spans(src: &Source, spans: &[(u64, u64)], sink: &mut dyn EventSink) -> Result<()> {
+/// A gzip file with `checkpoints` (taken by [`read_gz_recording`]) resumes
+/// at the last checkpoint before each span instead of inflating from the
+/// start.
+pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekgz::Checkpoints>, sink: &mut dyn EventSink) -> Result<()> {
     use std::io::{Read, Seek, SeekFrom};
     let plain = src.file_path().and_then(|p| {
         let mut f = std::fs::File::open(p).ok()?;
@@ -250,6 +270,21 @@ pub fn read_spans(src: &Source, spans: &[(u64, u64)], sink: &mut dyn EventSink) 
         (!gz).then_some(f)
     });
     let mut scratch = Vec::new();
+    if let (None, Some(points), Some(path)) = (&plain, checkpoints, src.file_path()) {
+        let cannot = |e: std::io::Error| Error::failed(format!("cannot read {}: {e}", src.label()));
+        let mut at: Option<Scanner<seekgz::GzReader>> = None;
+        for &(from, to) in spans {
+            // Go on reading forward when that is no longer than resuming.
+            let near = |s: &Scanner<seekgz::GzReader>| s.offset() <= from && points.before(from).is_none_or(|c| c <= s.offset());
+            if !at.as_ref().is_some_and(near) {
+                at = points.resume(path, from).map_err(cannot)?.map(|(r, base)| Scanner::starting_at(r, base));
+            }
+            let Some(s) = at.as_mut() else { return Err(Error::failed(format!("{}: no gzip checkpoint before byte {from}", src.label()))) };
+            s.skip_to(from)?;
+            span_events(s, to, sink, &mut scratch)?;
+        }
+        return Ok(());
+    }
     let Some(f) = plain else {
         // One decompressed stream, read forward through every span.
         let mut s = Scanner::new(src.open(false)?);

@@ -74,6 +74,24 @@ fn main() {
         }
     }
     common::report("open a step (read + lanes + first draw)", LABEL_WIDTH, &mut open);
+    if ix.checkpoints() > 0 {
+        // A .json.gz: the last step with and without the gzip checkpoints
+        // (without: inflating from the start, as before them).
+        println!("gzip checkpoints: {}, {:.1} MB held", ix.checkpoints(), ix.heap_bytes() as f64 / 1e6);
+        let last = ix.steps.len() - 1;
+        for (label, ix) in
+            [("  last step, resumed at a checkpoint", (*ix).clone()), ("  last step, inflated from the start", ix.without_checkpoints())]
+        {
+            let mut times: Vec<_> = (0..3)
+                .map(|_| {
+                    let t = Instant::now();
+                    open_step(&ix, last).unwrap();
+                    t.elapsed()
+                })
+                .collect();
+            common::report(label, LABEL_WIDTH, &mut times);
+        }
+    }
     println!("largest step: {spans} intervals, {:.1} KB held", mem as f64 / 1e3);
 
     let mid = ix.steps.len() / 2;
