@@ -99,6 +99,20 @@ impl StreamingUnion {
             self.lost += 1;
             return;
         }
+        // Most work arrives in time order: it touches only the last open
+        // interval, or lies past it (what the general case below finds,
+        // without its two searches and splice).
+        if let Some(last) = self.recent.last_mut()
+            && s >= last.0
+        {
+            if s <= last.1 {
+                last.1 = last.1.max(e);
+            } else {
+                self.recent.push((s, e));
+                self.settle();
+            }
+            return;
+        }
         // The open intervals [i, j) touch [s, e]: merge them into one.
         let i = self.recent.partition_point(|iv| iv.1 < s);
         let j = self.recent.partition_point(|iv| iv.0 <= e);
@@ -108,6 +122,11 @@ impl StreamingUnion {
             let merged = (s.min(self.recent[i].0), e.max(self.recent[j - 1].1));
             self.recent.splice(i..j, [merged]);
         }
+        self.settle();
+    }
+
+    /// Past twice [`OPEN`] intervals, the oldest half is counted and closed.
+    fn settle(&mut self) {
         if self.recent.len() >= 2 * OPEN {
             for (a, b) in self.recent.drain(..OPEN) {
                 self.settled += b - a;
