@@ -11,8 +11,9 @@
 # into bench/out/real-shaped-COPIES.json (and .json.gz; reused), then times
 # `profile summary --json` on both, pinned to one core and on two cores,
 # best of $RUNS, with peak RSS and the passes the reader reports; beside
-# them, the same file through `cat` and `zcat` (the machine's own ceiling
-# for reading and inflating those bytes). BEFORE=<binary> adds the same
+# them, the same file through `cat`, `zcat` and a memchr scan for its `{`
+# (bench/src/scan_ceiling.rs): the machine's own ceiling for reading,
+# inflating and finding the events in those bytes. BEFORE=<binary> adds the same
 # rows for another build of libreyolo (before → after in one run). Prints
 # the load average before and after.
 #
@@ -26,6 +27,8 @@ runs=${RUNS:-3}
 bin=${BIN:-target/release/libreyolo}
 [ -x /usr/bin/time ] || { echo "bench/real_shaped.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
 [ -x "$bin" ] || cargo build --release -p libreyolo --features parquet
+scan=target/release/scan-ceiling
+[ -x "$scan" ] || cargo build --release -p libreyolo-bench --bin scan-ceiling
 mkdir -p bench/out
 trace=bench/out/real-shaped-$copies.json
 if [ ! -f "$trace.gz" ]; then
@@ -75,6 +78,7 @@ row() { # label, input, cores, command...
 }
 row "cat > /dev/null" json 0 cat "$trace"
 row "zcat > /dev/null" gz 0 zcat "$trace.gz"
+row "memchr scan for {" json 0 "$scan" "$trace"
 for b in ${BEFORE:+"$BEFORE"} "$bin"; do
     label=$([ "$b" = "$bin" ] && echo "libreyolo (this build)" || echo "libreyolo (before)")
     for input in json gz; do
