@@ -307,7 +307,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     .collect();
                 if !failed.is_empty() {
                     print_stdout(&out)?;
-                    return Err(Error::Gate(format!("gate failed: {}", failed.join(", "))));
+                    return Err(Error::gate(format!("gate failed: {}", failed.join(", "))));
                 }
                 out
             }
@@ -338,7 +338,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 )));
             }
             // A long write: Ctrl-C removes its temporary file too.
-            crate::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+            crate::tempfiles::remove_on_signal()
+                .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e))?;
             let m = crate::merge::merge(&set, output, !a.no_align)?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
@@ -387,7 +388,7 @@ pub fn print_stdout(s: &str) -> Result<()> {
     let res =
         out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
     match res {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}"))),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}")).caused_by(e)),
         _ => Ok(()),
     }
 }

@@ -130,7 +130,7 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
             Ok(x) => x,
             Err(e) if opts.strict || e.exit_code() == crate::error::exit::USAGE => return Err(e),
             Err(e) => {
-                unread.push(format!("{e}"));
+                unread.push(e);
                 continue;
             }
         };
@@ -160,8 +160,8 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
         ranks.push(Rank { rank, input });
     }
     if ranks.is_empty() {
-        return Err(match (&opts.select, unread.first()) {
-            (_, Some(e)) => Error::failed(format!("no rank could be read: {e}")),
+        return Err(match (&opts.select, unread.into_iter().next()) {
+            (_, Some(e)) => Error::failed(format!("no rank could be read: {e}")).caused_by(e),
             (Some(_), None) => Error::usage("--ranks selects none of the ranks given"),
             (None, None) => Error::usage("no rank traces given"),
         });

@@ -151,7 +151,7 @@ fn check_window(p: &mut Plan, ds: &Dataset) -> Result<()> {
         } else {
             "a smaller batch (not even --batch 1 fits)".into()
         });
-        return Err(Error::NoProfile(format!(
+        return Err(Error::no_profile(format!(
             "no profile: {} images at batch {batch} give {available} iterations, but --warmup {} + --steps {} need {needed}. Ways out: {}",
             ds.len(),
             p.warmup,
