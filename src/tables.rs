@@ -360,7 +360,7 @@ mod tests {
     #[test]
     fn the_rank_and_collective_tables_read_back_with_their_rows_and_values() {
         let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/param_dlrm_v100_8rank"));
-        let set = ranks::load(&json_files_in(&dir).unwrap()).unwrap();
+        let set = ranks::load(&json_files_in(&dir).unwrap(), &Default::default()).unwrap();
         let j = job::job(&set);
         let calls: Vec<collectives::RankCalls<'_>> =
             set.ranks.iter().map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();

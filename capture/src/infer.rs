@@ -348,9 +348,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
         let trial = run_trial(&p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
         let m = measurements(args, &p, &loaded, &images, &trial);
         let prof = match &trial.trace {
-            Some(tmp) => libreyolo_core::analysis::analyze_file(tmp, Some(&m), false)
-                .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
-                .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?,
+            Some(tmp) => crate::output::analyze(tmp, &m)?,
             None => libreyolo_core::analysis::profile_without_trace(&m),
         };
         trial_paths.push(if last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::measured::{Measurements, SIDECAR};
 use super::schema::{ExtraFigures, Figures, Profile, SCHEMA_ID};
-use crate::analysis::{self, Sidecar};
+use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
 use crate::trace::Source;
 use crate::trace::event::TOO_DEEP;
@@ -104,25 +104,30 @@ pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(json)
 }
 
-/// Loads `arg` as a profile, analysing it first when it is a trace.
-pub fn load(arg: &str, progress: bool) -> Result<Input> {
-    load_with_notices(arg, progress).map(|(input, _)| input)
+/// How [`load`] reads an input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// A progress bar on stderr while a trace is analysed (a reader's
+    /// command line; never the explorer, which draws its own).
+    pub progress: bool,
+    /// Name the CPU op at each memory peak of a trace, from the same pass
+    /// (`profile memory`; docs/analysis.md §9).
+    pub peak_ops: bool,
 }
 
-/// [`load`], with the notices a reader prints on stderr: measured numbers
-/// beside a trace that were not taken, an unknown schema version, step
-/// names recorded more than once. They are in the profile's warnings too.
-pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
-    load_detailed(arg, progress, false)
+/// What [`load`] read: the input, and the notices a reader prints on
+/// stderr (measured numbers beside a trace that were not taken, an unknown
+/// schema version, step names recorded more than once). The notices are in
+/// the profile's warnings too.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub input: Input,
+    pub notices: Vec<String>,
 }
 
-/// [`load_with_notices`] for `profile memory`: a trace is analysed with the
-/// op at each memory peak named (from the same pass).
-pub fn load_with_peak_ops(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
-    load_detailed(arg, progress, true)
-}
-
-fn load_detailed(arg: &str, progress: bool, peak_ops: bool) -> Result<(Input, Vec<String>)> {
+/// Loads `arg` (a path, a folder or `-`, see [`resolve_input`]) as a
+/// profile, analysing it first when it is a trace.
+pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
     let path = resolve_input(arg)?;
     let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}")).caused_by(e);
     let src = if arg == "-" {
@@ -140,18 +145,19 @@ fn load_detailed(arg: &str, progress: bool, peak_ops: bool) -> Result<(Input, Ve
         }
         None => Sidecar::None,
     };
-    match analysis::analyze_source_with(&src, sidecar, progress, peak_ops).map_err(fail)? {
-        Some((mut profile, mut notices)) => {
+    let analyze = AnalyzeOptions { sidecar, progress: opts.progress, peak_ops: opts.peak_ops };
+    match analysis::analyze(&src, analyze).map_err(fail)? {
+        Some(Analysed { mut profile, mut notices }) => {
             profile.trace = Some(arg.to_string());
             if let Some(n) = unread {
                 profile.warnings.insert(0, n.clone());
                 notices.insert(0, n);
             }
-            Ok((Input { path, profile, from_trace: true }, notices))
+            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices })
         }
         None => {
             let (profile, notices) = read_profile(&src).map_err(fail)?;
-            Ok((Input { path, profile, from_trace: false }, notices))
+            Ok(Loaded { input: Input { path, profile, from_trace: false }, notices })
         }
     }
 }

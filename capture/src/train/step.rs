@@ -556,9 +556,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
         let trial = run_trial(&p, &ds, &m, &out_dir)?;
         let meas = measurements(args, &p, &m, &ds, &trial);
         let trace_tmp = trial.trace.ok_or_else(|| Error::failed("no trace was captured"))?;
-        let prof = libreyolo_core::analysis::analyze_file(&trace_tmp, Some(&meas), false)
-            .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
-            .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?;
+        let prof = crate::output::analyze(&trace_tmp, &meas)?;
         let is_last = k + 1 == args.repeat;
         trial_paths.push(if is_last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
         trial_profiles.push(prof.clone());
