@@ -4,7 +4,6 @@
 //! job view is a reduce over the per-rank profiles (`lens::job`).
 
 use std::path::{Path, PathBuf};
-
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::load::{Input, LoadOptions, Loaded, json_files_in, load as load_one};
