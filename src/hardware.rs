@@ -17,6 +17,7 @@ use std::sync::LazyLock;
 use regex::{Regex, RegexBuilder};
 use serde::{Deserialize, Serialize};
 
+use crate::error::{Error, Result};
 use crate::trace::DeviceProps;
 
 /// The number formats a device's peak is quoted for.
@@ -188,27 +189,27 @@ struct RawRule {
 /// in messages. With `builtin` (a user file), a row without `match` that
 /// repeats a built-in row's name takes that row's rules: it corrects the
 /// built-in figures.
-fn parse_table(text: &str, origin: &str, builtin: Option<&Table>) -> Result<Table, String> {
-    let raw: RawFile = toml::from_str(text).map_err(|e| format!("{origin}: {}", e.to_string().trim_end()))?;
+fn parse_table(text: &str, origin: &str, builtin: Option<&Table>) -> Result<Table> {
+    let raw: RawFile = toml::from_str(text).map_err(|e| Error::failed(format!("{origin}: {}", e.to_string().trim_end())).caused_by(e))?;
     let rows = raw
         .device
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
             let what = format!("{origin}: device {} ({:?})", i + 1, r.name);
-            parse_row(r, origin, builtin).map_err(|e| format!("{what}: {e}"))
+            parse_row(r, origin, builtin).map_err(|e| Error::failed(format!("{what}: {e}")).caused_by(e))
         })
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>>>()?;
     Ok(Table { rows })
 }
 
-fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row, String> {
+fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row> {
     let name = r.name.trim().to_string();
     if name.is_empty() {
-        return Err("empty name".into());
+        return Err(Error::failed("empty name"));
     }
     if !(r.mem_tbps.is_finite() && r.mem_tbps > 0.0) {
-        return Err(format!("mem_tbps must be a positive number, not {}", r.mem_tbps));
+        return Err(Error::failed(format!("mem_tbps must be a positive number, not {}", r.mem_tbps)));
     }
     let figures = [
         (PeakClass::Fp64, r.fp64),
@@ -224,26 +225,26 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row, St
     for (class, v) in figures {
         let Some(v) = v else { continue };
         if !(v.is_finite() && v > 0.0) {
-            return Err(format!("{} must be a positive number, not {v}", class.as_str()));
+            return Err(Error::failed(format!("{} must be a positive number, not {v}", class.as_str())));
         }
         tflops.push((class, v));
     }
     if tflops.is_empty() {
-        return Err("no peak given (fp64, fp32, fp32_matrix, tf32, bf16, fp16, fp8 or int8)".into());
+        return Err(Error::failed("no peak given (fp64, fp32, fp32_matrix, tf32, bf16, fp16, fp8 or int8)"));
     }
     let rules = if r.rules.is_empty() {
         let inherited = builtin.and_then(|b| b.rows.iter().find(|row| row.peaks.name.eq_ignore_ascii_case(&name)));
         match inherited {
             Some(row) => row.rules.clone(),
-            None if builtin.is_some() => return Err("no `match`, and no built-in device of that name to take it from".into()),
-            None => return Err("no `match`".into()),
+            None if builtin.is_some() => return Err(Error::failed("no `match`, and no built-in device of that name to take it from")),
+            None => return Err(Error::failed("no `match`")),
         }
     } else {
         r.rules
             .into_iter()
             .enumerate()
-            .map(|(i, m)| parse_rule(m).map_err(|e| format!("match {}: {e}", i + 1)))
-            .collect::<Result<_, _>>()?
+            .map(|(i, m)| parse_rule(m).map_err(|e| Error::failed(format!("match {}: {e}", i + 1)).caused_by(e)))
+            .collect::<Result<_>>()?
     };
     let source = match r.source.map(|s| s.trim().to_string()) {
         Some(s) if !s.is_empty() => s,
@@ -252,21 +253,26 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row, St
     Ok(Row { peaks: Peaks { name, tflops, mem_tbps: r.mem_tbps, source }, rules })
 }
 
-fn parse_rule(m: RawRule) -> Result<Rule, String> {
+fn parse_rule(m: RawRule) -> Result<Rule> {
     let name = match m.name {
-        Some(pat) => Some(RegexBuilder::new(&pat).case_insensitive(true).build().map_err(|e| format!("name {pat:?} is not a regex: {e}"))?),
+        Some(pat) => Some(
+            RegexBuilder::new(&pat)
+                .case_insensitive(true)
+                .build()
+                .map_err(|e| Error::failed(format!("name {pat:?} is not a regex: {e}")).caused_by(e))?,
+        ),
         None => None,
     };
     let compute = match m.compute {
         Some(c) => {
             let parsed = c.trim().split_once('.').and_then(|(ma, mi)| Some((ma.parse().ok()?, mi.parse().ok()?)));
-            Some(parsed.ok_or_else(|| format!("compute {c:?} is not \"major.minor\""))?)
+            Some(parsed.ok_or_else(|| Error::failed(format!("compute {c:?} is not \"major.minor\"")))?)
         }
         None => None,
     };
     for (key, v) in [("memory_gb_min", m.memory_gb_min), ("memory_gb_max", m.memory_gb_max)] {
         if v.is_some_and(|v| !v.is_finite() || v < 0.0) {
-            return Err(format!("{key} must be a number of GB"));
+            return Err(Error::failed(format!("{key} must be a number of GB")));
         }
     }
     let rule = Rule { name, sms: m.sms, compute, warp_size: m.warp_size, memory_gb_min: m.memory_gb_min, memory_gb_max: m.memory_gb_max };
@@ -277,7 +283,7 @@ fn parse_rule(m: RawRule) -> Result<Rule, String> {
         || rule.memory_gb_min.is_some()
         || rule.memory_gb_max.is_some();
     if !any {
-        return Err("no condition (name, sms, compute, warp_size, memory_gb_min, memory_gb_max)".into());
+        return Err(Error::failed("no condition (name, sms, compute, warp_size, memory_gb_min, memory_gb_max)"));
     }
     Ok(rule)
 }

@@ -109,12 +109,12 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
                 if gzip {
                     let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(GZIP_LEVEL));
                     for chunk in rx {
-                        gz.write_all(&chunk).map_err(|e| write_error(output, &e))?;
+                        gz.write_all(&chunk).map_err(|e| write_error(output, e))?;
                     }
-                    gz.finish().map(drop).map_err(|e| write_error(output, &e))
+                    gz.finish().map(drop).map_err(|e| write_error(output, e))
                 } else {
                     for chunk in rx {
-                        w.write_all(&chunk).map_err(|e| write_error(output, &e))?;
+                        w.write_all(&chunk).map_err(|e| write_error(output, e))?;
                     }
                     Ok(())
                 }
@@ -186,8 +186,8 @@ fn digits(n: u32) -> u32 {
     n.checked_ilog10().map_or(1, |d| d + 1)
 }
 
-fn write_error(path: &Path, e: &std::io::Error) -> Error {
-    Error::failed(format!("cannot write {}: {e}", path.display()))
+fn write_error(path: &Path, e: std::io::Error) -> Error {
+    Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
 }
 
 /// Each rank's clock offset, ns, in the set's order. Aligned: the first
@@ -277,7 +277,7 @@ impl Out<'_> {
                 .map(|r| serde_json::json!({"rank": r.rank, "pid": r.pid, "file": r.file, "offset_us": r.offset_us}))
                 .collect(),
         };
-        let info = serde_json::to_string(&info).map_err(|e| Error::failed(format!("cannot encode the merge header: {e}")))?;
+        let info = serde_json::to_string(&info).map_err(|e| Error::failed(format!("cannot encode the merge header: {e}")).caused_by(e))?;
         self.buf.extend_from_slice(b"{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"libreyoloMerge\": ");
         self.buf.extend_from_slice(info.as_bytes());
         self.buf.extend_from_slice(b",\n  \"traceEvents\": [\n");
@@ -306,7 +306,7 @@ impl Out<'_> {
     }
 
     fn flush(&mut self) -> Result<()> {
-        self.w.write_all(&self.buf).map_err(|e| write_error(self.path, &e))?;
+        self.w.write_all(&self.buf).map_err(|e| write_error(self.path, e))?;
         self.buf.clear();
         Ok(())
     }

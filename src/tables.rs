@@ -107,14 +107,16 @@ mod imp {
 
     /// One Parquet file from its columns, written atomically.
     fn write_table(path: &Path, cols: Vec<(Field, ArrayRef)>) -> Result<()> {
-        let fail = |e: &dyn std::fmt::Display| Error::failed(format!("cannot write {}: {e}", path.display()));
+        fn cause<E: std::error::Error + Send + Sync + 'static>(path: &Path) -> impl Fn(E) -> Error + '_ {
+            move |e| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
+        }
         let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = cols.into_iter().unzip();
         let schema = Arc::new(Schema::new(fields));
-        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(|e| fail(&e))?;
+        let batch = RecordBatch::try_new(schema.clone(), arrays).map_err(cause(path))?;
         let mut bytes = Vec::new();
-        let mut w = ArrowWriter::try_new(&mut bytes, schema, None).map_err(|e| fail(&e))?;
-        w.write(&batch).map_err(|e| fail(&e))?;
-        w.close().map_err(|e| fail(&e))?;
+        let mut w = ArrowWriter::try_new(&mut bytes, schema, None).map_err(cause(path))?;
+        w.write(&batch).map_err(cause(path))?;
+        w.close().map_err(cause(path))?;
         crate::profile::write_atomic(path, &bytes)
     }
 
@@ -358,7 +360,7 @@ mod tests {
     #[test]
     fn the_rank_and_collective_tables_read_back_with_their_rows_and_values() {
         let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/param_dlrm_v100_8rank"));
-        let set = ranks::load(&json_files_in(&dir).unwrap()).unwrap();
+        let set = ranks::load(&json_files_in(&dir).unwrap(), &Default::default()).unwrap();
         let j = job::job(&set);
         let calls: Vec<collectives::RankCalls<'_>> =
             set.ranks.iter().map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();

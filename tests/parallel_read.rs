@@ -9,7 +9,7 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use libreyolo_core::analysis::{Sidecar, analyze_source};
+use libreyolo_core::analysis::{Analysed, analyze};
 use libreyolo_core::trace::{self, Source, parallel};
 use proptest::prelude::*;
 
@@ -37,8 +37,8 @@ fn inflate(path: &Path) -> Vec<u8> {
 /// The profile of `src` as JSON without the input's name, or the error's
 /// sentence, read with `threads` threads in blocks of `block` bytes.
 fn read(src: &Source, threads: usize, block: usize) -> String {
-    parallel::with_share(threads, block, || match analyze_source(src, Sidecar::None, false) {
-        Ok(Some((p, notes))) => {
+    parallel::with_share(threads, block, || match analyze(src, Default::default()) {
+        Ok(Some(Analysed { profile: p, notices: notes })) => {
             let mut v = serde_json::to_value(&p).unwrap();
             v.as_object_mut().unwrap().remove("trace");
             format!("{}\n{notes:?}", serde_json::to_string_pretty(&v).unwrap())

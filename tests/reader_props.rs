@@ -15,7 +15,7 @@
 
 use std::io::{Read, Write};
 
-use libreyolo_core::analysis::{Sidecar, analyze_source};
+use libreyolo_core::analysis::analyze;
 use libreyolo_core::profile::{self, Profile};
 use libreyolo_core::trace::Source;
 use proptest::prelude::*;
@@ -92,7 +92,7 @@ const PROFILE: &str = r#"{"schema": "libreyolo.profile.analysis/v1", "mode": "in
 fn load(bytes: &[u8]) -> Result<profile::Input, libreyolo_core::Error> {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(bytes).unwrap();
-    profile::load(f.path().to_str().unwrap(), false)
+    profile::load(f.path().to_str().unwrap(), Default::default()).map(|l| l.input)
 }
 
 /// Every time a profile states is finite and not negative.
@@ -254,7 +254,7 @@ proptest! {
         }
         let file = load(&bytes).unwrap().profile;
         let src = Source::stream("pipe", Box::new(Chunks { bytes, at: 0, sizes, k: 0 }));
-        let (streamed, _) = analyze_source(&src, Sidecar::None, false).unwrap().unwrap();
+        let streamed = analyze(&src, Default::default()).unwrap().unwrap().profile;
         prop_assert_eq!(comparable(&streamed), comparable(&file));
     }
 
@@ -263,7 +263,7 @@ proptest! {
         let body = PROFILE.replacen("{", &format!("{{\"{extra}\": {value}, "), 1).replace("analysis/v1", &format!("analysis/v{version}"));
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(body.as_bytes()).unwrap();
-        let (input, notices) = profile::load_with_notices(f.path().to_str().unwrap(), false).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let profile::Loaded { input, notices } = profile::load(f.path().to_str().unwrap(), Default::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(input.profile.figures.step_ms, 241.403);
         prop_assert_eq!(notices.len(), usize::from(version != 1));
     }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use common::{read_json, run, shared};
-use libreyolo_core::analysis::Sidecar;
+use libreyolo_core::analysis::AnalyzeOptions;
 use serde_json::Value;
 
 /// One `[memory]` event, read the simple way.
@@ -218,7 +218,8 @@ fn the_profile_keeps_the_timeline_and_reads_it_back_the_same() {
     let from_trace = memory_json(&path);
     // Write the analysed profile the way a capture does and read it back.
     let src = libreyolo_core::trace::Source::path(&path).unwrap();
-    let (profile, _) = libreyolo_core::analysis::analyze_source_with(&src, Sidecar::None, false, true).unwrap().unwrap();
+    let opts = AnalyzeOptions { peak_ops: true, ..Default::default() };
+    let profile = libreyolo_core::analysis::analyze(&src, opts).unwrap().unwrap().profile;
     let out = dir.path().join("profile.json");
     std::fs::write(&out, serde_json::to_string(&profile).unwrap()).unwrap();
     let from_profile = memory_json(&out);

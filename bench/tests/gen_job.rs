@@ -21,7 +21,7 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
     let files = json_files_in(&dir).unwrap();
     assert_eq!(files.len(), 4);
-    let set = ranks::load(&files).unwrap();
+    let set = ranks::load(&files, &Default::default()).unwrap();
     assert_eq!(set.world_size, Some(4));
     let j = job::job(&set);
     assert_eq!(j.stragglers.len(), 1, "{:#?}", j.stragglers);
@@ -75,7 +75,7 @@ fn a_stretched_kernel_before_the_all_reduces_is_found_by_the_waits_it_causes() {
             .unwrap();
         assert!(st.success());
         let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
-        let set = ranks::load(&json_files_in(&dir).unwrap()).unwrap();
+        let set = ranks::load(&json_files_in(&dir).unwrap(), &Default::default()).unwrap();
         (job::job(&set), truth)
     };
     let (calm, _) = gen_job(0.0);

@@ -27,7 +27,7 @@ fn generate(dir: &Path, name: &str, size: &str, seed: u64, gzip: bool) -> (PathB
 }
 
 fn load(path: &Path) -> Profile {
-    profile::load(path.to_str().expect("utf-8 temp path"), false).expect("the generated trace analyses").profile
+    profile::load(path.to_str().expect("utf-8 temp path"), Default::default()).expect("the generated trace analyses").input.profile
 }
 
 fn u(t: &Value, key: &str) -> u64 {

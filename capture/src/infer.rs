@@ -19,11 +19,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use crate::window::Window;
-use libreyolo_core::cli::{AmpDtype, InferArgs};
+use libreyolo_core::cli::{AmpDtype, InferArgs, ModelSize};
 use libreyolo_core::conditions::{self, Conditions};
+use libreyolo_core::lens::capture::Capture;
 use libreyolo_core::profile::measured::RealTiming;
-use libreyolo_core::profile::{self, Latency, Measurements, Mode, Profile, Stages};
-use libreyolo_core::render::text::{num, throughput};
+use libreyolo_core::profile::{self, Latency, Measurements, Mode, Stages};
+use libreyolo_core::render::{self, text};
 use libreyolo_core::{Error, Result};
 use serde_json::{Map, Value, json};
 use tch::{Device, Tensor};
@@ -39,8 +40,21 @@ use crate::weights::{self, Loaded};
 /// The torch version this crate is built for (capture/TORCH_VERSION).
 pub const TORCH_VERSION: &str = include_str!("../TORCH_VERSION");
 
-/// Validated settings of one `infer`.
-struct Plan {
+/// Validated settings of one `infer`: the command line checked once
+/// ([`Plan::new`]), so nothing past it reads the clap structs.
+pub struct Plan {
+    /// `--weights`: a checkpoint path or name, as given.
+    weights: String,
+    size: ModelSize,
+    /// `--source`: images (`None`: the bundled sample).
+    source: Option<String>,
+    /// `--fuse`: the deployed graph (BatchNorm folded, RepConv merged).
+    fuse: bool,
+    repeat: usize,
+    threads: Option<usize>,
+    project: PathBuf,
+    /// `--json`: the report as JSON on stdout.
+    json: bool,
     batch: usize,
     imgsz: i64,
     warmup: usize,
@@ -58,46 +72,57 @@ struct Plan {
     device: Device,
 }
 
-fn plan(args: &InferArgs) -> Result<Plan> {
-    let bf16 = args.amp_dtype == AmpDtype::Bfloat16;
-    if args.batch == 0 {
-        return Err(Error::usage("--batch must be at least 1"));
+impl Plan {
+    /// Checks the flags (exit 2 on a bad one) before anything is loaded.
+    pub fn new(args: &InferArgs) -> Result<Plan> {
+        let bf16 = args.amp_dtype == AmpDtype::Bfloat16;
+        if args.batch == 0 {
+            return Err(Error::usage("--batch must be at least 1"));
+        }
+        if args.runs < 2 {
+            return Err(Error::usage(format!(
+                "--runs {}: at least 2 measured runs are needed (one unsynced for latency, one synced for the stage split)",
+                args.runs
+            )));
+        }
+        if args.repeat == 0 {
+            return Err(Error::usage("--repeat must be at least 1"));
+        }
+        let imgsz = model::check_imgsz(args.imgsz)?;
+        if !(0.0..=1.0).contains(&args.conf) || !(0.0..=1.0).contains(&args.iou) {
+            return Err(Error::usage("--conf and --iou must be between 0 and 1"));
+        }
+        let device = device::parse(args.device)?;
+        let half = args.half();
+        if half && device == Device::Cpu {
+            return Err(Error::usage(
+                "--half autocasts the forward on CUDA only; on --device cpu drop --half (or run on a GPU with --device 0)",
+            ));
+        }
+        Ok(Plan {
+            weights: args.weights.clone(),
+            size: args.size,
+            source: args.source.clone(),
+            fuse: args.fuse,
+            repeat: args.repeat,
+            threads: args.threads,
+            project: PathBuf::from(&args.project),
+            json: args.json,
+            batch: args.batch,
+            imgsz,
+            warmup: args.warmup,
+            runs: args.runs,
+            unsynced: (args.runs / 2).max(1),
+            conf: args.conf,
+            iou: args.iou,
+            max_det: args.max_det,
+            half,
+            bf16,
+            trace: args.trace(),
+            memory: args.memory,
+            device,
+        })
     }
-    if args.runs < 2 {
-        return Err(Error::usage(format!(
-            "--runs {}: at least 2 measured runs are needed (one unsynced for latency, one synced for the stage split)",
-            args.runs
-        )));
-    }
-    if args.repeat == 0 {
-        return Err(Error::usage("--repeat must be at least 1"));
-    }
-    let imgsz = model::check_imgsz(args.imgsz)?;
-    if !(0.0..=1.0).contains(&args.conf) || !(0.0..=1.0).contains(&args.iou) {
-        return Err(Error::usage("--conf and --iou must be between 0 and 1"));
-    }
-    let device = device::parse(args.device)?;
-    let half = args.half();
-    if half && device == Device::Cpu {
-        return Err(Error::usage(
-            "--half autocasts the forward on CUDA only; on --device cpu drop --half (or run on a GPU with --device 0)",
-        ));
-    }
-    Ok(Plan {
-        batch: args.batch,
-        imgsz,
-        warmup: args.warmup,
-        runs: args.runs,
-        unsynced: (args.runs / 2).max(1),
-        conf: args.conf,
-        iou: args.iou,
-        max_det: args.max_det,
-        half,
-        bf16,
-        trace: args.trace(),
-        memory: args.memory,
-        device,
-    })
 }
 
 /// What one trial measured.
@@ -253,12 +278,12 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| libreyolo_core::util::round(v.iter().sum::<f64>() / v.len() as f64, 3))
 }
 
-fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measurements {
+fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measurements {
     let lat = latency(&t.latencies_ms);
     let img_per_s = if lat.mean_ms > 0.0 { Some(libreyolo_core::util::round(p.batch as f64 * 1e3 / lat.mean_ms, 2)) } else { None };
     let mut meta = Map::new();
     // The reference's keys, in its order, then ours.
-    meta.insert("model".into(), json!(args.weights));
+    meta.insert("model".into(), json!(p.weights));
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));
     meta.insert("half".into(), json!(p.half));
@@ -270,19 +295,19 @@ fn measurements(args: &InferArgs, p: &Plan, m: &Loaded, images: &[Image], t: &Tr
     meta.insert("mode".into(), json!("inference"));
     meta.insert("size".into(), json!(m.size));
     meta.insert("nc".into(), json!(m.nc));
-    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| args.weights.clone())));
+    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())));
     meta.insert("weights_source".into(), json!(m.weights_source));
     if let Some(s) = m.checkpoint_imgsz {
         meta.insert("checkpoint_imgsz".into(), json!(s));
     }
     meta.insert("letterbox_pad".into(), json!(m.pad.as_str()));
-    meta.insert("source".into(), json!(args.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())));
+    meta.insert("source".into(), json!(p.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())));
     meta.insert("images".into(), json!(images.len()));
     meta.insert("warmup".into(), json!(p.warmup));
     meta.insert("runs".into(), json!(p.runs));
     meta.insert("threads".into(), json!(tch::get_num_threads()));
     meta.insert("trace".into(), json!(p.trace));
-    meta.insert("fused".into(), json!(args.fuse));
+    meta.insert("fused".into(), json!(p.fuse));
     if t.images_postprocessed > 0 {
         meta.insert(
             "detections_per_image".into(),
@@ -319,38 +344,43 @@ pub fn host(conditions: Option<&Conditions>) -> Value {
     })
 }
 
-/// Runs `profile infer` and returns what to print on stdout.
+/// Runs `profile infer` and returns what to print on stdout: the flags
+/// checked into a [`Plan`], the capture run, its report rendered.
 pub fn infer(args: &InferArgs) -> Result<String> {
-    let p = plan(args)?;
-    device::set_threads(args.threads)?;
-    let files = source::resolve(args.source.as_deref())?;
+    let p = Plan::new(args)?;
+    let report = capture(&p)?;
+    if p.json { render::json(&report) } else { Ok(text::capture(&report)) }
+}
+
+/// Runs the capture `p` plans: writes its files and returns its report.
+pub fn capture(p: &Plan) -> Result<Capture> {
+    device::set_threads(p.threads)?;
+    let files = source::resolve(p.source.as_deref())?;
     let images = source::load(&files)?;
-    let mut loaded = weights::load(&args.weights, args.size, p.device)?;
+    let mut loaded = weights::load(&p.weights, p.size, p.device)?;
     // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
-    if args.fuse {
+    if p.fuse {
         loaded.model.fuse();
     }
     for note in &loaded.notes {
         eprintln!("{note}");
     }
 
-    let project = PathBuf::from(&args.project);
+    let project = &p.project;
     let out_dir = project.join("infer");
     crate::output::prepare(&out_dir)?;
     let mut trial_profiles = Vec::new();
     let mut trial_paths = Vec::new();
     let mut final_files: Option<(Measurements, Option<tempfile::TempPath>)> = None;
-    for k in 0..args.repeat {
-        let last = k + 1 == args.repeat;
-        if args.repeat > 1 {
-            eprintln!("trial {}/{}", k + 1, args.repeat);
+    for k in 0..p.repeat {
+        let last = k + 1 == p.repeat;
+        if p.repeat > 1 {
+            eprintln!("trial {}/{}", k + 1, p.repeat);
         }
-        let trial = run_trial(&p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
-        let m = measurements(args, &p, &loaded, &images, &trial);
+        let trial = run_trial(p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
+        let m = measurements(p, &loaded, &images, &trial);
         let prof = match &trial.trace {
-            Some(tmp) => libreyolo_core::analysis::analyze_file(tmp, Some(&m), false)
-                .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
-                .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?,
+            Some(tmp) => crate::output::analyze(tmp, &m)?,
             None => libreyolo_core::analysis::profile_without_trace(&m),
         };
         trial_paths.push(if last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
@@ -368,11 +398,11 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     // Everything measured and analysed: put the files in place.
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())))?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())).caused_by(e))?;
     profile::write_json(&out_dir.join(profile::measured::SIDECAR), &m)?;
     match trace_tmp {
         Some(tmp) => {
-            tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
+            tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e))?;
             prof.trace = Some(trace_path.display().to_string());
         }
         None => {
@@ -384,7 +414,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     profile::write_json(&profile_path, &prof)?;
     let mut shown = prof.clone();
     let mut shown_path = profile_path.clone();
-    if args.repeat > 1 {
+    if p.repeat > 1 {
         if let Some(last) = trial_profiles.last_mut() {
             *last = prof.clone();
         }
@@ -394,56 +424,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
         profile::write_json(&shown_path, &agg)?;
         shown = agg;
     }
-    Ok(if args.json { render_json(&shown, &shown_path) } else { render_text(&shown, &shown_path) })
-}
-
-fn render_text(p: &Profile, path: &Path) -> String {
-    let mut o = String::new();
-    let lat = p.figures.latency.clone().unwrap_or_default();
-    o += &format!(
-        "latency  p50 {} ms | p90 {} ms | p99 {} ms  |  {}\n",
-        num(lat.p50_ms, 3),
-        num(lat.p90_ms, 3),
-        num(lat.p99_ms, 3),
-        throughput(p.figures.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1))
-    );
-    if let Some(s) = &p.figures.stages_ms {
-        let f = |v: Option<f64>| v.map_or("n/a".to_string(), |v| num(v, 3));
-        o += &format!(
-            "stages   preprocess {} ms | forward {} ms | postprocess/NMS {} ms\n",
-            f(s.preprocess),
-            f(s.forward),
-            f(s.postprocess)
-        );
-    }
-    o += &format!(">> {}: {}\n", p.bound.as_str().to_uppercase(), p.bound_why);
-    o += &format!("profile: {}\n", path.display());
-    if let Some(t) = &p.trace {
-        o += &format!("trace:   {t}\n");
-    }
-    o += &format!("next:    libreyolo profile summary {}", path.display());
-    o
-}
-
-fn render_json(p: &Profile, path: &Path) -> String {
-    let lat = p.figures.latency.clone().unwrap_or_default();
-    let v = json!({
-        "profile": path.display().to_string(),
-        "trace": p.trace,
-        "mode": "inference",
-        "img_per_s": p.figures.img_per_s,
-        "img_per_s_std": p.img_per_s_std,
-        "img_per_s_n": p.img_per_s_n.unwrap_or(1),
-        "latency_p50_ms": lat.p50_ms,
-        "latency_p90_ms": lat.p90_ms,
-        "latency_p99_ms": lat.p99_ms,
-        "bound": p.bound,
-        "bound_why": p.bound_why,
-        "stages_ms": p.figures.stages_ms,
-        "device": p.config.as_map().get("device").cloned().unwrap_or(Value::Null),
-        "weights_source": p.config.as_map().get("weights_source").cloned().unwrap_or(Value::Null),
-    });
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+    Ok(Capture::inference(&shown, &shown_path))
 }
 
 #[cfg(test)]

@@ -5,13 +5,15 @@
 
 use std::path::Path;
 
+use libreyolo_core::analysis::{self, AnalyzeOptions};
 use libreyolo_core::conditions::{self, Conditions};
 use libreyolo_core::profile::{Measurements, Profile, measured};
+use libreyolo_core::trace::Source;
 use libreyolo_core::{Error, Result};
 
 /// Creates `dir` if needed and proves a file can be written in it.
 pub fn prepare(dir: &Path) -> Result<()> {
-    let unusable = |e: std::io::Error| Error::usage(format!("--project: cannot write in {}: {e}", dir.display()));
+    let unusable = |e: std::io::Error| Error::usage(format!("--project: cannot write in {}: {e}", dir.display())).caused_by(e);
     std::fs::create_dir_all(dir).map_err(unusable)?;
     tempfile::tempfile_in(dir).map_err(unusable)?;
     Ok(())
@@ -29,6 +31,15 @@ pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
         eprintln!("warning: {w}");
     }
     t.aggregate
+}
+
+/// The core's analysis of a trace the capture just wrote, with the numbers
+/// it measured alongside (trusted; the op at each memory peak named).
+pub fn analyze(trace: &Path, measured: &Measurements) -> Result<Profile> {
+    let fail = |e: Error| Error::failed(format!("cannot analyse the captured trace: {e}")).caused_by(e);
+    let src = Source::path(trace).map_err(fail)?;
+    let analysed = analysis::analyze(&src, AnalyzeOptions::captured(measured)).map_err(fail)?;
+    Ok(analysed.ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?.profile)
 }
 
 /// Records in the sidecar which trace it belongs to: the file name the

@@ -54,7 +54,7 @@ fn infer_on_cpu_then_every_reader() {
     let trace_path = dir.path().join("infer/profile_trace.json");
     assert!(profile_path.is_file() && trace_path.is_file());
 
-    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), false).unwrap().profile;
+    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert_eq!(p.mode, Some(libreyolo_core::profile::Mode::Inference));
     assert_eq!(p.bound, libreyolo_core::profile::Verdict::Compute, "CPU verdict: {}", p.bound_why);
     let lat = p.figures.latency.as_ref().unwrap();
@@ -72,7 +72,7 @@ fn infer_on_cpu_then_every_reader() {
     assert!(p.config.as_map()["threads"].as_i64().unwrap() >= 1);
 
     // The trace alone parses to the same steps.
-    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), false).unwrap().profile;
+    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert_eq!(t.figures.window.real_steps, 6);
 
     let pp = profile_path.to_str().unwrap();
@@ -93,13 +93,15 @@ fn json_no_trace_and_repeat() {
     assert_eq!(v["mode"], "inference");
     assert!(v["latency_p50_ms"].as_f64().unwrap() > 0.0);
     assert!(!dir.path().join("infer/profile_trace.json").exists());
-    let p = libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let p =
+        libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert!(p.trace.is_none() && p.figures.latency.is_some());
 
     let rep = tempfile::tempdir().unwrap();
     let out = run(rep.path(), &["--repeat", "2", "--runs", "4"]).unwrap();
     assert!(out.contains("(n=2)"), "{out}");
-    let r = libreyolo_core::profile::load(rep.path().join("infer_repeat.json").to_str().unwrap(), false).unwrap().profile;
+    let r =
+        libreyolo_core::profile::load(rep.path().join("infer_repeat.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert_eq!(r.img_per_s_n, Some(2));
     assert_eq!(r.img_per_s_trials.as_ref().map(Vec::len), Some(2));
     assert!(r.img_per_s_std.is_some());
@@ -152,7 +154,7 @@ torch.save(ck, sys.argv[3])
     )
     .unwrap();
     assert!(out.contains("img/s"));
-    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert_eq!(p.config.as_map()["weights_source"], "file");
     assert_eq!(p.config.as_map()["size"], "t", "the checkpoint's size wins over --size");
     assert_eq!(p.config.as_map()["nc"], 3);
@@ -327,7 +329,7 @@ impl Drop for Hog {
 }
 
 fn conditions_of(project: &Path) -> libreyolo_core::conditions::Conditions {
-    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     libreyolo_core::conditions::Conditions::of_host(p.host.as_ref()).expect("host.conditions recorded")
 }
 
@@ -425,7 +427,8 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
 fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     let dir = tempfile::tempdir().unwrap();
     run(dir.path(), &["--memory"]).unwrap();
-    let p = libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let p =
+        libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     let cpu = p.memory.iter().find(|d| d.device == "cpu").unwrap_or_else(|| panic!("no cpu timeline: {:?}", p.memory));
     // The trace, read whole: the CPU allocator's events inside the steps.
     let trace = read_json(&dir.path().join("infer/profile_trace.json"));
@@ -453,7 +456,8 @@ fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     // Without --memory the trace has no allocator events, and the reader says so.
     let plain = tempfile::tempdir().unwrap();
     run(plain.path(), &[]).unwrap();
-    let q = libreyolo_core::profile::load(plain.path().join("infer/profile.json").to_str().unwrap(), false).unwrap().profile;
+    let q =
+        libreyolo_core::profile::load(plain.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
     assert!(q.memory.is_empty(), "{:?}", q.memory);
     assert_eq!(libreyolo_core::lens::memory::memory(&q).none.as_deref(), Some(libreyolo_core::lens::memory::NO_MEMORY));
 }

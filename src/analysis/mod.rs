@@ -960,8 +960,9 @@ pub use build::without_trace as profile_without_trace;
 
 /// A capture's measured numbers for a trace, and whether they are known to
 /// belong to it.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone, Copy, Default)]
 pub enum Sidecar<'m> {
+    #[default]
     None,
     /// Given by the caller that captured the trace (the capture itself).
     Trusted(&'m Measurements),
@@ -970,31 +971,40 @@ pub enum Sidecar<'m> {
     Found(&'m Measurements, &'m Path),
 }
 
-/// Analyses the raw trace at `path` (with its measured numbers, if any).
-/// Returns `Ok(None)` when the file turns out to be a profile, not a trace.
-pub fn analyze_file(path: &Path, measured: Option<&Measurements>, progress: bool) -> Result<Option<Profile>> {
-    let sidecar = measured.map_or(Sidecar::None, Sidecar::Trusted);
-    Ok(analyze_source(&trace::Source::path(path)?, sidecar, progress)?.map(|(p, _)| p))
+/// How [`analyze`] reads a trace.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AnalyzeOptions<'m> {
+    /// The measured numbers that go with the trace, if any.
+    pub sidecar: Sidecar<'m>,
+    /// A progress bar on stderr while the trace is read.
+    pub progress: bool,
+    /// Name the CPU op at each device's memory peak (docs/analysis.md §9),
+    /// from the ops the pass kept.
+    pub peak_ops: bool,
 }
 
-/// Analyses the trace `src` holds. Returns the profile and the notices a
-/// reader should show on stderr (also kept in the profile's warnings):
-/// measured numbers ignored, step names recorded more than once.
-pub fn analyze_source(src: &trace::Source, sidecar: Sidecar<'_>, progress: bool) -> Result<Option<(Profile, Vec<String>)>> {
-    // A capture's profile.json keeps the op at the memory peak; other
-    // readers' outputs name it where they show memory (`profile memory`).
-    let peak_ops = matches!(sidecar, Sidecar::Trusted(_));
-    analyze_source_with(src, sidecar, progress, peak_ops)
+impl<'m> AnalyzeOptions<'m> {
+    /// A capture's own trace and numbers: trusted, and the op at the memory
+    /// peak kept in its profile.json (other readers' outputs name it where
+    /// they show memory, `profile memory`).
+    pub fn captured(measured: &'m Measurements) -> Self {
+        AnalyzeOptions { sidecar: Sidecar::Trusted(measured), progress: false, peak_ops: true }
+    }
 }
 
-/// [`analyze_source`], naming the CPU op at each device's memory peak when
-/// `peak_ops` is set (docs/analysis.md §9), from the ops the pass kept.
-pub fn analyze_source_with(
-    src: &trace::Source,
-    sidecar: Sidecar<'_>,
-    progress: bool,
-    peak_ops: bool,
-) -> Result<Option<(Profile, Vec<String>)>> {
+/// A trace analysed: its profile, and the notices a reader should show on
+/// stderr (also kept in the profile's warnings): measured numbers ignored,
+/// step names recorded more than once.
+#[derive(Debug, Clone)]
+pub struct Analysed {
+    pub profile: Profile,
+    pub notices: Vec<String>,
+}
+
+/// Analyses the trace `src` holds. Returns `Ok(None)` when it turns out to
+/// be a profile, not a trace.
+pub fn analyze(src: &trace::Source, opts: AnalyzeOptions<'_>) -> Result<Option<Analysed>> {
+    let AnalyzeOptions { sidecar, progress, peak_ops } = opts;
     let mut analyzer = Analyzer::default();
     let info = match trace::read_source(src, &mut analyzer, progress)? {
         Document::Profile => return Ok(None),
@@ -1045,7 +1055,7 @@ pub fn analyze_source_with(
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
-    Ok(Some((profile, notices)))
+    Ok(Some(Analysed { profile, notices }))
 }
 
 impl Analyzer {
@@ -1093,7 +1103,8 @@ mod tests {
             (late, false),
         ] {
             let before = trace::passes_on_this_thread();
-            let (p, _) = analyze_source_with(&trace::Source::path(&path).unwrap(), Sidecar::None, false, peak_ops).unwrap().unwrap();
+            let opts = AnalyzeOptions { peak_ops, ..Default::default() };
+            let p = analyze(&trace::Source::path(&path).unwrap(), opts).unwrap().unwrap().profile;
             assert_eq!(trace::passes_on_this_thread() - before, 1, "{}", path.display());
             assert_eq!(p.attribution.unwrap().passes, 1);
             assert!(p.figures.kernels_per_step > 0.0);

@@ -491,14 +491,14 @@ pub enum DeviceArg {
 }
 
 impl std::str::FromStr for DeviceArg {
-    type Err = String;
-    fn from_str(arg: &str) -> std::result::Result<DeviceArg, String> {
+    type Err = Error;
+    fn from_str(arg: &str) -> Result<DeviceArg> {
         let a = arg.trim().to_ascii_lowercase();
         if a == "cpu" {
             return Ok(DeviceArg::Cpu);
         }
         let index = a.strip_prefix("cuda:").or(if a == "cuda" { Some("0") } else { None }).unwrap_or(&a);
-        index.parse().map(DeviceArg::Cuda).map_err(|_| "expected `cpu` or a CUDA index such as `0`".to_string())
+        index.parse().map(DeviceArg::Cuda).map_err(|e| Error::usage("expected `cpu` or a CUDA index such as `0`").caused_by(e))
     }
 }
 

@@ -131,19 +131,23 @@ fn emit<T: serde::Serialize>(
 /// about the input (measured numbers not taken, an unknown schema version,
 /// repeated step names) and the summary's notes go to stderr.
 pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
-    let load_noting = |path: &str| -> Result<(Input, Vec<String>)> {
-        let (input, notices) = profile::load_with_notices(path, true)?;
-        for n in &notices {
+    // The notices of an input said; `peak_ops` for `profile memory`.
+    let load_with = |path: &str, peak_ops: bool| -> Result<profile::Loaded> {
+        let loaded = profile::load(path, profile::LoadOptions { progress: true, peak_ops })?;
+        for n in &loaded.notices {
             say(&format!("warning: {n}"));
         }
-        Ok((input, notices))
+        Ok(loaded)
     };
-    let load = |path: &str| load_noting(path).map(|(input, _)| input);
+    let load = |path: &str| load_with(path, false).map(|l| l.input);
     // A distributed job's ranks, the set's warnings and notes said.
     let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
-        let opts =
-            profile::ranks::Options { select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?, strict: set.strict };
-        let set = profile::ranks::load_with(files, &opts)?;
+        let opts = profile::ranks::Options {
+            select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?,
+            strict: set.strict,
+            done: None,
+        };
+        let set = profile::ranks::load(files, &opts)?;
         for w in &set.warnings {
             say(&format!("warning: {w}"));
         }
@@ -187,7 +191,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 if a.parquet.is_some() {
                     return Err(Error::usage("--parquet writes the tables of a rank set: give several rank traces or a folder of them"));
                 }
-                let (input, notices) = load_noting(&a.traces[0])?;
+                let profile::Loaded { input, notices } = load_with(&a.traces[0], false)?;
                 if let Some(out) = &a.write_profile {
                     profile::write_json(std::path::Path::new(out), &input.profile)?;
                 }
@@ -307,7 +311,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     .collect();
                 if !failed.is_empty() {
                     print_stdout(&out)?;
-                    return Err(Error::Gate(format!("gate failed: {}", failed.join(", "))));
+                    return Err(Error::gate(format!("gate failed: {}", failed.join(", "))));
                 }
                 out
             }
@@ -338,7 +342,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 )));
             }
             // A long write: Ctrl-C removes its temporary file too.
-            crate::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+            crate::tempfiles::remove_on_signal()
+                .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e))?;
             let m = crate::merge::merge(&set, output, !a.no_align)?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
@@ -348,10 +353,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let (input, notices) = profile::load_with_peak_ops(&a.trace, true)?;
-            for n in &notices {
-                say(&format!("warning: {n}"));
-            }
+            let input = load_with(&a.trace, true)?.input;
             let m = lens::memory::memory(&input.profile);
             emit(format, &m, || text::memory(&m), || table::memory(&m, a.table.unwrap_or_default()))?
         }
@@ -387,7 +389,7 @@ pub fn print_stdout(s: &str) -> Result<()> {
     let res =
         out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
     match res {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}"))),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}")).caused_by(e)),
         _ => Ok(()),
     }
 }

@@ -101,7 +101,7 @@ pub fn compile_grep(pattern: &str) -> Result<Regex> {
         .case_insensitive(true)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| Error::usage(format!("invalid --grep regex '{pattern}': {e}")))
+        .map_err(|e| Error::usage(format!("invalid --grep regex '{pattern}': {e}")).caused_by(e))
 }
 
 /// A `--category` that names no category (exit 2, listing them): every

@@ -2,6 +2,7 @@
 //! printer, the JSON printer and the explorer all render these structs, so
 //! no number is computed twice.
 
+pub mod capture;
 pub mod collectives;
 pub mod compare;
 pub mod gate;

@@ -190,10 +190,10 @@ impl Timeline {
 /// when it was a trace; for a profile, the trace its `trace` field names,
 /// looked for beside the profile first (a capture's folder moves), then as
 /// written. `Err` says why there is none.
-pub fn trace_of(input: &Input) -> std::result::Result<PathBuf, String> {
+pub fn trace_of(input: &Input) -> Result<PathBuf> {
     if input.from_trace {
         if input.path.as_os_str() == "-" || !input.path.is_file() {
-            return Err("the trace was read from a stream and cannot be read again".into());
+            return Err(Error::failed("the trace was read from a stream and cannot be read again"));
         }
         return Ok(input.path.clone());
     }
@@ -209,8 +209,8 @@ pub fn trace_of(input: &Input) -> std::result::Result<PathBuf, String> {
     candidates.push(folder.join("profile_trace.json.gz"));
     candidates.extend(named.clone());
     candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| match named {
-        Some(n) => format!("no timeline: the trace this profile was built from ({}) is not beside it", n.display()),
-        None => "no timeline: this profile was written without a trace (--no-trace)".to_string(),
+        Some(n) => Error::failed(format!("no timeline: the trace this profile was built from ({}) is not beside it", n.display())),
+        None => Error::failed("no timeline: this profile was written without a trace (--no-trace)"),
     })
 }
 

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::measured::{Measurements, SIDECAR};
 use super::schema::{ExtraFigures, Figures, Profile, SCHEMA_ID};
-use crate::analysis::{self, Sidecar};
+use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
 use crate::trace::Source;
 use crate::trace::event::TOO_DEEP;
@@ -50,7 +50,7 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
     }
     let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::usage(format!("not found: {arg}")),
-        _ => Error::failed(format!("cannot open {arg}: {e}")),
+        _ => Error::failed(format!("cannot open {arg}: {e}")).caused_by(e),
     })?;
     if !meta.is_dir() {
         return Ok(path);
@@ -91,7 +91,7 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
 /// The JSON files of a folder that can be traces or profiles (not a
 /// sidecar, not hidden), sorted by name.
 pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())))?;
+    let entries = std::fs::read_dir(dir).map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())).caused_by(e))?;
     let mut json: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
@@ -104,27 +104,32 @@ pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
     Ok(json)
 }
 
-/// Loads `arg` as a profile, analysing it first when it is a trace.
-pub fn load(arg: &str, progress: bool) -> Result<Input> {
-    load_with_notices(arg, progress).map(|(input, _)| input)
+/// How [`load`] reads an input.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct LoadOptions {
+    /// A progress bar on stderr while a trace is analysed (a reader's
+    /// command line; never the explorer, which draws its own).
+    pub progress: bool,
+    /// Name the CPU op at each memory peak of a trace, from the same pass
+    /// (`profile memory`; docs/analysis.md §9).
+    pub peak_ops: bool,
 }
 
-/// [`load`], with the notices a reader prints on stderr: measured numbers
-/// beside a trace that were not taken, an unknown schema version, step
-/// names recorded more than once. They are in the profile's warnings too.
-pub fn load_with_notices(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
-    load_detailed(arg, progress, false)
+/// What [`load`] read: the input, and the notices a reader prints on
+/// stderr (measured numbers beside a trace that were not taken, an unknown
+/// schema version, step names recorded more than once). The notices are in
+/// the profile's warnings too.
+#[derive(Debug, Clone)]
+pub struct Loaded {
+    pub input: Input,
+    pub notices: Vec<String>,
 }
 
-/// [`load_with_notices`] for `profile memory`: a trace is analysed with the
-/// op at each memory peak named (from the same pass).
-pub fn load_with_peak_ops(arg: &str, progress: bool) -> Result<(Input, Vec<String>)> {
-    load_detailed(arg, progress, true)
-}
-
-fn load_detailed(arg: &str, progress: bool, peak_ops: bool) -> Result<(Input, Vec<String>)> {
+/// Loads `arg` (a path, a folder or `-`, see [`resolve_input`]) as a
+/// profile, analysing it first when it is a trace.
+pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
     let path = resolve_input(arg)?;
-    let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}"));
+    let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}")).caused_by(e);
     let src = if arg == "-" {
         Source::stdin()
     } else {
@@ -140,31 +145,32 @@ fn load_detailed(arg: &str, progress: bool, peak_ops: bool) -> Result<(Input, Ve
         }
         None => Sidecar::None,
     };
-    match analysis::analyze_source_with(&src, sidecar, progress, peak_ops).map_err(fail)? {
-        Some((mut profile, mut notices)) => {
+    let analyze = AnalyzeOptions { sidecar, progress: opts.progress, peak_ops: opts.peak_ops };
+    match analysis::analyze(&src, analyze).map_err(fail)? {
+        Some(Analysed { mut profile, mut notices }) => {
             profile.trace = Some(arg.to_string());
             if let Some(n) = unread {
                 profile.warnings.insert(0, n.clone());
                 notices.insert(0, n);
             }
-            Ok((Input { path, profile, from_trace: true }, notices))
+            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices })
         }
         None => {
             let (profile, notices) = read_profile(&src).map_err(fail)?;
-            Ok((Input { path, profile, from_trace: false }, notices))
+            Ok(Loaded { input: Input { path, profile, from_trace: false }, notices })
         }
     }
 }
 
 fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
     let mut text = Vec::new();
-    src.open(false)?.read_to_end(&mut text).map_err(|e| Error::failed(format!("cannot read: {e}")))?;
+    src.open(false)?.read_to_end(&mut text).map_err(|e| Error::failed(format!("cannot read: {e}")).caused_by(e))?;
     let body = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         if e.to_string().contains("recursion limit") {
-            Error::failed(format!("invalid JSON: {} at line {} column {}", TOO_DEEP, e.line(), e.column()))
+            Error::failed(format!("invalid JSON: {} at line {} column {}", TOO_DEEP, e.line(), e.column())).caused_by(e)
         } else {
-            Error::failed(format!("invalid JSON: {e}"))
+            Error::failed(format!("invalid JSON: {e}")).caused_by(e)
         }
     })?;
     let obj = value.as_object().ok_or_else(|| Error::failed("a profile must be a JSON object"))?;
@@ -258,12 +264,13 @@ fn field_error(e: serde_path_to_error::Error<serde_json::Error>, body: &[u8]) ->
             (at, why) = found;
         }
     }
-    Error::failed(format!("profile field `{at}`: {why}"))
+    Error::failed(format!("profile field `{at}`: {why}")).caused_by(why)
 }
 
 /// Writes `value` as pretty JSON (with a final newline), atomically.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| Error::failed(format!("cannot encode {}: {e}", path.display())))?;
+    let mut bytes =
+        serde_json::to_vec_pretty(value).map_err(|e| Error::failed(format!("cannot encode {}: {e}", path.display())).caused_by(e))?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
 }
@@ -275,7 +282,9 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 /// (`/dev/null`, a named pipe) is opened and written, never replaced by a
 /// file; a directory, block device or socket is refused (exit 2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, &mut |w| w.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display()))))
+    write_atomic_with(path, &mut |w| {
+        w.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e))
+    })
 }
 
 /// [`write_atomic`] for output too large to hold: `write` streams it into
@@ -285,12 +294,13 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// so `write` may hand it to a thread of its own. A character device
 /// or FIFO is written through, as [`write_atomic`] does.
 pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>) -> Result<()> {
-    let fail = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display()));
+    let fail = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e);
     match write_target(path)? {
         Target::Replace(target) => {
             let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
-            let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?;
+            std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())).caused_by(e))?;
+            let tmp = tempfile::NamedTempFile::new_in(dir)
+                .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())).caused_by(e))?;
             crate::tempfiles::track(tmp.path());
             let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
             write(&mut out)?;
@@ -340,7 +350,8 @@ fn write_target(path: &Path) -> Result<Target> {
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                let link = std::fs::read_link(&at).map_err(|e| Error::failed(format!("cannot read the link {}: {e}", at.display())))?;
+                let link = std::fs::read_link(&at)
+                    .map_err(|e| Error::failed(format!("cannot read the link {}: {e}", at.display())).caused_by(e))?;
                 at = match at.parent() {
                     Some(dir) if link.is_relative() => dir.join(link),
                     _ => link,
@@ -360,7 +371,7 @@ fn write_target(path: &Path) -> Result<Target> {
                 return Err(Error::usage(format!("cannot write {}: it is {what}; give a file path", path.display())));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
-            Err(e) => return Err(Error::failed(format!("cannot write {}: {e}", path.display()))),
+            Err(e) => return Err(Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)),
         }
     }
     Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))

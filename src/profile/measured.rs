@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::kinds::Mode;
 use super::schema::{Latency, Stages};
+use crate::error::{Error, Result};
 
 /// File name of the sidecar, beside `profile_trace.json`.
 pub const SIDECAR: &str = "profile_summary.json";
@@ -140,15 +141,15 @@ fn base_name(path: &str) -> &str {
 impl Measurements {
     /// The sidecar beside a trace and what reading it gave: `None` when
     /// there is none, `Err` (why) when it cannot be read as one.
-    pub fn beside(trace: &Path) -> Option<(std::path::PathBuf, Result<Measurements, String>)> {
+    pub fn beside(trace: &Path) -> Option<(std::path::PathBuf, Result<Measurements>)> {
         let path = trace.with_file_name(SIDECAR);
         let text = match std::fs::read(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => return Some((path, Err(format!("cannot read it: {e}")))),
+            Err(e) => return Some((path, Err(Error::failed(format!("cannot read it: {e}")).caused_by(e)))),
         };
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
-        let m = serde_json::from_slice(text).map_err(|e| format!("not a measured-numbers file: {e}"));
+        let m = serde_json::from_slice(text).map_err(|e| Error::failed(format!("not a measured-numbers file: {e}")).caused_by(e));
         Some((path, m))
     }
 
@@ -157,30 +158,32 @@ impl Measurements {
     /// exported as, Kineto's `traceName`) must match it; one that records
     /// neither (LibreYOLO 1.6's) is taken only beside a trace under the
     /// name the capture gives it, exported by a capture. `Err` says why not.
-    pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<(), String> {
+    pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<()> {
         match (self.meta.trace_id(), info.trace_id.as_deref()) {
             (Some(ours), Some(theirs)) if ours == theirs => return Ok(()),
             (Some(ours), Some(theirs)) => {
-                return Err(format!("they belong to trace {ours}, and this is trace {theirs}"));
+                return Err(Error::failed(format!("they belong to trace {ours}, and this is trace {theirs}")));
             }
-            (Some(ours), None) => return Err(format!("they belong to trace {ours}, and this trace has no trace_id")),
+            (Some(ours), None) => return Err(Error::failed(format!("they belong to trace {ours}, and this trace has no trace_id"))),
             (None, _) => {}
         }
         match (self.meta.trace_name(), info.trace_name.as_deref()) {
             (Some(ours), Some(theirs)) if base_name(ours) == base_name(theirs) => return Ok(()),
             (Some(ours), Some(theirs)) => {
-                return Err(format!("they belong to the trace exported as {ours}, and this one was exported as {theirs}"));
+                return Err(Error::failed(format!("they belong to the trace exported as {ours}, and this one was exported as {theirs}")));
             }
             _ => {}
         }
         let name = trace_file.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
         if !TRACE_NAMES.contains(&name.as_str()) {
-            return Err(format!("they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"));
+            return Err(Error::failed(format!(
+                "they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"
+            )));
         }
         if let Some(exported) = &info.trace_name {
             let base = base_name(exported);
             if !TRACE_NAMES.contains(&base) && !base.starts_with(".profile_trace.") {
-                return Err(format!("they name no trace_id, and this trace was exported as {exported}, not by the capture"));
+                return Err(Error::failed(format!("they name no trace_id, and this trace was exported as {exported}, not by the capture")));
             }
         }
         Ok(())

@@ -4,12 +4,10 @@
 //! job view is a reduce over the per-rank profiles (`lens::job`).
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::load::{Input, json_files_in, load_with_notices};
+use super::load::{Input, LoadOptions, Loaded, json_files_in, load as load_one};
 use crate::error::{Error, Result};
-
-/// A rank file read: its profile and the notices about it.
-type Loaded = Result<(Input, Vec<String>)>;
 
 /// One rank's profile.
 pub struct Rank {
@@ -53,14 +51,17 @@ pub fn rank_from_name(path: &Path) -> Option<u32> {
     })
 }
 
-/// Which ranks to read and what an unreadable one does.
+/// Which ranks to read, what an unreadable one does, and who counts.
 #[derive(Debug, Clone, Default)]
-pub struct Options {
+pub struct Options<'a> {
     /// `--ranks 0-3,7`: only these ranks (all when `None`).
     pub select: Option<Vec<u32>>,
     /// `--strict`: one unreadable rank fails the whole set (exit 1);
     /// otherwise it is named in a warning and the job is the rest.
     pub strict: bool,
+    /// Incremented as each rank's file is read (the explorer's progress,
+    /// docs/design.md §4).
+    pub done: Option<&'a AtomicUsize>,
 }
 
 /// Parses a rank selection: `0-3,7` → [0, 1, 2, 3, 7] (exit 2 on a bad one).
@@ -79,17 +80,7 @@ fn cheap_rank(path: &Path) -> Option<u32> {
 /// else from the file name; a rank seen twice is refused (which file is the
 /// real one cannot be guessed), missing ranks are noted; ranks that
 /// disagree on the world size are from different jobs and refused.
-pub fn load(files: &[PathBuf]) -> Result<RankSet> {
-    load_with(files, &Options::default())
-}
-
-pub fn load_with(files: &[PathBuf], opts: &Options) -> Result<RankSet> {
-    load_counting(files, opts, &std::sync::atomic::AtomicUsize::new(0))
-}
-
-/// [`load_with`], adding one to `done` as each rank's file is read (the
-/// explorer's progress, docs/design.md §4).
-pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic::AtomicUsize) -> Result<RankSet> {
+pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
     // Ranks not selected are not read, when the header or name tells.
     let files: Vec<PathBuf> = match &opts.select {
         Some(sel) => files.iter().filter(|f| cheap_rank(f).is_none_or(|r| sel.contains(&r))).cloned().collect(),
@@ -101,22 +92,24 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
     let budget = crate::trace::parallel::budget();
     let threads = budget.min(files.len()).max(1);
     let share = (budget / threads).max(1);
-    let next = std::sync::atomic::AtomicUsize::new(0);
-    let mut loaded: Vec<Option<Loaded>> = (0..files.len()).map(|_| None).collect();
+    let next = AtomicUsize::new(0);
+    let mut loaded: Vec<Option<Result<Loaded>>> = (0..files.len()).map(|_| None).collect();
     let slots = std::sync::Mutex::new(&mut loaded);
     std::thread::scope(|s| {
         for _ in 0..threads {
             s.spawn(|| {
                 loop {
-                    let i = next.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
                     let r = crate::trace::parallel::with_share(share, crate::trace::parallel::BLOCK, || {
-                        load_with_notices(&path.to_string_lossy(), false)
+                        load_one(&path.to_string_lossy(), LoadOptions::default())
                     });
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);
                     }
-                    done.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    if let Some(done) = opts.done {
+                        done.fetch_add(1, Ordering::Relaxed);
+                    }
                 }
             });
         }
@@ -126,11 +119,11 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
     let mut world_size = None;
     let mut unread = Vec::new();
     for (path, r) in files.iter().zip(loaded) {
-        let (input, _) = match r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display())))) {
+        let Loaded { input, .. } = match r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display())))) {
             Ok(x) => x,
             Err(e) if opts.strict || e.exit_code() == crate::error::exit::USAGE => return Err(e),
             Err(e) => {
-                unread.push(format!("{e}"));
+                unread.push(e);
                 continue;
             }
         };
@@ -160,8 +153,8 @@ pub fn load_counting(files: &[PathBuf], opts: &Options, done: &std::sync::atomic
         ranks.push(Rank { rank, input });
     }
     if ranks.is_empty() {
-        return Err(match (&opts.select, unread.first()) {
-            (_, Some(e)) => Error::failed(format!("no rank could be read: {e}")),
+        return Err(match (&opts.select, unread.into_iter().next()) {
+            (_, Some(e)) => Error::failed(format!("no rank could be read: {e}")).caused_by(e),
             (Some(_), None) => Error::usage("--ranks selects none of the ranks given"),
             (None, None) => Error::usage("no rank traces given"),
         });

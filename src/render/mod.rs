@@ -38,7 +38,7 @@ impl Format {
 
 /// Pretty JSON of any lens result.
 pub fn json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string_pretty(value).map_err(|e| Error::failed(format!("cannot encode JSON: {e}")))
+    serde_json::to_string_pretty(value).map_err(|e| Error::failed(format!("cannot encode JSON: {e}")).caused_by(e))
 }
 
 /// Text safe to print on a terminal: control characters (ESC sequences, a

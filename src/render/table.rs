@@ -113,7 +113,7 @@ fn to_map<T: Serialize>(row: &T) -> Result<Map<String, Value>> {
     match serde_json::to_value(row) {
         Ok(Value::Object(m)) => Ok(m),
         Ok(_) => Ok(Map::new()),
-        Err(e) => Err(Error::failed(format!("cannot encode a table row: {e}"))),
+        Err(e) => Err(Error::failed(format!("cannot encode a table row: {e}")).caused_by(e)),
     }
 }
 
@@ -318,7 +318,7 @@ pub fn markdown(t: &Table) -> String {
 /// RFC 4180: the header (the JSON field names), then one record per row;
 /// absent values are empty fields.
 pub fn csv(t: &Table) -> Result<String> {
-    let fail = |e: csv::Error| Error::failed(format!("cannot write CSV: {e}"));
+    let fail = |e: csv::Error| Error::failed(format!("cannot write CSV: {e}")).caused_by(e);
     let mut w = csv::Writer::from_writer(Vec::new());
     w.write_record(t.columns.iter().map(|c| c.name.as_str())).map_err(fail)?;
     for r in &t.rows {
@@ -328,8 +328,8 @@ pub fn csv(t: &Table) -> Result<String> {
         }))
         .map_err(fail)?;
     }
-    let bytes = w.into_inner().map_err(|e| Error::failed(format!("cannot write CSV: {e}")))?;
-    String::from_utf8(bytes).map_err(|e| Error::failed(format!("cannot write CSV: {e}")))
+    let bytes = w.into_inner().map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))?;
+    String::from_utf8(bytes).map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))
 }
 
 /// A text cell as Markdown shows it literally, on one line: plain words

@@ -152,6 +152,8 @@ impl std::fmt::Display for ParseError {
     }
 }
 
+impl std::error::Error for ParseError {}
+
 impl<'a> Event<'a> {
     /// Parses `raw`, which must hold exactly one value.
     pub fn parse(raw: &'a [u8]) -> Result<Event<'a>, ParseError> {

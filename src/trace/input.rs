@@ -75,11 +75,11 @@ impl Source {
     /// The path as given: a FIFO or device is opened once, here (a FIFO
     /// waits for its writer, as any reader of a FIFO does).
     pub fn path(path: &Path) -> Result<Source> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+        let meta = std::fs::metadata(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
         if meta.is_file() {
             return Ok(Source::file(path));
         }
-        let f = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+        let f = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
         if f.is_terminal() {
             return Err(Error::usage(format!("{} is a terminal: pipe a trace or profile in instead", path.display())));
         }
@@ -103,7 +103,7 @@ impl Source {
     pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
         match &self.kind {
             Kind::File(path) => {
-                let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())))?;
+                let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
                 let bar = (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
                     let bar = ProgressBar::new(len);
@@ -127,7 +127,7 @@ impl Source {
                 }
                 // A file is ours to move: inflate it on a thread of its own.
                 let inflate = ThreadedInflate::spawn(gunzip(whole))
-                    .map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", self.label)))?;
+                    .map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", self.label)).caused_by(e))?;
                 Ok(Box::new(inflate))
             }
             // A stream's replay shares its spool with later passes (not
@@ -153,7 +153,7 @@ fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(Whole<R>, bool)> {
             Ok(0) => break,
             Ok(k) => n += k,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
-            Err(e) => return Err(Error::failed(format!("cannot read {label}: {e}"))),
+            Err(e) => return Err(Error::failed(format!("cannot read {label}: {e}")).caused_by(e)),
         }
     }
     let gzipped = n == 2 && head == [0x1f, 0x8b];

@@ -232,7 +232,7 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
             // Not an object: valid JSON (checked) but not an event.
             let raw = s.value(scratch)?;
             if let Err(e @ ParseError::Syntax { .. }) = Event::parse(raw) {
-                return Err(Error::failed(format!("invalid JSON in event {n}: {e}")));
+                return Err(Error::failed(format!("invalid JSON in event {n}: {e}")).caused_by(e));
             }
             sink.malformed();
             return Ok(());
@@ -247,7 +247,7 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
                 Ok(Some(used))
             }
             Err(ParseError::Eof) => Ok(None),
-            Err(e) => Err(Error::failed(format!("invalid JSON in event {n}: {e}"))),
+            Err(e) => Err(Error::failed(format!("invalid JSON in event {n}: {e}")).caused_by(e)),
         })?;
     }
     Ok(())
@@ -295,8 +295,8 @@ pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekg
         return Ok(());
     };
     for &(from, to) in spans {
-        let mut f = f.try_clone().map_err(|e| Error::failed(format!("cannot reopen {}: {e}", src.label())))?;
-        f.seek(SeekFrom::Start(from)).map_err(|e| Error::failed(format!("cannot seek in {}: {e}", src.label())))?;
+        let mut f = f.try_clone().map_err(|e| Error::failed(format!("cannot reopen {}: {e}", src.label())).caused_by(e))?;
+        f.seek(SeekFrom::Start(from)).map_err(|e| Error::failed(format!("cannot seek in {}: {e}", src.label())).caused_by(e))?;
         let mut s = Scanner::starting_at(f, from);
         span_events(&mut s, to, sink, &mut scratch)?;
     }

@@ -342,7 +342,7 @@ pub(super) fn stream_events(s: &mut Scanner<Box<dyn Read>>, sink: &mut dyn Event
                         }
                     }
                 })
-                .map_err(|e| Error::failed(format!("cannot start a parsing thread: {e}")))?;
+                .map_err(|e| Error::failed(format!("cannot start a parsing thread: {e}")).caused_by(e))?;
             jobs.push(job_tx);
             results.push(res_rx);
         }

@@ -124,7 +124,7 @@ impl<R: Read> Scanner<R> {
                 Err(e) => {
                     let read = self.base + self.end as u64;
                     let after = if read > 0 { format!(" after {read} bytes") } else { String::new() };
-                    return Err(Error::failed(format!("read error{after}: {e}")));
+                    return Err(Error::failed(format!("read error{after}: {e}")).caused_by(e));
                 }
             }
         }
@@ -389,7 +389,7 @@ impl<R: Read> Scanner<R> {
             return Err(self.err("expected an object key"));
         }
         let raw = self.value(scratch)?;
-        let key: String = serde_json::from_slice(raw).map_err(|e| Error::failed(format!("invalid object key: {e}")))?;
+        let key: String = serde_json::from_slice(raw).map_err(|e| Error::failed(format!("invalid object key: {e}")).caused_by(e))?;
         self.expect(b':')?;
         Ok(Some(key))
     }

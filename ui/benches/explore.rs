@@ -81,7 +81,7 @@ fn first_frame(path: &str) {
     for _ in 0..20 {
         let t0 = Instant::now();
         let theme = Theme::load("dark", Depth::Ansi16).unwrap();
-        let input = profile::load(path, false).unwrap();
+        let input = profile::load(path, Default::default()).unwrap().input;
         let app = App::with_inputs(theme, input, None);
         let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
         term.draw(|f| screen::draw(f, &app)).unwrap();

@@ -409,7 +409,7 @@ impl App {
         let trace = match timeline::trace_of(&d.input) {
             Ok(t) => t,
             Err(why) => {
-                self.panes.timeline.error = Some(why);
+                self.panes.timeline.error = Some(why.to_string());
                 return;
             }
         };

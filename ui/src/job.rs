@@ -88,7 +88,7 @@ impl OpenJob {
     /// read) and reduces them; the other panes' lenses of each rank run here
     /// too, off the UI thread. The critical rank is shown first.
     pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
-        let set = ranks::load_counting(files, &ranks::Options::default(), done)?;
+        let set = ranks::load(files, &ranks::Options { done: Some(done), ..Default::default() })?;
         let collectives = collectives::of_ranks(&set);
         let job = job_of(&set, &collectives);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();

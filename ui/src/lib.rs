@@ -215,7 +215,7 @@ fn start_load(side: Side, id: u64, arg: String, ranks: Vec<PathBuf>, reload: boo
                 *slot = Some(PathBuf::from("/proc").join(me).join("io"));
             }
         }
-        let result = std::panic::catch_unwind(|| profile::load(&arg, false))
+        let result = std::panic::catch_unwind(|| profile::load(&arg, Default::default()).map(|l| l.input))
             .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
         let _ = tx.send((side, id, result.map(|i| Opened::Profile(Box::new(i)))));
     });

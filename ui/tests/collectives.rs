@@ -41,7 +41,7 @@ fn dlrm_job() -> OpenJob {
 
 /// The `collectives` lens on a reading of the ranks of its own.
 fn lens(files: &[PathBuf]) -> Collectives {
-    of_ranks(&ranks::load(files).unwrap())
+    of_ranks(&ranks::load(files, &Default::default()).unwrap())
 }
 
 fn press(app: &mut App, keys: &[KeyCode]) {

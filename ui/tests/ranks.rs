@@ -44,7 +44,7 @@ fn open_job() -> OpenJob {
 
 /// The `job` lens on a reading of the ranks of its own (as `summary DIR`).
 fn lens() -> Job {
-    job(&ranks::load(&files()).unwrap())
+    job(&ranks::load(&files(), &Default::default()).unwrap())
 }
 
 fn job_app() -> App {
@@ -125,7 +125,7 @@ fn enter_opens_the_rank_as_its_file_alone() {
         press(&mut a, &[KeyCode::Enter]);
         assert_eq!(a.pane, Pane::Summary);
         let file = &files()[k];
-        let alone = profile::load(file.to_str().unwrap(), false).unwrap();
+        let alone = profile::load(file.to_str().unwrap(), Default::default()).unwrap().input;
         assert_eq!(a.main.data.as_ref().unwrap().summary, summary(&alone.profile), "rank {k}'s Summary is `summary` of {file:?}");
         let mut single = App::with_inputs(theme(), alone, None);
         for (w, h) in [(80, 24), (160, 48)] {
@@ -267,7 +267,7 @@ fn a_straggler_is_marked_with_its_reason() {
         paths.push(p);
     }
     let open = OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap();
-    let j = job(&ranks::load(&paths).unwrap());
+    let j = job(&ranks::load(&paths, &Default::default()).unwrap());
     assert_eq!(open.job, j);
     assert_eq!(j.stragglers.len(), 1);
     let st = &j.stragglers[0];

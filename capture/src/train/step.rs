@@ -30,11 +30,12 @@ use std::path::{Path, PathBuf};
 use std::time::Instant;
 
 use libreyolo_core::cli::{ModelSize, RunArgs};
+use libreyolo_core::lens::capture::Capture;
 use libreyolo_core::profile::measured::RealTiming;
-use libreyolo_core::profile::{self, Measurements, Mode, Profile};
-use libreyolo_core::render::text::{num, throughput};
+use libreyolo_core::profile::{self, Measurements, Mode};
+use libreyolo_core::render::{self, text};
 use libreyolo_core::{Error, Result};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, json};
 use tch::{Device, Tensor};
 
 use super::autobatch;
@@ -57,8 +58,19 @@ pub const PHASES: [&str; 5] = ["dataload", "to_device", "forward", "backward", "
 /// trainer calls `enable_aux(weight=0.25)` before training).
 pub const AUX_WEIGHT: f64 = 0.25;
 
-/// Validated settings of one `run`.
-struct Plan {
+/// Validated settings of one `run`: the command line checked once
+/// ([`Plan::new`]), so nothing past it reads the clap structs.
+pub struct Plan {
+    /// The dataset argument as given (`synthetic`, a YAML, a name).
+    data: String,
+    /// `--weights`: a checkpoint path or name, as given.
+    weights: String,
+    size: ModelSize,
+    repeat: usize,
+    threads: Option<usize>,
+    project: PathBuf,
+    /// `--json`: the report as JSON on stdout.
+    json: bool,
     batch: usize,
     imgsz: i64,
     warmup: usize,
@@ -87,48 +99,58 @@ impl Plan {
     }
 }
 
-/// Checks the flags; the batch of `--batch -1` on CUDA is fitted later.
-fn plan(args: &RunArgs) -> Result<Plan> {
-    let device = device::parse(args.device)?;
-    let mut notes = Vec::new();
-    let (batch, fit_batch) = match args.batch {
-        -1 if device.is_cuda() => (0, true),
-        -1 => {
-            notes.push("note: --batch -1 fits the batch to CUDA memory and needs a CUDA device; using 16".into());
-            (16, false)
+impl Plan {
+    /// Checks the flags (exit 2 on a bad one); the batch of `--batch -1` on
+    /// CUDA is fitted later, once the model is built.
+    pub fn new(args: &RunArgs) -> Result<Plan> {
+        let device = device::parse(args.device)?;
+        let mut notes = Vec::new();
+        let (batch, fit_batch) = match args.batch {
+            -1 if device.is_cuda() => (0, true),
+            -1 => {
+                notes.push("note: --batch -1 fits the batch to CUDA memory and needs a CUDA device; using 16".into());
+                (16, false)
+            }
+            b if b >= 1 => (b as usize, false),
+            b => return Err(Error::usage(format!("--batch {b}: expected a positive batch or -1 (auto-fit on CUDA)"))),
+        };
+        if args.steps < 2 {
+            return Err(Error::usage(format!(
+                "--steps {}: at least 2 measured steps are needed (one unsynced for the step time, one synced for the phase split)",
+                args.steps
+            )));
         }
-        b if b >= 1 => (b as usize, false),
-        b => return Err(Error::usage(format!("--batch {b}: expected a positive batch or -1 (auto-fit on CUDA)"))),
-    };
-    if args.steps < 2 {
-        return Err(Error::usage(format!(
-            "--steps {}: at least 2 measured steps are needed (one unsynced for the step time, one synced for the phase split)",
-            args.steps
-        )));
+        if args.repeat == 0 {
+            return Err(Error::usage("--repeat must be at least 1"));
+        }
+        let imgsz = model::check_imgsz(args.imgsz)?;
+        // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
+        let amp = !args.no_amp && device.is_cuda();
+        use std::io::IsTerminal;
+        let progress = !args.json && std::io::stderr().is_terminal();
+        Ok(Plan {
+            data: args.data.clone(),
+            weights: args.weights.clone(),
+            size: args.size,
+            repeat: args.repeat,
+            threads: args.threads,
+            project: PathBuf::from(&args.project),
+            json: args.json,
+            batch,
+            imgsz,
+            warmup: args.warmup,
+            steps: args.steps,
+            unsynced: args.steps.div_ceil(2),
+            workers: args.workers,
+            device,
+            amp,
+            fit_batch,
+            autobatch: None,
+            iters_per_epoch: 0,
+            notes,
+            progress,
+        })
     }
-    if args.repeat == 0 {
-        return Err(Error::usage("--repeat must be at least 1"));
-    }
-    let imgsz = model::check_imgsz(args.imgsz)?;
-    // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
-    let amp = !args.no_amp && device.is_cuda();
-    use std::io::IsTerminal;
-    let progress = !args.json && std::io::stderr().is_terminal();
-    Ok(Plan {
-        batch,
-        imgsz,
-        warmup: args.warmup,
-        steps: args.steps,
-        unsynced: args.steps.div_ceil(2),
-        workers: args.workers,
-        device,
-        amp,
-        fit_batch,
-        autobatch: None,
-        iters_per_epoch: 0,
-        notes,
-        progress,
-    })
 }
 
 /// The window must fit in one pass over the data (last partial batch
@@ -151,7 +173,7 @@ fn check_window(p: &mut Plan, ds: &Dataset) -> Result<()> {
         } else {
             "a smaller batch (not even --batch 1 fits)".into()
         });
-        return Err(Error::NoProfile(format!(
+        return Err(Error::no_profile(format!(
             "no profile: {} images at batch {batch} give {available} iterations, but --warmup {} + --steps {} need {needed}. Ways out: {}",
             ds.len(),
             p.warmup,
@@ -447,7 +469,7 @@ fn mean(v: &[f64]) -> Option<f64> {
     (!v.is_empty()).then(|| v.iter().sum::<f64>() / v.len() as f64)
 }
 
-fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measurements {
+fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measurements {
     let r3 = |v: f64| libreyolo_core::util::round(v, 3);
     let step_ms = mean(&t.step_ms).unwrap_or(0.0);
     let dl = mean(&t.dataload_ms).unwrap_or(0.0);
@@ -464,9 +486,9 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
     meta.insert("mode".into(), json!("training"));
     meta.insert("size".into(), json!(m.size));
     meta.insert("nc".into(), json!(m.model.nc));
-    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| args.weights.clone())));
+    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())));
     meta.insert("weights_source".into(), json!(m.weights_source));
-    meta.insert("data".into(), json!(args.data));
+    meta.insert("data".into(), json!(p.data));
     meta.insert("images".into(), json!(ds.len()));
     meta.insert("warmup".into(), json!(p.warmup));
     meta.insert("steps".into(), json!(p.steps));
@@ -521,45 +543,53 @@ fn measurements(args: &RunArgs, p: &Plan, m: &TrainModel, ds: &Dataset, t: &Tria
     }
 }
 
-/// Runs `profile run` and returns what to print on stdout.
+/// Runs `profile run` and returns what to print on stdout: the dataset
+/// and the flags checked into a [`Plan`], the capture run, its report
+/// rendered.
 pub fn run(args: &RunArgs) -> Result<String> {
-    let mut ds = Dataset::parse(&args.data)?;
-    let mut p = plan(args)?;
-    device::set_threads(args.threads)?;
-    let m = load_model(&args.weights, args.size, ds.nc(), p.device)?;
+    let ds = Dataset::parse(&args.data)?;
+    let p = Plan::new(args)?;
+    let json = p.json;
+    let report = capture(p, ds)?;
+    if json { render::json(&report) } else { Ok(text::capture(&report)) }
+}
+
+/// Runs the capture `p` plans over `ds`: writes its files and returns its
+/// report.
+pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
+    device::set_threads(p.threads)?;
+    let m = load_model(&p.weights, p.size, ds.nc(), p.device)?;
     if p.fit_batch {
         fit_batch(&mut p, &m)?;
     }
     // Plain `synthetic` grows to fill the window; `synthetic:N` is exactly N.
-    if let (Dataset::Synthetic { n }, "synthetic") = (&mut ds, args.data.trim()) {
+    if let (Dataset::Synthetic { n }, "synthetic") = (&mut ds, p.data.trim()) {
         *n = (*n).max((p.warmup + p.steps) * p.batch);
     }
     check_window(&mut p, &ds)?;
     for note in ds.notes().iter().chain(p.notes.iter()).chain(m.notes.iter()) {
         eprintln!("{note}");
     }
-    let project = PathBuf::from(&args.project);
+    let project = p.project.clone();
     let out_dir = project.join("train");
     crate::output::prepare(&out_dir)?;
     let mut m = m;
     let mut trial_profiles = Vec::new();
     let mut trial_paths = Vec::new();
     let mut last = None;
-    for k in 0..args.repeat {
-        if args.repeat > 1 {
-            eprintln!("trial {}/{}", k + 1, args.repeat);
+    for k in 0..p.repeat {
+        if p.repeat > 1 {
+            eprintln!("trial {}/{}", k + 1, p.repeat);
             if k > 0 {
                 // Every trial trains the same starting weights.
-                m = load_model(&args.weights, args.size, ds.nc(), p.device)?;
+                m = load_model(&p.weights, p.size, ds.nc(), p.device)?;
             }
         }
         let trial = run_trial(&p, &ds, &m, &out_dir)?;
-        let meas = measurements(args, &p, &m, &ds, &trial);
+        let meas = measurements(&p, &m, &ds, &trial);
         let trace_tmp = trial.trace.ok_or_else(|| Error::failed("no trace was captured"))?;
-        let prof = libreyolo_core::analysis::analyze_file(&trace_tmp, Some(&meas), false)
-            .map_err(|e| Error::failed(format!("cannot analyse the captured trace: {e}")))?
-            .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?;
-        let is_last = k + 1 == args.repeat;
+        let prof = crate::output::analyze(&trace_tmp, &meas)?;
+        let is_last = k + 1 == p.repeat;
         trial_paths.push(if is_last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
         trial_profiles.push(prof.clone());
         if is_last {
@@ -571,10 +601,10 @@ pub fn run(args: &RunArgs) -> Result<String> {
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
     profile::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
-    trace_tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())))?;
+    trace_tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e))?;
     prof.trace = Some(trace_path.display().to_string());
     profile::write_json(&profile_path, &prof)?;
-    if args.repeat > 1 {
+    if p.repeat > 1 {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
         }
@@ -582,42 +612,7 @@ pub fn run(args: &RunArgs) -> Result<String> {
         libreyolo_core::conditions::set_in_host(&mut agg.host, crate::output::report_trials(&trial_profiles).as_ref());
         let path = project.join("profile_repeat.json");
         profile::write_json(&path, &agg)?;
-        return Ok(if args.json { render_json(&agg, &path) } else { render_text(&agg, &path) });
+        return Ok(Capture::training(&agg, &path));
     }
-    Ok(if args.json { render_json(&prof, &profile_path) } else { render_text(&prof, &profile_path) })
-}
-
-fn render_text(p: &Profile, path: &Path) -> String {
-    let mut o = format!(
-        "img/s: {}  |  {}\n",
-        throughput(p.figures.img_per_s, p.img_per_s_std, p.img_per_s_n.unwrap_or(1)).trim_end_matches(" img/s"),
-        p.bound
-    );
-    o += &format!(
-        "step {} ms  |  dataload {}\n",
-        num(p.figures.step_ms, 2),
-        p.figures.dataload_frac.map_or("n/a".into(), |f| format!("{:.0}%", f * 100.0))
-    );
-    o += &format!(">> {}: {}\n", p.bound.as_str().to_uppercase(), p.bound_why);
-    o += &format!("profile: {}\n", path.display());
-    o += &format!("next:    libreyolo profile summary {}", path.display());
-    o
-}
-
-fn render_json(p: &Profile, path: &Path) -> String {
-    let v = json!({
-        "profile": path.display().to_string(),
-        "trace": p.trace,
-        "mode": "training",
-        "img_per_s": p.figures.img_per_s,
-        "img_per_s_std": p.img_per_s_std,
-        "img_per_s_n": p.img_per_s_n.unwrap_or(1),
-        "bound": p.bound,
-        "bound_why": p.bound_why,
-        "gpu_util": p.figures.gpu_util,
-        "step_ms": p.figures.step_ms,
-        "dataload_frac": p.figures.dataload_frac,
-        "device": p.config.as_map().get("device").cloned().unwrap_or(Value::Null),
-    });
-    serde_json::to_string_pretty(&v).unwrap_or_default()
+    Ok(Capture::training(&prof, &profile_path))
 }

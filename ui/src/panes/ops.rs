@@ -179,7 +179,7 @@ mod tests {
     #[test]
     fn the_regex_field_and_keys_without_an_app() {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
-        let data = Loaded::new(libreyolo_core::profile::load(path, false).unwrap());
+        let data = Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input);
         let other = Slot::default();
         let ctx = Ctx::of(Some(&data), &other, 10);
         let mut pane = OpsPane::default();

@@ -118,7 +118,7 @@ mod tests {
 
     fn loaded() -> Loaded {
         let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
-        Loaded::new(libreyolo_core::profile::load(path, false).unwrap())
+        Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input)
     }
 
     #[test]

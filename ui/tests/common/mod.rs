@@ -32,7 +32,7 @@ pub fn input(path: &'static str) -> Input {
     if let Some((_, i)) = cache.lock().unwrap().iter().find(|(p, _)| *p == path) {
         return i.clone();
     }
-    let i = profile::load(path, false).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let i = profile::load(path, Default::default()).unwrap_or_else(|e| panic!("{path}: {e}")).input;
     cache.lock().unwrap().push((path, i.clone()));
     i
 }
