@@ -1,0 +1,144 @@
+//! Hostile inputs to the capture binary (issue #27): each is refused with
+//! one sentence and the documented exit code, within bounded memory, and
+//! leaves nothing behind.
+
+mod common;
+
+use std::path::Path;
+
+use common::hostile::{Pickle, Ran, run_capture, write_checkpoint};
+
+/// Peak RSS a refused input may cost: the binary with libtorch loaded and
+/// the bundled sample decoded is about 300 MiB.
+const PEAK_MIB: u64 = 1024;
+
+/// `profile infer` on CPU with `weights`, in a project under `dir`.
+fn infer_with(dir: &Path, weights: &Path) -> Ran {
+    let project = dir.join("project");
+    let w = weights.to_str().unwrap();
+    let p = project.to_str().unwrap();
+    run_capture(&["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--weights", w, "--project", p])
+}
+
+/// Asserts a refused checkpoint: exit 1, one `error:` line holding `what`,
+/// bounded memory, no project folder.
+fn refused(dir: &Path, ran: &Ran, what: &str) {
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with("error:")).collect();
+    assert_eq!(lines.len(), 1, "{}", ran.stderr);
+    assert!(lines[0].contains("cannot read checkpoint") && lines[0].contains(what), "wanted `{what}` in: {}", ran.stderr);
+    assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+    assert!(ran.peak_mib < PEAK_MIB, "peak RSS {} MiB: {}", ran.peak_mib, ran.stderr);
+    assert!(!dir.join("project").exists(), "nothing written for a refused checkpoint");
+}
+
+/// One float tensor `w` over storage `0` of `numel` elements.
+fn one_tensor(numel: i64, offset: i64, size: &[i64], stride: &[i64]) -> Vec<u8> {
+    Pickle::state_dict(|p| {
+        p.str("w").tensor("0", numel, offset, size, stride);
+    })
+}
+
+#[test]
+fn tensor_layouts_past_their_storage_or_the_bounds_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let storage = vec![0u8; 16]; // 4 floats
+    let cases: &[(&str, i64, i64, &[i64], &[i64], &str)] = &[
+        ("size beyond storage", 4, 0, &[10], &[1], "reach past its storage of 4 elements"),
+        ("offset beyond storage", 4, 3, &[2], &[1], "reach past its storage"),
+        ("negative size", 4, 0, &[-1], &[1], "negative size -1"),
+        ("negative stride", 4, 0, &[2], &[-1], "negative stride -1"),
+        ("negative offset", 4, -8, &[2], &[1], "negative storage offset -8"),
+        ("rank/stride mismatch", 4, 0, &[2, 2], &[1], "2 sizes but 1 strides"),
+        ("10^12 elements", 4, 0, &[1_000_000, 1_000_000], &[0, 0], "more than 256 MiB"),
+        ("element count overflow", 4, 0, &[i64::MAX, i64::MAX, 2], &[0, 0, 0], "more than 256 MiB"),
+        ("zero-stride 1e9-row head", 4, 0, &[1_000_000_000, 1, 1, 1], &[0, 1, 1, 1], "more than 256 MiB"),
+        ("storage numel lies", 1 << 40, 0, &[2], &[1], "pass 2048 MiB"),
+    ];
+    for (what, numel, offset, size, stride, want) in cases {
+        let ck = dir.path().join("w.pt");
+        write_checkpoint(&ck, &one_tensor(*numel, *offset, size, stride), &[("0", &storage)]);
+        let ran = infer_with(dir.path(), &ck);
+        refused(dir.path(), &ran, want);
+        assert!(ran.stderr.contains("tensor w") || *what == "storage numel lies", "{what}: {}", ran.stderr);
+    }
+    // A storage entry shorter than its persistent id says.
+    let ck = dir.path().join("w.pt");
+    write_checkpoint(&ck, &one_tensor(8, 0, &[2], &[1]), &[("0", &storage)]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "holds 16 bytes, not the 32 its 8 elements need");
+}
+
+#[test]
+fn deep_and_exponential_pickles_are_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("w.pt");
+    // 10^6 nested 1-tuples: one byte each.
+    let mut deep = Pickle::new();
+    deep.op(b")").op(&vec![0x85; 1_000_000]).op(b".");
+    write_checkpoint(&ck, &deep.0, &[]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "values nested more than 200 deep");
+    // 10^6 nested lists through APPEND.
+    let mut deep = Pickle::new();
+    deep.op(&vec![b']'; 1_000_000]).op(&vec![b'a'; 999_999]).op(b".");
+    write_checkpoint(&ck, &deep.0, &[]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "values nested more than 200 deep");
+    // Memo doubling: x = [x, x], 64 times, in 400 bytes.
+    let mut bomb = Pickle::new();
+    bomb.op(b"]q\x00");
+    for _ in 0..64 {
+        bomb.op(b"h\x00h\x00\x86q\x00");
+    }
+    bomb.op(b".");
+    write_checkpoint(&ck, &bomb.0, &[]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "would pass 256 MiB");
+    // DUP doubling onto the stack.
+    let mut dup = Pickle::new();
+    dup.op(b"]");
+    for _ in 0..64 {
+        dup.op(b"2\x86");
+    }
+    dup.op(b".");
+    write_checkpoint(&ck, &dup.0, &[]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "would pass 256 MiB");
+}
+
+/// Rewrites the uncompressed size of every entry in a zip (local and
+/// central headers) to `size`.
+fn lie_about_sizes(path: &Path, size: u32) {
+    let mut b = std::fs::read(path).unwrap();
+    let mut i = 0;
+    while i + 46 <= b.len() {
+        match &b[i..i + 4] {
+            b"PK\x03\x04" => b[i + 22..i + 26].copy_from_slice(&size.to_le_bytes()),
+            b"PK\x01\x02" => b[i + 24..i + 28].copy_from_slice(&size.to_le_bytes()),
+            _ => {}
+        }
+        i += 1;
+    }
+    std::fs::write(path, b).unwrap();
+}
+
+#[test]
+fn zip_entries_are_read_with_a_cap_whatever_they_declare() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("w.pt");
+    // A 200-byte file whose data.pkl claims 3.75 GiB: refused unread.
+    write_checkpoint(&ck, b"\x80\x02}.", &[]);
+    lie_about_sizes(&ck, 0xF000_0000);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "data.pkl holds more than 67108864 bytes (its declared size)");
+    // A data.pkl claiming 100 bytes that inflates to 200 MB.
+    let f = std::fs::File::create(&ck).unwrap();
+    let mut z = zip::ZipWriter::new(f);
+    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    z.start_file("archive/data.pkl", opts).unwrap();
+    let zeros = vec![0u8; 1 << 20];
+    for _ in 0..200 {
+        std::io::Write::write_all(&mut z, &zeros).unwrap();
+    }
+    z.finish().unwrap();
+    assert!(std::fs::metadata(&ck).unwrap().len() < 1 << 20, "a small file");
+    lie_about_sizes(&ck, 100);
+    let ran = infer_with(dir.path(), &ck);
+    refused(dir.path(), &ran, "data.pkl");
+    assert!(ran.stderr.contains("once inflated") || ran.stderr.contains("cannot read"), "{}", ran.stderr);
+}
