@@ -50,10 +50,10 @@ pub fn set_threads(arg: Option<usize>) -> Result<usize> {
             let busy = conditions::busy_cores_now(std::time::Duration::from_millis(200)).unwrap_or(0.0);
             let n = conditions::threads_we_can_have(cpus, busy);
             if n < cpus {
-                eprintln!(
+                crate::output::say(&format!(
                     "note: other processes keep {busy:.1} of {cpus} cores busy; measuring with {n} thread{} so none waits on them (--threads {cpus} to use all)",
                     if n == 1 { "" } else { "s" }
-                );
+                ));
             }
             n
         }

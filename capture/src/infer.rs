@@ -77,6 +77,7 @@ fn plan(args: &InferArgs) -> Result<Plan> {
         return Err(Error::usage("--conf and --iou must be between 0 and 1"));
     }
     let device = device::parse(args.device)?;
+    model::check_memory(args.batch, imgsz, 6, device)?;
     let half = args.half();
     if half && device == Device::Cpu {
         return Err(Error::usage(
@@ -331,7 +332,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
         loaded.model.fuse();
     }
     for note in &loaded.notes {
-        eprintln!("{note}");
+        crate::output::say(note);
     }
 
     let project = PathBuf::from(&args.project);
@@ -343,7 +344,7 @@ pub fn infer(args: &InferArgs) -> Result<String> {
     for k in 0..args.repeat {
         let last = k + 1 == args.repeat;
         if args.repeat > 1 {
-            eprintln!("trial {}/{}", k + 1, args.repeat);
+            crate::output::say(&format!("trial {}/{}", k + 1, args.repeat));
         }
         let trial = run_trial(&p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
         let m = measurements(args, &p, &loaded, &images, &trial);

@@ -257,7 +257,7 @@ fn quiet_stderr<T>(f: impl FnOnce() -> T) -> T {
     if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
         let kept: Vec<&str> = text.lines().filter(|l| !is_noise(l)).collect();
         if !kept.is_empty() {
-            eprintln!("{}", kept.join("\n"));
+            crate::output::say(&kept.join("\n"));
         }
     }
     out

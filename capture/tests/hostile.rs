@@ -142,3 +142,57 @@ fn zip_entries_are_read_with_a_cap_whatever_they_declare() {
     refused(dir.path(), &ran, "data.pkl");
     assert!(ran.stderr.contains("once inflated") || ran.stderr.contains("cannot read"), "{}", ran.stderr);
 }
+
+#[test]
+fn count_arguments_past_their_bounds_are_usage_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let p = project.to_str().unwrap();
+    let cases: &[(&[&str], &str)] = &[
+        (&["infer", "--batch", "100000"], "'--batch <BATCH>': at most 1024"),
+        (&["infer", "--runs", "18446744073709551615"], "'--runs <RUNS>': at most 1000000"),
+        (&["infer", "--runs", "18446744073709551616"], "'--runs <RUNS>'"),
+        (&["infer", "--warmup", "1000001"], "'--warmup <WARMUP>': at most 1000000"),
+        (&["infer", "--repeat", "1001"], "'--repeat <REPEAT>': at most 1000"),
+        (&["infer", "--max-det", "100001"], "'--max-det <MAX_DET>': at most 100000"),
+        (&["run", "synthetic", "--workers", "100000"], "'--workers <WORKERS>': at most 256"),
+        (&["run", "synthetic", "--batch", "100000"], "'--batch <BATCH>': at most 1024 (or -1 to fit CUDA memory)"),
+        (&["run", "synthetic", "--steps", "18446744073709551615"], "'--steps <STEPS>': at most 1000000"),
+        // Within the bounds, but not within the machine: said before measuring.
+        (&["infer", "--batch", "1024", "--imgsz", "4096", "--max-memory", "8G"], "needs at least 1152.00 GiB of memory on the CPU"),
+        (&["run", "synthetic", "--batch", "1024", "--max-memory", "8G"], "needs at least 468.75 GiB of memory on the CPU"),
+    ];
+    for (args, want) in cases {
+        let mut argv = vec!["profile"];
+        argv.extend_from_slice(args);
+        argv.extend_from_slice(&["--device", "cpu", "--project", p]);
+        let ran = run_capture(&argv);
+        assert_eq!(ran.code, Some(2), "{args:?}: {}", ran.stderr);
+        assert!(ran.stderr.contains(want), "{args:?}: wanted `{want}` in {}", ran.stderr);
+        assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
+        assert!(ran.peak_mib < PEAK_MIB, "{args:?}: peak RSS {} MiB", ran.peak_mib);
+        assert!(!project.exists(), "{args:?}: nothing written");
+    }
+}
+
+#[test]
+fn an_unwritable_stderr_still_gives_the_profile() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    let full = std::fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+    // The random-init warning (and the busy-cores note) are written to a
+    // stderr that fails every write: no panic, the capture goes on.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
+        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--weights", "no-such-weights.pt"])
+        .arg("--project")
+        .arg(&project)
+        .current_dir(dir.path())
+        .stderr(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let mut left: Vec<String> =
+        common::hostile::files_under(&project).iter().map(|p| p.strip_prefix(&project).unwrap().display().to_string()).collect();
+    left.sort();
+    assert_eq!(left, ["infer/profile.json", "infer/profile_summary.json", "infer/profile_trace.json"], "the profile, nothing else");
+}
