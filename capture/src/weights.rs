@@ -48,6 +48,11 @@ pub fn resolve(arg: &str) -> Result<Source> {
     if p.is_dir() {
         return Err(Error::usage(format!("--weights {arg} is a directory, not a checkpoint file")));
     }
+    if p.exists() {
+        // A device, FIFO or socket: never read as a checkpoint (`/dev/zero`
+        // would be read forever).
+        return Err(Error::usage(format!("--weights {arg} is not a regular file")));
+    }
     if !bare {
         return Err(Error::usage(format!("--weights {arg}: file not found")));
     }

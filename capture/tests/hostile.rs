@@ -196,3 +196,34 @@ fn an_unwritable_stderr_still_gives_the_profile() {
     left.sort();
     assert_eq!(left, ["infer/profile.json", "infer/profile_summary.json", "infer/profile_trace.json"], "the profile, nothing else");
 }
+
+#[test]
+fn control_and_bidi_characters_in_names_reach_stderr_escaped() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    // A bare name not found: the random-init warning quotes it.
+    let name = "w\u{1b}]0;owned\u{7}\u{202e}gnp.pt";
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
+        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--no-trace", "--weights", name])
+        .arg("--project")
+        .arg(&project)
+        .current_dir(dir.path())
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{err}");
+    assert!(err.contains("weights w\\u{1b}]0;owned\\u{7}\\u{202e}gnp.pt not found"), "{err}");
+    assert!(!err.contains('\u{1b}') && !err.contains('\u{202e}') && !err.contains('\u{7}'), "{err:?}");
+    // A value clap refuses is echoed escaped too.
+    let ran = run_capture(&["profile", "infer", "--batch", "1\u{202e}\u{9b}2"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("'1\\u{202e}\\u{9b}2'"), "{:?}", ran.stderr);
+}
+
+#[test]
+fn a_non_file_as_weights_is_refused_unread() {
+    let ran = run_capture(&["profile", "infer", "--device", "cpu", "--weights", "/dev/zero"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("--weights /dev/zero is not a regular file"), "{}", ran.stderr);
+    assert!(ran.peak_mib < PEAK_MIB);
+}
