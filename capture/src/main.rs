@@ -65,3 +65,21 @@ fn run() -> Result<()> {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::panic_sentence;
+
+    #[test]
+    fn a_tch_panic_is_libtorch_s_first_line() {
+        let msg = "called `Result::unwrap()` on an `Err` value: Torch(\"DefaultCPUAllocator: can't allocate memory: you tried to allocate 491520000000 bytes. Error code 12 (Cannot allocate memory)\\nException raised from malloc at c10/core/impl/alloc_cpu.cpp:124 (most recent call first):\\nframe #0: ...\")";
+        assert_eq!(
+            panic_sentence(msg, " at x.rs:1"),
+            "libtorch failed: DefaultCPUAllocator: can't allocate memory: you tried to allocate 491520000000 bytes. Error code 12 (Cannot allocate memory)"
+        );
+        assert_eq!(
+            panic_sentence("index out of bounds\nmore", " at a.rs:3"),
+            "internal error at a.rs:3: index out of bounds (a bug: please report it)"
+        );
+    }
+}

@@ -43,7 +43,9 @@ fn one_tensor(numel: i64, offset: i64, size: &[i64], stride: &[i64]) -> Vec<u8> 
 fn tensor_layouts_past_their_storage_or_the_bounds_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let storage = vec![0u8; 16]; // 4 floats
-    let cases: &[(&str, i64, i64, &[i64], &[i64], &str)] = &[
+    // (what, storage numel, offset, size, stride, the sentence)
+    type Case<'a> = (&'a str, i64, i64, &'a [i64], &'a [i64], &'a str);
+    let cases: &[Case] = &[
         ("size beyond storage", 4, 0, &[10], &[1], "reach past its storage of 4 elements"),
         ("offset beyond storage", 4, 3, &[2], &[1], "reach past its storage"),
         ("negative size", 4, 0, &[-1], &[1], "negative size -1"),

@@ -76,7 +76,9 @@ pub struct Ran {
 }
 
 /// Runs `libreyolo-capture` with `args` and measures its peak resident
-/// memory (`wait4`'s `ru_maxrss`, this child's alone).
+/// memory (`wait4`'s `ru_maxrss`, this child's alone). The child is reaped
+/// by that `wait4`, which clippy cannot see.
+#[allow(clippy::zombie_processes)]
 pub fn run_capture(args: &[&str]) -> Ran {
     let mut child = Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
         .args(args)
