@@ -131,12 +131,11 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     let budget = libreyolo_core::budget::budget().unwrap_or(u64::MAX);
     let mut decoded = 0u64;
     for p in files {
-        let cannot = |e: String| Error::failed(format!("cannot read image {}: {e}", p.display()));
         let (w, h) = image::ImageReader::open(p)
             .and_then(|r| r.with_guessed_format())
-            .map_err(|e| cannot(e.to_string()))?
+            .map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?
             .into_dimensions()
-            .map_err(|e| cannot(e.to_string()))?;
+            .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
         decoded = decoded.saturating_add(w as u64 * h as u64 * 3);
         if decoded > budget {
             use libreyolo_core::budget::human;
