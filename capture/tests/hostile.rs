@@ -229,3 +229,36 @@ fn a_non_file_as_weights_is_refused_unread() {
     assert!(ran.stderr.contains("--weights /dev/zero is not a regular file"), "{}", ran.stderr);
     assert!(ran.peak_mib < PEAK_MIB);
 }
+
+#[test]
+fn sigint_while_kineto_writes_its_temp_leaves_nothing() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("project");
+    // 20 runs at 64 px: a trace of ~25 MB, which Kineto takes a while to write.
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
+        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "20", "--weights", "no-such.pt"])
+        .arg("--project")
+        .arg(&project)
+        .current_dir(dir.path())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let infer = project.join("infer");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let seen = loop {
+        let kineto = std::fs::read_dir(&infer).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"));
+        if kineto || std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
+            break kineto;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(1));
+    };
+    assert!(seen, "Kineto's .json.tmp appeared while the trace was exported");
+    // SAFETY: a signal to our own child.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert!(status.signal() == Some(libc::SIGINT) || status.code() == Some(130), "{status:?}");
+    let left = common::hostile::files_under(&project);
+    assert!(left.is_empty(), "an export interrupted leaves nothing: {left:?}");
+}
