@@ -203,7 +203,7 @@ pub fn check_layout(size: &[i64], stride: &[i64], offset: i64, storage_numel: u6
     if offset < 0 {
         return Err(format!("negative storage offset {offset}"));
     }
-    let too_big = || format!("size {size:?} is more than {} MiB", MAX_TENSOR_BYTES >> 20);
+    let too_big = || format!("size {size:?} would hold more than {} MiB", MAX_TENSOR_BYTES >> 20);
     let numel = size.iter().try_fold(1u64, |n, &s| n.checked_mul(s as u64)).ok_or_else(too_big)?;
     let bytes = numel.checked_mul(elem as u64).filter(|b| *b <= MAX_TENSOR_BYTES).ok_or_else(too_big)?;
     // The last element addressed; an empty tensor addresses none.

@@ -35,6 +35,9 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
+    if !meta.is_dir() {
+        return Err(Error::usage(format!("source {src} is neither an image file nor a directory")));
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")))?
         .filter_map(|e| e.ok().map(|e| e.path()))

@@ -223,11 +223,15 @@ fn control_and_bidi_characters_in_names_reach_stderr_escaped() {
 }
 
 #[test]
-fn a_non_file_as_weights_is_refused_unread() {
+fn a_device_as_weights_or_source_is_refused_unread() {
     let ran = run_capture(&["profile", "infer", "--device", "cpu", "--weights", "/dev/zero"]);
     assert_eq!(ran.code, Some(2), "{}", ran.stderr);
     assert!(ran.stderr.contains("--weights /dev/zero is not a regular file"), "{}", ran.stderr);
     assert!(ran.peak_mib < PEAK_MIB);
+    // Nor as the image source.
+    let ran = run_capture(&["profile", "infer", "/dev/zero", "--device", "cpu"]);
+    assert_eq!(ran.code, Some(2), "{}", ran.stderr);
+    assert!(ran.stderr.contains("source /dev/zero is neither an image file nor a directory"), "{}", ran.stderr);
 }
 
 #[test]
@@ -248,7 +252,8 @@ fn sigint_while_kineto_writes_its_temp_leaves_nothing() {
     let infer = project.join("infer");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let seen = loop {
-        let kineto = std::fs::read_dir(&infer).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"));
+        let kineto =
+            std::fs::read_dir(&infer).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"));
         if kineto || std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             break kineto;
         }
