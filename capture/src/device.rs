@@ -32,7 +32,7 @@ pub fn parse(arg: DeviceArg) -> Result<Device> {
 }
 
 /// The most intra-op threads `--threads` accepts.
-const MAX_THREADS: usize = 1024;
+const MAX_THREADS: usize = libreyolo_core::cli::limits::MAX_THREADS;
 
 /// Sets libtorch's intra-op threads: `--threads N`, else the CPUs we can
 /// have: those this process may run on (affinity and cgroup quota

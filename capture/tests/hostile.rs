@@ -157,6 +157,7 @@ fn count_arguments_past_their_bounds_are_usage_errors() {
         (&["infer", "--warmup", "1000001"], "'--warmup <WARMUP>': at most 1000000"),
         (&["infer", "--repeat", "1001"], "'--repeat <REPEAT>': at most 1000"),
         (&["infer", "--max-det", "100001"], "'--max-det <MAX_DET>': at most 100000"),
+        (&["infer", "--threads", "100000"], "'--threads <N>': at most 1024"),
         (&["run", "synthetic", "--workers", "100000"], "'--workers <WORKERS>': at most 256"),
         (&["run", "synthetic", "--batch", "100000"], "'--batch <BATCH>': at most 1024 (or -1 to fit CUDA memory)"),
         (&["run", "synthetic", "--steps", "18446744073709551615"], "'--steps <STEPS>': at most 1000000"),

@@ -8,7 +8,7 @@ use crate::lens::kernels::Sort;
 use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
 
-/// Bounds of the capture's count flags (docs/spec.md §2): generous beyond
+/// Bounds of the count flags (docs/spec.md §1.1, §2.3.1): generous beyond
 /// any real capture, and checked by clap (exit 2) before anything is sized
 /// from them (`--runs 18446744073709551615` once asked for that many slots,
 /// `--workers 100000` for that many threads).
@@ -23,6 +23,9 @@ pub mod limits {
     pub const MAX_WORKERS: usize = 256;
     /// `--max-det`: detections kept per image.
     pub const MAX_DET: usize = 100_000;
+    /// `--threads`: a reader's parsing threads, a capture's intra-op ones
+    /// (100 000 once aborted a reader spawning them).
+    pub const MAX_THREADS: usize = 1024;
 }
 
 /// A count of at most `MAX`, as clap's value parser.
@@ -77,7 +80,7 @@ pub struct ProfileArgs {
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// Threads to use: a reader's parsing threads, a capture's intra-op CPU threads. Default: the CPUs this process may use
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = at_most::<{ limits::MAX_THREADS }>)]
     pub threads: Option<usize>,
 }
 
