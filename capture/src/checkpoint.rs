@@ -165,8 +165,9 @@ fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str,
     if f.size() > limit {
         return Err(too_large(" (its declared size)"));
     }
-    // Capacity from the declared size, now known to be within the limit.
-    let mut out = Vec::with_capacity(f.size() as usize);
+    // A declared size within the limit may still be a lie (a 200-byte file
+    // can claim 2 GiB): reserve at most 64 MiB up front, grow with the data.
+    let mut out = Vec::with_capacity(f.size().min(64 << 20) as usize);
     f.take(limit + 1).read_to_end(&mut out).map_err(|e| CheckpointError::ReadEntry(name.to_string(), e))?;
     if out.len() as u64 > limit {
         return Err(too_large(" once inflated"));

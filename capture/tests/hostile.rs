@@ -120,8 +120,39 @@ fn lie_about_sizes(path: &Path, size: u32) {
     std::fs::write(path, b).unwrap();
 }
 
+/// Rewrites the uncompressed size of entry `name` (local and central
+/// headers) to `size`.
+fn lie_about_entry(path: &Path, name: &str, size: u32) {
+    let mut b = std::fs::read(path).unwrap();
+    let n = name.as_bytes();
+    for i in 0..b.len().saturating_sub(46) {
+        // (where the size is, where the name is) in a local or central header.
+        let (size_at, name_at) = match &b[i..i + 4] {
+            b"PK\x03\x04" => (22, 30),
+            b"PK\x01\x02" => (24, 46),
+            _ => continue,
+        };
+        if b.get(i + name_at..i + name_at + n.len()) == Some(n) {
+            b[i + size_at..i + size_at + 4].copy_from_slice(&size.to_le_bytes());
+        }
+    }
+    std::fs::write(path, b).unwrap();
+}
+
 #[test]
 fn zip_entries_are_read_with_a_cap_whatever_they_declare() {
+    let dir = tempfile::tempdir().unwrap();
+    let ck = dir.path().join("w.pt");
+    // A storage whose persistent id and header agree on 2 GB, holding 16
+    // bytes: nothing of that size is reserved, and the lie is named.
+    write_checkpoint(&ck, &one_tensor(500_000_000, 0, &[2], &[1]), &[("0", &[0u8; 16])]);
+    lie_about_entry(&ck, "archive/data/0", 2_000_000_000);
+    let ran = infer_with(dir.path(), &ck);
+    refused(dir.path(), &ran, "storage archive/data/0 holds 16 bytes, not the 2000000000 its 500000000 elements need");
+}
+
+#[test]
+fn zip_entries_declared_or_inflated_past_their_cap_are_refused() {
     let dir = tempfile::tempdir().unwrap();
     let ck = dir.path().join("w.pt");
     // A 200-byte file whose data.pkl claims 3.75 GiB: refused unread.
