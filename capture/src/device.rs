@@ -32,7 +32,7 @@ pub fn parse(arg: DeviceArg) -> Result<Device> {
 }
 
 /// The most intra-op threads `--threads` accepts.
-const MAX_THREADS: usize = 1024;
+const MAX_THREADS: usize = libreyolo_core::cli::limits::MAX_THREADS;
 
 /// Sets libtorch's intra-op threads: `--threads N`, else the CPUs we can
 /// have: those this process may run on (affinity and cgroup quota
@@ -50,10 +50,10 @@ pub fn set_threads(arg: Option<usize>) -> Result<usize> {
             let busy = conditions::busy_cores_now(std::time::Duration::from_millis(200)).unwrap_or(0.0);
             let n = conditions::threads_we_can_have(cpus, busy);
             if n < cpus {
-                eprintln!(
+                crate::output::say(&format!(
                     "note: other processes keep {busy:.1} of {cpus} cores busy; measuring with {n} thread{} so none waits on them (--threads {cpus} to use all)",
                     if n == 1 { "" } else { "s" }
-                );
+                ));
             }
             n
         }

@@ -93,6 +93,7 @@ impl Plan {
             return Err(Error::usage("--conf and --iou must be between 0 and 1"));
         }
         let device = device::parse(args.device)?;
+        model::check_memory(args.batch, imgsz, 6, device)?;
         let half = args.half();
         if half && device == Device::Cpu {
             return Err(Error::usage(
@@ -363,7 +364,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
         loaded.model.fuse();
     }
     for note in &loaded.notes {
-        eprintln!("{note}");
+        crate::output::say(note);
     }
 
     let project = &p.project;
@@ -375,7 +376,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
     for k in 0..p.repeat {
         let last = k + 1 == p.repeat;
         if p.repeat > 1 {
-            eprintln!("trial {}/{}", k + 1, p.repeat);
+            crate::output::say(&format!("trial {}/{}", k + 1, p.repeat));
         }
         let trial = run_trial(p, &images, &loaded, if last { Some(&out_dir) } else { None })?;
         let m = measurements(p, &loaded, &images, &trial);

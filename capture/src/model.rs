@@ -173,6 +173,27 @@ pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
     Ok(imgsz as i64)
 }
 
+/// Refuses a `--batch` × `--imgsz` on the CPU whose working memory would
+/// pass the memory budget (`--max-memory`, default half the RAM): at least
+/// `per_input` times the float32 input batch, a lower bound measured on
+/// YOLOv9-t (inference about 7×, training about 150×). Caught here, it is a
+/// sentence; caught by the allocator, it was an abort or the OOM killer.
+/// On CUDA the batch lives in VRAM, which this does not judge.
+pub fn check_memory(batch: usize, imgsz: i64, per_input: u64, device: Device) -> libreyolo_core::Result<()> {
+    let Some(budget) = libreyolo_core::budget::budget().filter(|_| device == Device::Cpu) else { return Ok(()) };
+    let input = (batch as u64).saturating_mul(3 * 4).saturating_mul((imgsz * imgsz) as u64);
+    let need = input.saturating_mul(per_input);
+    if need > budget {
+        use libreyolo_core::budget::human;
+        return Err(libreyolo_core::Error::usage(format!(
+            "--batch {batch} at --imgsz {imgsz} needs at least {} of memory on the CPU, more than the {} the capture may use (--max-memory SIZE; default half the RAM): use a smaller --batch or --imgsz",
+            human(need),
+            human(budget)
+        )));
+    }
+    Ok(())
+}
+
 /// BatchNorm in training mode (batch statistics, running statistics updated
 /// with momentum 0.03) for forwards on this thread while the returned guard
 /// lives: `model.train()` for the training capture. Per thread, so inference

@@ -3,6 +3,7 @@
 //! file fails at once, not after minutes of measurement), and the report
 //! of a `--repeat`'s trials.
 
+use std::io::Write;
 use std::path::Path;
 
 use libreyolo_core::analysis::{self, AnalyzeOptions};
@@ -10,6 +11,14 @@ use libreyolo_core::conditions::{self, Conditions};
 use libreyolo_core::profile::{Measurements, Profile, measured};
 use libreyolo_core::trace::Source;
 use libreyolo_core::{Error, Result};
+
+/// Writes a line to stderr: control and bidi characters escaped (a
+/// `--weights` name, a dataset path, Kineto's text may hold any), and never
+/// a panic when stderr cannot be written (`2>/dev/full`), which
+/// `eprintln!` would be. Every line the capture says goes through here.
+pub fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{}", libreyolo_core::render::printable(line));
+}
 
 /// Creates `dir` if needed and proves a file can be written in it.
 pub fn prepare(dir: &Path) -> Result<()> {
@@ -25,10 +34,10 @@ pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
     let judged: Vec<_> = trials.iter().map(|p| (p.figures.img_per_s, Conditions::of_host(p.host.as_ref()))).collect();
     let t = conditions::across_trials(&judged);
     for line in &t.lines {
-        eprintln!("{line}");
+        say(line);
     }
     for w in &t.warnings {
-        eprintln!("warning: {w}");
+        say(&format!("warning: {w}"));
     }
     t.aggregate
 }

@@ -95,6 +95,10 @@ pub enum PickleError {
     Unsupported(char),
     #[error("odd number of dict items")]
     OddDict,
+    #[error("values nested more than {MAX_DEPTH} deep")]
+    TooDeep,
+    #[error("the decoded values would pass {} MiB (a memo or DUP bomb?)", MAX_DECODED_BYTES >> 20)]
+    TooLarge,
     /// Where it went wrong: the opcode and its offset.
     #[error("pickle opcode 0x{op:02x} at {at}: {source}")]
     At { op: u8, at: usize, source: Box<PickleError> },
@@ -102,16 +106,82 @@ pub enum PickleError {
 
 type Result<T> = std::result::Result<T, PickleError>;
 
+/// How deep values may nest. torch's state dicts nest about six deep (dict →
+/// rebuild call → args tuple → persistent id → tuple); the bound keeps every
+/// recursive walk over a value (drop, clone, comparison, JSON) far from the
+/// end of the stack, however the file nests.
+pub const MAX_DEPTH: u32 = 200;
+
+/// What decoded values may cost in all, in bytes (approximately: a node each,
+/// plus string bytes), clones through the memo and `DUP` counted each time.
+/// A real checkpoint's pickle decodes to a few MB; a memo-doubling pickle of
+/// under 1 KB would otherwise grow exponentially.
+pub const MAX_DECODED_BYTES: u64 = 256 << 20;
+
 /// Parses one pickle. Errors name the opcode and the offset.
 pub fn parse(data: &[u8]) -> Result<Value> {
-    Machine { data, pos: 0, stack: Vec::new(), memo: HashMap::new() }.run()
+    Machine { data, pos: 0, stack: Vec::new(), memo: HashMap::new(), spent: 0 }.run()
+}
+
+/// A value on the stack or in the memo, with what the bounds need: its
+/// nesting depth, its cost ([`MAX_DECODED_BYTES`]) and, for a dict, where
+/// each hashable key sits (so that `SETITEMS` is not quadratic).
+#[derive(Clone)]
+struct Entry {
+    v: Value,
+    depth: u32,
+    cost: u64,
+    keys: Option<HashMap<Key, usize>>,
+}
+
+/// A dict key that can be hashed. Other keys (floats, tuples) are rare
+/// enough in a checkpoint to be compared one by one.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    None,
+    Bool(bool),
+    Int(i64),
+    Str(String),
+    Bytes(Vec<u8>),
+}
+
+impl Key {
+    fn of(v: &Value) -> Option<Key> {
+        Some(match v {
+            Value::None => Key::None,
+            Value::Bool(b) => Key::Bool(*b),
+            Value::Int(i) => Key::Int(*i),
+            Value::Str(s) => Key::Str(s.clone()),
+            Value::Bytes(b) => Key::Bytes(b.clone()),
+            _ => return None,
+        })
+    }
+}
+
+/// The cost of a value that holds no other value.
+fn leaf_cost(v: &Value) -> u64 {
+    let heap = match v {
+        Value::Str(s) => s.len(),
+        Value::Bytes(b) => b.len(),
+        Value::Global(m, n) => m.len() + n.len(),
+        _ => 0,
+    };
+    (size_of::<Value>() + heap) as u64
+}
+
+impl Entry {
+    fn leaf(v: Value) -> Entry {
+        Entry { cost: leaf_cost(&v), v, depth: 0, keys: None }
+    }
 }
 
 struct Machine<'a> {
     data: &'a [u8],
     pos: usize,
-    stack: Vec<Value>,
-    memo: HashMap<u32, Value>,
+    stack: Vec<Entry>,
+    memo: HashMap<u32, Entry>,
+    /// Cost of everything decoded so far, clones included.
+    spent: u64,
 }
 
 impl Machine<'_> {
@@ -143,21 +213,93 @@ impl Machine<'_> {
     fn string(&mut self, n: usize) -> Result<String> {
         Ok(String::from_utf8_lossy(self.take(n)?).into_owned())
     }
-    fn pop(&mut self) -> Result<Value> {
+    /// Charges `cost` to the decoding budget.
+    fn spend(&mut self, cost: u64) -> Result<()> {
+        self.spent = self.spent.saturating_add(cost);
+        if self.spent > MAX_DECODED_BYTES {
+            return Err(PickleError::TooLarge);
+        }
+        Ok(())
+    }
+    fn push(&mut self, v: Value) -> Result<()> {
+        let e = Entry::leaf(v);
+        self.spend(e.cost)?;
+        self.stack.push(e);
+        Ok(())
+    }
+    fn pop(&mut self) -> Result<Entry> {
         self.stack.pop().ok_or(PickleError::StackUnderflow)
     }
-    fn top(&mut self) -> Result<&mut Value> {
+    fn top(&mut self) -> Result<&mut Entry> {
         self.stack.last_mut().ok_or(PickleError::StackUnderflow)
     }
     /// Pops everything above the last mark, and the mark.
-    fn pop_mark(&mut self) -> Result<Vec<Value>> {
-        let at = self.stack.iter().rposition(|v| matches!(v, Value::Mark)).ok_or(PickleError::NoMark)?;
+    fn pop_mark(&mut self) -> Result<Vec<Entry>> {
+        let at = self.stack.iter().rposition(|e| matches!(e.v, Value::Mark)).ok_or(PickleError::NoMark)?;
         let items = self.stack.split_off(at + 1);
         self.stack.pop();
         Ok(items)
     }
-    fn memo_get(&self, i: u32) -> Result<Value> {
-        self.memo.get(&i).cloned().ok_or(PickleError::EmptyMemo(i))
+    fn memo_get(&mut self, i: u32) -> Result<()> {
+        let cost = self.memo.get(&i).ok_or(PickleError::EmptyMemo(i))?.cost;
+        self.spend(cost)?;
+        let e = self.memo[&i].clone();
+        self.stack.push(e);
+        Ok(())
+    }
+    fn memo_put(&mut self, i: u32) -> Result<()> {
+        let cost = self.top()?.cost;
+        self.spend(cost)?;
+        let e = self.top()?.clone();
+        self.memo.insert(i, e);
+        Ok(())
+    }
+    /// Puts `items` into the container on top of the stack with `add`,
+    /// false when it is not the container `op` needs; its depth and cost
+    /// follow.
+    fn extend_top(
+        &mut self,
+        items: Vec<Entry>,
+        op: &'static str,
+        what: &'static str,
+        add: impl FnOnce(&mut Value, Vec<Value>) -> bool,
+    ) -> Result<()> {
+        let top = self.top()?;
+        let depth = deeper(top.depth, &items)?;
+        let cost: u64 = items.iter().map(|e| e.cost).sum();
+        if !add(&mut top.v, items.into_iter().map(|e| e.v).collect()) {
+            return Err(PickleError::WrongTarget(op, what));
+        }
+        top.depth = depth;
+        top.cost = top.cost.saturating_add(cost);
+        Ok(())
+    }
+    fn set_items(&mut self, items: Vec<Entry>) -> Result<()> {
+        if items.len() % 2 != 0 {
+            return Err(PickleError::OddDict);
+        }
+        let top = self.top()?;
+        let depth = deeper(top.depth, &items)?;
+        let cost: u64 = items.iter().map(|e| e.cost).sum();
+        let Value::Dict(d) = &mut top.v else { return Err(PickleError::WrongTarget("SETITEM", "dict")) };
+        let keys = top.keys.get_or_insert_with(|| index(d));
+        let mut it = items.into_iter();
+        while let (Some(k), Some(v)) = (it.next(), it.next()) {
+            let slot = match Key::of(&k.v) {
+                Some(key) => keys.get(&key).copied().or_else(|| {
+                    keys.insert(key, d.len());
+                    None
+                }),
+                None => d.iter().position(|(ek, _)| *ek == k.v),
+            };
+            match slot {
+                Some(i) => d[i].1 = v.v,
+                None => d.push((k.v, v.v)),
+            }
+        }
+        top.depth = depth;
+        top.cost = top.cost.saturating_add(cost);
+        Ok(())
     }
 
     fn run(mut self) -> Result<Value> {
@@ -166,7 +308,7 @@ impl Machine<'_> {
             let op = self.u8()?;
             self.step(op).map_err(|e| PickleError::At { op, at, source: Box::new(e) })?;
             if op == b'.' {
-                return self.pop();
+                return Ok(self.pop()?.v);
             }
         }
     }
@@ -180,7 +322,7 @@ impl Machine<'_> {
                 self.u64()?; // FRAME
             }
             b'.' => {} // STOP
-            b'(' => self.stack.push(Value::Mark),
+            b'(' => self.push(Value::Mark)?,
             b'0' => {
                 self.pop()?;
             }
@@ -188,23 +330,25 @@ impl Machine<'_> {
                 self.pop_mark()?;
             }
             b'2' => {
-                let v = self.top()?.clone();
-                self.stack.push(v);
+                let cost = self.top()?.cost;
+                self.spend(cost)?;
+                let e = self.top()?.clone();
+                self.stack.push(e);
             }
-            b'N' => self.stack.push(Value::None),
-            0x88 => self.stack.push(Value::Bool(true)),
-            0x89 => self.stack.push(Value::Bool(false)),
+            b'N' => self.push(Value::None)?,
+            0x88 => self.push(Value::Bool(true))?,
+            0x89 => self.push(Value::Bool(false))?,
             b'J' => {
                 let v = self.u32()? as i32;
-                self.stack.push(Value::Int(v as i64))
+                self.push(Value::Int(v as i64))?
             }
             b'K' => {
                 let v = self.u8()?;
-                self.stack.push(Value::Int(v as i64))
+                self.push(Value::Int(v as i64))?
             }
             b'M' => {
                 let v = self.u16()?;
-                self.stack.push(Value::Int(v as i64))
+                self.push(Value::Int(v as i64))?
             }
             0x8a => {
                 let n = self.u8()? as usize;
@@ -214,7 +358,7 @@ impl Machine<'_> {
                 }
                 let mut buf = [if bytes.last().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0 }; 8];
                 buf[..n].copy_from_slice(bytes);
-                self.stack.push(Value::Int(i64::from_le_bytes(buf)))
+                self.push(Value::Int(i64::from_le_bytes(buf)))?
             }
             b'I' => {
                 let l = self.line()?;
@@ -223,189 +367,220 @@ impl Machine<'_> {
                     "01" => Value::Bool(true),
                     s => Value::Int(s.parse().map_err(|_| PickleError::Bad(format!("INT {s}")))?),
                 };
-                self.stack.push(v)
+                self.push(v)?
             }
             b'G' => {
                 let v = f64::from_be_bytes(self.take(8)?.try_into().unwrap());
-                self.stack.push(Value::Float(v))
+                self.push(Value::Float(v))?
             }
-            b'X' => {
+            b'X' | b'T' => {
                 let n = self.u32()? as usize;
                 let s = self.string(n)?;
-                self.stack.push(Value::Str(s))
+                self.push(Value::Str(s))?
             }
-            0x8c => {
+            0x8c | b'U' => {
                 let n = self.u8()? as usize;
                 let s = self.string(n)?;
-                self.stack.push(Value::Str(s))
+                self.push(Value::Str(s))?
             }
             0x8d => {
-                let n = self.u64()? as usize;
+                let n = usize::try_from(self.u64()?).map_err(|_| PickleError::Truncated)?;
                 let s = self.string(n)?;
-                self.stack.push(Value::Str(s))
-            }
-            b'U' => {
-                let n = self.u8()? as usize;
-                let s = self.string(n)?;
-                self.stack.push(Value::Str(s))
-            }
-            b'T' => {
-                let n = self.u32()? as usize;
-                let s = self.string(n)?;
-                self.stack.push(Value::Str(s))
+                self.push(Value::Str(s))?
             }
             b'C' => {
                 let n = self.u8()? as usize;
                 let b = self.take(n)?.to_vec();
-                self.stack.push(Value::Bytes(b))
+                self.push(Value::Bytes(b))?
             }
             b'B' => {
                 let n = self.u32()? as usize;
                 let b = self.take(n)?.to_vec();
-                self.stack.push(Value::Bytes(b))
+                self.push(Value::Bytes(b))?
             }
-            b'}' => self.stack.push(Value::Dict(Vec::new())),
-            b']' => self.stack.push(Value::List(Vec::new())),
-            b')' => self.stack.push(Value::Tuple(Vec::new())),
-            0x8f => self.stack.push(Value::Set(Vec::new())),
+            b'}' => self.push(Value::Dict(Vec::new()))?,
+            b']' => self.push(Value::List(Vec::new()))?,
+            b')' => self.push(Value::Tuple(Vec::new()))?,
+            0x8f => self.push(Value::Set(Vec::new()))?,
             b't' => {
                 let items = self.pop_mark()?;
-                self.stack.push(Value::Tuple(items))
+                self.push_seq(items, Value::Tuple)?
             }
             0x85 => {
                 let a = self.pop()?;
-                self.stack.push(Value::Tuple(vec![a]))
+                self.push_seq(vec![a], Value::Tuple)?
             }
             0x86 => {
                 let b = self.pop()?;
                 let a = self.pop()?;
-                self.stack.push(Value::Tuple(vec![a, b]))
+                self.push_seq(vec![a, b], Value::Tuple)?
             }
             0x87 => {
                 let c = self.pop()?;
                 let b = self.pop()?;
                 let a = self.pop()?;
-                self.stack.push(Value::Tuple(vec![a, b, c]))
+                self.push_seq(vec![a, b, c], Value::Tuple)?
             }
             b'l' => {
                 let items = self.pop_mark()?;
-                self.stack.push(Value::List(items))
+                self.push_seq(items, Value::List)?
             }
             b'a' => {
                 let v = self.pop()?;
-                match self.top()? {
-                    Value::List(l) => l.push(v),
-                    _ => return Err(PickleError::WrongTarget("APPEND", "list")),
-                }
+                self.extend_top(vec![v], "APPEND", "list", |t, items| match t {
+                    Value::List(l) => {
+                        l.extend(items);
+                        true
+                    }
+                    _ => false,
+                })?
             }
             b'e' => {
                 let items = self.pop_mark()?;
-                match self.top()? {
-                    Value::List(l) => l.extend(items),
-                    _ => return Err(PickleError::WrongTarget("APPENDS", "list")),
-                }
+                self.extend_top(items, "APPENDS", "list", |t, items| match t {
+                    Value::List(l) => {
+                        l.extend(items);
+                        true
+                    }
+                    _ => false,
+                })?
             }
             0x90 => {
                 let items = self.pop_mark()?;
-                match self.top()? {
-                    Value::Set(s) => s.extend(items),
-                    _ => return Err(PickleError::WrongTarget("ADDITEMS", "set")),
-                }
+                self.extend_top(items, "ADDITEMS", "set", |t, items| match t {
+                    Value::Set(s) => {
+                        s.extend(items);
+                        true
+                    }
+                    _ => false,
+                })?
             }
             0x91 => {
                 let items = self.pop_mark()?;
-                self.stack.push(Value::Set(items))
+                self.push_seq(items, Value::Set)?
             }
             b'd' => {
                 let items = self.pop_mark()?;
-                self.stack.push(Value::Dict(pairs(items)?))
+                self.push(Value::Dict(Vec::new()))?;
+                self.set_items(items)?
             }
             b's' => {
                 let v = self.pop()?;
                 let k = self.pop()?;
-                dict_insert(self.top()?, vec![(k, v)])?;
+                self.set_items(vec![k, v])?
             }
             b'u' => {
                 let items = self.pop_mark()?;
-                let p = pairs(items)?;
-                dict_insert(self.top()?, p)?;
+                self.set_items(items)?
             }
             b'p' => {
                 let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("PUT index".into()))?;
-                let v = self.top()?.clone();
-                self.memo.insert(i, v);
+                self.memo_put(i)?
             }
             b'q' => {
                 let i = self.u8()? as u32;
-                let v = self.top()?.clone();
-                self.memo.insert(i, v);
+                self.memo_put(i)?
             }
             b'r' => {
                 let i = self.u32()?;
-                let v = self.top()?.clone();
-                self.memo.insert(i, v);
+                self.memo_put(i)?
             }
             0x94 => {
                 let i = self.memo.len() as u32;
-                let v = self.top()?.clone();
-                self.memo.insert(i, v);
+                self.memo_put(i)?
             }
             b'g' => {
                 let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("GET index".into()))?;
-                let v = self.memo_get(i)?;
-                self.stack.push(v)
+                self.memo_get(i)?
             }
             b'h' => {
                 let i = self.u8()? as u32;
-                let v = self.memo_get(i)?;
-                self.stack.push(v)
+                self.memo_get(i)?
             }
             b'j' => {
                 let i = self.u32()?;
-                let v = self.memo_get(i)?;
-                self.stack.push(v)
+                self.memo_get(i)?
             }
             b'c' => {
                 let module = self.line()?;
                 let name = self.line()?;
-                self.stack.push(Value::Global(module, name))
+                self.push(Value::Global(module, name))?
             }
             0x93 => {
                 let name = self.pop()?;
                 let module = self.pop()?;
-                match (module, name) {
-                    (Value::Str(m), Value::Str(n)) => self.stack.push(Value::Global(m, n)),
+                match (module.v, name.v) {
+                    (Value::Str(m), Value::Str(n)) => self.push(Value::Global(m, n))?,
                     _ => return Err(PickleError::StackGlobal),
                 }
             }
             b'R' | 0x81 => {
                 let args = self.pop()?;
                 let func = self.pop()?;
-                let args = match args {
+                let parts = [func, args];
+                let e = built(&parts, Value::None)?;
+                let [func, args] = parts;
+                let args = match args.v {
                     Value::Tuple(a) => a,
                     other => vec![other],
                 };
-                self.stack.push(reduce(func, args))
+                self.spend(size_of::<Value>() as u64)?;
+                self.stack.push(Entry { v: reduce(func.v, args), ..e })
             }
             b'b' => {
                 let state = self.pop()?;
+                let top = self.top()?;
                 // BUILD on a plain dict (OrderedDict's `_metadata`): ignored.
-                if let Value::Call { state: s, .. } = self.top()? {
-                    *s = Some(Box::new(state));
+                if let Value::Call { state: s, .. } = &mut top.v {
+                    top.depth = deeper(top.depth, std::slice::from_ref(&state))?;
+                    top.cost = top.cost.saturating_add(state.cost);
+                    *s = Some(Box::new(state.v));
                 }
             }
             b'Q' => {
                 let pid = self.pop()?;
-                self.stack.push(Value::PersId(Box::new(pid)))
+                self.push_seq(vec![pid], |mut v| Value::PersId(Box::new(v.pop().expect("one item"))))?
             }
             b'P' => {
-                let pid = self.line()?;
-                self.stack.push(Value::PersId(Box::new(Value::Str(pid))))
+                let pid = Entry::leaf(Value::Str(self.line()?));
+                self.spend(pid.cost)?;
+                self.push_seq(vec![pid], |mut v| Value::PersId(Box::new(v.pop().expect("one item"))))?
             }
             other => return Err(PickleError::Unsupported(other as char)),
         }
         Ok(())
     }
+
+    /// Pushes the container `make` builds from `items`: one deeper than
+    /// the deepest of them.
+    fn push_seq(&mut self, items: Vec<Entry>, make: impl FnOnce(Vec<Value>) -> Value) -> Result<()> {
+        let e = built(&items, Value::None)?;
+        self.spend(size_of::<Value>() as u64)?;
+        let v = make(items.into_iter().map(|e| e.v).collect());
+        self.stack.push(Entry { v, ..e });
+        Ok(())
+    }
+}
+
+/// The depth of a container already `depth` deep once `items` are in it.
+fn deeper(depth: u32, items: &[Entry]) -> Result<u32> {
+    let d = items.iter().map(|e| e.depth + 1).max().unwrap_or(0).max(depth);
+    if d > MAX_DEPTH {
+        return Err(PickleError::TooDeep);
+    }
+    Ok(d)
+}
+
+/// The entry of a container holding `parts` (its value `v`).
+fn built(parts: &[Entry], v: Value) -> Result<Entry> {
+    let depth = deeper(0, parts)?.max(1);
+    let cost = parts.iter().fold(size_of::<Value>() as u64, |c, e| c.saturating_add(e.cost));
+    Ok(Entry { v, depth, cost, keys: None })
+}
+
+/// Where each hashable key of `d` sits (the last one, as a dict keeps it).
+fn index(d: &[(Value, Value)]) -> HashMap<Key, usize> {
+    d.iter().enumerate().filter_map(|(i, (k, _))| Some((Key::of(k)?, i))).collect()
 }
 
 /// Applies the callables whose meaning is plain data; keeps the rest.
@@ -438,29 +613,6 @@ fn reduce(func: Value, mut args: Vec<Value>) -> Value {
     Value::Call { func: Box::new(func), args, state: None }
 }
 
-fn pairs(items: Vec<Value>) -> Result<Vec<(Value, Value)>> {
-    if items.len() % 2 != 0 {
-        return Err(PickleError::OddDict);
-    }
-    let mut out = Vec::with_capacity(items.len() / 2);
-    let mut it = items.into_iter();
-    while let (Some(k), Some(v)) = (it.next(), it.next()) {
-        out.push((k, v));
-    }
-    Ok(out)
-}
-
-fn dict_insert(target: &mut Value, items: Vec<(Value, Value)>) -> Result<()> {
-    let Value::Dict(d) = target else { return Err(PickleError::WrongTarget("SETITEM", "dict")) };
-    for (k, v) in items {
-        match d.iter_mut().find(|(ek, _)| *ek == k) {
-            Some(slot) => slot.1 = v,
-            None => d.push((k, v)),
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -480,5 +632,55 @@ mod tests {
         let err = parse(b"\x80\x02}q\x00(X\x05\x00").unwrap_err();
         assert!(matches!(&err, PickleError::At { op: b'X', at: 6, source } if **source == PickleError::Truncated), "{err:?}");
         assert_eq!(err.to_string(), "pickle opcode 0x58 at 6: truncated pickle");
+    }
+
+    #[test]
+    fn nesting_past_the_bound_is_an_error_not_a_stack_overflow() {
+        let mut data = b"\x80\x02)".to_vec();
+        data.extend(std::iter::repeat_n(0x85, 1_000_000));
+        data.push(b'.');
+        let err = parse(&data).unwrap_err().to_string();
+        assert!(err.contains("nested more than 200 deep"), "{err}");
+        // At the bound it parses (and drops) fine.
+        let mut data = b"\x80\x02)".to_vec();
+        data.extend(std::iter::repeat_n(0x85, MAX_DEPTH as usize - 1));
+        data.push(b'.');
+        assert!(parse(&data).is_ok());
+    }
+
+    #[test]
+    fn memo_and_dup_doubling_stop_at_the_budget() {
+        let mut memo = b"\x80\x02]q\x00".to_vec();
+        let mut dup = b"\x80\x02]".to_vec();
+        for _ in 0..64 {
+            memo.extend_from_slice(b"h\x00h\x00\x86q\x00");
+            dup.extend_from_slice(b"2\x86");
+        }
+        for data in [memo, dup] {
+            let err = parse(&data).unwrap_err().to_string();
+            assert!(err.contains("would pass 256 MiB"), "{err}");
+        }
+    }
+
+    #[test]
+    fn large_dicts_keep_the_last_value_of_a_key_in_linear_time() {
+        // {0: 0, 1: 1, ..., 199999: 199999} then 0: 7 again, in SETITEMS batches.
+        let mut data = b"\x80\x02}".to_vec();
+        for chunk in (0..200_000u32).collect::<Vec<_>>().chunks(1000) {
+            data.push(b'(');
+            for i in chunk {
+                data.push(b'J');
+                data.extend_from_slice(&i.to_le_bytes());
+                data.push(b'J');
+                data.extend_from_slice(&i.to_le_bytes());
+            }
+            data.push(b'u');
+        }
+        data.extend_from_slice(b"K\x00K\x07s.");
+        let t = std::time::Instant::now();
+        let Value::Dict(d) = parse(&data).unwrap() else { panic!("a dict") };
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!(d.len(), 200_000);
+        assert_eq!(d[0], (Value::Int(0), Value::Int(7)));
     }
 }

@@ -117,7 +117,13 @@ impl Session {
     pub fn finish(mut self, path: &Path) -> Result<()> {
         self.stop()?;
         let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::failed("trace path holds a NUL byte"))?;
+        // Kineto writes `<path>.tmp` and renames it onto `<path>` at the
+        // end: a signal during the export, or a failed export, would leave
+        // it behind (2–11 MB) unless it is noted and removed too.
+        let kineto_tmp = kineto_temp(path);
+        libreyolo_core::tempfiles::track(&kineto_tmp);
         let res = quiet_stderr(|| call(|e, n| unsafe { lyp_profiler_save(c.as_ptr(), e, n) }));
+        let _ = std::fs::remove_file(&kineto_tmp);
         unsafe { lyp_profiler_discard() };
         res.map_err(|msg| Error::failed(format!("cannot write the trace {}: {msg}", path.display())))
     }
@@ -161,6 +167,13 @@ impl Drop for Session {
             unsafe { lyp_profiler_discard() };
         }
     }
+}
+
+/// The temporary file Kineto exports `path` through: `<path>.tmp`.
+pub fn kineto_temp(path: &Path) -> std::path::PathBuf {
+    let mut p = path.as_os_str().to_owned();
+    p.push(".tmp");
+    p.into()
 }
 
 /// Whether a profiler session is running in this process.
@@ -257,7 +270,7 @@ fn quiet_stderr<T>(f: impl FnOnce() -> T) -> T {
     if file.rewind().is_ok() && file.read_to_string(&mut text).is_ok() {
         let kept: Vec<&str> = text.lines().filter(|l| !is_noise(l)).collect();
         if !kept.is_empty() {
-            eprintln!("{}", kept.join("\n"));
+            crate::output::say(&kept.join("\n"));
         }
     }
     out
@@ -266,6 +279,12 @@ fn quiet_stderr<T>(f: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::is_noise;
+
+    #[test]
+    fn kineto_exports_through_the_path_plus_tmp() {
+        let p = std::path::Path::new("/d/.profile_trace.ab12.json");
+        assert_eq!(super::kineto_temp(p), std::path::Path::new("/d/.profile_trace.ab12.json.tmp"));
+    }
 
     #[test]
     fn kineto_noise_is_recognised() {

@@ -1,6 +1,7 @@
 //! Input images: a file, a directory of images, or the bundled sample
 //! photograph. Images are decoded once, up front, into `(3, H, W)` uint8
-//! tensors; the measured loop only letterboxes them.
+//! tensors; the measured loop only letterboxes them. What they will decode
+//! to is summed from their headers first and held to the memory budget.
 
 use std::path::{Path, PathBuf};
 
@@ -34,6 +35,9 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
+    if !meta.is_dir() {
+        return Err(Error::usage(format!("source {src} is neither an image file nor a directory")));
+    }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
         .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")))?
         .filter_map(|e| e.ok().map(|e| e.path()))
@@ -48,18 +52,109 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
+/// The largest image file read: a 16384² PNG is far less.
+pub const MAX_IMAGE_FILE_BYTES: u64 = 256 << 20;
+
+/// Reads an image file: a regular file of at most [`MAX_IMAGE_FILE_BYTES`].
+pub fn read_image_file(p: &Path) -> std::result::Result<Vec<u8>, String> {
+    use std::io::Read;
+    let f = std::fs::File::open(p).map_err(|e| e.to_string())?;
+    let meta = f.metadata().map_err(|e| e.to_string())?;
+    if !meta.is_file() {
+        return Err("not a regular file".into());
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_IMAGE_FILE_BYTES + 1).read_to_end(&mut bytes).map_err(|e| e.to_string())?;
+    if bytes.len() as u64 > MAX_IMAGE_FILE_BYTES {
+        return Err(format!("larger than {} MiB", MAX_IMAGE_FILE_BYTES >> 20));
+    }
+    Ok(bytes)
+}
+
+/// Decodes an image, refusing a truncated JPEG (the decoder fills the
+/// missing rows with grey and says nothing, so a capture would run on
+/// half an image). The image crate's default limits (512 MiB per image)
+/// bound what one image may decode to.
+pub fn decode(bytes: &[u8]) -> std::result::Result<image::DynamicImage, String> {
+    if bytes.starts_with(&[0xff, 0xd8]) && !jpeg_is_complete(bytes) {
+        return Err("truncated JPEG (no end-of-image marker after its scans)".into());
+    }
+    image::load_from_memory(bytes).map_err(|e| e.to_string())
+}
+
+/// Whether a JPEG's marker segments run to its end-of-image marker: the
+/// segments are skipped by their lengths (an EXIF thumbnail's own EOI
+/// inside APP1 is not taken for the image's), entropy-coded data up to the
+/// next marker (`FF` then neither `00` nor a restart marker).
+pub fn jpeg_is_complete(b: &[u8]) -> bool {
+    let mut i = 2;
+    loop {
+        // A marker: FF (fill bytes FF allowed) then its code.
+        while b.get(i) == Some(&0xff) && b.get(i + 1) == Some(&0xff) {
+            i += 1;
+        }
+        let (Some(&0xff), Some(&code)) = (b.get(i), b.get(i + 1)) else { return false };
+        i += 2;
+        match code {
+            0xd9 => return true,
+            // Markers without a length.
+            0x01 | 0xd0..=0xd7 => continue,
+            _ => {}
+        }
+        let Some(len) = b.get(i..i + 2).map(|l| u16::from_be_bytes([l[0], l[1]]) as usize) else { return false };
+        if len < 2 {
+            return false;
+        }
+        i += len;
+        if code == 0xda {
+            // Entropy-coded data: up to the next real marker.
+            loop {
+                let Some(at) = b.get(i..).and_then(|rest| memchr::memchr(0xff, rest)) else { return false };
+                i += at;
+                match b.get(i + 1) {
+                    Some(0x00 | 0xd0..=0xd7 | 0xff) => i += 1,
+                    Some(_) => break,
+                    None => return false,
+                }
+            }
+        }
+    }
+}
+
 /// Decodes the source's images (the bundled sample when `files` is empty).
-/// An unreadable or corrupt image is a failure (exit 1) naming the file.
+/// An unreadable, corrupt or truncated image is a failure (exit 1) naming
+/// the file; so are images that would decode to more than the memory
+/// budget (`--max-memory`, default half the RAM), said from their headers
+/// before any is decoded.
 pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     if files.is_empty() {
         let img = image::load_from_memory(SAMPLE).map_err(|e| Error::failed(format!("bundled sample image: {e}")))?;
         return Ok(vec![to_tensor(SAMPLE_NAME.to_string(), img)]);
     }
+    let budget = libreyolo_core::budget::budget().unwrap_or(u64::MAX);
+    let mut decoded = 0u64;
+    for p in files {
+        let (w, h) = image::ImageReader::open(p)
+            .and_then(|r| r.with_guessed_format())
+            .map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?
+            .into_dimensions()
+            .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+        decoded = decoded.saturating_add(w as u64 * h as u64 * 3);
+        if decoded > budget {
+            use libreyolo_core::budget::human;
+            return Err(Error::failed(format!(
+                "the {} images decode to more than the {} the capture may use (--max-memory SIZE; default half the RAM), reached at {}: profile fewer or smaller images",
+                files.len(),
+                human(budget),
+                p.display()
+            )));
+        }
+    }
     files
         .iter()
         .map(|p| {
-            let bytes = std::fs::read(p).map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
-            let img = image::load_from_memory(&bytes).map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+            let bytes = read_image_file(p).map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
+            let img = decode(&bytes).map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
             Ok(to_tensor(p.display().to_string(), img))
         })
         .collect()

@@ -48,6 +48,11 @@ pub fn resolve(arg: &str) -> Result<Source> {
     if p.is_dir() {
         return Err(Error::usage(format!("--weights {arg} is a directory, not a checkpoint file")));
     }
+    if p.exists() {
+        // A device, FIFO or socket: never read as a checkpoint (`/dev/zero`
+        // would be read forever).
+        return Err(Error::usage(format!("--weights {arg} is not a regular file")));
+    }
     if !bare {
         return Err(Error::usage(format!("--weights {arg}: file not found")));
     }
@@ -119,9 +124,9 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
             }
             let nc = ck
                 .meta_int("nc")
-                .or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]))
+                .or_else(|| ck.tensor("head.cv3.0.2.weight").and_then(rows))
                 .ok_or_else(|| Error::failed(format!("checkpoint {shown}: no `nc` and no class head to read it from")))?;
-            let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
+            let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").and_then(rows);
             let mut model = Yolo9::with_class_width(used_size, nc, cls_hidden, device).map_err(|e| Error::failed(e.to_string()))?;
             model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             Ok(Loaded {
@@ -141,7 +146,7 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
 
 /// The size of a bare state dict, from the stem's width and first block.
 fn detect_size(ck: &checkpoint::Checkpoint) -> Option<ModelSize> {
-    let c0 = ck.tensor("backbone.conv0.conv.weight")?.size()[0];
+    let c0 = rows(ck.tensor("backbone.conv0.conv.weight")?)?;
     let elan = ck.tensor("backbone.elan1.cv2.conv.weight").is_some();
     Some(match (c0, elan) {
         (16, _) => ModelSize::T,
@@ -150,4 +155,9 @@ fn detect_size(ck: &checkpoint::Checkpoint) -> Option<ModelSize> {
         (64, _) => ModelSize::C,
         _ => return None,
     })
+}
+
+/// A tensor's first dimension; none for a scalar (a file can hold anything).
+fn rows(t: &tch::Tensor) -> Option<i64> {
+    t.size().first().copied()
 }

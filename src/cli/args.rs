@@ -8,6 +8,45 @@ use crate::lens::kernels::Sort;
 use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
 
+/// Bounds of the count flags (docs/spec.md §1.1, §2.3.1): generous beyond
+/// any real capture, and checked by clap (exit 2) before anything is sized
+/// from them (`--runs 18446744073709551615` once asked for that many slots,
+/// `--workers 100000` for that many threads).
+pub mod limits {
+    /// `--batch` (`profile run`'s `-1` aside): images in one forward pass.
+    pub const MAX_BATCH: usize = 1024;
+    /// `--runs`, `--steps`, `--warmup`: iterations.
+    pub const MAX_ITERATIONS: usize = 1_000_000;
+    /// `--repeat`: trials.
+    pub const MAX_REPEAT: usize = 1000;
+    /// `--workers`: dataloader threads.
+    pub const MAX_WORKERS: usize = 256;
+    /// `--max-det`: detections kept per image.
+    pub const MAX_DET: usize = 100_000;
+    /// `--threads`: a reader's parsing threads, a capture's intra-op ones
+    /// (100 000 once aborted a reader spawning them).
+    pub const MAX_THREADS: usize = 1024;
+}
+
+/// A count of at most `MAX`, as clap's value parser.
+fn at_most<const MAX: usize>(s: &str) -> std::result::Result<usize, String> {
+    let n: usize = s.parse().map_err(|e| format!("{e}"))?;
+    if n > MAX {
+        return Err(format!("at most {MAX}"));
+    }
+    Ok(n)
+}
+
+/// `profile run --batch`: a batch of at most [`limits::MAX_BATCH`], or
+/// any other value for the run to judge (`-1` fits, the rest are refused).
+fn run_batch(s: &str) -> std::result::Result<i64, String> {
+    let n: i64 = s.parse().map_err(|e| format!("{e}"))?;
+    if n > limits::MAX_BATCH as i64 {
+        return Err(format!("at most {} (or -1 to fit CUDA memory)", limits::MAX_BATCH));
+    }
+    Ok(n)
+}
+
 #[derive(Debug, Parser)]
 #[command(name = "libreyolo", version, about = "Where the time goes in YOLO training and inference", propagate_version = true)]
 pub struct Cli {
@@ -41,7 +80,7 @@ pub struct ProfileArgs {
     #[arg(long, global = true, value_name = "SIZE")]
     pub max_memory: Option<String>,
     /// Threads to use: a reader's parsing threads, a capture's intra-op CPU threads. Default: the CPUs this process may use
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_parser = at_most::<{ limits::MAX_THREADS }>)]
     pub threads: Option<usize>,
 }
 
@@ -351,22 +390,22 @@ pub struct RunArgs {
     #[arg(long, value_enum, default_value = "t", hide_possible_values = true)]
     pub size: ModelSize,
     /// Micro-batch; -1 fits about 70% of VRAM (CUDA)
-    #[arg(long, default_value_t = 16, allow_negative_numbers = true)]
+    #[arg(long, default_value_t = 16, allow_negative_numbers = true, value_parser = run_batch)]
     pub batch: i64,
     #[arg(long, default_value_t = 640)]
     pub imgsz: u32,
-    #[arg(long, default_value_t = 8)]
+    #[arg(long, default_value_t = 8, value_parser = at_most::<{ limits::MAX_WORKERS }>)]
     pub workers: usize,
     /// AMP on CUDA (default on)
     #[arg(long, overrides_with = "no_amp")]
     pub amp: bool,
     #[arg(long, overrides_with = "amp")]
     pub no_amp: bool,
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = at_most::<{ limits::MAX_ITERATIONS }>)]
     pub steps: usize,
-    #[arg(long, default_value_t = 5)]
+    #[arg(long, default_value_t = 5, value_parser = at_most::<{ limits::MAX_ITERATIONS }>)]
     pub warmup: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_most::<{ limits::MAX_REPEAT }>)]
     pub repeat: usize,
     /// `cpu`, or a CUDA index
     #[arg(long, default_value = "0")]
@@ -388,7 +427,7 @@ pub struct InferArgs {
     pub weights: String,
     #[arg(long, value_enum, default_value = "t", hide_possible_values = true)]
     pub size: ModelSize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_most::<{ limits::MAX_BATCH }>)]
     pub batch: usize,
     #[arg(long, default_value_t = 640)]
     pub imgsz: u32,
@@ -400,17 +439,17 @@ pub struct InferArgs {
     /// CUDA autocast dtype: float16 or bfloat16
     #[arg(long, value_enum, default_value = "float16", hide_possible_values = true)]
     pub amp_dtype: AmpDtype,
-    #[arg(long, default_value_t = 20)]
+    #[arg(long, default_value_t = 20, value_parser = at_most::<{ limits::MAX_ITERATIONS }>)]
     pub warmup: usize,
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = at_most::<{ limits::MAX_ITERATIONS }>)]
     pub runs: usize,
-    #[arg(long, default_value_t = 1)]
+    #[arg(long, default_value_t = 1, value_parser = at_most::<{ limits::MAX_REPEAT }>)]
     pub repeat: usize,
     #[arg(long, default_value_t = 0.25)]
     pub conf: f64,
     #[arg(long, default_value_t = 0.45)]
     pub iou: f64,
-    #[arg(long, default_value_t = 300)]
+    #[arg(long, default_value_t = 300, value_parser = at_most::<{ limits::MAX_DET }>)]
     pub max_det: usize,
     #[arg(long, default_value = "0")]
     pub device: DeviceArg,

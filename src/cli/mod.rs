@@ -44,10 +44,17 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
             // written (`>/dev/full`; a closed pipe is fine); everything
             // else is usage.
             use crate::error::exit;
-            let code = match (e.use_stderr(), e.print()) {
-                (true, _) => exit::USAGE,
-                (false, Err(w)) if w.kind() != std::io::ErrorKind::BrokenPipe => exit::FAILURE,
-                (false, _) => exit::OK,
+            if e.use_stderr() {
+                // Plain text, control and bidi characters escaped: clap
+                // echoes the offending value, which may hold an ESC or OSC
+                // sequence meant for the terminal.
+                let text = e.render().to_string();
+                let _ = write!(std::io::stderr(), "{}", render::printable(&text));
+                std::process::exit(exit::USAGE);
+            }
+            let code = match e.print() {
+                Err(w) if w.kind() != std::io::ErrorKind::BrokenPipe => exit::FAILURE,
+                _ => exit::OK,
             };
             std::process::exit(code);
         }

@@ -15,8 +15,8 @@ use crate::{ops, profiler};
 pub const FRACTION: f64 = 0.70;
 /// Batches probed.
 pub const PROBES: [usize; 3] = [2, 4, 8];
-/// Largest batch ever chosen.
-pub const MAX_BATCH: usize = 1024;
+/// Largest batch ever chosen: the largest `--batch` takes.
+pub const MAX_BATCH: usize = libreyolo_core::cli::limits::MAX_BATCH;
 
 /// What the probe saw and chose; recorded in the profile's config.
 #[derive(Debug, Clone, PartialEq)]

@@ -36,8 +36,8 @@ use libreyolo_core::{Error, Result};
 /// Why a sample or a batch could not be made: reaches the user as exit 1.
 #[derive(Debug, thiserror::Error)]
 pub enum DataError {
-    #[error("cannot read image {}: {source}", path.display())]
-    Image { path: std::path::PathBuf, source: image::ImageError },
+    #[error("cannot read image {}: {why}", path.display())]
+    Image { path: std::path::PathBuf, why: String },
     /// Page-locked memory for a batch (CUDA) could not be had.
     #[error(transparent)]
     Pinned(Error),
@@ -70,6 +70,14 @@ pub enum Dataset {
     Yolo(Arc<YoloSet>),
 }
 
+/// Label files that exist but could not be read: how many, and the first
+/// with its reason.
+#[derive(Debug, Default)]
+pub struct Unreadable {
+    pub count: usize,
+    pub first: Option<String>,
+}
+
 /// A YOLO-format training split with its labels read (normalised
 /// `[class, x1, y1, x2, y2]`).
 #[derive(Debug)]
@@ -78,6 +86,9 @@ pub struct YoloSet {
     pub labels: Vec<Vec<[f32; 5]>>,
     /// Images without a label file.
     pub unlabelled: usize,
+    /// Label files that could not be read (not UTF-8, not a regular file,
+    /// too large): their images train as background.
+    pub unreadable: Unreadable,
     /// Label lines skipped (malformed, class out of range, no area).
     pub skipped_lines: usize,
 }
@@ -87,29 +98,40 @@ impl YoloSet {
         let data = super::yolo::load(arg)?;
         let nc = data.names.len();
         let (mut unlabelled, mut skipped_lines) = (0, 0);
+        let mut unreadable = Unreadable::default();
         let labels = data
             .images
             .iter()
-            .map(|img| match std::fs::read_to_string(super::yolo::label_path(img)) {
-                Ok(text) => {
-                    let (l, s) = super::yolo::parse_labels(&text, 1.0, 1.0, nc);
-                    skipped_lines += s;
-                    l
-                }
-                Err(_) => {
-                    unlabelled += 1;
-                    Vec::new()
+            .map(|img| {
+                let path = super::yolo::label_path(img);
+                match super::yolo::read_text(&path, super::yolo::MAX_LABEL_BYTES) {
+                    Ok(text) => {
+                        let (l, s) = super::yolo::parse_labels(&text, 1.0, 1.0, nc);
+                        skipped_lines += s;
+                        l
+                    }
+                    Err(super::yolo::TextError::Missing) => {
+                        unlabelled += 1;
+                        Vec::new()
+                    }
+                    // Said apart from the missing ones, with why.
+                    Err(e) => {
+                        unreadable.count += 1;
+                        unreadable.first.get_or_insert_with(|| format!("{}: {e}", path.display()));
+                        Vec::new()
+                    }
                 }
             })
             .collect();
-        Ok(YoloSet { data, labels, unlabelled, skipped_lines })
+        Ok(YoloSet { data, labels, unlabelled, unreadable, skipped_lines })
     }
 
     /// Image `i` decoded and resized so its longer side is `size` (their
     /// `pull_item`), boxes in its pixels.
     fn pull(&self, i: usize, size: usize) -> Made<(Image, Vec<[f32; 5]>)> {
         let path = &self.data.images[i];
-        let img = image::open(path).map_err(|source| DataError::Image { path: path.clone(), source })?.into_rgb8();
+        let bad = |why| DataError::Image { path: path.clone(), why };
+        let img = crate::source::decode(&crate::source::read_image_file(path).map_err(bad)?).map_err(bad)?.into_rgb8();
         let (w, h) = (img.width() as usize, img.height() as usize);
         let img = Image { w, h, px: img.into_raw() };
         let r = (size as f64 / h as f64).min(size as f64 / w as f64);
@@ -149,6 +171,12 @@ impl Dataset {
                 let mut v = Vec::new();
                 if y.unlabelled > 0 {
                     v.push(format!("note: {} of {} images have no label file (trained as background)", y.unlabelled, y.data.images.len()));
+                }
+                if let Some(first) = &y.unreadable.first {
+                    v.push(format!(
+                        "warning: {} label files could not be read (first: {first}); their images are trained as background",
+                        y.unreadable.count
+                    ));
                 }
                 if y.skipped_lines > 0 {
                     v.push(format!(

@@ -26,6 +26,7 @@
 //!
 //! `--batch -1` on CUDA probes memory first ([`super::autobatch`]).
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -124,6 +125,7 @@ impl Plan {
             return Err(Error::usage("--repeat must be at least 1"));
         }
         let imgsz = model::check_imgsz(args.imgsz)?;
+        model::check_memory(batch, imgsz, 100, device)?;
         // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
         let amp = !args.no_amp && device.is_cuda();
         use std::io::IsTerminal;
@@ -432,7 +434,9 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             t.losses.push(value);
             if p.progress {
                 let (what, k, n) = if measuring { ("step", i - p.warmup + 1, p.steps) } else { ("warmup", i + 1, p.warmup) };
-                eprint!("\r\x1b[2K{what} {k}/{n}  loss {value:.3}  {:.0} ms", ms_since(t0));
+                // The progress line redraws itself (CR, erase line): written
+                // as is, and not a panic on an unwritable stderr.
+                let _ = write!(std::io::stderr(), "\r\x1b[2K{what} {k}/{n}  loss {value:.3}  {:.0} ms", ms_since(t0));
             }
             let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
             if synced {
@@ -448,7 +452,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     })();
     drop(training);
     if p.progress {
-        eprint!("\r\x1b[2K");
+        let _ = write!(std::io::stderr(), "\r\x1b[2K");
     }
     result?;
     t.conditions = window.map(Window::finish);
@@ -568,7 +572,7 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
     }
     check_window(&mut p, &ds)?;
     for note in ds.notes().iter().chain(p.notes.iter()).chain(m.notes.iter()) {
-        eprintln!("{note}");
+        crate::output::say(note);
     }
     let project = p.project.clone();
     let out_dir = project.join("train");
@@ -579,7 +583,7 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
     let mut last = None;
     for k in 0..p.repeat {
         if p.repeat > 1 {
-            eprintln!("trial {}/{}", k + 1, p.repeat);
+            crate::output::say(&format!("trial {}/{}", k + 1, p.repeat));
             if k > 0 {
                 // Every trial trains the same starting weights.
                 m = load_model(&p.weights, p.size, ds.nc(), p.device)?;

@@ -14,9 +14,56 @@
 //! scalars, block lists (`- item`) and maps (`0: name`) under a key, and
 //! inline `[a, b]` / `{0: a, 1: b}`; comments and quotes are handled.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use libreyolo_core::{Error, Result};
+
+/// The largest dataset YAML read (a 10 000-class `names` list is ~200 KB).
+pub const MAX_YAML_BYTES: u64 = 16 << 20;
+/// The largest label file read (300 boxes, or long polygons, are KBs).
+pub const MAX_LABEL_BYTES: u64 = 16 << 20;
+/// The largest image list file read (a million paths is ~60 MB).
+pub const MAX_LIST_BYTES: u64 = 256 << 20;
+/// The most classes a dataset may name: the model's bound.
+pub const MAX_CLASSES: usize = crate::model::MAX_CLASSES as usize;
+
+/// Why a text file was not read.
+#[derive(Debug, thiserror::Error)]
+pub enum TextError {
+    #[error("no such file")]
+    Missing,
+    #[error("not a regular file")]
+    NotFile,
+    #[error("larger than {} MiB", .0 >> 20)]
+    TooLarge(u64),
+    #[error("not UTF-8 text")]
+    NotUtf8,
+    #[error("{0}")]
+    Io(std::io::Error),
+}
+
+/// Reads a regular file of at most `cap` bytes as UTF-8 text, a leading
+/// byte-order mark dropped. A device (`/dev/zero`), FIFO or huge file is
+/// refused without being read to its end.
+pub fn read_text(path: &Path, cap: u64) -> std::result::Result<String, TextError> {
+    use std::io::Read;
+    let f = std::fs::File::open(path)
+        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { TextError::Missing } else { TextError::Io(e) })?;
+    if !f.metadata().map_err(TextError::Io)?.is_file() {
+        return Err(TextError::NotFile);
+    }
+    let mut bytes = Vec::new();
+    f.take(cap + 1).read_to_end(&mut bytes).map_err(TextError::Io)?;
+    if bytes.len() as u64 > cap {
+        return Err(TextError::TooLarge(cap));
+    }
+    let mut text = String::from_utf8(bytes).map_err(|_| TextError::NotUtf8)?;
+    if text.starts_with('\u{feff}') {
+        text.drain(..'\u{feff}'.len_utf8());
+    }
+    Ok(text)
+}
 
 /// A resolved dataset: its training images and label files, class names.
 #[derive(Debug, Clone)]
@@ -112,13 +159,21 @@ fn is_image(p: &Path) -> bool {
     p.extension().and_then(|e| e.to_str()).is_some_and(|e| IMG_EXTS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
+/// The images under `dir`, following symlinks but entering each directory
+/// once (by device and inode): a symlink loop (`images/a -> .`) would
+/// otherwise make the walk exponential.
+fn walk(dir: &Path, out: &mut Vec<PathBuf>, seen: &mut HashSet<(u64, u64)>) {
+    use std::os::unix::fs::MetadataExt;
+    let Ok(meta) = std::fs::metadata(dir) else { return };
+    if !seen.insert((meta.dev(), meta.ino())) {
+        return;
+    }
     let Ok(rd) = std::fs::read_dir(dir) else { return };
     for e in rd.flatten() {
         let p = e.path();
         if p.is_dir() {
-            walk(&p, out);
-        } else if is_image(&p) {
+            walk(&p, out, seen);
+        } else if is_image(&p) && p.is_file() {
             out.push(p);
         }
     }
@@ -128,12 +183,12 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
 fn split_images(entry: &Path) -> Result<Vec<PathBuf>> {
     if entry.is_dir() {
         let mut v = Vec::new();
-        walk(entry, &mut v);
+        walk(entry, &mut v, &mut HashSet::new());
         v.sort();
         return Ok(v);
     }
     if entry.extension().is_some_and(|e| e == "txt") {
-        let text = std::fs::read_to_string(entry).map_err(|e| Error::usage(format!("image list {}: {e}", entry.display())))?;
+        let text = read_text(entry, MAX_LIST_BYTES).map_err(|e| Error::usage(format!("image list {}: {e}", entry.display())))?;
         let base = entry.parent().unwrap_or(Path::new("."));
         let mut v: Vec<PathBuf> = text
             .lines()
@@ -214,7 +269,7 @@ pub fn resolve(data: &str) -> Result<PathBuf> {
 /// Loads the YAML and lists the training images.
 pub fn load(data: &str) -> Result<YoloData> {
     let yaml = resolve(data)?;
-    let text = std::fs::read_to_string(&yaml).map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
+    let text = read_text(&yaml, MAX_YAML_BYTES).map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
     let doc = parse_yaml(&text).map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
     let get = |k: &str| doc.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone());
     let base = yaml.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -234,8 +289,19 @@ pub fn load(data: &str) -> Result<YoloData> {
         }
         _ => Vec::new(),
     };
+    if names.len() > MAX_CLASSES {
+        return Err(Error::usage(format!(
+            "{}: {} names, more than the {MAX_CLASSES} classes a model is built for",
+            yaml.display(),
+            names.len()
+        )));
+    }
     if let Some(Value::Scalar(nc)) = get("nc") {
         let nc: usize = nc.parse().map_err(|_| Error::usage(format!("{}: nc `{nc}` is not a number", yaml.display())))?;
+        // Checked before `nc` class names are made up.
+        if !(1..=MAX_CLASSES).contains(&nc) {
+            return Err(Error::usage(format!("{}: nc {nc}: expected 1 to {MAX_CLASSES} classes", yaml.display())));
+        }
         if names.is_empty() {
             names = (0..nc).map(|i| format!("class{i}")).collect();
         } else if names.len() != nc {
