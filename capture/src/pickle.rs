@@ -97,7 +97,7 @@ pub enum PickleError {
     OddDict,
     #[error("values nested more than {MAX_DEPTH} deep")]
     TooDeep,
-    #[error("the decoded values would pass {} MiB (a memo or DUP bomb?)", MAX_DECODED_BYTES >> 20)]
+    #[error("the decoded values would pass {} MiB, which no checkpoint's pickle holds (a memo or DUP bomb?)", MAX_DECODED_BYTES >> 20)]
     TooLarge,
     /// Where it went wrong: the opcode and its offset.
     #[error("pickle opcode 0x{op:02x} at {at}: {source}")]
@@ -112,8 +112,9 @@ type Result<T> = std::result::Result<T, PickleError>;
 /// end of the stack, however the file nests.
 pub const MAX_DEPTH: u32 = 200;
 
-/// What decoded values may cost in all, in bytes (approximately: a node each,
-/// plus string bytes), clones through the memo and `DUP` counted each time.
+/// What decoded values may cost in all, in bytes (approximately: an entry
+/// of the stack or memo per node, plus string bytes), clones through the
+/// memo and `DUP` counted each time.
 /// A real checkpoint's pickle decodes to a few MB; a memo-doubling pickle of
 /// under 1 KB would otherwise grow exponentially.
 pub const MAX_DECODED_BYTES: u64 = 256 << 20;
@@ -166,7 +167,7 @@ fn leaf_cost(v: &Value) -> u64 {
         Value::Global(m, n) => m.len() + n.len(),
         _ => 0,
     };
-    (size_of::<Value>() + heap) as u64
+    (size_of::<Entry>() + heap) as u64
 }
 
 impl Entry {
@@ -524,7 +525,7 @@ impl Machine<'_> {
                     Value::Tuple(a) => a,
                     other => vec![other],
                 };
-                self.spend(size_of::<Value>() as u64)?;
+                self.spend(size_of::<Entry>() as u64)?;
                 self.stack.push(Entry { v: reduce(func.v, args), ..e })
             }
             b'b' => {
@@ -555,7 +556,7 @@ impl Machine<'_> {
     /// the deepest of them.
     fn push_seq(&mut self, items: Vec<Entry>, make: impl FnOnce(Vec<Value>) -> Value) -> Result<()> {
         let e = built(&items, Value::None)?;
-        self.spend(size_of::<Value>() as u64)?;
+        self.spend(size_of::<Entry>() as u64)?;
         let v = make(items.into_iter().map(|e| e.v).collect());
         self.stack.push(Entry { v, ..e });
         Ok(())
@@ -574,7 +575,7 @@ fn deeper(depth: u32, items: &[Entry]) -> Result<u32> {
 /// The entry of a container holding `parts` (its value `v`).
 fn built(parts: &[Entry], v: Value) -> Result<Entry> {
     let depth = deeper(0, parts)?.max(1);
-    let cost = parts.iter().fold(size_of::<Value>() as u64, |c, e| c.saturating_add(e.cost));
+    let cost = parts.iter().fold(size_of::<Entry>() as u64, |c, e| c.saturating_add(e.cost));
     Ok(Entry { v, depth, cost, keys: None })
 }
 
