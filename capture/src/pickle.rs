@@ -518,22 +518,20 @@ impl Machine<'_> {
             b'R' | 0x81 => {
                 let args = self.pop()?;
                 let func = self.pop()?;
-                let parts = [func, args];
-                let e = built(&parts, Value::None)?;
-                let [func, args] = parts;
+                let (depth, cost) = built(&[&func, &args])?;
                 let args = match args.v {
                     Value::Tuple(a) => a,
                     other => vec![other],
                 };
                 self.spend(size_of::<Entry>() as u64)?;
-                self.stack.push(Entry { v: reduce(func.v, args), ..e })
+                self.stack.push(Entry { v: reduce(func.v, args), depth, cost, keys: None })
             }
             b'b' => {
                 let state = self.pop()?;
                 let top = self.top()?;
                 // BUILD on a plain dict (OrderedDict's `_metadata`): ignored.
                 if let Value::Call { state: s, .. } = &mut top.v {
-                    top.depth = deeper(top.depth, std::slice::from_ref(&state))?;
+                    top.depth = deeper(top.depth, [&state])?;
                     top.cost = top.cost.saturating_add(state.cost);
                     *s = Some(Box::new(state.v));
                 }
@@ -555,28 +553,28 @@ impl Machine<'_> {
     /// Pushes the container `make` builds from `items`: one deeper than
     /// the deepest of them.
     fn push_seq(&mut self, items: Vec<Entry>, make: impl FnOnce(Vec<Value>) -> Value) -> Result<()> {
-        let e = built(&items, Value::None)?;
+        let (depth, cost) = built(&items.iter().collect::<Vec<_>>())?;
         self.spend(size_of::<Entry>() as u64)?;
         let v = make(items.into_iter().map(|e| e.v).collect());
-        self.stack.push(Entry { v, ..e });
+        self.stack.push(Entry { v, depth, cost, keys: None });
         Ok(())
     }
 }
 
 /// The depth of a container already `depth` deep once `items` are in it.
-fn deeper(depth: u32, items: &[Entry]) -> Result<u32> {
-    let d = items.iter().map(|e| e.depth + 1).max().unwrap_or(0).max(depth);
+fn deeper<'a>(depth: u32, items: impl IntoIterator<Item = &'a Entry>) -> Result<u32> {
+    let d = items.into_iter().map(|e| e.depth + 1).max().unwrap_or(0).max(depth);
     if d > MAX_DEPTH {
         return Err(PickleError::TooDeep);
     }
     Ok(d)
 }
 
-/// The entry of a container holding `parts` (its value `v`).
-fn built(parts: &[Entry], v: Value) -> Result<Entry> {
-    let depth = deeper(0, parts)?.max(1);
+/// The depth and cost of a new container holding `parts`.
+fn built(parts: &[&Entry]) -> Result<(u32, u64)> {
+    let depth = deeper(0, parts.iter().copied())?.max(1);
     let cost = parts.iter().fold(size_of::<Entry>() as u64, |c, e| c.saturating_add(e.cost));
-    Ok(Entry { v, depth, cost, keys: None })
+    Ok((depth, cost))
 }
 
 /// Where each hashable key of `d` sits (the last one, as a dict keeps it).
