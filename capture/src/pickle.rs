@@ -135,25 +135,34 @@ struct Entry {
     keys: Option<HashMap<Key, usize>>,
 }
 
-/// A dict key that can be hashed. Other keys (floats, tuples) are rare
-/// enough in a checkpoint to be compared one by one.
+/// A dict key, hashed: what Python can hash (a float by its bits, a tuple
+/// by its items, a global by its name). Keys Python cannot hash (lists,
+/// dicts) are kept as they come, never compared one by one: a scan per
+/// key made a dict of a million tuple keys quadratic.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     None,
     Bool(bool),
     Int(i64),
+    Float(u64),
     Str(String),
     Bytes(Vec<u8>),
+    Tuple(Vec<Key>),
+    Global(String, String),
 }
 
 impl Key {
+    /// Recursion as deep as the value, which [`MAX_DEPTH`] bounds.
     fn of(v: &Value) -> Option<Key> {
         Some(match v {
             Value::None => Key::None,
             Value::Bool(b) => Key::Bool(*b),
             Value::Int(i) => Key::Int(*i),
+            Value::Float(f) => Key::Float(f.to_bits()),
             Value::Str(s) => Key::Str(s.clone()),
             Value::Bytes(b) => Key::Bytes(b.clone()),
+            Value::Tuple(t) => Key::Tuple(t.iter().map(Key::of).collect::<Option<_>>()?),
+            Value::Global(m, n) => Key::Global(m.clone(), n.clone()),
             _ => return None,
         })
     }
@@ -291,7 +300,7 @@ impl Machine<'_> {
                     keys.insert(key, d.len());
                     None
                 }),
-                None => d.iter().position(|(ek, _)| *ek == k.v),
+                None => None,
             };
             match slot {
                 Some(i) => d[i].1 = v.v,
@@ -681,5 +690,19 @@ mod tests {
         assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
         assert_eq!(d.len(), 200_000);
         assert_eq!(d[0], (Value::Int(0), Value::Int(7)));
+        // Tuple keys, hashed too: (i,) for 100 000 i, then (0,) again.
+        let mut data = b"\x80\x02}(".to_vec();
+        for i in 0..100_000u32 {
+            data.push(b'J');
+            data.extend_from_slice(&i.to_le_bytes());
+            data.push(0x85);
+            data.push(b'N');
+        }
+        data.extend_from_slice(b"uK\x00\x85K\x01s.");
+        let t = std::time::Instant::now();
+        let Value::Dict(d) = parse(&data).unwrap() else { panic!("a dict") };
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!(d.len(), 100_000);
+        assert_eq!(d[0], (Value::Tuple(vec![Value::Int(0)]), Value::Int(1)));
     }
 }
