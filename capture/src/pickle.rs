@@ -97,7 +97,7 @@ pub enum PickleError {
     OddDict,
     #[error("values nested more than {MAX_DEPTH} deep")]
     TooDeep,
-    #[error("the decoded values would pass {} MiB (a memo or DUP bomb?)", MAX_DECODED_BYTES >> 20)]
+    #[error("the decoded values would pass {} MiB, which no checkpoint's pickle holds (a memo or DUP bomb?)", MAX_DECODED_BYTES >> 20)]
     TooLarge,
     /// Where it went wrong: the opcode and its offset.
     #[error("pickle opcode 0x{op:02x} at {at}: {source}")]
@@ -112,8 +112,9 @@ type Result<T> = std::result::Result<T, PickleError>;
 /// end of the stack, however the file nests.
 pub const MAX_DEPTH: u32 = 200;
 
-/// What decoded values may cost in all, in bytes (approximately: a node each,
-/// plus string bytes), clones through the memo and `DUP` counted each time.
+/// What decoded values may cost in all, in bytes (approximately: an entry
+/// of the stack or memo per node, plus string bytes), clones through the
+/// memo and `DUP` counted each time.
 /// A real checkpoint's pickle decodes to a few MB; a memo-doubling pickle of
 /// under 1 KB would otherwise grow exponentially.
 pub const MAX_DECODED_BYTES: u64 = 256 << 20;
@@ -134,25 +135,34 @@ struct Entry {
     keys: Option<HashMap<Key, usize>>,
 }
 
-/// A dict key that can be hashed. Other keys (floats, tuples) are rare
-/// enough in a checkpoint to be compared one by one.
+/// A dict key, hashed: what Python can hash (a float by its bits, a tuple
+/// by its items, a global by its name). Keys Python cannot hash (lists,
+/// dicts) are kept as they come, never compared one by one: a scan per
+/// key made a dict of a million tuple keys quadratic.
 #[derive(Clone, PartialEq, Eq, Hash)]
 enum Key {
     None,
     Bool(bool),
     Int(i64),
+    Float(u64),
     Str(String),
     Bytes(Vec<u8>),
+    Tuple(Vec<Key>),
+    Global(String, String),
 }
 
 impl Key {
+    /// Recursion as deep as the value, which [`MAX_DEPTH`] bounds.
     fn of(v: &Value) -> Option<Key> {
         Some(match v {
             Value::None => Key::None,
             Value::Bool(b) => Key::Bool(*b),
             Value::Int(i) => Key::Int(*i),
+            Value::Float(f) => Key::Float(f.to_bits()),
             Value::Str(s) => Key::Str(s.clone()),
             Value::Bytes(b) => Key::Bytes(b.clone()),
+            Value::Tuple(t) => Key::Tuple(t.iter().map(Key::of).collect::<Option<_>>()?),
+            Value::Global(m, n) => Key::Global(m.clone(), n.clone()),
             _ => return None,
         })
     }
@@ -166,7 +176,7 @@ fn leaf_cost(v: &Value) -> u64 {
         Value::Global(m, n) => m.len() + n.len(),
         _ => 0,
     };
-    (size_of::<Value>() + heap) as u64
+    (size_of::<Entry>() + heap) as u64
 }
 
 impl Entry {
@@ -290,7 +300,7 @@ impl Machine<'_> {
                     keys.insert(key, d.len());
                     None
                 }),
-                None => d.iter().position(|(ek, _)| *ek == k.v),
+                None => None,
             };
             match slot {
                 Some(i) => d[i].1 = v.v,
@@ -517,22 +527,20 @@ impl Machine<'_> {
             b'R' | 0x81 => {
                 let args = self.pop()?;
                 let func = self.pop()?;
-                let parts = [func, args];
-                let e = built(&parts, Value::None)?;
-                let [func, args] = parts;
+                let (depth, cost) = built(&[&func, &args])?;
                 let args = match args.v {
                     Value::Tuple(a) => a,
                     other => vec![other],
                 };
-                self.spend(size_of::<Value>() as u64)?;
-                self.stack.push(Entry { v: reduce(func.v, args), ..e })
+                self.spend(size_of::<Entry>() as u64)?;
+                self.stack.push(Entry { v: reduce(func.v, args), depth, cost, keys: None })
             }
             b'b' => {
                 let state = self.pop()?;
                 let top = self.top()?;
                 // BUILD on a plain dict (OrderedDict's `_metadata`): ignored.
                 if let Value::Call { state: s, .. } = &mut top.v {
-                    top.depth = deeper(top.depth, std::slice::from_ref(&state))?;
+                    top.depth = deeper(top.depth, [&state])?;
                     top.cost = top.cost.saturating_add(state.cost);
                     *s = Some(Box::new(state.v));
                 }
@@ -554,28 +562,28 @@ impl Machine<'_> {
     /// Pushes the container `make` builds from `items`: one deeper than
     /// the deepest of them.
     fn push_seq(&mut self, items: Vec<Entry>, make: impl FnOnce(Vec<Value>) -> Value) -> Result<()> {
-        let e = built(&items, Value::None)?;
-        self.spend(size_of::<Value>() as u64)?;
+        let (depth, cost) = built(&items.iter().collect::<Vec<_>>())?;
+        self.spend(size_of::<Entry>() as u64)?;
         let v = make(items.into_iter().map(|e| e.v).collect());
-        self.stack.push(Entry { v, ..e });
+        self.stack.push(Entry { v, depth, cost, keys: None });
         Ok(())
     }
 }
 
 /// The depth of a container already `depth` deep once `items` are in it.
-fn deeper(depth: u32, items: &[Entry]) -> Result<u32> {
-    let d = items.iter().map(|e| e.depth + 1).max().unwrap_or(0).max(depth);
+fn deeper<'a>(depth: u32, items: impl IntoIterator<Item = &'a Entry>) -> Result<u32> {
+    let d = items.into_iter().map(|e| e.depth + 1).max().unwrap_or(0).max(depth);
     if d > MAX_DEPTH {
         return Err(PickleError::TooDeep);
     }
     Ok(d)
 }
 
-/// The entry of a container holding `parts` (its value `v`).
-fn built(parts: &[Entry], v: Value) -> Result<Entry> {
-    let depth = deeper(0, parts)?.max(1);
-    let cost = parts.iter().fold(size_of::<Value>() as u64, |c, e| c.saturating_add(e.cost));
-    Ok(Entry { v, depth, cost, keys: None })
+/// The depth and cost of a new container holding `parts`.
+fn built(parts: &[&Entry]) -> Result<(u32, u64)> {
+    let depth = deeper(0, parts.iter().copied())?.max(1);
+    let cost = parts.iter().fold(size_of::<Entry>() as u64, |c, e| c.saturating_add(e.cost));
+    Ok((depth, cost))
 }
 
 /// Where each hashable key of `d` sits (the last one, as a dict keeps it).
@@ -682,5 +690,19 @@ mod tests {
         assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
         assert_eq!(d.len(), 200_000);
         assert_eq!(d[0], (Value::Int(0), Value::Int(7)));
+        // Tuple keys, hashed too: (i,) for 100 000 i, then (0,) again.
+        let mut data = b"\x80\x02}(".to_vec();
+        for i in 0..100_000u32 {
+            data.push(b'J');
+            data.extend_from_slice(&i.to_le_bytes());
+            data.push(0x85);
+            data.push(b'N');
+        }
+        data.extend_from_slice(b"uK\x00\x85K\x01s.");
+        let t = std::time::Instant::now();
+        let Value::Dict(d) = parse(&data).unwrap() else { panic!("a dict") };
+        assert!(t.elapsed().as_secs() < 5, "{:?}", t.elapsed());
+        assert_eq!(d.len(), 100_000);
+        assert_eq!(d[0], (Value::Tuple(vec![Value::Int(0)]), Value::Int(1)));
     }
 }

@@ -93,6 +93,11 @@ fn deep_and_exponential_pickles_are_refused() {
     bomb.op(b".");
     write_checkpoint(&ck, &bomb.0, &[]);
     refused(dir.path(), &infer_with(dir.path(), &ck), "would pass 256 MiB");
+    // A flood of memoised values: 4 MB of file, bounded memory.
+    let mut flood = Pickle::new();
+    flood.op(&b"N\x94".repeat(2_000_000)).op(b".");
+    write_checkpoint(&ck, &flood.0, &[]);
+    refused(dir.path(), &infer_with(dir.path(), &ck), "would pass 256 MiB");
     // DUP doubling onto the stack.
     let mut dup = Pickle::new();
     dup.op(b"]");
