@@ -262,13 +262,8 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
 /// at the last checkpoint before each span instead of inflating from the
 /// start.
 pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekgz::Checkpoints>, sink: &mut dyn EventSink) -> Result<()> {
-    use std::io::{Read, Seek, SeekFrom};
-    let plain = src.file_path().and_then(|p| {
-        let mut f = std::fs::File::open(p).ok()?;
-        let mut head = [0u8; 2];
-        let gz = f.read_exact(&mut head).is_ok() && head == [0x1f, 0x8b];
-        (!gz).then_some(f)
-    });
+    use std::io::{Seek, SeekFrom};
+    let plain = src.file_path().filter(|p| !input::is_gzip_file(p)).and_then(|p| std::fs::File::open(p).ok());
     let mut scratch = Vec::new();
     if let (None, Some(points), Some(path)) = (&plain, checkpoints, src.file_path()) {
         let cannot = |e: std::io::Error| Error::failed(format!("cannot read {}: {e}", src.label()));

@@ -84,26 +84,7 @@ impl Checkpoints {
         let Some(p) = self.last_at_or_before(offset) else { return Ok(None) };
         let mut file = File::open(path)?;
         file.seek(SeekFrom::Start(p.input))?;
-        let mut window = vec![0u8; WINDOW].into_boxed_slice();
-        window.copy_from_slice(&p.window);
-        let r = GzReader {
-            file,
-            input: vec![0; INPUT],
-            in_start: 0,
-            in_end: 0,
-            in_file: p.input,
-            eof: false,
-            state: p.state.clone(),
-            window,
-            pos: p.pos,
-            ready: (0, 0),
-            out: p.out,
-            stage: Stage::Body,
-            crc: None,
-            member_out: 0,
-            record: None,
-        };
-        Ok(Some((r, p.out)))
+        Ok(Some((GzReader::at(file, p.clone(), Stage::Body, None), p.out)))
     }
 }
 
@@ -153,23 +134,31 @@ impl GzReader {
     /// Reads `path` from its start, checking every member, taking a
     /// checkpoint every `spacing` inflated bytes into `into`.
     pub fn recording(path: &Path, into: Arc<Mutex<Checkpoints>>, spacing: u64) -> io::Result<GzReader> {
-        Ok(GzReader {
-            file: File::open(path)?,
+        let start = Point { out: 0, input: 0, state: Box::default(), window: vec![0u8; WINDOW].into_boxed_slice(), pos: 0 };
+        let mut r = GzReader::at(File::open(path)?, start, Stage::Header, Some(Record { into, next: 0, spacing: spacing.max(1) }));
+        r.crc = Some(crc32fast::Hasher::new());
+        Ok(r)
+    }
+
+    /// A reader of `file` (positioned at `p.input`) from the point `p`.
+    fn at(file: File, p: Point, stage: Stage, record: Option<Record>) -> GzReader {
+        GzReader {
+            file,
             input: vec![0; INPUT],
             in_start: 0,
             in_end: 0,
-            in_file: 0,
+            in_file: p.input,
             eof: false,
-            state: Box::default(),
-            window: vec![0u8; WINDOW].into_boxed_slice(),
-            pos: 0,
+            state: p.state,
+            window: p.window,
+            pos: p.pos,
             ready: (0, 0),
-            out: 0,
-            stage: Stage::Header,
-            crc: Some(crc32fast::Hasher::new()),
+            out: p.out,
+            stage,
+            crc: None,
             member_out: 0,
-            record: Some(Record { into, next: 0, spacing: spacing.max(1) }),
-        })
+            record,
+        }
     }
 
     /// At least `n` compressed bytes buffered, unless the file ends first.
