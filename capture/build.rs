@@ -46,7 +46,10 @@ fn main() {
 
 /// The linker arguments a binary that links libtorch needs.
 fn link_args(lib: &std::path::Path) -> Vec<String> {
-    let mut args = vec![format!("-Wl,-rpath,{}", lib.display()), "-Wl,--push-state,--no-as-needed".to_string()];
+    let mut args = vec![
+        format!("-Wl,-rpath,{}", lib.display()),
+        "-Wl,--push-state,--no-as-needed".to_string(),
+    ];
     if lib.join("libtorch_cuda.so").exists() {
         args.push("-ltorch_cuda".into());
     }

@@ -63,10 +63,13 @@ fn default_budget() -> Option<u64> {
     static DEFAULT: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
     *DEFAULT.get_or_init(|| {
         let total = std::fs::read_to_string("/proc/meminfo").ok().and_then(|m| meminfo_total(&m));
-        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max").ok().and_then(|s| s.trim().parse::<u64>().ok());
+        let cgroup = std::fs::read_to_string("/sys/fs/cgroup/memory.max")
+            .ok()
+            .and_then(|s| s.trim().parse::<u64>().ok());
         // An address-space limit (`ulimit -v`) ends the process on an
         // allocation failure long before RAM runs out: it bounds too.
-        let address = std::fs::read_to_string("/proc/self/limits").ok().and_then(|l| address_limit(&l));
+        let address =
+            std::fs::read_to_string("/proc/self/limits").ok().and_then(|l| address_limit(&l));
         [total, cgroup, address].into_iter().flatten().min().map(|r| r / 2)
     })
 }
@@ -79,7 +82,8 @@ fn address_limit(limits: &str) -> Option<u64> {
 
 fn meminfo_total(meminfo: &str) -> Option<u64> {
     let line = meminfo.lines().find(|l| l.starts_with("MemTotal:"))?;
-    let kb: u64 = line.trim_start_matches("MemTotal:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kb: u64 =
+        line.trim_start_matches("MemTotal:").trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kb * 1024)
 }
 
@@ -106,14 +110,19 @@ pub fn parse_size(text: &str) -> Option<u64> {
 fn resident() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
-    let kb: u64 = line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
+    let kb: u64 =
+        line.trim_start_matches("VmRSS:").trim().trim_end_matches("kB").trim().parse().ok()?;
     Some(kb * 1024)
 }
 
 /// A size for people: `1.5 GiB`, `300 MiB`.
 pub fn human(bytes: u64) -> String {
     let b = bytes as f64;
-    if b >= (1u64 << 30) as f64 { format!("{:.2} GiB", b / (1u64 << 30) as f64) } else { format!("{:.0} MiB", b / (1u64 << 20) as f64) }
+    if b >= (1u64 << 30) as f64 {
+        format!("{:.2} GiB", b / (1u64 << 30) as f64)
+    } else {
+        format!("{:.0} MiB", b / (1u64 << 20) as f64)
+    }
 }
 
 /// Called by the pass every [`CHECK_EVERY`] events: an error once the
@@ -153,9 +162,17 @@ mod tests {
         for bad in ["", "G", "-1G", "8X", "1e999", "nan"] {
             assert_eq!(parse_size(bad), None, "{bad}");
         }
-        assert_eq!(meminfo_total("MemTotal:       24683584 kB\nMemFree: 1 kB\n"), Some(24_683_584 * 1024));
+        assert_eq!(
+            meminfo_total("MemTotal:       24683584 kB\nMemFree: 1 kB\n"),
+            Some(24_683_584 * 1024)
+        );
         let limits = "Max stack size 8388608 unlimited bytes\nMax address space         6144000000           6144000000           bytes\n";
         assert_eq!(address_limit(limits), Some(6_144_000_000));
-        assert_eq!(address_limit("Max address space         unlimited            unlimited            bytes\n"), None);
+        assert_eq!(
+            address_limit(
+                "Max address space         unlimited            unlimited            bytes\n"
+            ),
+            None
+        );
     }
 }

@@ -71,7 +71,10 @@ impl Conditions {
     /// above the verdict and `compare` refuses its call on it).
     pub fn contended_in(host: Option<&Value>) -> Option<String> {
         let c = Conditions::of_host(host).filter(|c| c.contended)?;
-        Some(c.contended_why.unwrap_or_else(|| "other processes used the CPUs during the window".into()))
+        Some(
+            c.contended_why
+                .unwrap_or_else(|| "other processes used the CPUs during the window".into()),
+        )
     }
 
     /// Other processes busy on the CPUs a pinned capture could not use: not
@@ -148,7 +151,8 @@ fn plural(n: usize, what: &str) -> String {
 }
 
 /// Slowdowns that make a window unlike the next one on the same card.
-pub const GPU_DISTORTING_SLOWDOWNS: [&str; 4] = ["hw slowdown", "sw thermal slowdown", "hw thermal slowdown", "hw power brake slowdown"];
+pub const GPU_DISTORTING_SLOWDOWNS: [&str; 4] =
+    ["hw slowdown", "sw thermal slowdown", "hw thermal slowdown", "hw power brake slowdown"];
 
 /// A compute process NVML lists on the device.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -165,7 +169,8 @@ impl GpuConditions {
     fn distortions(&self) -> Vec<String> {
         let mut why = Vec::new();
         if !self.other_processes.is_empty() {
-            let pids: Vec<String> = self.other_processes.iter().map(|p| p.pid.to_string()).collect();
+            let pids: Vec<String> =
+                self.other_processes.iter().map(|p| p.pid.to_string()).collect();
             let n = pids.len();
             why.push(format!(
                 "{n} other process{} used GPU {} during the window (pid {})",
@@ -176,13 +181,23 @@ impl GpuConditions {
         }
         // A power cap is how a busy card runs on every run (recorded, not
         // judged); heat and hardware slowdowns come and go between runs.
-        let distorting: Vec<&str> = self.slowdowns.iter().map(String::as_str).filter(|s| GPU_DISTORTING_SLOWDOWNS.contains(s)).collect();
+        let distorting: Vec<&str> = self
+            .slowdowns
+            .iter()
+            .map(String::as_str)
+            .filter(|s| GPU_DISTORTING_SLOWDOWNS.contains(s))
+            .collect();
         if !distorting.is_empty() {
-            let clocks = match (self.sm_clock_mhz_start, self.sm_clock_mhz_end, self.sm_clock_mhz_max) {
-                (Some(a), Some(b), Some(max)) => format!(", SM clock {a}→{b} of {max} MHz"),
-                _ => String::new(),
-            };
-            why.push(format!("GPU {} clocks were held down ({}{clocks})", self.index, distorting.join(", ")));
+            let clocks =
+                match (self.sm_clock_mhz_start, self.sm_clock_mhz_end, self.sm_clock_mhz_max) {
+                    (Some(a), Some(b), Some(max)) => format!(", SM clock {a}→{b} of {max} MHz"),
+                    _ => String::new(),
+                };
+            why.push(format!(
+                "GPU {} clocks were held down ({}{clocks})",
+                self.index,
+                distorting.join(", ")
+            ));
         }
         why
     }
@@ -205,14 +220,19 @@ pub fn across_trials(trials: &[(Option<f64>, Option<Conditions>)]) -> Trials {
     let mut out = Trials::default();
     for (k, (img_per_s, c)) in trials.iter().enumerate() {
         let speed = img_per_s.map_or("n/a".to_string(), |v| format!("{v:.2} img/s"));
-        let other = c.as_ref().and_then(|c| c.other_cores).map_or(String::new(), |o| format!(", other processes {o:.1} cores"));
+        let other = c
+            .as_ref()
+            .and_then(|c| c.other_cores)
+            .map_or(String::new(), |o| format!(", other processes {o:.1} cores"));
         let flag = if c.as_ref().is_some_and(|c| c.contended) { " (contended)" } else { "" };
         out.lines.push(format!("trial {}/{n}: {speed}{other}{flag}", k + 1));
     }
-    let contended: Vec<usize> = (0..n).filter(|k| trials[*k].1.as_ref().is_some_and(|c| c.contended)).collect();
+    let contended: Vec<usize> =
+        (0..n).filter(|k| trials[*k].1.as_ref().is_some_and(|c| c.contended)).collect();
     if !contended.is_empty() && contended.len() < n {
         for &k in &contended {
-            let why = trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
+            let why =
+                trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
             out.warnings
                 .push(format!("trial {}/{n} ran contended ({why}), the others did not: its numbers are not comparable with theirs", k + 1));
         }
@@ -220,7 +240,8 @@ pub fn across_trials(trials: &[(Option<f64>, Option<Conditions>)]) -> Trials {
     out.aggregate = trials.iter().rev().find_map(|(_, c)| c.clone()).map(|mut agg| {
         if let Some(&k) = contended.first() {
             agg.contended = true;
-            let why = trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
+            let why =
+                trials[k].1.as_ref().and_then(|c| c.contended_why.clone()).unwrap_or_default();
             agg.contended_why = Some(format!("trial {}/{n}: {why}", k + 1));
         }
         agg
@@ -275,7 +296,9 @@ impl Window {
             (Some(a), Some(b)) => others(a, b).map_or((None, None), |(o, e)| (Some(o), e)),
             _ => (None, None),
         };
-        let cpus = end.map(|e| e.ours.cpus).unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+        let cpus = end
+            .map(|e| e.ours.cpus)
+            .unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
         Conditions {
             load_avg_start: self.load,
             load_avg_end: load_avg(),
@@ -284,7 +307,11 @@ impl Window {
             window_s: crate::util::round(self.started.elapsed().as_secs_f64(), 3),
             other_cores: other_cores.map(|c| crate::util::round(c, 2)),
             other_cores_elsewhere: elsewhere.map(|c| crate::util::round(c, 2)),
-            governor: std::fs::read_to_string("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor").ok().map(|g| g.trim().to_string()),
+            governor: std::fs::read_to_string(
+                "/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor",
+            )
+            .ok()
+            .map(|g| g.trim().to_string()),
             gpu: None,
             contended: false,
             contended_why: None,
@@ -320,7 +347,9 @@ fn cpu_times() -> Option<CpuTimes> {
 /// /proc/self/status (`taskset`, cpusets); `None`: all of them.
 fn allowed_cpus() -> Option<Vec<u32>> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    crate::util::parse_ranges(status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim())
+    crate::util::parse_ranges(
+        status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:"))?.trim(),
+    )
 }
 
 /// `cpuN  user nice system idle iowait irq softirq steal guest guest_nice`
@@ -331,10 +360,17 @@ fn parse_cpu_times(stat: &str, own: &str, allowed: Option<&[u32]>) -> Option<Cpu
     let (mut ours, mut rest) = (Jiffies::default(), Jiffies::default());
     for line in stat.lines() {
         // `cpu3 …`, not the machine's `cpu  …` line nor `intr …`.
-        let Some(cpu) = line.split_whitespace().next().and_then(|w| w.strip_prefix("cpu")?.parse::<u32>().ok()) else {
+        let Some(cpu) =
+            line.split_whitespace().next().and_then(|w| w.strip_prefix("cpu")?.parse::<u32>().ok())
+        else {
             continue;
         };
-        let f: Vec<u64> = line.split_whitespace().skip(1).take(8).map(|v| v.parse().ok()).collect::<Option<_>>()?;
+        let f: Vec<u64> = line
+            .split_whitespace()
+            .skip(1)
+            .take(8)
+            .map(|v| v.parse().ok())
+            .collect::<Option<_>>()?;
         if f.len() < 8 {
             return None;
         }
@@ -359,7 +395,9 @@ fn parse_cpu_times(stat: &str, own: &str, allowed: Option<&[u32]>) -> Option<Cpu
 fn others(a: &CpuTimes, b: &CpuTimes) -> Option<(f64, Option<f64>)> {
     let cores = |a: &Jiffies, b: &Jiffies, own: u64| {
         let total = b.total.checked_sub(a.total).filter(|t| *t > 0 && a.cpus == b.cpus)?;
-        Some(b.busy.saturating_sub(a.busy).saturating_sub(own) as f64 / total as f64 * b.cpus as f64)
+        Some(
+            b.busy.saturating_sub(a.busy).saturating_sub(own) as f64 / total as f64 * b.cpus as f64,
+        )
     };
     let ours = cores(&a.ours, &b.ours, b.own.saturating_sub(a.own))?;
     Some((ours, (b.rest.cpus > 0).then(|| cores(&a.rest, &b.rest, 0)).flatten()))
@@ -367,7 +405,8 @@ fn others(a: &CpuTimes, b: &CpuTimes) -> Option<(f64, Option<f64>)> {
 
 fn load_avg() -> Option<[f64; 3]> {
     let s = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let v: Vec<f64> = s.split_whitespace().take(3).map(|x| x.parse().ok()).collect::<Option<_>>()?;
+    let v: Vec<f64> =
+        s.split_whitespace().take(3).map(|x| x.parse().ok()).collect::<Option<_>>()?;
     Some([*v.first()?, *v.get(1)?, *v.get(2)?])
 }
 
@@ -392,7 +431,11 @@ mod tests {
     #[test]
     fn others_are_busy_time_minus_ours_in_cores() {
         // 2 CPUs, 200 jiffies of machine time: 150 busy, 60 of them ours.
-        let zero = CpuTimes { ours: Jiffies { cpus: 2, ..Default::default() }, rest: Jiffies::default(), own: 0 };
+        let zero = CpuTimes {
+            ours: Jiffies { cpus: 2, ..Default::default() },
+            rest: Jiffies::default(),
+            own: 0,
+        };
         let b = CpuTimes { ours: Jiffies { busy: 150, total: 200, cpus: 2 }, own: 60, ..zero };
         assert_eq!(others(&zero, &b), Some((0.9, None)));
         assert_eq!(others(&b, &b), None, "no time passed");
@@ -402,8 +445,16 @@ mod tests {
     fn a_busy_core_we_may_not_use_is_elsewhere_not_ours() {
         // Pinned to one of two CPUs: we ran 95 of its 100 jiffies, another
         // process all 100 of the other's.
-        let zero = CpuTimes { ours: Jiffies { cpus: 1, ..Default::default() }, rest: Jiffies { cpus: 1, ..Default::default() }, own: 0 };
-        let b = CpuTimes { ours: Jiffies { busy: 97, total: 100, cpus: 1 }, rest: Jiffies { busy: 100, total: 100, cpus: 1 }, own: 95 };
+        let zero = CpuTimes {
+            ours: Jiffies { cpus: 1, ..Default::default() },
+            rest: Jiffies { cpus: 1, ..Default::default() },
+            own: 0,
+        };
+        let b = CpuTimes {
+            ours: Jiffies { busy: 97, total: 100, cpus: 1 },
+            rest: Jiffies { busy: 100, total: 100, cpus: 1 },
+            own: 95,
+        };
         let (ours, elsewhere) = others(&zero, &b).unwrap();
         assert!((ours - 0.02).abs() < 1e-9 && elsewhere == Some(1.0), "{ours} {elsewhere:?}");
         let judged = Conditions {
@@ -419,20 +470,31 @@ mod tests {
         let shared = Conditions { other_cores: Some(0.6), ..judged }.judge();
         assert_eq!(
             shared.contended_why.as_deref(),
-            Some("other processes used 0.6 of a core during the 1.0 s window on 1 core (1 thread ours)")
+            Some(
+                "other processes used 0.6 of a core during the 1.0 s window on 1 core (1 thread ours)"
+            )
         );
     }
 
     #[test]
     fn contended_when_others_take_the_cores_our_threads_need() {
         let c = |other: f64, threads: usize| {
-            Conditions { cpus: 2, threads, window_s: 3.0, other_cores: Some(other), ..Default::default() }.judge()
+            Conditions {
+                cpus: 2,
+                threads,
+                window_s: 3.0,
+                other_cores: Some(other),
+                ..Default::default()
+            }
+            .judge()
         };
         let busy = c(0.9, 2);
         assert!(busy.contended);
         assert_eq!(
             busy.contended_why.as_deref(),
-            Some("other processes used 0.9 of a core during the 3.0 s window on 2 cores (2 threads ours)")
+            Some(
+                "other processes used 0.9 of a core during the 3.0 s window on 2 cores (2 threads ours)"
+            )
         );
         assert!(!c(0.2, 2).contended, "a quarter of a core is noise");
         assert!(!c(0.9, 1).contended, "one thread on two cores leaves one free");
@@ -443,7 +505,14 @@ mod tests {
 
     #[test]
     fn other_gpu_processes_and_slowed_clocks_are_contention() {
-        let quiet = Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(0.05), ..Default::default() }.judge();
+        let quiet = Conditions {
+            cpus: 2,
+            threads: 2,
+            window_s: 2.0,
+            other_cores: Some(0.05),
+            ..Default::default()
+        }
+        .judge();
         let gpu = GpuConditions {
             index: 1,
             sm_clock_mhz_start: Some(1980),
@@ -451,17 +520,32 @@ mod tests {
             sm_clock_mhz_max: Some(1980),
             ..Default::default()
         };
-        assert!(!quiet.clone().with_gpu(Some(gpu.clone())).contended, "a GPU alone with full clocks");
+        assert!(
+            !quiet.clone().with_gpu(Some(gpu.clone())).contended,
+            "a GPU alone with full clocks"
+        );
         let shared = GpuConditions {
-            other_processes: vec![GpuProcess { pid: 7, used_mib: Some(900) }, GpuProcess { pid: 9, used_mib: None }],
+            other_processes: vec![
+                GpuProcess { pid: 7, used_mib: Some(900) },
+                GpuProcess { pid: 9, used_mib: None },
+            ],
             ..gpu.clone()
         };
         let c = quiet.clone().with_gpu(Some(shared));
         assert!(c.contended);
-        assert_eq!(c.contended_why.as_deref(), Some("2 other processes used GPU 1 during the window (pid 7, 9)"));
+        assert_eq!(
+            c.contended_why.as_deref(),
+            Some("2 other processes used GPU 1 during the window (pid 7, 9)")
+        );
         let capped = GpuConditions { slowdowns: vec!["sw power cap".into()], ..gpu.clone() };
-        assert!(!quiet.clone().with_gpu(Some(capped)).contended, "a power cap is the card's steady state");
-        let hot = GpuConditions { slowdowns: vec!["sw power cap".into(), "sw thermal slowdown".into()], ..gpu };
+        assert!(
+            !quiet.clone().with_gpu(Some(capped)).contended,
+            "a power cap is the card's steady state"
+        );
+        let hot = GpuConditions {
+            slowdowns: vec!["sw power cap".into(), "sw thermal slowdown".into()],
+            ..gpu
+        };
         let c = Conditions { other_cores: Some(1.2), ..quiet }.with_gpu(Some(hot));
         assert_eq!(
             c.contended_why.as_deref(),
@@ -473,15 +557,34 @@ mod tests {
 
     #[test]
     fn a_contended_trial_is_flagged_and_taints_the_aggregate() {
-        let quiet = Conditions { cpus: 2, threads: 2, window_s: 2.0, other_cores: Some(0.05), ..Default::default() }.judge();
+        let quiet = Conditions {
+            cpus: 2,
+            threads: 2,
+            window_s: 2.0,
+            other_cores: Some(0.05),
+            ..Default::default()
+        }
+        .judge();
         let busy = Conditions { other_cores: Some(1.2), ..quiet.clone() }.judge();
-        let t = across_trials(&[(Some(10.0), Some(quiet.clone())), (Some(3.0), Some(busy)), (Some(10.2), Some(quiet.clone()))]);
+        let t = across_trials(&[
+            (Some(10.0), Some(quiet.clone())),
+            (Some(3.0), Some(busy)),
+            (Some(10.2), Some(quiet.clone())),
+        ]);
         assert_eq!(t.lines[1], "trial 2/3: 3.00 img/s, other processes 1.2 cores (contended)");
         assert_eq!(t.lines[0], "trial 1/3: 10.00 img/s, other processes 0.1 cores");
         assert_eq!(t.warnings.len(), 1);
-        assert!(t.warnings[0].starts_with("trial 2/3 ran contended (other processes used 1.2 of a core"), "{}", t.warnings[0]);
+        assert!(
+            t.warnings[0]
+                .starts_with("trial 2/3 ran contended (other processes used 1.2 of a core"),
+            "{}",
+            t.warnings[0]
+        );
         let agg = t.aggregate.unwrap();
-        assert!(agg.contended && agg.contended_why.unwrap().starts_with("trial 2/3: other processes used 1.2"));
+        assert!(
+            agg.contended
+                && agg.contended_why.unwrap().starts_with("trial 2/3: other processes used 1.2")
+        );
         // All quiet: nothing to flag.
         let t = across_trials(&[(Some(10.0), Some(quiet.clone())), (Some(10.1), Some(quiet))]);
         assert!(t.warnings.is_empty() && !t.aggregate.unwrap().contended);
@@ -500,6 +603,10 @@ mod tests {
         let host = serde_json::json!({ "threads": 2, "conditions": { "cpus": 2, "threads": 2, "window_s": 1.0, "other_cores": 1.1, "contended": true, "contended_why": "x" } });
         let c = Conditions::of_host(Some(&host)).unwrap();
         assert!(c.contended && c.other_cores == Some(1.1));
-        assert_eq!(Conditions::of_host(Some(&serde_json::json!({ "threads": 2 }))), None, "old profiles have none");
+        assert_eq!(
+            Conditions::of_host(Some(&serde_json::json!({ "threads": 2 }))),
+            None,
+            "old profiles have none"
+        );
     }
 }

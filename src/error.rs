@@ -76,7 +76,10 @@ impl Error {
     }
     /// This error, caused by `source` (kept for [`std::error::Error::source`];
     /// the message is unchanged).
-    pub fn caused_by(mut self, source: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+    pub fn caused_by(
+        mut self,
+        source: impl Into<Box<dyn std::error::Error + Send + Sync>>,
+    ) -> Self {
         self.source = Some(source.into());
         self
     }
@@ -116,13 +119,20 @@ mod tests {
         let e = Error::failed(format!("cannot open x: {io}")).caused_by(io);
         assert_eq!(e.to_string(), "cannot open x: denied");
         assert_eq!(e.exit_code(), exit::FAILURE);
-        let src = std::error::Error::source(&e).and_then(|s| s.downcast_ref::<std::io::Error>()).expect("the io error");
+        let src = std::error::Error::source(&e)
+            .and_then(|s| s.downcast_ref::<std::io::Error>())
+            .expect("the io error");
         assert_eq!(src.kind(), std::io::ErrorKind::PermissionDenied);
         // An error wrapping another keeps the chain.
         let outer = Error::failed(format!("failed to analyse x: {e}")).caused_by(e);
-        let inner = std::error::Error::source(&outer).and_then(|s| s.downcast_ref::<Error>()).expect("the inner error");
+        let inner = std::error::Error::source(&outer)
+            .and_then(|s| s.downcast_ref::<Error>())
+            .expect("the inner error");
         assert!(std::error::Error::source(inner).is_some());
         assert_eq!(Error::usage("u").kind(), Kind::Usage);
-        assert_eq!((Error::no_profile("n").exit_code(), Error::gate("g").exit_code()), (exit::NO_PROFILE, exit::GATE));
+        assert_eq!(
+            (Error::no_profile("n").exit_code(), Error::gate("g").exit_code()),
+            (exit::NO_PROFILE, exit::GATE)
+        );
     }
 }

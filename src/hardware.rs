@@ -92,11 +92,13 @@ pub fn user_file_path() -> Option<&'static Path> {
 
 /// The built-in rows, `data/devices.toml` (its format is described there).
 static BUILTIN: LazyLock<Table> = LazyLock::new(|| {
-    parse_table(include_str!("../data/devices.toml"), "data/devices.toml", None)
-        .unwrap_or_else(|e| panic!("the built-in device table is invalid (the tests check it): {e}"))
+    parse_table(include_str!("../data/devices.toml"), "data/devices.toml", None).unwrap_or_else(
+        |e| panic!("the built-in device table is invalid (the tests check it): {e}"),
+    )
 });
 
-static USER: LazyLock<UserFile> = LazyLock::new(|| load_user_file(|k| std::env::var_os(k), &BUILTIN));
+static USER: LazyLock<UserFile> =
+    LazyLock::new(|| load_user_file(|k| std::env::var_os(k), &BUILTIN));
 
 /// Rows in the order they are tried.
 #[derive(Debug)]
@@ -128,7 +130,9 @@ impl Rule {
         self.name.as_ref().is_none_or(|re| re.is_match(d.name.trim()))
             && self.sms.is_none_or(|n| d.num_sms == Some(n))
             && self.warp_size.is_none_or(|w| d.warp_size == Some(w))
-            && self.compute.is_none_or(|(ma, mi)| d.compute_major == Some(ma) && d.compute_minor == Some(mi))
+            && self
+                .compute
+                .is_none_or(|(ma, mi)| d.compute_major == Some(ma) && d.compute_minor == Some(mi))
             && self.memory_gb_min.is_none_or(|lo| has_mem && gb >= lo)
             && self.memory_gb_max.is_none_or(|hi| has_mem && gb <= hi)
     }
@@ -142,7 +146,11 @@ impl Row {
 
 /// The user's rows first, then the built-in ones; the first match wins.
 fn find(user: Option<&Table>, builtin: &Table, device: &DeviceProps) -> Option<Peaks> {
-    user.into_iter().chain([builtin]).flat_map(|t| &t.rows).find(|r| r.matches(device)).map(|r| r.peaks.clone())
+    user.into_iter()
+        .chain([builtin])
+        .flat_map(|t| &t.rows)
+        .find(|r| r.matches(device))
+        .map(|r| r.peaks.clone())
 }
 
 // ---------------------------------------------------------------------------
@@ -190,14 +198,17 @@ struct RawRule {
 /// repeats a built-in row's name takes that row's rules: it corrects the
 /// built-in figures.
 fn parse_table(text: &str, origin: &str, builtin: Option<&Table>) -> Result<Table> {
-    let raw: RawFile = toml::from_str(text).map_err(|e| Error::failed(format!("{origin}: {}", e.to_string().trim_end())).caused_by(e))?;
+    let raw: RawFile = toml::from_str(text).map_err(|e| {
+        Error::failed(format!("{origin}: {}", e.to_string().trim_end())).caused_by(e)
+    })?;
     let rows = raw
         .device
         .into_iter()
         .enumerate()
         .map(|(i, r)| {
             let what = format!("{origin}: device {} ({:?})", i + 1, r.name);
-            parse_row(r, origin, builtin).map_err(|e| Error::failed(format!("{what}: {e}")).caused_by(e))
+            parse_row(r, origin, builtin)
+                .map_err(|e| Error::failed(format!("{what}: {e}")).caused_by(e))
         })
         .collect::<Result<Vec<_>>>()?;
     Ok(Table { rows })
@@ -209,7 +220,10 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row> {
         return Err(Error::failed("empty name"));
     }
     if !(r.mem_tbps.is_finite() && r.mem_tbps > 0.0) {
-        return Err(Error::failed(format!("mem_tbps must be a positive number, not {}", r.mem_tbps)));
+        return Err(Error::failed(format!(
+            "mem_tbps must be a positive number, not {}",
+            r.mem_tbps
+        )));
     }
     let figures = [
         (PeakClass::Fp64, r.fp64),
@@ -225,25 +239,38 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row> {
     for (class, v) in figures {
         let Some(v) = v else { continue };
         if !(v.is_finite() && v > 0.0) {
-            return Err(Error::failed(format!("{} must be a positive number, not {v}", class.as_str())));
+            return Err(Error::failed(format!(
+                "{} must be a positive number, not {v}",
+                class.as_str()
+            )));
         }
         tflops.push((class, v));
     }
     if tflops.is_empty() {
-        return Err(Error::failed("no peak given (fp64, fp32, fp32_matrix, tf32, bf16, fp16, fp8 or int8)"));
+        return Err(Error::failed(
+            "no peak given (fp64, fp32, fp32_matrix, tf32, bf16, fp16, fp8 or int8)",
+        ));
     }
     let rules = if r.rules.is_empty() {
-        let inherited = builtin.and_then(|b| b.rows.iter().find(|row| row.peaks.name.eq_ignore_ascii_case(&name)));
+        let inherited = builtin
+            .and_then(|b| b.rows.iter().find(|row| row.peaks.name.eq_ignore_ascii_case(&name)));
         match inherited {
             Some(row) => row.rules.clone(),
-            None if builtin.is_some() => return Err(Error::failed("no `match`, and no built-in device of that name to take it from")),
+            None if builtin.is_some() => {
+                return Err(Error::failed(
+                    "no `match`, and no built-in device of that name to take it from",
+                ));
+            }
             None => return Err(Error::failed("no `match`")),
         }
     } else {
         r.rules
             .into_iter()
             .enumerate()
-            .map(|(i, m)| parse_rule(m).map_err(|e| Error::failed(format!("match {}: {e}", i + 1)).caused_by(e)))
+            .map(|(i, m)| {
+                parse_rule(m)
+                    .map_err(|e| Error::failed(format!("match {}: {e}", i + 1)).caused_by(e))
+            })
             .collect::<Result<_>>()?
     };
     let source = match r.source.map(|s| s.trim().to_string()) {
@@ -255,27 +282,37 @@ fn parse_row(r: RawRow, origin: &str, builtin: Option<&Table>) -> Result<Row> {
 
 fn parse_rule(m: RawRule) -> Result<Rule> {
     let name = match m.name {
-        Some(pat) => Some(
-            RegexBuilder::new(&pat)
-                .case_insensitive(true)
-                .build()
-                .map_err(|e| Error::failed(format!("name {pat:?} is not a regex: {e}")).caused_by(e))?,
-        ),
+        Some(pat) => Some(RegexBuilder::new(&pat).case_insensitive(true).build().map_err(|e| {
+            Error::failed(format!("name {pat:?} is not a regex: {e}")).caused_by(e)
+        })?),
         None => None,
     };
-    let compute = match m.compute {
-        Some(c) => {
-            let parsed = c.trim().split_once('.').and_then(|(ma, mi)| Some((ma.parse().ok()?, mi.parse().ok()?)));
-            Some(parsed.ok_or_else(|| Error::failed(format!("compute {c:?} is not \"major.minor\"")))?)
-        }
-        None => None,
-    };
+    let compute =
+        match m.compute {
+            Some(c) => {
+                let parsed = c
+                    .trim()
+                    .split_once('.')
+                    .and_then(|(ma, mi)| Some((ma.parse().ok()?, mi.parse().ok()?)));
+                Some(parsed.ok_or_else(|| {
+                    Error::failed(format!("compute {c:?} is not \"major.minor\""))
+                })?)
+            }
+            None => None,
+        };
     for (key, v) in [("memory_gb_min", m.memory_gb_min), ("memory_gb_max", m.memory_gb_max)] {
         if v.is_some_and(|v| !v.is_finite() || v < 0.0) {
             return Err(Error::failed(format!("{key} must be a number of GB")));
         }
     }
-    let rule = Rule { name, sms: m.sms, compute, warp_size: m.warp_size, memory_gb_min: m.memory_gb_min, memory_gb_max: m.memory_gb_max };
+    let rule = Rule {
+        name,
+        sms: m.sms,
+        compute,
+        warp_size: m.warp_size,
+        memory_gb_min: m.memory_gb_min,
+        memory_gb_max: m.memory_gb_max,
+    };
     let any = rule.name.is_some()
         || rule.sms.is_some()
         || rule.compute.is_some()
@@ -283,7 +320,9 @@ fn parse_rule(m: RawRule) -> Result<Rule> {
         || rule.memory_gb_min.is_some()
         || rule.memory_gb_max.is_some();
     if !any {
-        return Err(Error::failed("no condition (name, sms, compute, warp_size, memory_gb_min, memory_gb_max)"));
+        return Err(Error::failed(
+            "no condition (name, sms, compute, warp_size, memory_gb_min, memory_gb_max)",
+        ));
     }
     Ok(rule)
 }
@@ -316,10 +355,16 @@ fn load_user_file(env: impl Fn(&str) -> Option<OsString>, builtin: &Table) -> Us
     let shown = path.display().to_string();
     let text = match std::fs::read_to_string(&path) {
         Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => return UserFile { path: Some(path), ..UserFile::default() },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && !explicit => {
+            return UserFile { path: Some(path), ..UserFile::default() };
+        }
         Err(e) => {
             let via = if explicit { " (LIBREYOLO_DEVICES)" } else { "" };
-            return UserFile { problem: Some(format!("{shown}{via}: cannot read the device file: {e}")), path: Some(path), table: None };
+            return UserFile {
+                problem: Some(format!("{shown}{via}: cannot read the device file: {e}")),
+                path: Some(path),
+                table: None,
+            };
         }
     };
     let (table, problem) = parse_user_text(&text, &shown, builtin);
@@ -348,7 +393,12 @@ mod tests {
     }
 
     fn named(name: &str, sms: i64, mem: f64) -> DeviceProps {
-        DeviceProps { name: name.into(), num_sms: Some(sms), total_global_mem: mem, ..DeviceProps::default() }
+        DeviceProps {
+            name: name.into(),
+            num_sms: Some(sms),
+            total_global_mem: mem,
+            ..DeviceProps::default()
+        }
     }
 
     #[track_caller]
@@ -366,7 +416,12 @@ mod tests {
         for r in rows {
             let p = &r.peaks;
             assert!(names.insert(p.name.to_lowercase()), "{} twice", p.name);
-            assert!(p.source.starts_with("https://") && p.source.len() > "https://".len(), "{}: source {:?}", p.name, p.source);
+            assert!(
+                p.source.starts_with("https://") && p.source.len() > "https://".len(),
+                "{}: source {:?}",
+                p.name,
+                p.source
+            );
             assert!(p.mem_tbps > 0.0 && p.mem_tbps < 20.0, "{}: {} TB/s", p.name, p.mem_tbps);
             assert!(!p.tflops.is_empty(), "{}", p.name);
             assert!(!r.rules.is_empty(), "{}", p.name);
@@ -393,14 +448,16 @@ mod tests {
 
     #[test]
     fn dense_not_sparse() {
-        let h100 = expect(&named("NVIDIA H100 80GB HBM3", 132, 85018279936.0), "NVIDIA H100 SXM5 80GB");
+        let h100 =
+            expect(&named("NVIDIA H100 80GB HBM3", 132, 85018279936.0), "NVIDIA H100 SXM5 80GB");
         let bf16 = h100.tflops(PeakClass::Bf16).unwrap();
         assert!((989.0..990.0).contains(&bf16), "{bf16}");
         assert_eq!(h100.tflops(PeakClass::Fp8), Some(1979.0));
         assert_eq!(h100.tflops(PeakClass::Tf32), Some(494.5));
         let l4 = expect(&named("NVIDIA L4", 58, 23.8e9), "NVIDIA L4");
         assert_eq!(l4.tflops(PeakClass::Fp8), Some(242.5));
-        let mi300 = expect(&named("AMD Instinct MI300X", 304, 206141652992.0), "AMD Instinct MI300X");
+        let mi300 =
+            expect(&named("AMD Instinct MI300X", 304, 206141652992.0), "AMD Instinct MI300X");
         assert_eq!(mi300.tflops(PeakClass::Bf16), Some(1307.4));
     }
 
@@ -429,7 +486,10 @@ mod tests {
                 "sharedMemPerBlock": 49152, "numSms": 132, "regsPerMultiprocessor": 65536,
                 "sharedMemPerBlockOptin": 232448, "sharedMemPerMultiprocessor": 233472}"#,
         );
-        assert_eq!((h100.compute_major, h100.compute_minor, h100.num_sms), (Some(9), Some(0), Some(132)));
+        assert_eq!(
+            (h100.compute_major, h100.compute_minor, h100.num_sms),
+            (Some(9), Some(0), Some(132))
+        );
         let p = expect(&h100, "NVIDIA H100 SXM5 80GB");
         assert_eq!((p.mem_tbps, p.tflops(PeakClass::Fp64)), (3.35, Some(67.0)));
 
@@ -454,7 +514,10 @@ mod tests {
                 "sharedMemPerMultiprocessor": 167936, "numSms": 108, "sharedMemPerBlockOptin": 166912}"#,
         );
         let p = expect(&pg509, "NVIDIA A100 SXM4 40GB");
-        assert_eq!((p.mem_tbps, p.tflops(PeakClass::Bf16), p.tflops(PeakClass::Fp64)), (1.555, Some(312.0), Some(19.5)));
+        assert_eq!(
+            (p.mem_tbps, p.tflops(PeakClass::Bf16), p.tflops(PeakClass::Fp64)),
+            (1.555, Some(312.0), Some(19.5))
+        );
         // The other PG509-200 trace reports a little more memory.
         expect(&DeviceProps { total_global_mem: 42505273344.0, ..pg509 }, "NVIDIA A100 SXM4 40GB");
 
@@ -465,7 +528,10 @@ mod tests {
                 "sharedMemPerMultiprocessor": 98304, "numSms": 80, "sharedMemPerBlockOptin": 98304}"#,
         );
         let p = expect(&sxm2, "NVIDIA Tesla V100 SXM2");
-        assert_eq!((p.mem_tbps, p.tflops(PeakClass::Fp16), p.tflops(PeakClass::Fp32)), (0.9, Some(125.0), Some(15.7)));
+        assert_eq!(
+            (p.mem_tbps, p.tflops(PeakClass::Fp16), p.tflops(PeakClass::Fp32)),
+            (0.9, Some(125.0), Some(15.7))
+        );
         let dgxs = props(
             r#"{"id": 0, "name": "Tesla V100-DGXS-32GB", "totalGlobalMem": 34084028416, "computeMajor": 7, "computeMinor": 0,
                 "maxThreadsPerBlock": 1024, "maxThreadsPerMultiprocessor": 2048, "regsPerBlock": 65536,
@@ -481,7 +547,10 @@ mod tests {
                 "sharedMemPerBlock": 65536, "numSms": 104, "maxSharedMemoryPerMultiProcessor": 65536}"#,
         );
         let p = expect(&mi210, "AMD Instinct MI210");
-        assert_eq!((p.mem_tbps, p.tflops(PeakClass::Fp16), p.tflops(PeakClass::Fp64)), (1.6384, Some(181.0), Some(45.3)));
+        assert_eq!(
+            (p.mem_tbps, p.tflops(PeakClass::Fp16), p.tflops(PeakClass::Fp64)),
+            (1.6384, Some(181.0), Some(45.3))
+        );
 
         // An MI250 GCD under ROCm's fallback name (gfx90a, 104 CUs).
         let gcd = props(
@@ -500,7 +569,12 @@ mod tests {
         assert_eq!(mi250.tflops(PeakClass::Fp16), Some(181.05)); // package: 362.1
         let mi250x = expect(&named(combined, 110, 68.7e9), "AMD Instinct MI250X (one GCD)");
         assert_eq!((mi250x.tflops(PeakClass::Fp16), mi250x.mem_tbps), (Some(191.5), 1.6384)); // package: 383, 3.2 TB/s
-        let unnamed = DeviceProps { compute_major: Some(9), compute_minor: Some(0), warp_size: Some(64), ..named("", 110, 68.7e9) };
+        let unnamed = DeviceProps {
+            compute_major: Some(9),
+            compute_minor: Some(0),
+            warp_size: Some(64),
+            ..named("", 110, 68.7e9)
+        };
         expect(&unnamed, "AMD Instinct MI250X (one GCD)");
     }
 
@@ -514,7 +588,10 @@ mod tests {
         };
         expect(&amd(9, 4, 304, 274.9), "AMD Instinct MI325X");
         expect(&amd(9, 5, 256, 309.2), "AMD Instinct MI355X");
-        assert_eq!(expect(&named("AMD Instinct MI325X", 304, 274.9e9), "AMD Instinct MI325X").mem_tbps, 6.0);
+        assert_eq!(
+            expect(&named("AMD Instinct MI325X", 304, 274.9e9), "AMD Instinct MI325X").mem_tbps,
+            6.0
+        );
         // MI300A (gfx942, 228 CUs) and a CPX partition of an MI300X (38 CUs).
         assert_eq!(builtin(&amd(9, 4, 228, 137.0)), None);
         assert_eq!(builtin(&named("AMD Instinct MI300X", 38, 25.7e9)), None);
@@ -527,9 +604,13 @@ mod tests {
         expect(&named("NVIDIA A10", 72, 23.7e9), "NVIDIA A10");
         expect(&named("NVIDIA A100-SXM4-80GB", 108, 85.1e9), "NVIDIA A100 SXM4 80GB");
         expect(&named("NVIDIA A100-PCIE-40GB", 108, 42.3e9), "NVIDIA A100 PCIe 40GB");
-        let a100_80_pcie = expect(&named("NVIDIA A100 80GB PCIe", 108, 85.1e9), "NVIDIA A100 PCIe 80GB");
+        let a100_80_pcie =
+            expect(&named("NVIDIA A100 80GB PCIe", 108, 85.1e9), "NVIDIA A100 PCIe 80GB");
         assert_eq!(a100_80_pcie.mem_tbps, 1.935);
-        assert_eq!(expect(&named("NVIDIA A100-SXM4-80GB", 108, 0.0), "NVIDIA A100 SXM4 80GB").mem_tbps, 2.039);
+        assert_eq!(
+            expect(&named("NVIDIA A100-SXM4-80GB", 108, 0.0), "NVIDIA A100 SXM4 80GB").mem_tbps,
+            2.039
+        );
         assert_eq!(builtin(&named("NVIDIA A10G", 80, 23.7e9)), None);
 
         expect(&named("NVIDIA L4", 58, 23.8e9), "NVIDIA L4");
@@ -544,10 +625,24 @@ mod tests {
         assert_eq!(builtin(&named("NVIDIA H100 80GB HBM3", 16, 10.0e9)), None);
 
         assert_eq!(expect(&named("NVIDIA H200", 132, 150.0e9), "NVIDIA H200 SXM").mem_tbps, 4.8);
-        assert_eq!(expect(&named("NVIDIA H200 NVL", 132, 150.0e9), "NVIDIA H200 NVL").tflops(PeakClass::Bf16), Some(835.5));
-        assert_eq!(expect(&named("NVIDIA H800", 132, 85.0e9), "NVIDIA H800 SXM5").tflops(PeakClass::Fp64), Some(1.0));
-        assert_eq!(expect(&named("NVIDIA B200", 148, 191.0e9), "NVIDIA B200").tflops(PeakClass::Bf16), Some(2250.0));
-        assert_eq!(expect(&named("NVIDIA GB200", 152, 199.0e9), "NVIDIA GB200 (one GPU)").tflops(PeakClass::Fp8), Some(5000.0));
+        assert_eq!(
+            expect(&named("NVIDIA H200 NVL", 132, 150.0e9), "NVIDIA H200 NVL")
+                .tflops(PeakClass::Bf16),
+            Some(835.5)
+        );
+        assert_eq!(
+            expect(&named("NVIDIA H800", 132, 85.0e9), "NVIDIA H800 SXM5").tflops(PeakClass::Fp64),
+            Some(1.0)
+        );
+        assert_eq!(
+            expect(&named("NVIDIA B200", 148, 191.0e9), "NVIDIA B200").tflops(PeakClass::Bf16),
+            Some(2250.0)
+        );
+        assert_eq!(
+            expect(&named("NVIDIA GB200", 152, 199.0e9), "NVIDIA GB200 (one GPU)")
+                .tflops(PeakClass::Fp8),
+            Some(5000.0)
+        );
 
         expect(&named("Tesla V100-PCIE-16GB", 80, 16.9e9), "NVIDIA Tesla V100 PCIe");
         expect(&named("Tesla V100S-PCIE-32GB", 80, 34.0e9), "NVIDIA Tesla V100S PCIe");
@@ -591,17 +686,26 @@ mod tests {
 
     #[test]
     fn user_rows_add_and_override() {
-        let (user, problem) = parse_user_text(USER_FILE, "/home/u/.config/libreyolo/devices.toml", &BUILTIN);
+        let (user, problem) =
+            parse_user_text(USER_FILE, "/home/u/.config/libreyolo/devices.toml", &BUILTIN);
         assert_eq!(problem, None);
         let user = user.unwrap();
         let x1 = find(Some(&user), &BUILTIN, &named("Lab X1", 10, 8e9)).unwrap();
-        assert_eq!((x1.name.as_str(), x1.tflops(PeakClass::Bf16), x1.mem_tbps), ("Lab card X1", Some(300.0), 1.2));
+        assert_eq!(
+            (x1.name.as_str(), x1.tflops(PeakClass::Bf16), x1.mem_tbps),
+            ("Lab card X1", Some(300.0), 1.2)
+        );
         assert_eq!(x1.source, "/home/u/.config/libreyolo/devices.toml");
-        let h100 = find(Some(&user), &BUILTIN, &named("NVIDIA H100 80GB HBM3", 132, 85.0e9)).unwrap();
-        assert_eq!((h100.mem_tbps, h100.tflops(PeakClass::Bf16), h100.tflops(PeakClass::Fp8)), (3.0, Some(800.0), None));
+        let h100 =
+            find(Some(&user), &BUILTIN, &named("NVIDIA H100 80GB HBM3", 132, 85.0e9)).unwrap();
+        assert_eq!(
+            (h100.mem_tbps, h100.tflops(PeakClass::Bf16), h100.tflops(PeakClass::Fp8)),
+            (3.0, Some(800.0), None)
+        );
         assert_eq!(h100.source, "https://example.org/measured");
         // The other devices are still the table's.
-        let a100 = find(Some(&user), &BUILTIN, &named("NVIDIA A100-SXM4-80GB", 108, 85.1e9)).unwrap();
+        let a100 =
+            find(Some(&user), &BUILTIN, &named("NVIDIA A100-SXM4-80GB", 108, 85.1e9)).unwrap();
         assert_eq!(a100.name, "NVIDIA A100 SXM4 80GB");
         // A user row with its own rules comes before a built-in one.
         let text = r#"[[device]]
@@ -610,23 +714,46 @@ mod tests {
             fp32 = 1.0
             match = [{ name = "A100" }]"#;
         let (user, _) = parse_user_text(text, "u", &BUILTIN);
-        assert_eq!(find(user.as_ref(), &BUILTIN, &named("NVIDIA A100-SXM4-80GB", 108, 85.1e9)).unwrap().name, "My A100");
+        assert_eq!(
+            find(user.as_ref(), &BUILTIN, &named("NVIDIA A100-SXM4-80GB", 108, 85.1e9))
+                .unwrap()
+                .name,
+            "My A100"
+        );
     }
 
     #[test]
     fn broken_user_files() {
         let cases = [
             ("[[device]\nname = 1", "devices.toml"),
-            ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ name = '(' }]", "not a regex"),
-            ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ compute = \"nine\" }]", "major.minor"),
+            (
+                "[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ name = '(' }]",
+                "not a regex",
+            ),
+            (
+                "[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ compute = \"nine\" }]",
+                "major.minor",
+            ),
             ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{}]", "no condition"),
             ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0", "no built-in device"),
-            ("[[device]]\nname = \"X\"\nmem_tbps = 0\nfp32 = 1.0\nmatch = [{ sms = 1 }]", "mem_tbps"),
+            (
+                "[[device]]\nname = \"X\"\nmem_tbps = 0\nfp32 = 1.0\nmatch = [{ sms = 1 }]",
+                "mem_tbps",
+            ),
             ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nmatch = [{ sms = 1 }]", "no peak"),
-            ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = -1.0\nmatch = [{ sms = 1 }]", "fp32"),
-            ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nbfloat16 = 1.0\nmatch = [{ sms = 1 }]", "bfloat16"),
+            (
+                "[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = -1.0\nmatch = [{ sms = 1 }]",
+                "fp32",
+            ),
+            (
+                "[[device]]\nname = \"X\"\nmem_tbps = 1.0\nbfloat16 = 1.0\nmatch = [{ sms = 1 }]",
+                "bfloat16",
+            ),
             ("[[device]]\nname = \"X\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ sm = 1 }]", "sm"),
-            ("[[device]]\nname = \"\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ sms = 1 }]", "empty name"),
+            (
+                "[[device]]\nname = \"\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ sms = 1 }]",
+                "empty name",
+            ),
             // One bad row spoils the file: none of its rows are used.
             (
                 "[[device]]\nname = \"Good\"\nmem_tbps = 1.0\nfp32 = 1.0\nmatch = [{ sms = 132 }]\n\
@@ -638,10 +765,15 @@ mod tests {
             let (table, problem) = parse_user_text(text, "/tmp/devices.toml", &BUILTIN);
             assert!(table.is_none(), "{text}");
             let problem = problem.unwrap();
-            assert!(problem.contains(needle) && problem.contains("/tmp/devices.toml"), "{text}: {problem}");
+            assert!(
+                problem.contains(needle) && problem.contains("/tmp/devices.toml"),
+                "{text}: {problem}"
+            );
         }
         // A file with no rows is fine.
-        assert!(matches!(parse_user_text("# nothing yet\n", "u", &BUILTIN), (Some(t), None) if t.rows.is_empty()));
+        assert!(
+            matches!(parse_user_text("# nothing yet\n", "u", &BUILTIN), (Some(t), None) if t.rows.is_empty())
+        );
     }
 
     #[test]
@@ -649,10 +781,15 @@ mod tests {
         fn env<'a>(vars: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<OsString> + 'a {
             move |k| vars.iter().find(|(n, _)| *n == k).map(|(_, v)| OsString::from(v))
         }
-        let all = [("LIBREYOLO_DEVICES", "/x/d.toml"), ("XDG_CONFIG_HOME", "/cfg"), ("HOME", "/home/u")];
+        let all =
+            [("LIBREYOLO_DEVICES", "/x/d.toml"), ("XDG_CONFIG_HOME", "/cfg"), ("HOME", "/home/u")];
         assert_eq!(user_file_location(env(&all)), Some((PathBuf::from("/x/d.toml"), true)));
         assert_eq!(
-            user_file_location(env(&[("LIBREYOLO_DEVICES", ""), ("XDG_CONFIG_HOME", "/cfg"), ("HOME", "/home/u")])),
+            user_file_location(env(&[
+                ("LIBREYOLO_DEVICES", ""),
+                ("XDG_CONFIG_HOME", "/cfg"),
+                ("HOME", "/home/u")
+            ])),
             Some((PathBuf::from("/cfg/libreyolo/devices.toml"), false))
         );
         // A relative XDG_CONFIG_HOME is ignored, as the spec says.
@@ -672,22 +809,35 @@ mod tests {
 
         // Set but absent: a problem, since the user asked for it.
         let u = load_user_file(env(path_str.clone()), &BUILTIN);
-        assert!(u.table.is_none() && u.problem.as_deref().is_some_and(|p| p.contains("LIBREYOLO_DEVICES")), "{u:?}");
+        assert!(
+            u.table.is_none()
+                && u.problem.as_deref().is_some_and(|p| p.contains("LIBREYOLO_DEVICES")),
+            "{u:?}"
+        );
         // The default place, absent: nothing to say.
         let home = dir.path().to_str().unwrap().to_string();
-        let u = load_user_file(move |k: &str| (k == "HOME").then(|| OsString::from(&home)), &BUILTIN);
+        let u =
+            load_user_file(move |k: &str| (k == "HOME").then(|| OsString::from(&home)), &BUILTIN);
         assert!(u.table.is_none() && u.problem.is_none(), "{u:?}");
 
         std::fs::write(&path, USER_FILE).unwrap();
         let u = load_user_file(env(path_str.clone()), &BUILTIN);
         assert_eq!((u.problem.as_deref(), u.table.as_ref().map(|t| t.rows.len())), (None, Some(2)));
-        assert_eq!(find(u.table.as_ref(), &BUILTIN, &named("Lab X1", 1, 1e9)).unwrap().name, "Lab card X1");
+        assert_eq!(
+            find(u.table.as_ref(), &BUILTIN, &named("Lab X1", 1, 1e9)).unwrap().name,
+            "Lab card X1"
+        );
 
         std::fs::write(&path, "[[device]]\nname = \"Broken\"\nmem_tbps = \"fast\"\n").unwrap();
         let u = load_user_file(env(path_str), &BUILTIN);
         assert!(u.table.is_none(), "{u:?}");
-        assert!(u.problem.as_deref().is_some_and(|p| p.contains("mem_tbps") && p.contains("ignored")), "{u:?}");
+        assert!(
+            u.problem.as_deref().is_some_and(|p| p.contains("mem_tbps") && p.contains("ignored")),
+            "{u:?}"
+        );
         // The built-in table still answers.
-        assert!(find(u.table.as_ref(), &BUILTIN, &named("NVIDIA H100 80GB HBM3", 132, 85e9)).is_some());
+        assert!(
+            find(u.table.as_ref(), &BUILTIN, &named("NVIDIA H100 80GB HBM3", 132, 85e9)).is_some()
+        );
     }
 }

@@ -75,7 +75,12 @@ pub struct MergedRank {
 }
 
 /// Process metadata of a rank's own processes: replaced by the rank's.
-const PROCESS_METADATA: [&[u8]; 4] = [b"\"process_name\"", b"\"process_labels\"", b"\"process_sort_index\"", b"\"process_uptime_seconds\""];
+const PROCESS_METADATA: [&[u8]; 4] = [
+    b"\"process_name\"",
+    b"\"process_labels\"",
+    b"\"process_sort_index\"",
+    b"\"process_uptime_seconds\"",
+];
 
 /// Writes one Chrome trace of the ranks of `set` to `output` (gzipped when
 /// its name ends in `.gz`), atomically. `align`: shift each rank's clock so
@@ -107,7 +112,8 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
             let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
             let writer = scope.spawn(move || -> Result<()> {
                 if gzip {
-                    let mut gz = flate2::write::GzEncoder::new(w, flate2::Compression::new(GZIP_LEVEL));
+                    let mut gz =
+                        flate2::write::GzEncoder::new(w, flate2::Compression::new(GZIP_LEVEL));
                     for chunk in rx {
                         gz.write_all(&chunk).map_err(|e| write_error(output, e))?;
                     }
@@ -120,11 +126,20 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
                 }
             });
             let mut chunks = Chunks(Some(tx));
-            let copied = write_merged(&mut chunks, output, set, &offsets, stride, aligned_on.as_ref(), &mut ranks);
+            let copied = write_merged(
+                &mut chunks,
+                output,
+                set,
+                &offsets,
+                stride,
+                aligned_on.as_ref(),
+                &mut ranks,
+            );
             // Closing the channel ends the writer; its error, if any, says why a send failed.
             chunks.0 = None;
-            let written =
-                writer.join().unwrap_or_else(|_| Err(Error::failed(format!("cannot write {}: the writer failed", output.display()))));
+            let written = writer.join().unwrap_or_else(|_| {
+                Err(Error::failed(format!("cannot write {}: the writer failed", output.display())))
+            });
             written.and(copied)
         })
     })?;
@@ -146,7 +161,8 @@ fn write_merged(
     out.header(ranks, aligned_on)?;
     let mut base = None;
     for (k, ((r, off), row)) in set.ranks.iter().zip(offsets).zip(ranks.iter_mut()).enumerate() {
-        let b = RankCopy { rank: r.rank, delta_ns: *off, stride }.run(&r.input.path, &mut out, row)?;
+        let b =
+            RankCopy { rank: r.rank, delta_ns: *off, stride }.run(&r.input.path, &mut out, row)?;
         // The merged clock is the first rank's (its offset is 0).
         if k == 0 {
             base = b;
@@ -197,11 +213,19 @@ fn write_error(path: &Path, e: std::io::Error) -> Error {
 /// everywhere, while the ranks' starts differ by their real arrival skew,
 /// which the merged timeline should show. Otherwise each trace's
 /// `baseTimeNanoseconds` (where recorded) puts the ranks on one clock.
-fn offsets(set: &RankSet, align: bool, notes: &mut Vec<String>) -> Result<(Vec<i64>, Option<AlignedOn>)> {
+fn offsets(
+    set: &RankSet,
+    align: bool,
+    notes: &mut Vec<String>,
+) -> Result<(Vec<i64>, Option<AlignedOn>)> {
     let n = set.ranks.len();
     if n > 1 && align {
         let c = crate::lens::collectives::of_ranks(set);
-        let first = c.collectives.iter().filter(|m| m.ranks.len() == n).min_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
+        let first = c
+            .collectives
+            .iter()
+            .filter(|m| m.ranks.len() == n)
+            .min_by(|a, b| a.at_ms.total_cmp(&b.at_ms));
         if let Some(m) = first {
             let end = |k: usize| -> Option<i64> {
                 let at = m.ranks.iter().find(|x| x.rank == set.ranks[k].rank)?;
@@ -210,17 +234,24 @@ fn offsets(set: &RankSet, align: bool, notes: &mut Vec<String>) -> Result<(Vec<i
             };
             let ends: Option<Vec<i64>> = (0..n).map(end).collect();
             if let Some(ends) = ends {
-                let on = AlignedOn { group: m.group.clone(), seq: m.seq, collective: m.collective.clone() };
+                let on = AlignedOn {
+                    group: m.group.clone(),
+                    seq: m.seq,
+                    collective: m.collective.clone(),
+                };
                 return Ok((ends.iter().map(|e| ends[0] - e).collect(), Some(on)));
             }
         }
-        notes.push("no collective was matched on every rank: the clocks are left as recorded".to_string());
+        notes.push(
+            "no collective was matched on every rank: the clocks are left as recorded".to_string(),
+        );
     } else if n > 1 {
         notes.push("--no-align: the clocks are left as recorded".to_string());
     }
     // As recorded: each trace's timestamps are relative to its
     // `baseTimeNanoseconds`, where it has one.
-    let bases: Vec<Option<i128>> = set.ranks.iter().map(|r| base_time(&r.input.path)).collect::<Result<_>>()?;
+    let bases: Vec<Option<i128>> =
+        set.ranks.iter().map(|r| base_time(&r.input.path)).collect::<Result<_>>()?;
     let reference = bases.first().copied().flatten().unwrap_or(0);
     Ok((bases.iter().map(|b| (b.unwrap_or(0) - reference) as i64).collect(), None))
 }
@@ -277,8 +308,12 @@ impl Out<'_> {
                 .map(|r| serde_json::json!({"rank": r.rank, "pid": r.pid, "file": r.file, "offset_us": r.offset_us}))
                 .collect(),
         };
-        let info = serde_json::to_string(&info).map_err(|e| Error::failed(format!("cannot encode the merge header: {e}")).caused_by(e))?;
-        self.buf.extend_from_slice(b"{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"libreyoloMerge\": ");
+        let info = serde_json::to_string(&info).map_err(|e| {
+            Error::failed(format!("cannot encode the merge header: {e}")).caused_by(e)
+        })?;
+        self.buf.extend_from_slice(
+            b"{\n  \"schemaVersion\": 1,\n  \"displayTimeUnit\": \"ms\",\n  \"libreyoloMerge\": ",
+        );
         self.buf.extend_from_slice(info.as_bytes());
         self.buf.extend_from_slice(b",\n  \"traceEvents\": [\n");
         Ok(())
@@ -368,7 +403,9 @@ impl Threads {
             return *t;
         }
         let t = match tid {
-            IdKey::Int(t) if !self.taken.contains(&t) && (0..=i64::from(i32::MAX)).contains(&t) => t,
+            IdKey::Int(t) if !self.taken.contains(&t) && (0..=i64::from(i32::MAX)).contains(&t) => {
+                t
+            }
             _ => loop {
                 self.fresh = if self.fresh == 0 { i64::from(i32::MAX) } else { self.fresh - 1 };
                 if !self.taken.contains(&self.fresh) {
@@ -408,7 +445,11 @@ impl RankCopy {
                     }
                 }
             }
-            _ => return Err(Error::failed(format!("{label}: not a Chrome trace (read before, changed since?)"))),
+            _ => {
+                return Err(Error::failed(format!(
+                    "{label}: not a Chrome trace (read before, changed since?)"
+                )));
+            }
         }
         row.threads = threads.map.len();
         Ok(base)
@@ -420,9 +461,15 @@ impl RankCopy {
         let file = path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default();
         let label = serde_json::to_string(&file).unwrap_or_else(|_| "\"\"".into());
         for ev in [
-            format!(r#"{{"name": "process_name", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"name": "rank {r}"}}}}"#),
-            format!(r#"{{"name": "process_sort_index", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"sort_index": {r}}}}}"#),
-            format!(r#"{{"name": "process_labels", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"labels": {label}}}}}"#),
+            format!(
+                r#"{{"name": "process_name", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"name": "rank {r}"}}}}"#
+            ),
+            format!(
+                r#"{{"name": "process_sort_index", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"sort_index": {r}}}}}"#
+            ),
+            format!(
+                r#"{{"name": "process_labels", "ph": "M", "ts": 0, "pid": {r}, "tid": 0, "args": {{"labels": {label}}}}}"#
+            ),
         ] {
             out.next();
             out.buf.extend_from_slice(ev.as_bytes());
@@ -431,7 +478,13 @@ impl RankCopy {
 
     /// The elements of `traceEvents`, each split and written where the
     /// scanner holds it (one pass over its bytes, no copy of the event).
-    fn events<R: std::io::Read>(&self, s: &mut Scanner<R>, out: &mut Out<'_>, row: &mut MergedRank, threads: &mut Threads) -> Result<()> {
+    fn events<R: std::io::Read>(
+        &self,
+        s: &mut Scanner<R>,
+        out: &mut Out<'_>,
+        row: &mut MergedRank,
+        threads: &mut Threads,
+    ) -> Result<()> {
         let mut scratch = Vec::new();
         let mut fields = Vec::new();
         let mut clean = Vec::new();
@@ -451,7 +504,9 @@ impl RankCopy {
                 let (end, nonfinite) = match split(bytes, &mut fields) {
                     Split::More => return Ok(None),
                     Split::Bad => {
-                        return Err(Error::failed(format!("event {n} is not the JSON the first pass read (did the file change?)")));
+                        return Err(Error::failed(format!(
+                            "event {n} is not the JSON the first pass read (did the file change?)"
+                        )));
                     }
                     Split::Done { end, nonfinite } => (end, nonfinite),
                 };
@@ -459,14 +514,23 @@ impl RankCopy {
                     // Python's NaN / Infinity are not JSON: Perfetto refuses them.
                     sanitize_nonfinite(&bytes[..end], &mut clean);
                     if !matches!(split(&clean, &mut fields), Split::Done { .. }) {
-                        return Err(Error::failed(format!("event {n}: cannot rewrite its NaN or Infinity")));
+                        return Err(Error::failed(format!(
+                            "event {n}: cannot rewrite its NaN or Infinity"
+                        )));
                     }
                     &clean[..]
                 } else {
                     &bytes[..end]
                 };
-                let get = |k: &[u8]| fields.iter().find(|f| &raw[f.key.0..f.key.1] == k).map(|f| &raw[f.val.0..f.val.1]);
-                if get(b"ph") == Some(b"\"M\"") && get(b"name").is_some_and(|n| PROCESS_METADATA.contains(&n)) {
+                let get = |k: &[u8]| {
+                    fields
+                        .iter()
+                        .find(|f| &raw[f.key.0..f.key.1] == k)
+                        .map(|f| &raw[f.val.0..f.val.1])
+                };
+                if get(b"ph") == Some(b"\"M\"")
+                    && get(b"name").is_some_and(|n| PROCESS_METADATA.contains(&n))
+                {
                     row.metadata_replaced += 1;
                 } else {
                     let tid = threads.tid(id_key(get(b"pid")), id_key(get(b"tid")));
@@ -527,13 +591,15 @@ impl RankCopy {
     /// rank numbers its flows from 1.
     fn flow_id(&self, val: &[u8], b: &mut Vec<u8>) {
         let as_int = std::str::from_utf8(val).ok().and_then(|t| t.parse::<i64>().ok());
-        let joined =
-            as_int.and_then(|v| v.checked_mul(self.stride)?.checked_add(i64::from(self.rank))).filter(|v| v.unsigned_abs() <= 1 << 53);
+        let joined = as_int
+            .and_then(|v| v.checked_mul(self.stride)?.checked_add(i64::from(self.rank)))
+            .filter(|v| v.unsigned_abs() <= 1 << 53);
         match joined {
             Some(v) => b.extend_from_slice(v.to_string().as_bytes()),
             None => {
                 // A string (or a number too large to scale): a string unique to the rank.
-                let inner = val.strip_prefix(b"\"").and_then(|v| v.strip_suffix(b"\"")).unwrap_or(val);
+                let inner =
+                    val.strip_prefix(b"\"").and_then(|v| v.strip_suffix(b"\"")).unwrap_or(val);
                 b.push(b'"');
                 b.extend_from_slice(inner);
                 b.extend_from_slice(format!(":rank{}\"", self.rank).as_bytes());
@@ -657,7 +723,8 @@ fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
             i = end;
             continue;
         }
-        let word = [&b"-Infinity"[..], b"Infinity", b"NaN"].into_iter().find(|w| raw[i..].starts_with(w));
+        let word =
+            [&b"-Infinity"[..], b"Infinity", b"NaN"].into_iter().find(|w| raw[i..].starts_with(w));
         match word {
             Some(w) => {
                 out.extend_from_slice(b"null");
@@ -682,7 +749,11 @@ fn shift_ts(raw: &[u8], delta_ns: i64, b: &mut Vec<u8>) -> bool {
         let v = ns + i128::from(delta_ns);
         let (sign, a) = if v < 0 { ("-", -v) } else { ("", v) };
         let frac = a % 1000;
-        let s = if frac == 0 { format!("{sign}{}", a / 1000) } else { format!("{sign}{}.{frac:03}", a / 1000) };
+        let s = if frac == 0 {
+            format!("{sign}{}", a / 1000)
+        } else {
+            format!("{sign}{}.{frac:03}", a / 1000)
+        };
         b.extend_from_slice(s.as_bytes());
         return true;
     }
@@ -724,7 +795,9 @@ fn exact_ns(t: &str) -> Option<i128> {
 /// run into the same folder).
 pub fn input_files(args: &[String], output: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
     if args.iter().any(|a| a == "-") {
-        return Err(Error::usage("merge reads each trace twice (offsets, then the copy): give files or a folder, not standard input"));
+        return Err(Error::usage(
+            "merge reads each trace twice (offsets, then the copy): give files or a folder, not standard input",
+        ));
     }
     let mut files = Vec::new();
     for a in args {
@@ -741,7 +814,10 @@ pub fn input_files(args: &[String], output: &Path) -> Result<(Vec<PathBuf>, Vec<
         let before = files.len();
         files.retain(|f| std::fs::canonicalize(f).ok().as_ref() != Some(out));
         if files.len() < before {
-            notes.push(format!("{} is the output, not a rank: left out of the inputs", output.display()));
+            notes.push(format!(
+                "{} is the output, not a rank: left out of the inputs",
+                output.display()
+            ));
         }
     }
     if files.is_empty() {
@@ -778,20 +854,37 @@ mod tests {
         assert_eq!(split(raw, &mut f), Split::Done { end: raw.len(), nonfinite: false });
         let pairs: Vec<(&str, &str)> = f
             .iter()
-            .map(|f| (std::str::from_utf8(&raw[f.key.0..f.key.1]).unwrap(), std::str::from_utf8(&raw[f.val.0..f.val.1]).unwrap()))
+            .map(|f| {
+                (
+                    std::str::from_utf8(&raw[f.key.0..f.key.1]).unwrap(),
+                    std::str::from_utf8(&raw[f.val.0..f.val.1]).unwrap(),
+                )
+            })
             .collect();
         assert_eq!(
             pairs,
-            [("ph", "\"X\""), ("name", r#""a,}b\"""#), ("args", r#"{"x": [1, {"y": 2}], "z": "}"}"#), ("ts", "12.5"), ("pid", "3")]
+            [
+                ("ph", "\"X\""),
+                ("name", r#""a,}b\"""#),
+                ("args", r#"{"x": [1, {"y": 2}], "z": "}"}"#),
+                ("ts", "12.5"),
+                ("pid", "3")
+            ]
         );
         // Cut anywhere, it asks for more.
         for k in 0..raw.len() {
             assert_eq!(split(&raw[..k], &mut f), Split::More, "{k}");
         }
-        assert_eq!(split(br#"{"a": 1}, {"b": 2}"#, &mut f), Split::Done { end: 8, nonfinite: false });
+        assert_eq!(
+            split(br#"{"a": 1}, {"b": 2}"#, &mut f),
+            Split::Done { end: 8, nonfinite: false }
+        );
         assert_eq!(split(b"[1]", &mut f), Split::Bad);
         assert_eq!(split(b"{}", &mut f), Split::Done { end: 2, nonfinite: false });
-        assert_eq!(split(br#"{"v": NaN, "n": "NaN"}"#, &mut f), Split::Done { end: 22, nonfinite: true });
+        assert_eq!(
+            split(br#"{"v": NaN, "n": "NaN"}"#, &mut f),
+            Split::Done { end: 22, nonfinite: true }
+        );
         let mut clean = Vec::new();
         sanitize_nonfinite(br#"{"v": NaN, "w": -Infinity, "n": "NaN"}"#, &mut clean);
         assert_eq!(clean, br#"{"v": null, "w": null, "n": "NaN"}"#);
@@ -805,8 +898,15 @@ mod tests {
         let second = t.tid(IdKey::Int(1), IdKey::Int(7));
         assert_eq!(second, i64::from(i32::MAX), "device 1's stream 7 is another thread");
         assert_eq!(t.tid(IdKey::Int(1), IdKey::Int(7)), second, "and stays the same one");
-        assert_eq!(t.tid(IdKey::Int(0), id_key(Some(b"\"stream 7\""))), 7, "as the reader reads it");
-        assert_eq!(t.tid(id_key(Some(b"\"Spans\"")), id_key(Some(b"\"PyTorch Profiler\""))), i64::from(i32::MAX) - 1);
+        assert_eq!(
+            t.tid(IdKey::Int(0), id_key(Some(b"\"stream 7\""))),
+            7,
+            "as the reader reads it"
+        );
+        assert_eq!(
+            t.tid(id_key(Some(b"\"Spans\"")), id_key(Some(b"\"PyTorch Profiler\""))),
+            i64::from(i32::MAX) - 1
+        );
     }
 
     #[test]

@@ -78,7 +78,10 @@ mod imp {
 mod imp {
     use std::sync::Arc;
 
-    use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::{
+        ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array,
+        UInt64Array,
+    };
     use arrow_schema::{DataType, Field, Schema};
     use parquet::arrow::ArrowWriter;
 
@@ -107,7 +110,9 @@ mod imp {
 
     /// One Parquet file from its columns, written atomically.
     fn write_table(path: &Path, cols: Vec<(Field, ArrayRef)>) -> Result<()> {
-        fn cause<E: std::error::Error + Send + Sync + 'static>(path: &Path) -> impl Fn(E) -> Error + '_ {
+        fn cause<E: std::error::Error + Send + Sync + 'static>(
+            path: &Path,
+        ) -> impl Fn(E) -> Error + '_ {
             move |e| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
         }
         let (fields, arrays): (Vec<Field>, Vec<ArrayRef>) = cols.into_iter().unzip();
@@ -137,17 +142,37 @@ mod imp {
                 f64s("dataload_ms", r.iter().map(|x| x.dataload_ms).collect()),
                 f64s("kernels_per_step", r.iter().map(|x| Some(x.kernels_per_step)).collect()),
                 strs("bound", r.iter().map(|x| Some(x.bound.to_string())).collect()),
-                f64s("collective_wait_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_ms)).collect()),
-                u64s("last_arrivals", r.iter().map(|x| waits(x.rank).map(|w| w.last_arrivals as u64)).collect()),
-                f64s("collective_wait_caused_ms", r.iter().map(|x| waits(x.rank).map(|w| w.wait_caused_ms)).collect()),
+                f64s(
+                    "collective_wait_ms",
+                    r.iter().map(|x| waits(x.rank).map(|w| w.wait_ms)).collect(),
+                ),
+                u64s(
+                    "last_arrivals",
+                    r.iter().map(|x| waits(x.rank).map(|w| w.last_arrivals as u64)).collect(),
+                ),
+                f64s(
+                    "collective_wait_caused_ms",
+                    r.iter().map(|x| waits(x.rank).map(|w| w.wait_caused_ms)).collect(),
+                ),
                 f64s(
                     "straggler_wait_caused_ms_per_step",
-                    r.iter().map(|x| straggler(x.rank).and_then(|s| s.wait_caused_ms_per_step)).collect(),
+                    r.iter()
+                        .map(|x| straggler(x.rank).and_then(|s| s.wait_caused_ms_per_step))
+                        .collect(),
                 ),
-                f64s("straggler_compute_excess_ms", r.iter().map(|x| straggler(x.rank).map(|s| s.compute_excess_ms)).collect()),
+                f64s(
+                    "straggler_compute_excess_ms",
+                    r.iter().map(|x| straggler(x.rank).map(|s| s.compute_excess_ms)).collect(),
+                ),
                 strs(
                     "straggler_why",
-                    r.iter().map(|x| straggler(x.rank).and_then(|s| s.why.first()).map(crate::render::text::why)).collect(),
+                    r.iter()
+                        .map(|x| {
+                            straggler(x.rank)
+                                .and_then(|s| s.why.first())
+                                .map(crate::render::text::why)
+                        })
+                        .collect(),
                 ),
             ],
         )
@@ -190,7 +215,10 @@ mod imp {
             opt_f64("tbps", rows.iter().map(|a| a.tbps).collect()),
             opt_f64("pct_of_peak", rows.iter().map(|a| a.pct_of_peak).collect()),
             opt_f64("lost_ms_per_step", rows.iter().map(|a| a.lost_ms_per_step).collect()),
-            opt_str("roofline_bound", rows.iter().map(|a| a.roofline_bound.map(|b| b.as_str().to_string())).collect()),
+            opt_str(
+                "roofline_bound",
+                rows.iter().map(|a| a.roofline_bound.map(|b| b.as_str().to_string())).collect(),
+            ),
         ]
     }
 
@@ -258,8 +286,14 @@ mod imp {
                     opt_f64("wall_ms_per_step", rows.iter().map(|r| r.wall_ms_per_step).collect()),
                     req_f64("kernels_per_step", rows.iter().map(|r| r.kernels_per_step).collect()),
                     req_f64("ops_per_step", rows.iter().map(|r| r.ops_per_step).collect()),
-                    req_i64("unique_kernels", rows.iter().map(|r| r.unique_kernels as i64).collect()),
-                    opt_f64("memcpy_ms_per_step", rows.iter().map(|r| r.memcpy_ms_per_step).collect()),
+                    req_i64(
+                        "unique_kernels",
+                        rows.iter().map(|r| r.unique_kernels as i64).collect(),
+                    ),
+                    opt_f64(
+                        "memcpy_ms_per_step",
+                        rows.iter().map(|r| r.memcpy_ms_per_step).collect(),
+                    ),
                     opt_f64("idle_ms_per_step", rows.iter().map(|r| r.idle_ms_per_step).collect()),
                 ]
             }
@@ -269,18 +303,31 @@ mod imp {
             "collectives" => {
                 let c = lens::collectives::of_profile(p);
                 let ms = &c.collectives;
-                let call = |m: &lens::collectives::Matched| m.ranks.first().and_then(|r| p.collectives.get(r.call));
+                let call = |m: &lens::collectives::Matched| {
+                    m.ranks.first().and_then(|r| p.collectives.get(r.call))
+                };
                 vec![
                     req_str("group", ms.iter().map(|m| m.group.clone()).collect()),
                     req_i64("seq", ms.iter().map(|m| m.seq as i64).collect()),
                     req_str("collective", ms.iter().map(|m| m.collective.clone()).collect()),
-                    opt_i64("step", ms.iter().map(|m| call(m).and_then(|c| c.step).map(|s| s as i64)).collect()),
-                    req_i64("start_ns", ms.iter().map(|m| call(m).map_or(0, |c| c.start_ns)).collect()),
+                    opt_i64(
+                        "step",
+                        ms.iter().map(|m| call(m).and_then(|c| c.step).map(|s| s as i64)).collect(),
+                    ),
+                    req_i64(
+                        "start_ns",
+                        ms.iter().map(|m| call(m).map_or(0, |c| c.start_ns)).collect(),
+                    ),
                     req_f64("at_ms", ms.iter().map(|m| m.at_ms).collect()),
                     req_f64("duration_us", ms.iter().map(|m| m.duration_us).collect()),
                     opt_i64("bytes", ms.iter().map(|m| m.bytes.map(|b| b as i64)).collect()),
                     opt_str("dtype", ms.iter().map(|m| m.dtype.clone()).collect()),
-                    opt_i64("group_size", ms.iter().map(|m| call(m).and_then(|c| c.group_size).map(i64::from)).collect()),
+                    opt_i64(
+                        "group_size",
+                        ms.iter()
+                            .map(|m| call(m).and_then(|c| c.group_size).map(i64::from))
+                            .collect(),
+                    ),
                     opt_f64("algbw_gbps", ms.iter().map(|m| m.algbw_gbps).collect()),
                     opt_f64("busbw_gbps", ms.iter().map(|m| m.busbw_gbps).collect()),
                 ]
@@ -302,9 +349,18 @@ mod imp {
                     req_str("cause", rows.iter().map(|r| r.2.cause.as_str().to_string()).collect()),
                     req_f64("ms_per_step", rows.iter().map(|r| r.2.ms_per_step).collect()),
                     req_f64("gaps_per_step", rows.iter().map(|r| r.2.gaps_per_step).collect()),
-                    req_f64("before_first_kernel_ms_per_step", rows.iter().map(|r| r.2.before_first_kernel_ms_per_step).collect()),
-                    opt_str("top_place", rows.iter().map(|r| r.2.places.first().map(|x| x.name.clone())).collect()),
-                    opt_f64("top_place_ms_per_step", rows.iter().map(|r| r.2.places.first().map(|x| x.ms_per_step)).collect()),
+                    req_f64(
+                        "before_first_kernel_ms_per_step",
+                        rows.iter().map(|r| r.2.before_first_kernel_ms_per_step).collect(),
+                    ),
+                    opt_str(
+                        "top_place",
+                        rows.iter().map(|r| r.2.places.first().map(|x| x.name.clone())).collect(),
+                    ),
+                    opt_f64(
+                        "top_place_ms_per_step",
+                        rows.iter().map(|r| r.2.places.first().map(|x| x.ms_per_step)).collect(),
+                    ),
                 ]
             }
             other => return Err(Error::failed(format!("no per-rank table {other}"))),
@@ -342,7 +398,9 @@ mod imp {
 mod tests {
     use std::path::PathBuf;
 
-    use arrow_array::{Array, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array};
+    use arrow_array::{
+        Array, Float64Array, Int64Array, RecordBatch, StringArray, UInt32Array, UInt64Array,
+    };
     use parquet::arrow::arrow_reader::ParquetRecordBatchReaderBuilder;
 
     use crate::lens::{collectives, job};
@@ -350,20 +408,35 @@ mod tests {
 
     fn read(path: &std::path::Path) -> Vec<RecordBatch> {
         let f = std::fs::File::open(path).unwrap();
-        ParquetRecordBatchReaderBuilder::try_new(f).unwrap().build().unwrap().map(Result::unwrap).collect()
+        ParquetRecordBatchReaderBuilder::try_new(f)
+            .unwrap()
+            .build()
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
     }
 
     fn column<'b, T: 'static>(b: &'b RecordBatch, name: &str) -> &'b T {
-        b.column_by_name(name).unwrap_or_else(|| panic!("column {name}")).as_any().downcast_ref::<T>().unwrap()
+        b.column_by_name(name)
+            .unwrap_or_else(|| panic!("column {name}"))
+            .as_any()
+            .downcast_ref::<T>()
+            .unwrap()
     }
 
     #[test]
     fn the_rank_and_collective_tables_read_back_with_their_rows_and_values() {
-        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/param_dlrm_v100_8rank"));
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/param_dlrm_v100_8rank"
+        ));
         let set = ranks::load(&json_files_in(&dir).unwrap(), &Default::default()).unwrap();
         let j = job::job(&set);
-        let calls: Vec<collectives::RankCalls<'_>> =
-            set.ranks.iter().map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+        let calls: Vec<collectives::RankCalls<'_>> = set
+            .ranks
+            .iter()
+            .map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives })
+            .collect();
         let c = collectives::collectives(&calls, set.world_size);
         let out = tempfile::tempdir().unwrap();
         super::write(out.path(), &j, &c).unwrap();
@@ -376,19 +449,34 @@ mod tests {
             assert_eq!(column::<Float64Array>(b, "step_ms").value(i), row.step_ms);
             assert_eq!(column::<Float64Array>(b, "compute_ms").value(i), row.compute_ms);
             assert_eq!(column::<StringArray>(b, "bound").value(i), row.bound.as_str());
-            assert_eq!(column::<Float64Array>(b, "collective_wait_ms").value(i), c.per_rank[i].wait_ms);
-            assert_eq!(column::<UInt64Array>(b, "last_arrivals").value(i), c.per_rank[i].last_arrivals as u64);
-            assert_eq!(column::<Float64Array>(b, "collective_wait_caused_ms").value(i), c.per_rank[i].wait_caused_ms);
+            assert_eq!(
+                column::<Float64Array>(b, "collective_wait_ms").value(i),
+                c.per_rank[i].wait_ms
+            );
+            assert_eq!(
+                column::<UInt64Array>(b, "last_arrivals").value(i),
+                c.per_rank[i].last_arrivals as u64
+            );
+            assert_eq!(
+                column::<Float64Array>(b, "collective_wait_caused_ms").value(i),
+                c.per_rank[i].wait_caused_ms
+            );
             let s = j.stragglers.iter().find(|s| s.rank == row.rank);
             let caused = column::<Float64Array>(b, "straggler_wait_caused_ms_per_step");
             assert_eq!(caused.is_null(i), s.is_none(), "rank {i}");
             if let Some(s) = s {
                 assert_eq!(caused.value(i), s.wait_caused_ms_per_step.unwrap());
-                assert_eq!(column::<StringArray>(b, "straggler_why").value(i), crate::render::text::why(&s.why[0]));
+                assert_eq!(
+                    column::<StringArray>(b, "straggler_why").value(i),
+                    crate::render::text::why(&s.why[0])
+                );
             }
         }
         assert!(!j.stragglers.is_empty(), "rank 7 is waited for");
-        assert!(column::<Float64Array>(b, "dataload_ms").is_null(0), "not measurable in a foreign trace");
+        assert!(
+            column::<Float64Array>(b, "dataload_ms").is_null(0),
+            "not measurable in a foreign trace"
+        );
 
         // Long form: 8 collectives × 8 ranks.
         let coll = read(&out.path().join("collectives.parquet"));
@@ -410,7 +498,8 @@ mod tests {
 
     /// `libreyolo profile ARGS…` as the binary runs it: its stdout.
     fn cli(args: &[&str]) -> crate::error::Result<String> {
-        let all: Vec<std::ffi::OsString> = ["libreyolo", "profile"].iter().chain(args).map(std::ffi::OsString::from).collect();
+        let all: Vec<std::ffi::OsString> =
+            ["libreyolo", "profile"].iter().chain(args).map(std::ffi::OsString::from).collect();
         match crate::cli::parse(&all)? {
             Some(crate::cli::ProfileCommand::Reader(r)) => crate::cli::run_reader(&r),
             other => panic!("{args:?} is no reader: {other:?}"),
@@ -451,7 +540,10 @@ mod tests {
     /// to what that rank's `--json` readers print.
     #[test]
     fn each_rank_writes_its_partition_of_every_table_and_it_sums_to_its_json() {
-        let dir = PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/param_dlrm_v100_8rank"));
+        let dir = PathBuf::from(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/traces/param_dlrm_v100_8rank"
+        ));
         let files = json_files_in(&dir).unwrap();
         let out = tempfile::tempdir().unwrap();
         let o = out.path().to_str().unwrap();
@@ -459,8 +551,10 @@ mod tests {
             cli(&["summary", f.to_str().unwrap(), "--write-parquet", o]).unwrap();
         }
         for table in super::RANK_TABLES {
-            let mut parts: Vec<String> =
-                std::fs::read_dir(out.path().join(table)).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+            let mut parts: Vec<String> = std::fs::read_dir(out.path().join(table))
+                .unwrap()
+                .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+                .collect();
             parts.sort();
             assert_eq!(parts, (0..8).map(|r| format!("rank={r}")).collect::<Vec<_>>(), "{table}");
         }
@@ -470,20 +564,39 @@ mod tests {
             let t = f.to_str().unwrap();
             let name = f.file_name().unwrap().to_string_lossy().into_owned();
             let rank: usize = name["worker".len()..name.find('_').unwrap()].parse().unwrap();
-            let part = |table: &str| out.path().join(table).join(format!("rank={rank}")).join("part.parquet");
+            let part = |table: &str| {
+                out.path().join(table).join(format!("rank={rank}")).join("part.parquet")
+            };
 
             let s = json(&["summary", t]);
             let (b, n) = rows(&part("summary"));
             assert_eq!(n, 1);
-            for key in ["step_ms", "gpu_util", "gpu_busy_ms_per_step", "kernels_per_step", "launches_per_step", "host_overhead_ms_per_step"]
-            {
-                assert_eq!(column::<Float64Array>(&b, key).value(0), s[key].as_f64().unwrap(), "rank {rank} {key}");
+            for key in [
+                "step_ms",
+                "gpu_util",
+                "gpu_busy_ms_per_step",
+                "kernels_per_step",
+                "launches_per_step",
+                "host_overhead_ms_per_step",
+            ] {
+                assert_eq!(
+                    column::<Float64Array>(&b, key).value(0),
+                    s[key].as_f64().unwrap(),
+                    "rank {rank} {key}"
+                );
             }
-            assert_eq!(column::<Int64Array>(&b, "steps").value(0), s["window"]["real_steps"].as_i64().unwrap());
+            assert_eq!(
+                column::<Int64Array>(&b, "steps").value(0),
+                s["window"]["real_steps"].as_i64().unwrap()
+            );
             assert_eq!(column::<StringArray>(&b, "bound").value(0), s["bound"].as_str().unwrap());
             let row = &job["ranks"][rank];
             for key in ["compute_ms", "comm_ms", "exposed_comm_ms", "idle_ms"] {
-                assert_eq!(column::<Float64Array>(&b, key).value(0), row[key].as_f64().unwrap(), "rank {rank} {key}: as the job view");
+                assert_eq!(
+                    column::<Float64Array>(&b, key).value(0),
+                    row[key].as_f64().unwrap(),
+                    "rank {rank} {key}: as the job view"
+                );
             }
             assert_eq!(column::<Int64Array>(&b, "world_size").value(0), 8);
 
@@ -492,7 +605,11 @@ mod tests {
             assert_eq!(n, k["kernels"].as_array().unwrap().len());
             assert_eq!(n as u64, k["total"].as_u64().unwrap(), "every kernel");
             close(sum(&b, "ms_per_step"), json_sum(&k["kernels"], "ms_per_step"), "kernels ms");
-            close(sum(&b, "count_per_step"), json_sum(&k["kernels"], "count_per_step"), "kernels count");
+            close(
+                sum(&b, "count_per_step"),
+                json_sum(&k["kernels"], "count_per_step"),
+                "kernels count",
+            );
             close(sum(&b, "pct_of_gpu"), json_sum(&k["kernels"], "pct_of_gpu"), "kernels pct");
             let comm: f64 = (0..n)
                 .filter(|&i| column::<StringArray>(&b, "category").value(i) == "communication")
@@ -514,18 +631,35 @@ mod tests {
             let (b, n) = rows(&part("phases"));
             assert_eq!(n, ph["phases"].as_array().unwrap().len());
             assert!(n >= 2, "rank {rank}: {n} phases");
-            close(sum(&b, "gpu_ms_per_step"), json_sum(&ph["phases"], "gpu_ms_per_step"), "phases gpu ms");
-            close(sum(&b, "kernels_per_step"), json_sum(&ph["phases"], "kernels_per_step"), "phases kernels");
+            close(
+                sum(&b, "gpu_ms_per_step"),
+                json_sum(&ph["phases"], "gpu_ms_per_step"),
+                "phases gpu ms",
+            );
+            close(
+                sum(&b, "kernels_per_step"),
+                json_sum(&ph["phases"], "kernels_per_step"),
+                "phases kernels",
+            );
 
             let c = json(&["collectives", t]);
             let (b, n) = rows(&part("collectives"));
             assert_eq!(n, c["collectives"].as_array().unwrap().len());
             assert!(n > 0);
             collectives_seen += n;
-            close(sum(&b, "duration_us"), json_sum(&c["collectives"], "duration_us"), "collectives µs");
+            close(
+                sum(&b, "duration_us"),
+                json_sum(&c["collectives"], "duration_us"),
+                "collectives µs",
+            );
             assert_eq!(
                 (0..n).map(|i| column::<Int64Array>(&b, "seq").value(i)).collect::<Vec<_>>(),
-                c["collectives"].as_array().unwrap().iter().map(|m| m["seq"].as_i64().unwrap()).collect::<Vec<_>>()
+                c["collectives"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .map(|m| m["seq"].as_i64().unwrap())
+                    .collect::<Vec<_>>()
             );
 
             let idle = &s["idle"];
@@ -533,10 +667,14 @@ mod tests {
             let busiest = column::<arrow_array::BooleanArray>(&b, "busiest");
             let on_busiest: Vec<usize> = (0..n).filter(|&i| busiest.value(i)).collect();
             assert_eq!(on_busiest.len(), idle["causes"].as_array().unwrap().len());
-            let ms: f64 = on_busiest.iter().map(|&i| column::<Float64Array>(&b, "ms_per_step").value(i)).sum();
+            let ms: f64 = on_busiest
+                .iter()
+                .map(|&i| column::<Float64Array>(&b, "ms_per_step").value(i))
+                .sum();
             close(ms, json_sum(&idle["causes"], "ms_per_step"), "idle by cause");
             assert!(
-                (ms - idle["ms_per_step"].as_f64().unwrap()).abs() <= 1e-3 * on_busiest.len() as f64,
+                (ms - idle["ms_per_step"].as_f64().unwrap()).abs()
+                    <= 1e-3 * on_busiest.len() as f64,
                 "rank {rank}: causes sum to the account"
             );
         }
@@ -544,18 +682,26 @@ mod tests {
 
         // The rank set in one process writes the same parts, byte for byte.
         let whole = tempfile::tempdir().unwrap();
-        cli(&["summary", dir.to_str().unwrap(), "--write-parquet", whole.path().to_str().unwrap()]).unwrap();
+        cli(&["summary", dir.to_str().unwrap(), "--write-parquet", whole.path().to_str().unwrap()])
+            .unwrap();
         for table in super::RANK_TABLES {
             for rank in 0..8 {
                 let p = std::path::Path::new(table).join(format!("rank={rank}/part.parquet"));
-                assert!(std::fs::read(out.path().join(&p)).unwrap() == std::fs::read(whole.path().join(&p)).unwrap(), "{}", p.display());
+                assert!(
+                    std::fs::read(out.path().join(&p)).unwrap()
+                        == std::fs::read(whole.path().join(&p)).unwrap(),
+                    "{}",
+                    p.display()
+                );
             }
         }
     }
 
     #[test]
     fn the_rank_of_a_part_is_given_recorded_named_or_zero() {
-        let fixture = |p: &str| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p);
+        let fixture = |p: &str| {
+            PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p)
+        };
         let out = tempfile::tempdir().unwrap();
         let o = out.path().to_str().unwrap();
         let parts = || -> Vec<String> {
@@ -580,8 +726,16 @@ mod tests {
         let (b, n) = rows(&out.path().join("collectives/rank=0/part.parquet"));
         assert_eq!((n, b.num_columns()), (0, 12));
         let usage = |args: &[&str]| cli(args).unwrap_err().exit_code();
-        assert_eq!(usage(&["summary", qwen.to_str().unwrap(), "--rank", "2"]), 2, "--rank without --write-parquet");
+        assert_eq!(
+            usage(&["summary", qwen.to_str().unwrap(), "--rank", "2"]),
+            2,
+            "--rank without --write-parquet"
+        );
         let dlrm = fixture("param_dlrm_v100_8rank");
-        assert_eq!(usage(&["summary", dlrm.to_str().unwrap(), "--write-parquet", o, "--rank", "2"]), 2, "--rank of a rank set");
+        assert_eq!(
+            usage(&["summary", dlrm.to_str().unwrap(), "--write-parquet", o, "--rank", "2"]),
+            2,
+            "--rank of a rank set"
+        );
     }
 }

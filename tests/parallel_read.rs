@@ -30,7 +30,9 @@ fn fixtures() -> Vec<PathBuf> {
 
 fn inflate(path: &Path) -> Vec<u8> {
     let mut out = Vec::new();
-    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap()).read_to_end(&mut out).unwrap();
+    flate2::read::MultiGzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_end(&mut out)
+        .unwrap();
     out
 }
 
@@ -69,8 +71,15 @@ fn every_fixture_reads_the_same_at_any_thread_count_plain_or_gzipped() {
         let one = read(&gz, 1, parallel::BLOCK);
         assert!(!one.starts_with("error"), "{}: {one}", path.display());
         let (_dir, plain) = file(&inflate(&path), "t.json");
-        for (threads, block) in [(2, parallel::BLOCK), (7, parallel::BLOCK), (2, 4096), (7, 65536), (3, 777)] {
-            assert_eq!(read(&plain, threads, block), one, "{} plain, {threads} threads, blocks of {block}", path.display());
+        for (threads, block) in
+            [(2, parallel::BLOCK), (7, parallel::BLOCK), (2, 4096), (7, 65536), (3, 777)]
+        {
+            assert_eq!(
+                read(&plain, threads, block),
+                one,
+                "{} plain, {threads} threads, blocks of {block}",
+                path.display()
+            );
         }
         assert_eq!(read(&gz, 7, 8192), one, "{} gzipped, 7 threads", path.display());
     }
@@ -78,7 +87,8 @@ fn every_fixture_reads_the_same_at_any_thread_count_plain_or_gzipped() {
 
 #[test]
 fn a_real_trace_without_phase_ranges_is_read_once() {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
     let (_dir, plain) = file(&inflate(&path), "control.json");
     for threads in [1, 2, 7] {
         let before = trace::passes_on_this_thread();
@@ -115,7 +125,10 @@ fn hostile_strings(long: usize) -> String {
             i * 20 + 9
         ));
     }
-    format!("{{\"schemaVersion\": 1, \"traceEvents\": [\n{}\n], \"traceName\": \"x\"}}", ev.join(",\n"))
+    format!(
+        "{{\"schemaVersion\": 1, \"traceEvents\": [\n{}\n], \"traceName\": \"x\"}}",
+        ev.join(",\n")
+    )
 }
 
 #[test]
@@ -126,7 +139,11 @@ fn cuts_inside_strings_and_nested_arrays_change_nothing() {
         let one = read(&src, 1, parallel::BLOCK);
         assert!(one.contains("\"kernels_per_step\": 400.0"), "{}", &one[..one.len().min(2000)]);
         for (threads, block) in [(2, 64), (3, 200), (7, 1000), (2, 4096), (4, 300_000)] {
-            assert_eq!(read(&src, threads, block), one, "{long}-byte string, {threads} threads, blocks of {block}");
+            assert_eq!(
+                read(&src, threads, block),
+                one,
+                "{long}-byte string, {threads} threads, blocks of {block}"
+            );
         }
     }
 }
@@ -135,16 +152,25 @@ fn cuts_inside_strings_and_nested_arrays_change_nothing() {
 fn broken_traces_fail_with_the_same_sentence() {
     let doc = hostile_strings(64);
     let cut = doc.len() * 2 / 3;
-    let mut cases = vec![doc[..cut].to_string(), doc.replacen("\"dur\": 10,", "\"dur\": 10,,", 150)];
+    let mut cases =
+        vec![doc[..cut].to_string(), doc.replacen("\"dur\": 10,", "\"dur\": 10,,", 150)];
     cases.push(doc.replacen("\"ts\": 605", "\"ts\": 60 5", 1));
     cases.push(doc.replace("\n],", "\n,],"));
     cases.push(doc.replacen("\"cat\": \"kernel\"", "\"cat\": [\"kernel\"]", 100));
-    cases.push(doc.replacen("{\"ph\": \"X\", \"cat\": \"kernel\"", "7, {\"ph\": \"X\", \"cat\": \"kernel\"", 30));
+    cases.push(doc.replacen(
+        "{\"ph\": \"X\", \"cat\": \"kernel\"",
+        "7, {\"ph\": \"X\", \"cat\": \"kernel\"",
+        30,
+    ));
     for (k, bytes) in cases.iter().enumerate() {
         let (_dir, src) = file(bytes.as_bytes(), "t.json");
         let one = read(&src, 1, parallel::BLOCK);
         for (threads, block) in [(2, 64), (7, 999), (2, 1 << 16)] {
-            assert_eq!(read(&src, threads, block), one, "case {k}, {threads} threads, blocks of {block}");
+            assert_eq!(
+                read(&src, threads, block),
+                one,
+                "case {k}, {threads} threads, blocks of {block}"
+            );
         }
         let (_dir, src) = file(&gzip(bytes.as_bytes()), "t.json.gz");
         assert_eq!(read(&src, 3, 500), one, "case {k} gzipped");

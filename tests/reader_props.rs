@@ -157,7 +157,11 @@ fn the_valid_trace_reads() {
 #[test]
 fn every_seed_reads() {
     let old = load(OLD_2021.as_bytes()).unwrap().profile;
-    assert_eq!(old.attribution.as_ref().unwrap().passes, 1, "the step marker comes last: one pass still");
+    assert_eq!(
+        old.attribution.as_ref().unwrap().passes,
+        1,
+        "the step marker comes last: one pass still"
+    );
     assert_eq!(old.figures.kernels_per_step, 1.0);
     let rocm = load(ROCM.as_bytes()).unwrap().profile;
     assert_eq!(rocm.mode, Some(profile::Mode::Training));
@@ -182,8 +186,20 @@ fn seed_at() -> impl Strategy<Value = (&'static str, usize)> {
 }
 
 /// Replacement numbers a hostile or broken writer puts in a trace.
-const ABSURD: [&str; 12] =
-    ["1e308", "-1e308", "1e26", "-1e26", "-0", "9007199254740993", "NaN", "-Infinity", "\"1e5\"", "1e-320", "18446744073709551616", "-5"];
+const ABSURD: [&str; 12] = [
+    "1e308",
+    "-1e308",
+    "1e26",
+    "-1e26",
+    "-0",
+    "9007199254740993",
+    "NaN",
+    "-Infinity",
+    "\"1e5\"",
+    "1e-320",
+    "18446744073709551616",
+    "-5",
+];
 
 proptest! {
     #![proptest_config(ProptestConfig { cases: cases(), ..ProptestConfig::default() })]

@@ -45,7 +45,9 @@ pub fn hand_over(args: &[OsString]) -> Result<()> {
     }
     #[cfg(not(unix))]
     {
-        let status = cmd.status().map_err(|e| Error::failed(format!("cannot start the capture engine {}: {e}", exe.display())))?;
+        let status = cmd.status().map_err(|e| {
+            Error::failed(format!("cannot start the capture engine {}: {e}", exe.display()))
+        })?;
         std::process::exit(status.code().unwrap_or(libreyolo_core::error::exit::FAILURE));
     }
 }
@@ -61,7 +63,9 @@ fn locate() -> Option<PathBuf> {
 }
 
 fn on_path(name: &OsStr) -> Option<PathBuf> {
-    std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(name)).find(|p| is_executable(p))
+    std::env::split_paths(&std::env::var_os("PATH")?)
+        .map(|d| d.join(name))
+        .find(|p| is_executable(p))
 }
 
 fn is_executable(p: &Path) -> bool {

@@ -26,15 +26,21 @@ fn every_reader_answers_on_every_shared_trace() {
         // Kernel counts and time: the lens rows add up to the brute-force truth.
         let k = json(&["kernels", t, "--top", "1000000"]);
         let rows = k["kernels"].as_array().unwrap();
-        assert_eq!(rows.len() as u64, s["unique_kernels"].as_u64().unwrap(), "{t}: all kernels listed");
+        assert_eq!(
+            rows.len() as u64,
+            s["unique_kernels"].as_u64().unwrap(),
+            "{t}: all kernels listed"
+        );
         assert_eq!(rows.len(), truth.per_kernel.len(), "{t}: unique kernels");
-        let count: f64 = rows.iter().map(|r| r["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        let count: f64 =
+            rows.iter().map(|r| r["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
         assert!(
             close(count, truth.kernels as f64, 0.01 * rows.len() as f64 * steps as f64 + 0.5),
             "{t}: kernels {count} vs {}",
             truth.kernels
         );
-        let ms: f64 = rows.iter().map(|r| r["ms_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        let ms: f64 =
+            rows.iter().map(|r| r["ms_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
         assert!(
             close(ms, truth.kernel_us / 1000.0, 1e-3 + 1e-4 * rows.len() as f64 * steps as f64),
             "{t}: kernel ms {ms} vs {}",
@@ -42,11 +48,18 @@ fn every_reader_answers_on_every_shared_trace() {
         );
 
         // The hand-checkable kernel: the biggest one, by its own events.
-        let (top_name, (top_n, top_us)) = truth.per_kernel.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)).unwrap();
+        let (top_name, (top_n, top_us)) =
+            truth.per_kernel.iter().max_by(|a, b| a.1.1.total_cmp(&b.1.1)).unwrap();
         let top = &rows[0];
         assert_eq!(top["raw_name"].as_str().unwrap(), top_name, "{t}: top kernel");
-        assert!(close(top["ms_per_step"].as_f64().unwrap(), top_us / 1000.0 / steps as f64, 1e-4), "{t}: top kernel time");
-        assert!(close(top["count_per_step"].as_f64().unwrap(), *top_n as f64 / steps as f64, 0.01), "{t}: top kernel count");
+        assert!(
+            close(top["ms_per_step"].as_f64().unwrap(), top_us / 1000.0 / steps as f64, 1e-4),
+            "{t}: top kernel time"
+        );
+        assert!(
+            close(top["count_per_step"].as_f64().unwrap(), *top_n as f64 / steps as f64, 0.01),
+            "{t}: top kernel count"
+        );
 
         // Attribution adds up.
         let a = &s["attribution"];
@@ -62,10 +75,19 @@ fn every_reader_answers_on_every_shared_trace() {
         let ops = json(&["ops", t, "--top", "5"]);
         assert!(ops["ops"].as_array().unwrap().len() <= 5);
         let all_ops = json(&["ops", t, "--top", "100000000"]);
-        let op_count: f64 =
-            all_ops["ops"].as_array().unwrap().iter().map(|o| o["count_per_step"].as_f64().unwrap()).sum::<f64>() * steps as f64;
+        let op_count: f64 = all_ops["ops"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|o| o["count_per_step"].as_f64().unwrap())
+            .sum::<f64>()
+            * steps as f64;
         assert!(
-            close(op_count, truth.ops as f64, 0.01 * all_ops["ops"].as_array().unwrap().len() as f64 * steps as f64 + 0.5),
+            close(
+                op_count,
+                truth.ops as f64,
+                0.01 * all_ops["ops"].as_array().unwrap().len() as f64 * steps as f64 + 0.5
+            ),
             "{t}: ops {op_count} vs {}",
             truth.ops
         );
@@ -76,19 +98,35 @@ fn every_reader_answers_on_every_shared_trace() {
         let cmp = json(&["compare", t, t]);
         assert_eq!(cmp["bound"][0], cmp["bound"][1]);
         let w = json(&["what-if", t, "--remove-launches", "10"]);
-        assert!(w["step_ms"]["projected"].as_f64().unwrap() <= w["step_ms"]["now"].as_f64().unwrap());
+        assert!(
+            w["step_ms"]["projected"].as_f64().unwrap() <= w["step_ms"]["now"].as_f64().unwrap()
+        );
         let cat = s["categories"][0]["name"].as_str().unwrap().to_string();
         let w = json(&["what-if", t, "--remove-category", &cat]);
         assert_eq!(w["removed"]["category"], Value::String(cat.clone()));
-        for text_args in [vec!["summary", t], vec!["phases", t], vec!["kernels", t, "--tensorcore"], vec!["ops", t]] {
+        for text_args in [
+            vec!["summary", t],
+            vec!["phases", t],
+            vec!["kernels", t, "--tensorcore"],
+            vec!["ops", t],
+        ] {
             let mut args = vec!["profile"];
             args.extend(text_args.iter());
             let r = run(&args);
             assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-            assert!(r.stderr.lines().all(|l| l.starts_with("note: ")), "{args:?} wrote more than notes to stderr: {}", r.stderr);
+            assert!(
+                r.stderr.lines().all(|l| l.starts_with("note: ")),
+                "{args:?} wrote more than notes to stderr: {}",
+                r.stderr
+            );
             assert!(!r.stdout.is_empty());
             if text_args[0] == "summary" {
-                assert!(r.stdout.contains("top kernels/step:") && !r.stdout.contains("none in this trace"), "{}", r.stdout);
+                assert!(
+                    r.stdout.contains("top kernels/step:")
+                        && !r.stdout.contains("none in this trace"),
+                    "{}",
+                    r.stdout
+                );
             }
         }
     }
@@ -110,7 +148,8 @@ fn streams_overlap_is_concurrency_not_over_100_percent() {
 
 #[test]
 fn tensor_cores_on_hopper_names() {
-    let t = shared().join("traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let t = shared()
+        .join("traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
     let k = json(&["kernels", t.to_str().unwrap(), "--tensorcore", "--top", "1000"]);
     let rows = k["kernels"].as_array().unwrap();
     assert!(rows.iter().any(|r| r["raw_name"].as_str().unwrap().starts_with("sm90_xmma_gemm")));
@@ -123,18 +162,37 @@ fn tensor_cores_on_hopper_names() {
 
 #[test]
 fn filters_compose_and_report_matches() {
-    let t = shared().join("traces/kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz");
+    let t =
+        shared().join("traces/kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz");
     let t = t.to_str().unwrap();
     let all = json(&["kernels", t, "--top", "100000"]);
     let gemm = json(&["kernels", t, "--category", "gemm", "--top", "3"]);
-    let n_gemm = all["kernels"].as_array().unwrap().iter().filter(|k| k["category"] == "gemm / conv").count();
+    let n_gemm = all["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|k| k["category"] == "gemm / conv")
+        .count();
     assert_eq!(gemm["matched"].as_u64().unwrap() as usize, n_gemm);
     assert_eq!(gemm["kernels"].as_array().unwrap().len(), 3.min(n_gemm));
     let bn = json(&["kernels", t, "--grep", "^void cudnn::bn_", "--sort", "count"]);
-    let counts: Vec<f64> = bn["kernels"].as_array().unwrap().iter().map(|k| k["count_per_step"].as_f64().unwrap()).collect();
-    assert!(!counts.is_empty() && counts.windows(2).all(|w| w[0] >= w[1]), "sorted by count: {counts:?}");
+    let counts: Vec<f64> = bn["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["count_per_step"].as_f64().unwrap())
+        .collect();
+    assert!(
+        !counts.is_empty() && counts.windows(2).all(|w| w[0] >= w[1]),
+        "sorted by count: {counts:?}"
+    );
     let byname = json(&["kernels", t, "--sort", "name", "--top", "50"]);
-    let names: Vec<String> = byname["kernels"].as_array().unwrap().iter().map(|k| k["kernel"].as_str().unwrap().to_string()).collect();
+    let names: Vec<String> = byname["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|k| k["kernel"].as_str().unwrap().to_string())
+        .collect();
     assert!(names.windows(2).all(|w| w[0] <= w[1]));
 }
 
@@ -159,13 +217,22 @@ fn reference_profiles_read_as_written() {
         assert_eq!(s["step_ms"].as_f64().unwrap(), step_ms, "{rel}");
         assert_eq!(s["img_per_s"].as_f64().unwrap(), img_per_s, "{rel}");
         assert_eq!(s["bound"], bound, "{rel}");
-        for reader in [&["phases", &p][..], &["kernels", &p], &["ops", &p], &["get", &p], &["what-if", &p, "--remove-launches", "50"]] {
+        for reader in [
+            &["phases", &p][..],
+            &["kernels", &p],
+            &["ops", &p],
+            &["get", &p],
+            &["what-if", &p, "--remove-launches", "50"],
+        ] {
             json(reader);
         }
         // CPU profiles: one line that says so and where to look, not the
         // reference's two empty headings.
         let text = run(&["profile", "summary", &p]).stdout;
-        assert!(text.contains("kernels  none in this trace") && !text.contains("kernel mix:"), "{rel}: {text}");
+        assert!(
+            text.contains("kernels  none in this trace") && !text.contains("kernel mix:"),
+            "{rel}: {text}"
+        );
     }
 }
 
@@ -183,8 +250,13 @@ fn reference_repeat_files_give_the_mean_and_its_spread() {
     let img = c["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
     assert_eq!(img["significance"]["significant"], true);
     assert_eq!(img["significance"]["significance"], "|d|=2.960 vs 2*SE=2.484");
-    let single = json(&["compare", &reference("infer_b1/profile.json"), &reference("infer_b4/profile.json")]);
-    let img = single["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
+    let single = json(&[
+        "compare",
+        &reference("infer_b1/profile.json"),
+        &reference("infer_b4/profile.json"),
+    ]);
+    let img =
+        single["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
     assert_eq!(img["significance"]["significant"], Value::Null);
     assert!(img["significance"]["significance"].as_str().unwrap().starts_with("single run"));
     let text = run(&["profile", "compare", &p, &reference("infer_repeat3/infer_repeat_b4.json")]);
@@ -198,12 +270,20 @@ fn reference_cpu_traces_reproduce_the_reference_counts() {
     let trace = reference("train_b4/profile_trace.json.gz");
     let ours = json(&["phases", &trace]);
     let theirs = common::read_json(&shared().join("reference/train_b4/profile.json"));
-    for (o, t) in ours["phases"].as_array().unwrap().iter().zip(theirs["phases"].as_array().unwrap()) {
+    for (o, t) in
+        ours["phases"].as_array().unwrap().iter().zip(theirs["phases"].as_array().unwrap())
+    {
         assert_eq!(o["phase"], t["phase"]);
         if o["phase"] != "dataload" {
-            assert_eq!(o["ops_per_step"].as_f64().unwrap(), t["ops_per_step"].as_f64().unwrap(), "{}", o["phase"]);
+            assert_eq!(
+                o["ops_per_step"].as_f64().unwrap(),
+                t["ops_per_step"].as_f64().unwrap(),
+                "{}",
+                o["phase"]
+            );
         }
-        let (ow, tw) = (o["wall_ms_per_step"].as_f64().unwrap(), t["wall_ms_per_step"].as_f64().unwrap());
+        let (ow, tw) =
+            (o["wall_ms_per_step"].as_f64().unwrap(), t["wall_ms_per_step"].as_f64().unwrap());
         assert!(close(ow, tw, 0.006), "measured wall time comes from the sidecar: {ow} vs {tw}");
     }
     // On CPU the training verdict names the dominant phase instead of
@@ -224,7 +304,10 @@ fn usage_errors_exit_2_with_one_clear_line() {
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["profile", "summary", "nope/profile.json"], "not found: nope/profile.json"),
         (vec!["profile", "get", &p, "no_such_metric"], "unknown metric 'no_such_metric'"),
-        (vec!["profile", "kernels", &p, "--phase", "bogus"], "available: preprocess, forward, postprocess"),
+        (
+            vec!["profile", "kernels", &p, "--phase", "bogus"],
+            "available: preprocess, forward, postprocess",
+        ),
         (vec!["profile", "ops", &p, "--phase", "backward"], "unknown phase 'backward'"),
         (vec!["profile", "what-if", &p], "--remove-category"),
         (vec!["profile", "what-if", &p, "--remove-category", "gemm"], "no GPU kernels"),
@@ -250,7 +333,10 @@ fn usage_errors_exit_2_with_one_clear_line() {
 fn bare_group_lists_the_subcommands() {
     let r = run(&["profile"]);
     assert_eq!(r.code, 0);
-    for sub in ["run", "infer", "summary", "get", "phases", "kernels", "ops", "compare", "what-if", "explore", "merge"] {
+    for sub in [
+        "run", "infer", "summary", "get", "phases", "kernels", "ops", "compare", "what-if",
+        "explore", "merge",
+    ] {
         assert!(r.stdout.contains(&format!("  {sub} ")), "missing {sub} in {}", r.stdout);
     }
 }
@@ -332,7 +418,10 @@ fn odd_but_valid_traces_are_read() {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // Plain, gzipped, bare array: the same figures.
-    let bare = format!("[{}]", GOOD.trim().trim_start_matches(r#"{"traceEvents": ["#).trim_end_matches("]}"));
+    let bare = format!(
+        "[{}]",
+        GOOD.trim().trim_start_matches(r#"{"traceEvents": ["#).trim_end_matches("]}")
+    );
     for path in [
         write(d, "good.json", GOOD.as_bytes()),
         write(d, "good.json.gz", &gz(GOOD.as_bytes())),
@@ -364,14 +453,26 @@ fn odd_but_valid_traces_are_read() {
     doc.extend_from_slice(br#"", "pid": 1, "tid": 1, "ts": 13, "dur": 1}]}"#);
     let path = write(d, "odd.json", &doc);
     let s = json(&["summary", &path]);
-    assert_eq!(s["attribution"]["malformed_events"].as_u64().unwrap(), 4, "neg, nodur, nan, name-as-number");
+    assert_eq!(
+        s["attribution"]["malformed_events"].as_u64().unwrap(),
+        4,
+        "neg, nodur, nan, name-as-number"
+    );
     let k = json(&["kernels", &path]);
-    assert_eq!(k["kernels"][0]["raw_name"].as_str().unwrap().len(), 100_000, "full kernel name kept");
+    assert_eq!(
+        k["kernels"][0]["raw_name"].as_str().unwrap().len(),
+        100_000,
+        "full kernel name kept"
+    );
     assert!(k["kernels"][0]["kernel"].as_str().unwrap().chars().count() < 100);
     let ops = json(&["ops", &path]);
-    let names: Vec<&str> = ops["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        ops["ops"].as_array().unwrap().iter().map(|o| o["op"].as_str().unwrap()).collect();
     assert!(names.contains(&"aten::mul"), "numeric strings read: {names:?}");
-    assert!(names.iter().any(|n| n.starts_with("bad utf8 ") && n.contains('\u{FFFD}')), "{names:?}");
+    assert!(
+        names.iter().any(|n| n.starts_with("bad utf8 ") && n.contains('\u{FFFD}')),
+        "{names:?}"
+    );
 }
 
 // ---- modern GPUs: categories, Tensor Cores, mode, vendors, graphs (docs/analysis.md) ----
@@ -391,7 +492,9 @@ fn expected_kind(trace: &std::path::Path) -> (&'static str, &'static str) {
         "tracelens_h100_qwen_inference" | "tracelens_h100_timesformer" => ("inference", "NVIDIA"),
         // No CPU op at all: nothing says training or inference.
         "tracelens_mi210_gpu_only" => ("unknown", "AMD"),
-        "tracelens_mi300_inference" | "tracelens_rocm_triton_compile" | "tracelens_vllm_cuda_graph_capture" => ("inference", "AMD"),
+        "tracelens_mi300_inference"
+        | "tracelens_rocm_triton_compile"
+        | "tracelens_vllm_cuda_graph_capture" => ("inference", "AMD"),
         other => panic!("a shared trace this test does not know: {other}"),
     }
 }
@@ -409,7 +512,9 @@ fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
         let mut by_cat: HashMap<&str, f64> = Default::default();
         let mut tc_us = 0.0;
         for (name, (_, us)) in &truth.per_kernel {
-            let (cat, tc) = table.get(name).unwrap_or_else(|| panic!("{t}: kernel missing from the table: {name}"));
+            let (cat, tc) = table
+                .get(name)
+                .unwrap_or_else(|| panic!("{t}: kernel missing from the table: {name}"));
             *by_cat.entry(cat.as_str()).or_default() += us;
             if *tc {
                 tc_us += us;
@@ -419,22 +524,45 @@ fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
         for c in s["categories"].as_array().unwrap() {
             let name = c["name"].as_str().unwrap();
             let want = by_cat.get(name).copied().unwrap_or(0.0) / total * 100.0;
-            assert!(close(c["pct"].as_f64().unwrap(), want, 0.051), "{t}: {name} {} vs {want:.2}", c["pct"]);
+            assert!(
+                close(c["pct"].as_f64().unwrap(), want, 0.051),
+                "{t}: {name} {} vs {want:.2}",
+                c["pct"]
+            );
         }
-        let listed: f64 = s["categories"].as_array().unwrap().iter().map(|c| c["pct"].as_f64().unwrap()).sum();
+        let listed: f64 =
+            s["categories"].as_array().unwrap().iter().map(|c| c["pct"].as_f64().unwrap()).sum();
         assert!(close(listed, 100.0, 0.3), "{t}: shares add to {listed}");
         let tc = s["tensorcore_pct"].as_f64().unwrap();
-        assert!(close(tc, tc_us / total * 100.0, 0.051), "{t}: TC {tc} vs {:.2}", tc_us / total * 100.0);
+        assert!(
+            close(tc, tc_us / total * 100.0, 0.051),
+            "{t}: TC {tc} vs {:.2}",
+            tc_us / total * 100.0
+        );
 
         // `other` is a small remainder on every trace; what is left is
         // named: sorting (cub radix sort), searchsorted and FBGEMM's index
         // checks — none of them gemm, norm, copy, elementwise or collective.
-        let other = s["categories"].as_array().unwrap().iter().find(|c| c["name"] == "other").map_or(0.0, |c| c["pct"].as_f64().unwrap());
-        let left: Vec<&String> = truth.per_kernel.keys().filter(|n| table[*n].0 == "other").collect();
+        let other = s["categories"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "other")
+            .map_or(0.0, |c| c["pct"].as_f64().unwrap());
+        let left: Vec<&String> =
+            truth.per_kernel.keys().filter(|n| table[*n].0 == "other").collect();
         assert!(other <= 5.0, "{t}: other {other}% > 5%: {left:?}");
         for n in left {
             assert!(
-                ["RadixSort", "searchsorted", "bounds_check_indices", "linearize_index", "_offsets_range"].iter().any(|k| n.contains(k)),
+                [
+                    "RadixSort",
+                    "searchsorted",
+                    "bounds_check_indices",
+                    "linearize_index",
+                    "_offsets_range"
+                ]
+                .iter()
+                .any(|k| n.contains(k)),
                 "{t}: unexplained 'other' kernel {n}"
             );
         }
@@ -452,13 +580,15 @@ fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
 fn the_issue_examples_read_right() {
     // AlexNet on A100: cuDNN's tf32 xmma convolution is Tensor Core work
     // (17% of GPU time), and the benchmark is inference.
-    let t = shared().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let t = shared()
+        .join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
     let k = json(&["kernels", t.to_str().unwrap(), "--grep", "tensor16x8x8"]);
     let row = &k["kernels"][0];
     assert_eq!(row["tensorcore"], true);
     assert!(close(row["pct_of_gpu"].as_f64().unwrap(), 16.97, 0.01), "{row}");
     // MI300X: hipBLASLt matrix-core GEMMs and Triton attention, not `other`.
-    let t = shared().join("traces/tracelens_mi300_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let t =
+        shared().join("traces/tracelens_mi300_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
     let t = t.to_str().unwrap();
     let k = json(&["kernels", t, "--category", "attention"]);
     assert_eq!(k["kernels"][0]["raw_name"], "attn_fwd");
@@ -469,17 +599,36 @@ fn the_issue_examples_read_right() {
     assert_eq!(s["devices"][0]["name"], "AMD Instinct MI300X VF");
     let g = json(&["kernels", t, "--grep", "^Cijk_", "--top", "100"]);
     assert!(g["matched"].as_u64().unwrap() >= 3);
-    assert!(g["kernels"].as_array().unwrap().iter().all(|r| r["category"] == "gemm / conv" && r["tensorcore"] == true));
+    assert!(
+        g["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["category"] == "gemm / conv" && r["tensorcore"] == true)
+    );
     // MI210: MIOpen's SubTensorOp is elementwise, not Tensor Core.
     let t = shared().join("traces/tracelens_mi210_gpu_only/gpu_only_trace.json.gz");
     let k = json(&["kernels", t.to_str().unwrap(), "--grep", "^SubTensorOp"]);
     assert_eq!(k["matched"], 2);
-    assert!(k["kernels"].as_array().unwrap().iter().all(|r| r["category"] == "elementwise" && r["tensorcore"] == false));
+    assert!(
+        k["kernels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["category"] == "elementwise" && r["tensorcore"] == false)
+    );
     // A100 NCCL trace: the Itanium-mangled cutlass convolution is shown
     // demangled, classified as a Tensor Core convolution, and keeps its
     // raw name.
     let t = shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
-    let k = json(&["kernels", t.to_str().unwrap(), "--grep", "^_ZN19cutlass_cudnn_train", "--top", "10"]);
+    let k = json(&[
+        "kernels",
+        t.to_str().unwrap(),
+        "--grep",
+        "^_ZN19cutlass_cudnn_train",
+        "--top",
+        "10",
+    ]);
     assert!(k["matched"].as_u64().unwrap() >= 1);
     for r in k["kernels"].as_array().unwrap() {
         assert!(r["raw_name"].as_str().unwrap().starts_with("_ZN19cutlass_cudnn_train"));
@@ -507,7 +656,12 @@ fn communication_overlap_matches_an_independent_sweep() {
         let (mut comm, mut hidden) = (0.0, 0.0);
         for d in &devices {
             let pick = |nccl: bool| -> Vec<(f64, f64)> {
-                truth.spans.iter().filter(|k| k.1 == *d && k.0.starts_with("nccl") == nccl).map(|k| (k.2, k.3)).collect()
+                truth
+                    .spans
+                    .iter()
+                    .filter(|k| k.1 == *d && k.0.starts_with("nccl") == nccl)
+                    .map(|k| (k.2, k.3))
+                    .collect()
             };
             let c = common::clip(&pick(true), &truth.windows);
             comm += common::union_len(&c);
@@ -517,15 +671,27 @@ fn communication_overlap_matches_an_independent_sweep() {
         let got = s["comm_ms_per_step"].as_f64().unwrap();
         assert!(close(got, comm / 1000.0 / n, 0.002), "{t}: comm {got} vs {}", comm / 1000.0 / n);
         let exposed = s["comm_exposed_ms_per_step"].as_f64().unwrap();
-        assert!(close(exposed, (comm - hidden) / 1000.0 / n, 0.002), "{t}: exposed {exposed} vs {}", (comm - hidden) / 1000.0 / n);
+        assert!(
+            close(exposed, (comm - hidden) / 1000.0 / n, 0.002),
+            "{t}: exposed {exposed} vs {}",
+            (comm - hidden) / 1000.0 / n
+        );
         let pct = s["comm_overlap_pct"].as_f64().unwrap();
         assert!(close(pct, hidden / comm * 100.0, 0.06), "{t}: overlap {pct}");
         // The verdict follows the rule: exposed communication larger than
         // compute and than idle time is the verdict, else it is not.
-        let (step, busy, host) =
-            (s["step_ms"].as_f64().unwrap(), s["gpu_busy_ms_per_step"].as_f64().unwrap(), s["host_overhead_ms_per_step"].as_f64().unwrap());
+        let (step, busy, host) = (
+            s["step_ms"].as_f64().unwrap(),
+            s["gpu_busy_ms_per_step"].as_f64().unwrap(),
+            s["host_overhead_ms_per_step"].as_f64().unwrap(),
+        );
         let dominant = exposed > busy - exposed && exposed > host && step > 0.0;
-        assert_eq!(s["bound"] == "communication", dominant, "{t}: {} ({exposed} exposed, {busy} busy, {host} host)", s["bound"]);
+        assert_eq!(
+            s["bound"] == "communication",
+            dominant,
+            "{t}: {} ({exposed} exposed, {busy} busy, {host} host)",
+            s["bound"]
+        );
         // what-if: perfect overlap removes the exposed part, and says so.
         let w = json(&["what-if", t, "--remove-category", "communication"]);
         assert_eq!(w["model"], "comm-overlap");
@@ -534,7 +700,8 @@ fn communication_overlap_matches_an_independent_sweep() {
     }
     assert!(ranks >= 10, "the NCCL traces: {ranks}");
     // Two DLRM ranks spend most of their step in exposed all-to-all.
-    let r1 = shared().join("traces/param_dlrm_v100_8rank/worker1_step_12.1694128201556.pt.trace.json.gz");
+    let r1 = shared()
+        .join("traces/param_dlrm_v100_8rank/worker1_step_12.1694128201556.pt.trace.json.gz");
     assert_eq!(json(&["summary", r1.to_str().unwrap()])["bound"], "communication");
 }
 
@@ -558,13 +725,25 @@ fn graph_launches_own_all_their_kernels() {
     let path = write(dir.path(), "graph.json", GRAPH.as_bytes());
     let s = json(&["summary", &path]);
     assert_eq!(s["kernels_per_step"].as_f64().unwrap(), 4.0, "three graph kernels and one more");
-    assert_eq!(s["launches_per_step"].as_f64().unwrap(), 2.0, "one graph launch, one kernel launch");
+    assert_eq!(
+        s["launches_per_step"].as_f64().unwrap(),
+        2.0,
+        "one graph launch, one kernel launch"
+    );
     assert_eq!(s["graph_launches_per_step"].as_f64().unwrap(), 1.0);
     assert_eq!(s["gpu_busy_ms_per_step"].as_f64().unwrap(), 0.4);
-    assert_eq!(s["attribution"]["via_launch"].as_u64().unwrap(), 4, "every kernel through its launch");
+    assert_eq!(
+        s["attribution"]["via_launch"].as_u64().unwrap(),
+        4,
+        "every kernel through its launch"
+    );
     assert_eq!(s["tensorcore_pct"].as_f64().unwrap(), 50.0, "the MI GEMM and Triton attention");
-    let cats: Vec<(&str, f64)> =
-        s["categories"].as_array().unwrap().iter().map(|c| (c["name"].as_str().unwrap(), c["pct"].as_f64().unwrap())).collect();
+    let cats: Vec<(&str, f64)> = s["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| (c["name"].as_str().unwrap(), c["pct"].as_f64().unwrap()))
+        .collect();
     for want in ["gemm / conv", "attention", "elementwise"] {
         assert!(cats.iter().any(|(n, _)| *n == want), "{want} in {cats:?}");
     }
@@ -595,8 +774,13 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
         let truth = truth(&path);
         let doc = common::read_json(&path);
         let events = doc["traceEvents"].as_array().unwrap();
-        let x = |e: &&Value| e["ph"] == "X" && matches!(e["cat"].as_str(), Some("cpu_op" | "Operator" | "user_annotation"));
-        let span = |e: &Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+        let x = |e: &&Value| {
+            e["ph"] == "X"
+                && matches!(e["cat"].as_str(), Some("cpu_op" | "Operator" | "user_annotation"))
+        };
+        let span = |e: &Value| {
+            (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        };
         let (mut dataload, mut optimizer, mut backward, mut forward) = (0.0, 0.0, 0.0, 0.0);
         for &(ws, we) in &truth.windows {
             let inside = |(s, _): (f64, f64)| s >= ws && s < we;
@@ -611,9 +795,16 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
                     .collect()
             };
             let dl = named(&|n| n.starts_with("enumerate(DataLoader)#") && n.contains("__next__"));
-            let opt = named(&|n| n.starts_with("Optimizer.step#") || n.starts_with("Optimizer.zero_grad#"));
-            let bw = named(&|n| n.contains("Backward") || n.starts_with("autograd::engine::evaluate_function"));
-            let bw_window: Vec<(f64, f64)> = match (bw.iter().map(|b| b.0).reduce(f64::min), bw.iter().map(|b| b.1).reduce(f64::max)) {
+            let opt = named(&|n| {
+                n.starts_with("Optimizer.step#") || n.starts_with("Optimizer.zero_grad#")
+            });
+            let bw = named(&|n| {
+                n.contains("Backward") || n.starts_with("autograd::engine::evaluate_function")
+            });
+            let bw_window: Vec<(f64, f64)> = match (
+                bw.iter().map(|b| b.0).reduce(f64::min),
+                bw.iter().map(|b| b.1).reduce(f64::max),
+            ) {
                 (Some(s), Some(e)) => vec![(s, e)],
                 _ => vec![],
             };
@@ -627,13 +818,27 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
         let p = json(&["phases", t]);
         assert!(p["inferred"].as_str().unwrap().contains("no step/<phase> ranges"), "{t}");
         let rows = p["phases"].as_array().unwrap();
-        let wall = |phase: &str| rows.iter().find(|r| r["phase"] == phase).map_or(0.0, |r| r["wall_ms_per_step"].as_f64().unwrap_or(0.0));
-        for (phase, want) in
-            [("dataload", dataload / n), ("optimizer", optimizer / n), ("backward", backward / n), ("forward", forward / n)]
-        {
-            assert!(close(wall(phase), want, 0.006), "{t}: {phase} wall {} vs {want:.3}", wall(phase));
+        let wall = |phase: &str| {
+            rows.iter()
+                .find(|r| r["phase"] == phase)
+                .map_or(0.0, |r| r["wall_ms_per_step"].as_f64().unwrap_or(0.0))
+        };
+        for (phase, want) in [
+            ("dataload", dataload / n),
+            ("optimizer", optimizer / n),
+            ("backward", backward / n),
+            ("forward", forward / n),
+        ] {
+            assert!(
+                close(wall(phase), want, 0.006),
+                "{t}: {phase} wall {} vs {want:.3}",
+                wall(phase)
+            );
         }
-        assert!(rows.iter().all(|r| r["phase"] != "unphased"), "{t}: every kernel in a phase: {rows:?}");
+        assert!(
+            rows.iter().all(|r| r["phase"] != "unphased"),
+            "{t}: every kernel in a phase: {rows:?}"
+        );
         assert!(wall("backward") > 0.0 && wall("forward") > 0.0, "{t}");
         // The summary says it too.
         let text = run(&["profile", "summary", t]).stdout;
@@ -641,7 +846,8 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
     }
     // Traces with phase ranges of their own, or no training evidence, are
     // left as they are.
-    let infer = shared().join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
+    let infer = shared()
+        .join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
     assert!(json(&["phases", infer.to_str().unwrap()]).get("inferred").is_none());
 }
 
@@ -651,12 +857,17 @@ fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     // Independently: per thread, the union of the CPU ops that start inside
     // a ProfilerStep#N range; the busiest thread's, over the steps' time.
     let doc = common::read_json(&trace);
-    let events = doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
-    let span = |e: &Value| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap());
+    let events =
+        doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
+    let span = |e: &Value| {
+        (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+    };
     let steps: Vec<(f64, f64)> = events
         .iter()
         .filter(|e| {
-            e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")) && e["cat"] != "gpu_user_annotation"
+            e["ph"] == "X"
+                && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
+                && e["cat"] != "gpu_user_annotation"
         })
         .map(span)
         .collect();
@@ -674,24 +885,46 @@ fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     let s = json(&["summary", trace.to_str().unwrap()]);
     let got = s["host_in_ops_frac"].as_f64().expect("a CPU run has the share");
     assert!((got - want).abs() < 0.0015, "{got} vs {want}");
-    assert_eq!(json(&["get", trace.to_str().unwrap(), "host_in_ops_frac"])["host_in_ops_frac"].as_f64(), Some(got));
+    assert_eq!(
+        json(&["get", trace.to_str().unwrap(), "host_in_ops_frac"])["host_in_ops_frac"].as_f64(),
+        Some(got)
+    );
     let text = run(&["profile", "summary", trace.to_str().unwrap()]).stdout;
     let pct = (got * 100.0).round();
-    assert!(text.contains(&format!("CPU ops   {pct}% of the step inside framework ops, {}% between them", 100.0 - pct)), "{text}");
+    assert!(
+        text.contains(&format!(
+            "CPU ops   {pct}% of the step inside framework ops, {}% between them",
+            100.0 - pct
+        )),
+        "{text}"
+    );
     assert!(!text.contains("host overhead"), "a CPU run has no GPU to wait on the host: {text}");
     let first = text.lines().next().unwrap();
     assert!(first.contains("|  CPU") && !first.contains("kernels/step"), "{first}");
     assert!(!text.lines().any(|l| l.starts_with("GPU util")), "no GPU line on a CPU run: {text}");
-    assert!(s["bound_why"].as_str().unwrap().ends_with(&format!("{pct}% of it inside framework ops, {}% between them", 100.0 - pct)));
+    assert!(
+        s["bound_why"].as_str().unwrap().ends_with(&format!(
+            "{pct}% of it inside framework ops, {}% between them",
+            100.0 - pct
+        ))
+    );
     // `compare` of two CPU runs: the share in place of host overhead.
     let c = run(&["profile", "compare", trace.to_str().unwrap(), trace.to_str().unwrap()]).stdout;
     let row = c.lines().find(|l| l.starts_with("in CPU ops")).unwrap_or_else(|| panic!("{c}"));
     assert!(row.contains(&format!("{pct}% -> {pct}%")) && !c.contains("host overhead"), "{c}");
     // A GPU run's host ops only launch work: no share, host overhead instead.
     let gpu = json(&["summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]);
-    assert!(gpu.get("host_in_ops_frac").is_none() && gpu["host_overhead_ms_per_step"].as_f64().is_some());
-    let gpu_text = run(&["profile", "summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()]).stdout;
-    assert!(gpu_text.lines().any(|l| l.starts_with("GPU util")) && gpu_text.contains("kernels/step @"), "{gpu_text}");
+    assert!(
+        gpu.get("host_in_ops_frac").is_none()
+            && gpu["host_overhead_ms_per_step"].as_f64().is_some()
+    );
+    let gpu_text =
+        run(&["profile", "summary", shared().join("traces/hta_nccl_a100_2024").to_str().unwrap()])
+            .stdout;
+    assert!(
+        gpu_text.lines().any(|l| l.starts_with("GPU util")) && gpu_text.contains("kernels/step @"),
+        "{gpu_text}"
+    );
 }
 
 #[test]
@@ -699,18 +932,23 @@ fn summary_shows_every_step_time_and_the_outliers() {
     let trace = shared().join("reference/train_b4/profile_trace.json.gz");
     // Independently: each ProfilerStep#N range's duration, in time order.
     let doc = common::read_json(&trace);
-    let events = doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
+    let events =
+        doc.as_array().cloned().unwrap_or_else(|| doc["traceEvents"].as_array().unwrap().clone());
     let mut steps: Vec<(f64, u64, f64)> = events
         .iter()
-        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .filter(|e| {
+            e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
         .map(|e| {
-            let n = e["name"].as_str().unwrap().trim_start_matches("ProfilerStep#").parse().unwrap();
+            let n =
+                e["name"].as_str().unwrap().trim_start_matches("ProfilerStep#").parse().unwrap();
             (e["ts"].as_f64().unwrap(), n, e["dur"].as_f64().unwrap() / 1000.0)
         })
         .collect();
     steps.sort_by(|a, b| a.0.total_cmp(&b.0));
     let s = json(&["summary", trace.to_str().unwrap()]);
-    let each: Vec<f64> = s["steps"]["each_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    let each: Vec<f64> =
+        s["steps"]["each_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
     assert_eq!(each.len(), steps.len());
     for (got, (_, n, want)) in each.iter().zip(&steps) {
         assert!((got - want).abs() < 1e-3, "step {n}: {got} vs {want}");
@@ -719,7 +957,10 @@ fn summary_shows_every_step_time_and_the_outliers() {
     assert!((s["steps"]["max_ms"].as_f64().unwrap() - max).abs() < 1e-3);
     let r = run(&["profile", "summary", trace.to_str().unwrap()]);
     let line = r.stdout.lines().find(|l| l.starts_with("steps    ")).expect("a steps line");
-    assert!(line.starts_with(&format!("steps    {} | min", steps.len())) && line.contains('█'), "{line}");
+    assert!(
+        line.starts_with(&format!("steps    {} | min", steps.len())) && line.contains('█'),
+        "{line}"
+    );
 }
 
 #[test]
@@ -727,7 +968,10 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
     for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
         let r = run(&["completions", shell]);
         assert_eq!(r.code, 0, "{shell}: {}", r.stderr);
-        assert!(r.stdout.contains("kernels") && r.stdout.contains("tensorcore"), "{shell} completes subcommands and flags");
+        assert!(
+            r.stdout.contains("kernels") && r.stdout.contains("tensorcore"),
+            "{shell} completes subcommands and flags"
+        );
     }
     let bad = run(&["completions", "tcsh"]);
     assert_eq!(bad.code, 2, "{}", bad.stderr);
@@ -748,7 +992,10 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
             "source {}; COMP_WORDS=({words}); COMP_CWORD={cword}; _libreyolo libreyolo {cur} {prev}; echo \"${{COMPREPLY[@]}}\"",
             script.display()
         );
-        let out = std::process::Command::new("bash").args(["--norc", "-c", &line]).output().expect("bash runs");
+        let out = std::process::Command::new("bash")
+            .args(["--norc", "-c", &line])
+            .output()
+            .expect("bash runs");
         String::from_utf8_lossy(&out.stdout).trim().to_string()
     };
     assert_eq!(complete("libreyolo profile ker", 2, "ker", "profile"), "kernels");
@@ -758,7 +1005,8 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
 #[test]
 fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
     let r = shared().join("reference");
-    let (a, b) = (r.join("infer_repeat3/infer_repeat.json"), r.join("infer_repeat3/infer_repeat_b4.json"));
+    let (a, b) =
+        (r.join("infer_repeat3/infer_repeat.json"), r.join("infer_repeat3/infer_repeat_b4.json"));
     let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
     // img/s rose 4.59 → 7.55 with n=3 each: significant (|d|=2.96 > 2·SE=2.48).
     let gated = run(&["profile", "compare", a, b, "--fail-on", "img_per_s:+10%", "--json"]);
@@ -767,7 +1015,8 @@ fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
     let c: Value = serde_json::from_str(&gated.stdout).unwrap();
     let g = &c["gates"][0];
     assert_eq!(g["verdict"], "fail");
-    let get = |p: &str| run(&["profile", "get", p, "img_per_s"]).stdout.trim().parse::<f64>().unwrap();
+    let get =
+        |p: &str| run(&["profile", "get", p, "img_per_s"]).stdout.trim().parse::<f64>().unwrap();
     assert_eq!((g["before"].as_f64().unwrap(), g["after"].as_f64().unwrap()), (get(a), get(b)));
     assert!((g["change"].as_f64().unwrap() - (get(b) - get(a)) / get(a) * 100.0).abs() < 1e-3);
     // The other direction, or a larger threshold: passes.
@@ -782,7 +1031,10 @@ fn compare_fail_on_gates_exit_4_on_a_significant_regression_only() {
     let undecided = run(&["profile", "compare", s1, s2, "--fail-on", "step_ms:+0.5%"]);
     assert_eq!(undecided.code, 0, "{}", undecided.stderr);
     assert!(undecided.stdout.contains("undecided step_ms:+0.5%"), "{}", undecided.stdout);
-    assert_eq!(run(&["profile", "compare", s1, s2, "--fail-on", "step_ms:+0.5%", "--strict"]).code, 4);
+    assert_eq!(
+        run(&["profile", "compare", s1, s2, "--fail-on", "step_ms:+0.5%", "--strict"]).code,
+        4
+    );
     // Bad gates are usage errors.
     for bad in ["step_ms", "step_ms:5%", "no_such_metric:+1%"] {
         assert_eq!(run(&["profile", "compare", s1, s2, "--fail-on", bad]).code, 2, "{bad}");
@@ -797,8 +1049,17 @@ fn every_fixture_trace_reads_the_same_plain_and_gzipped() {
     for gz in traces() {
         let plain = dir.path().join(gz.file_stem().unwrap());
         let mut out = std::fs::File::create(&plain).unwrap();
-        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()), &mut out).unwrap();
-        for cmd in [&["summary"][..], &["phases"], &["kernels", "--top", "1000"], &["ops", "--top", "1000"]] {
+        std::io::copy(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(&gz).unwrap()),
+            &mut out,
+        )
+        .unwrap();
+        for cmd in [
+            &["summary"][..],
+            &["phases"],
+            &["kernels", "--top", "1000"],
+            &["ops", "--top", "1000"],
+        ] {
             let with = |p: &std::path::Path| {
                 let mut args: Vec<&str> = cmd.to_vec();
                 args.push(p.to_str().unwrap());

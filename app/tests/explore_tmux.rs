@@ -13,9 +13,11 @@ const TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
 );
-const PROFILE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+const PROFILE: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
 /// A distributed job: the 8 rank traces of one DLRM training run.
-const JOB: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
+const JOB: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
 
 /// A tmux server of our own (`-L`), so the test never touches a user's.
 struct Tmux {
@@ -39,7 +41,9 @@ impl Tmux {
         assert!(self.cmd(&["send-keys", "-t", "e2e", "-l", text]).status.success());
     }
     fn format(&self, f: &str) -> String {
-        String::from_utf8_lossy(&self.cmd(&["display-message", "-p", "-t", "e2e", f]).stdout).trim().to_string()
+        String::from_utf8_lossy(&self.cmd(&["display-message", "-p", "-t", "e2e", f]).stdout)
+            .trim()
+            .to_string()
     }
     /// Waits until the screen satisfies `ok`; panics with the screen if not.
     fn wait(&self, what: &str, ok: impl Fn(&str) -> bool) -> String {
@@ -78,7 +82,8 @@ fn explorer_in_a_real_terminal() {
     assert!(Path::new(TRACE).is_file(), "missing {TRACE}");
     let t = Tmux { socket: format!("libreyolo-e2e-{}", std::process::id()) };
     // The shell line reports the exit status once the explorer has quit.
-    let line = format!("TERM=xterm-256color {BIN} profile explore {TRACE}; echo EXITED=$?; sleep 60");
+    let line =
+        format!("TERM=xterm-256color {BIN} profile explore {TRACE}; echo EXITED=$?; sleep 60");
     let started = t.cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-s", "e2e", &line]);
     assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
 
@@ -93,7 +98,9 @@ fn explorer_in_a_real_terminal() {
     t.wait("the kernels table", |s| s.contains("%GPU") && s.contains("11 of 11 match"));
     t.keys(&["/"]);
     t.text("layer_norm");
-    let s = t.wait("the regex to apply", |s| s.contains("1 of 11 match") || s.contains("Kernels regex /layer_norm"));
+    let s = t.wait("the regex to apply", |s| {
+        s.contains("1 of 11 match") || s.contains("Kernels regex /layer_norm")
+    });
     assert!(s.contains("vectorized_layer_norm_kernel"), "{s}");
     t.keys(&["Enter"]);
     let s = t.wait("the status line", |s| s.contains("/layer_norm/ · 1 of 11 match"));
@@ -134,14 +141,22 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     need_tmux();
     let t = Tmux { socket: format!("libreyolo-e2e-job-{}", std::process::id()) };
     let line = format!("{BIN} profile explore {JOB}; echo EXITED=$?; sleep 60");
-    assert!(t.cmd(&["new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e", &line]).status.success());
+    assert!(
+        t.cmd(&["new-session", "-d", "-x", "80", "-y", "24", "-s", "e2e", &line]).status.success()
+    );
 
     // The job's line and one row per rank, at 80x24; the others wait for
     // rank 7 (rank 1 has the longest step: it waits most).
     let s = t.wait("the ranks", |s| s.contains("job: 8 ranks of world size 8"));
-    assert!(s.contains("0 Ranks") && s.contains("7 Timeline") && s.contains("stragglers (the others wait for them"), "{s}");
+    assert!(
+        s.contains("0 Ranks")
+            && s.contains("7 Timeline")
+            && s.contains("stragglers (the others wait for them"),
+        "{s}"
+    );
     assert!(s.contains("step 19.90 ms (the others wait for rank 7)"), "{s}");
-    let first_row = |s: &str| s.lines().skip_while(|l| !l.contains("exposed")).nth(1).unwrap_or("").to_string();
+    let first_row =
+        |s: &str| s.lines().skip_while(|l| !l.contains("exposed")).nth(1).unwrap_or("").to_string();
     assert!(first_row(&s).trim_start().starts_with('0'), "rank order first:\n{s}");
 
     // Sorted by step: the longest step first, not the slowest rank.
@@ -150,28 +165,38 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     assert!(first_row(&s).contains("19.90") && !first_row(&s).contains("slowest"), "{s}");
     t.keys(&["Home", "Down", "Enter"]);
     // (At 80x24 the idle account fills the screen above the kernel mix.)
-    let s = t.wait("rank 3's summary", |s| s.contains("rank 3 of 8") && s.contains("Why the GPU waits"));
+    let s = t
+        .wait("rank 3's summary", |s| s.contains("rank 3 of 8") && s.contains("Why the GPU waits"));
     assert!(s.contains("19.31 ms"), "rank 3's step:\n{s}");
 
     // Its kernels, then Esc back to the ranks, then quit.
     t.keys(&["3"]);
     t.wait("rank 3's kernels", |s| s.contains("%GPU") && s.contains("rank 3 of 8"));
     t.keys(&["Escape"]);
-    t.wait("the ranks again", |s| s.contains("job: 8 ranks") && s.contains("Enter: rank 3's panes"));
+    t.wait("the ranks again", |s| {
+        s.contains("job: 8 ranks") && s.contains("Enter: rank 3's panes")
+    });
 
     // `c`: the collectives matched across the ranks, largest skew first;
     // rank 7 arrives last at five of the eight.
     t.keys(&["c"]);
     // (Waiting for the status line too: tmux may show a frame half drawn.)
     let s = t.wait("the collectives", |s| {
-        s.contains("collectives: 8 matched on 8 ranks of world size 8") && s.contains("8 collectives · sort:skew")
+        s.contains("collectives: 8 matched on 8 ranks of world size 8")
+            && s.contains("8 collectives · sort:skew")
     });
-    assert!(s.contains("group stream 84: 5 sendrecv, 3 allreduce") && s.contains("8 collectives · sort:skew"), "{s}");
+    assert!(
+        s.contains("group stream 84: 5 sendrecv, 3 allreduce")
+            && s.contains("8 collectives · sort:skew"),
+        "{s}"
+    );
     assert!(s.contains("arrives last most often: rank 7 (5 of 8)"), "{s}");
     t.keys(&["s"]);
     t.wait("the wait sort", |s| s.contains("sort:wait"));
     t.keys(&["Enter"]);
-    let s = t.wait("the collective rank by rank", |s| s.contains("arrival µs") && s.contains("last: the others waited"));
+    let s = t.wait("the collective rank by rank", |s| {
+        s.contains("arrival µs") && s.contains("last: the others waited")
+    });
     assert!(s.contains("Esc: the list"), "{s}");
     // One Esc at a time: two at once read as one Alt-Esc.
     t.keys(&["Escape"]);
@@ -193,7 +218,9 @@ fn live_reload_and_a_broken_file() {
     std::fs::copy(PROFILE, &path).unwrap();
     let t = Tmux { socket: format!("libreyolo-e2e-reload-{}", std::process::id()) };
     let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
-    assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+    assert!(
+        t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success()
+    );
     t.wait("the summary", |s| s.contains("900.89 ms"));
     t.keys(&["4", "/"]);
     t.text("conv");
@@ -201,7 +228,9 @@ fn live_reload_and_a_broken_file() {
     t.wait("the ops filter", |s| s.contains("/conv/"));
 
     // A new capture replaces the file: the view follows, pane and filter kept.
-    let text = std::fs::read_to_string(&path).unwrap().replace("\"step_ms\": 900.89", "\"step_ms\": 450.0");
+    let text = std::fs::read_to_string(&path)
+        .unwrap()
+        .replace("\"step_ms\": 900.89", "\"step_ms\": 450.0");
     assert!(text.contains("450.0"), "the fixture changed shape");
     let tmp = dir.path().join("profile.json.tmp");
     std::fs::write(&tmp, text).unwrap();
@@ -220,7 +249,9 @@ fn live_reload_and_a_broken_file() {
     // A file that cannot be read at all: the error on screen, then exit 1.
     let t = Tmux { socket: format!("libreyolo-e2e-broken-{}", std::process::id()) };
     let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
-    assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+    assert!(
+        t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success()
+    );
     let s = t.wait("the error screen", |s| s.contains("Could not open"));
     assert!(s.contains("invalid JSON"), "{s}");
     t.keys(&["q"]);
@@ -240,12 +271,17 @@ fn sigterm_and_sighup_restore_the_terminal() {
         std::fs::copy(PROFILE, &path).unwrap();
         let t = Tmux { socket: format!("libreyolo-e2e-sig{signal}-{}", std::process::id()) };
         let line = format!("{BIN} profile explore {}; echo EXITED=$?; sleep 60", path.display());
-        assert!(t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line]).status.success());
+        assert!(
+            t.cmd(&["new-session", "-d", "-x", "100", "-y", "30", "-s", "e2e", &line])
+                .status
+                .success()
+        );
         t.wait("the summary", |s| s.contains("900.89 ms"));
         assert_eq!(t.format("#{alternate_on}"), "1");
         // Anchored: the pane's shell has the same path in its command line.
         let pattern = format!("^{BIN} profile explore {}$", path.display());
-        let killed = Command::new("pkill").args([&format!("-{signal}"), "-f", &pattern]).status().unwrap();
+        let killed =
+            Command::new("pkill").args([&format!("-{signal}"), "-f", &pattern]).status().unwrap();
         assert!(killed.success(), "pkill found the explorer");
         let s = t.wait("the explorer to exit", |s| s.contains("EXITED="));
         assert!(s.contains("EXITED=0"), "a signal is a clean quit:\n{s}");
@@ -266,15 +302,22 @@ fn refuses_without_a_terminal() {
 
 #[test]
 fn unknown_theme_and_missing_file_are_usage_errors() {
-    let out = Command::new(BIN).args(["profile", "explore", PROFILE, "--theme", "neon"]).output().unwrap();
+    let out = Command::new(BIN)
+        .args(["profile", "explore", PROFILE, "--theme", "neon"])
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(
-        err.contains("unknown theme 'neon'") && err.contains("dark") && err.contains("light") && err.contains("high-contrast"),
+        err.contains("unknown theme 'neon'")
+            && err.contains("dark")
+            && err.contains("light")
+            && err.contains("high-contrast"),
         "{err}"
     );
 
-    let out = Command::new(BIN).args(["profile", "explore", "/no/such/profile.json"]).output().unwrap();
+    let out =
+        Command::new(BIN).args(["profile", "explore", "/no/such/profile.json"]).output().unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("not found"));
 }

@@ -13,7 +13,8 @@ use serde_json::Value;
 /// The trace of a fixture folder (its first, by name).
 fn trace(dir: &str) -> String {
     let dir = fixtures().join("traces").join(dir);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).collect();
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).collect();
     files.retain(|p| p.to_string_lossy().ends_with(".json.gz"));
     files.sort();
     files[0].to_string_lossy().into_owned()
@@ -65,9 +66,12 @@ fn csv_is_json_rows(args: &[&str], key: &str, table: &[&str]) -> Vec<String> {
         for (col, cell) in header.iter().zip(rec.iter()) {
             let at = format!("{args:?} row {i} column {col}");
             match obj.get(col) {
-                None | Some(Value::Null) => assert_eq!(cell, "", "{at}: absent in the JSON, so empty"),
+                None | Some(Value::Null) => {
+                    assert_eq!(cell, "", "{at}: absent in the JSON, so empty")
+                }
                 Some(Value::Number(n)) => {
-                    let x: f64 = cell.parse().unwrap_or_else(|_| panic!("{at}: {cell:?} is not a number"));
+                    let x: f64 =
+                        cell.parse().unwrap_or_else(|_| panic!("{at}: {cell:?} is not a number"));
                     assert_eq!(x, n.as_f64().unwrap(), "{at}");
                 }
                 Some(Value::String(s)) => {
@@ -85,7 +89,10 @@ fn csv_is_json_rows(args: &[&str], key: &str, table: &[&str]) -> Vec<String> {
 /// Splits a Markdown table line into its cells as GitHub does: a backslash
 /// and the character after it are one unit, so `\|` stays in the cell.
 fn md_cells(line: &str) -> Vec<String> {
-    let inner = line.strip_prefix('|').and_then(|l| l.strip_suffix('|')).unwrap_or_else(|| panic!("not a table line: {line}"));
+    let inner = line
+        .strip_prefix('|')
+        .and_then(|l| l.strip_suffix('|'))
+        .unwrap_or_else(|| panic!("not a table line: {line}"));
     let (mut cells, mut cur, mut chars) = (Vec::new(), String::new(), inner.chars());
     while let Some(c) = chars.next() {
         match c {
@@ -116,11 +123,21 @@ fn markdown(args: &[&str], table: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
     let sep = md_cells(lines[1]);
     assert_eq!(sep.len(), header.len(), "{args:?}: one separator entry per column:\n{md}");
     for s in &sep {
-        assert!(s.len() >= 3 && s.trim_end_matches(':').chars().all(|c| c == '-'), "{args:?}: separator {s:?}");
+        assert!(
+            s.len() >= 3 && s.trim_end_matches(':').chars().all(|c| c == '-'),
+            "{args:?}: separator {s:?}"
+        );
     }
     let rows: Vec<Vec<String>> = lines[2..].iter().map(|l| md_cells(l)).collect();
     for (i, r) in rows.iter().enumerate() {
-        assert_eq!(r.len(), header.len(), "{args:?}: row {i} has {} cells for {} columns:\n{}", r.len(), header.len(), lines[2 + i]);
+        assert_eq!(
+            r.len(),
+            header.len(),
+            "{args:?}: row {i} has {} cells for {} columns:\n{}",
+            r.len(),
+            header.len(),
+            lines[2 + i]
+        );
     }
     // Numbers right-aligned.
     for (h, s) in header.iter().zip(&sep) {
@@ -135,10 +152,25 @@ fn markdown(args: &[&str], table: &[&str]) -> (Vec<String>, Vec<Vec<String>>) {
 fn kernels_and_ops_with_roofline_fields() {
     let t = trace(QWEN);
     let header = csv_is_json_rows(&["kernels", &t, "--top", "60"], "kernels", &[]);
-    for col in ["kernel", "raw_name", "category", "tensorcore", "ms_per_step", "pct_of_gpu", "count_per_step"] {
+    for col in [
+        "kernel",
+        "raw_name",
+        "category",
+        "tensorcore",
+        "ms_per_step",
+        "pct_of_gpu",
+        "count_per_step",
+    ] {
         assert!(header.contains(&col.to_string()), "{col} in {header:?}");
     }
-    for col in ["modelled_ms_per_step", "gflop_per_step", "tflops", "pct_of_peak", "lost_ms_per_step", "roofline_bound"] {
+    for col in [
+        "modelled_ms_per_step",
+        "gflop_per_step",
+        "tflops",
+        "pct_of_peak",
+        "lost_ms_per_step",
+        "roofline_bound",
+    ] {
         assert!(header.contains(&col.to_string()), "the roofline's {col} in {header:?}");
     }
     csv_is_json_rows(&["kernels", &t, "--sort", "efficiency", "--top", "15"], "kernels", &[]);
@@ -146,8 +178,14 @@ fn kernels_and_ops_with_roofline_fields() {
     assert!(header.contains(&"shape".to_string()), "{header:?}");
 
     let (head, rows) = markdown(&["kernels", &t, "--top", "60"], &[]);
-    assert_eq!(rows.len(), json(&["kernels", &t, "--top", "60"])["kernels"].as_array().unwrap().len());
-    assert!(!head.contains(&"raw_name".to_string()), "the Markdown shows the short label, as the text does");
+    assert_eq!(
+        rows.len(),
+        json(&["kernels", &t, "--top", "60"])["kernels"].as_array().unwrap().len()
+    );
+    assert!(
+        !head.contains(&"raw_name".to_string()),
+        "the Markdown shows the short label, as the text does"
+    );
     assert_eq!(head[0], "kernel");
     let (_, rows) = markdown(&["ops", &t], &[]);
     assert_eq!(rows.len(), json(&["ops", &t])["ops"].as_array().unwrap().len());
@@ -159,7 +197,10 @@ fn markdown_caption_says_what_matched() {
     let md = out(&["kernels", &t, "--grep", "gemm", "--format", "md"]);
     let doc = json(&["kernels", &t, "--grep", "gemm"]);
     let caption = md.lines().next().unwrap();
-    assert!(caption.contains(&format!("{} of {} kernels match", doc["matched"], doc["total"])), "{caption}");
+    assert!(
+        caption.contains(&format!("{} of {} kernels match", doc["matched"], doc["total"])),
+        "{caption}"
+    );
     // Names Markdown would take for markup are code spans.
     assert!(!md.lines().skip(2).any(|l| l.contains('<') && !l.contains('`')), "{md}");
 }
@@ -172,7 +213,10 @@ fn phases_and_memory() {
     assert_eq!(rows.len(), json(&["phases", &t])["phases"].as_array().unwrap().len());
 
     let header = csv_is_json_rows(&["memory", &t], "devices", &[]);
-    assert!(!header.contains(&"series".to_string()) && !header.contains(&"phases".to_string()), "{header:?}");
+    assert!(
+        !header.contains(&"series".to_string()) && !header.contains(&"phases".to_string()),
+        "{header:?}"
+    );
     csv_is_json_rows(&["memory", &t], "devices", &["--table", "devices"]);
     // Per device and phase: the device, then the phase's own fields.
     let csv_text = out(&["memory", &t, "--format", "csv", "--table", "phases"]);
@@ -181,7 +225,13 @@ fn phases_and_memory() {
         .as_array()
         .unwrap()
         .iter()
-        .flat_map(|d| d["phases"].as_array().unwrap().iter().map(|p| (d["device"].as_str().unwrap().to_string(), p.clone())))
+        .flat_map(|d| {
+            d["phases"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| (d["device"].as_str().unwrap().to_string(), p.clone()))
+        })
         .collect();
     assert!(!want.is_empty());
     let mut reader = csv::Reader::from_reader(csv_text.as_bytes());
@@ -222,7 +272,10 @@ fn rank_sets_kernels_collectives_and_the_ranks_table() {
     markdown(&["kernels", &dir], &[]);
 
     let header = csv_is_json_rows(&["collectives", &dir], "collectives", &[]);
-    assert!(!header.contains(&"ranks".to_string()), "per-rank arrivals are nested, not a column: {header:?}");
+    assert!(
+        !header.contains(&"ranks".to_string()),
+        "per-rank arrivals are nested, not a column: {header:?}"
+    );
     csv_is_json_rows(&["collectives", &dir], "collectives", &["--table", "collectives"]);
     csv_is_json_rows(&["collectives", &dir], "per_rank", &["--table", "ranks"]);
     let (_, rows) = markdown(&["collectives", &dir, "--top", "5"], &[]);
@@ -257,7 +310,11 @@ fn json_is_format_json_and_contradictions_exit_2() {
     assert_eq!(r.code, 2, "one trace's summary is no table: {}", r.stderr);
     let r = run(&["profile", "ops", &t, "--format", "xml"]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("md") && r.stderr.contains("csv"), "the formats are listed: {}", r.stderr);
+    assert!(
+        r.stderr.contains("md") && r.stderr.contains("csv"),
+        "the formats are listed: {}",
+        r.stderr
+    );
 }
 
 #[test]

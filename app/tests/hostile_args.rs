@@ -26,11 +26,20 @@ fn a_non_utf8_path_is_a_usage_error_not_a_panic() {
 
 #[test]
 fn help_that_cannot_be_written_fails() {
-    let st = Command::new(env!("CARGO_BIN_EXE_libreyolo")).args(["profile", "summary", "--help"]).stdout(devfull()).status().unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_libreyolo"))
+        .args(["profile", "summary", "--help"])
+        .stdout(devfull())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(1), "--help >/dev/full must not claim success");
     // A reader that cannot write its answer fails the same way.
     let p = common::shared().join("reference/infer_b1/profile.json");
-    let st = Command::new(env!("CARGO_BIN_EXE_libreyolo")).args(["profile", "summary"]).arg(&p).stdout(devfull()).status().unwrap();
+    let st = Command::new(env!("CARGO_BIN_EXE_libreyolo"))
+        .args(["profile", "summary"])
+        .arg(&p)
+        .stdout(devfull())
+        .status()
+        .unwrap();
     assert_eq!(st.code(), Some(1));
 }
 

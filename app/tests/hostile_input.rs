@@ -62,7 +62,8 @@ fn refused(r: &common::Run, code: i32, what: &str) {
 
 fn json_of(r: &common::Run) -> Value {
     assert_eq!(r.code, 0, "{}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", r.stdout))
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("stdout is not JSON ({e}): {}", r.stdout))
 }
 
 fn path(p: &Path) -> &str {
@@ -75,12 +76,18 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
     let deep = "[".repeat(100_000) + &"]".repeat(100_000);
     let cases = [
         write(dir.path(), "top.json", &deep),
-        write(dir.path(), "args.json", trace_with("", &format!(r#", {{"ph": "X", "name": "x", "args": {{"a": {deep}}}}}"#))),
+        write(
+            dir.path(),
+            "args.json",
+            trace_with("", &format!(r#", {{"ph": "X", "name": "x", "args": {{"a": {deep}}}}}"#)),
+        ),
         write(dir.path(), "value.json", format!(r#"{{"x": {deep}, "traceEvents": []}}"#)),
         write(
             dir.path(),
             "profile.json",
-            format!(r#"{{"schema": "libreyolo.profile.analysis/v1", "step_ms": 1, "bound": "x", "x": {deep}}}"#),
+            format!(
+                r#"{{"schema": "libreyolo.profile.analysis/v1", "step_ms": 1, "bound": "x", "x": {deep}}}"#
+            ),
         ),
     ];
     for f in &cases {
@@ -89,7 +96,12 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
             // A value the reader skips may be refused as deep or accepted; a
             // crash (134, 101) is never right.
             if f.ends_with("value.json") {
-                assert!(r.code == 1 && !r.stderr.contains("panicked"), "{f:?}: {} {}", r.code, r.stderr);
+                assert!(
+                    r.code == 1 && !r.stderr.contains("panicked"),
+                    "{f:?}: {} {}",
+                    r.code,
+                    r.stderr
+                );
                 continue;
             }
             refused(&r, 1, "nesting too deep");
@@ -101,7 +113,8 @@ fn deep_nesting_is_refused_not_a_stack_overflow() {
 fn pipes_and_stdin_are_read_once() {
     let dir = tempfile::tempdir().unwrap();
     let plain = trace();
-    let from_file = json_of(&reader(&["kernels", path(&write(dir.path(), "t.json", &plain)), "--json"]));
+    let from_file =
+        json_of(&reader(&["kernels", path(&write(dir.path(), "t.json", &plain)), "--json"]));
     for bytes in [plain.as_bytes().to_vec(), gzip(plain.as_bytes())] {
         for arg in ["-", "/dev/stdin"] {
             let mut child = bin()
@@ -118,7 +131,12 @@ fn pipes_and_stdin_are_read_once() {
             });
             let out = child.wait_with_output().unwrap();
             writer.join().unwrap();
-            assert_eq!(out.status.code(), Some(0), "{arg}: {}", String::from_utf8_lossy(&out.stderr));
+            assert_eq!(
+                out.status.code(),
+                Some(0),
+                "{arg}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
             let got: Value = serde_json::from_slice(&out.stdout).unwrap();
             assert_eq!(got["kernels"], from_file["kernels"], "{arg}");
         }
@@ -129,10 +147,18 @@ fn pipes_and_stdin_are_read_once() {
 fn compare_reads_stdin_for_one_side_only() {
     let dir = tempfile::tempdir().unwrap();
     let t = write(dir.path(), "t.json", trace());
-    let out = bin().args(["profile", "compare", "-", "-"]).stdin(std::fs::File::open(&t).unwrap()).output().unwrap();
+    let out = bin()
+        .args(["profile", "compare", "-", "-"])
+        .stdin(std::fs::File::open(&t).unwrap())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("read once"));
-    let out = bin().args(["profile", "compare", "-", path(&t), "--json"]).stdin(std::fs::File::open(&t).unwrap()).output().unwrap();
+    let out = bin()
+        .args(["profile", "compare", "-", path(&t), "--json"])
+        .stdin(std::fs::File::open(&t).unwrap())
+        .output()
+        .unwrap();
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let c: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(c["bound"][0], c["bound"][1]);
@@ -187,8 +213,12 @@ fn a_named_fifo_streams() {
         let mut w = std::fs::OpenOptions::new().write(true).open(&f2).unwrap();
         let _ = w.write_all(&body);
     });
-    let mut child =
-        bin().args(["profile", "summary", path(&fifo), "--json"]).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let mut child = bin()
+        .args(["profile", "summary", path(&fifo), "--json"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
     let start = std::time::Instant::now();
     let status = loop {
         if let Some(s) = child.try_wait().unwrap() {
@@ -207,7 +237,8 @@ fn a_named_fifo_streams() {
 #[test]
 fn an_unrelated_sidecar_is_not_taken() {
     let sidecar = |trace_id: Option<&str>| {
-        let mut meta = serde_json::json!({"model": "SIDECAR-MODEL", "batch": 8, "mode": "inference"});
+        let mut meta =
+            serde_json::json!({"model": "SIDECAR-MODEL", "batch": 8, "mode": "inference"});
         if let Some(id) = trace_id {
             meta["trace_id"] = Value::from(id);
         }
@@ -223,8 +254,18 @@ fn an_unrelated_sidecar_is_not_taken() {
         ("worker0.pt.trace.json", trace(), sidecar(None), false),
         ("profile_trace.json", with_id("OTHER"), sidecar(Some("AB12")), false),
         ("profile_trace.json", trace(), sidecar(Some("AB12")), false),
-        ("profile_trace.json", trace_with(r#""traceName": "/runs/x/worker0.pt.trace.json", "#, ""), sidecar(None), false),
-        ("profile_trace.json", trace(), r#"{"meta": {"model": "SIDECAR-MODEL"}, "latency": "#.to_string(), false),
+        (
+            "profile_trace.json",
+            trace_with(r#""traceName": "/runs/x/worker0.pt.trace.json", "#, ""),
+            sidecar(None),
+            false,
+        ),
+        (
+            "profile_trace.json",
+            trace(),
+            r#"{"meta": {"model": "SIDECAR-MODEL"}, "latency": "#.to_string(),
+            false,
+        ),
     ];
     for (name, body, side, taken) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -240,7 +281,12 @@ fn an_unrelated_sidecar_is_not_taken() {
             assert_eq!(s["model"], Value::Null, "{name} took an unrelated sidecar");
             assert_ne!(s["step_ms"], 5.0);
             assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-            assert!(r.stderr.starts_with("warning: measured numbers in ") && r.stderr.contains("ignored"), "{}", r.stderr);
+            assert!(
+                r.stderr.starts_with("warning: measured numbers in ")
+                    && r.stderr.contains("ignored"),
+                "{}",
+                r.stderr
+            );
         }
     }
 }
@@ -261,7 +307,9 @@ fn absurd_durations_are_malformed_not_negative() {
     }
     let s = json_of(&reader(&["summary", path(&t), "--json"]));
     assert_eq!(s["attribution"]["malformed_events"], 3);
-    assert!(s["gpu_busy_ms_per_step"].as_f64().unwrap() >= 0.0 && s["step_ms"].as_f64().unwrap() >= 0.0);
+    assert!(
+        s["gpu_busy_ms_per_step"].as_f64().unwrap() >= 0.0 && s["step_ms"].as_f64().unwrap() >= 0.0
+    );
     // Durations each within bounds whose sum passes 2^63 ns: totals
     // saturate instead of wrapping negative (or aborting a debug build).
     let many: String = (0..12_000)
@@ -272,7 +320,11 @@ fn absurd_durations_are_malformed_not_negative() {
         let r = reader(&[sub, path(&t), "--json"]);
         let v = json_of(&r);
         let text = v.to_string();
-        assert!(!text.contains(":-"), "{sub}: a negative figure in {}", &text[..text.len().min(2000)]);
+        assert!(
+            !text.contains(":-"),
+            "{sub}: a negative figure in {}",
+            &text[..text.len().min(2000)]
+        );
     }
 }
 
@@ -283,10 +335,19 @@ fn control_characters_in_names_are_escaped() {
         .replace("sm90_xmma_gemm_f16f16", r"evil\u001b[2J\u001b]0;pwned\u0007_kernel")
         .replace("aten::conv2d", r"aten::\u001b[31mred\rop");
     let t = write(dir.path(), "t.json", body);
-    for args in [vec!["kernels", path(&t)], vec!["ops", path(&t)], vec!["summary", path(&t)], vec!["compare", path(&t), path(&t)]] {
+    for args in [
+        vec!["kernels", path(&t)],
+        vec!["ops", path(&t)],
+        vec!["summary", path(&t)],
+        vec!["compare", path(&t), path(&t)],
+    ] {
         let r = reader(&args);
         assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
-        assert!(!r.stdout.chars().any(|c| c.is_control() && c != '\n'), "{args:?} printed raw control characters: {:?}", r.stdout);
+        assert!(
+            !r.stdout.chars().any(|c| c.is_control() && c != '\n'),
+            "{args:?} printed raw control characters: {:?}",
+            r.stdout
+        );
     }
     let r = reader(&["kernels", path(&t)]);
     assert!(r.stdout.contains(r"evil\u{1b}[2J\u{1b}]0;pwned\u{7}_kernel"), "{}", r.stdout);
@@ -305,7 +366,11 @@ fn a_step_name_recorded_three_times_is_said() {
     let r = reader(&["phases", path(&t)]);
     assert_eq!(r.code, 0);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.starts_with("warning: ") && r.stderr.contains("ProfilerStep#3 (3 times)"), "{}", r.stderr);
+    assert!(
+        r.stderr.starts_with("warning: ") && r.stderr.contains("ProfilerStep#3 (3 times)"),
+        "{}",
+        r.stderr
+    );
     // The same step on two threads at once is one step, and says nothing.
     let extra = r#",
  {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#3", "pid": 1, "tid": 2, "ts": 5, "dur": 990}"#;
@@ -322,7 +387,11 @@ fn a_byte_order_mark_is_skipped() {
     assert_eq!(json_of(&reader(&["summary", path(&t), "--json"]))["kernels_per_step"], 1.0);
     let gz = write(dir.path(), "t.json.gz", gzip(&bom(&trace())));
     assert_eq!(json_of(&reader(&["summary", path(&gz), "--json"]))["kernels_per_step"], 1.0);
-    let p = write(dir.path(), "p.json", bom(r#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 12.5, "bound": "compute"}"#));
+    let p = write(
+        dir.path(),
+        "p.json",
+        bom(r#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 12.5, "bound": "compute"}"#),
+    );
     assert_eq!(json_of(&reader(&["get", path(&p), "step_ms", "--json"]))["step_ms"], 12.5);
 }
 
@@ -335,7 +404,12 @@ fn a_directory_with_one_trace_under_another_name_is_read() {
     write(dir.path(), "worker1.pt.trace.json", trace());
     let r = reader(&["phases", path(dir.path())]);
     refused(&r, 2, "name one");
-    assert!(r.stderr.contains("worker0.1623143089861.pt.trace.json.gz") && r.stderr.contains("worker1.pt.trace.json"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("worker0.1623143089861.pt.trace.json.gz")
+            && r.stderr.contains("worker1.pt.trace.json"),
+        "{}",
+        r.stderr
+    );
     // `summary` reads several traces as the ranks of one job (by name here).
     let job = json_of(&reader(&["summary", path(dir.path()), "--json"]));
     assert_eq!(job["ranks"].as_array().map(Vec::len), Some(2), "{job}");
@@ -376,7 +450,10 @@ fn an_unknown_category_is_a_usage_error() {
     assert!(r.stderr.contains("gemm / conv") && r.stderr.contains("elementwise"), "{}", r.stderr);
     // A real one, even absent from this trace, is a filter that matches nothing.
     assert_eq!(reader(&["kernels", path(&t), "--category", "attention"]).code, 0);
-    assert_eq!(json_of(&reader(&["kernels", path(&t), "--category", "GEMM", "--json"]))["matched"], 1);
+    assert_eq!(
+        json_of(&reader(&["kernels", path(&t), "--category", "GEMM", "--json"]))["matched"],
+        1
+    );
 }
 
 #[test]
@@ -406,7 +483,11 @@ fn a_newer_schema_is_read_with_a_warning() {
     assert_eq!(r.stdout, "12.5\n");
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
     assert!(r.stderr.starts_with("warning: ") && r.stderr.contains("v999"), "{}", r.stderr);
-    let ours = write(dir.path(), "q.json", r#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 12.5, "bound": "compute"}"#);
+    let ours = write(
+        dir.path(),
+        "q.json",
+        r#"{"schema": "libreyolo.profile.analysis/v1", "step_ms": 12.5, "bound": "compute"}"#,
+    );
     assert!(reader(&["get", path(&ours), "step_ms"]).stderr.is_empty());
 }
 

@@ -25,7 +25,11 @@ struct Measured {
 fn measure(args: &[&str], env: &[(&str, &str)]) -> Measured {
     let start = Instant::now();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_libreyolo"));
-    cmd.arg("profile").args(args).stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.arg("profile")
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
     for (k, v) in env {
         cmd.env(k, v);
     }
@@ -47,7 +51,11 @@ fn measure(args: &[&str], env: &[(&str, &str)]) -> Measured {
     let mut peak = 0;
     let status = loop {
         if let Ok(s) = std::fs::read_to_string(&status_path) {
-            if let Some(kb) = s.lines().find(|l| l.starts_with("VmHWM:")).and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok()) {
+            if let Some(kb) = s
+                .lines()
+                .find(|l| l.starts_with("VmHWM:"))
+                .and_then(|l| l.split_whitespace().nth(1)?.parse::<u64>().ok())
+            {
                 peak = peak.max(kb * 1024);
             }
         }
@@ -70,7 +78,8 @@ const MIB: u64 = 1 << 20;
 
 fn gzip_to(path: &Path, write: impl FnOnce(&mut dyn Write)) {
     let f = std::fs::File::create(path).unwrap();
-    let mut e = flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
+    let mut e =
+        flate2::write::GzEncoder::new(std::io::BufWriter::new(f), flate2::Compression::fast());
     write(&mut e);
     e.finish().unwrap().flush().unwrap();
 }
@@ -81,7 +90,10 @@ fn path(p: &Path) -> &str {
 
 /// Only the files the test itself wrote are in `dir`.
 fn nothing_left(dir: &Path, expected: &[&str]) {
-    let mut names: Vec<String> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     names.sort();
     let mut want: Vec<String> = expected.iter().map(|s| s.to_string()).collect();
     want.sort();
@@ -139,7 +151,11 @@ fn one_huge_event_is_refused_in_bounded_memory() {
     assert_eq!(r.code, 1, "{}", r.stderr);
     assert!(r.stdout.is_empty(), "{}", r.stdout);
     assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-    assert!(r.stderr.contains("event 2 at byte") && r.stderr.contains("is larger than 64 MiB"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("event 2 at byte") && r.stderr.contains("is larger than 64 MiB"),
+        "{}",
+        r.stderr
+    );
     assert!(r.peak_rss < 400 * MIB, "peak RSS {} MiB", r.peak_rss / MIB);
     assert!(r.took < Duration::from_secs(20), "took {:?}", r.took);
     eprintln!("300 MiB event: {:?}, peak RSS {} MiB", r.took, r.peak_rss / MIB);
@@ -177,16 +193,26 @@ fn a_gzip_bomb_stops_at_the_memory_budget() {
         }
         write!(w, "]").unwrap();
     });
-    for (args, env) in
-        [(vec!["summary", path(&t), "--max-memory", "80M"], vec![]), (vec!["kernels", path(&t)], vec![("LIBREYOLO_MAX_MEMORY", "80M")])]
-    {
+    for (args, env) in [
+        (vec!["summary", path(&t), "--max-memory", "80M"], vec![]),
+        (vec!["kernels", path(&t)], vec![("LIBREYOLO_MAX_MEMORY", "80M")]),
+    ] {
         let r = measure(&args, &env);
         assert_eq!(r.code, 1, "{args:?}: {}", r.stderr);
         assert!(r.stdout.is_empty(), "{}", r.stdout);
         assert_eq!(r.stderr.lines().count(), 1, "{}", r.stderr);
-        assert!(r.stderr.contains("stopped reading after") && r.stderr.contains("--max-memory SIZE"), "{}", r.stderr);
+        assert!(
+            r.stderr.contains("stopped reading after") && r.stderr.contains("--max-memory SIZE"),
+            "{}",
+            r.stderr
+        );
         assert!(r.peak_rss < 200 * MIB, "{args:?}: peak RSS {} MiB", r.peak_rss / MIB);
-        eprintln!("bomb at 80M: {:?}, peak RSS {} MiB: {}", r.took, r.peak_rss / MIB, r.stderr.trim());
+        eprintln!(
+            "bomb at 80M: {:?}, peak RSS {} MiB: {}",
+            r.took,
+            r.peak_rss / MIB,
+            r.stderr.trim()
+        );
     }
     // With room enough, the same trace reads.
     let r = measure(&["kernels", path(&t), "--max-memory", "0", "--json"], &[]);
@@ -227,8 +253,14 @@ fn write_profile_never_replaces_special_files_or_links() {
         let r = measure(&["summary", path(&t), "--write-profile", path(target)], &[]);
         assert_eq!(r.code, 0, "{}", r.stderr);
         let got = reader.join().unwrap();
-        assert!(String::from_utf8_lossy(&got).contains("\"schema\""), "the profile came through the FIFO");
-        assert!(std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(), "the FIFO was replaced");
+        assert!(
+            String::from_utf8_lossy(&got).contains("\"schema\""),
+            "the profile came through the FIFO"
+        );
+        assert!(
+            std::fs::symlink_metadata(&fifo).unwrap().file_type().is_fifo(),
+            "the FIFO was replaced"
+        );
     }
     assert!(std::fs::symlink_metadata(&via).unwrap().file_type().is_symlink());
     let real = dir.path().join("real.json");
@@ -237,7 +269,10 @@ fn write_profile_never_replaces_special_files_or_links() {
     std::os::unix::fs::symlink("real.json", &link).unwrap();
     let r = measure(&["summary", path(&t), "--write-profile", path(&link)], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(), "the link was replaced");
+    assert!(
+        std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink(),
+        "the link was replaced"
+    );
     assert!(std::fs::read_to_string(&real).unwrap().contains("\"schema\""));
     let sub = dir.path().join("sub");
     std::fs::create_dir(&sub).unwrap();
@@ -270,7 +305,11 @@ fn a_kernel_longer_than_the_trace_is_clipped_with_a_warning() {
     assert!(v["gpu_util"].as_f64().unwrap() <= 1.0, "{}", v["gpu_util"]);
     assert!(v["gpu_busy_ms_per_step"].as_f64().unwrap() <= 1.0, "{}", v["gpu_busy_ms_per_step"]);
     assert!(v["gpu_util_raw"].as_f64().unwrap() <= 2.0, "{}", v["gpu_util_raw"]);
-    assert!(v["warnings"].to_string().contains("last longer than all the steps together"), "{}", v["warnings"]);
+    assert!(
+        v["warnings"].to_string().contains("last longer than all the steps together"),
+        "{}",
+        v["warnings"]
+    );
     let r = measure(&["kernels", path(&t), "--json"], &[]);
     let k: serde_json::Value = serde_json::from_str(&r.stdout).unwrap();
     for row in k["kernels"].as_array().unwrap() {
@@ -292,7 +331,13 @@ fn implausible_profile_figures_are_malformed() {
         (r#""step_ms": 12, "gpu_busy_ms_per_step": 1e300"#, "gpu_busy_ms_per_step"),
     ] {
         let p = dir.path().join("profile.json");
-        std::fs::write(&p, format!(r#"{{"schema": "libreyolo.profile.analysis/v1", {figures}, "bound": "compute"}}"#)).unwrap();
+        std::fs::write(
+            &p,
+            format!(
+                r#"{{"schema": "libreyolo.profile.analysis/v1", {figures}, "bound": "compute"}}"#
+            ),
+        )
+        .unwrap();
         for sub in ["summary", "what-if"] {
             let mut args = vec![sub, path(&p)];
             if sub == "what-if" {
@@ -300,7 +345,11 @@ fn implausible_profile_figures_are_malformed() {
             }
             let r = measure(&args, &[]);
             assert_eq!(r.code, 1, "{figures} {sub}: {}", r.stderr);
-            assert!(r.stderr.contains(&format!("malformed profile: `{field}` is")), "{figures}: {}", r.stderr);
+            assert!(
+                r.stderr.contains(&format!("malformed profile: `{field}` is")),
+                "{figures}: {}",
+                r.stderr
+            );
         }
     }
     let p = dir.path().join("profile.json");
@@ -323,12 +372,27 @@ fn bidi_controls_capture_path_and_gzip_errors_are_said_plainly() {
     .unwrap();
     let r = measure(&["kernels", path(&t)], &[]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(!r.stdout.contains('\u{202e}') && !r.stdout.contains('\u{2066}') && !r.stdout.contains('\u{200f}'), "{}", r.stdout);
+    assert!(
+        !r.stdout.contains('\u{202e}')
+            && !r.stdout.contains('\u{2066}')
+            && !r.stdout.contains('\u{200f}'),
+        "{}",
+        r.stdout
+    );
     assert!(r.stdout.contains(r"gemm\u{202e}exe.txt\u{2066}x\u{200f}"), "{}", r.stdout);
 
-    let r = measure(&["infer", "--device", "cpu"], &[("LIBREYOLO_CAPTURE", "/nonexistent/libreyolo-capture")]);
+    let r = measure(
+        &["infer", "--device", "cpu"],
+        &[("LIBREYOLO_CAPTURE", "/nonexistent/libreyolo-capture")],
+    );
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("LIBREYOLO_CAPTURE is /nonexistent/libreyolo-capture, which is not an executable file"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains(
+            "LIBREYOLO_CAPTURE is /nonexistent/libreyolo-capture, which is not an executable file"
+        ),
+        "{}",
+        r.stderr
+    );
 
     let g = dir.path().join("bad.json.gz");
     std::fs::write(&g, b"\x1f\x8b\x08\xff\xff\xff\xff\xff\xff\xff garbage garbage").unwrap();
@@ -350,7 +414,11 @@ fn a_project_folder_stands_for_the_capture_inside() {
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert_eq!(r.stdout.trim(), "241.4");
     std::fs::create_dir_all(project.join("train")).unwrap();
-    std::fs::copy(common::fixtures().join("reference/train_b4/profile.json"), project.join("train/profile.json")).unwrap();
+    std::fs::copy(
+        common::fixtures().join("reference/train_b4/profile.json"),
+        project.join("train/profile.json"),
+    )
+    .unwrap();
     let r = measure(&["summary", path(&project)], &[]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(

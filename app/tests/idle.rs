@@ -18,8 +18,11 @@ fn idle_intervals(path: &Path) -> (Vec<(f64, f64)>, usize) {
     for (_, d, s, e) in &t.spans {
         by_device.entry(*d).or_default().push((*s, *e));
     }
-    let busiest =
-        by_device.values().map(|iv| clip(iv, &t.windows)).max_by(|a, b| union_len(a).total_cmp(&union_len(b))).unwrap_or_default();
+    let busiest = by_device
+        .values()
+        .map(|iv| clip(iv, &t.windows))
+        .max_by(|a, b| union_len(a).total_cmp(&union_len(b)))
+        .unwrap_or_default();
     let mut busy = busiest.clone();
     busy.sort_by(|a, b| a.0.total_cmp(&b.0));
     let mut idle = Vec::new();
@@ -45,7 +48,9 @@ fn spans_of(path: &Path, keep: &dyn Fn(&Value) -> bool) -> Vec<(f64, f64)> {
         .unwrap()
         .iter()
         .filter(|e| keep(e))
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .map(|e| {
+            (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        })
         .collect()
 }
 
@@ -55,12 +60,22 @@ fn idle_of(v: &Value) -> &Value {
 }
 
 fn cause_ms(idle: &Value, cause: &str) -> f64 {
-    idle["causes"].as_array().unwrap().iter().find(|c| c["cause"] == cause).map_or(0.0, |c| c["ms_per_step"].as_f64().unwrap())
+    idle["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == cause)
+        .map_or(0.0, |c| c["ms_per_step"].as_f64().unwrap())
 }
 
 fn place_ms(idle: &Value, cause: &str, name: &str) -> Option<f64> {
     let c = idle["causes"].as_array().unwrap().iter().find(|c| c["cause"] == cause)?;
-    c["where"].as_array().unwrap().iter().find(|p| p["name"] == name).and_then(|p| p["ms_per_step"].as_f64())
+    c["where"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["name"] == name)
+        .and_then(|p| p["ms_per_step"].as_f64())
 }
 
 fn close(got: f64, want: f64, rel: f64, what: &str) {
@@ -75,7 +90,12 @@ fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
         let v = json(&["summary", path.to_str().unwrap()]);
         let (idle, steps) = idle_intervals(&path);
         if v["idle"].is_null() {
-            assert_eq!(v["gpu_busy_ms_per_step"], 0.0, "{}: a GPU trace without an idle account", path.display());
+            assert_eq!(
+                v["gpu_busy_ms_per_step"],
+                0.0,
+                "{}: a GPU trace without an idle account",
+                path.display()
+            );
             continue;
         }
         let want = union_len(&idle) / 1e3 / steps as f64;
@@ -85,13 +105,30 @@ fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
         let causes = account["causes"].as_array().unwrap();
         let sum: f64 = causes.iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
         // Each cause is rounded to the µs.
-        assert!((sum - got).abs() <= 0.001 * causes.len() as f64 + 1e-9, "{}: causes sum to {sum}, idle {got}", path.display());
+        assert!(
+            (sum - got).abs() <= 0.001 * causes.len() as f64 + 1e-9,
+            "{}: causes sum to {sum}, idle {got}",
+            path.display()
+        );
         let ms: Vec<f64> = causes.iter().map(|c| c["ms_per_step"].as_f64().unwrap()).collect();
-        assert!(ms.windows(2).all(|w| w[0] >= w[1]), "{}: causes not largest first: {ms:?}", path.display());
+        assert!(
+            ms.windows(2).all(|w| w[0] >= w[1]),
+            "{}: causes not largest first: {ms:?}",
+            path.display()
+        );
         // Idle per phase sums to the account too.
         let phases = json(&["phases", path.to_str().unwrap()]);
-        let by_phase: f64 = phases["phases"].as_array().unwrap().iter().filter_map(|p| p["idle_ms_per_step"].as_f64()).sum();
-        assert!((by_phase - got).abs() <= 0.001 * 8.0 + got * 1e-4, "{}: phases' idle {by_phase} vs {got}", path.display());
+        let by_phase: f64 = phases["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|p| p["idle_ms_per_step"].as_f64())
+            .sum();
+        assert!(
+            (by_phase - got).abs() <= 0.001 * 8.0 + got * 1e-4,
+            "{}: phases' idle {by_phase} vs {got}",
+            path.display()
+        );
         // `get` has the same figures.
         let got_metric = json(&["get", path.to_str().unwrap(), "idle_ms"]);
         assert_eq!(got_metric["idle_ms"], account["ms_per_step"], "{}", path.display());
@@ -124,7 +161,9 @@ fn frame_idle_before_first_launch(path: &Path, frame: &str) -> (f64, f64) {
         events
             .iter()
             .filter(|e| e["ph"] == "X" && pred(e))
-            .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+            .map(|e| {
+                (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+            })
             .collect()
     };
     let in_frame = clip(&spans(&|e| e["cat"] == "python_function" && e["name"] == frame), &lead);
@@ -144,41 +183,57 @@ fn timesformer_waits_on_python_preprocessing_before_the_first_launch() {
         let frame = "transformers/pipelines/video_classification.py(129): preprocess";
         let (want, lead_ms) = frame_idle_before_first_launch(&path, frame);
         assert!(want > 150.0, "{dir}: the test's own reading finds {want} ms");
-        let got = place_ms(idle, "python", frame).unwrap_or_else(|| panic!("{dir}: {frame} not named: {idle}"));
+        let got = place_ms(idle, "python", frame)
+            .unwrap_or_else(|| panic!("{dir}: {frame} not named: {idle}"));
         // The account also counts the frame's time in later gaps (a few ms).
-        assert!(got >= want * 0.99 && got <= want * 1.05, "{dir}: {frame} {got} ms, the raw events say {want}");
+        assert!(
+            got >= want * 0.99 && got <= want * 1.05,
+            "{dir}: {frame} {got} ms, the raw events say {want}"
+        );
         assert_eq!(idle["causes"][0]["cause"], "python", "{dir}");
         close(idle["before_first_kernel_ms_per_step"].as_f64().unwrap(), lead_ms, 0.001, dir);
         assert_eq!(v["bound"], "host / python", "{dir}");
         let why = v["bound_why"].as_str().unwrap();
-        assert!(why.contains(frame) && why.contains("image_processing_videomae.py"), "{dir}: {why}");
+        assert!(
+            why.contains(frame) && why.contains("image_processing_videomae.py"),
+            "{dir}: {why}"
+        );
         assert!(!why.contains("CUDA graphs"), "{dir}: {why}");
     }
 }
 
 #[test]
 fn alexnet_waits_on_a_cold_start_cudnn_and_the_allocator_not_on_launches() {
-    let path = fixtures().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let path = fixtures()
+        .join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
     let v = json(&["summary", path.to_str().unwrap()]);
     let idle = idle_of(&v);
     // The allocator's share, from the raw events: cudaMalloc/cudaFree time
     // while the GPU was idle.
     let (gaps, _) = idle_intervals(&path);
-    let alloc = spans_of(&path, &|e| e["cat"] == "cuda_runtime" && matches!(e["name"].as_str(), Some("cudaMalloc" | "cudaFree")));
+    let alloc = spans_of(&path, &|e| {
+        e["cat"] == "cuda_runtime" && matches!(e["name"].as_str(), Some("cudaMalloc" | "cudaFree"))
+    });
     let want = common_len(&alloc, &gaps) / 1e3;
     assert!(want > 8000.0, "the raw events hold {want} ms of allocator calls while idle");
     close(cause_ms(idle, "allocator"), want, 0.01, "allocator ms");
-    let cudnn_free = place_ms(idle, "allocator", "aten::conv2d > aten::cudnn_convolution > cudaFree").expect("named");
+    let cudnn_free =
+        place_ms(idle, "allocator", "aten::conv2d > aten::cudnn_convolution > cudaFree")
+            .expect("named");
     assert!(cudnn_free > 6000.0, "{cudnn_free}");
     assert_eq!(idle["causes"][0]["cause"], "cpu_op");
     assert_eq!(v["bound"], "host / cpu op");
     let why = v["bound_why"].as_str().unwrap();
-    assert!(why.contains("warm up before the profiled window") && !why.contains("CUDA graphs"), "{why}");
+    assert!(
+        why.contains("warm up before the profiled window") && !why.contains("CUDA graphs"),
+        "{why}"
+    );
 }
 
 #[test]
 fn a_graph_capture_is_said_to_be_one() {
-    let path = fixtures().join("traces/tracelens_vllm_cuda_graph_capture/graph_capture_rank_0.pt.trace.json.gz");
+    let path = fixtures()
+        .join("traces/tracelens_vllm_cuda_graph_capture/graph_capture_rank_0.pt.trace.json.gz");
     let v = json(&["summary", path.to_str().unwrap()]);
     let idle = idle_of(&v);
     // Upper bound from the raw events: vllm::moe_forward's time while idle.
@@ -219,7 +274,8 @@ impl Trace {
     }
     fn write(&self, dir: &Path, name: &str) -> String {
         let path = dir.join(name);
-        std::fs::write(&path, serde_json::to_vec(&json!({"traceEvents": self.events})).unwrap()).unwrap();
+        std::fs::write(&path, serde_json::to_vec(&json!({"traceEvents": self.events})).unwrap())
+            .unwrap();
         path.to_str().unwrap().to_string()
     }
 }
@@ -249,7 +305,8 @@ fn check(v: &Value, cause: &str, want: f64, bound: &str, place: Option<&str>) {
     close(idle["ms_per_step"].as_f64().unwrap(), 80.0, 0.001, "idle");
     close(cause_ms(idle, cause), want, 0.05, cause);
     if let Some(p) = place {
-        let got = place_ms(idle, cause, p).unwrap_or_else(|| panic!("{p} not named for {cause}: {idle}"));
+        let got =
+            place_ms(idle, cause, p).unwrap_or_else(|| panic!("{p} not named for {cause}: {idle}"));
         close(got, want, 0.05, p);
     }
     assert_eq!(v["bound"], bound, "{}", v["bound_why"]);
@@ -266,7 +323,12 @@ fn each_injected_cause_is_recovered_with_its_figure() {
         t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_200.0, 59_800.0, json!({}));
     });
     check(&v, "sync", 60.0, "host / sync", None);
-    close(place_ms(idle_of(&v), "sync", "aten::item > cudaStreamSynchronize").unwrap(), 59.8, 0.01, "the sync call");
+    close(
+        place_ms(idle_of(&v), "sync", "aten::item > cudaStreamSynchronize").unwrap(),
+        59.8,
+        0.01,
+        "the sync call",
+    );
     let v = generated(d, "sync30.json", &|t, s| {
         t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_005.0, 30_000.0, json!({}));
         t.x("cpu_op", "aten::cat", s + 40_005.0, 49_900.0, json!({}));
@@ -285,17 +347,38 @@ fn each_injected_cause_is_recovered_with_its_figure() {
     let idle = idle_of(&v);
     close(place_ms(idle, "python", "train.py(40): augment").unwrap(), 20.0, 0.05, "augment");
     close(place_ms(idle, "python", "numpy/core.py(9): resize").unwrap(), 15.0, 0.05, "resize");
-    let on_path: Vec<&str> =
-        idle["causes"][0]["where"].as_array().unwrap().iter().filter(|p| p["path"] == true).map(|p| p["name"].as_str().unwrap()).collect();
-    assert_eq!(on_path, ["train.py(40): augment", "numpy/core.py(9): resize"], "the wrapper of the whole step is not on the path: {idle}");
+    let on_path: Vec<&str> = idle["causes"][0]["where"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["path"] == true)
+        .map(|p| p["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        on_path,
+        ["train.py(40): augment", "numpy/core.py(9): resize"],
+        "the wrapper of the whole step is not on the path: {idle}"
+    );
     let why = v["bound_why"].as_str().unwrap();
     assert!(why.contains("train.py(40): augment") && !why.contains("CUDA graphs"), "{why}");
 
     // A dataloader wait.
     let v = generated(d, "dataloader.json", &|t, s| {
-        t.x("cpu_op", "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__", s + 10_010.0, 60_000.0, json!({}));
+        t.x(
+            "cpu_op",
+            "enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__",
+            s + 10_010.0,
+            60_000.0,
+            json!({}),
+        );
     });
-    check(&v, "dataloader", 60.0, "dataloader", Some("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"));
+    check(
+        &v,
+        "dataloader",
+        60.0,
+        "dataloader",
+        Some("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"),
+    );
 
     // A cudaMalloc storm: 50 calls of 1 ms.
     let v = generated(d, "malloc.json", &|t, s| {
@@ -308,7 +391,11 @@ fn each_injected_cause_is_recovered_with_its_figure() {
     // 50 calls a step are also the allocator thrash of docs/analysis.md §9,
     // which comes first and now says what it costs.
     check(&v, "allocator", 50.0, "memory-pressure", Some("aten::empty > cudaMalloc"));
-    assert!(v["bound_why"].as_str().unwrap().contains("the GPU waits 50.0 ms/step in them"), "{}", v["bound_why"]);
+    assert!(
+        v["bound_why"].as_str().unwrap().contains("the GPU waits 50.0 ms/step in them"),
+        "{}",
+        v["bound_why"]
+    );
 
     // A cross-stream wait: the next kernel was launched long before.
     let v = generated(d, "dependency.json", &|t, s| {
@@ -348,14 +435,25 @@ fn what_if_removes_one_cause_and_compare_shows_the_causes_move() {
     let step = s["step_ms"].as_f64().unwrap();
     close(w["step_ms"]["projected"].as_f64().unwrap(), step - python, 0.0001, "projected step");
     assert!(w["caveat"].as_str().unwrap().starts_with("upper bound"), "{w}");
-    let r = common::run(&["profile", "what-if", p, "--remove-idle", "python", "--remove-launches", "3"]);
+    let r = common::run(&[
+        "profile",
+        "what-if",
+        p,
+        "--remove-idle",
+        "python",
+        "--remove-launches",
+        "3",
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
 
     // Two generated traces: a sync bubble before, a Python gap after.
     let dir = tempfile::tempdir().unwrap();
     let mut before = Trace::default();
     let mut after = Trace::default();
-    for (t, cat, name) in [(&mut before, "cuda_runtime", "cudaStreamSynchronize"), (&mut after, "python_function", "train.py(9): log")] {
+    for (t, cat, name) in [
+        (&mut before, "cuda_runtime", "cudaStreamSynchronize"),
+        (&mut after, "python_function", "train.py(9): log"),
+    ] {
         t.step(1, 0.0, 100_000.0);
         t.launch("aten::mm", 0.0, 5.0, 10_000.0, 7);
         t.x(cat, name, 10_100.0, 70_000.0, json!({}));
@@ -363,11 +461,23 @@ fn what_if_removes_one_cause_and_compare_shows_the_causes_move() {
     }
     let (a, b) = (before.write(dir.path(), "before.json"), after.write(dir.path(), "after.json"));
     let c = json(&["compare", &a, &b]);
-    let row =
-        |name: &str| c["idle"].as_array().unwrap().iter().find(|r| r["name"] == name).cloned().unwrap_or_else(|| panic!("{name}: {c}"));
+    let row = |name: &str| {
+        c["idle"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .cloned()
+            .unwrap_or_else(|| panic!("{name}: {c}"))
+    };
     assert_eq!(row("sync")["status"], "disappeared");
     // After: all but the launch gaps' few µs of the 80 ms is Python.
-    close(row("python")["after_ms"].as_f64().unwrap(), 80.0 - cause_ms(idle_of(&json(&["summary", &b])), "launch"), 0.0002, "python after");
+    close(
+        row("python")["after_ms"].as_f64().unwrap(),
+        80.0 - cause_ms(idle_of(&json(&["summary", &b])), "launch"),
+        0.0002,
+        "python after",
+    );
     close(row("sync")["before_ms"].as_f64().unwrap(), 70.0, 0.001, "sync before");
     assert_eq!(c["bound"], json!(["host / sync", "host / python"]));
     let text = common::run(&["profile", "compare", &a, &b]).stdout;
@@ -389,7 +499,8 @@ fn a_hostile_stack_of_nested_ops_ends_quickly() {
     t.launch("aten::mm", 999_000.0, 999_005.0, 10.0, 7);
     let v = json(&["summary", &t.write(dir.path(), "deep.json")]);
     let idle = idle_of(&v);
-    let sum: f64 = idle["causes"].as_array().unwrap().iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
+    let sum: f64 =
+        idle["causes"].as_array().unwrap().iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
     close(sum, idle["ms_per_step"].as_f64().unwrap(), 0.001, "causes sum");
     close(cause_ms(idle, "cpu_op"), 900.0 - 0.1, 0.01, "inside the ops");
 }
@@ -419,8 +530,18 @@ fn each_device_of_a_multi_gpu_trace_has_its_causes() {
     let devices = idle["devices"].as_array().unwrap();
     assert_eq!(devices.len(), 2);
     for (d, want) in devices.iter().zip([80.0, 95.0]) {
-        close(d["ms_per_step"].as_f64().unwrap(), want, 0.001, "device idle = step − its busy time");
-        let sum: f64 = d["causes"].as_array().unwrap().iter().map(|c| c["ms_per_step"].as_f64().unwrap()).sum();
+        close(
+            d["ms_per_step"].as_f64().unwrap(),
+            want,
+            0.001,
+            "device idle = step − its busy time",
+        );
+        let sum: f64 = d["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["ms_per_step"].as_f64().unwrap())
+            .sum();
         close(sum, want, 0.001, "its causes sum to it");
     }
     assert_eq!(devices[0]["causes"], idle["causes"], "device 0's are the account's");

@@ -40,7 +40,11 @@ impl Alone {
             let _forks = forks();
             self.cmd(None).args(args).output().unwrap()
         };
-        (out.status.code().unwrap_or(-1), String::from_utf8_lossy(&out.stdout).into(), String::from_utf8_lossy(&out.stderr).into())
+        (
+            out.status.code().unwrap_or(-1),
+            String::from_utf8_lossy(&out.stdout).into(),
+            String::from_utf8_lossy(&out.stderr).into(),
+        )
     }
 }
 
@@ -48,7 +52,10 @@ impl Alone {
 fn links_no_libtorch_and_no_cuda() {
     let out = {
         let _forks = forks();
-        Command::new("ldd").arg(env!("CARGO_BIN_EXE_libreyolo")).output().expect("ldd (Debian's libc-bin) runs")
+        Command::new("ldd")
+            .arg(env!("CARGO_BIN_EXE_libreyolo"))
+            .output()
+            .expect("ldd (Debian's libc-bin) runs")
     };
     assert!(out.status.success());
     let libs = String::from_utf8_lossy(&out.stdout);
@@ -61,14 +68,20 @@ fn links_no_libtorch_and_no_cuda() {
 fn readers_answer_without_the_capture_engine() {
     let alone = Alone::new();
     let reference = shared().join("reference/train_b4/profile.json");
-    let expected: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&reference).unwrap()).unwrap();
+    let expected: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&reference).unwrap()).unwrap();
 
     let (code, out, err) = alone.run(&["profile", "get", reference.to_str().unwrap(), "step_ms"]);
     assert_eq!(code, 0, "{err}");
     let got: f64 = out.trim().parse().unwrap_or_else(|_| panic!("a number: {out}"));
-    assert!((got - expected["step_ms"].as_f64().unwrap()).abs() < 1e-6, "{got} vs {}", expected["step_ms"]);
+    assert!(
+        (got - expected["step_ms"].as_f64().unwrap()).abs() < 1e-6,
+        "{got} vs {}",
+        expected["step_ms"]
+    );
 
-    let trace = shared().join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let trace = shared()
+        .join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
     let (code, out, err) = alone.run(&["profile", "summary", trace.to_str().unwrap(), "--json"]);
     assert_eq!(code, 0, "{err}");
     let s: serde_json::Value = serde_json::from_str(&out).unwrap();
@@ -79,13 +92,19 @@ fn readers_answer_without_the_capture_engine() {
 fn capture_commands_without_the_engine_exit_2_and_say_how_to_install() {
     let alone = Alone::new();
     for sub in ["infer", "run"] {
-        let args: &[&str] =
-            if sub == "run" { &["profile", "run", "synthetic:8", "--device", "cpu"] } else { &["profile", "infer", "--device", "cpu"] };
+        let args: &[&str] = if sub == "run" {
+            &["profile", "run", "synthetic:8", "--device", "cpu"]
+        } else {
+            &["profile", "infer", "--device", "cpu"]
+        };
         let (code, out, err) = alone.run(args);
         assert_eq!(code, 2, "{sub}: {err}");
         assert!(out.is_empty(), "{sub}: stdout stays clean: {out}");
         assert_eq!(err.lines().count(), 1, "{sub}: one line: {err}");
-        assert!(err.contains("libreyolo-capture") && err.contains("scripts/setup.sh"), "{sub}: {err}");
+        assert!(
+            err.contains("libreyolo-capture") && err.contains("scripts/setup.sh"),
+            "{sub}: {err}"
+        );
     }
     // Help and flag errors are answered by the binary itself, as before.
     let (code, out, _) = alone.run(&["profile", "infer", "--help"]);
@@ -153,10 +172,18 @@ fn a_signal_to_libreyolo_reaches_the_engine() {
     let alone = Alone::new();
     let dir = tempfile::tempdir().unwrap();
     // The engine runs with libreyolo's empty PATH: it names its own.
-    let engine = script(dir.path(), r#"PATH=/usr/bin:/bin; trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"#);
+    let engine = script(
+        dir.path(),
+        r#"PATH=/usr/bin:/bin; trap 'echo got-term; exit 143' TERM; echo ready; while :; do sleep 0.05; done"#,
+    );
     let mut child = {
         let _forks = forks();
-        alone.cmd(Some(&engine)).args(["profile", "infer", "--device", "cpu"]).stdout(Stdio::piped()).spawn().unwrap()
+        alone
+            .cmd(Some(&engine))
+            .args(["profile", "infer", "--device", "cpu"])
+            .stdout(Stdio::piped())
+            .spawn()
+            .unwrap()
     };
     let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
     assert_eq!(lines.next().unwrap().unwrap(), "ready");

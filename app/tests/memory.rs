@@ -49,7 +49,9 @@ fn scan(path: &Path) -> Scan {
                 && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
                 && e["cat"].as_str() != Some("gpu_user_annotation")
         })
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .map(|e| {
+            (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        })
         .collect();
     let in_window = |ts: f64| steps.is_empty() || steps.iter().any(|(s, e)| ts >= *s && ts < *e);
     let mut by_device: BTreeMap<String, Vec<Ev>> = BTreeMap::new();
@@ -109,7 +111,11 @@ fn peak<'e>(list: &'e [Ev], evs: &[Value]) -> (&'e Ev, Option<String>) {
 
 fn trace(dir: &str) -> PathBuf {
     let dir = shared().join("traces").join(dir);
-    let f = std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).filter(|p| p.to_string_lossy().ends_with(".json.gz")).min();
+    let f = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .min();
     f.unwrap()
 }
 
@@ -133,28 +139,56 @@ fn peaks_and_the_op_at_the_peak_match_a_whole_file_reading() {
         let got = memory_json(&path);
         let devices = got["devices"].as_array().unwrap();
         let labels: Vec<&str> = devices.iter().map(|d| d["device"].as_str().unwrap()).collect();
-        let mut want: Vec<&str> = truth.iter().filter(|(_, l)| !l.is_empty()).map(|(k, _)| k.as_str()).collect();
+        let mut want: Vec<&str> =
+            truth.iter().filter(|(_, l)| !l.is_empty()).map(|(k, _)| k.as_str()).collect();
         want.sort_by_key(|l| (*l == "cpu", l.to_string()));
         assert_eq!(labels, want, "{dir}: devices, GPUs first");
         for d in devices {
             let list = &truth[d["device"].as_str().unwrap()];
             let (top, op) = peak(list, &evs);
             let ctx = format!("{dir} {}", d["device"]);
-            assert_eq!(d["events"].as_u64().unwrap() as usize, list.len(), "{ctx}: events in the window");
-            assert_eq!(d["peak_allocated_mb"].as_f64().unwrap(), mb(top.allocated.unwrap()), "{ctx}: peak allocated");
+            assert_eq!(
+                d["events"].as_u64().unwrap() as usize,
+                list.len(),
+                "{ctx}: events in the window"
+            );
+            assert_eq!(
+                d["peak_allocated_mb"].as_f64().unwrap(),
+                mb(top.allocated.unwrap()),
+                "{ctx}: peak allocated"
+            );
             let reserved = list.iter().filter_map(|e| e.reserved).reduce(f64::max).map(mb);
             assert_eq!(d["peak_reserved_mb"].as_f64(), reserved, "{ctx}: peak reserved");
             assert_eq!(d["peak_op"].as_str().map(str::to_string), op, "{ctx}: op at the peak");
-            assert_eq!(d["totals"].as_bool().unwrap(), list.iter().any(|e| e.reserved.is_some()), "{ctx}: totals");
+            assert_eq!(
+                d["totals"].as_bool().unwrap(),
+                list.iter().any(|e| e.reserved.is_some()),
+                "{ctx}: totals"
+            );
             let series = d["series"].as_array().unwrap();
             assert!(series.len() <= 1024 && !series.is_empty(), "{ctx}: bounded series");
-            let series_peak = series.iter().map(|p| p[1].as_f64().unwrap()).fold(f64::MIN, f64::max);
-            assert_eq!(series_peak, d["peak_allocated_mb"].as_f64().unwrap(), "{ctx}: the series keeps the peak");
+            let series_peak =
+                series.iter().map(|p| p[1].as_f64().unwrap()).fold(f64::MIN, f64::max);
+            assert_eq!(
+                series_peak,
+                d["peak_allocated_mb"].as_f64().unwrap(),
+                "{ctx}: the series keeps the peak"
+            );
             // Every phase's peak is at most the device's, and one of them is it.
             let phases = d["phases"].as_array().unwrap();
-            let phase_max = phases.iter().map(|p| p["peak_allocated_mb"].as_f64().unwrap()).fold(f64::MIN, f64::max);
-            assert_eq!(phase_max, d["peak_allocated_mb"].as_f64().unwrap(), "{ctx}: the peak phase");
-            let at_peak = phases.iter().find(|p| p["phase"] == d["peak_phase"]).expect("the peak's phase is listed");
+            let phase_max = phases
+                .iter()
+                .map(|p| p["peak_allocated_mb"].as_f64().unwrap())
+                .fold(f64::MIN, f64::max);
+            assert_eq!(
+                phase_max,
+                d["peak_allocated_mb"].as_f64().unwrap(),
+                "{ctx}: the peak phase"
+            );
+            let at_peak = phases
+                .iter()
+                .find(|p| p["phase"] == d["peak_phase"])
+                .expect("the peak's phase is listed");
             assert_eq!(at_peak["peak_allocated_mb"], d["peak_allocated_mb"], "{ctx}");
         }
     }
@@ -178,7 +212,8 @@ fn per_phase_peaks_match_the_phase_ranges_of_the_trace() {
             })
             .collect()
     };
-    let cases = [("dataload", ranges("enumerate(DataLoader)#")), ("optimizer", ranges("Optimizer."))];
+    let cases =
+        [("dataload", ranges("enumerate(DataLoader)#")), ("optimizer", ranges("Optimizer."))];
     let mut checked = 0;
     for d in got["devices"].as_array().unwrap() {
         let list = &truth[d["device"].as_str().unwrap()];
@@ -190,7 +225,12 @@ fn per_phase_peaks_match_the_phase_ranges_of_the_trace() {
                 .reduce(f64::max)
                 .map(mb);
             let row = d["phases"].as_array().unwrap().iter().find(|p| p["phase"] == *phase);
-            assert_eq!(row.map(|r| r["peak_allocated_mb"].as_f64().unwrap()), want, "{} {phase}", d["device"]);
+            assert_eq!(
+                row.map(|r| r["peak_allocated_mb"].as_f64().unwrap()),
+                want,
+                "{} {phase}",
+                d["device"]
+            );
             checked += want.is_some() as usize;
         }
     }
@@ -236,7 +276,9 @@ fn peak_vram_reads_the_cuda_and_the_hip_allocator() {
         let path = trace(dir);
         let gpu = events(&path)
             .iter()
-            .filter(|e| e["name"] == "[memory]" && matches!(e["args"]["Device Type"].as_i64(), Some(1 | 6)))
+            .filter(|e| {
+                e["name"] == "[memory]" && matches!(e["args"]["Device Type"].as_i64(), Some(1 | 6))
+            })
             .filter_map(|e| e["args"]["Total Allocated"].as_f64())
             .fold(f64::MIN, f64::max);
         assert!(gpu > 0.0, "{dir}: GPU memory events");

@@ -40,7 +40,11 @@ struct ByPid(BTreeMap<i64, Seen>, bool);
 impl EventSink for ByPid {
     fn event(&mut self, ev: &Event<'_>) {
         // A rank's own trace: all in one; the merged one: by pid.
-        let pid = if self.1 { ev.pid.as_ref().and_then(Id::as_int).expect("every merged event has an integer pid") } else { 0 };
+        let pid = if self.1 {
+            ev.pid.as_ref().and_then(Id::as_int).expect("every merged event has an integer pid")
+        } else {
+            0
+        };
         let s = self.0.entry(pid).or_default();
         s.events += 1;
         if ev.ph() == "M" && ev.name().starts_with("process_") {
@@ -50,7 +54,9 @@ impl EventSink for ByPid {
             && ev.ph() == "X"
         {
             s.complete.push((ts, dur));
-            if matches!(ev.cat(), "kernel" | "Kernel") && category(ev.name()) == Category::Communication {
+            if matches!(ev.cat(), "kernel" | "Kernel")
+                && category(ev.name()) == Category::Communication
+            {
                 s.comm.push((ts, dur));
             }
         }
@@ -75,13 +81,24 @@ fn a_job_merges_into_one_trace_with_a_process_per_rank() {
     let tmp = tempfile::tempdir().unwrap();
     let out = tmp.path().join("job.json.gz");
     let report = merge(&dlrm(), &out, &[]);
-    assert!(std::fs::read(&out).unwrap().starts_with(&[0x1f, 0x8b]), "gzipped: the name ends in .gz");
+    assert!(
+        std::fs::read(&out).unwrap().starts_with(&[0x1f, 0x8b]),
+        "gzipped: the name ends in .gz"
+    );
     let on = &report["aligned_on"];
     // The old NCCL of these traces runs the all-to-alls as sendrecv kernels on stream 84.
-    assert_eq!((on["group"].as_str(), on["collective"].as_str()), (Some("stream 84"), Some("sendrecv")), "{report}");
+    assert_eq!(
+        (on["group"].as_str(), on["collective"].as_str()),
+        (Some("stream 84"), Some("sendrecv")),
+        "{report}"
+    );
 
     let merged = read(&out, true);
-    assert_eq!(merged.keys().copied().collect::<Vec<_>>(), (0..8).collect::<Vec<_>>(), "one process per rank, pid = rank");
+    assert_eq!(
+        merged.keys().copied().collect::<Vec<_>>(),
+        (0..8).collect::<Vec<_>>(),
+        "one process per rank, pid = rank"
+    );
     let rows = report["ranks"].as_array().unwrap();
     let mut ends = Vec::new();
     let mut total = 0;
@@ -116,22 +133,38 @@ fn a_job_merges_into_one_trace_with_a_process_per_rank() {
     assert_eq!(total, report["events"].as_u64().unwrap());
     let (_, ref_end, ref_own) = ends[0];
     for (rank, end, own_end) in &ends {
-        assert!((end - ref_end).abs() <= 0.25, "rank {rank}: the aligned collective ends at {end}, rank 0's at {ref_end}");
+        assert!(
+            (end - ref_end).abs() <= 0.25,
+            "rank {rank}: the aligned collective ends at {end}, rank 0's at {ref_end}"
+        );
         let off = rows[*rank as usize]["offset_us"].as_f64().unwrap();
-        assert!((off - (ref_own - own_end)).abs() < 1e-6, "rank {rank}: offset {off} = rank 0's end − its own");
+        assert!(
+            (off - (ref_own - own_end)).abs() < 1e-6,
+            "rank {rank}: offset {off} = rank 0's end − its own"
+        );
     }
-    assert!(ends.iter().any(|(_, _, own)| (own - ref_own).abs() > 0.5), "the recorded ends differ: something was aligned");
+    assert!(
+        ends.iter().any(|(_, _, own)| (own - ref_own).abs() > 0.5),
+        "the recorded ends differ: something was aligned"
+    );
 
     // The processes are named by rank; the threads keep their names.
     let doc = common::read_json(&out);
     let events = doc["traceEvents"].as_array().unwrap();
     for rank in 0..8 {
-        let names: Vec<&Value> =
-            events.iter().filter(|e| e["pid"] == rank && e["name"] == "process_name").map(|e| &e["args"]["name"]).collect();
+        let names: Vec<&Value> = events
+            .iter()
+            .filter(|e| e["pid"] == rank && e["name"] == "process_name")
+            .map(|e| &e["args"]["name"])
+            .collect();
         assert_eq!(names, [&Value::from(format!("rank {rank}"))]);
     }
-    let threads = |v: &Value| v.as_array().unwrap().iter().filter(|e| e["name"] == "thread_name").count();
-    let own_threads: usize = rows.iter().map(|r| threads(&common::read_json(Path::new(r["file"].as_str().unwrap()))["traceEvents"])).sum();
+    let threads =
+        |v: &Value| v.as_array().unwrap().iter().filter(|e| e["name"] == "thread_name").count();
+    let own_threads: usize = rows
+        .iter()
+        .map(|r| threads(&common::read_json(Path::new(r["file"].as_str().unwrap()))["traceEvents"]))
+        .sum();
     assert_eq!(threads(&doc["traceEvents"]), own_threads);
     // Flows stay within their rank: every id is unique to one.
     let mut flows: BTreeMap<String, i64> = BTreeMap::new();
@@ -149,9 +182,14 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
     let report = merge(&dlrm(), &plain, &["--no-align"]);
     assert_eq!(report["aligned_on"], Value::Null);
     assert!(std::fs::read(&plain).unwrap().starts_with(b"{"), "not gzipped");
-    assert!(report["ranks"].as_array().unwrap().iter().all(|r| r["offset_us"] == 0.0), "one clock, as recorded (no base times)");
+    assert!(
+        report["ranks"].as_array().unwrap().iter().all(|r| r["offset_us"] == 0.0),
+        "one clock, as recorded (no base times)"
+    );
     let merged = read(&plain, true);
-    let own = read(&dlrm().join("worker3_step_12.1694128201557.pt.trace.json.gz"), false).remove(&0).unwrap();
+    let own = read(&dlrm().join("worker3_step_12.1694128201557.pt.trace.json.gz"), false)
+        .remove(&0)
+        .unwrap();
     assert_eq!(merged[&3].complete, own.complete, "timestamps byte for byte");
 
     // One rank (of 2) whose timestamps are relative to its base time: kept,
@@ -159,16 +197,34 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
     let nccl = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
     let one = tmp.path().join("one.json");
     let report = merge(&nccl, &one, &[]);
-    assert_eq!((report["ranks"].as_array().unwrap().len(), &report["aligned_on"]), (1, &Value::Null));
-    assert_eq!(common::read_json(&one)["baseTimeNanoseconds"].as_u64(), Some(1_711_964_646_000_000_000));
+    assert_eq!(
+        (report["ranks"].as_array().unwrap().len(), &report["aligned_on"]),
+        (1, &Value::Null)
+    );
+    assert_eq!(
+        common::read_json(&one)["baseTimeNanoseconds"].as_u64(),
+        Some(1_711_964_646_000_000_000)
+    );
     let own = read(&nccl, false).remove(&0).unwrap();
     assert_eq!(read(&one, true)[&0].complete, own.complete);
 
     // A selection of ranks; the text report.
     let some = tmp.path().join("some.json.gz");
-    let r = run(&["profile", "merge", dlrm().to_str().unwrap(), "-o", some.to_str().unwrap(), "--ranks", "2,5"]);
+    let r = run(&[
+        "profile",
+        "merge",
+        dlrm().to_str().unwrap(),
+        "-o",
+        some.to_str().unwrap(),
+        "--ranks",
+        "2,5",
+    ]);
     assert_eq!(r.code, 0, "{}", r.stderr);
-    assert!(r.stdout.contains("2 ranks") && r.stdout.contains("clocks aligned on sendrecv #0"), "{}", r.stdout);
+    assert!(
+        r.stdout.contains("2 ranks") && r.stdout.contains("clocks aligned on sendrecv #0"),
+        "{}",
+        r.stdout
+    );
     assert_eq!(read(&some, true).keys().copied().collect::<Vec<_>>(), [2, 5]);
 
     // The output inside the folder merged is not read as a rank next time.
@@ -187,7 +243,10 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
 
     // Usage errors (exit 2) before anything is read; profiles are not traces.
     for (args, says) in [
-        (vec!["merge", dlrm().to_str().unwrap(), "-o", tmp.path().to_str().unwrap()], "is a directory"),
+        (
+            vec!["merge", dlrm().to_str().unwrap(), "-o", tmp.path().to_str().unwrap()],
+            "is a directory",
+        ),
         (vec!["merge", "/no/such/dir", "-o", "x.json"], "not found"),
         (vec!["merge", "-", "-o", "x.json"], "not standard input"),
         (vec!["merge", dlrm().to_str().unwrap()], "--output"),
@@ -205,9 +264,25 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
             .find(|p| p.to_string_lossy().contains(&format!("worker{k}_")))
             .unwrap();
         let p = profiles.join(format!("rank{k}.json"));
-        assert_eq!(run(&["profile", "summary", f.to_str().unwrap(), "--write-profile", p.to_str().unwrap()]).code, 0);
+        assert_eq!(
+            run(&[
+                "profile",
+                "summary",
+                f.to_str().unwrap(),
+                "--write-profile",
+                p.to_str().unwrap()
+            ])
+            .code,
+            0
+        );
     }
-    let r = run(&["profile", "merge", profiles.to_str().unwrap(), "-o", tmp.path().join("p.json").to_str().unwrap()]);
+    let r = run(&[
+        "profile",
+        "merge",
+        profiles.to_str().unwrap(),
+        "-o",
+        tmp.path().join("p.json").to_str().unwrap(),
+    ]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("merge needs the rank traces"), "{}", r.stderr);
     assert!(!tmp.path().join("p.json").exists(), "nothing written");

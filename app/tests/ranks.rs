@@ -16,7 +16,8 @@ fn dlrm() -> PathBuf {
 }
 
 fn rank_files() -> Vec<PathBuf> {
-    let mut v: Vec<PathBuf> = std::fs::read_dir(dlrm()).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut v: Vec<PathBuf> =
+        std::fs::read_dir(dlrm()).unwrap().map(|e| e.unwrap().path()).collect();
     v.sort();
     v
 }
@@ -27,7 +28,10 @@ fn a_folder_of_rank_traces_is_one_job() {
     let job = json(&["summary", dir.to_str().unwrap()]);
     assert_eq!(job["world_size"], 8);
     let rows = job["ranks"].as_array().unwrap();
-    assert_eq!(rows.iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), (0..8).collect::<Vec<_>>());
+    assert_eq!(
+        rows.iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(),
+        (0..8).collect::<Vec<_>>()
+    );
 
     // Each rank's row is what `summary` says of that file alone.
     let (mut busy, mut steps, mut slowest) = (0.0, 0.0, (0u64, 0.0f64));
@@ -38,12 +42,16 @@ fn a_folder_of_rank_traces_is_one_job() {
             file.file_name().unwrap().to_string_lossy().starts_with(&format!("worker{rank}_")),
             "rank {rank} from distributedInfo matches the file"
         );
-        let (step, b) = (alone["step_ms"].as_f64().unwrap(), alone["gpu_busy_ms_per_step"].as_f64().unwrap());
+        let (step, b) =
+            (alone["step_ms"].as_f64().unwrap(), alone["gpu_busy_ms_per_step"].as_f64().unwrap());
         let exposed = alone["comm_exposed_ms_per_step"].as_f64().unwrap();
         assert_eq!(row["step_ms"].as_f64().unwrap(), step);
         assert_eq!(row["comm_ms"], alone["comm_ms_per_step"]);
         assert_eq!(row["exposed_comm_ms"].as_f64().unwrap(), exposed);
-        assert!((row["compute_ms"].as_f64().unwrap() - (b - exposed)).abs() < 1e-3, "compute = busy − exposed communication");
+        assert!(
+            (row["compute_ms"].as_f64().unwrap() - (b - exposed)).abs() < 1e-3,
+            "compute = busy − exposed communication"
+        );
         assert!((row["idle_ms"].as_f64().unwrap() - (step - b)).abs() < 1e-3);
         assert_eq!(row["bound"], alone["bound"]);
         busy += b;
@@ -53,13 +61,21 @@ fn a_folder_of_rank_traces_is_one_job() {
         }
     }
     assert_eq!(job["step_ms"].as_f64().unwrap(), slowest.1, "the job's step is the longest rank's");
-    assert_ne!(job["critical_rank"].as_u64().unwrap(), slowest.0, "the longest step is the rank that waits most, not the one waited for");
+    assert_ne!(
+        job["critical_rank"].as_u64().unwrap(),
+        slowest.0,
+        "the longest step is the rank that waits most, not the one waited for"
+    );
     assert!((job["gpu_util"].as_f64().unwrap() - busy / steps).abs() < 1e-3);
     assert_eq!(job["straggler_rule"], "waits");
 
     let text = run(&["profile", "summary", dir.to_str().unwrap()]);
     assert_eq!(text.code, 0, "{}", text.stderr);
-    assert!(text.stdout.starts_with("job      8 ranks of world size 8  |  step"), "{}", text.stdout);
+    assert!(
+        text.stdout.starts_with("job      8 ranks of world size 8  |  step"),
+        "{}",
+        text.stdout
+    );
     assert!(text.stdout.contains("(the others wait for rank 7)"), "{}", text.stdout);
 }
 
@@ -67,7 +83,8 @@ fn a_folder_of_rank_traces_is_one_job() {
 fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_own_waits() {
     // Independently: per collective (the k-th NCCL kernel of each rank), the
     // last rank to start it costs every other rank (its start − theirs).
-    let truth: Vec<Vec<(String, f64, f64)>> = rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let truth: Vec<Vec<(String, f64, f64)>> =
+        rank_files().iter().map(|f| nccl_kernels(f)).collect();
     let mut caused = [0.0f64; 8];
     for i in 0..truth[0].len() {
         let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
@@ -79,13 +96,16 @@ fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_ow
     let threshold = 0.01 * job["step_ms"].as_f64().unwrap();
     assert!((job["straggler_threshold_ms"].as_f64().unwrap() - threshold).abs() < 1e-3);
     // One step per trace: per step is the window.
-    let mut expect: Vec<(usize, f64)> = caused.iter().copied().enumerate().filter(|(_, ms)| *ms >= threshold).collect();
+    let mut expect: Vec<(usize, f64)> =
+        caused.iter().copied().enumerate().filter(|(_, ms)| *ms >= threshold).collect();
     expect.sort_by(|a, b| b.1.total_cmp(&a.1));
     let got: Vec<(usize, f64)> = job["stragglers"]
         .as_array()
         .unwrap()
         .iter()
-        .map(|s| (s["rank"].as_u64().unwrap() as usize, s["wait_caused_ms_per_step"].as_f64().unwrap()))
+        .map(|s| {
+            (s["rank"].as_u64().unwrap() as usize, s["wait_caused_ms_per_step"].as_f64().unwrap())
+        })
         .collect();
     assert_eq!(got.len(), expect.len(), "{got:?} vs {expect:?}");
     for ((r, ms), (er, ems)) in got.iter().zip(&expect) {
@@ -105,8 +125,10 @@ fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_ow
 #[test]
 fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
     let files = rank_files();
-    let args: Vec<&str> =
-        ["profile", "summary"].into_iter().chain([&files[0], &files[2], &files[5]].map(|f| f.to_str().unwrap())).collect();
+    let args: Vec<&str> = ["profile", "summary"]
+        .into_iter()
+        .chain([&files[0], &files[2], &files[5]].map(|f| f.to_str().unwrap()))
+        .collect();
     let r = run(&args);
     assert_eq!(r.code, 0, "{}", r.stderr);
     assert!(r.stderr.contains("note: ranks 1, 3, 4, 6, 7 of 8 are missing"), "{}", r.stderr);
@@ -121,7 +143,9 @@ fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
 
 fn read_gz(path: &Path) -> Value {
     let mut s = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap()).read_to_string(&mut s).unwrap();
+    flate2::read::GzDecoder::new(std::fs::File::open(path).unwrap())
+        .read_to_string(&mut s)
+        .unwrap();
     serde_json::from_str(&s).unwrap()
 }
 
@@ -133,17 +157,17 @@ fn without_collectives_a_rank_that_computes_longer_is_the_straggler_and_its_kern
     let dir = tempfile::tempdir().unwrap();
     let before = tempfile::tempdir().unwrap();
     let mut base = read_gz(&rank_files()[0]);
-    base["traceEvents"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|e| !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl"))));
+    base["traceEvents"].as_array_mut().unwrap().retain(|e| {
+        !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl")))
+    });
     const SLOW: &str = "volta_sgemm_128x32_nt";
     let mut slowed = 0;
     for rank in 0..3u32 {
         let mut t = base.clone();
         t["distributedInfo"]["rank"] = rank.into();
         t["distributedInfo"]["world_size"] = 3.into();
-        std::fs::write(before.path().join(format!("trace_rank{rank}.json")), t.to_string()).unwrap();
+        std::fs::write(before.path().join(format!("trace_rank{rank}.json")), t.to_string())
+            .unwrap();
     }
     for rank in 0..3u32 {
         let mut t = base.clone();
@@ -157,13 +181,18 @@ fn without_collectives_a_rank_that_computes_longer_is_the_straggler_and_its_kern
                 }
             }
         }
-        let mut f = std::fs::File::create(dir.path().join(format!("trace_rank{rank}.json"))).unwrap();
+        let mut f =
+            std::fs::File::create(dir.path().join(format!("trace_rank{rank}.json"))).unwrap();
         f.write_all(t.to_string().as_bytes()).unwrap();
     }
     assert!(slowed >= 1);
     let job = json(&["summary", dir.path().to_str().unwrap()]);
     assert_eq!(job["straggler_rule"], "compute");
-    assert!(job["notes"].to_string().contains("no collectives matched across the ranks"), "{:#}", job["notes"]);
+    assert!(
+        job["notes"].to_string().contains("no collectives matched across the ranks"),
+        "{:#}",
+        job["notes"]
+    );
     let s = job["stragglers"].as_array().unwrap();
     assert_eq!(s.len(), 1, "{job:#}");
     assert_eq!(s[0]["rank"], 2);
@@ -178,7 +207,11 @@ fn without_collectives_a_rank_that_computes_longer_is_the_straggler_and_its_kern
     assert_eq!(s[0]["why"][0]["name"], SLOW);
     assert_eq!(s[0]["why"][0]["kind"], "kernel");
     assert!((s[0]["why"][0]["excess_ms_per_step"].as_f64().unwrap() - slowed as f64).abs() < 1e-3);
-    assert!((s[0]["phase"]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3, "the phase's kernel time: {}", s[0]["phase"]);
+    assert!(
+        (s[0]["phase"]["extra_ms"].as_f64().unwrap() - slowed as f64).abs() < 1e-3,
+        "the phase's kernel time: {}",
+        s[0]["phase"]
+    );
     assert_eq!(job["critical_rank"], 2, "without collectives, the longest step");
 
     // Before → after: rank 2 is now the straggler and the GPUs are busier
@@ -194,7 +227,10 @@ fn compare_of_two_rank_sets_is_per_job_and_per_rank() {
     let a = dlrm();
     let dir = tempfile::tempdir().unwrap();
     // After: the same job with rank 5 missing.
-    for f in rank_files().iter().filter(|f| !f.file_name().unwrap().to_string_lossy().starts_with("worker5_")) {
+    for f in rank_files()
+        .iter()
+        .filter(|f| !f.file_name().unwrap().to_string_lossy().starts_with("worker5_"))
+    {
         std::fs::copy(f, dir.path().join(f.file_name().unwrap())).unwrap();
     }
     let c = json(&["compare", a.to_str().unwrap(), dir.path().to_str().unwrap()]);
@@ -233,7 +269,8 @@ fn nccl_kernels(path: &Path) -> Vec<(String, f64, f64)> {
 #[test]
 fn collectives_match_across_the_eight_dlrm_ranks_with_skew_and_waits() {
     let c = json(&["collectives", dlrm().to_str().unwrap()]);
-    let truth: Vec<Vec<(String, f64, f64)>> = rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let truth: Vec<Vec<(String, f64, f64)>> =
+        rank_files().iter().map(|f| nccl_kernels(f)).collect();
     // The same count of each collective on every rank: 5 send/recv
     // (all-to-all) and 3 all-reduces.
     for t in &truth {
@@ -249,21 +286,33 @@ fn collectives_match_across_the_eight_dlrm_ranks_with_skew_and_waits() {
         assert_eq!(m["collective"], truth[0][i].0.as_str());
         assert_eq!(m["ranks"].as_array().unwrap().len(), 8, "every rank in collective {i}");
         let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
-        let (first, last) = (starts.iter().cloned().fold(f64::MAX, f64::min), starts.iter().cloned().fold(f64::MIN, f64::max));
+        let (first, last) = (
+            starts.iter().cloned().fold(f64::MAX, f64::min),
+            starts.iter().cloned().fold(f64::MIN, f64::max),
+        );
         let last_rank = starts.iter().position(|s| *s == last).unwrap();
-        assert!((m["skew_us"].as_f64().unwrap() - (last - first)).abs() < 1e-3, "collective {i}: {m}");
+        assert!(
+            (m["skew_us"].as_f64().unwrap() - (last - first)).abs() < 1e-3,
+            "collective {i}: {m}"
+        );
         assert_eq!(m["last_rank"], last_rank);
         assert!((m["duration_us"].as_f64().unwrap() - truth[last_rank][i].2).abs() < 1e-3);
         let mut waited = 0.0;
         for (r, at) in m["ranks"].as_array().unwrap().iter().enumerate() {
             assert_eq!(at["rank"], r);
             let wait = last - starts[r];
-            assert!((at["wait_us"].as_f64().unwrap() - wait).abs() < 1e-3, "rank {r}, collective {i}");
+            assert!(
+                (at["wait_us"].as_f64().unwrap() - wait).abs() < 1e-3,
+                "rank {r}, collective {i}"
+            );
             assert!((at["dur_us"].as_f64().unwrap() - truth[r][i].2).abs() < 1e-3);
             total_wait[r] += wait;
             waited += wait;
         }
-        assert!((m["wait_us"].as_f64().unwrap() - waited).abs() < 1e-2, "the ranks' waits summed, collective {i}: {m}");
+        assert!(
+            (m["wait_us"].as_f64().unwrap() - waited).abs() < 1e-2,
+            "the ranks' waits summed, collective {i}: {m}"
+        );
         // No message sizes in these 2023 traces: no bandwidth to claim.
         assert!(m.get("bytes").is_none() && m.get("busbw_gbps").is_none());
     }
@@ -277,7 +326,9 @@ fn collectives_match_across_the_eight_dlrm_ranks_with_skew_and_waits() {
     let text = run(&["profile", "collectives", dlrm().to_str().unwrap(), "--top", "3"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(
-        text.stdout.starts_with("8 collectives on 8 ranks of world size 8\n  group stream 84: 5 sendrecv, 3 allreduce"),
+        text.stdout.starts_with(
+            "8 collectives on 8 ranks of world size 8\n  group stream 84: 5 sendrecv, 3 allreduce"
+        ),
         "{}",
         text.stdout
     );
@@ -289,8 +340,12 @@ fn one_rank_lists_its_collectives_with_sizes_and_bus_bandwidth() {
     let file = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
     let c = json(&["collectives", file.to_str().unwrap()]);
     let t = common::read_json(&file);
-    let mut kernels: Vec<&Value> =
-        t["traceEvents"].as_array().unwrap().iter().filter(|e| e["cat"] == "kernel" && e["args"]["Collective name"].is_string()).collect();
+    let mut kernels: Vec<&Value> = t["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel" && e["args"]["Collective name"].is_string())
+        .collect();
     kernels.sort_by(|a, b| a["ts"].as_f64().unwrap().total_cmp(&b["ts"].as_f64().unwrap()));
     let matched = c["collectives"].as_array().unwrap();
     assert_eq!(matched.len(), kernels.len());
@@ -303,7 +358,8 @@ fn one_rank_lists_its_collectives_with_sizes_and_bus_bandwidth() {
             "Long" => 8,
             d => panic!("dtype {d}"),
         };
-        let bytes = a["In msg nelems"].as_u64().unwrap().max(a["Out msg nelems"].as_u64().unwrap()) * size;
+        let bytes =
+            a["In msg nelems"].as_u64().unwrap().max(a["Out msg nelems"].as_u64().unwrap()) * size;
         assert_eq!(m["bytes"].as_u64().unwrap(), bytes);
         let dur = k["dur"].as_f64().unwrap();
         assert!((m["duration_us"].as_f64().unwrap() - dur).abs() < 1e-3);
@@ -321,8 +377,12 @@ fn one_rank_lists_its_collectives_with_sizes_and_bus_bandwidth() {
 #[test]
 fn kernels_over_a_rank_set_are_job_wide_rows_with_their_spread() {
     let k = json(&["kernels", dlrm().to_str().unwrap(), "--category", "communication"]);
-    let per_rank: Vec<Value> =
-        rank_files().iter().map(|f| json(&["kernels", f.to_str().unwrap(), "--category", "communication", "--top", "100"])).collect();
+    let per_rank: Vec<Value> = rank_files()
+        .iter()
+        .map(|f| {
+            json(&["kernels", f.to_str().unwrap(), "--category", "communication", "--top", "100"])
+        })
+        .collect();
     let rows = k["kernels"].as_array().unwrap();
     assert_eq!(rows.len(), 2);
     for row in rows {
@@ -341,7 +401,10 @@ fn kernels_over_a_rank_set_are_job_wide_rows_with_their_spread() {
         let max = ms.iter().cloned().fold(0.0, f64::max);
         assert!((row["ms_per_step"].as_f64().unwrap() - mean).abs() < 1e-3, "{row}");
         assert_eq!(row["max_ms_per_step"].as_f64().unwrap(), max);
-        assert_eq!(row["max_rank"].as_u64().unwrap() as usize, ms.iter().position(|v| *v == max).unwrap());
+        assert_eq!(
+            row["max_rank"].as_u64().unwrap() as usize,
+            ms.iter().position(|v| *v == max).unwrap()
+        );
         assert_eq!(row["on_ranks"], 8);
         assert_eq!(row["category"], "communication");
     }
@@ -357,11 +420,22 @@ fn rank_selection_and_bad_sets() {
     let r = run(&["profile", "summary", d, "--ranks", "0-2,7", "--json"]);
     assert_eq!(r.code, 0, "{}", r.stderr);
     let j: Value = serde_json::from_str(&r.stdout).unwrap();
-    assert_eq!(j["ranks"].as_array().unwrap().iter().map(|r| r["rank"].as_u64().unwrap()).collect::<Vec<_>>(), vec![0, 1, 2, 7]);
+    assert_eq!(
+        j["ranks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r["rank"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        vec![0, 1, 2, 7]
+    );
     assert!(!r.stderr.contains("missing"), "{}", r.stderr);
     let c = json(&["collectives", d, "--ranks", "3-4"]);
     assert_eq!(c["ranks"], serde_json::json!([3, 4]));
-    for (args, code, says) in [(vec!["--ranks", "9"], 2, "selects none"), (vec!["--ranks", "3-1"], 2, "expected ranks and ranges")] {
+    for (args, code, says) in [
+        (vec!["--ranks", "9"], 2, "selects none"),
+        (vec!["--ranks", "3-1"], 2, "expected ranks and ranges"),
+    ] {
         let mut all = vec!["profile", "summary", d];
         all.extend(args);
         let r = run(&all);
@@ -371,7 +445,8 @@ fn rank_selection_and_bad_sets() {
 
     // Ranks of two different jobs: world sizes 8 and 2.
     let other = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
-    let r = run(&["profile", "summary", rank_files()[3].to_str().unwrap(), other.to_str().unwrap()]);
+    let r =
+        run(&["profile", "summary", rank_files()[3].to_str().unwrap(), other.to_str().unwrap()]);
     assert_eq!(r.code, 1);
     assert!(r.stderr.contains("different jobs"), "{}", r.stderr);
 
@@ -388,7 +463,11 @@ fn rank_selection_and_bad_sets() {
     for cmd in ["summary", "collectives"] {
         let r = run(&["profile", cmd, t, "--json"]);
         assert_eq!(r.code, 0, "{cmd}: {}", r.stderr);
-        assert!(r.stderr.contains("warning: rank left out") && r.stderr.contains("worker5_"), "{cmd}: {}", r.stderr);
+        assert!(
+            r.stderr.contains("warning: rank left out") && r.stderr.contains("worker5_"),
+            "{cmd}: {}",
+            r.stderr
+        );
         assert!(r.stderr.contains("ranks 5 of 8 are missing"), "{cmd}: {}", r.stderr);
         let j: Value = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(j["ranks"].as_array().unwrap().len(), 7, "{cmd}");
@@ -412,7 +491,13 @@ fn per_rank_profiles_reduce_to_the_same_job_as_the_traces() {
     let out = tempfile::tempdir().unwrap();
     for (r, f) in rank_files().iter().enumerate() {
         let p = out.path().join(format!("rank{r}.json"));
-        let res = run(&["profile", "summary", f.to_str().unwrap(), "--write-profile", p.to_str().unwrap()]);
+        let res = run(&[
+            "profile",
+            "summary",
+            f.to_str().unwrap(),
+            "--write-profile",
+            p.to_str().unwrap(),
+        ]);
         assert_eq!(res.code, 0, "{}", res.stderr);
         // A third of the trace it summarises at most (the rows of kernels
         // and ops, per phase too, with their roofline figures, §13).
@@ -438,14 +523,18 @@ fn per_rank_profiles_reduce_to_the_same_job_as_the_traces() {
 fn parquet_tables_or_a_clear_refusal() {
     let out = tempfile::tempdir().unwrap();
     let o = out.path().join("tables");
-    let r = run(&["profile", "summary", dlrm().to_str().unwrap(), "--parquet", o.to_str().unwrap()]);
+    let r =
+        run(&["profile", "summary", dlrm().to_str().unwrap(), "--parquet", o.to_str().unwrap()]);
     // The values are checked by the core's read-back test (src/tables.rs);
     // here, that the command writes both files, or says how to get them.
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
         for f in ["ranks.parquet", "collectives.parquet"] {
             let bytes = std::fs::read(o.join(f)).unwrap();
-            assert!(bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"), "{f} is a Parquet file");
+            assert!(
+                bytes.starts_with(b"PAR1") && bytes.ends_with(b"PAR1"),
+                "{f} is a Parquet file"
+            );
         }
     } else {
         assert_eq!(r.code, 2, "{}", r.stderr);
@@ -458,7 +547,13 @@ fn parquet_tables_or_a_clear_refusal() {
     // One rank's own tables, Hive-partitioned by its distributedInfo.rank
     // (their values: the core's read-back test, src/tables.rs).
     let parts = out.path().join("parts");
-    let r = run(&["profile", "summary", one.to_str().unwrap(), "--write-parquet", parts.to_str().unwrap()]);
+    let r = run(&[
+        "profile",
+        "summary",
+        one.to_str().unwrap(),
+        "--write-parquet",
+        parts.to_str().unwrap(),
+    ]);
     if cfg!(feature = "parquet") {
         assert_eq!(r.code, 0, "{}", r.stderr);
         assert!(r.stdout.contains("step"), "the summary is printed as ever: {}", r.stdout);

@@ -22,8 +22,13 @@ fn gemm_truth(path: &Path) -> HashMap<String, (f64, f64, f64)> {
     let events = doc["traceEvents"].as_array().unwrap();
     let steps: Vec<(f64, f64)> = events
         .iter()
-        .filter(|e| e["cat"] == "user_annotation" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .filter(|e| {
+            e["cat"] == "user_annotation"
+                && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| {
+            (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        })
         .collect();
     assert!(!steps.is_empty(), "{} has steps", path.display());
     let in_step = |ts: f64| steps.iter().any(|(s, e)| *s <= ts && ts < *e);
@@ -44,12 +49,19 @@ fn gemm_truth(path: &Path) -> HashMap<String, (f64, f64, f64)> {
             _ => continue,
         };
         let bytes = 2.0 * b * (m * k + k * n + m * n);
-        ops.insert(e["args"]["External id"].as_i64().unwrap(), (name.to_string(), 2.0 * b * m * n * k, bytes));
+        ops.insert(
+            e["args"]["External id"].as_i64().unwrap(),
+            (name.to_string(), 2.0 * b * m * n * k, bytes),
+        );
     }
     // correlation → the launching op's External id, for launches in the steps.
     let mut launched: HashMap<i64, i64> = HashMap::new();
-    for e in events.iter().filter(|e| matches!(e["cat"].as_str(), Some("cuda_runtime" | "hip_runtime"))) {
-        if let (Some(c), Some(x)) = (e["args"]["correlation"].as_i64(), e["args"]["External id"].as_i64()) {
+    for e in
+        events.iter().filter(|e| matches!(e["cat"].as_str(), Some("cuda_runtime" | "hip_runtime")))
+    {
+        if let (Some(c), Some(x)) =
+            (e["args"]["correlation"].as_i64(), e["args"]["External id"].as_i64())
+        {
             if in_step(e["ts"].as_f64().unwrap()) {
                 launched.insert(c, x);
             }
@@ -78,7 +90,11 @@ fn trace(dir: &str, file: &str) -> PathBuf {
 }
 
 fn row<'a>(rows: &'a Value, key: &str, name: &str) -> &'a Value {
-    rows.as_array().unwrap().iter().find(|r| r[key] == name).unwrap_or_else(|| panic!("no row {name}"))
+    rows.as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r[key] == name)
+        .unwrap_or_else(|| panic!("no row {name}"))
 }
 
 /// Within `rel` of `want`, or within the rounding of the printed figure.
@@ -92,8 +108,18 @@ fn close(got: f64, want: f64, rel: f64, what: &str) {
 #[test]
 fn gemm_rates_and_percent_of_peak_match_the_raw_events() {
     for (path, device, bf16_peak, tbps) in [
-        (trace("tracelens_h100_qwen_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"), "H100", 989.5, 3.35),
-        (trace("tracelens_mi300_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"), "MI300X", 1307.4, 5.3),
+        (
+            trace("tracelens_h100_qwen_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+            "H100",
+            989.5,
+            3.35,
+        ),
+        (
+            trace("tracelens_mi300_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"),
+            "MI300X",
+            1307.4,
+            5.3,
+        ),
     ] {
         let p = path.to_str().unwrap();
         let truth = gemm_truth(&path);
@@ -103,12 +129,22 @@ fn gemm_rates_and_percent_of_peak_match_the_raw_events() {
             let r = row(&ops["ops"], "op", name);
             let tflops = flops / us / 1e6;
             close(r["tflops"].as_f64().unwrap(), tflops, 0.01, &format!("{device} {name} TFLOP/s"));
-            close(r["modelled_ms_per_step"].as_f64().unwrap(), us / 1e3, 0.01, &format!("{device} {name} GPU ms"));
+            close(
+                r["modelled_ms_per_step"].as_f64().unwrap(),
+                us / 1e3,
+                0.01,
+                &format!("{device} {name} GPU ms"),
+            );
             // Above the ridge point (peak FLOP/s over bandwidth) the
             // roofline time is FLOPs / peak.
             if flops / bytes > bf16_peak / tbps {
                 assert_eq!(r["roofline_bound"], "compute", "{device} {name}");
-                close(r["pct_of_peak"].as_f64().unwrap(), tflops / bf16_peak * 100.0, 0.01, &format!("{device} {name} % of peak"));
+                close(
+                    r["pct_of_peak"].as_f64().unwrap(),
+                    tflops / bf16_peak * 100.0,
+                    0.01,
+                    &format!("{device} {name} % of peak"),
+                );
                 checked += 1;
             }
         }
@@ -122,14 +158,25 @@ fn gemm_rates_and_percent_of_peak_match_the_raw_events() {
         assert_eq!(e["peak_tflops"]["bf16"].as_f64(), Some(bf16_peak));
         let (flops, us) = truth.values().fold((0.0, 0.0), |a, t| (a.0 + t.0, a.1 + t.2));
         let gemm = row(&e["categories"], "category", "gemm / conv");
-        close(gemm["tflops"].as_f64().unwrap(), flops / us / 1e6, 0.02, &format!("{device} gemm / conv TFLOP/s"));
+        close(
+            gemm["tflops"].as_f64().unwrap(),
+            flops / us / 1e6,
+            0.02,
+            &format!("{device} gemm / conv TFLOP/s"),
+        );
         assert_eq!(e["matrix"]["format"], "bf16");
         assert!(e["notes"].is_null(), "shapes and peaks known: {}", e["notes"]);
         // The summary says it in one line, with the same figures.
         let text = run(&["profile", "summary", p]).stdout;
         let line = text.lines().find(|l| l.starts_with("efficiency")).expect("an efficiency line");
         let m = &e["matrix"];
-        assert!(line.contains(&format!("GEMM/conv/attention at {:.0}% of", m["pct_of_peak"].as_f64().unwrap())), "{line}");
+        assert!(
+            line.contains(&format!(
+                "GEMM/conv/attention at {:.0}% of",
+                m["pct_of_peak"].as_f64().unwrap()
+            )),
+            "{line}"
+        );
         assert!(line.contains("bf16 peak"), "{line}");
     }
 }
@@ -142,12 +189,19 @@ fn efficiency_sort_and_compute_levers() {
     let path = trace("tracelens_h100_qwen_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
     let p = path.to_str().unwrap();
     let k = json(&["kernels", p, "--sort", "efficiency", "--top", "1000"]);
-    let lost: Vec<f64> = k["kernels"].as_array().unwrap().iter().map_while(|r| r["lost_ms_per_step"].as_f64()).collect();
+    let lost: Vec<f64> = k["kernels"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map_while(|r| r["lost_ms_per_step"].as_f64())
+        .collect();
     assert!(lost.len() >= 5 && lost.windows(2).all(|w| w[0] >= w[1]), "{lost:?}");
     for r in k["kernels"].as_array().unwrap() {
-        if let (Some(ms), Some(lost), Some(pct)) =
-            (r["modelled_ms_per_step"].as_f64(), r["lost_ms_per_step"].as_f64(), r["pct_of_peak"].as_f64())
-        {
+        if let (Some(ms), Some(lost), Some(pct)) = (
+            r["modelled_ms_per_step"].as_f64(),
+            r["lost_ms_per_step"].as_f64(),
+            r["pct_of_peak"].as_f64(),
+        ) {
             // lost = time − roofline time = time × (1 − pct/100).
             close(lost, ms * (1.0 - pct / 100.0), 0.02, r["kernel"].as_str().unwrap());
         }
@@ -159,7 +213,9 @@ fn efficiency_sort_and_compute_levers() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|o| o["pct_of_gpu"].as_f64().unwrap() >= 5.0 && o["pct_of_peak"].as_f64().unwrap() < 50.0)
+        .filter(|o| {
+            o["pct_of_gpu"].as_f64().unwrap() >= 5.0 && o["pct_of_peak"].as_f64().unwrap() < 50.0
+        })
         .take(2)
         .collect();
     assert!(!far.is_empty(), "{why}");

@@ -49,17 +49,29 @@ fn targets(t: &Value, k: usize) -> Vec<(f64, f64, String)> {
     kernels.sort_by(|a, b| num(a, "ts").total_cmp(&num(b, "ts")));
     let mut out = Vec::new();
     for (s0, s1) in steps(t) {
-        let comm: Vec<&&Value> = kernels.iter().filter(|e| is_comm(e) && num(e, "ts") >= s0 && num(e, "ts") < s1).collect();
-        let ar: Vec<&&&Value> = comm.iter().filter(|e| e["name"].as_str().unwrap().contains("AllReduce")).collect();
+        let comm: Vec<&&Value> = kernels
+            .iter()
+            .filter(|e| is_comm(e) && num(e, "ts") >= s0 && num(e, "ts") < s1)
+            .collect();
+        let ar: Vec<&&&Value> =
+            comm.iter().filter(|e| e["name"].as_str().unwrap().contains("AllReduce")).collect();
         let a = ar[k];
         let at = num(a, "ts");
-        let from = comm.iter().filter(|e| num(e, "ts") + num(e, "dur") <= at).map(|e| num(e, "ts") + num(e, "dur")).fold(s0, f64::max);
+        let from = comm
+            .iter()
+            .filter(|e| num(e, "ts") + num(e, "dur") <= at)
+            .map(|e| num(e, "ts") + num(e, "dur"))
+            .fold(s0, f64::max);
         let longest = kernels
             .iter()
             .filter(|e| !is_comm(e) && num(e, "ts") >= from && num(e, "ts") + num(e, "dur") <= at)
             .max_by(|a, b| num(a, "dur").total_cmp(&num(b, "dur")))
             .unwrap();
-        out.push((at, num(longest, "ts") + num(longest, "dur"), longest["name"].as_str().unwrap().to_string()));
+        out.push((
+            at,
+            num(longest, "ts") + num(longest, "dur"),
+            longest["name"].as_str().unwrap().to_string(),
+        ));
     }
     out
 }
@@ -134,7 +146,11 @@ fn a_rank_late_by_1_2_or_5_percent_of_the_step_is_named_with_its_kernel() {
         assert_eq!(s.len(), 1, "{pct}%: {:#}", job["stragglers"]);
         assert_eq!(s[0]["rank"], 2);
         assert_eq!(job["critical_rank"], 2, "the rank the others wait for is the slowest");
-        close(s[0]["wait_caused_ms_per_step"].as_f64().unwrap(), 3.0 * d_ms, "three ranks wait D each");
+        close(
+            s[0]["wait_caused_ms_per_step"].as_f64().unwrap(),
+            3.0 * d_ms,
+            "three ranks wait D each",
+        );
         close(s[0]["late_ms"].as_f64().unwrap(), d_ms, "late by D");
         assert_eq!(s[0]["late_steps"], serde_json::json!([3, 3]));
         assert_eq!(s[0]["late_at"][0]["collective"], "allreduce");
@@ -157,7 +173,10 @@ fn a_rank_late_by_1_2_or_5_percent_of_the_step_is_named_with_its_kernel() {
         // The same numbers as the collectives lens's own.
         let c = json(&["collectives", dir.path().to_str().unwrap()]);
         let caused = c["per_rank"][2]["wait_caused_ms"].as_f64().unwrap();
-        assert!((caused / 3.0 - s[0]["wait_caused_ms_per_step"].as_f64().unwrap()).abs() < 2e-3, "{caused} over 3 steps");
+        assert!(
+            (caused / 3.0 - s[0]["wait_caused_ms_per_step"].as_f64().unwrap()).abs() < 2e-3,
+            "{caused} over 3 steps"
+        );
     }
 }
 
@@ -171,7 +190,11 @@ fn the_same_job_without_the_delay_names_nobody() {
     assert_eq!(job["critical_rank"], Value::Null);
     let text = run(&["profile", "summary", dir.path().to_str().unwrap()]);
     assert!(text.stdout.contains("(nobody is waited for)"), "{}", text.stdout);
-    assert!(text.stdout.contains("stragglers: none (no rank makes the others wait"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("stragglers: none (no rank makes the others wait"),
+        "{}",
+        text.stdout
+    );
 }
 
 #[test]

@@ -41,7 +41,10 @@ use flate2::write::GzEncoder;
 use serde::Serialize;
 
 #[derive(Parser, Debug)]
-#[command(name = "gen-trace", about = "Write a realistic PyTorch/Kineto Chrome trace of a given size")]
+#[command(
+    name = "gen-trace",
+    about = "Write a realistic PyTorch/Kineto Chrome trace of a given size"
+)]
 struct Cli {
     /// Target size of the uncompressed JSON: 2MB, 100MB, 1GB, 1.5GiB, 500000 (bytes).
     /// Decimal units (MB = 10^6); KiB/MiB/GiB are binary. The result lands
@@ -261,13 +264,41 @@ impl Model {
         id
     }
 
-    fn kernel(&mut self, rng: &mut Rng, name: String, tc: bool, dur_us: f64, threads: u64, block: u32) -> usize {
+    fn kernel(
+        &mut self,
+        rng: &mut Rng,
+        name: String,
+        tc: bool,
+        dur_us: f64,
+        threads: u64,
+        block: u32,
+    ) -> usize {
         let name = self.name(name, tc);
         let blocks = (threads / block as u64).clamp(1, 2_000_000);
-        let grid = if blocks > 65_535 { [65_535.min(blocks as u32), (blocks / 65_535 + 1) as u32, 1] } else { [blocks as u32, 1, 1] };
-        let regs = if tc { *rng.pick(&[128, 154, 168, 232, 255]) } else { *rng.pick(&[16, 20, 26, 32, 40, 64, 90]) };
-        let smem = if tc { *rng.pick(&[49_152, 73_728, 98_304, 147_456, 200_704]) } else { *rng.pick(&[0, 0, 400, 4_096, 16_384]) };
-        self.kernels.push(KSpec { name, nelems: 0, dur: ((dur_us * 1000.0) as i64).max(1_200), grid, block: [block, 1, 1], regs, smem });
+        let grid = if blocks > 65_535 {
+            [65_535.min(blocks as u32), (blocks / 65_535 + 1) as u32, 1]
+        } else {
+            [blocks as u32, 1, 1]
+        };
+        let regs = if tc {
+            *rng.pick(&[128, 154, 168, 232, 255])
+        } else {
+            *rng.pick(&[16, 20, 26, 32, 40, 64, 90])
+        };
+        let smem = if tc {
+            *rng.pick(&[49_152, 73_728, 98_304, 147_456, 200_704])
+        } else {
+            *rng.pick(&[0, 0, 400, 4_096, 16_384])
+        };
+        self.kernels.push(KSpec {
+            name,
+            nelems: 0,
+            dur: ((dur_us * 1000.0) as i64).max(1_200),
+            grid,
+            block: [block, 1, 1],
+            regs,
+            smem,
+        });
         self.kernels.len() - 1
     }
 
@@ -301,7 +332,11 @@ impl Model {
             (128, 255, 40, 1, 1),
             (256, 255, 20, 1, 1),
         ];
-        let nccl = m.name("ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)".into(), false);
+        let nccl = m.name(
+            "ncclDevKernel_AllReduce_Sum_f32_RING_LL(ncclDevComm*, unsigned long, ncclWork*)"
+                .into(),
+            false,
+        );
         let _ = nccl;
         let mut bucket_bytes = 0i64;
         for (i, &(cin, cout, hw, k, stride)) in plan.iter().enumerate() {
@@ -319,80 +354,210 @@ impl Model {
             let simt_rate = 12e6;
             match family {
                 0 => {
-                    let t = tile(rng, &["64x64_16x6", "128x64_16x6", "64x128_32x3", "256x64_16x4", "128x128_32x3"]);
+                    let t = tile(
+                        rng,
+                        &[
+                            "64x64_16x6",
+                            "128x64_16x6",
+                            "64x128_32x3",
+                            "256x64_16x4",
+                            "128x128_32x3",
+                        ],
+                    );
                     let n = format!(
                         "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t}_nn_align4>(cutlass_80_tensorop_s1688gemm_{t}_nn_align4::Params)"
                     );
-                    conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate + 4.0, act_elems / 32, 128));
+                    conv_fwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate + 4.0,
+                        act_elems / 32,
+                        128,
+                    ));
                     let t2 = tile(rng, &["64x64_16x6", "128x64_16x6", "256x64_16x4"]);
                     let n = format!(
                         "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_nt_align4>(cutlass_80_tensorop_s1688gemm_{t2}_nt_align4::Params)"
                     );
                     if i > 0 {
-                        conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 4.0, act_elems / 32, 128));
+                        conv_bwd.push(m.kernel(
+                            rng,
+                            n,
+                            true,
+                            flops / tc_rate + 4.0,
+                            act_elems / 32,
+                            128,
+                        ));
                     }
                     let n = format!(
                         "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_{t2}_tn_align4>(cutlass_80_tensorop_s1688gemm_{t2}_tn_align4::Params)"
                     );
-                    conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 6.0, act_elems / 64, 128));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate + 6.0,
+                        act_elems / 64,
+                        128,
+                    ));
                     let n = "void splitKreduce_kernel<32, 16, int, float, float, float, float, true, false, false>(cublasSplitKParams<float>, float const*, float const*, float*, float const*, float const*, float const*, float const*, float*, void*, long, float*, int*)".to_string();
-                    conv_bwd.push(m.kernel(rng, n, false, 3.0 + cout as f64 * cin as f64 / 4e4, (cout * cin) as u64, 256));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        false,
+                        3.0 + cout as f64 * cin as f64 / 4e4,
+                        (cout * cin) as u64,
+                        256,
+                    ));
                 }
                 1 => {
-                    let t = tile(rng, &["64x64_32x6", "128x64_32x3", "128x128_32x4", "256x64_16x4", "64x128_32x3"]);
+                    let t = tile(
+                        rng,
+                        &[
+                            "64x64_32x6",
+                            "128x64_32x3",
+                            "128x128_32x4",
+                            "256x64_16x4",
+                            "64x128_32x3",
+                        ],
+                    );
                     if rng.chance(0.5) {
                         let n = "void cudnn::ops::nchwToNhwcKernel<float, float, float, false, true, (cudnnKernelDataType_t)2>(cudnn::ops::nchw2nhwc_params_t<float>, float const*, float*)".to_string();
-                        conv_fwd.push(m.kernel(rng, n, false, 2.0 + act_bytes as f64 / 1.2e6, act_elems / 4, 256));
+                        conv_fwd.push(m.kernel(
+                            rng,
+                            n,
+                            false,
+                            2.0 + act_bytes as f64 / 1.2e6,
+                            act_elems / 4,
+                            256,
+                        ));
                     }
                     let n = format!(
                         "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4>(cutlass_tensorop_s1688fprop_optimized_tf32_{t}_nhwc_align4::Params)"
                     );
-                    conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate + 5.0, act_elems / 32, 128));
+                    conv_fwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate + 5.0,
+                        act_elems / 32,
+                        128,
+                    ));
                     if i > 0 {
                         let n = format!(
                             "void cutlass_cudnn_infer::Kernel<cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4>(cutlass_tensorop_s1688dgrad_optimized_tf32_{t}_nhwc_unity_stride_align4::Params)"
                         );
-                        conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate + 5.0, act_elems / 32, 128));
+                        conv_bwd.push(m.kernel(
+                            rng,
+                            n,
+                            true,
+                            flops / tc_rate + 5.0,
+                            act_elems / 32,
+                            128,
+                        ));
                     }
                     let tw = tile(rng, &["256x128_16x3", "128x128_32x3", "64x64_32x5"]);
                     let n = format!(
                         "void cutlass_cudnn_train::Kernel<cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4>(cutlass_tensorop_s1688wgrad_optimized_tf32_{tw}_nhwc_align4::Params)"
                     );
-                    conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate * 1.3 + 6.0, act_elems / 64, 256));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate * 1.3 + 6.0,
+                        act_elems / 64,
+                        256,
+                    ));
                     let n = "void cudnn::ops::nhwcToNchwKernel<float, float, float, true, false, (cudnnKernelDataType_t)0>(cudnn::ops::nhwc2nchw_params_t<float>, float const*, float*)".to_string();
-                    conv_bwd.push(m.kernel(rng, n, false, 2.0 + (cout * cin * 9) as f64 / 2e5, (cout * cin * 9) as u64, 256));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        false,
+                        2.0 + (cout * cin * 9) as f64 / 2e5,
+                        (cout * cin * 9) as u64,
+                        256,
+                    ));
                 }
                 2 => {
                     let t = tile(rng, &["128x128x64", "128x256x64", "256x128x64", "64x128x64"]);
                     let n = format!(
                         "sm90_xmma_fprop_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_segment_k_off_kernel__5x_cudnn"
                     );
-                    conv_fwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.5 + 5.0, act_elems / 64, 384));
+                    conv_fwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate / 1.5 + 5.0,
+                        act_elems / 64,
+                        384,
+                    ));
                     if i > 0 {
                         let n = format!(
                             "sm90_xmma_dgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn"
                         );
-                        conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.5 + 5.0, act_elems / 64, 384));
+                        conv_bwd.push(m.kernel(
+                            rng,
+                            n,
+                            true,
+                            flops / tc_rate / 1.5 + 5.0,
+                            act_elems / 64,
+                            384,
+                        ));
                     }
                     let n = format!(
                         "sm90_xmma_wgrad_implicit_gemm_bf16bf16_bf16f32_f32_nhwckrsc_nhwc_tilesize{t}_warpgroupsize1x1x1_g1_execute_kernel__5x_cudnn"
                     );
-                    conv_bwd.push(m.kernel(rng, n, true, flops / tc_rate / 1.2 + 6.0, act_elems / 64, 384));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        true,
+                        flops / tc_rate / 1.2 + 6.0,
+                        act_elems / 64,
+                        384,
+                    ));
                 }
                 _ => {
                     let a = *rng.pick(&[128u32, 512, 1024]);
                     let n = format!(
                         "void implicit_convolve_sgemm<float, float, {a}, 5, 5, 3, 3, 3, 1, false, false, true>(int, int, int, float const*, int, float*, float const*, kernel_conv_params, unsigned long long, int, float, float, int, float const*, float const*, bool, int, int)"
                     );
-                    conv_fwd.push(m.kernel(rng, n, false, flops / simt_rate + 5.0, act_elems / 8, a.min(256)));
+                    conv_fwd.push(m.kernel(
+                        rng,
+                        n,
+                        false,
+                        flops / simt_rate + 5.0,
+                        act_elems / 8,
+                        a.min(256),
+                    ));
                     if i > 0 {
                         let n = "void cudnn::detail::dgrad_engine<float, 128, 6, 7, 3, 3, 5, false>(int, int, int, float const*, int, float const*, int, float*, kernel_grad_params, unsigned long long, int, unsigned long long, int, float, int, int, int)".to_string();
-                        conv_bwd.push(m.kernel(rng, n, false, flops / simt_rate + 5.0, act_elems / 8, 128));
+                        conv_bwd.push(m.kernel(
+                            rng,
+                            n,
+                            false,
+                            flops / simt_rate + 5.0,
+                            act_elems / 8,
+                            128,
+                        ));
                     }
                     let n = "void cudnn::cnn::wgrad_alg0_engine<float, 128, 6, 7, 3, 3, 5, false, 512>(int, int, int, float const*, int, float*, float const*, kernel_grad_params, unsigned long long, int, float, int, int, int, int)".to_string();
-                    conv_bwd.push(m.kernel(rng, n, false, flops / simt_rate * 1.4 + 6.0, act_elems / 16, 512));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        false,
+                        flops / simt_rate * 1.4 + 6.0,
+                        act_elems / 16,
+                        512,
+                    ));
                     let n = "void cudnn::cnn::reduce_wgrad_nchw_helper<float, float>(void*, void const*, float, int, int)".to_string();
-                    conv_bwd.push(m.kernel(rng, n, false, 2.0 + (cout * cin * 9) as f64 / 3e5, (cout * cin * 9) as u64, 256));
+                    conv_bwd.push(m.kernel(
+                        rng,
+                        n,
+                        false,
+                        2.0 + (cout * cin * 9) as f64 / 3e5,
+                        (cout * cin * 9) as u64,
+                        256,
+                    ));
                 }
             }
             let mem_us = act_bytes as f64 / 1.6e6; // 1.6 TB/s
@@ -434,7 +599,21 @@ impl Model {
             } else {
                 None
             };
-            m.layers.push(Layer { cin, cout, hw, k, stride, conv_fwd, bn_fwd, act_fwd, act_bwd, bn_bwd, conv_bwd, act_bytes, allreduce });
+            m.layers.push(Layer {
+                cin,
+                cout,
+                hw,
+                k,
+                stride,
+                conv_fwd,
+                bn_fwd,
+                act_fwd,
+                act_bwd,
+                bn_bwd,
+                conv_bwd,
+                act_bytes,
+                allreduce,
+            });
         }
         let n = "void at::native::(anonymous namespace)::CatArrayBatchedCopy<float, unsigned int, 4, 64, 64>(float*, at::native::(anonymous namespace)::CatArrInputTensorMetadata<float, unsigned int, 64, 64>, at::native::(anonymous namespace)::TensorSizeStride<unsigned int, 4u>, int, unsigned int)".to_string();
         m.cat = m.kernel(rng, n, false, 45.0, 16 * 255 * 8400, 512);
@@ -462,11 +641,15 @@ impl Model {
         let nm = format!(
             "void at::native::vectorized_elementwise_kernel<4, {mul}, at::detail::Array<char*, 3> >(int, {mul}, at::detail::Array<char*, 3>)"
         );
-        m.loss_bwd =
-            vec![m.kernel(rng, nm, false, 31.0, 16 * 255 * 8400 / 4, 128), m.kernel(rng, n1, false, 30.0, 16 * 255 * 8400 / 4, 128)];
+        m.loss_bwd = vec![
+            m.kernel(rng, nm, false, 31.0, 16 * 255 * 8400 / 4, 128),
+            m.kernel(rng, n1, false, 30.0, 16 * 255 * 8400 / 4, 128),
+        ];
         let adam = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*>(at::native::(anonymous namespace)::TensorListMetadata<4>, at::native::(anonymous namespace)::FusedAdamMathFunctor<float, 4, (at::native::ADAM_MODE)1, false>, double*, double, double, double, double, double, bool, float*, float*)";
         let chunks = m.params.div_ceil(65_536 * 16).clamp(2, 6);
-        m.adam = (0..chunks).map(|_| m.kernel(rng, adam.to_string(), false, 55.0, 65_536 * 16, 512)).collect();
+        m.adam = (0..chunks)
+            .map(|_| m.kernel(rng, adam.to_string(), false, 55.0, 65_536 * 16, 512))
+            .collect();
         let fa = "void at::native::(anonymous namespace)::multi_tensor_apply_kernel<at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float>(at::native::(anonymous namespace)::TensorListMetadata<1>, at::native::(anonymous namespace)::BinaryOpScalarFunctor<float, 1, 1, 0>, std::plus<float>, float)";
         m.foreach_add = m.kernel(rng, fa.to_string(), false, 4.0, 72 * 512, 512);
         m
@@ -497,9 +680,34 @@ struct CpuEv {
 
 #[derive(Debug)]
 enum GpuEv {
-    Runtime { ts: i64, dur: i64, tid: i64, name: &'static str, cbid: u32, ext: u64, corr: u64, launch: bool },
-    Kernel { ts: i64, dur: i64, stream: i64, k: usize, ext: u64, corr: u64 },
-    Copy { ts: i64, dur: i64, stream: i64, name: &'static str, bytes: u64, ext: u64, corr: u64, memset: bool },
+    Runtime {
+        ts: i64,
+        dur: i64,
+        tid: i64,
+        name: &'static str,
+        cbid: u32,
+        ext: u64,
+        corr: u64,
+        launch: bool,
+    },
+    Kernel {
+        ts: i64,
+        dur: i64,
+        stream: i64,
+        k: usize,
+        ext: u64,
+        corr: u64,
+    },
+    Copy {
+        ts: i64,
+        dur: i64,
+        stream: i64,
+        name: &'static str,
+        bytes: u64,
+        ext: u64,
+        corr: u64,
+        memset: bool,
+    },
 }
 
 #[derive(Debug)]
@@ -642,13 +850,25 @@ impl Gen {
         let mut model = Model::build(&mut rng);
         let slow_kernel = job.and_then(|j| j.slow).map(|(_, ns)| {
             let name = model.name(SLOW_KERNEL.into(), false);
-            model.kernels.push(KSpec { name, nelems: 0, dur: ns, grid: [132, 1, 1], block: [256, 1, 1], regs: 32, smem: 0 });
+            model.kernels.push(KSpec {
+                name,
+                nelems: 0,
+                dur: ns,
+                grid: [132, 1, 1],
+                block: [256, 1, 1],
+                regs: 32,
+                smem: 0,
+            });
             model.kernels.len() - 1
         });
         let pid = rng.range(1_000_000, 3_999_999);
         let start = rng.range(40_000_000, 90_000_000) * 1_000_000 + rng.range(0, 999_999); // ns, like Kineto 2.x relative ts
-        let mut truth = Truth { generator: "libreyolo-bench gen-trace", seed, ..Default::default() };
-        truth.phases = PHASES.iter().map(|p| PhaseTruth { phase: p.to_string(), ..Default::default() }).collect();
+        let mut truth =
+            Truth { generator: "libreyolo-bench gen-trace", seed, ..Default::default() };
+        truth.phases = PHASES
+            .iter()
+            .map(|p| PhaseTruth { phase: p.to_string(), ..Default::default() })
+            .collect();
         Gen {
             rng,
             model,
@@ -709,7 +929,15 @@ impl Gen {
         self.ext += 1;
         let ext = self.ext;
         let idx = self.cpu.len();
-        self.cpu.push(CpuEv { ts: start, dur: 0, tid: self.tid, kind, name: name.to_string(), ext, args });
+        self.cpu.push(CpuEv {
+            ts: start,
+            dur: 0,
+            tid: self.tid,
+            kind,
+            name: name.to_string(),
+            ext,
+            args,
+        });
         let outer = std::mem::replace(&mut self.cur_ext, ext);
         body(self);
         self.tick(if kind == CpuKind::Op { 1_500 } else { 400 });
@@ -742,7 +970,9 @@ impl Gen {
         let name = format!("step/{}", PHASES[p]);
         let outer = self.phase.replace(p);
         let start_idx = self.cpu.len();
-        let slow = self.slow_kernel.filter(|_| self.in_step && self.job.and_then(|j| j.slow).is_some_and(|(sp, _)| sp == p));
+        let slow = self.slow_kernel.filter(|_| {
+            self.in_step && self.job.and_then(|j| j.slow).is_some_and(|(sp, _)| sp == p)
+        });
         // First in the phase: the optimizer's own work ends in a sync.
         self.annotation(&name, |g| {
             if let Some(k) = slow {
@@ -768,7 +998,15 @@ impl Gen {
             "\"Total Reserved\": {}, \"Total Allocated\": {}, \"Bytes\": {}, \"Addr\": {}, \"Device Id\": {DEVICE}, \"Device Type\": 1",
             self.reserved, self.alloc, bytes, self.addr
         );
-        self.cpu.push(CpuEv { ts, dur: 0, tid: self.tid, kind: CpuKind::Memory, name: "[memory]".into(), ext: 0, args });
+        self.cpu.push(CpuEv {
+            ts,
+            dur: 0,
+            tid: self.tid,
+            kind: CpuKind::Memory,
+            name: "[memory]".into(),
+            ext: 0,
+            args,
+        });
         if self.in_step {
             self.truth.peak_reserved_bytes = self.truth.peak_reserved_bytes.max(self.reserved);
             self.truth.peak_allocated_bytes = self.truth.peak_allocated_bytes.max(self.alloc);
@@ -796,7 +1034,16 @@ impl Gen {
         let ts = self.tick(500);
         let dur = self.rng.jitter(dur, 0.5);
         self.corr += 1;
-        self.gpu.push(GpuEv::Runtime { ts, dur, tid: self.tid, name, cbid, ext: self.cur_ext, corr: self.corr, launch: false });
+        self.gpu.push(GpuEv::Runtime {
+            ts,
+            dur,
+            tid: self.tid,
+            name,
+            cbid,
+            ext: self.cur_ext,
+            corr: self.corr,
+            launch: false,
+        });
         self.now = ts + dur;
     }
 
@@ -820,14 +1067,17 @@ impl Gen {
         let ts = self.tick(700);
         let dur = self.rng.jitter(5_500, 0.5);
         let si = if stream == COMPUTE_STREAM { 0 } else { 1 };
-        let start = (ts + self.rng.jitter(4_000, 0.5)).max(self.stream_free[si] + self.rng.range(1_000, 2_500));
+        let start = (ts + self.rng.jitter(4_000, 0.5))
+            .max(self.stream_free[si] + self.rng.range(1_000, 2_500));
         let mut kdur = self.rng.jitter(self.model.kernels[k].dur, 0.08);
         if si == 0 && self.stretch_next > 0 {
             kdur += std::mem::take(&mut self.stretch_next);
             self.stretched = Some(k);
         }
         // Waiting in a collective for a later rank: it ends when theirs does.
-        if let Some((s, d)) = self.wait_until.take().filter(|(s, d)| si == 1 && s + d > start + kdur) {
+        if let Some((s, d)) =
+            self.wait_until.take().filter(|(s, d)| si == 1 && s + d > start + kdur)
+        {
             if self.in_step {
                 self.waited_ns += (s - start).max(0);
             }
@@ -855,7 +1105,9 @@ impl Gen {
         self.launch(k, COMM_STREAM);
         // Every rank counts its all-reduces in `arrivals` (the others'
         // entries are their own, unused): the k-th matches the k-th.
-        if let Some(GpuEv::Kernel { ts, dur, .. }) = self.gpu.iter().rev().find(|e| matches!(e, GpuEv::Kernel { .. })) {
+        if let Some(GpuEv::Kernel { ts, dur, .. }) =
+            self.gpu.iter().rev().find(|e| matches!(e, GpuEv::Kernel { .. }))
+        {
             self.arrivals.push((*ts, *dur));
         }
     }
@@ -874,9 +1126,22 @@ impl Gen {
 
     /// Kernel `k` launched at `launch` (ts, dur) and run at `run` (start,
     /// dur) on `stream`: its two events, and the ground truth it adds to.
-    fn launched(&mut self, k: usize, stream: i64, (ts, dur): (i64, i64), (start, kdur): (i64, i64)) {
+    fn launched(
+        &mut self,
+        k: usize,
+        stream: i64,
+        (ts, dur): (i64, i64),
+        (start, kdur): (i64, i64),
+    ) {
         self.corr += 1;
-        self.gpu.push(GpuEv::Kernel { ts: start, dur: kdur, stream, k, ext: self.cur_ext, corr: self.corr });
+        self.gpu.push(GpuEv::Kernel {
+            ts: start,
+            dur: kdur,
+            stream,
+            k,
+            ext: self.cur_ext,
+            corr: self.corr,
+        });
         self.gpu.push(GpuEv::Runtime {
             ts,
             dur,
@@ -921,9 +1186,27 @@ impl Gen {
         let start = (ts + self.rng.jitter(3_000, 0.5)).max(self.stream_free[si] + 1_000);
         let cdur = self.rng.jitter((bytes as f64 / gbps).max(1_100.0) as i64, 0.05);
         self.stream_free[si] = start + cdur;
-        self.gpu.push(GpuEv::Copy { ts: start, dur: cdur, stream, name, bytes, ext: self.cur_ext, corr: self.corr, memset });
+        self.gpu.push(GpuEv::Copy {
+            ts: start,
+            dur: cdur,
+            stream,
+            name,
+            bytes,
+            ext: self.cur_ext,
+            corr: self.corr,
+            memset,
+        });
         let (rname, cbid) = if memset { ("cudaMemsetAsync", 51) } else { ("cudaMemcpyAsync", 41) };
-        self.gpu.push(GpuEv::Runtime { ts, dur, tid: self.tid, name: rname, cbid, ext: self.cur_ext, corr: self.corr, launch: true });
+        self.gpu.push(GpuEv::Runtime {
+            ts,
+            dur,
+            tid: self.tid,
+            name: rname,
+            cbid,
+            ext: self.cur_ext,
+            corr: self.corr,
+            launch: true,
+        });
         self.now = ts + dur;
         self.gpu_extent(start, start + cdur);
         let t = &mut self.truth;
@@ -943,7 +1226,10 @@ impl Gen {
 
     fn seq_args(&mut self, dims: &str, types: &str) -> String {
         self.seq_nr += 1;
-        format!("\"Sequence number\": {}, \"Fwd thread id\": 0, \"Input Dims\": [{dims}], \"Input type\": [{types}], ", self.seq_nr)
+        format!(
+            "\"Sequence number\": {}, \"Fwd thread id\": 0, \"Input Dims\": [{dims}], \"Input type\": [{types}], ",
+            self.seq_nr
+        )
     }
 
     // --- the training step -------------------------------------------------
@@ -1098,12 +1384,19 @@ impl Gen {
                 "\"float\", \"float\", \"float\", \"float\", \"float\", \"Scalar\", \"Scalar\", \"Scalar\", \"Scalar\"",
             );
             self.op("aten::batch_norm", bargs, |g| {
-                let a = format!("\"Input Dims\": [{out}, [{c}], [{c}], [{c}], [{c}], [], [], [], []], ", c = l.cout);
+                let a = format!(
+                    "\"Input Dims\": [{out}, [{c}], [{c}], [{c}], [{c}], [], [], [], []], ",
+                    c = l.cout
+                );
                 g.op("aten::_batch_norm_impl_index", a.clone(), |g| {
                     g.op("aten::cudnn_batch_norm", a.clone(), |g| {
-                        g.op("aten::empty_like", format!("\"Input Dims\": [{out}, [], [], [], [], []], "), |g| {
-                            g.empty("aten::empty_strided", &format!("{out}, []"), l.act_bytes);
-                        });
+                        g.op(
+                            "aten::empty_like",
+                            format!("\"Input Dims\": [{out}, [], [], [], [], []], "),
+                            |g| {
+                                g.empty("aten::empty_strided", &format!("{out}, []"), l.act_bytes);
+                            },
+                        );
                         g.empty("aten::empty", &format!("[{}]", l.cout), l.cout as i64 * 8);
                         g.empty("aten::empty", "[0]", 0);
                         g.launch(l.bn_fwd, COMPUTE_STREAM);
@@ -1123,7 +1416,8 @@ impl Gen {
         });
         let loss = self.model.loss.clone();
         for (name, k) in ["aten::sub", "aten::pow", "aten::mean"].iter().zip(loss) {
-            let a = self.seq_args(&format!("{pred}, {pred}, []"), "\"float\", \"float\", \"Scalar\"");
+            let a =
+                self.seq_args(&format!("{pred}, {pred}, []"), "\"float\", \"float\", \"Scalar\"");
             self.op(name, a, |g| {
                 g.empty("aten::empty", &pred, 0);
                 g.launch(k, COMPUTE_STREAM);
@@ -1149,10 +1443,14 @@ impl Gen {
             g.op("aten::empty_like", "\"Input Dims\": [[], [], [], [], [], []], ".into(), |g| {
                 g.empty("aten::empty_strided", "[], []", 512)
             });
-            g.op("aten::fill_", "\"Input Dims\": [[], []], \"Input type\": [\"float\", \"Scalar\"], ".into(), |g| {
-                let k = g.model.fill;
-                g.launch(k, COMPUTE_STREAM);
-            });
+            g.op(
+                "aten::fill_",
+                "\"Input Dims\": [[], []], \"Input type\": [\"float\", \"Scalar\"], ".into(),
+                |g| {
+                    let k = g.model.fill;
+                    g.launch(k, COMPUTE_STREAM);
+                },
+            );
         });
         let saved = self.now;
         self.tid = self.bwd_tid;
@@ -1228,24 +1526,38 @@ impl Gen {
                 g.memory(-2 * l.act_bytes);
             });
             for _ in 0..3 {
-                self.op("autograd::engine::evaluate_function: torch::autograd::AccumulateGrad", String::new(), |g| {
-                    g.op("torch::autograd::AccumulateGrad", String::new(), |g| {
-                        g.op("aten::detach", format!("\"Input Dims\": [[{}]], \"Input type\": [\"float\"], ", l.cout), |g| {
-                            g.leaf("detach", String::new())
+                self.op(
+                    "autograd::engine::evaluate_function: torch::autograd::AccumulateGrad",
+                    String::new(),
+                    |g| {
+                        g.op("torch::autograd::AccumulateGrad", String::new(), |g| {
+                            g.op(
+                                "aten::detach",
+                                format!(
+                                    "\"Input Dims\": [[{}]], \"Input type\": [\"float\"], ",
+                                    l.cout
+                                ),
+                                |g| g.leaf("detach", String::new()),
+                            );
                         });
-                    });
-                });
+                    },
+                );
             }
             if let Some(k) = l.allreduce {
                 self.annotation("nccl:all_reduce", |g| {
-                    g.op("record_param_comms", "\"Input Dims\": [[[1]], [], [], [], [], [], [], [], [], [], [], []], ".into(), |g| {
-                        g.op("c10d::allreduce_", String::new(), |g| {
-                            g.runtime("cudaEventRecord", 135, 1_500);
-                            g.runtime("cudaStreamWaitEvent", 147, 1_200);
-                            g.launch_allreduce(k);
-                            g.runtime("cudaEventRecord", 135, 1_500);
-                        });
-                    });
+                    g.op(
+                        "record_param_comms",
+                        "\"Input Dims\": [[[1]], [], [], [], [], [], [], [], [], [], [], []], "
+                            .into(),
+                        |g| {
+                            g.op("c10d::allreduce_", String::new(), |g| {
+                                g.runtime("cudaEventRecord", 135, 1_500);
+                                g.runtime("cudaStreamWaitEvent", 147, 1_200);
+                                g.launch_allreduce(k);
+                                g.runtime("cudaEventRecord", 135, 1_500);
+                            });
+                        },
+                    );
                 });
             }
         }
@@ -1281,12 +1593,16 @@ impl Gen {
         });
         // loss.item(): a device-to-host copy and a sync; the GPU drains.
         self.op("aten::item", "\"Input Dims\": [[]], \"Input type\": [\"float\"], ".into(), |g| {
-            g.op("aten::_local_scalar_dense", "\"Input Dims\": [[]], \"Input type\": [\"float\"], ".into(), |g| {
-                g.copy("Memcpy DtoH (Device -> Pinned)", 4, 0.002, false, COMPUTE_STREAM);
-                let wait = (g.stream_free[0].max(g.stream_free[1]) - g.now).max(0) + 2_000;
-                g.runtime("cudaStreamSynchronize", 131, wait);
-                g.now = g.now.max(g.stream_free[0].max(g.stream_free[1]) + 1_000);
-            });
+            g.op(
+                "aten::_local_scalar_dense",
+                "\"Input Dims\": [[]], \"Input type\": [\"float\"], ".into(),
+                |g| {
+                    g.copy("Memcpy DtoH (Device -> Pinned)", 4, 0.002, false, COMPUTE_STREAM);
+                    let wait = (g.stream_free[0].max(g.stream_free[1]) - g.now).max(0) + 2_000;
+                    g.runtime("cudaStreamSynchronize", 131, wait);
+                    g.now = g.now.max(g.stream_free[0].max(g.stream_free[1]) + 1_000);
+                },
+            );
         });
     }
 }
@@ -1298,7 +1614,8 @@ fn put_us(out: &mut Vec<u8>, ns: i64) {
     let (us, frac) = (ns.div_euclid(1000), ns.rem_euclid(1000));
     let _ = write!(out, "{us}");
     if frac != 0 {
-        let d = [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
+        let d =
+            [b'0' + (frac / 100) as u8, b'0' + (frac / 10 % 10) as u8, b'0' + (frac % 10) as u8];
         let n = if d[2] != b'0' {
             3
         } else if d[1] != b'0' {
@@ -1345,7 +1662,11 @@ impl Renderer {
                         g.pid, e.tid
                     );
                     put_us(buf, e.ts);
-                    let _ = write!(buf, ",\n    \"args\": {{\n      {}, \"Ev Idx\": {}\n    }}\n  }}", e.args, self.ev_idx);
+                    let _ = write!(
+                        buf,
+                        ",\n    \"args\": {{\n      {}, \"Ev Idx\": {}\n    }}\n  }}",
+                        e.args, self.ev_idx
+                    );
                 }
             }
             self.ev_idx += 1;
@@ -1373,7 +1694,11 @@ impl Renderer {
                     each(buf);
                     buf.clear();
                     let ph = if launch { "s" } else { "f" };
-                    let _ = write!(buf, "  {{\n    \"ph\": \"{ph}\", \"id\": {corr}, \"pid\": {}, \"tid\": {tid}, \"ts\": ", g.pid);
+                    let _ = write!(
+                        buf,
+                        "  {{\n    \"ph\": \"{ph}\", \"id\": {corr}, \"pid\": {}, \"tid\": {tid}, \"ts\": ",
+                        g.pid
+                    );
                     put_us(buf, ts);
                     let bp = if launch { "" } else { ", \"bp\": \"e\"" };
                     let _ = write!(buf, ",\n    \"cat\": \"ac2g\", \"name\": \"ac2g\"{bp}\n  }}");
@@ -1406,7 +1731,16 @@ impl Renderer {
                     let _ = write!(
                         buf,
                         ",\n    \"args\": {{\n      \"External id\": {ext},      \"queued\": 0, \"device\": {DEVICE}, \"context\": 1,      \"stream\": {stream}, \"correlation\": {corr},      \"registers per thread\": {},      \"shared memory\": {},      \"blocks per SM\": {:.6},      \"warps per SM\": {:.6},      \"grid\": [{}, {}, {}],      \"block\": [{}, {}, {}],      \"est. achieved occupancy %\": {occ}{coll}\n    }}\n  }}",
-                        ks.regs, ks.smem, bps, wps, ks.grid[0], ks.grid[1], ks.grid[2], ks.block[0], ks.block[1], ks.block[2]
+                        ks.regs,
+                        ks.smem,
+                        bps,
+                        wps,
+                        ks.grid[0],
+                        ks.grid[1],
+                        ks.grid[2],
+                        ks.block[0],
+                        ks.block[1],
+                        ks.block[2]
                     );
                     each(buf);
                     flow_end(buf, corr, stream, ts);
@@ -1454,7 +1788,10 @@ impl Renderer {
 
 fn flow_end(buf: &mut Vec<u8>, corr: u64, stream: i64, ts: i64) {
     buf.clear();
-    let _ = write!(buf, "  {{\n    \"ph\": \"f\", \"id\": {corr}, \"pid\": {DEVICE}, \"tid\": {stream}, \"ts\": ");
+    let _ = write!(
+        buf,
+        "  {{\n    \"ph\": \"f\", \"id\": {corr}, \"pid\": {DEVICE}, \"tid\": {stream}, \"ts\": "
+    );
     put_us(buf, ts);
     let _ = write!(buf, ",\n    \"cat\": \"ac2g\", \"name\": \"ac2g\", \"bp\": \"e\"\n  }}");
 }
@@ -1506,7 +1843,10 @@ fn sized(total: &mut u64) -> impl FnMut(&[u8]) + '_ {
 
 fn header(pid_name: &str, job: Option<JobSpec>) -> String {
     let dist = job.map_or(String::new(), |j| {
-        format!("  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}}},\n", j.rank, j.world)
+        format!(
+            "  \"distributedInfo\": {{\"backend\": \"nccl\", \"rank\": {}, \"world_size\": {}}},\n",
+            j.rank, j.world
+        )
     });
     format!(
         "\n{{\n  \"schemaVersion\": 1,\n{dist}  \"deviceProperties\": [\n    {{\n      \"id\": 0, \"name\": \"{pid_name}\", \"totalGlobalMem\": {TOTAL_GLOBAL_MEM},\n      \"computeMajor\": 9, \"computeMinor\": 0,\n      \"maxThreadsPerBlock\": 1024, \"maxThreadsPerMultiprocessor\": 2048,\n      \"regsPerBlock\": 65536, \"warpSize\": 32,\n      \"sharedMemPerBlock\": 49152, \"numSms\": 132\n    , \"regsPerMultiprocessor\": 65536, \"sharedMemPerBlockOptin\": 232448, \"sharedMemPerMultiprocessor\": 233472\n    }}\n  ],\n  \"cupti_version\": 24,\n  \"cuda_runtime_version\": 12040,\n  \"cuda_driver_version\": 12040,\n  \"traceEvents\": [\n"
@@ -1521,7 +1861,10 @@ fn metadata(g: &Gen, end_ts: i64) -> Vec<String> {
         let mut b = Vec::new();
         let _ = write!(b, "  {{\n    \"name\": \"{name}\", \"ph\": \"M\", \"ts\": ");
         put_us(&mut b, g.start_ts);
-        let _ = write!(b, ", \"pid\": {pid}, \"tid\": {tid},\n    \"args\": {{\n      {args}\n    }}\n  }}");
+        let _ = write!(
+            b,
+            ", \"pid\": {pid}, \"tid\": {tid},\n    \"args\": {{\n      {args}\n    }}\n  }}"
+        );
         out.push(String::from_utf8(b).unwrap_or_default());
     };
     m("process_name", g.pid.to_string(), "0".into(), "\"name\": \"python3.11\"".into());
@@ -1529,14 +1872,29 @@ fn metadata(g: &Gen, end_ts: i64) -> Vec<String> {
     m("process_sort_index", g.pid.to_string(), "0".into(), format!("\"sort_index\": {}", g.pid));
     m("process_name", DEVICE.to_string(), "0".into(), "\"name\": \"python3.11\"".into());
     m("process_labels", DEVICE.to_string(), "0".into(), format!("\"labels\": \"GPU {DEVICE}\""));
-    m("process_sort_index", DEVICE.to_string(), "0".into(), format!("\"sort_index\": {}", 5_000_000 + DEVICE));
+    m(
+        "process_sort_index",
+        DEVICE.to_string(),
+        "0".into(),
+        format!("\"sort_index\": {}", 5_000_000 + DEVICE),
+    );
     for s in STREAMS {
         m("thread_name", DEVICE.to_string(), s.to_string(), format!("\"name\": \"stream {s} \""));
         m("thread_sort_index", DEVICE.to_string(), s.to_string(), format!("\"sort_index\": {s}"));
     }
     for (tid, what) in [(g.main_tid, "pt_main_thread"), (g.bwd_tid, "pt_autograd_0")] {
-        m("thread_name", g.pid.to_string(), tid.to_string(), format!("\"name\": \"thread {tid} ({what})\""));
-        m("thread_sort_index", g.pid.to_string(), tid.to_string(), format!("\"sort_index\": {tid}"));
+        m(
+            "thread_name",
+            g.pid.to_string(),
+            tid.to_string(),
+            format!("\"name\": \"thread {tid} ({what})\""),
+        );
+        m(
+            "thread_sort_index",
+            g.pid.to_string(),
+            tid.to_string(),
+            format!("\"sort_index\": {tid}"),
+        );
     }
     let mut b = Vec::new();
     let _ = write!(b, "  {{\n    \"ph\": \"X\", \"cat\": \"Trace\", \"ts\": ");
@@ -1557,8 +1915,10 @@ fn metadata(g: &Gen, end_ts: i64) -> Vec<String> {
     b.extend_from_slice(b"\n  }");
     out.push(String::from_utf8(b).unwrap_or_default());
     let mut b = Vec::new();
-    let _ =
-        write!(b, "  {{\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": ");
+    let _ = write!(
+        b,
+        "  {{\n    \"name\": \"Record Window End\", \"ph\": \"i\", \"s\": \"g\",\n    \"pid\": \"\", \"tid\": \"\", \"ts\": "
+    );
     put_us(&mut b, end_ts);
     b.extend_from_slice(b"\n  }");
     out.push(String::from_utf8(b).unwrap_or_default());
@@ -1572,7 +1932,13 @@ const TRAILER: &str = "\n  ],\n  \"traceName\": \"/tmp/libreyolo_gen_trace.json\
 /// `steps`: exactly this many steps (the ranks of a job), else as many as `--size` takes.
 /// `wait_for`: under `--slow-mode stretch`, the straggler's all-reduces
 /// (start, dur), which the other ranks wait for.
-fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u64>, wait_for: &[(i64, i64)]) -> Result<Truth> {
+fn generate(
+    cli: &Cli,
+    path: &Path,
+    job: Option<JobSpec>,
+    steps_wanted: Option<u64>,
+    wait_for: &[(i64, i64)],
+) -> Result<Truth> {
     let new_gen = || {
         let mut g = Gen::new(cli.seed, job);
         g.wait_for = wait_for.to_vec();
@@ -1580,7 +1946,11 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     };
     let file = File::create(path).with_context(|| format!("cannot create {}", path.display()))?;
     let buffered = BufWriter::with_capacity(1 << 20, file);
-    let w: Box<dyn Write> = if cli.gzip { Box::new(GzEncoder::new(buffered, Compression::default())) } else { Box::new(buffered) };
+    let w: Box<dyn Write> = if cli.gzip {
+        Box::new(GzEncoder::new(buffered, Compression::default()))
+    } else {
+        Box::new(buffered)
+    };
     let mut out = Out { w, bytes: 0, events: 0, by_kind: BTreeMap::new() };
     let mut buf = Vec::with_capacity(4096);
     let mut errors: Option<anyhow::Error> = None;
@@ -1601,7 +1971,8 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     let mut g = new_gen();
     let mut r = Renderer { ev_idx: 0 };
     let mut rest_bytes: u64 = 0;
-    let meta_bytes: u64 = metadata(&g, g.start_ts).iter().map(|s| s.len() as u64 + 2).sum::<u64>() + TRAILER.len() as u64;
+    let meta_bytes: u64 = metadata(&g, g.start_ts).iter().map(|s| s.len() as u64 + 2).sum::<u64>()
+        + TRAILER.len() as u64;
     g.prelude();
     r.cpu(&mut g, emit!(out, errors), &mut buf);
     r.gpu(&g, sized(&mut rest_bytes), &mut buf);
@@ -1629,7 +2000,8 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     let mut truth = std::mem::take(&mut g.truth);
     truth.arrivals = std::mem::take(&mut g.arrivals);
     truth.waited_ns = g.waited_ns;
-    truth.stretched = g.stretched.map(|k| g.model.names[g.model.kernels[k].name as usize].0.clone());
+    truth.stretched =
+        g.stretched.map(|k| g.model.names[g.model.kernels[k].name as usize].0.clone());
     let model_names: Vec<bool> = g.model.names.iter().map(|(_, tc)| *tc).collect();
     drop(g);
 
@@ -1680,7 +2052,8 @@ fn generate(cli: &Cli, path: &Path, job: Option<JobSpec>, steps_wanted: Option<u
     truth.kernels_per_step = truth.kernels as f64 / n;
     truth.unique_kernels = truth.names.len() as u64;
     truth.kernel_ms_per_step = truth.kernel_ns as f64 / 1e6 / n;
-    truth.mean_kernel_us = if truth.kernels > 0 { truth.kernel_ns as f64 / 1e3 / truth.kernels as f64 } else { 0.0 };
+    truth.mean_kernel_us =
+        if truth.kernels > 0 { truth.kernel_ns as f64 / 1e3 / truth.kernels as f64 } else { 0.0 };
     truth.tensorcore_pct = 100.0 * truth.tensorcore_ns as f64 / truth.kernel_ns.max(1) as f64;
     truth.ops_per_step = truth.cpu_ops as f64 / n;
     truth.step_ms = truth.step_wall_ns as f64 / 1e6 / n;
@@ -1705,14 +2078,19 @@ fn sidecar_path(out: &Path) -> PathBuf {
 /// `--ranks N`: one trace per rank into the `--out` folder, and what the
 /// job holds in `<folder>.expect.json`.
 fn generate_job(cli: &Cli) -> Result<()> {
-    let phase = PHASES.iter().position(|p| *p == cli.slow_phase).with_context(|| format!("--slow-phase: one of {}", PHASES.join(", ")))?;
+    let phase = PHASES
+        .iter()
+        .position(|p| *p == cli.slow_phase)
+        .with_context(|| format!("--slow-phase: one of {}", PHASES.join(", ")))?;
     if let Some(r) = cli.slow_rank
         && r >= cli.ranks
     {
         anyhow::bail!("--slow-rank {r}: the job has ranks 0..{}", cli.ranks - 1);
     }
-    std::fs::create_dir_all(&cli.out).with_context(|| format!("cannot create {}", cli.out.display()))?;
-    let stretch = (cli.slow_mode == SlowMode::Stretch).then(|| (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64);
+    std::fs::create_dir_all(&cli.out)
+        .with_context(|| format!("cannot create {}", cli.out.display()))?;
+    let stretch = (cli.slow_mode == SlowMode::Stretch)
+        .then(|| (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64);
     let mut steps = None;
     // `extra`: the straggler last, the others deciding the step count from
     // --size. `stretch`: the straggler first, the others waiting for it.
@@ -1724,7 +2102,8 @@ fn generate_job(cli: &Cli) -> Result<()> {
     let (mut arrivals, mut waited_ns, mut stretched) = (Vec::new(), 0i64, None);
     for rank in order {
         let is_slow = cli.slow_rank == Some(rank);
-        let slow = (is_slow && stretch.is_none()).then(|| (phase, (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64));
+        let slow = (is_slow && stretch.is_none())
+            .then(|| (phase, (cli.slow_ms.unwrap_or(0.0) * 1e6).round() as i64));
         let spec = JobSpec { rank, world: cli.ranks, slow, stretch: stretch.map(|d| (d, is_slow)) };
         let name = format!("rank{rank}.json{}", if cli.gzip { ".gz" } else { "" });
         let t = generate(cli, &cli.out.join(&name), Some(spec), steps, &arrivals)?;
@@ -1736,7 +2115,12 @@ fn generate_job(cli: &Cli) -> Result<()> {
             waited_ns += t.waited_ns;
         }
         if !cli.quiet {
-            eprintln!("gen-trace: wrote {} ({} bytes uncompressed, {} steps)", cli.out.join(&name).display(), t.bytes, t.steps);
+            eprintln!(
+                "gen-trace: wrote {} ({} bytes uncompressed, {} steps)",
+                cli.out.join(&name).display(),
+                t.bytes,
+                t.steps
+            );
         }
     }
     let model = Model::build(&mut Rng(cli.seed ^ 0x5EED_CAFE_F00D_D00D));
@@ -1754,7 +2138,8 @@ fn generate_job(cli: &Cli) -> Result<()> {
         stretched_kernel: stretched,
     };
     let side = sidecar_path(&cli.out);
-    std::fs::write(&side, serde_json::to_string_pretty(&truth)? + "\n").with_context(|| format!("cannot write {}", side.display()))?;
+    std::fs::write(&side, serde_json::to_string_pretty(&truth)? + "\n")
+        .with_context(|| format!("cannot write {}", side.display()))?;
     Ok(())
 }
 
@@ -1828,7 +2213,13 @@ mod tests {
 
     #[test]
     fn microseconds_keep_nanoseconds() {
-        for (ns, s) in [(1_500, "1.5"), (2_000, "2"), (4_458_676_983_543_183, "4458676983543.183"), (10, "0.01"), (1_001, "1.001")] {
+        for (ns, s) in [
+            (1_500, "1.5"),
+            (2_000, "2"),
+            (4_458_676_983_543_183, "4458676983543.183"),
+            (10, "0.01"),
+            (1_001, "1.001"),
+        ] {
             let mut b = Vec::new();
             put_us(&mut b, ns);
             assert_eq!(String::from_utf8(b).unwrap(), s);

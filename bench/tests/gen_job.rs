@@ -13,12 +13,25 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("job");
     let st = Command::new(env!("CARGO_BIN_EXE_gen-trace"))
-        .args(["--size", "1MB", "--ranks", "4", "--slow-rank", "2", "--slow-ms", "3.25", "--quiet", "--out"])
+        .args([
+            "--size",
+            "1MB",
+            "--ranks",
+            "4",
+            "--slow-rank",
+            "2",
+            "--slow-ms",
+            "3.25",
+            "--quiet",
+            "--out",
+        ])
         .arg(&dir)
         .status()
         .unwrap();
     assert!(st.success());
-    let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
+    let truth: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap())
+            .unwrap();
     let files = json_files_in(&dir).unwrap();
     assert_eq!(files.len(), 4);
     let set = ranks::load(&files, &Default::default()).unwrap();
@@ -27,7 +40,10 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     assert_eq!(j.stragglers.len(), 1, "{:#?}", j.stragglers);
     let s = &j.stragglers[0];
     assert_eq!(s.rank, 2);
-    assert_eq!(s.compute_excess_ms, 3.25, "its compute per step exceeds the others' by the extra kernel");
+    assert_eq!(
+        s.compute_excess_ms, 3.25,
+        "its compute per step exceeds the others' by the extra kernel"
+    );
     let phase = s.phase.as_ref().unwrap();
     assert_eq!((phase.name.as_str(), phase.extra_ms), ("optimizer", 3.25));
     // Found by who waits for whom: the extra kernel is in the lead-in of
@@ -43,18 +59,28 @@ fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {
     assert_eq!(j.critical_rank, Some(2));
 
     // Every rank records the same all-reduces, with their message sizes.
-    let calls: Vec<collectives::RankCalls<'_>> =
-        set.ranks.iter().map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+    let calls: Vec<collectives::RankCalls<'_>> = set
+        .ranks
+        .iter()
+        .map(|r| collectives::RankCalls { rank: r.rank, calls: &r.input.profile.collectives })
+        .collect();
     let c = collectives::collectives(&calls, set.world_size);
     let per_step = truth["allreduces_per_step"].as_u64().unwrap() as usize;
     let steps = truth["steps"].as_u64().unwrap() as usize;
     assert_eq!(c.groups.len(), 1);
     assert_eq!(c.groups[0].counts, vec![("allreduce".to_string(), per_step * steps)]);
-    assert!(c.collectives.iter().all(|m| m.ranks.len() == 4 && m.bytes.is_some_and(|b| b > 0) && m.busbw_gbps.is_some()));
+    assert!(
+        c.collectives.iter().all(|m| m.ranks.len() == 4
+            && m.bytes.is_some_and(|b| b > 0)
+            && m.busbw_gbps.is_some())
+    );
     // The straggler's extra optimizer time delays its next step's
     // all-reduces (none in the first step): it is the last to arrive.
     let late: Vec<_> = c.collectives.iter().skip(per_step).collect();
-    assert!(late.iter().all(|m| m.last_rank == Some(2) && m.skew_us.unwrap() >= 3250.0), "{late:#?}");
+    assert!(
+        late.iter().all(|m| m.last_rank == Some(2) && m.skew_us.unwrap() >= 3250.0),
+        "{late:#?}"
+    );
 }
 
 /// `--slow-mode stretch` by 1%, 2% and 5% of the step: the straggler is
@@ -67,14 +93,27 @@ fn a_stretched_kernel_before_the_all_reduces_is_found_by_the_waits_it_causes() {
         let tmp = tempfile::tempdir().unwrap();
         let dir = tmp.path().join("job");
         let st = Command::new(env!("CARGO_BIN_EXE_gen-trace"))
-            .args(["--size", "1MB", "--ranks", "4", "--slow-rank", "1", "--slow-mode", "stretch", "--quiet", "--slow-ms"])
+            .args([
+                "--size",
+                "1MB",
+                "--ranks",
+                "4",
+                "--slow-rank",
+                "1",
+                "--slow-mode",
+                "stretch",
+                "--quiet",
+                "--slow-ms",
+            ])
             .arg(ms.to_string())
             .arg("--out")
             .arg(&dir)
             .status()
             .unwrap();
         assert!(st.success());
-        let truth: serde_json::Value = serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap()).unwrap();
+        let truth: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(tmp.path().join("job.expect.json")).unwrap())
+                .unwrap();
         let set = ranks::load(&json_files_in(&dir).unwrap(), &Default::default()).unwrap();
         (job::job(&set), truth)
     };
@@ -94,6 +133,10 @@ fn a_stretched_kernel_before_the_all_reduces_is_found_by_the_waits_it_causes() {
         assert!((got - want).abs() <= 0.1 * want, "{pct}%: caused {got} vs the generator's {want}");
         let kernel = truth["stretched_kernel"].as_str().unwrap();
         assert!(kernel.starts_with(s.why[0].name.trim_end_matches('…')), "{pct}%: {:?}", s.why);
-        assert!((s.why[0].excess_ms_per_step - d).abs() <= 0.1 * d, "{pct}%: {} vs {d}", s.why[0].excess_ms_per_step);
+        assert!(
+            (s.why[0].excess_ms_per_step - d).abs() <= 0.1 * d,
+            "{pct}%: {} vs {d}",
+            s.why[0].excess_ms_per_step
+        );
     }
 }

@@ -20,14 +20,24 @@ fn generate(dir: &Path, name: &str, size: &str, seed: u64, gzip: bool) -> (PathB
     let stderr = String::from_utf8_lossy(&run.stderr);
     assert!(run.status.success(), "gen-trace failed: {stderr}");
     // The summary the benchmark script and people read.
-    assert!(stderr.contains("steps ") && stderr.contains("kernels ") && stderr.contains("total kernel time"), "{stderr}");
+    assert!(
+        stderr.contains("steps ")
+            && stderr.contains("kernels ")
+            && stderr.contains("total kernel time"),
+        "{stderr}"
+    );
     let side = dir.join(format!("{name}.expect.json"));
-    let truth: Value = serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar written")).expect("sidecar is JSON");
+    let truth: Value =
+        serde_json::from_str(&std::fs::read_to_string(&side).expect("sidecar written"))
+            .expect("sidecar is JSON");
     (out, truth)
 }
 
 fn load(path: &Path) -> Profile {
-    profile::load(path.to_str().expect("utf-8 temp path"), Default::default()).expect("the generated trace analyses").input.profile
+    profile::load(path.to_str().expect("utf-8 temp path"), Default::default())
+        .expect("the generated trace analyses")
+        .input
+        .profile
 }
 
 fn u(t: &Value, key: &str) -> u64 {
@@ -55,10 +65,15 @@ fn analysis_matches_the_generators_ground_truth() {
     // The file is a well-formed Kineto trace with the event mix we promise.
     let doc: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).expect("valid JSON");
     assert_eq!(doc["schemaVersion"], 1);
-    assert_eq!(doc["deviceProperties"][0]["totalGlobalMem"].as_u64(), Some(u(&t, "total_global_mem")));
+    assert_eq!(
+        doc["deviceProperties"][0]["totalGlobalMem"].as_u64(),
+        Some(u(&t, "total_global_mem"))
+    );
     let events = doc["traceEvents"].as_array().unwrap();
     assert_eq!(events.len() as u64, u(&t, "events"));
-    let count = |ph: &str, cat: &str| events.iter().filter(|e| e["ph"] == ph && e["cat"] == cat).count() as u64;
+    let count = |ph: &str, cat: &str| {
+        events.iter().filter(|e| e["ph"] == ph && e["cat"] == cat).count() as u64
+    };
     for (ph, cat) in [
         ("X", "cpu_op"),
         ("X", "cuda_runtime"),
@@ -75,10 +90,15 @@ fn analysis_matches_the_generators_ground_truth() {
     }
     assert!(events.iter().any(|e| e["ph"] == "M"));
     // Kineto order: the CPU section sorted by ts, then the GPU section.
-    let gpu_section = events.iter().position(|e| e["cat"] == "cuda_runtime" || e["cat"] == "kernel").unwrap();
-    let cpu_ts: Vec<f64> = events[..gpu_section].iter().map(|e| e["ts"].as_f64().unwrap()).collect();
+    let gpu_section =
+        events.iter().position(|e| e["cat"] == "cuda_runtime" || e["cat"] == "kernel").unwrap();
+    let cpu_ts: Vec<f64> =
+        events[..gpu_section].iter().map(|e| e["ts"].as_f64().unwrap()).collect();
     assert!(cpu_ts.windows(2).all(|w| w[0] <= w[1]), "CPU section sorted by ts");
-    assert!(events[gpu_section..].iter().all(|e| e["cat"] != "cpu_op"), "no cpu_op after the GPU section starts");
+    assert!(
+        events[gpu_section..].iter().all(|e| e["cat"] != "cpu_op"),
+        "no cpu_op after the GPU section starts"
+    );
     // In the GPU section each launch's GPU record comes first, then the
     // runtime call (as Kineto writes them).
     let kernel_at = events.iter().position(|e| e["cat"] == "kernel").unwrap();
@@ -86,7 +106,11 @@ fn analysis_matches_the_generators_ground_truth() {
     assert_eq!(runtime_after["args"]["correlation"], events[kernel_at]["args"]["correlation"]);
     // Every kernel's correlation has exactly one runtime launch.
     let corr = |cat: &str| -> std::collections::BTreeSet<u64> {
-        events.iter().filter(|e| e["cat"] == cat).map(|e| e["args"]["correlation"].as_u64().unwrap()).collect()
+        events
+            .iter()
+            .filter(|e| e["cat"] == cat)
+            .map(|e| e["args"]["correlation"].as_u64().unwrap())
+            .collect()
     };
     let launches = corr("cuda_runtime");
     assert!(corr("kernel").is_subset(&launches));
@@ -104,7 +128,12 @@ fn analysis_matches_the_generators_ground_truth() {
     assert_eq!(p.kernels.len() as u64, u(&t, "unique_kernels"));
     close("mean_kernel_us", p.figures.mean_kernel_us, f(&t, "mean_kernel_us"), 2);
     close("tensorcore_pct", p.figures.tensorcore_pct, f(&t, "tensorcore_pct"), 1);
-    close("memcpy_ms_per_step", p.figures.memcpy_ms_per_step, u(&t, "memcpy_ns") as f64 / 1e6 / steps as f64, 3);
+    close(
+        "memcpy_ms_per_step",
+        p.figures.memcpy_ms_per_step,
+        u(&t, "memcpy_ns") as f64 / 1e6 / steps as f64,
+        3,
+    );
     let kernel_ms: f64 = p.kernels.iter().map(|k| k.ms_per_step).sum();
     assert!(
         (kernel_ms - f(&t, "kernel_ms_per_step")).abs() < 1e-4 * p.kernels.len() as f64,
@@ -121,9 +150,19 @@ fn analysis_matches_the_generators_ground_truth() {
     assert_eq!(p.streams.len(), 2);
     assert_eq!(p.devices.len(), 1);
     let dev = &p.devices[0];
-    close("peak_reserved_mb", dev.peak_reserved_mb.unwrap(), u(&t, "peak_reserved_bytes") as f64 / 1e6, 1);
+    close(
+        "peak_reserved_mb",
+        dev.peak_reserved_mb.unwrap(),
+        u(&t, "peak_reserved_bytes") as f64 / 1e6,
+        1,
+    );
     close("capacity_mb", dev.capacity_mb.unwrap(), u(&t, "total_global_mem") as f64 / 1e6, 1);
-    close("peak_vram_mb", p.figures.peak_vram_mb.unwrap(), u(&t, "peak_allocated_bytes") as f64 / 1e6, 1);
+    close(
+        "peak_vram_mb",
+        p.figures.peak_vram_mb.unwrap(),
+        u(&t, "peak_allocated_bytes") as f64 / 1e6,
+        1,
+    );
 
     // Every GPU event in the steps joined through its launch; none by time.
     let a = p.attribution.as_ref().expect("attribution of a trace");
@@ -142,10 +181,29 @@ fn analysis_matches_the_generators_ground_truth() {
     for tp in truth_phases {
         let name = tp["phase"].as_str().unwrap();
         let row = p.phases.iter().find(|r| r.phase == name).unwrap();
-        close(&format!("{name}.kernels_per_step"), row.kernels_per_step, tp["kernels_per_step"].as_f64().unwrap(), 2);
-        close(&format!("{name}.ops_per_step"), row.ops_per_step, tp["ops_per_step"].as_f64().unwrap(), 2);
-        assert_eq!(row.unique_kernels, tp["unique_kernels"].as_u64().unwrap(), "{name}.unique_kernels");
-        close(&format!("{name}.gpu_ms_per_step"), row.gpu_ms_per_step, tp["kernel_ns"].as_f64().unwrap() / 1e6 / steps as f64, 3);
+        close(
+            &format!("{name}.kernels_per_step"),
+            row.kernels_per_step,
+            tp["kernels_per_step"].as_f64().unwrap(),
+            2,
+        );
+        close(
+            &format!("{name}.ops_per_step"),
+            row.ops_per_step,
+            tp["ops_per_step"].as_f64().unwrap(),
+            2,
+        );
+        assert_eq!(
+            row.unique_kernels,
+            tp["unique_kernels"].as_u64().unwrap(),
+            "{name}.unique_kernels"
+        );
+        close(
+            &format!("{name}.gpu_ms_per_step"),
+            row.gpu_ms_per_step,
+            tp["kernel_ns"].as_f64().unwrap() / 1e6 / steps as f64,
+            3,
+        );
         let wall = tp["wall_ns"].as_f64().unwrap() / 1e6 / steps as f64;
         close(&format!("{name}.wall_ms_per_step"), row.wall_ms_per_step.unwrap(), wall, 3);
     }
@@ -160,7 +218,11 @@ fn same_seed_same_bytes_and_gzip_reads_the_same() {
     let dir = tempfile::tempdir().unwrap();
     let (plain, t1) = generate(dir.path(), "a.json", "700KB", 3, false);
     let (again, _) = generate(dir.path(), "b.json", "700KB", 3, false);
-    assert_eq!(std::fs::read(&plain).unwrap(), std::fs::read(&again).unwrap(), "deterministic for a seed");
+    assert_eq!(
+        std::fs::read(&plain).unwrap(),
+        std::fs::read(&again).unwrap(),
+        "deterministic for a seed"
+    );
     let (gz, t2) = generate(dir.path(), "c.json.gz", "700KB", 3, true);
     assert_eq!(t1["bytes"], t2["bytes"], "--size counts uncompressed bytes");
     assert_eq!(&std::fs::read(&gz).unwrap()[..2], &[0x1f, 0x8b]);

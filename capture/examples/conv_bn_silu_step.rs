@@ -48,5 +48,9 @@ fn main() {
     fwd.sort_by(f64::total_cmp);
     bwd.sort_by(f64::total_cmp);
     let heap = if keep { "rust, heap kept" } else { "rust" };
-    println!("{heap:<16} forward median {:6.1} ms  backward median {:6.1} ms", fwd[STEPS / 2], bwd[STEPS / 2]);
+    println!(
+        "{heap:<16} forward median {:6.1} ms  backward median {:6.1} ms",
+        fwd[STEPS / 2],
+        bwd[STEPS / 2]
+    );
 }

@@ -34,7 +34,10 @@ pub struct Checkpoint {
 
 impl std::fmt::Debug for Checkpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Checkpoint").field("meta", &self.meta).field("tensors", &self.state.len()).finish()
+        f.debug_struct("Checkpoint")
+            .field("meta", &self.meta)
+            .field("tensors", &self.state.len())
+            .finish()
     }
 }
 
@@ -48,9 +51,16 @@ impl Checkpoint {
     /// Class names in index order, from a list or an {index: name} dict.
     pub fn names(&self) -> Option<Vec<String>> {
         match self.meta.get("names")? {
-            Json::Array(a) => Some(a.iter().map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string())).collect()),
+            Json::Array(a) => Some(
+                a.iter()
+                    .map(|v| v.as_str().map(str::to_string).unwrap_or_else(|| v.to_string()))
+                    .collect(),
+            ),
             Json::Object(o) => {
-                let mut v: Vec<(i64, String)> = o.iter().filter_map(|(k, n)| Some((k.parse().ok()?, n.as_str()?.to_string()))).collect();
+                let mut v: Vec<(i64, String)> = o
+                    .iter()
+                    .filter_map(|(k, n)| Some((k.parse().ok()?, n.as_str()?.to_string())))
+                    .collect();
                 v.sort();
                 Some(v.into_iter().map(|(_, n)| n).collect())
             }
@@ -126,7 +136,9 @@ pub fn load(path: &Path) -> Result<Checkpoint> {
     drop(pkl);
 
     let mut store = Storages { flat: HashMap::new(), read: 0, made: 0 };
-    let mut tensor_of = |name: &str, v: &Value| -> Result<Option<Tensor>> { rebuild(name, v, &mut zip, &prefix, &mut store) };
+    let mut tensor_of = |name: &str, v: &Value| -> Result<Option<Tensor>> {
+        rebuild(name, v, &mut zip, &prefix, &mut store)
+    };
 
     let (state_val, meta_pairs): (&Value, Vec<&(Value, Value)>) = match &root {
         Value::Dict(d) if d.iter().any(|(k, _)| k.as_str() == Some("model")) => {
@@ -159,7 +171,11 @@ pub fn load(path: &Path) -> Result<Checkpoint> {
 /// Reads a zip entry of at most `limit` bytes: refused on its declared
 /// size before anything is read, and on what it really inflates to (a
 /// header can lie) as soon as that passes the limit.
-fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str, limit: u64) -> Result<Vec<u8>> {
+fn read_entry<R: Read + std::io::Seek>(
+    zip: &mut zip::ZipArchive<R>,
+    name: &str,
+    limit: u64,
+) -> Result<Vec<u8>> {
     let f = zip.by_name(name).map_err(|e| CheckpointError::MissingEntry(name.to_string(), e))?;
     let too_large = |why| CheckpointError::TooLarge { name: name.to_string(), limit, why };
     if f.size() > limit {
@@ -168,7 +184,9 @@ fn read_entry<R: Read + std::io::Seek>(zip: &mut zip::ZipArchive<R>, name: &str,
     // A declared size within the limit may still be a lie (a 200-byte file
     // can claim 2 GiB): reserve at most 64 MiB up front, grow with the data.
     let mut out = Vec::with_capacity(f.size().min(64 << 20) as usize);
-    f.take(limit + 1).read_to_end(&mut out).map_err(|e| CheckpointError::ReadEntry(name.to_string(), e))?;
+    f.take(limit + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| CheckpointError::ReadEntry(name.to_string(), e))?;
     if out.len() as u64 > limit {
         return Err(too_large(" once inflated"));
     }
@@ -188,7 +206,13 @@ struct Storages {
 /// negative, at most [`MAX_TENSOR_BYTES`] once contiguous, and every
 /// element it addresses inside a storage of `storage_numel` elements.
 /// Returns the tensor's bytes.
-pub fn check_layout(size: &[i64], stride: &[i64], offset: i64, storage_numel: u64, elem: usize) -> std::result::Result<u64, String> {
+pub fn check_layout(
+    size: &[i64],
+    stride: &[i64],
+    offset: i64,
+    storage_numel: u64,
+    elem: usize,
+) -> std::result::Result<u64, String> {
     if size.len() != stride.len() {
         return Err(format!("{} sizes but {} strides", size.len(), stride.len()));
     }
@@ -206,16 +230,21 @@ pub fn check_layout(size: &[i64], stride: &[i64], offset: i64, storage_numel: u6
     }
     let too_big = || format!("size {size:?} would hold more than {} MiB", MAX_TENSOR_BYTES >> 20);
     let numel = size.iter().try_fold(1u64, |n, &s| n.checked_mul(s as u64)).ok_or_else(too_big)?;
-    let bytes = numel.checked_mul(elem as u64).filter(|b| *b <= MAX_TENSOR_BYTES).ok_or_else(too_big)?;
+    let bytes =
+        numel.checked_mul(elem as u64).filter(|b| *b <= MAX_TENSOR_BYTES).ok_or_else(too_big)?;
     // The last element addressed; an empty tensor addresses none.
     let last = if numel == 0 {
         Some(offset as u64)
     } else {
-        size.iter().zip(stride).try_fold(offset as u64, |at, (&s, &st)| at.checked_add((s as u64 - 1).checked_mul(st as u64)?))
+        size.iter().zip(stride).try_fold(offset as u64, |at, (&s, &st)| {
+            at.checked_add((s as u64 - 1).checked_mul(st as u64)?)
+        })
     };
     match last {
         Some(l) if (numel == 0 && l <= storage_numel) || l < storage_numel => Ok(bytes),
-        _ => Err(format!("size {size:?}, stride {stride:?} and offset {offset} reach past its storage of {storage_numel} elements")),
+        _ => Err(format!(
+            "size {size:?}, stride {stride:?} and offset {offset} reach past its storage of {storage_numel} elements"
+        )),
     }
 }
 
@@ -237,7 +266,11 @@ fn storage_kind(name: &str) -> Option<Kind> {
 
 fn ints(v: &Value) -> Result<Vec<i64>> {
     let bad = CheckpointError::BadTensor;
-    v.items().ok_or(bad("expected a tuple of ints"))?.iter().map(|x| x.as_int().ok_or(bad("expected an int"))).collect()
+    v.items()
+        .ok_or(bad("expected a tuple of ints"))?
+        .iter()
+        .map(|x| x.as_int().ok_or(bad("expected an int")))
+        .collect()
 }
 
 /// Turns a `_rebuild_tensor_v2` / `_rebuild_parameter` call into tensor
@@ -252,22 +285,35 @@ fn rebuild<R: Read + std::io::Seek>(
     let Value::Call { func, args, .. } = v else { return Ok(None) };
     let Value::Global(module, fname) = func.as_ref() else { return Ok(None) };
     match (module.as_str(), fname.as_str()) {
-        ("torch._utils", "_rebuild_parameter") | ("torch._utils", "_rebuild_parameter_with_state") => {
-            let data = args.first().ok_or(CheckpointError::BadTensor("_rebuild_parameter without data"))?;
+        ("torch._utils", "_rebuild_parameter")
+        | ("torch._utils", "_rebuild_parameter_with_state") => {
+            let data = args
+                .first()
+                .ok_or(CheckpointError::BadTensor("_rebuild_parameter without data"))?;
             rebuild(name, data, zip, prefix, store)
         }
         ("torch._utils", "_rebuild_tensor_v2") | ("torch._utils", "_rebuild_tensor") => {
             let [storage, offset, size, stride, ..] = args.as_slice() else {
-                return Err(CheckpointError::BadTensor("_rebuild_tensor_v2 with too few arguments"));
+                return Err(CheckpointError::BadTensor(
+                    "_rebuild_tensor_v2 with too few arguments",
+                ));
             };
-            let Value::PersId(pid) = storage else { return Err(CheckpointError::BadTensor("tensor storage is not a persistent id")) };
-            let pid = pid.items().ok_or(CheckpointError::BadTensor("persistent id is not a tuple"))?;
-            let (Some(Value::Global(_, storage_type)), Some(key)) = (pid.get(1), pid.get(2).and_then(Value::as_str)) else {
+            let Value::PersId(pid) = storage else {
+                return Err(CheckpointError::BadTensor("tensor storage is not a persistent id"));
+            };
+            let pid =
+                pid.items().ok_or(CheckpointError::BadTensor("persistent id is not a tuple"))?;
+            let (Some(Value::Global(_, storage_type)), Some(key)) =
+                (pid.get(1), pid.get(2).and_then(Value::as_str))
+            else {
                 return Err(CheckpointError::BadTensor("unexpected storage persistent id"));
             };
-            let kind = storage_kind(storage_type).ok_or_else(|| CheckpointError::UnsupportedStorage(storage_type.clone()))?;
+            let kind = storage_kind(storage_type)
+                .ok_or_else(|| CheckpointError::UnsupportedStorage(storage_type.clone()))?;
             let elem = kind.elt_size_in_bytes();
-            let offset = offset.as_int().ok_or(CheckpointError::BadTensor("storage offset is not an int"))?;
+            let offset = offset
+                .as_int()
+                .ok_or(CheckpointError::BadTensor("storage offset is not an int"))?;
             let size = ints(size)?;
             let stride = ints(stride)?;
             let bad = |why: String| CheckpointError::Layout { name: name.to_string(), why };
@@ -276,7 +322,10 @@ fn rebuild<R: Read + std::io::Seek>(
             // before the storage is read, and the entry must hold exactly it.
             let declared = match pid.get(4) {
                 Some(n) => {
-                    let n = n.as_int().filter(|n| *n >= 0).ok_or_else(|| bad("its storage's element count is not a count".into()))? as u64;
+                    let n =
+                        n.as_int().filter(|n| *n >= 0).ok_or_else(|| {
+                            bad("its storage's element count is not a count".into())
+                        })? as u64;
                     check_layout(&size, &stride, offset, n, elem).map_err(bad)?;
                     Some(n)
                 }
@@ -286,7 +335,10 @@ fn rebuild<R: Read + std::io::Seek>(
                 let entry = format!("{prefix}data/{key}");
                 let left = MAX_TOTAL_BYTES - store.read;
                 let limit = match declared {
-                    Some(n) => n.checked_mul(elem as u64).filter(|b| *b <= left).ok_or(CheckpointError::TotalTooLarge)?,
+                    Some(n) => n
+                        .checked_mul(elem as u64)
+                        .filter(|b| *b <= left)
+                        .ok_or(CheckpointError::TotalTooLarge)?,
                     None => left,
                 };
                 let bytes = read_entry(zip, &entry, limit).map_err(|e| match (&e, declared) {
@@ -301,19 +353,26 @@ fn rebuild<R: Read + std::io::Seek>(
                     )));
                 }
                 if bytes.len() % elem != 0 {
-                    return Err(bad(format!("storage {entry} holds {} bytes, not a whole number of {elem}-byte elements", bytes.len())));
+                    return Err(bad(format!(
+                        "storage {entry} holds {} bytes, not a whole number of {elem}-byte elements",
+                        bytes.len()
+                    )));
                 }
                 store.read += bytes.len() as u64;
                 let numel = (bytes.len() / elem) as i64;
                 store.flat.insert(key.to_string(), Tensor::from_data_size(&bytes, &[numel], kind));
             }
             let flat = &store.flat[key];
-            let bytes = check_layout(&size, &stride, offset, flat.numel() as u64, elem).map_err(bad)?;
+            let bytes =
+                check_layout(&size, &stride, offset, flat.numel() as u64, elem).map_err(bad)?;
             store.made = store.made.saturating_add(bytes);
             if store.made > MAX_TOTAL_BYTES {
                 return Err(CheckpointError::TotalTooLarge);
             }
-            let t = flat.f_as_strided(&size, &stride, offset).and_then(|t| t.f_contiguous()).map_err(|e| bad(e.to_string()))?;
+            let t = flat
+                .f_as_strided(&size, &stride, offset)
+                .and_then(|t| t.f_contiguous())
+                .map_err(|e| bad(e.to_string()))?;
             Ok(Some(t))
         }
         _ => Ok(None),
@@ -328,7 +387,9 @@ fn to_json(v: &Value) -> Json {
         Value::Float(f) => serde_json::Number::from_f64(*f).map(Json::Number).unwrap_or(Json::Null),
         Value::Str(s) => Json::String(s.clone()),
         Value::Bytes(b) => Json::String(String::from_utf8_lossy(b).into_owned()),
-        Value::List(l) | Value::Tuple(l) | Value::Set(l) => Json::Array(l.iter().map(to_json).collect()),
+        Value::List(l) | Value::Tuple(l) | Value::Set(l) => {
+            Json::Array(l.iter().map(to_json).collect())
+        }
         Value::Dict(d) => Json::Object(
             d.iter()
                 .map(|(k, v)| {

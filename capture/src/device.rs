@@ -17,7 +17,11 @@ pub fn parse(arg: DeviceArg) -> Result<Device> {
     if !Cuda::is_available() {
         return Err(Error::usage(format!(
             "--device {arg}: no CUDA device is available to this libtorch ({}); run on the CPU with --device cpu",
-            if cfg!(target_os = "linux") { "no driver or no GPU found" } else { "CUDA is not supported here" }
+            if cfg!(target_os = "linux") {
+                "no driver or no GPU found"
+            } else {
+                "CUDA is not supported here"
+            }
         )));
     }
     let count = Cuda::device_count() as usize;
@@ -47,7 +51,8 @@ pub fn set_threads(arg: Option<usize>) -> Result<usize> {
         Some(n) => n,
         None => {
             let cpus = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
-            let busy = conditions::busy_cores_now(std::time::Duration::from_millis(200)).unwrap_or(0.0);
+            let busy =
+                conditions::busy_cores_now(std::time::Duration::from_millis(200)).unwrap_or(0.0);
             let n = conditions::threads_we_can_have(cpus, busy);
             if n < cpus {
                 crate::output::say(&format!(

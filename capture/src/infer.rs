@@ -144,7 +144,12 @@ fn range<'a>(s: &'a Option<Session>, name: &str) -> Option<Range<'a>> {
     s.as_ref().map(|s| s.range(name))
 }
 
-fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path>) -> Result<Trial> {
+fn run_trial(
+    p: &Plan,
+    images: &[Image],
+    m: &Loaded,
+    keep_trace_in: Option<&Path>,
+) -> Result<Trial> {
     let n = images.len();
     let total = p.warmup + p.runs;
     let mut session: Option<Session> = None;
@@ -163,7 +168,11 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         if i == p.warmup {
             window = Some(Window::start(p.device));
             if p.trace {
-                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false, memory: p.memory })?);
+                session = Some(Session::start(Options {
+                    cuda: p.device.is_cuda(),
+                    all_threads: false,
+                    memory: p.memory,
+                })?);
             }
         }
         let measuring = i >= p.warmup;
@@ -198,7 +207,14 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
         {
             let _r = range(&session, "step/postprocess");
             for (j, g) in geoms.iter().enumerate() {
-                let d = postprocess::detections(&out.predictions, j as i64, g, p.conf, p.iou, p.max_det);
+                let d = postprocess::detections(
+                    &out.predictions,
+                    j as i64,
+                    g,
+                    p.conf,
+                    p.iou,
+                    p.max_det,
+                );
                 if measuring {
                     t.detections += d.len();
                     t.images_postprocessed += 1;
@@ -228,7 +244,11 @@ fn run_trial(p: &Plan, images: &[Image], m: &Loaded, keep_trace_in: Option<&Path
     Ok(t)
 }
 
-fn preprocess_batch(batch: &[&Image], p: &Plan, m: &Loaded) -> (Tensor, Vec<preprocess::Letterbox>) {
+fn preprocess_batch(
+    batch: &[&Image],
+    p: &Plan,
+    m: &Loaded,
+) -> (Tensor, Vec<preprocess::Letterbox>) {
     let mut xs = Vec::with_capacity(batch.len());
     let mut gs = Vec::with_capacity(batch.len());
     for img in batch {
@@ -281,14 +301,21 @@ fn mean(v: &[f64]) -> Option<f64> {
 
 fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measurements {
     let lat = latency(&t.latencies_ms);
-    let img_per_s = if lat.mean_ms > 0.0 { Some(libreyolo_core::util::round(p.batch as f64 * 1e3 / lat.mean_ms, 2)) } else { None };
+    let img_per_s = if lat.mean_ms > 0.0 {
+        Some(libreyolo_core::util::round(p.batch as f64 * 1e3 / lat.mean_ms, 2))
+    } else {
+        None
+    };
     let mut meta = Map::new();
     // The reference's keys, in its order, then ours.
     meta.insert("model".into(), json!(p.weights));
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));
     meta.insert("half".into(), json!(p.half));
-    meta.insert("amp_dtype".into(), json!(if p.bf16 { AmpDtype::Bfloat16 } else { AmpDtype::Float16 }));
+    meta.insert(
+        "amp_dtype".into(),
+        json!(if p.bf16 { AmpDtype::Bfloat16 } else { AmpDtype::Float16 }),
+    );
     meta.insert("device".into(), json!(device::name(p.device)));
     meta.insert("conf".into(), json!(p.conf));
     meta.insert("iou".into(), json!(p.iou));
@@ -296,13 +323,19 @@ fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measuremen
     meta.insert("mode".into(), json!("inference"));
     meta.insert("size".into(), json!(m.size));
     meta.insert("nc".into(), json!(m.nc));
-    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())));
+    meta.insert(
+        "weights".into(),
+        json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())),
+    );
     meta.insert("weights_source".into(), json!(m.weights_source));
     if let Some(s) = m.checkpoint_imgsz {
         meta.insert("checkpoint_imgsz".into(), json!(s));
     }
     meta.insert("letterbox_pad".into(), json!(m.pad.as_str()));
-    meta.insert("source".into(), json!(p.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())));
+    meta.insert(
+        "source".into(),
+        json!(p.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())),
+    );
     meta.insert("images".into(), json!(images.len()));
     meta.insert("warmup".into(), json!(p.warmup));
     meta.insert("runs".into(), json!(p.runs));
@@ -312,14 +345,26 @@ fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measuremen
     if t.images_postprocessed > 0 {
         meta.insert(
             "detections_per_image".into(),
-            json!(libreyolo_core::util::round(t.detections as f64 / t.images_postprocessed as f64, 2)),
+            json!(libreyolo_core::util::round(
+                t.detections as f64 / t.images_postprocessed as f64,
+                2
+            )),
         );
     }
     Measurements {
         meta: meta.into(),
-        real: Some(RealTiming { step_ms: lat.mean_ms, img_per_s, dataload_ms: Some(0.0), dataload_frac: Some(0.0) }),
+        real: Some(RealTiming {
+            step_ms: lat.mean_ms,
+            img_per_s,
+            dataload_ms: Some(0.0),
+            dataload_frac: Some(0.0),
+        }),
         latency: Some(lat),
-        stages_ms: Some(Stages { preprocess: mean(&t.stages_ms[0]), forward: mean(&t.stages_ms[1]), postprocess: mean(&t.stages_ms[2]) }),
+        stages_ms: Some(Stages {
+            preprocess: mean(&t.stages_ms[0]),
+            forward: mean(&t.stages_ms[1]),
+            postprocess: mean(&t.stages_ms[2]),
+        }),
         peak_vram_mb: t.peak_vram_mb,
         mode: Some(Mode::Inference),
         versions: Some(versions()),
@@ -384,7 +429,11 @@ pub fn capture(p: &Plan) -> Result<Capture> {
             Some(tmp) => crate::output::analyze(tmp, &m)?,
             None => libreyolo_core::analysis::profile_without_trace(&m),
         };
-        trial_paths.push(if last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
+        trial_paths.push(if last {
+            out_dir.join("profile.json").display().to_string()
+        } else {
+            format!("trial {}", k + 1)
+        });
         trial_profiles.push(prof);
         if last {
             final_files = Some((m, trial.trace));
@@ -399,11 +448,15 @@ pub fn capture(p: &Plan) -> Result<Capture> {
     // Everything measured and analysed: put the files in place.
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
-    std::fs::create_dir_all(&out_dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", out_dir.display())).caused_by(e))?;
+    std::fs::create_dir_all(&out_dir).map_err(|e| {
+        Error::failed(format!("cannot create {}: {e}", out_dir.display())).caused_by(e)
+    })?;
     profile::write_json(&out_dir.join(profile::measured::SIDECAR), &m)?;
     match trace_tmp {
         Some(tmp) => {
-            tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e))?;
+            tmp.persist(&trace_path).map_err(|e| {
+                Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e)
+            })?;
             prof.trace = Some(trace_path.display().to_string());
         }
         None => {
@@ -419,8 +472,12 @@ pub fn capture(p: &Plan) -> Result<Capture> {
         if let Some(last) = trial_profiles.last_mut() {
             *last = prof.clone();
         }
-        let mut agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
-        conditions::set_in_host(&mut agg.host, crate::output::report_trials(&trial_profiles).as_ref());
+        let mut agg =
+            profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        conditions::set_in_host(
+            &mut agg.host,
+            crate::output::report_trials(&trial_profiles).as_ref(),
+        );
         shown_path = project.join("infer_repeat.json");
         profile::write_json(&shown_path, &agg)?;
         shown = agg;

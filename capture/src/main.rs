@@ -22,13 +22,18 @@ fn main() -> ExitCode {
             .map(String::as_str)
             .or_else(|| info.payload().downcast_ref::<&str>().copied())
             .unwrap_or("no message");
-        let at = info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
+        let at =
+            info.location().map(|l| format!(" at {}:{}", l.file(), l.line())).unwrap_or_default();
         if let Ok(mut p) = PANIC.lock() {
             p.get_or_insert_with(|| panic_sentence(msg, &at));
         }
     }));
     let result = std::panic::catch_unwind(run).unwrap_or_else(|_| {
-        let msg = PANIC.lock().ok().and_then(|mut p| p.take()).unwrap_or_else(|| "an internal error".into());
+        let msg = PANIC
+            .lock()
+            .ok()
+            .and_then(|mut p| p.take())
+            .unwrap_or_else(|| "an internal error".into());
         Err(Error::failed(msg))
     });
     cli::exit_status(result)
@@ -53,7 +58,8 @@ fn panic_sentence(msg: &str, at: &str) -> String {
 fn run() -> Result<()> {
     let args: Vec<OsString> = std::env::args_os().collect();
     // An interrupted capture leaves no temporary file behind.
-    libreyolo_core::tempfiles::remove_on_signal().map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+    libreyolo_core::tempfiles::remove_on_signal()
+        .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
     match cli::parse(&args)? {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
         Some(ProfileCommand::Run(a)) => {

@@ -165,7 +165,9 @@ pub const MAX_CLASSES: i64 = 10_000;
 /// Checks `--imgsz`: YOLOv9's strides need a multiple of 32.
 pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
     if imgsz < 32 || imgsz % 32 != 0 {
-        return Err(libreyolo_core::Error::usage(format!("--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)")));
+        return Err(libreyolo_core::Error::usage(format!(
+            "--imgsz {imgsz}: YOLOv9 needs a multiple of 32 (e.g. 320, 640)"
+        )));
     }
     if imgsz > MAX_IMGSZ {
         return Err(libreyolo_core::Error::usage(format!("--imgsz {imgsz}: at most {MAX_IMGSZ}")));
@@ -179,8 +181,15 @@ pub fn check_imgsz(imgsz: u32) -> libreyolo_core::Result<i64> {
 /// YOLOv9-t (inference about 7×, training about 150×). Caught here, it is a
 /// sentence; caught by the allocator, it was an abort or the OOM killer.
 /// On CUDA the batch lives in VRAM, which this does not judge.
-pub fn check_memory(batch: usize, imgsz: i64, per_input: u64, device: Device) -> libreyolo_core::Result<()> {
-    let Some(budget) = libreyolo_core::budget::budget().filter(|_| device == Device::Cpu) else { return Ok(()) };
+pub fn check_memory(
+    batch: usize,
+    imgsz: i64,
+    per_input: u64,
+    device: Device,
+) -> libreyolo_core::Result<()> {
+    let Some(budget) = libreyolo_core::budget::budget().filter(|_| device == Device::Cpu) else {
+        return Ok(());
+    };
     let input = (batch as u64).saturating_mul(3 * 4).saturating_mul((imgsz * imgsz) as u64);
     let need = input.saturating_mul(per_input);
     if need > budget {
@@ -222,17 +231,41 @@ pub fn is_training() -> bool {
 
 impl Conv {
     #[allow(clippy::too_many_arguments)]
-    fn new(p: &nn::Path, c1: i64, c2: i64, k: i64, s: i64, pad: Option<i64>, g: i64, act: bool) -> Conv {
+    fn new(
+        p: &nn::Path,
+        c1: i64,
+        c2: i64,
+        k: i64,
+        s: i64,
+        pad: Option<i64>,
+        g: i64,
+        act: bool,
+    ) -> Conv {
         let fan_in = (c1 / g) * k * k;
         let bound = 1.0 / (fan_in as f64).sqrt();
-        let weight = (p / "conv").var("weight", &[c2, c1 / g, k, k], Init::Uniform { lo: -bound, up: bound });
+        let weight = (p / "conv").var(
+            "weight",
+            &[c2, c1 / g, k, k],
+            Init::Uniform { lo: -bound, up: bound },
+        );
         let bn = p / "bn";
         let bn_w = bn.var("weight", &[c2], Init::Const(1.0));
         let bn_b = bn.var("bias", &[c2], Init::Const(0.0));
         let mean = bn.zeros_no_train("running_mean", &[c2]);
         let var = bn.ones_no_train("running_var", &[c2]);
         let _ = bn.add("num_batches_tracked", Tensor::zeros([], (Kind::Int64, p.device())), false);
-        Conv { weight, bn_w, bn_b, mean, var, stride: s, pad: pad.unwrap_or(k / 2), groups: g, act, fused: None }
+        Conv {
+            weight,
+            bn_w,
+            bn_b,
+            mean,
+            var,
+            stride: s,
+            pad: pad.unwrap_or(k / 2),
+            groups: g,
+            act,
+            fused: None,
+        }
     }
 
     /// The folded (weight, bias) of conv + BN.
@@ -254,7 +287,16 @@ impl Conv {
                 .conv2d(&self.weight, None::<Tensor>, [self.stride], [self.pad], [1], self.groups)
                 // cudnn_enabled as nn.BatchNorm2d passes it (torch's default), so
                 // CUDA runs the same BatchNorm kernels as LibreYOLO.
-                .batch_norm(Some(&self.bn_w), Some(&self.bn_b), Some(&self.mean), Some(&self.var), is_training(), 0.03, BN_EPS, true),
+                .batch_norm(
+                    Some(&self.bn_w),
+                    Some(&self.bn_b),
+                    Some(&self.mean),
+                    Some(&self.var),
+                    is_training(),
+                    0.03,
+                    BN_EPS,
+                    true,
+                ),
         };
         if self.act { y.silu() } else { y }
     }
@@ -396,8 +438,14 @@ impl RepNCSPElan {
     fn new(p: &nn::Path, c1: i64, c2: i64, c3: i64, c4: i64, n: i64) -> Self {
         RepNCSPElan {
             cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true),
-            cv2: (RepNCSP::new(&(p / "cv2" / 0), c2 / 2, c3, n), Conv::new(&(p / "cv2" / 1), c3, c3, 3, 1, None, 1, true)),
-            cv3: (RepNCSP::new(&(p / "cv3" / 0), c3, c3, n), Conv::new(&(p / "cv3" / 1), c3, c3, 3, 1, None, 1, true)),
+            cv2: (
+                RepNCSP::new(&(p / "cv2" / 0), c2 / 2, c3, n),
+                Conv::new(&(p / "cv2" / 1), c3, c3, 3, 1, None, 1, true),
+            ),
+            cv3: (
+                RepNCSP::new(&(p / "cv3" / 0), c3, c3, n),
+                Conv::new(&(p / "cv3" / 1), c3, c3, 3, 1, None, 1, true),
+            ),
             cv4: Conv::new(&(p / "cv4"), c2 + 2 * c3, c4, 1, 1, None, 1, true),
         }
     }
@@ -475,7 +523,10 @@ struct SppElan {
 
 impl SppElan {
     fn new(p: &nn::Path, c1: i64, c2: i64, c3: i64) -> Self {
-        SppElan { cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true), cv5: Conv::new(&(p / "cv5"), 4 * c2, c3, 1, 1, None, 1, true) }
+        SppElan {
+            cv1: Conv::new(&(p / "cv1"), c1, c2, 1, 1, None, 1, true),
+            cv5: Conv::new(&(p / "cv5"), 4 * c2, c3, 1, 1, None, 1, true),
+        }
     }
     fn fuse(&mut self) {
         self.cv1.fuse();
@@ -502,7 +553,11 @@ impl Conv2d {
     fn new(p: &nn::Path, c1: i64, c2: i64, groups: i64, bias: f64) -> Self {
         let bound = 1.0 / ((c1 / groups) as f64).sqrt();
         Conv2d {
-            weight: p.var("weight", &[c2, c1 / groups, 1, 1], Init::Uniform { lo: -bound, up: bound }),
+            weight: p.var(
+                "weight",
+                &[c2, c1 / groups, 1, 1],
+                Init::Uniform { lo: -bound, up: bound },
+            ),
             // Detection prior as LibreYOLO initialises it: box 1.0, class -10.
             bias: p.var("bias", &[c2], Init::Const(bias)),
             groups,
@@ -553,15 +608,29 @@ impl Detect {
         let round_up = |v: i64, d: i64| (v + d - 1) / d * d;
         let box_hidden = round_up(ch[0] / 4, groups).max(box_out).max(REG_MAX);
         Detect {
-            box_towers: ch.iter().enumerate().map(|(i, &c)| Tower::new(&(p / "cv2" / i), c, box_hidden, box_out, groups, 1.0)).collect(),
-            cls_towers: ch.iter().enumerate().map(|(i, &c)| Tower::new(&(p / "cv3" / i), c, cls_hidden, nc, 1, -10.0)).collect(),
+            box_towers: ch
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| Tower::new(&(p / "cv2" / i), c, box_hidden, box_out, groups, 1.0))
+                .collect(),
+            cls_towers: ch
+                .iter()
+                .enumerate()
+                .map(|(i, &c)| Tower::new(&(p / "cv3" / i), c, cls_hidden, nc, 1, -10.0))
+                .collect(),
         }
     }
     fn fuse(&mut self) {
         self.box_towers.iter_mut().chain(self.cls_towers.iter_mut()).for_each(Tower::fuse);
     }
     fn forward(&self, feats: &[Tensor]) -> Vec<Tensor> {
-        feats.iter().enumerate().map(|(i, f)| Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1)).collect()
+        feats
+            .iter()
+            .enumerate()
+            .map(|(i, f)| {
+                Tensor::cat(&[self.box_towers[i].forward(f), self.cls_towers[i].forward(f)], 1)
+            })
+            .collect()
     }
 }
 
@@ -584,7 +653,9 @@ struct AuxNeck {
 impl AuxNeck {
     fn new(p: &nn::Path, cfg: &Config) -> AuxNeck {
         let [(_, b3, _), (_, b4, _), (_, b5, _)] = cfg.stages;
-        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| RepNCSPElan::new(&(p / name), c1, part, part / 2, out, cfg.repeat);
+        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| {
+            RepNCSPElan::new(&(p / name), c1, part, part / 2, out, cfg.repeat)
+        };
         AuxNeck {
             spp: SppElan::new(&(p / "spp"), b5, cfg.spp_out / 2, cfg.spp_out),
             elan_a4: elan("elan_a4", cfg.spp_out + b4, cfg.up1),
@@ -702,7 +773,12 @@ impl Yolo9 {
     /// `max(first scale's channels, min(nc, 100))` for a model built with
     /// its `nc`; a checkpoint fine-tuned from COCO keeps the COCO width (80)
     /// under a new `nc`, so loaders read the width from the checkpoint.
-    pub fn with_class_width(size: ModelSize, nc: i64, cls_hidden: Option<i64>, device: Device) -> Result<Yolo9, ModelError> {
+    pub fn with_class_width(
+        size: ModelSize,
+        nc: i64,
+        cls_hidden: Option<i64>,
+        device: Device,
+    ) -> Result<Yolo9, ModelError> {
         let cfg = Config::of(size);
         if !(1..=MAX_CLASSES).contains(&nc) {
             return Err(ModelError::Classes(nc));
@@ -717,13 +793,29 @@ impl Yolo9 {
         let conv0 = Conv::new(&(&b / "conv0"), 3, cfg.conv0, 3, 2, None, 1, true);
         let conv1 = Conv::new(&(&b / "conv1"), cfg.conv0, cfg.conv1, 3, 2, None, 1, true);
         let elan1 = if cfg.first_elan {
-            First::Elan(Box::new(Elan::new(&(&b / "elan1"), cfg.conv1, cfg.first_out, cfg.first_out / 2, cfg.first_out)))
+            First::Elan(Box::new(Elan::new(
+                &(&b / "elan1"),
+                cfg.conv1,
+                cfg.first_out,
+                cfg.first_out / 2,
+                cfg.first_out,
+            )))
         } else {
-            First::RepNCSPElan(Box::new(RepNCSPElan::new(&(&b / "elan1"), cfg.conv1, cfg.first_part, cfg.first_part / 2, cfg.first_out, n)))
+            First::RepNCSPElan(Box::new(RepNCSPElan::new(
+                &(&b / "elan1"),
+                cfg.conv1,
+                cfg.first_part,
+                cfg.first_part / 2,
+                cfg.first_out,
+                n,
+            )))
         };
         let [s2, s3, s4] = cfg.stages;
         let stage = |name_d: &str, name_e: &str, prev: i64, s: (i64, i64, i64)| {
-            (Down::new(&(&b / name_d), cfg.adown, prev, s.0), RepNCSPElan::new(&(&b / name_e), s.0, s.2, s.2 / 2, s.1, n))
+            (
+                Down::new(&(&b / name_d), cfg.adown, prev, s.0),
+                RepNCSPElan::new(&(&b / name_e), s.0, s.2, s.2 / 2, s.1, n),
+            )
         };
         let (down2, elan2) = stage("down2", "elan2", cfg.first_out, s2);
         let (down3, elan3) = stage("down3", "elan3", s2.1, s3);
@@ -731,7 +823,9 @@ impl Yolo9 {
         let spp = SppElan::new(&(&b / "spp"), s4.1, cfg.spp_out / 2, cfg.spp_out);
 
         let k = &root / "neck";
-        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| RepNCSPElan::new(&(&k / name), c1, part, part / 2, out, n);
+        let elan = |name: &str, c1: i64, (out, part): (i64, i64)| {
+            RepNCSPElan::new(&(&k / name), c1, part, part / 2, out, n)
+        };
         let n_elan_up1 = elan("elan_up1", cfg.spp_out + s3.1, cfg.up1);
         let n_elan_up2 = elan("elan_up2", cfg.up1.0 + s2.1, cfg.up2);
         let n_down1 = Down::new(&(&k / "down1"), cfg.adown, cfg.up2.0, cfg.down1_out);
@@ -772,7 +866,8 @@ impl Yolo9 {
 
     /// Named tensors of the state dict (name → shape), sorted by name.
     pub fn state_shapes(&self) -> Vec<(String, Vec<i64>)> {
-        let mut v: Vec<(String, Vec<i64>)> = self.vs.variables().into_iter().map(|(k, t)| (k, t.size())).collect();
+        let mut v: Vec<(String, Vec<i64>)> =
+            self.vs.variables().into_iter().map(|(k, t)| (k, t.size())).collect();
         v.sort();
         v
     }
@@ -793,7 +888,11 @@ impl Yolo9 {
             for (name, var) in &vars {
                 match given.get(name.as_str()) {
                     None => missing.push(name.clone()),
-                    Some(src) if src.size() != var.size() => mismatched.push(format!("{name} {:?} vs model {:?}", src.size(), var.size())),
+                    Some(src) if src.size() != var.size() => mismatched.push(format!(
+                        "{name} {:?} vs model {:?}",
+                        src.size(),
+                        var.size()
+                    )),
                     Some(src) => {
                         let mut v = var.shallow_clone();
                         v.copy_(&src.to_kind(var.kind()).to_device(var.device()));
@@ -801,14 +900,22 @@ impl Yolo9 {
                 }
             }
         });
-        let unexpected: Vec<&str> = state.iter().map(|(k, _)| k.as_str()).filter(|k| !vars.contains_key(*k) && !is_aux_key(k)).collect();
+        let unexpected: Vec<&str> = state
+            .iter()
+            .map(|(k, _)| k.as_str())
+            .filter(|k| !vars.contains_key(*k) && !is_aux_key(k))
+            .collect();
         if missing.is_empty() && mismatched.is_empty() && unexpected.is_empty() {
             return Ok(());
         }
         let mut parts = Vec::new();
         let show = |v: &[String]| {
             let head: Vec<&str> = v.iter().take(3).map(String::as_str).collect();
-            format!("{}{}", head.join(", "), if v.len() > 3 { format!(" (+{} more)", v.len() - 3) } else { String::new() })
+            format!(
+                "{}{}",
+                head.join(", "),
+                if v.len() > 3 { format!(" (+{} more)", v.len() - 3) } else { String::new() }
+            )
         };
         if !mismatched.is_empty() {
             mismatched.sort();
@@ -839,7 +946,12 @@ impl Yolo9 {
         let cfg = Config::of(self.size);
         let root = self.vs.root();
         let neck = AuxNeck::new(&(&root / "aux"), &cfg);
-        let head = Detect::new(&(&root / "aux_head"), &cfg.head, self.nc, default_class_width(&cfg, self.nc));
+        let head = Detect::new(
+            &(&root / "aux_head"),
+            &cfg.head,
+            self.nc,
+            default_class_width(&cfg, self.nc),
+        );
         self.aux = Some(Aux { neck, head, weight });
     }
 
@@ -856,7 +968,8 @@ impl Yolo9 {
     pub fn load_aux_state(&mut self, state: &[(String, Tensor)]) -> AuxLoad {
         let mut vars = self.vs.variables();
         vars.retain(|k, _| is_aux_key(k));
-        let given: HashMap<&str, &Tensor> = state.iter().filter(|(k, _)| is_aux_key(k)).map(|(k, t)| (k.as_str(), t)).collect();
+        let given: HashMap<&str, &Tensor> =
+            state.iter().filter(|(k, _)| is_aux_key(k)).map(|(k, t)| (k.as_str(), t)).collect();
         let mut loaded = 0;
         tch::no_grad(|| {
             for (name, var) in &vars {
@@ -880,7 +993,13 @@ impl Yolo9 {
                 First::Elan(e) => e.fuse(),
                 First::RepNCSPElan(e) => e.fuse(),
             }
-            for d in [&mut self.down2, &mut self.down3, &mut self.down4, &mut self.n_down1, &mut self.n_down2] {
+            for d in [
+                &mut self.down2,
+                &mut self.down3,
+                &mut self.down4,
+                &mut self.n_down1,
+                &mut self.n_down2,
+            ] {
                 d.fuse();
             }
             for e in [
@@ -941,7 +1060,11 @@ impl Yolo9 {
     pub fn forward_train(&self, x: &Tensor) -> TrainMaps {
         let [p3, p4, p5, b5] = self.backbone(x);
         let main = self.head.forward(&self.neck(&p3, &p4, &p5));
-        let aux = self.aux.as_ref().filter(|a| a.weight > 0.0).map(|a| a.head.forward(&a.neck.forward(&p3, &p4, &b5)));
+        let aux = self
+            .aux
+            .as_ref()
+            .filter(|a| a.weight > 0.0)
+            .map(|a| a.head.forward(&a.neck.forward(&p3, &p4, &b5)));
         TrainMaps { main, aux }
     }
 
@@ -994,11 +1117,9 @@ impl Yolo9 {
         }
         let dist = Tensor::cat(&boxes, 2);
         let (b, _, a) = dist.size3().unwrap();
-        let d = (dist.view([b, 4, REG_MAX, a]).softmax(2, dist.kind()) * self.project.to_kind(dist.kind())).sum_dim_intlist(
-            2,
-            false,
-            dist.kind(),
-        );
+        let d = (dist.view([b, 4, REG_MAX, a]).softmax(2, dist.kind())
+            * self.project.to_kind(dist.kind()))
+        .sum_dim_intlist(2, false, dist.kind());
         let lt_rb = d.chunk(2, 1);
         let xyxy = Tensor::cat(&[&anchors - &lt_rb[0], &anchors + &lt_rb[1]], 1) * strides;
         Tensor::cat(&[xyxy, Tensor::cat(&scores, 2).sigmoid()], 1)
@@ -1027,7 +1148,8 @@ mod tests {
     }
 
     fn state(m: &Yolo9) -> Vec<(String, Tensor)> {
-        let mut v: Vec<(String, Tensor)> = m.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
+        let mut v: Vec<(String, Tensor)> =
+            m.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
     }
@@ -1118,7 +1240,12 @@ mod tests {
         training.enable_aux(0.25);
         let loaded = training.load_aux_state(&sd);
         assert_eq!(loaded, AuxLoad { loaded: aux_keys(&trained), total: aux_keys(&trained) });
-        for (a, b) in batch_stats(|| training.forward_train(&x)).aux.unwrap().iter().zip(want.aux.as_ref().unwrap()) {
+        for (a, b) in batch_stats(|| training.forward_train(&x))
+            .aux
+            .unwrap()
+            .iter()
+            .zip(want.aux.as_ref().unwrap())
+        {
             assert!(a.equal(b));
         }
 
@@ -1128,8 +1255,11 @@ mod tests {
         // aux_head.cv3.{0,1,2}.2.{weight,bias} have 5 outputs instead of 3.
         assert_eq!((r.loaded, r.total), (r.total - 6, aux_keys(&other)));
 
-        let single: Vec<(String, Tensor)> =
-            sd.iter().filter(|(k, _)| !is_aux_key(k)).map(|(k, t)| (k.clone(), t.shallow_clone())).collect();
+        let single: Vec<(String, Tensor)> = sd
+            .iter()
+            .filter(|(k, _)| !is_aux_key(k))
+            .map(|(k, t)| (k.clone(), t.shallow_clone()))
+            .collect();
         let before = state(&other);
         assert_eq!(other.load_aux_state(&single).loaded, 0);
         for ((k, a), (_, b)) in before.iter().zip(state(&other).iter()) {

@@ -14,11 +14,35 @@ use torch_sys::C_tensor;
 use crate::profiler::{ShimError, call};
 
 unsafe extern "C" {
-    fn lyp_add_(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_add(t: *mut C_tensor, other: *mut C_tensor, alpha: f64, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_add_(
+        t: *mut C_tensor,
+        other: *mut C_tensor,
+        alpha: f64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn lyp_add(
+        t: *mut C_tensor,
+        other: *mut C_tensor,
+        alpha: f64,
+        out: *mut *mut C_tensor,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
     fn lyp_mul_(t: *mut C_tensor, s: f64, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_clear_grads(ts: *const *mut C_tensor, n: usize, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_foreach_mul_(ts: *const *mut C_tensor, n: usize, s: f64, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_clear_grads(
+        ts: *const *mut C_tensor,
+        n: usize,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn lyp_foreach_mul_(
+        ts: *const *mut C_tensor,
+        n: usize,
+        s: f64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
     fn lyp_foreach_add_(
         ts: *const *mut C_tensor,
         others: *const *mut C_tensor,
@@ -44,8 +68,20 @@ unsafe extern "C" {
         err: *mut c_char,
         err_len: usize,
     ) -> c_int;
-    fn lyp_empty_pinned(sizes: *const i64, ndim: usize, out: *mut *mut C_tensor, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_cuda_memory_info(device: c_int, free: *mut i64, total: *mut i64, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_empty_pinned(
+        sizes: *const i64,
+        ndim: usize,
+        out: *mut *mut C_tensor,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
+    fn lyp_cuda_memory_info(
+        device: c_int,
+        free: *mut i64,
+        total: *mut i64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
     fn lyp_cuda_empty_cache(err: *mut c_char, err_len: usize) -> c_int;
 }
 
@@ -58,7 +94,11 @@ fn failed(what: &str) -> impl FnOnce(ShimError) -> Error + '_ {
 }
 
 fn same_len(a: &[Tensor], b: &[Tensor]) -> Result<()> {
-    if a.len() == b.len() { Ok(()) } else { Err(Error::failed(format!("foreach: lists of {} and {} tensors", a.len(), b.len()))) }
+    if a.len() == b.len() {
+        Ok(())
+    } else {
+        Err(Error::failed(format!("foreach: lists of {} and {} tensors", a.len(), b.len())))
+    }
 }
 
 fn handle(t: &Tensor) -> *mut C_tensor {
@@ -81,7 +121,8 @@ pub fn mul_(t: &Tensor, s: f64) -> Result<()> {
 pub fn add(t: &Tensor, other: &Tensor, alpha: f64) -> Result<Tensor> {
     let mut out = std::ptr::null_mut();
     // SAFETY: as above; on success `out` is a new tensor we own.
-    call(|e, n| unsafe { lyp_add(handle(t), handle(other), alpha, &mut out, e, n) }).map_err(failed("add"))?;
+    call(|e, n| unsafe { lyp_add(handle(t), handle(other), alpha, &mut out, e, n) })
+        .map_err(failed("add"))?;
     Ok(unsafe { Tensor::from_ptr(out) })
 }
 
@@ -90,14 +131,16 @@ pub fn add(t: &Tensor, other: &Tensor, alpha: f64) -> Result<Tensor> {
 pub fn clear_grads(ts: &[Tensor]) -> Result<()> {
     let h = handles(ts);
     // SAFETY: as above.
-    call(|e, n| unsafe { lyp_clear_grads(h.as_ptr(), h.len(), e, n) }).map_err(failed("clear grads"))
+    call(|e, n| unsafe { lyp_clear_grads(h.as_ptr(), h.len(), e, n) })
+        .map_err(failed("clear grads"))
 }
 
 /// `ts[i] *= s` (`torch._foreach_mul_`).
 pub fn foreach_mul_(ts: &[Tensor], s: f64) -> Result<()> {
     let h = handles(ts);
     // SAFETY: the handles are live tch tensors borrowed for the call.
-    call(|e, n| unsafe { lyp_foreach_mul_(h.as_ptr(), h.len(), s, e, n) }).map_err(failed("_foreach_mul_"))
+    call(|e, n| unsafe { lyp_foreach_mul_(h.as_ptr(), h.len(), s, e, n) })
+        .map_err(failed("_foreach_mul_"))
 }
 
 /// `ts[i] += alpha * others[i]` (`torch._foreach_add_`).
@@ -105,7 +148,8 @@ pub fn foreach_add_(ts: &[Tensor], others: &[Tensor], alpha: f64) -> Result<()> 
     same_len(ts, others)?;
     let (a, b) = (handles(ts), handles(others));
     // SAFETY: as above.
-    call(|e, n| unsafe { lyp_foreach_add_(a.as_ptr(), b.as_ptr(), a.len(), alpha, e, n) }).map_err(failed("_foreach_add_"))
+    call(|e, n| unsafe { lyp_foreach_add_(a.as_ptr(), b.as_ptr(), a.len(), alpha, e, n) })
+        .map_err(failed("_foreach_add_"))
 }
 
 /// New tensors `ts[i] + alpha * others[i]` (`torch._foreach_add`).
@@ -114,8 +158,10 @@ pub fn foreach_add(ts: &[Tensor], others: &[Tensor], alpha: f64) -> Result<Vec<T
     let (a, b) = (handles(ts), handles(others));
     let mut out: Vec<*mut C_tensor> = vec![std::ptr::null_mut(); a.len()];
     // SAFETY: as above; on success every out[i] is a new tensor we own.
-    call(|e, n| unsafe { lyp_foreach_add(a.as_ptr(), b.as_ptr(), a.len(), alpha, out.as_mut_ptr(), e, n) })
-        .map_err(failed("_foreach_add"))?;
+    call(|e, n| unsafe {
+        lyp_foreach_add(a.as_ptr(), b.as_ptr(), a.len(), alpha, out.as_mut_ptr(), e, n)
+    })
+    .map_err(failed("_foreach_add"))?;
     Ok(out.into_iter().map(|p| unsafe { Tensor::from_ptr(p) }).collect())
 }
 
@@ -125,7 +171,8 @@ pub fn amp_unscale_(grads: &[Tensor], found_inf: &Tensor, inv_scale: &Tensor) ->
     let h = handles(grads);
     let (f, s) = (handle(found_inf), handle(inv_scale));
     // SAFETY: as above.
-    call(|e, n| unsafe { lyp_amp_unscale_(h.as_ptr(), h.len(), f, s, e, n) }).map_err(failed("_amp_foreach_non_finite_check_and_unscale_"))
+    call(|e, n| unsafe { lyp_amp_unscale_(h.as_ptr(), h.len(), f, s, e, n) })
+        .map_err(failed("_amp_foreach_non_finite_check_and_unscale_"))
 }
 
 /// An uninitialised float tensor in page-locked host memory (needs CUDA).
@@ -149,7 +196,8 @@ pub fn cuda_memory_info(device: usize) -> Result<(i64, i64)> {
 /// Hands cached, unused CUDA blocks back to the driver.
 pub fn cuda_empty_cache() -> Result<()> {
     // SAFETY: plain C call.
-    call(|e, n| unsafe { lyp_cuda_empty_cache(e, n) }).map_err(failed("cannot empty the CUDA cache"))
+    call(|e, n| unsafe { lyp_cuda_empty_cache(e, n) })
+        .map_err(failed("cannot empty the CUDA cache"))
 }
 
 #[cfg(test)]

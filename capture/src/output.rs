@@ -22,7 +22,9 @@ pub fn say(line: &str) {
 
 /// Creates `dir` if needed and proves a file can be written in it.
 pub fn prepare(dir: &Path) -> Result<()> {
-    let unusable = |e: std::io::Error| Error::usage(format!("--project: cannot write in {}: {e}", dir.display())).caused_by(e);
+    let unusable = |e: std::io::Error| {
+        Error::usage(format!("--project: cannot write in {}: {e}", dir.display())).caused_by(e)
+    };
     std::fs::create_dir_all(dir).map_err(unusable)?;
     tempfile::tempfile_in(dir).map_err(unusable)?;
     Ok(())
@@ -31,7 +33,10 @@ pub fn prepare(dir: &Path) -> Result<()> {
 /// Prints each trial's img/s and conditions to stderr, warns about a trial
 /// that ran under different conditions, and returns the aggregate's.
 pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
-    let judged: Vec<_> = trials.iter().map(|p| (p.figures.img_per_s, Conditions::of_host(p.host.as_ref()))).collect();
+    let judged: Vec<_> = trials
+        .iter()
+        .map(|p| (p.figures.img_per_s, Conditions::of_host(p.host.as_ref())))
+        .collect();
     let t = conditions::across_trials(&judged);
     for line in &t.lines {
         say(line);
@@ -45,10 +50,13 @@ pub fn report_trials(trials: &[Profile]) -> Option<Conditions> {
 /// The core's analysis of a trace the capture just wrote, with the numbers
 /// it measured alongside (trusted; the op at each memory peak named).
 pub fn analyze(trace: &Path, measured: &Measurements) -> Result<Profile> {
-    let fail = |e: Error| Error::failed(format!("cannot analyse the captured trace: {e}")).caused_by(e);
+    let fail =
+        |e: Error| Error::failed(format!("cannot analyse the captured trace: {e}")).caused_by(e);
     let src = Source::path(trace).map_err(fail)?;
     let analysed = analysis::analyze(&src, AnalyzeOptions::captured(measured)).map_err(fail)?;
-    Ok(analysed.ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?.profile)
+    Ok(analysed
+        .ok_or_else(|| Error::failed("the captured trace was not recognised as a trace"))?
+        .profile)
 }
 
 /// Records in the sidecar which trace it belongs to: the file name the

@@ -196,7 +196,11 @@ struct Machine<'a> {
 
 impl Machine<'_> {
     fn take(&mut self, n: usize) -> Result<&[u8]> {
-        let end = self.pos.checked_add(n).filter(|e| *e <= self.data.len()).ok_or(PickleError::Truncated)?;
+        let end = self
+            .pos
+            .checked_add(n)
+            .filter(|e| *e <= self.data.len())
+            .ok_or(PickleError::Truncated)?;
         let s = &self.data[self.pos..end];
         self.pos = end;
         Ok(s)
@@ -245,7 +249,11 @@ impl Machine<'_> {
     }
     /// Pops everything above the last mark, and the mark.
     fn pop_mark(&mut self) -> Result<Vec<Entry>> {
-        let at = self.stack.iter().rposition(|e| matches!(e.v, Value::Mark)).ok_or(PickleError::NoMark)?;
+        let at = self
+            .stack
+            .iter()
+            .rposition(|e| matches!(e.v, Value::Mark))
+            .ok_or(PickleError::NoMark)?;
         let items = self.stack.split_off(at + 1);
         self.stack.pop();
         Ok(items)
@@ -291,7 +299,9 @@ impl Machine<'_> {
         let top = self.top()?;
         let depth = deeper(top.depth, &items)?;
         let cost: u64 = items.iter().map(|e| e.cost).sum();
-        let Value::Dict(d) = &mut top.v else { return Err(PickleError::WrongTarget("SETITEM", "dict")) };
+        let Value::Dict(d) = &mut top.v else {
+            return Err(PickleError::WrongTarget("SETITEM", "dict"));
+        };
         let keys = top.keys.get_or_insert_with(|| index(d));
         let mut it = items.into_iter();
         while let (Some(k), Some(v)) = (it.next(), it.next()) {
@@ -366,7 +376,8 @@ impl Machine<'_> {
                 if n > 8 {
                     return Err(PickleError::WideInt);
                 }
-                let mut buf = [if bytes.last().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0 }; 8];
+                let mut buf =
+                    [if bytes.last().is_some_and(|b| b & 0x80 != 0) { 0xff } else { 0 }; 8];
                 buf[..n].copy_from_slice(bytes);
                 self.push(Value::Int(i64::from_le_bytes(buf)))?
             }
@@ -484,7 +495,8 @@ impl Machine<'_> {
                 self.set_items(items)?
             }
             b'p' => {
-                let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("PUT index".into()))?;
+                let i: u32 =
+                    self.line()?.parse().map_err(|_| PickleError::Bad("PUT index".into()))?;
                 self.memo_put(i)?
             }
             b'q' => {
@@ -500,7 +512,8 @@ impl Machine<'_> {
                 self.memo_put(i)?
             }
             b'g' => {
-                let i: u32 = self.line()?.parse().map_err(|_| PickleError::Bad("GET index".into()))?;
+                let i: u32 =
+                    self.line()?.parse().map_err(|_| PickleError::Bad("GET index".into()))?;
                 self.memo_get(i)?
             }
             b'h' => {
@@ -547,12 +560,16 @@ impl Machine<'_> {
             }
             b'Q' => {
                 let pid = self.pop()?;
-                self.push_seq(vec![pid], |mut v| Value::PersId(Box::new(v.pop().expect("one item"))))?
+                self.push_seq(vec![pid], |mut v| {
+                    Value::PersId(Box::new(v.pop().expect("one item")))
+                })?
             }
             b'P' => {
                 let pid = Entry::leaf(Value::Str(self.line()?));
                 self.spend(pid.cost)?;
-                self.push_seq(vec![pid], |mut v| Value::PersId(Box::new(v.pop().expect("one item"))))?
+                self.push_seq(vec![pid], |mut v| {
+                    Value::PersId(Box::new(v.pop().expect("one item")))
+                })?
             }
             other => return Err(PickleError::Unsupported(other as char)),
         }
@@ -561,7 +578,11 @@ impl Machine<'_> {
 
     /// Pushes the container `make` builds from `items`: one deeper than
     /// the deepest of them.
-    fn push_seq(&mut self, items: Vec<Entry>, make: impl FnOnce(Vec<Value>) -> Value) -> Result<()> {
+    fn push_seq(
+        &mut self,
+        items: Vec<Entry>,
+        make: impl FnOnce(Vec<Value>) -> Value,
+    ) -> Result<()> {
         let (depth, cost) = built(&items.iter().collect::<Vec<_>>())?;
         self.spend(size_of::<Entry>() as u64)?;
         let v = make(items.into_iter().map(|e| e.v).collect());
@@ -595,7 +616,9 @@ fn index(d: &[(Value, Value)]) -> HashMap<Key, usize> {
 fn reduce(func: Value, mut args: Vec<Value>) -> Value {
     if let Value::Global(m, n) = &func {
         match (m.as_str(), n.as_str()) {
-            ("collections", "OrderedDict") if args.is_empty() || args == [Value::Tuple(vec![])] => return Value::Dict(Vec::new()),
+            ("collections", "OrderedDict") if args.is_empty() || args == [Value::Tuple(vec![])] => {
+                return Value::Dict(Vec::new());
+            }
             ("collections", "OrderedDict") => {
                 if let Some(Value::List(items)) = args.pop() {
                     let kv = items
@@ -613,7 +636,9 @@ fn reduce(func: Value, mut args: Vec<Value>) -> Value {
                 return Value::Dict(Vec::new());
             }
             ("builtins" | "__builtin__", "set" | "frozenset") => {
-                return Value::Set(args.pop().and_then(|a| a.items().map(<[Value]>::to_vec)).unwrap_or_default());
+                return Value::Set(
+                    args.pop().and_then(|a| a.items().map(<[Value]>::to_vec)).unwrap_or_default(),
+                );
             }
             _ => {}
         }
@@ -638,7 +663,10 @@ mod tests {
     #[test]
     fn truncated_input_is_an_error() {
         let err = parse(b"\x80\x02}q\x00(X\x05\x00").unwrap_err();
-        assert!(matches!(&err, PickleError::At { op: b'X', at: 6, source } if **source == PickleError::Truncated), "{err:?}");
+        assert!(
+            matches!(&err, PickleError::At { op: b'X', at: 6, source } if **source == PickleError::Truncated),
+            "{err:?}"
+        );
         assert_eq!(err.to_string(), "pickle opcode 0x58 at 6: truncated pickle");
     }
 

@@ -24,7 +24,14 @@ pub struct Detection {
 }
 
 /// Detections of image `i` of a `(B, 4 + nc, A)` prediction tensor.
-pub fn detections(predictions: &Tensor, i: i64, g: &Letterbox, conf: f64, iou: f64, max_det: usize) -> Vec<Detection> {
+pub fn detections(
+    predictions: &Tensor,
+    i: i64,
+    g: &Letterbox,
+    conf: f64,
+    iou: f64,
+    max_det: usize,
+) -> Vec<Detection> {
     tch::no_grad(|| {
         let pred = predictions.i(i).to_kind(Kind::Float).transpose(0, 1);
         let nc = pred.size()[1] - 4;
@@ -45,12 +52,22 @@ pub fn detections(predictions: &Tensor, i: i64, g: &Letterbox, conf: f64, iou: f
             score = score.index_select(0, &top);
         }
         let boxes = pred.narrow(1, 0, 4).index_select(0, &anchor);
-        let shift =
-            Tensor::from_slice(&[g.pad_left as f32, g.pad_top as f32, g.pad_left as f32, g.pad_top as f32]).to_device(boxes.device());
+        let shift = Tensor::from_slice(&[
+            g.pad_left as f32,
+            g.pad_top as f32,
+            g.pad_left as f32,
+            g.pad_top as f32,
+        ])
+        .to_device(boxes.device());
         let b = (boxes - shift) / g.ratio;
-        let xs = b.index_select(1, &Tensor::from_slice(&[0i64, 2]).to_device(b.device())).clamp(0.0, g.orig_w as f64);
-        let ys = b.index_select(1, &Tensor::from_slice(&[1i64, 3]).to_device(b.device())).clamp(0.0, g.orig_h as f64);
-        let b = Tensor::stack(&[xs.select(1, 0), ys.select(1, 0), xs.select(1, 1), ys.select(1, 1)], 1);
+        let xs = b
+            .index_select(1, &Tensor::from_slice(&[0i64, 2]).to_device(b.device()))
+            .clamp(0.0, g.orig_w as f64);
+        let ys = b
+            .index_select(1, &Tensor::from_slice(&[1i64, 3]).to_device(b.device()))
+            .clamp(0.0, g.orig_h as f64);
+        let b =
+            Tensor::stack(&[xs.select(1, 0), ys.select(1, 0), xs.select(1, 1), ys.select(1, 1)], 1);
 
         let b = b.to_device(Device::Cpu).contiguous();
         let s = score.to_device(Device::Cpu).contiguous();
@@ -59,9 +76,16 @@ pub fn detections(predictions: &Tensor, i: i64, g: &Letterbox, conf: f64, iou: f
         let s: Vec<f32> = Vec::try_from(&s).unwrap_or_default();
         let c: Vec<i64> = Vec::try_from(&c).unwrap_or_default();
         let cands: Vec<Detection> = (0..s.len())
-            .map(|j| Detection { xyxy: [b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]], score: s[j], class: c[j] })
+            .map(|j| Detection {
+                xyxy: [b[4 * j], b[4 * j + 1], b[4 * j + 2], b[4 * j + 3]],
+                score: s[j],
+                class: c[j],
+            })
             .filter(|d| {
-                d.xyxy[2] - d.xyxy[0] > 0.0 && d.xyxy[3] - d.xyxy[1] > 0.0 && d.xyxy.iter().all(|v| v.is_finite()) && d.score.is_finite()
+                d.xyxy[2] - d.xyxy[0] > 0.0
+                    && d.xyxy[3] - d.xyxy[1] > 0.0
+                    && d.xyxy.iter().all(|v| v.is_finite())
+                    && d.score.is_finite()
             })
             .collect();
         nms(cands, iou as f32, max_det)
@@ -85,7 +109,8 @@ pub fn nms(mut cands: Vec<Detection>, iou_thres: f32, max_det: usize) -> Vec<Det
     cands.sort_by(|a, b| b.score.total_cmp(&a.score));
     let mut kept: Vec<Detection> = Vec::new();
     // Kept boxes per class: a candidate is only compared with its own class.
-    let mut by_class: std::collections::HashMap<i64, Vec<[f32; 4]>> = std::collections::HashMap::new();
+    let mut by_class: std::collections::HashMap<i64, Vec<[f32; 4]>> =
+        std::collections::HashMap::new();
     for d in cands {
         if kept.len() >= max_det {
             break;

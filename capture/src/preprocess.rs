@@ -62,7 +62,11 @@ pub fn letterbox(pixels: &Tensor, size: i64, pad: Pad, device: Device) -> (Tenso
     let (_, h, w) = pixels.size3().expect("a (3, H, W) image");
     let g = geometry(w, h, size, pad);
     let x = pixels.unsqueeze(0);
-    let resized = if (g.new_h, g.new_w) == (h, w) { x } else { x.upsample_bilinear2d([g.new_h, g.new_w], false, None, None) };
+    let resized = if (g.new_h, g.new_w) == (h, w) {
+        x
+    } else {
+        x.upsample_bilinear2d([g.new_h, g.new_w], false, None, None)
+    };
     let (right, bottom) = (size - g.new_w - g.pad_left, size - g.pad_top - g.new_h);
     let canvas = resized.pad([g.pad_left, right, g.pad_top, bottom], "constant", Some(114.0));
     let x = canvas.to_device(device).to_kind(Kind::Float).contiguous() / 255.0;

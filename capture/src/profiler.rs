@@ -21,15 +21,32 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use libreyolo_core::{Error, Result};
 
 unsafe extern "C" {
-    fn lyp_profiler_start(cuda: c_int, all_threads: c_int, memory: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_profiler_start(
+        cuda: c_int,
+        all_threads: c_int,
+        memory: c_int,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
     fn lyp_profiler_stop(err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_save(path: *const c_char, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_discard();
     fn lyp_range_begin(name: *const c_char) -> *mut c_void;
     fn lyp_range_end(handle: *mut c_void);
-    fn lyp_autocast(cuda: c_int, enabled: c_int, bf16: c_int, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_autocast(
+        cuda: c_int,
+        enabled: c_int,
+        bf16: c_int,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
     fn lyp_cuda_reset_peak(device: c_int, err: *mut c_char, err_len: usize) -> c_int;
-    fn lyp_cuda_peak_allocated(device: c_int, bytes: *mut i64, err: *mut c_char, err_len: usize) -> c_int;
+    fn lyp_cuda_peak_allocated(
+        device: c_int,
+        bytes: *mut i64,
+        err: *mut c_char,
+        err_len: usize,
+    ) -> c_int;
 }
 
 static STARTED: AtomicBool = AtomicBool::new(false);
@@ -71,7 +88,9 @@ impl Drop for Range<'_> {
 pub struct ShimError(pub String);
 
 /// Runs a shim entry point with an error buffer; its message on failure.
-pub(crate) fn call(f: impl FnOnce(*mut c_char, usize) -> c_int) -> std::result::Result<(), ShimError> {
+pub(crate) fn call(
+    f: impl FnOnce(*mut c_char, usize) -> c_int,
+) -> std::result::Result<(), ShimError> {
     let mut buf = vec![0 as c_char; 1024];
     let rc = f(buf.as_mut_ptr(), buf.len());
     if rc == 0 {
@@ -90,7 +109,15 @@ impl Session {
         }
         let res = quiet_stderr(|| {
             // SAFETY: plain C call; the error buffer outlives it.
-            call(|e, n| unsafe { lyp_profiler_start(opts.cuda as c_int, opts.all_threads as c_int, opts.memory as c_int, e, n) })
+            call(|e, n| unsafe {
+                lyp_profiler_start(
+                    opts.cuda as c_int,
+                    opts.all_threads as c_int,
+                    opts.memory as c_int,
+                    e,
+                    n,
+                )
+            })
         });
         if let Err(msg) = res {
             STARTED.store(false, Ordering::SeqCst);
@@ -116,7 +143,8 @@ impl Session {
     /// Stops the profiler and writes the Chrome trace to `path`.
     pub fn finish(mut self, path: &Path) -> Result<()> {
         self.stop()?;
-        let c = CString::new(path.as_os_str().as_encoded_bytes()).map_err(|_| Error::failed("trace path holds a NUL byte"))?;
+        let c = CString::new(path.as_os_str().as_encoded_bytes())
+            .map_err(|_| Error::failed("trace path holds a NUL byte"))?;
         // Kineto writes `<path>.tmp` and renames it onto `<path>` at the
         // end: a signal during the export, or a failed export, would leave
         // it behind (2–11 MB) unless it is noted and removed too.
@@ -125,14 +153,17 @@ impl Session {
         let res = quiet_stderr(|| call(|e, n| unsafe { lyp_profiler_save(c.as_ptr(), e, n) }));
         let _ = std::fs::remove_file(&kineto_tmp);
         unsafe { lyp_profiler_discard() };
-        res.map_err(|msg| Error::failed(format!("cannot write the trace {}: {msg}", path.display())))
+        res.map_err(|msg| {
+            Error::failed(format!("cannot write the trace {}: {msg}", path.display()))
+        })
     }
 
     /// Stops the profiler and writes the trace to a hidden temporary file in
     /// `dir` (created if needed), to be renamed into place once the profile
     /// beside it is written; dropped unless persisted.
     pub fn finish_in(self, dir: &Path) -> Result<tempfile::TempPath> {
-        std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
         let tmp = tempfile::Builder::new()
             .prefix(".profile_trace.")
             .suffix(".json")

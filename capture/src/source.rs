@@ -31,7 +31,8 @@ pub struct Image {
 pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
     let Some(src) = source else { return Ok(Vec::new()) };
     let path = Path::new(src);
-    let meta = std::fs::metadata(path).map_err(|_| Error::usage(format!("source not found: {src}")))?;
+    let meta =
+        std::fs::metadata(path).map_err(|_| Error::usage(format!("source not found: {src}")))?;
     if meta.is_file() {
         return Ok(vec![path.to_path_buf()]);
     }
@@ -42,12 +43,18 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
         .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
-            p.is_file() && p.extension().and_then(|e| e.to_str()).is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
+            p.is_file()
+                && p.extension()
+                    .and_then(|e| e.to_str())
+                    .is_some_and(|e| EXTENSIONS.contains(&e.to_ascii_lowercase().as_str()))
         })
         .collect();
     files.sort();
     if files.is_empty() {
-        return Err(Error::usage(format!("no images in {src} (looked for {})", EXTENSIONS.join(", "))));
+        return Err(Error::usage(format!(
+            "no images in {src} (looked for {})",
+            EXTENSIONS.join(", ")
+        )));
     }
     Ok(files)
 }
@@ -101,7 +108,9 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
             0x01 | 0xd0..=0xd7 => continue,
             _ => {}
         }
-        let Some(len) = b.get(i..i + 2).map(|l| u16::from_be_bytes([l[0], l[1]]) as usize) else { return false };
+        let Some(len) = b.get(i..i + 2).map(|l| u16::from_be_bytes([l[0], l[1]]) as usize) else {
+            return false;
+        };
         if len < 2 {
             return false;
         }
@@ -109,7 +118,9 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
         if code == 0xda {
             // Entropy-coded data: up to the next real marker.
             loop {
-                let Some(at) = b.get(i..).and_then(|rest| memchr::memchr(0xff, rest)) else { return false };
+                let Some(at) = b.get(i..).and_then(|rest| memchr::memchr(0xff, rest)) else {
+                    return false;
+                };
                 i += at;
                 match b.get(i + 1) {
                     Some(0x00 | 0xd0..=0xd7 | 0xff) => i += 1,
@@ -128,7 +139,8 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
 /// before any is decoded.
 pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     if files.is_empty() {
-        let img = image::load_from_memory(SAMPLE).map_err(|e| Error::failed(format!("bundled sample image: {e}")))?;
+        let img = image::load_from_memory(SAMPLE)
+            .map_err(|e| Error::failed(format!("bundled sample image: {e}")))?;
         return Ok(vec![to_tensor(SAMPLE_NAME.to_string(), img)]);
     }
     let budget = libreyolo_core::budget::budget().unwrap_or(u64::MAX);
@@ -153,8 +165,10 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     files
         .iter()
         .map(|p| {
-            let bytes = read_image_file(p).map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
-            let img = decode(&bytes).map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+            let bytes = read_image_file(p)
+                .map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
+            let img = decode(&bytes)
+                .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
             Ok(to_tensor(p.display().to_string(), img))
         })
         .collect()

@@ -86,7 +86,8 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
     match resolve(arg)? {
         Source::RandomInit { looked_in } => {
             tch::manual_seed(0);
-            let model = Yolo9::new(size, DEFAULT_NC, device).map_err(|e| Error::failed(e.to_string()))?;
+            let model =
+                Yolo9::new(size, DEFAULT_NC, device).map_err(|e| Error::failed(e.to_string()))?;
             let looked: Vec<String> = looked_in.iter().map(|p| p.display().to_string()).collect();
             Ok(Loaded {
                 model,
@@ -105,18 +106,23 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
         }
         Source::File(path) => {
             let shown = path.display().to_string();
-            let ck = checkpoint::load(&path).map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
+            let ck = checkpoint::load(&path)
+                .map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
             if let Some(family) = ck.meta_str("model_family").filter(|f| *f != "yolo9") {
                 return Err(Error::failed(format!(
                     "checkpoint {shown} is a `{family}` model; `profile infer` runs YOLOv9 (model_family \"yolo9\")"
                 )));
             }
             if let Some(task) = ck.meta_str("task").filter(|t| *t != "detect") {
-                return Err(Error::failed(format!("checkpoint {shown} is a `{task}` model; only detection is supported")));
+                return Err(Error::failed(format!(
+                    "checkpoint {shown} is a `{task}` model; only detection is supported"
+                )));
             }
             let mut notes = Vec::new();
             let used_size = match ck.meta_str("size") {
-                Some(s) => ModelSize::parse(s).ok_or_else(|| Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`")))?,
+                Some(s) => ModelSize::parse(s).ok_or_else(|| {
+                    Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`"))
+                })?,
                 None => detect_size(&ck).unwrap_or(size),
             };
             if used_size != size {
@@ -125,10 +131,17 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
             let nc = ck
                 .meta_int("nc")
                 .or_else(|| ck.tensor("head.cv3.0.2.weight").and_then(rows))
-                .ok_or_else(|| Error::failed(format!("checkpoint {shown}: no `nc` and no class head to read it from")))?;
+                .ok_or_else(|| {
+                    Error::failed(format!(
+                        "checkpoint {shown}: no `nc` and no class head to read it from"
+                    ))
+                })?;
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").and_then(rows);
-            let mut model = Yolo9::with_class_width(used_size, nc, cls_hidden, device).map_err(|e| Error::failed(e.to_string()))?;
-            model.load_state(&ck.state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
+            let mut model = Yolo9::with_class_width(used_size, nc, cls_hidden, device)
+                .map_err(|e| Error::failed(e.to_string()))?;
+            model
+                .load_state(&ck.state)
+                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             Ok(Loaded {
                 model,
                 size: used_size,

@@ -86,7 +86,9 @@ impl GpuWindow {
             }
         }
         let mut others: Vec<GpuProcess> = Vec::new();
-        for p in others_than_us(self.start.processes).into_iter().chain(others_than_us(end.processes)) {
+        for p in
+            others_than_us(self.start.processes).into_iter().chain(others_than_us(end.processes))
+        {
             if !others.iter().any(|o| o.pid == p.pid) {
                 others.push(p);
             }
@@ -109,7 +111,8 @@ impl GpuWindow {
 /// (in PCI order, which is CUDA's too on machines of one GPU model or with
 /// CUDA_DEVICE_ORDER=PCI_BUS_ID).
 fn selector(cuda_index: usize, visible: Option<&str>) -> Selector {
-    let entry = visible.and_then(|v| v.split(',').map(str::trim).nth(cuda_index)).filter(|e| !e.is_empty());
+    let entry =
+        visible.and_then(|v| v.split(',').map(str::trim).nth(cuda_index)).filter(|e| !e.is_empty());
     match entry {
         Some(e) => match e.parse() {
             Ok(i) => Selector::Index(i),
@@ -131,7 +134,11 @@ fn sample(d: &Device) -> Sample {
     Sample {
         sm_clock: d.clock_info(Clock::SM).ok(),
         temperature: d.temperature(TemperatureSensor::Gpu).ok(),
-        slowdowns: SLOWDOWNS.iter().filter(|(r, _)| reasons.contains(*r)).map(|(_, name)| *name).collect(),
+        slowdowns: SLOWDOWNS
+            .iter()
+            .filter(|(r, _)| reasons.contains(*r))
+            .map(|(_, name)| *name)
+            .collect(),
         processes: d
             .running_compute_processes()
             .unwrap_or_default()
@@ -169,8 +176,13 @@ mod tests {
     fn visible_devices_map_cuda_numbers_to_nvml_ones() {
         assert!(matches!(selector(1, None), Selector::Index(1)));
         assert!(matches!(selector(1, Some("3,5")), Selector::Index(5)));
-        assert!(matches!(selector(0, Some("GPU-8f2a, 2")), Selector::Uuid(ref u) if u == "GPU-8f2a"));
-        assert!(matches!(selector(2, Some("3")), Selector::Index(2)), "out of the list: as CUDA numbers it");
+        assert!(
+            matches!(selector(0, Some("GPU-8f2a, 2")), Selector::Uuid(ref u) if u == "GPU-8f2a")
+        );
+        assert!(
+            matches!(selector(2, Some("3")), Selector::Index(2)),
+            "out of the list: as CUDA numbers it"
+        );
     }
 
     #[test]
@@ -179,7 +191,10 @@ mod tests {
         let own = std::process::id();
         assert_eq!(others_than_us(vec![p(own, 10), p(1, 20_000)]), vec![p(1, 20_000)]);
         // Our PID unseen (host namespace): the biggest is us.
-        assert_eq!(others_than_us(vec![p(u32::MAX, 9_000), p(u32::MAX - 1, 500)]), vec![p(u32::MAX - 1, 500)]);
+        assert_eq!(
+            others_than_us(vec![p(u32::MAX, 9_000), p(u32::MAX - 1, 500)]),
+            vec![p(u32::MAX - 1, 500)]
+        );
         assert_eq!(others_than_us(vec![]), vec![]);
     }
 

@@ -42,7 +42,8 @@ fn reads_a_libreyolo_checkpoint_and_a_bare_state_dict() {
     let full = dir.path().join("ckpt.pt");
     let bare = dir.path().join("state.pt");
     let out = common::run_python(&py, MAKE, &[full.to_str().unwrap(), bare.to_str().unwrap()]);
-    let expected: serde_json::Map<String, serde_json::Value> = serde_json::from_str(out.trim()).unwrap();
+    let expected: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_str(out.trim()).unwrap();
 
     let ck = checkpoint::load(&full).unwrap();
     assert_eq!(ck.meta_str("model_family"), Some("yolo9"));
@@ -54,7 +55,8 @@ fn reads_a_libreyolo_checkpoint_and_a_bare_state_dict() {
     assert_eq!(keys, expected.keys().map(String::as_str).collect::<Vec<_>>(), "order and names");
 
     for (name, t) in &ck.state {
-        let want: Vec<f64> = expected[name].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+        let want: Vec<f64> =
+            expected[name].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
         let got: Vec<f64> = Vec::<f64>::try_from(t.to_kind(Kind::Double).flatten(0, -1)).unwrap();
         assert_eq!(got.len(), want.len(), "{name}");
         for (g, w) in got.iter().zip(&want) {

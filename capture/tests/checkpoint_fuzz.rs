@@ -46,7 +46,8 @@ fn seed() -> &'static Vec<(String, Vec<u8>)> {
 /// A zip of `entries`, stored.
 fn zip_of(entries: &[(String, Vec<u8>)]) -> Vec<u8> {
     let mut z = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     for (name, bytes) in entries {
         z.start_file(name.as_str(), opts).unwrap();
         z.write_all(bytes).unwrap();
@@ -85,7 +86,9 @@ fn load(bytes: &[u8]) {
 fn byte() -> impl Strategy<Value = u8> {
     prop_oneof![
         any::<u8>(),
-        prop::sample::select(b"()]}tlduseapqhjgrbRQK\x85\x86\x87\x88\x89\x8a\x8c\x94\x80\x93.0124Nc".to_vec()),
+        prop::sample::select(
+            b"()]}tlduseapqhjgrbRQK\x85\x86\x87\x88\x89\x8a\x8c\x94\x80\x93.0124Nc".to_vec()
+        ),
         Just(0u8),
         Just(0xffu8),
     ]
@@ -131,7 +134,15 @@ proptest! {
 
 /// Integers a hostile layout would use: small, edge and huge.
 fn dim() -> impl Strategy<Value = i64> {
-    prop_oneof![0i64..6, Just(-1i64), Just(i64::MAX), Just(i64::MIN), Just(1 << 31), Just(1 << 40), any::<i64>()]
+    prop_oneof![
+        0i64..6,
+        Just(-1i64),
+        Just(i64::MAX),
+        Just(i64::MIN),
+        Just(1 << 31),
+        Just(1 << 40),
+        any::<i64>()
+    ]
 }
 
 proptest! {

@@ -17,7 +17,22 @@ fn infer_with(dir: &Path, weights: &Path) -> Ran {
     let project = dir.join("project");
     let w = weights.to_str().unwrap();
     let p = project.to_str().unwrap();
-    run_capture(&["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--weights", w, "--project", p])
+    run_capture(&[
+        "profile",
+        "infer",
+        "--device",
+        "cpu",
+        "--imgsz",
+        "64",
+        "--warmup",
+        "1",
+        "--runs",
+        "2",
+        "--weights",
+        w,
+        "--project",
+        p,
+    ])
 }
 
 /// Asserts a refused checkpoint: exit 1, one `error:` line holding `what`,
@@ -26,7 +41,11 @@ fn refused(dir: &Path, ran: &Ran, what: &str) {
     assert_eq!(ran.code, Some(1), "{}", ran.stderr);
     let lines: Vec<&str> = ran.stderr.lines().filter(|l| l.starts_with("error:")).collect();
     assert_eq!(lines.len(), 1, "{}", ran.stderr);
-    assert!(lines[0].contains("cannot read checkpoint") && lines[0].contains(what), "wanted `{what}` in: {}", ran.stderr);
+    assert!(
+        lines[0].contains("cannot read checkpoint") && lines[0].contains(what),
+        "wanted `{what}` in: {}",
+        ran.stderr
+    );
     assert!(!ran.stderr.contains("panicked"), "{}", ran.stderr);
     assert!(ran.peak_mib < PEAK_MIB, "peak RSS {} MiB: {}", ran.peak_mib, ran.stderr);
     assert!(!dir.join("project").exists(), "nothing written for a refused checkpoint");
@@ -54,7 +73,14 @@ fn tensor_layouts_past_their_storage_or_the_bounds_are_refused() {
         ("rank/stride mismatch", 4, 0, &[2, 2], &[1], "2 sizes but 1 strides"),
         ("10^12 elements", 4, 0, &[1_000_000, 1_000_000], &[0, 0], "more than 256 MiB"),
         ("element count overflow", 4, 0, &[i64::MAX, i64::MAX, 2], &[0, 0, 0], "more than 256 MiB"),
-        ("zero-stride 1e9-row head", 4, 0, &[1_000_000_000, 1, 1, 1], &[0, 1, 1, 1], "more than 256 MiB"),
+        (
+            "zero-stride 1e9-row head",
+            4,
+            0,
+            &[1_000_000_000, 1, 1, 1],
+            &[0, 1, 1, 1],
+            "more than 256 MiB",
+        ),
         ("storage numel lies", 1 << 40, 0, &[2], &[1], "pass 2048 MiB"),
     ];
     for (what, numel, offset, size, stride, want) in cases {
@@ -62,12 +88,20 @@ fn tensor_layouts_past_their_storage_or_the_bounds_are_refused() {
         write_checkpoint(&ck, &one_tensor(*numel, *offset, size, stride), &[("0", &storage)]);
         let ran = infer_with(dir.path(), &ck);
         refused(dir.path(), &ran, want);
-        assert!(ran.stderr.contains("tensor w") || *what == "storage numel lies", "{what}: {}", ran.stderr);
+        assert!(
+            ran.stderr.contains("tensor w") || *what == "storage numel lies",
+            "{what}: {}",
+            ran.stderr
+        );
     }
     // A storage entry shorter than its persistent id says.
     let ck = dir.path().join("w.pt");
     write_checkpoint(&ck, &one_tensor(8, 0, &[2], &[1]), &[("0", &storage)]);
-    refused(dir.path(), &infer_with(dir.path(), &ck), "holds 16 bytes, not the 32 its 8 elements need");
+    refused(
+        dir.path(),
+        &infer_with(dir.path(), &ck),
+        "holds 16 bytes, not the 32 its 8 elements need",
+    );
 }
 
 #[test]
@@ -153,7 +187,11 @@ fn zip_entries_are_read_with_a_cap_whatever_they_declare() {
     write_checkpoint(&ck, &one_tensor(500_000_000, 0, &[2], &[1]), &[("0", &[0u8; 16])]);
     lie_about_entry(&ck, "archive/data/0", 2_000_000_000);
     let ran = infer_with(dir.path(), &ck);
-    refused(dir.path(), &ran, "storage archive/data/0 holds 16 bytes, not the 2000000000 its 500000000 elements need");
+    refused(
+        dir.path(),
+        &ran,
+        "storage archive/data/0 holds 16 bytes, not the 2000000000 its 500000000 elements need",
+    );
 }
 
 #[test]
@@ -163,11 +201,16 @@ fn zip_entries_declared_or_inflated_past_their_cap_are_refused() {
     // A 200-byte file whose data.pkl claims 3.75 GiB: refused unread.
     write_checkpoint(&ck, b"\x80\x02}.", &[]);
     lie_about_sizes(&ck, 0xF000_0000);
-    refused(dir.path(), &infer_with(dir.path(), &ck), "data.pkl holds more than 67108864 bytes (its declared size)");
+    refused(
+        dir.path(),
+        &infer_with(dir.path(), &ck),
+        "data.pkl holds more than 67108864 bytes (its declared size)",
+    );
     // A data.pkl claiming 100 bytes that inflates to 200 MB.
     let f = std::fs::File::create(&ck).unwrap();
     let mut z = zip::ZipWriter::new(f);
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Deflated);
+    let opts = zip::write::SimpleFileOptions::default()
+        .compression_method(zip::CompressionMethod::Deflated);
     z.start_file("archive/data.pkl", opts).unwrap();
     let zeros = vec![0u8; 1 << 20];
     for _ in 0..200 {
@@ -178,7 +221,11 @@ fn zip_entries_declared_or_inflated_past_their_cap_are_refused() {
     lie_about_sizes(&ck, 100);
     let ran = infer_with(dir.path(), &ck);
     refused(dir.path(), &ran, "data.pkl");
-    assert!(ran.stderr.contains("once inflated") || ran.stderr.contains("cannot read"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("once inflated") || ran.stderr.contains("cannot read"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -195,11 +242,23 @@ fn count_arguments_past_their_bounds_are_usage_errors() {
         (&["infer", "--max-det", "100001"], "'--max-det <MAX_DET>': at most 100000"),
         (&["infer", "--threads", "100000"], "'--threads <N>': at most 1024"),
         (&["run", "synthetic", "--workers", "100000"], "'--workers <WORKERS>': at most 256"),
-        (&["run", "synthetic", "--batch", "100000"], "'--batch <BATCH>': at most 1024 (or -1 to fit CUDA memory)"),
-        (&["run", "synthetic", "--steps", "18446744073709551615"], "'--steps <STEPS>': at most 1000000"),
+        (
+            &["run", "synthetic", "--batch", "100000"],
+            "'--batch <BATCH>': at most 1024 (or -1 to fit CUDA memory)",
+        ),
+        (
+            &["run", "synthetic", "--steps", "18446744073709551615"],
+            "'--steps <STEPS>': at most 1000000",
+        ),
         // Within the bounds, but not within the machine: said before measuring.
-        (&["infer", "--batch", "1024", "--imgsz", "4096", "--max-memory", "8G"], "needs at least 1152.00 GiB of memory on the CPU"),
-        (&["run", "synthetic", "--batch", "1024", "--max-memory", "8G"], "needs at least 468.75 GiB of memory on the CPU"),
+        (
+            &["infer", "--batch", "1024", "--imgsz", "4096", "--max-memory", "8G"],
+            "needs at least 1152.00 GiB of memory on the CPU",
+        ),
+        (
+            &["run", "synthetic", "--batch", "1024", "--max-memory", "8G"],
+            "needs at least 468.75 GiB of memory on the CPU",
+        ),
     ];
     for (args, want) in cases {
         let mut argv = vec!["profile"];
@@ -222,7 +281,20 @@ fn an_unwritable_stderr_still_gives_the_profile() {
     // The random-init warning (and the busy-cores note) are written to a
     // stderr that fails every write: no panic, the capture goes on.
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
-        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--weights", "no-such-weights.pt"])
+        .args([
+            "profile",
+            "infer",
+            "--device",
+            "cpu",
+            "--imgsz",
+            "64",
+            "--warmup",
+            "1",
+            "--runs",
+            "2",
+            "--weights",
+            "no-such-weights.pt",
+        ])
         .arg("--project")
         .arg(&project)
         .current_dir(dir.path())
@@ -230,10 +302,16 @@ fn an_unwritable_stderr_still_gives_the_profile() {
         .output()
         .unwrap();
     assert_eq!(out.status.code(), Some(0));
-    let mut left: Vec<String> =
-        common::hostile::files_under(&project).iter().map(|p| p.strip_prefix(&project).unwrap().display().to_string()).collect();
+    let mut left: Vec<String> = common::hostile::files_under(&project)
+        .iter()
+        .map(|p| p.strip_prefix(&project).unwrap().display().to_string())
+        .collect();
     left.sort();
-    assert_eq!(left, ["infer/profile.json", "infer/profile_summary.json", "infer/profile_trace.json"], "the profile, nothing else");
+    assert_eq!(
+        left,
+        ["infer/profile.json", "infer/profile_summary.json", "infer/profile_trace.json"],
+        "the profile, nothing else"
+    );
 }
 
 #[test]
@@ -243,7 +321,21 @@ fn control_and_bidi_characters_in_names_reach_stderr_escaped() {
     // A bare name not found: the random-init warning quotes it.
     let name = "w\u{1b}]0;owned\u{7}\u{202e}gnp.pt";
     let out = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
-        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "2", "--no-trace", "--weights", name])
+        .args([
+            "profile",
+            "infer",
+            "--device",
+            "cpu",
+            "--imgsz",
+            "64",
+            "--warmup",
+            "1",
+            "--runs",
+            "2",
+            "--no-trace",
+            "--weights",
+            name,
+        ])
         .arg("--project")
         .arg(&project)
         .current_dir(dir.path())
@@ -252,7 +344,10 @@ fn control_and_bidi_characters_in_names_reach_stderr_escaped() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{err}");
     assert!(err.contains("weights w\\u{1b}]0;owned\\u{7}\\u{202e}gnp.pt not found"), "{err}");
-    assert!(!err.contains('\u{1b}') && !err.contains('\u{202e}') && !err.contains('\u{7}'), "{err:?}");
+    assert!(
+        !err.contains('\u{1b}') && !err.contains('\u{202e}') && !err.contains('\u{7}'),
+        "{err:?}"
+    );
     // A value clap refuses is echoed escaped too.
     let ran = run_capture(&["profile", "infer", "--batch", "1\u{202e}\u{9b}2"]);
     assert_eq!(ran.code, Some(2), "{}", ran.stderr);
@@ -268,7 +363,11 @@ fn a_device_as_weights_or_source_is_refused_unread() {
     // Nor as the image source.
     let ran = run_capture(&["profile", "infer", "/dev/zero", "--device", "cpu"]);
     assert_eq!(ran.code, Some(2), "{}", ran.stderr);
-    assert!(ran.stderr.contains("source /dev/zero is neither an image file nor a directory"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("source /dev/zero is neither an image file nor a directory"),
+        "{}",
+        ran.stderr
+    );
 }
 
 #[test]
@@ -278,7 +377,20 @@ fn sigint_while_kineto_writes_its_temp_leaves_nothing() {
     let project = dir.path().join("project");
     // 20 runs at 64 px: a trace of ~25 MB, which Kineto takes a while to write.
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture"))
-        .args(["profile", "infer", "--device", "cpu", "--imgsz", "64", "--warmup", "1", "--runs", "20", "--weights", "no-such.pt"])
+        .args([
+            "profile",
+            "infer",
+            "--device",
+            "cpu",
+            "--imgsz",
+            "64",
+            "--warmup",
+            "1",
+            "--runs",
+            "20",
+            "--weights",
+            "no-such.pt",
+        ])
         .arg("--project")
         .arg(&project)
         .current_dir(dir.path())
@@ -289,8 +401,11 @@ fn sigint_while_kineto_writes_its_temp_leaves_nothing() {
     let infer = project.join("infer");
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
     let seen = loop {
-        let kineto =
-            std::fs::read_dir(&infer).into_iter().flatten().flatten().any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"));
+        let kineto = std::fs::read_dir(&infer)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().ends_with(".json.tmp"));
         if kineto || std::time::Instant::now() > deadline || child.try_wait().unwrap().is_some() {
             break kineto;
         }

@@ -18,7 +18,9 @@ fn dataset(dir: &Path, n: usize, yaml: &str) -> String {
     std::fs::create_dir_all(&img_dir).unwrap();
     std::fs::create_dir_all(dir.join("labels/train")).unwrap();
     for i in 0..n {
-        image::RgbImage::from_pixel(32, 32, image::Rgb([10, 20, 30])).save(img_dir.join(format!("{i:03}.png"))).unwrap();
+        image::RgbImage::from_pixel(32, 32, image::Rgb([10, 20, 30]))
+            .save(img_dir.join(format!("{i:03}.png")))
+            .unwrap();
     }
     let path = dir.join("data.yaml");
     std::fs::write(&path, format!("path: .\ntrain: images/train\n{yaml}")).unwrap();
@@ -53,17 +55,32 @@ fn device_oversized_and_non_utf8_label_files_are_said_apart_from_missing_ones() 
     // 004 has no label file.
     let t = Instant::now();
     let set = YoloSet::load(&yaml).unwrap();
-    assert!(t.elapsed() < Duration::from_secs(5), "/dev/zero is not read to its end: {:?}", t.elapsed());
+    assert!(
+        t.elapsed() < Duration::from_secs(5),
+        "/dev/zero is not read to its end: {:?}",
+        t.elapsed()
+    );
     assert_eq!(set.unlabelled, 1);
     assert_eq!(set.unreadable.count, 3);
     assert_eq!(set.labels[2].len(), 1);
-    let notes = libreyolo_capture::train::data::Dataset::Yolo(std::sync::Arc::new(set)).notes().join("\n");
+    let notes =
+        libreyolo_capture::train::data::Dataset::Yolo(std::sync::Arc::new(set)).notes().join("\n");
     assert!(notes.contains("1 of 5 images have no label file"), "{notes}");
-    assert!(notes.contains("3 label files could not be read (first: ") && notes.contains("000.txt: not a regular file"), "{notes}");
+    assert!(
+        notes.contains("3 label files could not be read (first: ")
+            && notes.contains("000.txt: not a regular file"),
+        "{notes}"
+    );
     // Each reason, read alone.
     use libreyolo_capture::train::yolo::{MAX_LABEL_BYTES, read_text};
-    assert_eq!(read_text(&labels.join("001.txt"), MAX_LABEL_BYTES).unwrap_err().to_string(), "not UTF-8 text");
-    assert_eq!(read_text(&labels.join("003.txt"), MAX_LABEL_BYTES).unwrap_err().to_string(), "larger than 16 MiB");
+    assert_eq!(
+        read_text(&labels.join("001.txt"), MAX_LABEL_BYTES).unwrap_err().to_string(),
+        "not UTF-8 text"
+    );
+    assert_eq!(
+        read_text(&labels.join("003.txt"), MAX_LABEL_BYTES).unwrap_err().to_string(),
+        "larger than 16 MiB"
+    );
 }
 
 #[test]
@@ -80,9 +97,20 @@ fn a_byte_order_mark_does_not_hide_the_first_key() {
 fn absurd_class_counts_are_usage_errors_before_any_name_is_made() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("project");
-    for (nc, want) in [("1000000000000", "nc 1000000000000: expected 1 to 10000 classes"), ("0", "nc 0: expected 1 to 10000 classes")] {
+    for (nc, want) in [
+        ("1000000000000", "nc 1000000000000: expected 1 to 10000 classes"),
+        ("0", "nc 0: expected 1 to 10000 classes"),
+    ] {
         let yaml = dataset(dir.path(), 2, &format!("nc: {nc}\n"));
-        let ran = run_capture(&["profile", "run", &yaml, "--device", "cpu", "--project", project.to_str().unwrap()]);
+        let ran = run_capture(&[
+            "profile",
+            "run",
+            &yaml,
+            "--device",
+            "cpu",
+            "--project",
+            project.to_str().unwrap(),
+        ]);
         assert_eq!(ran.code, Some(2), "{}", ran.stderr);
         assert!(ran.stderr.contains(want), "{}", ran.stderr);
         assert!(ran.peak_mib < 1024, "peak RSS {} MiB", ran.peak_mib);
@@ -96,7 +124,9 @@ fn absurd_class_counts_are_usage_errors_before_any_name_is_made() {
 
 /// A JPEG of `w`×`h`, encoded here.
 fn jpeg(w: u32, h: u32) -> Vec<u8> {
-    let img = image::RgbImage::from_fn(w, h, |x, y| image::Rgb([(x * 7) as u8, (y * 5) as u8, ((x ^ y) * 3) as u8]));
+    let img = image::RgbImage::from_fn(w, h, |x, y| {
+        image::Rgb([(x * 7) as u8, (y * 5) as u8, ((x ^ y) * 3) as u8])
+    });
     let mut out = std::io::Cursor::new(Vec::new());
     img.write_to(&mut out, image::ImageFormat::Jpeg).unwrap();
     out.into_inner()
@@ -115,7 +145,15 @@ fn a_truncated_jpeg_is_an_error_and_a_whole_one_is_not() {
     let project = dir.path().join("project");
     let img = dir.path().join("half.jpg");
     std::fs::write(&img, &whole[..whole.len() / 2]).unwrap();
-    let ran = run_capture(&["profile", "infer", img.to_str().unwrap(), "--device", "cpu", "--project", project.to_str().unwrap()]);
+    let ran = run_capture(&[
+        "profile",
+        "infer",
+        img.to_str().unwrap(),
+        "--device",
+        "cpu",
+        "--project",
+        project.to_str().unwrap(),
+    ]);
     assert_eq!(ran.code, Some(1), "{}", ran.stderr);
     assert!(ran.stderr.contains("half.jpg: truncated JPEG"), "{}", ran.stderr);
     assert!(!project.exists());
@@ -162,7 +200,11 @@ fn images_that_would_decode_past_the_budget_are_refused_from_their_headers() {
         project.to_str().unwrap(),
     ]);
     assert_eq!(ran.code, Some(1), "{}", ran.stderr);
-    assert!(ran.stderr.contains("the 8 images decode to more than the 2.00 GiB the capture may use"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("the 8 images decode to more than the 2.00 GiB the capture may use"),
+        "{}",
+        ran.stderr
+    );
     assert!(ran.peak_mib < 1024, "peak RSS {} MiB", ran.peak_mib);
     assert!(!project.exists());
 }

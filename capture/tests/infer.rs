@@ -54,14 +54,21 @@ fn infer_on_cpu_then_every_reader() {
     let trace_path = dir.path().join("infer/profile_trace.json");
     assert!(profile_path.is_file() && trace_path.is_file());
 
-    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), Default::default())
+        .unwrap()
+        .input
+        .profile;
     assert_eq!(p.mode, Some(libreyolo_core::profile::Mode::Inference));
     assert_eq!(p.bound, libreyolo_core::profile::Verdict::Compute, "CPU verdict: {}", p.bound_why);
     let lat = p.figures.latency.as_ref().unwrap();
     assert_eq!(lat.n, 3);
     assert!(lat.p50_ms > 0.0 && lat.p50_ms <= lat.p90_ms && lat.p90_ms <= lat.p99_ms, "{lat:?}");
     let stages = p.figures.stages_ms.as_ref().unwrap();
-    assert!(stages.forward.unwrap() > 0.0 && stages.preprocess.unwrap() > 0.0 && stages.postprocess.unwrap() > 0.0);
+    assert!(
+        stages.forward.unwrap() > 0.0
+            && stages.preprocess.unwrap() > 0.0
+            && stages.postprocess.unwrap() > 0.0
+    );
     for phase in ["preprocess", "forward", "postprocess"] {
         assert!(p.phase_names().contains(&phase), "{phase} missing: {:?}", p.phase_names());
     }
@@ -72,7 +79,10 @@ fn infer_on_cpu_then_every_reader() {
     assert!(p.config.as_map()["threads"].as_i64().unwrap() >= 1);
 
     // The trace alone parses to the same steps.
-    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), Default::default())
+        .unwrap()
+        .input
+        .profile;
     assert_eq!(t.figures.window.real_steps, 6);
 
     let pp = profile_path.to_str().unwrap();
@@ -81,7 +91,8 @@ fn infer_on_cpu_then_every_reader() {
     assert!(common::reader(&["ops", pp, "--top", "5"]).contains("aten::"));
     common::reader(&["kernels", pp]);
     assert!(!common::reader(&["get", pp, "step_ms"]).trim().is_empty());
-    let json: serde_json::Value = serde_json::from_str(&common::reader(&["summary", pp, "--json"])).unwrap();
+    let json: serde_json::Value =
+        serde_json::from_str(&common::reader(&["summary", pp, "--json"])).unwrap();
     assert!(json.is_object());
 }
 
@@ -93,15 +104,25 @@ fn json_no_trace_and_repeat() {
     assert_eq!(v["mode"], "inference");
     assert!(v["latency_p50_ms"].as_f64().unwrap() > 0.0);
     assert!(!dir.path().join("infer/profile_trace.json").exists());
-    let p =
-        libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let p = libreyolo_core::profile::load(
+        dir.path().join("infer/profile.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
     assert!(p.trace.is_none() && p.figures.latency.is_some());
 
     let rep = tempfile::tempdir().unwrap();
     let out = run(rep.path(), &["--repeat", "2", "--runs", "4"]).unwrap();
     assert!(out.contains("(n=2)"), "{out}");
-    let r =
-        libreyolo_core::profile::load(rep.path().join("infer_repeat.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let r = libreyolo_core::profile::load(
+        rep.path().join("infer_repeat.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
     assert_eq!(r.img_per_s_n, Some(2));
     assert_eq!(r.img_per_s_trials.as_ref().map(Vec::len), Some(2));
     assert!(r.img_per_s_std.is_some());
@@ -145,16 +166,35 @@ torch.save(ck, sys.argv[3])
     std::fs::create_dir(&imgs).unwrap();
     let sample = concat!(env!("CARGO_MANIFEST_DIR"), "/assets/astronaut.jpg");
     std::fs::copy(sample, imgs.join("a.jpg")).unwrap();
-    image::RgbImage::from_fn(200, 120, |x, y| image::Rgb([x as u8, y as u8, 90])).save(imgs.join("b.png")).unwrap();
+    image::RgbImage::from_fn(200, 120, |x, y| image::Rgb([x as u8, y as u8, 90]))
+        .save(imgs.join("b.png"))
+        .unwrap();
 
     let project = dir.path().join("runs");
     let out = run(
         &project,
-        &[imgs.to_str().unwrap(), "--weights", ckpt.to_str().unwrap(), "--size", "s", "--batch", "3", "--runs", "2", "--no-trace"],
+        &[
+            imgs.to_str().unwrap(),
+            "--weights",
+            ckpt.to_str().unwrap(),
+            "--size",
+            "s",
+            "--batch",
+            "3",
+            "--runs",
+            "2",
+            "--no-trace",
+        ],
     )
     .unwrap();
     assert!(out.contains("img/s"));
-    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let p = libreyolo_core::profile::load(
+        project.join("infer/profile.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
     assert_eq!(p.config.as_map()["weights_source"], "file");
     assert_eq!(p.config.as_map()["size"], "t", "the checkpoint's size wins over --size");
     assert_eq!(p.config.as_map()["nc"], 3);
@@ -183,7 +223,11 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
         (vec![empty.to_str().unwrap(), "--device", "cpu"], exit::USAGE, "no images"),
         (vec![corrupt.to_str().unwrap(), "--device", "cpu"], exit::FAILURE, "cannot decode image"),
         (vec!["--weights", "no/such/weights.pt", "--device", "cpu"], exit::USAGE, "not found"),
-        (vec!["--weights", junk_ckpt.to_str().unwrap(), "--device", "cpu"], exit::FAILURE, "cannot read checkpoint"),
+        (
+            vec!["--weights", junk_ckpt.to_str().unwrap(), "--device", "cpu"],
+            exit::FAILURE,
+            "cannot read checkpoint",
+        ),
         (vec!["--device", "cpu", "--half"], exit::USAGE, "CUDA only"),
         (vec!["--device", "cpu", "--imgsz", "100"], exit::USAGE, "multiple of 32"),
         (vec!["--device", "cpu", "--runs", "1"], exit::USAGE, "at least 2"),
@@ -201,7 +245,8 @@ fn bad_inputs_exit_with_the_spec_codes_and_write_nothing() {
     // arguments are parsed (clap's usage error), before a capture starts.
     for (flag, value) in [("--size", "x"), ("--amp-dtype", "int8"), ("--device", "gpu0")] {
         use clap::Parser;
-        let argv = ["libreyolo", "profile", "infer", "--device", "cpu", flag, value, "--project", p];
+        let argv =
+            ["libreyolo", "profile", "infer", "--device", "cpu", flag, value, "--project", p];
         let err = libreyolo_core::cli::Cli::try_parse_from(argv).unwrap_err();
         assert_eq!(err.exit_code(), exit::USAGE, "{flag} {value}: {err}");
         assert!(err.to_string().contains(flag), "{flag} {value}: {err}");
@@ -221,7 +266,9 @@ fn forward_ops(profile: &serde_json::Value) -> std::collections::HashMap<String,
         .as_array()
         .expect("ops_by_phase.forward")
         .iter()
-        .map(|o| (o["op"].as_str().unwrap().to_string(), o["count_per_step"].as_f64().unwrap() / batch))
+        .map(|o| {
+            (o["op"].as_str().unwrap().to_string(), o["count_per_step"].as_f64().unwrap() / batch)
+        })
         .collect()
 }
 
@@ -236,10 +283,15 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
     // 1×1 branch `--fuse` merges into the 3×3 one.
     let parity = Path::new(env!("CARGO_MANIFEST_DIR")).join("parity");
     let theirs = forward_ops(&read_json(&parity.join("libreyolo16_infer_b1_profile.json")));
-    let keys: serde_json::Map<String, serde_json::Value> = serde_json::from_value(read_json(&parity.join("keys_t.json"))).unwrap();
+    let keys: serde_json::Map<String, serde_json::Value> =
+        serde_json::from_value(read_json(&parity.join("keys_t.json"))).unwrap();
     let batch_norms = keys.keys().filter(|k| k.ends_with(".bn.weight")).count() as f64;
-    let repconvs =
-        keys.keys().filter(|k| k.ends_with(".conv2.conv.weight") && keys.contains_key(&k.replace(".conv2.", ".conv1."))).count() as f64;
+    let repconvs = keys
+        .keys()
+        .filter(|k| {
+            k.ends_with(".conv2.conv.weight") && keys.contains_key(&k.replace(".conv2.", ".conv1."))
+        })
+        .count() as f64;
     assert_eq!(theirs["aten::batch_norm"], batch_norms, "LibreYOLO runs every BatchNorm");
 
     let dir = tempfile::tempdir().unwrap();
@@ -271,9 +323,23 @@ fn default_infer_runs_libreyolos_graph_and_fuse_folds_it() {
 
     let f = forward_ops(&fused);
     assert_eq!(f.get("aten::batch_norm"), None, "--fuse folds every BatchNorm");
-    assert_eq!(f["aten::conv2d"], theirs["aten::conv2d"] - repconvs, "--fuse merges each RepConvN's two convolutions");
-    assert_eq!(f["aten::add"], theirs["aten::add"] - 2.0 * repconvs, "a fused RepConvN adds nothing");
-    for op in ["aten::silu", "aten::cat", "aten::avg_pool2d", "aten::max_pool2d", "aten::upsample_nearest2d"] {
+    assert_eq!(
+        f["aten::conv2d"],
+        theirs["aten::conv2d"] - repconvs,
+        "--fuse merges each RepConvN's two convolutions"
+    );
+    assert_eq!(
+        f["aten::add"],
+        theirs["aten::add"] - 2.0 * repconvs,
+        "a fused RepConvN adds nothing"
+    );
+    for op in [
+        "aten::silu",
+        "aten::cat",
+        "aten::avg_pool2d",
+        "aten::max_pool2d",
+        "aten::upsample_nearest2d",
+    ] {
         assert_eq!(f.get(op), theirs.get(op), "{op}: untouched by --fuse");
     }
 
@@ -329,8 +395,15 @@ impl Drop for Hog {
 }
 
 fn conditions_of(project: &Path) -> libreyolo_core::conditions::Conditions {
-    let p = libreyolo_core::profile::load(project.join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
-    libreyolo_core::conditions::Conditions::of_host(p.host.as_ref()).expect("host.conditions recorded")
+    let p = libreyolo_core::profile::load(
+        project.join("infer/profile.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
+    libreyolo_core::conditions::Conditions::of_host(p.host.as_ref())
+        .expect("host.conditions recorded")
 }
 
 #[test]
@@ -359,19 +432,33 @@ fn a_cpu_hog_marks_the_capture_contended_its_cores_are_left_alone_and_without_it
         let quiet: Vec<_> = (0..3).map(|i| capture(&format!("quiet{i}"), &[])).collect();
         (forced, default, quiet)
     };
-    assert!(quiet.iter().any(|c| !c.contended), "no quiet capture without the hog in three tries: {quiet:#?}");
+    assert!(
+        quiet.iter().any(|c| !c.contended),
+        "no quiet capture without the hog in three tries: {quiet:#?}"
+    );
 
     // Every core asked for while a busy loop holds each: contended, and why.
     assert!(forced.contended, "{forced:?}");
     let why = forced.contended_why.as_deref().unwrap();
-    assert!(why.starts_with("other processes used") && why.contains(&format!("on {cpus} cores ({cpus} threads ours)")), "{why}");
-    assert!(forced.other_cores.unwrap() >= 0.5, "the hog's busy loops show as other processes' CPU: {forced:?}");
+    assert!(
+        why.starts_with("other processes used")
+            && why.contains(&format!("on {cpus} cores ({cpus} threads ours)")),
+        "{why}"
+    );
+    assert!(
+        forced.other_cores.unwrap() >= 0.5,
+        "the hog's busy loops show as other processes' CPU: {forced:?}"
+    );
     // By default the capture leaves the busy cores alone (at least one thread).
     assert_eq!(default.threads, 1, "{default:?}");
     // The judgement is the rule, whatever else the machine was doing.
     for c in [&forced, &default].into_iter().chain(&quiet) {
         let free = c.cpus.saturating_sub(c.threads) as f64;
-        assert_eq!(c.contended, c.other_cores.unwrap() > free + libreyolo_core::conditions::CONTENDED_CORES, "{c:?}");
+        assert_eq!(
+            c.contended,
+            c.other_cores.unwrap() > free + libreyolo_core::conditions::CONTENDED_CORES,
+            "{c:?}"
+        );
         assert!(c.window_s > 0.0 && c.load_avg_start.is_some() && c.load_avg_end.is_some());
     }
 }
@@ -379,7 +466,10 @@ fn a_cpu_hog_marks_the_capture_contended_its_cores_are_left_alone_and_without_it
 #[test]
 fn a_hog_on_a_cpu_the_capture_may_not_use_is_recorded_not_judged() {
     let cpus = std::thread::available_parallelism().unwrap().get();
-    assert!(cpus >= 2, "this test pins a busy loop and a capture to different CPUs: it needs two, the machine has {cpus}");
+    assert!(
+        cpus >= 2,
+        "this test pins a busy loop and a capture to different CPUs: it needs two, the machine has {cpus}"
+    );
     let dir = tempfile::tempdir().unwrap();
     // `taskset -c 1 libreyolo profile infer` beside a busy loop on CPU 0.
     // Another test's thread may still land on CPU 1 mid-window: three tries.
@@ -389,12 +479,16 @@ fn a_hog_on_a_cpu_the_capture_may_not_use_is_recorded_not_judged() {
         (0..3)
             .map(|i| {
                 let project = dir.path().join(format!("pinned{i}"));
-                let v = small(&project, &["--imgsz", "160", "--warmup", "1", "--runs", "8", "--no-trace"]);
-                let out = on_cpu(std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture")), 1)
-                    .args(["profile", "infer"])
-                    .args(&v)
-                    .output()
-                    .unwrap();
+                let v = small(
+                    &project,
+                    &["--imgsz", "160", "--warmup", "1", "--runs", "8", "--no-trace"],
+                );
+                let out =
+                    on_cpu(std::process::Command::new(env!("CARGO_BIN_EXE_libreyolo-capture")), 1)
+                        .args(["profile", "infer"])
+                        .args(&v)
+                        .output()
+                        .unwrap();
                 assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
                 conditions_of(&project)
             })
@@ -402,9 +496,15 @@ fn a_hog_on_a_cpu_the_capture_may_not_use_is_recorded_not_judged() {
     };
     for c in &tries {
         assert_eq!((c.cpus, c.threads), (1, 1), "the capture counts the CPU it may use: {c:?}");
-        assert!(c.other_cores_elsewhere.unwrap() >= 0.8, "the busy loop shows on the other CPU: {c:?}");
+        assert!(
+            c.other_cores_elsewhere.unwrap() >= 0.8,
+            "the busy loop shows on the other CPU: {c:?}"
+        );
     }
-    assert!(tries.iter().any(|c| !c.contended && c.other_cores.unwrap() < 0.25), "a busy CPU we may not use is no contention: {tries:#?}");
+    assert!(
+        tries.iter().any(|c| !c.contended && c.other_cores.unwrap() < 0.25),
+        "a busy CPU we may not use is no contention: {tries:#?}"
+    );
 }
 
 #[test]
@@ -427,16 +527,29 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
 fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     let dir = tempfile::tempdir().unwrap();
     run(dir.path(), &["--memory"]).unwrap();
-    let p =
-        libreyolo_core::profile::load(dir.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
-    let cpu = p.memory.iter().find(|d| d.device == "cpu").unwrap_or_else(|| panic!("no cpu timeline: {:?}", p.memory));
+    let p = libreyolo_core::profile::load(
+        dir.path().join("infer/profile.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
+    let cpu = p
+        .memory
+        .iter()
+        .find(|d| d.device == "cpu")
+        .unwrap_or_else(|| panic!("no cpu timeline: {:?}", p.memory));
     // The trace, read whole: the CPU allocator's events inside the steps.
     let trace = read_json(&dir.path().join("infer/profile_trace.json"));
     let events = trace["traceEvents"].as_array().unwrap();
     let steps: Vec<(f64, f64)> = events
         .iter()
-        .filter(|e| e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
-        .map(|e| (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap()))
+        .filter(|e| {
+            e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| {
+            (e["ts"].as_f64().unwrap(), e["ts"].as_f64().unwrap() + e["dur"].as_f64().unwrap())
+        })
         .collect();
     let allocated: Vec<f64> = events
         .iter()
@@ -451,13 +564,25 @@ fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     assert!(cpu.peak_allocated_mb > 1.0, "a YOLOv9-t forward at 320 allocates megabytes: {cpu:?}");
     assert!(cpu.peak_op.as_deref().is_some_and(|op| op.starts_with("aten::")), "{:?}", cpu.peak_op);
     let phases: Vec<&str> = cpu.phases.iter().map(|x| x.phase.as_str()).collect();
-    assert!(phases.contains(&"forward") && phases.contains(&cpu.peak_phase.as_str()), "{phases:?} / {}", cpu.peak_phase);
+    assert!(
+        phases.contains(&"forward") && phases.contains(&cpu.peak_phase.as_str()),
+        "{phases:?} / {}",
+        cpu.peak_phase
+    );
 
     // Without --memory the trace has no allocator events, and the reader says so.
     let plain = tempfile::tempdir().unwrap();
     run(plain.path(), &[]).unwrap();
-    let q =
-        libreyolo_core::profile::load(plain.path().join("infer/profile.json").to_str().unwrap(), Default::default()).unwrap().input.profile;
+    let q = libreyolo_core::profile::load(
+        plain.path().join("infer/profile.json").to_str().unwrap(),
+        Default::default(),
+    )
+    .unwrap()
+    .input
+    .profile;
     assert!(q.memory.is_empty(), "{:?}", q.memory);
-    assert_eq!(libreyolo_core::lens::memory::memory(&q).none.as_deref(), Some(libreyolo_core::lens::memory::NO_MEMORY));
+    assert_eq!(
+        libreyolo_core::lens::memory::memory(&q).none.as_deref(),
+        Some(libreyolo_core::lens::memory::NO_MEMORY)
+    );
 }

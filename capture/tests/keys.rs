@@ -9,11 +9,15 @@ use libreyolo_core::cli::ModelSize;
 
 fn assert_same_keys(model: &Yolo9, text: &str) {
     let want: serde_json::Map<String, serde_json::Value> = serde_json::from_str(text).unwrap();
-    let want: Vec<(String, Vec<i64>)> =
-        want.into_iter().map(|(k, v)| (k, v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect())).collect();
+    let want: Vec<(String, Vec<i64>)> = want
+        .into_iter()
+        .map(|(k, v)| (k, v.as_array().unwrap().iter().map(|d| d.as_i64().unwrap()).collect()))
+        .collect();
     let got = model.state_shapes();
-    let missing: Vec<&String> = want.iter().filter(|w| !got.iter().any(|g| g.0 == w.0)).map(|w| &w.0).collect();
-    let extra: Vec<&String> = got.iter().filter(|g| !want.iter().any(|w| w.0 == g.0)).map(|g| &g.0).collect();
+    let missing: Vec<&String> =
+        want.iter().filter(|w| !got.iter().any(|g| g.0 == w.0)).map(|w| &w.0).collect();
+    let extra: Vec<&String> =
+        got.iter().filter(|g| !want.iter().any(|w| w.0 == g.0)).map(|g| &g.0).collect();
     assert!(missing.is_empty() && extra.is_empty(), "missing: {missing:?}\nextra: {extra:?}");
     for (name, shape) in &want {
         let ours = &got.iter().find(|g| &g.0 == name).unwrap().1;
@@ -32,7 +36,9 @@ fn yolo9_t_training_state_dict_with_pgi_matches_libreyolo_1_6() {
     let mut model = Yolo9::new(ModelSize::T, 80, tch::Device::Cpu).unwrap();
     model.enable_aux(0.25);
     let text = include_str!("../parity/keys_t_aux.json");
-    assert!(text.contains("\"aux.spp.cv1.conv.weight\"") && text.contains("\"aux_head.cv3.2.2.bias\""));
+    assert!(
+        text.contains("\"aux.spp.cv1.conv.weight\"") && text.contains("\"aux_head.cv3.2.2.bias\"")
+    );
     assert_same_keys(&model, text);
 }
 
@@ -40,7 +46,8 @@ fn yolo9_t_training_state_dict_with_pgi_matches_libreyolo_1_6() {
 fn every_size_builds_and_runs() {
     for size in ModelSize::ALL {
         let model = Yolo9::new(size, 3, tch::Device::Cpu).unwrap();
-        let out = model.forward(&tch::Tensor::zeros([1, 3, 64, 64], (tch::Kind::Float, tch::Device::Cpu)));
+        let out = model
+            .forward(&tch::Tensor::zeros([1, 3, 64, 64], (tch::Kind::Float, tch::Device::Cpu)));
         let anchors = 8 * 8 + 4 * 4 + 2 * 2;
         assert_eq!(out.predictions.size(), [1, 4 + 3, anchors], "{size}");
         assert_eq!(out.raw[0].size(), [1, 64 + 3, 8, 8], "{size}");

@@ -46,25 +46,36 @@ fn loss_matches_libreyolo_on_the_same_maps() {
     let ref_dir = common::libreyolo_sources();
     let dir = tempfile::tempdir().unwrap();
     let input = dir.path().join("in.json");
-    let out = common::run_python(&py, SCRIPT, &[ref_dir.to_str().unwrap(), input.to_str().unwrap()]);
+    let out =
+        common::run_python(&py, SCRIPT, &[ref_dir.to_str().unwrap(), input.to_str().unwrap()]);
     let want: Value = serde_json::from_str(out.trim().lines().last().unwrap()).unwrap();
     let data: Value = serde_json::from_str(&std::fs::read_to_string(&input).unwrap()).unwrap();
     let to_t = |v: &Value, shape: &[i64]| {
-        let f: Vec<f32> = v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
+        let f: Vec<f32> =
+            v.as_array().unwrap().iter().map(|x| x.as_f64().unwrap() as f32).collect();
         Tensor::from_slice(&f).view(shape)
     };
     let raw: Vec<Tensor> = (0..3)
         .map(|i| {
-            let shape: Vec<i64> = data["shapes"][i].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
+            let shape: Vec<i64> =
+                data["shapes"][i].as_array().unwrap().iter().map(|x| x.as_i64().unwrap()).collect();
             to_t(&data["raw"][i], &shape)
         })
         .collect();
     let tg = to_t(&data["tg"], &[2, 6, 5]);
     let l = yolo9_loss(&raw, &tg, (128, 128), 3, &Gains::default());
     let got = |t: &Tensor| f64::try_from(t.to_kind(Kind::Double)).unwrap();
-    for (name, ours) in [("box", got(&l.box_loss)), ("dfl", got(&l.dfl_loss)), ("cls", got(&l.cls_loss)), ("total_loss", got(&l.total))] {
+    for (name, ours) in [
+        ("box", got(&l.box_loss)),
+        ("dfl", got(&l.dfl_loss)),
+        ("cls", got(&l.cls_loss)),
+        ("total_loss", got(&l.total)),
+    ] {
         let theirs = want[name].as_f64().unwrap();
-        assert!((ours - theirs).abs() <= 1e-4 * theirs.abs().max(1.0), "{name}: ours {ours} theirs {theirs}");
+        assert!(
+            (ours - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
+            "{name}: ours {ours} theirs {theirs}"
+        );
     }
     assert_eq!(l.fg_per_image, want["num_fg"].as_f64().unwrap());
 }

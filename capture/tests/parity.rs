@@ -44,7 +44,17 @@ fn check(size: &str) {
     let dir = tempfile::tempdir().unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/parity.py");
     let out = Command::new(&py)
-        .args(["-W", "ignore", script, "--size", size, "--conf", &CONF.to_string(), "--out", dir.path().to_str().unwrap()])
+        .args([
+            "-W",
+            "ignore",
+            script,
+            "--size",
+            size,
+            "--conf",
+            &CONF.to_string(),
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
         .output()
         .unwrap();
     assert!(out.status.success(), "parity.py failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -66,7 +76,9 @@ fn check(size: &str) {
             worst = worst.max(d);
         }
         let dp = max_abs_diff(&ours.predictions, reference.tensor("predictions").unwrap());
-        eprintln!("parity yolo9-{size} {label}: raw max|diff| = {worst:.3e}, predictions max|diff| = {dp:.3e}");
+        eprintln!(
+            "parity yolo9-{size} {label}: raw max|diff| = {worst:.3e}, predictions max|diff| = {dp:.3e}"
+        );
         assert!(worst <= 1e-4, "{label}: raw head outputs differ by {worst}");
         ours
     };
@@ -82,14 +94,17 @@ fn check(size: &str) {
     let img = &source::load(&[dir.path().join("image.png")]).unwrap()[0];
     let g = preprocess::geometry(img.width, img.height, 320, Pad::TopLeft);
     let theirs = reference_detections(&reference);
-    let on_theirs = postprocess::detections(reference.tensor("predictions").unwrap(), 0, &g, CONF, 0.45, 300);
+    let on_theirs =
+        postprocess::detections(reference.tensor("predictions").unwrap(), 0, &g, CONF, 0.45, 300);
     let on_ours = postprocess::detections(&fused.predictions, 0, &g, CONF, 0.45, 300);
     let unmatched = |ours: &[Detection]| {
         theirs
             .iter()
             .filter(|t| {
                 !ours.iter().any(|o| {
-                    o.class == t.class && (o.score - t.score).abs() < 1e-4 && o.xyxy.iter().zip(&t.xyxy).all(|(a, b)| (a - b).abs() < 1e-2)
+                    o.class == t.class
+                        && (o.score - t.score).abs() < 1e-4
+                        && o.xyxy.iter().zip(&t.xyxy).all(|(a, b)| (a - b).abs() < 1e-2)
                 })
             })
             .count()
@@ -103,7 +118,11 @@ fn check(size: &str) {
         unmatched(&on_ours)
     );
     assert_eq!(on_theirs.len(), theirs.len());
-    assert_eq!(unmatched(&on_theirs), 0, "our postprocess differs from theirs on the same predictions");
+    assert_eq!(
+        unmatched(&on_theirs),
+        0,
+        "our postprocess differs from theirs on the same predictions"
+    );
 
     // On our own predictions: the same boxes in the same order up to the
     // first exact tie. A random model gives anchors along the image border
@@ -111,21 +130,40 @@ fn check(size: &str) {
     // noise of 1e-7 then decides which of the tied boxes NMS keeps first,
     // and everything after differs by which equivalent box was kept.
     let same = |a: &Detection, b: &Detection| {
-        a.class == b.class && (a.score - b.score).abs() < 1e-4 && a.xyxy.iter().zip(&b.xyxy).all(|(x, y)| (x - y).abs() < 1e-2)
+        a.class == b.class
+            && (a.score - b.score).abs() < 1e-4
+            && a.xyxy.iter().zip(&b.xyxy).all(|(x, y)| (x - y).abs() < 1e-2)
     };
     let agree = theirs.iter().zip(&on_ours).take_while(|(a, b)| same(a, b)).count();
-    eprintln!("parity yolo9-{size}: our pipeline agrees with theirs on the first {agree} of {} boxes", theirs.len());
+    eprintln!(
+        "parity yolo9-{size}: our pipeline agrees with theirs on the first {agree} of {} boxes",
+        theirs.len()
+    );
     if agree < theirs.len().min(on_ours.len()) {
         let (a, b) = (&theirs[agree], &on_ours[agree]);
-        eprintln!("  first difference: theirs {:?} {} cls {} | ours {:?} {} cls {}", a.xyxy, a.score, a.class, b.xyxy, b.score, b.class);
-        assert!((a.score - b.score).abs() < 1e-5 && a.class == b.class, "the first difference is not at a tie");
+        eprintln!(
+            "  first difference: theirs {:?} {} cls {} | ours {:?} {} cls {}",
+            a.xyxy, a.score, a.class, b.xyxy, b.score, b.class
+        );
+        assert!(
+            (a.score - b.score).abs() < 1e-5 && a.class == b.class,
+            "the first difference is not at a tie"
+        );
     }
 
     // Preprocess: our letterbox against theirs (cv2 INTER_LINEAR on uint8).
     let (x_ours, _) = preprocess::letterbox(&img.pixels, 320, Pad::TopLeft, Device::Cpu);
     let dx = max_abs_diff(&x_ours, x) * 255.0;
-    let frac = (&x_ours - x).abs().gt(0.5 / 255.0).to_kind(tch::Kind::Float).mean(tch::Kind::Float).double_value(&[]);
-    eprintln!("parity yolo9-{size}: letterbox max|diff| = {dx:.1} grey levels, {:.2}% of values differ", frac * 100.0);
+    let frac = (&x_ours - x)
+        .abs()
+        .gt(0.5 / 255.0)
+        .to_kind(tch::Kind::Float)
+        .mean(tch::Kind::Float)
+        .double_value(&[]);
+    eprintln!(
+        "parity yolo9-{size}: letterbox max|diff| = {dx:.1} grey levels, {:.2}% of values differ",
+        frac * 100.0
+    );
     assert!(dx <= 2.0, "letterbox differs by {dx} grey levels");
 }
 
@@ -133,16 +171,37 @@ fn reference_detections(r: &checkpoint::Checkpoint) -> Vec<Detection> {
     let b: Vec<f32> = Vec::try_from(r.tensor("boxes").unwrap().flatten(0, -1)).unwrap();
     let s: Vec<f32> = Vec::try_from(r.tensor("scores").unwrap()).unwrap();
     let c: Vec<i64> = Vec::try_from(r.tensor("classes").unwrap()).unwrap();
-    (0..s.len()).map(|i| Detection { xyxy: [b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]], score: s[i], class: c[i] }).collect()
+    (0..s.len())
+        .map(|i| Detection {
+            xyxy: [b[4 * i], b[4 * i + 1], b[4 * i + 2], b[4 * i + 3]],
+            score: s[i],
+            class: c[i],
+        })
+        .collect()
 }
 
 fn check_aux(size: &str) {
     let py = common::parity_python();
     let dir = tempfile::tempdir().unwrap();
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/parity/parity.py");
-    let out =
-        Command::new(&py).args(["-W", "ignore", script, "--size", size, "--aux", "--out", dir.path().to_str().unwrap()]).output().unwrap();
-    assert!(out.status.success(), "parity.py --aux failed: {}", String::from_utf8_lossy(&out.stderr));
+    let out = Command::new(&py)
+        .args([
+            "-W",
+            "ignore",
+            script,
+            "--size",
+            size,
+            "--aux",
+            "--out",
+            dir.path().to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "parity.py --aux failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let ck = checkpoint::load(&dir.path().join("checkpoint.pt")).unwrap();
     let reference = checkpoint::load(&dir.path().join("reference.pt")).unwrap();
     let r = |k: &str| reference.tensor(k).unwrap_or_else(|| panic!("{k} not in reference.pt"));
@@ -163,12 +222,19 @@ fn check_aux(size: &str) {
     let loaded = training.load_aux_state(&ck.state);
     assert_eq!((loaded.loaded, loaded.total), (n_aux, n_aux));
     let keys: serde_json::Map<String, serde_json::Value> =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("keys.json")).unwrap()).unwrap();
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("keys.json")).unwrap())
+            .unwrap();
     let ours = training.state_shapes();
     assert_eq!(ours.len(), keys.len());
     for (k, shape) in &ours {
-        let want: Vec<i64> =
-            keys.get(k).unwrap_or_else(|| panic!("{k} not theirs")).as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).collect();
+        let want: Vec<i64> = keys
+            .get(k)
+            .unwrap_or_else(|| panic!("{k} not theirs"))
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_i64().unwrap())
+            .collect();
         assert_eq!(&want, shape, "{k}");
     }
 
@@ -182,8 +248,16 @@ fn check_aux(size: &str) {
         worst.1 = worst.1.max(max_abs_diff(aux, r(&format!("aux{i}"))));
         assert!(single.equal(main), "the aux branch changed the main maps");
     }
-    eprintln!("parity yolo9-{size} PGI: main raw max|diff| = {:.3e}, aux raw max|diff| = {:.3e}", worst.0, worst.1);
-    assert!(worst.0 <= 1e-4 && worst.1 <= 1e-4, "raw maps differ: main {} aux {}", worst.0, worst.1);
+    eprintln!(
+        "parity yolo9-{size} PGI: main raw max|diff| = {:.3e}, aux raw max|diff| = {:.3e}",
+        worst.0, worst.1
+    );
+    assert!(
+        worst.0 <= 1e-4 && worst.1 <= 1e-4,
+        "raw maps differ: main {} aux {}",
+        worst.0,
+        worst.1
+    );
 
     // One training loss: train-mode BatchNorm, both heads, combined.
     let imgsz = x.size()[2];
@@ -191,19 +265,38 @@ fn check_aux(size: &str) {
         let _train_mode = model::training();
         tch::no_grad(|| training.forward_train(x))
     };
-    let l = yolo9_train_loss(&maps, r("targets"), (imgsz, imgsz), nc, &Gains::default(), training.aux_weight());
+    let l = yolo9_train_loss(
+        &maps,
+        r("targets"),
+        (imgsz, imgsz),
+        nc,
+        &Gains::default(),
+        training.aux_weight(),
+    );
     let v = |t: &Tensor| t.to_kind(tch::Kind::Double).view([-1]).double_value(&[0]);
-    for (name, ours) in [("total_loss", v(&l.total)), ("box", v(&l.box_loss)), ("dfl", v(&l.dfl_loss)), ("cls", v(&l.cls_loss))] {
+    for (name, ours) in [
+        ("total_loss", v(&l.total)),
+        ("box", v(&l.box_loss)),
+        ("dfl", v(&l.dfl_loss)),
+        ("cls", v(&l.cls_loss)),
+    ] {
         let theirs = v(r(&format!("loss_{name}")));
         eprintln!("parity yolo9-{size} PGI loss {name}: ours {ours:.6} theirs {theirs:.6}");
-        assert!((ours - theirs).abs() <= 1e-4 * theirs.abs().max(1.0), "{name}: ours {ours} theirs {theirs}");
+        assert!(
+            (ours - theirs).abs() <= 1e-4 * theirs.abs().max(1.0),
+            "{name}: ours {ours} theirs {theirs}"
+        );
     }
     assert_eq!(l.fg_per_image, v(r("loss_num_fg")));
     // The auxiliary part is not lost in the tolerance: the main head alone
     // is far from their total.
-    let main_only = v(&yolo9_loss(&maps.main, r("targets"), (imgsz, imgsz), nc, &Gains::default()).total);
+    let main_only =
+        v(&yolo9_loss(&maps.main, r("targets"), (imgsz, imgsz), nc, &Gains::default()).total);
     let theirs = v(r("loss_total_loss"));
-    assert!((main_only - theirs).abs() > 1e-2 * theirs, "main {main_only} vs their combined {theirs}");
+    assert!(
+        (main_only - theirs).abs() > 1e-2 * theirs,
+        "main {main_only} vs their combined {theirs}"
+    );
 }
 
 /// `profile run --weights <their training checkpoint>`: the branch takes
@@ -221,7 +314,18 @@ fn a_training_run_takes_the_aux_tensors_of_a_libreyolo_checkpoint() {
     for (nc, skipped) in [(2, 0), (80, 36)] {
         let dir = tempfile::tempdir().unwrap();
         let out = Command::new(&py)
-            .args(["-W", "ignore", script, "--size", "t", "--nc", &nc.to_string(), "--aux", "--out", dir.path().to_str().unwrap()])
+            .args([
+                "-W",
+                "ignore",
+                script,
+                "--size",
+                "t",
+                "--nc",
+                &nc.to_string(),
+                "--aux",
+                "--out",
+                dir.path().to_str().unwrap(),
+            ])
             .output()
             .unwrap();
         assert!(out.status.success(), "parity.py failed: {}", String::from_utf8_lossy(&out.stderr));
@@ -236,13 +340,19 @@ fn a_training_run_takes_the_aux_tensors_of_a_libreyolo_checkpoint() {
             unreachable!()
         };
         libreyolo_capture::train::run(&args).unwrap();
-        let summary: serde_json::Value =
-            serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap()).unwrap();
+        let summary: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap(),
+        )
+        .unwrap();
         let meta = &summary["meta"];
         assert_eq!(meta["weights_source"], "file");
         assert_eq!(meta["aux_weight"], 0.25);
         let total = meta["aux_tensors"].as_u64().unwrap();
-        assert_eq!(meta["aux_tensors_loaded"].as_u64().unwrap(), total - skipped, "nc {nc}: {meta}");
+        assert_eq!(
+            meta["aux_tensors_loaded"].as_u64().unwrap(),
+            total - skipped,
+            "nc {nc}: {meta}"
+        );
         assert_eq!(meta["params_changed"], true);
     }
 }

@@ -15,7 +15,8 @@ fn ranges_and_ops_reach_the_trace() {
     let x = Tensor::randn([1, 3, 32, 32], (Kind::Float, Device::Cpu));
     let w = Tensor::randn([8, 3, 3, 3], (Kind::Float, Device::Cpu));
     {
-        let session = Session::start(Options { cuda: false, all_threads: true, memory: false }).unwrap();
+        let session =
+            Session::start(Options { cuda: false, all_threads: true, memory: false }).unwrap();
         assert!(profiler::is_running());
         assert!(Session::start(Options::default()).is_err(), "a second session must be refused");
         for n in 0..steps {
@@ -35,13 +36,18 @@ fn ranges_and_ops_reach_the_trace() {
     }
     assert!(!profiler::is_running());
 
-    let input = libreyolo_core::profile::load(trace.to_str().unwrap(), Default::default()).unwrap().input;
+    let input =
+        libreyolo_core::profile::load(trace.to_str().unwrap(), Default::default()).unwrap().input;
     let p = &input.profile;
     let phases: Vec<&str> = p.phase_names();
     assert!(phases.contains(&"forward"), "phases: {phases:?}");
     assert!(phases.contains(&"preprocess"), "phases: {phases:?}");
     assert!(!p.ops.is_empty(), "no ops recorded");
-    assert!(p.ops.iter().any(|o| o.op.contains("conv")), "ops: {:?}", p.ops.iter().map(|o| &o.op).collect::<Vec<_>>());
+    assert!(
+        p.ops.iter().any(|o| o.op.contains("conv")),
+        "ops: {:?}",
+        p.ops.iter().map(|o| &o.op).collect::<Vec<_>>()
+    );
     assert_eq!(p.figures.window.real_steps, steps);
 }
 

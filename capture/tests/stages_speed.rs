@@ -32,7 +32,8 @@ fn stage_costs() {
     time("  float", 20, &mut || {
         let _ = r.to_kind(tch::Kind::Float).contiguous() / 255.0;
     });
-    let (x, g) = preprocess::letterbox(&img.pixels, 320, preprocess::Pad::TopLeft, tch::Device::Cpu);
+    let (x, g) =
+        preprocess::letterbox(&img.pixels, 320, preprocess::Pad::TopLeft, tch::Device::Cpu);
     time("preprocess", 20, &mut || {
         let _ = preprocess::letterbox(&img.pixels, 320, preprocess::Pad::TopLeft, tch::Device::Cpu);
     });

@@ -10,7 +10,9 @@ use serde_json::Value;
 /// `profile run ARGS` in this process (ARGS split on spaces, as a shell
 /// would: the tests' paths are temporary folders without spaces).
 fn run(args: &str) -> libreyolo_core::Result<String> {
-    let ProfileCommand::Run(a) = common::command("run", &common::words(args)) else { unreachable!() };
+    let ProfileCommand::Run(a) = common::command("run", &common::words(args)) else {
+        unreachable!()
+    };
     let _turn = common::turn();
     libreyolo_capture::train::run(&a)
 }
@@ -31,7 +33,9 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
     for f in ["profile.json", "profile_trace.json", "profile_summary.json"] {
         assert!(train.join(f).is_file(), "{f} missing");
     }
-    let summary: Value = serde_json::from_str(&std::fs::read_to_string(train.join("profile_summary.json")).unwrap()).unwrap();
+    let summary: Value =
+        serde_json::from_str(&std::fs::read_to_string(train.join("profile_summary.json")).unwrap())
+            .unwrap();
     assert_eq!(summary["mode"], "training");
     assert_eq!(summary["meta"]["loss_finite"], true, "{summary}");
     assert_eq!(summary["meta"]["params_changed"], true, "{summary}");
@@ -55,11 +59,16 @@ fn run_synthetic_on_cpu_trains_and_profiles_five_phases() {
         assert!(summary["composition_ms"][p].as_f64().is_some(), "composition {p}: {summary}");
     }
 
-    let prof: Value = serde_json::from_str(&std::fs::read_to_string(train.join("profile.json")).unwrap()).unwrap();
+    let prof: Value =
+        serde_json::from_str(&std::fs::read_to_string(train.join("profile.json")).unwrap())
+            .unwrap();
     assert!(prof["img_per_s"].as_f64().unwrap() > 0.0);
     let phases = prof["phases"].as_array().unwrap();
     for p in ["dataload", "to_device", "forward", "backward", "optimizer"] {
-        let row = phases.iter().find(|r| r["phase"] == p).unwrap_or_else(|| panic!("phase {p} missing: {phases:?}"));
+        let row = phases
+            .iter()
+            .find(|r| r["phase"] == p)
+            .unwrap_or_else(|| panic!("phase {p} missing: {phases:?}"));
         if p != "dataload" {
             assert!(row["ops_per_step"].as_f64().unwrap() > 0.0, "no ops counted in {p}: {row}");
         }
@@ -86,7 +95,10 @@ fn plain_synthetic_fills_the_window_and_batch_auto_falls_back_on_cpu() {
     let project = dir.path().display().to_string();
     run(&format!("synthetic --device cpu --batch -1 --imgsz 64 --warmup 1 --steps 8 --workers 2 --weights {WEIGHTS} --project {project}"))
         .unwrap();
-    let summary: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap()).unwrap();
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("train/profile_summary.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(summary["meta"]["batch"], 16, "{summary}");
     assert_eq!(summary["meta"]["images"], 9 * 16, "{summary}");
 }
@@ -99,7 +111,9 @@ fn a_window_the_dataset_cannot_fill_exits_3_and_writes_nothing() {
         .unwrap_err();
     assert_eq!(err.exit_code(), exit::NO_PROFILE);
     let msg = err.to_string();
-    for want in ["8 images", "batch 4", "2 iterations", "need 5", "20 images", "--steps", "--batch 1"] {
+    for want in
+        ["8 images", "batch 4", "2 iterations", "need 5", "20 images", "--steps", "--batch 1"]
+    {
         assert!(msg.contains(want), "`{want}` not in: {msg}");
     }
     assert!(!dir.path().join("train").exists());
@@ -130,7 +144,11 @@ fn write_dataset(dir: &std::path::Path, n: usize) -> String {
     std::fs::create_dir_all(&lbl_dir).unwrap();
     for i in 0..n {
         let img = image::RgbImage::from_fn(96, 64, |x, y| {
-            if (20..60).contains(&x) && (10..40).contains(&y) { image::Rgb([200, 30, (i * 20) as u8]) } else { image::Rgb([40, 90, 140]) }
+            if (20..60).contains(&x) && (10..40).contains(&y) {
+                image::Rgb([200, 30, (i * 20) as u8])
+            } else {
+                image::Rgb([40, 90, 140])
+            }
         });
         img.save(img_dir.join(format!("{i:03}.png"))).unwrap();
         if i == 1 {
@@ -143,7 +161,11 @@ fn write_dataset(dir: &std::path::Path, n: usize) -> String {
         std::fs::write(lbl_dir.join(format!("{i:03}.txt")), text).unwrap();
     }
     let yaml = dir.join("data.yaml");
-    std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames:\n  0: red\n  1: blue\n").unwrap();
+    std::fs::write(
+        &yaml,
+        "path: .\ntrain: images/train\nval: images/train\nnames:\n  0: red\n  1: blue\n",
+    )
+    .unwrap();
     yaml.display().to_string()
 }
 
@@ -158,13 +180,18 @@ fn run_on_a_yolo_dataset_yaml() {
     .unwrap();
     let v: Value = serde_json::from_str(&out).unwrap();
     assert!(v["img_per_s"].as_f64().unwrap() > 0.0, "{v}");
-    let summary: Value =
-        serde_json::from_str(&std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap()).unwrap();
+    let summary: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("runs/train/profile_summary.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(summary["meta"]["nc"], 2);
     assert_eq!(summary["meta"]["images"], 10);
     assert_eq!(summary["meta"]["params_changed"], true);
     // Too small for the window: exit 3. An unknown name: exit 2.
-    let err = run(&format!("{yaml} --device cpu --batch 4 --imgsz 64 --warmup 1 --steps 4 --project {project}")).unwrap_err();
+    let err = run(&format!(
+        "{yaml} --device cpu --batch 4 --imgsz 64 --warmup 1 --steps 4 --project {project}"
+    ))
+    .unwrap_err();
     assert_eq!(err.exit_code(), exit::NO_PROFILE);
     let err = run(&format!("no-such-dataset-name --device cpu --project {project}")).unwrap_err();
     assert_eq!(err.exit_code(), exit::USAGE);
@@ -180,11 +207,17 @@ fn repeat_writes_the_aggregate_beside_the_trials() {
     ))
     .unwrap();
     assert!(out.contains("(n=2)"), "{out}");
-    let agg: Value = serde_json::from_str(&std::fs::read_to_string(dir.path().join("profile_repeat.json")).unwrap()).unwrap();
+    let agg: Value = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("profile_repeat.json")).unwrap(),
+    )
+    .unwrap();
     assert_eq!(agg["img_per_s_n"], 2);
     assert_eq!(agg["img_per_s_trials"].as_array().unwrap().len(), 2);
     assert_eq!(agg["aggregation"]["n"], 2);
     assert!(agg["metrics_std"]["step_ms"].as_f64().is_some(), "{}", agg["metrics_std"]);
     assert!(dir.path().join("train/profile.json").is_file());
-    assert!(common::reader(&["summary", &dir.path().join("profile_repeat.json").display().to_string()]).contains("img/s"));
+    assert!(
+        common::reader(&["summary", &dir.path().join("profile_repeat.json").display().to_string()])
+            .contains("img/s")
+    );
 }

@@ -12,8 +12,9 @@ use super::verdict::{self, Evidence};
 use super::{Agg, Analyzer};
 use crate::error::{Error, Result};
 use crate::profile::{
-    Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow,
-    PhaseRow, Profile, RunConfig, SCHEMA_ID, StepTime, StreamRow, Verdict, Window, metrics,
+    Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow,
+    Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile, RunConfig, SCHEMA_ID, StepTime,
+    StreamRow, Verdict, Window, metrics,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -24,7 +25,12 @@ const TOP_KERNELS: usize = 8;
 /// Kernel name id → (category, Tensor Core flag, short label).
 type KernelInfo = HashMap<u32, (Category, bool, String)>;
 
-pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+pub(super) fn build(
+    mut a: Analyzer,
+    info: &TraceInfo,
+    measured: Option<&Measurements>,
+    path: Option<&Path>,
+) -> Result<Profile> {
     check_usable(&a)?;
     let win = window(&a);
     let kinfo = kernel_info(&a);
@@ -33,7 +39,8 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
     // idle account runs beside the other two.
     let keep_gaps = !a.collectives.is_empty();
     let (busy, roof, idle) = std::thread::scope(|s| {
-        let side = (crate::trace::parallel::threads() > 1).then(|| s.spawn(|| idle_account(&a, &win, &kinfo, keep_gaps)));
+        let side = (crate::trace::parallel::threads() > 1)
+            .then(|| s.spawn(|| idle_account(&a, &win, &kinfo, keep_gaps)));
         let busy = gpu_busy(&a, info, &win, &kinfo);
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
@@ -55,17 +62,31 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
         )
     });
     let head = headline(&a, &win, &busy, &kinfo, measured);
-    let compute_label = |name: u32| kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone());
-    let collectives = std::mem::take(&mut a.collectives).finish(&a, idle.as_ref().and_then(|i| i.gaps.as_ref()), &compute_label);
+    let compute_label = |name: u32| {
+        kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
+    };
+    let collectives = std::mem::take(&mut a.collectives).finish(
+        &a,
+        idle.as_ref().and_then(|i| i.gaps.as_ref()),
+        &compute_label,
+    );
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };
     let tables = rows.tables(busy.kernel_total.ns);
     let mut by_phase = rows.phases(measured);
     if let Some(idle) = &idle {
         for (row, id) in by_phase.phases.iter_mut().zip(rows.phase_ids()) {
-            row.idle_ms_per_step = Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
+            row.idle_ms_per_step =
+                Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
         }
     }
-    let (bound, bound_why) = decide(&head, &busy, &by_phase, idle.as_ref().map(|i| &i.account), efficiency.as_ref(), measured);
+    let (bound, bound_why) = decide(
+        &head,
+        &busy,
+        &by_phase,
+        idle.as_ref().map(|i| &i.account),
+        efficiency.as_ref(),
+        measured,
+    );
     let warnings = caveats(&a, measured);
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
@@ -100,11 +121,18 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
             memcpy_ms_per_step: round(win.per_step_ms(a.memcpy.ns), 3),
             tensorcore_pct: round(pct(head.tc_ns, busy.kernel_total.ns), 1),
             peak_vram_mb: head.peak_vram_mb,
-            window: Window { wall_ms: round(win.wall_ns as f64 / MS, 3), real_steps: n_steps as u64 },
+            window: Window {
+                wall_ms: round(win.wall_ns as f64 / MS, 3),
+                real_steps: n_steps as u64,
+            },
             latency: measured.and_then(|m| m.latency.clone()),
             stages_ms: measured.and_then(|m| m.stages_ms.clone()),
         },
-        phases_gpu: by_phase.phases.iter().map(|p| PhaseGpuRow { phase: p.phase.clone(), gpu_ms_per_step: p.gpu_ms_per_step }).collect(),
+        phases_gpu: by_phase
+            .phases
+            .iter()
+            .map(|p| PhaseGpuRow { phase: p.phase.clone(), gpu_ms_per_step: p.gpu_ms_per_step })
+            .collect(),
         phases: by_phase.phases,
         categories: tables.categories,
         top_kernels: tables.kernels.iter().take(TOP_KERNELS).cloned().collect(),
@@ -130,7 +158,8 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
         extras: ExtraFigures {
             comm_ms_per_step: head.comm_ms.map(|v| round(v, 3)),
             comm_exposed_ms_per_step: head.comm_exposed_ms.map(|v| round(v, 3)),
-            comm_overlap_pct: (busy.comm_total.0 > 0).then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
+            comm_overlap_pct: (busy.comm_total.0 > 0)
+                .then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
             graph_launches_per_step: head.graph_launches_per_step,
             phases_inferred: a.phases_inferred.clone(),
             host_in_ops_frac: head.in_ops_frac,
@@ -150,7 +179,8 @@ pub(super) fn build(mut a: Analyzer, info: &TraceInfo, measured: Option<&Measure
 /// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather
 /// than summarising it as zeros.
 fn check_usable(a: &Analyzer) -> Result<()> {
-    let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.ops.len() as u64 + a.counts.mallocs;
+    let usable =
+        a.counts.gpu_in_steps + a.counts.gpu_outside + a.ops.len() as u64 + a.counts.mallocs;
     if a.span.is_none() && usable == 0 {
         return Err(Error::failed(format!(
             "the trace has no events to analyse ({} events read; none is a CPU op, runtime call or GPU event)",
@@ -189,7 +219,8 @@ fn window(a: &Analyzer) -> Span {
 /// Each `ProfilerStep#N`'s wall time, when there are two or more.
 fn step_times(a: &Analyzer) -> Vec<StepTime> {
     let steps = a.ranges.numbered_steps();
-    let times = steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
+    let times =
+        steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
     if steps.len() >= 2 { times.collect() } else { Vec::new() }
 }
 
@@ -219,7 +250,11 @@ struct Busy {
 }
 
 /// Vendor from the device's name, else from the runtime the trace used.
-fn vendor(a: &Analyzer, info: &TraceInfo, props: Option<&crate::trace::DeviceProps>) -> Option<String> {
+fn vendor(
+    a: &Analyzer,
+    info: &TraceInfo,
+    props: Option<&crate::trace::DeviceProps>,
+) -> Option<String> {
     let name = props.map(|p| p.name.to_lowercase()).unwrap_or_default();
     let amd_words = ["amd", "instinct", "radeon", "gfx"];
     let nvidia_words = ["nvidia", "tesla", "quadro", "geforce", "rtx", "titan"];
@@ -229,7 +264,8 @@ fn vendor(a: &Analyzer, info: &TraceInfo, props: Option<&crate::trace::DevicePro
         "NVIDIA"
     } else if info.rocm || a.evidence.hip_calls > 0 || props.and_then(|p| p.warp_size) == Some(64) {
         "AMD"
-    } else if info.cuda || a.evidence.cuda_calls > 0 || props.and_then(|p| p.warp_size) == Some(32) {
+    } else if info.cuda || a.evidence.cuda_calls > 0 || props.and_then(|p| p.warp_size) == Some(32)
+    {
         "NVIDIA"
     } else {
         return None;
@@ -243,7 +279,10 @@ fn vendor(a: &Analyzer, info: &TraceInfo, props: Option<&crate::trace::DevicePro
 fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DeviceProps> {
     info.devices.iter().find(|d| d.id == device).or_else(|| {
         let first = info.devices.first()?;
-        info.devices.iter().all(|d| d.name == first.name && d.warp_size == first.warp_size).then_some(first)
+        info.devices
+            .iter()
+            .all(|d| d.name == first.name && d.warp_size == first.warp_size)
+            .then_some(first)
     })
 }
 
@@ -258,8 +297,10 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
         by_device.entry(k.device).or_default().push((k.start, k.end));
         by_stream.entry((k.device, k.stream)).or_default().push((k.start, k.end));
     }
-    let kernel_total =
-        a.kernels.values().fold(Agg::default(), |acc, k| Agg { ns: acc.ns.saturating_add(k.ns), count: acc.count + k.count });
+    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg {
+        ns: acc.ns.saturating_add(k.ns),
+        count: acc.count + k.count,
+    });
     let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
     for k in &a.kernel_spans {
         if a.ranges.in_step(k.start) {
@@ -273,7 +314,11 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     if kinfo.values().any(|k| k.0 == Category::Communication) {
         for k in &a.kernel_spans {
-            let side = if kinfo[&k.name].0 == Category::Communication { &mut comm_iv } else { &mut compute_iv };
+            let side = if kinfo[&k.name].0 == Category::Communication {
+                &mut comm_iv
+            } else {
+                &mut compute_iv
+            };
             side.entry(k.device).or_default().push((k.start, k.end));
         }
     }
@@ -285,7 +330,8 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
             let raw = overlap_each(iv, steps);
             let props = device_props(info, device);
             let mem = a.memory.get(&device);
-            let comm = comm_iv.get_mut(&device).map(|c| intersect(&merge(c), steps)).unwrap_or_default();
+            let comm =
+                comm_iv.get_mut(&device).map(|c| intersect(&merge(c), steps)).unwrap_or_default();
             let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
             let hidden = compute_iv.get_mut(&device).map_or(0, |c| overlap(&comm, &merge(c)));
             comm_total.0 = comm_total.0.saturating_add(comm_ns);
@@ -294,15 +340,23 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
                 vendor: vendor(a, info, props),
                 name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
                 comm_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns), 3)),
-                comm_exposed_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns - hidden), 3)),
+                comm_exposed_ms_per_step: (comm_ns > 0)
+                    .then(|| round(win.per_step_ms(comm_ns - hidden), 3)),
                 comm_overlap_pct: (comm_ns > 0).then(|| round(pct(hidden, comm_ns), 1)),
                 device,
                 busy_ms_per_step: round(win.per_step_ms(busy), 3),
                 util: ratio(busy as f64, wall_ns as f64).min(1.0),
                 util_raw: ratio(raw as f64, wall_ns as f64),
-                kernels_per_step: round(*kernels_by_device.get(&device).unwrap_or(&0) as f64 / n_steps, 2),
-                peak_reserved_mb: mem.filter(|m| m.reserved > 0.0).map(|m| round(m.reserved / 1e6, 1)),
-                capacity_mb: props.filter(|p| p.total_global_mem > 0.0).map(|p| round(p.total_global_mem / 1e6, 1)),
+                kernels_per_step: round(
+                    *kernels_by_device.get(&device).unwrap_or(&0) as f64 / n_steps,
+                    2,
+                ),
+                peak_reserved_mb: mem
+                    .filter(|m| m.reserved > 0.0)
+                    .map(|m| round(m.reserved / 1e6, 1)),
+                capacity_mb: props
+                    .filter(|p| p.total_global_mem > 0.0)
+                    .map(|p| round(p.total_global_mem / 1e6, 1)),
             }
         })
         .collect();
@@ -339,7 +393,12 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
 
 /// The idle account over each step (docs/analysis.md §12); None without
 /// kernels (a CPU run).
-fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo, keep_gaps: bool) -> Option<super::idle::Account> {
+fn idle_account(
+    a: &Analyzer,
+    win: &Span,
+    kinfo: &KernelInfo,
+    keep_gaps: bool,
+) -> Option<super::idle::Account> {
     // Each step on its own (a step's first and last kernel matter), kept
     // apart where steps overlap.
     let mut steps: Vec<(i64, i64)> = Vec::new();
@@ -352,7 +411,8 @@ fn idle_account(a: &Analyzer, win: &Span, kinfo: &KernelInfo, keep_gaps: bool) -
     if steps.is_empty() {
         steps.clone_from(&win.steps);
     }
-    let label = |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
+    let label =
+        |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
     super::idle::account(a, &steps, win.n_steps, &label, keep_gaps)
 }
 
@@ -387,7 +447,13 @@ struct Headline {
 }
 
 /// Mode, step time, launches, communication and memory pressure.
-fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured: Option<&Measurements>) -> Headline {
+fn headline(
+    a: &Analyzer,
+    win: &Span,
+    busy: &Busy,
+    kinfo: &KernelInfo,
+    measured: Option<&Measurements>,
+) -> Headline {
     let n_steps = win.n_steps;
     let kernel_total = busy.kernel_total;
     let mode = measured
@@ -417,12 +483,18 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         // Rounded here, so the verdict's reason and the figure agree.
         .map(|ns| round(ratio(ns as f64, win.wall_ns as f64).min(1.0), 3));
     // A graph launch is one launch however many kernels it replays.
-    let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count) + a.counts.graph_launches;
-    let comm_ms = (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
-    let comm_exposed_ms = comm_ms.map(|_| (busy.comm_total.0 - busy.comm_total.1) as f64 / MS / n_steps / busy.n_dev);
+    let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count)
+        + a.counts.graph_launches;
+    let comm_ms =
+        (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
+    let comm_exposed_ms =
+        comm_ms.map(|_| (busy.comm_total.0 - busy.comm_total.1) as f64 / MS / n_steps / busy.n_dev);
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
-    let reserved_full =
-        busy.devices.iter().filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?))).find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
+    let reserved_full = busy
+        .devices
+        .iter()
+        .filter_map(|d| Some((d.peak_reserved_mb?, d.capacity_mb?)))
+        .find(|(r, cap)| *r >= verdict::RESERVED_FULL * cap);
     // Allocator churn per step means something only in a steady state, i.e.
     // between step markers; a whole trace (start-up included) is not one.
     let malloc_thrash = a.ranges.has_steps() && mallocs_per_step >= verdict::MALLOCS_PER_STEP;
@@ -436,16 +508,28 @@ fn headline(a: &Analyzer, win: &Span, busy: &Busy, kinfo: &KernelInfo, measured:
         in_ops_frac,
         launches_per_step: launches as f64 / n_steps,
         kernels_per_step: kernel_total.count as f64 / n_steps,
-        graph_launches_per_step: (a.counts.graph_launches > 0).then(|| round(a.counts.graph_launches as f64 / n_steps, 2)),
+        graph_launches_per_step: (a.counts.graph_launches > 0)
+            .then(|| round(a.counts.graph_launches as f64 / n_steps, 2)),
         comm_ms,
         comm_exposed_ms,
-        mean_kernel_us: if kernel_total.count > 0 { kernel_total.ns as f64 / 1e3 / kernel_total.count as f64 } else { 0.0 },
-        tc_ns: a.kernels.iter().filter(|(n, _)| kinfo[*n].1).map(|(_, k)| k.ns).fold(0, i64::saturating_add),
+        mean_kernel_us: if kernel_total.count > 0 {
+            kernel_total.ns as f64 / 1e3 / kernel_total.count as f64
+        } else {
+            0.0
+        },
+        tc_ns: a
+            .kernels
+            .iter()
+            .filter(|(n, _)| kinfo[*n].1)
+            .map(|(_, k)| k.ns)
+            .fold(0, i64::saturating_add),
         graph_captures: a.evidence.graph_captures,
         mallocs_per_step,
         reserved_full,
         memory_pressure: malloc_thrash || reserved_full.is_some(),
-        peak_vram_mb: measured.and_then(Measurements::peak_vram_mb).or((peak_allocated > 0.0).then(|| round(peak_allocated / 1e6, 1))),
+        peak_vram_mb: measured
+            .and_then(Measurements::peak_vram_mb)
+            .or((peak_allocated > 0.0).then(|| round(peak_allocated / 1e6, 1))),
         config,
     }
 }
@@ -505,14 +589,18 @@ impl Rows<'_> {
             pct_of_cpu_ops: round(pct(o.ns, denom), 2),
             count_per_step: round(o.count as f64 / self.win.n_steps, 2),
             achieved: super::roofline::achieved(perf, self.win.n_steps),
-            shape: perf.and(self.roof).and_then(|r| r.op_inputs.get(&name)).map(|(inputs, _)| self.a.names.get(*inputs).to_string()),
+            shape: perf
+                .and(self.roof)
+                .and_then(|r| r.op_inputs.get(&name))
+                .map(|(inputs, _)| self.a.names.get(*inputs).to_string()),
         }
     }
 
     /// Kernels, the kernel mix by category and ops, sorted by time.
     fn tables(&self, kernel_ns: i64) -> Tables {
         let a = self.a;
-        let mut kernels: Vec<KernelRow> = a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns, None)).collect();
+        let mut kernels: Vec<KernelRow> =
+            a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns, None)).collect();
         sort_kernels(&mut kernels);
         let mut cat_ns: IndexMap<&Category, i64> = IndexMap::new();
         for (n, k) in &a.kernels {
@@ -528,9 +616,11 @@ impl Rows<'_> {
                 ms_per_step: round(self.win.per_step_ms(*ns), 3),
             })
             .collect();
-        categories.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
+        categories
+            .sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
         let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
-        let mut ops: Vec<OpRow> = a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
+        let mut ops: Vec<OpRow> =
+            a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
         sort_ops(&mut ops);
         Tables { kernels, categories, ops }
     }
@@ -560,7 +650,9 @@ impl Rows<'_> {
             }
         }
         let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
-        if unphased_kernels || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED)) {
+        if unphased_kernels
+            || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED))
+        {
             phase_ids.push(UNPHASED);
         }
         phase_ids
@@ -571,21 +663,39 @@ impl Rows<'_> {
     fn phases(&self, measured: Option<&Measurements>) -> PhaseTables {
         let a = self.a;
         let range_wall = a.ranges.cpu_phase_wall();
-        let mut out = PhaseTables { phases: Vec::new(), kernels: IndexMap::new(), ops: IndexMap::new() };
+        let mut out =
+            PhaseTables { phases: Vec::new(), kernels: IndexMap::new(), ops: IndexMap::new() };
         for id in self.phase_ids() {
-            let name = if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
-            let ks: Vec<(u32, &Agg)> = a.kernels_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), k)| (*n, k)).collect();
-            let os: Vec<(u32, &Agg)> = a.ops_by_phase.iter().filter(|((p, _), _)| *p == id).map(|((_, n), o)| (*n, o)).collect();
+            let name = if id == UNPHASED {
+                UNPHASED_NAME.to_string()
+            } else {
+                a.phases.name(id).to_string()
+            };
+            let ks: Vec<(u32, &Agg)> = a
+                .kernels_by_phase
+                .iter()
+                .filter(|((p, _), _)| *p == id)
+                .map(|((_, n), k)| (*n, k))
+                .collect();
+            let os: Vec<(u32, &Agg)> = a
+                .ops_by_phase
+                .iter()
+                .filter(|((p, _), _)| *p == id)
+                .map(|((_, n), o)| (*n, o))
+                .collect();
             let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).fold(0, i64::saturating_add);
             let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
             let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
             let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
-            let mut krows: Vec<KernelRow> = ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns, Some(id))).collect();
+            let mut krows: Vec<KernelRow> =
+                ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns, Some(id))).collect();
             sort_kernels(&mut krows);
-            let mut orows: Vec<OpRow> = os.iter().map(|(n, o)| self.op_row(*n, o, o_ns, Some(id))).collect();
+            let mut orows: Vec<OpRow> =
+                os.iter().map(|(n, o)| self.op_row(*n, o, o_ns, Some(id))).collect();
             sort_ops(&mut orows);
-            let wall =
-                measured_wall(measured, &name).or_else(|| range_wall.get(&id).map(|ns| self.win.per_step_ms(*ns))).map(|w| round(w, 3));
+            let wall = measured_wall(measured, &name)
+                .or_else(|| range_wall.get(&id).map(|ns| self.win.per_step_ms(*ns)))
+                .map(|w| round(w, 3));
             out.phases.push(PhaseRow {
                 phase: name.clone(),
                 gpu_ms_per_step: round(self.win.per_step_ms(k_ns), 3),
@@ -593,7 +703,10 @@ impl Rows<'_> {
                 kernels_per_step: round(k_count as f64 / self.win.n_steps, 2),
                 ops_per_step: round(o_count as f64 / self.win.n_steps, 2),
                 unique_kernels: ks.len() as u64,
-                memcpy_ms_per_step: a.memcpy_by_phase.get(&id).map(|ns| round(self.win.per_step_ms(*ns), 3)),
+                memcpy_ms_per_step: a
+                    .memcpy_by_phase
+                    .get(&id)
+                    .map(|ns| round(self.win.per_step_ms(*ns), 3)),
                 idle_ms_per_step: None,
             });
             out.kernels.insert(name.clone(), krows);
@@ -614,7 +727,11 @@ fn decide(
     efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
 ) -> (Verdict, String) {
-    let phase_wall: Vec<(String, f64)> = by_phase.phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
+    let phase_wall: Vec<(String, f64)> = by_phase
+        .phases
+        .iter()
+        .filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?)))
+        .collect();
     let evidence = Evidence {
         mode: head.mode,
         cuda: head.cuda,
@@ -634,7 +751,13 @@ fn decide(
         in_ops_frac: head.in_ops_frac,
         stages: measured.and_then(|m| m.stages_ms.as_ref()),
         phase_wall,
-        unfused: unfused_batch_norm(&head.config, &by_phase.phases, &by_phase.ops, &by_phase.kernels, head.cuda),
+        unfused: unfused_batch_norm(
+            &head.config,
+            &by_phase.phases,
+            &by_phase.ops,
+            &by_phase.kernels,
+            head.cuda,
+        ),
         idle,
         graph_captures: head.graph_captures,
         efficiency,
@@ -649,7 +772,10 @@ fn decide(
 fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
-        warnings.push(format!("{} malformed events skipped (missing, negative or absurd times, wrong field types)", a.counts.malformed));
+        warnings.push(format!(
+            "{} malformed events skipped (missing, negative or absurd times, wrong field types)",
+            a.counts.malformed
+        ));
     }
     if a.counts.via_time > 0 {
         warnings.push(format!(
@@ -744,7 +870,9 @@ fn measured_wall(m: Option<&Measurements>, phase: &str) -> Option<f64> {
 }
 
 fn sort_kernels(rows: &mut [KernelRow]) {
-    rows.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then_with(|| x.raw_name.cmp(&y.raw_name)));
+    rows.sort_by(|x, y| {
+        y.ms_per_step.total_cmp(&x.ms_per_step).then_with(|| x.raw_name.cmp(&y.raw_name))
+    });
 }
 
 fn sort_ops(rows: &mut [OpRow]) {
@@ -767,16 +895,29 @@ pub fn without_trace(m: &Measurements) -> Profile {
     let cuda = config.on_cpu() == Some(false);
     let step_ms = m.step_ms().unwrap_or(0.0);
     let real = m.real.as_ref();
-    let dataload_ms = if mode == Mode::Inference { Some(0.0) } else { real.and_then(|r| r.dataload_ms) };
+    let dataload_ms =
+        if mode == Mode::Inference { Some(0.0) } else { real.and_then(|r| r.dataload_ms) };
     let mut phases: Vec<PhaseRow> = Vec::new();
     for name in PHASE_ORDER {
         if let Some(wall) = measured_wall(Some(m), name) {
-            phases.push(PhaseRow { phase: name.to_string(), wall_ms_per_step: Some(round(wall, 3)), ..Default::default() });
+            phases.push(PhaseRow {
+                phase: name.to_string(),
+                wall_ms_per_step: Some(round(wall, 3)),
+                ..Default::default()
+            });
         }
     }
-    let phase_wall = phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
-    let evidence =
-        Evidence { mode: Some(mode), cuda, step_ms, dataload_ms, stages: m.stages_ms.as_ref(), phase_wall, ..Default::default() };
+    let phase_wall =
+        phases.iter().filter_map(|p| Some((p.phase.clone(), p.wall_ms_per_step?))).collect();
+    let evidence = Evidence {
+        mode: Some(mode),
+        cuda,
+        step_ms,
+        dataload_ms,
+        stages: m.stages_ms.as_ref(),
+        phase_wall,
+        ..Default::default()
+    };
     let (bound, bound_why) = verdict::decide(&evidence);
     let n = m.latency.as_ref().map_or(1, |l| l.n.max(1));
     let mut profile = Profile {
@@ -800,7 +941,9 @@ pub fn without_trace(m: &Measurements) -> Profile {
         },
         phases_gpu: Vec::new(),
         phases,
-        warnings: vec!["captured without a trace (--no-trace): no kernel, op or GPU-utilisation detail".into()],
+        warnings: vec![
+            "captured without a trace (--no-trace): no kernel, op or GPU-utilisation detail".into(),
+        ],
         versions: m.versions.clone(),
         host: m.host.clone(),
         ..Default::default()

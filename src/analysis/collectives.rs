@@ -50,15 +50,24 @@ impl Collector {
         let from_name = self
             .known
             .entry(k.name_id)
-            .or_insert_with(|| (category(k.name) == Category::Communication).then(|| collective_of_kernel(k.name)))
+            .or_insert_with(|| {
+                (category(k.name) == Category::Communication).then(|| collective_of_kernel(k.name))
+            })
             .clone();
         let Some(from_name) = from_name else { return };
         let a = k.args;
-        let text = |t: Option<&crate::trace::event::Text<'_>>| t.map(|t| t.0.trim().to_string()).filter(|s| !s.is_empty());
+        let text = |t: Option<&crate::trace::event::Text<'_>>| {
+            t.map(|t| t.0.trim().to_string()).filter(|s| !s.is_empty())
+        };
         let count = |n: crate::trace::event::Num| n.id().filter(|v| *v >= 0).map(|v| v as u64);
         self.calls.push(CollectiveCall {
-            group: a.and_then(|a| text(a.group.as_ref())).unwrap_or_else(|| format!("stream {}", k.stream)),
-            collective: a.and_then(|a| text(a.name.as_ref())).map(|n| normalise(&n)).unwrap_or(from_name),
+            group: a
+                .and_then(|a| text(a.group.as_ref()))
+                .unwrap_or_else(|| format!("stream {}", k.stream)),
+            collective: a
+                .and_then(|a| text(a.name.as_ref()))
+                .map(|n| normalise(&n))
+                .unwrap_or(from_name),
             start_ns: k.start,
             dur_ns: k.dur,
             device: k.device,
@@ -83,11 +92,21 @@ impl Collector {
     /// ran — and the idle time by cause in `gaps` (the idle account's
     /// device) from the end of the previous collective to this one's start.
     /// Without launches in the trace, the kernels that ran in that time.
-    pub(super) fn finish(self, a: &Analyzer, gaps: Option<&Gaps>, label: &dyn Fn(u32) -> Option<String>) -> Vec<CollectiveCall> {
-        let mut calls: Vec<(CollectiveCall, Option<u32>)> = self.calls.into_iter().zip(self.spans).collect();
+    pub(super) fn finish(
+        self,
+        a: &Analyzer,
+        gaps: Option<&Gaps>,
+        label: &dyn Fn(u32) -> Option<String>,
+    ) -> Vec<CollectiveCall> {
+        let mut calls: Vec<(CollectiveCall, Option<u32>)> =
+            self.calls.into_iter().zip(self.spans).collect();
         calls.sort_by_key(|(c, _)| (c.start_ns, c.device));
         let steps = a.ranges.numbered_steps();
-        let launch_of = |span: Option<u32>| span.and_then(|s| a.kernel_spans.get(s as usize)).and_then(|k| k.launch).map(|l| l.start);
+        let launch_of = |span: Option<u32>| {
+            span.and_then(|s| a.kernel_spans.get(s as usize))
+                .and_then(|k| k.launch)
+                .map(|l| l.start)
+        };
         // Each device's kernels by start, and by launch where known.
         let mut by_start: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
@@ -106,33 +125,51 @@ impl Collector {
             let launched = launch_of(*span);
             let at_ts = launched.unwrap_or(c.start_ns);
             let at = steps.partition_point(|(_, s, _)| *s <= at_ts);
-            let step = at.checked_sub(1).map(|k| steps[k]).filter(|(_, _, e)| at_ts < *e).map(|(n, _, _)| n);
-            let before: Vec<&(CollectiveCall, Option<u32>)> =
-                calls[..i].iter().rev().take(LOOK_BACK).filter(|(p, _)| p.device == c.device).collect();
+            let step = at
+                .checked_sub(1)
+                .map(|k| steps[k])
+                .filter(|(_, _, e)| at_ts < *e)
+                .map(|(n, _, _)| n);
+            let before: Vec<&(CollectiveCall, Option<u32>)> = calls[..i]
+                .iter()
+                .rev()
+                .take(LOOK_BACK)
+                .filter(|(p, _)| p.device == c.device)
+                .collect();
             let ran = by_start.get(&c.device).map_or(&[][..], Vec::as_slice);
-            let ended = before.iter().map(|(p, _)| p.start_ns + p.dur_ns).filter(|e| *e <= c.start_ns).max();
+            let ended = before
+                .iter()
+                .map(|(p, _)| p.start_ns + p.dur_ns)
+                .filter(|e| *e <= c.start_ns)
+                .max();
             let from = ended.or_else(|| ran.first().map(|k| k.0)).unwrap_or(c.start_ns);
             let (mut lead_in, floor) = match launched {
                 Some(l) => {
                     let after = before.iter().find_map(|(_, s)| launch_of(*s)).unwrap_or(i64::MIN);
                     let list = by_launch.get(&c.device).map_or(&[][..], Vec::as_slice);
                     let first = list.partition_point(|k| k.0 <= after);
-                    let ks = list[first..].iter().take_while(|k| k.0 < l).map(|k| &a.kernel_spans[k.1]);
+                    let ks =
+                        list[first..].iter().take_while(|k| k.0 < l).map(|k| &a.kernel_spans[k.1]);
                     lead_in_kernels(ks.map(|k| (k.name, k.end - k.start)), label)
                 }
                 None => {
                     let first = ran.partition_point(|k| k.0 < from);
-                    let ks = ran[first..].iter().take_while(|k| k.0 < c.start_ns).map(|k| &a.kernel_spans[k.1]);
+                    let ks = ran[first..]
+                        .iter()
+                        .take_while(|k| k.0 < c.start_ns)
+                        .map(|k| &a.kernel_spans[k.1]);
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
                 }
             };
             if let Some(g) = gaps.filter(|g| g.device == c.device) {
                 let mut idle = g.within(from, c.start_ns);
                 idle.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
-                lead_in.extend(idle.into_iter().filter(|x| x.1 >= 1_000).map(|(cause, ns)| LeadIn {
-                    kind: LeadKind::Idle,
-                    name: cause.as_str().to_string(),
-                    us: round(ns as f64 / 1e3, 3),
+                lead_in.extend(idle.into_iter().filter(|x| x.1 >= 1_000).map(|(cause, ns)| {
+                    LeadIn {
+                        kind: LeadKind::Idle,
+                        name: cause.as_str().to_string(),
+                        us: round(ns as f64 / 1e3, 3),
+                    }
                 }));
             }
             out.push(CollectiveCall { step, lead_in, lead_in_floor_us: floor, ..c.clone() });
@@ -144,7 +181,10 @@ impl Collector {
 /// A lead-in's compute kernels from (name, ns) pairs, by label, the
 /// longest first; and, when the list is cut, the time of the longest left
 /// out.
-fn lead_in_kernels(kernels: impl Iterator<Item = (u32, i64)>, label: &dyn Fn(u32) -> Option<String>) -> (Vec<LeadIn>, Option<f64>) {
+fn lead_in_kernels(
+    kernels: impl Iterator<Item = (u32, i64)>,
+    label: &dyn Fn(u32) -> Option<String>,
+) -> (Vec<LeadIn>, Option<f64>) {
     let mut by_name: HashMap<u32, i64> = HashMap::default();
     for (name, ns) in kernels {
         *by_name.entry(name).or_insert(0) += ns;
@@ -172,7 +212,9 @@ fn lead_in_kernels(kernels: impl Iterator<Item = (u32, i64)>, label: &dyn Fn(u32
 /// → one spelling: lower case, no underscores, PyTorch's suffixes dropped.
 pub fn normalise(name: &str) -> String {
     let mut s: String = name.to_lowercase().chars().filter(|c| *c != '_').collect();
-    for suffix in ["base", "tensorcoalesced", "intotensorcoalesced", "intotensor", "tensor", "coalesced"] {
+    for suffix in
+        ["base", "tensorcoalesced", "intotensorcoalesced", "intotensor", "tensor", "coalesced"]
+    {
         if s.len() > suffix.len() && s.ends_with(suffix) {
             s.truncate(s.len() - suffix.len());
         }
@@ -204,9 +246,22 @@ mod tests {
 
     #[test]
     fn collective_names() {
-        assert_eq!(collective_of_kernel("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"), "allreduce");
-        assert_eq!(collective_of_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)"), "sendrecv");
-        assert_eq!(collective_of_kernel("ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"), "allgather");
+        assert_eq!(
+            collective_of_kernel(
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)"
+            ),
+            "allreduce"
+        );
+        assert_eq!(
+            collective_of_kernel("ncclKernel_SendRecv_RING_SIMPLE_Sum_int8_t(ncclWorkElem)"),
+            "sendrecv"
+        );
+        assert_eq!(
+            collective_of_kernel(
+                "ncclDevKernel_AllGather_RING_LL(ncclDevKernelArgsStorage<4096ul>)"
+            ),
+            "allgather"
+        );
         assert_eq!(normalise("_allgather_base"), "allgather");
         assert_eq!(normalise("reduce_scatter_tensor_coalesced"), "reducescatter");
         assert_eq!(normalise("all_to_all"), "alltoall");

@@ -50,7 +50,8 @@ const MAX_DEPTH: usize = 512;
 const TOP_PLACES: usize = 6;
 
 /// Ops that block the host until the GPU is done (`.item()`, `nonzero`).
-const SYNC_OPS: [&str; 4] = ["aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::is_nonzero"];
+const SYNC_OPS: [&str; 4] =
+    ["aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::is_nonzero"];
 
 /// What a host record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -269,7 +270,10 @@ impl Gaps {
                 let mut out: Vec<(IdleCause, i64, String)> = causes
                     .into_iter()
                     .map(|(cause, ns, places)| {
-                        let top = places.into_iter().max_by_key(|p| p.1).map_or_else(String::new, |p| place_name(p.0, names, label));
+                        let top = places
+                            .into_iter()
+                            .max_by_key(|p| p.1)
+                            .map_or_else(String::new, |p| place_name(p.0, names, label));
                         (cause, ns, top)
                     })
                     .collect();
@@ -288,7 +292,8 @@ type CauseIn = (IdleCause, i64, Vec<(Place, i64)>);
 fn place_name(place: Place, names: &super::Names, label: &dyn Fn(u32) -> String) -> String {
     match place {
         Place::Ops { outer, inner, call } => {
-            let parts: Vec<&str> = [outer, inner, call].into_iter().flatten().map(|n| names.get(n)).collect();
+            let parts: Vec<&str> =
+                [outer, inner, call].into_iter().flatten().map(|n| names.get(n)).collect();
             if parts.is_empty() { OUTSIDE_OPS.to_string() } else { parts.join(" > ") }
         }
         Place::Name(n) | Place::Frame(n) => names.get(n).to_string(),
@@ -341,7 +346,13 @@ impl Gaps {
 /// Computes the account over `steps` (each step's interval, in time order,
 /// not overlapping), per step over `n_steps`. `label` names a kernel.
 /// With `keep_gaps`, the account's device's gaps are kept with their causes.
-pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &dyn Fn(u32) -> String, keep_gaps: bool) -> Option<Account> {
+pub(super) fn account(
+    a: &Analyzer,
+    steps: &[(i64, i64)],
+    n_steps: f64,
+    label: &dyn Fn(u32) -> String,
+    keep_gaps: bool,
+) -> Option<Account> {
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
     let window = merged(steps);
@@ -353,7 +364,8 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
         .into_iter()
         .map(|(d, mut ks)| {
             ks.sort_by_key(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end));
-            let mut iv: Vec<(i64, i64)> = ks.iter().map(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end)).collect();
+            let mut iv: Vec<(i64, i64)> =
+                ks.iter().map(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end)).collect();
             let busy = merge(&mut iv);
             let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
@@ -370,7 +382,11 @@ pub(super) fn account(a: &Analyzer, steps: &[(i64, i64)], n_steps: f64, label: &
             .iter()
             .enumerate()
             .map(|(i, d)| {
-                let causes = if i == 0 { first.causes.clone() } else { device_account(a, steps, &window, n_steps, label, false, d).causes };
+                let causes = if i == 0 {
+                    first.causes.clone()
+                } else {
+                    device_account(a, steps, &window, n_steps, label, false, d).causes
+                };
                 DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3), causes }
             })
             .collect();
@@ -431,7 +447,8 @@ fn device_account(
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
     }
-    let main_thread = launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+    let main_thread =
+        launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
 
     let mut tally = Tally { gap_causes: keep_gaps.then(Vec::new), ..Tally::default() };
     let mut windows: Vec<Window> = Vec::new();
@@ -455,7 +472,17 @@ fn device_account(
                 } else if next_busy.is_none() {
                     trailing += g1 - at;
                 }
-                explain_gap(a, *device, &kernels, (at, g1), gap, main_thread, host_side, &mut tally, &mut windows);
+                explain_gap(
+                    a,
+                    *device,
+                    &kernels,
+                    (at, g1),
+                    gap,
+                    main_thread,
+                    host_side,
+                    &mut tally,
+                    &mut windows,
+                );
             }
             match next_busy {
                 Some(b) => {
@@ -475,8 +502,13 @@ fn device_account(
         .map(|(&cause, &ns)| IdleCauseRow {
             cause,
             ms_per_step: per_step(ns),
-            gaps_per_step: round(tally.cause_gaps.get(&cause).map_or(0, |g| g.0) as f64 / n_steps, 2),
-            before_first_kernel_ms_per_step: per_step(tally.leading.get(&cause).copied().unwrap_or(0)),
+            gaps_per_step: round(
+                tally.cause_gaps.get(&cause).map_or(0, |g| g.0) as f64 / n_steps,
+                2,
+            ),
+            before_first_kernel_ms_per_step: per_step(
+                tally.leading.get(&cause).copied().unwrap_or(0),
+            ),
             places: places(a, &tally, cause, ns, &per_step, label),
         })
         .collect();
@@ -523,12 +555,15 @@ fn explain_gap(
     let phase = a.ranges.gpu_phase_by_time(device, g0);
     // The kernels that end the gap; the one launched last was waited for.
     let from = kernels.partition_point(|k| k.start < g1);
-    let next: Vec<&super::KernelSpan> = kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
+    let next: Vec<&super::KernelSpan> =
+        kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
     let launched: Option<(&super::KernelSpan, Launch)> =
         next.iter().filter_map(|k| Some((*k, k.launch?))).max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
-        Some((k, l)) if l.end <= g0 => tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, g1 - g0),
+        Some((k, l)) if l.end <= g0 => {
+            tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, g1 - g0)
+        }
         Some((k, l)) => {
             let mut push = |start: i64, end: i64, mode: Mode| {
                 if end > start {
@@ -550,7 +585,13 @@ fn explain_gap(
             // Launched, yet the kernel started only later: it was queued
             // behind something else, or started within launch latency.
             if after.1 - after.0 >= LAUNCH_GAP_NS {
-                tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, after.1 - after.0);
+                tally.add(
+                    IdleCause::Dependency,
+                    Place::Kernel(k.name),
+                    gap,
+                    phase,
+                    after.1 - after.0,
+                );
             } else {
                 push(after.0, after.1, Mode::Launch);
             }
@@ -558,9 +599,13 @@ fn explain_gap(
         None => match main_thread.filter(|_| host_side) {
             // A step's tail (no kernel ends the gap), or kernels with no
             // launch: what the loop thread did.
-            Some(t) => {
-                windows.push(Window { thread: t, start: g0, end: g1, mode: Mode::Classify { short: short && !next.is_empty() }, gap })
-            }
+            Some(t) => windows.push(Window {
+                thread: t,
+                start: g0,
+                end: g1,
+                mode: Mode::Classify { short: short && !next.is_empty() },
+                gap,
+            }),
             None => {
                 let why = if host_side { NOT_LAUNCHED } else { NO_HOST };
                 tally.add(IdleCause::Other, Place::Text(why), gap, phase, g1 - g0);
@@ -575,10 +620,12 @@ fn sweep(a: &Analyzer, steps: &[(i64, i64)], windows: &mut [Window], tally: &mut
     windows.sort_by_key(|w| (w.thread, w.start));
     let mut spans: Vec<HostSpan> = a.host.spans.clone();
     spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
-    let cpu_side = a.evidence.cpu_ops > 0 || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
+    let cpu_side = a.evidence.cpu_ops > 0
+        || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
     let wrappers = python_wrappers(steps, &spans);
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
-    let mut is_sync_op = |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
+    let mut is_sync_op =
+        |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
 
     let mut w = 0;
     while w < windows.len() {
@@ -611,12 +658,18 @@ fn sweep(a: &Analyzer, steps: &[(i64, i64)], windows: &mut [Window], tally: &mut
                     let place = match place {
                         Place::Frame(_) => {
                             let mut frames = active.iter().filter(|s| s.kind == HostKind::Python);
-                            let path: Vec<u32> = frames.clone().filter(|s| !wrappers.contains(&s.name)).map(|s| s.name).collect();
+                            let path: Vec<u32> = frames
+                                .clone()
+                                .filter(|s| !wrappers.contains(&s.name))
+                                .map(|s| s.name)
+                                .collect();
                             match tally.frame_path(&path, t1 - t) {
                                 Some(node) => Place::Frame(node),
                                 // Only wrappers of the whole step: the step's own
                                 // code, named by the innermost of them.
-                                None => frames.next_back().map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
+                                None => frames
+                                    .next_back()
+                                    .map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
                             }
                         }
                         p => p,
@@ -640,12 +693,21 @@ fn python_wrappers(steps: &[(i64, i64)], spans: &[HostSpan]) -> HashSet<u32> {
     for s in spans.iter().filter(|s| s.kind == HostKind::Python) {
         *cover.entry(s.name).or_insert(0) += super::busy::overlap(&[(s.start, s.end)], steps);
     }
-    cover.into_iter().filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0).map(|(n, _)| n).collect()
+    cover
+        .into_iter()
+        .filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0)
+        .map(|(n, _)| n)
+        .collect()
 }
 
 /// The cause of one instant from the records active on the thread
 /// (outermost first), and the place to charge it to.
-fn classify(active: &[HostSpan], mode: Mode, cpu_side: bool, is_sync_op: &mut dyn FnMut(u32) -> bool) -> (IdleCause, Place) {
+fn classify(
+    active: &[HostSpan],
+    mode: Mode,
+    cpu_side: bool,
+    is_sync_op: &mut dyn FnMut(u32) -> bool,
+) -> (IdleCause, Place) {
     let ops: Vec<&HostSpan> = active.iter().filter(|s| s.kind == HostKind::Op).collect();
     let op_place = |call: Option<u32>| Place::Ops {
         outer: ops.first().map(|s| s.name),
@@ -691,7 +753,11 @@ fn classify(active: &[HostSpan], mode: Mode, cpu_side: bool, is_sync_op: &mut dy
     if python.is_some() || active.iter().any(|s| s.kind == HostKind::Annotation) {
         return (IdleCause::Python, place(true));
     }
-    if cpu_side { (IdleCause::Python, Place::Text(OUTSIDE_OPS)) } else { (IdleCause::Other, Place::Text(NO_HOST)) }
+    if cpu_side {
+        (IdleCause::Python, Place::Text(OUTSIDE_OPS))
+    } else {
+        (IdleCause::Other, Place::Text(NO_HOST))
+    }
 }
 
 /// A cause's places, largest first; Python frames as the chain that holds
@@ -710,15 +776,32 @@ fn places(
             p => place_name(p, &a.names, label),
         }
     };
-    let mut flat: Vec<(Place, i64)> =
-        tally.places.iter().filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_))).map(|((_, p), ns)| (*p, *ns)).collect();
+    let mut flat: Vec<(Place, i64)> = tally
+        .places
+        .iter()
+        .filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_)))
+        .map(|((_, p), ns)| (*p, *ns))
+        .collect();
     // Python frames: the tree of the frames the cause's time was spent in.
-    let frame_ns: i64 = tally.places.iter().filter(|((c, p), _)| *c == cause && matches!(p, Place::Frame(_))).map(|(_, ns)| *ns).sum();
+    let frame_ns: i64 = tally
+        .places
+        .iter()
+        .filter(|((c, p), _)| *c == cause && matches!(p, Place::Frame(_)))
+        .map(|(_, ns)| *ns)
+        .sum();
     let mut out: Vec<IdlePlace> = Vec::new();
     if frame_ns > 0 {
-        let children = |parent: u32| tally.frames.iter().enumerate().filter(move |(_, f)| f.parent == parent).map(|(i, f)| (i as u32, f));
+        let children = |parent: u32| {
+            tally
+                .frames
+                .iter()
+                .enumerate()
+                .filter(move |(_, f)| f.parent == parent)
+                .map(|(i, f)| (i as u32, f))
+        };
         let mut chain: Vec<u32> = Vec::new();
-        let mut at = children(ROOT).max_by_key(|(i, f)| (f.ns, std::cmp::Reverse(*i))).map(|(i, _)| i);
+        let mut at =
+            children(ROOT).max_by_key(|(i, f)| (f.ns, std::cmp::Reverse(*i))).map(|(i, _)| i);
         while let Some(node) = at {
             chain.push(node);
             at = children(node)
@@ -733,7 +816,12 @@ fn places(
         others.sort_by_key(|(i, ns)| (std::cmp::Reverse(*ns), *i));
         let frame = |id: u32, path: bool| {
             let f = tally.frames[id as usize];
-            IdlePlace { name: a.names.get(f.name).to_string(), ms_per_step: per_step(f.ns), depth: Some(f.depth), path }
+            IdlePlace {
+                name: a.names.get(f.name).to_string(),
+                ms_per_step: per_step(f.ns),
+                depth: Some(f.depth),
+                path,
+            }
         };
         // A frame whose callee on the path holds nearly all of its time
         // (a decorator, `__call__`) adds nothing: the callee is shown.
@@ -741,7 +829,9 @@ fn places(
         let shown: Vec<u32> = chain
             .iter()
             .enumerate()
-            .filter(|(i, c)| chain.get(i + 1).is_none_or(|n| (ns(*n) as f64) < 0.99 * ns(**c) as f64))
+            .filter(|(i, c)| {
+                chain.get(i + 1).is_none_or(|n| (ns(*n) as f64) < 0.99 * ns(**c) as f64)
+            })
             .map(|(_, c)| *c)
             .collect();
         out.extend(shown.iter().map(|&c| frame(c, true)));
@@ -755,8 +845,16 @@ fn places(
     }
     flat.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| name(&x.0).cmp(&name(&y.0))));
     let room = TOP_PLACES.saturating_sub(out.len()).max(1);
-    let flat: Vec<IdlePlace> =
-        flat.iter().take(room).map(|(p, ns)| IdlePlace { name: name(p), ms_per_step: per_step(*ns), depth: None, path: false }).collect();
+    let flat: Vec<IdlePlace> = flat
+        .iter()
+        .take(room)
+        .map(|(p, ns)| IdlePlace {
+            name: name(p),
+            ms_per_step: per_step(*ns),
+            depth: None,
+            path: false,
+        })
+        .collect();
     // Frames first when they hold most of the cause, else the flat places.
     if frame_ns * 2 >= total {
         out.extend(flat);

@@ -54,7 +54,10 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
         Category::LayoutCopy,
         r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex|reshape_and_cache|kv_?cache|matmul_scatter",
     ),
-    (Category::GemmConv, r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm"),
+    (
+        Category::GemmConv,
+        r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm",
+    ),
     (
         Category::ReductionNorm,
         r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
@@ -80,7 +83,10 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
 pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
     // cuBLAS / cutlass MMA shapes: Volta h884/s884, Turing h1688, Ampere
     // tf32 s1688, s16816, wmma s161616, int8 i8816/i16832.
-    (r"[hsi](?:884|1688|16816|161616|8816|16832)(?:gemm|fprop|dgrad|wgrad)", "volta_h884gemm_64x64_nt"),
+    (
+        r"[hsi](?:884|1688|16816|161616|8816|16832)(?:gemm|fprop|dgrad|wgrad)",
+        "volta_h884gemm_64x64_nt",
+    ),
     (
         r"tensorop",
         "void cutlass::Kernel<cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4>(cutlass_80_tensorop_s1688gemm_256x64_16x4_nn_align4::Params)",
@@ -162,7 +168,10 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
         r"_mi\d+x\d+x\d+_",
         "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1",
     ),
-    (r"gtcx", "igemm_fwd_gtcx2_nhwc_bf16_bx0_ex1_bt32x256x32_wt16x64x4_ws1x1_wr1x2_ta1x4x1x1_1x8x1x32_tb1x4x8x1_1x8x1x32_gkgs"),
+    (
+        r"gtcx",
+        "igemm_fwd_gtcx2_nhwc_bf16_bx0_ex1_bt32x256x32_wt16x64x4_ws1x1_wr1x2_ta1x4x1x1_1x8x1x32_tb1x4x8x1_1x8x1x32_gkgs",
+    ),
     (r"_xdl", "gemm_xdl_preshuffle"),
     (r"mfma", "paged_attention_ll4mi_QKV_mfma16_kernel"),
 ];
@@ -192,17 +201,25 @@ pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
 ];
 
 static CATEGORIES: LazyLock<Vec<(Category, Regex)>> = LazyLock::new(|| {
-    CATEGORY_PATTERNS.iter().map(|(cat, pat)| (cat.clone(), Regex::new(pat).expect("category pattern compiles"))).collect()
+    CATEGORY_PATTERNS
+        .iter()
+        .map(|(cat, pat)| (cat.clone(), Regex::new(pat).expect("category pattern compiles")))
+        .collect()
 });
 
 type ScopedPatterns = Vec<(Regex, &'static [Category])>;
 
 static TENSOR_CORE: LazyLock<(Regex, Regex, ScopedPatterns)> = LazyLock::new(|| {
-    let join = |t: &[(&str, &str)]| t.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|");
+    let join = |t: &[(&str, &str)]| {
+        t.iter().map(|(p, _)| format!("(?:{p})")).collect::<Vec<_>>().join("|")
+    };
     (
         Regex::new(&join(TENSOR_CORE_TABLE)).expect("tensor core table compiles"),
         Regex::new(&join(TENSOR_CORE_EXCLUSIONS)).expect("tensor core exclusions compile"),
-        TENSOR_CORE_IN_CATEGORY.iter().map(|(p, cats, _)| (Regex::new(p).expect("tensor core pattern compiles"), *cats)).collect(),
+        TENSOR_CORE_IN_CATEGORY
+            .iter()
+            .map(|(p, cats, _)| (Regex::new(p).expect("tensor core pattern compiles"), *cats))
+            .collect(),
     )
 });
 
@@ -214,7 +231,8 @@ fn category_of(lower: &str) -> &'static Category {
 /// The Tensor Core flag of a lower-cased, demangled name in its category.
 fn tensor_core_of(lower: &str, cat: &Category) -> bool {
     let (yes, no, scoped) = &*TENSOR_CORE;
-    let named = yes.is_match(lower) || scoped.iter().any(|(re, cats)| cats.contains(cat) && re.is_match(lower));
+    let named = yes.is_match(lower)
+        || scoped.iter().any(|(re, cats)| cats.contains(cat) && re.is_match(lower));
     named && !no.is_match(lower)
 }
 
@@ -227,7 +245,8 @@ pub fn demangle(name: &str) -> Cow<'_, str> {
     }
     // Mangled symbols have no spaces; a trailing parameter list or suffix
     // some tools add is kept as written after the demangled part.
-    let (sym, rest) = t.split_at(t.find(|c: char| c.is_whitespace() || c == '(').unwrap_or(t.len()));
+    let (sym, rest) =
+        t.split_at(t.find(|c: char| c.is_whitespace() || c == '(').unwrap_or(t.len()));
     match cpp_demangle::Symbol::new(sym).ok().and_then(|s| s.demangle().ok()) {
         Some(d) => Cow::Owned(format!("{d}{rest}")),
         None => Cow::Borrowed(name),
@@ -253,7 +272,9 @@ pub fn classify(name: &str) -> (Category, bool, String) {
     (cat.clone(), tensor_core_of(&lower, cat), short_name(&shown))
 }
 
-static NAMESPACE: LazyLock<Regex> = LazyLock::new(|| Regex::new(r"\b[A-Za-z_][A-Za-z0-9_]*::").expect("namespace pattern compiles"));
+static NAMESPACE: LazyLock<Regex> = LazyLock::new(|| {
+    Regex::new(r"\b[A-Za-z_][A-Za-z0-9_]*::").expect("namespace pattern compiles")
+});
 
 /// Longest label we print for a kernel; the full name stays in `raw_name`.
 const LABEL_MAX: usize = 72;
@@ -328,11 +349,15 @@ pub fn short_name(name: &str) -> String {
     }
     // Innermost first, then rightmost: groups open left to right. Each
     // step only shortens, so the fewest that fit are found by bisection.
-    let mut lists: Vec<&Group> = tree.groups.iter().filter(|g| g.open == '<' && !g.args.iter().all(Vec::is_empty)).collect();
+    let mut lists: Vec<&Group> =
+        tree.groups.iter().filter(|g| g.open == '<' && !g.args.iter().all(Vec::is_empty)).collect();
     lists.sort_by_key(|g| std::cmp::Reverse((g.depth, g.id)));
     let nested: Vec<usize> = lists.iter().filter(|g| g.depth >= 3).map(|g| g.id).collect();
     let len_with = |cfg: &Render| tree.render(cfg).chars().count();
-    let elided = least(nested.len(), |n| len_with(&Render { compact: true, elided: nested[..n].to_vec(), kept: Vec::new() }) <= LABEL_MAX);
+    let elided = least(nested.len(), |n| {
+        len_with(&Render { compact: true, elided: nested[..n].to_vec(), kept: Vec::new() })
+            <= LABEL_MAX
+    });
     cfg.elided = nested[..elided.unwrap_or(nested.len())].to_vec();
     if elided.is_some() {
         return tree.render(&cfg);
@@ -429,14 +454,22 @@ impl Tree {
 
     /// Reads until `close` (or the end), splitting at commas inside
     /// groups; true when `close` was found.
-    fn parse_seq(&mut self, chars: &[char], i: &mut usize, depth: usize, close: Option<char>) -> (Vec<Vec<Node>>, bool) {
+    fn parse_seq(
+        &mut self,
+        chars: &[char],
+        i: &mut usize,
+        depth: usize,
+        close: Option<char>,
+    ) -> (Vec<Vec<Node>>, bool) {
         let mut args = vec![Vec::new()];
         let mut text = String::new();
         // Brackets opened as text past NESTING_MAX, whose closers are text too.
         let mut deep = 0usize;
         let flush = |text: &mut String, args: &mut Vec<Vec<Node>>| {
             if !text.is_empty() {
-                args.last_mut().expect("one argument at least").push(Node::Text(std::mem::take(text)));
+                args.last_mut()
+                    .expect("one argument at least")
+                    .push(Node::Text(std::mem::take(text)));
             }
         };
         while let Some(&c) = chars.get(*i) {
@@ -457,7 +490,13 @@ impl Tree {
             } else if let Some(want) = closer {
                 flush(&mut text, &mut args);
                 let id = self.groups.len();
-                self.groups.push(Group { id, open: c, close: None, depth: depth + 1, args: Vec::new() });
+                self.groups.push(Group {
+                    id,
+                    open: c,
+                    close: None,
+                    depth: depth + 1,
+                    args: Vec::new(),
+                });
                 let (inner, closed) = self.parse_seq(chars, i, depth + 1, Some(want));
                 let g = &mut self.groups[id];
                 g.args = inner;
@@ -480,12 +519,14 @@ impl Tree {
     /// An argument that names something: not only numbers, `true`/`false`
     /// and built-in types.
     fn is_named(&self, arg: &[Node]) -> bool {
-        const PLAIN: &[&str] =
-            &["void", "bool", "char", "short", "int", "long", "float", "double", "signed", "unsigned", "const", "true", "false"];
+        const PLAIN: &[&str] = &[
+            "void", "bool", "char", "short", "int", "long", "float", "double", "signed",
+            "unsigned", "const", "true", "false",
+        ];
         arg.iter().any(|n| match n {
-            Node::Text(t) => t
-                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-                .any(|w| w.starts_with(|c: char| c.is_alphabetic() || c == '_') && !PLAIN.contains(&w)),
+            Node::Text(t) => t.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| {
+                w.starts_with(|c: char| c.is_alphabetic() || c == '_') && !PLAIN.contains(&w)
+            }),
             Node::Group(id) => self.groups[*id].args.iter().any(|a| self.is_named(a)),
         })
     }
@@ -499,17 +540,22 @@ impl Tree {
     fn render_nodes(&self, nodes: &[Node], depth: usize, cfg: &Render, out: &mut String) {
         for node in nodes {
             match node {
-                Node::Text(t) if depth > 0 && cfg.compact => out.push_str(&NAMESPACE.replace_all(t, "")),
+                Node::Text(t) if depth > 0 && cfg.compact => {
+                    out.push_str(&NAMESPACE.replace_all(t, ""))
+                }
                 Node::Text(t) => out.push_str(t),
                 Node::Group(id) => {
                     let g = &self.groups[*id];
                     let part_of_name = out.ends_with("operator") || out.ends_with("decltype");
                     if depth > 0 && cfg.compact && !(g.open == '(' && part_of_name) {
-                        let named = out.ends_with(|c: char| c.is_alphanumeric() || c == '_' || c == '>' || c == ')');
+                        let named = out.ends_with(|c: char| {
+                            c.is_alphanumeric() || c == '_' || c == '>' || c == ')'
+                        });
                         // A parameter list or a local entity: the function
                         // named before it stands for the whole argument.
                         if (g.open == '(' && named) || g.open == '{' || g.open == '[' {
-                            let keep = out.trim_end_matches(':').trim_end_matches("::operator()").len();
+                            let keep =
+                                out.trim_end_matches(':').trim_end_matches("::operator()").len();
                             out.truncate(keep);
                             return;
                         }
@@ -525,7 +571,8 @@ impl Tree {
         if cfg.elided.contains(&g.id) {
             out.push('…');
         } else {
-            let keep = cfg.kept.iter().find(|(id, _)| *id == g.id).map_or(g.args.len(), |(_, n)| *n);
+            let keep =
+                cfg.kept.iter().find(|(id, _)| *id == g.id).map_or(g.args.len(), |(_, n)| *n);
             for (n, arg) in g.args.iter().take(keep).enumerate() {
                 if n > 0 {
                     out.push_str(", ");
@@ -555,12 +602,21 @@ mod tests {
     fn every_tensor_core_pattern_has_a_real_name_it_recognises() {
         for (pat, name) in TENSOR_CORE_TABLE {
             let re = Regex::new(pat).unwrap();
-            assert!(re.is_match(&demangle(name).to_lowercase()), "{pat} matches its example {name}");
+            assert!(
+                re.is_match(&demangle(name).to_lowercase()),
+                "{pat} matches its example {name}"
+            );
             assert!(is_tensor_core(name), "{name} is a Tensor Core kernel");
-            assert!(is_tensor_core(&name.to_uppercase()) || pat.starts_with('^'), "matching ignores case: {name}");
+            assert!(
+                is_tensor_core(&name.to_uppercase()) || pat.starts_with('^'),
+                "matching ignores case: {name}"
+            );
         }
         for (pat, cats, name) in TENSOR_CORE_IN_CATEGORY {
-            assert!(Regex::new(pat).unwrap().is_match(&demangle(name).to_lowercase()), "{pat} matches its example {name}");
+            assert!(
+                Regex::new(pat).unwrap().is_match(&demangle(name).to_lowercase()),
+                "{pat} matches its example {name}"
+            );
             assert!(cats.contains(&category(name)), "{name} is in {cats:?}");
             assert!(is_tensor_core(name), "{name} is a Tensor Core kernel");
             assert!(is_tensor_core(&name.to_uppercase()), "matching ignores case: {name}");
@@ -575,7 +631,10 @@ mod tests {
             assert!(!is_tensor_core(plain), "{plain}");
         }
         for (pat, name) in TENSOR_CORE_EXCLUSIONS {
-            assert!(Regex::new(pat).unwrap().is_match(&name.to_lowercase()), "{pat} matches {name}");
+            assert!(
+                Regex::new(pat).unwrap().is_match(&name.to_lowercase()),
+                "{pat} matches {name}"
+            );
             assert!(!is_tensor_core(name), "{name} is excluded");
         }
         for plain in [
@@ -593,24 +652,48 @@ mod tests {
     #[test]
     fn categories_follow_first_match_order() {
         let cases = [
-            ("void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>", Category::ReductionNorm),
-            ("void at::native::(anonymous namespace)::softmax_warp_forward<float>", Category::ReductionNorm),
+            (
+                "void cudnn::bn_fw_tr_1C11_kernel_NCHW<float, float, int, 512, true, 1>",
+                Category::ReductionNorm,
+            ),
+            (
+                "void at::native::(anonymous namespace)::softmax_warp_forward<float>",
+                Category::ReductionNorm,
+            ),
             ("void cudnn::ops::nchwToNhwcKernel<__half>", Category::LayoutCopy),
             ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", Category::GemmConv),
             ("Memcpy DtoD (Device -> Device)", Category::LayoutCopy),
-            ("void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda>", Category::Elementwise),
-            ("ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)", Category::Communication),
+            (
+                "void at::native::vectorized_elementwise_kernel<4, at::native::bfloat16_copy_kernel_cuda>",
+                Category::Elementwise,
+            ),
+            (
+                "ncclKernel_AllReduce_RING_LL_Sum_float(ncclDevComm*, unsigned long, ncclWork*)",
+                Category::Communication,
+            ),
             ("multimem_all_reduce_kernel", Category::Communication),
             ("void at::native::reduce_kernel<512, 1>", Category::ReductionNorm),
             ("triton_poi_fused__scaled_dot_product_flash_attention_0", Category::Elementwise),
             ("triton_red_fused_add_mean_mul_pow_rsqrt_0", Category::ReductionNorm),
             ("void fp8_convert_kernel<float>", Category::Other),
             // DeepEP under each namespace it ships in, MoRI's EP kernels.
-            ("void dpsk::ep::internode::dispatch_ll<true, 3, 10, 7168>(void*)", Category::Communication),
-            ("void primus_turbo::deep_ep::layout::get_dispatch_layout<long>", Category::Communication),
+            (
+                "void dpsk::ep::internode::dispatch_ll<true, 3, 10, 7168>(void*)",
+                Category::Communication,
+            ),
+            (
+                "void primus_turbo::deep_ep::layout::get_dispatch_layout<long>",
+                Category::Communication,
+            ),
             ("EpCombineIntraNodeKernel_bf16_nop2p", Category::Communication),
-            ("void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>", Category::Attention),
-            ("void deep_gemm::sm90_tf32_hc_prenorm_gemm_impl<24u, 16384u>(unsigned int)", Category::GemmConv),
+            (
+                "void qk_int_sv_f8_attn_kernel<128u, 64u, 32u, 64u, 128u, (DataType)1>",
+                Category::Attention,
+            ),
+            (
+                "void deep_gemm::sm90_tf32_hc_prenorm_gemm_impl<24u, 16384u>(unsigned int)",
+                Category::GemmConv,
+            ),
         ];
         for (name, want) in cases {
             assert_eq!(category(name), want, "{name}");
@@ -645,7 +728,9 @@ mod tests {
             let cols: Vec<&str> = line.split('\t').collect();
             assert_eq!(cols.len(), 4, "category, tensorcore, source, name: {line}");
             let (want_cat, want_tc, name) = (cols[0], cols[1] == "1", cols[3]);
-            let Some(want) = Category::ALL.into_iter().find(|c| c.as_str() == want_cat) else { panic!("{want_cat}") };
+            let Some(want) = Category::ALL.into_iter().find(|c| c.as_str() == want_cat) else {
+                panic!("{want_cat}")
+            };
             let (cat, tc, _) = classify(name);
             if cat != want || tc != want_tc {
                 wrong.push(format!("{name}: got {cat}/{tc}, want {want_cat}/{want_tc}"));
@@ -662,11 +747,15 @@ mod tests {
         assert_eq!(short_name("Memcpy DtoD (Device -> Device)"), "Memcpy DtoD");
         // Scopes stay; `void`, the parameter list and anonymous namespaces go.
         assert_eq!(
-            short_name("void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float const*)"),
+            short_name(
+                "void at::native::(anonymous namespace)::max_pool_forward_nchw<float, float>(int, float const*)"
+            ),
             "at::native::max_pool_forward_nchw<float, float>"
         );
         assert_eq!(
-            short_name("void at::native::<unnamed>::cunn_SoftMaxForward<(int)4, float>(T4 *, const T2 *, int)"),
+            short_name(
+                "void at::native::<unnamed>::cunn_SoftMaxForward<(int)4, float>(T4 *, const T2 *, int)"
+            ),
             "at::native::cunn_SoftMaxForward<(int)4, float>"
         );
         assert_eq!(
@@ -677,7 +766,9 @@ mod tests {
         );
         // Step 1: arguments as written when they fit.
         assert_eq!(
-            short_name("void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)"),
+            short_name(
+                "void fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>(int, int)"
+            ),
             "fbgemm_gpu::permute_2D_data_kernel<false, int, int, decltype(nullptr)>"
         );
         // Step 2: no namespaces inside arguments; a lambda stands as the

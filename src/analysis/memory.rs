@@ -110,10 +110,17 @@ pub(super) fn timeline(a: &Analyzer) -> Vec<DeviceMemory> {
         .into_iter()
         .map(|s| {
             let top = peak(&s.samples);
-            let phase_name = |id: u16| if id == UNPHASED { UNPHASED_NAME.to_string() } else { a.phases.name(id).to_string() };
+            let phase_name = |id: u16| {
+                if id == UNPHASED {
+                    UNPHASED_NAME.to_string()
+                } else {
+                    a.phases.name(id).to_string()
+                }
+            };
             let mut by_phase: HashMap<u16, (f64, Option<f64>)> = HashMap::default();
             for x in &s.samples {
-                let e = by_phase.entry(a.ranges.cpu_phase(x.thread, x.ts)).or_insert((f64::MIN, None));
+                let e =
+                    by_phase.entry(a.ranges.cpu_phase(x.thread, x.ts)).or_insert((f64::MIN, None));
                 e.0 = e.0.max(x.allocated);
                 if x.reserved.is_finite() {
                     e.1 = Some(e.1.map_or(x.reserved, |r: f64| r.max(x.reserved)));
@@ -122,7 +129,11 @@ pub(super) fn timeline(a: &Analyzer) -> Vec<DeviceMemory> {
             let mut ids: Vec<u16> = by_phase.keys().copied().collect();
             let rank = |id: &u16| {
                 let name = a.phases.name(*id);
-                (*id == UNPHASED, PHASE_ORDER.iter().position(|p| *p == name).unwrap_or(PHASE_ORDER.len()), *id)
+                (
+                    *id == UNPHASED,
+                    PHASE_ORDER.iter().position(|p| *p == name).unwrap_or(PHASE_ORDER.len()),
+                    *id,
+                )
             };
             ids.sort_by_key(rank);
             DeviceMemory {
@@ -152,7 +163,13 @@ pub(super) fn timeline(a: &Analyzer) -> Vec<DeviceMemory> {
 /// `MAX_POINTS / 2` time buckets and each keeps its lowest and highest
 /// allocated sample, so neither the peak nor a dip is lost.
 fn downsample(samples: &[Sample], start: i64) -> Vec<(f64, f64, Option<f64>)> {
-    let point = |s: &Sample| (round((s.ts - start) as f64 / MS, 3), mb(s.allocated), s.reserved.is_finite().then(|| mb(s.reserved)));
+    let point = |s: &Sample| {
+        (
+            round((s.ts - start) as f64 / MS, 3),
+            mb(s.allocated),
+            s.reserved.is_finite().then(|| mb(s.reserved)),
+        )
+    };
     if samples.len() <= MAX_POINTS {
         return samples.iter().map(point).collect();
     }
@@ -197,7 +214,11 @@ pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
 
 /// The innermost CPU op around each probe on its thread (the shortest; on
 /// equal lengths, the later start), from the ops the pass kept.
-pub(super) fn ops_at(ops: &[super::OpRec], names: &super::Names, probes: &[Probe]) -> Vec<Option<String>> {
+pub(super) fn ops_at(
+    ops: &[super::OpRec],
+    names: &super::Names,
+    probes: &[Probe],
+) -> Vec<Option<String>> {
     probes
         .iter()
         .map(|p| {
@@ -243,7 +264,11 @@ mod tests {
             .collect();
         let out = downsample(&samples, 0);
         assert!(out.len() <= MAX_POINTS, "{} points", out.len());
-        assert!(out.len() > MAX_POINTS / 2, "two points per bucket where they differ: {}", out.len());
+        assert!(
+            out.len() > MAX_POINTS / 2,
+            "two points per bucket where they differ: {}",
+            out.len()
+        );
         assert!(out.iter().any(|p| p.1 == 9000.0 && p.0 == 5.003), "the spike survives");
         assert_eq!(out.iter().filter(|p| p.1 == 0.0).count(), MAX_POINTS / 2, "each bucket's dip");
         assert!(out.windows(2).all(|w| w[0].0 < w[1].0), "time order");

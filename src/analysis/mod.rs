@@ -413,7 +413,10 @@ fn is_gpu_cat(cat: &str) -> Option<GpuKind> {
 /// Runtime calls that put work on the GPU, and so can be a correlation's
 /// launch. Others (syncs, attribute queries) are not kept.
 fn is_launch(name: &str) -> bool {
-    name.contains("Launch") || name.contains("Memcpy") || name.contains("Memset") || name.contains("Graph")
+    name.contains("Launch")
+        || name.contains("Memcpy")
+        || name.contains("Memset")
+        || name.contains("Graph")
 }
 
 /// `cudaGraphLaunch`, `hipGraphLaunch` (and their `_v10000`-style variants):
@@ -428,7 +431,9 @@ fn is_backward(name: &str) -> bool {
 }
 
 fn is_optimizer(name: &str) -> bool {
-    name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#") || name.starts_with("optimizer.step")
+    name.starts_with("Optimizer.step#")
+        || name.starts_with("Optimizer.zero_grad#")
+        || name.starts_with("optimizer.step")
 }
 
 fn is_dataload(name: &str) -> bool {
@@ -470,9 +475,16 @@ impl Analyzer {
         if ev.cat() != "gpu_user_annotation" {
             self.note_phase_evidence(ev, is_optimizer(name), is_dataload(name), start, end);
         }
-        if ev.cat() != "gpu_user_annotation" && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
+        if ev.cat() != "gpu_user_annotation"
+            && !name.starts_with("ProfilerStep#")
+            && !name.starts_with("step/")
+        {
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-            let kind = if is_dataload(name) { idle::HostKind::Dataload } else { idle::HostKind::Annotation };
+            let kind = if is_dataload(name) {
+                idle::HostKind::Dataload
+            } else {
+                idle::HostKind::Annotation
+            };
             let name = self.names.id(name);
             self.host.push(thread, start, end, name, kind);
         }
@@ -527,12 +539,22 @@ impl Analyzer {
         if !modelled {
             return NO_WORK;
         }
-        let shapes = work::OpShapes { dims: args.input_dims, types: args.input_types, concrete: args.concrete_inputs };
+        let shapes = work::OpShapes {
+            dims: args.input_dims,
+            types: args.input_types,
+            concrete: args.concrete_inputs,
+        };
         match work::model(ev.name(), &shapes) {
             work::Model::Work(w) => {
                 let Ok(index) = u32::try_from(self.works.len()) else { return NO_WORK };
                 let inputs = self.names.id(&w.inputs);
-                self.works.push(OpWork { flops: w.flops, bytes: w.bytes, dtype: w.dtype, matrix: w.matrix, inputs });
+                self.works.push(OpWork {
+                    flops: w.flops,
+                    bytes: w.bytes,
+                    dtype: w.dtype,
+                    matrix: w.matrix,
+                    inputs,
+                });
                 self.model_counts.priced += 1;
                 index
             }
@@ -637,13 +659,26 @@ impl Analyzer {
     fn on_gpu(&mut self, ev: &Event<'_>, kind: GpuKind, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let args = ev.args.as_ref();
-        let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+        let device = args
+            .and_then(|a| a.device.id())
+            .or_else(|| ev.pid.as_ref().and_then(Id::as_int))
+            .unwrap_or(0);
         let name = self.names.id(ev.name());
         let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
         if kind == GpuKind::Kernel {
-            let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+            let stream = args
+                .and_then(|a| a.stream.id())
+                .or_else(|| ev.tid.as_ref().and_then(Id::as_int))
+                .unwrap_or(0);
             gpu.span = u32::try_from(self.kernel_spans.len()).ok();
-            self.kernel_spans.push(KernelSpan { device, stream, start, end: start + dur, name, launch: None });
+            self.kernel_spans.push(KernelSpan {
+                device,
+                stream,
+                start,
+                end: start + dur,
+                name,
+                launch: None,
+            });
             self.collectives.kernel(collectives::Kernel {
                 name_id: name,
                 span: gpu.span,
@@ -657,9 +692,20 @@ impl Analyzer {
         }
         match ev.correlation() {
             Some(corr) => {
-                if let Some(p) = self.pending_launches.remove(&corr).or_else(|| self.graph_launches.get(&corr).copied()) {
+                if let Some(p) = self
+                    .pending_launches
+                    .remove(&corr)
+                    .or_else(|| self.graph_launches.get(&corr).copied())
+                {
                     self.give_launch(gpu.span, p.launch);
-                    self.count_gpu(gpu, Placed::Launch { thread: p.launch.thread, start: p.launch.start, graph: p.graph });
+                    self.count_gpu(
+                        gpu,
+                        Placed::Launch {
+                            thread: p.launch.thread,
+                            start: p.launch.start,
+                            graph: p.graph,
+                        },
+                    );
                 } else {
                     self.pending_gpu.entry(corr).or_default().push(gpu);
                 }
@@ -680,9 +726,14 @@ impl Analyzer {
         }
         let (place, via_launch, via_graph) = match how {
             Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
-            Placed::Time => {
-                (Place { in_step: self.ranges.in_step(gpu.ts), phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts) }, false, false)
-            }
+            Placed::Time => (
+                Place {
+                    in_step: self.ranges.in_step(gpu.ts),
+                    phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
+                },
+                false,
+                false,
+            ),
         };
         if !place.in_step {
             self.counts.gpu_outside += 1;
@@ -731,7 +782,14 @@ impl Analyzer {
     }
 
     /// Dataloader and optimizer ranges, kept for phase inference.
-    fn note_phase_evidence(&mut self, ev: &Event<'_>, optimizer: bool, dataload: bool, start: i64, end: i64) {
+    fn note_phase_evidence(
+        &mut self,
+        ev: &Event<'_>,
+        optimizer: bool,
+        dataload: bool,
+        start: i64,
+        end: i64,
+    ) {
         let phase = if optimizer {
             self.evidence.optimizer_marks += 1;
             "optimizer"
@@ -769,7 +827,9 @@ impl Analyzer {
     /// the rest of the step. None when the trace has phase ranges of its
     /// own or no evidence.
     fn inferred_ranges(&mut self) -> Option<Ranges> {
-        if self.ranges.has_phase_ranges() || (self.inferred.is_empty() && self.backward_bursts.is_empty()) {
+        if self.ranges.has_phase_ranges()
+            || (self.inferred.is_empty() && self.backward_bursts.is_empty())
+        {
             return None;
         }
         let steps = match self.ranges.step_intervals() {
@@ -793,7 +853,11 @@ impl Analyzer {
                     }
                 }
             }
-            let bursts: Vec<(i64, i64)> = self.backward_bursts.range(step_start..step_end).map(|(s, e)| (*s, (*e).min(step_end))).collect();
+            let bursts: Vec<(i64, i64)> = self
+                .backward_bursts
+                .range(step_start..step_end)
+                .map(|(s, e)| (*s, (*e).min(step_end)))
+                .collect();
             if let (Some(first), Some(last)) = (bursts.first(), bursts.iter().map(|b| b.1).max()) {
                 let id = self.phases.id("backward");
                 ranges.add_cpu_phase(main, first.0, last, id);
@@ -828,7 +892,9 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        idle::account(self, &[(start, end)], 1.0, &label, true).and_then(|a| a.gaps).map_or_else(Vec::new, |g| g.each(&self.names, &label))
+        idle::account(self, &[(start, end)], 1.0, &label, true)
+            .and_then(|a| a.gaps)
+            .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
 
     /// Durations longer than the whole step window (first step's start to
@@ -900,7 +966,15 @@ impl Analyzer {
         self.memcpy = Agg::default();
         self.memcpy_by_phase.clear();
         let c = &mut self.counts;
-        (c.gpu_in_steps, c.via_launch, c.via_time, c.gpu_outside, c.mallocs, c.graph_kernels, c.graph_launches) = (0, 0, 0, 0, 0, 0, 0);
+        (
+            c.gpu_in_steps,
+            c.via_launch,
+            c.via_time,
+            c.gpu_outside,
+            c.mallocs,
+            c.graph_kernels,
+            c.graph_launches,
+        ) = (0, 0, 0, 0, 0, 0, 0);
         let replay = std::mem::take(&mut self.replay);
         self.replaying = true;
         for op in &replay.ops {
@@ -938,9 +1012,13 @@ impl EventSink for Analyzer {
         let name = ev.name();
         match cat {
             "user_annotation" | "gpu_user_annotation" => self.on_range(ev, start, start + dur),
-            "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => self.on_range(ev, start, start + dur),
+            "Operator" if name.starts_with("ProfilerStep#") || name.starts_with("step/") => {
+                self.on_range(ev, start, start + dur)
+            }
             "cpu_op" | "Operator" => self.on_op(ev, start, dur),
-            "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => self.on_runtime(ev, start, dur),
+            "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => {
+                self.on_runtime(ev, start, dur)
+            }
             "python_function" => self.on_python(ev, start, dur),
             _ => {
                 if let Some(kind) = is_gpu_cat(cat) {
@@ -1036,8 +1114,13 @@ pub fn analyze(src: &trace::Source, opts: AnalyzeOptions<'_>) -> Result<Option<A
     };
     let repeated = analyzer.ranges.repeated_steps();
     if !repeated.is_empty() {
-        let shown: Vec<String> = repeated.iter().take(5).map(|(n, k)| format!("ProfilerStep#{n} ({k} times)")).collect();
-        let more = if repeated.len() > 5 { format!(" and {} more", repeated.len() - 5) } else { String::new() };
+        let shown: Vec<String> =
+            repeated.iter().take(5).map(|(n, k)| format!("ProfilerStep#{n} ({k} times)")).collect();
+        let more = if repeated.len() > 5 {
+            format!(" and {} more", repeated.len() - 5)
+        } else {
+            String::new()
+        };
         notices.push(format!(
             "step names recorded more than once at different times: {}{more}; each name is counted as one step spanning all of them",
             shown.join(", ")
@@ -1060,7 +1143,12 @@ pub fn analyze(src: &trace::Source, opts: AnalyzeOptions<'_>) -> Result<Option<A
 
 impl Analyzer {
     /// Turns the aggregates into a profile.
-    pub fn finish(mut self, info: &TraceInfo, measured: Option<&Measurements>, path: Option<&Path>) -> Result<Profile> {
+    pub fn finish(
+        mut self,
+        info: &TraceInfo,
+        measured: Option<&Measurements>,
+        path: Option<&Path>,
+    ) -> Result<Profile> {
         self.place_leftovers_by_time();
         build::build(self, info, measured, path)
     }
@@ -1084,7 +1172,10 @@ mod tests {
     /// marker comes after its work: each read once, counted.
     #[test]
     fn every_trace_is_read_once() {
-        let fixture = |p: &str| std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p);
+        let fixture = |p: &str| {
+            std::path::PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces"))
+                .join(p)
+        };
         let dir = tempfile::tempdir().unwrap();
         let late = dir.path().join("late.json");
         std::fs::write(
@@ -1109,7 +1200,10 @@ mod tests {
             assert_eq!(p.attribution.unwrap().passes, 1);
             assert!(p.figures.kernels_per_step > 0.0);
             if peak_ops {
-                assert!(p.memory.iter().all(|m| m.peak_op.is_some()), "the op at the peak, from the same pass");
+                assert!(
+                    p.memory.iter().all(|m| m.peak_op.is_some()),
+                    "the op at the peak, from the same pass"
+                );
             }
         }
     }

@@ -10,7 +10,8 @@ pub const UNPHASED: u16 = 0;
 pub const UNPHASED_NAME: &str = "unphased";
 
 /// Canonical order of the phases both capture modes record.
-pub const PHASE_ORDER: &[&str] = &["dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer"];
+pub const PHASE_ORDER: &[&str] =
+    &["dataload", "to_device", "preprocess", "forward", "backward", "postprocess", "optimizer"];
 
 /// Phase names ↔ small ids.
 #[derive(Debug, Clone)]
@@ -125,7 +126,13 @@ impl Ranges {
     /// per step made 100 000 steps take minutes).
     fn merge_into_step_index(&mut self, (start, end): (i64, i64)) {
         let (mut s, mut e) = (start, end);
-        let touching: Vec<(i64, i64)> = self.step_index.range(..=e).rev().take_while(|&(_, &ie)| ie >= s).map(|(&a, &b)| (a, b)).collect();
+        let touching: Vec<(i64, i64)> = self
+            .step_index
+            .range(..=e)
+            .rev()
+            .take_while(|&(_, &ie)| ie >= s)
+            .map(|(&a, &b)| (a, b))
+            .collect();
         for (a, b) in touching {
             self.step_index.remove(&a);
             s = s.min(a);
@@ -164,7 +171,8 @@ impl Ranges {
 
     /// Each recorded step, `ProfilerStep#N` → (N, start, end), in time order.
     pub fn numbered_steps(&self) -> Vec<(u64, i64, i64)> {
-        let mut v: Vec<(u64, i64, i64)> = self.steps.iter().map(|(&n, &(s, e))| (n, s, e)).collect();
+        let mut v: Vec<(u64, i64, i64)> =
+            self.steps.iter().map(|(&n, &(s, e))| (n, s, e)).collect();
         v.sort_by_key(|&(n, s, _)| (s, n));
         v
     }
@@ -204,7 +212,10 @@ impl Ranges {
     /// The phase of a GPU event placed by time: the device's own phase
     /// annotations first, then the loop threads' CPU phases.
     pub fn gpu_phase_by_time(&self, device: i64, ts: i64) -> u16 {
-        self.gpu_phases.get(&device).and_then(|r| r.phase_at(ts)).unwrap_or_else(|| self.phase_by_time(ts))
+        self.gpu_phases
+            .get(&device)
+            .and_then(|r| r.phase_at(ts))
+            .unwrap_or_else(|| self.phase_by_time(ts))
     }
 
     /// Total duration of CPU phase ranges inside steps, per phase id, on the
@@ -224,7 +235,11 @@ impl Ranges {
 
     /// Phase ids that have a CPU or GPU range.
     pub fn phases_with_ranges(&self) -> HashSet<u16> {
-        self.cpu_phases.values().chain(self.gpu_phases.values()).flat_map(|r| r.iter().map(|(_, _, p)| p)).collect()
+        self.cpu_phases
+            .values()
+            .chain(self.gpu_phases.values())
+            .flat_map(|r| r.iter().map(|(_, _, p)| p))
+            .collect()
     }
 }
 
@@ -271,7 +286,9 @@ mod tests {
     fn the_step_index_kept_incrementally_matches_a_rebuild() {
         let mut seed = 0x2545_f491_u64;
         let mut next = |m: u64| {
-            seed = seed.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+            seed = seed
+                .wrapping_mul(6_364_136_223_846_793_005)
+                .wrapping_add(1_442_695_040_888_963_407);
             (seed >> 33) % m
         };
         for _ in 0..200 {

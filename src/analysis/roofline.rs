@@ -13,7 +13,10 @@ use rustc_hash::FxHashMap as HashMap;
 use super::work::Dtype;
 use super::{Analyzer, NO_WORK, OpWork};
 use crate::hardware::{PeakClass, Peaks};
-use crate::profile::{Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency, RooflineBound, UnmodelledRow};
+use crate::profile::{
+    Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency,
+    RooflineBound, UnmodelledRow,
+};
 use crate::trace::DeviceProps;
 use crate::util::round;
 
@@ -138,7 +141,11 @@ struct Call {
 
 /// Runs the account. `tensor_core` answers for a kernel name id, `peaks`
 /// for a device id.
-pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i64) -> Option<Peaks>) -> Option<Roofline> {
+pub fn account(
+    a: &Analyzer,
+    tensor_core: &dyn Fn(u32) -> bool,
+    peaks: &dyn Fn(i64) -> Option<Peaks>,
+) -> Option<Roofline> {
     let phase_of = |thread: u32, ts: i64| a.ranges.cpu_phase(thread, ts);
     if a.works.is_empty() {
         return None;
@@ -178,16 +185,23 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
                 next += 1;
             }
         }
-        while next < order.len() && ops[order[next] as usize].thread == t && ops[order[next] as usize].start <= at {
+        while next < order.len()
+            && ops[order[next] as usize].thread == t
+            && ops[order[next] as usize].start <= at
+        {
             let i = order[next];
             let o = &ops[i as usize];
-            while stack.last().is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur <= o.start) {
+            while stack
+                .last()
+                .is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur <= o.start)
+            {
                 stack.pop();
             }
             stack.push(i);
             next += 1;
         }
-        while stack.last().is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur < at) {
+        while stack.last().is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur < at)
+        {
             stack.pop();
         }
         let span = &a.kernel_spans[k as usize];
@@ -211,7 +225,8 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
         match outermost {
             Some(i) => owner.push((k, i, phase_of(t, at))),
             None => {
-                let inner = stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
+                let inner =
+                    stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
                 *unmodelled.entry(inner).or_insert(0.0) += dur;
             }
         }
@@ -225,7 +240,14 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
     // (None without the device's peaks).
     let mut rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
         let p = c.device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
-        let mut r = Rates { flops: w.flops, bytes: w.bytes, ns: c.ns, calls: 1, peaked: p.is_some(), ..Rates::default() };
+        let mut r = Rates {
+            flops: w.flops,
+            bytes: w.bytes,
+            ns: c.ns,
+            calls: 1,
+            peaked: p.is_some(),
+            ..Rates::default()
+        };
         let class = p.as_ref().map(|p| {
             let cl = peak_class(w.dtype, w.matrix, c.tensor_core, p);
             let compute = p.tflops(cl).map_or(0.0, |t| w.flops / (t * 1e3));
@@ -259,7 +281,9 @@ pub fn account(a: &Analyzer, tensor_core: &dyn Fn(u32) -> bool, peaks: &dyn Fn(i
     let mut owned: Vec<bool> = vec![false; a.works.len()];
     for &(k, i, phase) in &owner {
         let o = &ops[i as usize];
-        let (Some((r, class)), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else { continue };
+        let (Some((r, class)), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else {
+            continue;
+        };
         let span = &a.kernel_spans[k as usize];
         let share = (span.end - span.start) as f64 / c.ns;
         let part = r.scaled(share);
@@ -300,12 +324,15 @@ pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
         tbps: Some(round(r.tbps(), 3)),
         pct_of_peak: r.pct_of_peak().map(|p| round(p, 1)),
         lost_ms_per_step: r.lost_ns().map(|l| round(l / MS / n_steps, 4)),
-        roofline_bound: r.compute_bound().map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
+        roofline_bound: r
+            .compute_bound()
+            .map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
     }
 }
 
 /// Said when no CPU op of the trace carries shapes.
-pub const NO_SHAPES: &str = "no shapes recorded (record_shapes=False): FLOPs, bytes and rates need the ops' input shapes";
+pub const NO_SHAPES: &str =
+    "no shapes recorded (record_shapes=False): FLOPs, bytes and rates need the ops' input shapes";
 
 /// Owning ops listed as the least efficient (by time lost).
 const LEAST_EFFICIENT: usize = 5;
@@ -320,7 +347,11 @@ pub fn efficiency(
     n_steps: f64,
     kernel_ns: i64,
 ) -> Efficiency {
-    let mut e = Efficiency { priced_calls: a.model_counts.priced, unpriced_calls: a.model_counts.no_shapes, ..Efficiency::default() };
+    let mut e = Efficiency {
+        priced_calls: a.model_counts.priced,
+        unpriced_calls: a.model_counts.no_shapes,
+        ..Efficiency::default()
+    };
     if a.model_counts.with_shapes == 0 {
         e.notes.push(NO_SHAPES.to_string());
     }
@@ -339,7 +370,9 @@ pub fn efficiency(
             let name = if name.is_empty() { "the trace's device (unnamed)" } else { name };
             e.notes.push(format!("{name} is not in the device peak table, so no % of peak (docs/analysis.md §13.3 says how to add it)"));
         }
-        None => e.notes.push("the trace names no device (deviceProperties), so no % of peak".to_string()),
+        None => e
+            .notes
+            .push("the trace names no device (deviceProperties), so no % of peak".to_string()),
     }
     let Some(roof) = roof else { return e };
     let share = |ns: f64| if kernel_ns > 0 { round(ns / kernel_ns as f64 * 100.0, 1) } else { 0.0 };
@@ -366,8 +399,13 @@ pub fn efficiency(
     for (name, r) in kernels {
         by_cat.entry(category(*name)).or_default().add(r);
     }
-    let mut cats: Vec<CategoryEfficiency> =
-        by_cat.iter().map(|(c, r)| CategoryEfficiency { category: c.clone(), achieved: achieved(Some(r), n_steps) }).collect();
+    let mut cats: Vec<CategoryEfficiency> = by_cat
+        .iter()
+        .map(|(c, r)| CategoryEfficiency {
+            category: c.clone(),
+            achieved: achieved(Some(r), n_steps),
+        })
+        .collect();
     cats.sort_by(|x, y| {
         y.achieved
             .modelled_ms_per_step
@@ -376,8 +414,11 @@ pub fn efficiency(
             .then(x.category.cmp(&y.category))
     });
     e.categories = cats;
-    let mut owners: Vec<(&u32, &(Rates, bool))> = roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
-    owners.sort_by(|x, y| y.1.0.lost_ns().unwrap_or(0.0).total_cmp(&x.1.0.lost_ns().unwrap_or(0.0)).then(x.0.cmp(y.0)));
+    let mut owners: Vec<(&u32, &(Rates, bool))> =
+        roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
+    owners.sort_by(|x, y| {
+        y.1.0.lost_ns().unwrap_or(0.0).total_cmp(&x.1.0.lost_ns().unwrap_or(0.0)).then(x.0.cmp(y.0))
+    });
     e.least_efficient = owners
         .iter()
         .take(LEAST_EFFICIENT)
@@ -393,7 +434,10 @@ pub fn efficiency(
     e.unmodelled = unmodelled
         .iter()
         .take(UNMODELLED_SHOWN)
-        .map(|(op, ns)| UnmodelledRow { op: op.map(|n| a.names.get(n).to_string()), ms_per_step: round(**ns / MS / n_steps, 4) })
+        .map(|(op, ns)| UnmodelledRow {
+            op: op.map(|n| a.names.get(n).to_string()),
+            ms_per_step: round(**ns / MS / n_steps, 4),
+        })
         .collect();
     e
 }

@@ -1,7 +1,9 @@
 //! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
-use crate::profile::{Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages, Verdict};
+use crate::profile::{
+    Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages, Verdict,
+};
 
 /// Dataloader wait at or above this share of the real step is the verdict.
 pub const DATALOADER_FRAC: f64 = 0.20;
@@ -100,7 +102,10 @@ pub fn decide(e: &Evidence<'_>) -> (Verdict, String) {
 
 fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
     if e.memory_pressure {
-        let mut why = format!("allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step", e.mallocs_per_step);
+        let mut why = format!(
+            "allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step",
+            e.mallocs_per_step
+        );
         if let Some(a) = e.idle.and_then(|i| i.cause(IdleCause::Allocator)) {
             why = format!("{why}; the GPU waits {:.1} ms/step in them", a.ms_per_step);
         }
@@ -109,7 +114,9 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
         }
         return (
             Verdict::MemoryPressure,
-            format!("{why} — VRAM pressure, so utilisation and throughput here are unreliable. Lever: a smaller --batch."),
+            format!(
+                "{why} — VRAM pressure, so utilisation and throughput here are unreliable. Lever: a smaller --batch."
+            ),
         );
     }
     if e.mode == Some(Mode::Inference) {
@@ -139,16 +146,26 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
         }
     }
     if e.gpu_util >= COMPUTE_UTIL {
-        let head =
-            format!("GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit", e.gpu_util * 100.0, e.gpu_busy_ms, e.step_ms);
-        let levers =
-            e.efficiency.and_then(roofline_levers).unwrap_or_else(|| "Levers: AMP/bf16, channels-last, fewer or cheaper kernels.".into());
+        let head = format!(
+            "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit",
+            e.gpu_util * 100.0,
+            e.gpu_busy_ms,
+            e.step_ms
+        );
+        let levers = e
+            .efficiency
+            .and_then(roofline_levers)
+            .unwrap_or_else(|| "Levers: AMP/bf16, channels-last, fewer or cheaper kernels.".into());
         return (Verdict::Compute, format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
         return v;
     }
-    let measured = if e.dataload_ms.is_none() { " (dataloader wait is not measurable from a trace alone)" } else { "" };
+    let measured = if e.dataload_ms.is_none() {
+        " (dataloader wait is not measurable from a trace alone)"
+    } else {
+        ""
+    };
     (
         Verdict::HostLaunch,
         format!(
@@ -169,13 +186,17 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
 /// that only less work or a faster device helps. None without priced work
 /// on a device with known peaks.
 fn roofline_levers(eff: &Efficiency) -> Option<String> {
-    let priced: Vec<_> = eff.least_efficient.iter().filter(|o| o.achieved.pct_of_peak.is_some()).collect();
+    let priced: Vec<_> =
+        eff.least_efficient.iter().filter(|o| o.achieved.pct_of_peak.is_some()).collect();
     if priced.is_empty() {
         return None;
     }
     let far: Vec<_> = priced
         .iter()
-        .filter(|o| o.pct_of_gpu >= LEVER_GPU_SHARE && o.achieved.pct_of_peak.is_some_and(|p| p < LEVER_BELOW_ROOFLINE))
+        .filter(|o| {
+            o.pct_of_gpu >= LEVER_GPU_SHARE
+                && o.achieved.pct_of_peak.is_some_and(|p| p < LEVER_BELOW_ROOFLINE)
+        })
         .take(2)
         .collect();
     let mut parts = Vec::new();
@@ -192,23 +213,43 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
             (Some(RooflineBound::Memory), false) if is_copy(&o.op) => {
                 "memory-bound, a copy: keep one layout and dtype so it is not needed, or fuse it (torch.compile)"
             }
-            (Some(RooflineBound::Memory), false) => "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once",
-            _ => "compute-bound: larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU",
+            (Some(RooflineBound::Memory), false) => {
+                "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once"
+            }
+            _ => {
+                "compute-bound: larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU"
+            }
         };
-        parts.push(format!("{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}", o.op, o.pct_of_gpu));
+        parts.push(format!(
+            "{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}",
+            o.op, o.pct_of_gpu
+        ));
     }
-    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32_matrix")) {
-        let faster = eff.peak_tflops.get("bf16").map_or(String::new(), |bf16| format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops));
-        parts.push(format!("GEMM/conv/attention run in {} — AMP/bf16 raises their roof{faster}", m.format));
+    if let Some(m) =
+        eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32_matrix"))
+    {
+        let faster = eff.peak_tflops.get("bf16").map_or(String::new(), |bf16| {
+            format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops)
+        });
+        parts.push(format!(
+            "GEMM/conv/attention run in {} — AMP/bf16 raises their roof{faster}",
+            m.format
+        ));
     }
     if parts.is_empty() {
         let big: Vec<_> = priced.iter().filter(|o| o.pct_of_gpu >= LEVER_GPU_SHARE).collect();
-        if big.is_empty() || big.iter().any(|o| o.achieved.pct_of_peak.is_some_and(|p| p < NEAR_ROOFLINE)) {
+        if big.is_empty()
+            || big.iter().any(|o| o.achieved.pct_of_peak.is_some_and(|p| p < NEAR_ROOFLINE))
+        {
             return None;
         }
         return Some(format!(
             "The largest priced ops run near their roofline ({}): only less work (a smaller model or input, fewer kernels) or a faster device helps.",
-            big.iter().take(3).map(|o| format!("{} {:.0}%", o.op, o.achieved.pct_of_peak.unwrap_or(0.0))).collect::<Vec<_>>().join(", ")
+            big.iter()
+                .take(3)
+                .map(|o| format!("{} {:.0}%", o.op, o.achieved.pct_of_peak.unwrap_or(0.0)))
+                .collect::<Vec<_>>()
+                .join(", ")
         ));
     }
     Some(format!("Levers: {}.", parts.join("; ")))
@@ -218,7 +259,16 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
 /// `concat`-like names are not copies to avoid).
 fn is_copy(op: &str) -> bool {
     let name = op.strip_prefix("aten::").unwrap_or(op);
-    matches!(name, "copy_" | "_to_copy" | "to" | "contiguous" | "clone" | "_copy_from" | "_copy_from_and_resize")
+    matches!(
+        name,
+        "copy_"
+            | "_to_copy"
+            | "to"
+            | "contiguous"
+            | "clone"
+            | "_copy_from"
+            | "_copy_from_and_resize"
+    )
 }
 
 /// What removes launch gaps, unless the trace already replays graphs.
@@ -237,8 +287,12 @@ fn launch_levers(e: &Evidence<'_>) -> String {
 /// its figure and place, and the levers that fit that cause (§12).
 fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String)> {
     let top = idle.causes.first().filter(|c| c.ms_per_step > 0.0)?;
-    let head =
-        format!("GPU idle {:.1} of {:.1} ms per step ({:.0}%)", idle.ms_per_step, e.step_ms, ratio(idle.ms_per_step, e.step_ms) * 100.0);
+    let head = format!(
+        "GPU idle {:.1} of {:.1} ms per step ({:.0}%)",
+        idle.ms_per_step,
+        e.step_ms,
+        ratio(idle.ms_per_step, e.step_ms) * 100.0
+    );
     let lead = if top.before_first_kernel_ms_per_step >= 0.5 * top.ms_per_step {
         format!(" ({:.1} ms before the first kernel)", top.before_first_kernel_ms_per_step)
     } else {
@@ -300,15 +354,27 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         .map(|c| format!(" Next: {} {:.1} ms ({}).", c.cause, c.ms_per_step, c.cause.meaning()))
         .unwrap_or_default();
     let sep = if top.cause == IdleCause::Other { " " } else { ": " };
-    let figure = if top.cause == IdleCause::Other { String::new() } else { format!("{:.1} ms of it ", top.ms_per_step) };
-    let why = format!("{head}{}{figure}{what}.{second} {levers}", if figure.is_empty() { sep } else { "; " });
+    let figure = if top.cause == IdleCause::Other {
+        String::new()
+    } else {
+        format!("{:.1} ms of it ", top.ms_per_step)
+    };
+    let why = format!(
+        "{head}{}{figure}{what}.{second} {levers}",
+        if figure.is_empty() { sep } else { "; " }
+    );
     Some((bound, why))
 }
 
 /// ` — 4.2 ms in `a`, 1.0 ms in `b``: the cause's largest places.
 fn flat_places(c: &IdleCauseRow, n: usize) -> String {
-    let shown: Vec<String> =
-        c.places.iter().take(n).filter(|p| p.ms_per_step > 0.0).map(|p| format!("{:.1} ms in `{}`", p.ms_per_step, p.name)).collect();
+    let shown: Vec<String> = c
+        .places
+        .iter()
+        .take(n)
+        .filter(|p| p.ms_per_step > 0.0)
+        .map(|p| format!("{:.1} ms in `{}`", p.ms_per_step, p.name))
+        .collect();
     if shown.is_empty() { String::new() } else { format!(" — {}", shown.join(", ")) }
 }
 
@@ -318,7 +384,10 @@ fn python_places(c: &IdleCauseRow) -> String {
     let path: Vec<_> = c.places.iter().filter(|p| p.path).collect();
     match (path.first(), path.last()) {
         (Some(first), Some(last)) if first.name != last.name => {
-            format!(" — {:.1} ms in `{}`, {:.1} ms of it in `{}`", first.ms_per_step, first.name, last.ms_per_step, last.name)
+            format!(
+                " — {:.1} ms in `{}`, {:.1} ms of it in `{}`",
+                first.ms_per_step, first.name, last.ms_per_step, last.name
+            )
         }
         (Some(first), _) => format!(" — {:.1} ms in `{}`", first.ms_per_step, first.name),
         _ => flat_places(c, 2),
@@ -398,7 +467,8 @@ fn communication_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
 
 fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
     let s = e.stages?;
-    let (pre, fwd, post) = (s.preprocess.unwrap_or(0.0), s.forward.unwrap_or(0.0), s.postprocess.unwrap_or(0.0));
+    let (pre, fwd, post) =
+        (s.preprocess.unwrap_or(0.0), s.forward.unwrap_or(0.0), s.postprocess.unwrap_or(0.0));
     let total = pre + fwd + post;
     if total <= 0.0 {
         return None;
@@ -422,25 +492,37 @@ fn inference_stage_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
         ));
     }
     if !e.cuda {
-        return Some((Verdict::Compute, format!("forward dominates the step ({fwd:.2} ms) — CPU-bound{}", in_ops(e))));
+        return Some((
+            Verdict::Compute,
+            format!("forward dominates the step ({fwd:.2} ms) — CPU-bound{}", in_ops(e)),
+        ));
     }
     None
 }
 
 /// On CPU, how much of the step ran inside framework ops, as a clause.
 fn in_ops(e: &Evidence<'_>) -> String {
-    e.in_ops_frac
-        .map_or_else(String::new, |f| format!("; {:.0}% of it inside framework ops, {:.0}% between them", f * 100.0, (1.0 - f) * 100.0))
+    e.in_ops_frac.map_or_else(String::new, |f| {
+        format!(
+            "; {:.0}% of it inside framework ops, {:.0}% between them",
+            f * 100.0,
+            (1.0 - f) * 100.0
+        )
+    })
 }
 
 /// On CPU there is no launch queue to starve: the step is compute, and the
 /// phase that dominates it is the thing to look at.
 fn cpu_verdict(e: &Evidence<'_>) -> (Verdict, String) {
     let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
-    let top = e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
+    let top =
+        e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));
     let why = match top {
         Some((phase, ms)) if total > 0.0 => {
-            format!("CPU run: {phase} dominates the step ({ms:.2} ms, {:.0}% of the phases) — CPU-bound", ms / total * 100.0)
+            format!(
+                "CPU run: {phase} dominates the step ({ms:.2} ms, {:.0}% of the phases) — CPU-bound",
+                ms / total * 100.0
+            )
         }
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
@@ -452,7 +534,13 @@ mod tests {
     use super::*;
 
     fn cuda(util: f64) -> Evidence<'static> {
-        Evidence { cuda: true, gpu_util: util, step_ms: 10.0, mode: Some(Mode::Training), ..Default::default() }
+        Evidence {
+            cuda: true,
+            gpu_util: util,
+            step_ms: 10.0,
+            mode: Some(Mode::Training),
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -480,7 +568,11 @@ mod tests {
         e.comm_exposed_ms = 5.0;
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::Communication);
-        assert!(why.contains("5.00 ms of the 10.00 ms step (50%)") && why.contains("17% of the 6.00 ms"), "{why}");
+        assert!(
+            why.contains("5.00 ms of the 10.00 ms step (50%)")
+                && why.contains("17% of the 6.00 ms"),
+            "{why}"
+        );
         // Hidden behind compute: not the verdict.
         e.comm_exposed_ms = 4.0;
         assert_eq!(decide(&e).0, Verdict::Compute);
@@ -501,18 +593,28 @@ mod tests {
         e.graph_launches_per_step = 1.0;
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::HostLaunch);
-        assert!(why.contains("already in use (1 graph launches/step)") && !why.contains("CUDA graphs, op fusion"), "{why}");
+        assert!(
+            why.contains("already in use (1 graph launches/step)")
+                && !why.contains("CUDA graphs, op fusion"),
+            "{why}"
+        );
     }
 
     #[test]
     fn fusion_is_a_lever_for_an_unfused_compute_bound_inference() {
         let fwd = Stages { preprocess: Some(1.0), forward: Some(90.0), postprocess: Some(2.0) };
-        let mut e = Evidence { mode: Some(Mode::Inference), stages: Some(&fwd), step_ms: 93.0, ..Default::default() };
+        let mut e = Evidence {
+            mode: Some(Mode::Inference),
+            stages: Some(&fwd),
+            step_ms: 93.0,
+            ..Default::default()
+        };
         e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::Compute);
         assert!(
-            why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image") && why.contains("7% of the forward"),
+            why.contains("CPU-bound. Lever: `--fuse` folds 221 BatchNorm launches per image")
+                && why.contains("7% of the forward"),
             "{why}"
         );
         // Too small a share to matter, a fused graph, or training: no lever.
@@ -552,7 +654,10 @@ mod tests {
         assert_eq!(bound, Verdict::Compute);
         assert!(why.contains("forward dominates the step (8.00 ms)"), "{why}");
         e.in_ops_frac = Some(0.94);
-        assert_eq!(decide(&e).1, "forward dominates the step (8.00 ms) — CPU-bound; 94% of it inside framework ops, 6% between them");
+        assert_eq!(
+            decide(&e).1,
+            "forward dominates the step (8.00 ms) — CPU-bound; 94% of it inside framework ops, 6% between them"
+        );
     }
 
     #[test]
@@ -561,14 +666,25 @@ mod tests {
             mode: Some(Mode::Training),
             step_ms: 900.0,
             dataload_ms: Some(3.0),
-            phase_wall: vec![("dataload".into(), 3.0), ("forward".into(), 562.5), ("backward".into(), 277.5)],
+            phase_wall: vec![
+                ("dataload".into(), 3.0),
+                ("forward".into(), 562.5),
+                ("backward".into(), 277.5),
+            ],
             ..Default::default()
         };
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::Compute);
-        assert_eq!(why, "CPU run: forward dominates the step (562.50 ms, 67% of the phases) — CPU-bound");
+        assert_eq!(
+            why,
+            "CPU run: forward dominates the step (562.50 ms, 67% of the phases) — CPU-bound"
+        );
         let e = Evidence { in_ops_frac: Some(0.881), ..e };
-        assert!(decide(&e).1.ends_with("— CPU-bound; 88% of it inside framework ops, 12% between them"), "{}", decide(&e).1);
+        assert!(
+            decide(&e).1.ends_with("— CPU-bound; 88% of it inside framework ops, 12% between them"),
+            "{}",
+            decide(&e).1
+        );
     }
 }
 
@@ -587,7 +703,12 @@ mod idle_tests {
                     ms_per_step: ms,
                     gaps_per_step: 3.0,
                     before_first_kernel_ms_per_step: 0.0,
-                    places: vec![IdlePlace { name: place.into(), ms_per_step: ms, depth: None, path: false }],
+                    places: vec![IdlePlace {
+                        name: place.into(),
+                        ms_per_step: ms,
+                        depth: None,
+                        path: false,
+                    }],
                 })
                 .collect(),
             ..Default::default()
@@ -620,13 +741,25 @@ mod idle_tests {
             let idle = account(&[(cause, 50.0, "where"), (IdleCause::Launch, 10.0, "aten::add")]);
             let (b, why) = host_bound(&idle);
             assert_eq!(b, bound, "{why}");
-            assert!(why.contains("50.0 ms of it") && why.contains("50.0 ms in `where`") && why.contains(lever), "{why}");
+            assert!(
+                why.contains("50.0 ms of it")
+                    && why.contains("50.0 ms in `where`")
+                    && why.contains(lever),
+                "{why}"
+            );
             assert!(!why.contains("CUDA graphs"), "{cause}: {why}");
-            assert!(why.contains("Next: launch 10.0 ms"), "the second cause is 17% of the idle: {why}");
+            assert!(
+                why.contains("Next: launch 10.0 ms"),
+                "the second cause is 17% of the idle: {why}"
+            );
         }
-        let idle = account(&[(IdleCause::Launch, 50.0, "aten::add"), (IdleCause::Python, 5.0, "x")]);
+        let idle =
+            account(&[(IdleCause::Launch, 50.0, "aten::add"), (IdleCause::Python, 5.0, "x")]);
         let (b, why) = host_bound(&idle);
         assert_eq!(b, Verdict::HostLaunch);
-        assert!(why.contains("CUDA graphs") && why.contains("3 short gaps") && !why.contains("Next:"), "{why}");
+        assert!(
+            why.contains("CUDA graphs") && why.contains("3 short gaps") && !why.contains("Next:"),
+            "{why}"
+        );
     }
 }

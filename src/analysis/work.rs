@@ -101,9 +101,11 @@ impl Dtype {
             b"double" => Dtype::F64,
             b"c10::Half" => Dtype::F16,
             b"c10::BFloat16" => Dtype::Bf16,
-            b"c10::Float8_e4m3fn" | b"c10::Float8_e5m2" | b"c10::Float8_e4m3fnuz" | b"c10::Float8_e5m2fnuz" | b"c10::Float8_e8m0fnu" => {
-                Dtype::Fp8
-            }
+            b"c10::Float8_e4m3fn"
+            | b"c10::Float8_e5m2"
+            | b"c10::Float8_e4m3fnuz"
+            | b"c10::Float8_e5m2fnuz"
+            | b"c10::Float8_e8m0fnu" => Dtype::Fp8,
             b"signed char" => Dtype::Int8,
             b"unsigned char" => Dtype::Uint8,
             b"short" | b"short int" => Dtype::Int16,
@@ -210,8 +212,9 @@ impl Ty {
         match name {
             b"" => Ty::Blank,
             b"TensorList" | b"GenericList" => Ty::List,
-            b"Scalar" | b"ScalarList" | b"Int" | b"Bool" | b"Double" | b"String" | b"Device" | b"Layout" | b"ScalarType"
-            | b"MemoryFormat" | b"Generator" | b"Stream" | b"None" | b"IntList" | b"DoubleList" | b"BoolList" => Ty::NotTensor,
+            b"Scalar" | b"ScalarList" | b"Int" | b"Bool" | b"Double" | b"String" | b"Device"
+            | b"Layout" | b"ScalarType" | b"MemoryFormat" | b"Generator" | b"Stream" | b"None"
+            | b"IntList" | b"DoubleList" | b"BoolList" => Ty::NotTensor,
             _ => Dtype::from_type_name(name).map_or(Ty::Other, Ty::Dtype),
         }
     }
@@ -365,7 +368,9 @@ impl<'a> Args<'a> {
         }
         let dims = match self.entries[i] {
             Entry::Empty => &[][..],
-            Entry::Shape { start, rank } => &self.dims[start as usize..start as usize + rank as usize],
+            Entry::Shape { start, rank } => {
+                &self.dims[start as usize..start as usize + rank as usize]
+            }
             Entry::List { .. } => return None,
         };
         match self.types[i] {
@@ -832,7 +837,11 @@ fn dims3(t: &Tensor<'_>) -> Option<(f64, f64, f64)> {
 
 fn gemm_inputs(batch: f64, m: f64, n: f64, k: f64) -> String {
     let (m, n, k) = (int(m), int(n), int(k));
-    if batch == 1.0 { format!("M={m} N={n} K={k}") } else { format!("B={} M={m} N={n} K={k}", int(batch)) }
+    if batch == 1.0 {
+        format!("M={m} N={n} K={k}")
+    } else {
+        format!("B={} M={m} N={n} K={k}", int(batch))
+    }
 }
 
 /// `mm(self [M, K], mat2 [K, N])`, also as `mm.out` (the third tensor is
@@ -844,7 +853,8 @@ fn mm(a: &Args<'_>) -> Option<Work> {
     if k != k2 {
         return None;
     }
-    let bytes = x.bytes_or(Some(dtype))? + y.bytes_or(Some(dtype))? + m * n * f64::from(dtype.size());
+    let bytes =
+        x.bytes_or(Some(dtype))? + y.bytes_or(Some(dtype))? + m * n * f64::from(dtype.size());
     Some(matrix(2.0 * m * n * k, bytes, dtype, gemm_inputs(1.0, m, n, k)))
 }
 
@@ -870,7 +880,10 @@ fn add_gemm(a: &Args<'_>, g: Gemm) -> Option<Work> {
         }
     };
     let fallback = Some(dtype);
-    let bytes = added.bytes_or(fallback)? + x.bytes_or(fallback)? + y.bytes_or(fallback)? + out * f64::from(dtype.size());
+    let bytes = added.bytes_or(fallback)?
+        + x.bytes_or(fallback)?
+        + y.bytes_or(fallback)?
+        + out * f64::from(dtype.size());
     Some(matrix(2.0 * batch * m * n * k, bytes, dtype, gemm_inputs(batch, m, n, k)))
 }
 
@@ -882,7 +895,8 @@ fn bmm(a: &Args<'_>) -> Option<Work> {
     if b != b2 || k != k2 {
         return None;
     }
-    let bytes = x.bytes_or(Some(dtype))? + y.bytes_or(Some(dtype))? + b * m * n * f64::from(dtype.size());
+    let bytes =
+        x.bytes_or(Some(dtype))? + y.bytes_or(Some(dtype))? + b * m * n * f64::from(dtype.size());
     Some(matrix(2.0 * b * m * n * k, bytes, dtype, gemm_inputs(b, m, n, k)))
 }
 
@@ -936,7 +950,9 @@ fn matmul(a: &Args<'_>) -> Option<Work> {
     }
     let batch = broadcast_numel(xb, yb)?;
     let (m, n, k) = (m as f64, n as f64, k as f64);
-    let bytes = x.bytes_or(Some(dtype))? + y.bytes_or(Some(dtype))? + batch * m * n * f64::from(dtype.size());
+    let bytes = x.bytes_or(Some(dtype))?
+        + y.bytes_or(Some(dtype))?
+        + batch * m * n * f64::from(dtype.size());
     Some(matrix(2.0 * batch * m * n * k, bytes, dtype, gemm_inputs(batch, m, n, k)))
 }
 
@@ -959,7 +975,10 @@ fn linear(a: &Args<'_>) -> Option<Work> {
         Some(b) => b.bytes_or(Some(dtype))?,
         None => 0.0,
     };
-    let bytes = x.bytes_or(Some(dtype))? + w.bytes_or(Some(dtype))? + bias + m * n * f64::from(dtype.size());
+    let bytes = x.bytes_or(Some(dtype))?
+        + w.bytes_or(Some(dtype))?
+        + bias
+        + m * n * f64::from(dtype.size());
     Some(matrix(2.0 * m * n * k, bytes, dtype, gemm_inputs(1.0, m, n, k)))
 }
 
@@ -1014,9 +1033,13 @@ fn conv_sig(name: &str) -> Option<ConvSig> {
     };
     Some(match name {
         // (input, weight, bias, stride, padding, dilation, groups)
-        "conv1d" | "conv2d" | "conv3d" | "_convolution_mode" => sig(Some(2), 3, 4, 5, 6, Transposed::Fixed(false), None),
+        "conv1d" | "conv2d" | "conv3d" | "_convolution_mode" => {
+            sig(Some(2), 3, 4, 5, 6, Transposed::Fixed(false), None)
+        }
         // (input, weight, bias, stride, padding, output_padding, groups, dilation)
-        "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => sig(Some(2), 3, 4, 7, 6, Transposed::Fixed(true), Some(5)),
+        "conv_transpose1d" | "conv_transpose2d" | "conv_transpose3d" => {
+            sig(Some(2), 3, 4, 7, 6, Transposed::Fixed(true), Some(5))
+        }
         // (input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, …)
         "convolution" | "_convolution" => sig(Some(2), 3, 4, 5, 8, Transposed::At(6), Some(7)),
         // (self, weight, padding, stride, dilation, groups, …)
@@ -1028,7 +1051,9 @@ fn conv_sig(name: &str) -> Option<ConvSig> {
             sig(Some(2), 4, 3, 5, 6, Transposed::Fixed(false), None)
         }
         // (self, weight, bias, padding, output_padding, stride, dilation, groups, …)
-        "miopen_convolution_transpose" => sig(Some(2), 5, 3, 6, 7, Transposed::Fixed(true), Some(4)),
+        "miopen_convolution_transpose" => {
+            sig(Some(2), 5, 3, 6, 7, Transposed::Fixed(true), Some(4))
+        }
         _ => return None,
     })
 }
@@ -1046,7 +1071,13 @@ struct ConvShape {
 }
 
 impl ConvShape {
-    fn inputs(&self, w: &Tensor<'_>, groups: i64, stride: Option<[i64; 3]>, transposed: bool) -> String {
+    fn inputs(
+        &self,
+        w: &Tensor<'_>,
+        groups: i64,
+        stride: Option<[i64; 3]>,
+        transposed: bool,
+    ) -> String {
         let mut s = format!(
             "N={} Cin={} Cout={} out={} k={} groups={groups}",
             int(self.batch),
@@ -1112,7 +1143,10 @@ fn conv(a: &Args<'_>, sig: ConvSig) -> Option<Work> {
         None => 0.0,
     };
     let out: f64 = shape.out[..spatial].iter().product();
-    let bytes = x.bytes_or(Some(dtype))? + w.bytes_or(Some(dtype))? + bias + batch * shape.cout * out * f64::from(dtype.size());
+    let bytes = x.bytes_or(Some(dtype))?
+        + w.bytes_or(Some(dtype))?
+        + bias
+        + batch * shape.cout * out * f64::from(dtype.size());
     let flops = 2.0 * batch * shape.applied * w.numel();
     Some(matrix(flops, bytes, dtype, shape.inputs(&w, groups, Some(stride), transposed)))
 }
@@ -1131,7 +1165,13 @@ struct ConvParams {
 
 /// Output size and channels: out = ⌊(in + 2p − d·(k − 1) − 1) / s⌋ + 1, or
 /// for a transposed convolution (in − 1)·s − 2p + d·(k − 1) + output_padding + 1.
-fn conv_shape(batch: f64, cin: f64, in_sp: &[u64], w: &Tensor<'_>, p: &ConvParams) -> Option<ConvShape> {
+fn conv_shape(
+    batch: f64,
+    cin: f64,
+    in_sp: &[u64],
+    w: &Tensor<'_>,
+    p: &ConvParams,
+) -> Option<ConvShape> {
     let ConvParams { groups, stride, padding, dilation, output_padding, transposed } = *p;
     let spatial = in_sp.len();
     let g = groups as f64;
@@ -1139,7 +1179,8 @@ fn conv_shape(batch: f64, cin: f64, in_sp: &[u64], w: &Tensor<'_>, p: &ConvParam
     let mut out = [0f64; 3];
     for d in 0..spatial {
         let (i, kd) = (in_sp[d] as i128, k[d] as i128);
-        let (s, dl, op) = (i128::from(stride[d]), i128::from(dilation[d]), i128::from(output_padding[d]));
+        let (s, dl, op) =
+            (i128::from(stride[d]), i128::from(dilation[d]), i128::from(output_padding[d]));
         let reach = dl * (kd - 1);
         let o = match (transposed, padding) {
             (false, None) if s == 1 => i,
@@ -1186,12 +1227,20 @@ fn conv_backward(a: &Args<'_>) -> Option<Work> {
     }
     let g = groups as f64;
     let (batch, cin, cout) = (x.dim(0), x.dim(1), go.dim(1));
-    let channels_fit = if transposed { w.dim(0) == cin && w.dim(1) * g == cout } else { w.dim(1) * g == cin && w.dim(0) == cout };
+    let channels_fit = if transposed {
+        w.dim(0) == cin && w.dim(1) * g == cout
+    } else {
+        w.dim(1) * g == cin && w.dim(0) == cout
+    };
     if !channels_fit {
         return None;
     }
     let out: Vec<f64> = go.dims[2..].iter().map(|&d| d as f64).collect();
-    let applied: f64 = if transposed { x.dims[2..].iter().map(|&d| d as f64).product() } else { out.iter().product() };
+    let applied: f64 = if transposed {
+        x.dims[2..].iter().map(|&d| d as f64).product()
+    } else {
+        out.iter().product()
+    };
     let forward = 2.0 * batch * applied * w.numel();
     let size = f64::from(dtype.size());
     let (mut flops, mut bytes, mut grads) = (0.0, go.bytes_or(Some(dtype))?, Vec::new());
@@ -1214,7 +1263,8 @@ fn conv_backward(a: &Args<'_>) -> Option<Work> {
     out3[..spatial].copy_from_slice(&out);
     let shape = ConvShape { batch, cin, cout, out: out3, applied, spatial };
     let stride = a.spatial(4, spatial);
-    let inputs = format!("{} grad={}", shape.inputs(&w, groups, stride, transposed), grads.join(","));
+    let inputs =
+        format!("{} grad={}", shape.inputs(&w, groups, stride, transposed), grads.join(","));
     Some(matrix(flops, bytes, dtype, inputs))
 }
 
@@ -1264,18 +1314,31 @@ struct AttnSig {
 
 fn attn_sig(name: &str) -> Option<AttnSig> {
     use Align::{BottomRight, TopLeft};
-    let sig = |layout, causal, backward, varlen, window| AttnSig { layout, causal, backward, q: u8::from(backward), varlen, window };
+    let sig = |layout, causal, backward, varlen, window| AttnSig {
+        layout,
+        causal,
+        backward,
+        q: u8::from(backward),
+        varlen,
+        window,
+    };
     Some(match name {
         // (query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        "scaled_dot_product_attention" => sig(Layout::Bhld, Causal::Flag(5, TopLeft), false, None, None),
+        "scaled_dot_product_attention" => {
+            sig(Layout::Bhld, Causal::Flag(5, TopLeft), false, None, None)
+        }
         // (query, key, value, dropout_p, is_causal, return_debug_mask, scale)
         "_scaled_dot_product_flash_attention" | "_scaled_dot_product_flash_attention_for_cpu" => {
             sig(Layout::Bhld, Causal::Flag(4, TopLeft), false, None, None)
         }
         // (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, …)
-        "_scaled_dot_product_flash_attention_backward" => sig(Layout::Bhld, Causal::Flag(11, TopLeft), true, None, None),
+        "_scaled_dot_product_flash_attention_backward" => {
+            sig(Layout::Bhld, Causal::Flag(11, TopLeft), true, None, None)
+        }
         // (grad_out, query, key, value, out, logsumexp, dropout_p, is_causal, attn_mask, scale)
-        "_scaled_dot_product_flash_attention_for_cpu_backward" => sig(Layout::Bhld, Causal::Flag(7, TopLeft), true, None, None),
+        "_scaled_dot_product_flash_attention_for_cpu_backward" => {
+            sig(Layout::Bhld, Causal::Flag(7, TopLeft), true, None, None)
+        }
         // (query, key, value, attn_bias, compute_log_sumexp, dropout_p, is_causal, scale); 2.0 had no
         // attn_bias nor dropout_p (is_causal at 4): see `causal_at`.
         "_scaled_dot_product_efficient_attention" | "_scaled_dot_product_cudnn_attention" => {
@@ -1283,23 +1346,35 @@ fn attn_sig(name: &str) -> Option<AttnSig> {
         }
         // (grad_out_, query, key, value, attn_bias, out, logsumexp, philox_seed, philox_offset, dropout_p,
         //  grad_input_mask, is_causal, scale); 2.0: (grad_out_, query, key, value, out, logsumexp, is_causal, …)
-        "_scaled_dot_product_efficient_attention_backward" => sig(Layout::Bhld, Causal::Flag(11, TopLeft), true, None, None),
+        "_scaled_dot_product_efficient_attention_backward" => {
+            sig(Layout::Bhld, Causal::Flag(11, TopLeft), true, None, None)
+        }
         // (grad_out, query, key, value, out, logsumexp, philox_seed, philox_offset, attn_bias, cum_seq_q,
         //  cum_seq_k, max_q, max_k, dropout_p, is_causal, scale)
-        "_scaled_dot_product_cudnn_attention_backward" => sig(Layout::Bhld, Causal::Flag(14, TopLeft), true, Some((9, 10)), None),
+        "_scaled_dot_product_cudnn_attention_backward" => {
+            sig(Layout::Bhld, Causal::Flag(14, TopLeft), true, Some((9, 10)), None)
+        }
         // (query, key, value, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p, is_causal, return_debug_mask,
         //  scale, window_size_left, window_size_right, seqused_k, alibi_slopes)
-        "_flash_attention_forward" => sig(Layout::Blhd, Causal::Flag(8, BottomRight), false, Some((3, 4)), Some((11, 12))),
+        "_flash_attention_forward" => {
+            sig(Layout::Blhd, Causal::Flag(8, BottomRight), false, Some((3, 4)), Some((11, 12)))
+        }
         // (grad_out, query, key, value, out, logsumexp, cum_seq_q, cum_seq_k, max_q, max_k, dropout_p,
         //  is_causal, rng_state, unused, scale, window_size_left, window_size_right)
-        "_flash_attention_backward" => sig(Layout::Blhd, Causal::Flag(11, BottomRight), true, Some((6, 7)), Some((15, 16))),
+        "_flash_attention_backward" => {
+            sig(Layout::Blhd, Causal::Flag(11, BottomRight), true, Some((6, 7)), Some((15, 16)))
+        }
         // (query, key, value, bias, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, dropout_p,
         //  custom_mask_type, compute_log_sumexp, scale, seqlen_k, window_size)
-        "_efficient_attention_forward" => sig(Layout::Blhd, Causal::MaskType(9), false, Some((4, 5)), Some((13, 13))),
+        "_efficient_attention_forward" => {
+            sig(Layout::Blhd, Causal::MaskType(9), false, Some((4, 5)), Some((13, 13)))
+        }
         // (grad_out_, query, key, value, bias, out, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k,
         //  logsumexp, dropout_p, philox_seed, philox_offset, custom_mask_type, bias_requires_grad, scale,
         //  num_splits_key, window_size, shared_storage_dqdkdv)
-        "_efficient_attention_backward" => sig(Layout::Blhd, Causal::MaskType(14), true, Some((6, 7)), Some((18, 18))),
+        "_efficient_attention_backward" => {
+            sig(Layout::Blhd, Causal::MaskType(14), true, Some((6, 7)), Some((18, 18)))
+        }
         _ => return None,
     })
 }
@@ -1373,7 +1448,8 @@ fn attention(a: &Args<'_>, sig: AttnSig) -> Option<Work> {
     }
     let causal = causal_of(a, sig.causal, sig.backward)?;
     let pairs = b * h * attended_pairs(lq, lk, causal);
-    let flops = if sig.backward { 2.0 * pairs * (3.0 * d + 2.0 * dv) } else { 2.0 * pairs * (d + dv) };
+    let flops =
+        if sig.backward { 2.0 * pairs * (3.0 * d + 2.0 * dv) } else { 2.0 * pairs * (d + dv) };
     // Read: every tensor argument (Q, K, V, a mask; dO, O, logsumexp).
     // Written: O, or dQ, dK, dV.
     let fallback = Some(dtype);
@@ -1383,7 +1459,8 @@ fn attention(a: &Args<'_>, sig: AttnSig) -> Option<Work> {
         b * h * lq * dv * f64::from(q.dtype.unwrap_or(dtype).size())
     };
     let bytes = a.all_tensor_bytes(fallback)? + written;
-    let mut inputs = format!("B={} H={} Lq={} Lk={} D={}", int(b), int(h), int(lq), int(lk), int(d));
+    let mut inputs =
+        format!("B={} H={} Lq={} Lk={} D={}", int(b), int(h), int(lq), int(lk), int(d));
     if dv != d {
         let _ = write!(inputs, " Dv={}", int(dv));
     }
@@ -1433,11 +1510,14 @@ fn elementwise(name: &str) -> Option<Elt> {
     let e = |flops, nargs, out| Elt { flops, nargs, out };
     Some(match name {
         // Unary arithmetic and activations: 1 per element.
-        "abs" | "neg" | "sign" | "sgn" | "floor" | "ceil" | "trunc" | "frac" | "relu" | "silu" | "mish" | "hardswish" | "hardsigmoid"
-        | "bitwise_not" => e(1.0, 1, Out::Promoted),
-        "exp" | "exp2" | "expm1" | "log" | "log2" | "log10" | "log1p" | "sqrt" | "rsqrt" | "reciprocal" | "sin" | "cos" | "tan"
-        | "asin" | "acos" | "atan" | "sinh" | "cosh" | "tanh" | "sigmoid" | "erf" | "erfc" | "erfinv" => e(1.0, 1, Out::Float),
-        "round" | "gelu" | "leaky_relu" | "pow" | "clamp_min" | "clamp_max" => e(1.0, 2, Out::Promoted),
+        "abs" | "neg" | "sign" | "sgn" | "floor" | "ceil" | "trunc" | "frac" | "relu" | "silu"
+        | "mish" | "hardswish" | "hardsigmoid" | "bitwise_not" => e(1.0, 1, Out::Promoted),
+        "exp" | "exp2" | "expm1" | "log" | "log2" | "log10" | "log1p" | "sqrt" | "rsqrt"
+        | "reciprocal" | "sin" | "cos" | "tan" | "asin" | "acos" | "atan" | "sinh" | "cosh"
+        | "tanh" | "sigmoid" | "erf" | "erfc" | "erfinv" => e(1.0, 1, Out::Float),
+        "round" | "gelu" | "leaky_relu" | "pow" | "clamp_min" | "clamp_max" => {
+            e(1.0, 2, Out::Promoted)
+        }
         "hardtanh" | "softplus" | "threshold" => e(1.0, 3, Out::Promoted),
         "elu" | "nan_to_num" => e(1.0, 4, Out::Promoted),
         "clamp" | "clip" => e(2.0, 3, Out::Promoted),
@@ -1446,9 +1526,13 @@ fn elementwise(name: &str) -> Option<Elt> {
         "add" | "sub" | "rsub" => e(1.0, 3, Out::Promoted),
         "div" => e(1.0, 3, Out::Float),
         "true_divide" | "atan2" => e(1.0, 2, Out::Float),
-        "mul" | "floor_divide" | "remainder" | "fmod" | "maximum" | "minimum" | "hypot" | "xlogy" | "copysign" | "bitwise_and"
-        | "bitwise_or" | "bitwise_xor" => e(1.0, 2, Out::Promoted),
-        "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "logical_and" | "logical_or" | "logical_xor" => e(1.0, 2, Out::Bool),
+        "mul" | "floor_divide" | "remainder" | "fmod" | "maximum" | "minimum" | "hypot"
+        | "xlogy" | "copysign" | "bitwise_and" | "bitwise_or" | "bitwise_xor" => {
+            e(1.0, 2, Out::Promoted)
+        }
+        "eq" | "ne" | "lt" | "le" | "gt" | "ge" | "logical_and" | "logical_or" | "logical_xor" => {
+            e(1.0, 2, Out::Bool)
+        }
         // Ternary, counted by their definition: self + value·t1·t2, self + w·(end − self).
         "addcmul" | "addcdiv" => e(3.0, 4, Out::Promoted),
         "lerp" => e(3.0, 3, Out::Promoted),
@@ -1460,7 +1544,11 @@ fn elementwise(name: &str) -> Option<Elt> {
         "threshold_backward" => e(1.0, 3, Out::Promoted),
         "hardtanh_backward" => e(1.0, 4, Out::Promoted),
         "gelu_backward" => e(2.0, 3, Out::Promoted),
-        "silu_backward" | "sigmoid_backward" | "tanh_backward" | "hardswish_backward" | "hardsigmoid_backward" => e(2.0, 2, Out::Promoted),
+        "silu_backward"
+        | "sigmoid_backward"
+        | "tanh_backward"
+        | "hardswish_backward"
+        | "hardsigmoid_backward" => e(2.0, 2, Out::Promoted),
         "leaky_relu_backward" | "softplus_backward" => e(2.0, 4, Out::Promoted),
         "elu_backward" => e(2.0, 6, Out::Promoted),
         "native_dropout" => e(1.0, 3, Out::WithMask),
@@ -1551,7 +1639,15 @@ fn max_min(a: &Args<'_>) -> Option<Work> {
     if a.tensor(1).is_some() {
         return elementwise_work(a, Elt { flops: 1.0, nargs: 2, out: Out::Promoted }, false);
     }
-    let red = Red { flops: 1.0, dim: 1, full_below: 2, dtype_full: None, dtype_dim: None, outputs: 1, out: RedOut::Same };
+    let red = Red {
+        flops: 1.0,
+        dim: 1,
+        full_below: 2,
+        dtype_full: None,
+        dtype_dim: None,
+        outputs: 1,
+        out: RedOut::Same,
+    };
     if a.n_entries >= 2 {
         // `max.dim` also returns the int64 indices.
         let mut work = reduce(a, red)?;
@@ -1838,8 +1934,15 @@ struct Red {
 }
 
 fn reduction(name: &str) -> Option<Red> {
-    let red =
-        |flops, dim, full_below, dtype_full, dtype_dim, outputs, out| Red { flops, dim, full_below, dtype_full, dtype_dim, outputs, out };
+    let red = |flops, dim, full_below, dtype_full, dtype_dim, outputs, out| Red {
+        flops,
+        dim,
+        full_below,
+        dtype_full,
+        dtype_dim,
+        outputs,
+        out,
+    };
     Some(match name {
         // sum(self, dtype) | sum.dim_IntList(self, dim, keepdim, dtype)
         "sum" | "prod" => red(1.0, 1, 3, Some(1), Some(3), 1, RedOut::Widened),
@@ -1921,7 +2024,14 @@ mod tests {
     use proptest::prelude::*;
 
     fn run(op: &str, dims: &str, types: &str, concrete: Option<&str>) -> Model {
-        model(op, &OpShapes { dims: Some(dims.as_bytes()), types: Some(types.as_bytes()), concrete: concrete.map(str::as_bytes) })
+        model(
+            op,
+            &OpShapes {
+                dims: Some(dims.as_bytes()),
+                types: Some(types.as_bytes()),
+                concrete: concrete.map(str::as_bytes),
+            },
+        )
     }
 
     fn work(op: &str, dims: &str, types: &str, concrete: Option<&str>) -> Work {
@@ -1957,14 +2067,26 @@ mod tests {
         );
         let (m, n, k) = (8944.0, 1024.0, 1024.0);
         check(&w, 2.0 * m * n * k, (n + m * k + k * n + m * n) * BF16);
-        assert_eq!((w.dtype, w.matrix, w.inputs.as_str()), (Dtype::Bf16, true, "M=8944 N=1024 K=1024"));
+        assert_eq!(
+            (w.dtype, w.matrix, w.inputs.as_str()),
+            (Dtype::Bf16, true, "M=8944 N=1024 K=1024")
+        );
     }
 
     #[test]
     fn mm_and_its_out_form() {
         // tracelens_h100_qwen_inference, Qwen1.5-0.5B.
-        let w = work("aten::mm", "[[8944, 1024], [1024, 2816]]", r#"["c10::BFloat16", "c10::BFloat16"]"#, Some(r#"["", ""]"#));
-        check(&w, 2.0 * 8944.0 * 2816.0 * 1024.0, (8944.0 * 1024.0 + 1024.0 * 2816.0 + 8944.0 * 2816.0) * BF16);
+        let w = work(
+            "aten::mm",
+            "[[8944, 1024], [1024, 2816]]",
+            r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            Some(r#"["", ""]"#),
+        );
+        check(
+            &w,
+            2.0 * 8944.0 * 2816.0 * 1024.0,
+            (8944.0 * 1024.0 + 1024.0 * 2816.0 + 8944.0 * 2816.0) * BF16,
+        );
         assert_eq!(w.inputs, "M=8944 N=2816 K=1024");
         // tracelens_rocm_triton_compile: mm.out, the output tensor recorded third (written once).
         let w = work(
@@ -1973,15 +2095,27 @@ mod tests {
             r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16"]"#,
             Some(r#"["", "", ""]"#),
         );
-        check(&w, 2.0 * 32768.0 * 8192.0 * 2048.0, (32768.0 * 2048.0 + 2048.0 * 8192.0 + 32768.0 * 8192.0) * BF16);
+        check(
+            &w,
+            2.0 * 32768.0 * 8192.0 * 2048.0,
+            (32768.0 * 2048.0 + 2048.0 * 8192.0 + 32768.0 * 8192.0) * BF16,
+        );
         // Inner dimensions that differ do not fit the formula.
-        assert_eq!(run("aten::mm", "[[4, 8], [9, 16]]", r#"["float", "float"]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::mm", "[[4, 8], [9, 16]]", r#"["float", "float"]"#, None),
+            Model::NoShapes
+        );
     }
 
     #[test]
     fn bmm() {
         // tracelens_h100_timesformer: [B, M, K] @ [B, K, N].
-        let w = work("aten::bmm", "[[37632, 8, 64], [37632, 64, 8]]", r#"["c10::BFloat16", "c10::BFloat16"]"#, Some(r#"["", ""]"#));
+        let w = work(
+            "aten::bmm",
+            "[[37632, 8, 64], [37632, 64, 8]]",
+            r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            Some(r#"["", ""]"#),
+        );
         let (b, m, k, n) = (37632.0, 8.0, 64.0, 8.0);
         check(&w, 2.0 * b * m * n * k, (b * m * k + b * k * n + b * m * n) * BF16);
         assert_eq!(w.inputs, "B=37632 M=8 N=8 K=64");
@@ -2009,15 +2143,22 @@ mod tests {
         check(&w, 2.0 * b * m * n * k, (b * m * k + k * n + b * m * n) * F32);
         assert_eq!(w.inputs, "B=1024 M=96 N=15 K=50");
         // tracelens_h100_timesformer: 4-D, batch 3136·12.
-        let w =
-            work("aten::matmul", "[[3136, 12, 8, 64], [3136, 12, 64, 8]]", r#"["c10::BFloat16", "c10::BFloat16"]"#, Some(r#"["", ""]"#));
+        let w = work(
+            "aten::matmul",
+            "[[3136, 12, 8, 64], [3136, 12, 64, 8]]",
+            r#"["c10::BFloat16", "c10::BFloat16"]"#,
+            Some(r#"["", ""]"#),
+        );
         let b = 3136.0 * 12.0;
         check(&w, 2.0 * b * 8.0 * 8.0 * 64.0, (b * 8.0 * 64.0 * 2.0 + b * 8.0 * 8.0) * BF16);
         // Written in the format: a 1-D right operand is a column, [5, 1, 4, 3] @ [3] → [5, 1, 4].
         let w = work("aten::matmul", "[[5, 1, 4, 3], [3]]", r#"["float", "float"]"#, None);
         check(&w, 2.0 * 5.0 * 4.0 * 3.0, (5.0 * 4.0 * 3.0 + 3.0 + 5.0 * 4.0) * F32);
         // Batch dims [2] and [3] do not broadcast.
-        assert_eq!(run("aten::matmul", "[[2, 4, 3], [3, 3, 5]]", r#"["float", "float"]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::matmul", "[[2, 4, 3], [3, 3, 5]]", r#"["float", "float"]"#, None),
+            Model::NoShapes
+        );
     }
 
     #[test]
@@ -2104,7 +2245,11 @@ mod tests {
             Some(r#"["", "", "", "[2, 2]", "[1, 1]", "[1, 1]", "64"]"#),
         );
         let (n, c, out, k) = (16.0, 64.0, 28.0 * 28.0, 9.0);
-        check(&w, 2.0 * n * c * out * (c / 64.0) * k, (n * c * 56.0 * 56.0 + c * k + n * c * out) * BF16);
+        check(
+            &w,
+            2.0 * n * c * out * (c / 64.0) * k,
+            (n * c * 56.0 * 56.0 + c * k + n * c * out) * BF16,
+        );
         assert_eq!(w.inputs, "N=16 Cin=64 Cout=64 out=28x28 k=3x3 groups=64 stride=2");
         // Groups that do not divide the input channels as the weight says: not a fit.
         let bad = run(
@@ -2127,7 +2272,11 @@ mod tests {
             Some(r#"["", "", "", "[2, 2]", "[0, 0]", "[1, 1]", "True", "[0, 0]", "1"]"#),
         );
         let (cin, cout, k) = (64.0, 32.0, 4.0);
-        check(&w, 2.0 * cin * 14.0 * 14.0 * cout * k, (cin * 14.0 * 14.0 + cin * cout * k + cout * 28.0 * 28.0) * F32);
+        check(
+            &w,
+            2.0 * cin * 14.0 * 14.0 * cout * k,
+            (cin * 14.0 * 14.0 + cin * cout * k + cout * 28.0 * 28.0) * F32,
+        );
         assert!(w.inputs.ends_with("transposed"), "{}", w.inputs);
     }
 
@@ -2148,7 +2297,9 @@ mod tests {
     /// [64, 3, 7, 7]), written as aten::convolution_backward with Concrete
     /// Inputs: no trace here records that op with them.
     fn resnet_conv_backward(mask: &str) -> Model {
-        let concrete = format!(r#"["", "", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1", "{mask}"]"#);
+        let concrete = format!(
+            r#"["", "", "", "", "[2, 2]", "[3, 3]", "[1, 1]", "False", "[0, 0]", "1", "{mask}"]"#
+        );
         run(
             "aten::convolution_backward",
             "[[32, 64, 112, 112], [32, 3, 224, 224], [64, 3, 7, 7], [], [], [], [], [], [], [], []]",
@@ -2159,7 +2310,8 @@ mod tests {
 
     #[test]
     fn convolution_backward_counts_what_the_output_mask_asks() {
-        let (go, x, wt) = (32.0 * 64.0 * 112.0 * 112.0, 32.0 * 3.0 * 224.0 * 224.0, 64.0 * 3.0 * 49.0);
+        let (go, x, wt) =
+            (32.0 * 64.0 * 112.0 * 112.0, 32.0 * 3.0 * 224.0 * 224.0, 64.0 * 3.0 * 49.0);
         let forward = 2.0 * 32.0 * 64.0 * 112.0 * 112.0 * 3.0 * 49.0;
         // The first layer: no grad_input. grad_weight reads grad_output and input, writes the weight's grad.
         let Model::Work(w) = resnet_conv_backward("[False, True, False]") else { panic!() };
@@ -2176,7 +2328,8 @@ mod tests {
 
     // --- Attention ---------------------------------------------------------
 
-    const QWEN_SDPA_DIMS: &str = "[[16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [], [], [], [], []]";
+    const QWEN_SDPA_DIMS: &str =
+        "[[16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [], [], [], [], []]";
     const QWEN_SDPA_TYPES: &str = r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "Scalar", "Scalar", "Scalar", "Scalar"]"#;
 
     #[test]
@@ -2215,7 +2368,10 @@ mod tests {
         check(&w, 4.0 * b * h * l * l * d, 4.0 * b * h * l * d * BF16);
         assert_eq!(w.inputs, "B=1 H=8 Lq=141 Lk=141 D=64");
         // Without Concrete Inputs the mask is unknown: not guessed.
-        assert_eq!(run("aten::scaled_dot_product_attention", QWEN_SDPA_DIMS, QWEN_SDPA_TYPES, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::scaled_dot_product_attention", QWEN_SDPA_DIMS, QWEN_SDPA_TYPES, None),
+            Model::NoShapes
+        );
     }
 
     #[test]
@@ -2225,7 +2381,9 @@ mod tests {
             "aten::_flash_attention_forward",
             "[[16, 559, 16, 64], [16, 559, 16, 64], [16, 559, 16, 64], [], [], [], [], [], [], [], [], [], [], [], []]",
             r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "", "", "", ""]"#,
-            Some(r#"["", "", "", "", "", "559", "559", "0.", "True", "False", "0.125", "", "", "", ""]"#),
+            Some(
+                r#"["", "", "", "", "", "559", "559", "0.", "True", "False", "0.125", "", "", "", ""]"#,
+            ),
         );
         let (b, h, l, d) = (16.0, 16.0, 559.0, 64.0);
         check(&w, 4.0 * b * h * (l * (l + 1.0) / 2.0) * d, 4.0 * b * l * h * d * BF16);
@@ -2235,7 +2393,9 @@ mod tests {
             "aten::_flash_attention_forward",
             "[[8, 4096, 16, 128], [8, 4096, 16, 128], [8, 4096, 16, 128], [], [], [], [], [], [], [], [], [], [], [], []]",
             r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "", "", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "", "", "", ""]"#,
-            Some(r#"["", "", "", "", "", "4096", "4096", "0.", "False", "False", "0.088388347648318433", "", "", "", ""]"#),
+            Some(
+                r#"["", "", "", "", "", "4096", "4096", "0.", "False", "False", "0.088388347648318433", "", "", "", ""]"#,
+            ),
         );
         let (b, h, l, d) = (8.0, 16.0, 4096.0, 128.0);
         check(&w, 4.0 * b * h * l * l * d, 4.0 * b * l * h * d * BF16);
@@ -2245,7 +2405,9 @@ mod tests {
             "aten::_flash_attention_forward",
             "[[1000, 16, 64], [1000, 16, 64], [1000, 16, 64], [9], [9], [], [], [], [], [], [], [], [], [], []]",
             r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "int", "int", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar", "", "", "", ""]"#,
-            Some(r#"["", "", "", "", "", "200", "200", "0.", "True", "False", "0.125", "", "", "", ""]"#),
+            Some(
+                r#"["", "", "", "", "", "200", "200", "0.", "True", "False", "0.125", "", "", "", ""]"#,
+            ),
         );
         assert_eq!(varlen, Model::NoShapes);
     }
@@ -2259,7 +2421,9 @@ mod tests {
             "aten::_scaled_dot_product_flash_attention_backward",
             "[[16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559, 64], [16, 16, 559], [], [], [], [], [], [], [], [], []]",
             r#"["c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "c10::BFloat16", "float", "", "", "Scalar", "Scalar", "Scalar", "Scalar", "long int", "long int", "Scalar"]"#,
-            Some(r#"["", "", "", "", "", "", "", "", "559", "559", "0.", "True", "", "", "0.125"]"#),
+            Some(
+                r#"["", "", "", "", "", "", "", "", "559", "559", "0.", "True", "", "", "0.125"]"#,
+            ),
         );
         let (b, h, l, d) = (16.0, 16.0, 559.0, 64.0);
         let forward = 4.0 * b * h * (l * (l + 1.0) / 2.0) * d;
@@ -2277,7 +2441,11 @@ mod tests {
             QWEN_SDPA_TYPES,
             Some(r#"["", "", "", "", "0.", "False", "", "True"]"#),
         );
-        check(&w, 4.0 * 16.0 * 128.0 * 128.0 * 64.0, (2.0 * 16.0 * 128.0 * 64.0 + 2.0 * 2.0 * 128.0 * 64.0) * BF16);
+        check(
+            &w,
+            4.0 * 16.0 * 128.0 * 128.0 * 64.0,
+            (2.0 * 16.0 * 128.0 * 64.0 + 2.0 * 2.0 * 128.0 * 64.0) * BF16,
+        );
         assert!(w.inputs.contains("Hkv=2"), "{}", w.inputs);
     }
 
@@ -2285,13 +2453,20 @@ mod tests {
     fn causal_pairs_match_a_count_of_the_mask() {
         for (lq, lk) in [(1, 1), (4, 10), (10, 4), (559, 559), (7, 1)] {
             let count = |keep: &dyn Fn(i64, i64) -> bool| {
-                (0..lq).flat_map(|i| (0..lk).map(move |j| (i, j))).filter(|&(i, j)| keep(i, j)).count() as f64
+                (0..lq)
+                    .flat_map(|i| (0..lk).map(move |j| (i, j)))
+                    .filter(|&(i, j)| keep(i, j))
+                    .count() as f64
             };
             let top_left = count(&|i, j| j <= i);
             let bottom_right = count(&|i, j| j <= i + lk - lq);
             let (q, k) = (lq as f64, lk as f64);
             assert_eq!(attended_pairs(q, k, Some(Align::TopLeft)), top_left, "top-left {lq}x{lk}");
-            assert_eq!(attended_pairs(q, k, Some(Align::BottomRight)), bottom_right, "bottom-right {lq}x{lk}");
+            assert_eq!(
+                attended_pairs(q, k, Some(Align::BottomRight)),
+                bottom_right,
+                "bottom-right {lq}x{lk}"
+            );
             assert_eq!(attended_pairs(q, k, None), q * k);
         }
     }
@@ -2312,7 +2487,12 @@ mod tests {
         assert_eq!((w.matrix, w.inputs.as_str()), (false, "19.4M elements"));
         // tracelens_h100_timesformer: a 0-dim double tensor (a wrapped Python float) does not
         // promote the bf16 output; it is read once, 8 bytes.
-        let w = work("aten::mul", "[[3136, 12, 8, 8], []]", r#"["c10::BFloat16", "double"]"#, Some(r#"["", ""]"#));
+        let w = work(
+            "aten::mul",
+            "[[3136, 12, 8, 8], []]",
+            r#"["c10::BFloat16", "double"]"#,
+            Some(r#"["", ""]"#),
+        );
         let n = 3136.0 * 12.0 * 64.0;
         check(&w, n, n * BF16 + 8.0 + n * BF16);
         // kineto_resnet50_v100_2021jun: float / a 0-dim int64 tensor.
@@ -2320,16 +2500,26 @@ mod tests {
         let n = 3.0 * 224.0 * 224.0;
         check(&w, n, n * F32 + I64 + n * F32);
         // tracelens_h100_qwen_inference: a comparison writes bool.
-        let w = work("aten::eq", "[[16, 559], []]", r#"["long int", "Scalar"]"#, Some(r#"["", "1"]"#));
+        let w =
+            work("aten::eq", "[[16, 559], []]", r#"["long int", "Scalar"]"#, Some(r#"["", "1"]"#));
         check(&w, 16.0 * 559.0, 16.0 * 559.0 * (I64 + 1.0));
         // hta_trace_diff_a100_2022: where(condition, self, other) selects, computes nothing.
-        let w = work("aten::where", "[[1024], [1024], [1024]]", r#"["bool", "long", "long"]"#, None);
+        let w =
+            work("aten::where", "[[1024], [1024], [1024]]", r#"["bool", "long", "long"]"#, None);
         check(&w, 0.0, 1024.0 * (1.0 + I64 + I64) + 1024.0 * I64);
         // tracelens_h100_timesformer: gelu(self, approximate).
-        let w = work("aten::gelu", "[[1, 25089, 3072], []]", r#"["c10::BFloat16", ""]"#, Some(r#"["", ""]"#));
+        let w = work(
+            "aten::gelu",
+            "[[1, 25089, 3072], []]",
+            r#"["c10::BFloat16", ""]"#,
+            Some(r#"["", ""]"#),
+        );
         check(&w, 25089.0 * 3072.0, 2.0 * 25089.0 * 3072.0 * BF16);
         // Shapes that do not broadcast.
-        assert_eq!(run("aten::add", "[[3, 4], [5, 4], []]", r#"["float", "float", "Scalar"]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::add", "[[3, 4], [5, 4], []]", r#"["float", "float", "Scalar"]"#, None),
+            Model::NoShapes
+        );
     }
 
     #[test]
@@ -2345,16 +2535,27 @@ mod tests {
         let n = 128.0 * 768.0 * 14.0 * 14.0;
         check(&w, n, (n + 768.0) * BF16 + n * BF16);
         // kineto_resnet50_v100_2021jun: clamp_min.out(self, min, out), the output recorded third.
-        let w = work("aten::clamp_min", "[[32, 64, 112, 112], [], [32, 64, 112, 112]]", r#"["float", "Int", "float"]"#, None);
+        let w = work(
+            "aten::clamp_min",
+            "[[32, 64, 112, 112], [], [32, 64, 112, 112]]",
+            r#"["float", "Int", "float"]"#,
+            None,
+        );
         let n = 32.0 * 64.0 * 112.0 * 112.0;
         check(&w, n, 2.0 * n * F32);
         // hta_amd_mi250_rocm62: fill_ and zero_ write without reading.
-        let w = work("aten::fill_", "[[5, 128], []]", r#"["float", "Scalar"]"#, Some(r#"["", "0"]"#));
+        let w =
+            work("aten::fill_", "[[5, 128], []]", r#"["float", "Scalar"]"#, Some(r#"["", "0"]"#));
         check(&w, 0.0, 5.0 * 128.0 * F32);
         let w = work("aten::zero_", "[[5, 128]]", r#"["float"]"#, Some(r#"[""]"#));
         check(&w, 0.0, 5.0 * 128.0 * F32);
         // kineto_resnet50_v100_2021jun: threshold_backward(grad_output, self, threshold).
-        let w = work("aten::threshold_backward", "[[32, 2048, 7, 7], [32, 2048, 7, 7], []]", r#"["float", "float", "Int"]"#, None);
+        let w = work(
+            "aten::threshold_backward",
+            "[[32, 2048, 7, 7], [32, 2048, 7, 7], []]",
+            r#"["float", "float", "Int"]"#,
+            None,
+        );
         let n = 32.0 * 2048.0 * 49.0;
         check(&w, n, 3.0 * n * F32);
     }
@@ -2380,7 +2581,12 @@ mod tests {
         );
         check(&w, 0.0, n * F32 + n * BF16);
         // tracelens_h100_qwen_inference: clone.
-        let w = work("aten::clone", "[[16, 16, 559, 64], []]", r#"["c10::BFloat16", "Scalar"]"#, Some(r#"["", "0"]"#));
+        let w = work(
+            "aten::clone",
+            "[[16, 16, 559, 64], []]",
+            r#"["c10::BFloat16", "Scalar"]"#,
+            Some(r#"["", "0"]"#),
+        );
         check(&w, 0.0, 2.0 * 16.0 * 16.0 * 559.0 * 64.0 * BF16);
     }
 
@@ -2404,7 +2610,12 @@ mod tests {
         );
         check(&w, 0.0, 8944.0 * I64 + 2.0 * 8944.0 * 1024.0 * BF16);
         // hta_trace_diff_a100_2022: gather(self [50], dim, index [61072]): index-shaped output.
-        let w = work("aten::gather", "[[50], [], [61072], []]", r#"["float", "Scalar", "long", "Scalar"]"#, None);
+        let w = work(
+            "aten::gather",
+            "[[50], [], [61072], []]",
+            r#"["float", "Scalar", "long", "Scalar"]"#,
+            None,
+        );
         check(&w, 0.0, 61072.0 * I64 + 2.0 * 61072.0 * F32);
     }
 
@@ -2413,10 +2624,17 @@ mod tests {
         // tracelens_h100_qwen_inference: cat of two [1, 559, 32] (the rotary halves): shapes
         // recorded, element type not.
         let dims = "[[[1, 559, 32], [1, 559, 32]], []]";
-        let args =
-            Args::parse(&OpShapes { dims: Some(dims.as_bytes()), types: Some(br#"["TensorList", "Scalar"]"#), concrete: None }).unwrap();
+        let args = Args::parse(&OpShapes {
+            dims: Some(dims.as_bytes()),
+            types: Some(br#"["TensorList", "Scalar"]"#),
+            concrete: None,
+        })
+        .unwrap();
         assert_eq!(args.list(0), Some((2, 2.0 * 559.0 * 32.0)));
-        assert_eq!(run("aten::cat", dims, r#"["TensorList", "Scalar"]"#, Some(r#"["", "-1"]"#)), Model::NoShapes);
+        assert_eq!(
+            run("aten::cat", dims, r#"["TensorList", "Scalar"]"#, Some(r#"["", "-1"]"#)),
+            Model::NoShapes
+        );
         // hta_amd_mi250_rocm62: the optimiser's _foreach_add_ is not modelled.
         let m = run(
             "aten::_foreach_add_",
@@ -2474,7 +2692,12 @@ mod tests {
         let types = r#"["float", "float", "", "float", "float", "float", "float", ""]"#;
         assert_eq!(run("aten::native_layer_norm_backward", dims, types, None), Model::NoShapes);
         // The same, written with the Concrete Inputs a current trace records.
-        let w = work("aten::native_layer_norm_backward", dims, types, Some(r#"["", "", "[512]", "", "", "", "", "[True, True, False]"]"#));
+        let w = work(
+            "aten::native_layer_norm_backward",
+            dims,
+            types,
+            Some(r#"["", "", "[512]", "", "", "", "", "[True, True, False]"]"#),
+        );
         let n = 1024.0 * 512.0;
         let read = (2.0 * n + 2.0 * 1024.0 + 2.0 * 512.0) * F32;
         check(&w, (7.0 + 2.0) * n, read + (n + 512.0) * F32);
@@ -2492,8 +2715,12 @@ mod tests {
         let n = 3136.0 * 12.0 * 64.0;
         check(&w, 5.0 * n, 2.0 * n * BF16);
         // Written in the same format: half_to_float=True writes float32.
-        let w =
-            work("aten::_softmax", "[[3136, 12, 8, 8], [], []]", r#"["c10::BFloat16", "Scalar", "Scalar"]"#, Some(r#"["", "-1", "True"]"#));
+        let w = work(
+            "aten::_softmax",
+            "[[3136, 12, 8, 8], [], []]",
+            r#"["c10::BFloat16", "Scalar", "Scalar"]"#,
+            Some(r#"["", "-1", "True"]"#),
+        );
         check(&w, 5.0 * n, n * BF16 + n * F32);
         // kineto_resnet50_v100_2021jun: the 1.9 form passes the input tensor last.
         let w = work(
@@ -2519,12 +2746,25 @@ mod tests {
         check(&w, n, (n + out) * F32);
         assert_eq!(w.inputs, "9.16M elements → 8.94K");
         // hta_amd_mi250_rocm62: sum(self [5, 128], dim=[0]).
-        let w = work("aten::sum", "[[5, 128], [], [], []]", r#"["float", "ScalarList", "Scalar", ""]"#, Some(r#"["", "[0]", "True", ""]"#));
+        let w = work(
+            "aten::sum",
+            "[[5, 128], [], [], []]",
+            r#"["float", "ScalarList", "Scalar", ""]"#,
+            Some(r#"["", "[0]", "True", ""]"#),
+        );
         check(&w, 640.0, (640.0 + 128.0) * F32);
         // hta_trace_diff_a100_2022: the reduced dims are not recorded.
-        assert_eq!(run("aten::sum", "[[1024, 40], [], [], []]", r#"["float", "", "Scalar", ""]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::sum", "[[1024, 40], [], [], []]", r#"["float", "", "Scalar", ""]"#, None),
+            Model::NoShapes
+        );
         // Written in the format: max.dim also writes int64 indices; a full sum of bools widens to int64.
-        let w = work("aten::max", "[[8, 100], [], []]", r#"["float", "Scalar", "Scalar"]"#, Some(r#"["", "1", "False"]"#));
+        let w = work(
+            "aten::max",
+            "[[8, 100], [], []]",
+            r#"["float", "Scalar", "Scalar"]"#,
+            Some(r#"["", "1", "False"]"#),
+        );
         check(&w, 800.0, 800.0 * F32 + 8.0 * (F32 + I64));
         let w = work("aten::sum", "[[64], []]", r#"["bool", ""]"#, Some(r#"["", ""]"#));
         check(&w, 64.0, 64.0 + I64);
@@ -2535,12 +2775,32 @@ mod tests {
     #[test]
     fn unknown_dtypes_give_no_shapes() {
         // The 2021–22 form: tensor types left blank.
-        assert_eq!(run("aten::add", "[[2, 3], [2, 3], []]", r#"["", "", "Scalar"]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::add", "[[2, 3], [2, 3], []]", r#"["", "", "Scalar"]"#, None),
+            Model::NoShapes
+        );
         assert_eq!(run("aten::mm", "[[2, 3], [3, 4]]", r#"["", ""]"#, None), Model::NoShapes);
-        assert_eq!(run("aten::copy_", "[[2, 3], [2, 3], []]", r#"["float", "", "Scalar"]"#, None), Model::NoShapes);
+        assert_eq!(
+            run("aten::copy_", "[[2, 3], [2, 3], []]", r#"["float", "", "Scalar"]"#, None),
+            Model::NoShapes
+        );
         // A dtype the model has no size for, and no types at all.
-        assert_eq!(run("aten::mul", "[[2, 3], [2, 3]]", r#"["c10::complex<float>", "c10::complex<float>"]"#, None), Model::NoShapes);
-        assert_eq!(model("aten::mm", &OpShapes { dims: Some(b"[[2, 3], [3, 4]]"), types: None, concrete: None }), Model::NoShapes);
+        assert_eq!(
+            run(
+                "aten::mul",
+                "[[2, 3], [2, 3]]",
+                r#"["c10::complex<float>", "c10::complex<float>"]"#,
+                None
+            ),
+            Model::NoShapes
+        );
+        assert_eq!(
+            model(
+                "aten::mm",
+                &OpShapes { dims: Some(b"[[2, 3], [3, 4]]"), types: None, concrete: None }
+            ),
+            Model::NoShapes
+        );
         assert_eq!(model("aten::mm", &OpShapes::default()), Model::NoShapes);
     }
 
@@ -2574,8 +2834,23 @@ mod tests {
             assert!(!is_modelled(op), "{op}");
         }
         // hta_amd_mi250_rocm62: a view reads nothing.
-        assert_eq!(run("aten::view", "[[1, 128], []]", r#"["float", "ScalarList"]"#, Some(r#"["", "[128]"]"#)), Model::Unmodelled);
-        for op in ["aten::addmm", "aten::add_", "aten::relu_", "aten::native_layer_norm", "aten::_flash_attention_backward", "aten::sum"] {
+        assert_eq!(
+            run(
+                "aten::view",
+                "[[1, 128], []]",
+                r#"["float", "ScalarList"]"#,
+                Some(r#"["", "[128]"]"#)
+            ),
+            Model::Unmodelled
+        );
+        for op in [
+            "aten::addmm",
+            "aten::add_",
+            "aten::relu_",
+            "aten::native_layer_norm",
+            "aten::_flash_attention_backward",
+            "aten::sum",
+        ] {
             assert!(is_modelled(op), "{op}");
         }
     }
@@ -2602,8 +2877,17 @@ mod tests {
             assert_eq!(run("aten::add", dims, types, None), Model::NoShapes, "{dims}");
         }
         let garbage: &[u8] = b"\xff\xfe\x00[[\"\\";
-        for op in ["aten::mm", "aten::conv2d", "aten::scaled_dot_product_attention", "aten::add", "aten::sum"] {
-            let m = model(op, &OpShapes { dims: Some(garbage), types: Some(garbage), concrete: Some(garbage) });
+        for op in [
+            "aten::mm",
+            "aten::conv2d",
+            "aten::scaled_dot_product_attention",
+            "aten::add",
+            "aten::sum",
+        ] {
+            let m = model(
+                op,
+                &OpShapes { dims: Some(garbage), types: Some(garbage), concrete: Some(garbage) },
+            );
             assert_eq!(m, Model::NoShapes, "{op}");
         }
         // Concrete values that are not what the op expects.

@@ -48,7 +48,12 @@ fn run_batch(s: &str) -> std::result::Result<i64, String> {
 }
 
 #[derive(Debug, Parser)]
-#[command(name = "libreyolo", version, about = "Where the time goes in YOLO training and inference", propagate_version = true)]
+#[command(
+    name = "libreyolo",
+    version,
+    about = "Where the time goes in YOLO training and inference",
+    propagate_version = true
+)]
 pub struct Cli {
     #[command(subcommand)]
     pub command: TopCommand,
@@ -175,9 +180,10 @@ impl FormatArgs {
     /// `--format` beside it is a contradiction (exit 2).
     pub fn format(&self) -> Result<Format> {
         match (self.json, self.format) {
-            (true, Some(f)) if f != Format::Json => {
-                Err(Error::usage(format!("--json means --format json: give --json or --format {}, not both", f.as_str())))
-            }
+            (true, Some(f)) if f != Format::Json => Err(Error::usage(format!(
+                "--json means --format json: give --json or --format {}, not both",
+                f.as_str()
+            ))),
             (true, _) => Ok(Format::Json),
             (false, f) => Ok(f.unwrap_or_default()),
         }
@@ -187,9 +193,9 @@ impl FormatArgs {
 /// Refuses `--table` where the format prints no single table.
 pub fn check_table<T>(table: Option<T>, format: Format) -> Result<()> {
     match (table, format) {
-        (Some(_), Format::Text | Format::Json) => {
-            Err(Error::usage("--table picks the table that --format md or --format csv prints; text and JSON show them all"))
-        }
+        (Some(_), Format::Text | Format::Json) => Err(Error::usage(
+            "--table picks the table that --format md or --format csv prints; text and JSON show them all",
+        )),
         _ => Ok(()),
     }
 }
@@ -536,8 +542,12 @@ impl std::str::FromStr for DeviceArg {
         if a == "cpu" {
             return Ok(DeviceArg::Cpu);
         }
-        let index = a.strip_prefix("cuda:").or(if a == "cuda" { Some("0") } else { None }).unwrap_or(&a);
-        index.parse().map(DeviceArg::Cuda).map_err(|e| Error::usage("expected `cpu` or a CUDA index such as `0`").caused_by(e))
+        let index =
+            a.strip_prefix("cuda:").or(if a == "cuda" { Some("0") } else { None }).unwrap_or(&a);
+        index
+            .parse()
+            .map(DeviceArg::Cuda)
+            .map_err(|e| Error::usage("expected `cpu` or a CUDA index such as `0`").caused_by(e))
     }
 }
 
@@ -573,7 +583,8 @@ pub fn refuse_key_value(args: &[String]) -> Option<String> {
     let profile = cmd.find_subcommand("profile")?;
     let sub_name = args.iter().skip_while(|a| *a != "profile").nth(1)?;
     let sub = profile.find_subcommand(sub_name)?;
-    let flags: Vec<String> = sub.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
+    let flags: Vec<String> =
+        sub.get_arguments().filter_map(|a| a.get_long().map(str::to_string)).collect();
     let positionals: Vec<String> = sub.get_positionals().map(|a| a.get_id().to_string()).collect();
     for arg in args.iter().skip_while(|a| *a != sub_name).skip(1) {
         if arg.starts_with('-') {
@@ -582,10 +593,14 @@ pub fn refuse_key_value(args: &[String]) -> Option<String> {
         let Some((key, value)) = arg.split_once('=') else { continue };
         let flag = key.replace('_', "-");
         if flags.contains(&flag) {
-            return Some(format!("`{arg}`: key=value arguments are not accepted; use `--{flag} {value}`"));
+            return Some(format!(
+                "`{arg}`: key=value arguments are not accepted; use `--{flag} {value}`"
+            ));
         }
         if positionals.iter().any(|p| p == key) {
-            return Some(format!("`{arg}`: key=value arguments are not accepted; give the {key} as a plain argument: `{value}`"));
+            return Some(format!(
+                "`{arg}`: key=value arguments are not accepted; give the {key} as a plain argument: `{value}`"
+            ));
         }
     }
     None
@@ -595,7 +610,8 @@ pub fn refuse_key_value(args: &[String]) -> Option<String> {
 pub fn subcommand_list() -> String {
     use clap::CommandFactory;
     let cmd = Cli::command();
-    let mut out = String::from("usage: libreyolo profile <subcommand> [<args>] [--flags]\n\nsubcommands:\n");
+    let mut out =
+        String::from("usage: libreyolo profile <subcommand> [<args>] [--flags]\n\nsubcommands:\n");
     if let Some(profile) = cmd.find_subcommand("profile") {
         for sub in profile.get_subcommands() {
             let about = sub.get_about().map(|a| a.to_string()).unwrap_or_default();

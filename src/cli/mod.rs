@@ -90,7 +90,8 @@ pub fn man_page() -> String {
     // Rendering into memory cannot fail.
     let _ = clap_mangen::Man::new(cmd.clone()).render(&mut out);
     if let Some(profile) = cmd.find_subcommand("profile") {
-        let _ = clap_mangen::Man::new(profile.clone().name("libreyolo profile")).render_subcommands_section(&mut out);
+        let _ = clap_mangen::Man::new(profile.clone().name("libreyolo profile"))
+            .render_subcommands_section(&mut out);
     }
     String::from_utf8_lossy(&out).into_owned()
 }
@@ -148,75 +149,98 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     let load = |path: &str| load_with(path, false).map(|l| l.input);
     // A distributed job's ranks, the set's warnings and notes said.
-    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
-        let opts = profile::ranks::Options {
-            select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?,
-            strict: set.strict,
-            done: None,
+    let rank_set =
+        |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
+            let opts = profile::ranks::Options {
+                select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?,
+                strict: set.strict,
+                done: None,
+            };
+            let set = profile::ranks::load(files, &opts)?;
+            for w in &set.warnings {
+                say(&format!("warning: {w}"));
+            }
+            for n in &set.notes {
+                say(&format!("note: {n}"));
+            }
+            Ok(set)
         };
-        let set = profile::ranks::load(files, &opts)?;
-        for w in &set.warnings {
-            say(&format!("warning: {w}"));
-        }
-        for n in &set.notes {
-            say(&format!("note: {n}"));
-        }
-        Ok(set)
+    let job = |files: &[std::path::PathBuf], set: &RankSetArgs| {
+        rank_set(files, set).map(|s| lens::job::job(&s))
     };
-    let job = |files: &[std::path::PathBuf], set: &RankSetArgs| rank_set(files, set).map(|s| lens::job::job(&s));
     let out = match cmd {
-        ReaderCommand::Summary(a) => match (profile::ranks::rank_files(&a.traces)?, a.output.format()?) {
-            _ if a.rank.is_some() && a.write_parquet.is_none() => {
-                return Err(Error::usage("--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR"));
-            }
-            _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => return Err(crate::tables::unavailable()),
-            (Some(files), format) => {
-                if a.write_profile.is_some() {
-                    return Err(Error::usage("--write-profile writes one input's profile: give one trace"));
+        ReaderCommand::Summary(a) => {
+            match (profile::ranks::rank_files(&a.traces)?, a.output.format()?) {
+                _ if a.rank.is_some() && a.write_parquet.is_none() => {
+                    return Err(Error::usage(
+                        "--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR",
+                    ));
                 }
-                if a.rank.is_some() {
-                    return Err(Error::usage("--rank is for one trace: the ranks of a rank set come from their traces"));
+                _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => {
+                    return Err(crate::tables::unavailable());
                 }
-                let set = rank_set(&files, &a.set)?;
-                let j = lens::job::job(&set);
-                if let Some(dir) = &a.parquet {
-                    crate::tables::write(std::path::Path::new(dir), &j, &lens::collectives::of_ranks(&set))?;
+                (Some(files), format) => {
+                    if a.write_profile.is_some() {
+                        return Err(Error::usage(
+                            "--write-profile writes one input's profile: give one trace",
+                        ));
+                    }
+                    if a.rank.is_some() {
+                        return Err(Error::usage(
+                            "--rank is for one trace: the ranks of a rank set come from their traces",
+                        ));
+                    }
+                    let set = rank_set(&files, &a.set)?;
+                    let j = lens::job::job(&set);
+                    if let Some(dir) = &a.parquet {
+                        crate::tables::write(
+                            std::path::Path::new(dir),
+                            &j,
+                            &lens::collectives::of_ranks(&set),
+                        )?;
+                    }
+                    if let Some(dir) = &a.write_parquet {
+                        for r in &set.ranks {
+                            crate::tables::write_rank(
+                                std::path::Path::new(dir),
+                                r.rank,
+                                &r.input.profile,
+                            )?;
+                        }
+                    }
+                    emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
                 }
-                if let Some(dir) = &a.write_parquet {
-                    for r in &set.ranks {
-                        crate::tables::write_rank(std::path::Path::new(dir), r.rank, &r.input.profile)?;
+                (None, Format::Md | Format::Csv) => {
+                    return Err(Error::usage(
+                        "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
+                    ));
+                }
+                (None, format) => {
+                    if a.parquet.is_some() {
+                        return Err(Error::usage(
+                            "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
+                        ));
+                    }
+                    let profile::Loaded { input, notices } = load_with(&a.traces[0], false)?;
+                    if let Some(out) = &a.write_profile {
+                        profile::write_json(std::path::Path::new(out), &input.profile)?;
+                    }
+                    if let Some(dir) = &a.write_parquet {
+                        let rank = parquet_rank(a.rank, &input);
+                        crate::tables::write_rank(std::path::Path::new(dir), rank, &input.profile)?;
+                    }
+                    let s = lens::summary::summary(&input.profile);
+                    if format == Format::Json {
+                        render::json(&s)?
+                    } else {
+                        for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
+                            say(&format!("note: {w}"));
+                        }
+                        text::summary(&s)
                     }
                 }
-                emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
             }
-            (None, Format::Md | Format::Csv) => {
-                return Err(Error::usage(
-                    "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
-                ));
-            }
-            (None, format) => {
-                if a.parquet.is_some() {
-                    return Err(Error::usage("--parquet writes the tables of a rank set: give several rank traces or a folder of them"));
-                }
-                let profile::Loaded { input, notices } = load_with(&a.traces[0], false)?;
-                if let Some(out) = &a.write_profile {
-                    profile::write_json(std::path::Path::new(out), &input.profile)?;
-                }
-                if let Some(dir) = &a.write_parquet {
-                    let rank = parquet_rank(a.rank, &input);
-                    crate::tables::write_rank(std::path::Path::new(dir), rank, &input.profile)?;
-                }
-                let s = lens::summary::summary(&input.profile);
-                if format == Format::Json {
-                    render::json(&s)?
-                } else {
-                    for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
-                        say(&format!("note: {w}"));
-                    }
-                    text::summary(&s)
-                }
-            }
-        },
+        }
         ReaderCommand::Collectives(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
@@ -232,7 +256,12 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             }
             // Markdown is read as the text is (the `--top` largest skews), CSV as the JSON (all).
             let top = (format == Format::Md).then_some(a.top);
-            emit(format, &c, || text::collectives(&c, a.top), || table::collectives(&c, a.table.unwrap_or_default(), top))?
+            emit(
+                format,
+                &c,
+                || text::collectives(&c, a.top),
+                || table::collectives(&c, a.table.unwrap_or_default(), top),
+            )?
         }
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
@@ -263,7 +292,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             };
             if let Some(files) = profile::ranks::rank_files(&a.traces)? {
                 let set = rank_set(&files, &a.set)?;
-                let profiles: Vec<(u32, &profile::Profile)> = set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
+                let profiles: Vec<(u32, &profile::Profile)> =
+                    set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
                 let k = lens::kernels::job_kernels(&profiles, &q)?;
                 emit(format, &k, || text::job_kernels(&k), || table::job_kernels(&k))?
             } else {
@@ -278,22 +308,39 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         ReaderCommand::Ops(a) => {
             let format = a.output.format()?;
             let Input { profile, .. } = load(&a.trace)?;
-            let q = OpQuery { top: Some(a.top), phase: a.phase.clone(), grep: a.grep.clone(), sort: a.sort };
+            let q = OpQuery {
+                top: Some(a.top),
+                phase: a.phase.clone(),
+                grep: a.grep.clone(),
+                sort: a.sort,
+            };
             let o = lens::ops::ops(&profile, &q)?;
             emit(format, &o, || text::ops(&o), || table::ops(&o))?
         }
         ReaderCommand::Compare(a) => {
             if a.before == "-" && a.after == "-" {
-                return Err(Error::usage("standard input can be read once: give `-` for one side at most"));
+                return Err(Error::usage(
+                    "standard input can be read once: give `-` for one side at most",
+                ));
             }
-            let sets =
-                (profile::ranks::rank_files(std::slice::from_ref(&a.before))?, profile::ranks::rank_files(std::slice::from_ref(&a.after))?);
-            let gates: Vec<lens::gate::GateSpec> = a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
+            let sets = (
+                profile::ranks::rank_files(std::slice::from_ref(&a.before))?,
+                profile::ranks::rank_files(std::slice::from_ref(&a.after))?,
+            );
+            let gates: Vec<lens::gate::GateSpec> =
+                a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
             if let (Some(x), Some(y)) = sets {
                 if !gates.is_empty() {
-                    return Err(Error::usage("--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)"));
+                    return Err(Error::usage(
+                        "--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)",
+                    ));
                 }
-                let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &a.before, &a.after);
+                let c = lens::job::compare_jobs(
+                    &job(&x, &a.set)?,
+                    &job(&y, &a.set)?,
+                    &a.before,
+                    &a.after,
+                );
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
@@ -301,18 +348,25 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             } else {
                 let before = load(&a.before)?;
                 let after = load(&a.after)?;
-                let mut c = lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
+                let mut c =
+                    lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
                 let contended = lens::compare::contended_refusal(&before.profile, &after.profile);
-                c.gates = lens::gate::evaluate(&before.profile, &after.profile, &gates, contended.as_deref())?;
+                c.gates = lens::gate::evaluate(
+                    &before.profile,
+                    &after.profile,
+                    &gates,
+                    contended.as_deref(),
+                )?;
                 let out = if a.json { render::json(&c)? } else { text::compare(&c) };
                 let failed: Vec<&str> = c
                     .gates
                     .iter()
                     .filter(|g| {
-                        g.verdict == lens::gate::GateVerdict::Fail || (a.set.strict && g.verdict == lens::gate::GateVerdict::Undecided)
+                        g.verdict == lens::gate::GateVerdict::Fail
+                            || (a.set.strict && g.verdict == lens::gate::GateVerdict::Undecided)
                     })
                     .map(|g| g.gate.as_str())
                     .collect();
@@ -349,8 +403,9 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 )));
             }
             // A long write: Ctrl-C removes its temporary file too.
-            crate::tempfiles::remove_on_signal()
-                .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e))?;
+            crate::tempfiles::remove_on_signal().map_err(|e| {
+                Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
+            })?;
             let m = crate::merge::merge(&set, output, !a.no_align)?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
@@ -362,7 +417,12 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             check_table(a.table, format)?;
             let input = load_with(&a.trace, true)?.input;
             let m = lens::memory::memory(&input.profile);
-            emit(format, &m, || text::memory(&m), || table::memory(&m, a.table.unwrap_or_default()))?
+            emit(
+                format,
+                &m,
+                || text::memory(&m),
+                || table::memory(&m, a.table.unwrap_or_default()),
+            )?
         }
     };
     // Names come from the trace: no raw control characters on a terminal.
@@ -377,7 +437,9 @@ fn parquet_rank(given: Option<u32>, input: &Input) -> u32 {
     let named = profile::ranks::rank_from_name(&input.path);
     match (given, recorded.or(named)) {
         (Some(r), Some(t)) if r != t => {
-            say(&format!("note: --rank {r} given; the trace says rank {t}: its tables are written as rank {r}"));
+            say(&format!(
+                "note: --rank {r} given; the trace says rank {t}: its tables are written as rank {r}"
+            ));
             r
         }
         (Some(r), _) | (None, Some(r)) => r,
@@ -393,10 +455,14 @@ fn parquet_rank(given: Option<u32>, input: &Input) -> u32 {
 /// Writes to stdout, treating a closed pipe (`| head`) as success.
 pub fn print_stdout(s: &str) -> Result<()> {
     let mut out = std::io::stdout().lock();
-    let res =
-        out.write_all(s.as_bytes()).and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") }).and_then(|_| out.flush());
+    let res = out
+        .write_all(s.as_bytes())
+        .and_then(|_| if s.ends_with('\n') { Ok(()) } else { out.write_all(b"\n") })
+        .and_then(|_| out.flush());
     match res {
-        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => Err(Error::failed(format!("cannot write to stdout: {e}")).caused_by(e)),
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(Error::failed(format!("cannot write to stdout: {e}")).caused_by(e))
+        }
         _ => Ok(()),
     }
 }

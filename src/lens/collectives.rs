@@ -21,7 +21,12 @@ impl Collectives {
     pub fn largest_skew_first(&self) -> Vec<&Matched> {
         let mut rows: Vec<&Matched> = self.collectives.iter().collect();
         if self.ranks.len() > 1 {
-            rows.sort_by(|a, b| b.skew_us.unwrap_or(0.0).total_cmp(&a.skew_us.unwrap_or(0.0)).then(a.at_ms.total_cmp(&b.at_ms)));
+            rows.sort_by(|a, b| {
+                b.skew_us
+                    .unwrap_or(0.0)
+                    .total_cmp(&a.skew_us.unwrap_or(0.0))
+                    .then(a.at_ms.total_cmp(&b.at_ms))
+            });
         }
         rows
     }
@@ -139,7 +144,12 @@ pub fn bus_factor(collective: &str, n: u32) -> Option<f64> {
         2.0 * (n - 1.0) / n
     } else if c.contains("allgather") || c.contains("reducescatter") || c.contains("alltoall") {
         (n - 1.0) / n
-    } else if c.contains("broadcast") || c == "reduce" || c.contains("sendrecv") || c == "send" || c == "recv" {
+    } else if c.contains("broadcast")
+        || c == "reduce"
+        || c.contains("sendrecv")
+        || c == "send"
+        || c == "recv"
+    {
         1.0
     } else {
         return None;
@@ -177,7 +187,8 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
     if single {
         notes.push("one rank: arrival skew and waits need the traces of all ranks; durations include any wait".to_string());
     }
-    let grouped: Vec<(u32, Groups<'_>)> = ranks.iter().map(|r| (r.rank, by_group(r.calls))).collect();
+    let grouped: Vec<(u32, Groups<'_>)> =
+        ranks.iter().map(|r| (r.rank, by_group(r.calls))).collect();
     let mut names: Vec<&str> = Vec::new();
     for (_, g) in &grouped {
         for (name, _) in g {
@@ -192,11 +203,16 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
     let mut groups = Vec::new();
     let mut disjoint = 0usize;
     for name in names {
-        let lists: Vec<(u32, &[Call<'_>])> =
-            grouped.iter().map(|(rank, g)| (*rank, g.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, v)| v.as_slice()))).collect();
+        let lists: Vec<(u32, &[Call<'_>])> = grouped
+            .iter()
+            .map(|(rank, g)| {
+                (*rank, g.iter().find(|(n, _)| *n == name).map_or(&[][..], |(_, v)| v.as_slice()))
+            })
+            .collect();
         let lens: Vec<usize> = lists.iter().map(|(_, l)| l.len()).collect();
         if lens.iter().any(|l| *l != lens[0]) {
-            let per: Vec<String> = lists.iter().map(|(r, l)| format!("rank {r}: {}", l.len())).collect();
+            let per: Vec<String> =
+                lists.iter().map(|(r, l)| format!("rank {r}: {}", l.len())).collect();
             notes.push(format!(
                 "{name}: the ranks recorded different numbers of collectives ({}); matched by order up to the shortest",
                 per.join(", ")
@@ -205,13 +221,15 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
         let mut counts: Vec<(String, usize)> = Vec::new();
         let mut mismatch_said = false;
         for seq in 0..lens.iter().copied().max().unwrap_or(0) {
-            let here: Vec<(u32, Call<'_>)> = lists.iter().filter_map(|(r, l)| l.get(seq).map(|c| (*r, *c))).collect();
+            let here: Vec<(u32, Call<'_>)> =
+                lists.iter().filter_map(|(r, l)| l.get(seq).map(|c| (*r, *c))).collect();
             let first = here[0].1.1;
             match counts.iter_mut().find(|(c, _)| *c == first.collective) {
                 Some((_, k)) => *k += 1,
                 None => counts.push((first.collective.clone(), 1)),
             }
-            if let Some((r, (_, c))) = here.iter().find(|(_, (_, c))| c.collective != first.collective)
+            if let Some((r, (_, c))) =
+                here.iter().find(|(_, (_, c))| c.collective != first.collective)
                 && !mismatch_said
             {
                 mismatch_said = true;
@@ -220,8 +238,11 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
                     first.collective, here[0].0, c.collective
                 ));
             }
-            let same: Vec<(u32, usize, &CollectiveCall)> =
-                here.iter().filter(|(_, (_, c))| c.collective == first.collective).map(|(r, (i, c))| (*r, *i, *c)).collect();
+            let same: Vec<(u32, usize, &CollectiveCall)> = here
+                .iter()
+                .filter(|(_, (_, c))| c.collective == first.collective)
+                .map(|(r, (i, c))| (*r, *i, *c))
+                .collect();
             let earliest = same.iter().map(|(_, _, c)| c.start_ns).min().unwrap_or(0);
             let (last_rank, last) = same
                 .iter()
@@ -239,12 +260,20 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
                 .map(|(r, i, c)| RankAt {
                     rank: *r,
                     arrival_us: round((c.start_ns - earliest) as f64 / 1e3, 3),
-                    wait_us: if single { 0.0 } else { round((last.start_ns - c.start_ns) as f64 / 1e3, 3) },
+                    wait_us: if single {
+                        0.0
+                    } else {
+                        round((last.start_ns - c.start_ns) as f64 / 1e3, 3)
+                    },
                     dur_us: round(c.dur_ns as f64 / 1e3, 3),
                     call: *i,
                 })
                 .collect();
-            let waited: i64 = if single { 0 } else { same.iter().map(|(_, _, c)| last.start_ns - c.start_ns).sum() };
+            let waited: i64 = if single {
+                0
+            } else {
+                same.iter().map(|(_, _, c)| last.start_ns - c.start_ns).sum()
+            };
             matched.push(Matched {
                 group: name.to_string(),
                 seq,
@@ -257,7 +286,8 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
                 wait_us: round(waited as f64 / 1e3, 3),
                 duration_us: round(duration_us, 3),
                 algbw_gbps: algbw.map(|a| round(a, 3)),
-                busbw_gbps: algbw.and_then(|a| Some(round(a * bus_factor(&first.collective, group_n)?, 3))),
+                busbw_gbps: algbw
+                    .and_then(|a| Some(round(a * bus_factor(&first.collective, group_n)?, 3))),
                 ranks: at,
             });
         }
@@ -273,13 +303,22 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
     let per_rank = ranks
         .iter()
         .map(|r| {
-            let waits = matched.iter().flat_map(|m| m.ranks.iter().filter(|x| x.rank == r.rank)).map(|x| x.wait_us).sum::<f64>();
-            let last_at = || matched.iter().filter(|m| m.last_rank == Some(r.rank) && m.ranks.len() > 1);
+            let waits = matched
+                .iter()
+                .flat_map(|m| m.ranks.iter().filter(|x| x.rank == r.rank))
+                .map(|x| x.wait_us)
+                .sum::<f64>();
+            let last_at =
+                || matched.iter().filter(|m| m.last_rank == Some(r.rank) && m.ranks.len() > 1);
             RankWaits {
                 rank: r.rank,
                 wait_ms: round(waits / 1e3, 3),
                 last_arrivals: if single { 0 } else { last_at().count() },
-                wait_caused_ms: if single { 0.0 } else { round(last_at().map(|m| m.wait_us).sum::<f64>() / 1e3, 3) },
+                wait_caused_ms: if single {
+                    0.0
+                } else {
+                    round(last_at().map(|m| m.wait_us).sum::<f64>() / 1e3, 3)
+                },
                 comm_ms: round(r.calls.iter().map(|c| c.dur_ns).sum::<i64>() as f64 / 1e6, 3),
             }
         })
@@ -298,7 +337,11 @@ pub fn collectives(ranks: &[RankCalls<'_>], world_size: Option<u32>) -> Collecti
 /// The collectives of a rank set, matched across its ranks (what
 /// `collectives DIR` prints and the explorer's job view shows).
 pub fn of_ranks(set: &RankSet) -> Collectives {
-    let calls: Vec<RankCalls<'_>> = set.ranks.iter().map(|r| RankCalls { rank: r.rank, calls: &r.input.profile.collectives }).collect();
+    let calls: Vec<RankCalls<'_>> = set
+        .ranks
+        .iter()
+        .map(|r| RankCalls { rank: r.rank, calls: &r.input.profile.collectives })
+        .collect();
     collectives(&calls, set.world_size)
 }
 
@@ -313,7 +356,13 @@ mod tests {
     use super::*;
 
     fn call(group: &str, name: &str, start: i64, dur: i64) -> CollectiveCall {
-        CollectiveCall { group: group.into(), collective: name.into(), start_ns: start, dur_ns: dur, ..Default::default() }
+        CollectiveCall {
+            group: group.into(),
+            collective: name.into(),
+            start_ns: start,
+            dur_ns: dur,
+            ..Default::default()
+        }
     }
 
     #[test]
@@ -325,7 +374,10 @@ mod tests {
         let mut b = a.clone();
         b.start_ns = 5_000;
         b.dur_ns = 6_000;
-        let c = collectives(&[RankCalls { rank: 0, calls: &[a] }, RankCalls { rank: 1, calls: &[b] }], Some(2));
+        let c = collectives(
+            &[RankCalls { rank: 0, calls: &[a] }, RankCalls { rank: 1, calls: &[b] }],
+            Some(2),
+        );
         let m = &c.collectives[0];
         assert_eq!(m.skew_us, Some(4.0));
         assert_eq!(m.last_rank, Some(1));
@@ -356,8 +408,15 @@ mod tests {
     fn different_sequences_are_said() {
         let a = [call("g", "allreduce", 0, 10), call("g", "allreduce", 100, 10)];
         let b = [call("g", "alltoall", 0, 10)];
-        let c = collectives(&[RankCalls { rank: 0, calls: &a }, RankCalls { rank: 1, calls: &b }], None);
+        let c = collectives(
+            &[RankCalls { rank: 0, calls: &a }, RankCalls { rank: 1, calls: &b }],
+            None,
+        );
         assert!(c.notes.iter().any(|n| n.contains("different numbers")), "{:?}", c.notes);
-        assert!(c.notes.iter().any(|n| n.contains("is allreduce on rank 0 but alltoall on rank 1")), "{:?}", c.notes);
+        assert!(
+            c.notes.iter().any(|n| n.contains("is allreduce on rank 0 but alltoall on rank 1")),
+            "{:?}",
+            c.notes
+        );
     }
 }

@@ -120,18 +120,35 @@ pub struct Comparison {
 /// Changes below this share are reported as "same".
 const SAME_PCT: f64 = 1.0;
 
-pub const SINGLE_RUN: &str = "single run: measure both sides with --repeat N (N >= 2) for a significance call";
+pub const SINGLE_RUN: &str =
+    "single run: measure both sides with --repeat N (N >= 2) for a significance call";
 
 /// The 2·SE rule: significant when |Δmean| > 2·sqrt(sa²/na + sb²/nb).
-pub fn significance(a: f64, b: f64, sa: Option<f64>, sb: Option<f64>, na: u32, nb: u32) -> Significance {
-    let base = Significance { n: [na, nb], std: [sa, sb], significant: None, significance: SINGLE_RUN.to_string() };
+pub fn significance(
+    a: f64,
+    b: f64,
+    sa: Option<f64>,
+    sb: Option<f64>,
+    na: u32,
+    nb: u32,
+) -> Significance {
+    let base = Significance {
+        n: [na, nb],
+        std: [sa, sb],
+        significant: None,
+        significance: SINGLE_RUN.to_string(),
+    };
     let (Some(sa), Some(sb)) = (sa, sb) else { return base };
     if na < 2 || nb < 2 {
         return base;
     }
     let se = (sa * sa / f64::from(na) + sb * sb / f64::from(nb)).sqrt();
     let d = (b - a).abs();
-    Significance { significant: Some(d > 2.0 * se), significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)), ..base }
+    Significance {
+        significant: Some(d > 2.0 * se),
+        significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)),
+        ..base
+    }
 }
 
 fn fmt_sig(v: f64) -> String {
@@ -153,7 +170,14 @@ fn ms_per_image(p: &Profile) -> Option<f64> {
 }
 
 const SPECS: &[Spec] = &[
-    Spec { metric: "img_per_s", label: "img/s", unit: Unit::Count, better: Better::Higher, get: |p| p.figures.img_per_s, std_key: None },
+    Spec {
+        metric: "img_per_s",
+        label: "img/s",
+        unit: Unit::Count,
+        better: Better::Higher,
+        get: |p| p.figures.img_per_s,
+        std_key: None,
+    },
     Spec {
         metric: "ms_per_image",
         label: "ms/image",
@@ -287,11 +311,19 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 Some(k) => (a.metrics_std.get(k).copied(), b.metrics_std.get(k).copied()),
             };
             let significance = match (x, y) {
-                _ if refusal.is_some() => {
-                    Significance { n: [na, nb], std: [sa, sb], significant: None, significance: refusal.clone().unwrap_or_default() }
-                }
+                _ if refusal.is_some() => Significance {
+                    n: [na, nb],
+                    std: [sa, sb],
+                    significant: None,
+                    significance: refusal.clone().unwrap_or_default(),
+                },
                 (Some(x), Some(y)) => significance(x, y, sa, sb, na, nb),
-                _ => Significance { n: [na, nb], std: [sa, sb], significant: None, significance: "not measured on both sides".into() },
+                _ => Significance {
+                    n: [na, nb],
+                    std: [sa, sb],
+                    significant: None,
+                    significance: "not measured on both sides".into(),
+                },
             };
             let change_pct = match (x, y) {
                 (Some(x), Some(y)) if x != 0.0 => Some(round((y - x) / x * 100.0, 1)),
@@ -318,8 +350,13 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
         })
         .collect();
     let (ma, mb) = (a.mode(), b.mode());
-    let warning = (ma != mb)
-        .then(|| format!("comparing a {} profile with a {} profile: their steps measure different work", ma.as_str(), mb.as_str()));
+    let warning = (ma != mb).then(|| {
+        format!(
+            "comparing a {} profile with a {} profile: their steps measure different work",
+            ma.as_str(),
+            mb.as_str()
+        )
+    });
     let rows = |xs: Vec<(String, f64)>, ys: Vec<(String, f64)>| row_deltas(xs, ys);
     Comparison {
         before: before.to_string(),
@@ -347,7 +384,10 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
 
 /// Idle ms per step by cause.
 fn idle_rows(p: &Profile) -> Vec<(String, f64)> {
-    p.idle.iter().flat_map(|i| i.causes.iter().map(|c| (c.cause.as_str().to_string(), c.ms_per_step))).collect()
+    p.idle
+        .iter()
+        .flat_map(|i| i.causes.iter().map(|c| (c.cause.as_str().to_string(), c.ms_per_step)))
+        .collect()
 }
 
 /// A phase is compared on its wall time when known, else its GPU time.
@@ -378,10 +418,19 @@ fn row_deltas(before: Vec<(String, f64)>, after: Vec<(String, f64)>) -> Vec<RowD
                 _ if delta < 0.0 => RowStatus::Faster,
                 _ => RowStatus::Slower,
             };
-            RowDelta { name, before_ms: x, after_ms: y, delta_ms: round(delta, 4), change_pct, status }
+            RowDelta {
+                name,
+                before_ms: x,
+                after_ms: y,
+                delta_ms: round(delta, 4),
+                change_pct,
+                status,
+            }
         })
         .collect();
-    out.sort_by(|p, q| q.delta_ms.abs().total_cmp(&p.delta_ms.abs()).then_with(|| p.name.cmp(&q.name)));
+    out.sort_by(|p, q| {
+        q.delta_ms.abs().total_cmp(&p.delta_ms.abs()).then_with(|| p.name.cmp(&q.name))
+    });
     out
 }
 
@@ -425,11 +474,16 @@ mod tests {
             window_s: 2.0,
             other_cores: Some(other),
             contended: other > 0.25,
-            contended_why: (other > 0.25).then(|| format!("other processes used {other} of a core")),
+            contended_why: (other > 0.25)
+                .then(|| format!("other processes used {other} of a core")),
             ..Default::default()
         };
         let mut p = Profile {
-            figures: Figures { img_per_s: Some(img_per_s), step_ms: 1000.0 / img_per_s, ..Default::default() },
+            figures: Figures {
+                img_per_s: Some(img_per_s),
+                step_ms: 1000.0 / img_per_s,
+                ..Default::default()
+            },
             img_per_s_std: Some(0.1),
             img_per_s_n: Some(3),
             ..Default::default()
@@ -442,19 +496,23 @@ mod tests {
     fn a_contended_side_gets_no_significance_call() {
         let quiet = |v| repeat(v, 0.05);
         let c = compare(&quiet(10.0), &quiet(12.0), "a", "b");
-        assert_eq!(c.metrics[0].significance.significant, Some(true), "two quiet sides keep the 2·SE call");
+        assert_eq!(
+            c.metrics[0].significance.significant,
+            Some(true),
+            "two quiet sides keep the 2·SE call"
+        );
         let c = compare(&quiet(10.0), &repeat(12.0, 0.9), "a", "b");
         let s = &c.metrics[0].significance;
         assert_eq!(s.significant, None);
-        assert_eq!(s.significance, "no significance call: the after side ran contended (other processes used 0.9 of a core)");
+        assert_eq!(
+            s.significance,
+            "no significance call: the after side ran contended (other processes used 0.9 of a core)"
+        );
         assert!(c.metrics.iter().all(|m| m.significance.significant.is_none()));
         let c = compare(&repeat(10.0, 1.5), &repeat(12.0, 0.9), "a", "b");
-        assert!(
-            c.metrics[0]
-                .significance
-                .significance
-                .contains("the before side ran contended (other processes used 1.5 of a core); the after side")
-        );
+        assert!(c.metrics[0].significance.significance.contains(
+            "the before side ran contended (other processes used 1.5 of a core); the after side"
+        ));
         // Profiles without host.conditions (older ones, LibreYOLO 1.6's) are not judged.
         let old = Profile {
             figures: Figures { img_per_s: Some(12.0), step_ms: 83.0, ..Default::default() },
@@ -462,7 +520,10 @@ mod tests {
             img_per_s_n: Some(3),
             ..Default::default()
         };
-        assert_eq!(compare(&quiet(10.0), &old, "a", "b").metrics[0].significance.significant, Some(true));
+        assert_eq!(
+            compare(&quiet(10.0), &old, "a", "b").metrics[0].significance.significant,
+            Some(true)
+        );
     }
 
     #[test]

@@ -62,7 +62,11 @@ pub struct Gate {
 
 /// Parses `METRIC:CHANGE`.
 pub fn parse(spec: &str) -> Result<GateSpec> {
-    let bad = |why: &str| Error::usage(format!("--fail-on {spec:?}: {why} (METRIC:CHANGE, e.g. step_ms:+5%, gpu_util:-3pts, idle_ms:+2)"));
+    let bad = |why: &str| {
+        Error::usage(format!(
+            "--fail-on {spec:?}: {why} (METRIC:CHANGE, e.g. step_ms:+5%, gpu_util:-3pts, idle_ms:+2)"
+        ))
+    };
     let (metric, change) = spec.split_once(':').ok_or_else(|| bad("no ':'"))?;
     let change = change.trim();
     if !change.starts_with(['+', '-']) {
@@ -92,10 +96,17 @@ fn std_of(p: &Profile, metric: &str) -> Option<f64> {
 
 /// Each gate over `before` → `after`; an unknown metric, or one missing on
 /// a side, is a usage error naming `profile get`'s list.
-pub fn evaluate(before: &Profile, after: &Profile, specs: &[GateSpec], contended: Option<&str>) -> Result<Vec<Gate>> {
+pub fn evaluate(
+    before: &Profile,
+    after: &Profile,
+    specs: &[GateSpec],
+    contended: Option<&str>,
+) -> Result<Vec<Gate>> {
     // Each side's metrics as `profile get` names them, made once.
     let (mb, ma) = (metrics::of(before), metrics::of(after));
-    let value = |m: &serde_json::Map<String, serde_json::Value>, metric: &str| m.get(metric).and_then(serde_json::Value::as_f64);
+    let value = |m: &serde_json::Map<String, serde_json::Value>, metric: &str| {
+        m.get(metric).and_then(serde_json::Value::as_f64)
+    };
     specs
         .iter()
         .map(|g| {

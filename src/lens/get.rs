@@ -23,9 +23,10 @@ pub fn get(p: &Profile, field: Option<&str>, input: &str) -> Result<Got> {
             names.sort();
             Ok(Got::Names(names))
         }
-        Some(f) => m
-            .get(f)
-            .map(|v| Got::Value(f.to_string(), v.clone()))
-            .ok_or_else(|| Error::usage(format!("unknown metric '{f}'. run 'libreyolo profile get {input}' to list metrics."))),
+        Some(f) => m.get(f).map(|v| Got::Value(f.to_string(), v.clone())).ok_or_else(|| {
+            Error::usage(format!(
+                "unknown metric '{f}'. run 'libreyolo profile get {input}' to list metrics."
+            ))
+        }),
     }
 }

@@ -186,7 +186,10 @@ fn extras(this: &[(String, f64)], all: &[Vec<(String, f64)>]) -> Vec<Extra> {
     let mut out: Vec<Extra> = this
         .iter()
         .map(|(name, ms)| {
-            let others: Vec<f64> = all.iter().map(|r| r.iter().filter(|(n, _)| n == name).map(|(_, v)| v).sum()).collect();
+            let others: Vec<f64> = all
+                .iter()
+                .map(|r| r.iter().filter(|(n, _)| n == name).map(|(_, v)| v).sum())
+                .collect();
             Extra { name: name.clone(), extra_ms: round(ms - median(&others), 3) }
         })
         .filter(|e| e.extra_ms >= MIN_MS)
@@ -220,15 +223,23 @@ struct Caused {
 }
 
 fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
-    let calls = |rank: u32| set.ranks.iter().find(|r| r.rank == rank).map(|r| r.input.profile.collectives.as_slice());
+    let calls = |rank: u32| {
+        set.ranks.iter().find(|r| r.rank == rank).map(|r| r.input.profile.collectives.as_slice())
+    };
     let mut out: BTreeMap<u32, Caused> = BTreeMap::new();
     for m in c.collectives.iter().filter(|m| m.ranks.len() > 1 && m.wait_us > 0.0) {
         let Some(last) = m.last_rank else { continue };
-        let Some(mine) = m.ranks.iter().find(|r| r.rank == last).and_then(|r| calls(last)?.get(r.call)) else { continue };
+        let Some(mine) =
+            m.ranks.iter().find(|r| r.rank == last).and_then(|r| calls(last)?.get(r.call))
+        else {
+            continue;
+        };
         let e = out.entry(last).or_default();
         e.total_us += m.wait_us;
-        let arrivals: Vec<f64> = m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
-        let late = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us) - median(&arrivals);
+        let arrivals: Vec<f64> =
+            m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
+        let late = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us)
+            - median(&arrivals);
         let worst = e.late_us.entry(mine.step).or_insert(0.0);
         *worst = worst.max(late);
         *e.by_step.entry(mine.step).or_insert(0.0) += m.wait_us;
@@ -239,7 +250,12 @@ fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
             }
             None => e.by_kind.push((m.group.clone(), m.collective.clone(), 1, m.wait_us)),
         }
-        let others: Vec<&CollectiveCall> = m.ranks.iter().filter(|r| r.rank != last).filter_map(|r| calls(r.rank)?.get(r.call)).collect();
+        let others: Vec<&CollectiveCall> = m
+            .ranks
+            .iter()
+            .filter(|r| r.rank != last)
+            .filter_map(|r| calls(r.rank)?.get(r.call))
+            .collect();
         for l in &mine.lead_in {
             let theirs: Vec<f64> = others.iter().map(|o| lead_us(o, l.kind, &l.name)).collect();
             *e.excess_us.entry((l.kind, l.name.clone())).or_insert(0.0) += l.us - median(&theirs);
@@ -254,15 +270,19 @@ pub fn job(set: &RankSet) -> Job {
 
 /// [`job`], given the set's collectives (`collectives::of_ranks`).
 pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
-    let profiles: Vec<(u32, &Profile)> = set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
+    let profiles: Vec<(u32, &Profile)> =
+        set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
     let by_waits = matched.waits_meaningful.then_some(matched);
     let ranks: Vec<RankRow> = profiles.iter().map(|(k, p)| row(*k, p, by_waits)).collect();
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
-    let (busy, steps): (f64, f64) =
-        profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms));
+    let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| {
+        (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms)
+    });
     let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
-    let phases: Vec<Vec<(String, f64)>> =
-        profiles.iter().map(|(_, p)| p.phases.iter().map(|ph| (ph.phase.clone(), ph.gpu_ms_per_step)).collect()).collect();
+    let phases: Vec<Vec<(String, f64)>> = profiles
+        .iter()
+        .map(|(_, p)| p.phases.iter().map(|ph| (ph.phase.clone(), ph.gpu_ms_per_step)).collect())
+        .collect();
     let phase_of = |i: usize| extras(&phases[i], &phases).into_iter().next();
     let compute_excess = |r: &RankRow| round((r.compute_ms - median_compute).max(0.0), 3);
     let mut notes = set.notes.clone();
@@ -275,7 +295,8 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             let Some(w) = caused.get(rank) else { continue };
             let n = steps_of(p);
             let per_step = w.total_us / 1e3 / n;
-            let in_steps: Vec<f64> = w.by_step.iter().filter(|(s, _)| s.is_some()).map(|(_, us)| us / 1e3).collect();
+            let in_steps: Vec<f64> =
+                w.by_step.iter().filter(|(s, _)| s.is_some()).map(|(_, us)| us / 1e3).collect();
             // Consistent: most of its steps, not one outlier (a window
             // without step markers is one step).
             let typical = if in_steps.is_empty() { per_step } else { median(&pad(&in_steps, n)) };
@@ -294,24 +315,35 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                 })
                 .collect();
             late_at.sort_by(|a, b| {
-                b.wait_caused_ms_per_step.total_cmp(&a.wait_caused_ms_per_step).then_with(|| a.collective.cmp(&b.collective))
+                b.wait_caused_ms_per_step
+                    .total_cmp(&a.wait_caused_ms_per_step)
+                    .then_with(|| a.collective.cmp(&b.collective))
             });
             late_at.truncate(TOP_LATE_AT);
             let late = w.late_us.values().sum::<f64>() / 1e3 / w.late_us.len().max(1) as f64;
             let mut why: Vec<Why> = w
                 .excess_us
                 .iter()
-                .map(|((kind, name), us)| Why { name: name.clone(), kind: *kind, excess_ms_per_step: round(us / 1e3 / n, 3) })
+                .map(|((kind, name), us)| Why {
+                    name: name.clone(),
+                    kind: *kind,
+                    excess_ms_per_step: round(us / 1e3 / n, 3),
+                })
                 .filter(|y| y.excess_ms_per_step >= (WHY_SHARE * late).max(MIN_MS))
                 .collect();
-            why.sort_by(|a, b| b.excess_ms_per_step.total_cmp(&a.excess_ms_per_step).then_with(|| a.name.cmp(&b.name)));
+            why.sort_by(|a, b| {
+                b.excess_ms_per_step
+                    .total_cmp(&a.excess_ms_per_step)
+                    .then_with(|| a.name.cmp(&b.name))
+            });
             why.truncate(TOP_WHY);
             let rest = late - why.iter().map(|w| w.excess_ms_per_step).sum::<f64>();
             stragglers.push(Straggler {
                 rank: *rank,
                 wait_caused_ms_per_step: Some(round(per_step, 3)),
                 late_ms: Some(round(late, 3)),
-                late_steps: (!in_steps.is_empty()).then_some([late_steps, in_steps.len().max(n as usize) as u64]),
+                late_steps: (!in_steps.is_empty())
+                    .then_some([late_steps, in_steps.len().max(n as usize) as u64]),
                 late_at,
                 why,
                 unexplained_ms: (rest >= 0.1 * late && rest >= MIN_MS).then(|| round(rest, 3)),
@@ -320,7 +352,10 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             });
         }
         stragglers.sort_by(|a, b| {
-            b.wait_caused_ms_per_step.unwrap_or(0.0).total_cmp(&a.wait_caused_ms_per_step.unwrap_or(0.0)).then(a.rank.cmp(&b.rank))
+            b.wait_caused_ms_per_step
+                .unwrap_or(0.0)
+                .total_cmp(&a.wait_caused_ms_per_step.unwrap_or(0.0))
+                .then(a.rank.cmp(&b.rank))
         });
         let critical = stragglers.first().map(|s| s.rank);
         (StragglerRule::Waits, threshold, stragglers, critical)
@@ -332,7 +367,11 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
         let kernels: Vec<Vec<(String, f64)>> = profiles
             .iter()
             .map(|(_, p)| {
-                p.kernels.iter().filter(|k| k.category != Category::Communication).map(|k| (k.kernel.clone(), k.ms_per_step)).collect()
+                p.kernels
+                    .iter()
+                    .filter(|k| k.category != Category::Communication)
+                    .map(|k| (k.kernel.clone(), k.ms_per_step))
+                    .collect()
             })
             .collect();
         let mut stragglers: Vec<Straggler> = ranks
@@ -348,16 +387,25 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                 why: extras(&kernels[i], &kernels)
                     .into_iter()
                     .take(TOP_WHY)
-                    .map(|e| Why { name: e.name, kind: LeadKind::Kernel, excess_ms_per_step: e.extra_ms })
+                    .map(|e| Why {
+                        name: e.name,
+                        kind: LeadKind::Kernel,
+                        excess_ms_per_step: e.extra_ms,
+                    })
                     .collect(),
                 unexplained_ms: None,
                 compute_excess_ms: compute_excess(r),
                 phase: phase_of(i),
             })
             .collect();
-        stragglers.sort_by(|a, b| b.compute_excess_ms.total_cmp(&a.compute_excess_ms).then(a.rank.cmp(&b.rank)));
+        stragglers.sort_by(|a, b| {
+            b.compute_excess_ms.total_cmp(&a.compute_excess_ms).then(a.rank.cmp(&b.rank))
+        });
         // The rank computing longest, else the one with the longest step.
-        let longest = ranks.iter().max_by(|a, b| a.step_ms.total_cmp(&b.step_ms).then(b.rank.cmp(&a.rank))).map(|r| r.rank);
+        let longest = ranks
+            .iter()
+            .max_by(|a, b| a.step_ms.total_cmp(&b.step_ms).then(b.rank.cmp(&a.rank)))
+            .map(|r| r.rank);
         let critical = stragglers.first().map(|s| s.rank).or(longest);
         (StragglerRule::Compute, threshold, stragglers, critical)
     };
@@ -421,8 +469,9 @@ pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobCompariso
     }
     let step = |j: &Job, k: u32| at(j, k).map(|r| r.step_ms);
     let caused = |j: &Job, k: u32| at(j, k).and_then(|r| r.wait_caused_ms);
-    let warning = (a.ranks.len() != b.ranks.len())
-        .then(|| format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len()));
+    let warning = (a.ranks.len() != b.ranks.len()).then(|| {
+        format!("{} ranks before, {} after: the jobs differ in size", a.ranks.len(), b.ranks.len())
+    });
     JobComparison {
         before: before.to_string(),
         after: after.to_string(),
@@ -430,7 +479,10 @@ pub fn compare_jobs(a: &Job, b: &Job, before: &str, after: &str) -> JobCompariso
         step_change_pct: change(a.step_ms, b.step_ms),
         critical_rank: [a.critical_rank, b.critical_rank],
         gpu_util: [a.gpu_util, b.gpu_util],
-        stragglers: [a.stragglers.iter().map(|s| s.rank).collect(), b.stragglers.iter().map(|s| s.rank).collect()],
+        stragglers: [
+            a.stragglers.iter().map(|s| s.rank).collect(),
+            b.stragglers.iter().map(|s| s.rank).collect(),
+        ],
         ranks: ranks
             .into_iter()
             .map(|k| {

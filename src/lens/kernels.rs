@@ -51,12 +51,17 @@ pub fn sort_rows<T>(
     let by_name = |a: &&T, b: &&T| name(a).cmp(name(b));
     match sort {
         Sort::Time => rows.sort_by(|a, b| time(b).total_cmp(&time(a)).then_with(|| by_name(a, b))),
-        Sort::Count => rows.sort_by(|a, b| count(b).total_cmp(&count(a)).then_with(|| by_name(a, b))),
+        Sort::Count => {
+            rows.sort_by(|a, b| count(b).total_cmp(&count(a)).then_with(|| by_name(a, b)))
+        }
         Sort::Name => rows.sort_by(by_name),
         Sort::Efficiency => rows.sort_by(|a, b| {
             let key = |r: &&T| (lost(r).is_some(), lost(r).unwrap_or(0.0), time(r));
             let (ka, kb) = (key(a), key(b));
-            kb.0.cmp(&ka.0).then(kb.1.total_cmp(&ka.1)).then(kb.2.total_cmp(&ka.2)).then_with(|| by_name(a, b))
+            kb.0.cmp(&ka.0)
+                .then(kb.1.total_cmp(&ka.1))
+                .then(kb.2.total_cmp(&ka.2))
+                .then_with(|| by_name(a, b))
         }),
     }
 }
@@ -108,7 +113,12 @@ pub fn compile_grep(pattern: &str) -> Result<Regex> {
 /// category the analysis gives, and any other this profile holds.
 pub fn check_category(p: &Profile, wanted: &str) -> Result<()> {
     let mut known: Vec<&str> = Category::ALL.iter().map(Category::as_str).collect();
-    for c in p.categories.iter().map(|c| c.name.as_str()).chain(p.kernels.iter().map(|k| k.category.as_str())) {
+    for c in p
+        .categories
+        .iter()
+        .map(|c| c.name.as_str())
+        .chain(p.kernels.iter().map(|k| k.category.as_str()))
+    {
         if !known.contains(&c) {
             known.push(c);
         }
@@ -134,26 +144,46 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     // explorer asks this of 50k-row profiles on every keypress).
     let mut rows: Vec<&KernelRow> = scope
         .iter()
-        .filter(|k| cat.as_ref().is_none_or(|c| k.category.as_str().to_lowercase().contains(c.as_str())))
+        .filter(|k| {
+            cat.as_ref().is_none_or(|c| k.category.as_str().to_lowercase().contains(c.as_str()))
+        })
         .filter(|k| !q.tensorcore || k.tensorcore)
         .filter(|k| re.as_ref().is_none_or(|re| re.is_match(&k.raw_name) || re.is_match(&k.kernel)))
         .collect();
     match q.sort {
         // By label, then by full name (labels of template instances repeat).
-        Sort::Name => rows.sort_by(|a, b| a.kernel.cmp(&b.kernel).then_with(|| a.raw_name.cmp(&b.raw_name))),
-        sort => sort_rows(&mut rows, sort, |k| k.ms_per_step, |k| k.count_per_step, |k| k.achieved.lost_ms_per_step, |k| &k.raw_name),
+        Sort::Name => {
+            rows.sort_by(|a, b| a.kernel.cmp(&b.kernel).then_with(|| a.raw_name.cmp(&b.raw_name)))
+        }
+        sort => sort_rows(
+            &mut rows,
+            sort,
+            |k| k.ms_per_step,
+            |k| k.count_per_step,
+            |k| k.achieved.lost_ms_per_step,
+            |k| &k.raw_name,
+        ),
     }
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
     let kernels = rows[..shown].iter().map(|k| (*k).clone()).collect();
-    Ok(Kernels { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), kernels, efficiency_notes: efficiency_notes(p) })
+    Ok(Kernels {
+        trace: p.trace.clone(),
+        query: q.clone(),
+        matched,
+        total: scope.len(),
+        kernels,
+        efficiency_notes: efficiency_notes(p),
+    })
 }
 
 /// A kernel's share in each phase, for the explorer's detail view.
 pub fn phase_split(p: &Profile, raw_name: &str) -> Vec<(String, KernelRow)> {
     p.kernels_by_phase
         .iter()
-        .filter_map(|(phase, rows)| rows.iter().find(|r| r.raw_name == raw_name).map(|r| (phase.clone(), r.clone())))
+        .filter_map(|(phase, rows)| {
+            rows.iter().find(|r| r.raw_name == raw_name).map(|r| (phase.clone(), r.clone()))
+        })
         .collect()
 }
 
@@ -195,7 +225,13 @@ fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f
             let i = *at.entry(&k.raw_name).or_insert_with(|| {
                 // Rates are per trace: a mean over ranks is not kept.
                 let achieved = Default::default();
-                rows.push(KernelRow { ms_per_step: 0.0, pct_of_gpu: 0.0, count_per_step: 0.0, achieved, ..k.clone() });
+                rows.push(KernelRow {
+                    ms_per_step: 0.0,
+                    pct_of_gpu: 0.0,
+                    count_per_step: 0.0,
+                    achieved,
+                    ..k.clone()
+                });
                 per.push(Vec::new());
                 rows.len() - 1
             });
@@ -206,7 +242,8 @@ fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f
     }
     let total: f64 = rows.iter().map(|r| r.ms_per_step).sum();
     for r in &mut rows {
-        r.pct_of_gpu = crate::util::round(if total > 0.0 { r.ms_per_step / total * 100.0 } else { 0.0 }, 2);
+        r.pct_of_gpu =
+            crate::util::round(if total > 0.0 { r.ms_per_step / total * 100.0 } else { 0.0 }, 2);
         r.ms_per_step = crate::util::round(r.ms_per_step, 4);
         r.count_per_step = crate::util::round(r.count_per_step, 2);
     }
@@ -217,7 +254,8 @@ pub fn job_kernels(profiles: &[(u32, &Profile)], q: &KernelQuery) -> Result<JobK
     // One profile holding the merged rows, so the filters and their errors
     // are those of the single-trace command.
     let mut merged = Profile::default();
-    let (rows, per) = merge_rows(&profiles.iter().map(|(r, p)| (*r, p.kernels.as_slice())).collect::<Vec<_>>());
+    let (rows, per) =
+        merge_rows(&profiles.iter().map(|(r, p)| (*r, p.kernels.as_slice())).collect::<Vec<_>>());
     merged.kernels = rows;
     let mut spread: std::collections::HashMap<String, Vec<(u32, f64)>> =
         merged.kernels.iter().map(|k| k.raw_name.clone()).zip(per).collect();
@@ -229,8 +267,10 @@ pub fn job_kernels(profiles: &[(u32, &Profile)], q: &KernelQuery) -> Result<JobK
                 }
             }
         }
-        let lists: Vec<(u32, &[KernelRow])> =
-            profiles.iter().map(|(r, p)| (*r, p.kernels_by_phase.get(phase).map_or(&[][..], Vec::as_slice))).collect();
+        let lists: Vec<(u32, &[KernelRow])> = profiles
+            .iter()
+            .map(|(r, p)| (*r, p.kernels_by_phase.get(phase).map_or(&[][..], Vec::as_slice)))
+            .collect();
         let (rows, per) = merge_rows(&lists);
         spread = rows.iter().map(|k| k.raw_name.clone()).zip(per).collect();
         merged.kernels_by_phase.insert(phase.clone(), rows);
@@ -252,9 +292,22 @@ pub fn job_kernels(profiles: &[(u32, &Profile)], q: &KernelQuery) -> Result<JobK
         .map(|mean| {
             let s = spread.get(&mean.raw_name).cloned().unwrap_or_default();
             // Ranks without the kernel spend 0 in it.
-            let min = if s.len() < profiles.len() { 0.0 } else { s.iter().map(|x| x.1).fold(f64::INFINITY, f64::min) };
-            let (max_rank, max) = s.iter().copied().fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
-            JobKernelRow { mean, min_ms_per_step: min, max_ms_per_step: max.max(0.0), max_rank, on_ranks: s.len() }
+            let min = if s.len() < profiles.len() {
+                0.0
+            } else {
+                s.iter().map(|x| x.1).fold(f64::INFINITY, f64::min)
+            };
+            let (max_rank, max) = s
+                .iter()
+                .copied()
+                .fold((0, f64::NEG_INFINITY), |a, b| if b.1 > a.1 { b } else { a });
+            JobKernelRow {
+                mean,
+                min_ms_per_step: min,
+                max_ms_per_step: max.max(0.0),
+                max_rank,
+                on_ranks: s.len(),
+            }
         })
         .collect();
     Ok(JobKernels {

@@ -9,8 +9,7 @@ use serde::Serialize;
 use crate::profile::{DeviceMemory, Profile};
 
 /// Said instead of a table when the profile holds no memory timeline.
-pub const NO_MEMORY: &str =
-    "no memory events in this trace: record with profile_memory=True (torch.profiler) to see allocated and reserved memory";
+pub const NO_MEMORY: &str = "no memory events in this trace: record with profile_memory=True (torch.profiler) to see allocated and reserved memory";
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Memory {

@@ -38,10 +38,25 @@ pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
         None => &p.ops,
     };
     let re = q.grep.as_deref().map(compile_grep).transpose()?;
-    let mut rows: Vec<&OpRow> = scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).collect();
-    sort_rows(&mut rows, q.sort, |o| o.ms_per_step, |o| o.count_per_step, |o| o.achieved.lost_ms_per_step, |o| &o.op);
+    let mut rows: Vec<&OpRow> =
+        scope.iter().filter(|o| re.as_ref().is_none_or(|re| re.is_match(&o.op))).collect();
+    sort_rows(
+        &mut rows,
+        q.sort,
+        |o| o.ms_per_step,
+        |o| o.count_per_step,
+        |o| o.achieved.lost_ms_per_step,
+        |o| &o.op,
+    );
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
     let ops = rows[..shown].iter().map(|o| (*o).clone()).collect();
-    Ok(Ops { trace: p.trace.clone(), query: q.clone(), matched, total: scope.len(), ops, efficiency_notes: efficiency_notes(p) })
+    Ok(Ops {
+        trace: p.trace.clone(),
+        query: q.clone(),
+        matched,
+        total: scope.len(),
+        ops,
+        efficiency_notes: efficiency_notes(p),
+    })
 }

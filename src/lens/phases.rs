@@ -15,7 +15,11 @@ pub struct Phases {
 }
 
 pub fn phases(p: &Profile) -> Phases {
-    Phases { trace: p.trace.clone(), phases: p.phases.clone(), inferred: p.extras.phases_inferred.clone() }
+    Phases {
+        trace: p.trace.clone(),
+        phases: p.phases.clone(),
+        inferred: p.extras.phases_inferred.clone(),
+    }
 }
 
 impl Phases {

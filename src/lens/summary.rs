@@ -3,8 +3,8 @@
 use serde::Serialize;
 
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow, Mode, PhaseGpuRow, Profile, RunConfig,
-    StepTime, StreamRow, Verdict,
+    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow,
+    Mode, PhaseGpuRow, Profile, RunConfig, StepTime, StreamRow, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -94,10 +94,22 @@ pub fn step_spread(steps: &[StepTime]) -> Option<StepSpread> {
     }
     let each: Vec<f64> = steps.iter().map(|s| s.ms).collect();
     let median = crate::util::median(&each);
-    let outliers =
-        steps.iter().filter(|s| median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)).map(|s| s.step).collect();
-    let (min_ms, max_ms) = each.iter().fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
-    Some(StepSpread { min_ms, median_ms: crate::util::round(median, 3), max_ms, each_ms: each, outliers })
+    let outliers = steps
+        .iter()
+        .filter(|s| {
+            median > 0.0 && (s.ms > median * OUTLIER_RATIO || s.ms * OUTLIER_RATIO < median)
+        })
+        .map(|s| s.step)
+        .collect();
+    let (min_ms, max_ms) =
+        each.iter().fold((f64::INFINITY, 0f64), |(lo, hi), v| (lo.min(*v), hi.max(*v)));
+    Some(StepSpread {
+        min_ms,
+        median_ms: crate::util::round(median, 3),
+        max_ms,
+        each_ms: each,
+        outliers,
+    })
 }
 
 /// One line saying the machine distorted the capture, if it did.
@@ -129,7 +141,12 @@ pub fn summary(p: &Profile) -> Summary {
         devices: p.devices.clone(),
         streams: p.streams.clone(),
         attribution: p.attribution.clone(),
-        warnings: p.warnings.iter().cloned().chain(crate::conditions::Conditions::neighbours_in(p.host.as_ref())).collect(),
+        warnings: p
+            .warnings
+            .iter()
+            .cloned()
+            .chain(crate::conditions::Conditions::neighbours_in(p.host.as_ref()))
+            .collect(),
     }
 }
 

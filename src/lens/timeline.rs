@@ -181,7 +181,11 @@ impl Timeline {
     }
     /// Bytes the intervals and names hold.
     pub fn heap_bytes(&self) -> usize {
-        let spans: usize = self.lanes.iter().map(|l| l.spans.capacity() * size_of::<Span>() + l.label.capacity()).sum();
+        let spans: usize = self
+            .lanes
+            .iter()
+            .map(|l| l.spans.capacity() * size_of::<Span>() + l.label.capacity())
+            .sum();
         spans + self.names.iter().map(|n| n.capacity() + size_of::<String>()).sum::<usize>()
     }
 }
@@ -209,7 +213,10 @@ pub fn trace_of(input: &Input) -> Result<PathBuf> {
     candidates.push(folder.join("profile_trace.json.gz"));
     candidates.extend(named.clone());
     candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| match named {
-        Some(n) => Error::failed(format!("no timeline: the trace this profile was built from ({}) is not beside it", n.display())),
+        Some(n) => Error::failed(format!(
+            "no timeline: the trace this profile was built from ({}) is not beside it",
+            n.display()
+        )),
         None => Error::failed("no timeline: this profile was written without a trace (--no-trace)"),
     })
 }
@@ -263,7 +270,12 @@ impl EventSink for Indexer {
             }
             let Ok(number) = n.trim().parse::<u64>() else { return };
             let thread = Some((id_text(ev.pid.as_ref()), id_text(ev.tid.as_ref())));
-            let w = self.steps.entry(number).or_insert(StepWindow { number: Some(number), start, end, thread });
+            let w = self.steps.entry(number).or_insert(StepWindow {
+                number: Some(number),
+                start,
+                end,
+                thread,
+            });
             w.start = w.start.min(start);
             w.end = w.end.max(end);
         }
@@ -289,7 +301,9 @@ fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
         trace::read_source(&Source::path(path)?, &mut ix, false)?
     };
     match doc {
-        trace::Document::Profile => return Err(Error::failed(format!("{} is a profile, not a trace", path.display()))),
+        trace::Document::Profile => {
+            return Err(Error::failed(format!("{} is a profile, not a trace", path.display())));
+        }
         trace::Document::Trace(_) => {}
     }
     let mut steps: Vec<StepWindow> = ix.steps.into_values().collect();
@@ -300,8 +314,17 @@ fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
     }
     // An offset past the last element's start: the end of the last block.
     let end_offset = ix.last_offset + 1;
-    let gz = gz.then(|| Arc::new(std::mem::take(&mut *points.lock().unwrap_or_else(|e| e.into_inner()))));
-    Ok(StepIndex { trace: path.to_path_buf(), steps, blocks: ix.blocks, end_offset, gz, last_ts: last, events: ix.n })
+    let gz = gz
+        .then(|| Arc::new(std::mem::take(&mut *points.lock().unwrap_or_else(|e| e.into_inner()))));
+    Ok(StepIndex {
+        trace: path.to_path_buf(),
+        steps,
+        blocks: ix.blocks,
+        end_offset,
+        gz,
+        last_ts: last,
+        events: ix.n,
+    })
 }
 
 /// The byte spans of the blocks meeting `[from, to]` (absolute ns), minus
@@ -417,7 +440,8 @@ impl EventSink for StepReader<'_> {
             "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => {
                 // Only calls that put work on the GPU (docs/analysis.md §3):
                 // a sync has a correlation id too, and no work to wait for.
-                let launch = ["Launch", "Memcpy", "Memset", "Graph"].iter().any(|k| name.contains(k));
+                let launch =
+                    ["Launch", "Memcpy", "Memset", "Graph"].iter().any(|k| name.contains(k));
                 if let Some(c) = ev.correlation().filter(|_| launch) {
                     if self.in_step(start) {
                         let thread = self.thread(ev);
@@ -435,11 +459,25 @@ impl EventSink for StepReader<'_> {
                     return;
                 }
                 let args = ev.args.as_ref();
-                let device = args.and_then(|a| a.device.id()).or_else(|| ev.pid.as_ref().and_then(Id::as_int)).unwrap_or(0);
-                let stream = args.and_then(|a| a.stream.id()).or_else(|| ev.tid.as_ref().and_then(Id::as_int)).unwrap_or(0);
+                let device = args
+                    .and_then(|a| a.device.id())
+                    .or_else(|| ev.pid.as_ref().and_then(Id::as_int))
+                    .unwrap_or(0);
+                let stream = args
+                    .and_then(|a| a.stream.id())
+                    .or_else(|| ev.tid.as_ref().and_then(Id::as_int))
+                    .unwrap_or(0);
                 let id = self.name(name);
                 let kernel = matches!(cat, "kernel" | "Kernel");
-                self.gpu.push(Gpu { start, end, name: id, device, stream, kernel, correlation: ev.correlation() });
+                self.gpu.push(Gpu {
+                    start,
+                    end,
+                    name: id,
+                    device,
+                    stream,
+                    kernel,
+                    correlation: ev.correlation(),
+                });
             }
             _ => {}
         }
@@ -475,9 +513,11 @@ pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
     loop {
         let spans = spans_for(ix, step.start, to, &mut done);
         trace::read_spans(&src, &spans, ix.gz.as_deref(), &mut r)?;
-        let seen: std::collections::HashSet<i64> = r.gpu.iter().filter_map(|g| g.correlation).collect();
+        let seen: std::collections::HashSet<i64> =
+            r.gpu.iter().filter_map(|g| g.correlation).collect();
         let mine = r.launches.iter().filter(|(_, l)| l.thread != u32::MAX);
-        let (now, all) = mine.fold((0, 0), |(n, a), (c, _)| (n + usize::from(seen.contains(c)), a + 1));
+        let (now, all) =
+            mine.fold((0, 0), |(n, a), (c, _)| (n + usize::from(seen.contains(c)), a + 1));
         if now == all || to >= ix.last_ts || (to > step.end && now == found) {
             break;
         }
@@ -538,14 +578,24 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
         lanes.push(Lane { kind: LaneKind::Phases, label: "phases".into(), spans: spans.collect() });
     }
     // The loop thread: the step's own, else the thread with the most ops.
-    let loop_thread =
-        step.thread.as_ref().and_then(|t| r.threads.get(t).copied()).or_else(|| r.ops.iter().max_by_key(|(_, v)| v.len()).map(|(t, _)| *t));
+    let loop_thread = step
+        .thread
+        .as_ref()
+        .and_then(|t| r.threads.get(t).copied())
+        .or_else(|| r.ops.iter().max_by_key(|(_, v)| v.len()).map(|(t, _)| *t));
     if let Some(ops) = loop_thread.and_then(|t| r.ops.get(&t)) {
         let mut top = Vec::new();
         let mut open_until = i64::MIN;
         for &(s, e, n) in ops {
             if s >= open_until {
-                top.push(Span { start: rel(s), end: rel(e), name: n, category: u8::MAX, launch: None, correlation: None });
+                top.push(Span {
+                    start: rel(s),
+                    end: rel(e),
+                    name: n,
+                    category: u8::MAX,
+                    launch: None,
+                    correlation: None,
+                });
                 open_until = e;
             }
         }
@@ -583,10 +633,15 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
             busy_iv.push((rel(g.start), rel(g.end)));
         }
     }
-    let several_devices = streams.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len() > 1;
+    let several_devices =
+        streams.keys().map(|k| k.0).collect::<std::collections::BTreeSet<_>>().len() > 1;
     for ((device, stream), mut spans) in streams {
         spans.sort_by_key(|s| (s.start, s.end));
-        let label = if several_devices { format!("GPU{device} s{stream}") } else { format!("stream {stream}") };
+        let label = if several_devices {
+            format!("GPU{device} s{stream}")
+        } else {
+            format!("stream {stream}")
+        };
         lanes.push(Lane { kind: LaneKind::Stream { device, stream }, label, spans });
     }
     let busy_name = {
@@ -596,26 +651,45 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
     };
     let merged = busy::merge(&mut busy_iv);
     if !merged.is_empty() {
-        let spans =
-            merged.iter().map(|&(s, e)| Span { start: s, end: e, name: busy_name, category: u8::MAX, launch: None, correlation: None });
+        let spans = merged.iter().map(|&(s, e)| Span {
+            start: s,
+            end: e,
+            name: busy_name,
+            category: u8::MAX,
+            launch: None,
+            correlation: None,
+        });
         lanes.push(Lane { kind: LaneKind::Busy, label: "GPU busy".into(), spans: spans.collect() });
     }
     let len = step.end - step.start;
-    let extent = lanes.iter().flat_map(|l| l.spans.iter().map(|s| s.end)).max().unwrap_or(len).max(len);
+    let extent =
+        lanes.iter().flat_map(|l| l.spans.iter().map(|s| s.end)).max().unwrap_or(len).max(len);
     let idle = r
         .idle
         .idle_gaps(step.start, step.end)
         .into_iter()
         .map(|g| IdleGap { start: g.start - s0, end: g.end - s0, causes: g.causes })
         .collect();
-    Timeline { step: step.clone(), len, extent, lanes, names: r.names, truncated: r.truncated, events_read: r.events, idle }
+    Timeline {
+        step: step.clone(),
+        len,
+        extent,
+        lanes,
+        names: r.names,
+        truncated: r.truncated,
+        events_read: r.events,
+        idle,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const NCCL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    const NCCL: &str = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz"
+    );
 
     #[test]
     fn a_step_reads_the_same_from_gzip_and_plain_json_and_only_its_blocks() {
@@ -623,18 +697,37 @@ mod tests {
         let plain = plain_copy(NCCL, &dir);
         let (gz, js) = (index(Path::new(NCCL)).unwrap(), index(&plain).unwrap());
         assert_eq!(gz.steps, js.steps);
-        assert_eq!(gz.steps.iter().map(|s| s.number).collect::<Vec<_>>(), [Some(4), Some(5), Some(6)]);
+        assert_eq!(
+            gz.steps.iter().map(|s| s.number).collect::<Vec<_>>(),
+            [Some(4), Some(5), Some(6)]
+        );
         for i in 0..gz.steps.len() {
             let (a, b) = (open_step(&gz, i).unwrap(), open_step(&js, i).unwrap());
             assert_eq!(a, b, "step {i}");
-            assert!(a.events_read < gz.events / 2, "step {i} re-read {} of {} events", a.events_read, gz.events);
+            assert!(
+                a.events_read < gz.events / 2,
+                "step {i} re-read {} of {} events",
+                a.events_read,
+                gz.events
+            );
             // Lanes are sorted, and the busy lane is the union of the streams.
             for l in &a.lanes {
                 assert!(l.spans.windows(2).all(|w| w[0].start <= w[1].start), "{}", l.label);
             }
-            let busy: i64 = a.lanes.iter().filter(|l| l.kind == LaneKind::Busy).flat_map(|l| &l.spans).map(Span::dur).sum();
-            let kernels: i64 =
-                a.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).flat_map(|l| &l.spans).map(Span::dur).sum();
+            let busy: i64 = a
+                .lanes
+                .iter()
+                .filter(|l| l.kind == LaneKind::Busy)
+                .flat_map(|l| &l.spans)
+                .map(Span::dur)
+                .sum();
+            let kernels: i64 = a
+                .lanes
+                .iter()
+                .filter(|l| matches!(l.kind, LaneKind::Stream { .. }))
+                .flat_map(|l| &l.spans)
+                .map(Span::dur)
+                .sum();
             assert!(busy > 0 && busy <= kernels);
         }
     }
@@ -648,7 +741,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let js = index(&plain_copy(NCCL, &dir)).unwrap();
         let last = ix.steps.len() - 1;
-        let first_block = ix.blocks.iter().find(|b| b.max_ts >= ix.steps[last].start).unwrap().offset;
+        let first_block =
+            ix.blocks.iter().find(|b| b.max_ts >= ix.steps[last].start).unwrap().offset;
         assert!(points.before(first_block).unwrap() > 0, "the last step resumes past the start");
         for i in 0..ix.steps.len() {
             assert_eq!(open_step(&ix, i).unwrap(), open_step(&js, i).unwrap(), "step {i}");
@@ -658,7 +752,11 @@ mod tests {
     fn plain_copy(gz: &str, dir: &tempfile::TempDir) -> PathBuf {
         let plain = dir.path().join("plain.json");
         let mut out = std::fs::File::create(&plain).unwrap();
-        std::io::copy(&mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()), &mut out).unwrap();
+        std::io::copy(
+            &mut flate2::read::GzDecoder::new(std::fs::File::open(gz).unwrap()),
+            &mut out,
+        )
+        .unwrap();
         plain
     }
 
@@ -672,7 +770,10 @@ mod tests {
         assert_eq!(ix.steps.len(), 1);
         assert_eq!(ix.steps[0].number, None);
         let tl = open_step(&ix, 0).unwrap();
-        assert!(tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).count() >= 2, "streams 7 and 20");
+        assert!(
+            tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })).count() >= 2,
+            "streams 7 and 20"
+        );
     }
 
     #[test]
@@ -697,7 +798,10 @@ mod tests {
         for g in &tl.idle {
             assert_eq!(g.causes.iter().map(|c| c.1).sum::<i64>(), g.end - g.start, "{g:?}");
             assert!(g.causes.iter().all(|c| !c.2.is_empty()), "each cause names its place: {g:?}");
-            assert!(g.causes.iter().enumerate().all(|(i, c)| g.causes[..i].iter().all(|d| d.0 != c.0)), "each cause once: {g:?}");
+            assert!(
+                g.causes.iter().enumerate().all(|(i, c)| g.causes[..i].iter().all(|d| d.0 != c.0)),
+                "each cause once: {g:?}"
+            );
         }
         // The kernel that ends a gap carries it.
         let next = busy.iter().find(|b| b.start == tl.idle[1].end).unwrap();

@@ -84,11 +84,17 @@ pub const BOTH: &str = "--remove-category, --remove-launches, --remove-idle and 
                         so the count would be wrong; ask one what-if at a time";
 
 pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
-    let asked =
-        [change.remove_category.is_some(), change.remove_launches.is_some(), change.remove_idle.is_some(), change.at_roofline.is_some()];
+    let asked = [
+        change.remove_category.is_some(),
+        change.remove_launches.is_some(),
+        change.remove_idle.is_some(),
+        change.at_roofline.is_some(),
+    ];
     match asked.iter().filter(|a| **a).count() {
         0 => {
-            return Err(Error::usage("specify --remove-category C, --remove-launches N, --remove-idle CAUSE or --at-roofline C"));
+            return Err(Error::usage(
+                "specify --remove-category C, --remove-launches N, --remove-idle CAUSE or --at-roofline C",
+            ));
         }
         // Whether the N launches are the category's own or others cannot be
         // told, and the models (host cost per launch, GPU work, idle time)
@@ -103,17 +109,32 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         return at_roofline(p, wanted);
     }
     let launches = p.figures.launches_per_step;
-    let mut removed = Removed { category: None, gpu_ms: 0.0, launches: change.remove_launches.unwrap_or(0) as f64 };
+    let mut removed = Removed {
+        category: None,
+        gpu_ms: 0.0,
+        launches: change.remove_launches.unwrap_or(0) as f64,
+    };
     if let Some(wanted) = &change.remove_category {
         let needle = wanted.to_lowercase();
-        let hits: Vec<_> = p.categories.iter().filter(|c| c.name.as_str().to_lowercase().contains(&needle)).collect();
+        let hits: Vec<_> = p
+            .categories
+            .iter()
+            .filter(|c| c.name.as_str().to_lowercase().contains(&needle))
+            .collect();
         let have = || p.categories.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
         let cat = match hits.as_slice() {
             [one] => *one,
             [] if p.categories.is_empty() => {
-                return Err(Error::usage(format!("no category matching '{wanted}': this profile has no GPU kernels")));
+                return Err(Error::usage(format!(
+                    "no category matching '{wanted}': this profile has no GPU kernels"
+                )));
             }
-            [] => return Err(Error::usage(format!("no category matching '{wanted}'. have: {}", have()))),
+            [] => {
+                return Err(Error::usage(format!(
+                    "no category matching '{wanted}'. have: {}",
+                    have()
+                )));
+            }
             _ => {
                 return Err(Error::usage(format!(
                     "'{wanted}' matches several categories ({}); be more specific",
@@ -128,7 +149,8 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         removed.gpu_ms = cat.ms_per_step;
         // Its share of launches: counted from the kernel list when present,
         // else in proportion to its share of GPU time.
-        let counted: f64 = p.kernels.iter().filter(|k| k.category == cat.name).map(|k| k.count_per_step).sum();
+        let counted: f64 =
+            p.kernels.iter().filter(|k| k.category == cat.name).map(|k| k.count_per_step).sum();
         removed.launches += if counted > 0.0 { counted } else { launches * cat.pct / 100.0 };
     }
     removed.launches = round(removed.launches.min(launches), 2);
@@ -143,8 +165,9 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         )
     } else if p.figures.gpu_util < COMPUTE_UTIL {
         let per_launch_ms = p.figures.host_overhead_ms_per_step / launches;
-        let floor =
-            p.figures.gpu_busy_ms_per_step - removed.gpu_ms.min(p.figures.gpu_busy_ms_per_step) + p.figures.dataload_ms.unwrap_or(0.0);
+        let floor = p.figures.gpu_busy_ms_per_step
+            - removed.gpu_ms.min(p.figures.gpu_busy_ms_per_step)
+            + p.figures.dataload_ms.unwrap_or(0.0);
         let projected = (step - removed.launches * per_launch_ms).max(floor).min(step);
         (
             Model::HostLaunch,
@@ -163,11 +186,18 @@ pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
         (
             Model::GpuWork,
             projected,
-            format!("compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step", p.figures.gpu_util * 100.0, removed.gpu_ms),
+            format!(
+                "compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step",
+                p.figures.gpu_util * 100.0,
+                removed.gpu_ms
+            ),
             None,
         )
     };
-    Ok(WhatIf { per_launch_us, ..projection(p, model, mechanism, removed, round(projected, 3), CAVEAT) })
+    Ok(WhatIf {
+        per_launch_us,
+        ..projection(p, model, mechanism, removed, round(projected, 3), CAVEAT)
+    })
 }
 
 /// What-if for `communication`: every collective fully overlapped by
@@ -179,11 +209,15 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
     removed.gpu_ms = round(exposed, 3);
     let projected = round(step - exposed, 3);
     let overlap = match (p.extras.comm_exposed_ms_per_step, p.extras.comm_overlap_pct) {
-        (None, _) => " (overlap not measured in this profile: all of it taken as exposed)".to_string(),
+        (None, _) => {
+            " (overlap not measured in this profile: all of it taken as exposed)".to_string()
+        }
         (_, Some(o)) => format!(" ({o:.0}% overlapped now)"),
         _ => String::new(),
     };
-    let mechanism = format!("communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}");
+    let mechanism = format!(
+        "communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"
+    );
     projection(p, Model::CommOverlap, mechanism, removed, projected, COMM_CAVEAT)
 }
 
@@ -191,13 +225,18 @@ fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
 /// never below the GPU's busy time.
 fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
     let Some(idle) = &p.idle else {
-        return Err(Error::usage("this profile has no idle account (a CPU run, or a profile written before it): nothing to remove"));
+        return Err(Error::usage(
+            "this profile has no idle account (a CPU run, or a profile written before it): nothing to remove",
+        ));
     };
     let ms = idle.cause(cause).map_or(0.0, |c| c.ms_per_step);
     let step = p.figures.step_ms;
     let projected = round((step - ms).max(p.figures.gpu_busy_ms_per_step).min(step), 3);
-    let mechanism =
-        format!("GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle", cause.meaning(), idle.ms_per_step);
+    let mechanism = format!(
+        "GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle",
+        cause.meaning(),
+        idle.ms_per_step
+    );
     let removed = Removed { category: None, gpu_ms: 0.0, launches: 0.0 };
     Ok(projection(p, Model::IdleCause, mechanism, removed, projected, IDLE_CAVEAT))
 }
@@ -211,18 +250,35 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
             .as_ref()
             .and_then(|e| e.notes.first().cloned())
             .unwrap_or_else(|| "a CPU run, or a profile written before it".into());
-        return Err(Error::usage(format!("this profile has no roofline account ({why}): nothing to move to the roofline")));
+        return Err(Error::usage(format!(
+            "this profile has no roofline account ({why}): nothing to move to the roofline"
+        )));
     };
     let needle = wanted.to_lowercase();
-    let hits: Vec<_> = e.categories.iter().filter(|c| c.category.as_str().to_lowercase().contains(&needle)).collect();
+    let hits: Vec<_> = e
+        .categories
+        .iter()
+        .filter(|c| c.category.as_str().to_lowercase().contains(&needle))
+        .collect();
     let have = || e.categories.iter().map(|c| c.category.as_str()).collect::<Vec<_>>().join(", ");
     let cat = match hits.as_slice() {
         [one] => *one,
-        [] => return Err(Error::usage(format!("no priced category matching '{wanted}'. priced: {}", have()))),
-        _ => return Err(Error::usage(format!("'{wanted}' matches several categories ({}); be more specific", have()))),
+        [] => {
+            return Err(Error::usage(format!(
+                "no priced category matching '{wanted}'. priced: {}",
+                have()
+            )));
+        }
+        _ => {
+            return Err(Error::usage(format!(
+                "'{wanted}' matches several categories ({}); be more specific",
+                have()
+            )));
+        }
     };
     let Some(lost) = cat.achieved.lost_ms_per_step else {
-        let why = e.notes.first().cloned().unwrap_or_else(|| "the device's peaks are unknown".into());
+        let why =
+            e.notes.first().cloned().unwrap_or_else(|| "the device's peaks are unknown".into());
         return Err(Error::usage(format!("no roofline for '{}': {why}", cat.category)));
     };
     let step = p.figures.step_ms;
@@ -233,12 +289,20 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
         "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {now} of it now) would take ~{lost:.3} ms/step less",
         cat.category
     );
-    let removed = Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 };
+    let removed =
+        Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 };
     Ok(projection(p, Model::AtRoofline, mechanism, removed, projected, ROOFLINE_CAVEAT))
 }
 
 /// The answer for a projected step time: the change and img/s with it.
-fn projection(p: &Profile, model: Model, mechanism: String, removed: Removed, projected: f64, caveat: &'static str) -> WhatIf {
+fn projection(
+    p: &Profile,
+    model: Model,
+    mechanism: String,
+    removed: Removed,
+    projected: f64,
+    caveat: &'static str,
+) -> WhatIf {
     let step = p.figures.step_ms;
     WhatIf {
         trace: p.trace.clone(),
@@ -249,7 +313,10 @@ fn projection(p: &Profile, model: Model, mechanism: String, removed: Removed, pr
         removed,
         step_ms: NowProjected { now: Some(step), projected: Some(projected) },
         change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
-        img_per_s: NowProjected { now: p.figures.img_per_s, projected: projected_img_per_s(p, step, projected) },
+        img_per_s: NowProjected {
+            now: p.figures.img_per_s,
+            projected: projected_img_per_s(p, step, projected),
+        },
         caveat,
     }
 }
@@ -283,7 +350,11 @@ mod tests {
                 launches_per_step: 100.0,
                 ..Default::default()
             },
-            categories: vec![CategoryRow { name: Category::Elementwise, pct: 30.0, ms_per_step: 1.5 }],
+            categories: vec![CategoryRow {
+                name: Category::Elementwise,
+                pct: 30.0,
+                ms_per_step: 1.5,
+            }],
             ..Default::default()
         }
     }
@@ -296,7 +367,8 @@ mod tests {
         assert_eq!(w.per_launch_us, Some(50.0));
         assert_eq!(w.step_ms.projected, Some(9.0));
         // A category removes its share of launches (30% of 100) and its GPU time.
-        let w = what_if(&p, &Change { remove_category: Some("ELEM".into()), ..Default::default() }).unwrap();
+        let w = what_if(&p, &Change { remove_category: Some("ELEM".into()), ..Default::default() })
+            .unwrap();
         assert_eq!(w.removed.launches, 30.0);
         assert_eq!(w.step_ms.projected, Some(8.5));
     }
@@ -304,7 +376,11 @@ mod tests {
     #[test]
     fn gpu_work_model_at_80_percent_and_above() {
         let p = gpu_profile(0.8);
-        let w = what_if(&p, &Change { remove_category: Some("elementwise".into()), ..Default::default() }).unwrap();
+        let w = what_if(
+            &p,
+            &Change { remove_category: Some("elementwise".into()), ..Default::default() },
+        )
+        .unwrap();
         assert_eq!(w.model, Model::GpuWork);
         assert_eq!(w.step_ms.projected, Some(8.5));
     }
@@ -312,30 +388,50 @@ mod tests {
     #[test]
     fn communication_is_removed_as_perfect_overlap() {
         let mut p = gpu_profile(0.5);
-        p.categories.push(CategoryRow { name: Category::Communication, pct: 50.0, ms_per_step: 3.0 });
+        p.categories.push(CategoryRow {
+            name: Category::Communication,
+            pct: 50.0,
+            ms_per_step: 3.0,
+        });
         p.extras.comm_ms_per_step = Some(3.0);
         p.extras.comm_exposed_ms_per_step = Some(2.0);
         p.extras.comm_overlap_pct = Some(33.3);
-        let w = what_if(&p, &Change { remove_category: Some("comm".into()), ..Default::default() }).unwrap();
+        let w = what_if(&p, &Change { remove_category: Some("comm".into()), ..Default::default() })
+            .unwrap();
         assert_eq!(w.model, Model::CommOverlap);
         // Only the exposed 2 ms go, not the category's 3 ms; launches stay.
         assert_eq!(w.removed.gpu_ms, 2.0);
         assert_eq!(w.removed.launches, 0.0);
         assert_eq!(w.step_ms.projected, Some(8.0));
         assert_eq!(w.caveat, COMM_CAVEAT);
-        assert!(w.caveat.contains("perfect-overlap") && w.mechanism.contains("33% overlapped now"), "{}", w.mechanism);
+        assert!(
+            w.caveat.contains("perfect-overlap") && w.mechanism.contains("33% overlapped now"),
+            "{}",
+            w.mechanism
+        );
     }
 
     #[test]
     fn cpu_profiles_and_bad_requests() {
-        let p = Profile { figures: Figures { step_ms: 100.0, ..Default::default() }, ..Default::default() };
+        let p = Profile {
+            figures: Figures { step_ms: 100.0, ..Default::default() },
+            ..Default::default()
+        };
         let w = what_if(&p, &Change { remove_launches: Some(50), ..Default::default() }).unwrap();
         assert_eq!(w.model, Model::NoGpu);
         assert_eq!(w.step_ms.projected, Some(100.0));
         assert!(what_if(&p, &Change::default()).is_err());
-        let both = Change { remove_category: Some("elementwise".into()), remove_launches: Some(100), ..Default::default() };
+        let both = Change {
+            remove_category: Some("elementwise".into()),
+            remove_launches: Some(100),
+            ..Default::default()
+        };
         assert_eq!(what_if(&gpu_profile(0.5), &both).unwrap_err().exit_code(), 2);
-        let e = what_if(&gpu_profile(0.5), &Change { remove_category: Some("gemm".into()), ..Default::default() }).unwrap_err();
+        let e = what_if(
+            &gpu_profile(0.5),
+            &Change { remove_category: Some("gemm".into()), ..Default::default() },
+        )
+        .unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("have: elementwise"));
     }

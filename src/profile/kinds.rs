@@ -79,7 +79,14 @@ impl Verdict {
 
     /// One of the host-side verdicts (the GPU waits on the host).
     pub fn is_host(&self) -> bool {
-        matches!(self, Verdict::HostLaunch | Verdict::HostPython | Verdict::HostSync | Verdict::HostCpuOp | Verdict::HostAllocator)
+        matches!(
+            self,
+            Verdict::HostLaunch
+                | Verdict::HostPython
+                | Verdict::HostSync
+                | Verdict::HostCpuOp
+                | Verdict::HostAllocator
+        )
     }
 }
 
@@ -236,12 +243,21 @@ mod tests {
 
     #[test]
     fn names_round_trip_and_foreign_ones_are_kept() {
-        for v in [Verdict::Compute, Verdict::HostCpuOp, Verdict::Mixed, Verdict::Named("gpu-bound".into()), Verdict::default()] {
+        for v in [
+            Verdict::Compute,
+            Verdict::HostCpuOp,
+            Verdict::Mixed,
+            Verdict::Named("gpu-bound".into()),
+            Verdict::default(),
+        ] {
             let json = serde_json::to_string(&v).unwrap();
             assert_eq!(json, format!("\"{}\"", v.as_str()));
             assert_eq!(serde_json::from_str::<Verdict>(&json).unwrap(), v);
         }
-        assert_eq!(serde_json::from_str::<Verdict>("\"host / launch\"").unwrap(), Verdict::HostLaunch);
+        assert_eq!(
+            serde_json::from_str::<Verdict>("\"host / launch\"").unwrap(),
+            Verdict::HostLaunch
+        );
         for c in Category::ALL.into_iter().chain([Category::Named("gemm/conv".into())]) {
             let json = serde_json::to_string(&c).unwrap();
             assert_eq!(json, format!("\"{}\"", c.as_str()));

@@ -25,8 +25,13 @@ pub struct Input {
 }
 
 /// Files looked for, in order, when a directory is given.
-const DIR_CANDIDATES: &[&str] =
-    &["profile.json", "infer_repeat.json", "profile_repeat.json", "profile_trace.json", "profile_trace.json.gz"];
+const DIR_CANDIDATES: &[&str] = &[
+    "profile.json",
+    "infer_repeat.json",
+    "profile_repeat.json",
+    "profile_trace.json",
+    "profile_trace.json.gz",
+];
 
 /// The folders a capture writes in its `--project` folder
 /// (`<project>/infer/profile.json`, `<project>/train/profile.json`).
@@ -66,19 +71,35 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
             // hold the profiles.
             let mut inside: Vec<PathBuf> = CAPTURE_SUBDIRS
                 .iter()
-                .filter_map(|sub| DIR_CANDIDATES.iter().map(|name| path.join(sub).join(name)).find(|p| p.is_file()))
+                .filter_map(|sub| {
+                    DIR_CANDIDATES
+                        .iter()
+                        .map(|name| path.join(sub).join(name))
+                        .find(|p| p.is_file())
+                })
                 .collect();
             match inside.len() {
                 1 => Ok(inside.remove(0)),
-                0 => Err(Error::usage(format!("{arg} is a directory with no profile.json or profile_trace.json in it"))),
+                0 => Err(Error::usage(format!(
+                    "{arg} is a directory with no profile.json or profile_trace.json in it"
+                ))),
                 _ => {
-                    let names: Vec<String> = inside.iter().map(|p| p.display().to_string()).collect();
-                    Err(Error::usage(format!("{arg} holds the profiles of two captures, {}: name one", names.join(" and "))))
+                    let names: Vec<String> =
+                        inside.iter().map(|p| p.display().to_string()).collect();
+                    Err(Error::usage(format!(
+                        "{arg} holds the profiles of two captures, {}: name one",
+                        names.join(" and ")
+                    )))
                 }
             }
         }
         n => {
-            let names: Vec<String> = json.iter().take(5).filter_map(|p| p.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+            let names: Vec<String> = json
+                .iter()
+                .take(5)
+                .filter_map(|p| p.file_name())
+                .map(|n| n.to_string_lossy().into_owned())
+                .collect();
             let more = if n > 5 { ", …" } else { "" };
             Err(Error::usage(format!(
                 "{arg} is a directory with no profile.json or profile_trace.json and {n} other JSON files ({}{more}): name one",
@@ -91,13 +112,17 @@ pub fn resolve_input(arg: &str) -> Result<PathBuf> {
 /// The JSON files of a folder that can be traces or profiles (not a
 /// sidecar, not hidden), sorted by name.
 pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir).map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())).caused_by(e))?;
+    let entries = std::fs::read_dir(dir)
+        .map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())).caused_by(e))?;
     let mut json: Vec<PathBuf> = entries
         .filter_map(|e| e.ok())
         .map(|e| e.path())
         .filter(|p| {
             let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (name.ends_with(".json") || name.ends_with(".json.gz")) && name != SIDECAR && !name.starts_with('.') && p.is_file()
+            (name.ends_with(".json") || name.ends_with(".json.gz"))
+                && name != SIDECAR
+                && !name.starts_with('.')
+                && p.is_file()
         })
         .collect();
     json.sort();
@@ -133,7 +158,8 @@ pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
     let src = if arg == "-" {
         Source::stdin()
     } else {
-        Source::path(&path).map_err(|e| if e.exit_code() == crate::error::exit::USAGE { e } else { fail(e) })?
+        Source::path(&path)
+            .map_err(|e| if e.exit_code() == crate::error::exit::USAGE { e } else { fail(e) })?
     };
     let found = src.file_path().and_then(Measurements::beside);
     let mut unread = None;
@@ -164,11 +190,19 @@ pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
 
 fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
     let mut text = Vec::new();
-    src.open(false)?.read_to_end(&mut text).map_err(|e| Error::failed(format!("cannot read: {e}")).caused_by(e))?;
+    src.open(false)?
+        .read_to_end(&mut text)
+        .map_err(|e| Error::failed(format!("cannot read: {e}")).caused_by(e))?;
     let body = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
     let value: Value = serde_json::from_slice(body).map_err(|e| {
         if e.to_string().contains("recursion limit") {
-            Error::failed(format!("invalid JSON: {} at line {} column {}", TOO_DEEP, e.line(), e.column())).caused_by(e)
+            Error::failed(format!(
+                "invalid JSON: {} at line {} column {}",
+                TOO_DEEP,
+                e.line(),
+                e.column()
+            ))
+            .caused_by(e)
         } else {
             Error::failed(format!("invalid JSON: {e}")).caused_by(e)
         }
@@ -181,7 +215,9 @@ fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
             None => false,
         };
         if !ok {
-            return Err(Error::failed(format!("incomplete profile: `{key}` is missing or not {what}")));
+            return Err(Error::failed(format!(
+                "incomplete profile: `{key}` is missing or not {what}"
+            )));
         }
     }
     let mut notices = Vec::new();
@@ -190,7 +226,8 @@ fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
             "profile schema {schema} is not {SCHEMA_ID}, the one this reader knows: read as {SCHEMA_ID}, fields it does not know are ignored"
         ));
     }
-    let mut profile: Profile = serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
+    let mut profile: Profile =
+        serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
     implausible(&profile.figures)?;
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
@@ -239,8 +276,14 @@ fn implausible(f: &Figures) -> Result<()> {
     }
     for (name, v, (lo, hi)) in checks {
         if !(v.is_finite() && v >= lo && v <= hi) {
-            let range = if hi == f64::MAX { format!("at least {lo}") } else { format!("between {lo} and {hi}") };
-            return Err(Error::failed(format!("malformed profile: `{name}` is {v}, outside what a run can have ({range})")));
+            let range = if hi == f64::MAX {
+                format!("at least {lo}")
+            } else {
+                format!("between {lo} and {hi}")
+            };
+            return Err(Error::failed(format!(
+                "malformed profile: `{name}` is {v}, outside what a run can have ({range})"
+            )));
         }
     }
     Ok(())
@@ -253,13 +296,17 @@ fn implausible(f: &Figures) -> Result<()> {
 /// again (only on this failure path) names the field as before.
 fn field_error(e: serde_path_to_error::Error<serde_json::Error>, body: &[u8]) -> Error {
     fn part<T: DeserializeOwned>(v: &Value) -> Option<(String, serde_json::Error)> {
-        serde_path_to_error::deserialize::<_, T>(v).err().map(|e| (e.path().to_string(), e.into_inner()))
+        serde_path_to_error::deserialize::<_, T>(v)
+            .err()
+            .map(|e| (e.path().to_string(), e.into_inner()))
     }
     let at_root = e.path().iter().next().is_none();
     let mut at = e.path().to_string();
     let mut why = e.into_inner();
     if at_root {
-        let flattened = serde_json::from_slice::<Value>(body).ok().and_then(|v| part::<Figures>(&v).or_else(|| part::<ExtraFigures>(&v)));
+        let flattened = serde_json::from_slice::<Value>(body)
+            .ok()
+            .and_then(|v| part::<Figures>(&v).or_else(|| part::<ExtraFigures>(&v)));
         if let Some(found) = flattened {
             (at, why) = found;
         }
@@ -269,8 +316,9 @@ fn field_error(e: serde_path_to_error::Error<serde_json::Error>, body: &[u8]) ->
 
 /// Writes `value` as pretty JSON (with a final newline), atomically.
 pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes =
-        serde_json::to_vec_pretty(value).map_err(|e| Error::failed(format!("cannot encode {}: {e}", path.display())).caused_by(e))?;
+    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| {
+        Error::failed(format!("cannot encode {}: {e}", path.display())).caused_by(e)
+    })?;
     bytes.push(b'\n');
     write_atomic(path, &bytes)
 }
@@ -283,7 +331,9 @@ pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
 /// file; a directory, block device or socket is refused (exit 2).
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
     write_atomic_with(path, &mut |w| {
-        w.write_all(bytes).map_err(|e| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e))
+        w.write_all(bytes).map_err(|e| {
+            Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
+        })
     })
 }
 
@@ -293,14 +343,23 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 /// temporary file is removed and `path` is untouched. The writer is `Send`,
 /// so `write` may hand it to a thread of its own. A character device
 /// or FIFO is written through, as [`write_atomic`] does.
-pub fn write_atomic_with(path: &Path, write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>) -> Result<()> {
-    let fail = |e: std::io::Error| Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e);
+pub fn write_atomic_with(
+    path: &Path,
+    write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>,
+) -> Result<()> {
+    let fail = |e: std::io::Error| {
+        Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
+    };
     match write_target(path)? {
         Target::Replace(target) => {
-            let dir = target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir).map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())).caused_by(e))?;
-            let tmp = tempfile::NamedTempFile::new_in(dir)
-                .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())).caused_by(e))?;
+            let dir =
+                target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+            std::fs::create_dir_all(dir).map_err(|e| {
+                Error::failed(format!("cannot create {}: {e}", dir.display())).caused_by(e)
+            })?;
+            let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
+                Error::failed(format!("cannot write in {}: {e}", dir.display())).caused_by(e)
+            })?;
             crate::tempfiles::track(tmp.path());
             let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
             write(&mut out)?;
@@ -350,8 +409,10 @@ fn write_target(path: &Path) -> Result<Target> {
     for _ in 0..40 {
         match std::fs::symlink_metadata(&at) {
             Ok(m) if m.file_type().is_symlink() => {
-                let link = std::fs::read_link(&at)
-                    .map_err(|e| Error::failed(format!("cannot read the link {}: {e}", at.display())).caused_by(e))?;
+                let link = std::fs::read_link(&at).map_err(|e| {
+                    Error::failed(format!("cannot read the link {}: {e}", at.display()))
+                        .caused_by(e)
+                })?;
                 at = match at.parent() {
                     Some(dir) if link.is_relative() => dir.join(link),
                     _ => link,
@@ -367,11 +428,22 @@ fn write_target(path: &Path) -> Result<Target> {
                         return Ok(Target::Through);
                     }
                 }
-                let what = if m.is_dir() { "a directory" } else { "not a regular file (a block device or a socket)" };
-                return Err(Error::usage(format!("cannot write {}: it is {what}; give a file path", path.display())));
+                let what = if m.is_dir() {
+                    "a directory"
+                } else {
+                    "not a regular file (a block device or a socket)"
+                };
+                return Err(Error::usage(format!(
+                    "cannot write {}: it is {what}; give a file path",
+                    path.display()
+                )));
             }
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
-            Err(e) => return Err(Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)),
+            Err(e) => {
+                return Err(
+                    Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
+                );
+            }
         }
     }
     Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))
@@ -419,7 +491,8 @@ mod tests {
         let err = write_atomic(dir.path(), b"x").unwrap_err();
         assert_eq!(err.exit_code(), 2, "{err}");
         assert!(err.to_string().contains("is a directory"), "{err}");
-        let names: Vec<_> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
+        let names: Vec<_> =
+            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
         assert_eq!(names.len(), 4, "no temporary file left: {names:?}");
     }
 
@@ -427,14 +500,31 @@ mod tests {
     fn a_bad_field_is_named_also_in_the_flattened_figures() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("profile.json");
-        let base = r#""schema": "libreyolo.profile.analysis/v1", "step_ms": 12, "bound": "compute""#;
+        let base =
+            r#""schema": "libreyolo.profile.analysis/v1", "step_ms": 12, "bound": "compute""#;
         for (field, at, why) in [
             (r#""gpu_util": "x""#, "gpu_util", "invalid type: string \"x\", expected f64"),
             (r#""gpu_util": null"#, "gpu_util", "invalid type: null, expected f64"),
-            (r#""unique_kernels": 1.5"#, "unique_kernels", "invalid type: floating point `1.5`, expected u64"),
-            (r#""window": {"real_steps": -1}"#, "window.real_steps", "invalid value: integer `-1`, expected u64"),
-            (r#""stages_ms": {"forward": "f"}"#, "stages_ms.forward", "invalid type: string \"f\", expected f64"),
-            (r#""comm_overlap_pct": "c""#, "comm_overlap_pct", "invalid type: string \"c\", expected f64"),
+            (
+                r#""unique_kernels": 1.5"#,
+                "unique_kernels",
+                "invalid type: floating point `1.5`, expected u64",
+            ),
+            (
+                r#""window": {"real_steps": -1}"#,
+                "window.real_steps",
+                "invalid value: integer `-1`, expected u64",
+            ),
+            (
+                r#""stages_ms": {"forward": "f"}"#,
+                "stages_ms.forward",
+                "invalid type: string \"f\", expected f64",
+            ),
+            (
+                r#""comm_overlap_pct": "c""#,
+                "comm_overlap_pct",
+                "invalid type: string \"c\", expected f64",
+            ),
             (r#""categories": 3"#, "categories", "invalid type: integer `3`, expected a sequence"),
         ] {
             std::fs::write(&path, format!("{{{base}, {field}}}")).unwrap();
@@ -442,9 +532,18 @@ mod tests {
             assert_eq!(err, format!("profile field `{at}`: {why}"), "{field}");
         }
         // Integers into f64 fields, nulls into optional ones, missing fields defaulted.
-        std::fs::write(&path, format!(r#"{{{base}, "img_per_s": null, "gpu_util": 1, "window": {{"real_steps": 3}}}}"#)).unwrap();
+        std::fs::write(
+            &path,
+            format!(
+                r#"{{{base}, "img_per_s": null, "gpu_util": 1, "window": {{"real_steps": 3}}}}"#
+            ),
+        )
+        .unwrap();
         let (p, _) = read_profile(&Source::path(&path).unwrap()).unwrap();
         assert_eq!((p.figures.step_ms, p.figures.gpu_util, p.figures.img_per_s), (12.0, 1.0, None));
-        assert_eq!((p.figures.window.real_steps, p.figures.latency.as_ref(), p.extras.comm_ms_per_step), (3, None, None));
+        assert_eq!(
+            (p.figures.window.real_steps, p.figures.latency.as_ref(), p.extras.comm_ms_per_step),
+            (3, None, None)
+        );
     }
 }

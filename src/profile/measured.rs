@@ -36,7 +36,10 @@ pub struct Measurements {
     pub analysis: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub peak_vram_mb: Option<f64>,
-    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::kinds::mode_or_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::kinds::mode_or_none"
+    )]
     pub mode: Option<Mode>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub versions: Option<Value>,
@@ -146,10 +149,16 @@ impl Measurements {
         let text = match std::fs::read(&path) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(e) => return Some((path, Err(Error::failed(format!("cannot read it: {e}")).caused_by(e)))),
+            Err(e) => {
+                return Some((
+                    path,
+                    Err(Error::failed(format!("cannot read it: {e}")).caused_by(e)),
+                ));
+            }
         };
         let text = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
-        let m = serde_json::from_slice(text).map_err(|e| Error::failed(format!("not a measured-numbers file: {e}")).caused_by(e));
+        let m = serde_json::from_slice(text)
+            .map_err(|e| Error::failed(format!("not a measured-numbers file: {e}")).caused_by(e));
         Some((path, m))
     }
 
@@ -158,23 +167,38 @@ impl Measurements {
     /// exported as, Kineto's `traceName`) must match it; one that records
     /// neither (LibreYOLO 1.6's) is taken only beside a trace under the
     /// name the capture gives it, exported by a capture. `Err` says why not.
-    pub fn belongs_to(&self, info: &crate::trace::TraceInfo, trace_file: Option<&Path>) -> Result<()> {
+    pub fn belongs_to(
+        &self,
+        info: &crate::trace::TraceInfo,
+        trace_file: Option<&Path>,
+    ) -> Result<()> {
         match (self.meta.trace_id(), info.trace_id.as_deref()) {
             (Some(ours), Some(theirs)) if ours == theirs => return Ok(()),
             (Some(ours), Some(theirs)) => {
-                return Err(Error::failed(format!("they belong to trace {ours}, and this is trace {theirs}")));
+                return Err(Error::failed(format!(
+                    "they belong to trace {ours}, and this is trace {theirs}"
+                )));
             }
-            (Some(ours), None) => return Err(Error::failed(format!("they belong to trace {ours}, and this trace has no trace_id"))),
+            (Some(ours), None) => {
+                return Err(Error::failed(format!(
+                    "they belong to trace {ours}, and this trace has no trace_id"
+                )));
+            }
             (None, _) => {}
         }
         match (self.meta.trace_name(), info.trace_name.as_deref()) {
             (Some(ours), Some(theirs)) if base_name(ours) == base_name(theirs) => return Ok(()),
             (Some(ours), Some(theirs)) => {
-                return Err(Error::failed(format!("they belong to the trace exported as {ours}, and this one was exported as {theirs}")));
+                return Err(Error::failed(format!(
+                    "they belong to the trace exported as {ours}, and this one was exported as {theirs}"
+                )));
             }
             _ => {}
         }
-        let name = trace_file.and_then(Path::file_name).map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+        let name = trace_file
+            .and_then(Path::file_name)
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
         if !TRACE_NAMES.contains(&name.as_str()) {
             return Err(Error::failed(format!(
                 "they name no trace_id, and the capture writes its trace as profile_trace.json, not {name}"
@@ -183,7 +207,9 @@ impl Measurements {
         if let Some(exported) = &info.trace_name {
             let base = base_name(exported);
             if !TRACE_NAMES.contains(&base) && !base.starts_with(".profile_trace.") {
-                return Err(Error::failed(format!("they name no trace_id, and this trace was exported as {exported}, not by the capture")));
+                return Err(Error::failed(format!(
+                    "they name no trace_id, and this trace was exported as {exported}, not by the capture"
+                )));
             }
         }
         Ok(())
@@ -199,7 +225,11 @@ impl Measurements {
 
     /// Mean step time measured without extra syncs.
     pub fn step_ms(&self) -> Option<f64> {
-        self.latency.as_ref().map(|l| l.mean_ms).or_else(|| self.real.as_ref().map(|r| r.step_ms)).filter(|v| *v > 0.0)
+        self.latency
+            .as_ref()
+            .map(|l| l.mean_ms)
+            .or_else(|| self.real.as_ref().map(|r| r.step_ms))
+            .filter(|v| *v > 0.0)
     }
 }
 
@@ -229,14 +259,29 @@ mod tests {
         assert!(with(TRACE_ID_KEY, "A1").belongs_to(&info(None, None), Some(ours)).is_err());
         // Linked by the exported name.
         let tmp = Some("/r/x/.profile_trace.Ab12Cd.json");
-        assert!(with(TRACE_NAME_KEY, ".profile_trace.Ab12Cd.json").belongs_to(&info(None, tmp), Some(ours)).is_ok());
-        assert!(with(TRACE_NAME_KEY, ".profile_trace.Zz99Zz.json").belongs_to(&info(None, tmp), Some(ours)).is_err());
+        assert!(
+            with(TRACE_NAME_KEY, ".profile_trace.Ab12Cd.json")
+                .belongs_to(&info(None, tmp), Some(ours))
+                .is_ok()
+        );
+        assert!(
+            with(TRACE_NAME_KEY, ".profile_trace.Zz99Zz.json")
+                .belongs_to(&info(None, tmp), Some(ours))
+                .is_err()
+        );
         // No link (LibreYOLO 1.6): the capture's file names.
         let none = Measurements::default();
-        assert!(none.belongs_to(&info(Some("X"), Some("runs/a/infer/profile_trace.json")), Some(ours)).is_ok());
-        assert!(none.belongs_to(&info(None, tmp), Some(Path::new("d/profile_trace.json.gz"))).is_ok());
+        assert!(
+            none.belongs_to(&info(Some("X"), Some("runs/a/infer/profile_trace.json")), Some(ours))
+                .is_ok()
+        );
+        assert!(
+            none.belongs_to(&info(None, tmp), Some(Path::new("d/profile_trace.json.gz"))).is_ok()
+        );
         assert!(none.belongs_to(&info(None, None), Some(other)).is_err());
-        assert!(none.belongs_to(&info(None, Some("/w/worker0.pt.trace.json")), Some(ours)).is_err());
+        assert!(
+            none.belongs_to(&info(None, Some("/w/worker0.pt.trace.json")), Some(ours)).is_err()
+        );
         assert!(none.belongs_to(&info(None, None), None).is_err(), "a stream has no sidecar");
     }
 }

@@ -31,7 +31,10 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     put("mean_kernel_us", json!(p.figures.mean_kernel_us));
     put("kernels_per_step", json!(p.figures.kernels_per_step));
     put("unique_kernels", json!(p.figures.unique_kernels));
-    put("ops_per_step", json!(crate::util::round(p.phases.iter().map(|ph| ph.ops_per_step).sum::<f64>(), 2)));
+    put(
+        "ops_per_step",
+        json!(crate::util::round(p.phases.iter().map(|ph| ph.ops_per_step).sum::<f64>(), 2)),
+    );
     put("memcpy_ms", json!(p.figures.memcpy_ms_per_step));
     put("tensorcore_pct", json!(p.figures.tensorcore_pct));
     put("peak_vram_mb", json!(p.figures.peak_vram_mb));
@@ -53,7 +56,10 @@ pub fn of(p: &Profile) -> Map<String, Value> {
         put("idle_before_first_kernel_ms", json!(idle.before_first_kernel_ms_per_step));
         // Every cause, 0 where it took no time, so scripts can rely on them.
         for cause in crate::profile::IdleCause::ALL {
-            put(&format!("idle_{cause}_ms"), json!(idle.cause(cause).map_or(0.0, |c| c.ms_per_step)));
+            put(
+                &format!("idle_{cause}_ms"),
+                json!(idle.cause(cause).map_or(0.0, |c| c.ms_per_step)),
+            );
         }
     }
     if let Some(e) = p.efficiency.as_ref().filter(|e| e.priced_calls > 0) {

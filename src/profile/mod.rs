@@ -12,7 +12,8 @@ pub mod schema;
 
 pub use kinds::{Category, Mode, Verdict};
 pub use load::{
-    Input, LoadOptions, Loaded, check_write_target, json_files_in, load, resolve_input, write_atomic, write_atomic_with, write_json,
+    Input, LoadOptions, Loaded, check_write_target, json_files_in, load, resolve_input,
+    write_atomic, write_atomic_with, write_json,
 };
 pub use measured::{Measurements, RunConfig};
 pub use memory::{DeviceMemory, PhaseMemory};

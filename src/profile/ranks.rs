@@ -34,7 +34,11 @@ pub fn rank_files(args: &[String]) -> Result<Option<Vec<PathBuf>>> {
     }
     let Some(arg) = args.first() else { return Ok(None) };
     let dir = Path::new(arg);
-    if !dir.is_dir() || ["profile.json", "profile_trace.json", "profile_trace.json.gz"].iter().any(|f| dir.join(f).is_file()) {
+    if !dir.is_dir()
+        || ["profile.json", "profile_trace.json", "profile_trace.json.gz"]
+            .iter()
+            .any(|f| dir.join(f).is_file())
+    {
         return Ok(None);
     }
     let files = json_files_in(dir)?;
@@ -46,7 +50,8 @@ pub fn rank_from_name(path: &Path) -> Option<u32> {
     let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
     ["rank", "worker"].iter().find_map(|key| {
         let rest = &name[name.find(key)? + key.len()..];
-        let digits: String = rest.trim_start_matches(['_', '-']).chars().take_while(char::is_ascii_digit).collect();
+        let digits: String =
+            rest.trim_start_matches(['_', '-']).chars().take_while(char::is_ascii_digit).collect();
         digits.parse().ok()
     })
 }
@@ -66,7 +71,8 @@ pub struct Options<'a> {
 
 /// Parses a rank selection: `0-3,7` → [0, 1, 2, 3, 7] (exit 2 on a bad one).
 pub fn parse_selection(s: &str) -> Result<Vec<u32>> {
-    crate::util::parse_ranges(s).ok_or_else(|| Error::usage(format!("--ranks {s}: expected ranks and ranges like 0-3,7")))
+    crate::util::parse_ranges(s)
+        .ok_or_else(|| Error::usage(format!("--ranks {s}: expected ranks and ranges like 0-3,7")))
 }
 
 /// A file's rank without reading its events: `distributedInfo` in the
@@ -83,7 +89,11 @@ fn cheap_rank(path: &Path) -> Option<u32> {
 pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
     // Ranks not selected are not read, when the header or name tells.
     let files: Vec<PathBuf> = match &opts.select {
-        Some(sel) => files.iter().filter(|f| cheap_rank(f).is_none_or(|r| sel.contains(&r))).cloned().collect(),
+        Some(sel) => files
+            .iter()
+            .filter(|f| cheap_rank(f).is_none_or(|r| sel.contains(&r)))
+            .cloned()
+            .collect(),
         None => files.to_vec(),
     };
     let files = files.as_slice();
@@ -101,9 +111,11 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
                 loop {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
-                    let r = crate::trace::parallel::with_share(share, crate::trace::parallel::BLOCK, || {
-                        load_one(&path.to_string_lossy(), LoadOptions::default())
-                    });
+                    let r = crate::trace::parallel::with_share(
+                        share,
+                        crate::trace::parallel::BLOCK,
+                        || load_one(&path.to_string_lossy(), LoadOptions::default()),
+                    );
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);
                     }
@@ -119,7 +131,9 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
     let mut world_size = None;
     let mut unread = Vec::new();
     for (path, r) in files.iter().zip(loaded) {
-        let Loaded { input, .. } = match r.unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display())))) {
+        let Loaded { input, .. } = match r
+            .unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display()))))
+        {
             Ok(x) => x,
             Err(e) if opts.strict || e.exit_code() == crate::error::exit::USAGE => return Err(e),
             Err(e) => {
@@ -129,7 +143,10 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
         };
         let dist = input.profile.distributed.clone().unwrap_or_default();
         let rank = dist.rank.or_else(|| rank_from_name(path)).ok_or_else(|| {
-            Error::failed(format!("{}: no rank (no distributedInfo.rank and no rank/worker number in the name)", path.display()))
+            Error::failed(format!(
+                "{}: no rank (no distributedInfo.rank and no rank/worker number in the name)",
+                path.display()
+            ))
         })?;
         if opts.select.as_ref().is_some_and(|sel| !sel.contains(&rank)) {
             continue;
@@ -159,7 +176,10 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
             (None, None) => Error::usage("no rank traces given"),
         });
     }
-    let warnings = unread.iter().map(|e| format!("rank left out: {e} (--strict makes this an error)")).collect();
+    let warnings = unread
+        .iter()
+        .map(|e| format!("rank left out: {e} (--strict makes this an error)"))
+        .collect();
     ranks.sort_by_key(|r| r.rank);
     let expected = world_size.unwrap_or_else(|| ranks.last().map_or(0, |r| r.rank + 1));
     let missing: Vec<String> = (0..expected)
@@ -168,7 +188,11 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
         .map(|k| k.to_string())
         .collect();
     if !missing.is_empty() {
-        notes.push(format!("ranks {} of {expected} are missing: the job view covers the {} given", missing.join(", "), ranks.len()));
+        notes.push(format!(
+            "ranks {} of {expected} are missing: the job view covers the {} given",
+            missing.join(", "),
+            ranks.len()
+        ));
     }
     Ok(RankSet { ranks, world_size, notes, warnings })
 }
@@ -183,7 +207,11 @@ mod tests {
         assert_eq!(parse_selection("5").unwrap(), vec![5]);
         assert_eq!(parse_selection("7,2-2,3").unwrap(), vec![2, 3, 7]);
         for bad in ["", "3-1", "a", "1-", "-2", "1,,2"] {
-            assert_eq!(parse_selection(bad).unwrap_err().exit_code(), crate::error::exit::USAGE, "{bad}");
+            assert_eq!(
+                parse_selection(bad).unwrap_err().exit_code(),
+                crate::error::exit::USAGE,
+                "{bad}"
+            );
         }
     }
 

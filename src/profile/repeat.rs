@@ -25,8 +25,18 @@ const AVERAGED: [Field; 8] = [
     ("dataload_ms", |p| p.dataload_ms, |p, v| p.dataload_ms = Some(v), 3),
     ("dataload_frac", |p| p.dataload_frac, |p, v| p.dataload_frac = Some(v), 3),
     ("gpu_util", |p| Some(p.gpu_util), |p, v| p.gpu_util = v, 3),
-    ("gpu_busy_ms_per_step", |p| Some(p.gpu_busy_ms_per_step), |p, v| p.gpu_busy_ms_per_step = v, 3),
-    ("host_overhead_ms_per_step", |p| Some(p.host_overhead_ms_per_step), |p, v| p.host_overhead_ms_per_step = v, 3),
+    (
+        "gpu_busy_ms_per_step",
+        |p| Some(p.gpu_busy_ms_per_step),
+        |p, v| p.gpu_busy_ms_per_step = v,
+        3,
+    ),
+    (
+        "host_overhead_ms_per_step",
+        |p| Some(p.host_overhead_ms_per_step),
+        |p, v| p.host_overhead_ms_per_step = v,
+        3,
+    ),
     ("launches_per_step", |p| Some(p.launches_per_step), |p, v| p.launches_per_step = v, 2),
     ("tensorcore_pct", |p| Some(p.tensorcore_pct), |p, v| p.tensorcore_pct = v, 1),
 ];
@@ -80,14 +90,22 @@ mod tests {
     use super::*;
 
     fn trial(img: f64, step: f64, bound: Verdict) -> Profile {
-        let mut p = Profile { figures: Figures { img_per_s: Some(img), step_ms: step, ..Default::default() }, bound, ..Default::default() };
+        let mut p = Profile {
+            figures: Figures { img_per_s: Some(img), step_ms: step, ..Default::default() },
+            bound,
+            ..Default::default()
+        };
         p.config.insert("batch", json!(4));
         p
     }
 
     #[test]
     fn means_stds_and_mixed_verdicts() {
-        let t = [trial(4.0, 1000.0, Verdict::Compute), trial(6.0, 666.0, Verdict::Compute), trial(5.0, 800.0, Verdict::Dataloader)];
+        let t = [
+            trial(4.0, 1000.0, Verdict::Compute),
+            trial(6.0, 666.0, Verdict::Compute),
+            trial(5.0, 800.0, Verdict::Dataloader),
+        ];
         let paths: Vec<String> = (0..3).map(|i| format!("t{i}")).collect();
         let a = aggregate(&t, &paths).unwrap();
         assert_eq!(a.figures.img_per_s, Some(5.0));

@@ -25,7 +25,10 @@ pub struct Profile {
     pub schema: String,
     /// "training" or "inference". The reference omits it for training; a
     /// name this reader does not know reads as absent.
-    #[serde(skip_serializing_if = "Option::is_none", deserialize_with = "super::kinds::mode_or_none")]
+    #[serde(
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "super::kinds::mode_or_none"
+    )]
     pub mode: Option<Mode>,
     pub trace: Option<String>,
     pub model: Option<String>,
@@ -254,7 +257,19 @@ impl IdleAccount {
 }
 
 /// The closed vocabulary of idle causes (docs/analysis.md §12).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize, clap::ValueEnum)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "snake_case")]
 #[value(rename_all = "snake_case")]
 pub enum IdleCause {
@@ -604,9 +619,14 @@ impl Profile {
         match self.mode {
             Some(m) => m,
             None => {
-                let infer_phase = self.phases.iter().any(|p| p.phase == "preprocess" || p.phase == "postprocess");
+                let infer_phase =
+                    self.phases.iter().any(|p| p.phase == "preprocess" || p.phase == "postprocess");
                 let infer_cfg = self.config.mode() == Some(Mode::Inference);
-                if self.figures.latency.is_some() || infer_phase || infer_cfg { Mode::Inference } else { Mode::Training }
+                if self.figures.latency.is_some() || infer_phase || infer_cfg {
+                    Mode::Inference
+                } else {
+                    Mode::Training
+                }
             }
         }
     }
@@ -693,7 +713,9 @@ pub struct LeadIn {
 }
 
 /// What a [`LeadIn`] (and a straggler's reason) is.
-#[derive(Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord)]
+#[derive(
+    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum LeadKind {
     #[default]
@@ -826,8 +848,12 @@ mod tests {
     fn same(a: &Value, b: &Value) -> bool {
         match (a, b) {
             (Value::Number(x), Value::Number(y)) => x.as_f64() == y.as_f64(),
-            (Value::Array(x), Value::Array(y)) => x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y)),
-            (Value::Object(x), Value::Object(y)) => x.iter().all(|(k, x)| y.get(k).is_some_and(|y| same(x, y))),
+            (Value::Array(x), Value::Array(y)) => {
+                x.len() == y.len() && x.iter().zip(y).all(|(x, y)| same(x, y))
+            }
+            (Value::Object(x), Value::Object(y)) => {
+                x.iter().all(|(k, x)| y.get(k).is_some_and(|y| same(x, y)))
+            }
             _ => a == b,
         }
     }
@@ -854,7 +880,8 @@ mod tests {
                 // Every key the reference wrote comes back with its value
                 // (its order is not ours: it writes `mode` and `latency` last).
                 for (k, v) in file.as_object().unwrap() {
-                    let o = out.get(k).unwrap_or_else(|| panic!("{}: `{k}` dropped", path.display()));
+                    let o =
+                        out.get(k).unwrap_or_else(|| panic!("{}: `{k}` dropped", path.display()));
                     assert!(same(v, o), "{}: `{k}` changed: {v} → {o}", path.display());
                 }
             }

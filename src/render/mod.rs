@@ -38,7 +38,8 @@ impl Format {
 
 /// Pretty JSON of any lens result.
 pub fn json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string_pretty(value).map_err(|e| Error::failed(format!("cannot encode JSON: {e}")).caused_by(e))
+    serde_json::to_string_pretty(value)
+        .map_err(|e| Error::failed(format!("cannot encode JSON: {e}")).caused_by(e))
 }
 
 /// Text safe to print on a terminal: control characters (ESC sequences, a
@@ -65,7 +66,8 @@ pub fn printable(s: &str) -> Cow<'_, str> {
 /// (U+202E turns `evil_txt.exe` into something else): U+061C, U+200E/F,
 /// U+202A–U+202E, U+2066–U+2069.
 fn hidden(c: char) -> bool {
-    (c.is_control() && c != '\n') || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+    (c.is_control() && c != '\n')
+        || matches!(c, '\u{061c}' | '\u{200e}' | '\u{200f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
 }
 
 #[cfg(test)]
@@ -75,7 +77,13 @@ mod tests {
     #[test]
     fn control_characters_are_escaped_and_line_breaks_kept() {
         assert!(matches!(printable("gemm_kernel\nnext"), Cow::Borrowed(_)));
-        assert_eq!(printable("k\u{1b}[2J\u{1b}]0;x\u{7}\r\t\u{9b}é\n"), "k\\u{1b}[2J\\u{1b}]0;x\\u{7}\\r\\t\\u{9b}é\n");
-        assert_eq!(printable("a\u{202e}b\u{2066}c\u{200f}d\u{61c}e→"), "a\\u{202e}b\\u{2066}c\\u{200f}d\\u{61c}e→");
+        assert_eq!(
+            printable("k\u{1b}[2J\u{1b}]0;x\u{7}\r\t\u{9b}é\n"),
+            "k\\u{1b}[2J\\u{1b}]0;x\\u{7}\\r\\t\\u{9b}é\n"
+        );
+        assert_eq!(
+            printable("a\u{202e}b\u{2066}c\u{200f}d\u{61c}e→"),
+            "a\\u{202e}b\\u{2066}c\\u{200f}d\\u{61c}e→"
+        );
     }
 }

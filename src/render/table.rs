@@ -205,16 +205,23 @@ pub fn collectives(c: &Collectives, which: CollectivesTable, top: Option<usize>)
     let ranks = format!("{} rank{}", c.ranks.len(), if c.ranks.len() == 1 { "" } else { "s" });
     let world = c.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let t = match which {
-        CollectivesTable::Ranks => Table::of(&c.per_rank)?
-            .caption(format!("{ranks}{world}: per rank its waits at the {} matched collectives", c.collectives.len())),
+        CollectivesTable::Ranks => Table::of(&c.per_rank)?.caption(format!(
+            "{ranks}{world}: per rank its waits at the {} matched collectives",
+            c.collectives.len()
+        )),
         CollectivesTable::Collectives => {
             let n = c.collectives.len();
             match top {
-                None => Table::of(&c.collectives)?.caption(format!("{n} collectives on {ranks}{world}, in each group's order")),
+                None => Table::of(&c.collectives)?
+                    .caption(format!("{n} collectives on {ranks}{world}, in each group's order")),
                 Some(top) => {
-                    let rows: Vec<_> = c.largest_skew_first().into_iter().take(top).cloned().collect();
+                    let rows: Vec<_> =
+                        c.largest_skew_first().into_iter().take(top).cloned().collect();
                     let what = if c.ranks.len() == 1 { "in order" } else { "largest skew first" };
-                    Table::of(&rows)?.caption(format!("{n} collectives on {ranks}{world} ({what}; {} of {n})", rows.len()))
+                    Table::of(&rows)?.caption(format!(
+                        "{n} collectives on {ranks}{world} ({what}; {} of {n})",
+                        rows.len()
+                    ))
                 }
             }
         }
@@ -243,7 +250,11 @@ pub fn memory(m: &Memory, which: MemoryTable) -> Result<Table> {
             Table::from_maps(&seed, &rows)
         }
     };
-    t.caption = Some(format!("{}memory over a window of {} ms", of_trace(&m.trace), text::num(m.window_ms, 3)));
+    t.caption = Some(format!(
+        "{}memory over a window of {} ms",
+        of_trace(&m.trace),
+        text::num(m.window_ms, 3)
+    ));
     t.notes.extend(m.none.clone());
     Ok(t)
 }
@@ -298,19 +309,32 @@ pub fn markdown(t: &Table) -> String {
     };
     let widths: Vec<usize> = (0..shown.len()).map(width).collect();
     let line = |row: Vec<(&str, bool)>| {
-        let padded: Vec<String> =
-            row.iter().zip(&widths).map(|((s, right), w)| if *right { format!("{s:>w$}") } else { format!("{s:<w$}") }).collect();
+        let padded: Vec<String> = row
+            .iter()
+            .zip(&widths)
+            .map(|((s, right), w)| if *right { format!("{s:>w$}") } else { format!("{s:<w$}") })
+            .collect();
         format!("| {} |\n", padded.join(" | "))
     };
-    out.push_str(&line(shown.iter().map(|i| (t.columns[*i].name.as_str(), t.columns[*i].numeric)).collect()));
+    out.push_str(&line(
+        shown.iter().map(|i| (t.columns[*i].name.as_str(), t.columns[*i].numeric)).collect(),
+    ));
     let sep: Vec<String> = shown
         .iter()
         .zip(&widths)
-        .map(|(i, w)| if t.columns[*i].numeric { format!("{}:", "-".repeat(w + 1)) } else { "-".repeat(w + 2) })
+        .map(|(i, w)| {
+            if t.columns[*i].numeric {
+                format!("{}:", "-".repeat(w + 1))
+            } else {
+                "-".repeat(w + 2)
+            }
+        })
         .collect();
     out.push_str(&format!("|{}|\n", sep.join("|")));
     for r in &cells {
-        out.push_str(&line(r.iter().zip(&shown).map(|(s, i)| (s.as_str(), t.columns[*i].numeric)).collect()));
+        out.push_str(&line(
+            r.iter().zip(&shown).map(|(s, i)| (s.as_str(), t.columns[*i].numeric)).collect(),
+        ));
     }
     out
 }
@@ -328,8 +352,10 @@ pub fn csv(t: &Table) -> Result<String> {
         }))
         .map_err(fail)?;
     }
-    let bytes = w.into_inner().map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))?;
-    String::from_utf8(bytes).map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))
+    let bytes =
+        w.into_inner().map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))?;
+    String::from_utf8(bytes)
+        .map_err(|e| Error::failed(format!("cannot write CSV: {e}")).caused_by(e))
 }
 
 /// A text cell as Markdown shows it literally, on one line: plain words
@@ -338,8 +364,9 @@ pub fn csv(t: &Table) -> Result<String> {
 pub fn md_text(s: &str) -> String {
     let s: String = s.chars().map(|c| if c == '\n' || c == '\r' { ' ' } else { c }).collect();
     // Letters beyond ASCII mean nothing to Markdown; of ASCII punctuation, these.
-    let plain = s.chars().all(|c| c.is_alphanumeric() || (!c.is_ascii() && !c.is_control()) || " .,;-+=()%/:'\"?".contains(c))
-        && s.matches(':').count() < 2
+    let plain = s.chars().all(|c| {
+        c.is_alphanumeric() || (!c.is_ascii() && !c.is_control()) || " .,;-+=()%/:'\"?".contains(c)
+    }) && s.matches(':').count() < 2
         && !s.contains("://")
         && !s.to_lowercase().contains("www.");
     if plain {
@@ -364,7 +391,12 @@ pub fn code_span(s: &str) -> String {
         longest = longest.max(run);
     }
     let fence = "`".repeat(longest + 1);
-    let pad = if s.starts_with('`') || s.ends_with('`') || (s.starts_with(' ') && s.ends_with(' ')) { " " } else { "" };
+    let pad = if s.starts_with('`') || s.ends_with('`') || (s.starts_with(' ') && s.ends_with(' '))
+    {
+        " "
+    } else {
+        ""
+    };
     format!("{fence}{pad}{}{pad}{fence}", s.replace('|', "\\|"))
 }
 
@@ -400,14 +432,19 @@ mod tests {
         let t = Table::from_maps(&seed[0], &rows);
         let names: Vec<&str> = t.columns.iter().map(|c| c.name.as_str()).collect();
         assert_eq!(names, ["op", "ms", "gflop", "tflops", "shape"]);
-        assert_eq!(t.columns.iter().map(|c| c.numeric).collect::<Vec<_>>(), [false, true, true, true, false]);
+        assert_eq!(
+            t.columns.iter().map(|c| c.numeric).collect::<Vec<_>>(),
+            [false, true, true, true, false]
+        );
         assert_eq!(t.rows[0][2], Cell::Empty);
         assert_eq!(t.rows[1][3], Cell::Number("1.25".into()));
     }
 
     #[test]
     fn markdown_aligns_numbers_and_keeps_names_literal() {
-        let rows = maps(json!([{"kernel": "void k<float*, 2>|x", "raw_name": "long", "ms": 1.5}, {"kernel": "gemm", "ms": 10}]));
+        let rows = maps(
+            json!([{"kernel": "void k<float*, 2>|x", "raw_name": "long", "ms": 1.5}, {"kernel": "gemm", "ms": 10}]),
+        );
         let mut t = Table::from_maps(&Map::new(), &rows);
         t.caption = Some("2 kernels".into());
         let md = markdown(&t);

@@ -56,7 +56,11 @@ pub fn summary(s: &Summary) -> String {
     let model = s.model.as_deref().unwrap_or("n/a");
     let cpu = s.cpu_run();
     let work = match s.threads() {
-        _ if !cpu => format!("{} kernels/step @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0)),
+        _ if !cpu => format!(
+            "{} kernels/step @ ~{} us",
+            num(s.figures.kernels_per_step, 1),
+            num(s.figures.mean_kernel_us.round(), 0)
+        ),
         Some(1) => "CPU, 1 thread".to_string(),
         Some(n) => format!("CPU, {n} threads"),
         None => "CPU".to_string(),
@@ -87,7 +91,10 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     if !cpu {
-        let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
+        let vram = s
+            .figures
+            .peak_vram_mb
+            .map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
         let _ = writeln!(
             o,
             "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
@@ -105,7 +112,9 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
-        (Some(d), Some(f)) if s.mode == Mode::Training => Some(format!("dataload {} ms ({})", num(d, 2), pct(f))),
+        (Some(d), Some(f)) if s.mode == Mode::Training => {
+            Some(format!("dataload {} ms ({})", num(d, 2), pct(f)))
+        }
         _ => None,
     };
     let and_dataload = dataload.as_ref().map(|d| format!("  |  {d}")).unwrap_or_default();
@@ -115,7 +124,12 @@ pub fn summary(s: &Summary) -> String {
     };
     match s.extras.host_in_ops_frac {
         Some(f) => {
-            let _ = writeln!(o, "CPU ops   {} of the step inside framework ops, {} between them{and_dataload}", pct(f), pct(1.0 - f));
+            let _ = writeln!(
+                o,
+                "CPU ops   {} of the step inside framework ops, {} between them{and_dataload}",
+                pct(f),
+                pct(1.0 - f)
+            );
         }
         // A CPU profile without its trace's op times (LibreYOLO's own).
         None if cpu => {
@@ -132,7 +146,9 @@ pub fn summary(s: &Summary) -> String {
             );
         }
     }
-    if let (Some(c), Some(e)) = (s.extras.comm_ms_per_step.filter(|c| *c > 0.0), s.extras.comm_exposed_ms_per_step) {
+    if let (Some(c), Some(e)) =
+        (s.extras.comm_ms_per_step.filter(|c| *c > 0.0), s.extras.comm_exposed_ms_per_step)
+    {
         let _ = writeln!(
             o,
             "communication {} ms/step  |  exposed {} ms  |  {}% overlapped by compute",
@@ -141,7 +157,13 @@ pub fn summary(s: &Summary) -> String {
             num(s.extras.comm_overlap_pct.unwrap_or(0.0), 1)
         );
     }
-    let _ = writeln!(o, "window   {} steps, {} ms  |  {}", s.figures.window.real_steps, num(s.figures.window.wall_ms, 1), s.mode);
+    let _ = writeln!(
+        o,
+        "window   {} steps, {} ms  |  {}",
+        s.figures.window.real_steps,
+        num(s.figures.window.wall_ms, 1),
+        s.mode
+    );
     if let Some(steps) = &s.steps {
         let _ = writeln!(o, "{}", step_line(steps, 40));
     }
@@ -150,7 +172,11 @@ pub fn summary(s: &Summary) -> String {
         .iter()
         .filter(|d| d.vendor.is_some() || d.name.is_some())
         .map(|d| {
-            let what = [d.vendor.as_deref(), d.name.as_deref()].into_iter().flatten().collect::<Vec<_>>().join(" ");
+            let what = [d.vendor.as_deref(), d.name.as_deref()]
+                .into_iter()
+                .flatten()
+                .collect::<Vec<_>>()
+                .join(" ");
             // "AMD AMD Instinct MI210" reads badly: drop the repeated vendor.
             let what = match (&d.vendor, &d.name) {
                 (Some(v), Some(n)) if n.to_lowercase().starts_with(&v.to_lowercase()) => n.clone(),
@@ -166,7 +192,10 @@ pub fn summary(s: &Summary) -> String {
         let _ = writeln!(o, "phases   inferred: {how}");
     }
     if !s.trustworthy {
-        let _ = writeln!(o, "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **");
+        let _ = writeln!(
+            o,
+            "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **"
+        );
     }
     if let Some(w) = &s.contended {
         let _ = writeln!(o, "** {w} **");
@@ -189,13 +218,20 @@ pub fn summary(s: &Summary) -> String {
     } else {
         let _ = writeln!(o, "kernel mix:");
         for c in &s.categories {
-            let _ = writeln!(o, "  {:<17} {:5.1}%   {} ms/step", c.name, c.pct, num(c.ms_per_step, 3));
+            let _ =
+                writeln!(o, "  {:<17} {:5.1}%   {} ms/step", c.name, c.pct, num(c.ms_per_step, 3));
         }
         let _ = writeln!(o, "top kernels/step:");
         for k in &s.top_kernels {
             let tc = if k.tensorcore { " [TC]" } else { "" };
-            let _ =
-                writeln!(o, "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}", k.pct_of_gpu, num(k.ms_per_step, 3), num(k.count_per_step, 1), k.kernel);
+            let _ = writeln!(
+                o,
+                "  {:5.1}%  {:>8} ms  x{:<5} {}{tc}",
+                k.pct_of_gpu,
+                num(k.ms_per_step, 3),
+                num(k.count_per_step, 1),
+                k.kernel
+            );
         }
     }
     if s.streams.len() > 1 {
@@ -223,15 +259,30 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
         idle.device
     )];
     for c in &idle.causes {
-        out.push(format!("  {:<11} {:>9} ms  {}", c.cause.as_str(), num(c.ms_per_step, 3), c.cause.meaning()));
+        out.push(format!(
+            "  {:<11} {:>9} ms  {}",
+            c.cause.as_str(),
+            num(c.ms_per_step, 3),
+            c.cause.meaning()
+        ));
         for p in c.places.iter().take(places) {
             out.push(format!("  {:<11} {:>9}     {}", "", num(p.ms_per_step, 3), p.name));
         }
     }
     // The other devices of a multi-GPU trace: their idle and its causes.
     for d in idle.devices.iter().filter(|d| d.device != idle.device) {
-        let causes: Vec<String> = d.causes.iter().take(3).map(|c| format!("{} {}", c.cause.as_str(), num(c.ms_per_step, 2))).collect();
-        out.push(format!("  device {}: idle {} ms/step — {}", d.device, num(d.ms_per_step, 2), causes.join(", ")));
+        let causes: Vec<String> = d
+            .causes
+            .iter()
+            .take(3)
+            .map(|c| format!("{} {}", c.cause.as_str(), num(c.ms_per_step, 2)))
+            .collect();
+        out.push(format!(
+            "  device {}: idle {} ms/step — {}",
+            d.device,
+            num(d.ms_per_step, 2),
+            causes.join(", ")
+        ));
     }
     out
 }
@@ -273,10 +324,16 @@ pub fn phases(p: &Phases) -> String {
     // GPU idle per phase, where the profile has the idle account.
     let idle = p.phases.iter().any(|r| r.idle_ms_per_step.is_some());
     let idle_head = if idle { format!(" {:>9}", "idle_ms") } else { String::new() };
-    let mut o = format!("{:<12} {:>9} {:>9}{idle_head} {:>9} {:>9}\n", "phase", "gpu_ms", "wall_ms", "kernels", "ops");
+    let mut o = format!(
+        "{:<12} {:>9} {:>9}{idle_head} {:>9} {:>9}\n",
+        "phase", "gpu_ms", "wall_ms", "kernels", "ops"
+    );
     for (r, b) in p.phases.iter().zip(p.bars()) {
-        let idle_cell =
-            if idle { format!(" {:>9}", r.idle_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}"))) } else { String::new() };
+        let idle_cell = if idle {
+            format!(" {:>9}", r.idle_ms_per_step.map_or("-".to_string(), |w| format!("{w:.2}")))
+        } else {
+            String::new()
+        };
         let line = format!(
             "{:<12} {:>9} {:>9}{idle_cell} {:>9} {:>9}  {}",
             r.phase,
@@ -300,7 +357,8 @@ pub fn phases(p: &Phases) -> String {
 pub fn kernels(k: &Kernels) -> String {
     let priced = k.kernels.iter().any(|r| r.achieved.is_priced());
     let rates = if priced { RATES_HEADER } else { "" };
-    let mut o = format!("{:>6} {:>9} {:>7} {rates}TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
+    let mut o =
+        format!("{:>6} {:>9} {:>7} {rates}TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
     for r in &k.kernels {
         let _ = writeln!(
             o,
@@ -315,7 +373,13 @@ pub fn kernels(k: &Kernels) -> String {
         );
     }
     let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    let _ = writeln!(
+        o,
+        "({} of {} kernels{scope} match; {} shown)",
+        k.matched,
+        k.total,
+        k.kernels.len()
+    );
     efficiency_notes(&mut o, &k.efficiency_notes);
     o
 }
@@ -380,8 +444,15 @@ fn efficiency_notes(o: &mut String, notes: &[String]) {
 
 /// `kernels` over a rank set: the mean row and where the ranks spread.
 pub fn job_kernels(k: &JobKernels) -> String {
-    let mut o = format!("{} ranks; per kernel the mean over ranks, and the rank that spends the most\n", k.ranks.len());
-    let _ = writeln!(o, "{:>6} {:>9} {:>7} {:>9} {:>9} {:>5} TC  kernel  [category]", "%GPU", "ms/step", "x/step", "min", "max", "rank");
+    let mut o = format!(
+        "{} ranks; per kernel the mean over ranks, and the rank that spends the most\n",
+        k.ranks.len()
+    );
+    let _ = writeln!(
+        o,
+        "{:>6} {:>9} {:>7} {:>9} {:>9} {:>5} TC  kernel  [category]",
+        "%GPU", "ms/step", "x/step", "min", "max", "rank"
+    );
     for r in &k.kernels {
         let m = &r.mean;
         let _ = writeln!(
@@ -399,7 +470,13 @@ pub fn job_kernels(k: &JobKernels) -> String {
         );
     }
     let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(o, "({} of {} kernels{scope} match; {} shown)", k.matched, k.total, k.kernels.len());
+    let _ = writeln!(
+        o,
+        "({} of {} kernels{scope} match; {} shown)",
+        k.matched,
+        k.total,
+        k.kernels.len()
+    );
     o
 }
 
@@ -409,13 +486,23 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
     let mut o = String::new();
     let single = c.ranks.len() == 1;
     let world = c.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
-    let _ = writeln!(o, "{} collectives on {} rank{}{world}", c.collectives.len(), c.ranks.len(), if single { "" } else { "s" });
+    let _ = writeln!(
+        o,
+        "{} collectives on {} rank{}{world}",
+        c.collectives.len(),
+        c.ranks.len(),
+        if single { "" } else { "s" }
+    );
     for g in &c.groups {
         let counts: Vec<String> = g.counts.iter().map(|(n, k)| format!("{k} {n}")).collect();
         let _ = writeln!(o, "  group {}: {}", g.group, counts.join(", "));
     }
     if !single {
-        let _ = writeln!(o, "{:>6} {:>9} {:>13} {:>15} {:>9}", "rank", "wait ms", "last arrivals", "wait caused ms", "comm ms");
+        let _ = writeln!(
+            o,
+            "{:>6} {:>9} {:>13} {:>15} {:>9}",
+            "rank", "wait ms", "last arrivals", "wait caused ms", "comm ms"
+        );
         for r in &c.per_rank {
             let _ = writeln!(
                 o,
@@ -435,7 +522,15 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
     let _ = writeln!(
         o,
         "{:>9} {:>14} {:>5} {:>10} {:>9} {:>6} {:>11} {:>10} {:>10}",
-        "at ms", "collective", "#", "MB", "skew us", "last", "transfer us", "algbw GB/s", "busbw GB/s"
+        "at ms",
+        "collective",
+        "#",
+        "MB",
+        "skew us",
+        "last",
+        "transfer us",
+        "algbw GB/s",
+        "busbw GB/s"
     );
     for m in rows.into_iter().take(top) {
         let _ = writeln!(
@@ -458,16 +553,28 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
 pub fn ops(x: &Ops) -> String {
     let priced = x.ops.iter().any(|r| r.achieved.is_priced());
     let mut o = if priced {
-        format!("{:>6} {:>9} {:>7} {:>9} {RATES_HEADER} op  (shape of its costliest call)\n", "%cpu", "ms/step", "x/step", "GPU ms")
+        format!(
+            "{:>6} {:>9} {:>7} {:>9} {RATES_HEADER} op  (shape of its costliest call)\n",
+            "%cpu", "ms/step", "x/step", "GPU ms"
+        )
     } else {
         format!("{:>6} {:>9} {:>7}  op\n", "%cpu", "ms/step", "x/step")
     };
     for r in &x.ops {
         let (cpu, count) = (format!("{:.3}", r.ms_per_step), num(r.count_per_step, 1));
         if priced {
-            let gpu = r.achieved.modelled_ms_per_step.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+            let gpu = r
+                .achieved
+                .modelled_ms_per_step
+                .map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
             let shape = r.shape.as_deref().map_or(String::new(), |s| format!("  ({s})"));
-            let _ = writeln!(o, "{:6.2} {cpu:>9} {count:>7} {gpu:>9} {}  {}{shape}", r.pct_of_cpu_ops, rate_columns(&r.achieved), r.op);
+            let _ = writeln!(
+                o,
+                "{:6.2} {cpu:>9} {count:>7} {gpu:>9} {}  {}{shape}",
+                r.pct_of_cpu_ops,
+                rate_columns(&r.achieved),
+                r.op
+            );
         } else {
             let _ = writeln!(o, "{:6.2} {cpu:>9} {count:>7}  {}", r.pct_of_cpu_ops, r.op);
         }
@@ -493,7 +600,14 @@ pub fn compare(c: &Comparison) -> String {
             None if m.metric == "img_per_s" => format!("  [{}]", m.significance.significance),
             None => String::new(),
         };
-        let _ = writeln!(o, "{:<14} {} -> {}{}{sig}", m.label, show(m.before), show(m.after), change(m.change_pct));
+        let _ = writeln!(
+            o,
+            "{:<14} {} -> {}{}{sig}",
+            m.label,
+            show(m.before),
+            show(m.after),
+            change(m.change_pct)
+        );
     }
     let _ = writeln!(o, "{:<14} {} -> {}", "verdict", c.bound[0], c.bound[1]);
     section(&mut o, "phases (ms/step)", &c.phases, 8);
@@ -543,7 +657,14 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
             RowStatus::Disappeared => "disappeared",
         };
         let name = crate::analysis::kernels::short_name(&r.name);
-        let _ = writeln!(o, "  {:<12} {:>9} -> {:<9}{:<8} {name}", status, opt(r.before_ms, 3), opt(r.after_ms, 3), change(r.change_pct));
+        let _ = writeln!(
+            o,
+            "  {:<12} {:>9} -> {:<9}{:<8} {name}",
+            status,
+            opt(r.before_ms, 3),
+            opt(r.after_ms, 3),
+            change(r.change_pct)
+        );
     }
     if rows.len() > limit {
         let _ = writeln!(o, "  … {} more (--json lists all)", rows.len() - limit);
@@ -553,7 +674,11 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
 pub fn what_if(w: &WhatIf) -> String {
     let mut o = format!("what-if [{}]: {}\n", w.bound, w.mechanism);
     if let (Some(c), Model::AtRoofline) = (&w.removed.category, w.model) {
-        let _ = writeln!(o, "  category '{c}' at its roofline: {} ms/step less GPU time", num(w.removed.gpu_ms, 3));
+        let _ = writeln!(
+            o,
+            "  category '{c}' at its roofline: {} ms/step less GPU time",
+            num(w.removed.gpu_ms, 3)
+        );
     } else if let Some(c) = &w.removed.category {
         let _ = writeln!(
             o,
@@ -562,7 +687,13 @@ pub fn what_if(w: &WhatIf) -> String {
             num(w.removed.launches, 1)
         );
     }
-    let _ = writeln!(o, "  step   {} -> ~{} ms{}", opt(w.step_ms.now, 2), opt(w.step_ms.projected, 2), change(w.change_pct));
+    let _ = writeln!(
+        o,
+        "  step   {} -> ~{} ms{}",
+        opt(w.step_ms.now, 2),
+        opt(w.step_ms.projected, 2),
+        change(w.change_pct)
+    );
     if let (Some(now), Some(p)) = (w.img_per_s.now, w.img_per_s.projected) {
         let c = if now > 0.0 { Some((p - now) / now * 100.0) } else { None };
         let _ = writeln!(o, "  img/s  {} -> ~{}{}", num(now, 2), num(p, 1), change(c));
@@ -588,12 +719,20 @@ pub fn stragglers_head(j: &Job) -> String {
     let t = num(j.straggler_threshold_ms, 2);
     match (j.straggler_rule, j.stragglers.is_empty()) {
         (StragglerRule::Waits, true) => {
-            format!("stragglers: none (no rank makes the others wait {t} ms per step, 1% of the step, at collectives)")
+            format!(
+                "stragglers: none (no rank makes the others wait {t} ms per step, 1% of the step, at collectives)"
+            )
         }
-        (StragglerRule::Waits, false) => format!("stragglers (the others wait for them at collectives, at least {t} ms per step):"),
-        (StragglerRule::Compute, true) => format!("stragglers: none (every rank's compute is within {t} ms of the median rank's)"),
+        (StragglerRule::Waits, false) => format!(
+            "stragglers (the others wait for them at collectives, at least {t} ms per step):"
+        ),
+        (StragglerRule::Compute, true) => {
+            format!("stragglers: none (every rank's compute is within {t} ms of the median rank's)")
+        }
         (StragglerRule::Compute, false) => {
-            format!("stragglers (no matched collectives: compute more than {t} ms above the median rank's):")
+            format!(
+                "stragglers (no matched collectives: compute more than {t} ms above the median rank's):"
+            )
         }
     }
 }
@@ -604,10 +743,21 @@ pub fn straggler_line(s: &Straggler) -> String {
     let Some(w) = s.wait_caused_ms_per_step else {
         return format!("rank {}: +{} ms of compute per step", s.rank, num(s.compute_excess_ms, 2));
     };
-    let steps = s.late_steps.filter(|[_, n]| *n > 1).map_or(String::new(), |[k, n]| format!(" ({k} of {n} steps)"));
-    let late = s.late_ms.map_or(String::new(), |l| format!(", arriving up to {} ms after them", num(l, 2)));
-    let at: Vec<String> = s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
-    format!("rank {} makes the others wait {} ms/step{steps}{late} at {}", s.rank, num(w, 2), at.join(", "))
+    let steps = s
+        .late_steps
+        .filter(|[_, n]| *n > 1)
+        .map_or(String::new(), |[k, n]| format!(" ({k} of {n} steps)"));
+    let late = s
+        .late_ms
+        .map_or(String::new(), |l| format!(", arriving up to {} ms after them", num(l, 2)));
+    let at: Vec<String> =
+        s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
+    format!(
+        "rank {} makes the others wait {} ms/step{steps}{late} at {}",
+        s.rank,
+        num(w, 2),
+        at.join(", ")
+    )
 }
 
 /// A straggler's reason: `+5.00 ms conv (kernel)`, `+1.20 ms python (idle)`.
@@ -631,11 +781,24 @@ pub fn job(j: &Job) -> String {
         slowest(j),
         pct(j.gpu_util)
     );
-    let _ = writeln!(o, "per step, ms (waited: at collectives for later ranks; caused: the others' waits for it):");
+    let _ = writeln!(
+        o,
+        "per step, ms (waited: at collectives for later ranks; caused: the others' waits for it):"
+    );
     let _ = writeln!(
         o,
         "{:>6} {:>9} {:>6} {:>9} {:>8} {:>8} {:>8} {:>9} {:>9} {:>8} {:>8}  verdict",
-        "rank", "step", "GPU", "compute", "comm", "exposed", "idle", "dataload", "kernels", "waited", "caused"
+        "rank",
+        "step",
+        "GPU",
+        "compute",
+        "comm",
+        "exposed",
+        "idle",
+        "dataload",
+        "kernels",
+        "waited",
+        "caused"
     );
     for r in &j.ranks {
         let _ = writeln!(
@@ -662,11 +825,19 @@ pub fn job(j: &Job) -> String {
             let _ = writeln!(o, "      {}", why(w));
         }
         if let Some(rest) = s.unexplained_ms {
-            let _ =
-                writeln!(o, "      {} ms of its lateness is older than its lead-ins (it was already late when they began)", num(rest, 2));
+            let _ = writeln!(
+                o,
+                "      {} ms of its lateness is older than its lead-ins (it was already late when they began)",
+                num(rest, 2)
+            );
         }
         if let Some(p) = &s.phase {
-            let _ = writeln!(o, "      phase {}: +{} ms of GPU time per step", p.name, num(p.extra_ms, 2));
+            let _ = writeln!(
+                o,
+                "      phase {}: +{} ms of GPU time per step",
+                p.name,
+                num(p.extra_ms, 2)
+            );
         }
     }
     o
@@ -675,7 +846,8 @@ pub fn job(j: &Job) -> String {
 /// A device's peak allocated and reserved memory, `sep` between them (the
 /// text and the explorer's Memory pane print the same line).
 pub fn memory_peaks(d: &DeviceMemory, sep: &str) -> String {
-    let reserved = d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1)));
+    let reserved =
+        d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1)));
     format!("peak allocated {} MB{sep}peak reserved {reserved}", num(d.peak_allocated_mb, 1))
 }
 
@@ -696,14 +868,34 @@ pub fn memory(m: &Memory) -> String {
     let Some(none) = &m.none else {
         let mut o = String::new();
         for d in &m.devices {
-            let relative = if d.totals { "" } else { " (counted from the first event: the trace records sizes, not totals)" };
-            let _ = writeln!(o, "{}  {}  |  {} events{relative}", d.device, memory_peaks(d, "  |  "), d.events);
+            let relative = if d.totals {
+                ""
+            } else {
+                " (counted from the first event: the trace records sizes, not totals)"
+            };
+            let _ = writeln!(
+                o,
+                "{}  {}  |  {} events{relative}",
+                d.device,
+                memory_peaks(d, "  |  "),
+                d.events
+            );
             let _ = writeln!(o, "  {}", memory_peak_at(m, d, "  |  "));
             let _ = writeln!(o, "  allocated  {}", sparkline(&Memory::allocated(d), 60));
             let width = d.phases.iter().map(|p| p.phase.chars().count()).max().unwrap_or(5).max(5);
-            let _ = writeln!(o, "  {:<width$}  {:>14}  {:>13}", "phase", "peak alloc MB", "peak resv MB");
+            let _ = writeln!(
+                o,
+                "  {:<width$}  {:>14}  {:>13}",
+                "phase", "peak alloc MB", "peak resv MB"
+            );
             for p in &d.phases {
-                let _ = writeln!(o, "  {:<width$}  {:>14}  {:>13}", p.phase, num(p.peak_allocated_mb, 1), opt(p.peak_reserved_mb, 1));
+                let _ = writeln!(
+                    o,
+                    "  {:<width$}  {:>14}  {:>13}",
+                    p.phase,
+                    num(p.peak_allocated_mb, 1),
+                    opt(p.peak_reserved_mb, 1)
+                );
             }
         }
         return o;
@@ -722,7 +914,8 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
     } else {
         (0..width)
             .map(|c| {
-                values[c * values.len() / width..((c + 1) * values.len() / width).max(c * values.len() / width + 1)]
+                values[c * values.len() / width
+                    ..((c + 1) * values.len() / width).max(c * values.len() / width + 1)]
                     .iter()
                     .copied()
                     .fold(0.0, f64::max)
@@ -730,7 +923,16 @@ pub fn sparkline(values: &[f64], width: usize) -> String {
             .collect()
     };
     let max = cells.iter().copied().fold(0.0, f64::max);
-    cells.iter().map(|v| if max > 0.0 { BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize] } else { BARS[0] }).collect()
+    cells
+        .iter()
+        .map(|v| {
+            if max > 0.0 {
+                BARS[((v / max) * 7.0).round().clamp(0.0, 7.0) as usize]
+            } else {
+                BARS[0]
+            }
+        })
+        .collect()
 }
 
 /// A horizontal bar of `frac` (0..=1) of `width` cells, in eighths.
@@ -777,11 +979,24 @@ pub fn compare_jobs(c: &JobComparison) -> String {
         c.critical_rank[0].map_or("nobody".to_string(), |r| format!("rank {r}")),
         c.critical_rank[1].map_or("nobody".to_string(), |r| format!("rank {r}"))
     );
-    let _ = writeln!(o, "GPU util      {} -> {} over all ranks", pct(c.gpu_util[0]), pct(c.gpu_util[1]));
-    let list =
-        |v: &[u32]| if v.is_empty() { "none".to_string() } else { v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ") };
+    let _ = writeln!(
+        o,
+        "GPU util      {} -> {} over all ranks",
+        pct(c.gpu_util[0]),
+        pct(c.gpu_util[1])
+    );
+    let list = |v: &[u32]| {
+        if v.is_empty() {
+            "none".to_string()
+        } else {
+            v.iter().map(|r| format!("rank {r}")).collect::<Vec<_>>().join(", ")
+        }
+    };
     let _ = writeln!(o, "stragglers    {} -> {}", list(&c.stragglers[0]), list(&c.stragglers[1]));
-    let _ = writeln!(o, "per rank, ms per step: step, and the wait it caused the others at collectives:");
+    let _ = writeln!(
+        o,
+        "per rank, ms per step: step, and the wait it caused the others at collectives:"
+    );
     for r in &c.ranks {
         let side = |v: Option<f64>| v.map_or("-".to_string(), |v| num(v, 2));
         let _ = writeln!(
@@ -821,11 +1036,27 @@ pub fn merge(m: &crate::merge::Merged) -> String {
             let _ = writeln!(o, "clocks as recorded");
         }
     }
-    let _ = writeln!(o, "{:>6} {:>6} {:>12} {:>9} {:>8}  file", "rank", "pid", "offset us", "events", "threads");
+    let _ = writeln!(
+        o,
+        "{:>6} {:>6} {:>12} {:>9} {:>8}  file",
+        "rank", "pid", "offset us", "events", "threads"
+    );
     for r in &m.ranks {
-        let _ = writeln!(o, "{:>6} {:>6} {:>12} {:>9} {:>8}  {}", r.rank, r.pid, num(r.offset_us, 3), r.events, r.threads, r.file);
+        let _ = writeln!(
+            o,
+            "{:>6} {:>6} {:>12} {:>9} {:>8}  {}",
+            r.rank,
+            r.pid,
+            num(r.offset_us, 3),
+            r.events,
+            r.threads,
+            r.file
+        );
     }
-    let _ = write!(o, "open it in https://ui.perfetto.dev or chrome://tracing; each rank is the process \"rank N\"");
+    let _ = write!(
+        o,
+        "open it in https://ui.perfetto.dev or chrome://tracing; each rank is the process \"rank N\""
+    );
     o
 }
 

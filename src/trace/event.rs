@@ -165,7 +165,9 @@ impl<'a> Event<'a> {
             return Err(ParseError::Shape("an event must be a JSON object"));
         }
         let (ev, used) = Event::parse_prefix(raw).map_err(|e| match e {
-            ParseError::Eof => ParseError::Syntax { at: raw.len(), what: "unexpected end of the event" },
+            ParseError::Eof => {
+                ParseError::Syntax { at: raw.len(), what: "unexpected end of the event" }
+            }
             ParseError::ShapeAt(what, _) => ParseError::Shape(what),
             e => e,
         })?;
@@ -203,7 +205,11 @@ impl<'a> Event<'a> {
                     let mut a = Args::default();
                     p.object(|p, key| {
                         let text = |p: &mut Parser<'a>| -> PResult<Option<Text<'a>>> {
-                            if p.peek() == Some(b'"') { p.text().map(Some) } else { p.skip_value().map(|_| None) }
+                            if p.peek() == Some(b'"') {
+                                p.text().map(Some)
+                            } else {
+                                p.skip_value().map(|_| None)
+                            }
                         };
                         let slot = match key {
                             b"Collective name" | b"dtype" | b"Process Group Name" => {
@@ -226,7 +232,9 @@ impl<'a> Event<'a> {
                                 return Ok(());
                             }
                             b"In msg nelems" => &mut a.collective.get_or_insert_default().in_nelems,
-                            b"Out msg nelems" => &mut a.collective.get_or_insert_default().out_nelems,
+                            b"Out msg nelems" => {
+                                &mut a.collective.get_or_insert_default().out_nelems
+                            }
                             b"Group size" => &mut a.collective.get_or_insert_default().group_size,
                             b"correlation" => &mut a.correlation,
                             b"External id" | b"external id" => &mut a.external_id,
@@ -287,7 +295,11 @@ type PResult<T> = Result<T, ParseError>;
 impl<'a> Parser<'a> {
     /// A syntax error, or `Eof` when the input simply ran out.
     fn err<T>(&self, what: &'static str) -> PResult<T> {
-        if self.i >= self.b.len() { Err(ParseError::Eof) } else { Err(ParseError::Syntax { at: self.i, what }) }
+        if self.i >= self.b.len() {
+            Err(ParseError::Eof)
+        } else {
+            Err(ParseError::Syntax { at: self.i, what })
+        }
     }
 
     fn peek(&self) -> Option<u8> {
@@ -366,7 +378,9 @@ impl<'a> Parser<'a> {
             match c {
                 b'"' => return Ok(Cow::Owned(out)),
                 b'\\' => {
-                    let Some(&e) = self.b.get(self.i) else { return self.err("unterminated escape") };
+                    let Some(&e) = self.b.get(self.i) else {
+                        return self.err("unterminated escape");
+                    };
                     self.i += 1;
                     match e {
                         b'"' | b'\\' | b'/' => out.push(e),
@@ -377,7 +391,9 @@ impl<'a> Parser<'a> {
                         b't' => out.push(b'\t'),
                         b'u' => {
                             let mut cp = self.hex4()?;
-                            if (0xD800..0xDC00).contains(&cp) && self.b[self.i..].starts_with(b"\\u") {
+                            if (0xD800..0xDC00).contains(&cp)
+                                && self.b[self.i..].starts_with(b"\\u")
+                            {
                                 self.i += 2;
                                 let lo = self.hex4()?;
                                 if (0xDC00..0xE000).contains(&lo) {
@@ -432,7 +448,11 @@ impl<'a> Parser<'a> {
     }
 
     /// A string field; anything else marks the event malformed.
-    fn text_field(&mut self, shape: &mut Option<&'static str>, what: &'static str) -> PResult<Option<Text<'a>>> {
+    fn text_field(
+        &mut self,
+        shape: &mut Option<&'static str>,
+        what: &'static str,
+    ) -> PResult<Option<Text<'a>>> {
         match self.peek() {
             Some(b'"') => Ok(Some(self.text()?)),
             Some(b'n') => {
@@ -490,7 +510,9 @@ impl<'a> Parser<'a> {
 
     /// Moves past a number token (or NaN/Infinity) without converting it.
     fn scan_number(&mut self) -> PResult<()> {
-        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') = self.peek() {
+        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') =
+            self.peek()
+        {
             self.i += 1;
         }
         if self.i == self.b.len() {
@@ -619,7 +641,10 @@ fn fast_decimal(b: &[u8]) -> Option<(f64, usize)> {
     let mut digits = 0u32;
     let int_start = i;
     // Epoch timestamps have 16 integer digits: eight at a time first.
-    while let Some(v) = b.get(i..i + 8).and_then(|c| eight_digits(u64::from_le_bytes(c.try_into().expect("8 bytes")))) {
+    while let Some(v) = b
+        .get(i..i + 8)
+        .and_then(|c| eight_digits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
+    {
         mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(v);
         digits += 8;
         i += 8;
@@ -666,7 +691,9 @@ fn fast_decimal(b: &[u8]) -> Option<(f64, usize)> {
     if digits > 19 || mantissa > 1 << 53 || frac > 16 {
         return None;
     }
-    const POW10: [f64; 17] = [1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16];
+    const POW10: [f64; 17] = [
+        1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11, 1e12, 1e13, 1e14, 1e15, 1e16,
+    ];
     // Integers (most timestamps and ids) need no division.
     let v = if frac == 0 { mantissa as f64 } else { mantissa as f64 / POW10[frac as usize] };
     Some((if neg { -v } else { v }, i))
@@ -710,18 +737,33 @@ mod tests {
     #[test]
     fn wrong_types_are_malformed_and_broken_json_is_a_syntax_error() {
         for shape in [&br#"{"name": 5}"#[..], br#"[1,2]"#, br#""x""#, br#"{"cat": ["a"]}"#] {
-            assert!(matches!(Event::parse(shape), Err(ParseError::Shape(_))), "{}", String::from_utf8_lossy(shape));
+            assert!(
+                matches!(Event::parse(shape), Err(ParseError::Shape(_))),
+                "{}",
+                String::from_utf8_lossy(shape)
+            );
         }
-        for broken in
-            [&br#"{"name": "x""#[..], br#"{"name" "x"}"#, br#"{"ts": 1.2.3.}"#, br#"{"a": tru}"#, br#"{"a": 1} x"#, br#"{"a": "\q"}"#]
-        {
-            assert!(matches!(Event::parse(broken), Err(ParseError::Syntax { .. })), "{}", String::from_utf8_lossy(broken));
+        for broken in [
+            &br#"{"name": "x""#[..],
+            br#"{"name" "x"}"#,
+            br#"{"ts": 1.2.3.}"#,
+            br#"{"a": tru}"#,
+            br#"{"a": 1} x"#,
+            br#"{"a": "\q"}"#,
+        ] {
+            assert!(
+                matches!(Event::parse(broken), Err(ParseError::Syntax { .. })),
+                "{}",
+                String::from_utf8_lossy(broken)
+            );
         }
     }
 
     #[test]
     fn nesting_past_the_limit_is_refused_not_a_stack_overflow() {
-        let deep = |n: usize| format!(r#"{{"name": "k", "args": {{"x": {}{}}}}}"#, "[".repeat(n), "]".repeat(n));
+        let deep = |n: usize| {
+            format!(r#"{{"name": "k", "args": {{"x": {}{}}}}}"#, "[".repeat(n), "]".repeat(n))
+        };
         assert!(Event::parse(deep(100).as_bytes()).is_ok());
         for raw in [deep(100_000), "[".repeat(100_000) + &"]".repeat(100_000)] {
             match Event::parse(raw.as_bytes()) {
@@ -731,12 +773,17 @@ mod tests {
         }
         // Cut short, it is still refused rather than waiting for more input.
         let open = format!(r#"{{"args": {{"x": {}"#, "{\"a\": ".repeat(1000));
-        assert!(matches!(Event::parse_prefix(open.as_bytes()), Err(ParseError::Syntax { what: TOO_DEEP, .. })));
+        assert!(matches!(
+            Event::parse_prefix(open.as_bytes()),
+            Err(ParseError::Syntax { what: TOO_DEEP, .. })
+        ));
     }
 
     #[test]
     fn fast_decimals_equal_the_standard_parse() {
-        let fast = |tok: &str| fast_decimal(format!("{tok},").as_bytes()).map(|(v, used)| (v, used == tok.len()));
+        let fast = |tok: &str| {
+            fast_decimal(format!("{tok},").as_bytes()).map(|(v, used)| (v, used == tok.len()))
+        };
         for tok in [
             "0",
             "7",
@@ -755,7 +802,19 @@ mod tests {
         ] {
             assert_eq!(fast(tok), Some((tok.parse::<f64>().unwrap(), true)), "{tok}");
         }
-        for tok in ["1e3", "1.", "-", "12345678901234567", "9007199254740993", "1.2.3", "", "1661203462599209.5", "12x", "1E5", "-.5"] {
+        for tok in [
+            "1e3",
+            "1.",
+            "-",
+            "12345678901234567",
+            "9007199254740993",
+            "1.2.3",
+            "",
+            "1661203462599209.5",
+            "12x",
+            "1E5",
+            "-.5",
+        ] {
             assert_eq!(fast(tok), None, "{tok}");
         }
         assert_eq!(fast_decimal(b"123"), None, "at the end of the bytes the number may go on");
@@ -781,11 +840,17 @@ mod tests {
             for at in 0..=len {
                 for c in [b'"', b'\\'] {
                     let mut b = vec![b'a'; len];
-                    b.iter_mut().enumerate().for_each(|(k, x)| *x = b"x\x80 \x22\xffz"[k % 6] ^ u8::from(k % 6 == 3));
+                    b.iter_mut()
+                        .enumerate()
+                        .for_each(|(k, x)| *x = b"x\x80 \x22\xffz"[k % 6] ^ u8::from(k % 6 == 3));
                     if at < len {
                         b[at] = c;
                     }
-                    assert_eq!(quote_or_backslash(&b), memchr::memchr2(b'"', b'\\', &b), "{len} {at}");
+                    assert_eq!(
+                        quote_or_backslash(&b),
+                        memchr::memchr2(b'"', b'\\', &b),
+                        "{len} {at}"
+                    );
                 }
             }
         }

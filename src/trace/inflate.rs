@@ -132,7 +132,8 @@ mod tests {
         let doc: Vec<u8> = (0..5 * CHUNK).map(|i| (i % 7) as u8).collect();
         let gz = gzip(&doc);
         let cut = gz[..gz.len() / 2].to_vec();
-        let mut r = ThreadedInflate::spawn(flate2::read::MultiGzDecoder::new(io::Cursor::new(cut))).unwrap();
+        let mut r = ThreadedInflate::spawn(flate2::read::MultiGzDecoder::new(io::Cursor::new(cut)))
+            .unwrap();
         let mut out = Vec::new();
         let err = r.read_to_end(&mut out).unwrap_err();
         assert_eq!(err.kind(), io::ErrorKind::UnexpectedEof, "{err}");
@@ -142,7 +143,9 @@ mod tests {
     #[test]
     fn dropping_the_reader_early_stops_the_thread() {
         let doc = vec![b'x'; 20 * CHUNK];
-        let mut r = ThreadedInflate::spawn(flate2::read::MultiGzDecoder::new(io::Cursor::new(gzip(&doc)))).unwrap();
+        let mut r =
+            ThreadedInflate::spawn(flate2::read::MultiGzDecoder::new(io::Cursor::new(gzip(&doc))))
+                .unwrap();
         let mut first = [0u8; 10];
         r.read_exact(&mut first).unwrap();
         drop(r); // must not hang or panic: the thread's next send fails

@@ -75,13 +75,20 @@ impl Source {
     /// The path as given: a FIFO or device is opened once, here (a FIFO
     /// waits for its writer, as any reader of a FIFO does).
     pub fn path(path: &Path) -> Result<Source> {
-        let meta = std::fs::metadata(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
+        let meta = std::fs::metadata(path).map_err(|e| {
+            Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e)
+        })?;
         if meta.is_file() {
             return Ok(Source::file(path));
         }
-        let f = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
+        let f = File::open(path).map_err(|e| {
+            Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e)
+        })?;
         if f.is_terminal() {
-            return Err(Error::usage(format!("{} is a terminal: pipe a trace or profile in instead", path.display())));
+            return Err(Error::usage(format!(
+                "{} is a terminal: pipe a trace or profile in instead",
+                path.display()
+            )));
         }
         Ok(Source::stream(path.display().to_string(), Box::new(f)))
     }
@@ -103,15 +110,26 @@ impl Source {
     pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
         match &self.kind {
             Kind::File(path) => {
-                let file = File::open(path).map_err(|e| Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e))?;
+                let file = File::open(path).map_err(|e| {
+                    Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e)
+                })?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                let bar = (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
+                let bar = (progress
+                    && len >= PROGRESS_MIN_BYTES
+                    && std::io::stderr().is_terminal())
+                .then(|| {
                     let bar = ProgressBar::new(len);
                     bar.set_style(
-                        ProgressStyle::with_template("reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})")
-                            .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                        ProgressStyle::with_template(
+                            "reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                        )
+                        .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
-                    bar.set_message(path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default());
+                    bar.set_message(
+                        path.file_name()
+                            .map(|f| f.to_string_lossy().into_owned())
+                            .unwrap_or_default(),
+                    );
                     bar
                 });
                 let raw: Box<dyn Read + Send> = match bar {
@@ -126,14 +144,17 @@ impl Source {
                     return Ok(Box::new(gunzip(whole)));
                 }
                 // A file is ours to move: inflate it on a thread of its own.
-                let inflate = ThreadedInflate::spawn(gunzip(whole))
-                    .map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", self.label)).caused_by(e))?;
+                let inflate = ThreadedInflate::spawn(gunzip(whole)).map_err(|e| {
+                    Error::failed(format!("cannot start a thread to read {}: {e}", self.label))
+                        .caused_by(e)
+                })?;
                 Ok(Box::new(inflate))
             }
             // A stream's replay shares its spool with later passes (not
             // Send): it is inflated where it is parsed.
             Kind::Stream(spool) => {
-                let (whole, gzipped) = sniff(Replay { spool: Rc::clone(spool), pos: 0 }, &self.label)?;
+                let (whole, gzipped) =
+                    sniff(Replay { spool: Rc::clone(spool), pos: 0 }, &self.label)?;
                 Ok(if gzipped { Box::new(gunzip(whole)) } else { Box::new(whole) })
             }
         }
@@ -206,8 +227,12 @@ impl Read for Replay {
         let end = s.len;
         let copy = s.copy.as_mut().expect("just created");
         copy.seek(SeekFrom::Start(end))?;
-        copy.write_all(&buf[..n])
-            .map_err(|e| std::io::Error::new(e.kind(), format!("cannot keep a copy of the stream in the temporary folder: {e}")))?;
+        copy.write_all(&buf[..n]).map_err(|e| {
+            std::io::Error::new(
+                e.kind(),
+                format!("cannot keep a copy of the stream in the temporary folder: {e}"),
+            )
+        })?;
         s.len += n as u64;
         self.pos += n as u64;
         Ok(n)
@@ -233,15 +258,19 @@ impl<R: Read> Read for GzipErrors<R> {
 /// Opens the gzip file `path` for one whole pass that leaves its
 /// checkpoints in `into` (src/trace/seekgz.rs), inflating on a thread of
 /// its own when a core is spare, as [`Source::open`] does.
-pub fn open_gz_recording(path: &Path, into: Arc<Mutex<Checkpoints>>, spacing: u64) -> Result<Box<dyn Read>> {
+pub fn open_gz_recording(
+    path: &Path,
+    into: Arc<Mutex<Checkpoints>>,
+    spacing: u64,
+) -> Result<Box<dyn Read>> {
     let cannot = |e: std::io::Error| Error::failed(format!("cannot open {}: {e}", path.display()));
     let reader = GzReader::recording(path, into, spacing).map_err(cannot)?;
     if !spare_core() {
         return Ok(Box::new(reader));
     }
-    Ok(Box::new(
-        ThreadedInflate::spawn(reader).map_err(|e| Error::failed(format!("cannot start a thread to read {}: {e}", path.display())))?,
-    ))
+    Ok(Box::new(ThreadedInflate::spawn(reader).map_err(|e| {
+        Error::failed(format!("cannot start a thread to read {}: {e}", path.display()))
+    })?))
 }
 
 /// Whether the regular file at `path` starts with gzip's magic.

@@ -141,7 +141,9 @@ fn read_opened(reader: Box<dyn std::io::Read>, sink: &mut dyn EventSink) -> Resu
                         let id: Option<String> = serde_json::from_slice(raw).ok();
                         if id.is_some_and(|id| id.starts_with(crate::profile::SCHEMA_PREFIX)) {
                             if saw_events {
-                                return Err(Error::failed("a profile schema id next to trace events"));
+                                return Err(Error::failed(
+                                    "a profile schema id next to trace events",
+                                ));
                             }
                             return Ok(Document::Profile);
                         }
@@ -190,12 +192,19 @@ fn read_opened(reader: Box<dyn std::io::Read>, sink: &mut dyn EventSink) -> Resu
         }
     }
     if !s.at_end()? {
-        return Err(Error::failed(format!("invalid JSON at byte {}: data after the end of the document", s.offset())));
+        return Err(Error::failed(format!(
+            "invalid JSON at byte {}: data after the end of the document",
+            s.offset()
+        )));
     }
     Ok(Document::Trace(info))
 }
 
-fn stream_events(s: &mut Scanner<Box<dyn std::io::Read>>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
+fn stream_events(
+    s: &mut Scanner<Box<dyn std::io::Read>>,
+    sink: &mut dyn EventSink,
+    info: &mut TraceInfo,
+) -> Result<()> {
     s.expect(b'[')?;
     let mut first = true;
     if parallel::threads() > 1 {
@@ -209,7 +218,12 @@ fn stream_events(s: &mut Scanner<Box<dyn std::io::Read>>, sink: &mut dyn EventSi
 
 /// The elements of `traceEvents` on this thread, from an element boundary
 /// (`first`: just after the `[`).
-fn stream_elements<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, info: &mut TraceInfo, mut first: bool) -> Result<()> {
+fn stream_elements<R: std::io::Read>(
+    s: &mut Scanner<R>,
+    sink: &mut dyn EventSink,
+    info: &mut TraceInfo,
+    mut first: bool,
+) -> Result<()> {
     let mut scratch = Vec::new();
     while s.next_element(first)? {
         first = false;
@@ -225,7 +239,12 @@ fn stream_elements<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSin
 
 /// Reads the element of `traceEvents` at the scanner into `sink`; `n` is
 /// its number, for messages.
-fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: u64, scratch: &mut Vec<u8>) -> Result<()> {
+fn one_event<R: std::io::Read>(
+    s: &mut Scanner<R>,
+    sink: &mut dyn EventSink,
+    n: u64,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
     use event::ParseError;
     {
         if s.peek()? != Some(b'{') {
@@ -261,20 +280,38 @@ fn one_event<R: std::io::Read>(s: &mut Scanner<R>, sink: &mut dyn EventSink, n: 
 /// A gzip file with `checkpoints` (taken by [`read_gz_recording`]) resumes
 /// at the last checkpoint before each span instead of inflating from the
 /// start.
-pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekgz::Checkpoints>, sink: &mut dyn EventSink) -> Result<()> {
+pub fn read_spans(
+    src: &Source,
+    spans: &[(u64, u64)],
+    checkpoints: Option<&seekgz::Checkpoints>,
+    sink: &mut dyn EventSink,
+) -> Result<()> {
     use std::io::{Seek, SeekFrom};
-    let plain = src.file_path().filter(|p| !input::is_gzip_file(p)).and_then(|p| std::fs::File::open(p).ok());
+    let plain = src
+        .file_path()
+        .filter(|p| !input::is_gzip_file(p))
+        .and_then(|p| std::fs::File::open(p).ok());
     let mut scratch = Vec::new();
     if let (None, Some(points), Some(path)) = (&plain, checkpoints, src.file_path()) {
         let cannot = |e: std::io::Error| Error::failed(format!("cannot read {}: {e}", src.label()));
         let mut at: Option<Scanner<seekgz::GzReader>> = None;
         for &(from, to) in spans {
             // Go on reading forward when that is no longer than resuming.
-            let near = |s: &Scanner<seekgz::GzReader>| s.offset() <= from && points.before(from).is_none_or(|c| c <= s.offset());
+            let near = |s: &Scanner<seekgz::GzReader>| {
+                s.offset() <= from && points.before(from).is_none_or(|c| c <= s.offset())
+            };
             if !at.as_ref().is_some_and(near) {
-                at = points.resume(path, from).map_err(cannot)?.map(|(r, base)| Scanner::starting_at(r, base));
+                at = points
+                    .resume(path, from)
+                    .map_err(cannot)?
+                    .map(|(r, base)| Scanner::starting_at(r, base));
             }
-            let Some(s) = at.as_mut() else { return Err(Error::failed(format!("{}: no gzip checkpoint before byte {from}", src.label()))) };
+            let Some(s) = at.as_mut() else {
+                return Err(Error::failed(format!(
+                    "{}: no gzip checkpoint before byte {from}",
+                    src.label()
+                )));
+            };
             s.skip_to(from)?;
             span_events(s, to, sink, &mut scratch)?;
         }
@@ -290,8 +327,12 @@ pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekg
         return Ok(());
     };
     for &(from, to) in spans {
-        let mut f = f.try_clone().map_err(|e| Error::failed(format!("cannot reopen {}: {e}", src.label())).caused_by(e))?;
-        f.seek(SeekFrom::Start(from)).map_err(|e| Error::failed(format!("cannot seek in {}: {e}", src.label())).caused_by(e))?;
+        let mut f = f.try_clone().map_err(|e| {
+            Error::failed(format!("cannot reopen {}: {e}", src.label())).caused_by(e)
+        })?;
+        f.seek(SeekFrom::Start(from)).map_err(|e| {
+            Error::failed(format!("cannot seek in {}: {e}", src.label())).caused_by(e)
+        })?;
         let mut s = Scanner::starting_at(f, from);
         span_events(&mut s, to, sink, &mut scratch)?;
     }
@@ -299,7 +340,12 @@ pub fn read_spans(src: &Source, spans: &[(u64, u64)], checkpoints: Option<&seekg
 }
 
 /// The elements from the scanner's position while they start before `to`.
-fn span_events<R: std::io::Read>(s: &mut Scanner<R>, to: u64, sink: &mut dyn EventSink, scratch: &mut Vec<u8>) -> Result<()> {
+fn span_events<R: std::io::Read>(
+    s: &mut Scanner<R>,
+    to: u64,
+    sink: &mut dyn EventSink,
+    scratch: &mut Vec<u8>,
+) -> Result<()> {
     let mut first = true;
     let mut n = 0;
     while s.offset() < to && s.next_element(first)? {
@@ -357,8 +403,16 @@ mod tests {
     fn the_trace_id_is_read_from_the_header_alone() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("t.json");
-        std::fs::write(&p, "\u{feff}{\"schemaVersion\": 1, \"trace_id\": \"11CE\", \"traceEvents\": [").unwrap();
-        assert_eq!(trace_id(&p).as_deref(), Some("11CE"), "truncated after the header: still found");
+        std::fs::write(
+            &p,
+            "\u{feff}{\"schemaVersion\": 1, \"trace_id\": \"11CE\", \"traceEvents\": [",
+        )
+        .unwrap();
+        assert_eq!(
+            trace_id(&p).as_deref(),
+            Some("11CE"),
+            "truncated after the header: still found"
+        );
         std::fs::write(&p, r#"{"traceEvents": [], "trace_id": "late"}"#).unwrap();
         assert_eq!(trace_id(&p), None, "not read past the events");
         std::fs::write(&p, "[]").unwrap();

@@ -163,7 +163,9 @@ fn parse_block(b: &[u8], start: State) -> Batch<'_> {
                 ws(&mut i);
             }
             (Some(_), State::First) => {}
-            (Some(_), State::Separator) => return Batch { items, end: End::Refused(boundary, state) },
+            (Some(_), State::Separator) => {
+                return Batch { items, end: End::Refused(boundary, state) };
+            }
         }
         match b.get(i) {
             None => return Batch { items, end: End::Short(boundary, state) },
@@ -171,7 +173,9 @@ fn parse_block(b: &[u8], start: State) -> Batch<'_> {
             Some(_) => return Batch { items, end: End::Refused(boundary, state) },
         }
         items.push(Item { at: i as u32, event: Some(Event::default()) });
-        let Some(Item { event: Some(slot), .. }) = items.last_mut() else { return Batch { items, end: End::Refused(boundary, state) } };
+        let Some(Item { event: Some(slot), .. }) = items.last_mut() else {
+            return Batch { items, end: End::Refused(boundary, state) };
+        };
         let end = match Event::parse_prefix_into(&b[i..], slot) {
             Ok(used) if used <= MAX_VALUE => {
                 i += used;
@@ -267,7 +271,8 @@ impl Input {
         }
         // A fresh buffer costs a page fault per 4 KiB and copies as it
         // grows: blocks come back to the pool once delivered.
-        let mut buf = self.pool.pop().unwrap_or_else(|| Vec::with_capacity(self.block + self.block / 4));
+        let mut buf =
+            self.pool.pop().unwrap_or_else(|| Vec::with_capacity(self.block + self.block / 4));
         buf.clear();
         buf.append(&mut self.carry);
         let (base, state) = (self.offset, self.state);
@@ -322,10 +327,24 @@ impl Read for Failed {
 /// Streams the elements of `traceEvents` after its `[` from `s` into
 /// `sink` on `threads` parsing threads, then leaves `s` over the rest of
 /// the input (see [`Rest`]).
-pub(super) fn stream_events(s: &mut Scanner<Box<dyn Read>>, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<Rest> {
+pub(super) fn stream_events(
+    s: &mut Scanner<Box<dyn Read>>,
+    sink: &mut dyn EventSink,
+    info: &mut TraceInfo,
+) -> Result<Rest> {
     let (threads, block) = settings();
-    let (carry, offset, reader, ended) = std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
-    let mut input = Input { reader, ended, failed: None, carry, offset, pool: Vec::new(), block, state: State::First };
+    let (carry, offset, reader, ended) =
+        std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
+    let mut input = Input {
+        reader,
+        ended,
+        failed: None,
+        carry,
+        offset,
+        pool: Vec::new(),
+        block,
+        state: State::First,
+    };
     std::thread::scope(|scope| {
         let mut jobs = Vec::with_capacity(threads);
         let mut results = Vec::with_capacity(threads);
@@ -336,17 +355,29 @@ pub(super) fn stream_events(s: &mut Scanner<Box<dyn Read>>, sink: &mut dyn Event
                 .name("parse".into())
                 .spawn_scoped(scope, move || {
                     for (state, bytes) in job_rx {
-                        let parsed = Yoke::<Batch<'static>, Vec<u8>>::attach_to_cart(bytes, |b: &[u8]| parse_block(b, state));
+                        let parsed =
+                            Yoke::<Batch<'static>, Vec<u8>>::attach_to_cart(bytes, |b: &[u8]| {
+                                parse_block(b, state)
+                            });
                         if res_tx.send(parsed).is_err() {
                             return;
                         }
                     }
                 })
-                .map_err(|e| Error::failed(format!("cannot start a parsing thread: {e}")).caused_by(e))?;
+                .map_err(|e| {
+                    Error::failed(format!("cannot start a parsing thread: {e}")).caused_by(e)
+                })?;
             jobs.push(job_tx);
             results.push(res_rx);
         }
-        let mut d = Driver { input: &mut input, jobs, results, pending: VecDeque::new(), next_worker: 0, threads };
+        let mut d = Driver {
+            input: &mut input,
+            jobs,
+            results,
+            pending: VecDeque::new(),
+            next_worker: 0,
+            threads,
+        };
         let rest = d.run(sink, info)?;
         let (head, base, first) = match rest {
             Resume::Array { head, base } => (head, base, None),
@@ -395,7 +426,9 @@ impl Driver<'_> {
             let w = self.next_worker;
             self.next_worker = (w + 1) % self.threads;
             match self.jobs[w].send((state, bytes)) {
-                Ok(()) => self.pending.push_back(Block { base, state, worker: Some(w), held: Vec::new() }),
+                Ok(()) => {
+                    self.pending.push_back(Block { base, state, worker: Some(w), held: Vec::new() })
+                }
                 // A parsing thread stopped (it panicked): hold the bytes,
                 // the scanner reads them.
                 Err(mpsc::SendError((_, bytes))) => {
@@ -444,13 +477,23 @@ impl Driver<'_> {
                 // The input ended before the array: the scanner says how.
                 return Ok(match tail {
                     Some((head, base, state)) => Resume::Elements { head, base, state },
-                    None => Resume::Elements { head: Vec::new(), base: self.input.offset, state: self.input.state },
+                    None => Resume::Elements {
+                        head: Vec::new(),
+                        base: self.input.offset,
+                        state: self.input.state,
+                    },
                 });
             };
             let held = block.worker.is_none();
             let (base, parsed) = match (tail.take(), self.take(&mut block)) {
                 (None, Some(parsed)) => (block.base, parsed),
-                (None, None) => return Ok(Resume::Elements { head: block.held, base: block.base, state: block.state }),
+                (None, None) => {
+                    return Ok(Resume::Elements {
+                        head: block.held,
+                        base: block.base,
+                        state: block.state,
+                    });
+                }
                 (Some((mut head, base, state)), parsed) => {
                     // Parsed again from the tail's boundary: join blocks
                     // until the bytes double, so that an element spanning
@@ -480,16 +523,31 @@ impl Driver<'_> {
             let bytes = parsed.into_backing_cart();
             match end {
                 End::Clean => self.input.recycle(bytes),
-                End::Short(at, state) => tail = Some((bytes[at..].to_vec(), base + at as u64, state)),
-                End::Closed(at) => return Ok(Resume::Array { head: bytes[at..].to_vec(), base: base + at as u64 }),
-                End::Refused(at, state) => return Ok(Resume::Elements { head: bytes[at..].to_vec(), base: base + at as u64, state }),
+                End::Short(at, state) => {
+                    tail = Some((bytes[at..].to_vec(), base + at as u64, state))
+                }
+                End::Closed(at) => {
+                    return Ok(Resume::Array { head: bytes[at..].to_vec(), base: base + at as u64 });
+                }
+                End::Refused(at, state) => {
+                    return Ok(Resume::Elements {
+                        head: bytes[at..].to_vec(),
+                        base: base + at as u64,
+                        state,
+                    });
+                }
             }
         }
     }
 }
 
 /// Gives a block's events to the sink, as the one-thread loop does.
-fn deliver(items: &[Item<'_>], base: u64, sink: &mut dyn EventSink, info: &mut TraceInfo) -> Result<()> {
+fn deliver(
+    items: &[Item<'_>],
+    base: u64,
+    sink: &mut dyn EventSink,
+    info: &mut TraceInfo,
+) -> Result<()> {
     for item in items {
         info.events += 1;
         let at = base + u64::from(item.at);
@@ -513,7 +571,11 @@ mod tests {
     fn cuts_only_after_a_closing_brace_before_an_object() {
         assert_eq!(find_cut(br#"{"a": 1}, {"b": 2}"#, 0), Some(8));
         assert_eq!(find_cut(b"{\"a\": 1}\n ,\n\t{\"b\"", 0), Some(8));
-        assert_eq!(find_cut(br#"{"a": [1, {"b": 2}]}"#, 0), None, "`, {{` after a number is not a cut");
+        assert_eq!(
+            find_cut(br#"{"a": [1, {"b": 2}]}"#, 0),
+            None,
+            "`, {{` after a number is not a cut"
+        );
         assert_eq!(find_cut(br#"{"a": {"b": 2}}"#, 0), None);
         assert_eq!(find_cut(br#"{"x": "}, {"}, {"#, 0), Some(13), "the last one wins");
     }
@@ -529,9 +591,15 @@ mod tests {
         assert_eq!((batch.items.len(), batch.end), (1, End::Short(15, State::Separator)));
         let batch = parse_block(br#", {"name": "a"}] , "k": 1"#, State::Separator);
         assert_eq!(batch.end, End::Closed(16));
-        assert_eq!(parse_block(br#", {"name": "a"}, ]"#, State::Separator).end, End::Refused(15, State::Separator));
+        assert_eq!(
+            parse_block(br#", {"name": "a"}, ]"#, State::Separator).end,
+            End::Refused(15, State::Separator)
+        );
         assert_eq!(parse_block(br#", 3"#, State::Separator).end, End::Refused(0, State::Separator));
         assert_eq!(parse_block(br#"]"#, State::First).end, End::Closed(1));
-        assert_eq!(parse_block(br#", {"a": 1 2}"#, State::Separator).end, End::Refused(0, State::Separator));
+        assert_eq!(
+            parse_block(br#", {"a": 1 2}"#, State::Separator).end,
+            End::Refused(0, State::Separator)
+        );
     }
 }

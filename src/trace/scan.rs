@@ -75,7 +75,9 @@ impl<R: Read> Scanner<R> {
         while self.base + (self.end as u64) < offset {
             self.pos = self.end;
             if !self.fill()? {
-                return Err(self.err("unexpected end of input (the file changed since it was read?)"));
+                return Err(
+                    self.err("unexpected end of input (the file changed since it was read?)")
+                );
             }
         }
         if offset > self.offset() {
@@ -123,7 +125,8 @@ impl<R: Read> Scanner<R> {
                 // read (which was "byte 0" for a gzip header's error).
                 Err(e) => {
                     let read = self.base + self.end as u64;
-                    let after = if read > 0 { format!(" after {read} bytes") } else { String::new() };
+                    let after =
+                        if read > 0 { format!(" after {read} bytes") } else { String::new() };
                     return Err(Error::failed(format!("read error{after}: {e}")).caused_by(e));
                 }
             }
@@ -310,7 +313,11 @@ impl<R: Read> Scanner<R> {
     /// parser work in the read buffer itself, touching each byte once.
     /// `event` numbers the value for the message when it is over
     /// [`MAX_VALUE`].
-    pub fn parse_in_place(&mut self, event: u64, mut f: impl FnMut(&[u8]) -> Result<Option<usize>>) -> Result<()> {
+    pub fn parse_in_place(
+        &mut self,
+        event: u64,
+        mut f: impl FnMut(&[u8]) -> Result<Option<usize>>,
+    ) -> Result<()> {
         if self.peek()?.is_none() {
             return Err(self.err("unexpected end of input, expected a value"));
         }
@@ -382,14 +389,19 @@ impl<R: Read> Scanner<R> {
             }
             Some(b',') if !first => self.pos += 1,
             Some(_) if first => {}
-            Some(c) => return Err(self.err(&format!("expected ',' or '}}', found '{}'", c as char))),
-            None => return Err(self.err("unexpected end of input inside an object (truncated file?)")),
+            Some(c) => {
+                return Err(self.err(&format!("expected ',' or '}}', found '{}'", c as char)));
+            }
+            None => {
+                return Err(self.err("unexpected end of input inside an object (truncated file?)"));
+            }
         }
         if self.peek()? != Some(b'"') {
             return Err(self.err("expected an object key"));
         }
         let raw = self.value(scratch)?;
-        let key: String = serde_json::from_slice(raw).map_err(|e| Error::failed(format!("invalid object key: {e}")).caused_by(e))?;
+        let key: String = serde_json::from_slice(raw)
+            .map_err(|e| Error::failed(format!("invalid object key: {e}")).caused_by(e))?;
         self.expect(b':')?;
         Ok(Some(key))
     }
@@ -444,7 +456,11 @@ fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
             continue;
         }
         let rest = &raw[i..];
-        if let Some(n) = [&b"-Infinity"[..], b"Infinity", b"NaN"].iter().find(|lit| rest.starts_with(lit)).map(|l| l.len()) {
+        if let Some(n) = [&b"-Infinity"[..], b"Infinity", b"NaN"]
+            .iter()
+            .find(|lit| rest.starts_with(lit))
+            .map(|l| l.len())
+        {
             out.extend_from_slice(b"null");
             i += n;
             continue;
@@ -462,7 +478,11 @@ mod tests {
     use super::*;
 
     fn elements(doc: &str, chunk_reader: bool) -> Result<Vec<String>> {
-        let src: Box<dyn Read> = if chunk_reader { Box::new(OneByte(doc.as_bytes().to_vec(), 0)) } else { Box::new(doc.as_bytes()) };
+        let src: Box<dyn Read> = if chunk_reader {
+            Box::new(OneByte(doc.as_bytes().to_vec(), 0))
+        } else {
+            Box::new(doc.as_bytes())
+        };
         let mut s = Scanner::new(src);
         let mut scratch = Vec::new();
         s.expect(b'[')?;
@@ -494,7 +514,10 @@ mod tests {
         let doc = r#" [ {"a": "x,]}\"y", "b": [1, {"c": 2}]}, 3.5e2 ,"s\\" , null, [] ] "#;
         for one_byte in [false, true] {
             let els = elements(doc, one_byte).unwrap();
-            assert_eq!(els, vec![r#"{"a": "x,]}\"y", "b": [1, {"c": 2}]}"#, "3.5e2 ", r#""s\\""#, "null", "[]"]);
+            assert_eq!(
+                els,
+                vec![r#"{"a": "x,]}\"y", "b": [1, {"c": 2}]}"#, "3.5e2 ", r#""s\\""#, "null", "[]"]
+            );
         }
     }
 
@@ -503,7 +526,10 @@ mod tests {
         let raw = br#"{"x": NaN, "y": -Infinity, "z": "NaN Infinity", "w": Infinity}"#;
         let mut out = Vec::new();
         sanitize_nonfinite(raw, &mut out);
-        assert_eq!(String::from_utf8(out).unwrap(), r#"{"x": null, "y": null, "z": "NaN Infinity", "w": null}"#);
+        assert_eq!(
+            String::from_utf8(out).unwrap(),
+            r#"{"x": null, "y": null, "z": "NaN Infinity", "w": null}"#
+        );
         // Scalars outside objects are rewritten while scanning.
         assert_eq!(elements("[NaN, 1]", false).unwrap(), vec!["null", "1"]);
     }
@@ -564,13 +590,25 @@ mod tests {
     fn a_value_over_the_limit_is_refused_and_a_skipped_one_streams() {
         let big = MAX_VALUE as u64 + (3 << 20);
         // Held for parsing: refused once past the limit, the buffer bounded.
-        let mut s = Scanner::new(Filler { head: br#"{"name": ""#.to_vec(), n: big, tail: br#""}"#.to_vec(), at: 0 });
-        let err = s.parse_in_place(7, |b| Ok(b.ends_with(b"\"}").then_some(b.len()))).unwrap_err().to_string();
+        let mut s = Scanner::new(Filler {
+            head: br#"{"name": ""#.to_vec(),
+            n: big,
+            tail: br#""}"#.to_vec(),
+            at: 0,
+        });
+        let err = s
+            .parse_in_place(7, |b| Ok(b.ends_with(b"\"}").then_some(b.len())))
+            .unwrap_err()
+            .to_string();
         assert!(err.starts_with("event 7 at byte 0 is larger than 64 MiB"), "{err}");
         assert!(s.buf.len() <= 2 * MAX_VALUE + 2 * CHUNK, "{} bytes held", s.buf.len());
         // Skipped: streamed past, then the next key reads.
-        let mut s =
-            Scanner::new(Filler { head: br#"{"junk": [""#.to_vec(), n: big, tail: br#"\"", {"a": "\\"}], "k": 1}"#.to_vec(), at: 0 });
+        let mut s = Scanner::new(Filler {
+            head: br#"{"junk": [""#.to_vec(),
+            n: big,
+            tail: br#"\"", {"a": "\\"}], "k": 1}"#.to_vec(),
+            at: 0,
+        });
         let mut scratch = Vec::new();
         s.expect(b'{').unwrap();
         assert_eq!(s.next_key(true, &mut scratch).unwrap().as_deref(), Some("junk"));
@@ -579,7 +617,12 @@ mod tests {
         assert_eq!(s.next_key(false, &mut scratch).unwrap().as_deref(), Some("k"));
         assert_eq!(s.value(&mut scratch).unwrap(), b"1");
         // A kept value (a header key's) over the limit is refused too.
-        let mut s = Scanner::new(Filler { head: br#"[""#.to_vec(), n: big, tail: br#""]"#.to_vec(), at: 0 });
+        let mut s = Scanner::new(Filler {
+            head: br#"[""#.to_vec(),
+            n: big,
+            tail: br#""]"#.to_vec(),
+            at: 0,
+        });
         s.expect(b'[').unwrap();
         assert!(s.next_element(true).unwrap());
         let err = s.value(&mut scratch).unwrap_err().to_string();

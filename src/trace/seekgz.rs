@@ -133,9 +133,24 @@ pub struct GzReader {
 impl GzReader {
     /// Reads `path` from its start, checking every member, taking a
     /// checkpoint every `spacing` inflated bytes into `into`.
-    pub fn recording(path: &Path, into: Arc<Mutex<Checkpoints>>, spacing: u64) -> io::Result<GzReader> {
-        let start = Point { out: 0, input: 0, state: Box::default(), window: vec![0u8; WINDOW].into_boxed_slice(), pos: 0 };
-        let mut r = GzReader::at(File::open(path)?, start, Stage::Header, Some(Record { into, next: 0, spacing: spacing.max(1) }));
+    pub fn recording(
+        path: &Path,
+        into: Arc<Mutex<Checkpoints>>,
+        spacing: u64,
+    ) -> io::Result<GzReader> {
+        let start = Point {
+            out: 0,
+            input: 0,
+            state: Box::default(),
+            window: vec![0u8; WINDOW].into_boxed_slice(),
+            pos: 0,
+        };
+        let mut r = GzReader::at(
+            File::open(path)?,
+            start,
+            Stage::Header,
+            Some(Record { into, next: 0, spacing: spacing.max(1) }),
+        );
         r.crc = Some(crc32fast::Hasher::new());
         Ok(r)
     }
@@ -248,7 +263,11 @@ impl GzReader {
         }
         // Another member may follow; padding zeros after the last are
         // tolerated as gzip does.
-        self.stage = if self.want(1)? && self.input[self.in_start] != 0 { Stage::Header } else { Stage::Done };
+        self.stage = if self.want(1)? && self.input[self.in_start] != 0 {
+            Stage::Header
+        } else {
+            Stage::Done
+        };
         Ok(())
     }
 
@@ -280,8 +299,13 @@ impl GzReader {
                         self.want(1)?;
                     }
                     let flags = if self.eof { 0 } else { TINFL_FLAG_HAS_MORE_INPUT };
-                    let (status, used, made) =
-                        decompress(&mut self.state, &self.input[self.in_start..self.in_end], &mut self.window, self.pos, flags);
+                    let (status, used, made) = decompress(
+                        &mut self.state,
+                        &self.input[self.in_start..self.in_end],
+                        &mut self.window,
+                        self.pos,
+                        flags,
+                    );
                     self.take(used);
                     if made > 0 {
                         if let Some(c) = self.crc.as_mut() {
@@ -359,7 +383,11 @@ mod tests {
                 x ^= x << 13;
                 x ^= x >> 7;
                 x ^= x << 17;
-                if i % 7 == 0 { b"{}[],:\"0123456789abc"[(x % 20) as usize] } else { b"kernel_name_"[i % 12] }
+                if i % 7 == 0 {
+                    b"{}[],:\"0123456789abc"[(x % 20) as usize]
+                } else {
+                    b"kernel_name_"[i % 12]
+                }
             })
             .collect()
     }
@@ -373,7 +401,10 @@ mod tests {
         let whole: Vec<u8> = [a, b].concat();
         let points = Arc::new(Mutex::new(Checkpoints::default()));
         let mut out = Vec::new();
-        GzReader::recording(&path, Arc::clone(&points), 50_000).unwrap().read_to_end(&mut out).unwrap();
+        GzReader::recording(&path, Arc::clone(&points), 50_000)
+            .unwrap()
+            .read_to_end(&mut out)
+            .unwrap();
         assert_eq!(out, whole);
         let points = points.lock().unwrap().clone();
         assert!(points.len() >= 12, "{} checkpoints", points.len());
@@ -395,10 +426,17 @@ mod tests {
             std::fs::write(&path, bytes).unwrap();
             let points = Arc::new(Mutex::new(Checkpoints::default()));
             let mut out = Vec::new();
-            GzReader::recording(&path, points, SPACING).unwrap().read_to_end(&mut out).map(|_| out).map_err(|e| e.to_string())
+            GzReader::recording(&path, points, SPACING)
+                .unwrap()
+                .read_to_end(&mut out)
+                .map(|_| out)
+                .map_err(|e| e.to_string())
         };
         assert!(read(&good).is_ok());
-        assert_eq!(read(&good[..good.len() / 2]).unwrap_err(), "gzip stream ends early (truncated file?)");
+        assert_eq!(
+            read(&good[..good.len() / 2]).unwrap_err(),
+            "gzip stream ends early (truncated file?)"
+        );
         let mut crc = good.clone();
         let k = crc.len() - 6;
         crc[k] ^= 1;

@@ -18,7 +18,9 @@ use std::time::{Duration, Instant};
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::{KernelQuery, Sort, kernels};
-use libreyolo_core::profile::{self, Category, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile, Verdict};
+use libreyolo_core::profile::{
+    self, Category, CategoryRow, Figures, Input, KernelRow, PhaseRow, Profile, Verdict,
+};
 use libreyolo_ui::app::App;
 use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -43,7 +45,13 @@ fn main() {
     let path = std::env::args()
         .skip(1)
         .find(|a| a.ends_with(".json") || a.ends_with(".gz"))
-        .unwrap_or_else(|| concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json").to_string());
+        .unwrap_or_else(|| {
+            concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../tests/fixtures/reference/train_b4/profile.json"
+            )
+            .to_string()
+        });
     first_frame(&path);
     keypress_50k();
     job_frames();
@@ -51,8 +59,10 @@ fn main() {
 
 fn job_frames() {
     use libreyolo_ui::job::OpenJob;
-    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
+    let dir =
+        concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
+    let mut files: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     files.sort();
     let theme = Theme::load("dark", Depth::Ansi16).unwrap();
     let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
@@ -93,7 +103,8 @@ fn first_frame(path: &str) {
 
 /// A profile with `n` distinct kernels over 4 categories and 2 phases.
 fn generated(n: usize) -> Profile {
-    const CATS: [Category; 4] = [Category::GemmConv, Category::Elementwise, Category::ReductionNorm, Category::Other];
+    const CATS: [Category; 4] =
+        [Category::GemmConv, Category::Elementwise, Category::ReductionNorm, Category::Other];
     let mut kernels = Vec::with_capacity(n);
     for i in 0..n {
         let cat = CATS[i % CATS.len()].clone();
@@ -127,10 +138,17 @@ fn generated(n: usize) -> Profile {
             unique_kernels: n as u64,
             ..Default::default()
         },
-        categories: CATS.iter().map(|c| CategoryRow { name: c.clone(), pct: 25.0, ms_per_step: 250.0 }).collect(),
+        categories: CATS
+            .iter()
+            .map(|c| CategoryRow { name: c.clone(), pct: 25.0, ms_per_step: 250.0 })
+            .collect(),
         phases: ["forward", "backward"]
             .iter()
-            .map(|ph| PhaseRow { phase: ph.to_string(), gpu_ms_per_step: 450.0, ..Default::default() })
+            .map(|ph| PhaseRow {
+                phase: ph.to_string(),
+                gpu_ms_per_step: 450.0,
+                ..Default::default()
+            })
             .collect(),
         top_kernels: kernels[..10].to_vec(),
         ..Default::default()
@@ -144,12 +162,17 @@ fn generated(n: usize) -> Profile {
 fn keypress_50k() {
     let n = 50_000;
     let t0 = Instant::now();
-    let input = Input { path: PathBuf::from("generated-50k.json"), profile: generated(n), from_trace: false };
+    let input = Input {
+        path: PathBuf::from("generated-50k.json"),
+        profile: generated(n),
+        from_trace: false,
+    };
     let mut app = App::with_inputs(Theme::load("dark", Depth::Ansi16).unwrap(), input, None);
     let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
     // As the event loop does: the page of PgUp/PgDn follows the screen.
     app.resize(W, H);
-    let key = |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+    let key =
+        |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
     key(&mut app, KeyCode::Char('3'));
     term.draw(|f| screen::draw(f, &app)).unwrap();
     println!("\nKernels pane with {n} rows (set-up {:.0} ms):", t0.elapsed().as_secs_f64() * 1e3);

@@ -34,10 +34,13 @@ const H: u16 = 48;
 
 fn main() {
     if !std::env::args().any(|a| a == "--bench") {
-        println!("timeline bench: run it with `cargo bench -p libreyolo-ui --bench timeline -- TRACE.json`");
+        println!(
+            "timeline bench: run it with `cargo bench -p libreyolo-ui --bench timeline -- TRACE.json`"
+        );
         return;
     }
-    let Some(path) = std::env::args().skip(1).find(|a| a.ends_with(".json") || a.ends_with(".gz")) else {
+    let Some(path) = std::env::args().skip(1).find(|a| a.ends_with(".json") || a.ends_with(".gz"))
+    else {
         println!("timeline bench: give a trace (gen-trace --size 1GB --out x.json)");
         return;
     };
@@ -60,7 +63,9 @@ fn main() {
     let mut open = Vec::new();
     let mut mem = 0;
     let mut spans = 0;
-    for &i in &[0, ix.steps.len() / 4, ix.steps.len() / 2, 3 * ix.steps.len() / 4, ix.steps.len() - 1] {
+    for &i in
+        &[0, ix.steps.len() / 4, ix.steps.len() / 2, 3 * ix.steps.len() / 4, ix.steps.len() - 1]
+    {
         for _ in 0..3 {
             let t = Instant::now();
             let tl = open_step(&ix, i).unwrap();
@@ -77,11 +82,16 @@ fn main() {
     if ix.checkpoints() > 0 {
         // A .json.gz: the last step with and without the gzip checkpoints
         // (without: inflating from the start, as before them).
-        println!("gzip checkpoints: {}, {:.1} MB held", ix.checkpoints(), ix.heap_bytes() as f64 / 1e6);
+        println!(
+            "gzip checkpoints: {}, {:.1} MB held",
+            ix.checkpoints(),
+            ix.heap_bytes() as f64 / 1e6
+        );
         let last = ix.steps.len() - 1;
-        for (label, ix) in
-            [("  last step, resumed at a checkpoint", (*ix).clone()), ("  last step, inflated from the start", ix.without_checkpoints())]
-        {
+        for (label, ix) in [
+            ("  last step, resumed at a checkpoint", (*ix).clone()),
+            ("  last step, inflated from the start", ix.without_checkpoints()),
+        ] {
             let mut times: Vec<_> = (0..3)
                 .map(|_| {
                     let t = Instant::now();
@@ -98,7 +108,8 @@ fn main() {
     let tl = open_step(&ix, mid).unwrap();
     let mut app = app_with(&path, Arc::clone(&ix), mid, tl);
     let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
-    let key = |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+    let key =
+        |app: &mut App, code: KeyCode| app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
     let mut measure = |app: &mut App, label: &str, iters: usize, act: &mut dyn FnMut(&mut App)| {
         let mut times = Vec::with_capacity(iters);
         for _ in 0..iters {
@@ -109,7 +120,9 @@ fn main() {
         }
         common::report(label, LABEL_WIDTH, &mut times);
     };
-    measure(&mut app, "  l (next span), whole step in view", 300, &mut |a| key(a, KeyCode::Char('l')));
+    measure(&mut app, "  l (next span), whole step in view", 300, &mut |a| {
+        key(a, KeyCode::Char('l'))
+    });
     measure(&mut app, "  h (previous span)", 300, &mut |a| key(a, KeyCode::Char('h')));
     let mut zoom_in = true;
     measure(&mut app, "  + / - (zoom)", 200, &mut |a| {

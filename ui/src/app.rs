@@ -157,7 +157,13 @@ impl App {
 
     /// What the panes' drawing reads.
     pub fn view(&self) -> View<'_> {
-        View { theme: &self.theme, main: &self.main, other: &self.other, job: self.job.as_ref(), editor: self.editor.as_ref() }
+        View {
+            theme: &self.theme,
+            main: &self.main,
+            other: &self.other,
+            job: self.job.as_ref(),
+            editor: self.editor.as_ref(),
+        }
     }
 
     /// A load finished: a profile or a job.
@@ -254,7 +260,11 @@ impl App {
                 }
                 let slot = self.slot_mut(side);
                 slot.error = Some(msg.clone());
-                self.message = Some(if reload { format!("reload failed, showing the previous data: {msg}") } else { msg });
+                self.message = Some(if reload {
+                    format!("reload failed, showing the previous data: {msg}")
+                } else {
+                    msg
+                });
             }
         }
     }
@@ -271,9 +281,13 @@ impl App {
             return;
         }
         let ctx = ctx!(self);
-        let dropped: Vec<String> = self.panes.all_mut().into_iter().filter_map(|p| p.refresh(&ctx)).collect();
+        let dropped: Vec<String> =
+            self.panes.all_mut().into_iter().filter_map(|p| p.refresh(&ctx)).collect();
         if !dropped.is_empty() {
-            self.message = Some(format!("phase {} is gone from the new profile: filter dropped", dropped.join(", ")));
+            self.message = Some(format!(
+                "phase {} is gone from the new profile: filter dropped",
+                dropped.join(", ")
+            ));
         }
     }
 
@@ -292,7 +306,10 @@ impl App {
         for l in [self.main.loading.as_mut(), self.other.loading.as_mut()].into_iter().flatten() {
             let io = l.io.lock().ok().and_then(|p| p.clone());
             if let Some(text) = io.and_then(|p| std::fs::read_to_string(p).ok()) {
-                l.read = text.lines().find_map(|line| line.strip_prefix("rchar:")).and_then(|v| v.trim().parse().ok());
+                l.read = text
+                    .lines()
+                    .find_map(|line| line.strip_prefix("rchar:"))
+                    .and_then(|v| v.trim().parse().ok());
             }
         }
     }
@@ -373,7 +390,8 @@ impl App {
             Effect::Drill { phase, kernels: false } => {
                 self.panes.ops.drill(phase.clone(), &ctx!(self));
                 self.switch(Pane::Ops);
-                self.message = Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
+                self.message =
+                    Some(format!("phase {phase} launched no GPU kernels: showing its ops"));
             }
             Effect::Step(i) => self.request_step(i),
             Effect::OpenRank(i) => {
@@ -392,7 +410,10 @@ impl App {
 
     fn switch(&mut self, p: Pane) {
         if p == Pane::Ranks && self.job.is_none() {
-            self.message = Some("not a distributed job: no Ranks or collectives; open a folder of rank traces".into());
+            self.message = Some(
+                "not a distributed job: no Ranks or collectives; open a folder of rank traces"
+                    .into(),
+            );
             return;
         }
         self.pane = p;
@@ -477,10 +498,12 @@ impl App {
                 let ed = self.editor.take();
                 match ed {
                     Some(Editor { field: Field::Path, text }) => self.open_other(text.trim()),
-                    Some(Editor { field: Field::Step, text }) => match self.panes.timeline.step_numbered(&text) {
-                        Ok(i) => self.request_step(i),
-                        Err(why) => self.message = Some(why),
-                    },
+                    Some(Editor { field: Field::Step, text }) => {
+                        match self.panes.timeline.step_numbered(&text) {
+                            Ok(i) => self.request_step(i),
+                            Err(why) => self.message = Some(why),
+                        }
+                    }
                     Some(Editor { field: Field::Regex { pane, .. }, .. }) => {
                         if let Some(e) = self.panes.get(pane).error() {
                             self.message = Some(e.to_string());
@@ -531,8 +554,12 @@ impl App {
                 if s.loading.is_some() {
                     return None;
                 }
-                let changed =
-                    |d: &Loaded| std::fs::metadata(&d.input.path).and_then(|m| m.modified()).ok().is_some_and(|now| Some(now) != d.mtime);
+                let changed = |d: &Loaded| {
+                    std::fs::metadata(&d.input.path)
+                        .and_then(|m| m.modified())
+                        .ok()
+                        .is_some_and(|now| Some(now) != d.mtime)
+                };
                 let job = self.job.as_ref().filter(|_| side == Side::Main);
                 let any = job.map_or_else(|| changed(d), |j| j.ranks.iter().any(changed));
                 any.then(|| (side, s.arg.clone()))
@@ -546,8 +573,10 @@ impl App {
 
     /// The files on screen, for the file watcher.
     pub fn watched_files(&self) -> Vec<PathBuf> {
-        let mut files: Vec<PathBuf> =
-            [&self.main, &self.other].into_iter().filter_map(|s| s.data.as_ref().map(|d| d.input.path.clone())).collect();
+        let mut files: Vec<PathBuf> = [&self.main, &self.other]
+            .into_iter()
+            .filter_map(|s| s.data.as_ref().map(|d| d.input.path.clone()))
+            .collect();
         files.extend(self.job.iter().flat_map(|j| j.ranks.iter().map(|r| r.input.path.clone())));
         files
     }
@@ -555,6 +584,10 @@ impl App {
 
 impl std::fmt::Debug for App {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("App").field("pane", &self.pane).field("main", &self.main.arg).field("other", &self.other.arg).finish()
+        f.debug_struct("App")
+            .field("pane", &self.pane)
+            .field("main", &self.main.arg)
+            .field("other", &self.other.arg)
+            .finish()
     }
 }

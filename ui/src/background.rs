@@ -66,7 +66,9 @@ impl Worker {
     pub fn spawn() -> Worker {
         let thread = Latest::start(|(id, input, query): KernelJob| {
             let result = std::panic::catch_unwind(|| kernels(&input.profile, &query))
-                .unwrap_or_else(|_| Err(libreyolo_core::Error::failed("the kernels filter crashed")));
+                .unwrap_or_else(|_| {
+                    Err(libreyolo_core::Error::failed("the kernels filter crashed"))
+                });
             (id, result)
         });
         Worker { thread, next: std::cell::Cell::new(0) }

@@ -62,11 +62,19 @@ struct Binding {
     help: &'static str,
 }
 
-const fn bind(keys: &'static [KeyCode], shown: &'static str, action: Action, help: &'static str) -> Binding {
+const fn bind(
+    keys: &'static [KeyCode],
+    shown: &'static str,
+    action: Action,
+    help: &'static str,
+) -> Binding {
     Binding { keys, shown, action, help }
 }
 
-use KeyCode::{BackTab, Backspace, Char, Down, End, Enter, Esc, F, Home, Left, PageDown, PageUp, Right, Tab, Up};
+use KeyCode::{
+    BackTab, Backspace, Char, Down, End, Enter, Esc, F, Home, Left, PageDown, PageUp, Right, Tab,
+    Up,
+};
 
 const BINDINGS: &[Binding] = &[
     bind(&[Tab], "Tab", Action::NextPane, "next / previous pane"),
@@ -75,16 +83,36 @@ const BINDINGS: &[Binding] = &[
     bind(&[Down, Char('j')], "Down/j", Action::Down, ""),
     bind(&[PageUp], "PgUp", Action::PageUp, "page up / down"),
     bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown, ""),
-    bind(&[Home, Char('g')], "g/Home", Action::Top, "first / last row (Timeline: g types a step number)"),
+    bind(
+        &[Home, Char('g')],
+        "g/Home",
+        Action::Top,
+        "first / last row (Timeline: g types a step number)",
+    ),
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
     bind(&[Enter], "Enter", Action::Enter, "Ranks: the rank; Phases: the phase; others: details"),
-    bind(&[Char('s')], "s", Action::CycleSort, "cycle sort (Kernels, Ops: time, count, name, efficiency; Ranks)"),
-    bind(&[Char('c')], "c", Action::CycleCategory, "cycle category (Kernels, What-if); Ranks ⇄ collectives"),
+    bind(
+        &[Char('s')],
+        "s",
+        Action::CycleSort,
+        "cycle sort (Kernels, Ops: time, count, name, efficiency; Ranks)",
+    ),
+    bind(
+        &[Char('c')],
+        "c",
+        Action::CycleCategory,
+        "cycle category (Kernels, What-if); Ranks ⇄ collectives",
+    ),
     bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
     bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
     bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops)"),
     bind(&[Char('x')], "x", Action::ClearFilters, "clear every filter of the pane"),
-    bind(&[Left, Char('h')], "Left/h", Action::Left, "previous / next category (What-if), span (Timeline)"),
+    bind(
+        &[Left, Char('h')],
+        "Left/h",
+        Action::Left,
+        "previous / next category (What-if), span (Timeline)",
+    ),
     bind(&[Right, Char('l')], "Right/l", Action::Right, ""),
     bind(&[Char('[')], "[", Action::PrevStep, "previous / next step; zoom in / out (Timeline)"),
     bind(&[Char(']')], "]", Action::NextStep, ""),
@@ -100,7 +128,12 @@ const BINDINGS: &[Binding] = &[
 
 /// The keys of a text field (while one has the focus, letters are text).
 const EDITING: &[Binding] = &[
-    bind(&[Enter], "Enter", Action::Submit, "in a text field: keep / cancel / delete (Ctrl-U clears)"),
+    bind(
+        &[Enter],
+        "Enter",
+        Action::Submit,
+        "in a text field: keep / cancel / delete (Ctrl-U clears)",
+    ),
     bind(&[Esc], "Esc", Action::Cancel, ""),
     bind(&[Backspace], "Bksp", Action::Backspace, ""),
 ];
@@ -130,7 +163,8 @@ pub fn map(key: KeyEvent, editing: bool) -> Option<Action> {
     if ctrl && matches!(key.code, Char('c')) {
         return Some(Action::Quit);
     }
-    let lookup = |table: &[Binding]| table.iter().find(|b| b.keys.contains(&key.code)).map(|b| b.action);
+    let lookup =
+        |table: &[Binding]| table.iter().find(|b| b.keys.contains(&key.code)).map(|b| b.action);
     if editing {
         return match key.code {
             Char('u') if ctrl => Some(Action::ClearField),
@@ -176,7 +210,11 @@ mod tests {
         assert_eq!(keys[0], "1-8");
         assert_eq!(keys[1], "0", "the Ranks pane");
         for b in BINDINGS.iter().chain(EDITING) {
-            assert!(keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)), "{} missing from the help: {keys:?}", b.shown);
+            assert!(
+                keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)),
+                "{} missing from the help: {keys:?}",
+                b.shown
+            );
             for code in b.keys {
                 let editing = EDITING.iter().any(|e| std::ptr::eq(e, b));
                 assert_eq!(map(k(*code), editing), Some(b.action), "{code:?}");

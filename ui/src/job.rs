@@ -53,7 +53,10 @@ pub fn opening(args: &[String]) -> Result<Opening> {
         }
         _ => {
             let files = ranks::rank_files(args)?.unwrap_or_default();
-            Ok(Opening::Job { arg: format!("{} rank traces in {}", files.len(), common_folder(&files)), files })
+            Ok(Opening::Job {
+                arg: format!("{} rank traces in {}", files.len(), common_folder(&files)),
+                files,
+            })
         }
     }
 }
@@ -92,7 +95,8 @@ impl OpenJob {
         let collectives = collectives::of_ranks(&set);
         let job = job_of(&set, &collectives);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
-        let shown = job.critical_rank.and_then(|c| job.ranks.iter().position(|r| r.rank == c)).unwrap_or(0);
+        let shown =
+            job.critical_rank.and_then(|c| job.ranks.iter().position(|r| r.rank == c)).unwrap_or(0);
         Ok(OpenJob { job, collectives, ranks, shown })
     }
 

@@ -77,7 +77,8 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
     };
     app.worker = Some(app::Worker::spawn());
     app.steps = Some(app::StepLoader::spawn());
-    let mut terminal = ratatui::try_init().map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
+    let mut terminal = ratatui::try_init()
+        .map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
     // ratatui's hook restores the terminal; a panic in a loader thread is
     // caught and shown as a failed load instead, so it must not.
     let restore_and_report = std::panic::take_hook();
@@ -184,7 +185,14 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
 
 /// Loads `arg` on a new thread (a job's `ranks` when there are some, each
 /// read once); the result arrives on `tx`.
-fn start_load(side: Side, id: u64, arg: String, ranks: Vec<PathBuf>, reload: bool, tx: &UnboundedSender<Done>) -> Loading {
+fn start_load(
+    side: Side,
+    id: u64,
+    arg: String,
+    ranks: Vec<PathBuf>,
+    reload: bool,
+    tx: &UnboundedSender<Done>,
+) -> Loading {
     if !ranks.is_empty() {
         let size = ranks.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let done = Arc::new(AtomicUsize::new(0));
@@ -204,7 +212,8 @@ fn start_load(side: Side, id: u64, arg: String, ranks: Vec<PathBuf>, reload: boo
             ranks: Some((done, total)),
         };
     }
-    let size = profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
+    let size =
+        profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     let io: Arc<Mutex<Option<PathBuf>>> = Arc::default();
     let io_thread = Arc::clone(&io);
     let tx = tx.clone();
@@ -215,8 +224,9 @@ fn start_load(side: Side, id: u64, arg: String, ranks: Vec<PathBuf>, reload: boo
                 *slot = Some(PathBuf::from("/proc").join(me).join("io"));
             }
         }
-        let result = std::panic::catch_unwind(|| profile::load(&arg, Default::default()).map(|l| l.input))
-            .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
+        let result =
+            std::panic::catch_unwind(|| profile::load(&arg, Default::default()).map(|l| l.input))
+                .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
         let _ = tx.send((side, id, result.map(|i| Opened::Profile(Box::new(i)))));
     });
     Loading { id, started: Instant::now(), size, read: None, io, reload, ranks: None }

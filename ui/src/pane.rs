@@ -18,11 +18,28 @@ pub enum Pane {
 
 impl Pane {
     /// The panes of one profile, keys `1`–`8`.
-    pub const ALL: [Pane; 8] =
-        [Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline, Pane::Memory];
+    pub const ALL: [Pane; 8] = [
+        Pane::Summary,
+        Pane::Phases,
+        Pane::Kernels,
+        Pane::Ops,
+        Pane::Compare,
+        Pane::WhatIf,
+        Pane::Timeline,
+        Pane::Memory,
+    ];
     /// The panes of a distributed job: Ranks, then those of the rank shown.
-    pub const JOB: [Pane; 9] =
-        [Pane::Ranks, Pane::Summary, Pane::Phases, Pane::Kernels, Pane::Ops, Pane::Compare, Pane::WhatIf, Pane::Timeline, Pane::Memory];
+    pub const JOB: [Pane; 9] = [
+        Pane::Ranks,
+        Pane::Summary,
+        Pane::Phases,
+        Pane::Kernels,
+        Pane::Ops,
+        Pane::Compare,
+        Pane::WhatIf,
+        Pane::Timeline,
+        Pane::Memory,
+    ];
 
     /// The tabs, in Tab order: with Ranks first when a job is open.
     pub fn tabs(job: bool) -> &'static [Pane] {

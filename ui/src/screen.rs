@@ -19,7 +19,9 @@ use crate::slot::display_name;
 pub fn draw(f: &mut Frame, app: &App) {
     let area = f.area();
     f.buffer_mut().set_style(area, app.theme.base());
-    let [top, body, status] = Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)]).areas(area);
+    let [top, body, status] =
+        Layout::vertical([Constraint::Length(1), Constraint::Min(1), Constraint::Length(1)])
+            .areas(area);
     tabs(f, app, top);
     if app.main.data.is_none() {
         loading(f, &app.theme, &app.main, body, "Loading");
@@ -45,7 +47,11 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
         if pad.is_empty() {
             spans.push(Span::raw(" "));
         }
-        spans.push(if p == app.pane { Span::styled(label, t.selected()) } else { Span::styled(label, t.muted()) });
+        spans.push(if p == app.pane {
+            Span::styled(label, t.selected())
+        } else {
+            Span::styled(label, t.muted())
+        });
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let mut name = display_name(&app.main.arg);
@@ -73,7 +79,11 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
             Field::Regex { pane, .. } => app.panes.get(*pane).error(),
             _ => None,
         };
-        let mut spans = vec![Span::styled(label, t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())];
+        let mut spans = vec![
+            Span::styled(label, t.accent()),
+            Span::raw(ed.text.clone()),
+            Span::styled("█", t.accent()),
+        ];
         spans.push(Span::styled("  Enter keep · Esc cancel", t.muted()));
         if let Some(e) = err {
             spans.push(Span::styled(format!("  {}", first_line(e)), t.warn()));
@@ -87,11 +97,14 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
         (Some(j), p) if p != Pane::Ranks => {
             let k = j.shown_rank();
             let mut what = format!("rank {k} of {}", j.job.ranks.len());
-            let tags: Vec<&str> = [(Some(k) == j.job.critical_rank, "slowest"), (j.straggler(k).is_some(), "straggler")]
-                .into_iter()
-                .filter(|t| t.0)
-                .map(|t| t.1)
-                .collect();
+            let tags: Vec<&str> = [
+                (Some(k) == j.job.critical_rank, "slowest"),
+                (j.straggler(k).is_some(), "straggler"),
+            ]
+            .into_iter()
+            .filter(|t| t.0)
+            .map(|t| t.1)
+            .collect();
             if !tags.is_empty() {
                 what.push_str(&format!(" ({})", tags.join(", ")));
             }
@@ -123,13 +136,24 @@ fn help(f: &mut Frame, app: &App, area: Rect) {
     // The whole width of an 80-column terminal: the pane list fills its row.
     let width = area.width.min(80);
     let height = (help.len() as u16 + 2).min(area.height);
-    let popup = Rect { x: area.x + (area.width - width) / 2, y: area.y + (area.height - height) / 2, width, height };
+    let popup = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
     f.render_widget(Clear, popup);
-    let rows = help.into_iter().map(|(k, d)| Row::new(vec![Span::styled(k, t.accent()), Span::raw(d)]));
+    let rows =
+        help.into_iter().map(|(k, d)| Row::new(vec![Span::styled(k, t.accent()), Span::raw(d)]));
     let table = Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)])
         .column_spacing(2)
         .style(t.base())
-        .block(Block::default().borders(Borders::ALL).border_style(t.border()).title(Span::styled(" keys (any key closes) ", t.title())));
+        .block(
+            Block::default()
+                .borders(Borders::ALL)
+                .border_style(t.border())
+                .title(Span::styled(" keys (any key closes) ", t.title())),
+        );
     f.render_widget(table, popup);
 }
 

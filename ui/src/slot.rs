@@ -79,5 +79,10 @@ pub struct Slot {
 pub fn display_name(arg: &str) -> String {
     let p = PathBuf::from(arg);
     let parts: Vec<_> = p.components().rev().take(2).collect();
-    parts.into_iter().rev().map(|c| c.as_os_str().to_string_lossy().into_owned()).collect::<Vec<_>>().join("/")
+    parts
+        .into_iter()
+        .rev()
+        .map(|c| c.as_os_str().to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join("/")
 }

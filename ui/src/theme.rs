@@ -79,21 +79,36 @@ pub struct Theme {
     pub bar: Color,
 }
 
-const ROLES: &[&str] =
-    &["fg", "bg", "muted", "accent", "title", "border", "header", "selected_fg", "selected_bg", "better", "worse", "warn", "bar"];
+const ROLES: &[&str] = &[
+    "fg",
+    "bg",
+    "muted",
+    "accent",
+    "title",
+    "border",
+    "header",
+    "selected_fg",
+    "selected_bg",
+    "better",
+    "worse",
+    "warn",
+    "bar",
+];
 
 impl Theme {
     /// Loads the theme `name` for a terminal of the given depth. An unknown
     /// name is a usage error (exit 2) that lists the available themes.
     pub fn load(name: &str, depth: Depth) -> Result<Theme> {
         let text = match find_file(name) {
-            Some(path) => {
-                std::fs::read_to_string(&path).map_err(|e| Error::failed(format!("cannot read theme {}: {e}", path.display())))?
-            }
+            Some(path) => std::fs::read_to_string(&path)
+                .map_err(|e| Error::failed(format!("cannot read theme {}: {e}", path.display())))?,
             None => match BUILTIN.iter().find(|(n, _)| *n == name) {
                 Some((_, t)) => (*t).to_string(),
                 None => {
-                    return Err(Error::usage(format!("unknown theme '{name}'. available: {}", available().join(", "))));
+                    return Err(Error::usage(format!(
+                        "unknown theme '{name}'. available: {}",
+                        available().join(", ")
+                    )));
                 }
             },
         };
@@ -107,12 +122,16 @@ impl Theme {
         let file: ThemeFile = toml::from_str(text).map_err(|e| bad(e.message().to_string()))?;
         for key in file.colors.keys() {
             if !ROLES.contains(&key.as_str()) {
-                return Err(bad(format!("unknown colour role '{key}' (roles: {})", ROLES.join(", "))));
+                return Err(bad(format!(
+                    "unknown colour role '{key}' (roles: {})",
+                    ROLES.join(", ")
+                )));
             }
         }
         let get = |role: &str| -> Result<Color> {
             let v = file.colors.get(role).ok_or_else(|| bad(format!("missing colour '{role}'")))?;
-            let c = Color::from_str(v).map_err(|_| bad(format!("'{v}' is not a colour (for '{role}')")))?;
+            let c = Color::from_str(v)
+                .map_err(|_| bad(format!("'{v}' is not a colour (for '{role}')")))?;
             Ok(downgrade(c, depth))
         };
         Ok(Theme {
@@ -147,7 +166,11 @@ impl Theme {
         Style::default().fg(self.fg).bg(self.bg)
     }
     pub fn muted(&self) -> Style {
-        if self.colored() { Style::default().fg(self.muted) } else { Style::default().add_modifier(Modifier::DIM) }
+        if self.colored() {
+            Style::default().fg(self.muted)
+        } else {
+            Style::default().add_modifier(Modifier::DIM)
+        }
     }
     pub fn accent(&self) -> Style {
         Style::default().fg(self.accent).add_modifier(Modifier::BOLD)
@@ -173,7 +196,11 @@ impl Theme {
         Style::default().fg(self.better)
     }
     pub fn worse(&self) -> Style {
-        if self.colored() { Style::default().fg(self.worse) } else { Style::default().add_modifier(Modifier::BOLD) }
+        if self.colored() {
+            Style::default().fg(self.worse)
+        } else {
+            Style::default().add_modifier(Modifier::BOLD)
+        }
     }
     pub fn warn(&self) -> Style {
         Style::default().fg(self.warn).add_modifier(Modifier::BOLD)
@@ -221,7 +248,8 @@ const ANSI16: &[(Color, (u8, u8, u8))] = &[
 
 fn nearest16(r: u8, g: u8, b: u8) -> Color {
     let d = |(x, y, z): (u8, u8, u8)| {
-        let (dr, dg, db) = (i32::from(r) - i32::from(x), i32::from(g) - i32::from(y), i32::from(b) - i32::from(z));
+        let (dr, dg, db) =
+            (i32::from(r) - i32::from(x), i32::from(g) - i32::from(y), i32::from(b) - i32::from(z));
         dr * dr + dg * dg + db * db
     };
     ANSI16.iter().min_by_key(|(_, rgb)| d(*rgb)).map_or(Color::Reset, |(c, _)| *c)
@@ -328,7 +356,17 @@ mod tests {
     #[test]
     fn bad_theme_files_are_reported() {
         assert!(Theme::parse("x", "name='x'\n[colors]\nfg='nope'", Depth::Ansi16).is_err());
-        assert!(Theme::parse("x", "[colors]\nfg='red'", Depth::Ansi16).unwrap_err().to_string().contains("missing colour"));
-        assert!(Theme::parse("x", "[colors]\nfgg='red'", Depth::Ansi16).unwrap_err().to_string().contains("unknown colour role"));
+        assert!(
+            Theme::parse("x", "[colors]\nfg='red'", Depth::Ansi16)
+                .unwrap_err()
+                .to_string()
+                .contains("missing colour")
+        );
+        assert!(
+            Theme::parse("x", "[colors]\nfgg='red'", Depth::Ansi16)
+                .unwrap_err()
+                .to_string()
+                .contains("unknown colour role")
+        );
     }
 }

@@ -42,7 +42,14 @@ impl<'a> Ctx<'a> {
     /// A context over one profile alone: no second profile, no job, no
     /// worker (a pane's unit test).
     pub fn of(data: Option<&'a Loaded>, other: &'a Slot, page: usize) -> Ctx<'a> {
-        Ctx { data, other, job: None, page, worker: None, background_rows: crate::background::BACKGROUND_ROWS }
+        Ctx {
+            data,
+            other,
+            job: None,
+            page,
+            worker: None,
+            background_rows: crate::background::BACKGROUND_ROWS,
+        }
     }
 }
 

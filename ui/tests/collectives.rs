@@ -23,8 +23,12 @@ use libreyolo_ui::job::OpenJob;
 use libreyolo_ui::panes::collectives::{CollSort, order};
 use libreyolo_ui::panes::ranks::JobView;
 
-const DLRM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
-const NCCL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz");
+const DLRM: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
+const NCCL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz"
+);
 const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
 fn files() -> Vec<PathBuf> {
@@ -60,7 +64,10 @@ fn dlrm_view() -> App {
 
 /// The figures after a row label of the per-rank table (`wait ms`, …).
 fn per_rank(screen: &str, label: &str) -> Vec<String> {
-    let line = screen.lines().find(|l| l.starts_with(label)).unwrap_or_else(|| panic!("no {label} row:\n{screen}"));
+    let line = screen
+        .lines()
+        .find(|l| l.starts_with(label))
+        .unwrap_or_else(|| panic!("no {label} row:\n{screen}"));
     line[label.len()..].split_whitespace().map(str::to_string).collect()
 }
 
@@ -71,7 +78,8 @@ fn rows(screen: &str, c: &Collectives) -> Vec<Vec<String>> {
         .lines()
         .filter_map(|l| {
             let g = c.groups.iter().find(|g| l.starts_with(&g.group))?;
-            let cells: Vec<String> = l[g.group.len()..].split_whitespace().map(str::to_string).collect();
+            let cells: Vec<String> =
+                l[g.group.len()..].split_whitespace().map(str::to_string).collect();
             cells.first()?.parse::<usize>().ok()?;
             Some(std::iter::once(g.group.clone()).chain(cells).collect())
         })
@@ -82,7 +90,20 @@ fn rows(screen: &str, c: &Collectives) -> Vec<Vec<String>> {
 /// at, MB, skew, wait, last, xfer, busbw; 110 and more add dtype and algbw.
 fn cell<'r>(row: &'r [String], wide: bool, col: &str) -> &'r str {
     let cols: &[&str] = if wide {
-        &["group", "#", "collective", "at", "MB", "dtype", "skew", "wait", "last", "xfer", "algbw", "busbw"]
+        &[
+            "group",
+            "#",
+            "collective",
+            "at",
+            "MB",
+            "dtype",
+            "skew",
+            "wait",
+            "last",
+            "xfer",
+            "algbw",
+            "busbw",
+        ]
     } else {
         &["group", "#", "collective", "at", "MB", "skew", "wait", "last", "xfer", "busbw"]
     };
@@ -92,7 +113,10 @@ fn cell<'r>(row: &'r [String], wide: bool, col: &str) -> &'r str {
 
 fn close(shown: &str, value: f64, digits: i32) {
     let v: f64 = shown.parse().unwrap_or_else(|_| panic!("not a figure: {shown}"));
-    assert!((v - value).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9, "{shown} on screen, {value} in the lens");
+    assert!(
+        (v - value).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9,
+        "{shown} on screen, {value} in the lens"
+    );
 }
 
 fn opt(v: Option<f64>, digits: usize) -> String {
@@ -107,18 +131,26 @@ fn check_rows(s: &str, c: &Collectives, sort: CollSort, wide: bool) -> Vec<Vec<S
     // The window may start further down (the cursor kept in view).
     let first = want
         .iter()
-        .position(|&i| c.collectives[i].group == rows[0][0] && c.collectives[i].seq.to_string() == rows[0][1])
+        .position(|&i| {
+            c.collectives[i].group == rows[0][0] && c.collectives[i].seq.to_string() == rows[0][1]
+        })
         .unwrap_or_else(|| panic!("{:?} is not a collective:\n{s}", rows[0]));
     assert!(first + rows.len() <= want.len());
     for (row, &i) in rows.iter().zip(&want[first..]) {
         let m = &c.collectives[i];
-        assert_eq!((cell(row, wide, "group"), cell(row, wide, "#")), (m.group.as_str(), m.seq.to_string().as_str()));
+        assert_eq!(
+            (cell(row, wide, "group"), cell(row, wide, "#")),
+            (m.group.as_str(), m.seq.to_string().as_str())
+        );
         assert_eq!(cell(row, wide, "collective"), m.collective);
         close(cell(row, wide, "at"), m.at_ms, 3);
         assert_eq!(cell(row, wide, "MB"), opt(m.bytes.map(|b| b as f64 / 1e6), 3));
         assert_eq!(cell(row, wide, "skew"), opt(m.skew_us, 1));
         assert_eq!(cell(row, wide, "wait"), num(m.wait_us, 1));
-        assert_eq!(cell(row, wide, "last"), m.last_rank.map_or("n/a".to_string(), |r| r.to_string()));
+        assert_eq!(
+            cell(row, wide, "last"),
+            m.last_rank.map_or("n/a".to_string(), |r| r.to_string())
+        );
         assert_eq!(cell(row, wide, "xfer"), num(m.duration_us, 1));
         assert_eq!(cell(row, wide, "busbw"), opt(m.busbw_gbps, 2));
         if wide {
@@ -134,17 +166,33 @@ fn check_rows(s: &str, c: &Collectives, sort: CollSort, wide: bool) -> Vec<Vec<S
 fn check_head(s: &str, c: &Collectives) {
     let world = c.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let plural = if c.ranks.len() == 1 { "" } else { "s" };
-    assert!(s.contains(&format!("collectives: {} matched on {} rank{plural}{world}", c.collectives.len(), c.ranks.len())), "{s}");
+    assert!(
+        s.contains(&format!(
+            "collectives: {} matched on {} rank{plural}{world}",
+            c.collectives.len(),
+            c.ranks.len()
+        )),
+        "{s}"
+    );
     for g in &c.groups {
         let counts: Vec<String> = g.counts.iter().map(|(n, k)| format!("{k} {n}")).collect();
         assert!(s.contains(&format!("group {}: {}", g.group, counts.join(", "))), "{s}");
     }
     let ranks: Vec<String> = c.per_rank.iter().map(|r| r.rank.to_string()).collect();
     assert_eq!(per_rank(s, "rank"), ranks, "{s}");
-    assert_eq!(per_rank(s, "comm ms"), c.per_rank.iter().map(|r| num(r.comm_ms, 3)).collect::<Vec<_>>());
+    assert_eq!(
+        per_rank(s, "comm ms"),
+        c.per_rank.iter().map(|r| num(r.comm_ms, 3)).collect::<Vec<_>>()
+    );
     if c.ranks.len() > 1 {
-        assert_eq!(per_rank(s, "wait ms"), c.per_rank.iter().map(|r| num(r.wait_ms, 3)).collect::<Vec<_>>());
-        assert_eq!(per_rank(s, "last"), c.per_rank.iter().map(|r| r.last_arrivals.to_string()).collect::<Vec<_>>());
+        assert_eq!(
+            per_rank(s, "wait ms"),
+            c.per_rank.iter().map(|r| num(r.wait_ms, 3)).collect::<Vec<_>>()
+        );
+        assert_eq!(
+            per_rank(s, "last"),
+            c.per_rank.iter().map(|r| r.last_arrivals.to_string()).collect::<Vec<_>>()
+        );
     } else {
         assert!(!s.lines().any(|l| l.starts_with("wait ms")), "one rank has no waits:\n{s}");
     }
@@ -154,7 +202,11 @@ fn check_head(s: &str, c: &Collectives) {
 fn the_view_is_the_collectives_lens() {
     let mut a = dlrm_view();
     let c = lens(&files());
-    assert_eq!(a.job.as_ref().unwrap().collectives, c, "one reading of the ranks gives the lens's collectives");
+    assert_eq!(
+        a.job.as_ref().unwrap().collectives,
+        c,
+        "one reading of the ranks gives the lens's collectives"
+    );
     // The DLRM job: one NCCL stream, 5 send/recv and 3 all-reduces; rank 7
     // arrives last at five of them (app/tests/ranks.rs checks these against
     // the traces).
@@ -185,8 +237,19 @@ fn the_view_is_the_collectives_lens() {
             num(top.wait_us, 1)
         );
         assert!(s.contains(&detail), "{detail}\n{s}");
-        assert!(s.contains(&format!("stream 84 #{} {} · at {} ms · size n/a", top.seq, top.collective, num(top.at_ms, 3))), "{s}");
-        assert!(s.contains(&format!("transfer {} µs · bandwidth n/a", num(top.duration_us, 1))), "{s}");
+        assert!(
+            s.contains(&format!(
+                "stream 84 #{} {} · at {} ms · size n/a",
+                top.seq,
+                top.collective,
+                num(top.at_ms, 3)
+            )),
+            "{s}"
+        );
+        assert!(
+            s.contains(&format!("transfer {} µs · bandwidth n/a", num(top.duration_us, 1))),
+            "{s}"
+        );
         let status = s.lines().last().unwrap();
         assert!(status.starts_with("8 collectives · sort:skew"), "{status}");
     }
@@ -197,7 +260,13 @@ fn sort_cycles_the_columns_and_keeps_the_cursor() {
     let mut a = dlrm_view();
     let c = lens(&files());
     press(&mut a, &[KeyCode::Down, KeyCode::Down]);
-    let on = |a: &App| a.panes.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
+    let on = |a: &App| {
+        a.panes
+            .ranks
+            .collectives
+            .matched(&a.job.as_ref().unwrap().collectives)
+            .map(|m| (m.group.clone(), m.seq))
+    };
     let before = on(&a);
     assert!(before.is_some());
     for sort in CollSort::ALL.iter().skip(1).chain([&CollSort::Skew]) {
@@ -207,7 +276,13 @@ fn sort_cycles_the_columns_and_keeps_the_cursor() {
         for (w, h) in SIZES {
             let s = screen(&mut a, w, h);
             assert!(s.contains(&format!("sort: {} (s)", sort.as_str())), "{s}");
-            assert!(s.lines().last().unwrap().starts_with(&format!("8 collectives · sort:{}", sort.as_str())), "{s}");
+            assert!(
+                s.lines()
+                    .last()
+                    .unwrap()
+                    .starts_with(&format!("8 collectives · sort:{}", sort.as_str())),
+                "{s}"
+            );
             check_rows(&s, &c, *sort, w >= 110);
         }
         // Largest first, checked on the lens's figures.
@@ -269,7 +344,10 @@ fn enter_shows_the_ranks_of_a_collective_and_opens_one() {
             assert_eq!(row.get(4) == Some(&"last:"), Some(r.rank) == m.last_rank, "{row:?}");
         }
         let last = m.last_rank.unwrap();
-        assert!(s.contains(&format!("Enter: rank {last}'s panes")), "the cursor starts on the last rank:\n{s}");
+        assert!(
+            s.contains(&format!("Enter: rank {last}'s panes")),
+            "the cursor starts on the last rank:\n{s}"
+        );
     }
     // Enter opens the rank that arrived last in the other panes.
     press(&mut a, &[KeyCode::Enter]);
@@ -277,11 +355,18 @@ fn enter_shows_the_ranks_of_a_collective_and_opens_one() {
     assert_eq!(a.job.as_ref().unwrap().shown_rank(), m.last_rank.unwrap());
     // Esc comes back to where it was, then closes the detail, then the view.
     press(&mut a, &[KeyCode::Esc]);
-    assert_eq!((a.pane, a.panes.ranks.view, a.panes.ranks.collectives.detail), (Pane::Ranks, JobView::Collectives, true));
+    assert_eq!(
+        (a.pane, a.panes.ranks.view, a.panes.ranks.collectives.detail),
+        (Pane::Ranks, JobView::Collectives, true)
+    );
     let at = m.ranks.iter().position(|r| Some(r.rank) == m.last_rank).unwrap();
     let (key, next) = if at > 0 { (KeyCode::Up, at - 1) } else { (KeyCode::Down, at + 1) };
     press(&mut a, &[key, KeyCode::Enter]);
-    assert_eq!(a.job.as_ref().unwrap().shown_rank(), m.ranks[next].rank, "Up/Down move over the ranks");
+    assert_eq!(
+        a.job.as_ref().unwrap().shown_rank(),
+        m.ranks[next].rank,
+        "Up/Down move over the ranks"
+    );
     press(&mut a, &[KeyCode::Char('0')]);
     assert_eq!(a.pane, Pane::Ranks);
     press(&mut a, &[KeyCode::Esc]);
@@ -304,7 +389,10 @@ fn c_switches_views_and_the_help_says_so() {
     press(&mut a, &[KeyCode::Char('c')]);
     assert_eq!(a.panes.ranks.view, JobView::Ranks);
     // The view is kept while other panes are shown.
-    press(&mut a, &[KeyCode::Char('c'), KeyCode::Char('3'), KeyCode::Char('c'), KeyCode::Char('0')]);
+    press(
+        &mut a,
+        &[KeyCode::Char('c'), KeyCode::Char('3'), KeyCode::Char('c'), KeyCode::Char('0')],
+    );
     assert_eq!((a.pane, a.panes.ranks.view), (Pane::Ranks, JobView::Collectives));
     assert!(a.panes.kernels.query.category.is_some(), "c on Kernels is still its category filter");
     press(&mut a, &[KeyCode::Char('?')]);
@@ -314,7 +402,10 @@ fn c_switches_views_and_the_help_says_so() {
     let mut one = app(BERT_TRACE, None);
     press(&mut one, &[KeyCode::Char('0')]);
     let s = screen(&mut one, 80, 24);
-    assert!(s.contains("not a distributed job: no Ranks or collectives; open a folder of rank traces"), "{s}");
+    assert!(
+        s.contains("not a distributed job: no Ranks or collectives; open a folder of rank traces"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -322,7 +413,9 @@ fn no_color_and_other_themes_render_the_same_text() {
     use libreyolo_ui::theme::{Depth, Theme};
     let mut dark = dlrm_view();
     let reference = screen(&mut dark, 80, 24);
-    for (name, depth) in [("light", Depth::Ansi16), ("high-contrast", Depth::TrueColor), ("dark", Depth::None)] {
+    for (name, depth) in
+        [("light", Depth::Ansi16), ("high-contrast", Depth::TrueColor), ("dark", Depth::None)]
+    {
         let mut a = App::with_job(Theme::load(name, depth).unwrap(), DLRM, dlrm_job());
         press(&mut a, &[KeyCode::Char('c')]);
         assert_eq!(screen(&mut a, 80, 24), reference, "{name} {depth:?}");
@@ -355,7 +448,9 @@ fn nccl_rank(dir: &Path, base: &serde_json::Value, rank: u32, late_us: f64) -> P
 
 fn nccl_base() -> serde_json::Value {
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(NCCL).unwrap()).read_to_string(&mut text).unwrap();
+    flate2::read::GzDecoder::new(std::fs::File::open(NCCL).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
     serde_json::from_str(&text).unwrap()
 }
 
@@ -364,16 +459,29 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
     let base = nccl_base();
     assert_eq!(base["distributedInfo"]["world_size"], 2);
     let dir = tempfile::tempdir().unwrap();
-    let paths = vec![nccl_rank(dir.path(), &base, 0, 100.0), nccl_rank(dir.path(), &base, 1, 100.0)];
+    let paths =
+        vec![nccl_rank(dir.path(), &base, 0, 100.0), nccl_rank(dir.path(), &base, 1, 100.0)];
     let c = lens(&paths);
     // A fixed name for the title bar: the temporary folder's changes.
-    let mut a = App::with_job(theme(), "traces/nccl_2rank", OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap());
+    let mut a = App::with_job(
+        theme(),
+        "traces/nccl_2rank",
+        OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap(),
+    );
     assert_eq!(a.job.as_ref().unwrap().collectives, c);
     assert!(c.notes.is_empty(), "{:?}", c.notes);
     // Rank 1 arrives last everywhere, 100 µs after rank 0.
     let about = |v: f64| (v - 100.0).abs() < 0.01;
-    assert!(c.collectives.iter().all(|m| m.last_rank == Some(1) && m.skew_us.is_some_and(about) && about(m.wait_us)), "{c:#?}");
-    assert!(c.collectives.iter().any(|m| m.busbw_gbps.is_some()), "the trace records message sizes");
+    assert!(
+        c.collectives
+            .iter()
+            .all(|m| m.last_rank == Some(1) && m.skew_us.is_some_and(about) && about(m.wait_us)),
+        "{c:#?}"
+    );
+    assert!(
+        c.collectives.iter().any(|m| m.busbw_gbps.is_some()),
+        "the trace records message sizes"
+    );
     press(&mut a, &[KeyCode::Char('c')]);
     // By size: the largest message first.
     press(&mut a, &[KeyCode::Char('s'), KeyCode::Char('s'), KeyCode::Char('s'), KeyCode::Home]);
@@ -388,7 +496,10 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
         assert_eq!(cell(&rows[0], w >= 110, "MB"), num(big as f64 / 1e6, 3));
         let top = &c.collectives[order(&c, CollSort::Size)[0]];
         if let (Some(al), Some(bus)) = (top.algbw_gbps, top.busbw_gbps) {
-            assert!(s.contains(&format!("algbw {} GB/s · busbw {} GB/s", num(al, 2), num(bus, 2))), "{s}");
+            assert!(
+                s.contains(&format!("algbw {} GB/s · busbw {} GB/s", num(al, 2), num(bus, 2))),
+                "{s}"
+            );
         }
     }
 
@@ -404,7 +515,11 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
         let s = screen(&mut a, w, h);
         check_head(&s, &c);
         let rows = check_rows(&s, &c, CollSort::Skew, w >= 110);
-        assert!(rows.iter().all(|r| cell(r, w >= 110, "skew") == "n/a" && cell(r, w >= 110, "last") == "n/a"), "{s}");
+        assert!(
+            rows.iter()
+                .all(|r| cell(r, w >= 110, "skew") == "n/a" && cell(r, w >= 110, "last") == "n/a"),
+            "{s}"
+        );
         assert!(s.contains("one rank: skew and waits need every rank's trace"), "{s}");
         assert!(s.contains("collectives: ") && s.contains(" on 1 rank of world size 2"), "{s}");
     }
@@ -415,11 +530,23 @@ fn a_reload_keeps_the_view_its_sort_and_the_collective() {
     use libreyolo_ui::app::Opened;
     use libreyolo_ui::slot::Side;
     let mut a = dlrm_view();
-    press(&mut a, &[KeyCode::Char('s'), KeyCode::Home, KeyCode::Down, KeyCode::Down, KeyCode::Enter]);
-    let on = |a: &App| a.panes.ranks.collectives.matched(&a.job.as_ref().unwrap().collectives).map(|m| (m.group.clone(), m.seq));
+    press(
+        &mut a,
+        &[KeyCode::Char('s'), KeyCode::Home, KeyCode::Down, KeyCode::Down, KeyCode::Enter],
+    );
+    let on = |a: &App| {
+        a.panes
+            .ranks
+            .collectives
+            .matched(&a.job.as_ref().unwrap().collectives)
+            .map(|m| (m.group.clone(), m.seq))
+    };
     let before = on(&a);
     a.opened(Side::Main, Ok(Opened::Job(Box::new(dlrm_job()))));
-    assert_eq!((a.pane, a.panes.ranks.view, a.panes.ranks.collectives.sort), (Pane::Ranks, JobView::Collectives, CollSort::Wait));
+    assert_eq!(
+        (a.pane, a.panes.ranks.view, a.panes.ranks.collectives.sort),
+        (Pane::Ranks, JobView::Collectives, CollSort::Wait)
+    );
     assert_eq!(on(&a), before, "the cursor stays on its collective");
     assert!(a.panes.ranks.collectives.detail, "and its ranks stay open");
     assert!(screen(&mut a, 80, 24).contains("reloaded"));

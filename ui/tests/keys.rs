@@ -31,7 +31,9 @@ fn kernel_names(app: &App) -> Vec<String> {
 fn number_keys_and_tab_switch_panes() {
     let mut a = app(BERT_TRACE, None);
     assert_eq!(a.pane, Pane::Summary);
-    for (k, p) in [('3', Pane::Kernels), ('6', Pane::WhatIf), ('1', Pane::Summary), ('5', Pane::Compare)] {
+    for (k, p) in
+        [('3', Pane::Kernels), ('6', Pane::WhatIf), ('1', Pane::Summary), ('5', Pane::Compare)]
+    {
         typ(&mut a, &k.to_string());
         assert_eq!(a.pane, p);
     }
@@ -96,7 +98,10 @@ fn kernel_filters_category_tensorcore_regex() {
     typ(&mut a, "/gemm(");
     assert!(a.panes.kernels.error.as_deref().unwrap().contains("invalid --grep regex"));
     let shown = a.panes.kernels.result.as_ref().unwrap();
-    assert!(shown.kernels.iter().all(|k| k.raw_name.to_lowercase().contains("gemm")), "previous match stays");
+    assert!(
+        shown.kernels.iter().all(|k| k.raw_name.to_lowercase().contains("gemm")),
+        "previous match stays"
+    );
     typ(&mut a, "|norm)");
     key(&mut a, KeyCode::Enter);
     assert!(a.panes.kernels.error.is_none());
@@ -113,15 +118,18 @@ fn sort_cycles_time_count_name_efficiency() {
     let mut a = app(BERT_TRACE, None);
     typ(&mut a, "3");
     assert_eq!(a.panes.kernels.query.sort, Sort::Time);
-    let ms: Vec<f64> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.ms_per_step).collect();
+    let ms: Vec<f64> =
+        a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.ms_per_step).collect();
     assert!(ms.windows(2).all(|w| w[0] >= w[1]));
     typ(&mut a, "s");
     assert_eq!(a.panes.kernels.query.sort, Sort::Count);
-    let n: Vec<f64> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.count_per_step).collect();
+    let n: Vec<f64> =
+        a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]), "{n:?}");
     typ(&mut a, "s");
     assert_eq!(a.panes.kernels.query.sort, Sort::Name);
-    let names: Vec<String> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.kernel.clone()).collect();
+    let names: Vec<String> =
+        a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.kernel.clone()).collect();
     assert!(names.windows(2).all(|w| w[0] <= w[1]));
     typ(&mut a, "s");
     assert_eq!(a.panes.kernels.query.sort, Sort::Efficiency);
@@ -132,7 +140,8 @@ fn sort_cycles_time_count_name_efficiency() {
     let mut a = app(TRAIN_B4, None);
     typ(&mut a, "4s");
     assert_eq!(a.panes.ops.query.sort, Sort::Count);
-    let n: Vec<f64> = a.panes.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
+    let n: Vec<f64> =
+        a.panes.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]));
 }
 
@@ -191,7 +200,8 @@ fn phase_drill_down() {
     // p cycles the phase filter through every phase and back to none.
     typ(&mut a, "x");
     assert_eq!(a.panes.ops.query.phase, None);
-    let phases: Vec<String> = a.profile().unwrap().phase_names().iter().map(|s| s.to_string()).collect();
+    let phases: Vec<String> =
+        a.profile().unwrap().phase_names().iter().map(|s| s.to_string()).collect();
     for ph in &phases {
         typ(&mut a, "p");
         assert_eq!(a.panes.ops.query.phase.as_ref(), Some(ph));
@@ -251,7 +261,11 @@ fn whatif_category_and_launch_count() {
     assert_eq!(w.removed.category.as_ref().map(|c| c.to_string()), Some(cats[1].clone()));
     key(&mut a, KeyCode::Left);
     key(&mut a, KeyCode::Left);
-    assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Category(cats.len() - 1)), "Left wraps around");
+    assert_eq!(
+        a.panes.whatif.choice,
+        Some(WhatIfChoice::Category(cats.len() - 1)),
+        "Left wraps around"
+    );
 
     // A launch count updates the projection as it is typed; letters are ignored.
     typ(&mut a, "n");
@@ -294,14 +308,16 @@ fn live_reload_keeps_pane_and_filters() {
     let path = dir.path().join("profile.json");
     std::fs::copy(TRAIN_B4, &path).unwrap();
     let arg = path.to_str().unwrap();
-    let mut a = App::with_inputs(theme(), profile::load(arg, Default::default()).unwrap().input, None);
+    let mut a =
+        App::with_inputs(theme(), profile::load(arg, Default::default()).unwrap().input, None);
     typ(&mut a, "4ppp/conv");
     key(&mut a, KeyCode::Enter);
     typ(&mut a, "s");
     assert!(a.changed_on_disk().is_empty());
 
     // A new capture rewrites the file.
-    let mut v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
     v["step_ms"] = serde_json::json!(450.0);
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);

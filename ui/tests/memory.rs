@@ -44,12 +44,18 @@ fn the_peaks_on_screen_are_the_lens_figures() {
         insta::assert_snapshot!(format!("timesformer_memory_{w}x{h}"), s);
         assert!(s.contains(&format!("peak allocated {} MB", num(d.peak_allocated_mb, 1))), "{s}");
         assert!(s.contains(&format!("peak reserved {} MB", num(reserved, 1))), "{s}");
-        assert!(s.contains(&format!("peak at {} ms of {} ms", num(d.peak_ms, 3), num(m.window_ms, 3))), "{s}");
+        assert!(
+            s.contains(&format!("peak at {} ms of {} ms", num(d.peak_ms, 3), num(m.window_ms, 3))),
+            "{s}"
+        );
         assert!(s.contains(&format!("phase {}", d.peak_phase)), "{s}");
         assert!(s.contains(&d.device), "{s}");
         // The first phase's row of the table, as the lens has it.
         let p = &d.phases[0];
-        let row = s.lines().find(|l| l.trim_start().starts_with(&p.phase)).unwrap_or_else(|| panic!("{s}"));
+        let row = s
+            .lines()
+            .find(|l| l.trim_start().starts_with(&p.phase))
+            .unwrap_or_else(|| panic!("{s}"));
         assert!(row.contains(&num(p.peak_allocated_mb, 1)), "{row}");
     }
 }

@@ -21,7 +21,8 @@ use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::job::{OpenJob, Opening, opening};
 use libreyolo_ui::panes::ranks::{RankSort, order};
 
-const DLRM: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
+const DLRM: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
 
 fn files() -> Vec<PathBuf> {
     let mut v: Vec<PathBuf> = std::fs::read_dir(DLRM).unwrap().map(|e| e.unwrap().path()).collect();
@@ -62,14 +63,20 @@ fn press(app: &mut App, keys: &[KeyCode]) {
 fn rows(screen: &str) -> Vec<Vec<String>> {
     screen
         .lines()
-        .map(|l| l.split_whitespace().map(|c| c.trim_start_matches('▸').to_string()).collect::<Vec<_>>())
+        .map(|l| {
+            l.split_whitespace().map(|c| c.trim_start_matches('▸').to_string()).collect::<Vec<_>>()
+        })
         .filter(|c| c.len() >= 8 && c[0].parse::<u32>().is_ok() && c[1].parse::<f64>().is_ok())
         .collect()
 }
 
 fn close(shown: &str, value: f64, digits: i32) {
-    let v: f64 = shown.trim_end_matches('%').parse().unwrap_or_else(|_| panic!("not a figure: {shown}"));
-    assert!((v - value).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9, "{shown} on screen, {value} in the lens");
+    let v: f64 =
+        shown.trim_end_matches('%').parse().unwrap_or_else(|_| panic!("not a figure: {shown}"));
+    assert!(
+        (v - value).abs() <= 0.5 * 10f64.powi(-digits) + 1e-9,
+        "{shown} on screen, {value} in the lens"
+    );
 }
 
 #[test]
@@ -103,14 +110,34 @@ fn ranks_pane_rows_are_the_job_lens() {
             close(&row[6], r.idle_ms, 2);
             close(&row[7], r.kernels_per_step, 0);
             if w >= 110 {
-                assert_eq!(row[9], r.bound.as_str().split(' ').next().unwrap(), "the verdict at 160 columns");
+                assert_eq!(
+                    row[9],
+                    r.bound.as_str().split(' ').next().unwrap(),
+                    "the verdict at 160 columns"
+                );
             }
-            assert_eq!(row.iter().any(|c| c == "slowest"), Some(r.rank) == j.critical_rank, "{row:?}");
+            assert_eq!(
+                row.iter().any(|c| c == "slowest"),
+                Some(r.rank) == j.critical_rank,
+                "{row:?}"
+            );
             let straggler = j.stragglers.iter().find(|s| s.rank == r.rank);
-            let mark = straggler.map(|s| format!("+{}", libreyolo_core::render::text::num(s.wait_caused_ms_per_step.unwrap(), 2)));
-            assert_eq!(row.last().filter(|c| c.starts_with('+')), mark.as_ref(), "the wait it causes: {row:?}");
+            let mark = straggler.map(|s| {
+                format!(
+                    "+{}",
+                    libreyolo_core::render::text::num(s.wait_caused_ms_per_step.unwrap(), 2)
+                )
+            });
+            assert_eq!(
+                row.last().filter(|c| c.starts_with('+')),
+                mark.as_ref(),
+                "the wait it causes: {row:?}"
+            );
         }
-        assert!(s.contains(&format!("Enter: rank {}'s panes", j.critical_rank.unwrap())), "the cursor starts on the shown rank:\n{s}");
+        assert!(
+            s.contains(&format!("Enter: rank {}'s panes", j.critical_rank.unwrap())),
+            "the cursor starts on the shown rank:\n{s}"
+        );
     }
 }
 
@@ -126,21 +153,52 @@ fn enter_opens_the_rank_as_its_file_alone() {
         assert_eq!(a.pane, Pane::Summary);
         let file = &files()[k];
         let alone = profile::load(file.to_str().unwrap(), Default::default()).unwrap().input;
-        assert_eq!(a.main.data.as_ref().unwrap().summary, summary(&alone.profile), "rank {k}'s Summary is `summary` of {file:?}");
+        assert_eq!(
+            a.main.data.as_ref().unwrap().summary,
+            summary(&alone.profile),
+            "rank {k}'s Summary is `summary` of {file:?}"
+        );
         let mut single = App::with_inputs(theme(), alone, None);
         for (w, h) in [(80, 24), (160, 48)] {
             let job_screen = screen(&mut a, w, h);
             let one = screen(&mut single, w, h);
-            let body = |s: &str| s.lines().skip(1).take(h as usize - 2).map(str::to_string).collect::<Vec<_>>();
-            assert_eq!(body(&job_screen), body(&one), "the same Summary as the file alone at {w}x{h}");
+            let body = |s: &str| {
+                s.lines().skip(1).take(h as usize - 2).map(str::to_string).collect::<Vec<_>>()
+            };
+            assert_eq!(
+                body(&job_screen),
+                body(&one),
+                "the same Summary as the file alone at {w}x{h}"
+            );
             let status = job_screen.lines().last().unwrap();
-            assert!(status.starts_with(&format!("rank {k} of 8")), "the status line names the rank: {status}");
+            assert!(
+                status.starts_with(&format!("rank {k} of 8")),
+                "the status line names the rank: {status}"
+            );
         }
         // Phases and Kernels follow the rank too.
         press(&mut a, &[KeyCode::Char('3')]);
-        let names: Vec<String> = a.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
+        let names: Vec<String> = a
+            .panes
+            .kernels
+            .result
+            .as_ref()
+            .unwrap()
+            .kernels
+            .iter()
+            .map(|r| r.raw_name.clone())
+            .collect();
         press(&mut single, &[KeyCode::Char('3')]);
-        let alone: Vec<String> = single.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|r| r.raw_name.clone()).collect();
+        let alone: Vec<String> = single
+            .panes
+            .kernels
+            .result
+            .as_ref()
+            .unwrap()
+            .kernels
+            .iter()
+            .map(|r| r.raw_name.clone())
+            .collect();
         assert_eq!(names, alone);
         // Esc is the way back; the rank stays marked as shown.
         press(&mut a, &[KeyCode::Esc]);
@@ -167,26 +225,40 @@ fn sort_keys_cycle_the_columns() {
         RankSort::Idle => r.idle_ms,
         RankSort::Kernels => r.kernels_per_step,
     };
-    let selected = |a: &App| a.panes.ranks.selected_rank().map(|i| a.job.as_ref().unwrap().job.ranks[i].rank);
+    let selected =
+        |a: &App| a.panes.ranks.selected_rank().map(|i| a.job.as_ref().unwrap().job.ranks[i].rank);
     let before = selected(&a);
     for sort in RankSort::ALL.iter().skip(1).chain([&RankSort::Rank]) {
         press(&mut a, &[KeyCode::Char('s')]);
         assert_eq!(a.panes.ranks.sort, *sort);
         assert_eq!(selected(&a), before, "the cursor stays on its rank");
         let s = screen(&mut a, 160, 48);
-        assert!(s.contains(&format!("sort: {}", sort.as_str())) && s.contains(&format!("▼{}", sort.as_str())), "{s}");
+        assert!(
+            s.contains(&format!("sort: {}", sort.as_str()))
+                && s.contains(&format!("▼{}", sort.as_str())),
+            "{s}"
+        );
         let shown: Vec<u32> = rows(&s).iter().map(|r| r[0].parse().unwrap()).collect();
         // Largest first, ties in rank order: checked on the lens's figures.
         let mut expect: Vec<&libreyolo_core::lens::job::RankRow> = j.ranks.iter().collect();
         expect.sort_by(|x, y| key(*sort, y).total_cmp(&key(*sort, x)).then(x.rank.cmp(&y.rank)));
-        assert_eq!(shown, expect.iter().map(|r| r.rank).collect::<Vec<_>>(), "sorted by {}", sort.as_str());
+        assert_eq!(
+            shown,
+            expect.iter().map(|r| r.rank).collect::<Vec<_>>(),
+            "sorted by {}",
+            sort.as_str()
+        );
         assert_eq!(a.panes.ranks.order, order(&j, *sort));
         for w in shown.windows(2) {
-            let (x, y) = (j.ranks.iter().find(|r| r.rank == w[0]).unwrap(), j.ranks.iter().find(|r| r.rank == w[1]).unwrap());
+            let (x, y) = (
+                j.ranks.iter().find(|r| r.rank == w[0]).unwrap(),
+                j.ranks.iter().find(|r| r.rank == w[1]).unwrap(),
+            );
             assert!(key(*sort, x) >= key(*sort, y));
         }
     }
-    let rank_order: Vec<u32> = rows(&screen(&mut a, 80, 24)).iter().map(|r| r[0].parse().unwrap()).collect();
+    let rank_order: Vec<u32> =
+        rows(&screen(&mut a, 80, 24)).iter().map(|r| r[0].parse().unwrap()).collect();
     assert_eq!(rank_order, (0..8).collect::<Vec<_>>());
 }
 
@@ -201,7 +273,10 @@ fn tabs_keys_and_one_profile() {
     assert_eq!(a.pane, Pane::Ranks);
     press(&mut a, &[KeyCode::Char('?')]);
     let s = screen(&mut a, 80, 24);
-    assert!(s.contains("Ranks (a distributed job; c: its collectives)") && s.contains("back to Ranks"), "{s}");
+    assert!(
+        s.contains("Ranks (a distributed job; c: its collectives)") && s.contains("back to Ranks"),
+        "{s}"
+    );
 
     // One profile: no Ranks tab, and `0` says why.
     let mut one = app(BERT_TRACE, None);
@@ -216,12 +291,22 @@ fn tabs_keys_and_one_profile() {
 fn what_the_arguments_open() {
     let f = files();
     let s = |p: &PathBuf| p.to_str().unwrap().to_string();
-    assert_eq!(opening(&[DLRM.to_string()]).unwrap(), Opening::Job { arg: DLRM.to_string(), files: f.clone() });
+    assert_eq!(
+        opening(&[DLRM.to_string()]).unwrap(),
+        Opening::Job { arg: DLRM.to_string(), files: f.clone() }
+    );
     assert_eq!(opening(&[s(&f[0])]).unwrap(), Opening::Profile { main: s(&f[0]), other: None });
     match opening(&[s(&f[0]), s(&f[3])]).unwrap() {
         Opening::Job { files, arg } => {
-            assert_eq!(files, vec![f[0].clone(), f[3].clone()], "two files named rank 0 and rank 3 are two ranks");
-            assert!(arg.starts_with("2 rank traces in ") && arg.ends_with("param_dlrm_v100_8rank"), "{arg}");
+            assert_eq!(
+                files,
+                vec![f[0].clone(), f[3].clone()],
+                "two files named rank 0 and rank 3 are two ranks"
+            );
+            assert!(
+                arg.starts_with("2 rank traces in ") && arg.ends_with("param_dlrm_v100_8rank"),
+                "{arg}"
+            );
         }
         o => panic!("{o:?}"),
     }
@@ -243,12 +328,13 @@ fn a_straggler_is_marked_with_its_reason() {
     // compute); rank 2's GEMMs each take 1 ms more.
     let dir = tempfile::tempdir().unwrap();
     let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&files()[0]).unwrap()).read_to_string(&mut text).unwrap();
+    flate2::read::GzDecoder::new(std::fs::File::open(&files()[0]).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
     let mut base: serde_json::Value = serde_json::from_str(&text).unwrap();
-    base["traceEvents"]
-        .as_array_mut()
-        .unwrap()
-        .retain(|e| !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl"))));
+    base["traceEvents"].as_array_mut().unwrap().retain(|e| {
+        !(e["cat"] == "kernel" && e["name"].as_str().is_some_and(|n| n.starts_with("nccl")))
+    });
     const SLOW: &str = "volta_sgemm_128x32_nt";
     let mut paths = Vec::new();
     for rank in 0..3u32 {
@@ -276,10 +362,15 @@ fn a_straggler_is_marked_with_its_reason() {
     for (w, h) in [(80, 24), (160, 48)] {
         let s = screen(&mut a, w, h);
         let late = libreyolo_core::render::text::num(st.compute_excess_ms, 2);
-        let row = s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with("2 ")).unwrap();
-        assert!(row.contains(&format!("slowest +{late}")), "the straggler is the slowest rank: {row}");
+        let row =
+            s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with("2 ")).unwrap();
+        assert!(
+            row.contains(&format!("slowest +{late}")),
+            "the straggler is the slowest rank: {row}"
+        );
         for r in ["0 ", "1 "] {
-            let other = s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with(r)).unwrap();
+            let other =
+                s.lines().find(|l| l.trim_start().trim_start_matches('▸').starts_with(r)).unwrap();
             assert!(!other.contains("straggler") && !other.contains("slowest"), "{other}");
         }
         assert!(s.contains(&format!("rank 2: +{late} ms of compute per step")), "{s}");
@@ -344,7 +435,17 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
     watched.sort();
     watched.dedup();
     assert_eq!(watched, copies, "every rank's file is watched");
-    press(&mut a, &[KeyCode::Home, KeyCode::Char('G'), KeyCode::Up, KeyCode::Up, KeyCode::Enter, KeyCode::Char('3')]);
+    press(
+        &mut a,
+        &[
+            KeyCode::Home,
+            KeyCode::Char('G'),
+            KeyCode::Up,
+            KeyCode::Up,
+            KeyCode::Enter,
+            KeyCode::Char('3'),
+        ],
+    );
     assert_eq!(a.job.as_ref().unwrap().shown_rank(), 5);
     assert!(a.changed_on_disk().is_empty());
     // Rewriting one rank's file reloads the whole job.

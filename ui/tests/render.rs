@@ -56,13 +56,19 @@ fn summary_pane() {
     let s = snap("bert_trace_summary", &mut a);
     assert!(s[1].contains("Kernel mix") && s[1].contains("gemm / conv") && s[1].contains("█"));
     assert!(s[1].contains("[TC]"));
-    assert!(s[1].contains("host overhead") && !s[1].contains("in CPU ops"), "a GPU run keeps host overhead");
+    assert!(
+        s[1].contains("host overhead") && !s[1].contains("in CPU ops"),
+        "a GPU run keeps host overhead"
+    );
 
     // The raw trace of the CPU training run: no GPU waits on the host, so
     // the pane shows where the step went instead (88%: app/tests/cli.rs checks it).
     let mut a = app(TRAIN_B4_TRACE, None);
     let s = screen(&mut a, 80, 24);
-    assert!(s.contains("in CPU ops") && s.contains("88% of the step") && !s.contains("host overhead"), "{s}");
+    assert!(
+        s.contains("in CPU ops") && s.contains("88% of the step") && !s.contains("host overhead"),
+        "{s}"
+    );
 }
 
 #[test]
@@ -128,7 +134,13 @@ fn ops_pane_with_filters() {
     let mut a = app(TRAIN_B4, None);
     press(&mut a, "4ppp/conv|addmm\ns");
     let s = snap("train_b4_ops_forward_regex", &mut a);
-    assert!(s[0].contains("phase:forward") && s[0].contains("/conv|addmm/") && s[0].contains("sort:count"), "{}", s[0]);
+    assert!(
+        s[0].contains("phase:forward")
+            && s[0].contains("/conv|addmm/")
+            && s[0].contains("sort:count"),
+        "{}",
+        s[0]
+    );
     assert!(s[0].contains("aten::"), "{}", s[0]);
 
     let mut a = app(INFER_B1, None);
@@ -162,7 +174,11 @@ fn compare_pane() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "5o/tmp/x");
     let s = snap("bert_trace_compare_prompt", &mut a);
-    assert!(s[0].contains("Compare needs a second profile") && s[0].contains("path: /tmp/x"), "{}", s[0]);
+    assert!(
+        s[0].contains("Compare needs a second profile") && s[0].contains("path: /tmp/x"),
+        "{}",
+        s[0]
+    );
 }
 
 #[test]
@@ -202,7 +218,9 @@ fn no_color_and_light_themes_render_the_same_text() {
     let mut dark = app(BERT_TRACE, None);
     press(&mut dark, "3");
     let reference = screen(&mut dark, 80, 24);
-    for (name, depth) in [("light", Depth::Ansi16), ("high-contrast", Depth::TrueColor), ("dark", Depth::None)] {
+    for (name, depth) in
+        [("light", Depth::Ansi16), ("high-contrast", Depth::TrueColor), ("dark", Depth::None)]
+    {
         let mut a = App::with_inputs(Theme::load(name, depth).unwrap(), input(BERT_TRACE), None);
         press(&mut a, "3");
         assert_eq!(screen(&mut a, 80, 24), reference, "{name} {depth:?}");

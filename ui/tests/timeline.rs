@@ -10,7 +10,10 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::timeline::LaneKind;
 use libreyolo_ui::app::{App, Pane};
 
-const NCCL: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz");
+const NCCL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz"
+);
 
 fn key(app: &mut App, code: KeyCode) {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
@@ -53,17 +56,27 @@ fn the_first_kernel_of_the_step_matches_an_independent_reading() {
     let a = timeline_app();
     let tl = a.panes.timeline.timeline.clone().unwrap();
     let lane = &tl.lanes[a.panes.timeline.lane];
-    assert_eq!(lane.kind, LaneKind::Stream { device: 0, stream: 7 }, "the cursor starts on the first stream");
+    assert_eq!(
+        lane.kind,
+        LaneKind::Stream { device: 0, stream: 7 },
+        "the cursor starts on the first stream"
+    );
     let (name, dur) = selected(&a);
 
     // Independently: the step's window, the runtime calls in it, and the
     // earliest stream-7 kernel they launched.
     let ev = events();
-    let step = ev.iter().find(|e| e["name"] == "ProfilerStep#4" && e["cat"] == "user_annotation").unwrap();
-    let (s0, s1) = (step["ts"].as_f64().unwrap(), step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap());
+    let step =
+        ev.iter().find(|e| e["name"] == "ProfilerStep#4" && e["cat"] == "user_annotation").unwrap();
+    let (s0, s1) = (
+        step["ts"].as_f64().unwrap(),
+        step["ts"].as_f64().unwrap() + step["dur"].as_f64().unwrap(),
+    );
     let launched: std::collections::HashSet<i64> = ev
         .iter()
-        .filter(|e| e["cat"] == "cuda_runtime" && e["ts"].as_f64().is_some_and(|t| t >= s0 && t < s1))
+        .filter(|e| {
+            e["cat"] == "cuda_runtime" && e["ts"].as_f64().is_some_and(|t| t >= s0 && t < s1)
+        })
         .filter_map(|e| e["args"]["correlation"].as_i64())
         .collect();
     let first = ev
@@ -96,11 +109,11 @@ fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
         assert_eq!(a.panes.timeline.step, i);
         let tl = a.panes.timeline.timeline.clone().unwrap();
         for l in tl.lanes.iter().filter(|l| matches!(l.kind, LaneKind::Stream { .. })) {
-            for s in l
-                .spans
-                .iter()
-                .filter(|s| s.category != u8::MAX && !tl.name(s.name).starts_with("Memcpy") && !tl.name(s.name).starts_with("Memset"))
-            {
+            for s in l.spans.iter().filter(|s| {
+                s.category != u8::MAX
+                    && !tl.name(s.name).starts_with("Memcpy")
+                    && !tl.name(s.name).starts_with("Memset")
+            }) {
                 let e = sums.entry(tl.name(s.name).to_string()).or_default();
                 e.0 += s.dur();
                 e.1 += 1;
@@ -118,7 +131,11 @@ fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
             row.raw_name,
             row.ms_per_step
         );
-        assert!((calls as f64 / steps as f64 - row.count_per_step).abs() < 0.01, "{}", row.raw_name);
+        assert!(
+            (calls as f64 / steps as f64 - row.count_per_step).abs() < 0.01,
+            "{}",
+            row.raw_name
+        );
     }
 
     // Enter on a kernel opens its details in the Kernels pane.
@@ -163,9 +180,13 @@ fn zoom_pan_and_the_cursor() {
         key(&mut a, KeyCode::Char('l'));
     }
     assert_eq!(a.panes.timeline.cursor, n - 1);
-    let last = a.panes.timeline.timeline.as_ref().unwrap().lanes[a.panes.timeline.lane].spans[n - 1];
+    let last =
+        a.panes.timeline.timeline.as_ref().unwrap().lanes[a.panes.timeline.lane].spans[n - 1];
     let (t0, t1) = a.panes.timeline.view;
-    assert!(last.start >= t0 && last.start < t1, "the cursor stays in view: {last:?} in {t0}..{t1}");
+    assert!(
+        last.start >= t0 && last.start < t1,
+        "the cursor stays in view: {last:?} in {t0}..{t1}"
+    );
     assert_eq!(t1 - t0, w, "panning keeps the zoom");
 
     // PgUp pans one view to the left.
@@ -173,7 +194,8 @@ fn zoom_pan_and_the_cursor() {
     assert_eq!(a.panes.timeline.view, (t0 - w, t1 - w));
 
     // Up/Down change the lane; the lanes are phases/ops, streams, busy.
-    let lanes: Vec<String> = a.panes.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
+    let lanes: Vec<String> =
+        a.panes.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
     assert_eq!(lanes, ["CPU ops", "stream 7", "stream 40", "GPU busy"]);
     key(&mut a, KeyCode::Down);
     assert_eq!(a.panes.timeline.lane, 2);
@@ -187,7 +209,8 @@ fn zoom_pan_and_the_cursor() {
 #[test]
 fn steps_by_bracket_and_by_number() {
     let mut a = timeline_app();
-    let numbers: Vec<Option<u64>> = a.panes.timeline.index.as_ref().unwrap().steps.iter().map(|s| s.number).collect();
+    let numbers: Vec<Option<u64>> =
+        a.panes.timeline.index.as_ref().unwrap().steps.iter().map(|s| s.number).collect();
     assert_eq!(numbers, [Some(4), Some(5), Some(6)]);
     key(&mut a, KeyCode::Char('['));
     assert_eq!(a.panes.timeline.step, 0, "no step before the first");
@@ -195,7 +218,11 @@ fn steps_by_bracket_and_by_number() {
     assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(5));
     key(&mut a, KeyCode::Char(']'));
     key(&mut a, KeyCode::Char(']'));
-    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(6), "no step after the last");
+    assert_eq!(
+        a.panes.timeline.timeline.as_ref().unwrap().step.number,
+        Some(6),
+        "no step after the last"
+    );
 
     key(&mut a, KeyCode::Char('g'));
     for c in "4x".chars() {
@@ -230,7 +257,10 @@ fn steps_load_on_the_loader_thread() {
     assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(4));
     // The next step reuses the index: only that step is read.
     key(&mut a, KeyCode::Char(']'));
-    assert!(screen(&mut a, 80, 24).contains("reading…"), "the previous step stays on screen meanwhile");
+    assert!(
+        screen(&mut a, 80, 24).contains("reading…"),
+        "the previous step stays on screen meanwhile"
+    );
     while a.panes.timeline.pending.is_some() {
         a.poll_steps();
         assert!(std::time::Instant::now() < deadline, "the loader never answered");
@@ -251,8 +281,12 @@ fn a_profile_without_its_trace_says_so_in_one_line() {
 
     let mut a = app(INFER_B1, None);
     key(&mut a, KeyCode::Char('7'));
-    let tl = a.panes.timeline.timeline.clone().unwrap_or_else(|| panic!("{:?}", a.panes.timeline.error));
-    assert!(tl.lanes.iter().any(|l| l.kind == LaneKind::Phases), "a CPU capture: phases and ops, no GPU lanes");
+    let tl =
+        a.panes.timeline.timeline.clone().unwrap_or_else(|| panic!("{:?}", a.panes.timeline.error));
+    assert!(
+        tl.lanes.iter().any(|l| l.kind == LaneKind::Phases),
+        "a CPU capture: phases and ops, no GPU lanes"
+    );
     assert!(tl.lanes.iter().all(|l| !matches!(l.kind, LaneKind::Stream { .. })));
 }
 
@@ -264,7 +298,11 @@ fn lanes_read_the_same_without_colour() {
     for (name, depth) in [("light", Depth::Ansi16), ("dark", Depth::None)] {
         let mut a = App::with_inputs(Theme::load(name, depth).unwrap(), input(NCCL), None);
         key(&mut a, KeyCode::Char('7'));
-        assert_eq!(screen(&mut a, 80, 24), text, "{name} {depth:?}: categories are glyphs, not only colours");
+        assert_eq!(
+            screen(&mut a, 80, 24),
+            text,
+            "{name} {depth:?}: categories are glyphs, not only colours"
+        );
     }
     // Every category has its own glyph on the legend line.
     let legend = text.lines().find(|l| l.starts_with("legend")).unwrap();

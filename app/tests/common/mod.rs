@@ -49,7 +49,8 @@ pub struct Run {
 }
 
 pub fn run<S: AsRef<std::ffi::OsStr>>(args: &[S]) -> Run {
-    let out: Output = Command::new(env!("CARGO_BIN_EXE_libreyolo")).args(args).output().expect("binary runs");
+    let out: Output =
+        Command::new(env!("CARGO_BIN_EXE_libreyolo")).args(args).output().expect("binary runs");
     Run {
         code: out.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -64,7 +65,8 @@ pub fn json(args: &[&str]) -> Value {
     all.push("--json");
     let r = run(&all);
     assert_eq!(r.code, 0, "{all:?} failed: {}", r.stderr);
-    serde_json::from_str(&r.stdout).unwrap_or_else(|e| panic!("{all:?}: stdout is not JSON ({e}): {}", r.stdout))
+    serde_json::from_str(&r.stdout)
+        .unwrap_or_else(|e| panic!("{all:?}: stdout is not JSON ({e}): {}", r.stdout))
 }
 
 pub fn read_json(path: &Path) -> Value {
@@ -95,7 +97,11 @@ pub struct Truth {
 
 /// The reviewed table of real kernel names: name → (category, Tensor Core).
 pub fn kernel_table() -> HashMap<String, (String, bool)> {
-    let text = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/kernel_names.tsv")).unwrap();
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../tests/fixtures/kernel_names.tsv"
+    ))
+    .unwrap();
     text.lines()
         .skip(1)
         .filter_map(|l| {
@@ -218,7 +224,10 @@ pub fn truth(path: &Path) -> Truth {
         let ts = e["ts"].as_f64().unwrap_or(0.0);
         let name = e["name"].as_str().unwrap_or("");
         if cat == "kernel" || cat == "Kernel" {
-            let at = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c).copied()).unwrap_or(ts);
+            let at = e["args"]["correlation"]
+                .as_i64()
+                .and_then(|c| launches.get(&c).copied())
+                .unwrap_or(ts);
             if in_step(at) {
                 let dur = e["dur"].as_f64().unwrap_or(0.0);
                 t.kernels += 1;
@@ -228,7 +237,10 @@ pub fn truth(path: &Path) -> Truth {
                 k.1 += dur;
             }
         }
-        let is_op = cat == "cpu_op" || (cat == "Operator" && !name.starts_with("ProfilerStep#") && !name.starts_with("step/"));
+        let is_op = cat == "cpu_op"
+            || (cat == "Operator"
+                && !name.starts_with("ProfilerStep#")
+                && !name.starts_with("step/"));
         if is_op && in_step(ts) {
             t.ops += 1;
         }

@@ -128,7 +128,8 @@ fn hsv_shift(pixels: &mut [u8], aug: [f32; 3]) {
             } else {
                 h
             };
-            (r[i], g[i], b[i]) = hsv_to_rgb(h, (s + ds).clamp(0.0, 255.0), (v + dv).clamp(0.0, 255.0));
+            (r[i], g[i], b[i]) =
+                hsv_to_rgb(h, (s + ds).clamp(0.0, 255.0), (v + dv).clamp(0.0, 255.0));
         }
         for (i, p) in chunk.chunks_exact_mut(3).enumerate() {
             (p[0], p[1], p[2]) = (r[i] as u8, g[i] as u8, b[i] as u8);
@@ -201,12 +202,21 @@ pub fn apply(pixels: &mut [u8], w: usize, h: usize, labels: &mut [[f32; 5]], rng
 
 /// The whole train transform on an image and its boxes (pixels): the
 /// `size`×`size` result and the boxes that survive.
-pub fn transform(mut img: Image, mut labels: Vec<[f32; 5]>, size: usize, max_labels: usize, rng: &mut Rng) -> (Image, Vec<[f32; 5]>) {
+pub fn transform(
+    mut img: Image,
+    mut labels: Vec<[f32; 5]>,
+    size: usize,
+    max_labels: usize,
+    rng: &mut Rng,
+) -> (Image, Vec<[f32; 5]>) {
     let (r, _, _) = letterbox_ratio(img.w, img.h, size);
     let rf = r as f32;
     // Which boxes outlive the letterbox; the flip keeps widths, so this can
     // be known before augmenting.
-    let keep: Vec<bool> = labels.iter().map(|l| (l[3] * rf - l[1] * rf) > 1.0 && (l[4] * rf - l[2] * rf) > 1.0).collect();
+    let keep: Vec<bool> = labels
+        .iter()
+        .map(|l| (l[3] * rf - l[1] * rf) > 1.0 && (l[4] * rf - l[2] * rf) > 1.0)
+        .collect();
     // Their fallback: when every box would be dropped, the image is used
     // unaugmented with all its boxes rather than trained as background.
     let fallback = !labels.is_empty() && !keep.contains(&true);
@@ -237,7 +247,15 @@ mod tests {
 
     #[test]
     fn hsv_round_trips_within_a_few_levels() {
-        for &(r, g, b) in &[(255u8, 0u8, 0u8), (0, 255, 0), (0, 0, 255), (12, 200, 77), (128, 128, 128), (250, 240, 10), (0, 0, 0)] {
+        for &(r, g, b) in &[
+            (255u8, 0u8, 0u8),
+            (0, 255, 0),
+            (0, 0, 255),
+            (12, 200, 77),
+            (128, 128, 128),
+            (250, 240, 10),
+            (0, 0, 0),
+        ] {
             let (h, s, v) = rgb_to_hsv(r as f32, g as f32, b as f32);
             let back = hsv_to_rgb(h, s, v);
             for (a, b) in [back.0, back.1, back.2].iter().zip([r, g, b]) {
@@ -275,7 +293,13 @@ mod tests {
                     let got = to_hsv(r as u8, g as u8, b as u8);
                     let dh = (got.0 as f64 - h).abs();
                     assert!((0..180).contains(&got.0), "{:?} {got:?}", (r, g, b));
-                    assert!(dh.min(180.0 - dh) <= 0.5 && (got.1 as f64 - s).abs() <= 0.5 && got.2 == v as i32, "{:?} {got:?}", (r, g, b));
+                    assert!(
+                        dh.min(180.0 - dh) <= 0.5
+                            && (got.1 as f64 - s).abs() <= 0.5
+                            && got.2 == v as i32,
+                        "{:?} {got:?}",
+                        (r, g, b)
+                    );
                 }
             }
         }
@@ -283,7 +307,8 @@ mod tests {
 
     #[test]
     fn the_vector_paths_agree_bit_for_bit() {
-        let base: Vec<u8> = (0..3 * 1000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
+        let base: Vec<u8> =
+            (0..3 * 1000u32).map(|i| (i.wrapping_mul(2_654_435_761) >> 13) as u8).collect();
         for aug in [[0.0, 0.0, 0.0], [5.0, -30.0, 12.0], [-4.0, 29.0, -30.0]] {
             let (mut a, mut b) = (base.clone(), base.clone());
             hsv_shift(&mut a, aug);
@@ -316,14 +341,24 @@ mod tests {
     fn transform_letterboxes_drops_tiny_boxes_and_caps_the_count() {
         let img = Image { w: 40, h: 20, px: (0..40 * 20 * 3).map(|i| (i % 251) as u8).collect() };
         // At 20 the ratio is 0.5: the 2-px-wide box becomes 1 px and goes.
-        let labels = vec![[0.0, 0.0, 0.0, 10.0, 10.0], [1.0, 5.0, 5.0, 7.0, 15.0], [1.0, 20.0, 2.0, 40.0, 20.0]];
+        let labels = vec![
+            [0.0, 0.0, 0.0, 10.0, 10.0],
+            [1.0, 5.0, 5.0, 7.0, 15.0],
+            [1.0, 20.0, 2.0, 40.0, 20.0],
+        ];
         for seed in 0..8 {
             let (out, l) = transform(img.clone(), labels.clone(), 20, 300, &mut Rng(seed));
             assert_eq!((out.w, out.h), (20, 20));
             assert_eq!(l.iter().map(|l| l[0]).collect::<Vec<_>>(), vec![0.0, 1.0]);
             // Halved, maybe mirrored about x = 10 (the letterboxed width).
-            assert!(l[0] == [0.0, 0.0, 0.0, 5.0, 5.0] || l[0] == [0.0, 15.0, 0.0, 20.0, 5.0], "{l:?}");
-            assert!(l[1] == [1.0, 10.0, 1.0, 20.0, 10.0] || l[1] == [1.0, 0.0, 1.0, 10.0, 10.0], "{l:?}");
+            assert!(
+                l[0] == [0.0, 0.0, 0.0, 5.0, 5.0] || l[0] == [0.0, 15.0, 0.0, 20.0, 5.0],
+                "{l:?}"
+            );
+            assert!(
+                l[1] == [1.0, 10.0, 1.0, 20.0, 10.0] || l[1] == [1.0, 0.0, 1.0, 10.0, 10.0],
+                "{l:?}"
+            );
         }
         let many: Vec<[f32; 5]> = (0..10).map(|k| [k as f32, 0.0, 0.0, 30.0, 20.0]).collect();
         let (_, l) = transform(img.clone(), many, 20, 4, &mut Rng(1));
@@ -340,7 +375,9 @@ mod tests {
             assert_eq!(l, tiny);
         }
         // No boxes at all: augmented (some seed changes the pixels), no labels.
-        let outs: Vec<_> = (0..8).map(|seed| transform(img.clone(), Vec::new(), 40, 300, &mut Rng(seed))).collect();
+        let outs: Vec<_> = (0..8)
+            .map(|seed| transform(img.clone(), Vec::new(), 40, 300, &mut Rng(seed)))
+            .collect();
         assert!(outs.iter().all(|(_, l)| l.is_empty()));
         assert!(outs.iter().any(|(o, _)| *o != img));
     }

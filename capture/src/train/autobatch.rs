@@ -53,9 +53,15 @@ pub fn choose(probes: &[(usize, i64)], total: i64, fraction: f64) -> Option<usiz
 /// Probes CUDA device `device` with `step(batch)`, which must run one
 /// forward + loss + backward at that batch and clear the gradients.
 /// `bn_state` are the tensors to restore afterwards (running statistics).
-pub fn probe(device: Device, bn_state: &[Tensor], mut step: impl FnMut(usize) -> Result<()>) -> Result<Fit> {
+pub fn probe(
+    device: Device,
+    bn_state: &[Tensor],
+    mut step: impl FnMut(usize) -> Result<()>,
+) -> Result<Fit> {
     let Device::Cuda(index) = device else {
-        return Err(Error::usage("--batch -1 fits the batch to CUDA memory; on the CPU pass a batch (e.g. --batch 16)"));
+        return Err(Error::usage(
+            "--batch -1 fits the batch to CUDA memory; on the CPU pass a batch (e.g. --batch 16)",
+        ));
     };
     let saved: Vec<Tensor> = bn_state.iter().map(|t| t.detach().copy()).collect();
     let mut probes = Vec::new();
@@ -78,8 +84,11 @@ pub fn probe(device: Device, bn_state: &[Tensor], mut step: impl FnMut(usize) ->
     ops::cuda_empty_cache()?;
     result?;
     let (_, total) = ops::cuda_memory_info(index)?;
-    let batch = choose(&probes, total, FRACTION)
-        .ok_or_else(|| Error::failed(format!("--batch -1: memory did not grow with the batch ({probes:?}); pass a batch")))?;
+    let batch = choose(&probes, total, FRACTION).ok_or_else(|| {
+        Error::failed(format!(
+            "--batch -1: memory did not grow with the batch ({probes:?}); pass a batch"
+        ))
+    })?;
     Ok(Fit { probes, total_bytes: total, batch })
 }
 
@@ -93,7 +102,8 @@ mod tests {
     fn the_line_through_the_probes_picks_seventy_percent_of_memory() {
         // 1 GiB fixed + 0.5 GiB per image on a 100 GiB device:
         // 0.7·100 = 1 + 0.5·b → b = 138.
-        let probes: Vec<(usize, i64)> = PROBES.iter().map(|&b| (b, GIB + b as i64 * GIB / 2)).collect();
+        let probes: Vec<(usize, i64)> =
+            PROBES.iter().map(|&b| (b, GIB + b as i64 * GIB / 2)).collect();
         assert_eq!(choose(&probes, 100 * GIB, FRACTION), Some(138));
         assert_eq!(choose(&probes, 10_000 * GIB, FRACTION), Some(MAX_BATCH));
         assert_eq!(choose(&probes, GIB, FRACTION), Some(1), "never below one image");

@@ -131,7 +131,9 @@ impl YoloSet {
     fn pull(&self, i: usize, size: usize) -> Made<(Image, Vec<[f32; 5]>)> {
         let path = &self.data.images[i];
         let bad = |why| DataError::Image { path: path.clone(), why };
-        let img = crate::source::decode(&crate::source::read_image_file(path).map_err(bad)?).map_err(bad)?.into_rgb8();
+        let img = crate::source::decode(&crate::source::read_image_file(path).map_err(bad)?)
+            .map_err(bad)?
+            .into_rgb8();
         let (w, h) = (img.width() as usize, img.height() as usize);
         let img = Image { w, h, px: img.into_raw() };
         let r = (size as f64 / h as f64).min(size as f64 / w as f64);
@@ -139,7 +141,10 @@ impl YoloSet {
         let img = if (nw, nh) == (w, h) { img } else { resize(&img, nw, nh) };
         // Boxes scale by the ratio, not the rounded size (as theirs).
         let (sx, sy) = ((w as f64 * r) as f32, (h as f64 * r) as f32);
-        let labels = self.labels[i].iter().map(|l| [l[0], l[1] * sx, l[2] * sy, l[3] * sx, l[4] * sy]).collect();
+        let labels = self.labels[i]
+            .iter()
+            .map(|l| [l[0], l[1] * sx, l[2] * sy, l[3] * sx, l[4] * sy])
+            .collect();
         Ok((img, labels))
     }
 }
@@ -153,11 +158,11 @@ impl Dataset {
             return Ok(Dataset::Synthetic { n: SYNTHETIC_DEFAULT });
         }
         if let Some(n) = a.strip_prefix("synthetic:") {
-            let n: usize = n
-                .parse()
-                .ok()
-                .filter(|&n| n > 0)
-                .ok_or_else(|| Error::usage(format!("{arg}: expected synthetic or synthetic:N with N a positive number of images")))?;
+            let n: usize = n.parse().ok().filter(|&n| n > 0).ok_or_else(|| {
+                Error::usage(format!(
+                    "{arg}: expected synthetic or synthetic:N with N a positive number of images"
+                ))
+            })?;
             return Ok(Dataset::Synthetic { n });
         }
         Ok(Dataset::Yolo(Arc::new(YoloSet::load(a)?)))
@@ -170,7 +175,11 @@ impl Dataset {
             Dataset::Yolo(y) => {
                 let mut v = Vec::new();
                 if y.unlabelled > 0 {
-                    v.push(format!("note: {} of {} images have no label file (trained as background)", y.unlabelled, y.data.images.len()));
+                    v.push(format!(
+                        "note: {} of {} images have no label file (trained as background)",
+                        y.unlabelled,
+                        y.data.images.len()
+                    ));
                 }
                 if let Some(first) = &y.unreadable.first {
                     v.push(format!(
@@ -256,7 +265,8 @@ fn aug_rng(i: usize) -> Rng {
 /// The `i`-th synthetic image.
 pub fn synthetic(i: usize, size: usize) -> Sample {
     let mut rng = Rng(0x5EED_0000 ^ (i as u64).wrapping_mul(0x2545_F491_4F6C_DD1D));
-    let bg = [rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8];
+    let bg =
+        [rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8, rng.range(20.0, 235.0) as u8];
     let mut pixels = Vec::with_capacity(size * size * 3);
     for _ in 0..size * size {
         pixels.extend_from_slice(&bg);
@@ -271,7 +281,8 @@ pub fn synthetic(i: usize, size: usize) -> Sample {
         let x1 = rng.range(0.0, s - w);
         let y1 = rng.range(0.0, s - h);
         // A colour far enough from the background to be visible.
-        let colour: [u8; 3] = std::array::from_fn(|c| bg[c].wrapping_add(64 + (rng.next_u64() % 128) as u8));
+        let colour: [u8; 3] =
+            std::array::from_fn(|c| bg[c].wrapping_add(64 + (rng.next_u64() % 128) as u8));
         let (cx, cy, rx, ry) = (x1 + w / 2.0, y1 + h / 2.0, w / 2.0, h / 2.0);
         for y in (y1 as usize)..((y1 + h) as usize).min(size) {
             for x in (x1 as usize)..((x1 + w) as usize).min(size) {
@@ -311,8 +322,11 @@ pub struct Batch {
 /// with one such loader thread alive, 0.85 s without). Allocation starts
 /// no team, so the samples are written straight into the tensor's memory.
 fn filled(shape: &[i64], pin: bool, fill: impl FnOnce(&mut [f32])) -> Made<Tensor> {
-    let t =
-        if pin { crate::ops::empty_pinned(shape).map_err(DataError::Pinned)? } else { Tensor::empty(shape, (Kind::Float, Device::Cpu)) };
+    let t = if pin {
+        crate::ops::empty_pinned(shape).map_err(DataError::Pinned)?
+    } else {
+        Tensor::empty(shape, (Kind::Float, Device::Cpu))
+    };
     let n: i64 = shape.iter().product();
     // SAFETY: `t` is a fresh contiguous float tensor of n elements that
     // nothing else references yet.
@@ -347,7 +361,13 @@ pub fn collate(samples: &[Sample], max_labels: usize, pin: bool) -> Made<Batch> 
                 let o = (k * max_labels + r) * 5;
                 match smp.labels.get(r) {
                     Some(l) => {
-                        tgt[o..o + 5].copy_from_slice(&[l[0], l[1] / sz, l[2] / sz, l[3] / sz, l[4] / sz]);
+                        tgt[o..o + 5].copy_from_slice(&[
+                            l[0],
+                            l[1] / sz,
+                            l[2] / sz,
+                            l[3] / sz,
+                            l[4] / sz,
+                        ]);
                         labels += 1;
                     }
                     None => tgt[o..o + 5].copy_from_slice(&[-1.0, 0.0, 0.0, 0.0, 0.0]),
@@ -360,7 +380,9 @@ pub fn collate(samples: &[Sample], max_labels: usize, pin: bool) -> Made<Batch> 
 
 /// Builds batch `k` (images `k·B .. (k+1)·B`).
 fn build(ds: &Dataset, k: usize, batch: usize, size: usize, pin: bool) -> Made<Batch> {
-    let samples: Vec<Sample> = (k * batch..(k + 1) * batch).map(|i| ds.sample(i, size)).collect::<std::result::Result<_, _>>()?;
+    let samples: Vec<Sample> = (k * batch..(k + 1) * batch)
+        .map(|i| ds.sample(i, size))
+        .collect::<std::result::Result<_, _>>()?;
     collate(&samples, MAX_LABELS, pin)
 }
 
@@ -392,8 +414,25 @@ pub struct Loader {
 }
 
 impl Loader {
-    pub fn new(ds: Dataset, batch: usize, size: usize, batches: usize, workers: usize, pin: bool) -> Loader {
-        let mut l = Loader { ds, batch, size, pin, next: 0, total: batches, rx: None, pending: BTreeMap::new(), threads: Vec::new() };
+    pub fn new(
+        ds: Dataset,
+        batch: usize,
+        size: usize,
+        batches: usize,
+        workers: usize,
+        pin: bool,
+    ) -> Loader {
+        let mut l = Loader {
+            ds,
+            batch,
+            size,
+            pin,
+            next: 0,
+            total: batches,
+            rx: None,
+            pending: BTreeMap::new(),
+            threads: Vec::new(),
+        };
         if workers > 0 {
             let (tx, rx) = sync_channel::<(usize, Made<Batch>)>(2 * workers);
             let counter = Arc::new(AtomicUsize::new(0));
@@ -426,7 +465,10 @@ impl Loader {
         let k = self.next;
         self.next += 1;
         let Some(rx) = &self.rx else {
-            return Some(build(&self.ds, k, self.batch, self.size, self.pin).map_err(|e| Error::failed(e.to_string())));
+            return Some(
+                build(&self.ds, k, self.batch, self.size, self.pin)
+                    .map_err(|e| Error::failed(e.to_string())),
+            );
         };
         loop {
             if let Some(b) = self.pending.remove(&k) {
@@ -465,7 +507,15 @@ mod tests {
             assert!((1..=4).contains(&s.labels.len()));
             for l in &s.labels {
                 assert!(l[0] == 0.0 || l[0] == 1.0);
-                assert!(0.0 <= l[1] && l[1] < l[3] && l[3] <= 64.0 && 0.0 <= l[2] && l[2] < l[4] && l[4] <= 64.0, "{l:?}");
+                assert!(
+                    0.0 <= l[1]
+                        && l[1] < l[3]
+                        && l[3] <= 64.0
+                        && 0.0 <= l[2]
+                        && l[2] < l[4]
+                        && l[4] <= 64.0,
+                    "{l:?}"
+                );
             }
         }
         // The first shape's centre pixel has the shape's colour, not the background.
@@ -485,13 +535,26 @@ mod tests {
 
     #[test]
     fn collation_normalises_and_pads_with_minus_one() {
-        let s = Sample { size: 2, pixels: vec![255, 0, 0, 0, 255, 0, 0, 0, 255, 51, 51, 51], labels: vec![[1.0, 0.0, 0.0, 1.0, 2.0]] };
+        let s = Sample {
+            size: 2,
+            pixels: vec![255, 0, 0, 0, 255, 0, 0, 0, 255, 51, 51, 51],
+            labels: vec![[1.0, 0.0, 0.0, 1.0, 2.0]],
+        };
         let b = collate(&[s.clone(), s], 3, false).unwrap();
         assert_eq!(b.images.size(), vec![2, 3, 2, 2]);
         assert_eq!(b.targets.size(), vec![2, 3, 5]);
-        assert_eq!(Vec::<f32>::try_from(b.images.get(0).get(0).view([-1])).unwrap(), vec![1.0, 0.0, 0.0, 0.2]);
-        assert_eq!(Vec::<f32>::try_from(b.targets.get(1).get(0)).unwrap(), vec![1.0, 0.0, 0.0, 0.5, 1.0]);
-        assert_eq!(Vec::<f32>::try_from(b.targets.get(1).get(2)).unwrap(), vec![-1.0, 0.0, 0.0, 0.0, 0.0]);
+        assert_eq!(
+            Vec::<f32>::try_from(b.images.get(0).get(0).view([-1])).unwrap(),
+            vec![1.0, 0.0, 0.0, 0.2]
+        );
+        assert_eq!(
+            Vec::<f32>::try_from(b.targets.get(1).get(0)).unwrap(),
+            vec![1.0, 0.0, 0.0, 0.5, 1.0]
+        );
+        assert_eq!(
+            Vec::<f32>::try_from(b.targets.get(1).get(2)).unwrap(),
+            vec![-1.0, 0.0, 0.0, 0.0, 0.0]
+        );
         assert_eq!(b.labels, 2);
     }
 
@@ -514,14 +577,21 @@ mod tests {
         std::fs::create_dir_all(&img_dir).unwrap();
         std::fs::create_dir_all(&lbl_dir).unwrap();
         for i in 0..n {
-            let img = image::RgbImage::from_fn(80, 60, |x, y| image::Rgb([(x * 3) as u8, (y * 4) as u8, (i * 40) as u8]));
+            let img = image::RgbImage::from_fn(80, 60, |x, y| {
+                image::Rgb([(x * 3) as u8, (y * 4) as u8, (i * 40) as u8])
+            });
             img.save(img_dir.join(format!("{i}.png"))).unwrap();
             if labelled(i) {
-                std::fs::write(lbl_dir.join(format!("{i}.txt")), format!("{} 0.5 0.5 0.6 0.5\n", i % 2)).unwrap();
+                std::fs::write(
+                    lbl_dir.join(format!("{i}.txt")),
+                    format!("{} 0.5 0.5 0.6 0.5\n", i % 2),
+                )
+                .unwrap();
             }
         }
         let yaml = dir.join("data.yaml");
-        std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n").unwrap();
+        std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n")
+            .unwrap();
         Dataset::parse(&yaml.display().to_string()).unwrap()
     }
 
@@ -530,7 +600,10 @@ mod tests {
         assert_eq!(s.pixels.len(), s.size * s.size * 3);
         for l in &s.labels {
             assert!(l[0] == 0.0 || l[0] == 1.0, "{l:?}");
-            assert!(0.0 <= l[1] && l[1] < l[3] && l[3] <= z && 0.0 <= l[2] && l[2] < l[4] && l[4] <= z, "{l:?}");
+            assert!(
+                0.0 <= l[1] && l[1] < l[3] && l[3] <= z && 0.0 <= l[2] && l[2] < l[4] && l[4] <= z,
+                "{l:?}"
+            );
             assert!(l[3] - l[1] > 1.0 && l[4] - l[2] > 1.0, "{l:?}");
         }
     }

@@ -25,7 +25,9 @@ impl Ema {
         let mut named: Vec<(String, Tensor)> = vs
             .variables()
             .into_iter()
-            .filter(|(_, t)| matches!(t.kind(), Kind::Float | Kind::Double | Kind::Half | Kind::BFloat16))
+            .filter(|(_, t)| {
+                matches!(t.kind(), Kind::Float | Kind::Double | Kind::Half | Kind::BFloat16)
+            })
             .collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
         let live: Vec<Tensor> = named.into_iter().map(|(_, t)| t.detach()).collect();
@@ -88,7 +90,11 @@ mod tests {
             // Sorted by name: bn.running_mean, then conv.weight.
             let got = f64::try_from(e.ema[1].get(0)).unwrap();
             assert!((got - want).abs() < 1e-5, "{got} vs {want}");
-            assert_eq!(f64::try_from(e.ema[0].get(0)).unwrap(), 0.0, "a statistic that did not move stays");
+            assert_eq!(
+                f64::try_from(e.ema[0].get(0)).unwrap(),
+                0.0,
+                "a statistic that did not move stays"
+            );
         };
         run(false);
         run(true);

@@ -46,7 +46,11 @@ const ONE: f64 = (1u64 << FRAC) as f64;
 /// the source, bilinearly, at `inv · (x, y, 1)` (an inverse 2×3 map, as
 /// `warpAffine` with `WARP_INVERSE_MAP`).
 pub fn remap(src: &Image, inv: [f64; 6], dw: usize, dh: usize, border: Border) -> Image {
-    if inv[1] == 0.0 && inv[3] == 0.0 { remap_axis(src, inv, dw, dh, border) } else { remap_general(src, inv, dw, dh, border) }
+    if inv[1] == 0.0 && inv[3] == 0.0 {
+        remap_axis(src, inv, dw, dh, border)
+    } else {
+        remap_general(src, inv, dw, dh, border)
+    }
 }
 
 /// Whole source pixel and the 8-bit weight of the next one.
@@ -93,7 +97,11 @@ struct Axis {
 
 impl Axis {
     fn new(scale: f64, offset: f64, n_dst: usize, n_src: usize, border: Border) -> Axis {
-        let mut ax = Axis { t0: Vec::with_capacity(n_dst), t1: Vec::with_capacity(n_dst), a: Vec::with_capacity(n_dst) };
+        let mut ax = Axis {
+            t0: Vec::with_capacity(n_dst),
+            t1: Vec::with_capacity(n_dst),
+            a: Vec::with_capacity(n_dst),
+        };
         let n = n_src as i64;
         let pad = |i: i64| match border {
             Border::Constant(_) if (0..n).contains(&i) => i as usize + 1,
@@ -134,12 +142,15 @@ fn remap_axis(src: &Image, inv: [f64; 6], dw: usize, dh: usize, border: Border) 
     let hi = cols.t0.iter().chain(&cols.t1).copied().max().unwrap_or(0).max(lo);
     // tmp[k] is padded column k's vertical blend, 0..=65280; slot 0 the border.
     let mut tmp = vec![fill as u16 * 256; (src.w + 1) * 3];
-    let (c0, c1): (Vec<usize>, Vec<usize>) = cols.t0.iter().zip(&cols.t1).map(|(a, b)| (a * 3, b * 3)).unzip();
+    let (c0, c1): (Vec<usize>, Vec<usize>) =
+        cols.t0.iter().zip(&cols.t1).map(|(a, b)| (a * 3, b * 3)).unzip();
     for y in 0..dh {
         let ay = rows.a[y] as u16;
         let (r0, r1) = (row(rows.t0[y]), row(rows.t1[y]));
         let span = (lo - 1) * 3..hi * 3;
-        for ((t, &p), &q) in tmp[lo * 3..(hi + 1) * 3].iter_mut().zip(&r0[span.clone()]).zip(&r1[span]) {
+        for ((t, &p), &q) in
+            tmp[lo * 3..(hi + 1) * 3].iter_mut().zip(&r0[span.clone()]).zip(&r1[span])
+        {
             *t = p as u16 * (256 - ay) + q as u16 * ay;
         }
         let dst = &mut out.px[y * dw * 3..(y + 1) * dw * 3];
@@ -177,7 +188,8 @@ fn remap_general(src: &Image, inv: [f64; 6], dw: usize, dh: usize, border: Borde
                 let o = j as usize * stride + i as usize * 3;
                 let (a, b) = (&src.px[o..o + 6], &src.px[o + stride..o + stride + 6]);
                 for c in 0..3 {
-                    d[c] = blend(a[c] as u32, a[3 + c] as u32, b[c] as u32, b[3 + c] as u32, ax, ay);
+                    d[c] =
+                        blend(a[c] as u32, a[3 + c] as u32, b[c] as u32, b[3 + c] as u32, ax, ay);
                 }
                 continue;
             }
@@ -239,7 +251,8 @@ pub fn letterbox(src: Image, size: usize) -> (Image, f64) {
     let resized = resize(&src, nw, nh);
     let mut out = Image::filled(size, size, GREY);
     for y in 0..nh {
-        out.px[y * size * 3..y * size * 3 + nw * 3].copy_from_slice(&resized.px[y * nw * 3..(y + 1) * nw * 3]);
+        out.px[y * size * 3..y * size * 3 + nw * 3]
+            .copy_from_slice(&resized.px[y * nw * 3..(y + 1) * nw * 3]);
     }
     (out, r)
 }
@@ -249,7 +262,11 @@ mod tests {
     use super::*;
 
     fn ramp(w: usize, h: usize) -> Image {
-        let px = (0..h).flat_map(|y| (0..w).flat_map(move |x| [(x * 7 + y) as u8, (y * 5) as u8, (x * 3 + y * 2) as u8])).collect();
+        let px = (0..h)
+            .flat_map(|y| {
+                (0..w).flat_map(move |x| [(x * 7 + y) as u8, (y * 5) as u8, (x * 3 + y * 2) as u8])
+            })
+            .collect();
         Image { w, h, px }
     }
 

@@ -43,7 +43,14 @@ pub struct Gains {
 
 impl Default for Gains {
     fn default() -> Self {
-        Gains { box_gain: 7.5, dfl_gain: 1.5, cls_gain: 0.5, topk: 10, iou_factor: 6.0, cls_factor: 0.5 }
+        Gains {
+            box_gain: 7.5,
+            dfl_gain: 1.5,
+            cls_gain: 0.5,
+            topk: 10,
+            iou_factor: 6.0,
+            cls_factor: 0.5,
+        }
     }
 }
 
@@ -93,7 +100,12 @@ pub fn decode(raw: &[Tensor], anchor_grid: &Tensor, scaler: &Tensor) -> Decoded 
         let (b, c, h, w) = p.size4().expect("head maps are 4-D");
         let parts = p.split_with_sizes([4 * REG_MAX, c - 4 * REG_MAX], 1);
         cls.push(parts[1].permute([0, 2, 3, 1]).reshape([b, h * w, -1]));
-        anc.push(parts[0].view([b, 4, REG_MAX, h, w]).permute([0, 3, 4, 1, 2]).reshape([b, h * w, 4, REG_MAX]));
+        anc.push(parts[0].view([b, 4, REG_MAX, h, w]).permute([0, 3, 4, 1, 2]).reshape([
+            b,
+            h * w,
+            4,
+            REG_MAX,
+        ]));
     }
     let cls = Tensor::cat(&cls, 1);
     let anc = Tensor::cat(&anc, 1);
@@ -118,12 +130,14 @@ pub fn ciou(b1: &Tensor, b2: &Tensor) -> Tensor {
     let area_a = (&x2a - &x1a) * (&y2a - &y1a);
     let area_b = (&x2b - &x1b) * (&y2b - &y1b);
     let iou = &inter / (area_a + area_b - &inter + EPS);
-    let cent = ((&x2a + &x1a) / 2.0 - (&x2b + &x1b) / 2.0).square() + ((&y2a + &y1a) / 2.0 - (&y2b + &y1b) / 2.0).square();
+    let cent = ((&x2a + &x1a) / 2.0 - (&x2b + &x1b) / 2.0).square()
+        + ((&y2a + &y1a) / 2.0 - (&y2b + &y1b) / 2.0).square();
     let cw = x2a.maximum(&x2b) - x1a.minimum(&x1b);
     let ch = y2a.maximum(&y2b) - y1a.minimum(&y1b);
     let diag = cw.square() + ch.square() + EPS;
     let diou = &iou - cent / diag;
-    let arctan = ((&x2a - &x1a) / (&y2a - &y1a + EPS)).atan() - ((&x2b - &x1b) / (&y2b - &y1b + EPS)).atan();
+    let arctan =
+        ((&x2a - &x1a) / (&y2a - &y1a + EPS)).atan() - ((&x2b - &x1b) / (&y2b - &y1b + EPS)).atan();
     let v = arctan.square() * (4.0 / (std::f64::consts::PI * std::f64::consts::PI));
     let alpha = tch::no_grad(|| &v / (&v - &iou + 1.0 + EPS));
     diou - alpha * v
@@ -166,9 +180,17 @@ pub fn assign(
     let tb = t_box.unsqueeze(2); // (B, M, 1, 4)
     let ax = anchor_grid.select(1, 0).view([1, 1, a]);
     let ay = anchor_grid.select(1, 1).view([1, 1, a]);
-    let dist = Tensor::stack(&[&ax - tb.select(-1, 0), &ay - tb.select(-1, 1), tb.select(-1, 2) - &ax, tb.select(-1, 3) - &ay], -1)
-        / scaler.view([1, 1, a, 1]);
-    let grid_mask = dist.amin(-1, false).ge(0.0).logical_and(&dist.amax(-1, false).le(REG_MAX as f64 - 1.01));
+    let dist = Tensor::stack(
+        &[
+            &ax - tb.select(-1, 0),
+            &ay - tb.select(-1, 1),
+            tb.select(-1, 2) - &ax,
+            tb.select(-1, 3) - &ay,
+        ],
+        -1,
+    ) / scaler.view([1, 1, a, 1]);
+    let grid_mask =
+        dist.amin(-1, false).ge(0.0).logical_and(&dist.amax(-1, false).le(REG_MAX as f64 - 1.01));
 
     let iou = ciou(&t_box.unsqueeze(2), &pred_boxes.unsqueeze(1)).clamp(0.0, 1.0); // (B, M, A)
     let probs = pred_cls.sigmoid().transpose(1, 2); // (B, nc, A)
@@ -185,7 +207,8 @@ pub fn assign(
     // At least one anchor for every target that has any score.
     let (best_v, best_i) = score.max_dim(-1, false);
     let best_anchor = Tensor::zeros_like(&topk_mask).scatter_value(-1, &best_i.unsqueeze(-1), 1);
-    let without = topk_mask.sum_dim_intlist(-1, false, Kind::Int64).eq(0).logical_and(&best_v.gt(0.0));
+    let without =
+        topk_mask.sum_dim_intlist(-1, false, Kind::Int64).eq(0).logical_and(&best_v.gt(0.0));
     // tch's `a.where_self(cond, b)` is torch.where(cond, a, b).
     topk_mask = best_anchor.where_self(&without.unsqueeze(-1), &topk_mask);
 
@@ -220,15 +243,22 @@ pub fn yolo9_loss(raw: &[Tensor], targets: &Tensor, imgsz: (i64, i64), nc: i64, 
     let b = d.cls.size()[0];
     let dev = d.cls.device();
     let (w, h) = (imgsz.0 as f64, imgsz.1 as f64);
-    let scale = Tensor::from_slice(&[1.0f32, w as f32, h as f32, w as f32, h as f32]).to_device(dev);
+    let scale =
+        Tensor::from_slice(&[1.0f32, w as f32, h as f32, w as f32, h as f32]).to_device(dev);
     let t = targets.to_kind(Kind::Float) * scale;
-    let asg = tch::no_grad(|| assign(&t, &d.cls.detach(), &d.boxes.detach(), &anchor_grid, &scaler, nc, g));
+    let asg = tch::no_grad(|| {
+        assign(&t, &d.cls.detach(), &d.boxes.detach(), &anchor_grid, &scaler, nc, g)
+    });
 
     let s = scaler.view([1, -1, 1]);
     let pred_box_n = &d.boxes / &s;
     let tgt_box_n = &asg.boxes / &s;
     let cls_norm = asg.cls.sum(Kind::Float).clamp_min(1.0);
-    let loss_cls = d.cls.binary_cross_entropy_with_logits::<Tensor>(&asg.cls, None, None, Reduction::None).sum(Kind::Float) / &cls_norm;
+    let loss_cls = d
+        .cls
+        .binary_cross_entropy_with_logits::<Tensor>(&asg.cls, None, None, Reduction::None)
+        .sum(Kind::Float)
+        / &cls_norm;
 
     let n_fg = i64::try_from(asg.fg.sum(Kind::Int64)).unwrap_or(0);
     let (loss_box, loss_dfl) = if n_fg > 0 {
@@ -241,14 +271,23 @@ pub fn yolo9_loss(raw: &[Tensor], targets: &Tensor, imgsz: (i64, i64), nc: i64, 
 
         let anchors_n = (&anchor_grid / scaler.unsqueeze(1)).unsqueeze(0); // (1, A, 2)
         let lr = tgt_box_n.chunk(2, -1);
-        let tdist = Tensor::cat(&[&anchors_n - &lr[0], &lr[1] - &anchors_n], -1).clamp(0.0, REG_MAX as f64 - 1.01);
+        let tdist = Tensor::cat(&[&anchors_n - &lr[0], &lr[1] - &anchors_n], -1)
+            .clamp(0.0, REG_MAX as f64 - 1.01);
         let picked_t = tdist.index(&fg).view([-1]);
         let picked_p = d.anc.index(&fg).view([-1, REG_MAX]);
         let left = picked_t.floor();
         let right = &left + 1.0;
         let wl = &right - &picked_t;
         let wr = &picked_t - &left;
-        let ce = |lbl: &Tensor| picked_p.cross_entropy_loss::<Tensor>(&lbl.to_kind(Kind::Int64), None, Reduction::None, -100, 0.0);
+        let ce = |lbl: &Tensor| {
+            picked_p.cross_entropy_loss::<Tensor>(
+                &lbl.to_kind(Kind::Int64),
+                None,
+                Reduction::None,
+                -100,
+                0.0,
+            )
+        };
         let dfl = (ce(&left) * wl + ce(&right) * wr).view([-1, 4]).mean_dim(-1, false, Kind::Float);
         let loss_dfl = (dfl * &box_norm).sum(Kind::Float) / &cls_norm;
         (loss_box, loss_dfl)
@@ -281,7 +320,14 @@ pub fn combine_aux_losses(main: Loss, aux: &Loss, weight: f64) -> Loss {
 /// auxiliary head's at `aux_weight` when the forward produced its maps
 /// (each head has its own assignment, on its own predictions, as
 /// LibreYOLO's second `YOLO9Loss` instance).
-pub fn yolo9_train_loss(maps: &TrainMaps, targets: &Tensor, imgsz: (i64, i64), nc: i64, g: &Gains, aux_weight: f64) -> Loss {
+pub fn yolo9_train_loss(
+    maps: &TrainMaps,
+    targets: &Tensor,
+    imgsz: (i64, i64),
+    nc: i64,
+    g: &Gains,
+    aux_weight: f64,
+) -> Loss {
     let main = yolo9_loss(&maps.main, targets, imgsz, nc, g);
     match &maps.aux {
         Some(aux) => combine_aux_losses(main, &yolo9_loss(aux, targets, imgsz, nc, g), aux_weight),
@@ -304,8 +350,10 @@ mod tests {
 
     #[test]
     fn anchors_are_cell_centres_with_strides() {
-        let raw: Vec<Tensor> =
-            [(8, 8), (4, 4), (2, 2)].iter().map(|&(h, w)| Tensor::zeros([1, 65, h, w], (Kind::Float, Device::Cpu))).collect();
+        let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
+            .iter()
+            .map(|&(h, w)| Tensor::zeros([1, 65, h, w], (Kind::Float, Device::Cpu)))
+            .collect();
         let (a, s) = anchors(&raw);
         assert_eq!(a.size(), vec![84, 2]);
         assert_eq!(Vec::<f32>::try_from(a.get(0)).unwrap(), vec![4.0, 4.0]);
@@ -335,7 +383,10 @@ mod tests {
         let (a, s) = anchors(&raw);
         let d = decode(&raw, &a, &s);
         let bx = Vec::<f32>::try_from(d.boxes.view([-1])).unwrap();
-        assert!(close(bx[0] as f64, 4.0 - 60.0, 1e-4) && close(bx[2] as f64, 4.0 + 60.0, 1e-4), "{bx:?}");
+        assert!(
+            close(bx[0] as f64, 4.0 - 60.0, 1e-4) && close(bx[2] as f64, 4.0 + 60.0, 1e-4),
+            "{bx:?}"
+        );
         assert_eq!(d.anc.size(), vec![1, 1, 4, REG_MAX]);
         assert_eq!(d.cls.size(), vec![1, 1, 2]);
     }
@@ -349,7 +400,9 @@ mod tests {
         tch::manual_seed(0);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()
-            .map(|&(h, w)| Tensor::randn([1, 4 * REG_MAX + 3, h, w], (Kind::Float, Device::Cpu)) * 0.1)
+            .map(|&(h, w)| {
+                Tensor::randn([1, 4 * REG_MAX + 3, h, w], (Kind::Float, Device::Cpu)) * 0.1
+            })
             .collect();
         let (grid, scaler) = anchors(&raw);
         let d = decode(&raw, &grid, &scaler);
@@ -362,7 +415,10 @@ mod tests {
         for (i, &f) in fg.iter().enumerate() {
             if f {
                 let (x, y) = (pts[2 * i], pts[2 * i + 1]);
-                assert!((22.0..=42.0).contains(&x) && (22.0..=42.0).contains(&y), "anchor {i} at ({x}, {y})");
+                assert!(
+                    (22.0..=42.0).contains(&x) && (22.0..=42.0).contains(&y),
+                    "anchor {i} at ({x}, {y})"
+                );
                 let c = Vec::<f32>::try_from(asg.cls.get(0).get(i as i64)).unwrap();
                 assert_eq!(c[0], 0.0);
                 assert_eq!(c[1], 0.0);
@@ -372,10 +428,14 @@ mod tests {
             }
         }
         // A padding row (zeros) adds nothing.
-        let t2 = Tensor::cat(&[t.shallow_clone(), Tensor::zeros([1, 1, 5], (Kind::Float, Device::Cpu))], 1);
+        let t2 = Tensor::cat(
+            &[t.shallow_clone(), Tensor::zeros([1, 1, 5], (Kind::Float, Device::Cpu))],
+            1,
+        );
         let asg2 = assign(&t2, &d.cls, &d.boxes, &grid, &scaler, 3, &Gains::default());
         assert!(asg2.fg.equal(&asg.fg));
-        let tn = Tensor::from_slice(&[2.0f32, 22.0 / 64.0, 22.0 / 64.0, 42.0 / 64.0, 42.0 / 64.0]).view([1, 1, 5]);
+        let tn = Tensor::from_slice(&[2.0f32, 22.0 / 64.0, 22.0 / 64.0, 42.0 / 64.0, 42.0 / 64.0])
+            .view([1, 1, 5]);
         let loss = yolo9_loss(&raw, &tn, (64, 64), 3, &Gains::default());
         let total = f64::try_from(&loss.total).unwrap();
         assert!(total.is_finite() && total > 0.0, "{total}");
@@ -391,11 +451,14 @@ mod tests {
         tch::manual_seed(2);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()
-            .map(|&(h, w)| Tensor::randn([1, 4 * REG_MAX + 2, h, w], (Kind::Float, Device::Cpu)) * 0.1)
+            .map(|&(h, w)| {
+                Tensor::randn([1, 4 * REG_MAX + 2, h, w], (Kind::Float, Device::Cpu)) * 0.1
+            })
             .collect();
         let (grid, scaler) = anchors(&raw);
         let d = decode(&raw, &grid, &scaler);
-        let t = Tensor::from_slice(&[0.0f32, 16.0, 16.0, 48.0, 48.0, 1.0, 18.0, 18.0, 46.0, 46.0]).view([1, 2, 5]);
+        let t = Tensor::from_slice(&[0.0f32, 16.0, 16.0, 48.0, 48.0, 1.0, 18.0, 18.0, 46.0, 46.0])
+            .view([1, 2, 5]);
         let asg = assign(&t, &d.cls, &d.boxes, &grid, &scaler, 2, &Gains::default());
         let fg = Vec::<bool>::try_from(asg.fg.view([-1])).unwrap();
         let cls = Vec::<f32>::try_from(asg.cls.view([-1])).unwrap();
@@ -423,11 +486,15 @@ mod tests {
         let maps = |scale: f64| -> Vec<Tensor> {
             [(8, 8), (4, 4), (2, 2)]
                 .iter()
-                .map(|&(h, w)| (Tensor::randn([2, 4 * REG_MAX + 3, h, w], (Kind::Float, Device::Cpu)) * scale).set_requires_grad(true))
+                .map(|&(h, w)| {
+                    (Tensor::randn([2, 4 * REG_MAX + 3, h, w], (Kind::Float, Device::Cpu)) * scale)
+                        .set_requires_grad(true)
+                })
                 .collect()
         };
         let (main, aux) = (maps(0.1), maps(0.3));
-        let t = Tensor::from_slice(&[1.0f32, 0.2, 0.3, 0.6, 0.7, 2.0, 0.1, 0.1, 0.4, 0.5]).view([2, 1, 5]);
+        let t = Tensor::from_slice(&[1.0f32, 0.2, 0.3, 0.6, 0.7, 2.0, 0.1, 0.1, 0.4, 0.5])
+            .view([2, 1, 5]);
         let g = Gains::default();
         let m = yolo9_loss(&main, &t, (64, 64), 3, &g);
         let a = yolo9_loss(&aux, &t, (64, 64), 3, &g);
@@ -443,8 +510,17 @@ mod tests {
             ("dfl", &c.dfl_loss, &m.dfl_loss, &a.dfl_loss),
             ("cls", &c.cls_loss, &m.cls_loss, &a.cls_loss),
         ] {
-            assert!(v(aa) > 0.0 && (v(aa) - v(mm)).abs() > 1e-3, "{name}: the two heads should differ");
-            assert!(close(v(got), v(mm) + 0.25 * v(aa), 1e-5), "{name}: {} vs {} + 0.25 · {}", v(got), v(mm), v(aa));
+            assert!(
+                v(aa) > 0.0 && (v(aa) - v(mm)).abs() > 1e-3,
+                "{name}: the two heads should differ"
+            );
+            assert!(
+                close(v(got), v(mm) + 0.25 * v(aa), 1e-5),
+                "{name}: {} vs {} + 0.25 · {}",
+                v(got),
+                v(mm),
+                v(aa)
+            );
         }
         assert_eq!(c.fg_per_image, m.fg_per_image);
 
@@ -463,15 +539,28 @@ mod tests {
             assert!(gc.allclose(&gm, 1e-6, 1e-8, false));
         }
 
-        let single = TrainMaps { main: main.iter().map(|t| t.shallow_clone()).collect(), aux: None };
-        assert!(close(v(&yolo9_train_loss(&single, &t, (64, 64), 3, &g, 0.25).total), v(&m.total), 1e-6));
+        let single =
+            TrainMaps { main: main.iter().map(|t| t.shallow_clone()).collect(), aux: None };
+        assert!(close(
+            v(&yolo9_train_loss(&single, &t, (64, 64), 3, &g, 0.25).total),
+            v(&m.total),
+            1e-6
+        ));
     }
 
     #[test]
     fn no_targets_give_a_finite_class_only_loss() {
-        let raw: Vec<Tensor> =
-            [(2, 2), (1, 1), (1, 1)].iter().map(|&(h, w)| Tensor::zeros([2, 4 * REG_MAX + 1, h, w], (Kind::Float, Device::Cpu))).collect();
-        let loss = yolo9_loss(&raw, &Tensor::zeros([2, 3, 5], (Kind::Float, Device::Cpu)), (16, 16), 1, &Gains::default());
+        let raw: Vec<Tensor> = [(2, 2), (1, 1), (1, 1)]
+            .iter()
+            .map(|&(h, w)| Tensor::zeros([2, 4 * REG_MAX + 1, h, w], (Kind::Float, Device::Cpu)))
+            .collect();
+        let loss = yolo9_loss(
+            &raw,
+            &Tensor::zeros([2, 3, 5], (Kind::Float, Device::Cpu)),
+            (16, 16),
+            1,
+            &Gains::default(),
+        );
         assert_eq!(f64::try_from(&loss.box_loss).unwrap(), 0.0);
         assert_eq!(f64::try_from(&loss.dfl_loss).unwrap(), 0.0);
         // BCE of logit 0 against 0 is ln 2 per element: 6 anchors × 2 images.
@@ -487,7 +576,10 @@ mod tests {
         tch::manual_seed(1);
         let raw: Vec<Tensor> = [(8, 8), (4, 4), (2, 2)]
             .iter()
-            .map(|&(h, w)| (Tensor::randn([1, 4 * REG_MAX + 2, h, w], (Kind::Float, Device::Cpu)) * 0.1).set_requires_grad(true))
+            .map(|&(h, w)| {
+                (Tensor::randn([1, 4 * REG_MAX + 2, h, w], (Kind::Float, Device::Cpu)) * 0.1)
+                    .set_requires_grad(true)
+            })
             .collect();
         let t = Tensor::from_slice(&[1.0f32, 0.2, 0.3, 0.6, 0.7]).view([1, 1, 5]);
         let g = Gains::default();

@@ -65,7 +65,14 @@ fn partner(src: &dyn Source, rng: &mut Rng) -> usize {
 /// 2 bottom-left, 3 bottom-right) around the centre `(xc, yc)` of a canvas
 /// of side `two`. Returns the canvas rectangle `(x1, y1, x2, y2)` and the
 /// top-left of the part of the image that lands in it.
-fn place(k: usize, xc: i64, yc: i64, w: i64, h: i64, two: i64) -> ((i64, i64, i64, i64), (i64, i64)) {
+fn place(
+    k: usize,
+    xc: i64,
+    yc: i64,
+    w: i64,
+    h: i64,
+    two: i64,
+) -> ((i64, i64, i64, i64), (i64, i64)) {
     let (x1, x2) = if k % 2 == 0 { ((xc - w).max(0), xc) } else { (xc, (xc + w).min(two)) };
     let (y1, y2) = if k < 2 { ((yc - h).max(0), yc) } else { (yc, (yc + h).min(two)) };
     // Left and top quadrants keep the image's right / bottom edge at the centre.
@@ -75,7 +82,12 @@ fn place(k: usize, xc: i64, yc: i64, w: i64, h: i64, two: i64) -> ((i64, i64, i6
 }
 
 /// The 2s×2s mosaic of image `idx` and three partners, boxes clipped to it.
-pub fn mosaic(src: &dyn Source, idx: usize, size: usize, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), DataError> {
+pub fn mosaic(
+    src: &dyn Source,
+    idx: usize,
+    size: usize,
+    rng: &mut Rng,
+) -> Result<(Image, Vec<[f32; 5]>), DataError> {
     let s = size as f64;
     let yc = rng.range(0.5 * s, 1.5 * s) as i64;
     let xc = rng.range(0.5 * s, 1.5 * s) as i64;
@@ -88,7 +100,11 @@ pub fn mosaic(src: &dyn Source, idx: usize, size: usize, rng: &mut Rng) -> Resul
         // Pulled images already fit `size`; the cap only matters otherwise.
         let scale = (s / img.h as f64).min(s / img.w as f64).min(1.0);
         let img = if scale < 1.0 {
-            resize(&img, ((img.w as f64 * scale) as usize).max(1), ((img.h as f64 * scale) as usize).max(1))
+            resize(
+                &img,
+                ((img.w as f64 * scale) as usize).max(1),
+                ((img.h as f64 * scale) as usize).max(1),
+            )
         } else {
             img
         };
@@ -100,7 +116,9 @@ pub fn mosaic(src: &dyn Source, idx: usize, size: usize, rng: &mut Rng) -> Resul
             canvas.px[d..d + n].copy_from_slice(&img.px[o..o + n]);
         }
         let (padw, padh, sc) = ((x1 - sx) as f32, (y1 - sy) as f32, scale as f32);
-        labels.extend(boxes.iter().map(|l| [l[0], l[1] * sc + padw, l[2] * sc + padh, l[3] * sc + padw, l[4] * sc + padh]));
+        labels.extend(boxes.iter().map(|l| {
+            [l[0], l[1] * sc + padw, l[2] * sc + padh, l[3] * sc + padw, l[4] * sc + padh]
+        }));
     }
     let lim = two as f32;
     for l in &mut labels {
@@ -124,14 +142,22 @@ pub fn affine_matrix(p: &Affine, w: usize, h: usize, rng: &mut Rng) -> [f64; 6] 
     let shear_y = rng.range(-p.shear, p.shear).to_radians().tan();
     let tx = rng.range(-p.translate, p.translate) * w as f64;
     let ty = rng.range(-p.translate, p.translate) * h as f64;
-    [r[0][0] + shear_y * r[1][0], r[0][1] + shear_y * r[1][1], tx, r[1][0] + shear_x * r[0][0], r[1][1] + shear_x * r[0][1], ty]
+    [
+        r[0][0] + shear_y * r[1][0],
+        r[0][1] + shear_y * r[1][1],
+        tx,
+        r[1][0] + shear_x * r[0][0],
+        r[1][1] + shear_x * r[0][1],
+        ty,
+    ]
 }
 
 /// Boxes through `m`: the bounds of their four warped corners, clipped to
 /// `w`×`h` (their `apply_affine_to_bboxes`).
 pub fn affine_boxes(labels: &mut [[f32; 5]], m: [f64; 6], w: usize, h: usize) {
     for l in labels {
-        let (mut x1, mut y1, mut x2, mut y2) = (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
+        let (mut x1, mut y1, mut x2, mut y2) =
+            (f64::INFINITY, f64::INFINITY, f64::NEG_INFINITY, f64::NEG_INFINITY);
         for (x, y) in [(l[1], l[2]), (l[3], l[4]), (l[1], l[4]), (l[3], l[2])] {
             let (x, y) = (x as f64, y as f64);
             let (u, v) = (m[0] * x + m[1] * y + m[2], m[3] * x + m[4] * y + m[5]);
@@ -147,7 +173,13 @@ pub fn affine_boxes(labels: &mut [[f32; 5]], m: [f64; 6], w: usize, h: usize) {
 
 /// Mosaic, random affine down to `size`×`size`, then boxes of 2 px or less
 /// on a side dropped.
-pub fn mosaic_affine(src: &dyn Source, idx: usize, size: usize, p: &Affine, rng: &mut Rng) -> Result<(Image, Vec<[f32; 5]>), DataError> {
+pub fn mosaic_affine(
+    src: &dyn Source,
+    idx: usize,
+    size: usize,
+    p: &Affine,
+    rng: &mut Rng,
+) -> Result<(Image, Vec<[f32; 5]>), DataError> {
     let (canvas, mut labels) = mosaic(src, idx, size, rng)?;
     let m = affine_matrix(p, size, size, rng);
     let img = warp_affine(&canvas, m, size, size);
@@ -168,7 +200,10 @@ mod tests {
         for k in 0..4 {
             let ((x1, y1, x2, y2), (sx, sy)) = place(k, 50, 70, 64, 40, 128);
             assert!(0 <= x1 && x1 < x2 && x2 <= 128 && 0 <= y1 && y1 < y2 && y2 <= 128, "{k}");
-            assert!(x2 - x1 <= 64 && y2 - y1 <= 40 && sx + (x2 - x1) <= 64 && sy + (y2 - y1) <= 40, "{k}");
+            assert!(
+                x2 - x1 <= 64 && y2 - y1 <= 40 && sx + (x2 - x1) <= 64 && sy + (y2 - y1) <= 40,
+                "{k}"
+            );
             assert!(if k % 2 == 0 { x2 == 50 } else { x1 == 50 }, "{k}");
             assert!(if k < 2 { y2 == 70 } else { y1 == 70 }, "{k}");
         }
@@ -180,14 +215,24 @@ mod tests {
     fn mosaic_boxes_stay_inside_keep_their_class_and_come_from_several_images() {
         let ds = Dataset::Synthetic { n: 16 };
         let size = 64;
-        let classes_of = |i: usize| -> Vec<f32> { super::super::data::synthetic(i, size).labels.iter().map(|l| l[0]).collect() };
+        let classes_of = |i: usize| -> Vec<f32> {
+            super::super::data::synthetic(i, size).labels.iter().map(|l| l[0]).collect()
+        };
         let mut multi = 0;
         for i in 0..16 {
             let (img, labels) = mosaic(&ds, i, size, &mut Rng(i as u64)).unwrap();
             assert_eq!((img.w, img.h), (128, 128));
             for l in &labels {
                 assert!(l[0] == 0.0 || l[0] == 1.0);
-                assert!(0.0 <= l[1] && l[1] <= l[3] && l[3] <= 128.0 && 0.0 <= l[2] && l[2] <= l[4] && l[4] <= 128.0, "{l:?}");
+                assert!(
+                    0.0 <= l[1]
+                        && l[1] <= l[3]
+                        && l[3] <= 128.0
+                        && 0.0 <= l[2]
+                        && l[2] <= l[4]
+                        && l[4] <= 128.0,
+                    "{l:?}"
+                );
             }
             // Every source's boxes are there, in order, with their class.
             let mut rng = Rng(i as u64);
@@ -218,7 +263,8 @@ mod tests {
         let ds = Dataset::Synthetic { n: 10 };
         for size in [64, 96] {
             for i in 0..30 {
-                let (img, labels) = mosaic_affine(&ds, i % 10, size, &YOLO9, &mut Rng(100 + i as u64)).unwrap();
+                let (img, labels) =
+                    mosaic_affine(&ds, i % 10, size, &YOLO9, &mut Rng(100 + i as u64)).unwrap();
                 assert_eq!((img.w, img.h, img.px.len()), (size, size, size * size * 3));
                 let s = size as f32;
                 for l in &labels {
@@ -245,7 +291,10 @@ mod tests {
         // The image too: the canvas's top-left quarter, unchanged.
         let out = warp_affine(&canvas, m, 64, 64);
         for y in 0..64 {
-            assert_eq!(&out.px[y * 64 * 3..(y + 1) * 64 * 3], &canvas.px[y * 128 * 3..y * 128 * 3 + 64 * 3]);
+            assert_eq!(
+                &out.px[y * 64 * 3..(y + 1) * 64 * 3],
+                &canvas.px[y * 128 * 3..y * 128 * 3 + 64 * 3]
+            );
         }
     }
 
@@ -295,13 +344,22 @@ mod tests {
             // Textured content so the JPEG decode does real work.
             let img = image::RgbImage::from_fn(640, 480, |x, y| {
                 let n = (rng.next_u64() % 24) as u32;
-                image::Rgb([((x + i * 30) % 256) as u8 ^ n as u8, ((y * 2) % 256) as u8, ((x ^ y) % 256) as u8])
+                image::Rgb([
+                    ((x + i * 30) % 256) as u8 ^ n as u8,
+                    ((y * 2) % 256) as u8,
+                    ((x ^ y) % 256) as u8,
+                ])
             });
             img.save(img_dir.join(format!("{i}.jpg"))).unwrap();
-            std::fs::write(lbl_dir.join(format!("{i}.txt")), "0 0.3 0.3 0.2 0.2\n1 0.7 0.6 0.3 0.4\n0 0.5 0.5 0.05 0.05\n").unwrap();
+            std::fs::write(
+                lbl_dir.join(format!("{i}.txt")),
+                "0 0.3 0.3 0.2 0.2\n1 0.7 0.6 0.3 0.4\n0 0.5 0.5 0.05 0.05\n",
+            )
+            .unwrap();
         }
         let yaml = dir.path().join("data.yaml");
-        std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n").unwrap();
+        std::fs::write(&yaml, "path: .\ntrain: images/train\nval: images/train\nnames: [a, b]\n")
+            .unwrap();
         let ds = Dataset::parse(&yaml.display().to_string()).unwrap();
         // The fastest of n: the machine is shared, the minimum is the cost.
         let fastest = |v: Vec<f64>| v.into_iter().fold(f64::INFINITY, f64::min);
@@ -319,25 +377,44 @@ mod tests {
         for size in [320, 640] {
             let n = 150;
             let pull = time(n, &mut |k| drop(ds.pull(k % 8, size).unwrap()));
-            let decode = time(n, &mut |k| drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().into_rgb8()));
+            let decode = time(n, &mut |k| {
+                drop(image::open(img_dir.join(format!("{}.jpg", k % 8))).unwrap().into_rgb8())
+            });
             // The resize in pull (none at 640: the images are 640 wide).
             let (big, _) = ds.pull(0, 640).unwrap();
             let rs = time(n, &mut |_| drop(resize(&big, size, size * 3 / 4)));
-            let canvas = time(n, &mut |k| drop(mosaic(&ds, k % 8, size, &mut Rng(k as u64)).unwrap()));
+            let canvas =
+                time(n, &mut |k| drop(mosaic(&ds, k % 8, size, &mut Rng(k as u64)).unwrap()));
             let (c, l) = mosaic(&ds, 0, size, &mut Rng(3)).unwrap();
-            let warp = time(n, &mut |k| drop(warp_affine(&c, affine_matrix(&YOLO9, size, size, &mut Rng(k as u64)), size, size)));
+            let warp = time(n, &mut |k| {
+                drop(warp_affine(
+                    &c,
+                    affine_matrix(&YOLO9, size, size, &mut Rng(k as u64)),
+                    size,
+                    size,
+                ))
+            });
             let (w, _) = mosaic_affine(&ds, 0, size, &YOLO9, &mut Rng(3)).unwrap();
-            let tf = time(n, &mut |k| drop(transform(w.clone(), l.clone(), size, 300, &mut Rng(k as u64))));
+            let tf = time(n, &mut |k| {
+                drop(transform(w.clone(), l.clone(), size, 300, &mut Rng(k as u64)))
+            });
             let mut hsv_img = w.clone();
-            let hsv = time(n, &mut |k| super::super::augment::hsv(&mut hsv_img.px, &mut Rng(k as u64 | 1)));
+            let hsv = time(n, &mut |k| {
+                super::super::augment::hsv(&mut hsv_img.px, &mut Rng(k as u64 | 1))
+            });
             let synth = Dataset::Synthetic { n: 8 };
             let whole = time(n, &mut |k| drop(ds.sample(k % 8, size).unwrap()));
             let whole_synth = time(n, &mut |k| drop(synth.sample(k % 8, size).unwrap()));
             // Their transform ends in float CHW; ours does that in collate.
             let one = ds.sample(0, size).unwrap();
-            let chw = time(n, &mut |_| drop(super::super::data::collate(std::slice::from_ref(&one), 300, false)));
+            let chw = time(n, &mut |_| {
+                drop(super::super::data::collate(std::slice::from_ref(&one), 300, false))
+            });
             if size < 640 {
-                println!("size {size}: decode 640×480 JPEG {decode:.2} ms, resize it to {size}×{} {rs:.2} ms", size * 3 / 4);
+                println!(
+                    "size {size}: decode 640×480 JPEG {decode:.2} ms, resize it to {size}×{} {rs:.2} ms",
+                    size * 3 / 4
+                );
             }
             println!(
                 "size {size}: sample {whole:.2} ms + float CHW in collate {chw:.2} (synthetic {whole_synth:.2}) = 4 × pull (decode + resize) {pull:.2} + mosaic canvas {:.2} + warp {warp:.2} + transform {tf:.2} (of which HSV {hsv:.2}) [fastest of {n}, ms]",

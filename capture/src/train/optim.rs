@@ -56,10 +56,13 @@ fn group_of(name: &str) -> usize {
 
 impl Sgd {
     pub fn new(vs: &tch::nn::VarStore) -> Sgd {
-        let mut named: Vec<(String, Tensor)> = vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
+        let mut named: Vec<(String, Tensor)> =
+            vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
         named.sort_by(|a, b| a.0.cmp(&b.0));
-        let mut groups: Vec<Group> =
-            [0.0, WEIGHT_DECAY, 0.0].into_iter().map(|weight_decay| Group { params: Vec::new(), bufs: Vec::new(), weight_decay }).collect();
+        let mut groups: Vec<Group> = [0.0, WEIGHT_DECAY, 0.0]
+            .into_iter()
+            .map(|weight_decay| Group { params: Vec::new(), bufs: Vec::new(), weight_decay })
+            .collect();
         for (k, t) in named {
             let g = &mut groups[group_of(&k)];
             g.params.push(t);
@@ -75,19 +78,26 @@ impl Sgd {
 
     /// The gradients of every parameter that has one (for unscaling).
     pub fn grads(&self) -> Vec<Tensor> {
-        self.groups.iter().flat_map(|g| g.params.iter().map(|p| p.grad())).filter(|g| g.defined()).collect()
+        self.groups
+            .iter()
+            .flat_map(|g| g.params.iter().map(|p| p.grad()))
+            .filter(|g| g.defined())
+            .collect()
     }
 
     /// `optimizer.zero_grad()` (set_to_none, torch's default).
     pub fn zero_grad(&mut self) -> Result<()> {
-        let params: Vec<Tensor> = self.groups.iter().flat_map(|g| g.params.iter().map(|p| p.shallow_clone())).collect();
+        let params: Vec<Tensor> =
+            self.groups.iter().flat_map(|g| g.params.iter().map(|p| p.shallow_clone())).collect();
         ops::clear_grads(&params)
     }
 
     pub fn step(&mut self) -> Result<()> {
         let (lr, momentum, foreach) = (self.lr, self.momentum, self.foreach);
         tch::no_grad(|| {
-            self.groups.iter_mut().try_for_each(|g| if foreach { g.step_foreach(lr, momentum) } else { g.step_single(lr, momentum) })
+            self.groups.iter_mut().try_for_each(|g| {
+                if foreach { g.step_foreach(lr, momentum) } else { g.step_single(lr, momentum) }
+            })
         })
     }
 }
@@ -117,7 +127,8 @@ impl Group {
 
     /// torch's `_multi_tensor_sgd`: the same arithmetic, one kernel per list.
     fn step_foreach(&mut self, lr: f64, momentum: f64) -> Result<()> {
-        let live: Vec<usize> = (0..self.params.len()).filter(|&i| self.params[i].grad().defined()).collect();
+        let live: Vec<usize> =
+            (0..self.params.len()).filter(|&i| self.params[i].grad().defined()).collect();
         if live.is_empty() {
             return Ok(());
         }
@@ -127,7 +138,10 @@ impl Group {
             grads = ops::foreach_add(&grads, &params, self.weight_decay)?;
         }
         if live.iter().all(|&i| self.bufs[i].is_some()) {
-            let bufs: Vec<Tensor> = live.iter().map(|&i| self.bufs[i].as_ref().expect("checked").shallow_clone()).collect();
+            let bufs: Vec<Tensor> = live
+                .iter()
+                .map(|&i| self.bufs[i].as_ref().expect("checked").shallow_clone())
+                .collect();
             ops::foreach_mul_(&bufs, momentum)?;
             ops::foreach_add_(&bufs, &grads, 1.0)?;
         } else {
@@ -142,7 +156,10 @@ impl Group {
                 }
             }
         }
-        let bufs: Vec<Tensor> = live.iter().map(|&i| self.bufs[i].as_ref().expect("set above").shallow_clone()).collect();
+        let bufs: Vec<Tensor> = live
+            .iter()
+            .map(|&i| self.bufs[i].as_ref().expect("set above").shallow_clone())
+            .collect();
         let update = if NESTEROV {
             ops::foreach_add_(&grads, &bufs, momentum)?;
             grads
@@ -165,7 +182,10 @@ impl Schedule {
     /// (LibreYOLO's `profile run` trains warmup + steps + 5 epochs and stops
     /// when the window is full).
     pub fn new(iters_per_epoch: usize, epochs: usize) -> Schedule {
-        Schedule { warmup_iters: iters_per_epoch * WARMUP_EPOCHS, total_iters: iters_per_epoch * epochs }
+        Schedule {
+            warmup_iters: iters_per_epoch * WARMUP_EPOCHS,
+            total_iters: iters_per_epoch * epochs,
+        }
     }
 
     pub fn warmup_iters(&self) -> usize {
@@ -176,9 +196,14 @@ impl Schedule {
     pub fn lr(&self, iters: usize) -> f64 {
         let start = WARMUP_LR_START.min(LR);
         if iters <= self.warmup_iters {
-            if self.warmup_iters == 0 { LR } else { (LR - start) * iters as f64 / self.warmup_iters as f64 + start }
+            if self.warmup_iters == 0 {
+                LR
+            } else {
+                (LR - start) * iters as f64 / self.warmup_iters as f64 + start
+            }
         } else {
-            let progress = (iters - self.warmup_iters) as f64 / self.total_iters.saturating_sub(self.warmup_iters).max(1) as f64;
+            let progress = (iters - self.warmup_iters) as f64
+                / self.total_iters.saturating_sub(self.warmup_iters).max(1) as f64;
             LR - (LR - LR * MIN_LR_RATIO) * progress
         }
     }
@@ -212,7 +237,8 @@ mod tests {
         assert_eq!(group_of("backbone.conv0.conv.weight"), 1);
         assert_eq!(group_of("head.cv2.1.2.weight"), 1);
         let _rng = crate::rng_lock();
-        let m = crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
+        let m =
+            crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
         let (bn, w, b) = Sgd::new(&m.vs).group_sizes();
         assert!(bn > 0 && w > 0 && b > 0);
         // Every conv+BN contributes one conv weight, one BN weight and one BN
@@ -250,7 +276,8 @@ mod tests {
     #[test]
     fn foreach_sgd_equals_single_tensor_sgd() {
         // Fixed values, not the global RNG other tests share.
-        let init = |n: i64, k: f64| Tensor::arange(n, (Kind::Float, Device::Cpu)).g_mul_scalar(k).sin();
+        let init =
+            |n: i64, k: f64| Tensor::arange(n, (Kind::Float, Device::Cpu)).g_mul_scalar(k).sin();
         let run = |foreach: bool| {
             let vs = tch::nn::VarStore::new(Device::Cpu);
             let a = (vs.root() / "a").var_copy("weight", &init(6, 0.7).view([3, 2]));
@@ -269,7 +296,11 @@ mod tests {
             [a, b, c].map(|t| Vec::<f32>::try_from(t.detach().flatten(0, -1)).unwrap())
         };
         let (single, multi) = (run(false), run(true));
-        assert_ne!(single[0], Vec::<f32>::try_from(init(6, 0.7)).unwrap(), "the steps moved the weights");
+        assert_ne!(
+            single[0],
+            Vec::<f32>::try_from(init(6, 0.7)).unwrap(),
+            "the steps moved the weights"
+        );
         for (s, m) in single.iter().zip(&multi) {
             for (x, y) in s.iter().zip(m) {
                 assert!((x - y).abs() < 1e-6, "{single:?} vs {multi:?}");
@@ -284,7 +315,8 @@ mod tests {
         use crate::train::loss::{Gains, yolo9_loss};
         let _rng = crate::rng_lock();
         tch::manual_seed(0);
-        let m = crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
+        let m =
+            crate::model::Yolo9::new(libreyolo_core::cli::ModelSize::T, 2, Device::Cpu).unwrap();
         let ds = Dataset::Synthetic { n: 2 };
         let b = collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
@@ -294,7 +326,8 @@ mod tests {
         let training = crate::model::training();
         let mut losses = Vec::new();
         for _ in 0..8 {
-            let l = yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
+            let l =
+                yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
             l.total.backward();
             opt.step().unwrap();
             opt.zero_grad().unwrap();

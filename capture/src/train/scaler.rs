@@ -45,7 +45,9 @@ impl GradScaler {
         let inv = self.scale.to_kind(Kind::Double).reciprocal().to_kind(Kind::Float);
         let _ = self.found_inf.f_zero_();
         ops::amp_unscale_(&opt.grads(), &self.found_inf, &inv)?;
-        let overflow = f64::try_from(&self.found_inf).map_err(|e| Error::failed(format!("GradScaler: {e}")))? != 0.0;
+        let overflow = f64::try_from(&self.found_inf)
+            .map_err(|e| Error::failed(format!("GradScaler: {e}")))?
+            != 0.0;
         if overflow {
             self.skipped += 1;
             Ok(())
@@ -57,7 +59,13 @@ impl GradScaler {
     /// `scaler.update()`.
     pub fn update(&mut self) -> Result<()> {
         self.scale
-            .f_internal_amp_update_scale_(&self.growth_tracker, &self.found_inf, GROWTH_FACTOR, BACKOFF_FACTOR, GROWTH_INTERVAL)
+            .f_internal_amp_update_scale_(
+                &self.growth_tracker,
+                &self.found_inf,
+                GROWTH_FACTOR,
+                BACKOFF_FACTOR,
+                GROWTH_INTERVAL,
+            )
             .map(|_| ())
             .map_err(|e| Error::failed(format!("GradScaler update: {e}")))
     }
@@ -115,7 +123,8 @@ mod tests {
         let mut m = Yolo9::new(libreyolo_core::cli::ModelSize::T, 3, Device::Cpu).unwrap();
         m.enable_aux(0.25);
         let ds = Dataset::Synthetic { n: 2 };
-        let b = collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16, false).unwrap();
+        let b =
+            collate(&[ds.sample(0, 96).unwrap(), ds.sample(1, 96).unwrap()], 16, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
         let before = m.vs.variables()["backbone.conv0.conv.weight"].detach().copy();
         let mut sc = GradScaler::new(Device::Cpu);
@@ -124,7 +133,8 @@ mod tests {
         let maps = m.forward_train(&b.images);
         let l = yolo9_train_loss(&maps, &b.targets, (96, 96), 3, &Gains::default(), 0.25);
         crate::profiler::set_cpu_autocast(false).unwrap();
-        let kinds: Vec<Kind> = maps.main.iter().chain(maps.aux.iter().flatten()).map(|t| t.kind()).collect();
+        let kinds: Vec<Kind> =
+            maps.main.iter().chain(maps.aux.iter().flatten()).map(|t| t.kind()).collect();
         assert!(kinds.len() == 6 && kinds.iter().all(|k| *k == Kind::BFloat16), "{kinds:?}");
         let value = f64::try_from(&l.total).unwrap();
         sc.scale(&l.total).backward();
@@ -133,6 +143,9 @@ mod tests {
         drop(train);
         assert!(value.is_finite() && value > 0.0, "{value}");
         assert_eq!(sc.skipped, 0);
-        assert!(!m.vs.variables()["backbone.conv0.conv.weight"].equal(&before), "the step moved the weights");
+        assert!(
+            !m.vs.variables()["backbone.conv0.conv.weight"].equal(&before),
+            "the step moved the weights"
+        );
     }
 }

@@ -113,7 +113,11 @@ impl Plan {
                 (16, false)
             }
             b if b >= 1 => (b as usize, false),
-            b => return Err(Error::usage(format!("--batch {b}: expected a positive batch or -1 (auto-fit on CUDA)"))),
+            b => {
+                return Err(Error::usage(format!(
+                    "--batch {b}: expected a positive batch or -1 (auto-fit on CUDA)"
+                )));
+            }
         };
         if args.steps < 2 {
             return Err(Error::usage(format!(
@@ -191,8 +195,10 @@ fn check_window(p: &mut Plan, ds: &Dataset) -> Result<()> {
 /// optimizer step, and the batch that fills [`autobatch::FRACTION`] of VRAM.
 fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     let vars = m.model.vs.variables();
-    let stats: Vec<Tensor> = vars.values().filter(|t| !t.requires_grad()).map(|t| t.shallow_clone()).collect();
-    let params: Vec<Tensor> = vars.values().filter(|t| t.requires_grad()).map(|t| t.shallow_clone()).collect();
+    let stats: Vec<Tensor> =
+        vars.values().filter(|t| !t.requires_grad()).map(|t| t.shallow_clone()).collect();
+    let params: Vec<Tensor> =
+        vars.values().filter(|t| t.requires_grad()).map(|t| t.shallow_clone()).collect();
     let (dev, imgsz, nc, amp) = (p.device, p.imgsz, m.model.nc, p.amp);
     let training = model::training();
     let fit = autobatch::probe(dev, &stats, |b| {
@@ -212,7 +218,11 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
         fit.batch,
         autobatch::FRACTION * 100.0,
         fit.total_bytes as f64 / (1u64 << 30) as f64,
-        fit.probes.iter().map(|(b, bytes)| format!("{b}: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64)).collect::<Vec<_>>().join(", ")
+        fit.probes
+            .iter()
+            .map(|(b, bytes)| format!("{b}: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64))
+            .collect::<Vec<_>>()
+            .join(", ")
     ));
     p.batch = fit.batch;
     p.autobatch = Some(fit);
@@ -263,20 +273,27 @@ fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainM
                 weights_source: "random-init",
                 weights_path: None,
                 aux,
-                notes: vec![format!("note: weights {arg} not found; training a randomly initialised YOLOv9-{size} (timings are real)")],
+                notes: vec![format!(
+                    "note: weights {arg} not found; training a randomly initialised YOLOv9-{size} (timings are real)"
+                )],
             })
         }
         weights::Source::File(path) => {
             let shown = path.display().to_string();
-            let ck = checkpoint::load(&path).map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
+            let ck = checkpoint::load(&path)
+                .map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
             let used = match ck.meta_str("size") {
-                Some(s) => ModelSize::parse(s).ok_or_else(|| Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`")))?,
+                Some(s) => ModelSize::parse(s).ok_or_else(|| {
+                    Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`"))
+                })?,
                 None => size,
             };
-            let ck_nc = ck.meta_int("nc").or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]));
+            let ck_nc =
+                ck.meta_int("nc").or_else(|| ck.tensor("head.cv3.0.2.weight").map(|t| t.size()[0]));
             let cls_hidden = ck.tensor("head.cv3.0.0.conv.weight").map(|t| t.size()[0]);
             tch::manual_seed(0);
-            let mut model = Yolo9::with_class_width(used, nc, cls_hidden, dev).map_err(|e| Error::failed(e.to_string()))?;
+            let mut model = Yolo9::with_class_width(used, nc, cls_hidden, dev)
+                .map_err(|e| Error::failed(e.to_string()))?;
             let mut notes = Vec::new();
             let state: Vec<(String, Tensor)> = if ck_nc == Some(nc) {
                 ck.state.iter().map(|(k, t)| (k.clone(), t.shallow_clone())).collect()
@@ -287,12 +304,20 @@ fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainM
                 ));
                 let own = model.vs.variables();
                 let is_cls_out = |k: &str| k.starts_with("head.cv3.") && k.contains(".2.");
-                let mut s: Vec<(String, Tensor)> =
-                    ck.state.iter().filter(|(k, _)| !is_cls_out(k)).map(|(k, t)| (k.clone(), t.shallow_clone())).collect();
-                s.extend(own.iter().filter(|(k, _)| is_cls_out(k)).map(|(k, t)| (k.clone(), t.copy())));
+                let mut s: Vec<(String, Tensor)> = ck
+                    .state
+                    .iter()
+                    .filter(|(k, _)| !is_cls_out(k))
+                    .map(|(k, t)| (k.clone(), t.shallow_clone()))
+                    .collect();
+                s.extend(
+                    own.iter().filter(|(k, _)| is_cls_out(k)).map(|(k, t)| (k.clone(), t.copy())),
+                );
                 s
             };
-            model.load_state(&state).map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
+            model
+                .load_state(&state)
+                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
             model.enable_aux(AUX_WEIGHT);
             let aux = model.load_aux_state(&ck.state);
             if aux.loaded < aux.total {
@@ -301,7 +326,14 @@ fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainM
                     aux.loaded, aux.total
                 ));
             }
-            Ok(TrainModel { model, size: used, weights_source: "file", weights_path: Some(shown), aux, notes })
+            Ok(TrainModel {
+                model,
+                size: used,
+                weights_source: "file",
+                weights_path: Some(shown),
+                aux,
+                notes,
+            })
         }
     }
 }
@@ -340,11 +372,13 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     let mut scaler = p.amp.then(|| GradScaler::new(p.device));
     // A few tensors to prove the weights move.
     let watched: Vec<(String, Tensor)> = {
-        let mut v: Vec<(String, Tensor)> = m.model.vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
+        let mut v: Vec<(String, Tensor)> =
+            m.model.vs.variables().into_iter().filter(|(_, t)| t.requires_grad()).collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v.into_iter().map(|(k, t)| (k, t.detach().copy())).collect()
     };
-    let mut loader = Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, p.device.is_cuda());
+    let mut loader =
+        Loader::new(ds.clone(), p.batch, p.imgsz as usize, total, p.workers, p.device.is_cuda());
     let training = model::training();
     let mut session: Option<Session> = None;
     let mut t = Trial {
@@ -365,7 +399,11 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
         for i in 0..total {
             if i == p.warmup {
                 window = Some(Window::start(p.device));
-                session = Some(Session::start(Options { cuda: p.device.is_cuda(), all_threads: false, memory: false })?);
+                session = Some(Session::start(Options {
+                    cuda: p.device.is_cuda(),
+                    all_threads: false,
+                    memory: false,
+                })?);
             }
             let measuring = i >= p.warmup;
             let synced = measuring && i - p.warmup >= p.unsynced;
@@ -378,7 +416,9 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             let t0 = Instant::now();
             let batch = {
                 let _r = range(&session, "step/dataload");
-                loader.next_batch().ok_or_else(|| Error::failed("the loader ran out of batches inside the window"))??
+                loader.next_batch().ok_or_else(|| {
+                    Error::failed("the loader ran out of batches inside the window")
+                })??
             };
             let t1 = Instant::now();
             let (x, y) = {
@@ -393,7 +433,14 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
                 let _r = range(&session, "step/forward");
                 autocast(p.amp, || {
                     let maps = m.model.forward_train(&x);
-                    yolo9_train_loss(&maps, &y, (p.imgsz, p.imgsz), nc, &gains, m.model.aux_weight())
+                    yolo9_train_loss(
+                        &maps,
+                        &y,
+                        (p.imgsz, p.imgsz),
+                        nc,
+                        &gains,
+                        m.model.aux_weight(),
+                    )
                 })?
             };
             sync(synced);
@@ -429,18 +476,30 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
             let t5 = Instant::now();
             drop(step);
             if !value.is_finite() {
-                return Err(Error::failed(format!("the training loss is not finite ({value}) at step {i}")));
+                return Err(Error::failed(format!(
+                    "the training loss is not finite ({value}) at step {i}"
+                )));
             }
             t.losses.push(value);
             if p.progress {
-                let (what, k, n) = if measuring { ("step", i - p.warmup + 1, p.steps) } else { ("warmup", i + 1, p.warmup) };
+                let (what, k, n) = if measuring {
+                    ("step", i - p.warmup + 1, p.steps)
+                } else {
+                    ("warmup", i + 1, p.warmup)
+                };
                 // The progress line redraws itself (CR, erase line): written
                 // as is, and not a panic on an unwritable stderr.
-                let _ = write!(std::io::stderr(), "\r\x1b[2K{what} {k}/{n}  loss {value:.3}  {:.0} ms", ms_since(t0));
+                let _ = write!(
+                    std::io::stderr(),
+                    "\r\x1b[2K{what} {k}/{n}  loss {value:.3}  {:.0} ms",
+                    ms_since(t0)
+                );
             }
             let ms = |a: Instant, b: Instant| (b - a).as_secs_f64() * 1e3;
             if synced {
-                for (k, (a, b)) in [(t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)].into_iter().enumerate() {
+                for (k, (a, b)) in
+                    [(t0, t1), (t1, t2), (t2, t3), (t3, t4), (t4, t5)].into_iter().enumerate()
+                {
                     t.phase_ms[k].push(ms(a, b));
                 }
             } else if measuring {
@@ -461,7 +520,8 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
     let s = session.take().expect("the window has measured steps");
     t.trace = Some(s.finish_in(out_dir)?);
     let now = m.model.vs.variables();
-    t.params_changed = watched.iter().any(|(k, before)| now.get(k).is_some_and(|v| !v.detach().equal(before)));
+    t.params_changed =
+        watched.iter().any(|(k, before)| now.get(k).is_some_and(|v| !v.detach().equal(before)));
     Ok(t)
 }
 
@@ -477,7 +537,8 @@ fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measuremen
     let r3 = |v: f64| libreyolo_core::util::round(v, 3);
     let step_ms = mean(&t.step_ms).unwrap_or(0.0);
     let dl = mean(&t.dataload_ms).unwrap_or(0.0);
-    let img_per_s = (step_ms > 0.0).then(|| libreyolo_core::util::round(p.batch as f64 * 1e3 / step_ms, 2));
+    let img_per_s =
+        (step_ms > 0.0).then(|| libreyolo_core::util::round(p.batch as f64 * 1e3 / step_ms, 2));
     let mut meta = Map::new();
     // The reference's keys, in its order, then ours.
     meta.insert("model".into(), json!(format!("YOLOv9-{}", m.size)));
@@ -490,7 +551,10 @@ fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measuremen
     meta.insert("mode".into(), json!("training"));
     meta.insert("size".into(), json!(m.size));
     meta.insert("nc".into(), json!(m.model.nc));
-    meta.insert("weights".into(), json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())));
+    meta.insert(
+        "weights".into(),
+        json!(m.weights_path.clone().unwrap_or_else(|| p.weights.clone())),
+    );
     meta.insert("weights_source".into(), json!(m.weights_source));
     meta.insert("data".into(), json!(p.data));
     meta.insert("images".into(), json!(ds.len()));
@@ -594,7 +658,11 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
         let trace_tmp = trial.trace.ok_or_else(|| Error::failed("no trace was captured"))?;
         let prof = crate::output::analyze(&trace_tmp, &meas)?;
         let is_last = k + 1 == p.repeat;
-        trial_paths.push(if is_last { out_dir.join("profile.json").display().to_string() } else { format!("trial {}", k + 1) });
+        trial_paths.push(if is_last {
+            out_dir.join("profile.json").display().to_string()
+        } else {
+            format!("trial {}", k + 1)
+        });
         trial_profiles.push(prof.clone());
         if is_last {
             last = Some((meas, trace_tmp, prof));
@@ -605,15 +673,21 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
     profile::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
-    trace_tmp.persist(&trace_path).map_err(|e| Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e))?;
+    trace_tmp.persist(&trace_path).map_err(|e| {
+        Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e)
+    })?;
     prof.trace = Some(trace_path.display().to_string());
     profile::write_json(&profile_path, &prof)?;
     if p.repeat > 1 {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
         }
-        let mut agg = profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
-        libreyolo_core::conditions::set_in_host(&mut agg.host, crate::output::report_trials(&trial_profiles).as_ref());
+        let mut agg =
+            profile::repeat::aggregate(&trial_profiles, &trial_paths).expect("at least one trial");
+        libreyolo_core::conditions::set_in_host(
+            &mut agg.host,
+            crate::output::report_trials(&trial_profiles).as_ref(),
+        );
         let path = project.join("profile_repeat.json");
         profile::write_json(&path, &agg)?;
         return Ok(Capture::training(&agg, &path));

@@ -48,8 +48,9 @@ pub enum TextError {
 /// refused without being read to its end.
 pub fn read_text(path: &Path, cap: u64) -> std::result::Result<String, TextError> {
     use std::io::Read;
-    let f = std::fs::File::open(path)
-        .map_err(|e| if e.kind() == std::io::ErrorKind::NotFound { TextError::Missing } else { TextError::Io(e) })?;
+    let f = std::fs::File::open(path).map_err(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound { TextError::Missing } else { TextError::Io(e) }
+    })?;
     if !f.metadata().map_err(TextError::Io)?.is_file() {
         return Err(TextError::NotFile);
     }
@@ -83,7 +84,9 @@ pub enum Value {
 
 fn unquote(s: &str) -> String {
     let s = s.trim();
-    if s.len() >= 2 && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('\'') && s.ends_with('\''))) {
+    if s.len() >= 2
+        && ((s.starts_with('"') && s.ends_with('"')) || (s.starts_with('\'') && s.ends_with('\'')))
+    {
         s[1..s.len() - 1].to_string()
     } else {
         s.to_string()
@@ -120,19 +123,34 @@ pub fn parse_yaml(text: &str) -> Result<Vec<(String, Value)>> {
         let t = line.trim();
         if indented || t.starts_with("- ") || t == "-" {
             let Some((_, last)) = out.last_mut() else {
-                return Err(Error::failed(format!("line {}: indented entry with no key above it", n + 1)));
+                return Err(Error::failed(format!(
+                    "line {}: indented entry with no key above it",
+                    n + 1
+                )));
             };
             if let Some(item) = t.strip_prefix('-') {
                 match last {
                     Value::List(v) => v.push(unquote(item)),
                     Value::Scalar(s) if s.is_empty() => *last = Value::List(vec![unquote(item)]),
-                    _ => return Err(Error::failed(format!("line {}: a list item where a value was already given", n + 1))),
+                    _ => {
+                        return Err(Error::failed(format!(
+                            "line {}: a list item where a value was already given",
+                            n + 1
+                        )));
+                    }
                 }
             } else if let Some((k, v)) = t.split_once(':') {
                 match last {
                     Value::Map(m) => m.push((unquote(k), unquote(v))),
-                    Value::Scalar(s) if s.is_empty() => *last = Value::Map(vec![(unquote(k), unquote(v))]),
-                    _ => return Err(Error::failed(format!("line {}: a map entry where a value was already given", n + 1))),
+                    Value::Scalar(s) if s.is_empty() => {
+                        *last = Value::Map(vec![(unquote(k), unquote(v))])
+                    }
+                    _ => {
+                        return Err(Error::failed(format!(
+                            "line {}: a map entry where a value was already given",
+                            n + 1
+                        )));
+                    }
                 }
             }
             continue;
@@ -144,7 +162,13 @@ pub fn parse_yaml(text: &str) -> Result<Vec<(String, Value)>> {
         let value = if let Some(inner) = v.strip_prefix('[').and_then(|s| s.strip_suffix(']')) {
             Value::List(split_inline(inner))
         } else if let Some(inner) = v.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
-            Value::Map(inner.split(',').filter_map(|kv| kv.split_once(':')).map(|(k, v)| (unquote(k), unquote(v))).collect())
+            Value::Map(
+                inner
+                    .split(',')
+                    .filter_map(|kv| kv.split_once(':'))
+                    .map(|(k, v)| (unquote(k), unquote(v)))
+                    .collect(),
+            )
         } else {
             Value::Scalar(unquote(v))
         };
@@ -156,7 +180,9 @@ pub fn parse_yaml(text: &str) -> Result<Vec<(String, Value)>> {
 const IMG_EXTS: &[&str] = &["jpg", "jpeg", "png", "bmp"];
 
 fn is_image(p: &Path) -> bool {
-    p.extension().and_then(|e| e.to_str()).is_some_and(|e| IMG_EXTS.contains(&e.to_ascii_lowercase().as_str()))
+    p.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| IMG_EXTS.contains(&e.to_ascii_lowercase().as_str()))
 }
 
 /// The images under `dir`, following symlinks but entering each directory
@@ -188,7 +214,8 @@ fn split_images(entry: &Path) -> Result<Vec<PathBuf>> {
         return Ok(v);
     }
     if entry.extension().is_some_and(|e| e == "txt") {
-        let text = read_text(entry, MAX_LIST_BYTES).map_err(|e| Error::usage(format!("image list {}: {e}", entry.display())))?;
+        let text = read_text(entry, MAX_LIST_BYTES)
+            .map_err(|e| Error::usage(format!("image list {}: {e}", entry.display())))?;
         let base = entry.parent().unwrap_or(Path::new("."));
         let mut v: Vec<PathBuf> = text
             .lines()
@@ -203,7 +230,10 @@ fn split_images(entry: &Path) -> Result<Vec<PathBuf>> {
     if is_image(entry) && entry.is_file() {
         return Ok(vec![entry.to_path_buf()]);
     }
-    Err(Error::usage(format!("training images {}: no such folder, list file or image", entry.display())))
+    Err(Error::usage(format!(
+        "training images {}: no such folder, list file or image",
+        entry.display()
+    )))
 }
 
 /// The label file of an image: the last `images` path component becomes
@@ -225,8 +255,9 @@ pub fn dataset_dirs() -> Vec<PathBuf> {
     if let Some(d) = std::env::var_os("LIBREYOLO_DATASETS_DIR") {
         v.push(PathBuf::from(d));
     }
-    let cache =
-        std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")));
     if let Some(c) = cache {
         v.push(c.join("libreyolo").join("datasets"));
     }
@@ -253,7 +284,11 @@ pub fn resolve(data: &str) -> Result<PathBuf> {
     }
     let dirs = dataset_dirs();
     for d in &dirs {
-        for c in [d.join(format!("{data}.yaml")), d.join(data).join(format!("{data}.yaml")), d.join(data).join("data.yaml")] {
+        for c in [
+            d.join(format!("{data}.yaml")),
+            d.join(data).join(format!("{data}.yaml")),
+            d.join(data).join("data.yaml"),
+        ] {
             if c.is_file() {
                 return Ok(c);
             }
@@ -269,7 +304,8 @@ pub fn resolve(data: &str) -> Result<PathBuf> {
 /// Loads the YAML and lists the training images.
 pub fn load(data: &str) -> Result<YoloData> {
     let yaml = resolve(data)?;
-    let text = read_text(&yaml, MAX_YAML_BYTES).map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
+    let text = read_text(&yaml, MAX_YAML_BYTES)
+        .map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
     let doc = parse_yaml(&text).map_err(|e| Error::usage(format!("{}: {e}", yaml.display())))?;
     let get = |k: &str| doc.iter().find(|(kk, _)| kk == k).map(|(_, v)| v.clone());
     let base = yaml.parent().unwrap_or(Path::new(".")).to_path_buf();
@@ -283,7 +319,8 @@ pub fn load(data: &str) -> Result<YoloData> {
     let mut names: Vec<String> = match get("names") {
         Some(Value::List(v)) => v,
         Some(Value::Map(m)) => {
-            let mut m: Vec<(usize, String)> = m.into_iter().filter_map(|(k, v)| k.parse().ok().map(|k| (k, v))).collect();
+            let mut m: Vec<(usize, String)> =
+                m.into_iter().filter_map(|(k, v)| k.parse().ok().map(|k| (k, v))).collect();
             m.sort();
             m.into_iter().map(|(_, v)| v).collect()
         }
@@ -297,19 +334,31 @@ pub fn load(data: &str) -> Result<YoloData> {
         )));
     }
     if let Some(Value::Scalar(nc)) = get("nc") {
-        let nc: usize = nc.parse().map_err(|_| Error::usage(format!("{}: nc `{nc}` is not a number", yaml.display())))?;
+        let nc: usize = nc
+            .parse()
+            .map_err(|_| Error::usage(format!("{}: nc `{nc}` is not a number", yaml.display())))?;
         // Checked before `nc` class names are made up.
         if !(1..=MAX_CLASSES).contains(&nc) {
-            return Err(Error::usage(format!("{}: nc {nc}: expected 1 to {MAX_CLASSES} classes", yaml.display())));
+            return Err(Error::usage(format!(
+                "{}: nc {nc}: expected 1 to {MAX_CLASSES} classes",
+                yaml.display()
+            )));
         }
         if names.is_empty() {
             names = (0..nc).map(|i| format!("class{i}")).collect();
         } else if names.len() != nc {
-            return Err(Error::usage(format!("{}: nc is {nc} but {} names are given", yaml.display(), names.len())));
+            return Err(Error::usage(format!(
+                "{}: nc is {nc} but {} names are given",
+                yaml.display(),
+                names.len()
+            )));
         }
     }
     if names.is_empty() {
-        return Err(Error::usage(format!("{}: no `names` (or `nc`): the class count is unknown", yaml.display())));
+        return Err(Error::usage(format!(
+            "{}: no `names` (or `nc`): the class count is unknown",
+            yaml.display()
+        )));
     }
     let entries: Vec<String> = match get("train") {
         Some(Value::Scalar(s)) if !s.is_empty() => vec![s],
@@ -343,7 +392,8 @@ pub fn parse_labels(text: &str, w: f32, h: f32, nc: usize) -> (Vec<[f32; 5]>, us
                 return None;
             }
             let cls: i64 = parts[0].parse().ok()?;
-            let nums: Vec<f32> = parts[1..].iter().map(|p| p.parse::<f32>().ok()).collect::<Option<_>>()?;
+            let nums: Vec<f32> =
+                parts[1..].iter().map(|p| p.parse::<f32>().ok()).collect::<Option<_>>()?;
             if !nums.iter().all(|v| v.is_finite()) {
                 return None;
             }
@@ -389,10 +439,19 @@ mod tests {
         let get = |k: &str| doc.iter().find(|(kk, _)| kk == k).unwrap().1.clone();
         assert_eq!(get("path"), Value::Scalar("../data".into()));
         assert_eq!(get("val"), Value::Scalar("images/val".into()));
-        assert_eq!(get("names"), Value::Map(vec![("0".into(), "cat".into()), ("1".into(), "dog # not a comment".into())]));
+        assert_eq!(
+            get("names"),
+            Value::Map(vec![
+                ("0".into(), "cat".into()),
+                ("1".into(), "dog # not a comment".into())
+            ])
+        );
         assert_eq!(get("list"), Value::List(vec!["a".into(), "b".into()]));
         assert_eq!(get("inline"), Value::List(vec!["x".into(), "y".into()]));
-        assert_eq!(get("map"), Value::Map(vec![("0".into(), "p".into()), ("1".into(), "q".into())]));
+        assert_eq!(
+            get("map"),
+            Value::Map(vec![("0".into(), "p".into()), ("1".into(), "q".into())])
+        );
     }
 
     #[test]
@@ -403,13 +462,25 @@ mod tests {
         assert_eq!(l.len(), 2);
         assert_eq!(l[0], [0.0, 25.0, 50.0, 75.0, 150.0]);
         // Polygon (0.1,0.1) (0.3,0.1) (0.3,0.4): its bounding box.
-        assert!((l[1][1] - 10.0).abs() < 1e-4 && (l[1][3] - 30.0).abs() < 1e-4 && (l[1][4] - 80.0).abs() < 1e-4, "{:?}", l[1]);
+        assert!(
+            (l[1][1] - 10.0).abs() < 1e-4
+                && (l[1][3] - 30.0).abs() < 1e-4
+                && (l[1][4] - 80.0).abs() < 1e-4,
+            "{:?}",
+            l[1]
+        );
     }
 
     #[test]
     fn label_files_sit_beside_images() {
-        assert_eq!(label_path(Path::new("/d/images/train/a.jpg")), PathBuf::from("/d/labels/train/a.txt"));
-        assert_eq!(label_path(Path::new("d/images/x/images/b.png")), PathBuf::from("d/images/x/labels/b.txt"));
+        assert_eq!(
+            label_path(Path::new("/d/images/train/a.jpg")),
+            PathBuf::from("/d/labels/train/a.txt")
+        );
+        assert_eq!(
+            label_path(Path::new("d/images/x/images/b.png")),
+            PathBuf::from("d/images/x/labels/b.txt")
+        );
     }
 
     #[test]
@@ -417,6 +488,11 @@ mod tests {
         let err = resolve("no-such-dataset-anywhere").unwrap_err();
         assert_eq!(err.exit_code(), libreyolo_core::error::exit::USAGE);
         let msg = err.to_string();
-        assert!(msg.contains("datasets") && msg.contains("LIBREYOLO_DATASETS_DIR") && msg.contains("synthetic"), "{msg}");
+        assert!(
+            msg.contains("datasets")
+                && msg.contains("LIBREYOLO_DATASETS_DIR")
+                && msg.contains("synthetic"),
+            "{msg}"
+        );
     }
 }

@@ -37,9 +37,22 @@ impl Pickle {
     }
     /// `_rebuild_tensor_v2(storage key, offset, size, stride)` of a float
     /// storage of `numel` elements, as torch.save writes it.
-    pub fn tensor(&mut self, key: &str, numel: i64, offset: i64, size: &[i64], stride: &[i64]) -> &mut Self {
+    pub fn tensor(
+        &mut self,
+        key: &str,
+        numel: i64,
+        offset: i64,
+        size: &[i64],
+        stride: &[i64],
+    ) -> &mut Self {
         self.global("torch._utils", "_rebuild_tensor_v2").op(b"(");
-        self.op(b"(").str("storage").global("torch", "FloatStorage").str(key).str("cpu").int(numel).op(b"tQ");
+        self.op(b"(")
+            .str("storage")
+            .global("torch", "FloatStorage")
+            .str(key)
+            .str("cpu")
+            .int(numel)
+            .op(b"tQ");
         self.int(offset).ints(size).ints(stride).op(&[0x89]);
         self.global("collections", "OrderedDict").op(b")R").op(b"tR")
     }
@@ -58,7 +71,8 @@ impl Pickle {
 pub fn write_checkpoint(path: &Path, pkl: &[u8], storages: &[(&str, &[u8])]) {
     let f = std::fs::File::create(path).unwrap();
     let mut z = zip::ZipWriter::new(f);
-    let opts = zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
+    let opts =
+        zip::write::SimpleFileOptions::default().compression_method(zip::CompressionMethod::Stored);
     z.start_file("archive/data.pkl", opts).unwrap();
     z.write_all(pkl).unwrap();
     for (key, bytes) in storages {

@@ -36,7 +36,11 @@ pub fn parity_python() -> PathBuf {
     let py = std::env::var_os("LIBREYOLO_PARITY_PYTHON")
         .map(PathBuf::from)
         .unwrap_or_else(|| PathBuf::from("/tmp/libreyolo-bench-venv/bin/python"));
-    assert!(imports(&py, "libreyolo"), "needs a python with libreyolo==1.6.0 at {}: {PARITY_SETUP}", py.display());
+    assert!(
+        imports(&py, "libreyolo"),
+        "needs a python with libreyolo==1.6.0 at {}: {PARITY_SETUP}",
+        py.display()
+    );
     py
 }
 
@@ -47,18 +51,30 @@ pub fn libreyolo_sources() -> PathBuf {
         return PathBuf::from(dir);
     }
     let py = parity_python();
-    let out = run_python(&py, "import os, libreyolo; print(os.path.dirname(os.path.dirname(os.path.abspath(libreyolo.__file__))))", &[]);
+    let out = run_python(
+        &py,
+        "import os, libreyolo; print(os.path.dirname(os.path.dirname(os.path.abspath(libreyolo.__file__))))",
+        &[],
+    );
     PathBuf::from(out.trim())
 }
 
 /// Whether `py` runs and imports `module`.
 fn imports(py: &Path, module: &str) -> bool {
-    Command::new(py).args(["-W", "ignore", "-c", &format!("import {module}")]).output().map(|o| o.status.success()).unwrap_or(false)
+    Command::new(py)
+        .args(["-W", "ignore", "-c", &format!("import {module}")])
+        .output()
+        .map(|o| o.status.success())
+        .unwrap_or(false)
 }
 
 /// Runs a python script with the torch venv; panics with its stderr on failure.
 pub fn run_python(py: &Path, script: &str, args: &[&str]) -> String {
-    let out = Command::new(py).args(["-W", "ignore", "-c", script]).args(args).output().expect("run python");
+    let out = Command::new(py)
+        .args(["-W", "ignore", "-c", script])
+        .args(args)
+        .output()
+        .expect("run python");
     assert!(out.status.success(), "python failed:\n{}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -84,12 +100,17 @@ pub fn command(sub: &str, extra: &[&str]) -> libreyolo_core::cli::ProfileCommand
 
 /// [`command`], a value clap refuses (a typed argument) as the usage
 /// error the binary exits 2 with: its first line.
-pub fn try_command(sub: &str, extra: &[&str]) -> libreyolo_core::Result<libreyolo_core::cli::ProfileCommand> {
+pub fn try_command(
+    sub: &str,
+    extra: &[&str],
+) -> libreyolo_core::Result<libreyolo_core::cli::ProfileCommand> {
     use clap::Parser;
     use libreyolo_core::cli::{Cli, TopCommand};
     let mut argv = vec!["libreyolo", "profile", sub];
     argv.extend_from_slice(extra);
-    let parsed = Cli::try_parse_from(&argv).map_err(|e| libreyolo_core::Error::usage(e.to_string().lines().next().unwrap_or_default()))?;
+    let parsed = Cli::try_parse_from(&argv).map_err(|e| {
+        libreyolo_core::Error::usage(e.to_string().lines().next().unwrap_or_default())
+    })?;
     let TopCommand::Profile(p) = parsed.command else { unreachable!("a profile command") };
     Ok(p.into_command().expect("a subcommand"))
 }
@@ -97,6 +118,8 @@ pub fn try_command(sub: &str, extra: &[&str]) -> libreyolo_core::Result<libreyol
 /// Runs a reader command (`["summary", path, …]`) and returns its stdout.
 pub fn reader(argv: &[&str]) -> String {
     let (sub, extra) = argv.split_first().expect("a reader subcommand");
-    let libreyolo_core::cli::ProfileCommand::Reader(r) = command(sub, extra) else { panic!("{sub} is not a reader subcommand") };
+    let libreyolo_core::cli::ProfileCommand::Reader(r) = command(sub, extra) else {
+        panic!("{sub} is not a reader subcommand")
+    };
     libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }

@@ -44,7 +44,14 @@ pub enum CollSort {
 }
 
 impl CollSort {
-    pub const ALL: [CollSort; 6] = [CollSort::Skew, CollSort::Wait, CollSort::Transfer, CollSort::Size, CollSort::BusBw, CollSort::Time];
+    pub const ALL: [CollSort; 6] = [
+        CollSort::Skew,
+        CollSort::Wait,
+        CollSort::Transfer,
+        CollSort::Size,
+        CollSort::BusBw,
+        CollSort::Time,
+    ];
 
     pub fn next(self) -> CollSort {
         let i = CollSort::ALL.iter().position(|s| *s == self).unwrap_or(0);
@@ -130,13 +137,18 @@ impl Component for CollectivesView {
                 Effect::None
             }
             Action::Enter if self.detail => {
-                let rank = self.matched(&j.collectives).and_then(|m| m.ranks.get(self.rank_row)).map(|r| r.rank);
-                rank.and_then(|k| j.job.ranks.iter().position(|r| r.rank == k)).map_or(Effect::None, Effect::OpenRank)
+                let rank = self
+                    .matched(&j.collectives)
+                    .and_then(|m| m.ranks.get(self.rank_row))
+                    .map(|r| r.rank);
+                rank.and_then(|k| j.job.ranks.iter().position(|r| r.rank == k))
+                    .map_or(Effect::None, Effect::OpenRank)
             }
             Action::Enter => {
                 let Some(m) = self.matched(&j.collectives) else { return Effect::Pass };
                 // The cursor starts on the rank everyone waited for.
-                self.rank_row = m.ranks.iter().position(|r| Some(r.rank) == m.last_rank).unwrap_or(0);
+                self.rank_row =
+                    m.ranks.iter().position(|r| Some(r.rank) == m.last_rank).unwrap_or(0);
                 self.detail = true;
                 Effect::None
             }
@@ -184,7 +196,10 @@ impl Component for CollectivesView {
             self.table(f, c, t, list);
         }
         let m = self.matched(c);
-        f.render_widget(Paragraph::new(m.map(|m| detail_lines(m, t, w, single)).unwrap_or_default()), details);
+        f.render_widget(
+            Paragraph::new(m.map(|m| detail_lines(m, t, w, single)).unwrap_or_default()),
+            details,
+        );
         let mut spans = Vec::new();
         if self.detail {
             let rank = m.and_then(|m| m.ranks.get(self.rank_row)).map(|r| r.rank);
@@ -196,7 +211,13 @@ impl Component for CollectivesView {
             }
             spans.push(Span::styled("Esc: the list · c: ranks", t.muted()));
         } else {
-            spans.push(Span::styled(format!("sort: {} (s) · Enter: per rank · c: ranks · µs, MB, GB/s", self.sort.as_str()), t.muted()));
+            spans.push(Span::styled(
+                format!(
+                    "sort: {} (s) · Enter: per rank · c: ranks · µs, MB, GB/s",
+                    self.sort.as_str()
+                ),
+                t.muted(),
+            ));
         }
         let line = Line::from(spans);
         let text: String = line.spans.iter().map(|s| s.content.as_ref()).collect();
@@ -215,7 +236,11 @@ impl CollectivesView {
         let key = before.and_then(|c| self.matched(c)).map(|m| (m.group.clone(), m.seq));
         self.order = order(now, self.sort);
         self.selected = key
-            .and_then(|(g, s)| self.order.iter().position(|&i| now.collectives[i].group == g && now.collectives[i].seq == s))
+            .and_then(|(g, s)| {
+                self.order
+                    .iter()
+                    .position(|&i| now.collectives[i].group == g && now.collectives[i].seq == s)
+            })
             .unwrap_or(0);
         let n = self.matched(now).map_or(0, |m| m.ranks.len());
         if n == 0 {
@@ -264,13 +289,20 @@ impl CollectivesView {
         let all = &c.collectives;
         let text = |title: &str, widest: usize| (title.chars().count() + 1).max(widest) as u16;
         let plain = |title: &str, widest: usize| title.chars().count().max(widest) as u16;
-        let longest = |f: &dyn Fn(&Matched) -> usize, max: usize| all.iter().map(f).max().unwrap_or(0).min(max);
+        let longest = |f: &dyn Fn(&Matched) -> usize, max: usize| {
+            all.iter().map(f).max().unwrap_or(0).min(max)
+        };
         let figure = |f: &dyn Fn(&Matched) -> Option<f64>, digits: usize| {
-            let top = all.iter().filter_map(f).fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
+            let top = all
+                .iter()
+                .filter_map(f)
+                .fold(None, |a: Option<f64>, v| Some(a.map_or(v, |a| a.max(v))));
             let missing = all.iter().any(|m| f(m).is_none());
             top.map_or(0, |v| num(v, digits).len()).max(if missing { 3 } else { 0 })
         };
-        let mark = |s: CollSort, name: &'static str| if self.sort == s { format!("▼{name}") } else { name.to_string() };
+        let mark = |s: CollSort, name: &'static str| {
+            if self.sort == s { format!("▼{name}") } else { name.to_string() }
+        };
         let (at, mb, skew, wait, xfer, busbw) = (
             mark(CollSort::Time, "at ms"),
             mark(CollSort::Size, "MB"),
@@ -282,12 +314,23 @@ impl CollectivesView {
         let mut cols: Vec<(&str, bool, u16)> = vec![
             ("group", false, plain("group", longest(&|m| m.group.chars().count(), 12))),
             ("#", true, plain("#", longest(&|m| m.seq.to_string().len(), 8))),
-            ("collective", false, plain("collective", longest(&|m| m.collective.chars().count(), 14))),
+            (
+                "collective",
+                false,
+                plain("collective", longest(&|m| m.collective.chars().count(), 14)),
+            ),
             (&at, true, text("at ms", figure(&|m| Some(m.at_ms), 3))),
             (&mb, true, text("MB", figure(&|m| m.bytes.map(|b| b as f64 / 1e6), 3))),
         ];
         if wide {
-            cols.push(("dtype", false, plain("dtype", longest(&|m| m.dtype.as_deref().map_or(3, |d| d.chars().count()), 12))));
+            cols.push((
+                "dtype",
+                false,
+                plain(
+                    "dtype",
+                    longest(&|m| m.dtype.as_deref().map_or(3, |d| d.chars().count()), 12),
+                ),
+            ));
         }
         cols.extend([
             (skew.as_str(), true, text("skew µs", figure(&|m| m.skew_us, 1))),
@@ -301,7 +344,10 @@ impl CollectivesView {
         cols.push((&busbw, true, text("busbw", figure(&|m| m.busbw_gbps, 2))));
         let widths: Vec<Constraint> = cols.iter().map(|c| Constraint::Length(c.2)).collect();
         let names: Vec<(&str, bool)> = cols.iter().map(|c| (c.0, c.1)).collect();
-        f.render_widget(Table::new(rows, widths).header(header(&names, t.header())).column_spacing(1), area);
+        f.render_widget(
+            Table::new(rows, widths).header(header(&names, t.header())).column_spacing(1),
+            area,
+        );
     }
 
     /// The selected collective rank by rank: arrival after the earliest
@@ -326,9 +372,24 @@ impl CollectivesView {
             ]);
             if first + k == self.rank_row { row.style(t.selected()) } else { row }
         });
-        let cols = [("rank", true), ("arrival µs", true), ("wait µs", true), ("kernel µs", true), ("", false)];
-        let widths = [Constraint::Length(6), Constraint::Length(11), Constraint::Length(9), Constraint::Length(10), Constraint::Fill(1)];
-        f.render_widget(Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(1), area);
+        let cols = [
+            ("rank", true),
+            ("arrival µs", true),
+            ("wait µs", true),
+            ("kernel µs", true),
+            ("", false),
+        ];
+        let widths = [
+            Constraint::Length(6),
+            Constraint::Length(11),
+            Constraint::Length(9),
+            Constraint::Length(10),
+            Constraint::Fill(1),
+        ];
+        f.render_widget(
+            Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(1),
+            area,
+        );
     }
 }
 
@@ -338,14 +399,29 @@ const LABEL_W: usize = 9;
 /// The view's first lines: how many collectives on how many ranks, one
 /// line per group (at most `max_groups`), the ranks that wait most and
 /// arrive last most often, and the lens's notes; each cut to `width`.
-pub fn head_lines(c: &Collectives, t: &Theme, width: usize, max_groups: usize) -> Vec<Line<'static>> {
+pub fn head_lines(
+    c: &Collectives,
+    t: &Theme,
+    width: usize,
+    max_groups: usize,
+) -> Vec<Line<'static>> {
     let world = c.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let plural = if c.ranks.len() == 1 { "" } else { "s" };
-    let head = format!("collectives: {} matched on {} rank{plural}{world}", c.collectives.len(), c.ranks.len());
+    let head = format!(
+        "collectives: {} matched on {} rank{plural}{world}",
+        c.collectives.len(),
+        c.ranks.len()
+    );
     let mut out = vec![Line::styled(clip(&head, width), t.title())];
     for (k, g) in c.groups.iter().enumerate() {
         if k + 1 == max_groups && c.groups.len() > max_groups {
-            out.push(Line::styled(clip(&format!("  … and {} more groups: profile collectives", c.groups.len() - k), width), t.muted()));
+            out.push(Line::styled(
+                clip(
+                    &format!("  … and {} more groups: profile collectives", c.groups.len() - k),
+                    width,
+                ),
+                t.muted(),
+            ));
             break;
         }
         let counts: Vec<String> = g.counts.iter().map(|(n, k)| format!("{k} {n}")).collect();
@@ -353,8 +429,14 @@ pub fn head_lines(c: &Collectives, t: &Theme, width: usize, max_groups: usize) -
     }
     if c.ranks.len() > 1 && !c.collectives.is_empty() {
         // Largest first, the lower rank on a tie.
-        let waits = c.per_rank.iter().max_by(|a, b| a.wait_ms.total_cmp(&b.wait_ms).then(b.rank.cmp(&a.rank)));
-        let lasts = c.per_rank.iter().max_by(|a, b| a.last_arrivals.cmp(&b.last_arrivals).then(b.rank.cmp(&a.rank)));
+        let waits = c
+            .per_rank
+            .iter()
+            .max_by(|a, b| a.wait_ms.total_cmp(&b.wait_ms).then(b.rank.cmp(&a.rank)));
+        let lasts = c
+            .per_rank
+            .iter()
+            .max_by(|a, b| a.last_arrivals.cmp(&b.last_arrivals).then(b.rank.cmp(&a.rank)));
         if let (Some(w), Some(l)) = (waits, lasts) {
             let text = format!(
                 "waits most: rank {} ({} ms) · arrives last most often: rank {} ({} of {})",
@@ -378,13 +460,25 @@ pub fn head_lines(c: &Collectives, t: &Theme, width: usize, max_groups: usize) -
 /// the first the rank numbers, and the width of a rank's column (its
 /// widest figure and two spaces). One rank has no waits or last arrivals.
 pub fn per_rank_rows(c: &Collectives, width: usize) -> (Vec<(String, Vec<String>)>, usize) {
-    let mut rows = vec![("rank".to_string(), c.per_rank.iter().map(|r| r.rank.to_string()).collect::<Vec<_>>())];
+    let mut rows = vec![(
+        "rank".to_string(),
+        c.per_rank.iter().map(|r| r.rank.to_string()).collect::<Vec<_>>(),
+    )];
     if c.ranks.len() > 1 {
         rows.push(("wait ms".to_string(), c.per_rank.iter().map(|r| num(r.wait_ms, 3)).collect()));
-        rows.push(("last".to_string(), c.per_rank.iter().map(|r| r.last_arrivals.to_string()).collect()));
+        rows.push((
+            "last".to_string(),
+            c.per_rank.iter().map(|r| r.last_arrivals.to_string()).collect(),
+        ));
     }
     rows.push(("comm ms".to_string(), c.per_rank.iter().map(|r| num(r.comm_ms, 3)).collect()));
-    let rank_w = rows.iter().flat_map(|(_, v)| v.iter().map(|s| s.chars().count())).max().unwrap_or(0).max(4) + 2;
+    let rank_w = rows
+        .iter()
+        .flat_map(|(_, v)| v.iter().map(|s| s.chars().count()))
+        .max()
+        .unwrap_or(0)
+        .max(4)
+        + 2;
     let fit = (width.saturating_sub(LABEL_W) / rank_w).max(1);
     let n = c.per_rank.len();
     if n > fit {
@@ -412,8 +506,12 @@ pub fn detail_lines(m: &Matched, t: &Theme, width: usize, single: bool) -> Vec<L
     }
     let mut xfer = format!("transfer {} µs", num(m.duration_us, 1));
     match (m.algbw_gbps, m.busbw_gbps) {
-        (Some(a), Some(b)) => xfer.push_str(&format!(" · algbw {} GB/s · busbw {} GB/s", num(a, 2), num(b, 2))),
-        (Some(a), None) => xfer.push_str(&format!(" · algbw {} GB/s · busbw n/a ({})", num(a, 2), m.collective)),
+        (Some(a), Some(b)) => {
+            xfer.push_str(&format!(" · algbw {} GB/s · busbw {} GB/s", num(a, 2), num(b, 2)))
+        }
+        (Some(a), None) => {
+            xfer.push_str(&format!(" · algbw {} GB/s · busbw n/a ({})", num(a, 2), m.collective))
+        }
         _ => xfer.push_str(" · bandwidth n/a: the trace records no message size"),
     }
     let who = if single {
@@ -429,5 +527,9 @@ pub fn detail_lines(m: &Matched, t: &Theme, width: usize, single: bool) -> Vec<L
             m.ranks.len()
         )
     };
-    vec![Line::styled(clip(&what, width), t.title()), Line::raw(clip(&xfer, width)), Line::raw(clip(&who, width))]
+    vec![
+        Line::styled(clip(&what, width), t.title()),
+        Line::raw(clip(&xfer, width)),
+        Line::raw(clip(&who, width)),
+    ]
 }

@@ -36,7 +36,9 @@ impl Component for ComparePane {
         }
         match a {
             Action::OpenOther => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
-            Action::Enter if ctx.other.data.is_none() => Effect::Edit(Editor { field: Field::Path, text: String::new() }),
+            Action::Enter if ctx.other.data.is_none() => {
+                Effect::Edit(Editor { field: Field::Path, text: String::new() })
+            }
             _ => Effect::Pass,
         }
     }
@@ -60,7 +62,11 @@ impl Component for ComparePane {
         ];
         if let Some(ed) = view.editor.filter(|e| e.field == Field::Path) {
             lines.push(Line::raw(""));
-            lines.push(Line::from(vec![Span::styled("path: ", t.accent()), Span::raw(ed.text.clone()), Span::styled("█", t.accent())]));
+            lines.push(Line::from(vec![
+                Span::styled("path: ", t.accent()),
+                Span::raw(ed.text.clone()),
+                Span::styled("█", t.accent()),
+            ]));
         }
         if let Some(e) = &view.other.error {
             lines.push(Line::raw(""));
@@ -94,11 +100,17 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     out.push(Line::from(vec![
         Span::styled(format!("{:<14}", "before"), t.header()),
-        Span::raw(clip(&format!("{} ({})", display_name(&c.before), c.mode[0]), width.saturating_sub(14))),
+        Span::raw(clip(
+            &format!("{} ({})", display_name(&c.before), c.mode[0]),
+            width.saturating_sub(14),
+        )),
     ]));
     out.push(Line::from(vec![
         Span::styled(format!("{:<14}", "after"), t.header()),
-        Span::raw(clip(&format!("{} ({})", display_name(&c.after), c.mode[1]), width.saturating_sub(14))),
+        Span::raw(clip(
+            &format!("{} ({})", display_name(&c.after), c.mode[1]),
+            width.saturating_sub(14),
+        )),
     ]));
     if let Some(w) = &c.warning {
         out.push(Line::styled(format!("warning: {w}"), t.warn()));
@@ -116,7 +128,10 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
         let mut spans = vec![
             Span::raw(format!("{:<14}", m.label)),
             Span::raw(format!("{:>vw$} ", clip(&metric_value(m, m.before), vw))),
-            Span::styled(format!("{:>vw$} ", clip(&metric_value(m, m.after), vw)), improved_style(t, m.improved)),
+            Span::styled(
+                format!("{:>vw$} ", clip(&metric_value(m, m.after), vw)),
+                improved_style(t, m.improved),
+            ),
             Span::styled(format!("{change:>8}"), improved_style(t, m.improved)),
         ];
         let sig = match m.significance.significant {
@@ -126,8 +141,12 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
             None => None,
         };
         if let Some((label, style)) = sig {
-            let detail = if wide { format!(": {}", m.significance.significance) } else { String::new() };
-            spans.push(Span::styled(clip(&format!("  {label}{detail}"), width.saturating_sub(14 + 2 * vw + 10)), style));
+            let detail =
+                if wide { format!(": {}", m.significance.significance) } else { String::new() };
+            spans.push(Span::styled(
+                clip(&format!("  {label}{detail}"), width.saturating_sub(14 + 2 * vw + 10)),
+                style,
+            ));
         }
         out.push(Line::from(spans));
     }
@@ -153,7 +172,10 @@ fn section(out: &mut Vec<Line<'static>>, t: &Theme, title: &str, rows: &[RowDelt
     }
     out.push(Line::raw(""));
     let n = rows.len();
-    out.push(Line::styled(format!("{title} · {n} row{}", if n == 1 { "" } else { "s" }), t.header()));
+    out.push(Line::styled(
+        format!("{title} · {n} row{}", if n == 1 { "" } else { "s" }),
+        t.header(),
+    ));
     for r in rows {
         let (label, style) = match r.status {
             RowStatus::Faster => ("faster", t.better()),
@@ -163,9 +185,14 @@ fn section(out: &mut Vec<Line<'static>>, t: &Theme, title: &str, rows: &[RowDelt
             RowStatus::Disappeared => ("gone", t.warn()),
         };
         let change = r.change_pct.map_or(String::new(), |p| format!("{p:+.0}%"));
-        let head = format!("{:>9} -> {:<9} {:>6} ", opt(r.before_ms, 3), opt(r.after_ms, 3), change);
+        let head =
+            format!("{:>9} -> {:<9} {:>6} ", opt(r.before_ms, 3), opt(r.after_ms, 3), change);
         let name = libreyolo_core::analysis::kernels::short_name(&r.name);
         let room = width.saturating_sub(head.chars().count() + 11);
-        out.push(Line::from(vec![Span::styled(format!("  {label:<9}"), style), Span::raw(head), Span::raw(clip(&name, room))]));
+        out.push(Line::from(vec![
+            Span::styled(format!("  {label:<9}"), style),
+            Span::raw(head),
+            Span::raw(clip(&name, room)),
+        ]));
     }
 }

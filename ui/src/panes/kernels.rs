@@ -42,7 +42,9 @@ impl Component for KernelsPane {
             return Effect::None;
         }
         match a {
-            Action::Enter if self.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => self.detail = !self.detail,
+            Action::Enter if self.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => {
+                self.detail = !self.detail
+            }
             Action::Back if self.detail => self.detail = false,
             Action::StartRegex => {
                 let before = self.query.grep.clone();
@@ -139,7 +141,10 @@ impl Component for KernelsPane {
         let t = view.theme;
         let Some(k) = &self.result else {
             let msg = self.error.clone().unwrap_or_default();
-            f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
+            f.render_widget(
+                Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }),
+                area,
+            );
             return;
         };
         if k.kernels.is_empty() {
@@ -159,12 +164,21 @@ impl Component for KernelsPane {
         // peak always, the achieved rate on wide screens.
         let rates = RateColumns::of(k.kernels.iter().map(|r| &r.achieved), wide);
         // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
-        let name_w = area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
+        let name_w =
+            area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
         let rows = k.kernels[first..last].iter().enumerate().map(|(i, r)| {
-            let mut cells = vec![right(fixed(r.pct_of_gpu, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+            let mut cells = vec![
+                right(fixed(r.pct_of_gpu, 2)),
+                right(fixed(r.ms_per_step, 3)),
+                right(num(r.count_per_step, 1)),
+            ];
             cells.extend(rates.cells(&r.achieved));
             cells.extend([
-                Cell::from(if r.tensorcore { Span::styled("TC", t.accent()) } else { Span::raw("") }),
+                Cell::from(if r.tensorcore {
+                    Span::styled("TC", t.accent())
+                } else {
+                    Span::raw("")
+                }),
                 Cell::from(clip(&r.kernel, name_w)),
                 Cell::from(Span::styled(clip(r.category.as_str(), cat_w as usize), t.muted())),
             ]);
@@ -177,7 +191,10 @@ impl Component for KernelsPane {
         let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(7)];
         widths.extend(rates.widths());
         widths.extend([Constraint::Length(2), Constraint::Fill(1), Constraint::Length(cat_w)]);
-        f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+        f.render_widget(
+            Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1),
+            area,
+        );
     }
 }
 
@@ -242,7 +259,11 @@ impl KernelsPane {
         self.query = KernelQuery::default();
         self.pending = None;
         self.done(kernels(d.profile(), &self.query));
-        let Some(i) = self.result.as_ref().and_then(|k| k.kernels.iter().position(|r| r.raw_name == raw_name)) else {
+        let Some(i) = self
+            .result
+            .as_ref()
+            .and_then(|k| k.kernels.iter().position(|r| r.raw_name == raw_name))
+        else {
             return false;
         };
         self.selected = i;
@@ -259,8 +280,14 @@ impl KernelsPane {
     fn detail(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
         let t = view.theme;
         let (Some(k), Some(p)) = (self.selected_kernel(), view.profile()) else { return };
-        let field = |label: &str, value: String| Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)]);
-        let mut lines = vec![Line::styled(k.kernel.clone(), t.title()), Line::raw(""), Line::styled("full name", t.header())];
+        let field = |label: &str, value: String| {
+            Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)])
+        };
+        let mut lines = vec![
+            Line::styled(k.kernel.clone(), t.title()),
+            Line::raw(""),
+            Line::styled("full name", t.header()),
+        ];
         // Cut by characters, not words: a C++ signature has few spaces.
         let chars: Vec<char> = k.raw_name.chars().collect();
         for chunk in chars.chunks((area.width as usize).max(1)) {
@@ -282,7 +309,10 @@ impl KernelsPane {
         if split.is_empty() {
             lines.push(Line::styled("no per-phase split in this profile", t.muted()));
         } else {
-            lines.push(Line::styled(format!("{:<14}{:>10} {:>10} {:>8}", "phase", "ms/step", "calls/step", "%GPU"), t.header()));
+            lines.push(Line::styled(
+                format!("{:<14}{:>10} {:>10} {:>8}", "phase", "ms/step", "calls/step", "%GPU"),
+                t.header(),
+            ));
             for (phase, r) in split {
                 lines.push(Line::raw(format!(
                     "{:<14}{:>10} {:>10} {:>8}",
@@ -294,7 +324,10 @@ impl KernelsPane {
             }
         }
         lines.push(Line::raw(""));
-        lines.push(Line::styled("Esc/Enter: back to the list · Up/Down: previous/next kernel", t.muted()));
+        lines.push(Line::styled(
+            "Esc/Enter: back to the list · Up/Down: previous/next kernel",
+            t.muted(),
+        ));
         f.render_widget(Paragraph::new(lines), area);
     }
 }
@@ -309,11 +342,15 @@ pub fn drop_vanished_phase(phase: &mut Option<String>, data: Option<&Loaded>) ->
 /// The categories the pane cycles through: the profile's kernel mix, in
 /// its order.
 pub fn categories(data: Option<&Loaded>) -> Vec<String> {
-    data.map_or_else(Vec::new, |d| d.profile().categories.iter().map(|c| c.name.to_string()).collect())
+    data.map_or_else(Vec::new, |d| {
+        d.profile().categories.iter().map(|c| c.name.to_string()).collect()
+    })
 }
 
 pub fn phase_names(data: Option<&Loaded>) -> Vec<String> {
-    data.map_or_else(Vec::new, |d| d.profile().phase_names().iter().map(|s| s.to_string()).collect())
+    data.map_or_else(Vec::new, |d| {
+        d.profile().phase_names().iter().map(|s| s.to_string()).collect()
+    })
 }
 
 /// The roofline columns of the Kernels and Ops tables: none when no row is
@@ -363,7 +400,10 @@ impl RateColumns {
             c.push(right(a.tflops.map_or_else(dash, |v| fixed(v, 1))));
         }
         c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%"))));
-        c.push(Cell::from(a.roofline_bound.map_or("", |b| if b == RooflineBound::Compute { "cmp" } else { "mem" })));
+        c.push(Cell::from(
+            a.roofline_bound
+                .map_or("", |b| if b == RooflineBound::Compute { "cmp" } else { "mem" }),
+        ));
         c
     }
 }
@@ -374,16 +414,25 @@ pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, Strin
     if let Some(s) = shape {
         out.push(("shape", s.to_string()));
     }
-    let (Some(gflop), Some(gb), Some(tflops), Some(tbps)) = (a.gflop_per_step, a.gb_per_step, a.tflops, a.tbps) else {
+    let (Some(gflop), Some(gb), Some(tflops), Some(tbps)) =
+        (a.gflop_per_step, a.gb_per_step, a.tflops, a.tbps)
+    else {
         return out;
     };
     out.push(("work/step", format!("{} GFLOP, {} GB", num(gflop, 3), num(gb, 4))));
     out.push((
         "achieved",
-        format!("{} TFLOP/s, {} TB/s over {} ms/step", fixed(tflops, 2), fixed(tbps, 3), fixed(a.modelled_ms_per_step.unwrap_or(0.0), 4)),
+        format!(
+            "{} TFLOP/s, {} TB/s over {} ms/step",
+            fixed(tflops, 2),
+            fixed(tbps, 3),
+            fixed(a.modelled_ms_per_step.unwrap_or(0.0), 4)
+        ),
     ));
     let roof = match (a.pct_of_peak, a.roofline_bound, a.lost_ms_per_step) {
-        (Some(p), Some(b), Some(l)) => format!("at {p:.0}% of it ({}-bound), {} ms/step lost", b.as_str(), fixed(l, 4)),
+        (Some(p), Some(b), Some(l)) => {
+            format!("at {p:.0}% of it ({}-bound), {} ms/step lost", b.as_str(), fixed(l, 4))
+        }
         _ => "device peaks unknown: no % of peak".to_string(),
     };
     out.push(("roofline", roof));

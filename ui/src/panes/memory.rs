@@ -54,10 +54,15 @@ impl Component for MemoryPane {
         let Some(p) = view.profile() else { return };
         let m = memory(p);
         if let Some(none) = &m.none {
-            f.render_widget(Paragraph::new(Line::styled(none.clone(), t.muted())).wrap(Wrap { trim: false }), area);
+            f.render_widget(
+                Paragraph::new(Line::styled(none.clone(), t.muted())).wrap(Wrap { trim: false }),
+                area,
+            );
             return;
         }
-        let Some(d) = m.devices.get(self.device.min(m.devices.len().saturating_sub(1))) else { return };
+        let Some(d) = m.devices.get(self.device.min(m.devices.len().saturating_sub(1))) else {
+            return;
+        };
         let w = area.width as usize;
         let head = head_lines(&m, d, self.device, t, w);
         // The phase table takes at most a third of the pane.
@@ -81,7 +86,10 @@ impl Component for MemoryPane {
             h.push_str(" · Up/Down device");
         }
         if d.phases.len() + 1 > table_h as usize {
-            h.push_str(&format!(" · {} more phases: profile memory", d.phases.len() + 1 - table_h as usize));
+            h.push_str(&format!(
+                " · {} more phases: profile memory",
+                d.phases.len() + 1 - table_h as usize
+            ));
         }
         f.render_widget(Paragraph::new(Line::styled(clip(&h, w), t.muted())), hint);
     }
@@ -92,24 +100,61 @@ impl MemoryPane {
         let alloc: Vec<(f64, f64)> = d.series.iter().map(|p| (p.0, p.1)).collect();
         let resv: Vec<(f64, f64)> = d.series.iter().filter_map(|p| p.2.map(|r| (p.0, r))).collect();
         let peak = [(d.peak_ms, d.peak_allocated_mb)];
-        let top = d.peak_reserved_mb.unwrap_or(0.0).max(d.peak_allocated_mb).max(resv.iter().map(|p| p.1).fold(0.0, f64::max));
+        let top = d
+            .peak_reserved_mb
+            .unwrap_or(0.0)
+            .max(d.peak_allocated_mb)
+            .max(resv.iter().map(|p| p.1).fold(0.0, f64::max));
         let lo = d.series.iter().map(|p| p.1).fold(0.0, f64::min);
         let x1 = m.window_ms.max(d.series.last().map_or(0.0, |p| p.0)).max(1e-3);
         let y1 = if top > lo { top * 1.05 } else { lo + 1.0 };
         let mut sets = Vec::new();
         if !resv.is_empty() {
-            sets.push(Dataset::default().name("reserved").marker(Marker::Braille).graph_type(GraphType::Line).style(t.muted()).data(&resv));
+            sets.push(
+                Dataset::default()
+                    .name("reserved")
+                    .marker(Marker::Braille)
+                    .graph_type(GraphType::Line)
+                    .style(t.muted())
+                    .data(&resv),
+            );
         }
-        sets.push(Dataset::default().name("allocated").marker(Marker::Braille).graph_type(GraphType::Line).style(t.accent()).data(&alloc));
-        sets.push(Dataset::default().name("peak").marker(Marker::Block).graph_type(GraphType::Scatter).style(t.warn()).data(&peak));
-        let x = Axis::default().style(t.muted()).bounds([0.0, x1]).labels(vec![Span::raw("0"), Span::raw(num(x1, 1))]);
-        let y = Axis::default().style(t.muted()).bounds([lo, y1]).labels(vec![Span::raw(num(lo, 0)), Span::raw(num(y1, 0))]);
+        sets.push(
+            Dataset::default()
+                .name("allocated")
+                .marker(Marker::Braille)
+                .graph_type(GraphType::Line)
+                .style(t.accent())
+                .data(&alloc),
+        );
+        sets.push(
+            Dataset::default()
+                .name("peak")
+                .marker(Marker::Block)
+                .graph_type(GraphType::Scatter)
+                .style(t.warn())
+                .data(&peak),
+        );
+        let x = Axis::default()
+            .style(t.muted())
+            .bounds([0.0, x1])
+            .labels(vec![Span::raw("0"), Span::raw(num(x1, 1))]);
+        let y = Axis::default()
+            .style(t.muted())
+            .bounds([lo, y1])
+            .labels(vec![Span::raw(num(lo, 0)), Span::raw(num(y1, 0))]);
         f.render_widget(Chart::new(sets).x_axis(x).y_axis(y), area);
     }
 }
 
 /// The device list, the peaks and where the allocated peak is.
-fn head_lines(m: &Memory, d: &DeviceMemory, sel: usize, t: &Theme, width: usize) -> Vec<Line<'static>> {
+fn head_lines(
+    m: &Memory,
+    d: &DeviceMemory,
+    sel: usize,
+    t: &Theme,
+    width: usize,
+) -> Vec<Line<'static>> {
     let mut devs = vec![Span::styled("device ", t.muted())];
     for (i, x) in m.devices.iter().enumerate() {
         if i > 0 {
@@ -121,19 +166,32 @@ fn head_lines(m: &Memory, d: &DeviceMemory, sel: usize, t: &Theme, width: usize)
     devs.push(Span::styled(format!(" · {} events", d.events), t.muted()));
     let peaks = memory_peaks(d, " · ");
     let at = memory_peak_at(m, d, " · ");
-    let mut out = vec![Line::from(devs), Line::styled(clip(&peaks, width), t.title()), Line::raw(clip(&at, width))];
+    let mut out = vec![
+        Line::from(devs),
+        Line::styled(clip(&peaks, width), t.title()),
+        Line::raw(clip(&at, width)),
+    ];
     if !d.totals {
-        out.push(Line::styled(clip("counted from the first event: the trace records sizes, not totals", width), t.warn()));
+        out.push(Line::styled(
+            clip("counted from the first event: the trace records sizes, not totals", width),
+            t.warn(),
+        ));
     }
     out
 }
 
 fn phase_table(f: &mut Frame, d: &DeviceMemory, t: &Theme, area: Rect) {
-    let rows = d
-        .phases
-        .iter()
-        .map(|p| Row::new(vec![p.phase.clone().into(), right(num(p.peak_allocated_mb, 1)), right(opt(p.peak_reserved_mb, 1))]));
+    let rows = d.phases.iter().map(|p| {
+        Row::new(vec![
+            p.phase.clone().into(),
+            right(num(p.peak_allocated_mb, 1)),
+            right(opt(p.peak_reserved_mb, 1)),
+        ])
+    });
     let widths = [Constraint::Fill(1), Constraint::Length(14), Constraint::Length(13)];
     let cols = [("phase", false), ("peak alloc MB", true), ("peak resv MB", true)];
-    f.render_widget(Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(2), area);
+    f.render_widget(
+        Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(2),
+        area,
+    );
 }

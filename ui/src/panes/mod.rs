@@ -118,18 +118,29 @@ pub fn page_rows(height: u16) -> usize {
 
 /// The loading screen of a slot: what is read, how far, how long.
 pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
-    let [_, msg, gauge, hint, _] =
-        Layout::vertical([Constraint::Fill(1), Constraint::Length(3), Constraint::Length(1), Constraint::Length(2), Constraint::Fill(1)])
-            .areas(area);
+    let [_, msg, gauge, hint, _] = Layout::vertical([
+        Constraint::Fill(1),
+        Constraint::Length(3),
+        Constraint::Length(1),
+        Constraint::Length(2),
+        Constraint::Fill(1),
+    ])
+    .areas(area);
     let inner = |r: Rect| Rect { x: r.x + 2, width: r.width.saturating_sub(4), ..r };
     if let Some(err) = &slot.error {
-        let text = vec![Line::styled(format!("Could not open {}", slot.arg), t.warn()), Line::raw(err.clone())];
+        let text = vec![
+            Line::styled(format!("Could not open {}", slot.arg), t.warn()),
+            Line::raw(err.clone()),
+        ];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
         f.render_widget(Paragraph::new(Line::styled("r retry · q quit", t.muted())), inner(hint));
         return;
     }
     let Some(l) = &slot.loading else {
-        f.render_widget(Paragraph::new(Line::styled(format!("{verb} {} …", slot.arg), t.muted())), inner(msg));
+        f.render_widget(
+            Paragraph::new(Line::styled(format!("{verb} {} …", slot.arg), t.muted())),
+            inner(msg),
+        );
         return;
     };
     let secs = l.started.elapsed().as_secs_f64();
@@ -151,7 +162,10 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
         }
         _ => None,
     };
-    let text = vec![Line::styled(format!("{verb} {}", display_name(&slot.arg)), t.title()), Line::styled(detail, t.muted())];
+    let text = vec![
+        Line::styled(format!("{verb} {}", display_name(&slot.arg)), t.title()),
+        Line::styled(detail, t.muted()),
+    ];
     f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
     match ratio {
         Some(r) => f.render_widget(Gauge::default().gauge_style(t.bar()).ratio(r), inner(gauge)),

@@ -35,7 +35,10 @@ impl Component for OpsPane {
         match a {
             Action::StartRegex => {
                 let before = self.query.grep.clone();
-                return Effect::Edit(Editor { text: before.clone().unwrap_or_default(), field: Field::Regex { pane: Pane::Ops, before } });
+                return Effect::Edit(Editor {
+                    text: before.clone().unwrap_or_default(),
+                    field: Field::Regex { pane: Pane::Ops, before },
+                });
             }
             Action::CycleSort => self.query.sort = self.query.sort.next(),
             Action::CyclePhase => {
@@ -96,11 +99,18 @@ impl Component for OpsPane {
         let t = view.theme;
         let Some(o) = &self.result else {
             let msg = self.error.clone().unwrap_or_default();
-            f.render_widget(Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }), area);
+            f.render_widget(
+                Paragraph::new(Line::styled(msg, t.warn())).wrap(Wrap { trim: false }),
+                area,
+            );
             return;
         };
         if o.ops.is_empty() {
-            let why = if o.total == 0 { "no ops recorded in this scope" } else { "no op matches the filters (x clears them)" };
+            let why = if o.total == 0 {
+                "no ops recorded in this scope"
+            } else {
+                "no op matches the filters (x clears them)"
+            };
             f.render_widget(Paragraph::new(Line::styled(why, t.muted())), area);
             return;
         }
@@ -109,7 +119,8 @@ impl Component for OpsPane {
         let details = o.ops.get(self.selected).filter(|r| r.achieved.is_priced()).map(details_line);
         let (area, below) = match details {
             Some(_) if area.height > 4 => {
-                let [top, bottom] = Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+                let [top, bottom] =
+                    Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
                 (top, Some(bottom))
             }
             _ => (area, None),
@@ -118,7 +129,11 @@ impl Component for OpsPane {
         let (first, last) = window(self.selected, o.ops.len(), rows_h);
         let name_w = area.width.saturating_sub(6 + 9 + 8 + 3 + rates.width()).max(10) as usize;
         let rows = o.ops[first..last].iter().enumerate().map(|(i, r)| {
-            let mut cells = vec![right(fixed(r.pct_of_cpu_ops, 2)), right(fixed(r.ms_per_step, 3)), right(num(r.count_per_step, 1))];
+            let mut cells = vec![
+                right(fixed(r.pct_of_cpu_ops, 2)),
+                right(fixed(r.ms_per_step, 3)),
+                right(num(r.count_per_step, 1)),
+            ];
             cells.extend(rates.cells(&r.achieved));
             cells.push(Cell::from(clip(&r.op, name_w)));
             let row = Row::new(cells);
@@ -130,9 +145,15 @@ impl Component for OpsPane {
         let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(8)];
         widths.extend(rates.widths());
         widths.push(Constraint::Fill(1));
-        f.render_widget(Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1), area);
+        f.render_widget(
+            Table::new(rows, widths).header(header(&head, t.header())).column_spacing(1),
+            area,
+        );
         if let (Some(line), Some(at)) = (details, below) {
-            f.render_widget(Paragraph::new(Line::styled(clip(&line, at.width as usize), t.muted())), at);
+            f.render_widget(
+                Paragraph::new(Line::styled(clip(&line, at.width as usize), t.muted())),
+                at,
+            );
         }
     }
 }
@@ -165,7 +186,10 @@ impl OpsPane {
 
 /// One line on the selected priced op: shape, work, rate, roofline.
 fn details_line(r: &OpRow) -> String {
-    let parts: Vec<String> = rate_lines(&r.achieved, r.shape.as_deref()).into_iter().map(|(label, v)| format!("{label} {v}")).collect();
+    let parts: Vec<String> = rate_lines(&r.achieved, r.shape.as_deref())
+        .into_iter()
+        .map(|(label, v)| format!("{label} {v}"))
+        .collect();
     parts.join(" · ")
 }
 
@@ -178,8 +202,12 @@ mod tests {
 
     #[test]
     fn the_regex_field_and_keys_without_an_app() {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
-        let data = Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input);
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/reference/train_b4/profile.json"
+        );
+        let data =
+            Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input);
         let other = Slot::default();
         let ctx = Ctx::of(Some(&data), &other, 10);
         let mut pane = OpsPane::default();
@@ -188,7 +216,10 @@ mod tests {
         assert!(total > 10);
 
         let field = Field::Regex { pane: Pane::Ops, before: None };
-        assert_eq!(pane.update(Action::StartRegex, &ctx), Effect::Edit(Editor { field, text: String::new() }));
+        assert_eq!(
+            pane.update(Action::StartRegex, &ctx),
+            Effect::Edit(Editor { field, text: String::new() })
+        );
         pane.typed("conv", &ctx);
         assert_eq!(pane.query.grep.as_deref(), Some("conv"));
         let matched = pane.result.as_ref().unwrap().matched;

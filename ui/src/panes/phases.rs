@@ -29,31 +29,38 @@ impl Component for PhasesPane {
             return Effect::Pass;
         }
         let Some(row) = d.phases.phases.get(self.selected) else { return Effect::None };
-        let has_kernels = d.profile().kernels_by_phase.get(&row.phase).is_some_and(|k| !k.is_empty());
+        let has_kernels =
+            d.profile().kernels_by_phase.get(&row.phase).is_some_and(|k| !k.is_empty());
         Effect::Drill { phase: row.phase.clone(), kernels: has_kernels }
     }
 
     /// Keeps the selection on a row of a (re)loaded profile.
     fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
-        self.selected = self.selected.min(ctx.data.map_or(0, |d| d.phases.phases.len().saturating_sub(1)));
+        self.selected =
+            self.selected.min(ctx.data.map_or(0, |d| d.phases.phases.len().saturating_sub(1)));
         None
     }
 
     fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
         let t = view.theme;
         let Some(d) = view.data() else { return };
-        let [table_area, hint] = Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        let [table_area, hint] =
+            Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
         let rows_h = table_area.height.saturating_sub(1) as usize;
         let ph = &d.phases.phases;
         if ph.is_empty() {
             f.render_widget(
-                Paragraph::new(Line::styled("no phases: the trace has no step/<phase> ranges and no GPU work", t.muted())),
+                Paragraph::new(Line::styled(
+                    "no phases: the trace has no step/<phase> ranges and no GPU work",
+                    t.muted(),
+                )),
                 table_area,
             );
             return;
         }
         let (first, last) = window(self.selected, ph.len(), rows_h);
-        let name_w = ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
+        let name_w =
+            ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
         // The bar fills what the figures leave (7 columns and their spacing).
         let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7) as usize;
         let bars = d.phases.bars();
@@ -66,7 +73,10 @@ impl Component for PhasesPane {
                 right(num(r.ops_per_step, 1)),
                 right(r.unique_kernels.to_string()),
                 right(r.memcpy_ms_per_step.map_or("-".to_string(), |m| fixed(m, 3))),
-                Cell::from(Span::styled(libreyolo_core::render::text::bar(bars[first + i], bar_w.min(40)), t.accent())),
+                Cell::from(Span::styled(
+                    libreyolo_core::render::text::bar(bars[first + i], bar_w.min(40)),
+                    t.accent(),
+                )),
             ]);
             if first + i == self.selected { row.style(t.selected()) } else { row }
         });
@@ -94,7 +104,11 @@ impl Component for PhasesPane {
         ];
         f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
         let selected = ph.get(self.selected).map_or("", |r| r.phase.as_str());
-        let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) { "kernels" } else { "ops" };
+        let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) {
+            "kernels"
+        } else {
+            "ops"
+        };
         f.render_widget(
             Paragraph::new(Line::from(vec![
                 Span::styled("per step · Enter: ", t.muted()),
@@ -117,7 +131,10 @@ mod tests {
     use crate::theme::{Depth, Theme};
 
     fn loaded() -> Loaded {
-        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/reference/train_b4/profile.json"
+        );
         Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input)
     }
 
@@ -133,15 +150,20 @@ mod tests {
         assert_eq!(pane.update(Action::Down, &ctx), Effect::None);
         assert_eq!(pane.update(Action::Down, &ctx), Effect::None);
         assert_eq!(pane.selected, 2);
-        let has_kernels = data.profile().kernels_by_phase.get(&phases[2]).is_some_and(|k| !k.is_empty());
-        assert_eq!(pane.update(Action::Enter, &ctx), Effect::Drill { phase: phases[2].clone(), kernels: has_kernels });
+        let has_kernels =
+            data.profile().kernels_by_phase.get(&phases[2]).is_some_and(|k| !k.is_empty());
+        assert_eq!(
+            pane.update(Action::Enter, &ctx),
+            Effect::Drill { phase: phases[2].clone(), kernels: has_kernels }
+        );
         // Esc is not the pane's: the app goes back or quits.
         assert_eq!(pane.update(Action::Back, &ctx), Effect::Pass);
         assert_eq!(pane.update(Action::Bottom, &ctx), Effect::None);
         assert_eq!(pane.selected, phases.len() - 1);
 
         let theme = Theme::builtin_dark(Depth::Ansi16);
-        let main = Slot { arg: "profile.json".into(), data: Some(data.clone()), ..Default::default() };
+        let main =
+            Slot { arg: "profile.json".into(), data: Some(data.clone()), ..Default::default() };
         let view = View { theme: &theme, main: &main, other: &other, job: None, editor: None };
         let mut term = Terminal::new(TestBackend::new(100, 12)).unwrap();
         term.draw(|f| pane.render(f, f.area(), &view)).unwrap();
@@ -149,6 +171,9 @@ mod tests {
         for p in &phases {
             assert!(screen.contains(p.as_str()), "{p} missing: {screen}");
         }
-        assert!(screen.contains(&format!("of {}", phases[phases.len() - 1])), "the hint names the selected phase: {screen}");
+        assert!(
+            screen.contains(&format!("of {}", phases[phases.len() - 1])),
+            "the hint names the selected phase: {screen}"
+        );
     }
 }

@@ -152,7 +152,9 @@ impl Component for RanksPane {
                 self.order = order;
                 Effect::None
             }
-            Action::Enter => self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i)),
+            Action::Enter => {
+                self.order.get(self.selected).map_or(Effect::None, |i| Effect::OpenRank(*i))
+            }
             _ => Effect::Pass,
         }
     }
@@ -162,7 +164,11 @@ impl Component for RanksPane {
         let Some(j) = view.job else { return Vec::new() };
         let what = match self.view {
             JobView::Ranks => format!("{} ranks · sort:{}", j.job.ranks.len(), self.sort.as_str()),
-            JobView::Collectives => format!("{} collectives · sort:{}", j.collectives.collectives.len(), self.collectives.sort.as_str()),
+            JobView::Collectives => format!(
+                "{} collectives · sort:{}",
+                j.collectives.collectives.len(),
+                self.collectives.sort.as_str()
+            ),
         };
         vec![Span::styled(what, view.theme.accent())]
     }
@@ -170,7 +176,13 @@ impl Component for RanksPane {
     fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
         let t = view.theme;
         let Some(j) = view.job else {
-            f.render_widget(Paragraph::new(Line::styled("one profile, not a distributed job: no ranks", t.muted())), area);
+            f.render_widget(
+                Paragraph::new(Line::styled(
+                    "one profile, not a distributed job: no ranks",
+                    t.muted(),
+                )),
+                area,
+            );
             return;
         };
         if self.view == JobView::Collectives {
@@ -178,11 +190,18 @@ impl Component for RanksPane {
             return;
         }
         let head = job_lines(&j.job, t, area.width as usize, (area.height / 4).max(2) as usize);
-        let [top, table_area, hint] =
-            Layout::vertical([Constraint::Length(head.len() as u16), Constraint::Min(2), Constraint::Length(1)]).areas(area);
+        let [top, table_area, hint] = Layout::vertical([
+            Constraint::Length(head.len() as u16),
+            Constraint::Min(2),
+            Constraint::Length(1),
+        ])
+        .areas(area);
         f.render_widget(Paragraph::new(head), top);
         self.table(f, j, t, table_area);
-        let mut spans = vec![Span::styled(format!("per step, ms · sort: {} (s)", self.sort.as_str()), t.muted())];
+        let mut spans = vec![Span::styled(
+            format!("per step, ms · sort: {} (s)", self.sort.as_str()),
+            t.muted(),
+        )];
         if let Some(r) = self.selected_rank().and_then(|i| j.job.ranks.get(i)) {
             spans.push(Span::styled(" · Enter: ", t.muted()));
             spans.push(Span::styled(format!("rank {}'s panes", r.rank), t.accent()));
@@ -198,7 +217,8 @@ impl RanksPane {
     pub fn reload(&mut self, before: Option<&OpenJob>, job: Option<&OpenJob>) {
         let Some(j) = job else {
             self.order.clear();
-            self.collectives = CollectivesView { sort: self.collectives.sort, ..Default::default() };
+            self.collectives =
+                CollectivesView { sort: self.collectives.sort, ..Default::default() };
             return;
         };
         self.order = order(&j.job, self.sort);
@@ -247,8 +267,12 @@ impl RanksPane {
             if first + k == self.selected { row.style(t.selected()) } else { row }
         });
         // The sorted column's name carries a marker.
-        let names: Vec<String> =
-            RankSort::ALL.iter().map(|s| if self.sort == *s { format!("▼{}", s.as_str()) } else { s.as_str().to_string() }).collect();
+        let names: Vec<String> = RankSort::ALL
+            .iter()
+            .map(|s| {
+                if self.sort == *s { format!("▼{}", s.as_str()) } else { s.as_str().to_string() }
+            })
+            .collect();
         let mut cols: Vec<(&str, bool)> = names.iter().map(|n| (n.as_str(), true)).collect();
         if wide {
             cols.extend([("dataload", true), ("verdict", false)]);
@@ -268,7 +292,10 @@ impl RanksPane {
             widths.extend([Constraint::Length(9), Constraint::Length(18)]);
         }
         widths.push(Constraint::Fill(1));
-        f.render_widget(Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(1), area);
+        f.render_widget(
+            Table::new(rows, widths).header(header(&cols, t.header())).column_spacing(1),
+            area,
+        );
     }
 }
 
@@ -277,15 +304,24 @@ impl RanksPane {
 pub fn job_lines(j: &Job, t: &Theme, width: usize, max: usize) -> Vec<Line<'static>> {
     let world = j.world_size.map_or(String::new(), |w| format!(" of world size {w}"));
     let head = format!("job: {} ranks{world}", j.ranks.len());
-    let rest = format!(" · step {} ms ({}) · GPU util {}", num(j.step_ms, 2), text::slowest(j), pct(j.gpu_util));
+    let rest = format!(
+        " · step {} ms ({}) · GPU util {}",
+        num(j.step_ms, 2),
+        text::slowest(j),
+        pct(j.gpu_util)
+    );
     let room = width.saturating_sub(head.chars().count());
-    let mut out = vec![Line::from(vec![Span::styled(head, t.title()), Span::raw(clip(&rest, room))])];
+    let mut out =
+        vec![Line::from(vec![Span::styled(head, t.title()), Span::raw(clip(&rest, room))])];
     let style = if j.stragglers.is_empty() { t.muted() } else { t.warn() };
     out.push(Line::styled(clip(&text::stragglers_head(j), width), style));
     let room = max.max(2) - 1;
     for (k, s) in j.stragglers.iter().enumerate() {
         if k + 1 == room && j.stragglers.len() > room {
-            out.push(Line::styled(format!("  … and {} more, marked in the table", j.stragglers.len() - k), t.muted()));
+            out.push(Line::styled(
+                format!("  … and {} more, marked in the table", j.stragglers.len() - k),
+                t.muted(),
+            ));
             break;
         }
         let mut why = format!("  {}", text::straggler_line(s));

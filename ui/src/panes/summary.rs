@@ -33,7 +33,10 @@ impl Component for SummaryPane {
     fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
         let Some(d) = view.data() else { return };
         let lines = lines(&d.summary, view.theme, area.width as usize);
-        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((self.scroll, 0)), area);
+        f.render_widget(
+            Paragraph::new(lines).wrap(Wrap { trim: false }).scroll((self.scroll, 0)),
+            area,
+        );
     }
 }
 
@@ -86,24 +89,48 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         // The same as `profile summary`: no GPU figures on a CPU run, and
         // its threads and share in ops where the profile knows them.
         figures.extend(s.threads().map(|n| ("threads", n.to_string())));
-        figures.extend(s.extras.host_in_ops_frac.map(|f| ("in CPU ops", format!("{} of the step", pct(f)))));
+        figures.extend(
+            s.extras.host_in_ops_frac.map(|f| ("in CPU ops", format!("{} of the step", pct(f)))),
+        );
         figures.push(("dataload", dataload));
     } else {
         figures.extend([
-            ("GPU util", format!("{} ({} ms busy)", pct(s.figures.gpu_util), num(s.figures.gpu_busy_ms_per_step, 2))),
+            (
+                "GPU util",
+                format!(
+                    "{} ({} ms busy)",
+                    pct(s.figures.gpu_util),
+                    num(s.figures.gpu_busy_ms_per_step, 2)
+                ),
+            ),
             ("Tensor Cores", format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
-            ("kernels/step", format!("{} @ ~{} us", num(s.figures.kernels_per_step, 1), num(s.figures.mean_kernel_us.round(), 0))),
+            (
+                "kernels/step",
+                format!(
+                    "{} @ ~{} us",
+                    num(s.figures.kernels_per_step, 1),
+                    num(s.figures.mean_kernel_us.round(), 0)
+                ),
+            ),
             ("launches/step", num(s.figures.launches_per_step, 1)),
             ("host overhead", format!("{} ms/step", num(s.figures.host_overhead_ms_per_step, 2))),
             ("dataload", dataload),
-            ("peak VRAM", s.figures.peak_vram_mb.map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1)))),
+            (
+                "peak VRAM",
+                s.figures
+                    .peak_vram_mb
+                    .map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1))),
+            ),
             ("memcpy", format!("{} ms/step", num(s.figures.memcpy_ms_per_step, 3))),
         ]);
     }
     let two_cols = width >= 78;
     let col = if two_cols { width / 2 } else { width };
     let cell = |(label, value): &(&str, String)| -> Vec<Span<'static>> {
-        vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(clip(value, col.saturating_sub(15)))]
+        vec![
+            Span::styled(format!("{label:<14}"), t.header()),
+            Span::raw(clip(value, col.saturating_sub(15))),
+        ]
     };
     for chunk in figures.chunks(if two_cols { 2 } else { 1 }) {
         let mut spans = cell(&chunk[0]);
@@ -115,18 +142,35 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::from(spans));
     }
     if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
-        out.push(Line::styled(format!("streams overlap: kernel time sums to {} of the window", pct(s.figures.gpu_util_raw)), t.muted()));
+        out.push(Line::styled(
+            format!(
+                "streams overlap: kernel time sums to {} of the window",
+                pct(s.figures.gpu_util_raw)
+            ),
+            t.muted(),
+        ));
     }
     if let Some(l) = &s.figures.latency {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "latency"), t.header()),
-            Span::raw(format!("p50 {} · p90 {} · p99 {} ms ({} samples)", num(l.p50_ms, 3), num(l.p90_ms, 3), num(l.p99_ms, 3), l.n)),
+            Span::raw(format!(
+                "p50 {} · p90 {} · p99 {} ms ({} samples)",
+                num(l.p50_ms, 3),
+                num(l.p90_ms, 3),
+                num(l.p99_ms, 3),
+                l.n
+            )),
         ]));
     }
     if let Some(st) = &s.figures.stages_ms {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "stages"), t.header()),
-            Span::raw(format!("preprocess {} · forward {} · NMS {} ms", opt(st.preprocess, 3), opt(st.forward, 3), opt(st.postprocess, 3))),
+            Span::raw(format!(
+                "preprocess {} · forward {} · NMS {} ms",
+                opt(st.preprocess, 3),
+                opt(st.forward, 3),
+                opt(st.postprocess, 3)
+            )),
         ]));
     }
 
@@ -152,7 +196,8 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if s.categories.is_empty() {
         out.push(Line::styled("  no GPU kernels in this profile", t.muted()));
     }
-    let name_w = s.categories.iter().map(|c| c.name.as_str().chars().count()).max().unwrap_or(8).min(18);
+    let name_w =
+        s.categories.iter().map(|c| c.name.as_str().chars().count()).max().unwrap_or(8).min(18);
     let bar_w = width.saturating_sub(name_w + 26).clamp(6, 60);
     for c in &s.categories {
         out.push(Line::from(vec![
@@ -166,8 +211,14 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::raw(""));
         out.push(Line::styled("Top kernels per step", t.header()));
         for k in &s.top_kernels {
-            let head = format!("  {:>5}% {:>8} ms x{:<5} ", fixed(k.pct_of_gpu, 1), fixed(k.ms_per_step, 3), num(k.count_per_step, 1));
-            let room = width.saturating_sub(head.chars().count() + if k.tensorcore { 5 } else { 0 });
+            let head = format!(
+                "  {:>5}% {:>8} ms x{:<5} ",
+                fixed(k.pct_of_gpu, 1),
+                fixed(k.ms_per_step, 3),
+                num(k.count_per_step, 1)
+            );
+            let room =
+                width.saturating_sub(head.chars().count() + if k.tensorcore { 5 } else { 0 });
             let mut spans = vec![Span::raw(head), Span::raw(clip(&k.kernel, room))];
             if k.tensorcore {
                 spans.push(Span::styled(" [TC]", t.accent()));

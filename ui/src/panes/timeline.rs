@@ -56,7 +56,9 @@ impl Component for TimelinePane {
         match a {
             Action::PrevStep if self.step > 0 => return Effect::Step(self.step - 1),
             Action::NextStep if self.step + 1 < steps => return Effect::Step(self.step + 1),
-            Action::Top if steps > 0 => return Effect::Edit(Editor { field: Field::Step, text: String::new() }),
+            Action::Top if steps > 0 => {
+                return Effect::Edit(Editor { field: Field::Step, text: String::new() });
+            }
             _ => {}
         }
         let Some(tl) = self.timeline.clone() else { return Effect::Pass };
@@ -64,13 +66,24 @@ impl Component for TimelinePane {
         match a {
             Action::Up | Action::Down if lanes > 0 => {
                 let t = self.cursor_time(&tl);
-                self.lane = if a == Action::Up { self.lane.saturating_sub(1) } else { (self.lane + 1).min(lanes - 1) };
-                self.cursor = nearest(&tl.lanes[self.lane].spans, t.unwrap_or((self.view.0 + self.view.1) / 2));
+                self.lane = if a == Action::Up {
+                    self.lane.saturating_sub(1)
+                } else {
+                    (self.lane + 1).min(lanes - 1)
+                };
+                self.cursor = nearest(
+                    &tl.lanes[self.lane].spans,
+                    t.unwrap_or((self.view.0 + self.view.1) / 2),
+                );
             }
             Action::Left | Action::Right => {
                 let n = tl.lanes.get(self.lane).map_or(0, |l| l.spans.len());
                 if n > 0 {
-                    self.cursor = if a == Action::Left { self.cursor.saturating_sub(1) } else { (self.cursor + 1).min(n - 1) };
+                    self.cursor = if a == Action::Left {
+                        self.cursor.saturating_sub(1)
+                    } else {
+                        (self.cursor + 1).min(n - 1)
+                    };
                     self.follow(&tl);
                 }
             }
@@ -88,13 +101,20 @@ impl Component for TimelinePane {
                 let whole = tl.extent.max(MIN_VIEW);
                 // Halving an odd width drops a nanosecond: doubling back
                 // to within it is the whole step again.
-                let w = if a == Action::ZoomIn { (w / 2).max(MIN_VIEW) } else { (w.saturating_mul(2) + 1).min(whole) };
+                let w = if a == Action::ZoomIn {
+                    (w / 2).max(MIN_VIEW)
+                } else {
+                    (w.saturating_mul(2) + 1).min(whole)
+                };
                 self.view.1 = self.view.0 + w;
                 self.pan_to(centre - w / 2, &tl);
             }
             Action::Enter => {
-                let span =
-                    tl.lanes.get(self.lane).filter(|l| matches!(l.kind, LaneKind::Stream { .. })).and_then(|l| l.spans.get(self.cursor));
+                let span = tl
+                    .lanes
+                    .get(self.lane)
+                    .filter(|l| matches!(l.kind, LaneKind::Stream { .. }))
+                    .and_then(|l| l.spans.get(self.cursor));
                 if let Some(s) = span.filter(|s| s.category != u8::MAX) {
                     return Effect::ShowKernel(tl.name(s.name).to_string());
                 }
@@ -109,17 +129,27 @@ impl Component for TimelinePane {
         let Some(tl) = self.timeline.as_deref() else {
             let msg = match (&self.error, self.pending) {
                 (Some(e), _) => Line::styled(e.clone(), t.warn()),
-                (None, Some(_)) if self.index.is_none() => Line::styled("finding the trace's steps (one pass over the file)…", t.muted()),
+                (None, Some(_)) if self.index.is_none() => {
+                    Line::styled("finding the trace's steps (one pass over the file)…", t.muted())
+                }
                 (None, Some(_)) => Line::styled("reading the step from the trace…", t.muted()),
                 _ => Line::styled("no timeline loaded", t.muted()),
             };
             f.render_widget(Paragraph::new(msg).wrap(Wrap { trim: false }), area);
             return;
         };
-        let [head, lanes_area, detail, legend] =
-            Layout::vertical([Constraint::Length(1), Constraint::Fill(1), Constraint::Length(3), Constraint::Length(1)]).areas(area);
+        let [head, lanes_area, detail, legend] = Layout::vertical([
+            Constraint::Length(1),
+            Constraint::Fill(1),
+            Constraint::Length(3),
+            Constraint::Length(1),
+        ])
+        .areas(area);
         let steps = self.index.as_ref().map_or(1, |ix| ix.steps.len());
-        let number = tl.step.number.map_or("whole trace (no step markers)".to_string(), |n| format!("step {n}"));
+        let number = tl
+            .step
+            .number
+            .map_or("whole trace (no step markers)".to_string(), |n| format!("step {n}"));
         let mut head_spans = vec![
             Text::styled(format!("{number} ({} of {steps})", self.step + 1), t.title()),
             Text::raw(format!(
@@ -144,8 +174,10 @@ impl Component for TimelinePane {
             .map(|i| {
                 let lane = &tl.lanes[i];
                 let label_style = if i == self.lane { t.selected() } else { t.header() };
-                let mut spans =
-                    vec![Text::styled(format!("{:<w$} ", clip(&lane.label, LABEL_W as usize), w = LABEL_W as usize), label_style)];
+                let mut spans = vec![Text::styled(
+                    format!("{:<w$} ", clip(&lane.label, LABEL_W as usize), w = LABEL_W as usize),
+                    label_style,
+                )];
                 let cursor = (i == self.lane).then(|| lane.spans.get(self.cursor)).flatten();
                 spans.extend(lane_cells(tl, &lane.spans, lane.kind, self.view, cells, cursor, t));
                 Line::from(spans)
@@ -171,7 +203,8 @@ impl TimelinePane {
         self.step = step;
         self.error = None;
         self.view = (0, tl.extent.max(MIN_VIEW));
-        self.lane = tl.lanes.iter().position(|l| matches!(l.kind, LaneKind::Stream { .. })).unwrap_or(0);
+        self.lane =
+            tl.lanes.iter().position(|l| matches!(l.kind, LaneKind::Stream { .. })).unwrap_or(0);
         self.cursor = 0;
         self.timeline = Some(Arc::new(tl));
     }
@@ -192,8 +225,9 @@ impl TimelinePane {
     pub fn step_numbered(&self, text: &str) -> Result<usize, String> {
         let ix = self.index.as_ref();
         text.parse::<u64>().ok().and_then(|n| ix.and_then(|ix| ix.find(n))).ok_or_else(|| {
-            let have: Vec<String> =
-                ix.map_or_else(Vec::new, |ix| ix.steps.iter().filter_map(|s| s.number).map(|n| n.to_string()).collect());
+            let have: Vec<String> = ix.map_or_else(Vec::new, |ix| {
+                ix.steps.iter().filter_map(|s| s.number).map(|n| n.to_string()).collect()
+            });
             format!("no step {text} in this trace (steps: {})", have.join(", "))
         })
     }
@@ -211,7 +245,9 @@ impl TimelinePane {
 
     /// Pans so the cursor's span is in view.
     fn follow(&mut self, tl: &Timeline) {
-        let Some(s) = tl.lanes.get(self.lane).and_then(|l| l.spans.get(self.cursor)) else { return };
+        let Some(s) = tl.lanes.get(self.lane).and_then(|l| l.spans.get(self.cursor)) else {
+            return;
+        };
         let w = self.view.1 - self.view.0;
         if s.start < self.view.0 {
             self.pan_to(s.start - w / 8, tl);
@@ -244,7 +280,12 @@ fn detail_lines(pane: &TimelinePane, t: &Theme, width: usize) -> Vec<Line<'stati
     // The GPU idle this kernel ended, and why the GPU waited.
     if let Some(g) = tl.idle_before(s) {
         facts.push_str(&format!(" · GPU idle {} before it", us(g.end - g.start)));
-        let why: Vec<String> = g.causes.iter().take(3).map(|(c, ns, at)| format!("{} {} ({at})", c.as_str(), us(*ns))).collect();
+        let why: Vec<String> = g
+            .causes
+            .iter()
+            .take(3)
+            .map(|(c, ns, at)| format!("{} {} ({at})", c.as_str(), us(*ns)))
+            .collect();
         hint.push_str(&format!("why: {} · ", why.join(", ")));
     }
     out.push(Line::raw(clip(&facts, width)));
@@ -344,14 +385,20 @@ fn lane_cells(
     let mut out: Vec<Text<'static>> = Vec::with_capacity(cells);
     for c in 0..cells {
         let total: f64 = cover[c].iter().sum();
-        let (key, _) = cover[c].iter().enumerate().fold((7, 0.0), |best, (k, v)| if *v > best.1 { (k, *v) } else { best });
+        let (key, _) = cover[c]
+            .iter()
+            .enumerate()
+            .fold((7, 0.0), |best, (k, v)| if *v > best.1 { (k, *v) } else { best });
         let (ch, style) = if total <= 0.0 {
             (' ', t.base())
         } else if kind == LaneKind::Phases {
             let name = phase_at[c].map_or("", |n| tl.name(n));
             (name.chars().next().unwrap_or('?'), t.accent())
         } else if key == 7 {
-            (if total >= 0.5 { '▬' } else { '·' }, if kind == LaneKind::Busy { t.bar() } else { t.base() })
+            (
+                if total >= 0.5 { '▬' } else { '·' },
+                if kind == LaneKind::Busy { t.bar() } else { t.base() },
+            )
         } else {
             (if total >= 0.5 { glyph(key as u8) } else { '·' }, category_style(key as u8, t))
         };

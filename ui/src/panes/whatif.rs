@@ -58,7 +58,11 @@ impl Component for WhatIfPane {
             _ => usize::MAX,
         };
         // Wraps around, so Left/Right cycle through every category.
-        let next = if cur == usize::MAX { 0 } else { (cur as isize + delta.signum()).rem_euclid(len as isize) as usize };
+        let next = if cur == usize::MAX {
+            0
+        } else {
+            (cur as isize + delta.signum()).rem_euclid(len as isize) as usize
+        };
         self.choice = Some(WhatIfChoice::Category(next));
         self.rerun(data);
         Effect::None
@@ -81,11 +85,14 @@ impl Component for WhatIfPane {
         let t = view.theme;
         let Some(p) = view.profile() else { return };
         let (list_area, result_area) = if area.width >= 110 {
-            let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)]).spacing(2).areas(area);
+            let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)])
+                .spacing(2)
+                .areas(area);
             (a, b)
         } else {
             let n = p.categories.len().clamp(1, 8) as u16;
-            let [a, b] = Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
+            let [a, b] =
+                Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
             (a, b)
         };
 
@@ -102,8 +109,17 @@ impl Component for WhatIfPane {
         let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
         let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
         for (i, c) in p.categories[first..last].iter().enumerate() {
-            let text = format!("  {:<name_w$} {:>5}% {:>8} ms", clip(c.name.as_str(), name_w), fixed(c.pct, 1), num(c.ms_per_step, 3));
-            lines.push(if Some(first + i) == selected { Line::styled(text, t.selected()) } else { Line::raw(text) });
+            let text = format!(
+                "  {:<name_w$} {:>5}% {:>8} ms",
+                clip(c.name.as_str(), name_w),
+                fixed(c.pct, 1),
+                num(c.ms_per_step, 3)
+            );
+            lines.push(if Some(first + i) == selected {
+                Line::styled(text, t.selected())
+            } else {
+                Line::raw(text)
+            });
         }
         let editing = view.editor.filter(|e| e.field == Field::Launches);
         let launches = match (editing, self.choice) {
@@ -117,13 +133,18 @@ impl Component for WhatIfPane {
                 Span::styled(n.to_string(), t.selected()),
                 Span::styled("  (n to change)", t.muted()),
             ]),
-            _ => Line::from(vec![Span::styled("or remove launches/step: ", t.header()), Span::styled("press n", t.muted())]),
+            _ => Line::from(vec![
+                Span::styled("or remove launches/step: ", t.header()),
+                Span::styled("press n", t.muted()),
+            ]),
         };
         lines.push(launches);
         f.render_widget(Paragraph::new(lines), list_area);
 
         let result = match &self.result {
-            None => vec![Line::styled("choose a category or press n to type a launch count", t.muted())],
+            None => {
+                vec![Line::styled("choose a category or press n to type a launch count", t.muted())]
+            }
             Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
             Some(Ok(w)) => result_lines(w, t),
         };
@@ -153,10 +174,13 @@ impl WhatIfPane {
                 self.result = None;
                 return;
             }
-            Some(WhatIfChoice::Category(i)) => {
-                Change { remove_category: p.categories.get(i).map(|c| c.name.to_string()), ..Default::default() }
+            Some(WhatIfChoice::Category(i)) => Change {
+                remove_category: p.categories.get(i).map(|c| c.name.to_string()),
+                ..Default::default()
+            },
+            Some(WhatIfChoice::Launches(n)) => {
+                Change { remove_launches: Some(n), ..Default::default() }
             }
-            Some(WhatIfChoice::Launches(n)) => Change { remove_launches: Some(n), ..Default::default() },
         };
         self.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
     }
@@ -168,13 +192,23 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
         Some(c) if c < 0.0 => t.better(),
         _ => t.base(),
     };
-    let mut out =
-        vec![Line::from(vec![Span::styled(format!("what-if [{}]", w.bound), t.title())]), Line::raw(w.mechanism.clone()), Line::raw("")];
+    let mut out = vec![
+        Line::from(vec![Span::styled(format!("what-if [{}]", w.bound), t.title())]),
+        Line::raw(w.mechanism.clone()),
+        Line::raw(""),
+    ];
     let removes = match &w.removed.category {
-        Some(c) => format!("category '{c}': {} ms GPU work and {} launches per step", num(w.removed.gpu_ms, 3), num(w.removed.launches, 1)),
+        Some(c) => format!(
+            "category '{c}': {} ms GPU work and {} launches per step",
+            num(w.removed.gpu_ms, 3),
+            num(w.removed.launches, 1)
+        ),
         None => format!("{} launches per step", num(w.removed.launches, 1)),
     };
-    out.push(Line::from(vec![Span::styled(format!("{:<12}", "removes"), t.header()), Span::raw(removes)]));
+    out.push(Line::from(vec![
+        Span::styled(format!("{:<12}", "removes"), t.header()),
+        Span::raw(removes),
+    ]));
     out.push(Line::from(vec![
         Span::styled(format!("{:<12}", "step"), t.header()),
         Span::raw(format!("{} -> ", opt(w.step_ms.now, 2))),
@@ -186,7 +220,10 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
             Some(_) => format!("{} -> ", opt(w.img_per_s.now, 2)),
             None => "n/a (no batch size or throughput in this profile)".to_string(),
         }),
-        Span::styled(w.img_per_s.projected.map_or(String::new(), |p| format!("~{}", num(p, 2))), style),
+        Span::styled(
+            w.img_per_s.projected.map_or(String::new(), |p| format!("~{}", num(p, 2))),
+            style,
+        ),
     ]));
     if let Some(us) = w.per_launch_us {
         out.push(Line::from(vec![

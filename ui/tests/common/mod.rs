@@ -11,13 +11,28 @@ use libreyolo_ui::theme::{Depth, Theme};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 
-pub const INFER_B1: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b1/profile.json");
-pub const INFER_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b4/profile.json");
-pub const TRAIN_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
-pub const TRAIN_B4_TRACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile_trace.json.gz");
-pub const TRAIN_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_repeat3/profile_repeat.json");
-pub const INFER_REPEAT3: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_repeat3/infer_repeat.json");
-pub const INFER_REPEAT3_B4: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_repeat3/infer_repeat_b4.json");
+pub const INFER_B1: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b1/profile.json");
+pub const INFER_B4: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/infer_b4/profile.json");
+pub const TRAIN_B4: &str =
+    concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/reference/train_b4/profile.json");
+pub const TRAIN_B4_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/reference/train_b4/profile_trace.json.gz"
+);
+pub const TRAIN_REPEAT3: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/reference/train_repeat3/profile_repeat.json"
+);
+pub const INFER_REPEAT3: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/reference/infer_repeat3/infer_repeat.json"
+);
+pub const INFER_REPEAT3_B4: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/reference/infer_repeat3/infer_repeat_b4.json"
+);
 /// A raw H100 trace (BERT-small inference, TraceLens): Tensor Core GEMMs,
 /// several kernel categories; small enough to analyse quickly in debug.
 pub const BERT_TRACE: &str = concat!(
