@@ -114,24 +114,23 @@ impl Source {
                     Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e)
                 })?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                let bar = (progress
-                    && len >= PROGRESS_MIN_BYTES
-                    && std::io::stderr().is_terminal())
-                .then(|| {
-                    let bar = ProgressBar::new(len);
-                    bar.set_style(
+                let bar =
+                    (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal())
+                        .then(|| {
+                            let bar = ProgressBar::new(len);
+                            bar.set_style(
                         ProgressStyle::with_template(
                             "reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
                         )
                         .unwrap_or_else(|_| ProgressStyle::default_bar()),
                     );
-                    bar.set_message(
-                        path.file_name()
-                            .map(|f| f.to_string_lossy().into_owned())
-                            .unwrap_or_default(),
-                    );
-                    bar
-                });
+                            bar.set_message(
+                                path.file_name()
+                                    .map(|f| f.to_string_lossy().into_owned())
+                                    .unwrap_or_default(),
+                            );
+                            bar
+                        });
                 let raw: Box<dyn Read + Send> = match bar {
                     Some(bar) => Box::new(bar.wrap_read(file)),
                     None => Box::new(file),
@@ -269,7 +268,7 @@ pub fn open_gz_recording(
         return Ok(Box::new(reader));
     }
     Ok(Box::new(ThreadedInflate::spawn(reader).map_err(|e| {
-        Error::failed(format!("cannot start a thread to read {}: {e}", path.display()))
+        Error::failed(format!("cannot start a thread to read {}: {e}", path.display())).caused_by(e)
     })?))
 }
 

@@ -527,7 +527,10 @@ impl Driver<'_> {
                     tail = Some((bytes[at..].to_vec(), base + at as u64, state))
                 }
                 End::Closed(at) => {
-                    return Ok(Resume::Array { head: bytes[at..].to_vec(), base: base + at as u64 });
+                    return Ok(Resume::Array {
+                        head: bytes[at..].to_vec(),
+                        base: base + at as u64,
+                    });
                 }
                 End::Refused(at, state) => {
                     return Ok(Resume::Elements {
