@@ -790,18 +790,25 @@ fn exact_ns(t: &str) -> Option<i128> {
     Some(if neg { -v } else { v })
 }
 
+/// What [`input_files`] found: the rank traces, and notes for stderr.
+#[derive(Debug, Clone, Default)]
+pub struct Inputs {
+    pub files: Vec<PathBuf>,
+    pub notes: Vec<String>,
+}
+
 /// The files `merge` reads: a folder's traces (all of them, even one), or
 /// the files named; the output file itself is never one of them (a second
 /// run into the same folder).
-pub fn input_files(args: &[String], output: &Path) -> Result<(Vec<PathBuf>, Vec<String>)> {
-    if args.iter().any(|a| a == "-") {
+pub fn input_files(args: &[PathBuf], output: &Path) -> Result<Inputs> {
+    if args.iter().any(|a| a.as_os_str() == "-") {
         return Err(Error::usage(
             "merge reads each trace twice (offsets, then the copy): give files or a folder, not standard input",
         ));
     }
     let mut files = Vec::new();
     for a in args {
-        let p = Path::new(a);
+        let p = a.as_path();
         if p.is_dir() {
             files.extend(crate::profile::json_files_in(p)?);
         } else {
@@ -821,9 +828,10 @@ pub fn input_files(args: &[String], output: &Path) -> Result<(Vec<PathBuf>, Vec<
         }
     }
     if files.is_empty() {
-        return Err(Error::usage(format!("no traces to merge in {}", args.join(" "))));
+        let named: Vec<String> = args.iter().map(|a| a.display().to_string()).collect();
+        return Err(Error::usage(format!("no traces to merge in {}", named.join(" "))));
     }
-    Ok((files, notes))
+    Ok(Inputs { files, notes })
 }
 
 #[cfg(test)]

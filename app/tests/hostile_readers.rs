@@ -429,3 +429,88 @@ fn a_project_folder_stands_for_the_capture_inside() {
         r.stderr
     );
 }
+
+/// A file or folder whose name is not UTF-8 (Linux allows any bytes but
+/// `/` and NUL) is read like any other: the path travels as bytes, and
+/// only what is printed is made readable.
+#[test]
+fn names_that_are_not_utf8_are_read() {
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().join(OsStr::from_bytes(b"job-\xff\xfe"));
+    std::fs::create_dir(&dir).unwrap();
+    let ranks = common::fixtures().join("traces/param_dlrm_v100_8rank");
+    let mut rank_files: Vec<PathBuf> = std::fs::read_dir(&ranks)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+        .collect();
+    rank_files.sort();
+    for (i, f) in rank_files.iter().take(2).enumerate() {
+        let name = [b"rank".as_slice(), i.to_string().as_bytes(), b"-\xe9t\xe9.json.gz"].concat();
+        std::fs::copy(f, dir.join(OsStr::from_bytes(&name))).unwrap();
+    }
+    let trace = dir.join(OsStr::from_bytes(b"rank0-\xe9t\xe9.json.gz"));
+    let expected = common::run(&[
+        OsStr::new("profile"),
+        OsStr::new("kernels"),
+        rank_files[0].as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(expected.code, 0, "{}", expected.stderr);
+    let got = common::run(&[
+        OsStr::new("profile"),
+        OsStr::new("kernels"),
+        trace.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(got.code, 0, "one trace: {}", got.stderr);
+    // The same rows; only the path it names differs.
+    let rows = |out: &str| {
+        let mut v: serde_json::Value = serde_json::from_str(out).unwrap();
+        let path = v["trace"].take();
+        (v, path)
+    };
+    let ((got_rows, got_path), (want_rows, _)) = (rows(&got.stdout), rows(&expected.stdout));
+    assert_eq!(got_rows, want_rows, "the same trace under a non-UTF-8 name");
+    assert!(
+        got_path.as_str().is_some_and(|p| p.ends_with("/rank0-\u{fffd}t\u{fffd}.json.gz")),
+        "{got_path}"
+    );
+    // The folder as a rank set, a profile written beside it and read back.
+    let job = common::run(&[
+        OsStr::new("profile"),
+        OsStr::new("summary"),
+        dir.as_os_str(),
+        OsStr::new("--json"),
+    ]);
+    assert_eq!(job.code, 0, "the folder as a job: {}", job.stderr);
+    let v: serde_json::Value = serde_json::from_str(&job.stdout).unwrap();
+    assert_eq!(v["ranks"].as_array().map(Vec::len), Some(2), "{}", job.stdout);
+    let out = tmp.path().join(OsStr::from_bytes(b"p\xff.json"));
+    let w = common::run(&[
+        OsStr::new("profile"),
+        OsStr::new("summary"),
+        trace.as_os_str(),
+        OsStr::new("--write-profile"),
+        out.as_os_str(),
+    ]);
+    assert_eq!(w.code, 0, "--write-profile: {}", w.stderr);
+    let back = common::run(&[
+        OsStr::new("profile"),
+        OsStr::new("get"),
+        out.as_os_str(),
+        OsStr::new("step_ms"),
+    ]);
+    assert_eq!(back.code, 0, "the written profile read back: {}", back.stderr);
+    // A missing one is said with its name made readable, as a usage error.
+    let missing = tmp.path().join(OsStr::from_bytes(b"gone-\xff.json"));
+    let r = common::run(&[OsStr::new("profile"), OsStr::new("summary"), missing.as_os_str()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("not found") && r.stderr.contains("gone-\u{fffd}.json"),
+        "{}",
+        r.stderr
+    );
+}

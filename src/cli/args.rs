@@ -1,5 +1,7 @@
 //! Argument definitions (clap). Flags and defaults: docs/spec.md §2–§3.
 
+use std::path::PathBuf;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
@@ -148,7 +150,7 @@ pub enum ReaderCommand {
 #[derive(Debug, Clone, Args)]
 pub struct TraceArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
-    pub trace: String,
+    pub trace: PathBuf,
     #[command(flatten)]
     pub output: FormatArgs,
 }
@@ -156,7 +158,7 @@ pub struct TraceArgs {
 #[derive(Debug, Clone, Args)]
 pub struct MemoryArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
-    pub trace: String,
+    pub trace: PathBuf,
     /// The table `--format md|csv` prints [default: devices]
     #[arg(long, value_enum, value_name = "TABLE")]
     pub table: Option<MemoryTable>,
@@ -204,21 +206,21 @@ pub fn check_table<T>(table: Option<T>, format: Format) -> Result<()> {
 pub struct SummaryArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it. Several traces, or a folder of them, are the ranks of one distributed job
     #[arg(required = true, num_args = 1..)]
-    pub traces: Vec<String>,
+    pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
     /// Also write this input's analysed profile.json here (one input only):
     /// the per-rank half of a cluster-scale run (docs/spec.md §7)
     #[arg(long, value_name = "FILE")]
-    pub write_profile: Option<String>,
+    pub write_profile: Option<PathBuf>,
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
-    pub parquet: Option<String>,
+    pub parquet: Option<PathBuf>,
     /// Write each rank's own tables (summary, kernels, ops, phases,
     /// collectives, idle) as Parquet, Hive-partitioned:
     /// DIR/<table>/rank=<r>/part.parquet (docs/spec.md §7)
     #[arg(long, value_name = "DIR")]
-    pub write_parquet: Option<String>,
+    pub write_parquet: Option<PathBuf>,
     /// With --write-parquet on one trace: the rank to write it as (default:
     /// its distributedInfo.rank, else a rank3/worker3 in its name, else 0)
     #[arg(long, value_name = "N")]
@@ -243,7 +245,7 @@ pub struct RankSetArgs {
 pub struct CollectivesArgs {
     /// A rank's trace or profile, several, or a folder of them
     #[arg(required = true, num_args = 1..)]
-    pub traces: Vec<String>,
+    pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
     /// Collectives listed in the text and Markdown output, largest skew first (JSON, CSV: all)
@@ -251,7 +253,7 @@ pub struct CollectivesArgs {
     pub top: usize,
     /// Write the per-rank and per-collective tables as Parquet files into DIR
     #[arg(long, value_name = "DIR")]
-    pub parquet: Option<String>,
+    pub parquet: Option<PathBuf>,
     /// The table `--format md|csv` prints [default: collectives]
     #[arg(long, value_enum, value_name = "TABLE")]
     pub table: Option<CollectivesTable>,
@@ -263,10 +265,10 @@ pub struct CollectivesArgs {
 pub struct MergeArgs {
     /// A folder of rank traces (.json / .json.gz), or the rank traces
     #[arg(required = true, num_args = 1..)]
-    pub traces: Vec<String>,
+    pub traces: Vec<PathBuf>,
     /// The merged Chrome trace to write (gzipped when the name ends in .gz)
     #[arg(short = 'o', long, value_name = "FILE")]
-    pub output: String,
+    pub output: PathBuf,
     #[command(flatten)]
     pub set: RankSetArgs,
     /// Keep each rank's clock as recorded (default: aligned on the first collective every rank ran)
@@ -280,7 +282,7 @@ pub struct MergeArgs {
 #[derive(Debug, Clone, Args)]
 pub struct GetArgs {
     /// profile.json, a repeat file, or a Chrome trace
-    pub trace: String,
+    pub trace: PathBuf,
     /// Metric name (omit to list the names)
     pub field: Option<String>,
     #[arg(long)]
@@ -291,7 +293,7 @@ pub struct GetArgs {
 pub struct KernelsArgs {
     /// A trace or profile; several, or a folder of rank traces, give job-wide rows
     #[arg(required = true, num_args = 1..)]
-    pub traces: Vec<String>,
+    pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
     /// Show the top N
@@ -319,7 +321,7 @@ pub struct KernelsArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct OpsArgs {
-    pub trace: String,
+    pub trace: PathBuf,
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     #[arg(long)]
@@ -338,9 +340,9 @@ pub struct OpsArgs {
 #[derive(Debug, Clone, Args)]
 pub struct CompareArgs {
     /// The baseline
-    pub before: String,
+    pub before: PathBuf,
     /// The changed run
-    pub after: String,
+    pub after: PathBuf,
     /// A regression gate: exit 4 when METRIC (a `profile get` name) moved
     /// past CHANGE and the change is significant: `step_ms:+5%`,
     /// `gpu_util:-3pts`, `idle_ms:+2`; repeatable. Single runs cannot decide
@@ -355,7 +357,7 @@ pub struct CompareArgs {
 
 #[derive(Debug, Clone, Args)]
 pub struct WhatIfArgs {
-    pub trace: String,
+    pub trace: PathBuf,
     /// Remove one kernel category (substring: gemm, attention, communication, layout, norm,
     /// elementwise, other; communication is modelled as perfect overlap)
     #[arg(long)]
@@ -381,7 +383,7 @@ pub struct ExploreArgs {
     /// job: a folder of rank traces, three or more rank traces, or two whose names carry
     /// different rank numbers (`rank3`, `worker3`)
     #[arg(required = true)]
-    pub traces: Vec<String>,
+    pub traces: Vec<PathBuf>,
     /// Colour theme from themes/*.toml
     #[arg(long, default_value = "dark")]
     pub theme: String,
@@ -428,7 +430,7 @@ pub struct RunArgs {
 #[derive(Debug, Clone, Args)]
 pub struct InferArgs {
     /// Image file or directory (default: the bundled sample image)
-    pub source: Option<String>,
+    pub source: Option<PathBuf>,
     #[arg(long, default_value = "LibreYOLO9t.pt")]
     pub weights: String,
     #[arg(long, value_enum, default_value = "t", hide_possible_values = true)]

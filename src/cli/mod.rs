@@ -9,6 +9,7 @@ pub use args::*;
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::path::Path;
 use std::process::ExitCode;
 
 use crate::error::{Error, Result};
@@ -140,14 +141,14 @@ fn emit<T: serde::Serialize>(
 /// repeated step names) and the summary's notes go to stderr.
 pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
-    let load_with = |path: &str, peak_ops: bool| -> Result<profile::Loaded> {
+    let load_with = |path: &Path, peak_ops: bool| -> Result<profile::Loaded> {
         let loaded = profile::load(path, profile::LoadOptions { progress: true, peak_ops })?;
         for n in &loaded.notices {
             say(&format!("warning: {n}"));
         }
         Ok(loaded)
     };
-    let load = |path: &str| load_with(path, false).map(|l| l.input);
+    let load = |path: &Path| load_with(path, false).map(|l| l.input);
     // A distributed job's ranks, the set's warnings and notes said.
     let rank_set =
         |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
@@ -193,19 +194,11 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     let set = rank_set(&files, &a.set)?;
                     let j = lens::job::job(&set);
                     if let Some(dir) = &a.parquet {
-                        crate::tables::write(
-                            std::path::Path::new(dir),
-                            &j,
-                            &lens::collectives::of_ranks(&set),
-                        )?;
+                        crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
                     }
                     if let Some(dir) = &a.write_parquet {
                         for r in &set.ranks {
-                            crate::tables::write_rank(
-                                std::path::Path::new(dir),
-                                r.rank,
-                                &r.input.profile,
-                            )?;
+                            crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
                         }
                     }
                     emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
@@ -223,11 +216,11 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                     }
                     let profile::Loaded { input, notices } = load_with(&a.traces[0], false)?;
                     if let Some(out) = &a.write_profile {
-                        profile::write_json(std::path::Path::new(out), &input.profile)?;
+                        profile::write_json(out, &input.profile)?;
                     }
                     if let Some(dir) = &a.write_parquet {
                         let rank = parquet_rank(a.rank, &input);
-                        crate::tables::write_rank(std::path::Path::new(dir), rank, &input.profile)?;
+                        crate::tables::write_rank(dir, rank, &input.profile)?;
                     }
                     let s = lens::summary::summary(&input.profile);
                     if format == Format::Json {
@@ -252,7 +245,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 say(&format!("note: {n}"));
             }
             if let Some(dir) = &a.parquet {
-                crate::tables::write_collectives(std::path::Path::new(dir), &c)?;
+                crate::tables::write_collectives(dir, &c)?;
             }
             // Markdown is read as the text is (the `--top` largest skews), CSV as the JSON (all).
             let top = (format == Format::Md).then_some(a.top);
@@ -265,7 +258,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         }
         ReaderCommand::Get(a) => {
             let input = load(&a.trace)?;
-            let got = lens::get::get(&input.profile, a.field.as_deref(), &a.trace)?;
+            let got =
+                lens::get::get(&input.profile, a.field.as_deref(), &a.trace.to_string_lossy())?;
             if a.json {
                 match &got {
                     lens::get::Got::Names(n) => serde_json::to_string(n).unwrap_or_default(),
@@ -318,7 +312,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             emit(format, &o, || text::ops(&o), || table::ops(&o))?
         }
         ReaderCommand::Compare(a) => {
-            if a.before == "-" && a.after == "-" {
+            if a.before.as_os_str() == "-" && a.after.as_os_str() == "-" {
                 return Err(Error::usage(
                     "standard input can be read once: give `-` for one side at most",
                 ));
@@ -338,8 +332,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 let c = lens::job::compare_jobs(
                     &job(&x, &a.set)?,
                     &job(&y, &a.set)?,
-                    &a.before,
-                    &a.after,
+                    &a.before.to_string_lossy(),
+                    &a.after.to_string_lossy(),
                 );
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
@@ -348,8 +342,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             } else {
                 let before = load(&a.before)?;
                 let after = load(&a.after)?;
-                let mut c =
-                    lens::compare::compare(&before.profile, &after.profile, &a.before, &a.after);
+                let (b, f) = (a.before.to_string_lossy(), a.after.to_string_lossy());
+                let mut c = lens::compare::compare(&before.profile, &after.profile, &b, &f);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
@@ -388,10 +382,11 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
         ReaderCommand::Merge(a) => {
-            let output = std::path::Path::new(&a.output);
+            let output = a.output.as_path();
             // Refused before the first pass reads the job, not after.
             profile::check_write_target(output)?;
-            let (files, notes) = crate::merge::input_files(&a.traces, output)?;
+            let crate::merge::Inputs { files, notes } =
+                crate::merge::input_files(&a.traces, output)?;
             for n in &notes {
                 say(&format!("note: {n}"));
             }

@@ -42,28 +42,29 @@ const CAPTURE_SUBDIRS: [&str; 2] = ["infer", "train"];
 /// a directory stands for the profile inside it, or for the one trace it
 /// holds, or for the one capture's profile in its `infer/` or `train/`
 /// (both: exit 2, naming them); `-` is standard input.
-pub fn resolve_input(arg: &str) -> Result<PathBuf> {
-    let path = PathBuf::from(arg);
-    if arg == "-" {
+pub fn resolve_input(path: impl AsRef<Path>) -> Result<PathBuf> {
+    let path = path.as_ref();
+    let arg = path.display();
+    if path.as_os_str() == "-" {
         use std::io::IsTerminal;
         if std::io::stdin().is_terminal() {
             return Err(Error::usage(
                 "`-` reads a trace or profile from standard input, which is a terminal here: pipe one in (`zcat trace.json.gz | libreyolo profile summary -`)",
             ));
         }
-        return Ok(path);
+        return Ok(path.to_path_buf());
     }
-    let meta = std::fs::metadata(&path).map_err(|e| match e.kind() {
+    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => Error::usage(format!("not found: {arg}")),
         _ => Error::failed(format!("cannot open {arg}: {e}")).caused_by(e),
     })?;
     if !meta.is_dir() {
-        return Ok(path);
+        return Ok(path.to_path_buf());
     }
     if let Some(p) = DIR_CANDIDATES.iter().map(|name| path.join(name)).find(|p| p.is_file()) {
         return Ok(p);
     }
-    let mut json = json_files_in(&path)?;
+    let mut json = json_files_in(path)?;
     match json.len() {
         1 => Ok(json.remove(0)),
         0 => {
@@ -152,10 +153,12 @@ pub struct Loaded {
 
 /// Loads `arg` (a path, a folder or `-`, see [`resolve_input`]) as a
 /// profile, analysing it first when it is a trace.
-pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
+pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
+    let arg = arg.as_ref();
     let path = resolve_input(arg)?;
-    let fail = |e: Error| Error::failed(format!("failed to analyse {arg}: {e}")).caused_by(e);
-    let src = if arg == "-" {
+    let fail =
+        |e: Error| Error::failed(format!("failed to analyse {}: {e}", arg.display())).caused_by(e);
+    let src = if arg.as_os_str() == "-" {
         Source::stdin()
     } else {
         Source::path(&path)
@@ -174,7 +177,7 @@ pub fn load(arg: &str, opts: LoadOptions) -> Result<Loaded> {
     let analyze = AnalyzeOptions { sidecar, progress: opts.progress, peak_ops: opts.peak_ops };
     match analysis::analyze(&src, analyze).map_err(fail)? {
         Some(Analysed { mut profile, mut notices }) => {
-            profile.trace = Some(arg.to_string());
+            profile.trace = Some(arg.to_string_lossy().into_owned());
             if let Some(n) = unread {
                 profile.warnings.insert(0, n.clone());
                 notices.insert(0, n);

@@ -28,12 +28,12 @@ pub struct RankSet {
 
 /// The files of a rank set, when the arguments name one: two or more
 /// paths, or one folder holding two or more traces and no profile of ours.
-pub fn rank_files(args: &[String]) -> Result<Option<Vec<PathBuf>>> {
+pub fn rank_files<P: AsRef<Path>>(args: &[P]) -> Result<Option<Vec<PathBuf>>> {
     if args.len() >= 2 {
-        return args.iter().map(|a| super::resolve_input(a)).collect::<Result<Vec<_>>>().map(Some);
+        return args.iter().map(super::resolve_input).collect::<Result<Vec<_>>>().map(Some);
     }
     let Some(arg) = args.first() else { return Ok(None) };
-    let dir = Path::new(arg);
+    let dir = arg.as_ref();
     if !dir.is_dir()
         || ["profile.json", "profile_trace.json", "profile_trace.json.gz"]
             .iter()
@@ -114,7 +114,7 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
                     let r = crate::trace::parallel::with_share(
                         share,
                         crate::trace::parallel::BLOCK,
-                        || load_one(&path.to_string_lossy(), LoadOptions::default()),
+                        || load_one(path, LoadOptions::default()),
                     );
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);

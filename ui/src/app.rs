@@ -7,7 +7,7 @@
 //!
 //! All figures come from the core's lenses; this module computes none.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crossterm::event::KeyEvent;
 use libreyolo_core::lens::timeline;
@@ -72,7 +72,7 @@ pub struct App {
     /// A one-line message for the status bar (reloads, errors).
     pub message: Option<String>,
     /// Loads the event loop must start (side, path).
-    pub requests: Vec<(Side, String)>,
+    pub requests: Vec<(Side, PathBuf)>,
     /// Rows of a table page (PgUp/PgDn), from the terminal's height.
     pub page: usize,
     pub quit: bool,
@@ -81,14 +81,14 @@ pub struct App {
 impl App {
     /// An app waiting for its profiles; the caller starts the loads listed
     /// in `requests`.
-    pub fn new(theme: Theme, main: &str, other: Option<&str>) -> App {
+    pub fn new(theme: Theme, main: &Path, other: Option<&Path>) -> App {
         let mut app = App {
             theme,
             worker: None,
             background_rows: BACKGROUND_ROWS,
             pane: Pane::Summary,
             job: None,
-            main: Slot { arg: main.to_string(), ..Default::default() },
+            main: Slot { arg: main.to_path_buf(), ..Default::default() },
             other: Slot::default(),
             help: false,
             editor: None,
@@ -96,13 +96,13 @@ impl App {
             steps: None,
             step_jobs: 0,
             message: None,
-            requests: vec![(Side::Main, main.to_string())],
+            requests: vec![(Side::Main, main.to_path_buf())],
             page: 10,
             quit: false,
         };
         if let Some(o) = other {
-            app.other.arg = o.to_string();
-            app.requests.push((Side::Other, o.to_string()));
+            app.other.arg = o.to_path_buf();
+            app.requests.push((Side::Other, o.to_path_buf()));
         }
         app
     }
@@ -110,7 +110,7 @@ impl App {
     /// An app waiting for a distributed job: `arg` names it, `files` are
     /// its rank traces; it opens on the Ranks pane.
     pub fn for_job(theme: Theme, arg: &str, files: Vec<PathBuf>) -> App {
-        let mut app = App::new(theme, arg, None);
+        let mut app = App::new(theme, Path::new(arg), None);
         app.main.ranks = files;
         app.pane = Pane::Ranks;
         app
@@ -127,9 +127,8 @@ impl App {
 
     /// An app over profiles already loaded (tests, benchmarks).
     pub fn with_inputs(theme: Theme, main: Input, other: Option<Input>) -> App {
-        let main_arg = main.path.display().to_string();
-        let other_arg = other.as_ref().map(|o| o.path.display().to_string());
-        let mut app = App::new(theme, &main_arg, other_arg.as_deref());
+        let other_path = other.as_ref().map(|o| o.path.clone());
+        let mut app = App::new(theme, &main.path, other_path.as_deref());
         app.requests.clear();
         app.loaded(Side::Main, Ok(main));
         if let Some(o) = other {
@@ -192,7 +191,7 @@ impl App {
         self.show_rank(shown);
         self.panes.ranks.reload(before.as_ref(), self.job.as_ref());
         if reload {
-            self.message = Some(format!("reloaded {}", self.main.arg));
+            self.message = Some(format!("reloaded {}", self.main.arg.display()));
         } else {
             self.pane = Pane::Ranks;
         }
@@ -238,7 +237,7 @@ impl App {
                 slot.error = None;
                 slot.data = Some(Loaded::new(input));
                 if reload {
-                    self.message = Some(format!("reloaded {}", self.slot(side).arg));
+                    self.message = Some(format!("reloaded {}", self.slot(side).arg.display()));
                 }
                 if side == Side::Main {
                     self.refresh_main();
@@ -353,7 +352,7 @@ impl App {
             Action::Reload => {
                 for side in [Side::Main, Side::Other] {
                     let arg = self.slot(side).arg.clone();
-                    if !arg.is_empty() && self.slot(side).loading.is_none() {
+                    if !arg.as_os_str().is_empty() && self.slot(side).loading.is_none() {
                         self.requests.push((side, arg));
                     }
                 }
@@ -534,9 +533,9 @@ impl App {
         }
         match libreyolo_core::profile::resolve_input(path) {
             Ok(_) => {
-                self.other = Slot { arg: path.to_string(), ..Default::default() };
+                self.other = Slot { arg: PathBuf::from(path), ..Default::default() };
                 self.panes.compare.comparison = None;
-                self.requests.push((Side::Other, path.to_string()));
+                self.requests.push((Side::Other, PathBuf::from(path)));
             }
             Err(e) => self.message = Some(e.to_string()),
         }
@@ -545,7 +544,7 @@ impl App {
     /// Files whose modification time changed since they were loaded
     /// (live reload); the loop calls this when the file watcher reports a
     /// change in their folders.
-    pub fn changed_on_disk(&self) -> Vec<(Side, String)> {
+    pub fn changed_on_disk(&self) -> Vec<(Side, PathBuf)> {
         [Side::Main, Side::Other]
             .into_iter()
             .filter_map(|side| {

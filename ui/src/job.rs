@@ -5,7 +5,7 @@
 //! shows the lenses (its collectives view the second); the other panes
 //! show the profile of the rank the user opened.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 
 use libreyolo_core::error::{Error, Result};
@@ -19,7 +19,7 @@ use crate::slot::Loaded;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Opening {
     /// One profile, and maybe a second to compare against.
-    Profile { main: String, other: Option<String> },
+    Profile { main: PathBuf, other: Option<PathBuf> },
     /// A distributed job: `arg` names it on screen, `files` are its ranks.
     Job { arg: String, files: Vec<PathBuf> },
 }
@@ -28,20 +28,21 @@ pub enum Opening {
 /// three or more files, is a job; two files are a comparison unless their
 /// names carry different rank numbers (`rank3`, `worker3`). Missing paths
 /// are usage errors, as for one profile.
-pub fn opening(args: &[String]) -> Result<Opening> {
-    let ranked = |a: &str| ranks::rank_from_name(std::path::Path::new(a));
+pub fn opening<P: AsRef<Path>>(args: &[P]) -> Result<Opening> {
+    let ranked = |a: &P| ranks::rank_from_name(a.as_ref());
     match args {
         [] => Err(Error::usage("explore needs a profile, a trace or a folder of rank traces")),
         [one] => match ranks::rank_files(args)? {
-            Some(files) => Ok(Opening::Job { arg: one.clone(), files }),
+            Some(files) => Ok(Opening::Job { arg: one.as_ref().display().to_string(), files }),
             None => {
                 profile::resolve_input(one)?;
-                Ok(Opening::Profile { main: one.clone(), other: None })
+                Ok(Opening::Profile { main: one.as_ref().to_path_buf(), other: None })
             }
         },
         [a, b] if !matches!((ranked(a), ranked(b)), (Some(x), Some(y)) if x != y) => {
             for x in [a, b] {
                 if ranks::rank_files(std::slice::from_ref(x))?.is_some() {
+                    let x = x.as_ref().display();
                     return Err(Error::usage(format!(
                         "{x} is a folder of rank traces: the explorer opens one job (`profile explore {x}`); \
                          `profile compare` compares two jobs"
@@ -49,7 +50,10 @@ pub fn opening(args: &[String]) -> Result<Opening> {
                 }
                 profile::resolve_input(x)?;
             }
-            Ok(Opening::Profile { main: a.clone(), other: Some(b.clone()) })
+            Ok(Opening::Profile {
+                main: a.as_ref().to_path_buf(),
+                other: Some(b.as_ref().to_path_buf()),
+            })
         }
         _ => {
             let files = ranks::rank_files(args)?.unwrap_or_default();

@@ -33,7 +33,7 @@ pub mod view;
 mod watch;
 
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -78,7 +78,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
     app.worker = Some(app::Worker::spawn());
     app.steps = Some(app::StepLoader::spawn());
     let mut terminal = ratatui::try_init()
-        .map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")))?;
+        .map_err(|e| Error::failed(format!("cannot set up the terminal: {e}")).caused_by(e))?;
     // ratatui's hook restores the terminal; a panic in a loader thread is
     // caught and shown as a failed load instead, so it must not.
     let restore_and_report = std::panic::take_hook();
@@ -90,7 +90,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
-        .map_err(|e| Error::failed(format!("cannot start the event loop: {e}")));
+        .map_err(|e| Error::failed(format!("cannot start the event loop: {e}")).caused_by(e));
     let result = runtime.and_then(|rt| rt.block_on(event_loop(&mut terminal, &mut app)));
     ratatui::restore();
     result?;
@@ -188,7 +188,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
 fn start_load(
     side: Side,
     id: u64,
-    arg: String,
+    arg: PathBuf,
     ranks: Vec<PathBuf>,
     reload: bool,
     tx: &UnboundedSender<Done>,
@@ -199,7 +199,7 @@ fn start_load(
         let (counter, total, tx) = (Arc::clone(&done), ranks.len(), tx.clone());
         std::thread::spawn(move || {
             let result = std::panic::catch_unwind(|| OpenJob::read(&ranks, &counter))
-                .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
+                .unwrap_or_else(|_| Err(crashed(&arg)));
             let _ = tx.send((side, id, result.map(|j| Opened::Job(Box::new(j)))));
         });
         return Loading {
@@ -226,8 +226,13 @@ fn start_load(
         }
         let result =
             std::panic::catch_unwind(|| profile::load(&arg, Default::default()).map(|l| l.input))
-                .unwrap_or_else(|_| Err(Error::failed(format!("the analysis of {arg} crashed"))));
+                .unwrap_or_else(|_| Err(crashed(&arg)));
         let _ = tx.send((side, id, result.map(|i| Opened::Profile(Box::new(i)))));
     });
     Loading { id, started: Instant::now(), size, read: None, io, reload, ranks: None }
+}
+
+/// A loader thread that panicked, said as a failed load.
+fn crashed(arg: &Path) -> Error {
+    Error::failed(format!("the analysis of {} crashed", arg.display()))
 }

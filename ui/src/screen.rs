@@ -55,7 +55,7 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let mut name = display_name(&app.main.arg);
-    if !app.other.arg.is_empty() {
+    if !app.other.arg.as_os_str().is_empty() {
         name = format!("{name} vs {}", display_name(&app.other.arg));
     }
     let room = (area.width as usize).saturating_sub(used + 1);

@@ -3,7 +3,7 @@
 //! load. A leaf module: the app, the panes and the job all use it, and it
 //! uses none of them.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
@@ -65,7 +65,7 @@ impl Loaded {
 #[derive(Debug, Clone, Default)]
 pub struct Slot {
     /// The path as the user gave it (shown as the profile's name).
-    pub arg: String,
+    pub arg: PathBuf,
     pub data: Option<Loaded>,
     pub loading: Option<Loading>,
     /// Why the last load failed.
@@ -76,8 +76,7 @@ pub struct Slot {
 }
 
 /// Where a path of the main profile points, for the title bar.
-pub fn display_name(arg: &str) -> String {
-    let p = PathBuf::from(arg);
+pub fn display_name(p: &Path) -> String {
     let parts: Vec<_> = p.components().rev().take(2).collect();
     parts
         .into_iter()

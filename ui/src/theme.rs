@@ -100,8 +100,9 @@ impl Theme {
     /// name is a usage error (exit 2) that lists the available themes.
     pub fn load(name: &str, depth: Depth) -> Result<Theme> {
         let text = match find_file(name) {
-            Some(path) => std::fs::read_to_string(&path)
-                .map_err(|e| Error::failed(format!("cannot read theme {}: {e}", path.display())))?,
+            Some(path) => std::fs::read_to_string(&path).map_err(|e| {
+                Error::failed(format!("cannot read theme {}: {e}", path.display())).caused_by(e)
+            })?,
             None => match BUILTIN.iter().find(|(n, _)| *n == name) {
                 Some((_, t)) => (*t).to_string(),
                 None => {

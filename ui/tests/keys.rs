@@ -227,8 +227,8 @@ fn compare_selection_opens_a_second_profile() {
     typ(&mut a, "o");
     typ(&mut a, INFER_REPEAT3_B4);
     key(&mut a, KeyCode::Enter);
-    assert_eq!(a.requests, vec![(Side::Other, INFER_REPEAT3_B4.to_string())]);
-    assert_eq!(a.other.arg, INFER_REPEAT3_B4);
+    assert_eq!(a.requests, vec![(Side::Other, INFER_REPEAT3_B4.into())]);
+    assert_eq!(a.other.arg, std::path::Path::new(INFER_REPEAT3_B4));
     // The event loop loads it in the background; here, in place.
     a.requests.clear();
     a.loaded(Side::Other, profile::load(INFER_REPEAT3_B4, Default::default()).map(|l| l.input));
@@ -322,7 +322,7 @@ fn live_reload_keeps_pane_and_filters() {
     std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
-    assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.to_string())]);
+    assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.into())]);
 
     a.loaded(Side::Main, profile::load(arg, Default::default()).map(|l| l.input));
     assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);

@@ -295,7 +295,7 @@ fn what_the_arguments_open() {
         opening(&[DLRM.to_string()]).unwrap(),
         Opening::Job { arg: DLRM.to_string(), files: f.clone() }
     );
-    assert_eq!(opening(&[s(&f[0])]).unwrap(), Opening::Profile { main: s(&f[0]), other: None });
+    assert_eq!(opening(&[s(&f[0])]).unwrap(), Opening::Profile { main: f[0].clone(), other: None });
     match opening(&[s(&f[0]), s(&f[3])]).unwrap() {
         Opening::Job { files, arg } => {
             assert_eq!(
@@ -312,7 +312,7 @@ fn what_the_arguments_open() {
     }
     assert_eq!(
         opening(&[BERT_TRACE.to_string(), TRAIN_B4.to_string()]).unwrap(),
-        Opening::Profile { main: BERT_TRACE.to_string(), other: Some(TRAIN_B4.to_string()) }
+        Opening::Profile { main: BERT_TRACE.into(), other: Some(TRAIN_B4.into()) }
     );
     let three: Vec<String> = f[..3].iter().map(s).collect();
     assert!(matches!(opening(&three).unwrap(), Opening::Job { files, .. } if files.len() == 3));
@@ -402,7 +402,7 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
     use std::sync::Arc;
     // Loading: the screen counts the rank traces read.
     let mut a = App::for_job(theme(), DLRM, files());
-    assert_eq!(a.requests, vec![(Side::Main, DLRM.to_string())]);
+    assert_eq!(a.requests, vec![(Side::Main, DLRM.into())]);
     let done = Arc::new(AtomicUsize::new(3));
     a.loading(
         Side::Main,
@@ -451,7 +451,7 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
     // Rewriting one rank's file reloads the whole job.
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&copies[2]).unwrap().set_modified(later).unwrap();
-    assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.clone())]);
+    assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.clone().into())]);
     let again = OpenJob::read(&copies, &AtomicUsize::new(0)).unwrap();
     a.opened(Side::Main, Ok(Opened::Job(Box::new(again))));
     assert_eq!(a.pane, Pane::Kernels, "the pane is kept");

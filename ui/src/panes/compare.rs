@@ -4,6 +4,8 @@
 //! the path of a second. The pane owns the comparison (recomputed when
 //! either side loads) and its scroll offset.
 
+use std::path::Path;
+
 use libreyolo_core::lens::compare::{Comparison, RowDelta, RowStatus, compare};
 use libreyolo_core::render::text::metric_value;
 use ratatui::Frame;
@@ -70,7 +72,10 @@ impl Component for ComparePane {
         }
         if let Some(e) = &view.other.error {
             lines.push(Line::raw(""));
-            lines.push(Line::styled(format!("could not open {}: {e}", view.other.arg), t.warn()));
+            lines.push(Line::styled(
+                format!("could not open {}: {e}", view.other.arg.display()),
+                t.warn(),
+            ));
         }
         f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), area);
     }
@@ -81,7 +86,10 @@ impl ComparePane {
     /// loaded, or another rank shown).
     pub fn recompute(&mut self, main: &Slot, other: &Slot) {
         self.comparison = match (&main.data, &other.data) {
-            (Some(a), Some(b)) => Some(compare(a.profile(), b.profile(), &main.arg, &other.arg)),
+            (Some(a), Some(b)) => {
+                let (m, o) = (main.arg.to_string_lossy(), other.arg.to_string_lossy());
+                Some(compare(a.profile(), b.profile(), &m, &o))
+            }
             _ => None,
         };
     }
@@ -101,14 +109,14 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     out.push(Line::from(vec![
         Span::styled(format!("{:<14}", "before"), t.header()),
         Span::raw(clip(
-            &format!("{} ({})", display_name(&c.before), c.mode[0]),
+            &format!("{} ({})", display_name(Path::new(&c.before)), c.mode[0]),
             width.saturating_sub(14),
         )),
     ]));
     out.push(Line::from(vec![
         Span::styled(format!("{:<14}", "after"), t.header()),
         Span::raw(clip(
-            &format!("{} ({})", display_name(&c.after), c.mode[1]),
+            &format!("{} ({})", display_name(Path::new(&c.after)), c.mode[1]),
             width.saturating_sub(14),
         )),
     ]));

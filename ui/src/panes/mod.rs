@@ -129,7 +129,7 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
     let inner = |r: Rect| Rect { x: r.x + 2, width: r.width.saturating_sub(4), ..r };
     if let Some(err) = &slot.error {
         let text = vec![
-            Line::styled(format!("Could not open {}", slot.arg), t.warn()),
+            Line::styled(format!("Could not open {}", slot.arg.display()), t.warn()),
             Line::raw(err.clone()),
         ];
         f.render_widget(Paragraph::new(text).wrap(Wrap { trim: false }), inner(msg));
@@ -138,7 +138,7 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
     }
     let Some(l) = &slot.loading else {
         f.render_widget(
-            Paragraph::new(Line::styled(format!("{verb} {} …", slot.arg), t.muted())),
+            Paragraph::new(Line::styled(format!("{verb} {} …", slot.arg.display()), t.muted())),
             inner(msg),
         );
         return;
