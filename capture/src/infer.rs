@@ -47,7 +47,7 @@ pub struct Plan {
     weights: String,
     size: ModelSize,
     /// `--source`: images (`None`: the bundled sample).
-    source: Option<String>,
+    source: Option<PathBuf>,
     /// `--fuse`: the deployed graph (BatchNorm folded, RepConv merged).
     fuse: bool,
     repeat: usize,
@@ -334,7 +334,7 @@ fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measuremen
     meta.insert("letterbox_pad".into(), json!(m.pad.as_str()));
     meta.insert(
         "source".into(),
-        json!(p.source.clone().unwrap_or_else(|| source::SAMPLE_NAME.to_string())),
+        json!(p.source.as_ref().map_or(source::SAMPLE_NAME.into(), |s| s.to_string_lossy())),
     );
     meta.insert("images".into(), json!(images.len()));
     meta.insert("warmup".into(), json!(p.warmup));
@@ -402,7 +402,19 @@ pub fn infer(args: &InferArgs) -> Result<String> {
 pub fn capture(p: &Plan) -> Result<Capture> {
     device::set_threads(p.threads)?;
     let files = source::resolve(p.source.as_deref())?;
-    let images = source::load(&files)?;
+    // Only the images the window takes are decoded (batches cycle through
+    // them in order): a folder of thousands costs what warmup + runs
+    // batches use, not the whole folder, and the budget counts those.
+    let used = files.len().min((p.warmup + p.runs).saturating_mul(p.batch));
+    if used < files.len() {
+        crate::output::say(&format!(
+            "note: the window takes {used} of the {} images ({} batches of {}); the rest are not read",
+            files.len(),
+            p.warmup + p.runs,
+            p.batch
+        ));
+    }
+    let images = source::load(&files[..used])?;
     let mut loaded = weights::load(&p.weights, p.size, p.device)?;
     // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
     if p.fuse {

@@ -1,7 +1,8 @@
 //! Input images: a file, a directory of images, or the bundled sample
-//! photograph. Images are decoded once, up front, into `(3, H, W)` uint8
-//! tensors; the measured loop only letterboxes them. What they will decode
-//! to is summed from their headers first and held to the memory budget.
+//! photograph. The images a capture's window takes are decoded once, up
+//! front, into `(3, H, W)` uint8 tensors (so no decode is timed); the
+//! measured loop only letterboxes them. What they will decode to is summed
+//! from their headers first and held to the memory budget.
 
 use std::path::{Path, PathBuf};
 
@@ -28,9 +29,9 @@ pub struct Image {
 /// The image files a source names: the file itself, or the images of a
 /// directory (sorted, not recursive). Missing source or a directory with no
 /// images → usage error (exit 2).
-pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
-    let Some(src) = source else { return Ok(Vec::new()) };
-    let path = Path::new(src);
+pub fn resolve(source: Option<&Path>) -> Result<Vec<PathBuf>> {
+    let Some(path) = source else { return Ok(Vec::new()) };
+    let src = path.display();
     let meta =
         std::fs::metadata(path).map_err(|_| Error::usage(format!("source not found: {src}")))?;
     if meta.is_file() {
@@ -40,7 +41,7 @@ pub fn resolve(source: Option<&str>) -> Result<Vec<PathBuf>> {
         return Err(Error::usage(format!("source {src} is neither an image file nor a directory")));
     }
     let mut files: Vec<PathBuf> = std::fs::read_dir(path)
-        .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")))?
+        .map_err(|e| Error::failed(format!("cannot read directory {src}: {e}")).caused_by(e))?
         .filter_map(|e| e.ok().map(|e| e.path()))
         .filter(|p| {
             p.is_file()
@@ -140,7 +141,7 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
 pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     if files.is_empty() {
         let img = image::load_from_memory(SAMPLE)
-            .map_err(|e| Error::failed(format!("bundled sample image: {e}")))?;
+            .map_err(|e| Error::failed(format!("bundled sample image: {e}")).caused_by(e))?;
         return Ok(vec![to_tensor(SAMPLE_NAME.to_string(), img)]);
     }
     let budget = libreyolo_core::budget::budget().unwrap_or(u64::MAX);
@@ -148,9 +149,13 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     for p in files {
         let (w, h) = image::ImageReader::open(p)
             .and_then(|r| r.with_guessed_format())
-            .map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?
+            .map_err(|e| {
+                Error::failed(format!("cannot read image {}: {e}", p.display())).caused_by(e)
+            })?
             .into_dimensions()
-            .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+            .map_err(|e| {
+                Error::failed(format!("cannot decode image {}: {e}", p.display())).caused_by(e)
+            })?;
         decoded = decoded.saturating_add(w as u64 * h as u64 * 3);
         if decoded > budget {
             use libreyolo_core::budget::human;
@@ -165,10 +170,12 @@ pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
     files
         .iter()
         .map(|p| {
-            let bytes = read_image_file(p)
-                .map_err(|e| Error::failed(format!("cannot read image {}: {e}", p.display())))?;
-            let img = decode(&bytes)
-                .map_err(|e| Error::failed(format!("cannot decode image {}: {e}", p.display())))?;
+            let bytes = read_image_file(p).map_err(|e| {
+                Error::failed(format!("cannot read image {}: {e}", p.display())).caused_by(e)
+            })?;
+            let img = decode(&bytes).map_err(|e| {
+                Error::failed(format!("cannot decode image {}: {e}", p.display())).caused_by(e)
+            })?;
             Ok(to_tensor(p.display().to_string(), img))
         })
         .collect()

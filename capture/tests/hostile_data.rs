@@ -208,3 +208,64 @@ fn images_that_would_decode_past_the_budget_are_refused_from_their_headers() {
     assert!(ran.peak_mib < 1024, "peak RSS {} MiB", ran.peak_mib);
     assert!(!project.exists());
 }
+
+/// A folder of many images costs what the window takes: with 1 warm-up
+/// and 2 measured batches of 1, three good images are decoded and the 17
+/// bombs after them (each would decode to 1.2 GB) are never read; the
+/// profile counts the images it ran on.
+#[test]
+fn only_the_images_the_window_takes_are_decoded() {
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("images");
+    std::fs::create_dir_all(&src).unwrap();
+    for i in 0..3 {
+        std::fs::write(src.join(format!("{i:02}.jpg")), jpeg(96, 64)).unwrap();
+    }
+    for i in 3..20 {
+        std::fs::write(src.join(format!("{i:02}.bmp")), bmp_header(20_000, 20_000)).unwrap();
+    }
+    let project = dir.path().join("project");
+    let args = |runs: &str| {
+        run_capture(&[
+            "profile",
+            "infer",
+            src.to_str().unwrap(),
+            "--device",
+            "cpu",
+            "--imgsz",
+            "64",
+            "--warmup",
+            "1",
+            "--runs",
+            runs,
+            "--threads",
+            "1",
+            "--max-memory",
+            "2G",
+            "--project",
+            project.to_str().unwrap(),
+        ])
+    };
+    let ran = args("2");
+    assert_eq!(ran.code, Some(0), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("the window takes 3 of the 20 images (3 batches of 1)"),
+        "{}",
+        ran.stderr
+    );
+    let profile: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(project.join("infer/profile.json")).unwrap())
+            .unwrap();
+    assert_eq!(profile["config"]["images"], 3, "{}", profile["config"]);
+    // A window long enough to reach the first bomb reads it, and refuses
+    // it without decoding (the decoder's own limit: 512 MiB an image).
+    let ran = args("3");
+    assert_eq!(ran.code, Some(1), "{}", ran.stderr);
+    assert!(ran.stderr.contains("the window takes 4 of the 20 images"), "{}", ran.stderr);
+    assert!(
+        ran.stderr.contains("cannot decode image") && ran.stderr.contains("03.bmp"),
+        "{}",
+        ran.stderr
+    );
+    assert!(ran.peak_mib < 1024, "peak RSS {} MiB", ran.peak_mib);
+}
