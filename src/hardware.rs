@@ -20,11 +20,13 @@ use serde::{Deserialize, Serialize};
 use crate::error::{Error, Result};
 use crate::trace::DeviceProps;
 
-/// The number formats a device's peak is quoted for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
-#[serde(rename_all = "lowercase")]
+/// The number formats a device's peak is quoted for (in a profile:
+/// `efficiency.matrix.format`, named as [`PeakClass::as_str`] says).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PeakClass {
     Fp64,
+    #[default]
     Fp32,
     /// fp32 on Matrix Cores (AMD CDNA's MFMA rate, above its vector rate).
     Fp32Matrix,
@@ -61,6 +63,12 @@ impl PeakClass {
             PeakClass::Fp8 => "fp8",
             PeakClass::Int8 => "int8",
         }
+    }
+}
+
+impl std::fmt::Display for PeakClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }
 
@@ -383,6 +391,16 @@ fn parse_user_text(text: &str, origin: &str, builtin: &Table) -> (Option<Table>,
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_peak_class_is_written_as_it_is_named() {
+        use PeakClass::*;
+        for c in [Fp64, Fp32, Fp32Matrix, Tf32, Bf16, Fp16, Fp8, Int8] {
+            let json = serde_json::to_string(&c).unwrap();
+            assert_eq!(json, format!("\"{}\"", c.as_str()));
+            assert_eq!(serde_json::from_str::<PeakClass>(&json).unwrap(), c);
+        }
+    }
 
     fn props(json: &str) -> DeviceProps {
         serde_json::from_str(json).unwrap()

@@ -384,7 +384,7 @@ pub fn efficiency(
     if let Some((_, Some(p))) = &device {
         if let Some((class, _)) = roof.matrix.first() {
             e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
-                format: class.as_str().to_string(),
+                format: *class,
                 peak_tflops: p.tflops(*class).unwrap_or(0.0),
                 tflops: round(matrix.tflops(), 2),
                 pct_of_peak: round(pct, 1),

@@ -1,6 +1,7 @@
 //! The bottleneck verdict and its reason (docs/analysis.md §10), decided once here for
 //! every profile we build.
 
+use crate::hardware::PeakClass::{Bf16, Fp32, Fp32Matrix, Tf32};
 use crate::profile::{
     Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages, Verdict,
 };
@@ -225,10 +226,8 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
             o.op, o.pct_of_gpu
         ));
     }
-    if let Some(m) =
-        eff.matrix.as_ref().filter(|m| matches!(m.format.as_str(), "fp32" | "tf32" | "fp32_matrix"))
-    {
-        let faster = eff.peak_tflops.get("bf16").map_or(String::new(), |bf16| {
+    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format, Fp32 | Tf32 | Fp32Matrix)) {
+        let faster = eff.peak_tflops.get(Bf16.as_str()).map_or(String::new(), |bf16| {
             format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops)
         });
         parts.push(format!(

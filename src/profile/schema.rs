@@ -515,7 +515,7 @@ pub struct Efficiency {
 #[serde(default)]
 pub struct MatrixEfficiency {
     /// The number format of the peak (`bf16`, `tf32`, …).
-    pub format: String,
+    pub format: crate::hardware::PeakClass,
     pub peak_tflops: f64,
     pub tflops: f64,
     pub pct_of_peak: f64,
