@@ -308,11 +308,18 @@ mod tests {
         }
     }
 
-    /// A few SGD steps on a fixed batch lower the loss of the real model.
+    /// SGD steps on a fixed batch lower a smooth loss of the real model
+    /// (the mean square of its raw head maps), through every parameter
+    /// group, momentum and weight decay. Not YOLO's own loss, and not at a
+    /// training learning rate: at random init on a batch of two the model
+    /// is sharp (here |g|² ≈ 4·10⁵, and a step of 10⁻⁷·g already leaves
+    /// the linear region), so at 10⁻⁴ either loss jumps by ±0.3% per step
+    /// whatever the optimizer does — whether 8 steps lowered it depended on
+    /// the CPU's kernels (yes on an Intel host, no on an AMD one). A step of
+    /// 10⁻⁹·g is first-order: each lowers the loss by about lr·|g|².
     #[test]
     fn sgd_lowers_the_loss_of_the_real_model_on_a_fixed_batch() {
         use crate::train::data::{Dataset, collate};
-        use crate::train::loss::{Gains, yolo9_loss};
         let _rng = crate::rng_lock();
         tch::manual_seed(0);
         let m =
@@ -320,23 +327,21 @@ mod tests {
         let ds = Dataset::Synthetic { n: 2 };
         let b = collate(&[ds.sample(0, 64).unwrap(), ds.sample(1, 64).unwrap()], 8, false).unwrap();
         let mut opt = Sgd::new(&m.vs);
-        // The warmup's first learning rate: from random init at batch 2,
-        // lr0 itself is noisy.
-        opt.lr = WARMUP_LR_START;
+        opt.lr = 1e-9;
         let training = crate::model::training();
         let mut losses = Vec::new();
         for _ in 0..8 {
-            let l =
-                yolo9_loss(&m.forward_raw(&b.images), &b.targets, (64, 64), 2, &Gains::default());
-            l.total.backward();
+            let maps = m.forward_raw(&b.images);
+            let l = maps.iter().map(|t| t.square().mean(Kind::Float)).sum::<Tensor>();
+            l.backward();
             opt.step().unwrap();
             opt.zero_grad().unwrap();
-            losses.push(f64::try_from(&l.total).unwrap());
+            losses.push(f64::try_from(&l).unwrap());
         }
         drop(training);
         assert!(losses.iter().all(|v| v.is_finite()), "{losses:?}");
-        let tail = losses[5..].iter().cloned().fold(f64::INFINITY, f64::min);
-        assert!(tail < losses[0], "{losses:?}");
+        // Every step lowers it, by far more than float32's rounding of it.
+        assert!(losses.windows(2).all(|w| w[1] < w[0] - 1e-5), "{losses:?}");
     }
 
     #[test]
