@@ -47,6 +47,7 @@ pub fn hand_over(args: &[OsString]) -> Result<()> {
     {
         let status = cmd.status().map_err(|e| {
             Error::failed(format!("cannot start the capture engine {}: {e}", exe.display()))
+                .caused_by(e)
         })?;
         std::process::exit(status.code().unwrap_or(libreyolo_core::error::exit::FAILURE));
     }

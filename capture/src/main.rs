@@ -58,8 +58,9 @@ fn panic_sentence(msg: &str, at: &str) -> String {
 fn run() -> Result<()> {
     let args: Vec<OsString> = std::env::args_os().collect();
     // An interrupted capture leaves no temporary file behind.
-    libreyolo_core::tempfiles::remove_on_signal()
-        .map_err(|e| Error::failed(format!("cannot install the signal handler: {e}")))?;
+    libreyolo_core::tempfiles::remove_on_signal().map_err(|e| {
+        Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
+    })?;
     match cli::parse(&args)? {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
         Some(ProfileCommand::Run(a)) => {

@@ -162,13 +162,16 @@ impl Session {
     /// `dir` (created if needed), to be renamed into place once the profile
     /// beside it is written; dropped unless persisted.
     pub fn finish_in(self, dir: &Path) -> Result<tempfile::TempPath> {
-        std::fs::create_dir_all(dir)
-            .map_err(|e| Error::failed(format!("cannot create {}: {e}", dir.display())))?;
+        std::fs::create_dir_all(dir).map_err(|e| {
+            Error::failed(format!("cannot create {}: {e}", dir.display())).caused_by(e)
+        })?;
         let tmp = tempfile::Builder::new()
             .prefix(".profile_trace.")
             .suffix(".json")
             .tempfile_in(dir)
-            .map_err(|e| Error::failed(format!("cannot write in {}: {e}", dir.display())))?
+            .map_err(|e| {
+                Error::failed(format!("cannot write in {}: {e}", dir.display())).caused_by(e)
+            })?
             .into_temp_path();
         libreyolo_core::tempfiles::track(&tmp);
         self.finish(&tmp)?;

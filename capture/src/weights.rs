@@ -106,8 +106,9 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
         }
         Source::File(path) => {
             let shown = path.display().to_string();
-            let ck = checkpoint::load(&path)
-                .map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
+            let ck = checkpoint::load(&path).map_err(|e| {
+                Error::failed(format!("cannot read checkpoint {shown}: {e}")).caused_by(e)
+            })?;
             if let Some(family) = ck.meta_str("model_family").filter(|f| *f != "yolo9") {
                 return Err(Error::failed(format!(
                     "checkpoint {shown} is a `{family}` model; `profile infer` runs YOLOv9 (model_family \"yolo9\")"
@@ -141,7 +142,7 @@ pub fn load(arg: &str, size: ModelSize, device: Device) -> Result<Loaded> {
                 .map_err(|e| Error::failed(e.to_string()))?;
             model
                 .load_state(&ck.state)
-                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
+                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")).caused_by(e))?;
             Ok(Loaded {
                 model,
                 size: used_size,

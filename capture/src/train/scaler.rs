@@ -46,7 +46,7 @@ impl GradScaler {
         let _ = self.found_inf.f_zero_();
         ops::amp_unscale_(&opt.grads(), &self.found_inf, &inv)?;
         let overflow = f64::try_from(&self.found_inf)
-            .map_err(|e| Error::failed(format!("GradScaler: {e}")))?
+            .map_err(|e| Error::failed(format!("GradScaler: {e}")).caused_by(e))?
             != 0.0;
         if overflow {
             self.skipped += 1;
@@ -67,7 +67,7 @@ impl GradScaler {
                 GROWTH_INTERVAL,
             )
             .map(|_| ())
-            .map_err(|e| Error::failed(format!("GradScaler update: {e}")))
+            .map_err(|e| Error::failed(format!("GradScaler update: {e}")).caused_by(e))
     }
 
     pub fn current(&self) -> f64 {

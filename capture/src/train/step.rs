@@ -280,8 +280,9 @@ fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainM
         }
         weights::Source::File(path) => {
             let shown = path.display().to_string();
-            let ck = checkpoint::load(&path)
-                .map_err(|e| Error::failed(format!("cannot read checkpoint {shown}: {e}")))?;
+            let ck = checkpoint::load(&path).map_err(|e| {
+                Error::failed(format!("cannot read checkpoint {shown}: {e}")).caused_by(e)
+            })?;
             let used = match ck.meta_str("size") {
                 Some(s) => ModelSize::parse(s).ok_or_else(|| {
                     Error::failed(format!("checkpoint {shown} has unknown YOLOv9 size `{s}`"))
@@ -317,7 +318,7 @@ fn load_model(arg: &str, size: ModelSize, nc: i64, dev: Device) -> Result<TrainM
             };
             model
                 .load_state(&state)
-                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")))?;
+                .map_err(|e| Error::failed(format!("checkpoint {shown}: {e}")).caused_by(e))?;
             model.enable_aux(AUX_WEIGHT);
             let aux = model.load_aux_state(&ck.state);
             if aux.loaded < aux.total {
