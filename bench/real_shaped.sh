@@ -14,11 +14,15 @@
 # them, the same file through `cat`, `zcat` and a memchr scan for its `{`
 # (bench/src/scan_ceiling.rs): the machine's own ceiling for reading,
 # inflating and finding the events in those bytes. BEFORE=<binary> adds the same
-# rows for another build of libreyolo (before → after in one run). Prints
-# the load average before and after.
+# rows for another build of libreyolo (before → after in one run). HTA=<a
+# python with HolisticTraceAnalysis> adds HTA 0.5.0's read of the same
+# plain trace (bench/hta_read.py: its parser, then its temporal, kernel and
+# idle breakdowns; one run, on both cores: it takes minutes). TraceLens is
+# not on PyPI, so it has no row. Prints the load average before and after.
 #
 # env: RUNS (default 3), BIN (default target/release/libreyolo, built if
-#      missing), BEFORE (optional), python3 (to write the trace)
+#      missing), BEFORE (optional), HTA (optional: e.g. a venv's python after
+#      `pip install HolisticTraceAnalysis==0.5.0`), python3 (to write the trace)
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source bench/lib.sh
@@ -88,5 +92,9 @@ for b in ${BEFORE:+"$BEFORE"} "$bin"; do
         row "$label summary" "$input" 0,1 "$b" profile summary "$f" --json
     done
 done
+if [ -n "${HTA:-}" ]; then
+    read -r best rss < <(BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
+    printf "| HTA 0.5.0 (%s) | json | 2 | %.2f | %.0f | %.0f | – |\n" "$(tr -d '\n' < "$tmp/hta")" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
+fi
 echo
 echo "load after: $(uptime)"
