@@ -437,6 +437,12 @@ fn a_project_folder_stands_for_the_capture_inside() {
 fn names_that_are_not_utf8_are_read() {
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;
+    // `libreyolo profile WORDS…`, each a path or a plain word.
+    let profile = |words: &[&dyn AsRef<OsStr>]| {
+        let mut args = vec![OsStr::new("profile")];
+        args.extend(words.iter().map(|w| w.as_ref()));
+        common::run(&args)
+    };
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join(OsStr::from_bytes(b"job-\xff\xfe"));
     std::fs::create_dir(&dir).unwrap();
@@ -452,19 +458,9 @@ fn names_that_are_not_utf8_are_read() {
         std::fs::copy(f, dir.join(OsStr::from_bytes(&name))).unwrap();
     }
     let trace = dir.join(OsStr::from_bytes(b"rank0-\xe9t\xe9.json.gz"));
-    let expected = common::run(&[
-        OsStr::new("profile"),
-        OsStr::new("kernels"),
-        rank_files[0].as_os_str(),
-        OsStr::new("--json"),
-    ]);
+    let expected = profile(&[&"kernels", &rank_files[0], &"--json"]);
     assert_eq!(expected.code, 0, "{}", expected.stderr);
-    let got = common::run(&[
-        OsStr::new("profile"),
-        OsStr::new("kernels"),
-        trace.as_os_str(),
-        OsStr::new("--json"),
-    ]);
+    let got = profile(&[&"kernels", &trace, &"--json"]);
     assert_eq!(got.code, 0, "one trace: {}", got.stderr);
     // The same rows; only the path it names differs.
     let rows = |out: &str| {
@@ -479,34 +475,17 @@ fn names_that_are_not_utf8_are_read() {
         "{got_path}"
     );
     // The folder as a rank set, a profile written beside it and read back.
-    let job = common::run(&[
-        OsStr::new("profile"),
-        OsStr::new("summary"),
-        dir.as_os_str(),
-        OsStr::new("--json"),
-    ]);
+    let job = profile(&[&"summary", &dir, &"--json"]);
     assert_eq!(job.code, 0, "the folder as a job: {}", job.stderr);
     let v: serde_json::Value = serde_json::from_str(&job.stdout).unwrap();
     assert_eq!(v["ranks"].as_array().map(Vec::len), Some(2), "{}", job.stdout);
     let out = tmp.path().join(OsStr::from_bytes(b"p\xff.json"));
-    let w = common::run(&[
-        OsStr::new("profile"),
-        OsStr::new("summary"),
-        trace.as_os_str(),
-        OsStr::new("--write-profile"),
-        out.as_os_str(),
-    ]);
+    let w = profile(&[&"summary", &trace, &"--write-profile", &out]);
     assert_eq!(w.code, 0, "--write-profile: {}", w.stderr);
-    let back = common::run(&[
-        OsStr::new("profile"),
-        OsStr::new("get"),
-        out.as_os_str(),
-        OsStr::new("step_ms"),
-    ]);
+    let back = profile(&[&"get", &out, &"step_ms"]);
     assert_eq!(back.code, 0, "the written profile read back: {}", back.stderr);
     // A missing one is said with its name made readable, as a usage error.
-    let missing = tmp.path().join(OsStr::from_bytes(b"gone-\xff.json"));
-    let r = common::run(&[OsStr::new("profile"), OsStr::new("summary"), missing.as_os_str()]);
+    let r = profile(&[&"summary", &tmp.path().join(OsStr::from_bytes(b"gone-\xff.json"))]);
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(
         r.stderr.contains("not found") && r.stderr.contains("gone-\u{fffd}.json"),
