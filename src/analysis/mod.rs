@@ -126,6 +126,17 @@ struct OpRec {
 
 const NO_WORK: u32 = u32::MAX;
 
+/// What the performance model said of one op call with given shapes.
+#[derive(Debug, Clone, Copy)]
+enum Priced {
+    Work(OpWork),
+    NoShapes,
+    Unmodelled,
+}
+
+/// Distinct (op, shapes) calls whose pricing is kept for the next call.
+const MODEL_CACHE: usize = 1 << 14;
+
 /// What the performance model says one op call does (its FLOPs and bytes,
 /// docs/analysis.md §13), kept for the roofline account at the end.
 #[derive(Debug, Clone, Copy)]
@@ -378,6 +389,10 @@ pub struct Analyzer {
     /// [`Names`], which interns only the calls the pass keeps.
     call_traits: HashMap<Box<str>, CallTraits>,
     model_counts: ModelCounts,
+    /// The model's answer per distinct op name and shapes text (see
+    /// [`Analyzer::price`]), and the key being looked up.
+    model_cache: HashMap<Box<[u8]>, Priced>,
+    model_key: Vec<u8>,
 }
 
 /// Backward ops closer than this belong to the same backward pass.
@@ -525,13 +540,13 @@ impl Analyzer {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let kind = if traits.dataload { idle::HostKind::Dataload } else { idle::HostKind::Op };
         self.host.push(thread, start, start + dur, name, kind);
-        let work = self.price(ev, traits.modelled);
+        let work = self.price(ev, name, traits.modelled);
         self.count_op(OpRec { thread, name, start, dur, work });
     }
 
     /// The performance model's FLOPs and bytes for this op call, kept;
     /// shapes are parsed only for the ops it knows (`modelled`).
-    fn price(&mut self, ev: &Event<'_>, modelled: bool) -> u32 {
+    fn price(&mut self, ev: &Event<'_>, name: u32, modelled: bool) -> u32 {
         let Some(args) = ev.args.as_ref() else { return NO_WORK };
         if args.input_dims.is_some() {
             self.model_counts.with_shapes += 1;
@@ -544,25 +559,55 @@ impl Analyzer {
             types: args.input_types,
             concrete: args.concrete_inputs,
         };
-        match work::model(ev.name(), &shapes) {
-            work::Model::Work(w) => {
+        // A training loop calls each op with the same few shapes step after
+        // step: the model (shapes parsed, formula worked out and written)
+        // runs once per distinct call, not once per call.
+        let key = &mut self.model_key;
+        key.clear();
+        key.extend_from_slice(&name.to_le_bytes());
+        for part in [shapes.dims, shapes.types, shapes.concrete] {
+            match part {
+                Some(b) => {
+                    key.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                    key.extend_from_slice(b);
+                }
+                None => key.extend_from_slice(&u64::MAX.to_le_bytes()),
+            }
+        }
+        let priced = match self.model_cache.get(key.as_slice()) {
+            Some(&priced) => priced,
+            None => {
+                let priced = match work::model(ev.name(), &shapes) {
+                    work::Model::Work(w) => Priced::Work(OpWork {
+                        flops: w.flops,
+                        bytes: w.bytes,
+                        dtype: w.dtype,
+                        matrix: w.matrix,
+                        inputs: self.names.id(&w.inputs),
+                    }),
+                    work::Model::NoShapes => Priced::NoShapes,
+                    work::Model::Unmodelled => Priced::Unmodelled,
+                };
+                // Bounded: a trace of ever-new shapes starts the cache over.
+                if self.model_cache.len() >= MODEL_CACHE {
+                    self.model_cache.clear();
+                }
+                self.model_cache.insert(self.model_key.as_slice().into(), priced);
+                priced
+            }
+        };
+        match priced {
+            Priced::Work(w) => {
                 let Ok(index) = u32::try_from(self.works.len()) else { return NO_WORK };
-                let inputs = self.names.id(&w.inputs);
-                self.works.push(OpWork {
-                    flops: w.flops,
-                    bytes: w.bytes,
-                    dtype: w.dtype,
-                    matrix: w.matrix,
-                    inputs,
-                });
+                self.works.push(w);
                 self.model_counts.priced += 1;
                 index
             }
-            work::Model::NoShapes => {
+            Priced::NoShapes => {
                 self.model_counts.no_shapes += 1;
                 NO_WORK
             }
-            work::Model::Unmodelled => NO_WORK,
+            Priced::Unmodelled => NO_WORK,
         }
     }
 
