@@ -1003,6 +1003,7 @@ impl Analyzer {
     /// (the final ones), from what the pass kept, in the order it met it.
     fn count_again(&mut self, ranges: Ranges) {
         self.ranges = ranges;
+        self.ranges.freeze();
         self.kernels.clear();
         self.kernels_by_phase.clear();
         self.ops.clear();
@@ -1195,6 +1196,7 @@ impl Analyzer {
         path: Option<&Path>,
     ) -> Result<Profile> {
         self.place_leftovers_by_time();
+        self.ranges.freeze();
         build::build(self, info, measured, path)
     }
 }
