@@ -610,7 +610,7 @@ impl<'a> Parser<'a> {
         }
     }
 
-    #[inline]
+    #[inline(always)]
     fn id(&mut self) -> PResult<Option<Id<'a>>> {
         if let Some(b'-' | b'0'..=b'9') = self.peek() {
             if let Some((v, used)) = fast_decimal(&self.b[self.i..]) {
@@ -632,7 +632,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A number, a numeric string, or null; other values read as missing.
-    #[inline]
+    #[inline(always)]
     fn num(&mut self) -> PResult<Num> {
         if let Some(b'-' | b'0'..=b'9') = self.peek() {
             if let Some((v, used)) = fast_decimal(&self.b[self.i..]) {
@@ -813,7 +813,7 @@ fn digit_run(w: u64) -> (u32, u64) {
 /// rounded, so this equals `str::parse` (Clinger's fast path). `None` for
 /// anything else (an exponent, more digits, a letter after the digits, or
 /// the number running to the end of `b`): the caller's general path.
-#[inline]
+#[inline(always)]
 fn fast_decimal(b: &[u8]) -> Option<(f64, usize)> {
     let neg = b.first() == Some(&b'-');
     let mut i = usize::from(neg);
