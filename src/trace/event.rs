@@ -570,7 +570,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A string, as the constant `known` gives for its bytes if any.
-    #[inline]
+    #[inline(always)]
     fn text_or(&mut self, known: fn(&[u8]) -> Option<&'static str>) -> PResult<Text<'a>> {
         Ok(Text(match self.string()? {
             Cow::Borrowed(&[c]) if c.is_ascii() => {
@@ -590,6 +590,7 @@ impl<'a> Parser<'a> {
     }
 
     /// A string field; anything else marks the event malformed.
+    #[inline(always)]
     fn text_field(
         &mut self,
         shape: &mut Option<&'static str>,
