@@ -689,10 +689,21 @@ impl<'a> Parser<'a> {
         Ok(())
     }
 
-    /// Skips any value.
-    #[inline]
+    /// Skips any value: strings and numbers here, inlined where the
+    /// skipped fields are met; the rest in [`Parser::skip_other`].
+    #[inline(always)]
     fn skip_value(&mut self) -> PResult<()> {
         self.ws();
+        match self.peek() {
+            Some(b'"') => self.skip_string(),
+            Some(b'-' | b'0'..=b'9') => self.scan_number(),
+            _ => self.skip_other(),
+        }
+    }
+
+    /// [`Parser::skip_value`] for containers, literals and what is not a value.
+    #[inline(never)]
+    fn skip_other(&mut self) -> PResult<()> {
         match self.peek() {
             Some(b'{' | b'[') => {
                 // Recursion is bounded: past the limit the trace is refused,
