@@ -769,7 +769,7 @@ impl<'a> Parser<'a> {
 /// The first `"` or `\\` in `b`. Most strings of a trace are keys and short
 /// names: eight bytes at a time in a register finds their end before
 /// memchr's vector setup pays off; past 32 bytes memchr takes over.
-#[inline]
+#[inline(always)]
 fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
