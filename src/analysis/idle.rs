@@ -652,7 +652,7 @@ fn sweep(
     let spans = &host.0[..];
     let cpu_side = a.evidence.cpu_ops > 0
         || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
-    let wrappers = python_wrappers(steps, &spans);
+    let wrappers = python_wrappers(steps, spans);
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
     let mut is_sync_op =
         |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
