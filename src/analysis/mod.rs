@@ -134,8 +134,8 @@ enum Priced {
     Unmodelled,
 }
 
-/// Distinct (op, shapes) calls whose pricing is kept for the next call.
-const MODEL_CACHE: usize = 1 << 14;
+/// Bytes of (op, shapes) keys whose pricing is kept for the next call.
+const MODEL_CACHE_BYTES: usize = 4 << 20;
 
 /// What the performance model says one op call does (its FLOPs and bytes,
 /// docs/analysis.md §13), kept for the roofline account at the end.
@@ -392,6 +392,7 @@ pub struct Analyzer {
     /// The model's answer per distinct op name and shapes text (see
     /// [`Analyzer::price`]), and the key being looked up.
     model_cache: HashMap<Box<[u8]>, Priced>,
+    model_cache_bytes: usize,
     model_key: Vec<u8>,
 }
 
@@ -589,8 +590,11 @@ impl Analyzer {
                     work::Model::Unmodelled => Priced::Unmodelled,
                 };
                 // Bounded: a trace of ever-new shapes starts the cache over.
-                if self.model_cache.len() >= MODEL_CACHE {
+                let cost = self.model_key.len() + size_of::<(Box<[u8]>, Priced)>();
+                self.model_cache_bytes += cost;
+                if self.model_cache_bytes > MODEL_CACHE_BYTES {
                     self.model_cache.clear();
+                    self.model_cache_bytes = cost;
                 }
                 self.model_cache.insert(self.model_key.as_slice().into(), priced);
                 priced
