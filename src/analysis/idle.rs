@@ -70,7 +70,7 @@ pub enum HostKind {
 }
 
 #[derive(Debug, Clone, Copy)]
-struct HostSpan {
+pub(super) struct HostSpan {
     start: i64,
     end: i64,
     thread: u32,
@@ -86,7 +86,30 @@ pub struct HostLog {
     pub short_python: u64,
 }
 
+/// The host records in the order the account reads them: by thread, then
+/// start, outermost first; records that tie in the order the pass met them.
+#[derive(Debug, Default)]
+pub(super) struct HostSorted(Vec<HostSpan>);
+
+impl HostSorted {
+    pub(super) fn new(mut spans: Vec<HostSpan>) -> HostSorted {
+        spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
+        HostSorted(spans)
+    }
+}
+
 impl HostLog {
+    /// The records sorted, the log left as it is.
+    pub(super) fn sorted(&self) -> HostSorted {
+        HostSorted::new(self.spans.clone())
+    }
+
+    /// The records, taken out of the log: the account sorts them in
+    /// place rather than a copy of the largest log the pass keeps.
+    pub(super) fn take(&mut self) -> Vec<HostSpan> {
+        std::mem::take(&mut self.spans)
+    }
+
     pub fn push(&mut self, thread: u32, start: i64, end: i64, name: u32, kind: HostKind) {
         if end > start {
             self.spans.push(HostSpan { start, end, thread, name, kind });
@@ -348,6 +371,7 @@ impl Gaps {
 /// With `keep_gaps`, the account's device's gaps are kept with their causes.
 pub(super) fn account(
     a: &Analyzer,
+    host: &HostSorted,
     steps: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
@@ -376,7 +400,7 @@ pub(super) fn account(
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let first = device_account(a, steps, &window, n_steps, label, keep_gaps, &devices[0]);
+    let first = device_account(a, host, steps, &window, n_steps, label, keep_gaps, &devices[0]);
     let all_devices: Vec<DeviceIdle> = if devices.len() > 1 {
         let mut v: Vec<DeviceIdle> = devices
             .iter()
@@ -385,7 +409,7 @@ pub(super) fn account(
                 let causes = if i == 0 {
                     first.causes.clone()
                 } else {
-                    device_account(a, steps, &window, n_steps, label, false, d).causes
+                    device_account(a, host, steps, &window, n_steps, label, false, d).causes
                 };
                 DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3), causes }
             })
@@ -427,6 +451,7 @@ struct DeviceAccount {
 #[allow(clippy::too_many_arguments)]
 fn device_account(
     a: &Analyzer,
+    host: &HostSorted,
     steps: &[(i64, i64)],
     window: &[(i64, i64)],
     n_steps: f64,
@@ -438,7 +463,7 @@ fn device_account(
     let (device, kernels, busy, _) = dev;
     let kernels: Vec<&super::KernelSpan> = kernels.iter().map(|&i| &a.kernel_spans[i]).collect();
 
-    let host_side = !a.host.spans.is_empty();
+    let host_side = !host.0.is_empty();
     // The thread that launched most of this device's kernels: the one
     // asked about gaps no launch explains (a step's tail).
     let mut launchers: HashMap<u32, u64> = HashMap::default();
@@ -493,7 +518,7 @@ fn device_account(
             }
         }
     }
-    sweep(a, window, &mut windows, &mut tally);
+    sweep(a, host, window, &mut windows, &mut tally);
 
     let idle_ns: i64 = tally.causes.values().sum();
     let mut causes: Vec<IdleCauseRow> = tally
@@ -616,13 +641,18 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(a: &Analyzer, steps: &[(i64, i64)], windows: &mut [Window], tally: &mut Tally) {
+fn sweep(
+    a: &Analyzer,
+    host: &HostSorted,
+    steps: &[(i64, i64)],
+    windows: &mut [Window],
+    tally: &mut Tally,
+) {
     windows.sort_by_key(|w| (w.thread, w.start));
-    let mut spans: Vec<HostSpan> = a.host.spans.clone();
-    spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
+    let spans = &host.0[..];
     let cpu_side = a.evidence.cpu_ops > 0
         || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
-    let wrappers = python_wrappers(steps, &spans);
+    let wrappers = python_wrappers(steps, spans);
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
     let mut is_sync_op =
         |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));

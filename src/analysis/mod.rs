@@ -126,6 +126,17 @@ struct OpRec {
 
 const NO_WORK: u32 = u32::MAX;
 
+/// What the performance model said of one op call with given shapes.
+#[derive(Debug, Clone, Copy)]
+enum Priced {
+    Work(OpWork),
+    NoShapes,
+    Unmodelled,
+}
+
+/// Bytes of (op, shapes) keys whose pricing is kept for the next call.
+const MODEL_CACHE_BYTES: usize = 4 << 20;
+
 /// What the performance model says one op call does (its FLOPs and bytes,
 /// docs/analysis.md §13), kept for the roofline account at the end.
 #[derive(Debug, Clone, Copy)]
@@ -378,6 +389,11 @@ pub struct Analyzer {
     /// [`Names`], which interns only the calls the pass keeps.
     call_traits: HashMap<Box<str>, CallTraits>,
     model_counts: ModelCounts,
+    /// The model's answer per distinct op name and shapes text (see
+    /// [`Analyzer::price`]), and the key being looked up.
+    model_cache: HashMap<Box<[u8]>, Priced>,
+    model_cache_bytes: usize,
+    model_key: Vec<u8>,
 }
 
 /// Backward ops closer than this belong to the same backward pass.
@@ -525,13 +541,13 @@ impl Analyzer {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let kind = if traits.dataload { idle::HostKind::Dataload } else { idle::HostKind::Op };
         self.host.push(thread, start, start + dur, name, kind);
-        let work = self.price(ev, traits.modelled);
+        let work = self.price(ev, name, traits.modelled);
         self.count_op(OpRec { thread, name, start, dur, work });
     }
 
     /// The performance model's FLOPs and bytes for this op call, kept;
     /// shapes are parsed only for the ops it knows (`modelled`).
-    fn price(&mut self, ev: &Event<'_>, modelled: bool) -> u32 {
+    fn price(&mut self, ev: &Event<'_>, name: u32, modelled: bool) -> u32 {
         let Some(args) = ev.args.as_ref() else { return NO_WORK };
         if args.input_dims.is_some() {
             self.model_counts.with_shapes += 1;
@@ -544,25 +560,58 @@ impl Analyzer {
             types: args.input_types,
             concrete: args.concrete_inputs,
         };
-        match work::model(ev.name(), &shapes) {
-            work::Model::Work(w) => {
+        // A training loop calls each op with the same few shapes step after
+        // step: the model (shapes parsed, formula worked out and written)
+        // runs once per distinct call, not once per call.
+        let key = &mut self.model_key;
+        key.clear();
+        key.extend_from_slice(&name.to_le_bytes());
+        for part in [shapes.dims, shapes.types, shapes.concrete] {
+            match part {
+                Some(b) => {
+                    key.extend_from_slice(&(b.len() as u64).to_le_bytes());
+                    key.extend_from_slice(b);
+                }
+                None => key.extend_from_slice(&u64::MAX.to_le_bytes()),
+            }
+        }
+        let priced = match self.model_cache.get(key.as_slice()) {
+            Some(&priced) => priced,
+            None => {
+                let priced = match work::model(ev.name(), &shapes) {
+                    work::Model::Work(w) => Priced::Work(OpWork {
+                        flops: w.flops,
+                        bytes: w.bytes,
+                        dtype: w.dtype,
+                        matrix: w.matrix,
+                        inputs: self.names.id(&w.inputs),
+                    }),
+                    work::Model::NoShapes => Priced::NoShapes,
+                    work::Model::Unmodelled => Priced::Unmodelled,
+                };
+                // Bounded: a trace of ever-new shapes starts the cache over.
+                let cost = self.model_key.len() + size_of::<(Box<[u8]>, Priced)>();
+                self.model_cache_bytes += cost;
+                if self.model_cache_bytes > MODEL_CACHE_BYTES {
+                    self.model_cache.clear();
+                    self.model_cache_bytes = cost;
+                }
+                self.model_cache.insert(self.model_key.as_slice().into(), priced);
+                priced
+            }
+        };
+        match priced {
+            Priced::Work(w) => {
                 let Ok(index) = u32::try_from(self.works.len()) else { return NO_WORK };
-                let inputs = self.names.id(&w.inputs);
-                self.works.push(OpWork {
-                    flops: w.flops,
-                    bytes: w.bytes,
-                    dtype: w.dtype,
-                    matrix: w.matrix,
-                    inputs,
-                });
+                self.works.push(w);
                 self.model_counts.priced += 1;
                 index
             }
-            work::Model::NoShapes => {
+            Priced::NoShapes => {
                 self.model_counts.no_shapes += 1;
                 NO_WORK
             }
-            work::Model::Unmodelled => NO_WORK,
+            Priced::Unmodelled => NO_WORK,
         }
     }
 
@@ -892,7 +941,7 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        idle::account(self, &[(start, end)], 1.0, &label, true)
+        idle::account(self, &self.host.sorted(), &[(start, end)], 1.0, &label, true)
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
@@ -958,6 +1007,7 @@ impl Analyzer {
     /// (the final ones), from what the pass kept, in the order it met it.
     fn count_again(&mut self, ranges: Ranges) {
         self.ranges = ranges;
+        self.ranges.freeze();
         self.kernels.clear();
         self.kernels_by_phase.clear();
         self.ops.clear();
@@ -1150,6 +1200,7 @@ impl Analyzer {
         path: Option<&Path>,
     ) -> Result<Profile> {
         self.place_leftovers_by_time();
+        self.ranges.freeze();
         build::build(self, info, measured, path)
     }
 }

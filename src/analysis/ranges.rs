@@ -55,6 +55,10 @@ struct ThreadRanges {
     by_start: BTreeMap<(i64, u32), (i64, u16)>,
     /// Longest range seen: bounds the backward scan of a lookup.
     max_dur: i64,
+    /// `by_start` as (start, end, phase) in its order once the ranges are
+    /// final ([`Ranges::freeze`]): a lookup is then a binary search, not a
+    /// tree walk. Empty while ranges are still added.
+    frozen: Vec<(i64, i64, u16)>,
 }
 
 impl ThreadRanges {
@@ -62,10 +66,28 @@ impl ThreadRanges {
         let seq = self.by_start.len() as u32;
         self.by_start.insert((start, seq), (end, phase));
         self.max_dur = self.max_dur.max(end - start);
+        self.frozen = Vec::new();
+    }
+
+    fn freeze(&mut self) {
+        self.frozen = self.iter().collect();
     }
 
     /// The phase of the innermost range containing `ts` (latest start).
     fn phase_at(&self, ts: i64) -> Option<u16> {
+        if !self.frozen.is_empty() {
+            // The ranges starting at or before `ts`, latest first, as below.
+            let hi = self.frozen.partition_point(|r| r.0 <= ts);
+            for &(start, end, phase) in self.frozen[..hi].iter().rev() {
+                if start + self.max_dur < ts {
+                    break;
+                }
+                if ts < end {
+                    return Some(phase);
+                }
+            }
+            return None;
+        }
         for (&(start, _), &(end, phase)) in self.by_start.range(..(ts, u32::MAX)).rev() {
             if start + self.max_dur < ts {
                 break;
@@ -89,6 +111,8 @@ pub struct Ranges {
     steps: HashMap<u64, (i64, i64)>,
     /// Merged step intervals, for membership.
     step_index: BTreeMap<i64, i64>,
+    /// `step_index` as a list once the ranges are final ([`Ranges::freeze`]).
+    steps_frozen: Vec<(i64, i64)>,
     /// Step numbers recorded again at a time apart from their first range
     /// (not a copy on another thread): how many times in all.
     repeated: BTreeMap<u64, u32>,
@@ -139,6 +163,17 @@ impl Ranges {
             e = e.max(b);
         }
         self.step_index.insert(s, e);
+        self.steps_frozen = Vec::new();
+    }
+
+    /// Readies the lookups for ranges that will not change any more (the
+    /// counting again and the accounts at the end, which place every op
+    /// and GPU event once more); adding a range undoes it.
+    pub fn freeze(&mut self) {
+        self.steps_frozen = self.step_intervals();
+        for r in self.cpu_phases.values_mut().chain(self.gpu_phases.values_mut()) {
+            r.freeze();
+        }
     }
 
     pub fn add_cpu_phase(&mut self, thread: u32, start: i64, end: i64, phase: u16) {
@@ -187,6 +222,10 @@ impl Ranges {
     pub fn in_step(&self, ts: i64) -> bool {
         if self.steps.is_empty() {
             return true;
+        }
+        if !self.steps_frozen.is_empty() {
+            let hi = self.steps_frozen.partition_point(|s| s.0 <= ts);
+            return hi > 0 && ts < self.steps_frozen[hi - 1].1;
         }
         self.step_index.range(..=ts).next_back().is_some_and(|(_, &end)| ts < end)
     }

@@ -16,6 +16,32 @@ use std::borrow::Cow;
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text<'a>(pub Cow<'a, str>);
 
+/// The categories Kineto writes, as constants: a `cat` among them is
+/// neither checked as UTF-8 nor kept borrowed from its block.
+fn known_cat(b: &[u8]) -> Option<&'static str> {
+    Some(match b {
+        b"cpu_op" => "cpu_op",
+        b"kernel" => "kernel",
+        b"cuda_runtime" => "cuda_runtime",
+        b"cuda_driver" => "cuda_driver",
+        b"ac2g" => "ac2g",
+        b"async_cpu_to_gpu" => "async_cpu_to_gpu",
+        b"user_annotation" => "user_annotation",
+        b"gpu_user_annotation" => "gpu_user_annotation",
+        b"gpu_memcpy" => "gpu_memcpy",
+        b"gpu_memset" => "gpu_memset",
+        b"python_function" => "python_function",
+        b"cpu_instant_event" => "cpu_instant_event",
+        b"Trace" => "Trace",
+        b"Operator" => "Operator",
+        b"Runtime" => "Runtime",
+        b"Kernel" => "Kernel",
+        b"Memcpy" => "Memcpy",
+        b"Memset" => "Memset",
+        _ => return None,
+    })
+}
+
 /// A number that may arrive as integer, float, numeric string or null.
 /// Stored as one `f64`, NaN for "none" (a trace's numbers are finite or
 /// not used): half the size of an `Option<f64>`, and an event carries a
@@ -157,11 +183,12 @@ impl std::error::Error for ParseError {}
 impl<'a> Event<'a> {
     /// Parses `raw`, which must hold exactly one value.
     pub fn parse(raw: &'a [u8]) -> Result<Event<'a>, ParseError> {
-        let mut p = Parser { b: raw, i: 0, depth: 0 };
+        let mut p = Parser::new(raw);
         p.ws();
         if p.peek() != Some(b'{') {
-            p.skip_value()?;
-            p.end()?;
+            if p.skip_value().and_then(|()| p.end()).is_err() {
+                return Err(p.take_error());
+            }
             return Err(ParseError::Shape("an event must be a JSON object"));
         }
         let (ev, used) = Event::parse_prefix(raw).map_err(|e| match e {
@@ -171,9 +198,12 @@ impl<'a> Event<'a> {
             ParseError::ShapeAt(what, _) => ParseError::Shape(what),
             e => e,
         })?;
-        let mut p = Parser { b: raw, i: used, depth: 0 };
-        p.end()?;
-        Ok(ev)
+        let mut p = Parser::new(raw);
+        p.i = used;
+        match p.end() {
+            Ok(()) => Ok(ev),
+            Err(Stop) => Err(p.take_error()),
+        }
     }
 
     /// Parses the object at the start of `raw` (after whitespace) and
@@ -190,13 +220,15 @@ impl<'a> Event<'a> {
     /// where it is to stay: an event is a few hundred bytes, and the
     /// parallel reader parses each straight into its block's list.
     pub fn parse_prefix_into(raw: &'a [u8], ev: &mut Event<'a>) -> Result<usize, ParseError> {
-        let mut p = Parser { b: raw, i: 0, depth: 0 };
+        let mut p = Parser::new(raw);
         let mut shape: Option<&'static str> = None;
-        p.object(|p, key| {
+        let parsed = p.object(|p, key| {
             match key {
-                b"ph" => ev.ph = p.text_field(&mut shape, "`ph` must be a string")?,
-                b"cat" => ev.cat = p.text_field(&mut shape, "`cat` must be a string")?,
-                b"name" => ev.name = p.text_field(&mut shape, "`name` must be a string")?,
+                b"ph" => ev.ph = p.text_field(&mut shape, "`ph` must be a string", no_known)?,
+                b"cat" => ev.cat = p.text_field(&mut shape, "`cat` must be a string", known_cat)?,
+                b"name" => {
+                    ev.name = p.text_field(&mut shape, "`name` must be a string", no_known)?
+                }
                 b"pid" => ev.pid = p.id()?,
                 b"tid" => ev.tid = p.id()?,
                 b"ts" => ev.ts = p.num()?,
@@ -255,7 +287,10 @@ impl<'a> Event<'a> {
                 _ => p.skip_value()?,
             }
             Ok(())
-        })?;
+        });
+        if parsed.is_err() {
+            return Err(p.take_error());
+        }
         match shape {
             Some(what) => Err(ParseError::ShapeAt(what, p.i)),
             None => Ok(p.i),
@@ -276,12 +311,60 @@ impl<'a> Event<'a> {
     }
 }
 
+/// The bytes a number token (or NaN, Infinity, a broken token) runs over.
+const NUMBER_BYTE: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut c = 0;
+    while c < 256 {
+        let b = c as u8;
+        t[c] = matches!(b, b'-' | b'+' | b'.' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z');
+        c += 1;
+    }
+    t
+};
+
+/// Text with escapes or invalid UTF-8, owned (and repaired).
+#[cold]
+#[inline(never)]
+fn repaired<'a>(b: &[u8]) -> Cow<'a, str> {
+    Cow::Owned(String::from_utf8_lossy(b).into_owned())
+}
+
+fn no_known(_: &[u8]) -> Option<&'static str> {
+    None
+}
+
+/// Every ASCII character: one-byte strings (every `ph`) borrow from it
+/// without a UTF-8 check.
+const ASCII: &str = {
+    const BYTES: [u8; 128] = {
+        let mut b = [0u8; 128];
+        let mut i = 0;
+        while i < 128 {
+            b[i] = i as u8;
+            i += 1;
+        }
+        b
+    };
+    match std::str::from_utf8(&BYTES) {
+        Ok(s) => s,
+        Err(_) => panic!("ASCII is UTF-8"),
+    }
+};
+
 struct Parser<'a> {
     b: &'a [u8],
     i: usize,
     /// Arrays and objects open around the cursor, below the event itself.
     depth: u32,
+    /// Why the parse stopped, once it has.
+    error: Option<ParseError>,
 }
+
+/// The parse stopped, for the reason in [`Parser::error`]. Zero-sized, so
+/// that each `?` on the hot path tests a flag instead of moving a
+/// 32-byte error through every return.
+struct Stop;
 
 /// Deepest nesting read inside an event (serde_json's limit too): real
 /// events nest a few levels; a hostile one must not exhaust the stack.
@@ -290,18 +373,36 @@ pub const MAX_DEPTH: u32 = 128;
 /// Said when an event nests deeper than [`MAX_DEPTH`].
 pub const TOO_DEEP: &str = "nesting too deep (more than 128 levels of arrays/objects)";
 
-type PResult<T> = Result<T, ParseError>;
+type PResult<T> = Result<T, Stop>;
 
 impl<'a> Parser<'a> {
+    fn new(b: &'a [u8]) -> Parser<'a> {
+        Parser { b, i: 0, depth: 0, error: None }
+    }
+
+    /// Stops the parse with `e`.
+    #[cold]
+    fn fail<T>(&mut self, e: ParseError) -> PResult<T> {
+        self.error = Some(e);
+        Err(Stop)
+    }
+
+    /// Why the parse stopped.
+    fn take_error(&mut self) -> ParseError {
+        self.error.take().unwrap_or(ParseError::Syntax { at: self.i, what: "invalid JSON" })
+    }
+
     /// A syntax error, or `Eof` when the input simply ran out.
-    fn err<T>(&self, what: &'static str) -> PResult<T> {
+    #[cold]
+    fn err<T>(&mut self, what: &'static str) -> PResult<T> {
         if self.i >= self.b.len() {
-            Err(ParseError::Eof)
+            self.fail(ParseError::Eof)
         } else {
-            Err(ParseError::Syntax { at: self.i, what })
+            self.fail(ParseError::Syntax { at: self.i, what })
         }
     }
 
+    #[inline]
     fn peek(&self) -> Option<u8> {
         self.b.get(self.i).copied()
     }
@@ -357,11 +458,41 @@ impl<'a> Parser<'a> {
         }
     }
 
-    /// A string's content, borrowed when it has no escapes.
+    /// A string's content, borrowed when it has no escapes. Always inlined:
+    /// out of line, its result went through memory (7% of a read's
+    /// instructions, callgrind).
+    #[inline(always)]
     fn string(&mut self) -> PResult<Cow<'a, [u8]>> {
-        self.i += 1; // opening quote
-        let start = self.i;
-        let found = quote_or_backslash(&self.b[start..]);
+        let start = self.i + 1; // after the opening quote
+        let rest = &self.b[start..];
+        match quote_or_backslash(rest) {
+            Some(k) if rest[k] == b'"' => {
+                self.i = start + k + 1;
+                Ok(Cow::Borrowed(&rest[..k]))
+            }
+            found => self.escaped_string(start, found),
+        }
+    }
+
+    /// Skips a string: [`Parser::string`] without building its content.
+    #[inline(always)]
+    fn skip_string(&mut self) -> PResult<()> {
+        let start = self.i + 1;
+        let rest = &self.b[start..];
+        match quote_or_backslash(rest) {
+            Some(k) if rest[k] == b'"' => {
+                self.i = start + k + 1;
+                Ok(())
+            }
+            found => self.escaped_string(start, found).map(drop),
+        }
+    }
+
+    /// The rest of [`Parser::string`] from its first backslash (or its end
+    /// missing), `found` bytes after `start`.
+    #[cold]
+    #[inline(never)]
+    fn escaped_string(&mut self, start: usize, found: Option<usize>) -> PResult<Cow<'a, [u8]>> {
         let Some(k) = found else {
             self.i = self.b.len();
             return self.err("unterminated string");
@@ -436,25 +567,39 @@ impl<'a> Parser<'a> {
     }
 
     fn text(&mut self) -> PResult<Text<'a>> {
+        self.text_or(no_known)
+    }
+
+    /// A string, as the constant `known` gives for its bytes if any.
+    #[inline(always)]
+    fn text_or(&mut self, known: fn(&[u8]) -> Option<&'static str>) -> PResult<Text<'a>> {
         Ok(Text(match self.string()? {
-            // The validating check is faster than the lossy one; repair only
-            // when it fails.
-            Cow::Borrowed(b) => match std::str::from_utf8(b) {
-                Ok(s) => Cow::Borrowed(s),
-                Err(_) => String::from_utf8_lossy(b),
+            Cow::Borrowed(&[c]) if c.is_ascii() => {
+                Cow::Borrowed(&ASCII[usize::from(c)..usize::from(c) + 1])
+            }
+            Cow::Borrowed(b) => match known(b) {
+                Some(k) => Cow::Borrowed(k),
+                // The validating check is faster than the lossy one; repair
+                // only when it fails.
+                None => match std::str::from_utf8(b) {
+                    Ok(s) => Cow::Borrowed(s),
+                    Err(_) => repaired(b),
+                },
             },
-            Cow::Owned(v) => Cow::Owned(String::from_utf8_lossy(&v).into_owned()),
+            Cow::Owned(v) => repaired(&v),
         }))
     }
 
     /// A string field; anything else marks the event malformed.
+    #[inline(always)]
     fn text_field(
         &mut self,
         shape: &mut Option<&'static str>,
         what: &'static str,
+        known: fn(&[u8]) -> Option<&'static str>,
     ) -> PResult<Option<Text<'a>>> {
         match self.peek() {
-            Some(b'"') => Ok(Some(self.text()?)),
+            Some(b'"') => Ok(Some(self.text_or(known)?)),
             Some(b'n') => {
                 self.skip_value()?;
                 Ok(None)
@@ -467,7 +612,21 @@ impl<'a> Parser<'a> {
         }
     }
 
+    #[inline(always)]
     fn id(&mut self) -> PResult<Option<Id<'a>>> {
+        if let Some(b'-' | b'0'..=b'9') = self.peek() {
+            if let Some((v, used)) = fast_decimal(&self.b[self.i..]) {
+                self.i += used;
+                return Ok(Some(Id::Int(v as i64)));
+            }
+        }
+        self.id_slow()
+    }
+
+    /// [`Parser::id`] past its fast path, out of line so that the inlined
+    /// fast path stays small.
+    #[inline(never)]
+    fn id_slow(&mut self) -> PResult<Option<Id<'a>>> {
         match self.peek() {
             Some(b'"') => Ok(Some(Id::from_text(self.text()?.0))),
             _ => Ok(self.num()?.get().map(|v| Id::Int(v as i64))),
@@ -475,7 +634,20 @@ impl<'a> Parser<'a> {
     }
 
     /// A number, a numeric string, or null; other values read as missing.
+    #[inline(always)]
     fn num(&mut self) -> PResult<Num> {
+        if let Some(b'-' | b'0'..=b'9') = self.peek() {
+            if let Some((v, used)) = fast_decimal(&self.b[self.i..]) {
+                self.i += used;
+                return Ok(Num(v));
+            }
+        }
+        self.num_slow()
+    }
+
+    /// [`Parser::num`] past its fast path.
+    #[inline(never)]
+    fn num_slow(&mut self) -> PResult<Num> {
         match self.peek() {
             Some(b'"') => {
                 let t = self.text()?;
@@ -510,33 +682,43 @@ impl<'a> Parser<'a> {
 
     /// Moves past a number token (or NaN/Infinity) without converting it.
     fn scan_number(&mut self) -> PResult<()> {
-        while let Some(b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9' | b'a'..=b'z' | b'A'..=b'Z') =
-            self.peek()
-        {
-            self.i += 1;
-        }
+        let rest = &self.b[self.i..];
+        self.i += rest.iter().position(|&c| !NUMBER_BYTE[usize::from(c)]).unwrap_or(rest.len());
         if self.i == self.b.len() {
-            return Err(ParseError::Eof); // the number may go on
+            return self.fail(ParseError::Eof); // the number may go on
         }
         Ok(())
     }
 
-    /// Skips any value.
+    /// Skips any value: strings and numbers here, inlined where the
+    /// skipped fields are met; the rest in [`Parser::skip_other`].
+    #[inline(always)]
     fn skip_value(&mut self) -> PResult<()> {
         self.ws();
+        match self.peek() {
+            Some(b'"') => self.skip_string(),
+            Some(b'-' | b'0'..=b'9') => self.scan_number(),
+            _ => self.skip_other(),
+        }
+    }
+
+    /// [`Parser::skip_value`] for containers, literals and what is not a value.
+    #[inline(never)]
+    fn skip_other(&mut self) -> PResult<()> {
         match self.peek() {
             Some(b'{' | b'[') => {
                 // Recursion is bounded: past the limit the trace is refused,
                 // whether or not more input would follow.
                 if self.depth >= MAX_DEPTH {
-                    return Err(ParseError::Syntax { at: self.i, what: TOO_DEEP });
+                    let at = self.i;
+                    return self.fail(ParseError::Syntax { at, what: TOO_DEEP });
                 }
                 self.depth += 1;
                 let r = self.skip_container();
                 self.depth -= 1;
                 r
             }
-            Some(b'"') => self.string().map(|_| ()),
+            Some(b'"') => self.skip_string(),
             Some(b't') => self.literal(b"true"),
             Some(b'f') => self.literal(b"false"),
             Some(b'n') => self.literal(b"null"),
@@ -578,7 +760,7 @@ impl<'a> Parser<'a> {
             self.i += lit.len();
             Ok(())
         } else if lit.starts_with(rest) {
-            Err(ParseError::Eof)
+            self.fail(ParseError::Eof)
         } else {
             self.err("invalid literal")
         }
@@ -588,7 +770,7 @@ impl<'a> Parser<'a> {
 /// The first `"` or `\\` in `b`. Most strings of a trace are keys and short
 /// names: eight bytes at a time in a register finds their end before
 /// memchr's vector setup pays off; past 32 bytes memchr takes over.
-#[inline]
+#[inline(always)]
 fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     const LO: u64 = 0x0101_0101_0101_0101;
     const HI: u64 = 0x8080_8080_8080_8080;
@@ -609,21 +791,31 @@ fn quote_or_backslash(b: &[u8]) -> Option<usize> {
     memchr::memchr2(b'"', b'\\', &b[i..]).map(|k| i + k)
 }
 
-/// The value of eight ASCII digits read as a little-endian word, or `None`
-/// when one of them is not a digit (simdjson's SWAR conversion).
+const POW10_U64: [u64; 9] =
+    [1, 10, 100, 1_000, 10_000, 100_000, 1_000_000, 10_000_000, 100_000_000];
+
+/// How many of the eight ASCII bytes of `w` (read little-endian) are
+/// digits before the first that is not, and the value of those digits
+/// (simdjson's SWAR conversion, on a partial word).
 #[inline]
-fn eight_digits(w: u64) -> Option<u64> {
-    let all_digits = (w & 0xF0F0_F0F0_F0F0_F0F0) == 0x3030_3030_3030_3030
-        && (w.wrapping_add(0x0606_0606_0606_0606) & 0xF0F0_F0F0_F0F0_F0F0) == 0x3030_3030_3030_3030;
-    if !all_digits {
-        return None;
+fn digit_run(w: u64) -> (u32, u64) {
+    const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
+    const HI: u64 = 0x8080_8080_8080_8080;
+    let x = w ^ 0x3030_3030_3030_3030; // digits become 0..=9, nothing else does
+    // Bit 7 of a byte set: not a digit (x ≥ 10, or x ≥ 128); no carry
+    // crosses a byte, as (x & 0x7F) + 0x76 < 0x100.
+    let not_digit = (((x & LO7) + 0x7676_7676_7676_7676) | x) & HI;
+    let n = not_digit.trailing_zeros() / 8;
+    if n == 0 {
+        return (0, 0);
     }
-    let mut v = w - 0x3030_3030_3030_3030;
+    // The digits moved to the top bytes, zeros (leading digits 0) below.
+    let mut v = x << (8 * (8 - n));
     v = v.wrapping_mul(10) + (v >> 8);
     v = ((v & 0x0000_00FF_0000_00FF).wrapping_mul(100 + (1_000_000 << 32))
         + ((v >> 16) & 0x0000_00FF_0000_00FF).wrapping_mul(1 + (10_000 << 32)))
         >> 32;
-    Some(v & 0xFFFF_FFFF)
+    (n, v & 0xFFFF_FFFF)
 }
 
 /// A decimal number at the start of `b` like `123`, `-4.5`,
@@ -634,20 +826,23 @@ fn eight_digits(w: u64) -> Option<u64> {
 /// rounded, so this equals `str::parse` (Clinger's fast path). `None` for
 /// anything else (an exponent, more digits, a letter after the digits, or
 /// the number running to the end of `b`): the caller's general path.
+#[inline(always)]
 fn fast_decimal(b: &[u8]) -> Option<(f64, usize)> {
     let neg = b.first() == Some(&b'-');
     let mut i = usize::from(neg);
     let mut mantissa: u64 = 0;
     let mut digits = 0u32;
     let int_start = i;
-    // Epoch timestamps have 16 integer digits: eight at a time first.
-    while let Some(v) = b
-        .get(i..i + 8)
-        .and_then(|c| eight_digits(u64::from_le_bytes(c.try_into().expect("8 bytes"))))
-    {
-        mantissa = mantissa.wrapping_mul(100_000_000).wrapping_add(v);
-        digits += 8;
-        i += 8;
+    // Up to eight digits a word (epoch timestamps have 16, ids and
+    // durations a few), then byte by byte near the end of `b`.
+    while let Some(c) = b.get(i..i + 8) {
+        let (n, v) = digit_run(u64::from_le_bytes(c.try_into().expect("8 bytes")));
+        mantissa = mantissa.wrapping_mul(POW10_U64[n as usize]).wrapping_add(v);
+        digits += n;
+        i += n as usize;
+        if n < 8 {
+            break;
+        }
     }
     while let Some(&c @ b'0'..=b'9') = b.get(i) {
         mantissa = mantissa.wrapping_mul(10).wrapping_add(u64::from(c - b'0'));
@@ -856,14 +1051,16 @@ mod tests {
         }
         for k in 0..8 {
             let mut w = *b"12345678";
-            assert_eq!(eight_digits(u64::from_le_bytes(w)), Some(12_345_678));
-            for bad in [b'/', b':', b'.', b' ', 0xB0, 0x39 + 0x80] {
+            assert_eq!(digit_run(u64::from_le_bytes(w)), (8, 12_345_678));
+            for bad in [b'/', b':', b'.', b' ', b'e', 0, 0xB0, 0x39 + 0x80, 0xFF] {
                 w[k] = bad;
-                assert_eq!(eight_digits(u64::from_le_bytes(w)), None, "{k} {bad}");
+                let want = std::str::from_utf8(&w[..k]).unwrap().parse::<u64>().unwrap_or(0);
+                assert_eq!(digit_run(u64::from_le_bytes(w)), (k as u32, want), "{k} {bad}");
             }
         }
-        assert_eq!(eight_digits(u64::from_le_bytes(*b"00000000")), Some(0));
-        assert_eq!(eight_digits(u64::from_le_bytes(*b"99999999")), Some(99_999_999));
+        assert_eq!(digit_run(u64::from_le_bytes(*b"00000000")), (8, 0));
+        assert_eq!(digit_run(u64::from_le_bytes(*b"99999999")), (8, 99_999_999));
+        assert_eq!(digit_run(u64::from_le_bytes(*b"0070, \"a")), (4, 70));
     }
 
     #[test]
