@@ -154,7 +154,8 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
         }),
         (Some(r), Some(size)) if size > 0 => {
             let mb = |b: u64| b as f64 / 1e6;
-            // The analysis reads the file twice when ranges follow the work.
+            // Read again past its size: a file that turned out to be a
+            // profile, not a trace, is parsed as one after the sniff.
             let (done, pass) = if r > size { (r - size, " · second pass") } else { (r, "") };
             let done = done.min(size);
             detail.push_str(&format!(" · {:.1} of {:.1} MB read{pass}", mb(done), mb(size)));
