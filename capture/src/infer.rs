@@ -405,12 +405,12 @@ pub fn capture(p: &Plan) -> Result<Capture> {
     // Only the images the window takes are decoded (batches cycle through
     // them in order): a folder of thousands costs what warmup + runs
     // batches use, not the whole folder, and the budget counts those.
-    let used = files.len().min((p.warmup + p.runs).saturating_mul(p.batch));
+    let batches = p.warmup + p.runs;
+    let used = files.len().min(batches.saturating_mul(p.batch));
     if used < files.len() {
         crate::output::say(&format!(
-            "note: the window takes {used} of the {} images ({} batches of {}); the rest are not read",
+            "note: the window takes {used} of the {} images ({batches} batches of {}); the rest are not read",
             files.len(),
-            p.warmup + p.runs,
             p.batch
         ));
     }

@@ -323,18 +323,15 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             );
             let gates: Vec<lens::gate::GateSpec> =
                 a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
+            // Each side as the output names it.
+            let (b, f) = (a.before.to_string_lossy(), a.after.to_string_lossy());
             if let (Some(x), Some(y)) = sets {
                 if !gates.is_empty() {
                     return Err(Error::usage(
                         "--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)",
                     ));
                 }
-                let c = lens::job::compare_jobs(
-                    &job(&x, &a.set)?,
-                    &job(&y, &a.set)?,
-                    &a.before.to_string_lossy(),
-                    &a.after.to_string_lossy(),
-                );
+                let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &b, &f);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
                 }
@@ -342,7 +339,6 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             } else {
                 let before = load(&a.before)?;
                 let after = load(&a.after)?;
-                let (b, f) = (a.before.to_string_lossy(), a.after.to_string_lossy());
                 let mut c = lens::compare::compare(&before.profile, &after.profile, &b, &f);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));

@@ -127,8 +127,7 @@ impl App {
 
     /// An app over profiles already loaded (tests, benchmarks).
     pub fn with_inputs(theme: Theme, main: Input, other: Option<Input>) -> App {
-        let other_path = other.as_ref().map(|o| o.path.clone());
-        let mut app = App::new(theme, &main.path, other_path.as_deref());
+        let mut app = App::new(theme, &main.path, other.as_ref().map(|o| o.path.as_path()));
         app.requests.clear();
         app.loaded(Side::Main, Ok(main));
         if let Some(o) = other {
