@@ -6,7 +6,6 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::busy::{intersect, merge, overlap, overlap_each};
-use super::idle::HostSorted;
 use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
@@ -39,24 +38,17 @@ pub(super) fn build(
     // pass's records and nothing of each other: with a spare thread the
     // idle account runs beside the other two.
     let keep_gaps = !a.collectives.is_empty();
-    let host = a.host.take();
     let (busy, roof, idle) = std::thread::scope(|s| {
-        let (side, host) = if crate::trace::parallel::threads() > 1 {
+        let side = (crate::trace::parallel::threads() > 1).then(|| {
             let (a, win, kinfo) = (&a, &win, &kinfo);
-            let sorted = move || idle_account(a, HostSorted::new(host), win, kinfo, keep_gaps);
-            (Some(s.spawn(sorted)), None)
-        } else {
-            (None, Some(host))
-        };
+            s.spawn(move || idle_account(a, win, kinfo, keep_gaps))
+        });
         let busy = gpu_busy(&a, info, &win, &kinfo);
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
         let idle = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            None => {
-                let host = HostSorted::new(host.unwrap_or_default());
-                idle_account(&a, host, &win, &kinfo, keep_gaps)
-            }
+            None => idle_account(&a, &win, &kinfo, keep_gaps),
         };
         (busy, roof, idle)
     });
@@ -405,7 +397,6 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
 /// kernels (a CPU run).
 fn idle_account(
     a: &Analyzer,
-    host: HostSorted,
     win: &Span,
     kinfo: &KernelInfo,
     keep_gaps: bool,
@@ -424,7 +415,7 @@ fn idle_account(
     }
     let label =
         |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
-    super::idle::account(a, &host, &steps, win.n_steps, &label, keep_gaps)
+    super::idle::account(a, &steps, win.n_steps, &label, keep_gaps)
 }
 
 // --- measured numbers win over trace-derived ones where they exist.

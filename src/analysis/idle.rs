@@ -5,11 +5,12 @@
 //!
 //! It needs two things of the pass: each kernel's interval with the runtime
 //! call that launched it, and a compact log of what the host threads did
-//! ([`HostLog`]: one record per CPU op, synchronising or allocator call,
+//! ([`CpuLog`]: one record per CPU op, synchronising or allocator call,
 //! annotation and Python frame of at least [`PYTHON_MIN_NS`]). Kineto
 //! writes every CPU event before the GPU ones, so gaps are known only at
 //! the end: the account is computed then, from that state, in the same
-//! single pass as everything else.
+//! single pass as everything else. Only the records that overlap a stretch
+//! of a gap to explain are unpacked and sorted.
 //!
 //! For each gap between the device's busy intervals the next kernel says
 //! who was late. Launched before the gap began: the GPU had work and
@@ -23,6 +24,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::busy::merge;
+use super::cpulog::CpuLog;
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::round;
@@ -69,8 +71,9 @@ pub enum HostKind {
     Alloc,
 }
 
+/// A host record as the sweep reads it.
 #[derive(Debug, Clone, Copy)]
-pub(super) struct HostSpan {
+struct HostSpan {
     start: i64,
     end: i64,
     thread: u32,
@@ -78,43 +81,41 @@ pub(super) struct HostSpan {
     kind: HostKind,
 }
 
-/// What the host threads did: the records the idle account reads.
-#[derive(Debug, Default)]
-pub struct HostLog {
-    spans: Vec<HostSpan>,
-    /// Python frames too short to keep.
-    pub short_python: u64,
-}
-
-/// The host records in the order the account reads them: by thread, then
-/// start, outermost first; records that tie in the order the pass met them.
-#[derive(Debug, Default)]
-pub(super) struct HostSorted(Vec<HostSpan>);
-
-impl HostSorted {
-    pub(super) fn new(mut spans: Vec<HostSpan>) -> HostSorted {
-        spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
-        HostSorted(spans)
+/// The host records that overlap a window, in the order the sweep reads
+/// them: by thread, then start, outermost first; records that tie in the
+/// order the pass met them. A record that overlaps no window is never
+/// open at an instant the sweep looks at, nor the next to start inside a
+/// window, so leaving it out changes nothing (and keeps the account's
+/// memory to the records near the gaps).
+fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
+    // Per thread, the windows by start with the latest end so far: a
+    // record [s, e) overlaps one iff some window starting before e ends
+    // after s.
+    let mut sorted: Vec<&Window> = windows.iter().collect();
+    sorted.sort_by_key(|w| (w.thread, w.start));
+    let mut by_thread: HashMap<u32, (Vec<i64>, Vec<i64>)> = HashMap::default();
+    for w in sorted {
+        let (starts, ends) = by_thread.entry(w.thread).or_default();
+        ends.push(ends.last().map_or(w.end, |&e: &i64| e.max(w.end)));
+        starts.push(w.start);
     }
-}
-
-impl HostLog {
-    /// The records sorted, the log left as it is.
-    pub(super) fn sorted(&self) -> HostSorted {
-        HostSorted::new(self.spans.clone())
-    }
-
-    /// The records, taken out of the log: the account sorts them in
-    /// place rather than a copy of the largest log the pass keeps.
-    pub(super) fn take(&mut self) -> Vec<HostSpan> {
-        std::mem::take(&mut self.spans)
-    }
-
-    pub fn push(&mut self, thread: u32, start: i64, end: i64, name: u32, kind: HostKind) {
-        if end > start {
-            self.spans.push(HostSpan { start, end, thread, name, kind });
-        }
-    }
+    let mut spans: Vec<HostSpan> = log
+        .spans()
+        .filter_map(|r| {
+            let (s, e) = (r.start, r.start.saturating_add(r.dur));
+            let (starts, ends) = by_thread.get(&r.thread)?;
+            let before = starts.partition_point(|&ws| ws < e);
+            (before > 0 && ends[before - 1] > s).then_some(HostSpan {
+                start: s,
+                end: e,
+                thread: r.thread,
+                name: r.name,
+                kind: r.host_kind(),
+            })
+        })
+        .collect();
+    spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
+    spans
 }
 
 /// The host record a runtime call makes, if it is one the account needs:
@@ -198,11 +199,29 @@ struct Tally {
     leading: HashMap<IdleCause, i64>,
     frames: Vec<Frame>,
     frame_ids: HashMap<(u32, u32), u32>,
-    /// Each gap's interval, by id, and (gap, cause, ns) for every stretch
-    /// explained: kept only when asked ([`account`]'s `keep_gaps`), for
-    /// the collectives' lead-ins.
+    /// Each gap's interval, by id, and every stretch explained with its
+    /// cause and place: kept only when asked ([`account`]'s `keep_gaps`),
+    /// for the collectives' lead-ins and the Timeline.
     gap_spans: Vec<(i64, i64)>,
-    gap_causes: Option<Vec<(u32, IdleCause, i64, Place)>>,
+    gap_causes: Option<GapCauses>,
+}
+
+/// The stretches of the gaps, each 16 bytes: a trace has a few per gap and
+/// a gap per kernel or two, so they are as many as the kernels.
+#[derive(Debug, Default)]
+struct GapCauses {
+    stretches: Vec<Stretch>,
+    /// Each distinct (cause, place), by the id the stretches carry.
+    keys: Vec<(IdleCause, Place)>,
+    ids: HashMap<(IdleCause, Place), u32>,
+}
+
+/// Time explained in a gap, by a (cause, place) of [`GapCauses::keys`].
+#[derive(Debug, Clone, Copy)]
+struct Stretch {
+    ns: i64,
+    gap: u32,
+    key: u32,
 }
 
 impl Tally {
@@ -221,7 +240,12 @@ impl Tally {
             *self.leading.entry(cause).or_insert(0) += ns;
         }
         if let Some(g) = self.gap_causes.as_mut() {
-            g.push((gap, cause, ns, place));
+            let next = g.keys.len() as u32;
+            let key = *g.ids.entry((cause, place)).or_insert(next);
+            if key == next {
+                g.keys.push((cause, place));
+            }
+            g.stretches.push(Stretch { ns, gap, key });
         }
     }
 
@@ -273,10 +297,11 @@ impl Gaps {
             .enumerate()
             .map(|(id, &(start, end))| {
                 let id = id as u32;
-                let at = self.places.partition_point(|c| c.0 < id);
+                let at = self.stretches.partition_point(|c| c.gap < id);
                 // Per cause: its time, and per place its time.
                 let mut causes: Vec<CauseIn> = Vec::new();
-                for &(_, cause, ns, place) in self.places[at..].iter().take_while(|c| c.0 == id) {
+                for st in self.stretches[at..].iter().take_while(|c| c.gap == id) {
+                    let ((cause, place), ns) = (self.keys[st.key as usize], st.ns);
                     let c = match causes.iter_mut().position(|c| c.0 == cause) {
                         Some(i) => &mut causes[i],
                         None => {
@@ -333,9 +358,11 @@ pub struct Gaps {
     pub device: i64,
     /// Each gap's interval, by id (in time order).
     pub spans: Vec<(i64, i64)>,
-    /// (gap id, cause, ns, place) for each stretch explained, by gap id (a
-    /// frame's place: by its name id).
-    places: Vec<(u32, IdleCause, i64, Place)>,
+    /// Each stretch explained, by gap id.
+    stretches: Vec<Stretch>,
+    /// The (cause, place) of each stretch's key (a frame's place: by its
+    /// name id).
+    keys: Vec<(IdleCause, Place)>,
 }
 
 impl Gaps {
@@ -353,8 +380,9 @@ impl Gaps {
                 continue;
             }
             let id = id as u32;
-            let at = self.places.partition_point(|c| c.0 < id);
-            for &(_, cause, ns, _) in self.places[at..].iter().take_while(|c| c.0 == id) {
+            let at = self.stretches.partition_point(|c| c.gap < id);
+            for st in self.stretches[at..].iter().take_while(|c| c.gap == id) {
+                let (cause, ns) = (self.keys[st.key as usize].0, st.ns);
                 let part = (ns as i128 * inside as i128 / (g1 - g0) as i128) as i64;
                 match out.iter_mut().find(|c| c.0 == cause) {
                     Some(c) => c.1 += part,
@@ -371,7 +399,6 @@ impl Gaps {
 /// With `keep_gaps`, the account's device's gaps are kept with their causes.
 pub(super) fn account(
     a: &Analyzer,
-    host: &HostSorted,
     steps: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
@@ -400,7 +427,8 @@ pub(super) fn account(
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let first = device_account(a, host, steps, &window, n_steps, label, keep_gaps, &devices[0]);
+    let host = HostFacts::of(a, &window);
+    let first = device_account(a, &host, steps, n_steps, label, keep_gaps, &devices[0]);
     let all_devices: Vec<DeviceIdle> = if devices.len() > 1 {
         let mut v: Vec<DeviceIdle> = devices
             .iter()
@@ -409,7 +437,7 @@ pub(super) fn account(
                 let causes = if i == 0 {
                     first.causes.clone()
                 } else {
-                    device_account(a, host, steps, &window, n_steps, label, false, d).causes
+                    device_account(a, &host, steps, n_steps, label, false, d).causes
                 };
                 DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3), causes }
             })
@@ -448,12 +476,10 @@ struct DeviceAccount {
     gap_list: Option<Gaps>,
 }
 
-#[allow(clippy::too_many_arguments)]
 fn device_account(
     a: &Analyzer,
-    host: &HostSorted,
+    host: &HostFacts,
     steps: &[(i64, i64)],
-    window: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
     keep_gaps: bool,
@@ -463,7 +489,7 @@ fn device_account(
     let (device, kernels, busy, _) = dev;
     let kernels: Vec<&super::KernelSpan> = kernels.iter().map(|&i| &a.kernel_spans[i]).collect();
 
-    let host_side = !host.0.is_empty();
+    let host_side = a.cpu.has_spans();
     // The thread that launched most of this device's kernels: the one
     // asked about gaps no launch explains (a step's tail).
     let mut launchers: HashMap<u32, u64> = HashMap::default();
@@ -475,7 +501,7 @@ fn device_account(
     let main_thread =
         launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
 
-    let mut tally = Tally { gap_causes: keep_gaps.then(Vec::new), ..Tally::default() };
+    let mut tally = Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
     let mut windows: Vec<Window> = Vec::new();
     let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
     for &(s0, s1) in steps {
@@ -518,7 +544,7 @@ fn device_account(
             }
         }
     }
-    sweep(a, host, window, &mut windows, &mut tally);
+    sweep(a, host, &mut windows, &mut tally);
 
     let idle_ns: i64 = tally.causes.values().sum();
     let mut causes: Vec<IdleCauseRow> = tally
@@ -545,14 +571,14 @@ fn device_account(
         trailing,
         causes,
         phase_ns: std::mem::take(&mut tally.phases),
-        gap_list: tally.gap_causes.take().map(|mut places| {
-            places.sort_by_key(|c| c.0);
-            for p in &mut places {
-                if let Place::Frame(f) = p.3 {
-                    p.3 = Place::Frame(tally.frames[f as usize].name);
+        gap_list: tally.gap_causes.take().map(|GapCauses { mut stretches, mut keys, .. }| {
+            stretches.sort_by_key(|c| c.gap);
+            for k in &mut keys {
+                if let Place::Frame(f) = k.1 {
+                    k.1 = Place::Frame(tally.frames[f as usize].name);
                 }
             }
-            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), places }
+            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), stretches, keys }
         }),
     }
 }
@@ -641,18 +667,12 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(
-    a: &Analyzer,
-    host: &HostSorted,
-    steps: &[(i64, i64)],
-    windows: &mut [Window],
-    tally: &mut Tally,
-) {
+fn sweep(a: &Analyzer, host: &HostFacts, windows: &mut [Window], tally: &mut Tally) {
     windows.sort_by_key(|w| (w.thread, w.start));
-    let spans = &host.0[..];
-    let cpu_side = a.evidence.cpu_ops > 0
-        || spans.iter().any(|s| s.kind != HostKind::Sync && s.kind != HostKind::Alloc);
-    let wrappers = python_wrappers(steps, spans);
+    let spans = overlapping(&a.cpu, windows);
+    let spans = &spans[..];
+    let cpu_side = host.cpu_side;
+    let wrappers = &host.wrappers;
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
     let mut is_sync_op =
         |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
@@ -715,19 +735,31 @@ fn sweep(
     }
 }
 
-/// Python frames that wrap the whole step (see [`WRAPPER_SHARE`]), over
-/// the account's merged `steps`.
-fn python_wrappers(steps: &[(i64, i64)], spans: &[HostSpan]) -> HashSet<u32> {
-    let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let mut cover: HashMap<u32, i64> = HashMap::default();
-    for s in spans.iter().filter(|s| s.kind == HostKind::Python) {
-        *cover.entry(s.name).or_insert(0) += super::busy::overlap(&[(s.start, s.end)], steps);
+/// What the sweep asks of all the host records, not only those near a gap.
+struct HostFacts {
+    /// The trace has CPU-side records of its own (ops, frames,
+    /// annotations), not only the runtime's calls.
+    cpu_side: bool,
+    /// Python frames that wrap the whole step (see [`WRAPPER_SHARE`]).
+    wrappers: HashSet<u32>,
+}
+
+impl HostFacts {
+    /// Over the account's merged `steps`.
+    fn of(a: &Analyzer, steps: &[(i64, i64)]) -> HostFacts {
+        let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
+        let mut cover: HashMap<u32, i64> = HashMap::default();
+        for s in a.cpu.spans().filter(|s| s.host_kind() == HostKind::Python) {
+            *cover.entry(s.name).or_insert(0) +=
+                super::busy::overlap(&[(s.start, s.start.saturating_add(s.dur))], steps);
+        }
+        let wrappers = cover
+            .into_iter()
+            .filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0)
+            .map(|(n, _)| n)
+            .collect();
+        HostFacts { cpu_side: a.evidence.cpu_ops > 0 || a.cpu.has_cpu_side_spans(), wrappers }
     }
-    cover
-        .into_iter()
-        .filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0)
-        .map(|(n, _)| n)
-        .collect()
 }
 
 /// The cause of one instant from the records active on the thread

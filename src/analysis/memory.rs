@@ -214,18 +214,14 @@ pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
 
 /// The innermost CPU op around each probe on its thread (the shortest; on
 /// equal lengths, the later start), from the ops the pass kept.
-pub(super) fn ops_at(
-    ops: &[super::OpRec],
-    names: &super::Names,
-    probes: &[Probe],
-) -> Vec<Option<String>> {
+pub(super) fn ops_at(a: &Analyzer, probes: &[Probe]) -> Vec<Option<String>> {
     probes
         .iter()
         .map(|p| {
-            ops.iter()
+            a.op_records()
                 .filter(|o| o.thread == p.thread && o.start <= p.ts && p.ts <= o.start + o.dur)
                 .min_by_key(|o| (o.dur, std::cmp::Reverse(o.start)))
-                .map(|o| names.get(o.name).to_string())
+                .map(|o| a.names.get(o.name).to_string())
         })
         .collect()
 }

@@ -15,6 +15,7 @@
 pub mod build;
 pub mod busy;
 pub mod collectives;
+pub mod cpulog;
 pub mod idle;
 pub mod kernels;
 mod memory;
@@ -102,34 +103,21 @@ enum Placed {
 /// What the step- and phase-keyed aggregates are counted from, kept
 /// during the pass (docs/analysis.md §1): when the ranges turn out to
 /// differ at the end (phases inferred, or a step marker written after the
-/// work it encloses), the aggregates are counted again from this instead of
-/// reading the trace a second time. O(ops + calls + GPU events), small
-/// records.
+/// work it encloses), the aggregates are counted again from this and from
+/// the ops of the [`cpulog::CpuLog`] instead of reading the trace a second
+/// time. O(calls + GPU events), small records.
 #[derive(Debug, Default)]
 struct Replay {
-    ops: Vec<OpRec>,
     /// Allocator and graph-launch calls (the other calls count nothing).
     calls: Vec<CallRec>,
     gpu: Vec<(GpuEvent, Placed)>,
 }
 
-#[derive(Debug, Clone, Copy)]
-struct OpRec {
-    thread: u32,
-    name: u32,
-    start: i64,
-    dur: i64,
-    /// Its index in `Analyzer::works` when the performance model priced
-    /// it, else [`NO_WORK`].
-    work: u32,
-}
-
-const NO_WORK: u32 = u32::MAX;
-
 /// What the performance model said of one op call with given shapes.
 #[derive(Debug, Clone, Copy)]
 enum Priced {
-    Work(OpWork),
+    /// Its entry in `Analyzer::works`.
+    Work(u32),
     NoShapes,
     Unmodelled,
 }
@@ -358,8 +346,11 @@ pub struct Analyzer {
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
-    /// What the host threads did, compactly, for the idle account.
-    host: idle::HostLog,
+    /// Every CPU op, and what else the host threads did that the idle
+    /// account reads, packed: the replay's ops and the host log in one.
+    cpu: cpulog::CpuLog,
+    /// Ops longer than this (ns) count as lasting it ([`Analyzer::clip_implausible`]).
+    op_clip: Option<i64>,
     pending_launches: HashMap<i64, PendingLaunch>,
     /// Graph launches stay: every kernel of the graph shares their id.
     graph_launches: HashMap<i64, PendingLaunch>,
@@ -383,7 +374,9 @@ pub struct Analyzer {
     phases_inferred: Option<String>,
     /// Communication kernels for matching across ranks.
     collectives: collectives::Collector,
-    /// The op calls the performance model priced (`OpRec::work`).
+    /// What the performance model said of each distinct priced call (one
+    /// per miss of `model_cache`); a priced op's record in the CPU log
+    /// names its entry.
     works: Vec<OpWork>,
     /// What each runtime call's name says ([`CallTraits`]); apart from
     /// [`Names`], which interns only the calls the pass keeps.
@@ -502,7 +495,7 @@ impl Analyzer {
                 idle::HostKind::Annotation
             };
             let name = self.names.id(name);
-            self.host.push(thread, start, end, name, kind);
+            self.cpu.host(thread, start, end, name, kind);
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             if ev.cat() == "gpu_user_annotation" {
@@ -539,21 +532,21 @@ impl Analyzer {
             self.note_phase_evidence(ev, traits.optimizer, traits.dataload, start, start + dur);
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        let kind = if traits.dataload { idle::HostKind::Dataload } else { idle::HostKind::Op };
-        self.host.push(thread, start, start + dur, name, kind);
         let work = self.price(ev, name, traits.modelled);
-        self.count_op(OpRec { thread, name, start, dur, work });
+        self.cpu.op(thread, name, start, dur, work, traits.dataload);
+        self.count_op(thread, name, start, dur);
     }
 
-    /// The performance model's FLOPs and bytes for this op call, kept;
-    /// shapes are parsed only for the ops it knows (`modelled`).
-    fn price(&mut self, ev: &Event<'_>, name: u32, modelled: bool) -> u32 {
-        let Some(args) = ev.args.as_ref() else { return NO_WORK };
+    /// The performance model's FLOPs and bytes for this op call: its entry
+    /// in `works`. Shapes are parsed only for the ops it knows
+    /// (`modelled`).
+    fn price(&mut self, ev: &Event<'_>, name: u32, modelled: bool) -> Option<u32> {
+        let args = ev.args.as_ref()?;
         if args.input_dims.is_some() {
             self.model_counts.with_shapes += 1;
         }
         if !modelled {
-            return NO_WORK;
+            return None;
         }
         let shapes = work::OpShapes {
             dims: args.input_dims,
@@ -579,13 +572,17 @@ impl Analyzer {
             Some(&priced) => priced,
             None => {
                 let priced = match work::model(ev.name(), &shapes) {
-                    work::Model::Work(w) => Priced::Work(OpWork {
-                        flops: w.flops,
-                        bytes: w.bytes,
-                        dtype: w.dtype,
-                        matrix: w.matrix,
-                        inputs: self.names.id(&w.inputs),
-                    }),
+                    work::Model::Work(w) => {
+                        let Ok(index) = u32::try_from(self.works.len()) else { return None };
+                        self.works.push(OpWork {
+                            flops: w.flops,
+                            bytes: w.bytes,
+                            dtype: w.dtype,
+                            matrix: w.matrix,
+                            inputs: self.names.id(&w.inputs),
+                        });
+                        Priced::Work(index)
+                    }
                     work::Model::NoShapes => Priced::NoShapes,
                     work::Model::Unmodelled => Priced::Unmodelled,
                 };
@@ -601,31 +598,32 @@ impl Analyzer {
             }
         };
         match priced {
-            Priced::Work(w) => {
-                let Ok(index) = u32::try_from(self.works.len()) else { return NO_WORK };
-                self.works.push(w);
+            Priced::Work(index) => {
                 self.model_counts.priced += 1;
-                index
+                Some(index)
             }
             Priced::NoShapes => {
                 self.model_counts.no_shapes += 1;
-                NO_WORK
+                None
             }
-            Priced::Unmodelled => NO_WORK,
+            Priced::Unmodelled => None,
         }
     }
 
-    fn count_op(&mut self, op: OpRec) {
-        if !self.replaying {
-            self.replay.ops.push(op);
-        }
-        let place = self.place(op.thread, op.start);
+    fn count_op(&mut self, thread: u32, name: u32, start: i64, dur: i64) {
+        let place = self.place(thread, start);
         if !place.in_step {
             return;
         }
-        self.op_cover.entry(op.thread).or_default().add(op.start, op.start + op.dur);
-        self.ops.entry(op.name).or_default().add(op.dur);
-        self.ops_by_phase.entry((place.phase, op.name)).or_default().add(op.dur);
+        self.op_cover.entry(thread).or_default().add(start, start + dur);
+        self.ops.entry(name).or_default().add(dur);
+        self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);
+    }
+
+    /// The CPU ops the pass kept, in its order, with the durations
+    /// [`Analyzer::clip_implausible`] clipped.
+    fn op_records(&self) -> impl Iterator<Item = cpulog::CpuRec> + '_ {
+        clipped(&self.cpu, self.op_clip)
     }
 
     fn count_call(&mut self, call: CallRec) {
@@ -667,7 +665,7 @@ impl Analyzer {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         if let Some(kind) = host_kind {
             let id = self.names.id(name);
-            self.host.push(thread, start, start + dur, id, kind);
+            self.cpu.host(thread, start, start + dur, id, kind);
         }
         if !malloc && launch.is_none() {
             return;
@@ -697,12 +695,12 @@ impl Analyzer {
     /// idle time (see [`idle::PYTHON_MIN_NS`]).
     fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         if dur < idle::PYTHON_MIN_NS {
-            self.host.short_python += 1;
+            self.cpu.short_python += 1;
             return;
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let name = self.names.id(ev.name());
-        self.host.push(thread, start, start + dur, name, idle::HostKind::Python);
+        self.cpu.host(thread, start, start + dur, name, idle::HostKind::Python);
     }
 
     fn on_gpu(&mut self, ev: &Event<'_>, kind: GpuKind, start: i64, dur: i64) {
@@ -941,7 +939,7 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        idle::account(self, &self.host.sorted(), &[(start, end)], 1.0, &label, true)
+        idle::account(self, &[(start, end)], 1.0, &label, true)
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
@@ -962,7 +960,7 @@ impl Analyzer {
         let over = |dur: i64| dur > window;
         let found = self.replay.gpu.iter().any(|(g, _)| over(g.dur))
             || self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu).any(|g| over(g.dur))
-            || self.replay.ops.iter().any(|o| over(o.dur))
+            || self.cpu.ops().any(|o| over(o.dur))
             || self.kernel_spans.iter().any(|k| over(k.end - k.start));
         if !found {
             return None;
@@ -978,13 +976,11 @@ impl Analyzer {
                 gpu += 1;
             }
         }
-        for o in &mut self.replay.ops {
-            if over(o.dur) {
-                longest = longest.max(o.dur);
-                o.dur = window;
-                ops += 1;
-            }
+        for o in self.cpu.ops().filter(|o| over(o.dur)) {
+            longest = longest.max(o.dur);
+            ops += 1;
         }
+        self.op_clip = Some(window);
         for k in &mut self.kernel_spans {
             if over(k.end - k.start) {
                 longest = longest.max(k.end - k.start);
@@ -1026,10 +1022,12 @@ impl Analyzer {
             c.graph_launches,
         ) = (0, 0, 0, 0, 0, 0, 0);
         let replay = std::mem::take(&mut self.replay);
+        let cpu = std::mem::take(&mut self.cpu);
         self.replaying = true;
-        for op in &replay.ops {
-            self.count_op(*op);
+        for op in clipped(&cpu, self.op_clip) {
+            self.count_op(op.thread, op.name, op.start, op.dur);
         }
+        self.cpu = cpu;
         for call in &replay.calls {
             self.count_call(*call);
         }
@@ -1039,6 +1037,16 @@ impl Analyzer {
         self.replaying = false;
         self.replay = replay;
     }
+}
+
+/// `cpu`'s ops, those longer than `clip` counted as lasting it.
+fn clipped(cpu: &cpulog::CpuLog, clip: Option<i64>) -> impl Iterator<Item = cpulog::CpuRec> + '_ {
+    cpu.ops().map(move |mut r| {
+        if let Some(w) = clip.filter(|&w| r.dur > w) {
+            r.dur = w;
+        }
+        r
+    })
 }
 
 impl EventSink for Analyzer {
@@ -1177,8 +1185,8 @@ pub fn analyze(src: &trace::Source, opts: AnalyzeOptions<'_>) -> Result<Option<A
         ));
     }
     let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
-    let peak_ops = memory::ops_at(&analyzer.replay.ops, &analyzer.names, &probes);
-    // The roofline account (§13) still reads the ops; the rest is done.
+    let peak_ops = memory::ops_at(&analyzer, &probes);
+    // The roofline account (§13) still reads the CPU log; the rest is done.
     analyzer.replay.calls = Vec::new();
     analyzer.replay.gpu = Vec::new();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;

@@ -4,14 +4,13 @@
 //! (`hardware.rs`) that is an achieved rate, a roofline time and the time
 //! lost against it — per op, per kernel and per kernel category.
 //!
-//! Everything here comes from what the single pass kept: the op records of
-//! the replay log, the priced calls and the kernel spans with their
-//! launches.
+//! Everything here comes from what the single pass kept: the ops of the
+//! CPU log, the priced calls and the kernel spans with their launches.
 
 use rustc_hash::FxHashMap as HashMap;
 
 use super::work::Dtype;
-use super::{Analyzer, NO_WORK, OpWork};
+use super::{Analyzer, OpWork};
 use crate::hardware::{PeakClass, Peaks};
 use crate::profile::{
     Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency,
@@ -131,6 +130,22 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
     if peaks.tflops(want).is_some() { want } else { PeakClass::Fp32 }
 }
 
+/// An op the account reads.
+#[derive(Debug, Clone, Copy)]
+struct RoofOp {
+    thread: u32,
+    name: u32,
+    start: i64,
+    dur: i64,
+    /// Its index among the priced calls; [`NO_WORK`] when the model did
+    /// not price it.
+    work: u32,
+    /// Its entry in `Analyzer::works`, when priced.
+    model: u32,
+}
+
+const NO_WORK: u32 = u32::MAX;
+
 /// One priced call while its kernels are gathered.
 #[derive(Debug, Clone, Copy, Default)]
 struct Call {
@@ -150,14 +165,6 @@ pub fn account(
     if a.works.is_empty() {
         return None;
     }
-    let ops = &a.replay.ops;
-    // Per thread, ops by start (longest first on ties: the parent before
-    // its child) and the in-step kernel launches by time.
-    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
-    order.sort_unstable_by_key(|&i| {
-        let o = &ops[i as usize];
-        (o.thread, o.start, std::cmp::Reverse(o.dur))
-    });
     let mut launches: Vec<(u32, i64, u32)> = Vec::new();
     let mut unlaunched = 0.0;
     for (k, span) in a.kernel_spans.iter().enumerate() {
@@ -169,8 +176,34 @@ pub fn account(
         }
     }
     launches.sort_unstable();
+    // The ops that enclose an in-step launch of their thread, in the
+    // pass's order: no other op can own a kernel or name one's place, nor
+    // keep one that does off the stack below (it ends before the next
+    // launch). Per thread, by start (longest first on ties: the parent
+    // before its child; then the order the pass met them).
+    let ops: Vec<RoofOp> = a
+        .op_records()
+        .filter(|o| {
+            let i = launches.partition_point(|l| (l.0, l.1) < (o.thread, o.start));
+            launches.get(i).is_some_and(|l| l.0 == o.thread && l.1 <= o.start + o.dur)
+        })
+        .map(|o| RoofOp {
+            thread: o.thread,
+            name: o.name,
+            start: o.start,
+            dur: o.dur,
+            work: o.work().map_or(NO_WORK, |w| w.call),
+            model: o.work().map_or(0, |w| w.model),
+        })
+        .collect();
+    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
+    order.sort_by_key(|&i| {
+        let o = &ops[i as usize];
+        (o.thread, o.start, std::cmp::Reverse(o.dur))
+    });
 
-    let mut calls = vec![Call::default(); a.works.len()];
+    let priced = a.model_counts.priced as usize;
+    let mut calls = vec![Call::default(); priced];
     // (kernel, its outermost priced op, the phase its launch is placed in).
     let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
     let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
@@ -260,14 +293,14 @@ pub fn account(
     };
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
-    let mut call_rates: Vec<Option<(Rates, Option<PeakClass>)>> = vec![None; a.works.len()];
+    let mut call_rates: Vec<Option<(Rates, Option<PeakClass>)>> = vec![None; priced];
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
     for o in ops.iter().filter(|o| o.work != NO_WORK) {
         let c = &calls[o.work as usize];
         if c.ns <= 0.0 {
             continue; // launched nothing in the steps
         }
-        let w = &a.works[o.work as usize];
+        let w = &a.works[o.model as usize];
         let (r, class) = rates_of(w, c);
         out.ops.entry(o.name).or_default().add(&r);
         out.ops_by_phase.entry((phase_of(o.thread, o.start), o.name)).or_default().add(&r);
@@ -278,7 +311,7 @@ pub fn account(
         call_rates[o.work as usize] = Some((r, class));
     }
     // Owners: each kernel's share of its outermost priced call.
-    let mut owned: Vec<bool> = vec![false; a.works.len()];
+    let mut owned: Vec<bool> = vec![false; priced];
     for &(k, i, phase) in &owner {
         let o = &ops[i as usize];
         let (Some((r, class)), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else {
@@ -290,7 +323,7 @@ pub fn account(
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
         if !std::mem::replace(&mut owned[o.work as usize], true) {
-            let is_matrix = a.works[o.work as usize].matrix;
+            let is_matrix = a.works[o.model as usize].matrix;
             let owner = out.owners.entry(o.name).or_default();
             owner.0.add(&r);
             owner.1 |= is_matrix;

@@ -1,0 +1,336 @@
+//! What the host threads did, kept once and packed: every CPU op, and the
+//! annotations, long Python frames and synchronising or allocator calls the
+//! idle account reads, in the order the pass met them.
+//!
+//! Two readers share it. Counting again under the final ranges
+//! (docs/analysis.md §1) and the roofline account read the ops; the idle
+//! account reads every record with a duration as a host span. Before, each
+//! op was kept twice (a 32-byte replay record and a 32-byte host span):
+//! the largest state of the pass, growing with the trace (#25). Here a
+//! record is a header byte and four LEB128 varints — thread, name, start
+//! as the zigzag difference from the previous record's, duration — about
+//! 9 bytes, in fixed blocks that are never copied as the log grows.
+
+use integer_encoding::VarInt;
+
+use super::idle::HostKind;
+
+/// Bytes per block: a record never straddles two.
+const BLOCK: usize = 64 << 10;
+/// The longest record: the header and five varints of up to 10 bytes.
+const MAX_RECORD: usize = 1 + 5 * 10;
+
+/// One record as read back.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct CpuRec {
+    pub kind: RecKind,
+    pub thread: u32,
+    pub name: u32,
+    pub start: i64,
+    pub dur: i64,
+}
+
+/// What a record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum RecKind {
+    /// A CPU op: what the performance model said of it, when it priced
+    /// it, and whether its name makes it DataLoader work (its host kind).
+    Op { work: Option<Work>, dataload: bool },
+    /// Any other host record (never [`HostKind::Op`]).
+    Host(HostKind),
+}
+
+/// A priced op call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Work {
+    /// Its index among the priced calls, in the pass's order.
+    pub call: u32,
+    /// Its entry in `Analyzer::works`.
+    pub model: u32,
+}
+
+impl CpuRec {
+    /// Its kind as a host span.
+    pub fn host_kind(&self) -> HostKind {
+        match self.kind {
+            RecKind::Op { dataload: true, .. } => HostKind::Dataload,
+            RecKind::Op { .. } => HostKind::Op,
+            RecKind::Host(k) => k,
+        }
+    }
+
+    /// What the model said of a priced op.
+    pub fn work(&self) -> Option<Work> {
+        match self.kind {
+            RecKind::Op { work, .. } => work,
+            RecKind::Host(_) => None,
+        }
+    }
+}
+
+// Header byte: bit 0 an op, bit 1 priced, bit 2 a DataLoader op; a host
+// record's kind in bits 3..6.
+const OP: u8 = 1;
+const PRICED: u8 = 2;
+const DATALOAD: u8 = 4;
+
+fn host_code(k: HostKind) -> u8 {
+    match k {
+        HostKind::Op => 0,
+        HostKind::Python => 1,
+        HostKind::Annotation => 2,
+        HostKind::Dataload => 3,
+        HostKind::Sync => 4,
+        HostKind::Alloc => 5,
+    }
+}
+
+fn host_of(code: u8) -> HostKind {
+    match code {
+        1 => HostKind::Python,
+        2 => HostKind::Annotation,
+        3 => HostKind::Dataload,
+        4 => HostKind::Sync,
+        5 => HostKind::Alloc,
+        _ => HostKind::Op,
+    }
+}
+
+/// The log. Ops are kept whatever their duration (they are counted);
+/// other records only when they last.
+#[derive(Debug, Default)]
+pub struct CpuLog {
+    blocks: Vec<Vec<u8>>,
+    last_start: i64,
+    ops: u64,
+    /// Records with a duration: the host spans.
+    spans: u64,
+    /// Host spans other than synchronising and allocator calls (a trace
+    /// with CPU-side work of its own, not only the runtime's).
+    cpu_side_spans: u64,
+    /// Python frames too short to keep.
+    pub short_python: u64,
+}
+
+impl CpuLog {
+    /// Adds a CPU op; `model` is its entry in `Analyzer::works` when the
+    /// performance model priced it.
+    pub(super) fn op(
+        &mut self,
+        thread: u32,
+        name: u32,
+        start: i64,
+        dur: i64,
+        model: Option<u32>,
+        dataload: bool,
+    ) {
+        let mut head = OP;
+        if model.is_some() {
+            head |= PRICED;
+        }
+        if dataload {
+            head |= DATALOAD;
+        }
+        self.ops += 1;
+        if dur > 0 {
+            self.spans += 1;
+            self.cpu_side_spans += 1;
+        }
+        self.push(head, thread, name, start, dur, model);
+    }
+
+    /// Adds a host record other than an op, if it lasts.
+    pub(super) fn host(&mut self, thread: u32, start: i64, end: i64, name: u32, kind: HostKind) {
+        if end <= start {
+            return;
+        }
+        self.spans += 1;
+        if !matches!(kind, HostKind::Sync | HostKind::Alloc) {
+            self.cpu_side_spans += 1;
+        }
+        self.push(host_code(kind) << 3, thread, name, start, end - start, None);
+    }
+
+    fn push(&mut self, head: u8, thread: u32, name: u32, start: i64, dur: i64, model: Option<u32>) {
+        let block = match self.blocks.last_mut() {
+            Some(b) if b.capacity() - b.len() >= MAX_RECORD => b,
+            _ => {
+                self.blocks.push(Vec::with_capacity(BLOCK));
+                self.blocks.last_mut().expect("just pushed")
+            }
+        };
+        let mut buf = [0u8; MAX_RECORD];
+        buf[0] = head;
+        let mut n = 1;
+        n += thread.encode_var(&mut buf[n..]);
+        n += name.encode_var(&mut buf[n..]);
+        n += start.wrapping_sub(self.last_start).encode_var(&mut buf[n..]);
+        n += dur.encode_var(&mut buf[n..]);
+        if let Some(m) = model {
+            n += m.encode_var(&mut buf[n..]);
+        }
+        block.extend_from_slice(&buf[..n]);
+        self.last_start = start;
+    }
+
+    /// CPU ops recorded, of any duration.
+    pub fn op_count(&self) -> u64 {
+        self.ops
+    }
+
+    /// Whether the log holds any host span.
+    pub fn has_spans(&self) -> bool {
+        self.spans > 0
+    }
+
+    /// Whether a span other than a synchronising or allocator call was
+    /// kept.
+    pub fn has_cpu_side_spans(&self) -> bool {
+        self.cpu_side_spans > 0
+    }
+
+    /// Bytes held.
+    pub fn heap_bytes(&self) -> usize {
+        self.blocks.iter().map(Vec::capacity).sum()
+    }
+
+    /// Every record, in the order it was added.
+    pub(super) fn iter(&self) -> Records<'_> {
+        Records { blocks: &self.blocks, block: 0, at: 0, last_start: 0, works: 0 }
+    }
+
+    /// The ops, in order.
+    pub(super) fn ops(&self) -> impl Iterator<Item = CpuRec> + '_ {
+        self.iter().filter(|r| matches!(r.kind, RecKind::Op { .. }))
+    }
+
+    /// The host spans (records with a duration), in order.
+    pub(super) fn spans(&self) -> impl Iterator<Item = CpuRec> + '_ {
+        self.iter().filter(|r| r.dur > 0)
+    }
+}
+
+/// The records of a [`CpuLog`], decoded in order.
+pub(super) struct Records<'a> {
+    blocks: &'a [Vec<u8>],
+    block: usize,
+    at: usize,
+    last_start: i64,
+    /// Priced ops met so far: the next one's work index.
+    works: u32,
+}
+
+impl Iterator for Records<'_> {
+    type Item = CpuRec;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuRec> {
+        let mut b = self.blocks.get(self.block)?;
+        if self.at >= b.len() {
+            self.block += 1;
+            self.at = 0;
+            b = self.blocks.get(self.block)?;
+        }
+        let bytes = &b[self.at..];
+        let head = bytes[0];
+        let mut n = 1;
+        // The log wrote these bytes itself: a short read is a bug.
+        let var = |n: &mut usize| -> u64 {
+            let (v, len) = u64::decode_var(&bytes[*n..]).expect("a varint the log wrote");
+            *n += len;
+            v
+        };
+        let thread = var(&mut n) as u32;
+        let name = var(&mut n) as u32;
+        let delta = {
+            let (v, len) = i64::decode_var(&bytes[n..]).expect("a varint the log wrote");
+            n += len;
+            v
+        };
+        let dur = {
+            let (v, len) = i64::decode_var(&bytes[n..]).expect("a varint the log wrote");
+            n += len;
+            v
+        };
+        let work = (head & PRICED != 0).then(|| {
+            let model = var(&mut n) as u32;
+            self.works += 1;
+            Work { call: self.works - 1, model }
+        });
+        self.at += n;
+        let start = self.last_start.wrapping_add(delta);
+        self.last_start = start;
+        let kind = if head & OP != 0 {
+            RecKind::Op { work, dataload: head & DATALOAD != 0 }
+        } else {
+            RecKind::Host(host_of(head >> 3))
+        };
+        Some(CpuRec { kind, thread, name, start, dur })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn records_read_back_as_written_across_blocks() {
+        let mut log = CpuLog::default();
+        let mut want = Vec::new();
+        let mut works = 0;
+        // Enough records for several blocks; starts that go back in time,
+        // the extremes of every field.
+        for i in 0..40_000i64 {
+            let start = if i % 7 == 0 { i * 1_000 - 5_000_000 } else { i * 1_000 };
+            let (thread, name) = ((i % 5) as u32, (i * 31 % 70_000) as u32);
+            if i % 3 == 0 {
+                log.host(thread, start, start + i, name, HostKind::Python);
+                if i > 0 {
+                    let kind = RecKind::Host(HostKind::Python);
+                    want.push(CpuRec { kind, thread, name, start, dur: i });
+                }
+            } else {
+                let model = (i % 2 == 0).then_some((i * 7 % 100_000) as u32);
+                let work = model.map(|model| {
+                    works += 1;
+                    Work { call: works - 1, model }
+                });
+                let dur = if i % 11 == 0 { 0 } else { i * 10 };
+                log.op(thread, name, start, dur, model, i % 13 == 0);
+                want.push(CpuRec {
+                    kind: RecKind::Op { work, dataload: i % 13 == 0 },
+                    thread,
+                    name,
+                    start,
+                    dur,
+                });
+            }
+        }
+        log.op(u32::MAX, u32::MAX, i64::MIN / 2, i64::MAX / 2, None, false);
+        want.push(CpuRec {
+            kind: RecKind::Op { work: None, dataload: false },
+            thread: u32::MAX,
+            name: u32::MAX,
+            start: i64::MIN / 2,
+            dur: i64::MAX / 2,
+        });
+        log.host(1, i64::MAX / 2, i64::MAX / 2 + 10, 2, HostKind::Sync);
+        want.push(CpuRec {
+            kind: RecKind::Host(HostKind::Sync),
+            thread: 1,
+            name: 2,
+            start: i64::MAX / 2,
+            dur: 10,
+        });
+        assert!(log.blocks.len() > 2, "{} blocks", log.blocks.len());
+        let got: Vec<CpuRec> = log.iter().collect();
+        assert_eq!(got.len(), want.len());
+        assert_eq!(got, want);
+        assert_eq!(
+            log.op_count(),
+            want.iter().filter(|r| matches!(r.kind, RecKind::Op { .. })).count() as u64
+        );
+        // Small: a few bytes per record, far from two 32-byte records.
+        assert!(log.heap_bytes() < want.len() * 12, "{} bytes", log.heap_bytes());
+    }
+}
