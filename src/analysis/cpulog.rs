@@ -33,20 +33,12 @@ pub(super) struct CpuRec {
 /// What a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RecKind {
-    /// A CPU op: what the performance model said of it, when it priced
-    /// it, and whether its name makes it DataLoader work (its host kind).
-    Op { work: Option<Work>, dataload: bool },
+    /// A CPU op: its entry in `Analyzer::works` when the performance model
+    /// priced it, and whether its name makes it DataLoader work (its host
+    /// kind).
+    Op { model: Option<u32>, dataload: bool },
     /// Any other host record (never [`HostKind::Op`]).
     Host(HostKind),
-}
-
-/// A priced op call.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) struct Work {
-    /// Its index among the priced calls, in the pass's order.
-    pub call: u32,
-    /// Its entry in `Analyzer::works`.
-    pub model: u32,
 }
 
 impl CpuRec {
@@ -59,10 +51,10 @@ impl CpuRec {
         }
     }
 
-    /// What the model said of a priced op.
-    pub fn work(&self) -> Option<Work> {
+    /// A priced op's entry in `Analyzer::works`.
+    pub fn model(&self) -> Option<u32> {
         match self.kind {
-            RecKind::Op { work, .. } => work,
+            RecKind::Op { model, .. } => model,
             RecKind::Host(_) => None,
         }
     }
@@ -196,7 +188,7 @@ impl CpuLog {
 
     /// Every record, in the order it was added.
     pub(super) fn iter(&self) -> Records<'_> {
-        Records { blocks: &self.blocks, block: 0, at: 0, last_start: 0, works: 0 }
+        Records { blocks: &self.blocks, block: 0, at: 0, last_start: 0 }
     }
 
     /// The ops, in order.
@@ -216,8 +208,6 @@ pub(super) struct Records<'a> {
     block: usize,
     at: usize,
     last_start: i64,
-    /// Priced ops met so far: the next one's work index.
-    works: u32,
 }
 
 impl Iterator for Records<'_> {
@@ -252,16 +242,12 @@ impl Iterator for Records<'_> {
             n += len;
             v
         };
-        let work = (head & PRICED != 0).then(|| {
-            let model = var(&mut n) as u32;
-            self.works += 1;
-            Work { call: self.works - 1, model }
-        });
+        let model = (head & PRICED != 0).then(|| var(&mut n) as u32);
         self.at += n;
         let start = self.last_start.wrapping_add(delta);
         self.last_start = start;
         let kind = if head & OP != 0 {
-            RecKind::Op { work, dataload: head & DATALOAD != 0 }
+            RecKind::Op { model, dataload: head & DATALOAD != 0 }
         } else {
             RecKind::Host(host_of(head >> 3))
         };
@@ -277,7 +263,6 @@ mod tests {
     fn records_read_back_as_written_across_blocks() {
         let mut log = CpuLog::default();
         let mut want = Vec::new();
-        let mut works = 0;
         // Enough records for several blocks; starts that go back in time,
         // the extremes of every field.
         for i in 0..40_000i64 {
@@ -291,14 +276,10 @@ mod tests {
                 }
             } else {
                 let model = (i % 2 == 0).then_some((i * 7 % 100_000) as u32);
-                let work = model.map(|model| {
-                    works += 1;
-                    Work { call: works - 1, model }
-                });
                 let dur = if i % 11 == 0 { 0 } else { i * 10 };
                 log.op(thread, name, start, dur, model, i % 13 == 0);
                 want.push(CpuRec {
-                    kind: RecKind::Op { work, dataload: i % 13 == 0 },
+                    kind: RecKind::Op { model, dataload: i % 13 == 0 },
                     thread,
                     name,
                     start,
@@ -308,7 +289,7 @@ mod tests {
         }
         log.op(u32::MAX, u32::MAX, i64::MIN / 2, i64::MAX / 2, None, false);
         want.push(CpuRec {
-            kind: RecKind::Op { work: None, dataload: false },
+            kind: RecKind::Op { model: None, dataload: false },
             thread: u32::MAX,
             name: u32::MAX,
             start: i64::MIN / 2,

@@ -137,14 +137,14 @@ struct RoofOp {
     name: u32,
     start: i64,
     dur: i64,
-    /// Its index among the priced calls; [`NO_WORK`] when the model did
-    /// not price it.
-    work: u32,
+    /// Its index among the priced calls here; [`NO_CALL`] when the model
+    /// did not price it.
+    call: u32,
     /// Its entry in `Analyzer::works`, when priced.
     model: u32,
 }
 
-const NO_WORK: u32 = u32::MAX;
+const NO_CALL: u32 = u32::MAX;
 
 /// One priced call while its kernels are gathered.
 #[derive(Debug, Clone, Copy, Default)]
@@ -181,6 +181,8 @@ pub fn account(
     // keep one that does off the stack below (it ends before the next
     // launch). Per thread, by start (longest first on ties: the parent
     // before its child; then the order the pass met them).
+    // A priced one gets the next of the `calls` below.
+    let mut priced = 0u32;
     let ops: Vec<RoofOp> = a
         .op_records()
         .filter(|o| {
@@ -192,8 +194,11 @@ pub fn account(
             name: o.name,
             start: o.start,
             dur: o.dur,
-            work: o.work().map_or(NO_WORK, |w| w.call),
-            model: o.work().map_or(0, |w| w.model),
+            call: o.model().map_or(NO_CALL, |_| {
+                priced += 1;
+                priced - 1
+            }),
+            model: o.model().unwrap_or(0),
         })
         .collect();
     let mut order: Vec<u32> = (0..ops.len() as u32).collect();
@@ -202,8 +207,7 @@ pub fn account(
         (o.thread, o.start, std::cmp::Reverse(o.dur))
     });
 
-    let priced = a.model_counts.priced as usize;
-    let mut calls = vec![Call::default(); priced];
+    let mut calls = vec![Call::default(); priced as usize];
     // (kernel, its outermost priced op, the phase its launch is placed in).
     let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
     let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
@@ -245,8 +249,8 @@ pub fn account(
         };
         let mut outermost = None;
         for &i in stack.iter().filter(|&&i| encloses(i)) {
-            let w = ops[i as usize].work;
-            if w == NO_WORK {
+            let w = ops[i as usize].call;
+            if w == NO_CALL {
                 continue;
             }
             let c = &mut calls[w as usize];
@@ -293,36 +297,37 @@ pub fn account(
     };
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
-    let mut call_rates: Vec<Option<(Rates, Option<PeakClass>)>> = vec![None; priced];
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
-    for o in ops.iter().filter(|o| o.work != NO_WORK) {
-        let c = &calls[o.work as usize];
+    for o in ops.iter().filter(|o| o.call != NO_CALL) {
+        let c = &calls[o.call as usize];
         if c.ns <= 0.0 {
             continue; // launched nothing in the steps
         }
         let w = &a.works[o.model as usize];
-        let (r, class) = rates_of(w, c);
+        let (r, _) = rates_of(w, c);
         out.ops.entry(o.name).or_default().add(&r);
         out.ops_by_phase.entry((phase_of(o.thread, o.start), o.name)).or_default().add(&r);
         let best = out.op_inputs.entry(o.name).or_insert((w.inputs, 0.0));
         if c.ns > best.1 {
             *best = (w.inputs, c.ns);
         }
-        call_rates[o.work as usize] = Some((r, class));
     }
-    // Owners: each kernel's share of its outermost priced call.
-    let mut owned: Vec<bool> = vec![false; priced];
+    // Owners: each kernel's share of its outermost priced call (whose rates
+    // are worked out again rather than kept: a trace has many).
+    let mut owned: Vec<bool> = vec![false; priced as usize];
     for &(k, i, phase) in &owner {
         let o = &ops[i as usize];
-        let (Some((r, class)), c) = (call_rates[o.work as usize], &calls[o.work as usize]) else {
+        let c = &calls[o.call as usize];
+        if c.ns <= 0.0 {
             continue;
-        };
+        }
+        let (r, class) = rates_of(&a.works[o.model as usize], c);
         let span = &a.kernel_spans[k as usize];
         let share = (span.end - span.start) as f64 / c.ns;
         let part = r.scaled(share);
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
-        if !std::mem::replace(&mut owned[o.work as usize], true) {
+        if !std::mem::replace(&mut owned[o.call as usize], true) {
             let is_matrix = a.works[o.model as usize].matrix;
             let owner = out.owners.entry(o.name).or_default();
             owner.0.add(&r);
