@@ -296,8 +296,8 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
     let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::new();
     for k in &a.kernel_spans {
-        by_device.entry(k.device).or_default().push((k.start, k.end));
-        by_stream.entry((k.device, k.stream)).or_default().push((k.start, k.end));
+        by_device.entry(a.device(k)).or_default().push((k.start, k.end));
+        by_stream.entry((a.device(k), a.stream(k))).or_default().push((k.start, k.end));
     }
     let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg {
         ns: acc.ns.saturating_add(k.ns),
@@ -306,7 +306,7 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
     for k in &a.kernel_spans {
         if a.ranges.in_step(k.start) {
-            *kernels_by_device.entry(k.device).or_insert(0) += 1;
+            *kernels_by_device.entry(a.device(k)).or_insert(0) += 1;
         }
     }
     // Communication and the rest, per device: how much communication the
@@ -321,7 +321,7 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
             } else {
                 &mut compute_iv
             };
-            side.entry(k.device).or_default().push((k.start, k.end));
+            side.entry(a.device(k)).or_default().push((k.start, k.end));
         }
     }
     let mut comm_total = (0i64, 0i64);

@@ -104,16 +104,16 @@ impl Collector {
         let steps = a.ranges.numbered_steps();
         let launch_of = |span: Option<u32>| {
             span.and_then(|s| a.kernel_spans.get(s as usize))
-                .and_then(|k| k.launch)
+                .and_then(|k| k.launch())
                 .map(|l| l.start)
         };
         // Each device's kernels by start, and by launch where known.
         let mut by_start: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         for (i, k) in a.kernel_spans.iter().enumerate() {
-            by_start.entry(k.device).or_default().push((k.start, i));
-            if let Some(l) = k.launch {
-                by_launch.entry(k.device).or_default().push((l.start, i));
+            by_start.entry(a.device(k)).or_default().push((k.start, i));
+            if let Some(l) = k.launch() {
+                by_launch.entry(a.device(k)).or_default().push((l.start, i));
             }
         }
         for ks in by_start.values_mut().chain(by_launch.values_mut()) {

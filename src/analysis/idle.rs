@@ -409,7 +409,7 @@ pub(super) fn account(
     let window = merged(steps);
     let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
     for (i, k) in a.kernel_spans.iter().enumerate() {
-        by_device.entry(k.device).or_default().push(i);
+        by_device.entry(a.device(k)).or_default().push(i);
     }
     let mut devices: Vec<DeviceKernels> = by_device
         .into_iter()
@@ -494,7 +494,7 @@ fn device_account(
     // asked about gaps no launch explains (a step's tail).
     let mut launchers: HashMap<u32, u64> = HashMap::default();
     for k in &kernels {
-        if let Some(l) = k.launch {
+        if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
     }
@@ -609,7 +609,7 @@ fn explain_gap(
     let next: Vec<&super::KernelSpan> =
         kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
     let launched: Option<(&super::KernelSpan, Launch)> =
-        next.iter().filter_map(|k| Some((*k, k.launch?))).max_by_key(|(_, l)| (l.start, l.thread));
+        next.iter().filter_map(|k| Some((*k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
         Some((k, l)) if l.end <= g0 => {

@@ -155,18 +155,41 @@ struct CallRec {
     graph: bool,
 }
 
-/// A kernel's interval on its device and stream.
+/// A kernel's interval on its device and stream, 48 bytes (a trace holds
+/// one per kernel).
 #[derive(Debug, Clone, Copy)]
 struct KernelSpan {
-    device: i64,
-    stream: i64,
     start: i64,
     end: i64,
     /// Interned kernel name (for the communication / compute split).
     name: u32,
+    /// Its (device, stream), by index in `Analyzer::queues`.
+    queue: u32,
     /// The runtime call that launched it, when the trace has it (the idle
-    /// account asks what the host did before it).
-    launch: Option<Launch>,
+    /// account asks what the host did before it): [`KernelSpan::launch`].
+    launch_start: i64,
+    launch_end: i64,
+    /// [`NO_LAUNCH`] when there is none.
+    launch_thread: u32,
+    launch_name: u32,
+}
+
+const NO_LAUNCH: u32 = u32::MAX;
+
+impl KernelSpan {
+    fn launch(&self) -> Option<Launch> {
+        (self.launch_thread != NO_LAUNCH).then_some(Launch {
+            thread: self.launch_thread,
+            start: self.launch_start,
+            end: self.launch_end,
+            name: self.launch_name,
+        })
+    }
+
+    fn set_launch(&mut self, l: Launch) {
+        (self.launch_thread, self.launch_start, self.launch_end, self.launch_name) =
+            (l.thread, l.start, l.end, l.name);
+    }
 }
 
 /// String interner for kernel and op names.
@@ -346,6 +369,9 @@ pub struct Analyzer {
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
+    /// Each (device, stream) a kernel ran on, and its index.
+    queues: Vec<(i64, i64)>,
+    queue_ids: HashMap<(i64, i64), u32>,
     /// Every CPU op, and what else the host threads did that the idle
     /// account reads, packed: the replay's ops and the host log in one.
     cpu: cpulog::CpuLog,
@@ -450,6 +476,16 @@ fn is_dataload(name: &str) -> bool {
 }
 
 impl Analyzer {
+    /// A kernel's device.
+    fn device(&self, k: &KernelSpan) -> i64 {
+        self.queues[k.queue as usize].0
+    }
+
+    /// A kernel's stream.
+    fn stream(&self, k: &KernelSpan) -> i64 {
+        self.queues[k.queue as usize].1
+    }
+
     fn thread(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
         self.threads.id(pid, tid)
     }
@@ -718,13 +754,20 @@ impl Analyzer {
                 .or_else(|| ev.tid.as_ref().and_then(Id::as_int))
                 .unwrap_or(0);
             gpu.span = u32::try_from(self.kernel_spans.len()).ok();
+            let next = self.queues.len() as u32;
+            let queue = *self.queue_ids.entry((device, stream)).or_insert(next);
+            if queue == next {
+                self.queues.push((device, stream));
+            }
             self.kernel_spans.push(KernelSpan {
-                device,
-                stream,
                 start,
                 end: start + dur,
                 name,
-                launch: None,
+                queue,
+                launch_start: 0,
+                launch_end: 0,
+                launch_thread: NO_LAUNCH,
+                launch_name: 0,
             });
             self.collectives.kernel(collectives::Kernel {
                 name_id: name,
@@ -763,7 +806,7 @@ impl Analyzer {
 
     fn give_launch(&mut self, span: Option<u32>, launch: Launch) {
         if let Some(k) = span.and_then(|i| self.kernel_spans.get_mut(i as usize)) {
-            k.launch = Some(launch);
+            k.set_launch(launch);
         }
     }
 

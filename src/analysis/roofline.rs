@@ -168,7 +168,7 @@ pub fn account(
     let mut launches: Vec<(u32, i64, u32)> = Vec::new();
     let mut unlaunched = 0.0;
     for (k, span) in a.kernel_spans.iter().enumerate() {
-        match span.launch {
+        match span.launch() {
             Some(l) if a.ranges.in_step(l.start) => launches.push((l.thread, l.start, k as u32)),
             Some(_) => {}
             None if a.ranges.in_step(span.start) => unlaunched += (span.end - span.start) as f64,
@@ -256,7 +256,7 @@ pub fn account(
             let c = &mut calls[w as usize];
             c.ns += dur;
             c.tensor_core |= tensor_core(span.name);
-            c.device.get_or_insert(span.device);
+            c.device.get_or_insert(a.device(span));
             outermost.get_or_insert(i);
         }
         match outermost {
