@@ -38,3 +38,51 @@ pub fn parse_ranges(s: &str) -> Option<Vec<u32>> {
     out.dedup();
     Some(out)
 }
+
+/// The first index of sorted `v` at which `below` is false (as
+/// `partition_point`), searched outward from `hint`, the answer to a
+/// nearby earlier query: one or two probes when successive queries move
+/// little, as when a sweep's records arrive nearly in time order; never
+/// worse than twice a binary search.
+pub fn partition_point_from<T>(v: &[T], hint: usize, below: impl Fn(&T) -> bool) -> usize {
+    let hint = hint.min(v.len());
+    let (mut lo, mut hi);
+    if hint < v.len() && below(&v[hint]) {
+        // Forward: the answer is past `hint`.
+        (lo, hi) = (hint + 1, hint + 1);
+        let mut step = 1;
+        while hi < v.len() && below(&v[hi]) {
+            lo = hi + 1;
+            hi = (hi + step).min(v.len());
+            step *= 2;
+        }
+    } else {
+        // Backward: the answer is at or before `hint`.
+        (lo, hi) = (hint, hint);
+        let mut step = 1;
+        while lo > 0 && !below(&v[lo - 1]) {
+            hi = lo - 1;
+            lo = lo.saturating_sub(step);
+            step *= 2;
+        }
+    }
+    lo + v[lo..hi].partition_point(below)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn partition_point_from_any_hint_is_partition_point() {
+        // Sorted with runs of equal keys; every query from every hint.
+        let v: Vec<i64> = (0..300).map(|i| (i / 3) * 2).collect();
+        for x in -3..205 {
+            let want = v.partition_point(|&k| k < x);
+            for hint in (0..=v.len() + 2).step_by(1) {
+                assert_eq!(partition_point_from(&v, hint, |&k| k < x), want, "x {x} hint {hint}");
+            }
+        }
+        assert_eq!(partition_point_from(&[] as &[i64], 5, |&k| k < 1), 0);
+    }
+}

@@ -27,7 +27,7 @@ use super::busy::merge;
 use super::cpulog::CpuLog;
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
-use crate::util::round;
+use crate::util::{partition_point_from, round};
 
 /// Python frames shorter than this are not kept (a `with_stack` trace holds
 /// ~100 of them per kernel); none of them alone can explain much idle time,
@@ -99,12 +99,17 @@ fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
         ends.push(ends.last().map_or(w.end, |&e: &i64| e.max(w.end)));
         starts.push(w.start);
     }
+    // Records come nearly in time order: each thread's search starts
+    // where its last one ended.
+    let mut hints: HashMap<u32, usize> = HashMap::default();
     let mut spans: Vec<HostSpan> = log
         .spans()
         .filter_map(|r| {
             let (s, e) = (r.start, r.start.saturating_add(r.dur));
             let (starts, ends) = by_thread.get(&r.thread)?;
-            let before = starts.partition_point(|&ws| ws < e);
+            let hint = hints.entry(r.thread).or_insert(0);
+            let before = partition_point_from(starts, *hint, |&ws| ws < e);
+            *hint = before;
             (before > 0 && ends[before - 1] > s).then_some(HostSpan {
                 start: s,
                 end: e,
@@ -608,8 +613,10 @@ fn explain_gap(
     let from = kernels.partition_point(|k| k.start < g1);
     let next: Vec<&super::KernelSpan> =
         kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
-    let launched: Option<(&super::KernelSpan, Launch)> =
-        next.iter().filter_map(|k| Some((*k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
+    let launched: Option<(&super::KernelSpan, Launch)> = next
+        .iter()
+        .filter_map(|k| Some((*k, k.launch()?)))
+        .max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
         Some((k, l)) if l.end <= g0 => {
@@ -770,18 +777,24 @@ fn classify(
     cpu_side: bool,
     is_sync_op: &mut dyn FnMut(u32) -> bool,
 ) -> (IdleCause, Place) {
-    let ops: Vec<&HostSpan> = active.iter().filter(|s| s.kind == HostKind::Op).collect();
-    let op_place = |call: Option<u32>| Place::Ops {
-        outer: ops.first().map(|s| s.name),
-        inner: ops.last().filter(|_| ops.len() > 1).map(|s| s.name),
-        call,
-    };
+    // The outermost and (of two or more) innermost op; no list is built,
+    // as this runs for every stretch of every gap.
+    let ops = || active.iter().filter(|s| s.kind == HostKind::Op);
+    let (mut outer, mut inner) = (None, None);
+    for s in ops() {
+        match outer {
+            None => outer = Some(s.name),
+            Some(_) => inner = Some(s.name),
+        }
+    }
+    let has_ops = outer.is_some();
+    let op_place = |call: Option<u32>| Place::Ops { outer, inner, call };
     let innermost = |kind: HostKind| active.iter().rev().find(|s| s.kind == kind);
     let python = innermost(HostKind::Python);
     // The op, else the Python frames (the tree, or for launch cost just the
     // innermost frame), else the annotation.
     let place = |tree: bool| {
-        if !ops.is_empty() {
+        if has_ops {
             op_place(None)
         } else if let Some(f) = python {
             if tree { Place::Frame(0) } else { Place::Name(f.name) }
@@ -800,7 +813,7 @@ fn classify(
         return (IdleCause::Dataloader, Place::Name(dl.name));
     }
     let sync_call = innermost(HostKind::Sync);
-    if sync_call.is_some() || ops.iter().any(|s| is_sync_op(s.name)) {
+    if sync_call.is_some() || ops().any(|s| is_sync_op(s.name)) {
         return (IdleCause::Sync, op_place(sync_call.map(|s| s.name)));
     }
     if let Some(call) = innermost(HostKind::Alloc) {
@@ -809,7 +822,7 @@ fn classify(
     if mode == (Mode::Classify { short: true }) {
         return (IdleCause::Launch, place(false));
     }
-    if !ops.is_empty() {
+    if has_ops {
         return (IdleCause::CpuOp, op_place(None));
     }
     if python.is_some() || active.iter().any(|s| s.kind == HostKind::Annotation) {

@@ -3,8 +3,9 @@
 //! Events are aggregated as they arrive. Besides the aggregates the pass
 //! keeps small records: one per kernel (its interval and launch, for the
 //! busy-time union, the communication overlap and the idle account), one
-//! per CPU op, runtime call and long Python frame the idle account reads,
-//! and the inputs of step and phase placement ([`Replay`]). Events are
+//! packed record per CPU op, runtime call and long Python frame the idle
+//! account reads ([`cpulog::CpuLog`]), and the other inputs of step and
+//! phase placement ([`Replay`]). Events are
 //! placed with the ranges known at that moment: exact for current traces,
 //! where Kineto writes ranges before the work they enclose. When the ranges
 //! turn out different at the end — phases inferred (docs/analysis.md §6),

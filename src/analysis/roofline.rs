@@ -17,7 +17,7 @@ use crate::profile::{
     RooflineBound, UnmodelledRow,
 };
 use crate::trace::DeviceProps;
-use crate::util::round;
+use crate::util::{partition_point_from, round};
 
 /// Achieved work over some GPU time, and its roofline time.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -130,6 +130,59 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
     if peaks.tflops(want).is_some() { want } else { PeakClass::Fp32 }
 }
 
+/// The ops that enclose an in-step launch of their thread (`launches`, by
+/// thread and time): no other op can own a kernel or name one's place, nor
+/// keep one that does off the sweep's stack (it ends before the next
+/// launch). Per thread, by start (longest first on ties: the parent before
+/// its child; then the order the pass met them). With them, where each
+/// priced one is, in the pass's order: its `call`.
+fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (Vec<RoofOp>, Vec<u32>) {
+    // Each thread's launches, where its last op's search ended (ops come
+    // nearly in time order, so the next search starts there), and its ops.
+    let mut threads: HashMap<u32, (usize, usize, usize, Vec<RoofOp>)> = HashMap::default();
+    for (i, l) in launches.iter().enumerate() {
+        threads.entry(l.0).or_insert((i, i, i, Vec::new())).1 = i + 1;
+    }
+    let mut priced = 0u32;
+    for o in a.op_records() {
+        let Some((lo, hi, hint, ops)) = threads.get_mut(&o.thread) else { continue };
+        let mine = &launches[*lo..*hi];
+        let i = partition_point_from(mine, *hint, |l| l.1 < o.start);
+        *hint = i;
+        if mine.get(i).is_none_or(|l| l.1 > o.start + o.dur) {
+            continue;
+        }
+        let call = o.model().map_or(NO_CALL, |_| {
+            priced += 1;
+            priced - 1
+        });
+        let model = o.model().unwrap_or(0);
+        ops.push(RoofOp {
+            thread: o.thread,
+            name: o.name,
+            start: o.start,
+            dur: o.dur,
+            call,
+            model,
+        });
+    }
+    // A stable sort of each thread's ops, nearly in order already, is
+    // close to a single pass.
+    let mut by_thread: Vec<(u32, Vec<RoofOp>)> =
+        threads.into_iter().map(|(t, (.., ops))| (t, ops)).collect();
+    by_thread.sort_unstable_by_key(|t| t.0);
+    let mut all = Vec::with_capacity(by_thread.iter().map(|t| t.1.len()).sum());
+    for (_, mut ops) in by_thread {
+        ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+        all.append(&mut ops);
+    }
+    let mut at_call = vec![0u32; priced as usize];
+    for (i, o) in all.iter().enumerate().filter(|(_, o)| o.call != NO_CALL) {
+        at_call[o.call as usize] = i as u32;
+    }
+    (all, at_call)
+}
+
 /// An op the account reads.
 #[derive(Debug, Clone, Copy)]
 struct RoofOp {
@@ -176,38 +229,10 @@ pub fn account(
         }
     }
     launches.sort_unstable();
-    // The ops that enclose an in-step launch of their thread, in the
-    // pass's order: no other op can own a kernel or name one's place, nor
-    // keep one that does off the stack below (it ends before the next
-    // launch). Per thread, by start (longest first on ties: the parent
-    // before its child; then the order the pass met them).
-    // A priced one gets the next of the `calls` below.
-    let mut priced = 0u32;
-    let ops: Vec<RoofOp> = a
-        .op_records()
-        .filter(|o| {
-            let i = launches.partition_point(|l| (l.0, l.1) < (o.thread, o.start));
-            launches.get(i).is_some_and(|l| l.0 == o.thread && l.1 <= o.start + o.dur)
-        })
-        .map(|o| RoofOp {
-            thread: o.thread,
-            name: o.name,
-            start: o.start,
-            dur: o.dur,
-            call: o.model().map_or(NO_CALL, |_| {
-                priced += 1;
-                priced - 1
-            }),
-            model: o.model().unwrap_or(0),
-        })
-        .collect();
-    let mut order: Vec<u32> = (0..ops.len() as u32).collect();
-    order.sort_by_key(|&i| {
-        let o = &ops[i as usize];
-        (o.thread, o.start, std::cmp::Reverse(o.dur))
-    });
+    let (ops, at_call) = enclosing_ops(a, &launches);
+    let priced = at_call.len();
 
-    let mut calls = vec![Call::default(); priced as usize];
+    let mut calls = vec![Call::default(); priced];
     // (kernel, its outermost priced op, the phase its launch is placed in).
     let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
     let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
@@ -218,16 +243,13 @@ pub fn account(
         if thread != Some(t) {
             thread = Some(t);
             stack.clear();
-            while next < order.len() && ops[order[next] as usize].thread < t {
+            while next < ops.len() && ops[next].thread < t {
                 next += 1;
             }
         }
-        while next < order.len()
-            && ops[order[next] as usize].thread == t
-            && ops[order[next] as usize].start <= at
-        {
-            let i = order[next];
-            let o = &ops[i as usize];
+        while next < ops.len() && ops[next].thread == t && ops[next].start <= at {
+            let i = next as u32;
+            let o = &ops[next];
             while stack
                 .last()
                 .is_some_and(|&top| ops[top as usize].start + ops[top as usize].dur <= o.start)
@@ -298,7 +320,8 @@ pub fn account(
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
-    for o in ops.iter().filter(|o| o.call != NO_CALL) {
+    for &at in &at_call {
+        let o = &ops[at as usize];
         let c = &calls[o.call as usize];
         if c.ns <= 0.0 {
             continue; // launched nothing in the steps
@@ -314,7 +337,7 @@ pub fn account(
     }
     // Owners: each kernel's share of its outermost priced call (whose rates
     // are worked out again rather than kept: a trace has many).
-    let mut owned: Vec<bool> = vec![false; priced as usize];
+    let mut owned: Vec<bool> = vec![false; priced];
     for &(k, i, phase) in &owner {
         let o = &ops[i as usize];
         let c = &calls[o.call as usize];
