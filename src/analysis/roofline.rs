@@ -136,7 +136,7 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
 /// launch). Per thread, by start (longest first on ties: the parent before
 /// its child; then the order the pass met them). With them, where each
 /// priced one is, in the pass's order: its `call`.
-fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (Vec<RoofOp>, Vec<u32>) {
+fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<u32>) {
     // Each thread's launches, where its last op's search ended (ops come
     // nearly in time order, so the next search starts there), and its ops.
     let mut threads: HashMap<u32, (usize, usize, usize, Vec<RoofOp>)> = HashMap::default();
@@ -167,20 +167,47 @@ fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (Vec<RoofOp>, Ve
         });
     }
     // A stable sort of each thread's ops, nearly in order already, is
-    // close to a single pass.
+    // close to a single pass; they stay apart (no copy of them all).
     let mut by_thread: Vec<(u32, Vec<RoofOp>)> =
         threads.into_iter().map(|(t, (.., ops))| (t, ops)).collect();
     by_thread.sort_unstable_by_key(|t| t.0);
-    let mut all = Vec::with_capacity(by_thread.iter().map(|t| t.1.len()).sum());
-    for (_, mut ops) in by_thread {
-        ops.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
-        all.append(&mut ops);
+    let mut ops = ThreadOps { threads: Vec::new(), offsets: Vec::new(), len: 0 };
+    for (_, mut mine) in by_thread {
+        mine.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
+        ops.offsets.push(ops.len);
+        ops.len += mine.len();
+        ops.threads.push(mine);
     }
     let mut at_call = vec![0u32; priced as usize];
-    for (i, o) in all.iter().enumerate().filter(|(_, o)| o.call != NO_CALL) {
-        at_call[o.call as usize] = i as u32;
+    for (t, mine) in ops.threads.iter().enumerate() {
+        for (i, o) in mine.iter().enumerate().filter(|(_, o)| o.call != NO_CALL) {
+            at_call[o.call as usize] = (ops.offsets[t] + i) as u32;
+        }
     }
-    (all, at_call)
+    (ops, at_call)
+}
+
+/// The ops of each thread in turn, indexed as if one list.
+struct ThreadOps {
+    threads: Vec<Vec<RoofOp>>,
+    /// Where each thread's ops start in the whole.
+    offsets: Vec<usize>,
+    len: usize,
+}
+
+impl ThreadOps {
+    fn len(&self) -> usize {
+        self.len
+    }
+}
+
+impl std::ops::Index<usize> for ThreadOps {
+    type Output = RoofOp;
+
+    fn index(&self, i: usize) -> &RoofOp {
+        let t = self.offsets.partition_point(|&o| o <= i) - 1;
+        &self.threads[t][i - self.offsets[t]]
+    }
 }
 
 /// An op the account reads.
