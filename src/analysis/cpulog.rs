@@ -100,6 +100,11 @@ pub struct CpuLog {
     /// Host spans other than synchronising and allocator calls (a trace
     /// with CPU-side work of its own, not only the runtime's).
     cpu_side_spans: u64,
+    /// Python frames kept.
+    python_spans: u64,
+    /// The longest op's duration: whether any needs clipping is known
+    /// without reading the log.
+    longest_op: i64,
     /// Python frames too short to keep.
     pub short_python: u64,
 }
@@ -124,6 +129,7 @@ impl CpuLog {
             head |= DATALOAD;
         }
         self.ops += 1;
+        self.longest_op = self.longest_op.max(dur);
         if dur > 0 {
             self.spans += 1;
             self.cpu_side_spans += 1;
@@ -139,6 +145,9 @@ impl CpuLog {
         self.spans += 1;
         if !matches!(kind, HostKind::Sync | HostKind::Alloc) {
             self.cpu_side_spans += 1;
+        }
+        if kind == HostKind::Python {
+            self.python_spans += 1;
         }
         self.push(host_code(kind) << 3, thread, name, start, end - start, None);
     }
@@ -181,6 +190,16 @@ impl CpuLog {
         self.cpu_side_spans > 0
     }
 
+    /// Whether a Python frame was kept.
+    pub fn has_python(&self) -> bool {
+        self.python_spans > 0
+    }
+
+    /// The longest op's duration (0 without ops).
+    pub fn longest_op(&self) -> i64 {
+        self.longest_op
+    }
+
     /// Bytes held.
     pub fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(Vec::capacity).sum()
@@ -200,6 +219,34 @@ impl CpuLog {
     pub(super) fn spans(&self) -> impl Iterator<Item = CpuRec> + '_ {
         self.iter().filter(|r| r.dur > 0)
     }
+}
+
+/// The varint at `bytes[*n..]`, `n` moved past it. Most are one byte
+/// (threads, common names): that case is tested first, inline.
+#[inline]
+fn unsigned(bytes: &[u8], n: &mut usize) -> u64 {
+    let b = bytes[*n];
+    if b < 0x80 {
+        *n += 1;
+        return u64::from(b);
+    }
+    // The log wrote these bytes itself: a short read is a bug.
+    let (v, len) = u64::decode_var(&bytes[*n..]).expect("a varint the log wrote");
+    *n += len;
+    v
+}
+
+/// A zigzag varint, as [`unsigned`].
+#[inline]
+fn signed(bytes: &[u8], n: &mut usize) -> i64 {
+    let b = bytes[*n];
+    if b < 0x80 {
+        *n += 1;
+        return i64::from(b >> 1) ^ -i64::from(b & 1);
+    }
+    let (v, len) = i64::decode_var(&bytes[*n..]).expect("a varint the log wrote");
+    *n += len;
+    v
 }
 
 /// The records of a [`CpuLog`], decoded in order.
@@ -224,25 +271,11 @@ impl Iterator for Records<'_> {
         let bytes = &b[self.at..];
         let head = bytes[0];
         let mut n = 1;
-        // The log wrote these bytes itself: a short read is a bug.
-        let var = |n: &mut usize| -> u64 {
-            let (v, len) = u64::decode_var(&bytes[*n..]).expect("a varint the log wrote");
-            *n += len;
-            v
-        };
-        let thread = var(&mut n) as u32;
-        let name = var(&mut n) as u32;
-        let delta = {
-            let (v, len) = i64::decode_var(&bytes[n..]).expect("a varint the log wrote");
-            n += len;
-            v
-        };
-        let dur = {
-            let (v, len) = i64::decode_var(&bytes[n..]).expect("a varint the log wrote");
-            n += len;
-            v
-        };
-        let model = (head & PRICED != 0).then(|| var(&mut n) as u32);
+        let thread = unsigned(bytes, &mut n) as u32;
+        let name = unsigned(bytes, &mut n) as u32;
+        let delta = signed(bytes, &mut n);
+        let dur = signed(bytes, &mut n);
+        let model = (head & PRICED != 0).then(|| unsigned(bytes, &mut n) as u32);
         self.at += n;
         let start = self.last_start.wrapping_add(delta);
         self.last_start = start;

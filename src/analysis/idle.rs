@@ -88,6 +88,9 @@ struct HostSpan {
 /// window, so leaving it out changes nothing (and keeps the account's
 /// memory to the records near the gaps).
 fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
+    if windows.is_empty() {
+        return Vec::new();
+    }
     // Per thread, the windows by start with the latest end so far: a
     // record [s, e) overlaps one iff some window starting before e ends
     // after s.
@@ -756,7 +759,8 @@ impl HostFacts {
     fn of(a: &Analyzer, steps: &[(i64, i64)]) -> HostFacts {
         let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
         let mut cover: HashMap<u32, i64> = HashMap::default();
-        for s in a.cpu.spans().filter(|s| s.host_kind() == HostKind::Python) {
+        let python = a.cpu.has_python().then(|| a.cpu.spans()).into_iter().flatten();
+        for s in python.filter(|s| s.host_kind() == HostKind::Python) {
             *cover.entry(s.name).or_insert(0) +=
                 super::busy::overlap(&[(s.start, s.start.saturating_add(s.dur))], steps);
         }

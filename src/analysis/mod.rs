@@ -1004,7 +1004,7 @@ impl Analyzer {
         let over = |dur: i64| dur > window;
         let found = self.replay.gpu.iter().any(|(g, _)| over(g.dur))
             || self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu).any(|g| over(g.dur))
-            || self.cpu.ops().any(|o| over(o.dur))
+            || over(self.cpu.longest_op())
             || self.kernel_spans.iter().any(|k| over(k.end - k.start));
         if !found {
             return None;
