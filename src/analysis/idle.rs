@@ -945,3 +945,67 @@ fn places(
         v
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `overlapping` against the plain definition: every host span that
+    /// shares an instant with a window of its thread, sorted by thread,
+    /// start, longest first, ties in the order written.
+    #[test]
+    fn the_sweep_reads_exactly_the_records_that_overlap_a_window() {
+        let mut seed = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = move |n: u64| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            seed % n
+        };
+        for _ in 0..50 {
+            let mut log = CpuLog::default();
+            let mut written = Vec::new();
+            for _ in 0..400 {
+                let (thread, start) = (next(3) as u32, next(10_000) as i64);
+                let dur = next(300) as i64;
+                let name = next(50) as u32;
+                if next(2) == 0 {
+                    log.op(thread, name, start, dur, None, false);
+                    if dur > 0 {
+                        written.push((thread, start, start + dur, name));
+                    }
+                } else {
+                    log.host(thread, start, start + dur, name, HostKind::Python);
+                    if dur > 0 {
+                        written.push((thread, start, start + dur, name));
+                    }
+                }
+            }
+            let windows: Vec<Window> = (0..next(20))
+                .map(|_| {
+                    let start = next(10_000) as i64;
+                    Window {
+                        thread: next(4) as u32,
+                        start,
+                        end: start + 1 + next(200) as i64,
+                        mode: Mode::Launch,
+                        gap: 0,
+                    }
+                })
+                .collect();
+            let mut want: Vec<(u32, i64, i64, u32)> = written
+                .iter()
+                .copied()
+                .filter(|&(t, s, e, _)| {
+                    windows.iter().any(|w| w.thread == t && w.start < e && w.end > s)
+                })
+                .collect();
+            want.sort_by_key(|&(t, s, e, _)| (t, s, std::cmp::Reverse(e)));
+            let got: Vec<(u32, i64, i64, u32)> = overlapping(&log, &windows)
+                .iter()
+                .map(|s| (s.thread, s.start, s.end, s.name))
+                .collect();
+            assert_eq!(got, want);
+        }
+    }
+}
