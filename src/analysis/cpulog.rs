@@ -2,14 +2,14 @@
 //! annotations, long Python frames and synchronising or allocator calls the
 //! idle account reads, in the order the pass met them.
 //!
-//! Two readers share it. Counting again under the final ranges
-//! (docs/analysis.md §1) and the roofline account read the ops; the idle
-//! account reads every record with a duration as a host span. Before, each
-//! op was kept twice (a 32-byte replay record and a 32-byte host span):
-//! the largest state of the pass, growing with the trace (#25). Here a
-//! record is a header byte and four LEB128 varints — thread, name, start
-//! as the zigzag difference from the previous record's, duration — about
-//! 9 bytes, in fixed blocks that are never copied as the log grows.
+//! Three readers share it: counting again under the final ranges
+//! (docs/analysis.md §1) and the roofline account read the ops, the idle
+//! account reads every record with a duration as a host span. Each op used
+//! to be kept twice (a 32-byte replay record and a 32-byte host span), the
+//! largest state of the pass. Here a record is a header byte and LEB128
+//! varints — thread, name, start as the zigzag difference from the
+//! previous record's, duration, and a priced op's model entry — about 8
+//! bytes, in fixed blocks that are never copied as the log grows.
 
 use integer_encoding::VarInt;
 
