@@ -134,16 +134,16 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
 /// thread and time): no other op can own a kernel or name one's place, nor
 /// keep one that does off the sweep's stack (it ends before the next
 /// launch). Per thread, by start (longest first on ties: the parent before
-/// its child; then the order the pass met them). With them, where each
-/// priced one is, in the pass's order: its `call`.
-fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<u32>) {
+/// its child; then the order the pass met them). With them, each priced
+/// one's call, in the pass's order (its `call`).
+fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<Call>) {
     // Each thread's launches, where its last op's search ended (ops come
     // nearly in time order, so the next search starts there), and its ops.
     let mut threads: HashMap<u32, (usize, usize, usize, Vec<RoofOp>)> = HashMap::default();
     for (i, l) in launches.iter().enumerate() {
         threads.entry(l.0).or_insert((i, i, i, Vec::new())).1 = i + 1;
     }
-    let mut priced = 0u32;
+    let mut calls: Vec<Call> = Vec::new();
     for o in a.op_records() {
         let Some((lo, hi, hint, ops)) = threads.get_mut(&o.thread) else { continue };
         let mine = &launches[*lo..*hi];
@@ -152,86 +152,71 @@ fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<
         if mine.get(i).is_none_or(|l| l.1 > o.start + o.dur) {
             continue;
         }
-        let call = o.model().map_or(NO_CALL, |_| {
-            priced += 1;
-            priced - 1
+        let call = o.model().map_or(NO_CALL, |model| {
+            let phase = a.ranges.cpu_phase(o.thread, o.start);
+            calls.push(Call { name: o.name, model, phase, ..Call::default() });
+            calls.len() as u32 - 1
         });
-        let model = o.model().unwrap_or(0);
-        ops.push(RoofOp {
-            thread: o.thread,
-            name: o.name,
-            start: o.start,
-            dur: o.dur,
-            call,
-            model,
-        });
+        ops.push(RoofOp { name: o.name, start: o.start, dur: o.dur, call });
     }
     // A stable sort of each thread's ops, nearly in order already, is
     // close to a single pass; they stay apart (no copy of them all).
     let mut by_thread: Vec<(u32, Vec<RoofOp>)> =
         threads.into_iter().map(|(t, (.., ops))| (t, ops)).collect();
     by_thread.sort_unstable_by_key(|t| t.0);
-    let mut ops = ThreadOps { threads: Vec::new(), offsets: Vec::new(), len: 0 };
-    for (_, mut mine) in by_thread {
+    for (_, mine) in &mut by_thread {
         mine.sort_by_key(|o| (o.start, std::cmp::Reverse(o.dur)));
-        ops.offsets.push(ops.len);
-        ops.len += mine.len();
-        ops.threads.push(mine);
     }
-    let mut at_call = vec![0u32; priced as usize];
-    for (t, mine) in ops.threads.iter().enumerate() {
-        for (i, o) in mine.iter().enumerate().filter(|(_, o)| o.call != NO_CALL) {
-            at_call[o.call as usize] = (ops.offsets[t] + i) as u32;
-        }
-    }
-    (ops, at_call)
+    (ThreadOps(by_thread), calls)
 }
 
-/// The ops of each thread in turn, indexed as if one list.
-struct ThreadOps {
-    threads: Vec<Vec<RoofOp>>,
-    /// Where each thread's ops start in the whole.
-    offsets: Vec<usize>,
-    len: usize,
-}
+/// Each thread's ops, by thread id.
+struct ThreadOps(Vec<(u32, Vec<RoofOp>)>);
 
 impl ThreadOps {
-    fn len(&self) -> usize {
-        self.len
+    fn of(&self, thread: u32) -> &[RoofOp] {
+        match self.0.binary_search_by_key(&thread, |t| t.0) {
+            Ok(i) => &self.0[i].1,
+            Err(_) => &[],
+        }
     }
 }
 
-impl std::ops::Index<usize> for ThreadOps {
-    type Output = RoofOp;
-
-    fn index(&self, i: usize) -> &RoofOp {
-        let t = self.offsets.partition_point(|&o| o <= i) - 1;
-        &self.threads[t][i - self.offsets[t]]
-    }
-}
-
-/// An op the account reads.
+/// An op the account reads (24 bytes: a trace has as many as launches).
 #[derive(Debug, Clone, Copy)]
 struct RoofOp {
-    thread: u32,
-    name: u32,
     start: i64,
     dur: i64,
+    name: u32,
     /// Its index among the priced calls here; [`NO_CALL`] when the model
     /// did not price it.
     call: u32,
-    /// Its entry in `Analyzer::works`, when priced.
-    model: u32,
 }
 
 const NO_CALL: u32 = u32::MAX;
 
-/// One priced call while its kernels are gathered.
-#[derive(Debug, Clone, Copy, Default)]
+/// One priced call (24 bytes): what and where it is, and its kernels as
+/// they are gathered.
+#[derive(Debug, Clone, Copy)]
 struct Call {
     ns: f64,
+    name: u32,
+    /// Its entry in `Analyzer::works`.
+    model: u32,
+    /// The (device, stream) of its first kernel, by index in
+    /// `Analyzer::queues`; [`NO_QUEUE`] before it has one.
+    queue: u32,
+    /// The phase its start is placed in.
+    phase: u16,
     tensor_core: bool,
-    device: Option<i64>,
+}
+
+const NO_QUEUE: u32 = u32::MAX;
+
+impl Default for Call {
+    fn default() -> Call {
+        Call { ns: 0.0, name: 0, model: 0, queue: NO_QUEUE, phase: 0, tensor_core: false }
+    }
 }
 
 /// Runs the account. `tensor_core` answers for a kernel name id, `peaks`
@@ -256,25 +241,25 @@ pub fn account(
         }
     }
     launches.sort_unstable();
-    let (ops, at_call) = enclosing_ops(a, &launches);
-    let priced = at_call.len();
+    let (ops, mut calls) = enclosing_ops(a, &launches);
+    let priced = calls.len();
 
-    let mut calls = vec![Call::default(); priced];
-    // (kernel, its outermost priced op, the phase its launch is placed in).
+    // (kernel, its outermost priced call, the phase its launch is placed in).
     let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
     let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
+    // Per thread in turn: its ops, the next to push, the open ones.
     let mut stack: Vec<u32> = Vec::new();
+    let mut ops_of: &[RoofOp] = &[];
     let mut next = 0usize;
     let mut thread = None;
     for &(t, at, k) in &launches {
         if thread != Some(t) {
             thread = Some(t);
             stack.clear();
-            while next < ops.len() && ops[next].thread < t {
-                next += 1;
-            }
+            (ops_of, next) = (ops.of(t), 0);
         }
-        while next < ops.len() && ops[next].thread == t && ops[next].start <= at {
+        let ops = ops_of;
+        while next < ops.len() && ops[next].start <= at {
             let i = next as u32;
             let o = &ops[next];
             while stack
@@ -305,11 +290,13 @@ pub fn account(
             let c = &mut calls[w as usize];
             c.ns += dur;
             c.tensor_core |= tensor_core(span.name);
-            c.device.get_or_insert(a.device(span));
-            outermost.get_or_insert(i);
+            if c.queue == NO_QUEUE {
+                c.queue = span.queue;
+            }
+            outermost.get_or_insert(w);
         }
         match outermost {
-            Some(i) => owner.push((k, i, phase_of(t, at))),
+            Some(call) => owner.push((k, call, phase_of(t, at))),
             None => {
                 let inner =
                     stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
@@ -325,7 +312,8 @@ pub fn account(
     // A call's rates, and the peak format its FLOPs were judged against
     // (None without the device's peaks).
     let mut rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
-        let p = c.device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
+        let device = (c.queue != NO_QUEUE).then(|| a.queues[c.queue as usize].0);
+        let p = device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
         let mut r = Rates {
             flops: w.flops,
             bytes: w.bytes,
@@ -347,17 +335,15 @@ pub fn account(
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
-    for &at in &at_call {
-        let o = &ops[at as usize];
-        let c = &calls[o.call as usize];
+    for c in &calls {
         if c.ns <= 0.0 {
             continue; // launched nothing in the steps
         }
-        let w = &a.works[o.model as usize];
+        let w = &a.works[c.model as usize];
         let (r, _) = rates_of(w, c);
-        out.ops.entry(o.name).or_default().add(&r);
-        out.ops_by_phase.entry((phase_of(o.thread, o.start), o.name)).or_default().add(&r);
-        let best = out.op_inputs.entry(o.name).or_insert((w.inputs, 0.0));
+        out.ops.entry(c.name).or_default().add(&r);
+        out.ops_by_phase.entry((c.phase, c.name)).or_default().add(&r);
+        let best = out.op_inputs.entry(c.name).or_insert((w.inputs, 0.0));
         if c.ns > best.1 {
             *best = (w.inputs, c.ns);
         }
@@ -365,21 +351,20 @@ pub fn account(
     // Owners: each kernel's share of its outermost priced call (whose rates
     // are worked out again rather than kept: a trace has many).
     let mut owned: Vec<bool> = vec![false; priced];
-    for &(k, i, phase) in &owner {
-        let o = &ops[i as usize];
-        let c = &calls[o.call as usize];
+    for &(k, call, phase) in &owner {
+        let c = &calls[call as usize];
         if c.ns <= 0.0 {
             continue;
         }
-        let (r, class) = rates_of(&a.works[o.model as usize], c);
+        let (r, class) = rates_of(&a.works[c.model as usize], c);
         let span = &a.kernel_spans[k as usize];
         let share = (span.end - span.start) as f64 / c.ns;
         let part = r.scaled(share);
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
-        if !std::mem::replace(&mut owned[o.call as usize], true) {
-            let is_matrix = a.works[o.model as usize].matrix;
-            let owner = out.owners.entry(o.name).or_default();
+        if !std::mem::replace(&mut owned[call as usize], true) {
+            let is_matrix = a.works[c.model as usize].matrix;
+            let owner = out.owners.entry(c.name).or_default();
             owner.0.add(&r);
             owner.1 |= is_matrix;
             out.modelled_ns += r.ns;
