@@ -94,7 +94,6 @@ fn host_of(code: u8) -> HostKind {
 pub struct CpuLog {
     blocks: Vec<Vec<u8>>,
     last_start: i64,
-    ops: u64,
     /// Records with a duration: the host spans.
     spans: u64,
     /// Host spans other than synchronising and allocator calls (a trace
@@ -128,7 +127,6 @@ impl CpuLog {
         if dataload {
             head |= DATALOAD;
         }
-        self.ops += 1;
         self.longest_op = self.longest_op.max(dur);
         if dur > 0 {
             self.spans += 1;
@@ -174,11 +172,6 @@ impl CpuLog {
         self.last_start = start;
     }
 
-    /// CPU ops recorded, of any duration.
-    pub fn op_count(&self) -> u64 {
-        self.ops
-    }
-
     /// Whether the log holds any host span.
     pub fn has_spans(&self) -> bool {
         self.spans > 0
@@ -201,7 +194,8 @@ impl CpuLog {
     }
 
     /// Bytes held.
-    pub fn heap_bytes(&self) -> usize {
+    #[cfg(test)]
+    fn heap_bytes(&self) -> usize {
         self.blocks.iter().map(Vec::capacity).sum()
     }
 
@@ -340,10 +334,6 @@ mod tests {
         let got: Vec<CpuRec> = log.iter().collect();
         assert_eq!(got.len(), want.len());
         assert_eq!(got, want);
-        assert_eq!(
-            log.op_count(),
-            want.iter().filter(|r| matches!(r.kind, RecKind::Op { .. })).count() as u64
-        );
         // Small: a few bytes per record, far from two 32-byte records.
         assert!(log.heap_bytes() < want.len() * 12, "{} bytes", log.heap_bytes());
     }

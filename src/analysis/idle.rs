@@ -86,7 +86,8 @@ struct HostSpan {
 /// order the pass met them. A record that overlaps no window is never
 /// open at an instant the sweep looks at, nor the next to start inside a
 /// window, so leaving it out changes nothing (and keeps the account's
-/// memory to the records near the gaps).
+/// memory to the records near the gaps). `windows` are sorted by thread,
+/// then start, as the sweep reads them.
 fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
     if windows.is_empty() {
         return Vec::new();
@@ -94,10 +95,8 @@ fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
     // Per thread, the windows by start with the latest end so far: a
     // record [s, e) overlaps one iff some window starting before e ends
     // after s.
-    let mut sorted: Vec<&Window> = windows.iter().collect();
-    sorted.sort_by_key(|w| (w.thread, w.start));
     let mut by_thread: HashMap<u32, (Vec<i64>, Vec<i64>)> = HashMap::default();
-    for w in sorted {
+    for w in windows {
         let (starts, ends) = by_thread.entry(w.thread).or_default();
         ends.push(ends.last().map_or(w.end, |&e: &i64| e.max(w.end)));
         starts.push(w.start);
@@ -759,10 +758,12 @@ impl HostFacts {
     fn of(a: &Analyzer, steps: &[(i64, i64)]) -> HostFacts {
         let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
         let mut cover: HashMap<u32, i64> = HashMap::default();
-        let python = a.cpu.has_python().then(|| a.cpu.spans()).into_iter().flatten();
-        for s in python.filter(|s| s.host_kind() == HostKind::Python) {
-            *cover.entry(s.name).or_insert(0) +=
-                super::busy::overlap(&[(s.start, s.start.saturating_add(s.dur))], steps);
+        // The log is read only when it holds Python frames.
+        if a.cpu.has_python() {
+            for s in a.cpu.spans().filter(|s| s.host_kind() == HostKind::Python) {
+                *cover.entry(s.name).or_insert(0) +=
+                    super::busy::overlap(&[(s.start, s.start.saturating_add(s.dur))], steps);
+            }
         }
         let wrappers = cover
             .into_iter()
@@ -981,7 +982,7 @@ mod tests {
                     }
                 }
             }
-            let windows: Vec<Window> = (0..next(20))
+            let mut windows: Vec<Window> = (0..next(20))
                 .map(|_| {
                     let start = next(10_000) as i64;
                     Window {
@@ -993,6 +994,7 @@ mod tests {
                     }
                 })
                 .collect();
+            windows.sort_by_key(|w| (w.thread, w.start));
             let mut want: Vec<(u32, i64, i64, u32)> = written
                 .iter()
                 .copied()
