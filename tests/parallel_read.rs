@@ -4,7 +4,8 @@
 //! result or the same error on traces made to defeat the block cuts
 //! (`}, {`, newlines and escaped quotes inside strings, a cut inside a 1 MB
 //! string, nested arrays of objects), and on the property tests' mutated
-//! real events. Every real trace is read once.
+//! real events. Every real trace is read once. A plain file is mapped
+//! (src/trace/input.rs), a gzipped one read: comparing the two covers both.
 
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
@@ -71,9 +72,14 @@ fn every_fixture_reads_the_same_at_any_thread_count_plain_or_gzipped() {
         let one = read(&gz, 1, parallel::BLOCK);
         assert!(!one.starts_with("error"), "{}: {one}", path.display());
         let (_dir, plain) = file(&inflate(&path), "t.json");
-        for (threads, block) in
-            [(2, parallel::BLOCK), (7, parallel::BLOCK), (2, 4096), (7, 65536), (3, 777)]
-        {
+        for (threads, block) in [
+            (1, parallel::BLOCK),
+            (2, parallel::BLOCK),
+            (7, parallel::BLOCK),
+            (2, 4096),
+            (7, 65536),
+            (3, 777),
+        ] {
             assert_eq!(
                 read(&plain, threads, block),
                 one,

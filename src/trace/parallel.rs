@@ -23,10 +23,12 @@ use std::io::{self, Cursor, Read};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
+use yoke::either::EitherCart;
 use yoke::{Yoke, Yokeable};
 
 use super::event::{Event, ParseError};
-use super::scan::{MAX_VALUE, Scanner};
+use super::input::MappedFile;
+use super::scan::{MAX_VALUE, Scanner, Unread};
 use super::{EventSink, TraceInfo};
 use crate::error::{Error, Result};
 
@@ -140,7 +142,19 @@ enum End {
     Refused(usize, State),
 }
 
-type Parsed = Yoke<Batch<'static>, Vec<u8>>;
+/// A block's bytes: read into a buffer of ours, or lying in a mapped file
+/// (parsed where they are: nothing is copied).
+type Cart<'m> = EitherCart<Vec<u8>, &'m [u8]>;
+
+type Parsed<'m> = Yoke<Batch<'static>, Cart<'m>>;
+
+/// A cart's bytes as a buffer of ours.
+fn into_vec(cart: Cart<'_>) -> Vec<u8> {
+    match cart {
+        EitherCart::A(v) => v,
+        EitherCart::B(b) => b.to_vec(),
+    }
+}
 
 /// Parses the elements of a block that starts at a boundary in `start`.
 fn parse_block(b: &[u8], start: State) -> Batch<'_> {
@@ -225,19 +239,21 @@ fn find_cut(buf: &[u8], from: usize) -> Option<usize> {
 }
 
 /// A block read and cut, waiting for its turn.
-struct Block {
+struct Block<'m> {
     /// Stream offset of its first byte.
     base: u64,
     state: State,
     /// Parsed by this worker; `None`: held here (no cut in [`NO_CUT`] bytes).
     worker: Option<usize>,
     /// The bytes of a block no worker parses.
-    held: Vec<u8>,
+    held: Cart<'m>,
 }
 
 /// The input after the array's `[`, read in blocks.
-struct Input {
+struct Input<'m> {
     reader: Box<dyn Read>,
+    /// A mapped file's bytes, which blocks borrow instead of `reader`'s.
+    map: Option<&'m [u8]>,
     /// The reader ended, or failed: then the error, for the scanner to say.
     ended: bool,
     failed: Option<io::Error>,
@@ -251,7 +267,7 @@ struct Input {
     state: State,
 }
 
-impl Input {
+impl<'m> Input<'m> {
     /// Appends up to `n` bytes to `buf`.
     fn read(&mut self, buf: &mut Vec<u8>, n: usize) {
         match (&mut self.reader).take(n as u64).read_to_end(buf) {
@@ -265,9 +281,12 @@ impl Input {
     }
 
     /// The next block, cut after an event; `None` once the input ended.
-    fn next(&mut self) -> Option<(u64, State, Vec<u8>, bool)> {
+    fn next(&mut self) -> Option<(u64, State, Cart<'m>, bool)> {
         if self.carry.is_empty() && self.ended {
             return None;
+        }
+        if let Some(map) = self.map {
+            return Some(self.next_mapped(map));
         }
         // A fresh buffer costs a page fault per 4 KiB and copies as it
         // grows: blocks come back to the pool once delivered.
@@ -286,24 +305,52 @@ impl Input {
             }
             if self.ended {
                 self.offset = base + buf.len() as u64;
-                return Some((base, state, buf, true));
+                return Some((base, state, EitherCart::A(buf), true));
             }
             if let Some(cut) = find_cut(&buf, searched) {
                 self.carry.extend_from_slice(&buf[cut..]);
                 buf.truncate(cut);
                 self.offset = base + cut as u64;
-                return Some((base, state, buf, true));
+                return Some((base, state, EitherCart::A(buf), true));
             }
             if buf.len() >= NO_CUT {
                 self.offset = base + buf.len() as u64;
-                return Some((base, state, buf, false));
+                return Some((base, state, EitherCart::A(buf), false));
             }
             searched = buf.len();
             want = (buf.len() * 2).min(NO_CUT);
         }
     }
 
-    fn recycle(&mut self, buf: Vec<u8>) {
+    /// [`Input::next`] over a mapped file, whose bytes from `offset` on
+    /// are all there: the same cuts, found in place.
+    fn next_mapped(&mut self, map: &'m [u8]) -> (u64, State, Cart<'m>, bool) {
+        let (base, state) = (self.offset, self.state);
+        self.state = State::Separator;
+        let start = base as usize;
+        let mut len = self.block.min(map.len() - start);
+        let mut searched = 0;
+        let (len, cut) = loop {
+            let bytes = &map[start..start + len];
+            if start + len == map.len() {
+                self.ended = true;
+                break (len, true);
+            }
+            if let Some(cut) = find_cut(bytes, searched) {
+                break (cut, true);
+            }
+            if len >= NO_CUT {
+                break (len, false);
+            }
+            searched = len;
+            len = (len * 2).min(NO_CUT).min(map.len() - start);
+        };
+        self.offset = base + len as u64;
+        (base, state, EitherCart::B(&map[start..start + len]), cut)
+    }
+
+    fn recycle(&mut self, buf: Cart<'_>) {
+        let EitherCart::A(buf) = buf else { return };
         // Enough for every block in flight; an outsized one (a long
         // event's) is let go.
         if self.pool.len() < POOL && buf.capacity() <= 2 * self.block {
@@ -333,10 +380,16 @@ pub(super) fn stream_events(
     info: &mut TraceInfo,
 ) -> Result<Rest> {
     let (threads, block) = settings();
-    let (carry, offset, reader, ended) =
-        std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
+    let (offset, unread) = std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
+    let (carry, reader, ended, file) = match unread {
+        Unread::Read { carry, reader, ended } => (carry, reader, ended, None),
+        Unread::Mapped(file) => {
+            (Vec::new(), Box::new(io::empty()) as Box<dyn Read>, false, Some(file))
+        }
+    };
     let mut input = Input {
         reader,
+        map: file.as_ref().map(MappedFile::bytes),
         ended,
         failed: None,
         carry,
@@ -345,20 +398,20 @@ pub(super) fn stream_events(
         block,
         state: State::First,
     };
-    std::thread::scope(|scope| {
+    let (bytes, base, first) = std::thread::scope(|scope| {
         let mut jobs = Vec::with_capacity(threads);
         let mut results = Vec::with_capacity(threads);
         for _ in 0..threads {
-            let (job_tx, job_rx) = mpsc::channel::<(State, Vec<u8>)>();
-            let (res_tx, res_rx) = mpsc::channel::<Parsed>();
+            let (job_tx, job_rx) = mpsc::channel::<(State, Cart<'_>)>();
+            let (res_tx, res_rx) = mpsc::channel::<Parsed<'_>>();
             std::thread::Builder::new()
                 .name("parse".into())
                 .spawn_scoped(scope, move || {
                     for (state, bytes) in job_rx {
-                        let parsed =
-                            Yoke::<Batch<'static>, Vec<u8>>::attach_to_cart(bytes, |b: &[u8]| {
-                                parse_block(b, state)
-                            });
+                        let parsed = Yoke::<Batch<'static>, Cart<'_>>::attach_to_cart(
+                            bytes,
+                            |b: &[u8]| parse_block(b, state),
+                        );
                         if res_tx.send(parsed).is_err() {
                             return;
                         }
@@ -372,6 +425,7 @@ pub(super) fn stream_events(
         }
         let mut d = Driver {
             input: &mut input,
+            file: file.as_ref(),
             jobs,
             results,
             pending: VecDeque::new(),
@@ -386,15 +440,21 @@ pub(super) fn stream_events(
         let mut bytes = head;
         d.drain_into(&mut bytes);
         bytes.append(&mut d.input.carry);
-        let tail: Box<dyn Read> = match d.input.failed.take() {
-            Some(e) => Box::new(Failed(Some(e))),
-            None => std::mem::replace(&mut d.input.reader, Box::new(io::empty())),
-        };
-        *s = Scanner::starting_at(Box::new(Cursor::new(bytes).chain(tail)), base);
-        Ok(match first {
-            None => Rest::Closed,
-            Some(first) => Rest::Elements { first },
-        })
+        Ok::<_, Error>((bytes, base, first))
+    })?;
+    // The scanner goes on from `base`: the bytes held here, then the rest
+    // of the input.
+    let Input { failed, reader, offset, .. } = input;
+    *s = match (failed, file) {
+        (Some(e), _) => {
+            Scanner::starting_at(Box::new(Cursor::new(bytes).chain(Failed(Some(e)))), base)
+        }
+        (None, Some(file)) => Scanner::mapped_from(file, offset, bytes, base),
+        (None, None) => Scanner::starting_at(Box::new(Cursor::new(bytes).chain(reader)), base),
+    };
+    Ok(match first {
+        None => Rest::Closed,
+        Some(first) => Rest::Elements { first },
     })
 }
 
@@ -405,16 +465,19 @@ enum Resume {
     Elements { head: Vec<u8>, base: u64, state: State },
 }
 
-struct Driver<'i> {
-    input: &'i mut Input,
-    jobs: Vec<mpsc::Sender<(State, Vec<u8>)>>,
-    results: Vec<mpsc::Receiver<Parsed>>,
-    pending: VecDeque<Block>,
+struct Driver<'i, 'm> {
+    input: &'i mut Input<'m>,
+    /// The mapped file the blocks borrow from, if any: its pages are given
+    /// back as blocks are delivered.
+    file: Option<&'m MappedFile>,
+    jobs: Vec<mpsc::Sender<(State, Cart<'m>)>>,
+    results: Vec<mpsc::Receiver<Parsed<'m>>>,
+    pending: VecDeque<Block<'m>>,
     next_worker: usize,
     threads: usize,
 }
 
-impl Driver<'_> {
+impl<'m> Driver<'_, 'm> {
     /// Reads ahead until [`AHEAD`] blocks per thread are in flight.
     fn fill(&mut self) {
         while self.pending.len() < AHEAD * self.threads {
@@ -426,9 +489,12 @@ impl Driver<'_> {
             let w = self.next_worker;
             self.next_worker = (w + 1) % self.threads;
             match self.jobs[w].send((state, bytes)) {
-                Ok(()) => {
-                    self.pending.push_back(Block { base, state, worker: Some(w), held: Vec::new() })
-                }
+                Ok(()) => self.pending.push_back(Block {
+                    base,
+                    state,
+                    worker: Some(w),
+                    held: EitherCart::A(Vec::new()),
+                }),
                 // A parsing thread stopped (it panicked): hold the bytes,
                 // the scanner reads them.
                 Err(mpsc::SendError((_, bytes))) => {
@@ -440,14 +506,14 @@ impl Driver<'_> {
     }
 
     /// The next block's bytes and, when a worker parsed it, its events.
-    fn take(&mut self, block: &mut Block) -> Option<Parsed> {
+    fn take(&mut self, block: &mut Block<'m>) -> Option<Parsed<'m>> {
         let w = block.worker.take()?;
         // `None`: the thread died (a panic, which the scope raises again).
         self.results[w].recv().ok()
     }
 
     /// Appends a block's bytes to `head`.
-    fn append(&mut self, head: &mut Vec<u8>, block: &Block, parsed: Option<Parsed>) {
+    fn append(&mut self, head: &mut Vec<u8>, block: &Block<'m>, parsed: Option<Parsed<'m>>) {
         match parsed {
             Some(p) => {
                 let cart = p.into_backing_cart();
@@ -489,7 +555,7 @@ impl Driver<'_> {
                 (None, Some(parsed)) => (block.base, parsed),
                 (None, None) => {
                     return Ok(Resume::Elements {
-                        head: block.held,
+                        head: into_vec(block.held),
                         base: block.base,
                         state: block.state,
                     });
@@ -514,6 +580,7 @@ impl Driver<'_> {
                         parsed = self.take(&mut next);
                         block = next;
                     }
+                    let head = EitherCart::A(head);
                     (base, Yoke::attach_to_cart(head, |b: &[u8]| parse_block(b, state)))
                 }
             };
@@ -521,6 +588,9 @@ impl Driver<'_> {
             deliver(&batch.items, base, sink, info)?;
             let end = batch.end;
             let bytes = parsed.into_backing_cart();
+            if let Some(file) = self.file {
+                file.advance((base + bytes.len() as u64) as usize);
+            }
             match end {
                 End::Clean => self.input.recycle(bytes),
                 End::Short(at, state) => {

@@ -9,7 +9,9 @@
 //! borrowed slice. Memory is one read chunk plus the largest single event.
 
 use std::io::Read;
+use std::ops::Deref;
 
+use super::input::{MappedFile, MappedReader};
 use crate::error::{Error, Result};
 
 const CHUNK: usize = 1 << 20;
@@ -34,7 +36,7 @@ fn too_large(what: &str, offset: u64) -> Error {
 
 pub struct Scanner<R> {
     src: R,
-    buf: Vec<u8>,
+    buf: Buf,
     /// Next unread byte in `buf`.
     pos: usize,
     /// End of valid data in `buf`.
@@ -42,6 +44,24 @@ pub struct Scanner<R> {
     eof: bool,
     /// Bytes of the stream that lie before `buf[0]`, for error offsets.
     base: u64,
+}
+
+/// The bytes a scanner reads: its own buffer, which reads fill, or a
+/// mapped file, which it walks through a window `CHUNK` bytes longer at
+/// each fill, so that both run the same code above `fill`.
+enum Buf {
+    Read(Vec<u8>),
+    Mapped(MappedFile),
+}
+
+impl Deref for Buf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        match self {
+            Buf::Read(v) => v,
+            Buf::Mapped(m) => m.bytes(),
+        }
+    }
 }
 
 /// Where a value ends, and whether it holds the non-JSON literals
@@ -53,21 +73,13 @@ struct ValueEnd {
 
 impl<R: Read> Scanner<R> {
     pub fn new(src: R) -> Self {
-        Scanner { src, buf: vec![0; CHUNK], pos: 0, end: 0, eof: false, base: 0 }
+        Scanner { src, buf: Buf::Read(vec![0; CHUNK]), pos: 0, end: 0, eof: false, base: 0 }
     }
 
     /// A scanner over `src` whose first byte is byte `base` of the stream
     /// (a file entered by seeking), so offsets stay those of the whole file.
     pub fn starting_at(src: R, base: u64) -> Self {
         Scanner { base, ..Scanner::new(src) }
-    }
-
-    /// Takes the scanner apart: the bytes read but not yet consumed, the
-    /// stream offset of the first of them, the source, and whether the
-    /// source has ended (what the parallel reader goes on from).
-    pub fn into_parts(self) -> (Vec<u8>, u64, R, bool) {
-        let offset = self.offset();
-        (self.buf[self.pos..self.end].to_vec(), offset, self.src, self.eof)
     }
 
     /// Discards input up to byte `offset` of the stream (forward only).
@@ -100,18 +112,31 @@ impl<R: Read> Scanner<R> {
         if self.eof {
             return Ok(false);
         }
+        let buf = match &mut self.buf {
+            Buf::Read(buf) => buf,
+            Buf::Mapped(file) => {
+                let len = file.bytes().len();
+                if self.end == len {
+                    self.eof = true;
+                    return Ok(false);
+                }
+                file.advance(self.pos);
+                self.end = (self.end + CHUNK).min(len);
+                return Ok(true);
+            }
+        };
         if self.pos > 0 {
-            self.buf.copy_within(self.pos..self.end, 0);
+            buf.copy_within(self.pos..self.end, 0);
             self.base += self.pos as u64;
             self.end -= self.pos;
             self.pos = 0;
         }
-        if self.buf.len() - self.end < CHUNK / 2 {
-            let grow = self.buf.len().max(CHUNK);
-            self.buf.resize(self.buf.len() + grow, 0);
+        if buf.len() - self.end < CHUNK / 2 {
+            let grow = buf.len().max(CHUNK);
+            buf.resize(buf.len() + grow, 0);
         }
         loop {
-            match self.src.read(&mut self.buf[self.end..]) {
+            match self.src.read(&mut buf[self.end..]) {
                 Ok(0) => {
                     self.eof = true;
                     return Ok(false);
@@ -431,6 +456,49 @@ impl<R: Read> Scanner<R> {
     pub fn at_end(&mut self) -> Result<bool> {
         Ok(self.peek()?.is_none())
     }
+}
+
+impl Scanner<Box<dyn Read>> {
+    /// A scanner over a mapped file, from its first byte.
+    pub fn mapped(file: MappedFile) -> Self {
+        Scanner {
+            src: Box::new(std::io::empty()),
+            buf: Buf::Mapped(file),
+            pos: 0,
+            end: 0,
+            eof: false,
+            base: 0,
+        }
+    }
+
+    /// Takes the scanner apart (what the parallel reader goes on from): the
+    /// stream offset of the next unread byte, and the input from there.
+    pub fn into_parts(self) -> (u64, Unread) {
+        let offset = self.offset();
+        let rest = match self.buf {
+            Buf::Read(buf) => Unread::Read {
+                carry: buf[self.pos..self.end].to_vec(),
+                reader: self.src,
+                ended: self.eof,
+            },
+            Buf::Mapped(file) => Unread::Mapped(file),
+        };
+        (offset, rest)
+    }
+
+    /// A scanner over the rest of `file`, from byte `offset` on.
+    pub fn mapped_from(file: MappedFile, offset: u64, before: Vec<u8>, base: u64) -> Self {
+        let rest = MappedReader::new(file, offset as usize);
+        Scanner::starting_at(Box::new(std::io::Cursor::new(before).chain(rest)), base)
+    }
+}
+
+/// The input a scanner had not yet consumed.
+pub enum Unread {
+    /// Bytes read ahead, the reader they came from, and whether it ended.
+    Read { carry: Vec<u8>, reader: Box<dyn Read>, ended: bool },
+    /// The whole file (the offset says where the unread part starts).
+    Mapped(MappedFile),
 }
 
 /// Copies `raw`, replacing the bare literals `NaN`, `Infinity` and
