@@ -304,8 +304,9 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
         count: acc.count + k.count,
     });
     let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
+    let mut places = super::ranges::PlaceCache::default();
     for k in &a.kernel_spans {
-        if a.ranges.in_step(k.start) {
+        if a.ranges.in_step_cached(&mut places, k.start) {
             *kernels_by_device.entry(a.device(k)).or_insert(0) += 1;
         }
     }

@@ -683,6 +683,7 @@ fn sweep(a: &Analyzer, host: &HostFacts, windows: &mut [Window], tally: &mut Tal
     let cpu_side = host.cpu_side;
     let wrappers = &host.wrappers;
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
+    let mut places = super::ranges::PlaceCache::default();
     let mut is_sync_op =
         |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
 
@@ -712,7 +713,7 @@ fn sweep(a: &Analyzer, host: &HostFacts, windows: &mut [Window], tally: &mut Tal
                 let next_end = active.iter().map(|s| s.end).min().unwrap_or(i64::MAX);
                 let t1 = win.end.min(next_start).min(next_end);
                 if t1 > t {
-                    let phase = a.ranges.cpu_phase(thread, t);
+                    let phase = a.ranges.cpu_phase_cached(&mut places, thread, t);
                     let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
                     let place = match place {
                         Place::Frame(_) => {

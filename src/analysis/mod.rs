@@ -347,6 +347,8 @@ pub struct Evidence {
 /// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
 #[derive(Debug, Default)]
 pub struct Analyzer {
+    /// The lookups [`Analyzer::place`] remembers once the ranges are final.
+    place_cache: ranges::PlaceCache,
     names: Names,
     phases: PhaseNames,
     threads: ThreadIds,
@@ -506,7 +508,11 @@ impl Analyzer {
     /// Places CPU-side work, remembering how far the pass has got.
     fn place(&mut self, thread: u32, ts: i64) -> Place {
         self.note_ts(ts);
-        Place { in_step: self.ranges.in_step(ts), phase: self.ranges.cpu_phase(thread, ts) }
+        let cache = &mut self.place_cache;
+        Place {
+            in_step: self.ranges.in_step_cached(cache, ts),
+            phase: self.ranges.cpu_phase_cached(cache, thread, ts),
+        }
     }
 
     /// A range starting at or before work already placed may enclose it.
@@ -667,7 +673,7 @@ impl Analyzer {
         if !self.replaying {
             self.replay.calls.push(call);
         }
-        if !self.ranges.in_step(call.start) {
+        if !self.ranges.in_step_cached(&mut self.place_cache, call.start) {
             return;
         }
         if call.malloc {
@@ -819,7 +825,7 @@ impl Analyzer {
             Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
             Placed::Time => (
                 Place {
-                    in_step: self.ranges.in_step(gpu.ts),
+                    in_step: self.ranges.in_step_cached(&mut self.place_cache, gpu.ts),
                     phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
                 },
                 false,

@@ -9,6 +9,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::ranges::PlaceCache;
 use super::work::Dtype;
 use super::{Analyzer, OpWork};
 use crate::hardware::{PeakClass, Peaks};
@@ -144,6 +145,7 @@ fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<
         threads.entry(l.0).or_insert((i, i, i, Vec::new())).1 = i + 1;
     }
     let mut calls: Vec<Call> = Vec::new();
+    let mut places = PlaceCache::default();
     for o in a.op_records() {
         let Some((lo, hi, hint, ops)) = threads.get_mut(&o.thread) else { continue };
         let mine = &launches[*lo..*hi];
@@ -153,7 +155,7 @@ fn enclosing_ops(a: &Analyzer, launches: &[(u32, i64, u32)]) -> (ThreadOps, Vec<
             continue;
         }
         let call = o.model().map_or(NO_CALL, |model| {
-            let phase = a.ranges.cpu_phase(o.thread, o.start);
+            let phase = a.ranges.cpu_phase_cached(&mut places, o.thread, o.start);
             calls.push(Call { name: o.name, model, phase, ..Call::default() });
             calls.len() as u32 - 1
         });
@@ -226,17 +228,21 @@ pub fn account(
     tensor_core: &dyn Fn(u32) -> bool,
     peaks: &dyn Fn(i64) -> Option<Peaks>,
 ) -> Option<Roofline> {
-    let phase_of = |thread: u32, ts: i64| a.ranges.cpu_phase(thread, ts);
     if a.works.is_empty() {
         return None;
     }
     let mut launches: Vec<(u32, i64, u32)> = Vec::new();
     let mut unlaunched = 0.0;
+    let mut places = PlaceCache::default();
     for (k, span) in a.kernel_spans.iter().enumerate() {
         match span.launch() {
-            Some(l) if a.ranges.in_step(l.start) => launches.push((l.thread, l.start, k as u32)),
+            Some(l) if a.ranges.in_step_cached(&mut places, l.start) => {
+                launches.push((l.thread, l.start, k as u32))
+            }
             Some(_) => {}
-            None if a.ranges.in_step(span.start) => unlaunched += (span.end - span.start) as f64,
+            None if a.ranges.in_step_cached(&mut places, span.start) => {
+                unlaunched += (span.end - span.start) as f64
+            }
             None => {}
         }
     }
@@ -296,7 +302,7 @@ pub fn account(
             outermost.get_or_insert(w);
         }
         match outermost {
-            Some(call) => owner.push((k, call, phase_of(t, at))),
+            Some(call) => owner.push((k, call, a.ranges.cpu_phase_cached(&mut places, t, at))),
             None => {
                 let inner =
                     stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
