@@ -198,8 +198,8 @@ pub struct MappedFile {
 }
 
 /// Pages are given back this many bytes at a time: a multiple of every
-/// page size (4, 16, 64 KiB), and few calls per GB.
-const RELEASE_STEP: usize = 8 << 20;
+/// page size (4, 16, 64 KiB), and few calls (500 per GB).
+const RELEASE_STEP: usize = 2 << 20;
 
 impl MappedFile {
     /// `path` mapped, when it is a non-empty regular file that does not
@@ -220,8 +220,8 @@ impl MappedFile {
         if map.starts_with(&[0x1f, 0x8b]) {
             return None;
         }
-        #[cfg(unix)]
-        let _ = map.advise(memmap2::Advice::Sequential);
+        // No MADV_SEQUENTIAL: it marks the pages as not worth keeping, and
+        // a trace is often read again (another lens, the explorer).
         let bar = progress_bar(path, meta.len(), progress);
         Some(MappedFile { map, released: AtomicUsize::new(0), bar })
     }
