@@ -89,6 +89,9 @@ pub struct ProfileArgs {
     /// Threads to use: a reader's parsing threads, a capture's intra-op CPU threads. Default: the CPUs this process may use
     #[arg(long, global = true, value_name = "N", value_parser = at_most::<{ limits::MAX_THREADS }>)]
     pub threads: Option<usize>,
+    /// Read plain trace files with read(2) instead of mapping them: slower, but a file that another process truncates while it is read is reported instead of ending the process (SIGBUS)
+    #[arg(long, global = true)]
+    pub no_mmap: bool,
 }
 
 impl ProfileArgs {

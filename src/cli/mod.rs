@@ -33,6 +33,7 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
             TopCommand::Profile(profile) => {
                 crate::budget::configure(profile.max_memory.as_deref())?;
                 crate::trace::parallel::configure(profile.threads)?;
+                crate::trace::input::configure_mapping(!profile.no_mmap);
                 Ok(profile.into_command())
             }
             // Generated from these definitions (clap_complete, clap_mangen),

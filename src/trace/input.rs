@@ -197,6 +197,14 @@ pub struct MappedFile {
     bar: Option<ProgressBar>,
 }
 
+/// Whether plain files are mapped (`--no-mmap` turns it off).
+static MAP_FILES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
+
+/// Sets whether plain files are mapped, from `--no-mmap`.
+pub fn configure_mapping(map: bool) {
+    MAP_FILES.store(map, Ordering::Relaxed);
+}
+
 /// Pages are given back this many bytes at a time: a multiple of every
 /// page size (4, 16, 64 KiB), and few calls (500 per GB).
 const RELEASE_STEP: usize = 2 << 20;
@@ -206,6 +214,9 @@ impl MappedFile {
     /// start as gzip; `None` sends the caller to the read(2) path, which
     /// also says why a file cannot be opened.
     fn open(path: &Path, progress: bool) -> Option<MappedFile> {
+        if !MAP_FILES.load(Ordering::Relaxed) {
+            return None;
+        }
         let file = File::open(path).ok()?;
         let meta = file.metadata().ok()?;
         if !meta.is_file() || meta.len() == 0 {
@@ -215,7 +226,8 @@ impl MappedFile {
         // A file changed by another process while it is read shows us its
         // new bytes (torn events read as broken JSON), as read(2) would; one
         // truncated under us ends the process with SIGBUS — the risk every
-        // mapping reader (ripgrep's, for one) takes for the speed.
+        // mapping reader (ripgrep's, for one) takes for the speed, and what
+        // `--no-mmap` is for.
         let map = unsafe { memmap2::Mmap::map(&file) }.ok()?;
         if map.starts_with(&[0x1f, 0x8b]) {
             return None;
