@@ -486,7 +486,8 @@ impl Scanner<Box<dyn Read>> {
         (offset, rest)
     }
 
-    /// A scanner over the rest of `file`, from byte `offset` on.
+    /// A scanner over `before` (the input from stream offset `base`),
+    /// then the rest of `file` from its byte `offset` on.
     pub fn mapped_from(file: MappedFile, offset: u64, before: Vec<u8>, base: u64) -> Self {
         let rest = MappedReader::new(file, offset as usize);
         Scanner::starting_at(Box::new(std::io::Cursor::new(before).chain(rest)), base)
