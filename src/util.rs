@@ -79,7 +79,7 @@ mod tests {
         let v: Vec<i64> = (0..300).map(|i| (i / 3) * 2).collect();
         for x in -3..205 {
             let want = v.partition_point(|&k| k < x);
-            for hint in (0..=v.len() + 2).step_by(1) {
+            for hint in 0..=v.len() + 2 {
                 assert_eq!(partition_point_from(&v, hint, |&k| k < x), want, "x {x} hint {hint}");
             }
         }

@@ -230,17 +230,11 @@ fn unsigned(bytes: &[u8], n: &mut usize) -> u64 {
     v
 }
 
-/// A zigzag varint, as [`unsigned`].
+/// A zigzag varint (what `i64::encode_var` writes), as [`unsigned`].
 #[inline]
 fn signed(bytes: &[u8], n: &mut usize) -> i64 {
-    let b = bytes[*n];
-    if b < 0x80 {
-        *n += 1;
-        return i64::from(b >> 1) ^ -i64::from(b & 1);
-    }
-    let (v, len) = i64::decode_var(&bytes[*n..]).expect("a varint the log wrote");
-    *n += len;
-    v
+    let v = unsigned(bytes, n);
+    (v >> 1) as i64 ^ -((v & 1) as i64)
 }
 
 /// The records of a [`CpuLog`], decoded in order.

@@ -973,14 +973,11 @@ mod tests {
                 let name = next(50) as u32;
                 if next(2) == 0 {
                     log.op(thread, name, start, dur, None, false);
-                    if dur > 0 {
-                        written.push((thread, start, start + dur, name));
-                    }
                 } else {
                     log.host(thread, start, start + dur, name, HostKind::Python);
-                    if dur > 0 {
-                        written.push((thread, start, start + dur, name));
-                    }
+                }
+                if dur > 0 {
+                    written.push((thread, start, start + dur, name));
                 }
             }
             let mut windows: Vec<Window> = (0..next(20))

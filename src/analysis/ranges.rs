@@ -80,6 +80,7 @@ impl ThreadRanges {
     /// it stays the innermost. With none found, every range that starts
     /// before the next start ended before `ts`.)
     fn phase_until(&self, ts: i64) -> (Option<u16>, i64) {
+        // The ranges starting at or before `ts`, latest first.
         let hi = self.frozen.partition_point(|r| r.0 <= ts);
         let next = self.frozen.get(hi).map_or(i64::MAX, |r| r.0);
         for &(start, end, phase) in self.frozen[..hi].iter().rev() {
@@ -96,17 +97,7 @@ impl ThreadRanges {
     /// The phase of the innermost range containing `ts` (latest start).
     fn phase_at(&self, ts: i64) -> Option<u16> {
         if !self.frozen.is_empty() {
-            // The ranges starting at or before `ts`, latest first, as below.
-            let hi = self.frozen.partition_point(|r| r.0 <= ts);
-            for &(start, end, phase) in self.frozen[..hi].iter().rev() {
-                if start + self.max_dur < ts {
-                    break;
-                }
-                if ts < end {
-                    return Some(phase);
-                }
-            }
-            return None;
+            return self.phase_until(ts).0;
         }
         for (&(start, _), &(end, phase)) in self.by_start.range(..(ts, u32::MAX)).rev() {
             if start + self.max_dur < ts {
@@ -279,8 +270,7 @@ impl Ranges {
             return true;
         }
         if !self.steps_frozen.is_empty() {
-            let hi = self.steps_frozen.partition_point(|s| s.0 <= ts);
-            return hi > 0 && ts < self.steps_frozen[hi - 1].1;
+            return self.in_step_until(ts).0;
         }
         self.step_index.range(..=ts).next_back().is_some_and(|(_, &end)| ts < end)
     }

@@ -106,6 +106,18 @@ impl Source {
         &self.label
     }
 
+    /// Opens the input for one pass from its first byte to its last: a
+    /// plain (not gzipped) regular file is mapped, anything else is
+    /// [`Source::open`]ed.
+    pub fn open_pass(&self, progress: bool) -> Result<Opened> {
+        if let Kind::File(path) = &self.kind {
+            if let Some(mapped) = MappedFile::open(path, progress) {
+                return Ok(Opened::Mapped(mapped));
+            }
+        }
+        self.open(progress).map(Opened::Stream)
+    }
+
     /// Opens the input from its first byte, decompressing gzip
     /// transparently (decided by the first two bytes read).
     pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
@@ -167,20 +179,6 @@ fn progress_bar(path: &Path, len: u64, progress: bool) -> Option<ProgressBar> {
 pub enum Opened {
     Mapped(MappedFile),
     Stream(Box<dyn Read>),
-}
-
-impl Source {
-    /// Opens the input for one pass from its first byte to its last: a
-    /// plain (not gzipped) regular file is mapped, anything else is
-    /// [`Source::open`]ed.
-    pub fn open_pass(&self, progress: bool) -> Result<Opened> {
-        if let Kind::File(path) = &self.kind {
-            if let Some(mapped) = MappedFile::open(path, progress) {
-                return Ok(Opened::Mapped(mapped));
-            }
-        }
-        self.open(progress).map(Opened::Stream)
-    }
 }
 
 /// A plain file mapped for one pass, read front to back. Read through
