@@ -16,6 +16,7 @@ fn main() -> ExitCode {
 }
 
 fn run() -> Result<()> {
+    libreyolo_core::budget::keep_large_blocks_mapped();
     let args: Vec<OsString> = std::env::args_os().collect();
     let Some(command) = cli::parse(&args)? else {
         return cli::print_stdout(&cli::subcommand_list());
