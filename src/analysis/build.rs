@@ -1,6 +1,6 @@
 //! Aggregates → `profile.json` content.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 use std::path::Path;
 
 use indexmap::IndexMap;
@@ -231,7 +231,7 @@ fn step_times(a: &Analyzer) -> Vec<StepTime> {
 /// Category, Tensor Core flag and label once per kernel name (the name is
 /// demangled once, here), for every kernel the trace holds.
 fn kernel_info(a: &Analyzer) -> KernelInfo {
-    let mut kinfo = KernelInfo::new();
+    let mut kinfo = KernelInfo::default();
     for n in a.kernels.keys().copied().chain(a.kernel_spans.iter().map(|k| k.name)) {
         kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
     }
@@ -293,8 +293,8 @@ fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DevicePr
 /// kernels' overlap with compute (§8).
 fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> Busy {
     let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
-    let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::new();
+    let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
+    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::default();
     for k in &a.kernel_spans {
         by_device.entry(a.device(k)).or_default().push((k.start, k.end));
         by_stream.entry((a.device(k), a.stream(k))).or_default().push((k.start, k.end));
@@ -303,7 +303,7 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
         ns: acc.ns.saturating_add(k.ns),
         count: acc.count + k.count,
     });
-    let mut kernels_by_device: HashMap<i64, u64> = HashMap::new();
+    let mut kernels_by_device: HashMap<i64, u64> = HashMap::default();
     let mut places = super::ranges::PlaceCache::default();
     for k in &a.kernel_spans {
         if a.ranges.in_step_cached(&mut places, k.start) {
@@ -313,8 +313,8 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
     // Communication and the rest, per device: how much communication the
     // compute kernels hide.
     // (Only traces with communication pay for the second copy of the spans.)
-    let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
-    let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::new();
+    let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
+    let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
     if kinfo.values().any(|k| k.0 == Category::Communication) {
         for k in &a.kernel_spans {
             let side = if kinfo[&k.name].0 == Category::Communication {

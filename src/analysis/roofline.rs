@@ -314,12 +314,18 @@ pub fn account(
         *unmodelled.entry(None).or_insert(0.0) += unlaunched;
     }
 
-    let mut peak_cache: HashMap<i64, Option<Peaks>> = HashMap::default();
+    // Each device's peaks, looked up once; each queue's, borrowed from them
+    // (a call's rates are worked out per kernel it owns: no copy there).
+    let mut by_device: HashMap<i64, Option<Peaks>> = HashMap::default();
+    for q in &a.queues {
+        by_device.entry(q.0).or_insert_with(|| peaks(q.0));
+    }
+    let queue_peaks: Vec<Option<&Peaks>> =
+        a.queues.iter().map(|q| by_device.get(&q.0).and_then(Option::as_ref)).collect();
     // A call's rates, and the peak format its FLOPs were judged against
     // (None without the device's peaks).
-    let mut rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
-        let device = (c.queue != NO_QUEUE).then(|| a.queues[c.queue as usize].0);
-        let p = device.and_then(|d| peak_cache.entry(d).or_insert_with(|| peaks(d)).clone());
+    let rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
+        let p = queue_peaks.get(c.queue as usize).copied().flatten();
         let mut r = Rates {
             flops: w.flops,
             bytes: w.bytes,
@@ -328,7 +334,7 @@ pub fn account(
             peaked: p.is_some(),
             ..Rates::default()
         };
-        let class = p.as_ref().map(|p| {
+        let class = p.map(|p| {
             let cl = peak_class(w.dtype, w.matrix, c.tensor_core, p);
             let compute = p.tflops(cl).map_or(0.0, |t| w.flops / (t * 1e3));
             let memory = if p.mem_tbps > 0.0 { w.bytes / (p.mem_tbps * 1e3) } else { 0.0 };

@@ -443,7 +443,12 @@ impl<'a> Parser<'a> {
                 return self.err("expected an object key");
             }
             let key = self.string()?;
-            self.eat(b':', "expected ':'")?;
+            // The colon most often follows the key directly.
+            if self.peek() == Some(b':') {
+                self.i += 1;
+            } else {
+                self.eat(b':', "expected ':'")?;
+            }
             self.ws();
             f(self, &key)?;
             self.ws();
