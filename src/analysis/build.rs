@@ -22,8 +22,7 @@ use crate::util::round;
 const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
 
-/// Kernel name id → (category, Tensor Core flag, short label).
-type KernelInfo = HashMap<u32, (Category, bool, String)>;
+type KernelInfo = super::KernelClasses;
 
 pub(super) fn build(
     mut a: Analyzer,
@@ -33,7 +32,7 @@ pub(super) fn build(
 ) -> Result<Profile> {
     check_usable(&a)?;
     let win = window(&a);
-    let kinfo = kernel_info(&a);
+    let kinfo = kernel_info(&mut a);
     // The idle account, the busy union and the roofline each read the
     // pass's records and nothing of each other: with a spare thread the
     // idle account runs beside the other two.
@@ -230,9 +229,11 @@ fn step_times(a: &Analyzer) -> Vec<StepTime> {
 
 /// Category, Tensor Core flag and label once per kernel name (the name is
 /// demangled once, here), for every kernel the trace holds.
-fn kernel_info(a: &Analyzer) -> KernelInfo {
-    let mut kinfo = KernelInfo::default();
-    for n in a.kernels.keys().copied().chain(a.kernel_spans.iter().map(|k| k.name)) {
+/// Every kernel name's class: the kernels' were worked out in the pass;
+/// the other GPU work's (copies, sets) here.
+fn kernel_info(a: &mut Analyzer) -> KernelInfo {
+    let mut kinfo = std::mem::take(&mut a.kernel_classes);
+    for &n in a.kernels.keys() {
         kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
     }
     kinfo

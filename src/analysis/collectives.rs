@@ -8,8 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
 use super::idle::Gaps;
-use super::kernels::category;
-use crate::profile::{Category, CollectiveCall, LeadIn, LeadKind};
+use crate::profile::{CollectiveCall, LeadIn, LeadKind};
 use crate::trace::event::Collective;
 use crate::util::round;
 
@@ -34,6 +33,8 @@ pub struct Collector {
 
 /// A GPU kernel as the analyzer saw it.
 pub struct Kernel<'e, 'a> {
+    /// Whether its name is a communication kernel's.
+    pub communication: bool,
     pub name_id: u32,
     /// Its index in the analyzer's `kernel_spans`.
     pub span: Option<u32>,
@@ -50,9 +51,7 @@ impl Collector {
         let from_name = self
             .known
             .entry(k.name_id)
-            .or_insert_with(|| {
-                (category(k.name) == Category::Communication).then(|| collective_of_kernel(k.name))
-            })
+            .or_insert_with(|| k.communication.then(|| collective_of_kernel(k.name)))
             .clone();
         let Some(from_name) = from_name else { return };
         let a = k.args;

@@ -101,6 +101,9 @@ enum Placed {
     Time,
 }
 
+/// Kernel name id → (category, Tensor Core flag, short label).
+type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
+
 /// What the step- and phase-keyed aggregates are counted from, kept
 /// during the pass (docs/analysis.md §1): when the ranges turn out to
 /// differ at the end (phases inferred, or a step marker written after the
@@ -372,6 +375,10 @@ pub struct Analyzer {
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
+    /// Each kernel name's category, Tensor Core flag and label, worked out
+    /// when the name is first met (demangling is the costly part): the
+    /// collectives read the category, the tables all three.
+    kernel_classes: KernelClasses,
     /// Each (device, stream) a kernel ran on, and its index.
     queues: Vec<(i64, i64)>,
     queue_ids: HashMap<(i64, i64), u32>,
@@ -776,7 +783,10 @@ impl Analyzer {
                 launch_thread: NO_LAUNCH,
                 launch_name: 0,
             });
+            let class =
+                self.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
             self.collectives.kernel(collectives::Kernel {
+                communication: class.0 == crate::profile::Category::Communication,
                 name_id: name,
                 span: gpu.span,
                 name: ev.name(),
