@@ -4,8 +4,13 @@
 /// Sorts and merges `iv` in place, returning the merged intervals.
 pub fn merge(iv: &mut [(i64, i64)]) -> Vec<(i64, i64)> {
     iv.sort_unstable();
+    merge_sorted(iv.iter().copied())
+}
+
+/// [`merge`] of intervals that already come sorted (no list of them kept).
+pub fn merge_sorted(iv: impl Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
     let mut out: Vec<(i64, i64)> = Vec::new();
-    for &(s, e) in iv.iter() {
+    for (s, e) in iv {
         if e <= s {
             continue;
         }

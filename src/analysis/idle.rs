@@ -23,7 +23,7 @@
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
-use super::busy::merge;
+use super::busy::{merge, merge_sorted};
 use super::cpulog::CpuLog;
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
@@ -71,24 +71,27 @@ pub enum HostKind {
     Alloc,
 }
 
-/// A host record as the sweep reads it.
+/// A host record as the sweep reads it (its thread is its list's).
 #[derive(Debug, Clone, Copy)]
 struct HostSpan {
     start: i64,
     end: i64,
-    thread: u32,
     name: u32,
     kind: HostKind,
 }
 
+/// Host records per thread, by thread id.
+type ThreadSpans = Vec<(u32, Vec<HostSpan>)>;
+
 /// The host records that overlap a window, in the order the sweep reads
 /// them: by thread, then start, outermost first; records that tie in the
-/// order the pass met them. A record that overlaps no window is never
+/// order the pass met them (one list per thread: each sorted alone, the
+/// largest one's sort is the only scratch). A record that overlaps no window is never
 /// open at an instant the sweep looks at, nor the next to start inside a
 /// window, so leaving it out changes nothing (and keeps the account's
 /// memory to the records near the gaps). `windows` are sorted by thread,
 /// then start, as the sweep reads them.
-fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
+fn overlapping(log: &CpuLog, windows: &[Window]) -> ThreadSpans {
     if windows.is_empty() {
         return Vec::new();
     }
@@ -103,25 +106,22 @@ fn overlapping(log: &CpuLog, windows: &[Window]) -> Vec<HostSpan> {
     }
     // Records come nearly in time order: each thread's search starts
     // where its last one ended.
-    let mut hints: HashMap<u32, usize> = HashMap::default();
-    let mut spans: Vec<HostSpan> = log
-        .spans()
-        .filter_map(|r| {
-            let (s, e) = (r.start, r.start.saturating_add(r.dur));
-            let (starts, ends) = by_thread.get(&r.thread)?;
-            let hint = hints.entry(r.thread).or_insert(0);
-            let before = partition_point_from(starts, *hint, |&ws| ws < e);
-            *hint = before;
-            (before > 0 && ends[before - 1] > s).then_some(HostSpan {
-                start: s,
-                end: e,
-                thread: r.thread,
-                name: r.name,
-                kind: r.host_kind(),
-            })
-        })
-        .collect();
-    spans.sort_by_key(|s| (s.thread, s.start, std::cmp::Reverse(s.end)));
+    let mut spans: HashMap<u32, (usize, Vec<HostSpan>)> = HashMap::default();
+    for r in log.spans() {
+        let (s, e) = (r.start, r.start.saturating_add(r.dur));
+        let Some((starts, ends)) = by_thread.get(&r.thread) else { continue };
+        let (hint, mine) = spans.entry(r.thread).or_default();
+        let before = partition_point_from(starts, *hint, |&ws| ws < e);
+        *hint = before;
+        if before > 0 && ends[before - 1] > s {
+            mine.push(HostSpan { start: s, end: e, name: r.name, kind: r.host_kind() });
+        }
+    }
+    let mut spans: ThreadSpans = spans.into_iter().map(|(t, (_, mine))| (t, mine)).collect();
+    spans.sort_unstable_by_key(|t| t.0);
+    for (_, mine) in &mut spans {
+        mine.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
+    }
     spans
 }
 
@@ -275,7 +275,21 @@ impl Tally {
 
 /// A device: its id, its kernels (indices, by start), their merged busy
 /// intervals and the busy time inside the steps.
-type DeviceKernels = (i64, Vec<usize>, Vec<(i64, i64)>, i64);
+type DeviceKernels = (i64, Vec<u32>, Vec<(i64, i64)>, i64);
+
+/// A device's kernels by start: indices into the pass's spans (no list of
+/// references copied out of them).
+#[derive(Clone, Copy)]
+struct DeviceSpans<'a> {
+    ks: &'a [u32],
+    all: &'a [super::KernelSpan],
+}
+
+impl<'a> DeviceSpans<'a> {
+    fn iter(self, from: usize) -> impl Iterator<Item = &'a super::KernelSpan> {
+        self.ks[from..].iter().map(move |&i| &self.all[i as usize])
+    }
+}
 
 /// The idle account and the idle time per phase id, in ns over the window.
 pub(super) struct Account {
@@ -414,17 +428,18 @@ pub(super) fn account(
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
     let window = merged(steps);
-    let mut by_device: HashMap<i64, Vec<usize>> = HashMap::default();
+    // (Indices as u32, and the busy union merged from them directly: this
+    // runs beside the roofline on two threads, and both add to the peak.)
+    let span = |i: u32| &a.kernel_spans[i as usize];
+    let mut by_device: HashMap<i64, Vec<u32>> = HashMap::default();
     for (i, k) in a.kernel_spans.iter().enumerate() {
-        by_device.entry(a.device(k)).or_default().push(i);
+        by_device.entry(a.device(k)).or_default().push(i as u32);
     }
     let mut devices: Vec<DeviceKernels> = by_device
         .into_iter()
         .map(|(d, mut ks)| {
-            ks.sort_by_key(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end));
-            let mut iv: Vec<(i64, i64)> =
-                ks.iter().map(|&i| (a.kernel_spans[i].start, a.kernel_spans[i].end)).collect();
-            let busy = merge(&mut iv);
+            ks.sort_by_key(|&i| (span(i).start, span(i).end));
+            let busy = merge_sorted(ks.iter().map(|&i| (span(i).start, span(i).end)));
             let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
         })
@@ -493,14 +508,14 @@ fn device_account(
     dev: &DeviceKernels,
 ) -> DeviceAccount {
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
-    let (device, kernels, busy, _) = dev;
-    let kernels: Vec<&super::KernelSpan> = kernels.iter().map(|&i| &a.kernel_spans[i]).collect();
+    let (device, ks, busy, _) = dev;
+    let kernels = DeviceSpans { ks, all: &a.kernel_spans };
 
     let host_side = a.cpu.has_spans();
     // The thread that launched most of this device's kernels: the one
     // asked about gaps no launch explains (a step's tail).
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in &kernels {
+    for k in kernels.iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
@@ -533,7 +548,7 @@ fn device_account(
                 explain_gap(
                     a,
                     *device,
-                    &kernels,
+                    kernels,
                     (at, g1),
                     gap,
                     main_thread,
@@ -602,7 +617,7 @@ fn merged(steps: &[(i64, i64)]) -> Vec<(i64, i64)> {
 fn explain_gap(
     a: &Analyzer,
     device: i64,
-    kernels: &[&super::KernelSpan],
+    kernels: DeviceSpans,
     (g0, g1): (i64, i64),
     gap: u32,
     main_thread: Option<u32>,
@@ -612,13 +627,10 @@ fn explain_gap(
 ) {
     let phase = a.ranges.gpu_phase_by_time(device, g0);
     // The kernels that end the gap; the one launched last was waited for.
-    let from = kernels.partition_point(|k| k.start < g1);
-    let next: Vec<&super::KernelSpan> =
-        kernels[from..].iter().take_while(|k| k.start == g1).copied().collect();
-    let launched: Option<(&super::KernelSpan, Launch)> = next
-        .iter()
-        .filter_map(|k| Some((*k, k.launch()?)))
-        .max_by_key(|(_, l)| (l.start, l.thread));
+    let from = kernels.ks.partition_point(|&i| kernels.all[i as usize].start < g1);
+    let next = || kernels.iter(from).take_while(|k| k.start == g1);
+    let launched: Option<(&super::KernelSpan, Launch)> =
+        next().filter_map(|k| Some((k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
         Some((k, l)) if l.end <= g0 => {
@@ -663,7 +675,7 @@ fn explain_gap(
                 thread: t,
                 start: g0,
                 end: g1,
-                mode: Mode::Classify { short: short && !next.is_empty() },
+                mode: Mode::Classify { short: short && next().next().is_some() },
                 gap,
             }),
             None => {
@@ -690,9 +702,10 @@ fn sweep(a: &Analyzer, host: &HostFacts, windows: &mut [Window], tally: &mut Tal
     let mut w = 0;
     while w < windows.len() {
         let thread = windows[w].thread;
-        let lo = spans.partition_point(|s| s.thread < thread);
-        let hi = spans.partition_point(|s| s.thread <= thread);
-        let spans = &spans[lo..hi];
+        let spans = match spans.binary_search_by_key(&thread, |t| t.0) {
+            Ok(i) => &spans[i].1[..],
+            Err(_) => &[],
+        };
         let mut p = 0;
         let mut active: Vec<HostSpan> = Vec::new();
         while w < windows.len() && windows[w].thread == thread {
@@ -1003,7 +1016,7 @@ mod tests {
             want.sort_by_key(|&(t, s, e, _)| (t, s, std::cmp::Reverse(e)));
             let got: Vec<(u32, i64, i64, u32)> = overlapping(&log, &windows)
                 .iter()
-                .map(|s| (s.thread, s.start, s.end, s.name))
+                .flat_map(|(t, mine)| mine.iter().map(|s| (*t, s.start, s.end, s.name)))
                 .collect();
             assert_eq!(got, want);
         }
