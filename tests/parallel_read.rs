@@ -215,3 +215,42 @@ proptest! {
         prop_assert_eq!(read(&src, threads, block), read(&src, 1, parallel::BLOCK));
     }
 }
+
+/// The explorer's read (`LoadOptions::timeline_index`) builds the
+/// Timeline's step index in the pass that analyses the trace: one pass,
+/// the profile of a plain read, and steps that open as from an index pass
+/// of their own — plain and gzipped, on one thread and on several.
+#[test]
+fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
+    use libreyolo_core::lens::timeline;
+    use libreyolo_core::profile::{self, LoadOptions};
+    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
+    let (dir, _) = file(&inflate(&gz), "control.json");
+    let plain = dir.path().join("control.json");
+    let json = |l: &profile::Loaded| serde_json::to_string(&l.input.profile).unwrap();
+    for path in [&plain, &gz] {
+        for threads in [1, 2] {
+            parallel::with_share(threads, 65536, || {
+                let alone = profile::load(path, LoadOptions::default()).unwrap();
+                let before = trace::passes_on_this_thread();
+                let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
+                let both = profile::load(path, opts).unwrap();
+                let at = format!("{}, {threads} threads", path.display());
+                assert_eq!(trace::passes_on_this_thread() - before, 1, "{at}");
+                assert_eq!(json(&both), json(&alone), "{at}");
+                let ix = both.index.expect("an index");
+                let own = timeline::index(path).unwrap();
+                assert_eq!((ix.events, ix.checkpoints()), (own.events, own.checkpoints()), "{at}");
+                assert_eq!(ix.steps, own.steps, "{at}");
+                assert!(ix.steps.len() > 2, "{at}");
+                for step in [0, ix.steps.len() / 2, ix.steps.len() - 1] {
+                    let got = timeline::open_step(&ix, step).unwrap();
+                    assert_eq!(got, timeline::open_step(&own, step).unwrap(), "{at}, step {step}");
+                }
+            });
+        }
+    }
+    // A reader's plain load builds none.
+    assert!(profile::load(&plain, LoadOptions::default()).unwrap().index.is_none());
+}

@@ -279,7 +279,7 @@ proptest! {
         let body = PROFILE.replacen("{", &format!("{{\"{extra}\": {value}, "), 1).replace("analysis/v1", &format!("analysis/v{version}"));
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(body.as_bytes()).unwrap();
-        let profile::Loaded { input, notices } = profile::load(f.path().to_str().unwrap(), Default::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let profile::Loaded { input, notices, .. } = profile::load(f.path().to_str().unwrap(), Default::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(input.profile.figures.step_ms, 241.403);
         prop_assert_eq!(notices.len(), usize::from(version != 1));
     }

@@ -1200,9 +1200,19 @@ pub struct Analysed {
 /// Analyses the trace `src` holds. Returns `Ok(None)` when it turns out to
 /// be a profile, not a trace.
 pub fn analyze(src: &trace::Source, opts: AnalyzeOptions<'_>) -> Result<Option<Analysed>> {
-    let AnalyzeOptions { sidecar, progress, peak_ops } = opts;
+    analyze_read(src, opts, |sink| trace::read_source(src, sink, opts.progress))
+}
+
+/// [`analyze`], with the pass made by `read`: a reader that feeds other
+/// sinks from the same pass (the explorer's Timeline index).
+pub fn analyze_read(
+    src: &trace::Source,
+    opts: AnalyzeOptions<'_>,
+    read: impl FnOnce(&mut dyn EventSink) -> Result<Document>,
+) -> Result<Option<Analysed>> {
+    let AnalyzeOptions { sidecar, peak_ops, .. } = opts;
     let mut analyzer = Analyzer::default();
-    let info = match trace::read_source(src, &mut analyzer, progress)? {
+    let info = match read(&mut analyzer)? {
         Document::Profile => return Ok(None),
         Document::Trace(info) => info,
     };

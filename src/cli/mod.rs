@@ -143,7 +143,10 @@ fn emit<T: serde::Serialize>(
 pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
     let load_with = |path: &Path, peak_ops: bool| -> Result<profile::Loaded> {
-        let loaded = profile::load(path, profile::LoadOptions { progress: true, peak_ops })?;
+        let loaded = profile::load(
+            path,
+            profile::LoadOptions { progress: true, peak_ops, ..Default::default() },
+        )?;
         for n in &loaded.notices {
             say(&format!("warning: {n}"));
         }
@@ -215,7 +218,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                             "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
                         ));
                     }
-                    let profile::Loaded { input, notices } = load_with(&a.traces[0], false)?;
+                    let profile::Loaded { input, notices, .. } = load_with(&a.traces[0], false)?;
                     if let Some(out) = &a.write_profile {
                         profile::write_json(out, &input.profile)?;
                     }

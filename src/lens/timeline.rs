@@ -292,39 +292,73 @@ pub fn index(path: &Path) -> Result<StepIndex> {
 
 /// [`index`], with gzip checkpoints every `spacing` inflated bytes.
 fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
+    match read_indexed(path, spacing, &mut Ignore, false)? {
+        (trace::Document::Profile, _) => {
+            Err(Error::failed(format!("{} is a profile, not a trace", path.display())))
+        }
+        (trace::Document::Trace(_), index) => index,
+    }
+}
+
+/// One pass over the trace file at `path` that feeds `sink` and builds
+/// the Timeline's index beside it (with gzip checkpoints every `spacing`
+/// inflated bytes): the explorer's first read, so that opening a step
+/// needs no pass of its own. The index's own `Err` says why the trace has
+/// none (no events to draw). `progress` is for plain files (a gzip file
+/// read with checkpoints shows none).
+pub fn read_indexed(
+    path: &Path,
+    spacing: u64,
+    sink: &mut dyn EventSink,
+    progress: bool,
+) -> Result<(trace::Document, Result<StepIndex>)> {
     let mut ix = Indexer::default();
     let points = Arc::new(Mutex::new(Checkpoints::default()));
     let gz = trace::input::is_gzip_file(path);
-    let doc = if gz {
-        trace::read_gz_recording(path, Arc::clone(&points), spacing, &mut ix)?
-    } else {
-        trace::read_source(&Source::path(path)?, &mut ix, false)?
-    };
-    match doc {
-        trace::Document::Profile => {
-            return Err(Error::failed(format!("{} is a profile, not a trace", path.display())));
+    let doc = {
+        let mut both = trace::Tee(sink, &mut ix);
+        if gz {
+            trace::read_gz_recording(path, Arc::clone(&points), spacing, &mut both)?
+        } else {
+            trace::read_source(&Source::path(path)?, &mut both, progress)?
         }
-        trace::Document::Trace(_) => {}
+    };
+    let index = ix.finish(path, gz.then_some(points));
+    Ok((doc, index))
+}
+
+/// A sink that keeps nothing: an index pass on its own.
+struct Ignore;
+
+impl EventSink for Ignore {
+    fn event(&mut self, _: &Event<'_>) {}
+    fn malformed(&mut self) {}
+}
+
+impl Indexer {
+    /// The index of what the pass met (`points`: a gzip file's checkpoints).
+    fn finish(self, path: &Path, points: Option<Arc<Mutex<Checkpoints>>>) -> Result<StepIndex> {
+        let mut steps: Vec<StepWindow> = self.steps.into_values().collect();
+        steps.sort_by_key(|s| (s.start, s.number));
+        let (first, last) =
+            self.span.ok_or_else(|| Error::failed("the trace has no events to draw"))?;
+        if steps.is_empty() {
+            steps.push(StepWindow { number: None, start: first, end: last, thread: None });
+        }
+        // An offset past the last element's start: the end of the last block.
+        let end_offset = self.last_offset + 1;
+        let gz = points
+            .map(|p| Arc::new(std::mem::take(&mut *p.lock().unwrap_or_else(|e| e.into_inner()))));
+        Ok(StepIndex {
+            trace: path.to_path_buf(),
+            steps,
+            blocks: self.blocks,
+            end_offset,
+            gz,
+            last_ts: last,
+            events: self.n,
+        })
     }
-    let mut steps: Vec<StepWindow> = ix.steps.into_values().collect();
-    steps.sort_by_key(|s| (s.start, s.number));
-    let (first, last) = ix.span.ok_or_else(|| Error::failed("the trace has no events to draw"))?;
-    if steps.is_empty() {
-        steps.push(StepWindow { number: None, start: first, end: last, thread: None });
-    }
-    // An offset past the last element's start: the end of the last block.
-    let end_offset = ix.last_offset + 1;
-    let gz = gz
-        .then(|| Arc::new(std::mem::take(&mut *points.lock().unwrap_or_else(|e| e.into_inner()))));
-    Ok(StepIndex {
-        trace: path.to_path_buf(),
-        steps,
-        blocks: ix.blocks,
-        end_offset,
-        gz,
-        last_ts: last,
-        events: ix.n,
-    })
 }
 
 /// The byte spans of the blocks meeting `[from, to]` (absolute ns), minus

@@ -12,8 +12,10 @@ use super::measured::{Measurements, SIDECAR};
 use super::schema::{ExtraFigures, Figures, Profile, SCHEMA_ID};
 use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
+use crate::lens::timeline;
 use crate::trace::Source;
 use crate::trace::event::TOO_DEEP;
+use crate::trace::seekgz::SPACING;
 
 /// A loaded input: where it came from and the profile it gives.
 #[derive(Debug, Clone)]
@@ -139,6 +141,9 @@ pub struct LoadOptions {
     /// Name the CPU op at each memory peak of a trace, from the same pass
     /// (`profile memory`; docs/analysis.md §9).
     pub peak_ops: bool,
+    /// Index a trace file's steps for the Timeline in the same pass (the
+    /// explorer: a step then opens with no pass of its own).
+    pub timeline_index: bool,
 }
 
 /// What [`load`] read: the input, and the notices a reader prints on
@@ -149,6 +154,8 @@ pub struct LoadOptions {
 pub struct Loaded {
     pub input: Input,
     pub notices: Vec<String>,
+    /// With [`LoadOptions::timeline_index`], a trace file's step index.
+    pub index: Option<timeline::StepIndex>,
 }
 
 /// Loads `arg` (a path, a folder or `-`, see [`resolve_input`]) as a
@@ -175,18 +182,27 @@ pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
         None => Sidecar::None,
     };
     let analyze = AnalyzeOptions { sidecar, progress: opts.progress, peak_ops: opts.peak_ops };
-    match analysis::analyze(&src, analyze).map_err(fail)? {
+    let mut index = None;
+    let analysed = match src.file_path().filter(|_| opts.timeline_index) {
+        Some(file) => analysis::analyze_read(&src, analyze, |sink| {
+            let (doc, ix) = timeline::read_indexed(file, SPACING, sink, opts.progress)?;
+            index = ix.ok();
+            Ok(doc)
+        }),
+        None => analysis::analyze(&src, analyze),
+    };
+    match analysed.map_err(fail)? {
         Some(Analysed { mut profile, mut notices }) => {
             profile.trace = Some(arg.to_string_lossy().into_owned());
             if let Some(n) = unread {
                 profile.warnings.insert(0, n.clone());
                 notices.insert(0, n);
             }
-            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices })
+            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices, index })
         }
         None => {
             let (profile, notices) = read_profile(&src).map_err(fail)?;
-            Ok(Loaded { input: Input { path, profile, from_trace: false }, notices })
+            Ok(Loaded { input: Input { path, profile, from_trace: false }, notices, index: None })
         }
     }
 }

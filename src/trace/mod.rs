@@ -27,6 +27,25 @@ pub trait EventSink {
     fn at(&mut self, _offset: u64) {}
 }
 
+/// Two sinks fed by one pass: each gets every call, the first one first
+/// (the explorer's read feeds the analysis and the Timeline's index).
+pub struct Tee<'a>(pub &'a mut dyn EventSink, pub &'a mut dyn EventSink);
+
+impl EventSink for Tee<'_> {
+    fn event(&mut self, ev: &Event<'_>) {
+        self.0.event(ev);
+        self.1.event(ev);
+    }
+    fn malformed(&mut self) {
+        self.0.malformed();
+        self.1.malformed();
+    }
+    fn at(&mut self, offset: u64) {
+        self.0.at(offset);
+        self.1.at(offset);
+    }
+}
+
 /// What the top level of a JSON file turned out to be.
 #[derive(Debug)]
 pub enum Document {
