@@ -1,5 +1,7 @@
 //! Timeline benchmark (not a timed test): on a trace given as argument
 //! (e.g. the 1 GB trace of `gen-trace`), prints
+//! - the explorer's first read: the lenses alone, and the lenses with the
+//!   Timeline's index built in the same pass,
 //! - the index pass (pass 1 over the whole trace, once per file) and the
 //!   memory the index holds,
 //! - opening a step (re-reading its blocks, building its lanes, drawing
@@ -17,7 +19,7 @@ use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::timeline::{index, open_step};
-use libreyolo_core::profile::{Input, Profile};
+use libreyolo_core::profile::{self, Input, LoadOptions, Profile};
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -47,6 +49,21 @@ fn main() {
     let path = PathBuf::from(path);
     let size = std::fs::metadata(&path).map(|m| m.len()).unwrap_or(0);
     println!("trace {} ({:.1} MB)", path.display(), size as f64 / 1e6);
+
+    // The explorer's first read: the lenses alone (a reader's read), and
+    // the lenses with the Timeline's index from the same pass (what the
+    // explorer does, so that a step opens with no pass of its own).
+    let t = Instant::now();
+    profile::load(&path, LoadOptions::default()).unwrap();
+    let lenses = t.elapsed().as_secs_f64() * 1e3;
+    let t = Instant::now();
+    let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
+    let first = profile::load(&path, opts).unwrap();
+    println!(
+        "first read: lenses {lenses:.0} ms; lenses + Timeline index in the same pass {:.0} ms ({} index)",
+        t.elapsed().as_secs_f64() * 1e3,
+        if first.index.is_some() { "with its" } else { "without an" }
+    );
 
     let t = Instant::now();
     let ix = Arc::new(index(&path).unwrap());

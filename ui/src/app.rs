@@ -8,9 +8,10 @@
 //! All figures come from the core's lenses; this module computes none.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
-use libreyolo_core::lens::timeline;
+use libreyolo_core::lens::timeline::{self, StepIndex};
 use libreyolo_core::profile::{Input, Profile};
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
@@ -41,7 +42,9 @@ macro_rules! ctx {
 /// What a load produced: one profile, or a distributed job.
 #[derive(Debug)]
 pub enum Opened {
-    Profile(Box<Input>),
+    /// A profile, and the Timeline's index when its trace was read here
+    /// (built in the same pass).
+    Profile(Box<Input>, Option<Arc<StepIndex>>),
     Job(Box<OpenJob>),
 }
 
@@ -167,7 +170,7 @@ impl App {
     /// A load finished: a profile or a job.
     pub fn opened(&mut self, side: Side, result: libreyolo_core::Result<Opened>) {
         match result {
-            Ok(Opened::Profile(input)) => self.loaded(side, Ok(*input)),
+            Ok(Opened::Profile(input, index)) => self.loaded_indexed(side, Ok(*input), index),
             Ok(Opened::Job(job)) => self.job_loaded(*job),
             Err(e) => self.loaded(side, Err(e)),
         }
@@ -214,6 +217,8 @@ impl App {
     fn reset_timeline(&mut self) {
         let step = self.panes.timeline.step;
         self.panes.timeline.reset();
+        // The index the main trace's read built, if it did: no pass here.
+        self.panes.timeline.index = self.main.data.as_ref().and_then(|d| d.index.clone());
         if self.pane == Pane::Timeline {
             self.request_step(step);
         }
@@ -228,13 +233,23 @@ impl App {
     /// kept; a filter the new profile cannot satisfy (a vanished phase) is
     /// dropped with a message.
     pub fn loaded(&mut self, side: Side, result: libreyolo_core::Result<Input>) {
+        self.loaded_indexed(side, result, None);
+    }
+
+    /// [`App::loaded`], with the Timeline's index of its trace.
+    fn loaded_indexed(
+        &mut self,
+        side: Side,
+        result: libreyolo_core::Result<Input>,
+        index: Option<Arc<StepIndex>>,
+    ) {
         let slot = self.slot_mut(side);
         let reload = slot.data.is_some();
         slot.loading = None;
         match result {
             Ok(input) => {
                 slot.error = None;
-                slot.data = Some(Loaded::new(input));
+                slot.data = Some(Loaded { index, ..Loaded::new(input) });
                 if reload {
                     self.message = Some(format!("reloaded {}", self.slot(side).arg.display()));
                 }

@@ -224,10 +224,12 @@ fn start_load(
                 *slot = Some(PathBuf::from("/proc").join(me).join("io"));
             }
         }
-        let result =
-            std::panic::catch_unwind(|| profile::load(&arg, Default::default()).map(|l| l.input))
-                .unwrap_or_else(|_| Err(crashed(&arg)));
-        let _ = tx.send((side, id, result.map(|i| Opened::Profile(Box::new(i)))));
+        // The Timeline's index is built in the same pass as the lenses.
+        let opts = profile::LoadOptions { timeline_index: true, ..Default::default() };
+        let result = std::panic::catch_unwind(|| profile::load(&arg, opts))
+            .unwrap_or_else(|_| Err(crashed(&arg)));
+        let opened = result.map(|l| Opened::Profile(Box::new(l.input), l.index.map(Arc::new)));
+        let _ = tx.send((side, id, opened));
     });
     Loading { id, started: Instant::now(), size, read: None, io, reload, ranks: None }
 }

@@ -10,6 +10,7 @@ use std::time::{Instant, SystemTime};
 
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
+use libreyolo_core::lens::timeline::StepIndex;
 use libreyolo_core::profile::{Input, Profile};
 
 /// Which of the two profiles.
@@ -47,6 +48,8 @@ pub struct Loaded {
     pub summary: Summary,
     pub phases: Phases,
     pub mtime: Option<SystemTime>,
+    /// The Timeline's index of the trace, when its read built one.
+    pub index: Option<Arc<StepIndex>>,
 }
 
 impl Loaded {
@@ -54,7 +57,7 @@ impl Loaded {
         let summary = summary(&input.profile);
         let phases = phases(&input.profile);
         let mtime = std::fs::metadata(&input.path).and_then(|m| m.modified()).ok();
-        Loaded { input: Arc::new(input), summary, phases, mtime }
+        Loaded { input: Arc::new(input), summary, phases, mtime, index: None }
     }
     pub fn profile(&self) -> &Profile {
         &self.input.profile

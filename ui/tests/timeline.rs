@@ -318,3 +318,28 @@ fn tiny_terminals_do_not_panic() {
         screen(&mut a, w, h);
     }
 }
+
+/// A trace the explorer read carries its Timeline index from that read:
+/// the first step opens without a pass over the trace, and shows what a
+/// Timeline that indexed the trace itself shows.
+#[test]
+fn a_step_opens_from_the_index_the_first_read_built() {
+    use libreyolo_core::profile::{self, LoadOptions};
+    use libreyolo_core::trace;
+    use libreyolo_ui::app::Opened;
+    use libreyolo_ui::slot::Side;
+    let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
+    let loaded = profile::load(NCCL, opts).unwrap();
+    let index = loaded.index.map(std::sync::Arc::new);
+    assert!(index.is_some());
+    let mut a = app(NCCL, None);
+    a.opened(Side::Main, Ok(Opened::Profile(Box::new(loaded.input), index)));
+    let before = trace::passes_on_this_thread();
+    key(&mut a, KeyCode::Char('7'));
+    assert_eq!(a.pane, Pane::Timeline);
+    assert!(a.panes.timeline.error.is_none(), "{:?}", a.panes.timeline.error);
+    // Opening the step re-reads its blocks (a pass of `read_spans`, not
+    // counted) but never the whole trace again.
+    assert_eq!(trace::passes_on_this_thread() - before, 0);
+    assert_eq!(a.panes.timeline.timeline, timeline_app().panes.timeline.timeline);
+}
