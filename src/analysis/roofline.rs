@@ -250,8 +250,9 @@ pub fn account(
     let (ops, mut calls) = enclosing_ops(a, &launches);
     let priced = calls.len();
 
-    // (kernel, its outermost priced call, the phase its launch is placed in).
-    let mut owner: Vec<(u32, u32, u16)> = Vec::with_capacity(launches.len());
+    // Each launch's outermost priced call ([`NO_CALL`]: none); its phase is
+    // looked up again below rather than kept (4 bytes a launch, not 12).
+    let mut owner: Vec<u32> = Vec::with_capacity(launches.len());
     let mut unmodelled: HashMap<Option<u32>, f64> = HashMap::default();
     // Per thread in turn: its ops, the next to push, the open ones.
     let mut stack: Vec<u32> = Vec::new();
@@ -301,13 +302,10 @@ pub fn account(
             }
             outermost.get_or_insert(w);
         }
-        match outermost {
-            Some(call) => owner.push((k, call, a.ranges.cpu_phase_cached(&mut places, t, at))),
-            None => {
-                let inner =
-                    stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
-                *unmodelled.entry(inner).or_insert(0.0) += dur;
-            }
+        owner.push(outermost.unwrap_or(NO_CALL));
+        if outermost.is_none() {
+            let inner = stack.iter().rev().find(|&&i| encloses(i)).map(|&i| ops[i as usize].name);
+            *unmodelled.entry(inner).or_insert(0.0) += dur;
         }
     }
     if unlaunched > 0.0 {
@@ -363,11 +361,9 @@ pub fn account(
     // Owners: each kernel's share of its outermost priced call (whose rates
     // are worked out again rather than kept: a trace has many).
     let mut owned: Vec<bool> = vec![false; priced];
-    for &(k, call, phase) in &owner {
-        let c = &calls[call as usize];
-        if c.ns <= 0.0 {
-            continue;
-        }
+    for (&(t, at, k), &call) in launches.iter().zip(&owner) {
+        let Some(c) = calls.get(call as usize).filter(|c| c.ns > 0.0) else { continue };
+        let phase = a.ranges.cpu_phase_cached(&mut places, t, at);
         let (r, class) = rates_of(&a.works[c.model as usize], c);
         let span = &a.kernel_spans[k as usize];
         let share = (span.end - span.start) as f64 / c.ns;
