@@ -254,3 +254,32 @@ fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
     // A reader's plain load builds none.
     assert!(profile::load(&plain, LoadOptions::default()).unwrap().index.is_none());
 }
+
+/// A caller that draws its own progress (the explorer) sees a load move
+/// its bar to the file's size, whichever way the file is read: mapped on
+/// one thread or several, or gzipped with or without the Timeline's index
+/// (inflated on another thread). The loader thread's read(2) count, which
+/// the explorer used before, stays at zero on the first and misses the
+/// inflating thread's reads on the others.
+#[test]
+fn a_load_moves_the_callers_progress_bar_to_the_end_of_the_file() {
+    use libreyolo_core::profile::{self, LoadOptions};
+    use libreyolo_core::trace::input::{ProgressBar, report_progress_to};
+    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
+    let (dir, _) = file(&inflate(&gz), "control.json");
+    let plain = dir.path().join("control.json");
+    for path in [&plain, &gz] {
+        let len = std::fs::metadata(path).unwrap().len();
+        for (threads, index) in [(1, false), (2, false), (2, true)] {
+            let bar = ProgressBar::hidden();
+            report_progress_to(Some(bar.clone()));
+            let opts = LoadOptions { timeline_index: index, ..LoadOptions::default() };
+            parallel::with_share(threads, 65536, || profile::load(path, opts).unwrap());
+            report_progress_to(None);
+            let at = format!("{}, {threads} threads, index {index}", path.display());
+            assert_eq!(bar.length(), Some(len), "{at}");
+            assert_eq!(bar.position(), len, "{at}");
+        }
+    }
+}

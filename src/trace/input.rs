@@ -16,7 +16,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use flate2::read::MultiGzDecoder;
-use indicatif::{ProgressBar, ProgressStyle};
+pub use indicatif::ProgressBar;
+use indicatif::ProgressStyle;
 
 use super::inflate::ThreadedInflate;
 use super::seekgz::{Checkpoints, GzReader};
@@ -157,9 +158,31 @@ impl Source {
     }
 }
 
-/// A progress bar over a file of `len` bytes, when one is wanted: a large
-/// file, read for the user at a terminal.
+thread_local! {
+    /// The bar a caller on this thread draws itself (the explorer's
+    /// loading screen), moved by every pass the thread opens.
+    static REPORT_TO: RefCell<Option<ProgressBar>> = const { RefCell::new(None) };
+}
+
+/// Passes this thread opens from now on move `bar` (`None`: stop), terminal
+/// or not, whatever their `progress` flag says: its length is the file's
+/// size and its position the bytes read (compressed bytes for gzip). For a
+/// caller that draws its own progress, such as the explorer, which used to
+/// count its loader thread's read(2) bytes (`rchar`): those stay at zero
+/// on a mapped file or a gzip file inflated on another thread.
+pub fn report_progress_to(bar: Option<ProgressBar>) {
+    REPORT_TO.with(|r| *r.borrow_mut() = bar);
+}
+
+/// A progress bar over a file of `len` bytes, when one is wanted: the
+/// caller's own ([`report_progress_to`]), or a large file read for the
+/// user at a terminal.
 fn progress_bar(path: &Path, len: u64, progress: bool) -> Option<ProgressBar> {
+    if let Some(bar) = REPORT_TO.with(|r| r.borrow().clone()) {
+        bar.set_length(len);
+        bar.set_position(0);
+        return Some(bar);
+    }
     (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
         let bar = ProgressBar::new(len);
         bar.set_style(
@@ -261,6 +284,15 @@ impl MappedFile {
                 )
             };
             self.released.store(end, Ordering::Relaxed);
+        }
+    }
+
+    /// The reader has met the end of the file (it may still be parsing
+    /// the bytes it holds, so no page is given back here): the progress
+    /// bar says all was read.
+    pub fn read_to_end(&self) {
+        if let Some(bar) = &self.bar {
+            bar.set_position(self.map.len() as u64);
         }
     }
 }
@@ -393,12 +425,31 @@ pub fn open_gz_recording(
 ) -> Result<Box<dyn Read>> {
     let cannot = |e: std::io::Error| Error::failed(format!("cannot open {}: {e}", path.display()));
     let reader = GzReader::recording(path, into, spacing).map_err(cannot)?;
+    let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
+    let reader: Box<dyn Read + Send> = match progress_bar(path, len, false) {
+        Some(bar) => Box::new(GzProgress { gz: reader, bar }),
+        None => Box::new(reader),
+    };
     if !spare_core() {
-        return Ok(Box::new(reader));
+        return Ok(reader);
     }
     Ok(Box::new(ThreadedInflate::spawn(reader).map_err(|e| {
         Error::failed(format!("cannot start a thread to read {}: {e}", path.display())).caused_by(e)
     })?))
+}
+
+/// A gzip pass that moves `bar` to the compressed bytes it has consumed.
+struct GzProgress {
+    gz: GzReader,
+    bar: ProgressBar,
+}
+
+impl Read for GzProgress {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.gz.read(buf)?;
+        self.bar.set_position(self.gz.consumed());
+        Ok(n)
+    }
 }
 
 /// Whether the regular file at `path` starts with gzip's magic.

@@ -118,6 +118,7 @@ impl<R: Read> Scanner<R> {
                 let len = file.bytes().len();
                 if self.end == len {
                     self.eof = true;
+                    file.read_to_end();
                     return Ok(false);
                 }
                 file.advance(self.pos);

@@ -155,6 +155,11 @@ impl GzReader {
         Ok(r)
     }
 
+    /// Compressed bytes consumed so far (the file offset reached).
+    pub fn consumed(&self) -> u64 {
+        self.in_file
+    }
+
     /// A reader of `file` (positioned at `p.input`) from the point `p`.
     fn at(file: File, p: Point, stage: Stage, record: Option<Record>) -> GzReader {
         GzReader {

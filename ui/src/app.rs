@@ -13,6 +13,7 @@ use std::sync::Arc;
 use crossterm::event::KeyEvent;
 use libreyolo_core::lens::timeline::{self, StepIndex};
 use libreyolo_core::profile::{Input, Profile};
+use libreyolo_core::trace::input::ProgressBar;
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
 use crate::editor::{Editor, Field};
@@ -313,17 +314,11 @@ impl App {
         changed
     }
 
-    /// Refreshes the byte counts of running loads (Linux: the loader
-    /// thread's `rchar`; elsewhere the screen shows a moving marker).
+    /// Refreshes the byte counts of running loads from the bars their
+    /// readers move.
     pub fn poll_progress(&mut self) {
         for l in [self.main.loading.as_mut(), self.other.loading.as_mut()].into_iter().flatten() {
-            let io = l.io.lock().ok().and_then(|p| p.clone());
-            if let Some(text) = io.and_then(|p| std::fs::read_to_string(p).ok()) {
-                l.read = text
-                    .lines()
-                    .find_map(|line| line.strip_prefix("rchar:"))
-                    .and_then(|v| v.trim().parse().ok());
-            }
+            l.read = l.bar.as_ref().map(ProgressBar::position);
         }
     }
 

@@ -34,8 +34,8 @@ mod watch;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crossterm::event::{Event, EventStream};
@@ -43,6 +43,7 @@ use futures_util::StreamExt;
 use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
 use libreyolo_core::profile;
+use libreyolo_core::trace::input::{ProgressBar, report_progress_to};
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
@@ -207,23 +208,20 @@ fn start_load(
             started: Instant::now(),
             size: Some(size),
             read: None,
-            io: Arc::default(),
+            bar: None,
             reload,
             ranks: Some((done, total)),
         };
     }
     let size =
         profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
-    let io: Arc<Mutex<Option<PathBuf>>> = Arc::default();
-    let io_thread = Arc::clone(&io);
+    // The reader moves this bar as it goes (bytes of the file; for gzip,
+    // compressed bytes), on whichever thread reads or inflates the file.
+    let bar = ProgressBar::hidden();
+    let reported = bar.clone();
     let tx = tx.clone();
     std::thread::spawn(move || {
-        // Linux names this thread's I/O counters; the screen reads them.
-        if let Ok(me) = std::fs::read_link("/proc/thread-self") {
-            if let Ok(mut slot) = io_thread.lock() {
-                *slot = Some(PathBuf::from("/proc").join(me).join("io"));
-            }
-        }
+        report_progress_to(Some(reported));
         // The Timeline's index is built in the same pass as the lenses.
         let opts = profile::LoadOptions { timeline_index: true, ..Default::default() };
         let result = std::panic::catch_unwind(|| profile::load(&arg, opts))
@@ -231,7 +229,7 @@ fn start_load(
         let opened = result.map(|l| Opened::Profile(Box::new(l.input), l.index.map(Arc::new)));
         let _ = tx.send((side, id, opened));
     });
-    Loading { id, started: Instant::now(), size, read: None, io, reload, ranks: None }
+    Loading { id, started: Instant::now(), size, read: None, bar: Some(bar), reload, ranks: None }
 }
 
 /// A loader thread that panicked, said as a failed load.

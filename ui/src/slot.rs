@@ -4,14 +4,15 @@
 //! uses none of them.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
 use std::time::{Instant, SystemTime};
 
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
 use libreyolo_core::lens::timeline::StepIndex;
 use libreyolo_core::profile::{Input, Profile};
+use libreyolo_core::trace::input::ProgressBar;
 
 /// Which of the two profiles.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,11 +29,11 @@ pub struct Loading {
     pub started: Instant,
     /// Size of the file being read, when known.
     pub size: Option<u64>,
-    /// Bytes the loader thread has read so far, when the platform tells.
+    /// Bytes of the file read so far, as last polled from `bar`.
     pub read: Option<u64>,
-    /// Where the loader thread's I/O counters are (`/proc/…/task/<tid>/io`),
-    /// filled in by the thread when it starts.
-    pub io: Arc<Mutex<Option<PathBuf>>>,
+    /// The bar the reader moves (a single trace or profile; a job counts
+    /// its ranks instead).
+    pub bar: Option<ProgressBar>,
     /// True when this load replaces data already shown (live reload).
     pub reload: bool,
     /// A job's load: the rank files read so far (counted by the loader)

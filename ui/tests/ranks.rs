@@ -411,7 +411,7 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
             started: std::time::Instant::now(),
             size: Some(4_000_000),
             read: None,
-            io: Arc::default(),
+            bar: None,
             reload: false,
             ranks: Some((Arc::clone(&done), 8)),
         },

@@ -154,11 +154,8 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
         }),
         (Some(r), Some(size)) if size > 0 => {
             let mb = |b: u64| b as f64 / 1e6;
-            // Read again past its size: a file that turned out to be a
-            // profile, not a trace, is parsed as one after the sniff.
-            let (done, pass) = if r > size { (r - size, " · second pass") } else { (r, "") };
-            let done = done.min(size);
-            detail.push_str(&format!(" · {:.1} of {:.1} MB read{pass}", mb(done), mb(size)));
+            let done = r.min(size);
+            detail.push_str(&format!(" · {:.1} of {:.1} MB read", mb(done), mb(size)));
             Some(done as f64 / size as f64)
         }
         _ => None,
@@ -171,7 +168,8 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
     match ratio {
         Some(r) => f.render_widget(Gauge::default().gauge_style(t.bar()).ratio(r), inner(gauge)),
         None => {
-            // No byte count on this platform: a moving marker shows life.
+            // No byte count (a load that reports none): a moving marker
+            // shows life.
             let w = inner(gauge).width.max(1) as usize;
             let pos = ((secs * 20.0) as usize) % w;
             let bar: String = (0..w).map(|i| if i.abs_diff(pos) < 3 { '█' } else { '·' }).collect();
