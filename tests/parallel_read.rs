@@ -216,6 +216,16 @@ proptest! {
     }
 }
 
+/// The A100 trace without phase ranges as stored (gzipped) and inflated
+/// into a temporary folder, which lives as long as the first value.
+fn a100_plain_and_gz() -> (tempfile::TempDir, PathBuf, PathBuf) {
+    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
+    let (dir, _) = file(&inflate(&gz), "control.json");
+    let plain = dir.path().join("control.json");
+    (dir, plain, gz)
+}
+
 /// The explorer's read (`LoadOptions::timeline_index`) builds the
 /// Timeline's step index in the pass that analyses the trace: one pass,
 /// the profile of a plain read, and steps that open as from an index pass
@@ -224,10 +234,7 @@ proptest! {
 fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
     use libreyolo_core::lens::timeline;
     use libreyolo_core::profile::{self, LoadOptions};
-    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
-    let (dir, _) = file(&inflate(&gz), "control.json");
-    let plain = dir.path().join("control.json");
+    let (_dir, plain, gz) = a100_plain_and_gz();
     let json = |l: &profile::Loaded| serde_json::to_string(&l.input.profile).unwrap();
     for path in [&plain, &gz] {
         for threads in [1, 2] {
@@ -265,10 +272,7 @@ fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
 fn a_load_moves_the_callers_progress_bar_to_the_end_of_the_file() {
     use libreyolo_core::profile::{self, LoadOptions};
     use libreyolo_core::trace::input::{ProgressBar, report_progress_to};
-    let gz = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz");
-    let (dir, _) = file(&inflate(&gz), "control.json");
-    let plain = dir.path().join("control.json");
+    let (_dir, plain, gz) = a100_plain_and_gz();
     for path in [&plain, &gz] {
         let len = std::fs::metadata(path).unwrap().len();
         for (threads, index) in [(1, false), (2, false), (2, true)] {
