@@ -85,12 +85,12 @@ type ThreadSpans = Vec<(u32, Vec<HostSpan>)>;
 
 /// The host records that overlap a window, in the order the sweep reads
 /// them: by thread, then start, outermost first; records that tie in the
-/// order the pass met them (one list per thread: each sorted alone, the
-/// largest one's sort is the only scratch). A record that overlaps no window is never
-/// open at an instant the sweep looks at, nor the next to start inside a
-/// window, so leaving it out changes nothing (and keeps the account's
-/// memory to the records near the gaps). `windows` are sorted by thread,
-/// then start, as the sweep reads them.
+/// order the pass met them (one list per thread, each sorted alone: only
+/// the largest one's sort takes scratch). A record that overlaps no window
+/// is never open at an instant the sweep looks at, nor the next to start
+/// inside a window, so leaving it out changes nothing (and keeps the
+/// account's memory to the records near the gaps). `windows` are sorted by
+/// thread, then start, as the sweep reads them.
 fn overlapping(log: &CpuLog, windows: &[Window]) -> ThreadSpans {
     if windows.is_empty() {
         return Vec::new();

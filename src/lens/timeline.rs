@@ -304,8 +304,9 @@ fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
 /// the Timeline's index beside it (with gzip checkpoints every `spacing`
 /// inflated bytes): the explorer's first read, so that opening a step
 /// needs no pass of its own. The index's own `Err` says why the trace has
-/// none (no events to draw). `progress` is for plain files (a gzip file
-/// read with checkpoints shows none).
+/// none (no events to draw). `progress` draws a reader's bar on stderr
+/// for a plain file; a gzip file read with checkpoints moves only a
+/// caller's own bar ([`trace::input::report_progress_to`]).
 pub fn read_indexed(
     path: &Path,
     spacing: u64,
