@@ -227,10 +227,9 @@ fn step_times(a: &Analyzer) -> Vec<StepTime> {
 
 // --- GPU busy: union per device, clipped to the steps.
 
-/// Category, Tensor Core flag and label once per kernel name (the name is
-/// demangled once, here), for every kernel the trace holds.
-/// Every kernel name's class: the kernels' were worked out in the pass;
-/// the other GPU work's (copies, sets) here.
+/// Category, Tensor Core flag and label once per kernel name, for all the
+/// GPU work the trace holds: the kernels' were worked out (demangled) in
+/// the pass; the other GPU work's (copies, sets) here.
 fn kernel_info(a: &mut Analyzer) -> KernelInfo {
     let mut kinfo = std::mem::take(&mut a.kernel_classes);
     for &n in a.kernels.keys() {

@@ -13,7 +13,6 @@ use std::sync::Arc;
 use crossterm::event::KeyEvent;
 use libreyolo_core::lens::timeline::{self, StepIndex};
 use libreyolo_core::profile::{Input, Profile};
-use libreyolo_core::trace::input::ProgressBar;
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
 use crate::editor::{Editor, Field};
@@ -312,14 +311,6 @@ impl App {
             changed |= self.panes.kernels.answered(id, result);
         }
         changed
-    }
-
-    /// Refreshes the byte counts of running loads from the bars their
-    /// readers move.
-    pub fn poll_progress(&mut self) {
-        for l in [self.main.loading.as_mut(), self.other.loading.as_mut()].into_iter().flatten() {
-            l.read = l.bar.as_ref().map(ProgressBar::position);
-        }
     }
 
     /// Handles one key press.

@@ -131,7 +131,6 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
             dirty = true;
         }
         if dirty {
-            app.poll_progress();
             terminal.draw(|f| screen::draw(f, app)).map_err(io)?;
             dirty = false;
         }
@@ -207,7 +206,6 @@ fn start_load(
             id,
             started: Instant::now(),
             size: Some(size),
-            read: None,
             bar: None,
             reload,
             ranks: Some((done, total)),
@@ -229,7 +227,7 @@ fn start_load(
         let opened = result.map(|l| Opened::Profile(Box::new(l.input), l.index.map(Arc::new)));
         let _ = tx.send((side, id, opened));
     });
-    Loading { id, started: Instant::now(), size, read: None, bar: Some(bar), reload, ranks: None }
+    Loading { id, started: Instant::now(), size, bar: Some(bar), reload, ranks: None }
 }
 
 /// A loader thread that panicked, said as a failed load.

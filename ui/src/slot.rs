@@ -29,10 +29,8 @@ pub struct Loading {
     pub started: Instant,
     /// Size of the file being read, when known.
     pub size: Option<u64>,
-    /// Bytes of the file read so far, as last polled from `bar`.
-    pub read: Option<u64>,
-    /// The bar the reader moves (a single trace or profile; a job counts
-    /// its ranks instead).
+    /// The bar the reader moves: the bytes of the file read so far (a
+    /// single trace or profile; a job counts its ranks instead).
     pub bar: Option<ProgressBar>,
     /// True when this load replaces data already shown (live reload).
     pub reload: bool,

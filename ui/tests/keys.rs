@@ -367,8 +367,7 @@ fn large_lists_filter_on_the_worker_and_keep_only_the_newest_answer() {
 }
 
 /// The loading screen shows the bytes the reader's bar has reached (the
-/// reader moves it on whichever thread reads the file), polled by the
-/// event loop.
+/// reader moves it on whichever thread reads the file).
 #[test]
 fn the_loading_screen_counts_what_the_reader_read() {
     use libreyolo_core::trace::input::ProgressBar;
@@ -382,14 +381,12 @@ fn the_loading_screen_counts_what_the_reader_read() {
             id: 1,
             started: std::time::Instant::now(),
             size: Some(8_000_000),
-            read: None,
             bar: Some(bar.clone()),
             reload: false,
             ranks: None,
         },
     );
     bar.set_position(2_000_000);
-    a.poll_progress();
     let s = screen(&mut a, 80, 24);
     assert!(s.contains("2.0 of 8.0 MB read"), "{s}");
     assert!(s.contains("25%"), "{s}");

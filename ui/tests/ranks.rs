@@ -410,7 +410,6 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
             id: 1,
             started: std::time::Instant::now(),
             size: Some(4_000_000),
-            read: None,
             bar: None,
             reload: false,
             ranks: Some((Arc::clone(&done), 8)),

@@ -145,7 +145,7 @@ pub fn loading(f: &mut Frame, t: &Theme, slot: &Slot, area: Rect, verb: &str) {
     };
     let secs = l.started.elapsed().as_secs_f64();
     let mut detail = format!("{secs:.1} s");
-    let ratio = match (l.read, l.size) {
+    let ratio = match (l.bar.as_ref().map(|b| b.position()), l.size) {
         _ if l.ranks.is_some() => l.ranks.as_ref().map(|(done, total)| {
             let done = done.load(std::sync::atomic::Ordering::Relaxed).min(*total);
             let mb = l.size.map_or(String::new(), |s| format!(" ({:.1} MB)", s as f64 / 1e6));
