@@ -3,12 +3,16 @@
 # differ from generated ones (no `step/<phase>` ranges: phases inferred).
 # Results: BENCHMARKS.md.
 #
-#   bench/real_shaped.sh [COPIES]
+#   bench/real_shaped.sh [COPIES] [SHAPE]
 #
-# Concatenates COPIES (default 10) copies of the real fixture trace
-# tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz (an A100
-# ResNet training without phase ranges), each shifted past the one before,
-# into bench/out/real-shaped-COPIES.json (and .json.gz; reused), then times
+# SHAPE a100 (the default) concatenates COPIES (default 10) copies of the
+# real fixture trace tests/fixtures/traces/hta_trace_diff_a100_2022/
+# control.json.gz (an A100 ResNet training without phase ranges), each
+# shifted past the one before, into bench/out/real-shaped-COPIES.json (and
+# .json.gz; reused). SHAPE mixed concatenates COPIES rounds of that trace,
+# two H100 inference traces recorded with Python stacks and the eight ranks
+# of the V100 DLRM job into bench/out/real-mixed-COPIES.json (~55 MB a
+# round; bench/real_shaped.py says how). Then it times
 # `profile summary --json` on both, pinned to one core and on two cores,
 # best of $RUNS, with peak RSS and the passes the reader reports; beside
 # them, the same file through `cat`, `zcat` and a memchr scan for its `{`
@@ -27,6 +31,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 source bench/lib.sh
 copies=${1:-10}
+shape=${2:-a100}
 runs=${RUNS:-3}
 bin=${BIN:-target/release/libreyolo}
 [ -x /usr/bin/time ] || { echo "bench/real_shaped.sh needs GNU time at /usr/bin/time (apt-get install time)" >&2; exit 1; }
@@ -35,39 +40,17 @@ scan=target/release/scan-ceiling
 [ -x "$scan" ] || cargo build --release -p libreyolo-bench --bin scan-ceiling
 mkdir -p bench/out
 trace=bench/out/real-shaped-$copies.json
+[ "$shape" = a100 ] || trace=bench/out/real-$shape-$copies.json
 if [ ! -f "$trace.gz" ]; then
-    python3 - "$copies" "$trace" <<'PY'
-import gzip, json, sys
-copies, out = int(sys.argv[1]), sys.argv[2]
-t = json.load(gzip.open("tests/fixtures/traces/hta_trace_diff_a100_2022/control.json.gz"))
-ev = t["traceEvents"]
-ts = [e["ts"] for e in ev if isinstance(e.get("ts"), (int, float))]
-span = max(ts) - min(ts) + 1000.0
-def shifted(k):
-    for e in ev:
-        e = dict(e)
-        if isinstance(e.get("ts"), (int, float)):
-            e["ts"] = e["ts"] + k * span
-        for key in ("correlation", "External id"):
-            a = e.get("args")
-            if isinstance(a, dict) and isinstance(a.get(key), int):
-                a = dict(a); a[key] = a[key] + k * 10_000_000; e["args"] = a
-        if isinstance(e.get("id"), int):
-            e["id"] = e["id"] + k * 10_000_000
-        n = e.get("name", "")
-        if n.startswith("ProfilerStep#") and n[13:].isdigit():
-            e["name"] = "ProfilerStep#%d" % (int(n[13:]) + k * 1000)
-        yield e
-t["traceEvents"] = [e for k in range(copies) for e in shifted(k)]
-with open(out, "w") as f:
-    json.dump(t, f)
-PY
+    python3 bench/real_shaped.py "$shape" "$copies" "$trace"
     gzip -k -1 "$trace"
 fi
 bytes=$(stat -c %s "$trace")
 mb=$(echo "$bytes / 1000000" | bc -l)
 echo "load before: $(uptime)"
-printf "%d copies of hta_trace_diff_a100_2022/control: %.0f MB of JSON (gz %.0f MB); best of %d\n\n" "$copies" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
+what="copies of hta_trace_diff_a100_2022/control"
+[ "$shape" = a100 ] || what="rounds of the $shape shape (bench/real_shaped.py)"
+printf "%d %s: %.0f MB of JSON (gz %.0f MB); best of %d\n\n" "$copies" "$what" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
 echo "| reader | input | cores | wall s | MB/s | peak RSS MB | passes |"
 echo "|---|---|---|---:|---:|---:|---:|"
 tmp=$(mktemp -d)
