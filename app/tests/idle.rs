@@ -505,13 +505,12 @@ fn a_hostile_stack_of_nested_ops_ends_quickly() {
     close(cause_ms(idle, "cpu_op"), 900.0 - 0.1, 0.01, "inside the ops");
 }
 
-#[test]
-fn each_device_of_a_multi_gpu_trace_has_its_causes() {
-    // Device 0: 20 ms of kernels per 100 ms step with a 60 ms sync between
-    // them (as above); device 1: one 5 ms kernel at each step's start,
-    // launched by the same thread. Device 1 then waits 95 ms a step, on
-    // what thread 1 did: the same sync, and the ops around it.
-    let t = three_steps(&|t, s| {
+/// Device 0: 20 ms of kernels per 100 ms step with a 60 ms sync between
+/// them (as above); device 1: one 5 ms kernel at each step's start,
+/// launched by the same thread. Device 1 then waits 95 ms a step, on what
+/// thread 1 did: the same sync, and the ops around it.
+fn two_devices() -> Trace {
+    three_steps(&|t, s| {
         t.x("cpu_op", "aten::item", s + 10_100.0, 60_000.0, json!({}));
         t.x("cuda_runtime", "cudaStreamSynchronize", s + 10_200.0, 59_800.0, json!({}));
         t.corr += 1;
@@ -519,7 +518,12 @@ fn each_device_of_a_multi_gpu_trace_has_its_causes() {
         t.x("cuda_runtime", "cudaLaunchKernel", s + 8.0, 1.0, json!({"correlation": c}));
         t.events.push(json!({"ph": "X", "cat": "kernel", "name": "k1", "pid": 1, "tid": 11, "ts": s + 10.0, "dur": 5_000.0,
             "args": {"correlation": c, "device": 1, "stream": 11}}));
-    });
+    })
+}
+
+#[test]
+fn each_device_of_a_multi_gpu_trace_has_its_causes() {
+    let t = two_devices();
     let dir = tempfile::tempdir().unwrap();
     let path = t.write(dir.path(), "two.json");
     let v = json(&["summary", &path]);
@@ -546,4 +550,32 @@ fn each_device_of_a_multi_gpu_trace_has_its_causes() {
     }
     assert_eq!(devices[0]["causes"], idle["causes"], "device 0's are the account's");
     close(cause_ms(&devices[1], "sync"), 59.8, 0.01, "device 1 waits on the same sync");
+}
+
+#[test]
+fn each_devices_causes_are_those_it_has_alone() {
+    // The host log is read once for every device's gaps; what one device
+    // waited on must not depend on another's kernels. So each device's
+    // causes equal those of the same trace with only its own kernels.
+    let t = two_devices();
+    let dir = tempfile::tempdir().unwrap();
+    let both = json(&["summary", &t.write(dir.path(), "both.json")]);
+    let devices = idle_of(&both)["devices"].as_array().unwrap().clone();
+    assert_eq!(devices.len(), 2);
+    for (d, shared) in devices.iter().enumerate() {
+        let alone = Trace {
+            events: t
+                .events
+                .iter()
+                .filter(|e| e["cat"] != "kernel" || e["args"]["device"] == d)
+                .cloned()
+                .collect(),
+            corr: t.corr,
+        };
+        let v = json(&["summary", &alone.write(dir.path(), &format!("alone{d}.json"))]);
+        let idle = idle_of(&v);
+        assert_eq!(idle["device"], d);
+        assert!(idle["devices"].as_array().is_none_or(|v| v.is_empty()), "{idle}");
+        assert_eq!(shared["causes"], idle["causes"], "device {d}");
+    }
 }

@@ -40,6 +40,18 @@ pub fn overlap(a: &[(i64, i64)], b: &[(i64, i64)]) -> i64 {
     total
 }
 
+/// The overlap of `[s, e)` with `steps` (sorted, disjoint): [`overlap`]
+/// of one interval, found by a search rather than a walk from the first
+/// step (a trace can hold millions of records and thousands of steps).
+pub fn overlap_one(s: i64, e: i64, steps: &[(i64, i64)]) -> i64 {
+    let first = steps.partition_point(|st| st.1 <= s);
+    steps[first..]
+        .iter()
+        .take_while(|st| st.0 < e)
+        .map(|st| (e.min(st.1) - s.max(st.0)).max(0))
+        .sum()
+}
+
 /// The intersection of two sorted, merged interval lists, as a list.
 pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
@@ -178,6 +190,14 @@ mod tests {
         let brute: i64 = k.iter().map(|iv| overlap(&[*iv], &steps)).sum();
         assert_eq!(overlap_each(&k, &steps), brute);
         assert_eq!(brute, 2 + 2 + 12 + 5);
+        // One interval at a time, by search: the same as the walk.
+        let steps: Vec<(i64, i64)> = (0..50).map(|k| (k * 10, k * 10 + 6)).collect();
+        for s in -5..505 {
+            for len in [0, 1, 3, 4, 6, 9, 25, 600] {
+                let e = s + len;
+                assert_eq!(overlap_one(s, e, &steps), overlap(&[(s, e)], &steps), "[{s}, {e})");
+            }
+        }
     }
 
     #[test]

@@ -24,7 +24,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::busy::{merge, merge_sorted};
-use super::cpulog::CpuLog;
+use super::cpulog::{CpuLog, CpuRec};
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::{partition_point_from, round};
@@ -90,9 +90,14 @@ type ThreadSpans = Vec<(u32, Vec<HostSpan>)>;
 /// is never open at an instant the sweep looks at, nor the next to start
 /// inside a window, so leaving it out changes nothing (and keeps the
 /// account's memory to the records near the gaps). `windows` are sorted by
-/// thread, then start, as the sweep reads them.
-fn overlapping(log: &CpuLog, windows: &[Window]) -> ThreadSpans {
-    if windows.is_empty() {
+/// thread, then start, as the sweep reads them. `each`, when given, sees
+/// every record on the way (and the log is read even with no windows).
+fn overlapping(
+    log: &CpuLog,
+    windows: &[Window],
+    mut each: Option<&mut dyn FnMut(&CpuRec)>,
+) -> ThreadSpans {
+    if windows.is_empty() && each.is_none() {
         return Vec::new();
     }
     // Per thread, the windows by start with the latest end so far: a
@@ -108,6 +113,9 @@ fn overlapping(log: &CpuLog, windows: &[Window]) -> ThreadSpans {
     // where its last one ended.
     let mut spans: HashMap<u32, (usize, Vec<HostSpan>)> = HashMap::default();
     for r in log.spans() {
+        if let Some(each) = each.as_mut() {
+            each(&r);
+        }
         let (s, e) = (r.start, r.start.saturating_add(r.dur));
         let Some((starts, ends)) = by_thread.get(&r.thread) else { continue };
         let (hint, mine) = spans.entry(r.thread).or_default();
@@ -449,19 +457,55 @@ pub(super) fn account(
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let host = HostFacts::of(a, &window);
-    let first = device_account(a, &host, steps, n_steps, label, keep_gaps, &devices[0]);
+    let shown = if devices.len() > 1 { devices.len() } else { 1 };
+    let launchers: Vec<HashMap<u32, u64>> =
+        devices[..shown].iter().map(|d| launch_threads(a, d)).collect();
+    // Devices whose gaps the same host threads explain read the log once
+    // for all their windows (a multi-GPU process's log is decoded once, not
+    // once per device): a record near another device's gap overlaps none
+    // of this one's windows, so the shared list changes no device's sweep.
+    // The first read also finds the Python frames that wrap whole steps.
+    let python = a.cpu.has_python();
+    let mut host: Option<HostFacts> = None;
+    let mut accounts: Vec<Option<DeviceAccount>> = (0..shown).map(|_| None).collect();
+    for group in sharing_threads(&launchers) {
+        let mut plans: Vec<(usize, GapPlan)> = group
+            .into_iter()
+            .map(|i| (i, GapPlan::of(a, steps, &devices[i], &launchers[i], keep_gaps && i == 0)))
+            .collect();
+        let mut cover = FrameCover::default();
+        let spans = {
+            let mut each = |r: &CpuRec| cover.add(r, &window);
+            let each = (host.is_none() && python).then_some(&mut each as &mut dyn FnMut(&CpuRec));
+            match &plans[..] {
+                [(_, one)] => overlapping(&a.cpu, &one.windows, each),
+                all => {
+                    let mut windows: Vec<Window> =
+                        all.iter().flat_map(|(_, p)| p.windows.iter().copied()).collect();
+                    windows.sort_by_key(|w| (w.thread, w.start));
+                    overlapping(&a.cpu, &windows, each)
+                }
+            }
+        };
+        let host = host.get_or_insert_with(|| HostFacts::of(a, &window, cover));
+        for (_, plan) in &mut plans {
+            sweep(a, host, &spans, plan);
+        }
+        drop(spans);
+        for (i, plan) in plans {
+            accounts[i] = Some(plan.finish(a, devices[i].0, n_steps, label));
+        }
+    }
+    let mut accounts = accounts.into_iter().map(|d| d.expect("every device's account"));
+    let first = accounts.next().expect("the busiest device");
     let all_devices: Vec<DeviceIdle> = if devices.len() > 1 {
-        let mut v: Vec<DeviceIdle> = devices
-            .iter()
-            .enumerate()
-            .map(|(i, d)| {
-                let causes = if i == 0 {
-                    first.causes.clone()
-                } else {
-                    device_account(a, &host, steps, n_steps, label, false, d).causes
-                };
-                DeviceIdle { device: d.0, ms_per_step: per_step(wall - d.3), causes }
+        let mut v: Vec<DeviceIdle> = std::iter::once(first.causes.clone())
+            .chain(accounts.map(|d| d.causes))
+            .zip(&devices)
+            .map(|(causes, d)| DeviceIdle {
+                device: d.0,
+                ms_per_step: per_step(wall - d.3),
+                causes,
             })
             .collect();
         v.sort_by_key(|d| d.device);
@@ -498,110 +542,176 @@ struct DeviceAccount {
     gap_list: Option<Gaps>,
 }
 
-fn device_account(
-    a: &Analyzer,
-    host: &HostFacts,
-    steps: &[(i64, i64)],
-    n_steps: f64,
-    label: &dyn Fn(u32) -> String,
-    keep_gaps: bool,
-    dev: &DeviceKernels,
-) -> DeviceAccount {
-    let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
-    let (device, ks, busy, _) = dev;
-    let kernels = DeviceSpans { ks, all: &a.kernel_spans };
-
-    let host_side = a.cpu.has_spans();
-    // The thread that launched most of this device's kernels: the one
-    // asked about gaps no launch explains (a step's tail).
+/// The host threads that launched `dev`'s kernels, with how many each:
+/// the only threads its gaps' windows are on.
+fn launch_threads(a: &Analyzer, dev: &DeviceKernels) -> HashMap<u32, u64> {
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in kernels.iter(0) {
+    for k in (DeviceSpans { ks: &dev.1, all: &a.kernel_spans }).iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
     }
-    let main_thread =
-        launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+    launchers
+}
 
-    let mut tally = Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
-    let mut windows: Vec<Window> = Vec::new();
-    let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
-    for &(s0, s1) in steps {
-        let first = busy.partition_point(|b| b.1 <= s0);
-        let mut at = s0;
-        let mut k = first;
-        loop {
-            let next_busy = busy.get(k).filter(|b| b.0 < s1);
-            let g1 = next_busy.map_or(s1, |b| b.0.max(s0));
-            if g1 > at {
-                let gap = gaps;
-                gaps += 1;
-                tally.leading_gap.push(at == s0);
-                if keep_gaps {
-                    tally.gap_spans.push((at, g1));
-                }
-                if at == s0 {
-                    leading += g1 - at;
-                } else if next_busy.is_none() {
-                    trailing += g1 - at;
-                }
-                explain_gap(
-                    a,
-                    *device,
-                    kernels,
-                    (at, g1),
-                    gap,
-                    main_thread,
-                    host_side,
-                    &mut tally,
-                    &mut windows,
-                );
-            }
-            match next_busy {
-                Some(b) => {
-                    at = at.max(b.1.min(s1));
-                    k += 1;
-                }
-                None => break,
-            }
+/// The devices (indices, each group in order, groups by their first)
+/// that share a launching thread, directly or through others. Devices of
+/// separate processes (a merged trace) stay apart: each group's read
+/// holds only its own records.
+fn sharing_threads(launchers: &[HashMap<u32, u64>]) -> Vec<Vec<usize>> {
+    fn root(of: &mut [usize], mut i: usize) -> usize {
+        while of[i] != i {
+            of[i] = of[of[i]];
+            i = of[i];
+        }
+        i
+    }
+    let mut of: Vec<usize> = (0..launchers.len()).collect();
+    let mut first: HashMap<u32, usize> = HashMap::default();
+    for (i, threads) in launchers.iter().enumerate() {
+        for &t in threads.keys() {
+            let j = *first.entry(t).or_insert(i);
+            let (x, y) = (root(&mut of, i), root(&mut of, j));
+            of[x.max(y)] = x.min(y);
         }
     }
-    sweep(a, host, &mut windows, &mut tally);
+    let mut groups: Vec<Vec<usize>> = Vec::new();
+    let mut group_of: HashMap<usize, usize> = HashMap::default();
+    for i in 0..launchers.len() {
+        let r = root(&mut of, i);
+        let g = *group_of.entry(r).or_insert_with(|| {
+            groups.push(Vec::new());
+            groups.len() - 1
+        });
+        groups[g].push(i);
+    }
+    groups
+}
 
-    let idle_ns: i64 = tally.causes.values().sum();
-    let mut causes: Vec<IdleCauseRow> = tally
-        .causes
-        .iter()
-        .map(|(&cause, &ns)| IdleCauseRow {
-            cause,
-            ms_per_step: per_step(ns),
-            gaps_per_step: round(
-                tally.cause_gaps.get(&cause).map_or(0, |g| g.0) as f64 / n_steps,
-                2,
-            ),
-            before_first_kernel_ms_per_step: per_step(
-                tally.leading.get(&cause).copied().unwrap_or(0),
-            ),
-            places: places(a, &tally, cause, ns, &per_step, label),
-        })
-        .collect();
-    causes.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.cause.cmp(&y.cause)));
-    DeviceAccount {
-        idle_ns,
-        gaps,
-        leading,
-        trailing,
-        causes,
-        phase_ns: std::mem::take(&mut tally.phases),
-        gap_list: tally.gap_causes.take().map(|GapCauses { mut stretches, mut keys, .. }| {
-            stretches.sort_by_key(|c| c.gap);
-            for k in &mut keys {
-                if let Place::Frame(f) = k.1 {
-                    k.1 = Place::Frame(tally.frames[f as usize].name);
+/// One device's gaps, those already explained in `tally`, and the windows
+/// of host time the sweep is to explain.
+struct GapPlan {
+    tally: Tally,
+    /// By thread, then start, as the sweep reads them.
+    windows: Vec<Window>,
+    gaps: u32,
+    leading: i64,
+    trailing: i64,
+}
+
+impl GapPlan {
+    /// `launchers`: [`launch_threads`] of `dev`.
+    fn of(
+        a: &Analyzer,
+        steps: &[(i64, i64)],
+        dev: &DeviceKernels,
+        launchers: &HashMap<u32, u64>,
+        keep_gaps: bool,
+    ) -> GapPlan {
+        let (device, ks, busy, _) = dev;
+        let kernels = DeviceSpans { ks, all: &a.kernel_spans };
+
+        let host_side = a.cpu.has_spans();
+        // The thread that launched most of this device's kernels: the one
+        // asked about gaps no launch explains (a step's tail).
+        let main_thread =
+            launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
+
+        let mut tally =
+            Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
+        let mut windows: Vec<Window> = Vec::new();
+        let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
+        for &(s0, s1) in steps {
+            let first = busy.partition_point(|b| b.1 <= s0);
+            let mut at = s0;
+            let mut k = first;
+            loop {
+                let next_busy = busy.get(k).filter(|b| b.0 < s1);
+                let g1 = next_busy.map_or(s1, |b| b.0.max(s0));
+                if g1 > at {
+                    let gap = gaps;
+                    gaps += 1;
+                    tally.leading_gap.push(at == s0);
+                    if keep_gaps {
+                        tally.gap_spans.push((at, g1));
+                    }
+                    if at == s0 {
+                        leading += g1 - at;
+                    } else if next_busy.is_none() {
+                        trailing += g1 - at;
+                    }
+                    explain_gap(
+                        a,
+                        *device,
+                        kernels,
+                        (at, g1),
+                        gap,
+                        main_thread,
+                        host_side,
+                        &mut tally,
+                        &mut windows,
+                    );
+                }
+                match next_busy {
+                    Some(b) => {
+                        at = at.max(b.1.min(s1));
+                        k += 1;
+                    }
+                    None => break,
                 }
             }
-            Gaps { device: *device, spans: std::mem::take(&mut tally.gap_spans), stretches, keys }
-        }),
+        }
+        windows.sort_by_key(|w| (w.thread, w.start));
+        GapPlan { tally, windows, gaps, leading, trailing }
+    }
+
+    /// The account of `device`, once the sweep has explained the windows.
+    fn finish(
+        self,
+        a: &Analyzer,
+        device: i64,
+        n_steps: f64,
+        label: &dyn Fn(u32) -> String,
+    ) -> DeviceAccount {
+        let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
+        let GapPlan { mut tally, gaps, leading, trailing, .. } = self;
+        let idle_ns: i64 = tally.causes.values().sum();
+        let mut causes: Vec<IdleCauseRow> = tally
+            .causes
+            .iter()
+            .map(|(&cause, &ns)| IdleCauseRow {
+                cause,
+                ms_per_step: per_step(ns),
+                gaps_per_step: round(
+                    tally.cause_gaps.get(&cause).map_or(0, |g| g.0) as f64 / n_steps,
+                    2,
+                ),
+                before_first_kernel_ms_per_step: per_step(
+                    tally.leading.get(&cause).copied().unwrap_or(0),
+                ),
+                places: places(a, &tally, cause, ns, &per_step, label),
+            })
+            .collect();
+        causes.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.cause.cmp(&y.cause)));
+        DeviceAccount {
+            idle_ns,
+            gaps,
+            leading,
+            trailing,
+            causes,
+            phase_ns: std::mem::take(&mut tally.phases),
+            gap_list: tally.gap_causes.take().map(
+                |GapCauses { mut stretches, mut keys, .. }| {
+                    stretches.sort_by_key(|c| c.gap);
+                    for k in &mut keys {
+                        if let Place::Frame(f) = k.1 {
+                            k.1 = Place::Frame(tally.frames[f as usize].name);
+                        }
+                    }
+                    Gaps { device, spans: std::mem::take(&mut tally.gap_spans), stretches, keys }
+                },
+            ),
+        }
     }
 }
 
@@ -688,10 +798,8 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(a: &Analyzer, host: &HostFacts, windows: &mut [Window], tally: &mut Tally) {
-    windows.sort_by_key(|w| (w.thread, w.start));
-    let spans = overlapping(&a.cpu, windows);
-    let spans = &spans[..];
+fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
+    let GapPlan { windows, tally, .. } = plan;
     let cpu_side = host.cpu_side;
     let wrappers = &host.wrappers;
     let mut sync_ops: HashMap<u32, bool> = HashMap::default();
@@ -768,23 +876,31 @@ struct HostFacts {
 }
 
 impl HostFacts {
-    /// Over the account's merged `steps`.
-    fn of(a: &Analyzer, steps: &[(i64, i64)]) -> HostFacts {
+    /// Over the account's merged `steps`, from each Python frame's time
+    /// inside them (`cover`, by name: [`FrameCover`]).
+    fn of(a: &Analyzer, steps: &[(i64, i64)], cover: FrameCover) -> HostFacts {
         let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-        let mut cover: HashMap<u32, i64> = HashMap::default();
-        // The log is read only when it holds Python frames.
-        if a.cpu.has_python() {
-            for s in a.cpu.spans().filter(|s| s.host_kind() == HostKind::Python) {
-                *cover.entry(s.name).or_insert(0) +=
-                    super::busy::overlap(&[(s.start, s.start.saturating_add(s.dur))], steps);
-            }
-        }
         let wrappers = cover
+            .0
             .into_iter()
             .filter(|(_, ns)| *ns as f64 >= WRAPPER_SHARE * wall as f64 && wall > 0)
             .map(|(n, _)| n)
             .collect();
         HostFacts { cpu_side: a.evidence.cpu_ops > 0 || a.cpu.has_cpu_side_spans(), wrappers }
+    }
+}
+
+/// Each Python frame's time inside the steps, by name, added up as the
+/// sweep's one read of the log meets the frames.
+#[derive(Default)]
+struct FrameCover(HashMap<u32, i64>);
+
+impl FrameCover {
+    fn add(&mut self, r: &CpuRec, steps: &[(i64, i64)]) {
+        if r.host_kind() == HostKind::Python {
+            *self.0.entry(r.name).or_insert(0) +=
+                super::busy::overlap_one(r.start, r.start.saturating_add(r.dur), steps);
+        }
     }
 }
 
@@ -1014,7 +1130,7 @@ mod tests {
                 })
                 .collect();
             want.sort_by_key(|&(t, s, e, _)| (t, s, std::cmp::Reverse(e)));
-            let got: Vec<(u32, i64, i64, u32)> = overlapping(&log, &windows)
+            let got: Vec<(u32, i64, i64, u32)> = overlapping(&log, &windows, None)
                 .iter()
                 .flat_map(|(t, mine)| mine.iter().map(|s| (*t, s.start, s.end, s.name)))
                 .collect();
