@@ -287,3 +287,31 @@ fn a_load_moves_the_callers_progress_bar_to_the_end_of_the_file() {
         }
     }
 }
+
+/// A broken `.json.gz` fails with the same sentence whether the explorer
+/// reads it (seekable gzip, taking checkpoints for the Timeline) or a
+/// reader command does (flate2): a bad checksum, a cut file, a bad header.
+#[test]
+fn a_broken_gzip_reads_the_same_in_the_explorer() {
+    use libreyolo_core::profile::{self, LoadOptions};
+    let (dir, _, gz) = a100_plain_and_gz();
+    let good = std::fs::read(&gz).unwrap();
+    let mut crc = good.clone();
+    let k = crc.len() - 8;
+    crc[k] ^= 0xff;
+    let mut header = good.clone();
+    header[2] = 7;
+    for (what, bytes) in
+        [("checksum", crc), ("truncated", good[..good.len() / 2].to_vec()), ("header", header)]
+    {
+        let path = dir.path().join(format!("{what}.json.gz"));
+        std::fs::write(&path, bytes).unwrap();
+        let error = |timeline_index| {
+            let opts = LoadOptions { timeline_index, ..LoadOptions::default() };
+            profile::load(&path, opts).map(drop).unwrap_err().to_string()
+        };
+        let (reader, explorer) = (error(false), error(true));
+        assert_eq!(explorer, reader, "{what}");
+        assert!(reader.contains("gzip"), "{what}: {reader}");
+    }
+}
