@@ -93,6 +93,8 @@ fn host_of(code: u8) -> HostKind {
 #[derive(Debug, Default)]
 pub struct CpuLog {
     blocks: Vec<Vec<u8>>,
+    /// One per block: what a read can know of it without decoding it.
+    heads: Vec<BlockHead>,
     last_start: i64,
     /// Records with a duration: the host spans.
     spans: u64,
@@ -106,6 +108,20 @@ pub struct CpuLog {
     longest_op: i64,
     /// Python frames too short to keep.
     pub short_python: u64,
+}
+
+/// A block's first record's start is a delta from `start_before`, and its
+/// records' threads are among `threads` ([`thread_bit`]s): a read that wants
+/// none of them skips the block and goes on exactly.
+#[derive(Debug, Clone, Copy)]
+struct BlockHead {
+    start_before: i64,
+    threads: u64,
+}
+
+/// `thread`'s bit in a [`BlockHead`]'s set (threads 64 apart share one).
+pub(super) fn thread_bit(thread: u32) -> u64 {
+    1 << (thread % 64)
 }
 
 impl CpuLog {
@@ -155,9 +171,13 @@ impl CpuLog {
             Some(b) if b.capacity() - b.len() >= MAX_RECORD => b,
             _ => {
                 self.blocks.push(Vec::with_capacity(BLOCK));
+                self.heads.push(BlockHead { start_before: self.last_start, threads: 0 });
                 self.blocks.last_mut().expect("just pushed")
             }
         };
+        if let Some(h) = self.heads.last_mut() {
+            h.threads |= thread_bit(thread);
+        }
         let mut buf = [0u8; MAX_RECORD];
         buf[0] = head;
         let mut n = 1;
@@ -201,7 +221,24 @@ impl CpuLog {
 
     /// Every record, in the order it was added.
     pub(super) fn iter(&self) -> Records<'_> {
-        Records { blocks: &self.blocks, block: 0, at: 0, last_start: 0 }
+        self.iter_on(u64::MAX)
+    }
+
+    /// The records in blocks holding a thread of `threads` (a union of
+    /// [`thread_bit`]s), in order: every record of those threads, and
+    /// others that share their blocks. A multi-GPU trace's devices explained
+    /// by threads of their own read only the blocks those threads wrote.
+    pub(super) fn iter_on(&self, threads: u64) -> Records<'_> {
+        let mut r = Records {
+            blocks: &self.blocks,
+            heads: &self.heads,
+            want: threads,
+            block: 0,
+            at: 0,
+            last_start: 0,
+        };
+        r.skip_blocks();
+        r
     }
 
     /// The ops, in order.
@@ -209,9 +246,10 @@ impl CpuLog {
         self.iter().filter(|r| matches!(r.kind, RecKind::Op { .. }))
     }
 
-    /// The host spans (records with a duration), in order.
-    pub(super) fn spans(&self) -> impl Iterator<Item = CpuRec> + '_ {
-        self.iter().filter(|r| r.dur > 0)
+    /// The host spans (records with a duration), in order, in the blocks
+    /// [`CpuLog::iter_on`] reads (`u64::MAX`: all).
+    pub(super) fn spans_on(&self, threads: u64) -> impl Iterator<Item = CpuRec> + '_ {
+        self.iter_on(threads).filter(|r| r.dur > 0)
     }
 }
 
@@ -240,9 +278,24 @@ fn signed(bytes: &[u8], n: &mut usize) -> i64 {
 /// The records of a [`CpuLog`], decoded in order.
 pub(super) struct Records<'a> {
     blocks: &'a [Vec<u8>],
+    heads: &'a [BlockHead],
+    want: u64,
     block: usize,
     at: usize,
     last_start: i64,
+}
+
+impl Records<'_> {
+    /// Moves to the next block, from the current one, that holds a wanted
+    /// thread, where its first record's start is known.
+    fn skip_blocks(&mut self) {
+        while self.heads.get(self.block).is_some_and(|h| h.threads & self.want == 0) {
+            self.block += 1;
+        }
+        if let Some(h) = self.heads.get(self.block) {
+            self.last_start = h.start_before;
+        }
+    }
 }
 
 impl Iterator for Records<'_> {
@@ -254,6 +307,7 @@ impl Iterator for Records<'_> {
         if self.at >= b.len() {
             self.block += 1;
             self.at = 0;
+            self.skip_blocks();
             b = self.blocks.get(self.block)?;
         }
         let bytes = &b[self.at..];
@@ -328,7 +382,47 @@ mod tests {
         let got: Vec<CpuRec> = log.iter().collect();
         assert_eq!(got.len(), want.len());
         assert_eq!(got, want);
+        // Reading only thread 3's blocks: here every block holds every
+        // thread, so nothing is skipped.
+        let bit = thread_bit(3);
+        let on: Vec<CpuRec> = log.iter_on(bit).collect();
+        assert_eq!(on, want);
         // Small: a few bytes per record, far from two 32-byte records.
         assert!(log.heap_bytes() < want.len() * 12, "{} bytes", log.heap_bytes());
+    }
+
+    #[test]
+    fn a_read_of_some_threads_skips_the_blocks_of_others_exactly() {
+        // Threads 1, 2 and 65 (which shares thread 1's bit) in runs long
+        // enough to fill blocks of their own; starts that go back.
+        let mut log = CpuLog::default();
+        let mut all = Vec::new();
+        for (run, thread) in [1u32, 2, 65, 1].into_iter().enumerate() {
+            for i in 0..30_000i64 {
+                let start = run as i64 * 1_000_000_000 + (i % 97) * 1_000 - i;
+                log.op(thread, (i % 50) as u32, start, 10 + i % 7, None, false);
+                all.push((thread, start));
+            }
+        }
+        assert!(log.blocks.len() > 5, "{} blocks", log.blocks.len());
+        let read = |mask: u64| -> Vec<(u32, i64)> {
+            log.iter_on(mask).map(|r| (r.thread, r.start)).collect()
+        };
+        let of = |threads: &[u32]| -> Vec<(u32, i64)> {
+            all.iter().copied().filter(|(t, _)| threads.contains(t)).collect()
+        };
+        let only = |mask: u64, threads: &[u32]| -> Vec<(u32, i64)> {
+            read(mask).into_iter().filter(|(t, _)| threads.contains(t)).collect()
+        };
+        assert_eq!(only(thread_bit(2), &[2]), of(&[2]));
+        assert_eq!(only(thread_bit(1), &[1, 65]), of(&[1, 65]));
+        assert_eq!(read(u64::MAX), all);
+        // Thread 2's read decodes its blocks, not the others': only the two
+        // blocks its run shares with its neighbours hold anything else (a
+        // record takes at least 5 bytes).
+        let extra = read(thread_bit(2)).len() - of(&[2]).len();
+        assert!(extra <= 2 * BLOCK / 5, "{extra} other records read");
+        assert!(read(thread_bit(2)).len() < all.len() / 2);
+        assert!(read(thread_bit(7)).is_empty());
     }
 }

@@ -24,7 +24,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::busy::{merge, merge_sorted};
-use super::cpulog::{CpuLog, CpuRec};
+use super::cpulog::{CpuLog, CpuRec, thread_bit};
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::{partition_point_from, round};
@@ -110,9 +110,14 @@ fn overlapping(
         starts.push(w.start);
     }
     // Records come nearly in time order: each thread's search starts
-    // where its last one ended.
+    // where its last one ended. Without `each`, only the blocks the
+    // windows' threads wrote are read.
     let mut spans: HashMap<u32, (usize, Vec<HostSpan>)> = HashMap::default();
-    for r in log.spans() {
+    let threads = match each {
+        Some(_) => u64::MAX,
+        None => by_thread.keys().fold(0, |m, &t| m | thread_bit(t)),
+    };
+    for r in log.spans_on(threads) {
         if let Some(each) = each.as_mut() {
             each(&r);
         }
