@@ -462,9 +462,7 @@ pub(super) fn account(
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let shown = if devices.len() > 1 { devices.len() } else { 1 };
-    let launchers: Vec<HashMap<u32, u64>> =
-        devices[..shown].iter().map(|d| launch_threads(a, d)).collect();
+    let launchers: Vec<HashMap<u32, u64>> = devices.iter().map(|d| launch_threads(a, d)).collect();
     // Devices whose gaps the same host threads explain read the log once
     // for all their windows (a multi-GPU process's log is decoded once, not
     // once per device): a record near another device's gap overlaps none
@@ -472,7 +470,7 @@ pub(super) fn account(
     // The first read also finds the Python frames that wrap whole steps.
     let python = a.cpu.has_python();
     let mut host: Option<HostFacts> = None;
-    let mut accounts: Vec<Option<DeviceAccount>> = (0..shown).map(|_| None).collect();
+    let mut accounts: Vec<Option<DeviceAccount>> = devices.iter().map(|_| None).collect();
     for group in sharing_threads(&launchers) {
         let mut plans: Vec<(usize, GapPlan)> = group
             .into_iter()
