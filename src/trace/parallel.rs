@@ -36,8 +36,11 @@ use crate::error::{Error, Result};
 /// block over costs nothing against parsing it, and the events a block
 /// becomes (~1.5× its bytes) stay few per thread.
 pub const BLOCK: usize = 1 << 20;
-/// Blocks read ahead of the sink, per parsing thread.
-const AHEAD: usize = 2;
+/// Blocks read ahead of the sink, per parsing thread. With two, the
+/// parsing threads and the sink waited on each other for ~15 % of two
+/// cores on a 1 GB trace; with four, ~10 % and 6 % less time (its events
+/// are freed before the analysis's peak, which stays the peak).
+const AHEAD: usize = 4;
 /// Emptied blocks kept for reuse.
 const POOL: usize = 64;
 /// A block with no cut in this many bytes (one event near the size limit)
