@@ -651,6 +651,36 @@ impl<'m> Driver<'_, 'm> {
     }
 }
 
+/// How many events ahead of the sink [`prefetch`] reaches: a few of the
+/// sink's events' time, the latency of a line from the other core.
+const PREFETCH: usize = 8;
+
+/// Asks for an event's lines (and its name's first) ahead of the sink. A
+/// parsing thread wrote them on another core; fetched on demand, the sink
+/// stalled on them (the name's hash alone took 17 % of its time on two
+/// cores, 1 % on one). On x86_64; elsewhere nothing.
+#[inline(always)]
+fn prefetch(item: &Item<'_>) {
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
+        let at = (item as *const Item<'_>).cast::<i8>();
+        let name = item.event.as_ref().and_then(|e| e.name.as_ref()).map(|n| n.0.as_ptr());
+        // SAFETY: a prefetch is a hint that never faults, whatever the
+        // address; these are in the item and the name it borrows.
+        unsafe {
+            for line in (0..size_of::<Item<'_>>()).step_by(64) {
+                _mm_prefetch(at.wrapping_add(line), _MM_HINT_T0);
+            }
+            if let Some(name) = name {
+                _mm_prefetch(name.cast::<i8>(), _MM_HINT_T0);
+            }
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = item;
+}
+
 /// Gives a block's events to the sink, as the one-thread loop does.
 fn deliver(
     items: &[Item<'_>],
@@ -658,7 +688,10 @@ fn deliver(
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
 ) -> Result<()> {
-    for item in items {
+    for (i, item) in items.iter().enumerate() {
+        if let Some(ahead) = items.get(i + PREFETCH) {
+            prefetch(ahead);
+        }
         info.events += 1;
         let at = base + u64::from(item.at);
         if info.events % crate::budget::CHECK_EVERY == 0 {
