@@ -98,8 +98,8 @@ impl Collector {
         label: &dyn Fn(u32) -> Option<String>,
     ) -> Vec<CollectiveCall> {
         if self.calls.is_empty() {
-            // Most traces: no per-device kernel index to build (two lists
-            // as long as the kernels, 9 MB at 1 GB).
+            // No collective (one GPU, most inference): no per-device kernel
+            // index to build (two lists as long as the kernels).
             return Vec::new();
         }
         let mut calls: Vec<(CollectiveCall, Option<u32>)> =
