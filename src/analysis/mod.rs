@@ -114,7 +114,22 @@ type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
 struct Replay {
     /// Allocator and graph-launch calls (the other calls count nothing).
     calls: Vec<CallRec>,
-    gpu: Vec<(GpuEvent, Placed)>,
+    /// Every GPU event counted, in the order it was.
+    gpu: Vec<GpuRec>,
+    /// The GPU events kept whole ([`GpuRec::Event`]), in the same order.
+    events: Vec<(GpuEvent, Placed)>,
+}
+
+/// A GPU event counted, to count again (8 bytes). A kernel is its entry
+/// in `Analyzer::kernel_spans`, which holds its name, time, device and
+/// launch: kept whole beside it, it was 56 bytes a kernel, the pass's
+/// largest state on a real trace.
+#[derive(Debug, Clone, Copy)]
+enum GpuRec {
+    /// A kernel placed by its launch (its span's) or, without, by time.
+    Kernel { span: u32, launched: bool, graph: bool },
+    /// Anything else: the next of `Replay::events`.
+    Event,
 }
 
 /// What the performance model said of one op call with given shapes.
@@ -827,9 +842,47 @@ impl Analyzer {
         }
     }
 
+    fn keep_for_replay(&mut self, gpu: GpuEvent, how: Placed) {
+        let kernel = gpu.span.filter(|_| gpu.kind == GpuKind::Kernel);
+        let rec = match (kernel, how) {
+            // A launch is given to the span before its kernel is counted.
+            (Some(span), Placed::Launch { thread, start, graph })
+                if self.kernel_spans[span as usize]
+                    .launch()
+                    .is_some_and(|l| (l.thread, l.start) == (thread, start)) =>
+            {
+                GpuRec::Kernel { span, launched: true, graph }
+            }
+            (Some(span), Placed::Time) => GpuRec::Kernel { span, launched: false, graph: false },
+            _ => {
+                self.replay.events.push((gpu, how));
+                GpuRec::Event
+            }
+        };
+        self.replay.gpu.push(rec);
+    }
+
+    /// A kept kernel as it was counted.
+    fn replayed_kernel(&self, span: u32, launched: bool, graph: bool) -> (GpuEvent, Placed) {
+        let k = &self.kernel_spans[span as usize];
+        let gpu = GpuEvent {
+            kind: GpuKind::Kernel,
+            name: k.name,
+            device: self.device(k),
+            ts: k.start,
+            dur: k.end - k.start,
+            span: Some(span),
+        };
+        let how = match k.launch().filter(|_| launched) {
+            Some(l) => Placed::Launch { thread: l.thread, start: l.start, graph },
+            None => Placed::Time,
+        };
+        (gpu, how)
+    }
+
     fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
         if !self.replaying {
-            self.replay.gpu.push((gpu, how));
+            self.keep_for_replay(gpu, how);
         }
         let (place, via_launch, via_graph) = match how {
             Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
@@ -1018,7 +1071,7 @@ impl Analyzer {
             return None;
         }
         let over = |dur: i64| dur > window;
-        let found = self.replay.gpu.iter().any(|(g, _)| over(g.dur))
+        let found = self.replay.events.iter().any(|(g, _)| over(g.dur))
             || self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu).any(|g| over(g.dur))
             || over(self.cpu.longest_op())
             || self.kernel_spans.iter().any(|k| over(k.end - k.start));
@@ -1029,11 +1082,21 @@ impl Analyzer {
         // so that they are clipped and counted with the rest.
         self.place_leftovers_by_time();
         let (mut gpu, mut ops, mut longest) = (0u64, 0u64, 0i64);
-        for (g, _) in &mut self.replay.gpu {
+        for (g, _) in &mut self.replay.events {
             if over(g.dur) {
                 longest = longest.max(g.dur);
                 g.dur = window;
                 gpu += 1;
+            }
+        }
+        // The kernels kept as their span are clipped there, below.
+        for rec in &self.replay.gpu {
+            if let GpuRec::Kernel { span, .. } = rec {
+                let k = &self.kernel_spans[*span as usize];
+                if over(k.end - k.start) {
+                    longest = longest.max(k.end - k.start);
+                    gpu += 1;
+                }
             }
         }
         for o in self.cpu.ops().filter(|o| over(o.dur)) {
@@ -1091,8 +1154,19 @@ impl Analyzer {
         for call in &replay.calls {
             self.count_call(*call);
         }
-        for (gpu, how) in &replay.gpu {
-            self.count_gpu(*gpu, *how);
+        let mut events = replay.events.iter();
+        for &rec in &replay.gpu {
+            let (gpu, how) = match rec {
+                GpuRec::Kernel { span, launched, graph } => {
+                    self.replayed_kernel(span, launched, graph)
+                }
+                // As many as the records that point to them.
+                GpuRec::Event => match events.next() {
+                    Some(&e) => e,
+                    None => break,
+                },
+            };
+            self.count_gpu(gpu, how);
         }
         self.replaying = false;
         self.replay = replay;
@@ -1259,6 +1333,7 @@ pub fn analyze_read(
     // The roofline account (§13) still reads the CPU log; the rest is done.
     analyzer.replay.calls = Vec::new();
     analyzer.replay.gpu = Vec::new();
+    analyzer.replay.events = Vec::new();
     let mut profile = analyzer.finish(&info, measured, src.file_path())?;
     for (row, op) in profile.memory.iter_mut().zip(peak_ops) {
         row.peak_op = op;
@@ -1294,6 +1369,44 @@ mod tests {
         assert_eq!(ns(4_458_677_009_853.422), 4_458_677_009_853_422);
         assert_eq!(ns(2.5), 2_500);
         assert_eq!(ns(-1.5), -1_500);
+    }
+
+    /// GPU events longer than all the steps are clipped and everything is
+    /// counted again, kernels from their spans: a kernel launched before
+    /// it ran, one launched after (waiting for its launch), and a copy
+    /// placed by time.
+    #[test]
+    fn implausible_gpu_events_are_clipped_and_counted_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("clip.json");
+        std::fs::write(
+            &path,
+            r#"[
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 4, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 30, "dur": 5000000, "args": {"correlation": 9}},
+ {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 40, "dur": 3000000},
+ {"ph": "X", "cat": "kernel", "name": "late_kernel", "pid": 0, "tid": 7, "ts": 400, "dur": 100, "args": {"correlation": 11}},
+ {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 300, "dur": 4, "args": {"correlation": 11}}
+]"#,
+        )
+        .unwrap();
+        let src = trace::Source::path(&path).unwrap();
+        let a = analyze(&src, AnalyzeOptions::default()).unwrap().unwrap();
+        assert!(
+            a.notices.iter().any(|n| n.starts_with(
+                "2 GPU event(s) and 0 CPU op(s) last longer than all the steps together (1.000 ms; the longest 5000.000 ms)"
+            )),
+            "{:?}",
+            a.notices
+        );
+        // One step of 1 ms: the GEMM counts as 1 ms, the late kernel 0.1 ms.
+        let ms = |label: &str| {
+            let k = a.profile.kernels.iter().find(|k| k.raw_name == label);
+            k.map(|k| k.ms_per_step)
+        };
+        assert_eq!(ms("volta_sgemm_128x64_nn"), Some(1.0));
+        assert_eq!(ms("late_kernel"), Some(0.1));
     }
 
     /// Real traces without phase ranges (phases inferred), with memory
