@@ -4,7 +4,7 @@
 //! list is compact (one small record per collective, no kernel names), so
 //! a rank's profile carries it and the job view is a reduce over profiles.
 
-use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
 use super::idle::Gaps;
@@ -111,30 +111,17 @@ impl Collector {
                 .and_then(|k| k.launch())
                 .map(|l| l.start)
         };
-        // The kernels of each device with a collective, by start and by
-        // launch where known: indices into `kernel_spans` (4 bytes each, not
-        // a 16-byte (time, index) pair: the lists are as long as the
-        // kernels, and built at the analysis's peak of memory).
-        let devices: HashSet<i64> = calls.iter().map(|(c, _)| c.device).collect();
-        let mut by_start: HashMap<i64, Vec<u32>> = HashMap::default();
-        let mut by_launch: HashMap<i64, Vec<u32>> = HashMap::default();
+        // Each device's kernels by start, and by launch where known.
+        let mut by_start: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
+        let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         for (i, k) in a.kernel_spans.iter().enumerate() {
-            let device = a.device(k);
-            if !devices.contains(&device) {
-                continue;
-            }
-            by_start.entry(device).or_default().push(i as u32);
-            if k.launch().is_some() {
-                by_launch.entry(device).or_default().push(i as u32);
+            by_start.entry(a.device(k)).or_default().push((k.start, i));
+            if let Some(l) = k.launch() {
+                by_launch.entry(a.device(k)).or_default().push((l.start, i));
             }
         }
-        let start = |i: u32| a.kernel_spans[i as usize].start;
-        let launch = |i: u32| launch_of(Some(i)).unwrap_or(i64::MIN);
-        for ks in by_start.values_mut() {
-            ks.sort_unstable_by_key(|&i| (start(i), i));
-        }
-        for ks in by_launch.values_mut() {
-            ks.sort_unstable_by_key(|&i| (launch(i), i));
+        for ks in by_start.values_mut().chain(by_launch.values_mut()) {
+            ks.sort_unstable();
         }
         let mut out: Vec<CollectiveCall> = Vec::with_capacity(calls.len());
         for i in 0..calls.len() {
@@ -159,24 +146,22 @@ impl Collector {
                 .map(|(p, _)| p.start_ns + p.dur_ns)
                 .filter(|e| *e <= c.start_ns)
                 .max();
-            let from = ended.or_else(|| ran.first().map(|&k| start(k))).unwrap_or(c.start_ns);
+            let from = ended.or_else(|| ran.first().map(|k| k.0)).unwrap_or(c.start_ns);
             let (mut lead_in, floor) = match launched {
                 Some(l) => {
                     let after = before.iter().find_map(|(_, s)| launch_of(*s)).unwrap_or(i64::MIN);
                     let list = by_launch.get(&c.device).map_or(&[][..], Vec::as_slice);
-                    let first = list.partition_point(|&k| launch(k) <= after);
-                    let ks = list[first..]
-                        .iter()
-                        .take_while(|&&k| launch(k) < l)
-                        .map(|&k| &a.kernel_spans[k as usize]);
+                    let first = list.partition_point(|k| k.0 <= after);
+                    let ks =
+                        list[first..].iter().take_while(|k| k.0 < l).map(|k| &a.kernel_spans[k.1]);
                     lead_in_kernels(ks.map(|k| (k.name, k.end - k.start)), label)
                 }
                 None => {
-                    let first = ran.partition_point(|&k| start(k) < from);
+                    let first = ran.partition_point(|k| k.0 < from);
                     let ks = ran[first..]
                         .iter()
-                        .take_while(|&&k| start(k) < c.start_ns)
-                        .map(|&k| &a.kernel_spans[k as usize]);
+                        .take_while(|k| k.0 < c.start_ns)
+                        .map(|k| &a.kernel_spans[k.1]);
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
                 }
             };
