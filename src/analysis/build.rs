@@ -293,11 +293,11 @@ fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DevicePr
 /// kernels' overlap with compute (§8).
 fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> Busy {
     let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
+    // The devices' copies of the spans, then the streams': one at a time
+    // (on two threads this runs beside the idle account).
     let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
-    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::default();
     for k in &a.kernel_spans {
         by_device.entry(a.device(k)).or_default().push((k.start, k.end));
-        by_stream.entry((a.device(k), a.stream(k))).or_default().push((k.start, k.end));
     }
     let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg {
         ns: acc.ns.saturating_add(k.ns),
@@ -363,10 +363,15 @@ fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> B
             }
         })
         .collect();
+    drop((by_device, comm_iv, compute_iv));
     devices.sort_by_key(|d| d.device);
     for d in &mut devices {
         d.util = round(d.util, 3);
         d.util_raw = round(d.util_raw, 3);
+    }
+    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::default();
+    for k in &a.kernel_spans {
+        by_stream.entry((a.device(k), a.stream(k))).or_default().push((k.start, k.end));
     }
     let mut streams: Vec<StreamRow> = by_stream
         .iter_mut()

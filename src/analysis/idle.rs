@@ -476,6 +476,12 @@ pub(super) fn account(
             .into_iter()
             .map(|i| (i, GapPlan::of(a, steps, &devices[i], &launchers[i], keep_gaps && i == 0)))
             .collect();
+        // A device's kernel index and busy list serve only its plan: freed
+        // before the log's records near the gaps are gathered and swept.
+        for (i, _) in &plans {
+            let (_, ks, busy, _) = &mut devices[*i];
+            (*ks, *busy) = (Vec::new(), Vec::new());
+        }
         let mut cover = FrameCover::default();
         let spans = {
             let mut each = |r: &CpuRec| cover.add(r, &window);
