@@ -431,12 +431,15 @@ impl Gaps {
 /// Computes the account over `steps` (each step's interval, in time order,
 /// not overlapping), per step over `n_steps`. `label` names a kernel.
 /// With `keep_gaps`, the account's device's gaps are kept with their causes.
+/// `before_sweep` is called before the sweep that explains the gaps (the
+/// account's largest lists; `build` waits there for the roofline).
 pub(super) fn account(
     a: &Analyzer,
     steps: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
     keep_gaps: bool,
+    before_sweep: &dyn Fn(),
 ) -> Option<Account> {
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
@@ -497,6 +500,7 @@ pub(super) fn account(
             }
         };
         let host = host.get_or_insert_with(|| HostFacts::of(a, &window, cover));
+        before_sweep();
         for (_, plan) in &mut plans {
             sweep(a, host, &spans, plan);
         }

@@ -1052,7 +1052,7 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        idle::account(self, &[(start, end)], 1.0, &label, true)
+        idle::account(self, &[(start, end)], 1.0, &label, true, &|| ())
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
