@@ -244,6 +244,11 @@ impl Given {
     }
 }
 
+/// The most ops from the same start an op is put under: real traces have
+/// one or two; a hostile one with thousands is sorted instead (putting
+/// each in place would take their square).
+const MAX_TIE: usize = 32;
+
 /// One launching thread in the sweep.
 struct ThreadSweep {
     /// Its launches: `first..end` of the sweep's.
@@ -285,7 +290,8 @@ impl ThreadSweep {
     }
 
     /// Takes this thread's next op; false when it starts before the last
-    /// one taken.
+    /// one taken, or would go under more than [`MAX_TIE`] ops from its
+    /// start.
     fn take(&mut self, op: RoofOp, with: &With<'_>, given: &mut Given) -> bool {
         if op.start < self.last_start {
             return false;
@@ -299,6 +305,9 @@ impl ThreadSweep {
         let stack = &mut self.stack;
         let mut at = stack.len();
         while at > 0 && stack[at - 1].start == op.start && stack[at - 1].dur < op.dur {
+            if stack.len() - at == MAX_TIE {
+                return false;
+            }
             at -= 1;
         }
         if at < stack.len() {
@@ -722,6 +731,33 @@ mod tests {
             .collect();
         unowned.sort();
         (owned, unowned)
+    }
+
+    /// Thousands of ops from one start, each longer than the last: put in
+    /// place one by one they would take their square; they are sorted
+    /// instead, and the innermost still names the launch's place.
+    #[test]
+    fn a_pile_of_ops_from_one_start_is_sorted_instead() {
+        let op = |dur: usize| {
+            format!(
+                r#"{{"ph": "X", "cat": "cpu_op", "name": "op{dur}", "pid": 1, "tid": 1, "ts": 10, "dur": {dur}}}"#
+            )
+        };
+        let mut events = vec![
+            r#"{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 10000}"#.to_string(),
+        ];
+        events.extend((1..=2000).map(op));
+        events.push(r#"{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 1, "args": {"correlation": 1}}"#.to_string());
+        events.push(r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"correlation": 1}}"#.to_string());
+        let a = pass(&format!("[{}]", events.join(",\n")));
+        let (launches, _) = in_step_launches(&a);
+        let with = With { a: &a, launches: &launches, tensor_core: &|_| false };
+        assert!(sweep_in_log_order(&with).is_none());
+        let given = sweep_ops(&a, &launches, &|_| false);
+        assert_eq!(
+            owners(&a, &given),
+            (vec!["none".to_string()], vec!["op1 (5000 ns)".to_string()])
+        );
     }
 
     /// Ops as the log gives them, the child written before its parent at
