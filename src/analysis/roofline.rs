@@ -431,7 +431,6 @@ pub fn account(
         return None;
     }
     let (launches, unlaunched) = in_step_launches(a);
-    let mut places = PlaceCache::default();
     let Given { calls, owner, mut unmodelled } = sweep_ops(a, &launches, tensor_core);
     let priced = calls.len();
     if unlaunched > 0.0 {
@@ -487,6 +486,7 @@ pub fn account(
     // Owners: each kernel's share of its outermost priced call (whose rates
     // are worked out again rather than kept: a trace has many).
     let mut owned: Vec<bool> = vec![false; priced];
+    let mut places = PlaceCache::default();
     for (&(t, at, k), &call) in launches.iter().zip(&owner) {
         let Some(c) = calls.get(call as usize).filter(|c| c.ns > 0.0) else { continue };
         let phase = a.ranges.cpu_phase_cached(&mut places, t, at);
