@@ -553,8 +553,79 @@ impl<'a> Parser<'a> {
     fn raw(&mut self) -> PResult<&'a [u8]> {
         self.ws();
         let start = self.i;
+        if self.peek() == Some(b'[') && self.skip_plain_array() {
+            return Ok(&self.b[start..self.i]);
+        }
+        self.i = start;
         self.skip_value()?;
         Ok(&self.b[start..self.i])
+    }
+
+    /// Skips the array at the cursor if it holds only numbers, strings
+    /// without escapes and such arrays (the shape of every `Input Dims`
+    /// and `Input type`), in one loop instead of a call per value. False,
+    /// the cursor anywhere, on anything else: the caller then reads the
+    /// value from its start with [`Parser::skip_value`], which accepts the
+    /// same arrays and says what is wrong with the rest.
+    fn skip_plain_array(&mut self) -> bool {
+        let b = self.b;
+        let mut i = self.i + 1;
+        let mut depth = 1u32;
+        if self.depth + depth >= MAX_DEPTH {
+            return false;
+        }
+        // After `[` or `,` a value must come; `]` may close only after `[`.
+        let (mut want_value, mut just_opened) = (true, true);
+        loop {
+            let Some(&c) = b.get(i) else { return false };
+            match c {
+                b' ' | b'\n' | b'\r' | b'\t' => {
+                    i += 1;
+                    continue;
+                }
+                b'[' if want_value => {
+                    depth += 1;
+                    // Deep nesting is left to the general skip's limit.
+                    if self.depth + depth >= MAX_DEPTH {
+                        return false;
+                    }
+                    i += 1;
+                    just_opened = true;
+                    continue;
+                }
+                b']' if !want_value || just_opened => {
+                    i += 1;
+                    depth -= 1;
+                    if depth == 0 {
+                        self.i = i;
+                        return true;
+                    }
+                }
+                b',' if !want_value => {
+                    i += 1;
+                    want_value = true;
+                    just_opened = false;
+                    continue;
+                }
+                b'"' if want_value => match quote_or_backslash(&b[i + 1..]) {
+                    Some(k) if b[i + 1 + k] == b'"' => i += k + 2,
+                    _ => return false,
+                },
+                b'-' | b'0'..=b'9' if want_value => {
+                    i += 1;
+                    while let Some(&d) = b.get(i) {
+                        if !NUMBER_BYTE[usize::from(d)] {
+                            break;
+                        }
+                        i += 1;
+                    }
+                }
+                _ => return false,
+            }
+            // A value (or a closed array) was read.
+            want_value = false;
+            just_opened = false;
+        }
     }
 
     fn hex4(&mut self) -> PResult<u32> {
@@ -1103,6 +1174,64 @@ mod tests {
         assert_eq!(digit_run(u64::from_le_bytes(*b"00000000")), (8, 0));
         assert_eq!(digit_run(u64::from_le_bytes(*b"99999999")), (8, 99_999_999));
         assert_eq!(digit_run(u64::from_le_bytes(*b"0070, \"a")), (4, 70));
+    }
+
+    #[test]
+    fn plain_arrays_skip_as_the_general_parser_does() {
+        // Where the one-loop skip of `Input Dims` stops, or that the value
+        // is refused and why, equals the general skip's answer: on real
+        // shapes, broken ones, and every string of up to 7 bytes over an
+        // alphabet of JSON's array bytes.
+        let check = |raw: &[u8]| {
+            let answer = |p: &mut Parser<'_>, r: PResult<()>| match r {
+                Ok(()) => Ok(p.i),
+                Err(Stop) => Err(format!("{:?}", p.take_error())),
+            };
+            let mut fast = Parser::new(raw);
+            let r = fast.raw().map(drop);
+            let mut general = Parser::new(raw);
+            general.ws();
+            let g = general.skip_value();
+            assert_eq!(
+                answer(&mut fast, r),
+                answer(&mut general, g),
+                "{:?}",
+                String::from_utf8_lossy(raw)
+            );
+        };
+        for raw in [
+            &br#"[[1, 3, 640, 640], [64, 3, 3, 3], [], [], []]"#[..],
+            br#"["float", "", "Scalar", "ScalarList"]"#,
+            br#" [ [ ] , [-1.5e3] ] ,"#,
+            br#"[1,]"#,
+            br#"[,1]"#,
+            br#"[1 2]"#,
+            br#"[[1],,[2]]"#,
+            br#"["a\"b", 1]"#,
+            br#"[NaN, Infinity]"#,
+            br#"[true, null, {"a": 1}]"#,
+            br#"[[1, 2]"#,
+            br#"[12"#,
+            br#"["abc"#,
+        ] {
+            check(raw);
+        }
+        let deep = [vec![b'['; 200], vec![b']'; 200]].concat();
+        check(&deep);
+        check(&deep[..254]);
+        let alphabet = b"[], \"1-a\\{";
+        let mut raw = Vec::new();
+        for len in 1..=7u32 {
+            for mut n in 0..alphabet.len().pow(len - 1) {
+                raw.clear();
+                raw.push(b'[');
+                for _ in 1..len {
+                    raw.push(alphabet[n % alphabet.len()]);
+                    n /= alphabet.len();
+                }
+                check(&raw);
+            }
+        }
     }
 
     #[test]
