@@ -137,6 +137,9 @@ pub struct Ranges {
     /// process, kept by a clone while neither changes); 0 while ranges are
     /// still added. What a [`PlaceCache`] remembers holds for one value.
     generation: u64,
+    /// Changes of `step_index` so far: while ranges are still added, what
+    /// a [`PlaceCache`] remembers of the steps holds for one value.
+    step_changes: u64,
 }
 
 /// The last generation [`Ranges::freeze`] gave.
@@ -155,6 +158,10 @@ pub struct PlaceCache {
     step: Option<(i64, i64, bool)>,
     /// Per thread id: [from, until) → phase.
     phase: Vec<Option<(i64, i64, u16)>>,
+    /// While ranges are still added (the first pass counts each op as it
+    /// comes, in about time order): after so many step changes,
+    /// [from, until) → in a step.
+    step_streaming: Option<(u64, i64, i64, bool)>,
 }
 
 impl PlaceCache {
@@ -207,6 +214,7 @@ impl Ranges {
         }
         self.step_index.insert(s, e);
         self.steps_frozen = Vec::new();
+        self.step_changes += 1;
     }
 
     /// Readies the lookups for ranges that will not change any more (the
@@ -278,7 +286,7 @@ impl Ranges {
     /// [`Ranges::in_step`], remembered in `cache` over the time it holds.
     pub fn in_step_cached(&self, cache: &mut PlaceCache, ts: i64) -> bool {
         if self.generation == 0 {
-            return self.in_step(ts);
+            return self.in_step_streaming(cache, ts);
         }
         cache.check(self);
         match cache.step {
@@ -289,6 +297,32 @@ impl Ranges {
                 v
             }
         }
+    }
+
+    /// [`Ranges::in_step_cached`] while steps are still added: remembered
+    /// until the steps change or `ts` leaves the step (or the gap between
+    /// steps) it fell in.
+    fn in_step_streaming(&self, cache: &mut PlaceCache, ts: i64) -> bool {
+        if self.steps.is_empty() {
+            return true;
+        }
+        if let Some((changes, from, until, v)) = cache.step_streaming {
+            if changes == self.step_changes && from <= ts && ts < until {
+                return v;
+            }
+        }
+        // The merged intervals are apart: the one starting at or before
+        // `ts` and the next start bound the time the answer holds.
+        use std::ops::Bound::{Excluded, Unbounded};
+        let next =
+            self.step_index.range((Excluded(ts), Unbounded)).next().map_or(i64::MAX, |s| *s.0);
+        let (from, until, v) = match self.step_index.range(..=ts).next_back() {
+            Some((&start, &end)) if ts < end => (start, end.min(next), true),
+            Some((_, &end)) => (end, next, false),
+            None => (i64::MIN, next, false),
+        };
+        cache.step_streaming = Some((self.step_changes, from, until, v));
+        v
     }
 
     /// [`Ranges::in_step`] on final ranges, with the time until which the
@@ -354,6 +388,10 @@ impl Ranges {
     /// range on the same thread; for helper threads with no ranges of their
     /// own (autograd engine, dataloader), the phase the loop thread was in.
     pub fn cpu_phase(&self, thread: u32, ts: i64) -> u16 {
+        // Most real traces have no phase ranges (a fast path of the pass).
+        if self.cpu_phases.is_empty() {
+            return UNPHASED;
+        }
         if let Some(r) = self.cpu_phases.get(&thread) {
             return r.phase_at(ts).unwrap_or(UNPHASED);
         }
@@ -456,6 +494,27 @@ mod tests {
                 // What the cache holds must not outlive a change.
                 r.add_cpu_phase(1, 50, 60, 9);
                 r.add_step(99, 1, 500, 550);
+            }
+        }
+    }
+
+    proptest::proptest! {
+        /// While steps are still added between lookups (the first pass),
+        /// the cached step lookup gives what the plain one gives.
+        #[test]
+        fn streaming_step_lookups_answer_as_the_plain_ones(
+            events in proptest::collection::vec(
+                (proptest::bool::weighted(0.2), 0i64..400, 0i64..120), 1..150),
+        ) {
+            let mut r = Ranges::default();
+            let mut cache = PlaceCache::default();
+            for (i, &(is_step, ts, d)) in events.iter().enumerate() {
+                if is_step {
+                    r.add_step(i as u64 % 7, 1, ts, ts + d);
+                }
+                proptest::prop_assert_eq!(r.in_step_cached(&mut cache, ts), r.in_step(ts), "at {}", ts);
+                let later = ts + d / 2;
+                proptest::prop_assert_eq!(r.in_step_cached(&mut cache, later), r.in_step(later), "at {}", later);
             }
         }
     }
