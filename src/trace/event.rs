@@ -472,9 +472,11 @@ impl<'a> Parser<'a> {
         let start = self.i + 1; // after the opening quote
         let rest = &self.b[start..];
         match quote_or_backslash(rest) {
-            Some(k) if rest[k] == b'"' => {
+            // SAFETY (both): `quote_or_backslash` gives a position inside
+            // its argument.
+            Some(k) if unsafe { *rest.get_unchecked(k) } == b'"' => {
                 self.i = start + k + 1;
-                Ok(Cow::Borrowed(&rest[..k]))
+                Ok(Cow::Borrowed(unsafe { rest.get_unchecked(..k) }))
             }
             found => self.escaped_string(start, found),
         }
@@ -486,7 +488,8 @@ impl<'a> Parser<'a> {
         let start = self.i + 1;
         let rest = &self.b[start..];
         match quote_or_backslash(rest) {
-            Some(k) if rest[k] == b'"' => {
+            // SAFETY: `quote_or_backslash` gives a position inside `rest`.
+            Some(k) if unsafe { *rest.get_unchecked(k) } == b'"' => {
                 self.i = start + k + 1;
                 Ok(())
             }
