@@ -471,14 +471,13 @@ impl<'a> Parser<'a> {
     fn string(&mut self) -> PResult<Cow<'a, [u8]>> {
         let start = self.i + 1; // after the opening quote
         let rest = &self.b[start..];
-        match quote_or_backslash(rest) {
-            // SAFETY (both): `quote_or_backslash` gives a position inside
-            // its argument.
-            Some(k) if unsafe { *rest.get_unchecked(k) } == b'"' => {
+        match plain_string_len(rest) {
+            Ok(k) => {
                 self.i = start + k + 1;
+                // SAFETY: `plain_string_len` gives a position inside `rest`.
                 Ok(Cow::Borrowed(unsafe { rest.get_unchecked(..k) }))
             }
-            found => self.escaped_string(start, found),
+            Err(found) => self.escaped_string(start, found),
         }
     }
 
@@ -487,13 +486,12 @@ impl<'a> Parser<'a> {
     fn skip_string(&mut self) -> PResult<()> {
         let start = self.i + 1;
         let rest = &self.b[start..];
-        match quote_or_backslash(rest) {
-            // SAFETY: `quote_or_backslash` gives a position inside `rest`.
-            Some(k) if unsafe { *rest.get_unchecked(k) } == b'"' => {
+        match plain_string_len(rest) {
+            Ok(k) => {
                 self.i = start + k + 1;
                 Ok(())
             }
-            found => self.escaped_string(start, found).map(drop),
+            Err(found) => self.escaped_string(start, found).map(drop),
         }
     }
 
@@ -610,9 +608,9 @@ impl<'a> Parser<'a> {
                     just_opened = false;
                     continue;
                 }
-                b'"' if want_value => match quote_or_backslash(&b[i + 1..]) {
-                    Some(k) if b[i + 1 + k] == b'"' => i += k + 2,
-                    _ => return false,
+                b'"' if want_value => match plain_string_len(&b[i + 1..]) {
+                    Ok(k) => i += k + 2,
+                    Err(_) => return false,
                 },
                 b'-' | b'0'..=b'9' if want_value => {
                     i += 1;
@@ -848,6 +846,18 @@ impl<'a> Parser<'a> {
         } else {
             self.err("invalid literal")
         }
+    }
+}
+
+/// The length of the string whose content `rest` starts with, when it
+/// ends before any backslash (nearly every string of a trace: borrowed
+/// as it lies); else where its first backslash is, if anywhere.
+#[inline(always)]
+fn plain_string_len(rest: &[u8]) -> Result<usize, Option<usize>> {
+    match quote_or_backslash(rest) {
+        // SAFETY: `quote_or_backslash` gives a position inside `rest`.
+        Some(k) if unsafe { *rest.get_unchecked(k) } == b'"' => Ok(k),
+        found => Err(found),
     }
 }
 
