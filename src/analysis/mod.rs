@@ -379,6 +379,14 @@ pub struct Analyzer {
     /// adding to it (not while counting again from it).
     replay: Replay,
     replaying: bool,
+    /// The pass left the placed aggregates uncounted, having met no phase
+    /// ranges yet: nearly every real trace has none, and their phases,
+    /// inferred at the end, mean counting everything again there anyway.
+    /// The end counts from `replay` whenever this is set.
+    counts_deferred: bool,
+    /// The ranges are final and everything was counted under them: what
+    /// is placed from now on (`finish`'s leftovers) is counted at once.
+    counted_again: bool,
 
     kernels: HashMap<u32, Agg>,
     kernels_by_phase: HashMap<(u16, u32), Agg>,
@@ -675,7 +683,21 @@ impl Analyzer {
         }
     }
 
+    /// Whether the pass leaves the placed aggregates to the end (see
+    /// [`Analyzer::counts_deferred`]).
+    fn defer_count(&mut self) -> bool {
+        if self.replaying || self.counted_again || self.ranges.has_phase_ranges() {
+            return false;
+        }
+        self.counts_deferred = true;
+        true
+    }
+
     fn count_op(&mut self, thread: u32, name: u32, start: i64, dur: i64) {
+        if self.defer_count() {
+            self.note_ts(start); // as placing it would
+            return;
+        }
         let place = self.place(thread, start);
         if !place.in_step {
             return;
@@ -694,6 +716,9 @@ impl Analyzer {
     fn count_call(&mut self, call: CallRec) {
         if !self.replaying {
             self.replay.calls.push(call);
+        }
+        if self.defer_count() {
+            return;
         }
         if !self.ranges.in_step_cached(&mut self.place_cache, call.start) {
             return;
@@ -883,6 +908,12 @@ impl Analyzer {
     fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
         if !self.replaying {
             self.keep_for_replay(gpu, how);
+        }
+        if self.defer_count() {
+            if let Placed::Launch { start, .. } = how {
+                self.note_ts(start); // as placing it would
+            }
+            return;
         }
         let (place, via_launch, via_graph) = match how {
             Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
@@ -1169,6 +1200,7 @@ impl Analyzer {
             self.count_gpu(gpu, how);
         }
         self.replaying = false;
+        self.counted_again = true;
         self.replay = replay;
     }
 }
@@ -1295,7 +1327,7 @@ pub fn analyze_read(
     if let Some(inferred) = analyzer.inferred_ranges() {
         analyzer.phases_inferred = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
-    } else if analyzer.ranges_late {
+    } else if analyzer.ranges_late || analyzer.counts_deferred {
         let ranges = analyzer.ranges.clone();
         analyzer.count_again(ranges);
     }
