@@ -384,9 +384,9 @@ pub struct Analyzer {
     /// inferred at the end, mean counting everything again there anyway.
     /// The end counts from `replay` whenever this is set.
     counts_deferred: bool,
-    /// The ranges are final and everything was counted under them: what
-    /// is placed from now on (`finish`'s leftovers) is counted at once.
-    counted_again: bool,
+    /// The pass is over: what is placed from now on (`finish`'s leftovers)
+    /// is counted at once.
+    pass_over: bool,
 
     kernels: HashMap<u32, Agg>,
     kernels_by_phase: HashMap<(u16, u32), Agg>,
@@ -686,7 +686,7 @@ impl Analyzer {
     /// Whether the pass leaves the placed aggregates to the end (see
     /// [`Analyzer::counts_deferred`]).
     fn defer_count(&mut self) -> bool {
-        if self.replaying || self.counted_again || self.ranges.has_phase_ranges() {
+        if self.replaying || self.pass_over || self.ranges.has_phase_ranges() {
             return false;
         }
         self.counts_deferred = true;
@@ -1200,7 +1200,6 @@ impl Analyzer {
             self.count_gpu(gpu, how);
         }
         self.replaying = false;
-        self.counted_again = true;
         self.replay = replay;
     }
 }
@@ -1323,7 +1322,9 @@ pub fn analyze_read(
         Document::Trace(info) => info,
     };
     // One pass: where the ranges the aggregates were placed by turn out
-    // different at the end, they are counted again from what the pass kept.
+    // different at the end, or the pass left them uncounted, they are
+    // counted (again) from what the pass kept.
+    analyzer.pass_over = true;
     if let Some(inferred) = analyzer.inferred_ranges() {
         analyzer.phases_inferred = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
@@ -1444,6 +1445,73 @@ mod tests {
     /// Real traces without phase ranges (phases inferred), with memory
     /// events (the op at the peak named), and a 2021-style trace whose step
     /// marker comes after its work: each read once, counted.
+    /// With no `step/<phase>` range the pass leaves the step-keyed figures
+    /// to the end; they equal those of the same work under a phase range
+    /// met first (counted in the pass): a kernel launched before it ran,
+    /// one whose launch the trace never wrote (placed by time at the very
+    /// end), a copy and two ops.
+    #[test]
+    fn figures_counted_at_the_end_equal_those_counted_in_the_pass() {
+        let trace = |phase: &str| {
+            format!(
+                r#"[
+ {{"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000}},{phase}
+ {{"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 10, "dur": 50}},
+ {{"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 12, "dur": 4, "args": {{"correlation": 9}}}},
+ {{"ph": "X", "cat": "kernel", "name": "volta_sgemm_128x64_nn", "pid": 0, "tid": 7, "ts": 30, "dur": 300, "args": {{"correlation": 9}}}},
+ {{"ph": "X", "cat": "kernel", "name": "orphan_kernel", "pid": 0, "tid": 7, "ts": 400, "dur": 100, "args": {{"correlation": 77}}}},
+ {{"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pageable -> Device)", "pid": 0, "tid": 7, "ts": 600, "dur": 50}},
+ {{"ph": "X", "cat": "cpu_op", "name": "aten::add", "pid": 1, "tid": 1, "ts": 700, "dur": 20}}
+]"#
+            )
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let read = |name: &str, text: String| {
+            let path = dir.path().join(name);
+            std::fs::write(&path, text).unwrap();
+            let src = trace::Source::path(&path).unwrap();
+            analyze(&src, AnalyzeOptions::default()).unwrap().unwrap().profile
+        };
+        let at_end = read("end.json", trace(""));
+        let in_pass = read(
+            "pass.json",
+            trace(
+                r#"
+ {"ph": "X", "cat": "user_annotation", "name": "step/forward", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},"#,
+            ),
+        );
+        let kernels = |p: &Profile| -> Vec<(String, f64, f64)> {
+            p.kernels
+                .iter()
+                .map(|k| (k.raw_name.clone(), k.ms_per_step, k.count_per_step))
+                .collect()
+        };
+        let ops = |p: &Profile| -> Vec<(String, f64, f64)> {
+            p.ops.iter().map(|o| (o.op.clone(), o.ms_per_step, o.count_per_step)).collect()
+        };
+        // The trace's own numbers: both kernels (0.3 + 0.1 ms) and both
+        // ops (0.05 + 0.02 ms) lie in the one step.
+        assert_eq!(at_end.figures.kernels_per_step, 2.0);
+        let ms: f64 = kernels(&at_end).iter().map(|k| k.1).sum();
+        assert!((ms - 0.4).abs() < 1e-9, "{:?}", kernels(&at_end));
+        let ms: f64 = ops(&at_end).iter().map(|o| o.1).sum();
+        assert!((ms - 0.07).abs() < 1e-9, "{:?}", ops(&at_end));
+        assert_eq!(kernels(&at_end), kernels(&in_pass));
+        assert_eq!(ops(&at_end), ops(&in_pass));
+        assert_eq!(at_end.figures.kernels_per_step, in_pass.figures.kernels_per_step);
+        // Nothing counted in the pass at all: a kernel with no launch,
+        // placed when the pass is over, is counted then.
+        let alone = read(
+            "alone.json",
+            r#"[
+ {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#1", "pid": 1, "tid": 1, "ts": 0, "dur": 1000},
+ {"ph": "X", "cat": "kernel", "name": "gemm", "pid": 0, "tid": 7, "ts": 10, "dur": 300}
+]"#
+            .to_string(),
+        );
+        assert_eq!(alone.figures.kernels_per_step, 1.0);
+    }
+
     #[test]
     fn every_trace_is_read_once() {
         let fixture = |p: &str| {
