@@ -1442,9 +1442,6 @@ mod tests {
         assert_eq!(ms("late_kernel"), Some(0.1));
     }
 
-    /// Real traces without phase ranges (phases inferred), with memory
-    /// events (the op at the peak named), and a 2021-style trace whose step
-    /// marker comes after its work: each read once, counted.
     /// With no `step/<phase>` range the pass leaves the step-keyed figures
     /// to the end; they equal those of the same work under a phase range
     /// met first (counted in the pass): a kernel launched before it ran,
@@ -1512,6 +1509,9 @@ mod tests {
         assert_eq!(alone.figures.kernels_per_step, 1.0);
     }
 
+    /// Real traces without phase ranges (phases inferred), with memory
+    /// events (the op at the peak named), and a 2021-style trace whose step
+    /// marker comes after its work: each read once, counted.
     #[test]
     fn every_trace_is_read_once() {
         let fixture = |p: &str| {

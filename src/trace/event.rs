@@ -956,8 +956,10 @@ fn digit_count(w: u64) -> usize {
     digit_mask(w).trailing_zeros() as usize / 8
 }
 
-/// Bit 7 of each byte of `w` that is not an ASCII digit (x ≥ 10 or
-/// x ≥ 128 below); no carry crosses a byte, as (x & 0x7F) + 0x76 < 0x100.
+/// Bit 7 set in each byte of `w` that is not an ASCII digit: after the
+/// XOR below a digit is 0..=9 and anything else 10 or more, which adding
+/// 0x76 to its low seven bits (or its own bit 7) marks; no carry crosses
+/// a byte, as (x & 0x7F) + 0x76 < 0x100.
 #[inline(always)]
 fn digit_mask(w: u64) -> u64 {
     const LO7: u64 = 0x7F7F_7F7F_7F7F_7F7F;
