@@ -591,8 +591,11 @@ impl<'a> Parser<'a> {
             return true;
         }
         'value: loop {
-            ws(&mut i);
             match b.get(i) {
+                Some(b' ' | b'\n' | b'\r' | b'\t') => {
+                    i += 1;
+                    continue 'value;
+                }
                 Some(b'"') => match plain_string_len(&b[i + 1..]) {
                     Ok(k) => i += k + 2,
                     Err(_) => return false,
@@ -614,14 +617,17 @@ impl<'a> Parser<'a> {
                 Some(b'-' | b'0'..=b'9') => i += number_len(&b[i..]),
                 _ => return false,
             }
-            // After a value: `,` and the next one, or `]`.
+            // After a value: `,` and the next one (Kineto writes `, `), or `]`.
             loop {
-                ws(&mut i);
                 match b.get(i) {
                     Some(b',') => {
                         i += 1;
+                        if b.get(i) == Some(&b' ') {
+                            i += 1;
+                        }
                         continue 'value;
                     }
+                    Some(b' ' | b'\n' | b'\r' | b'\t') => i += 1,
                     Some(b']') => {
                         i += 1;
                         depth -= 1;
