@@ -572,11 +572,8 @@ impl<'a> Parser<'a> {
     /// same arrays and says what is wrong with the rest.
     fn skip_plain_array(&mut self) -> bool {
         let b = self.b;
-        let mut i = self.i + 1;
-        let mut depth = 1u32;
-        if self.depth + depth >= MAX_DEPTH {
-            return false;
-        }
+        // From the array's own `[`, read as the first value.
+        let (mut i, mut depth) = (self.i, 0u32);
         let ws = |i: &mut usize| {
             while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
                 *i += 1;
@@ -585,11 +582,6 @@ impl<'a> Parser<'a> {
         // Two places in the grammar, one loop each, so that each branch
         // sees one kind of byte (one jump table over both mispredicted:
         // half of this function's time in perf). `[]` is read whole.
-        ws(&mut i);
-        if b.get(i) == Some(&b']') {
-            self.i = i + 1;
-            return true;
-        }
         'value: loop {
             match b.get(i) {
                 Some(b' ' | b'\n' | b'\r' | b'\t') => {
@@ -613,6 +605,10 @@ impl<'a> Parser<'a> {
                     }
                     i += 1;
                     depth -= 1;
+                    if depth == 0 {
+                        self.i = i;
+                        return true;
+                    }
                 }
                 Some(b'-' | b'0'..=b'9') => i += number_len(&b[i..]),
                 _ => return false,
