@@ -375,6 +375,18 @@ impl<R: Read> Scanner<R> {
         }
     }
 
+    /// The bytes held and not yet consumed, and the stream offset of the
+    /// first: for a caller that reads several values in place at once.
+    pub fn window(&self) -> (&[u8], u64) {
+        (&self.buf[self.pos..self.end], self.offset())
+    }
+
+    /// Consumes the first `n` bytes of [`Scanner::window`].
+    pub fn consume(&mut self, n: usize) {
+        assert!(n <= self.end - self.pos, "consumed past the held bytes");
+        self.pos += n;
+    }
+
     /// Skips one value.
     pub fn skip_value(&mut self) -> Result<()> {
         // Checked first: the scan below discards what it passes.
