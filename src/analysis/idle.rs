@@ -405,16 +405,21 @@ impl Gaps {
     pub fn within(&self, start: i64, end: i64) -> Vec<(IdleCause, i64)> {
         let mut out: Vec<(IdleCause, i64)> = Vec::new();
         let first = self.spans.partition_point(|g| g.1 <= start);
+        // The stretches come by gap id: one search for the first gap's,
+        // then a walk (a search per gap was most of a collective's time).
+        let mut at = self.stretches.partition_point(|c| (c.gap as usize) < first);
         for (id, &(g0, g1)) in self.spans.iter().enumerate().skip(first) {
             if g0 >= end {
                 break;
+            }
+            let id = id as u32;
+            while self.stretches.get(at).is_some_and(|c| c.gap < id) {
+                at += 1;
             }
             let inside = (g1.min(end) - g0.max(start)).max(0);
             if inside == 0 || g1 <= g0 {
                 continue;
             }
-            let id = id as u32;
-            let at = self.stretches.partition_point(|c| c.gap < id);
             for st in self.stretches[at..].iter().take_while(|c| c.gap == id) {
                 let (cause, ns) = (self.keys[st.key as usize].0, st.ns);
                 let part = (ns as i128 * inside as i128 / (g1 - g0) as i128) as i64;
