@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::profile::ranks::RankSet;
+use crate::trace::event::skip_ws;
 use crate::trace::scan::Scanner;
 
 /// What was merged, for the text and `--json` outputs.
@@ -615,13 +616,6 @@ struct Field {
     val: (usize, usize),
 }
 
-fn ws(b: &[u8], mut i: usize) -> usize {
-    while i < b.len() && matches!(b[i], b' ' | b'\n' | b'\r' | b'\t') {
-        i += 1;
-    }
-    i
-}
-
 /// The index of the quote that closes the string opening at `at`.
 fn string_end(b: &[u8], at: usize) -> Option<usize> {
     let mut i = at + 1;
@@ -653,18 +647,18 @@ enum Split {
 fn split(raw: &[u8], fields: &mut Vec<Field>) -> Split {
     fields.clear();
     let mut nonfinite = false;
-    let mut i = ws(raw, 0);
+    let mut i = skip_ws(raw, 0);
     match raw.get(i) {
         Some(b'{') => i += 1,
         Some(_) => return Split::Bad,
         None => return Split::More,
     }
     loop {
-        i = ws(raw, i);
+        i = skip_ws(raw, i);
         match raw.get(i) {
             None => return Split::More,
             Some(b'}') => return Split::Done { end: i + 1, nonfinite },
-            Some(b',') => i = ws(raw, i + 1),
+            Some(b',') => i = skip_ws(raw, i + 1),
             Some(_) => {}
         }
         match raw.get(i) {
@@ -674,13 +668,13 @@ fn split(raw: &[u8], fields: &mut Vec<Field>) -> Split {
         }
         let Some(key_end) = string_end(raw, i) else { return Split::More };
         let key = (i + 1, key_end);
-        i = ws(raw, key_end + 1);
+        i = skip_ws(raw, key_end + 1);
         match raw.get(i) {
             None => return Split::More,
             Some(b':') => {}
             Some(_) => return Split::Bad,
         }
-        let start = ws(raw, i + 1);
+        let start = skip_ws(raw, i + 1);
         let mut depth = 0usize;
         let mut j = start;
         loop {

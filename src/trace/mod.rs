@@ -283,22 +283,15 @@ fn events_in_window<R: std::io::Read>(
 ) -> Result<bool> {
     use event::ParseError;
     let (bytes, base) = s.window();
-    let ws = |i: &mut usize| {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = bytes.get(*i) {
-            *i += 1;
-        }
-    };
     // Up to the end of the last event read.
     let mut done = 0;
     loop {
-        let mut at = done;
-        ws(&mut at);
+        let mut at = event::skip_ws(bytes, done);
         if !first {
             if bytes.get(at) != Some(&b',') {
                 break;
             }
-            at += 1;
-            ws(&mut at);
+            at = event::skip_ws(bytes, at + 1);
         }
         if bytes.get(at) != Some(&b'{') {
             break;

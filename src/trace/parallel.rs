@@ -26,7 +26,7 @@ use std::sync::mpsc;
 use yoke::either::EitherCart;
 use yoke::{Yoke, Yokeable};
 
-use super::event::{Event, ParseError};
+use super::event::{Event, ParseError, skip_ws};
 use super::input::MappedFile;
 use super::scan::{MAX_VALUE, Scanner, Unread};
 use super::{EventSink, TraceInfo};
@@ -182,21 +182,13 @@ fn parse_block(b: &[u8], start: State) -> Batch<'_> {
 fn parse_block_into<'a>(b: &'a [u8], start: State, mut items: Vec<Item<'a>>) -> Batch<'a> {
     let (mut boundary, mut state) = (0, start);
     let mut i = 0;
-    let ws = |i: &mut usize| {
-        while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
-            *i += 1;
-        }
-    };
     loop {
-        ws(&mut i);
+        i = skip_ws(b, i);
         match (b.get(i), state) {
             (None, State::Separator) => return Batch { items, end: End::Clean },
             (None, State::First) => return Batch { items, end: End::Short(boundary, state) },
             (Some(b']'), _) => return Batch { items, end: End::Closed(i + 1) },
-            (Some(b','), State::Separator) => {
-                i += 1;
-                ws(&mut i);
-            }
+            (Some(b','), State::Separator) => i = skip_ws(b, i + 1),
             (Some(_), State::First) => {}
             (Some(_), State::Separator) => {
                 return Batch { items, end: End::Refused(boundary, state) };
