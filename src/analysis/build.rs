@@ -40,7 +40,7 @@ pub(super) fn build(
     // one after the other: 4 MB less at 1 GB, for a wait of 0–80 ms there
     // (BENCHMARKS.md).
     let keep_gaps = !a.collectives.is_empty();
-    let (busy, roof, idle) = std::thread::scope(|s| {
+    let (busy, roof, idle, op_tables) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
             let (a, win, kinfo) = (&a, &win, &kinfo);
@@ -57,12 +57,18 @@ pub(super) fn build(
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
         drop(roof_done);
+        // The ops, counted while the idle account sweeps (their tables
+        // are small: the peak stays the sweep's).
+        let op_tables = a.ops_stale.then(|| a.count_ops());
         let idle = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => idle_account(&a, &win, &kinfo, keep_gaps, &|| ()),
         };
-        (busy, roof, idle)
+        (busy, roof, idle, op_tables)
     });
+    if let Some(t) = op_tables {
+        (a.op_tables, a.ops_stale) = (t, false);
+    }
     let efficiency = busy.devices.first().filter(|_| !a.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
         super::roofline::efficiency(
@@ -192,8 +198,11 @@ pub(super) fn build(
 /// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather
 /// than summarising it as zeros.
 fn check_usable(a: &Analyzer) -> Result<()> {
-    let usable =
-        a.counts.gpu_in_steps + a.counts.gpu_outside + a.ops.len() as u64 + a.counts.mallocs;
+    // (Ops still to be counted change nothing here: each widened the span.)
+    let usable = a.counts.gpu_in_steps
+        + a.counts.gpu_outside
+        + a.op_tables.ops.len() as u64
+        + a.counts.mallocs;
     if a.span.is_none() && usable == 0 {
         return Err(Error::failed(format!(
             "the trace has no events to analyse ({} events read; none is a CPU op, runtime call or GPU event)",
@@ -498,7 +507,7 @@ fn headline(
     // On a GPU the host's ops only launch work (and backward runs on the
     // autograd engine's device threads): the share means something on CPU.
     let in_ops_frac = (!cuda && win.wall_ns > 0)
-        .then(|| a.op_cover.values().max_by_key(|u| u.total()).filter(|u| u.lost == 0))
+        .then(|| a.op_tables.op_cover.values().max_by_key(|u| u.total()).filter(|u| u.lost == 0))
         .flatten()
         .map(|u| u.total())
         // Rounded here, so the verdict's reason and the figure agree.
@@ -639,9 +648,9 @@ impl Rows<'_> {
             .collect();
         categories
             .sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
-        let op_total: i64 = a.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
+        let op_total: i64 = a.op_tables.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
         let mut ops: Vec<OpRow> =
-            a.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
+            a.op_tables.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
         sort_ops(&mut ops);
         Tables { kernels, categories, ops }
     }
@@ -656,7 +665,7 @@ impl Rows<'_> {
         let with_ranges = a.ranges.phases_with_ranges();
         let mut present: Vec<u16> = with_ranges.iter().copied().collect();
         present.extend(a.kernels_by_phase.keys().map(|(p, _)| *p));
-        present.extend(a.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
+        present.extend(a.op_tables.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
         present.extend(a.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
         for name in PHASE_ORDER {
             if let Some(id) = (0..a.phases.len() as u16).find(|id| a.phases.name(*id) == *name) {
@@ -672,7 +681,8 @@ impl Rows<'_> {
         }
         let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
         if unphased_kernels
-            || (phase_ids.is_empty() && a.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED))
+            || (phase_ids.is_empty()
+                && a.op_tables.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED))
         {
             phase_ids.push(UNPHASED);
         }
@@ -699,6 +709,7 @@ impl Rows<'_> {
                 .map(|((_, n), k)| (*n, k))
                 .collect();
             let os: Vec<(u32, &Agg)> = a
+                .op_tables
                 .ops_by_phase
                 .iter()
                 .filter(|((p, _), _)| *p == id)

@@ -57,6 +57,24 @@ impl Agg {
     }
 }
 
+/// What the CPU ops inside the steps are counted into.
+#[derive(Debug, Default)]
+struct OpTables {
+    ops: HashMap<u32, Agg>,
+    ops_by_phase: HashMap<(u16, u32), Agg>,
+    /// Per thread, the union of its CPU ops inside the steps: the time it
+    /// spent inside framework ops rather than between them.
+    op_cover: HashMap<u32, busy::StreamingUnion>,
+}
+
+impl OpTables {
+    fn add(&mut self, thread: u32, name: u32, phase: u16, start: i64, dur: i64) {
+        self.op_cover.entry(thread).or_default().add(start, start + dur);
+        self.ops.entry(name).or_default().add(dur);
+        self.ops_by_phase.entry((phase, name)).or_default().add(dur);
+    }
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum GpuKind {
     Kernel,
@@ -390,11 +408,11 @@ pub struct Analyzer {
 
     kernels: HashMap<u32, Agg>,
     kernels_by_phase: HashMap<(u16, u32), Agg>,
-    ops: HashMap<u32, Agg>,
-    ops_by_phase: HashMap<(u16, u32), Agg>,
-    /// Per thread, the union of its CPU ops inside the steps: the time it
-    /// spent inside framework ops rather than between them.
-    op_cover: HashMap<u32, busy::StreamingUnion>,
+    op_tables: OpTables,
+    /// The ops are still to be counted (again) from the CPU log under the
+    /// final ranges ([`Analyzer::count_ops`]): `build` does it beside the
+    /// GPU accounts, which need nothing of it.
+    ops_stale: bool,
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
@@ -702,9 +720,21 @@ impl Analyzer {
         if !place.in_step {
             return;
         }
-        self.op_cover.entry(thread).or_default().add(start, start + dur);
-        self.ops.entry(name).or_default().add(dur);
-        self.ops_by_phase.entry((place.phase, name)).or_default().add(dur);
+        self.op_tables.add(thread, name, place.phase, start, dur);
+    }
+
+    /// The ops' tables counted from the CPU log under the final ranges:
+    /// what [`Analyzer::count_again`] leaves to be done ([`Analyzer::ops_stale`]).
+    fn count_ops(&self) -> OpTables {
+        let mut tables = OpTables::default();
+        let mut places = ranges::PlaceCache::default();
+        for op in self.op_records() {
+            if self.ranges.in_step_cached(&mut places, op.start) {
+                let phase = self.ranges.cpu_phase_cached(&mut places, op.thread, op.start);
+                tables.add(op.thread, op.name, phase, op.start, op.dur);
+            }
+        }
+        tables
     }
 
     /// The CPU ops the pass kept, in its order, with the durations
@@ -1160,9 +1190,9 @@ impl Analyzer {
         self.ranges.freeze();
         self.kernels.clear();
         self.kernels_by_phase.clear();
-        self.ops.clear();
-        self.ops_by_phase.clear();
-        self.op_cover.clear();
+        // The ops are counted later, beside the GPU accounts.
+        self.op_tables = OpTables::default();
+        self.ops_stale = true;
         self.memcpy = Agg::default();
         self.memcpy_by_phase.clear();
         let c = &mut self.counts;
@@ -1176,12 +1206,7 @@ impl Analyzer {
             c.graph_launches,
         ) = (0, 0, 0, 0, 0, 0, 0);
         let replay = std::mem::take(&mut self.replay);
-        let cpu = std::mem::take(&mut self.cpu);
         self.replaying = true;
-        for op in clipped(&cpu, self.op_clip) {
-            self.count_op(op.thread, op.name, op.start, op.dur);
-        }
-        self.cpu = cpu;
         for call in &replay.calls {
             self.count_call(*call);
         }
