@@ -5,11 +5,12 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
-use super::busy::{intersect, merge, overlap, overlap_each};
+use super::busy::{intersect, merge_sorted, overlap, overlap_each, push_merged};
+use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence};
-use super::{Agg, Analyzer};
+use super::{Agg, Analyzer, KernelSpan};
 use crate::error::{Error, Result};
 use crate::profile::{
     Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow,
@@ -33,27 +34,28 @@ pub(super) fn build(
     check_usable(&a)?;
     let win = window(&a);
     let kinfo = kernel_info(&mut a);
-    // The idle account, the busy union and the roofline each read the
-    // pass's records and nothing of each other: with a spare thread the
-    // idle account runs beside the other two. Its sweep (its largest
-    // lists) waits for the roofline to be done, so that their peaks come
-    // one after the other: 4 MB less at 1 GB, for a wait of 0–80 ms there
-    // (BENCHMARKS.md).
+    // The idle account, the busy union, the roofline and the ops' count
+    // each read the pass's records and nothing of each other: with a
+    // spare thread the idle account runs beside the other three. Its
+    // sweep (its largest lists) waits for the roofline to be done, so
+    // that their peaks come one after the other: 4 MB less at 1 GB, for a
+    // wait of 0–80 ms there (BENCHMARKS.md).
     let keep_gaps = !a.collectives.is_empty();
+    let index = KernelIndex::of(&a);
     let (busy, roof, idle, op_tables) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
-            let (a, win, kinfo) = (&a, &win, &kinfo);
+            let (a, win, kinfo, index) = (&a, &win, &kinfo, &index);
             s.spawn(move || {
                 // Err once the roofline is done (or gone): the sender is
                 // dropped, never used.
                 let wait = move || {
                     let _ = roof_wait.recv();
                 };
-                idle_account(a, win, kinfo, keep_gaps, &wait)
+                idle_account(a, win, kinfo, index, keep_gaps, &wait)
             })
         });
-        let busy = gpu_busy(&a, info, &win, &kinfo);
+        let busy = gpu_busy(&a, info, &win, &kinfo, &index);
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
         drop(roof_done);
@@ -62,7 +64,7 @@ pub(super) fn build(
         let op_tables = a.ops_stale.then(|| a.count_ops());
         let idle = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            None => idle_account(&a, &win, &kinfo, keep_gaps, &|| ()),
+            None => idle_account(&a, &win, &kinfo, &index, keep_gaps, &|| ()),
         };
         (busy, roof, idle, op_tables)
     });
@@ -86,6 +88,7 @@ pub(super) fn build(
     };
     let collectives = std::mem::take(&mut a.collectives).finish(
         &a,
+        &index,
         idle.as_ref().and_then(|i| i.gaps.as_ref()),
         &compute_label,
     );
@@ -312,93 +315,75 @@ fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DevicePr
 /// GPU busy time as the union of kernel intervals per device and stream,
 /// clipped to the steps (docs/analysis.md §4), and the communication
 /// kernels' overlap with compute (§8).
-fn gpu_busy(a: &Analyzer, info: &TraceInfo, win: &Span, kinfo: &KernelInfo) -> Busy {
+fn gpu_busy(
+    a: &Analyzer,
+    info: &TraceInfo,
+    win: &Span,
+    kinfo: &KernelInfo,
+    index: &KernelIndex,
+) -> Busy {
     let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
-    // The devices' copies of the spans, then the streams': one at a time
-    // (on two threads this runs beside the idle account).
-    let mut by_device: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
-    for k in &a.kernel_spans {
-        by_device.entry(a.device(k)).or_default().push((k.start, k.end));
-    }
     let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg {
         ns: acc.ns.saturating_add(k.ns),
         count: acc.count + k.count,
     });
-    let mut kernels_by_device: HashMap<i64, u64> = HashMap::default();
     let mut places = super::ranges::PlaceCache::default();
-    for k in &a.kernel_spans {
-        if a.ranges.in_step_cached(&mut places, k.start) {
-            *kernels_by_device.entry(a.device(k)).or_insert(0) += 1;
-        }
-    }
     // Communication and the rest, per device: how much communication the
-    // compute kernels hide.
-    // (Only traces with communication pay for the second copy of the spans.)
-    let mut comm_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
-    let mut compute_iv: HashMap<i64, Vec<(i64, i64)>> = HashMap::default();
-    if kinfo.values().any(|k| k.0 == Category::Communication) {
-        for k in &a.kernel_spans {
-            let side = if kinfo[&k.name].0 == Category::Communication {
-                &mut comm_iv
-            } else {
-                &mut compute_iv
-            };
-            side.entry(a.device(k)).or_default().push((k.start, k.end));
-        }
-    }
+    // compute kernels hide (only traces with communication split them).
+    let has_comm = kinfo.values().any(|k| k.0 == Category::Communication);
+    let is_comm = |k: &KernelSpan| kinfo[&k.name].0 == Category::Communication;
     let mut comm_total = (0i64, 0i64);
-    let mut devices: Vec<DeviceRow> = by_device
-        .iter_mut()
-        .map(|(&device, iv)| {
-            let busy = overlap(&merge(iv), steps);
-            let raw = overlap_each(iv, steps);
-            let props = device_props(info, device);
-            let mem = a.memory.get(&device);
-            let comm =
-                comm_iv.get_mut(&device).map(|c| intersect(&merge(c), steps)).unwrap_or_default();
-            let comm_ns: i64 = comm.iter().map(|(s, e)| e - s).sum();
-            let hidden = compute_iv.get_mut(&device).map_or(0, |c| overlap(&comm, &merge(c)));
-            comm_total.0 = comm_total.0.saturating_add(comm_ns);
-            comm_total.1 = comm_total.1.saturating_add(hidden);
-            DeviceRow {
-                vendor: vendor(a, info, props),
-                name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
-                comm_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns), 3)),
-                comm_exposed_ms_per_step: (comm_ns > 0)
-                    .then(|| round(win.per_step_ms(comm_ns - hidden), 3)),
-                comm_overlap_pct: (comm_ns > 0).then(|| round(pct(hidden, comm_ns), 1)),
-                device,
-                busy_ms_per_step: round(win.per_step_ms(busy), 3),
-                util: ratio(busy as f64, wall_ns as f64).min(1.0),
-                util_raw: ratio(raw as f64, wall_ns as f64),
-                kernels_per_step: round(
-                    *kernels_by_device.get(&device).unwrap_or(&0) as f64 / n_steps,
-                    2,
-                ),
-                peak_reserved_mb: mem
-                    .filter(|m| m.reserved > 0.0)
-                    .map(|m| round(m.reserved / 1e6, 1)),
-                capacity_mb: props
-                    .filter(|p| p.total_global_mem > 0.0)
-                    .map(|p| round(p.total_global_mem / 1e6, 1)),
-            }
-        })
-        .collect();
-    drop((by_device, comm_iv, compute_iv));
-    devices.sort_by_key(|d| d.device);
-    for d in &mut devices {
-        d.util = round(d.util, 3);
-        d.util_raw = round(d.util_raw, 3);
-    }
-    let mut by_stream: HashMap<(i64, i64), Vec<(i64, i64)>> = HashMap::default();
-    for k in &a.kernel_spans {
-        by_stream.entry((a.device(k), a.stream(k))).or_default().push((k.start, k.end));
+    let mut devices: Vec<DeviceRow> = Vec::new();
+    // Each stream's busy union, merged as its kernels come in time order,
+    // and its kernels in the steps.
+    let mut by_stream: HashMap<(i64, i64), (Vec<(i64, i64)>, u64)> = HashMap::default();
+    for (device, ks) in index.devices() {
+        let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
+        let interval = |k: &KernelSpan| (k.start, k.end);
+        let busy = overlap(&merge_sorted(spans.clone().map(interval)), steps);
+        let raw = overlap_each(spans.clone().map(interval), steps);
+        let (comm_ns, hidden) = if has_comm {
+            let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(interval));
+            let comm = intersect(&comm, steps);
+            let compute = merge_sorted(spans.clone().filter(|k| !is_comm(k)).map(interval));
+            (comm.iter().map(|(s, e)| e - s).sum(), overlap(&comm, &compute))
+        } else {
+            (0, 0)
+        };
+        let mut in_steps = 0u64;
+        for k in spans {
+            let stream = by_stream.entry((device, a.stream(k))).or_default();
+            push_merged(&mut stream.0, k.start, k.end);
+            let counted = u64::from(a.ranges.in_step_cached(&mut places, k.start));
+            stream.1 += counted;
+            in_steps += counted;
+        }
+        let props = device_props(info, device);
+        let mem = a.memory.get(&device);
+        comm_total.0 = comm_total.0.saturating_add(comm_ns);
+        comm_total.1 = comm_total.1.saturating_add(hidden);
+        devices.push(DeviceRow {
+            vendor: vendor(a, info, props),
+            name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
+            comm_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns), 3)),
+            comm_exposed_ms_per_step: (comm_ns > 0)
+                .then(|| round(win.per_step_ms(comm_ns - hidden), 3)),
+            comm_overlap_pct: (comm_ns > 0).then(|| round(pct(hidden, comm_ns), 1)),
+            device,
+            busy_ms_per_step: round(win.per_step_ms(busy), 3),
+            util: round(ratio(busy as f64, wall_ns as f64).min(1.0), 3),
+            util_raw: round(ratio(raw as f64, wall_ns as f64), 3),
+            kernels_per_step: round(in_steps as f64 / n_steps, 2),
+            peak_reserved_mb: mem.filter(|m| m.reserved > 0.0).map(|m| round(m.reserved / 1e6, 1)),
+            capacity_mb: props
+                .filter(|p| p.total_global_mem > 0.0)
+                .map(|p| round(p.total_global_mem / 1e6, 1)),
+        });
     }
     let mut streams: Vec<StreamRow> = by_stream
-        .iter_mut()
-        .map(|(&(device, stream), iv)| {
-            let busy = overlap(&merge(iv), steps);
-            let count = iv.iter().filter(|(s, _)| a.ranges.in_step(*s)).count();
+        .into_iter()
+        .map(|((device, stream), (merged, count))| {
+            let busy = overlap(&merged, steps);
             StreamRow {
                 device,
                 stream,
@@ -426,6 +411,7 @@ fn idle_account(
     a: &Analyzer,
     win: &Span,
     kinfo: &KernelInfo,
+    index: &KernelIndex,
     keep_gaps: bool,
     before_sweep: &dyn Fn(),
 ) -> Option<super::idle::Account> {
@@ -443,7 +429,7 @@ fn idle_account(
     }
     let label =
         |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
-    super::idle::account(a, &steps, win.n_steps, &label, keep_gaps, before_sweep)
+    super::idle::account(a, index, &steps, win.n_steps, &label, keep_gaps, before_sweep)
 }
 
 // --- measured numbers win over trace-derived ones where they exist.

@@ -11,15 +11,21 @@ pub fn merge(iv: &mut [(i64, i64)]) -> Vec<(i64, i64)> {
 pub fn merge_sorted(iv: impl Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
     let mut out: Vec<(i64, i64)> = Vec::new();
     for (s, e) in iv {
-        if e <= s {
-            continue;
-        }
-        match out.last_mut() {
-            Some(last) if s <= last.1 => last.1 = last.1.max(e),
-            _ => out.push((s, e)),
-        }
+        push_merged(&mut out, s, e);
     }
     out
+}
+
+/// Adds `[s, e)`, which starts at or after every interval before it, to
+/// the merged list `out`.
+pub fn push_merged(out: &mut Vec<(i64, i64)>, s: i64, e: i64) {
+    if e <= s {
+        return;
+    }
+    match out.last_mut() {
+        Some(last) if s <= last.1 => last.1 = last.1.max(e),
+        _ => out.push((s, e)),
+    }
 }
 
 /// Length of the intersection of two sorted, merged interval lists.
@@ -73,10 +79,10 @@ pub fn intersect(a: &[(i64, i64)], b: &[(i64, i64)]) -> Vec<(i64, i64)> {
 /// Sum over each interval of `iv` (sorted by start, possibly overlapping)
 /// of its overlap with `steps` (sorted, disjoint): the plain, not unioned,
 /// busy time. One forward sweep, O(|iv| + |steps|).
-pub fn overlap_each(iv: &[(i64, i64)], steps: &[(i64, i64)]) -> i64 {
+pub fn overlap_each(iv: impl IntoIterator<Item = (i64, i64)>, steps: &[(i64, i64)]) -> i64 {
     let mut first = 0;
     let mut total = 0i64;
-    for &(s, e) in iv {
+    for (s, e) in iv {
         while first < steps.len() && steps[first].1 <= s {
             first += 1;
         }
@@ -188,7 +194,7 @@ mod tests {
         k.sort_unstable();
         let steps = [(0, 12), (18, 45)];
         let brute: i64 = k.iter().map(|iv| overlap(&[*iv], &steps)).sum();
-        assert_eq!(overlap_each(&k, &steps), brute);
+        assert_eq!(overlap_each(k.iter().copied(), &steps), brute);
         assert_eq!(brute, 2 + 2 + 12 + 5);
         // One interval at a time, by search: the same as the walk.
         let steps: Vec<(i64, i64)> = (0..50).map(|k| (k * 10, k * 10 + 6)).collect();

@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
 use super::idle::Gaps;
+use super::kernel_index::{DeviceSpans, KernelIndex};
 use crate::profile::{CollectiveCall, LeadIn, LeadKind};
 use crate::trace::event::Collective;
 use crate::util::round;
@@ -94,6 +95,7 @@ impl Collector {
     pub(super) fn finish(
         self,
         a: &Analyzer,
+        index: &KernelIndex,
         gaps: Option<&Gaps>,
         label: &dyn Fn(u32) -> Option<String>,
     ) -> Vec<CollectiveCall> {
@@ -111,18 +113,17 @@ impl Collector {
                 .and_then(|k| k.launch())
                 .map(|l| l.start)
         };
-        // Each device's kernels by start, and by launch where known.
-        let mut by_start: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
+        // Each device's kernels by launch, where known (by start: `index`).
         let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
         for (i, k) in a.kernel_spans.iter().enumerate() {
-            by_start.entry(a.device(k)).or_default().push((k.start, i));
             if let Some(l) = k.launch() {
                 by_launch.entry(a.device(k)).or_default().push((l.start, i));
             }
         }
-        for ks in by_start.values_mut().chain(by_launch.values_mut()) {
+        for ks in by_launch.values_mut() {
             ks.sort_unstable();
         }
+        let start_of = |i: &u32| a.kernel_spans[*i as usize].start;
         let mut out: Vec<CollectiveCall> = Vec::with_capacity(calls.len());
         for i in 0..calls.len() {
             let (c, span) = &calls[i];
@@ -140,13 +141,13 @@ impl Collector {
                 .take(LOOK_BACK)
                 .filter(|(p, _)| p.device == c.device)
                 .collect();
-            let ran = by_start.get(&c.device).map_or(&[][..], Vec::as_slice);
+            let ran = index.device(c.device);
             let ended = before
                 .iter()
                 .map(|(p, _)| p.start_ns + p.dur_ns)
                 .filter(|e| *e <= c.start_ns)
                 .max();
-            let from = ended.or_else(|| ran.first().map(|k| k.0)).unwrap_or(c.start_ns);
+            let from = ended.or_else(|| ran.first().map(start_of)).unwrap_or(c.start_ns);
             let (mut lead_in, floor) = match launched {
                 Some(l) => {
                     let after = before.iter().find_map(|(_, s)| launch_of(*s)).unwrap_or(i64::MIN);
@@ -157,11 +158,10 @@ impl Collector {
                     lead_in_kernels(ks.map(|k| (k.name, k.end - k.start)), label)
                 }
                 None => {
-                    let first = ran.partition_point(|k| k.0 < from);
-                    let ks = ran[first..]
-                        .iter()
-                        .take_while(|k| k.0 < c.start_ns)
-                        .map(|k| &a.kernel_spans[k.1]);
+                    let first = ran.partition_point(|k| start_of(k) < from);
+                    let ks = DeviceSpans { ks: ran, all: &a.kernel_spans }
+                        .iter(first)
+                        .take_while(|k| k.start < c.start_ns);
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
                 }
             };

@@ -25,6 +25,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::busy::{merge, merge_sorted};
 use super::cpulog::{CpuLog, CpuRec, thread_bit};
+use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::{partition_point_from, round};
@@ -288,21 +289,7 @@ impl Tally {
 
 /// A device: its id, its kernels (indices, by start), their merged busy
 /// intervals and the busy time inside the steps.
-type DeviceKernels = (i64, Vec<u32>, Vec<(i64, i64)>, i64);
-
-/// A device's kernels by start: indices into the pass's spans (no list of
-/// references copied out of them).
-#[derive(Clone, Copy)]
-struct DeviceSpans<'a> {
-    ks: &'a [u32],
-    all: &'a [super::KernelSpan],
-}
-
-impl<'a> DeviceSpans<'a> {
-    fn iter(self, from: usize) -> impl Iterator<Item = &'a super::KernelSpan> {
-        self.ks[from..].iter().map(move |&i| &self.all[i as usize])
-    }
-}
+type DeviceKernels<'a> = (i64, &'a [u32], Vec<(i64, i64)>, i64);
 
 /// The idle account and the idle time per phase id, in ns over the window.
 pub(super) struct Account {
@@ -440,6 +427,7 @@ impl Gaps {
 /// account's largest lists; `build` waits there for the roofline).
 pub(super) fn account(
     a: &Analyzer,
+    index: &KernelIndex,
     steps: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
@@ -449,18 +437,13 @@ pub(super) fn account(
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
     let window = merged(steps);
-    // (Indices as u32, and the busy union merged from them directly: this
-    // runs beside the roofline on two threads, and both add to the peak.)
-    let span = |i: u32| &a.kernel_spans[i as usize];
-    let mut by_device: HashMap<i64, Vec<u32>> = HashMap::default();
-    for (i, k) in a.kernel_spans.iter().enumerate() {
-        by_device.entry(a.device(k)).or_default().push(i as u32);
-    }
-    let mut devices: Vec<DeviceKernels> = by_device
-        .into_iter()
-        .map(|(d, mut ks)| {
-            ks.sort_by_key(|&i| (span(i).start, span(i).end));
-            let busy = merge_sorted(ks.iter().map(|&i| (span(i).start, span(i).end)));
+    // (The busy union merged from the index directly: this runs beside
+    // the roofline on two threads, and both add to the peak.)
+    let mut devices: Vec<DeviceKernels> = index
+        .devices()
+        .map(|(d, ks)| {
+            let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
+            let busy = merge_sorted(spans.map(|k| (k.start, k.end)));
             let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
         })
@@ -484,11 +467,10 @@ pub(super) fn account(
             .into_iter()
             .map(|i| (i, GapPlan::of(a, steps, &devices[i], &launchers[i], keep_gaps && i == 0)))
             .collect();
-        // A device's kernel index and busy list serve only its plan: freed
-        // before the log's records near the gaps are gathered and swept.
+        // A device's busy list serves only its plan: freed before the
+        // log's records near the gaps are gathered and swept.
         for (i, _) in &plans {
-            let (_, ks, busy, _) = &mut devices[*i];
-            (*ks, *busy) = (Vec::new(), Vec::new());
+            devices[*i].2 = Vec::new();
         }
         let mut cover = FrameCover::default();
         let spans = {

@@ -18,6 +18,7 @@ pub mod busy;
 pub mod collectives;
 pub mod cpulog;
 pub mod idle;
+mod kernel_index;
 pub mod kernels;
 mod memory;
 pub mod ranges;
@@ -1113,7 +1114,8 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        idle::account(self, &[(start, end)], 1.0, &label, true, &|| ())
+        let index = kernel_index::KernelIndex::of(self);
+        idle::account(self, &index, &[(start, end)], 1.0, &label, true, &|| ())
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
