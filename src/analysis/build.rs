@@ -336,7 +336,8 @@ fn gpu_busy(
     let mut devices: Vec<DeviceRow> = Vec::new();
     // Each stream's busy union, merged as its kernels come in time order,
     // and its kernels in the steps.
-    let mut by_stream: HashMap<(i64, i64), (Vec<(i64, i64)>, u64)> = HashMap::default();
+    type StreamBusy = (Vec<(i64, i64)>, u64);
+    let mut by_stream: HashMap<(i64, i64), StreamBusy> = HashMap::default();
     for (device, ks) in index.devices() {
         let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
         let interval = |k: &KernelSpan| (k.start, k.end);

@@ -190,7 +190,7 @@ mod tests {
 
     #[test]
     fn plain_sum_counts_overlaps_twice() {
-        let mut k = vec![(15, 30), (10, 20), (40, 50)];
+        let mut k = [(15, 30), (10, 20), (40, 50)];
         k.sort_unstable();
         let steps = [(0, 12), (18, 45)];
         let brute: i64 = k.iter().map(|iv| overlap(&[*iv], &steps)).sum();

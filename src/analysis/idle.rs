@@ -546,7 +546,7 @@ struct DeviceAccount {
 /// the only threads its gaps' windows are on.
 fn launch_threads(a: &Analyzer, dev: &DeviceKernels) -> HashMap<u32, u64> {
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in (DeviceSpans { ks: &dev.1, all: &a.kernel_spans }).iter(0) {
+    for k in (DeviceSpans { ks: dev.1, all: &a.kernel_spans }).iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
