@@ -5,7 +5,7 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
-use super::busy::{intersect, merge_sorted, overlap, overlap_each, push_merged};
+use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
@@ -36,10 +36,11 @@ pub(super) fn build(
     let kinfo = kernel_info(&mut a);
     // The idle account, the busy union, the roofline and the ops' count
     // each read the pass's records and nothing of each other: with a
-    // spare thread the idle account runs beside the other three. Its
-    // sweep (its largest lists) waits for the roofline to be done, so
-    // that their peaks come one after the other: 4 MB less at 1 GB, for a
-    // wait of 0–80 ms there (BENCHMARKS.md).
+    // spare thread, the idle account and the busy union run beside the
+    // roofline and the ops' count. The idle sweep (its largest lists)
+    // waits for the roofline to be done, so that their peaks come one
+    // after the other (4 MB less at 1 GB; BENCHMARKS.md); the busy union,
+    // which keeps no list, fills that wait.
     let keep_gaps = !a.collectives.is_empty();
     let index = KernelIndex::of(&a);
     let (busy, roof, idle, op_tables) = std::thread::scope(|s| {
@@ -47,24 +48,32 @@ pub(super) fn build(
         let side = (crate::trace::parallel::threads() > 1).then(|| {
             let (a, win, kinfo, index) = (&a, &win, &kinfo, &index);
             s.spawn(move || {
-                // Err once the roofline is done (or gone): the sender is
-                // dropped, never used.
-                let wait = move || {
+                let busy = std::cell::OnceCell::new();
+                let before_sweep = || {
+                    busy.get_or_init(|| gpu_busy(a, info, win, kinfo, index));
+                    // Err once the roofline is done (or gone): the sender
+                    // is dropped, never used.
                     let _ = roof_wait.recv();
                 };
-                idle_account(a, win, kinfo, index, keep_gaps, &wait)
+                let idle = idle_account(a, win, kinfo, index, keep_gaps, &before_sweep);
+                // (No sweep without kernels.)
+                let busy =
+                    busy.into_inner().unwrap_or_else(|| gpu_busy(a, info, win, kinfo, index));
+                (busy, idle)
             })
         });
-        let busy = gpu_busy(&a, info, &win, &kinfo, &index);
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
         drop(roof_done);
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).
         let op_tables = a.ops_stale.then(|| a.count_ops());
-        let idle = match side {
+        let (busy, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
-            None => idle_account(&a, &win, &kinfo, &index, keep_gaps, &|| ()),
+            None => (
+                gpu_busy(&a, info, &win, &kinfo, &index),
+                idle_account(&a, &win, &kinfo, &index, keep_gaps, &|| ()),
+            ),
         };
         (busy, roof, idle, op_tables)
     });
@@ -334,31 +343,35 @@ fn gpu_busy(
     let is_comm = |k: &KernelSpan| kinfo[&k.name].0 == Category::Communication;
     let mut comm_total = (0i64, 0i64);
     let mut devices: Vec<DeviceRow> = Vec::new();
-    // Each stream's busy union, merged as its kernels come in time order,
-    // and its kernels in the steps.
-    type StreamBusy = (Vec<(i64, i64)>, u64);
-    let mut by_stream: HashMap<(i64, i64), StreamBusy> = HashMap::default();
+    // Each stream's busy time in the steps, and its kernels there: its
+    // kernels come in time order, so no list of its union is kept.
+    let mut by_stream: HashMap<(i64, i64), (OverlapSum, u64)> = HashMap::default();
     for (device, ks) in index.devices() {
         let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
-        let interval = |k: &KernelSpan| (k.start, k.end);
-        let busy = overlap(&merge_sorted(spans.clone().map(interval)), steps);
-        let raw = overlap_each(spans.clone().map(interval), steps);
+        let raw = overlap_each(spans.clone().map(|k| (k.start, k.end)), steps);
         let (comm_ns, hidden) = if has_comm {
-            let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(interval));
+            let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(|k| (k.start, k.end)));
             let comm = intersect(&comm, steps);
-            let compute = merge_sorted(spans.clone().filter(|k| !is_comm(k)).map(interval));
-            (comm.iter().map(|(s, e)| e - s).sum(), overlap(&comm, &compute))
+            let mut hidden = OverlapSum::new(&comm);
+            for k in spans.clone().filter(|k| !is_comm(k)) {
+                hidden.push(k.start, k.end);
+            }
+            (comm.iter().map(|(s, e)| e - s).sum(), hidden.total())
         } else {
             (0, 0)
         };
-        let mut in_steps = 0u64;
+        let (mut busy, mut in_steps) = (OverlapSum::new(steps), 0u64);
         for k in spans {
-            let stream = by_stream.entry((device, a.stream(k))).or_default();
-            push_merged(&mut stream.0, k.start, k.end);
+            busy.push(k.start, k.end);
+            let stream = by_stream
+                .entry((device, a.stream(k)))
+                .or_insert_with(|| (OverlapSum::new(steps), 0));
+            stream.0.push(k.start, k.end);
             let counted = u64::from(a.ranges.in_step_cached(&mut places, k.start));
             stream.1 += counted;
             in_steps += counted;
         }
+        let busy = busy.total();
         let props = device_props(info, device);
         let mem = a.memory.get(&device);
         comm_total.0 = comm_total.0.saturating_add(comm_ns);
@@ -383,8 +396,8 @@ fn gpu_busy(
     }
     let mut streams: Vec<StreamRow> = by_stream
         .into_iter()
-        .map(|((device, stream), (merged, count))| {
-            let busy = overlap(&merged, steps);
+        .map(|((device, stream), (busy, count))| {
+            let busy = busy.total();
             StreamRow {
                 device,
                 stream,

@@ -11,20 +11,62 @@ pub fn merge(iv: &mut [(i64, i64)]) -> Vec<(i64, i64)> {
 pub fn merge_sorted(iv: impl Iterator<Item = (i64, i64)>) -> Vec<(i64, i64)> {
     let mut out: Vec<(i64, i64)> = Vec::new();
     for (s, e) in iv {
-        push_merged(&mut out, s, e);
+        if e <= s {
+            continue;
+        }
+        match out.last_mut() {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => out.push((s, e)),
+        }
     }
     out
 }
 
-/// Adds `[s, e)`, which starts at or after every interval before it, to
-/// the merged list `out`.
-pub fn push_merged(out: &mut Vec<(i64, i64)>, s: i64, e: i64) {
-    if e <= s {
-        return;
+/// [`overlap`] of `steps` with the union of intervals that come sorted by
+/// start, added up as they come: no list of the union is kept (a device's
+/// is as long as its kernels).
+pub struct OverlapSum<'s> {
+    steps: &'s [(i64, i64)],
+    /// The first step not yet passed.
+    at: usize,
+    /// The union's last interval, still open to merge with.
+    open: Option<(i64, i64)>,
+    total: i64,
+}
+
+impl<'s> OverlapSum<'s> {
+    pub fn new(steps: &'s [(i64, i64)]) -> OverlapSum<'s> {
+        OverlapSum { steps, at: 0, open: None, total: 0 }
     }
-    match out.last_mut() {
-        Some(last) if s <= last.1 => last.1 = last.1.max(e),
-        _ => out.push((s, e)),
+
+    /// Adds `[s, e)`, which starts at or after every interval before it.
+    pub fn push(&mut self, s: i64, e: i64) {
+        if e <= s {
+            return;
+        }
+        match &mut self.open {
+            Some(last) if s <= last.1 => last.1 = last.1.max(e),
+            _ => {
+                self.close();
+                self.open = Some((s, e));
+            }
+        }
+    }
+
+    fn close(&mut self) {
+        let Some((s, e)) = self.open.take() else { return };
+        let steps = self.steps;
+        while self.at < steps.len() && steps[self.at].1 <= s {
+            self.at += 1;
+        }
+        for st in steps[self.at..].iter().take_while(|st| st.0 < e) {
+            self.total += (e.min(st.1) - s.max(st.0)).max(0);
+        }
+    }
+
+    pub fn total(mut self) -> i64 {
+        self.close();
+        self.total
     }
 }
 
@@ -203,6 +245,36 @@ mod tests {
                 let e = s + len;
                 assert_eq!(overlap_one(s, e, &steps), overlap(&[(s, e)], &steps), "[{s}, {e})");
             }
+        }
+    }
+
+    #[test]
+    fn overlap_sum_equals_the_merged_overlap() {
+        // Intervals by start, overlapping, nested, empty and touching, over
+        // steps that cut them anywhere.
+        let mut seed = 7u64;
+        let mut next = |m: i64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (seed >> 33) as i64 % m
+        };
+        for round in 0..200 {
+            let mut iv: Vec<(i64, i64)> = (0..round % 40)
+                .map(|_| {
+                    let s = next(1000);
+                    (s, s + next(60) - 5)
+                })
+                .collect();
+            iv.sort_by_key(|k| k.0);
+            let mut steps =
+                merge(&mut (0..next(6)).map(|_| (next(1000), next(1000))).collect::<Vec<_>>());
+            if round % 7 == 0 {
+                steps.clear();
+            }
+            let mut sum = OverlapSum::new(&steps);
+            for &(s, e) in &iv {
+                sum.push(s, e);
+            }
+            assert_eq!(sum.total(), overlap(&merge(&mut iv.clone()), &steps), "{iv:?} {steps:?}");
         }
     }
 
