@@ -41,9 +41,13 @@ pub(super) fn build(
     // waits for the roofline to be done, so that their peaks come one
     // after the other (4 MB less at 1 GB; BENCHMARKS.md); the busy union,
     // which keeps no list, fills that wait.
-    let keep_gaps = !a.collectives.is_empty();
+    let collector = std::mem::take(&mut a.collectives);
+    let keep_gaps = !collector.is_empty();
     let index = KernelIndex::of(&a);
-    let (busy, roof, idle, op_tables) = std::thread::scope(|s| {
+    let compute_label = |name: u32| {
+        kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
+    };
+    let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
             let (a, win, kinfo, index) = (&a, &win, &kinfo, &index);
@@ -68,6 +72,9 @@ pub(super) fn build(
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).
         let op_tables = a.ops_stale.then(|| a.count_ops());
+        // The collectives' kernel lead-ins too (their idle part needs the
+        // idle account's gaps).
+        let lead_ins = collector.finish(&a, &index, &compute_label);
         let (busy, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
@@ -75,7 +82,7 @@ pub(super) fn build(
                 idle_account(&a, &win, &kinfo, &index, keep_gaps, &|| ()),
             ),
         };
-        (busy, roof, idle, op_tables)
+        (busy, roof, idle, op_tables, lead_ins)
     });
     if let Some(t) = op_tables {
         (a.op_tables, a.ops_stale) = (t, false);
@@ -92,15 +99,7 @@ pub(super) fn build(
         )
     });
     let head = headline(&a, &win, &busy, &kinfo, measured);
-    let compute_label = |name: u32| {
-        kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
-    };
-    let collectives = std::mem::take(&mut a.collectives).finish(
-        &a,
-        &index,
-        idle.as_ref().and_then(|i| i.gaps.as_ref()),
-        &compute_label,
-    );
+    let collectives = lead_ins.with_idle(idle.as_ref().and_then(|i| i.gaps.as_ref()));
     let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };
     let tables = rows.tables(busy.kernel_total.ns);
     let mut by_phase = rows.phases(measured);

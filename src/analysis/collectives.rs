@@ -89,20 +89,20 @@ impl Collector {
     /// kernels (`label` names them; `None` is communication) the host
     /// launched between the device's previous collective and this one —
     /// the same stretch of the program on every rank, however late each
-    /// ran — and the idle time by cause in `gaps` (the idle account's
-    /// device) from the end of the previous collective to this one's start.
-    /// Without launches in the trace, the kernels that ran in that time.
+    /// ran — and then ([`LeadIns::with_idle`], once the idle account is
+    /// done) the idle time by cause from the end of the previous
+    /// collective to this one's start. Without launches in the trace, the
+    /// kernels that ran in that time.
     pub(super) fn finish(
         self,
         a: &Analyzer,
         index: &KernelIndex,
-        gaps: Option<&Gaps>,
         label: &dyn Fn(u32) -> Option<String>,
-    ) -> Vec<CollectiveCall> {
+    ) -> LeadIns {
         if self.calls.is_empty() {
             // No collective (one GPU, most inference): no per-device kernel
-            // index to build (two lists as long as the kernels).
-            return Vec::new();
+            // index to build (a list as long as the kernels).
+            return LeadIns::default();
         }
         let mut calls: Vec<(CollectiveCall, Option<u32>)> =
             self.calls.into_iter().zip(self.spans).collect();
@@ -113,18 +113,24 @@ impl Collector {
                 .and_then(|k| k.launch())
                 .map(|l| l.start)
         };
-        // Each device's kernels by launch, where known (by start: `index`).
-        let mut by_launch: HashMap<i64, Vec<(i64, usize)>> = HashMap::default();
+        // Each device's kernels by launch, where known (by start: `index`);
+        // indices, as this list is held beside the idle account's sweep.
+        let kernel = |i: &u32| &a.kernel_spans[*i as usize];
+        let launch_of_kernel = |i: &u32| kernel(i).launch().map_or(i64::MIN, |l| l.start);
+        let mut by_launch: HashMap<i64, Vec<u32>> = HashMap::default();
         for (i, k) in a.kernel_spans.iter().enumerate() {
-            if let Some(l) = k.launch() {
-                by_launch.entry(a.device(k)).or_default().push((l.start, i));
+            if k.launch().is_some() {
+                by_launch.entry(a.device(k)).or_default().push(i as u32);
             }
         }
         for ks in by_launch.values_mut() {
-            ks.sort_unstable();
+            ks.sort_unstable_by_key(|i| (launch_of_kernel(i), *i));
         }
-        let start_of = |i: &u32| a.kernel_spans[*i as usize].start;
-        let mut out: Vec<CollectiveCall> = Vec::with_capacity(calls.len());
+        let start_of = |i: &u32| kernel(i).start;
+        let mut out = LeadIns {
+            calls: Vec::with_capacity(calls.len()),
+            from: Vec::with_capacity(calls.len()),
+        };
         for i in 0..calls.len() {
             let (c, span) = &calls[i];
             let launched = launch_of(*span);
@@ -148,13 +154,13 @@ impl Collector {
                 .filter(|e| *e <= c.start_ns)
                 .max();
             let from = ended.or_else(|| ran.first().map(start_of)).unwrap_or(c.start_ns);
-            let (mut lead_in, floor) = match launched {
+            let (lead_in, floor) = match launched {
                 Some(l) => {
                     let after = before.iter().find_map(|(_, s)| launch_of(*s)).unwrap_or(i64::MIN);
                     let list = by_launch.get(&c.device).map_or(&[][..], Vec::as_slice);
-                    let first = list.partition_point(|k| k.0 <= after);
+                    let first = list.partition_point(|k| launch_of_kernel(k) <= after);
                     let ks =
-                        list[first..].iter().take_while(|k| k.0 < l).map(|k| &a.kernel_spans[k.1]);
+                        list[first..].iter().take_while(|k| launch_of_kernel(k) < l).map(kernel);
                     lead_in_kernels(ks.map(|k| (k.name, k.end - k.start)), label)
                 }
                 None => {
@@ -165,20 +171,37 @@ impl Collector {
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
                 }
             };
-            if let Some(g) = gaps.filter(|g| g.device == c.device) {
-                let mut idle = g.within(from, c.start_ns);
-                idle.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
-                lead_in.extend(idle.into_iter().filter(|x| x.1 >= 1_000).map(|(cause, ns)| {
-                    LeadIn {
-                        kind: LeadKind::Idle,
-                        name: cause.as_str().to_string(),
-                        us: round(ns as f64 / 1e3, 3),
-                    }
-                }));
-            }
-            out.push(CollectiveCall { step, lead_in, lead_in_floor_us: floor, ..c.clone() });
+            out.calls.push(CollectiveCall { step, lead_in, lead_in_floor_us: floor, ..c.clone() });
+            out.from.push(from);
         }
         out
+    }
+}
+
+/// The calls with their kernel lead-ins, waiting for the idle account.
+#[derive(Default)]
+pub(super) struct LeadIns {
+    calls: Vec<CollectiveCall>,
+    /// Where each call's lead-in starts.
+    from: Vec<i64>,
+}
+
+impl LeadIns {
+    /// The calls, each lead-in ending with the idle time by cause in
+    /// `gaps` (the idle account's device) over the call's lead-in.
+    pub(super) fn with_idle(self, gaps: Option<&Gaps>) -> Vec<CollectiveCall> {
+        let mut calls = self.calls;
+        let Some(g) = gaps else { return calls };
+        for (c, from) in calls.iter_mut().zip(self.from).filter(|(c, _)| c.device == g.device) {
+            let mut idle = g.within(from, c.start_ns);
+            idle.sort_by_key(|x| (std::cmp::Reverse(x.1), x.0));
+            c.lead_in.extend(idle.into_iter().filter(|x| x.1 >= 1_000).map(|(cause, ns)| LeadIn {
+                kind: LeadKind::Idle,
+                name: cause.as_str().to_string(),
+                us: round(ns as f64 / 1e3, 3),
+            }));
+        }
+        calls
     }
 }
 
