@@ -43,15 +43,19 @@ pub(super) fn build(
     // which keeps no list, fills that wait.
     let collector = std::mem::take(&mut a.collectives);
     let keep_gaps = !collector.is_empty();
-    let index = KernelIndex::of(&a);
+    // Sorted by the side thread first thing (the roofline needs none of
+    // it); whoever asks first sorts it, the other waits.
+    let index = std::sync::OnceLock::new();
+    let index = || index.get_or_init(|| KernelIndex::of(&a));
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
     };
     let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
-            let (a, win, kinfo, index) = (&a, &win, &kinfo, &index);
+            let (a, win, kinfo) = (&a, &win, &kinfo);
             s.spawn(move || {
+                let index = index();
                 let busy = std::cell::OnceCell::new();
                 let before_sweep = || {
                     busy.get_or_init(|| gpu_busy(a, info, win, kinfo, index));
@@ -74,12 +78,12 @@ pub(super) fn build(
         let op_tables = a.ops_stale.then(|| a.count_ops());
         // The collectives' kernel lead-ins too (their idle part needs the
         // idle account's gaps).
-        let lead_ins = collector.finish(&a, &index, &compute_label);
+        let lead_ins = collector.finish(&a, index(), &compute_label);
         let (busy, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
-                gpu_busy(&a, info, &win, &kinfo, &index),
-                idle_account(&a, &win, &kinfo, &index, keep_gaps, &|| ()),
+                gpu_busy(&a, info, &win, &kinfo, index()),
+                idle_account(&a, &win, &kinfo, index(), keep_gaps, &|| ()),
             ),
         };
         (busy, roof, idle, op_tables, lead_ins)
@@ -212,7 +216,7 @@ fn check_usable(a: &Analyzer) -> Result<()> {
     // (Ops still to be counted change nothing here: each widened the span.)
     let usable = a.counts.gpu_in_steps
         + a.counts.gpu_outside
-        + a.op_tables.ops.len() as u64
+        + u64::from(!a.op_tables.ops_by_phase.is_empty())
         + a.counts.mallocs;
     if a.span.is_none() && usable == 0 {
         return Err(Error::failed(format!(
@@ -647,9 +651,10 @@ impl Rows<'_> {
             .collect();
         categories
             .sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
-        let op_total: i64 = a.op_tables.ops.values().map(|o| o.ns).fold(0, i64::saturating_add);
+        let op_totals = a.op_tables.ops();
+        let op_total: i64 = op_totals.values().map(|o| o.ns).fold(0, i64::saturating_add);
         let mut ops: Vec<OpRow> =
-            a.op_tables.ops.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
+            op_totals.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
         sort_ops(&mut ops);
         Tables { kernels, categories, ops }
     }

@@ -61,7 +61,7 @@ impl Agg {
 /// What the CPU ops inside the steps are counted into.
 #[derive(Debug, Default)]
 struct OpTables {
-    ops: HashMap<u32, Agg>,
+    /// Per (phase, op name); an op's totals are their sum ([`OpTables::ops`]).
     ops_by_phase: HashMap<(u16, u32), Agg>,
     /// Per thread, the union of its CPU ops inside the steps: the time it
     /// spent inside framework ops rather than between them.
@@ -71,8 +71,20 @@ struct OpTables {
 impl OpTables {
     fn add(&mut self, thread: u32, name: u32, phase: u16, start: i64, dur: i64) {
         self.op_cover.entry(thread).or_default().add(start, start + dur);
-        self.ops.entry(name).or_default().add(dur);
         self.ops_by_phase.entry((phase, name)).or_default().add(dur);
+    }
+
+    /// Each op's totals over the phases: summed once here rather than
+    /// counted beside the phases' for every op (durations are never
+    /// negative, so the saturating sums agree).
+    fn ops(&self) -> HashMap<u32, Agg> {
+        let mut ops: HashMap<u32, Agg> = HashMap::default();
+        for (&(_, name), o) in &self.ops_by_phase {
+            let total = ops.entry(name).or_default();
+            total.ns = total.ns.saturating_add(o.ns);
+            total.count += o.count;
+        }
+        ops
     }
 }
 
