@@ -214,11 +214,9 @@ pub(super) fn build(
 /// than summarising it as zeros.
 fn check_usable(a: &Analyzer) -> Result<()> {
     // (Ops still to be counted change nothing here: each widened the span.)
-    let usable = a.counts.gpu_in_steps
-        + a.counts.gpu_outside
-        + u64::from(!a.op_tables.ops_by_phase.is_empty())
-        + a.counts.mallocs;
-    if a.span.is_none() && usable == 0 {
+    let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.counts.mallocs > 0
+        || !a.op_tables.ops_by_phase.is_empty();
+    if a.span.is_none() && !usable {
         return Err(Error::failed(format!(
             "the trace has no events to analyse ({} events read; none is a CPU op, runtime call or GPU event)",
             a.counts.events
