@@ -45,8 +45,8 @@ pub(super) fn build(
     let keep_gaps = !collector.is_empty();
     // Sorted by the side thread first thing (the roofline needs none of
     // it); whoever asks first sorts it, the other waits.
-    let index = std::sync::OnceLock::new();
-    let index = || index.get_or_init(|| KernelIndex::of(&a));
+    let sorted = std::sync::OnceLock::new();
+    let index = || sorted.get_or_init(|| KernelIndex::of(&a));
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
     };

@@ -55,13 +55,7 @@ impl<'s> OverlapSum<'s> {
 
     fn close(&mut self) {
         let Some((s, e)) = self.open.take() else { return };
-        let steps = self.steps;
-        while self.at < steps.len() && steps[self.at].1 <= s {
-            self.at += 1;
-        }
-        for st in steps[self.at..].iter().take_while(|st| st.0 < e) {
-            self.total += (e.min(st.1) - s.max(st.0)).max(0);
-        }
+        self.total = self.total.saturating_add(overlap_from(s, e, self.steps, &mut self.at));
     }
 
     pub fn total(mut self) -> i64 {
@@ -125,16 +119,22 @@ pub fn overlap_each(iv: impl IntoIterator<Item = (i64, i64)>, steps: &[(i64, i64
     let mut first = 0;
     let mut total = 0i64;
     for (s, e) in iv {
-        while first < steps.len() && steps[first].1 <= s {
-            first += 1;
-        }
-        let mut j = first;
-        while j < steps.len() && steps[j].0 < e {
-            total = total.saturating_add((e.min(steps[j].1) - s.max(steps[j].0)).max(0));
-            j += 1;
-        }
+        total = total.saturating_add(overlap_from(s, e, steps, &mut first));
     }
     total
+}
+
+/// The overlap of `[s, e)` with `steps` (sorted, disjoint) from `first`
+/// on, which moves past the steps that end by `s`: the walk of callers
+/// whose intervals come by start.
+fn overlap_from(s: i64, e: i64, steps: &[(i64, i64)], first: &mut usize) -> i64 {
+    while *first < steps.len() && steps[*first].1 <= s {
+        *first += 1;
+    }
+    steps[*first..]
+        .iter()
+        .take_while(|st| st.0 < e)
+        .fold(0i64, |acc, st| acc.saturating_add((e.min(st.1) - s.max(st.0)).max(0)))
 }
 
 /// The union of intervals that arrive nearly in order (one thread's CPU ops
