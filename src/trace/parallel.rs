@@ -3,9 +3,10 @@
 //!
 //! The calling thread reads the input in blocks and cuts each just after
 //! an event's closing brace (a `}` followed by `,` and `{`, whitespace
-//! between). Parsing threads turn blocks into events; the calling thread
-//! gives them to the sink in file order — so the sink, and every figure
-//! made from it, sees what a one-thread read gives, event for event.
+//! between). Parsing threads take blocks from one queue, whichever is free,
+//! and turn them into events; the calling thread gives them to the sink in
+//! file order — so the sink, and every figure made from it, sees what a
+//! one-thread read gives, event for event.
 //!
 //! A cut is a guess: the pattern can lie inside a string or in an event's
 //! nested array. Block 0 starts at the array's first byte; a block's parse
@@ -151,6 +152,29 @@ type Cart<'m> = EitherCart<Vec<u8>, &'m [u8]>;
 
 type Parsed<'m> = Yoke<Batch<'static>, Cart<'m>>;
 
+/// A block for the parsing threads: its sequence number, the state it
+/// starts in, its bytes.
+type Job<'m> = (u64, State, Cart<'m>);
+
+/// A block parsed, by sequence number; `None` when its thread panicked.
+type Done<'m> = (u64, Option<Parsed<'m>>);
+
+/// Says that a parsing thread's block will not come, if the thread
+/// unwinds while parsing it: the sink, waiting for that block, would
+/// otherwise wait for ever on the threads still running.
+struct Undone<'r, 'm> {
+    seq: Option<u64>,
+    results: &'r mpsc::Sender<Done<'m>>,
+}
+
+impl Drop for Undone<'_, '_> {
+    fn drop(&mut self) {
+        if let Some(seq) = self.seq {
+            let _ = self.results.send((seq, None));
+        }
+    }
+}
+
 /// Event lists emptied after delivery, for the parsing threads to fill
 /// again. An emptied list borrows nothing: its lifetime is changed by
 /// collecting it in place (the same allocation; `Vec`'s in-place
@@ -256,8 +280,9 @@ struct Block<'m> {
     /// Stream offset of its first byte.
     base: u64,
     state: State,
-    /// Parsed by this worker; `None`: held here (no cut in [`NO_CUT`] bytes).
-    worker: Option<usize>,
+    /// Its place in the parsing threads' queue; `None`: held here (no
+    /// cut in [`NO_CUT`] bytes).
+    seq: Option<u64>,
     /// The bytes of a block no worker parses.
     held: Cart<'m>,
 }
@@ -412,17 +437,25 @@ pub(super) fn stream_events(
         state: State::First,
     };
     let pool = ItemPool::default();
+    // One queue of blocks that every parsing thread takes from: a thread
+    // that is done takes the next block whoever's turn it was, so none
+    // waits while another lags (round-robin queues left a core idle while
+    // the sink waited on the slower thread).
+    let (job_tx, job_rx) = mpsc::channel::<Job<'_>>();
+    let (res_tx, results) = mpsc::channel::<Done<'_>>();
+    let job_rx = std::sync::Mutex::new(job_rx);
     let (bytes, base, first) = std::thread::scope(|scope| {
-        let mut jobs = Vec::with_capacity(threads);
-        let mut results = Vec::with_capacity(threads);
         for _ in 0..threads {
-            let (job_tx, job_rx) = mpsc::channel::<(State, Cart<'_>)>();
-            let (res_tx, res_rx) = mpsc::channel::<Parsed<'_>>();
-            let pool = &pool;
+            let (job_rx, res_tx, pool) = (&job_rx, res_tx.clone(), &pool);
             std::thread::Builder::new()
                 .name("parse".into())
                 .spawn_scoped(scope, move || {
-                    for (state, bytes) in job_rx {
+                    let mut on_panic = Undone { seq: None, results: &res_tx };
+                    loop {
+                        // The lock is held only to take a block.
+                        let job = job_rx.lock().ok().and_then(|rx| rx.recv().ok());
+                        let Some((seq, state, bytes)) = job else { return };
+                        on_panic.seq = Some(seq);
                         let spare = pool.lock().ok().and_then(|mut p| p.pop());
                         let parsed = Yoke::<Batch<'static>, Cart<'_>>::attach_to_cart(
                             bytes,
@@ -431,7 +464,8 @@ pub(super) fn stream_events(
                                 None => parse_block(b, state),
                             },
                         );
-                        if res_tx.send(parsed).is_err() {
+                        on_panic.seq = None;
+                        if res_tx.send((seq, Some(parsed))).is_err() {
                             return;
                         }
                     }
@@ -439,17 +473,17 @@ pub(super) fn stream_events(
                 .map_err(|e| {
                     Error::failed(format!("cannot start a parsing thread: {e}")).caused_by(e)
                 })?;
-            jobs.push(job_tx);
-            results.push(res_rx);
         }
+        drop(res_tx);
         let mut d = Driver {
             input: &mut input,
             pool: &pool,
             file: file.as_ref(),
-            jobs,
+            jobs: job_tx,
             results,
+            arrived: Vec::new(),
             pending: VecDeque::new(),
-            next_worker: 0,
+            next_seq: 0,
             threads,
         };
         let rest = d.run(sink, info)?;
@@ -462,6 +496,7 @@ pub(super) fn stream_events(
         bytes.append(&mut d.input.carry);
         Ok::<_, Error>((bytes, base, first))
     })?;
+    drop(job_rx);
     // The scanner goes on from `base`: the bytes held here, then the rest
     // of the input.
     let Input { failed, reader, offset, .. } = input;
@@ -491,10 +526,12 @@ struct Driver<'i, 'm> {
     /// The mapped file the blocks borrow from, if any: its pages are given
     /// back as blocks are delivered.
     file: Option<&'m MappedFile>,
-    jobs: Vec<mpsc::Sender<(State, Cart<'m>)>>,
-    results: Vec<mpsc::Receiver<Parsed<'m>>>,
+    jobs: mpsc::Sender<Job<'m>>,
+    results: mpsc::Receiver<Done<'m>>,
+    /// Blocks parsed before their turn, by sequence number.
+    arrived: Vec<Done<'m>>,
     pending: VecDeque<Block<'m>>,
-    next_worker: usize,
+    next_seq: u64,
     threads: usize,
 }
 
@@ -504,22 +541,22 @@ impl<'m> Driver<'_, 'm> {
         while self.pending.len() < AHEAD * self.threads {
             let Some((base, state, bytes, cut)) = self.input.next() else { return };
             if !cut {
-                self.pending.push_back(Block { base, state, worker: None, held: bytes });
+                self.pending.push_back(Block { base, state, seq: None, held: bytes });
                 return; // the scanner takes over there
             }
-            let w = self.next_worker;
-            self.next_worker = (w + 1) % self.threads;
-            match self.jobs[w].send((state, bytes)) {
+            let seq = self.next_seq;
+            self.next_seq += 1;
+            match self.jobs.send((seq, state, bytes)) {
                 Ok(()) => self.pending.push_back(Block {
                     base,
                     state,
-                    worker: Some(w),
+                    seq: Some(seq),
                     held: EitherCart::A(Vec::new()),
                 }),
                 // A parsing thread stopped (it panicked): hold the bytes,
                 // the scanner reads them.
-                Err(mpsc::SendError((_, bytes))) => {
-                    self.pending.push_back(Block { base, state, worker: None, held: bytes });
+                Err(mpsc::SendError((_, _, bytes))) => {
+                    self.pending.push_back(Block { base, state, seq: None, held: bytes });
                     return;
                 }
             }
@@ -528,9 +565,14 @@ impl<'m> Driver<'_, 'm> {
 
     /// The next block's bytes and, when a worker parsed it, its events.
     fn take(&mut self, block: &mut Block<'m>) -> Option<Parsed<'m>> {
-        let w = block.worker.take()?;
-        // `None`: the thread died (a panic, which the scope raises again).
-        self.results[w].recv().ok()
+        let seq = block.seq.take()?;
+        loop {
+            if let Some(k) = self.arrived.iter().position(|d| d.0 == seq) {
+                // `None`: the thread died (a panic, which the scope raises again).
+                return self.arrived.swap_remove(k).1;
+            }
+            self.arrived.push(self.results.recv().ok()?);
+        }
     }
 
     /// Appends a block's bytes to `head`.
@@ -571,7 +613,7 @@ impl<'m> Driver<'_, 'm> {
                     },
                 });
             };
-            let held = block.worker.is_none();
+            let held = block.seq.is_none();
             let (base, parsed) = match (tail.take(), self.take(&mut block)) {
                 (None, Some(parsed)) => (block.base, parsed),
                 (None, None) => {
@@ -597,7 +639,7 @@ impl<'m> Driver<'_, 'm> {
                         }
                         self.fill();
                         let Some(mut next) = self.pending.pop_front() else { break };
-                        held = next.worker.is_none();
+                        held = next.seq.is_none();
                         parsed = self.take(&mut next);
                         block = next;
                     }
@@ -605,13 +647,16 @@ impl<'m> Driver<'_, 'm> {
                     (base, Yoke::attach_to_cart(head, |b: &[u8]| parse_block(b, state)))
                 }
             };
-            let batch = parsed.get();
-            deliver(&batch.items, base, sink, info)?;
-            let end = batch.end;
-            let mut spare = None;
+            let (mut delivered, mut end, mut spare) = (Ok(()), End::Clean, None);
             let bytes = parsed
-                .map_project::<(), _>(|batch, _| spare = Some(emptied(batch.items)))
+                .map_project::<(), _>(|batch, _| {
+                    let mut items = batch.items;
+                    delivered = deliver(&mut items, base, sink, info);
+                    end = batch.end;
+                    spare = Some(emptied(items));
+                })
                 .into_backing_cart();
+            delivered?;
             if let (Some(items), Ok(mut pool)) = (spare, self.pool.lock()) {
                 if pool.len() < AHEAD * self.threads + 1 && items.capacity() > 0 {
                     pool.push(items);
@@ -673,15 +718,18 @@ fn prefetch(item: &Item<'_>) {
     let _ = item;
 }
 
-/// Gives a block's events to the sink, as the one-thread loop does.
+/// Gives a block's events to the sink, as the one-thread loop does, and
+/// drops each once given: while its lines are still at hand, rather than
+/// in a second walk over the block's list.
 fn deliver(
-    items: &[Item<'_>],
+    items: &mut Vec<Item<'_>>,
     base: u64,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
 ) -> Result<()> {
-    for (i, item) in items.iter().enumerate() {
-        if let Some(ahead) = items.get(i + PREFETCH) {
+    let mut items = items.drain(..);
+    while let Some(item) = items.next() {
+        if let Some(ahead) = items.as_slice().get(PREFETCH - 1) {
             prefetch(ahead);
         }
         info.events += 1;
