@@ -621,6 +621,8 @@ impl GapPlan {
             Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
         let mut windows: Vec<Window> = Vec::new();
         let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
+        // Where the last gap's next kernels were: gaps come in time order.
+        let mut next_hint = 0;
         for &(s0, s1) in steps {
             let first = busy.partition_point(|b| b.1 <= s0);
             let mut at = s0;
@@ -645,6 +647,7 @@ impl GapPlan {
                         *device,
                         kernels,
                         (at, g1),
+                        &mut next_hint,
                         gap,
                         main_thread,
                         host_side,
@@ -729,6 +732,7 @@ fn explain_gap(
     device: i64,
     kernels: DeviceSpans,
     (g0, g1): (i64, i64),
+    next_hint: &mut usize,
     gap: u32,
     main_thread: Option<u32>,
     host_side: bool,
@@ -737,7 +741,11 @@ fn explain_gap(
 ) {
     let phase = a.ranges.gpu_phase_by_time(device, g0);
     // The kernels that end the gap; the one launched last was waited for.
-    let from = kernels.ks.partition_point(|&i| kernels.all[i as usize].start < g1);
+    // (Searched from the last gap's: a binary search over the device's
+    // kernels, two loads a probe, was most of the gaps' planning.)
+    let from =
+        partition_point_from(kernels.ks, *next_hint, |&i| kernels.all[i as usize].start < g1);
+    *next_hint = from;
     let next = || kernels.iter(from).take_while(|k| k.start == g1);
     let launched: Option<(&super::KernelSpan, Launch)> =
         next().filter_map(|k| Some((k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
