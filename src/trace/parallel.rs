@@ -553,7 +553,8 @@ impl<'m> Driver<'_, 'm> {
                     seq: Some(seq),
                     held: EitherCart::A(Vec::new()),
                 }),
-                // A parsing thread stopped (it panicked): hold the bytes,
+                // The queue's end is gone (it outlives the parsing
+                // threads, so this is only defensive): hold the bytes,
                 // the scanner reads them.
                 Err(mpsc::SendError((_, _, bytes))) => {
                     self.pending.push_back(Block { base, state, seq: None, held: bytes });
