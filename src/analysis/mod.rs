@@ -739,17 +739,27 @@ impl Analyzer {
     /// The ops' tables counted from the CPU log under the final ranges:
     /// what [`Analyzer::count_again`] leaves to be done ([`Analyzer::ops_stale`]).
     fn count_ops(&self) -> OpTables {
+        self.count_ops_dense_for(16)
+    }
+
+    /// [`Analyzer::count_ops`], with an index per phase for the first
+    /// `dense_phases` phases met; any further phase's counted through a
+    /// map (a hostile trace's thousands of phases must not each cost a
+    /// vector of every name).
+    fn count_ops_dense_for(&self, dense_phases: usize) -> OpTables {
         // Counted by index (threads and names are dense ids: two hash
         // lookups an op were a fifth of this loop), then moved into the
         // tables in the order their keys were first met. That is the
         // order counting into them directly inserts them, so the maps come
         // out laid out the same, and so does all that iterates them (the
         // headline's choice among equal threads).
-        let mut cover: Vec<Option<busy::StreamingUnion>> = Vec::new();
-        let mut threads_met: Vec<u32> = Vec::new();
-        // Per phase, each op name's entry in `aggs` (`NONE`: not met).
         const NONE: u32 = u32::MAX;
+        // Each thread's entry in `covers` (`NONE`: no op yet).
+        let mut cover_of: Vec<u32> = Vec::new();
+        let mut covers: Vec<(u32, busy::StreamingUnion)> = Vec::new();
+        // Per phase, each op name's entry in `aggs`.
         let mut slots: Vec<(u16, Vec<u32>)> = Vec::new();
+        let mut spilled: HashMap<(u16, u32), u32> = HashMap::default();
         let mut aggs: Vec<((u16, u32), Agg)> = Vec::new();
         let mut places = ranges::PlaceCache::default();
         for op in self.op_records() {
@@ -758,40 +768,47 @@ impl Analyzer {
             }
             let phase = self.ranges.cpu_phase_cached(&mut places, op.thread, op.start);
             let t = op.thread as usize;
-            if t >= cover.len() {
-                cover.resize_with(t + 1, || None);
+            if t >= cover_of.len() {
+                cover_of.resize(t + 1, NONE);
             }
-            cover[t]
-                .get_or_insert_with(|| {
-                    threads_met.push(op.thread);
-                    busy::StreamingUnion::default()
-                })
-                .add(op.start, op.start + op.dur);
-            let p = match slots.iter().position(|s| s.0 == phase) {
-                Some(p) => p,
-                None => {
+            if cover_of[t] == NONE {
+                cover_of[t] = covers.len() as u32;
+                covers.push((op.thread, busy::StreamingUnion::default()));
+            }
+            covers[cover_of[t] as usize].1.add(op.start, op.start + op.dur);
+            let next = aggs.len() as u32;
+            let dense = match slots.iter().position(|s| s.0 == phase) {
+                Some(p) => Some(p),
+                None if slots.len() < dense_phases => {
                     slots.push((phase, Vec::new()));
-                    slots.len() - 1
+                    Some(slots.len() - 1)
                 }
+                None => None,
             };
-            let names = &mut slots[p].1;
-            let n = op.name as usize;
-            if n >= names.len() {
-                names.resize(n + 1, NONE);
-            }
-            if names[n] == NONE {
-                names[n] = aggs.len() as u32;
+            let at = match dense {
+                Some(p) => {
+                    let names = &mut slots[p].1;
+                    let n = op.name as usize;
+                    if n >= names.len() {
+                        names.resize(n + 1, NONE);
+                    }
+                    if names[n] == NONE {
+                        names[n] = next;
+                    }
+                    names[n]
+                }
+                None => *spilled.entry((phase, op.name)).or_insert(next),
+            };
+            if at == next {
                 aggs.push(((phase, op.name), Agg::default()));
             }
-            aggs[names[n] as usize].1.add(op.dur);
+            aggs[at as usize].1.add(op.dur);
         }
         let mut tables = OpTables::default();
-        for t in threads_met {
-            if let Some(c) = cover[t as usize].take() {
-                tables.op_cover.insert(t, c);
-            }
-        }
         // One by one, not `extend` (which sizes the table first).
+        for (thread, cover) in covers {
+            tables.op_cover.insert(thread, cover);
+        }
         for (key, agg) in aggs {
             tables.ops_by_phase.insert(key, agg);
         }
@@ -1663,15 +1680,21 @@ mod tests {
                 one_by_one.add(op.thread, op.name, phase, op.start, op.dur);
             }
         }
-        let by_index = a.count_ops();
         assert!(one_by_one.ops_by_phase.len() > 100, "{}", one_by_one.ops_by_phase.len());
         let rows = |t: &OpTables| -> Vec<((u16, u32), i64, u64)> {
             t.ops_by_phase.iter().map(|(k, v)| (*k, v.ns, v.count)).collect()
         };
-        assert_eq!(rows(&by_index), rows(&one_by_one));
         let cover = |t: &OpTables| -> Vec<(u32, i64, u64)> {
             t.op_cover.iter().map(|(k, u)| (*k, u.total(), u.lost)).collect()
         };
-        assert_eq!(cover(&by_index), cover(&one_by_one));
+        let phases: std::collections::BTreeSet<u16> =
+            one_by_one.ops_by_phase.keys().map(|k| k.0).collect();
+        assert!(phases.len() > 1, "{phases:?}");
+        // Every phase by index (as `count_ops`), only the first, and none.
+        for dense in [16, 1, 0] {
+            let by_index = a.count_ops_dense_for(dense);
+            assert_eq!(rows(&by_index), rows(&one_by_one), "{dense} phases by index");
+            assert_eq!(cover(&by_index), cover(&one_by_one), "{dense} phases by index");
+        }
     }
 }
