@@ -7,6 +7,7 @@
 # no memory-pressure verdict at the chosen batch).
 #
 #   BIN=path/to/libreyolo capture/gpu_check.sh [outdir]
+#   ONLY="run_auto fp32" capture/gpu_check.sh        # only the checks named
 #
 # `libreyolo` hands infer/run to `libreyolo-capture` beside it: carry both
 # (scripts/setup.sh builds them without debug info; together they fit the
@@ -22,8 +23,12 @@ export LD_LIBRARY_PATH="$torch_lib:${LD_LIBRARY_PATH:-}"
 python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.cuda.is_available(), torch.cuda.get_device_name(0) if torch.cuda.is_available() else "")'
 nvidia-smi --query-gpu=name,memory.total --format=csv,noheader || true
 
+# Whether check $1 is to run (all of them unless ONLY names some).
+wanted() { [[ -z "${ONLY:-}" || " $ONLY " == *" $1 "* ]]; }
+
 run() { # name args...
   local name="$1"; shift
+  wanted "$name" || return 0
   echo "== $name: $*"
   "$bin" profile infer --device 0 --imgsz 640 --warmup 10 --runs 40 --project "$out/$name" "$@" 2> "$out/$name.stderr" | tee "$out/$name.txt"
   read_back "$name" "$out/$name/infer"
@@ -31,6 +36,7 @@ run() { # name args...
 
 train() { # name args...
   local name="$1"; shift
+  wanted "$name" || return 0
   echo "== $name: $*"
   "$bin" profile run synthetic --device 0 --imgsz 640 --workers 8 --warmup 5 --steps 20 --project "$out/$name" "$@" \
     2> "$out/$name.stderr" | tee "$out/$name.txt"

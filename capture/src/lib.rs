@@ -10,6 +10,7 @@ pub mod infer;
 pub mod model;
 pub mod ops;
 pub mod output;
+pub mod panics;
 pub mod pickle;
 pub mod postprocess;
 pub mod preprocess;

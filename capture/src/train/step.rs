@@ -40,7 +40,7 @@ use serde_json::{Map, json};
 use tch::{Device, Tensor};
 
 use super::autobatch;
-use super::data::{Dataset, Loader};
+use super::data::{Dataset, Loader, MAX_LABELS};
 use super::ema::Ema;
 use super::loss::{Gains, yolo9_train_loss};
 use super::optim::{self, Schedule, Sgd};
@@ -203,7 +203,12 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     let training = model::training();
     let fit = autobatch::probe(dev, &stats, |b| {
         let x = Tensor::zeros([b as i64, 3, imgsz, imgsz], (tch::Kind::Float, dev));
-        let y = Tensor::full([b as i64, 1, 5], -1.0, (tch::Kind::Float, dev));
+        // Targets as every batch has them, padded to MAX_LABELS rows: the
+        // assignment's tensors are (batch, MAX_LABELS, anchors), most of the
+        // memory at a large batch (a probe with one row chose batch 534 on
+        // an H200, whose first step asked for 20 GiB more than was left).
+        let y = Tensor::full([b as i64, MAX_LABELS as i64, 5], -1.0, (tch::Kind::Float, dev));
+        y.select(1, 0).copy_(&Tensor::from_slice(&[0.0f32, 0.25, 0.25, 0.75, 0.75]));
         let loss = autocast(amp, || {
             let maps = m.model.forward_train(&x);
             yolo9_train_loss(&maps, &y, (imgsz, imgsz), nc, &Gains::default(), m.model.aux_weight())
@@ -214,7 +219,7 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     drop(training);
     let fit = fit?;
     p.notes.push(format!(
-        "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {})",
+        "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {}{})",
         fit.batch,
         autobatch::FRACTION * 100.0,
         fit.total_bytes as f64 / (1u64 << 30) as f64,
@@ -222,7 +227,15 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
             .iter()
             .map(|(b, bytes)| format!("{b}: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64))
             .collect::<Vec<_>>()
-            .join(", ")
+            .join(", "),
+        fit.checked
+            .iter()
+            .map(|(b, bytes)| match bytes {
+                Some(bytes) =>
+                    format!("; batch {b} ran: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64),
+                None => format!("; batch {b} ran out of memory"),
+            })
+            .collect::<String>()
     ));
     p.batch = fit.batch;
     p.autobatch = Some(fit);
@@ -578,7 +591,7 @@ fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measuremen
     if let Some(f) = &p.autobatch {
         meta.insert(
             "autobatch".into(),
-            json!({"fraction": autobatch::FRACTION, "total_bytes": f.total_bytes, "probes": f.probes, "batch": f.batch}),
+            json!({"fraction": autobatch::FRACTION, "total_bytes": f.total_bytes, "probes": f.probes, "checked": f.checked, "batch": f.batch}),
         );
     }
     meta.insert("aux_weight".into(), json!(m.model.aux_weight()));
