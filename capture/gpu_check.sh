@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The device checks of inference and training capture, as one script for a machine with a GPU
 # and torch 2.11 installed: `infer --device 0` without and with --half, both
-# --amp-dtype values; `run synthetic --device 0` with AMP, without, and with
+# --amp-dtype values, --batch 8, --fuse (compared with the unfused) and
+# --memory; `run synthetic --device 0` with AMP, without, and with
 # --batch -1; then the readers on each result, with the checks that matter
 # (kernels recorded per phase, Tensor Core share, peak VRAM, readers agree,
 # no memory-pressure verdict at the chosen batch).
@@ -66,6 +67,13 @@ run fp32
 run half_fp16 --half --amp-dtype float16
 run half_bf16 --half --amp-dtype bfloat16
 run fp32_b8 --batch 8
+run fp32_fused --fuse
+run fp32_memory --memory
+if wanted compare_fuse; then
+  echo "== compare_fuse: fp32 -> fp32_fused"
+  "$bin" profile compare "$out/fp32/infer/profile.json" "$out/fp32_fused/infer/profile.json" | tee "$out/compare_fuse.txt"
+  "$bin" profile memory "$out/fp32_memory/infer/profile_trace.json" | tee "$out/fp32_memory.memory.txt"
+fi
 train run_amp --batch 16
 train run_fp32 --batch 16 --no-amp
 train run_auto --batch -1
