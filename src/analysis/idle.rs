@@ -202,6 +202,8 @@ struct Frame {
     name: u32,
     parent: u32,
     depth: u32,
+    /// Time in this frame and its callees once [`Tally::frame_totals`]
+    /// ran; during the sweep, the time whose innermost frame it is.
     ns: i64,
 }
 
@@ -220,6 +222,11 @@ struct Tally {
     leading: HashMap<IdleCause, i64>,
     frames: Vec<Frame>,
     frame_ids: HashMap<(u32, u32), u32>,
+    /// The last path met and its nodes: the stretches of a gap mostly
+    /// share their callers (a `with_stack` trace's are dozens deep), whose
+    /// nodes are then not looked up again.
+    last_path: Vec<u32>,
+    last_nodes: Vec<u32>,
     /// Each gap's interval, by id, and every stretch explained with its
     /// cause and place: kept only when asked ([`account`]'s `keep_gaps`),
     /// for the collectives' lead-ins and the Timeline.
@@ -271,19 +278,36 @@ impl Tally {
     }
 
     /// The node for `path` (outermost first), created as needed, with `ns`
-    /// added to it and every caller.
+    /// added to it (and, by [`Tally::frame_totals`], to every caller).
     fn frame_path(&mut self, path: &[u32], ns: i64) -> Option<u32> {
-        let mut parent = ROOT;
-        for (depth, &name) in path.iter().enumerate() {
+        let common = self.last_path.iter().zip(path).take_while(|(a, b)| a == b).count();
+        self.last_path.truncate(common);
+        self.last_nodes.truncate(common);
+        let mut parent = self.last_nodes.last().copied().unwrap_or(ROOT);
+        for (depth, &name) in path.iter().enumerate().skip(common) {
             let next = self.frames.len() as u32;
             let id = *self.frame_ids.entry((parent, name)).or_insert(next);
             if id == next {
                 self.frames.push(Frame { name, parent, depth: depth as u32, ns: 0 });
             }
-            self.frames[id as usize].ns += ns;
+            self.last_path.push(name);
+            self.last_nodes.push(id);
             parent = id;
         }
-        (parent != ROOT).then_some(parent)
+        let leaf = (parent != ROOT).then_some(parent)?;
+        self.frames[leaf as usize].ns += ns;
+        Some(leaf)
+    }
+
+    /// Adds each frame's time to its callers' (a caller is created before
+    /// its callees, so one walk from the last frame suffices).
+    fn frame_totals(&mut self) {
+        for i in (0..self.frames.len()).rev() {
+            let Frame { parent, ns, .. } = self.frames[i];
+            if parent != ROOT {
+                self.frames[parent as usize].ns += ns;
+            }
+        }
     }
 }
 
@@ -678,6 +702,7 @@ impl GapPlan {
     ) -> DeviceAccount {
         let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
         let GapPlan { mut tally, gaps, leading, trailing, .. } = self;
+        tally.frame_totals();
         let idle_ns: i64 = tally.causes.values().sum();
         let mut causes: Vec<IdleCauseRow> = tally
             .causes
@@ -824,6 +849,7 @@ fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &
         };
         let mut p = 0;
         let mut active: Vec<HostSpan> = Vec::new();
+        let mut path: Vec<u32> = Vec::new();
         while w < windows.len() && windows[w].thread == thread {
             let win = windows[w];
             w += 1;
@@ -847,11 +873,13 @@ fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &
                     let place = match place {
                         Place::Frame(_) => {
                             let mut frames = active.iter().filter(|s| s.kind == HostKind::Python);
-                            let path: Vec<u32> = frames
-                                .clone()
-                                .filter(|s| !wrappers.contains(&s.name))
-                                .map(|s| s.name)
-                                .collect();
+                            path.clear();
+                            path.extend(
+                                frames
+                                    .clone()
+                                    .filter(|s| !wrappers.contains(&s.name))
+                                    .map(|s| s.name),
+                            );
                             match tally.frame_path(&path, t1 - t) {
                                 Some(node) => Place::Frame(node),
                                 // Only wrappers of the whole step: the step's own
@@ -1088,6 +1116,45 @@ fn places(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Each frame's time is that of every stretch whose path passes
+    /// through it, whatever order the paths come in (the nodes of a path's
+    /// callers are reused from the path before).
+    #[test]
+    fn a_frame_holds_the_time_of_every_path_through_it() {
+        let paths: [(&[u32], i64); 8] = [
+            (&[1, 2, 3], 5),
+            (&[1, 2], 7),
+            (&[1, 4], 11),
+            (&[1, 2, 3], 13),
+            (&[5], 17),
+            (&[], 19),
+            (&[1, 2, 3, 6], 23),
+            (&[5, 2, 3], 29),
+        ];
+        let mut t = Tally::default();
+        let leaves: Vec<Option<u32>> = paths.iter().map(|(p, ns)| t.frame_path(p, *ns)).collect();
+        t.frame_totals();
+        let chain = |mut id: u32| {
+            let mut names = Vec::new();
+            while id != ROOT {
+                names.push(t.frames[id as usize].name);
+                id = t.frames[id as usize].parent;
+            }
+            names.reverse();
+            names
+        };
+        for (i, f) in t.frames.iter().enumerate() {
+            let at = chain(i as u32);
+            let want: i64 = paths.iter().filter(|(p, _)| p.starts_with(&at)).map(|p| p.1).sum();
+            assert_eq!(f.ns, want, "frame {at:?}");
+            assert_eq!(f.depth as usize, at.len() - 1);
+        }
+        assert_eq!(t.frames.len(), 8, "one node per distinct prefix");
+        for ((p, _), leaf) in paths.iter().zip(&leaves) {
+            assert_eq!(leaf.map(chain).unwrap_or_default(), p.to_vec());
+        }
+    }
 
     /// `overlapping` against the plain definition: every host span that
     /// shares an instant with a window of its thread, sorted by thread,
