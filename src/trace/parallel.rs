@@ -42,6 +42,13 @@ pub const BLOCK: usize = 1 << 20;
 /// cores on a 1 GB trace; with four, ~10 %, and 6 % less time. The peak
 /// RSS is unchanged: it comes later, in the analysis.
 const AHEAD: usize = 4;
+/// Parsing threads for one trace, whatever the budget. One thread hands
+/// every event to the analysis in order, and beyond four parsers it is
+/// the bound: on a 16-core host, a 326 MB trace took 0.27 s on 4 threads,
+/// 0.32–0.35 s on 8 and 0.33 s on 16, while each thread adds [`AHEAD`]
+/// blocks in flight (peak RSS at 1 GB: 59, 76, 112, 183 MB on 2, 4, 8,
+/// 16 threads; BENCHMARKS.md).
+const MAX_PARSERS: usize = 4;
 /// Emptied blocks kept for reuse.
 const POOL: usize = 64;
 /// A block with no cut in this many bytes (one event near the size limit)
@@ -420,6 +427,7 @@ pub(super) fn stream_events(
     info: &mut TraceInfo,
 ) -> Result<Rest> {
     let (threads, block) = settings();
+    let threads = threads.min(MAX_PARSERS);
     let (offset, unread) = std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
     let (carry, reader, ended, file) = match unread {
         Unread::Read { carry, reader, ended } => (carry, reader, ended, None),
