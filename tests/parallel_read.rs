@@ -91,6 +91,36 @@ fn every_fixture_reads_the_same_at_any_thread_count_plain_or_gzipped() {
     }
 }
 
+/// A trace merged from several processes, each device's kernels launched
+/// by threads of its own (three ranks of the real DLRM job in one file):
+/// the idle account sweeps the processes after the first on whichever
+/// thread is free, and every figure is the same at any thread count.
+#[test]
+fn a_merged_trace_s_processes_are_accounted_the_same_on_any_thread() {
+    let dir =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/traces/param_dlrm_v100_8rank");
+    let mut ranks: Vec<PathBuf> =
+        std::fs::read_dir(dir).unwrap().map(|f| f.unwrap().path()).collect();
+    ranks.sort();
+    let mut events = Vec::new();
+    for rank in &ranks[..3] {
+        let v: serde_json::Value = serde_json::from_slice(&inflate(rank)).unwrap();
+        events.extend(v["traceEvents"].as_array().unwrap().iter().cloned());
+    }
+    let merged = serde_json::to_vec(&serde_json::json!({ "traceEvents": events })).unwrap();
+    let (_dir, src) = file(&merged, "merged.json");
+    let profile = parallel::with_share(2, parallel::BLOCK, || analyze(&src, Default::default()))
+        .unwrap()
+        .unwrap()
+        .profile;
+    let idle = profile.idle.expect("an idle account");
+    assert_eq!(idle.devices.len(), 3, "{:?}", idle.devices);
+    let one = read(&src, 1, parallel::BLOCK);
+    for (threads, block) in [(2, parallel::BLOCK), (3, 65536), (2, 4096)] {
+        assert_eq!(read(&src, threads, block), one, "{threads} threads, blocks of {block}");
+    }
+}
+
 #[test]
 fn a_real_trace_without_phase_ranges_is_read_once() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))

@@ -50,10 +50,13 @@ pub(super) fn build(
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
     };
+    // The idle account's device groups after the first, for the main
+    // thread too once its part is done (a merged trace's processes).
+    let share = super::idle::Share::default();
     let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
-            let (a, win, kinfo) = (&a, &win, &kinfo);
+            let (a, win, kinfo, share) = (&a, &win, &kinfo, &share);
             s.spawn(move || {
                 let index = index();
                 let busy = std::cell::OnceCell::new();
@@ -63,7 +66,7 @@ pub(super) fn build(
                     // is dropped, never used.
                     let _ = roof_wait.recv();
                 };
-                let idle = idle_account(a, win, kinfo, index, keep_gaps, &before_sweep);
+                let idle = idle_account(a, win, kinfo, index, keep_gaps, &before_sweep, share);
                 // (No sweep without kernels.)
                 let busy =
                     busy.into_inner().unwrap_or_else(|| gpu_busy(a, info, win, kinfo, index));
@@ -79,11 +82,12 @@ pub(super) fn build(
         // The collectives' kernel lead-ins too (their idle part needs the
         // idle account's gaps).
         let lead_ins = collector.finish(&a, index(), &compute_label);
+        share.help();
         let (busy, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
                 gpu_busy(&a, info, &win, &kinfo, index()),
-                idle_account(&a, &win, &kinfo, index(), keep_gaps, &|| ()),
+                idle_account(&a, &win, &kinfo, index(), keep_gaps, &|| (), &share),
             ),
         };
         (busy, roof, idle, op_tables, lead_ins)
@@ -422,13 +426,14 @@ fn gpu_busy(
 
 /// The idle account over each step (docs/analysis.md §12); None without
 /// kernels (a CPU run).
-fn idle_account(
-    a: &Analyzer,
+fn idle_account<'a>(
+    a: &'a Analyzer,
     win: &Span,
     kinfo: &KernelInfo,
-    index: &KernelIndex,
+    index: &'a KernelIndex,
     keep_gaps: bool,
     before_sweep: &dyn Fn(),
+    share: &super::idle::Share<'a>,
 ) -> Option<super::idle::Account> {
     // Each step on its own (a step's first and last kernel matter), kept
     // apart where steps overlap.
@@ -444,7 +449,8 @@ fn idle_account(
     }
     let label =
         |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
-    super::idle::account(a, index, &steps, win.n_steps, &label, keep_gaps, before_sweep)
+    let beside = super::idle::Beside { before_sweep, share };
+    super::idle::account(a, index, &steps, win.n_steps, &label, keep_gaps, beside)
 }
 
 // --- measured numbers win over trace-derived ones where they exist.

@@ -22,6 +22,8 @@
 //! are `launch` too: the host was dispatching as fast as it could.
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Condvar, Mutex, OnceLock};
 
 use super::busy::{merge, merge_sorted};
 use super::cpulog::{CpuLog, CpuRec, thread_bit};
@@ -447,17 +449,20 @@ impl Gaps {
 /// Computes the account over `steps` (each step's interval, in time order,
 /// not overlapping), per step over `n_steps`. `label` names a kernel.
 /// With `keep_gaps`, the account's device's gaps are kept with their causes.
-/// `before_sweep` is called before the sweep that explains the gaps (the
-/// account's largest lists; `build` waits there for the roofline).
-pub(super) fn account(
-    a: &Analyzer,
-    index: &KernelIndex,
+/// `beside.before_sweep` is called before the first sweep that explains
+/// the gaps (the account's largest lists; `build` waits there for the
+/// roofline); the device groups after the first are shared through
+/// `beside.share`.
+pub(super) fn account<'a>(
+    a: &'a Analyzer,
+    index: &'a KernelIndex,
     steps: &[(i64, i64)],
     n_steps: f64,
     label: &dyn Fn(u32) -> String,
     keep_gaps: bool,
-    before_sweep: &dyn Fn(),
+    beside: Beside<'_, 'a>,
 ) -> Option<Account> {
+    let Beside { before_sweep, share } = beside;
     let per_step = |ns: i64| round(ns as f64 / 1e6 / n_steps, 3);
     // Kernels per device, by start.
     let window = merged(steps);
@@ -477,48 +482,67 @@ pub(super) fn account(
     }
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
-    let launchers: Vec<HashMap<u32, u64>> = devices.iter().map(|d| launch_threads(a, d)).collect();
+    let mut launchers: Vec<HashMap<u32, u64>> =
+        devices.iter().map(|d| launch_threads(a, d)).collect();
     // Devices whose gaps the same host threads explain read the log once
     // for all their windows (a multi-GPU process's log is decoded once, not
     // once per device): a record near another device's gap overlaps none
     // of this one's windows, so the shared list changes no device's sweep.
     // The first read also finds the Python frames that wrap whole steps.
     let python = a.cpu.has_python();
-    let mut host: Option<HostFacts> = None;
+    let mut groups = sharing_threads(&launchers).into_iter();
+    let first = groups.next().expect("a device, so a group");
+    let mut plans: Vec<(usize, GapPlan)> = first
+        .into_iter()
+        .map(|i| (i, GapPlan::of(a, steps, &devices[i], &launchers[i], keep_gaps && i == 0)))
+        .collect();
+    // A device's busy list serves only its plan: freed before the log's
+    // records near the gaps are gathered and swept.
+    for (i, _) in &plans {
+        devices[*i].2 = Vec::new();
+    }
+    let mut cover = FrameCover::default();
+    let mut each = |r: &CpuRec| cover.add(r, &window);
+    let spans = near_gaps(a, &plans, python.then_some(&mut each as &mut dyn FnMut(&CpuRec)));
+    let host = HostFacts::of(a, &window, cover);
+    before_sweep();
+    for (_, plan) in &mut plans {
+        sweep(a, &host, &spans, plan);
+    }
+    drop(spans);
+    // The other groups (processes whose threads are their own), for
+    // whichever thread is free.
+    let rest: Vec<Group> = groups
+        .map(|g| {
+            g.into_iter()
+                .map(|i| {
+                    let (d, ks, busy, in_steps) = &mut devices[i];
+                    (
+                        i,
+                        (*d, *ks, std::mem::take(busy), *in_steps),
+                        std::mem::take(&mut launchers[i]),
+                    )
+                })
+                .collect()
+        })
+        .collect();
+    if !rest.is_empty() {
+        let rest = share.rest.get_or_init(|| Rest {
+            a,
+            steps: steps.to_vec(),
+            host,
+            todo: rest.len(),
+            groups: Mutex::new(rest.into_iter().map(Some).collect()),
+            next: AtomicUsize::new(0),
+            swept: Mutex::new((Vec::new(), 0)),
+            all_swept: Condvar::new(),
+        });
+        rest.work();
+        plans.extend(rest.wait());
+    }
     let mut accounts: Vec<Option<DeviceAccount>> = devices.iter().map(|_| None).collect();
-    for group in sharing_threads(&launchers) {
-        let mut plans: Vec<(usize, GapPlan)> = group
-            .into_iter()
-            .map(|i| (i, GapPlan::of(a, steps, &devices[i], &launchers[i], keep_gaps && i == 0)))
-            .collect();
-        // A device's busy list serves only its plan: freed before the
-        // log's records near the gaps are gathered and swept.
-        for (i, _) in &plans {
-            devices[*i].2 = Vec::new();
-        }
-        let mut cover = FrameCover::default();
-        let spans = {
-            let mut each = |r: &CpuRec| cover.add(r, &window);
-            let each = (host.is_none() && python).then_some(&mut each as &mut dyn FnMut(&CpuRec));
-            match &plans[..] {
-                [(_, one)] => overlapping(&a.cpu, &one.windows, each),
-                all => {
-                    let mut windows: Vec<Window> =
-                        all.iter().flat_map(|(_, p)| p.windows.iter().copied()).collect();
-                    windows.sort_by_key(|w| (w.thread, w.start));
-                    overlapping(&a.cpu, &windows, each)
-                }
-            }
-        };
-        let host = host.get_or_insert_with(|| HostFacts::of(a, &window, cover));
-        before_sweep();
-        for (_, plan) in &mut plans {
-            sweep(a, host, &spans, plan);
-        }
-        drop(spans);
-        for (i, plan) in plans {
-            accounts[i] = Some(plan.finish(a, devices[i].0, n_steps, label));
-        }
+    for (i, plan) in plans {
+        accounts[i] = Some(plan.finish(a, devices[i].0, n_steps, label));
     }
     let mut accounts = accounts.into_iter().map(|d| d.expect("every device's account"));
     let first = accounts.next().expect("the busiest device");
@@ -564,6 +588,120 @@ struct DeviceAccount {
     causes: Vec<IdleCauseRow>,
     phase_ns: HashMap<u16, i64>,
     gap_list: Option<Gaps>,
+}
+
+/// How [`account`] runs beside the rest of the analysis: what it calls
+/// before its first sweep (on two threads, the wait for the roofline's
+/// end), and the groups it shares with a thread that is free.
+pub(super) struct Beside<'s, 'a> {
+    pub before_sweep: &'s dyn Fn(),
+    pub share: &'s Share<'a>,
+}
+
+/// A group's devices: index, kernels, launching threads.
+type Group<'a> = Vec<(usize, DeviceKernels<'a>, HashMap<u32, u64>)>;
+
+/// The device groups after the first (processes whose host threads are
+/// their own: a merged trace's), each read and swept on its own, for
+/// whichever thread is free: the account's, and on two threads the one
+/// that ends the rest of the analysis (build.rs). A group's sweep reads
+/// nothing of another's, so who sweeps it changes no figure.
+#[derive(Default)]
+pub(super) struct Share<'a> {
+    rest: OnceLock<Rest<'a>>,
+}
+
+impl Share<'_> {
+    /// Sweeps the groups left, if the first one is done (else the
+    /// account's thread sweeps them all).
+    pub fn help(&self) {
+        if let Some(rest) = self.rest.get() {
+            rest.work();
+        }
+    }
+}
+
+struct Rest<'a> {
+    a: &'a Analyzer,
+    steps: Vec<(i64, i64)>,
+    host: HostFacts,
+    todo: usize,
+    /// Each group, taken by the thread that sweeps it.
+    groups: Mutex<Vec<Option<Group<'a>>>>,
+    next: AtomicUsize,
+    /// The plans swept, and how many groups are done (or given up).
+    swept: Mutex<(Vec<(usize, GapPlan)>, usize)>,
+    all_swept: Condvar,
+}
+
+impl Rest<'_> {
+    fn work(&self) {
+        loop {
+            let g = self.next.fetch_add(1, Ordering::Relaxed);
+            let taken =
+                self.groups.lock().ok().and_then(|mut v| v.get_mut(g).and_then(Option::take));
+            let Some(group) = taken else { return };
+            // Counted even if this thread unwinds, so that none waits for ever.
+            let done = Counted(self);
+            let mut plans: Vec<(usize, GapPlan)> = group
+                .into_iter()
+                .map(|(i, dev, launchers)| {
+                    (i, GapPlan::of(self.a, &self.steps, &dev, &launchers, false))
+                })
+                .collect();
+            let spans = near_gaps(self.a, &plans, None);
+            for (_, plan) in &mut plans {
+                sweep(self.a, &self.host, &spans, plan);
+            }
+            drop(spans);
+            if let Ok(mut s) = self.swept.lock() {
+                s.0.extend(plans);
+            }
+            drop(done);
+        }
+    }
+
+    /// Every group's plans, once all are swept.
+    fn wait(&self) -> Vec<(usize, GapPlan)> {
+        let Ok(mut s) = self.swept.lock() else { return Vec::new() };
+        while s.1 < self.todo {
+            s = match self.all_swept.wait(s) {
+                Ok(s) => s,
+                Err(_) => return Vec::new(),
+            };
+        }
+        std::mem::take(&mut s.0)
+    }
+}
+
+/// A group done: counted and said on drop.
+struct Counted<'r, 'a>(&'r Rest<'a>);
+
+impl Drop for Counted<'_, '_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.0.swept.lock() {
+            s.1 += 1;
+        }
+        self.0.all_swept.notify_all();
+    }
+}
+
+/// The host records near the gaps of `plans` (one read of the log for
+/// all of them), with every record read passed to `each`.
+fn near_gaps(
+    a: &Analyzer,
+    plans: &[(usize, GapPlan)],
+    each: Option<&mut dyn FnMut(&CpuRec)>,
+) -> ThreadSpans {
+    match plans {
+        [(_, one)] => overlapping(&a.cpu, &one.windows, each),
+        all => {
+            let mut windows: Vec<Window> =
+                all.iter().flat_map(|(_, p)| p.windows.iter().copied()).collect();
+            windows.sort_by_key(|w| (w.thread, w.start));
+            overlapping(&a.cpu, &windows, each)
+        }
+    }
 }
 
 /// The host threads that launched `dev`'s kernels, with how many each:
@@ -900,6 +1038,8 @@ fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &
             }
         }
     }
+    // The windows serve only the sweep (plans wait for the other groups).
+    *windows = Vec::new();
 }
 
 /// What the sweep asks of all the host records, not only those near a gap.

@@ -1208,7 +1208,8 @@ impl Analyzer {
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<idle::IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
         let index = kernel_index::KernelIndex::of(self);
-        idle::account(self, &index, &[(start, end)], 1.0, &label, true, &|| ())
+        let beside = idle::Beside { before_sweep: &|| (), share: &idle::Share::default() };
+        idle::account(self, &index, &[(start, end)], 1.0, &label, true, beside)
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
