@@ -69,7 +69,7 @@ run half_bf16 --half --amp-dtype bfloat16
 run fp32_b8 --batch 8
 run fp32_fused --fuse
 run fp32_memory --memory
-if wanted compare_fuse; then
+if wanted compare_fuse; then # reads fp32, fp32_fused and fp32_memory's outputs
   echo "== compare_fuse: fp32 -> fp32_fused"
   "$bin" profile compare "$out/fp32/infer/profile.json" "$out/fp32_fused/infer/profile.json" | tee "$out/compare_fuse.txt"
   "$bin" profile memory "$out/fp32_memory/infer/profile_trace.json" | tee "$out/fp32_memory.memory.txt"

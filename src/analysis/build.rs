@@ -6,6 +6,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
+use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
@@ -52,7 +53,7 @@ pub(super) fn build(
     };
     // The idle account's device groups after the first, for the main
     // thread too once its part is done (a merged trace's processes).
-    let share = super::idle::Share::default();
+    let share = Share::default();
     let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (crate::trace::parallel::threads() > 1).then(|| {
@@ -66,7 +67,8 @@ pub(super) fn build(
                     // is dropped, never used.
                     let _ = roof_wait.recv();
                 };
-                let idle = idle_account(a, win, kinfo, index, keep_gaps, &before_sweep, share);
+                let beside = Beside { before_sweep: &before_sweep, share };
+                let idle = idle_account(a, win, kinfo, index, keep_gaps, beside);
                 // (No sweep without kernels.)
                 let busy =
                     busy.into_inner().unwrap_or_else(|| gpu_busy(a, info, win, kinfo, index));
@@ -87,7 +89,14 @@ pub(super) fn build(
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
                 gpu_busy(&a, info, &win, &kinfo, index()),
-                idle_account(&a, &win, &kinfo, index(), keep_gaps, &|| (), &share),
+                idle_account(
+                    &a,
+                    &win,
+                    &kinfo,
+                    index(),
+                    keep_gaps,
+                    Beside { before_sweep: &|| (), share: &share },
+                ),
             ),
         };
         (busy, roof, idle, op_tables, lead_ins)
@@ -432,8 +441,7 @@ fn idle_account<'a>(
     kinfo: &KernelInfo,
     index: &'a KernelIndex,
     keep_gaps: bool,
-    before_sweep: &dyn Fn(),
-    share: &super::idle::Share<'a>,
+    beside: Beside<'_, 'a>,
 ) -> Option<super::idle::Account> {
     // Each step on its own (a step's first and last kernel matter), kept
     // apart where steps overlap.
@@ -449,7 +457,6 @@ fn idle_account<'a>(
     }
     let label =
         |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
-    let beside = super::idle::Beside { before_sweep, share };
     super::idle::account(a, index, &steps, win.n_steps, &label, keep_gaps, beside)
 }
 

@@ -531,7 +531,6 @@ pub(super) fn account<'a>(
             a,
             steps: steps.to_vec(),
             host,
-            todo: rest.len(),
             groups: Mutex::new(rest.into_iter().map(Some).collect()),
             next: AtomicUsize::new(0),
             swept: Mutex::new((Vec::new(), 0)),
@@ -625,7 +624,6 @@ struct Rest<'a> {
     a: &'a Analyzer,
     steps: Vec<(i64, i64)>,
     host: HostFacts,
-    todo: usize,
     /// Each group, taken by the thread that sweeps it.
     groups: Mutex<Vec<Option<Group<'a>>>>,
     next: AtomicUsize,
@@ -663,8 +661,9 @@ impl Rest<'_> {
 
     /// Every group's plans, once all are swept.
     fn wait(&self) -> Vec<(usize, GapPlan)> {
+        let todo = self.groups.lock().map_or(0, |g| g.len());
         let Ok(mut s) = self.swept.lock() else { return Vec::new() };
-        while s.1 < self.todo {
+        while s.1 < todo {
             s = match self.all_swept.wait(s) {
                 Ok(s) => s,
                 Err(_) => return Vec::new(),

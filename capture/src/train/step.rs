@@ -218,21 +218,21 @@ fn fit_batch(p: &mut Plan, m: &TrainModel) -> Result<()> {
     });
     drop(training);
     let fit = fit?;
+    let gib = |bytes: i64| bytes as f64 / (1u64 << 30) as f64;
     p.notes.push(format!(
         "note: --batch -1 chose batch {} ({:.0}% of {:.1} GiB; probes {}{})",
         fit.batch,
         autobatch::FRACTION * 100.0,
-        fit.total_bytes as f64 / (1u64 << 30) as f64,
+        gib(fit.total_bytes),
         fit.probes
             .iter()
-            .map(|(b, bytes)| format!("{b}: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64))
+            .map(|(b, bytes)| format!("{b}: {:.2} GiB", gib(*bytes)))
             .collect::<Vec<_>>()
             .join(", "),
         fit.checked
             .iter()
             .map(|(b, bytes)| match bytes {
-                Some(bytes) =>
-                    format!("; batch {b} ran: {:.2} GiB", *bytes as f64 / (1u64 << 30) as f64),
+                Some(bytes) => format!("; batch {b} ran: {:.2} GiB", gib(*bytes)),
                 None => format!("; batch {b} ran out of memory"),
             })
             .collect::<String>()
