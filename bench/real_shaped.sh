@@ -14,7 +14,8 @@
 # of the V100 DLRM job into bench/out/real-mixed-COPIES.json (~55 MB a
 # round; bench/real_shaped.py says how). Then it times
 # `profile summary --json` on both, pinned to one core and on two cores,
-# best of $RUNS, with peak RSS and the passes the reader reports; beside
+# best and median of $RUNS (the input read into the page cache before
+# each run), with peak RSS and the passes the reader reports; beside
 # them, the same file through `cat`, `zcat` and a memchr scan for its `{`
 # (bench/src/scan_ceiling.rs): the machine's own ceiling for reading,
 # inflating and finding the events in those bytes. BEFORE=<binary> adds the same
@@ -51,17 +52,18 @@ echo "load before: $(uptime)"
 what="copies of hta_trace_diff_a100_2022/control"
 [ "$shape" = a100 ] || what="rounds of the $shape shape (bench/real_shaped.py)"
 printf "%d %s: %.0f MB of JSON (gz %.0f MB); best of %d\n\n" "$copies" "$what" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
-echo "| reader | input | cores | wall s | MB/s | peak RSS MB | passes |"
-echo "|---|---|---|---:|---:|---:|---:|"
+echo "| reader | input | cores | best s | median s | MB/s (best) | peak RSS MB | passes |"
+echo "|---|---|---|---:|---:|---:|---:|---:|"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 row() { # label, input, cores, command...
-    local label=$1 input=$2 cpus=$3 n passes
+    local label=$1 input=$2 cpus=$3 n passes warm=$trace
     shift 3
-    read -r best rss < <(BEST_OF_OUT=$tmp/out best_of "$runs" "$cpus" "$@")
+    [ "$input" = gz ] && warm=$trace.gz
+    read -r best rss median < <(BEST_OF_WARM=$warm BEST_OF_OUT=$tmp/out best_of "$runs" "$cpus" "$@")
     n=$(echo "$cpus" | tr ',' '\n' | wc -l)
     passes=$(grep -o '"passes": *[0-9]*' "$tmp/out" | grep -o '[0-9]*$' || echo –)
-    printf "| %s | %s | %d | %.2f | %.0f | %.0f | %s |\n" "$label" "$input" "$n" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
+    printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.0f | %s |\n" "$label" "$input" "$n" "$best" "$median" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
 }
 row "cat > /dev/null" json 0 cat "$trace"
 row "zcat > /dev/null" gz 0 zcat "$trace.gz"
@@ -76,8 +78,8 @@ for b in ${BEFORE:+"$BEFORE"} "$bin"; do
     done
 done
 if [ -n "${HTA:-}" ]; then
-    read -r best rss < <(BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
-    printf "| HTA 0.5.0 (%s) | json | 2 | %.2f | %.0f | %.0f | – |\n" "$(tr -d '\n' < "$tmp/hta")" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
+    read -r best rss _ < <(BEST_OF_WARM=$trace BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
+    printf "| HTA 0.5.0 (%s) | json | 2 | %.2f | – | %.0f | %.0f | – |\n" "$(tr -d '\n' < "$tmp/hta")" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
 fi
 echo
 echo "load after: $(uptime)"
