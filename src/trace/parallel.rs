@@ -6,7 +6,9 @@
 //! between). Parsing threads take blocks from one queue, whichever is free,
 //! and turn them into events; the calling thread gives them to the sink in
 //! file order — so the sink, and every figure made from it, sees what a
-//! one-thread read gives, event for event.
+//! one-thread read gives, event for event. When the block whose turn it is
+//! is not ready, the calling thread parses one from the queue itself
+//! rather than wait, so a budget of N threads spawns N − 1 parsers.
 //!
 //! A cut is a guess: the pattern can lie inside a string or in an event's
 //! nested array. Block 0 starts at the array's first byte; a block's parse
@@ -37,12 +39,12 @@ use crate::error::{Error, Result};
 /// block over costs nothing against parsing it, and the events a block
 /// becomes (~1.5× its bytes) stay few per thread.
 pub const BLOCK: usize = 1 << 20;
-/// Blocks read ahead of the sink, per parsing thread. With two, the
+/// Blocks read ahead of the sink, per thread that parses. With two, the
 /// parsing threads and the sink waited on each other for ~15 % of two
 /// cores on a 1 GB trace; with four, ~10 %, and 6 % less time. The peak
 /// RSS is unchanged: it comes later, in the analysis.
 const AHEAD: usize = 4;
-/// Parsing threads for one trace, whatever the budget. One thread hands
+/// Parsing threads spawned for one trace, whatever the budget. One thread hands
 /// every event to the analysis in order, and beyond four parsers it is
 /// the bound: on a 16-core host, a 326 MB trace took 0.27 s on 4 threads,
 /// 0.32–0.35 s on 8 and 0.33 s on 16, while each thread adds [`AHEAD`]
@@ -419,7 +421,8 @@ impl Read for Failed {
 }
 
 /// Streams the elements of `traceEvents` after its `[` from `s` into
-/// `sink` on `threads` parsing threads, then leaves `s` over the rest of
+/// `sink`, parsed on the thread budget's threads (this one among them),
+/// then leaves `s` over the rest of
 /// the input (see [`Rest`]).
 pub(super) fn stream_events(
     s: &mut Scanner<Box<dyn Read>>,
@@ -427,7 +430,13 @@ pub(super) fn stream_events(
     info: &mut TraceInfo,
 ) -> Result<Rest> {
     let (threads, block) = settings();
-    let threads = threads.min(MAX_PARSERS);
+    // The calling thread parses too, whenever its next block is not ready
+    // (`Driver::take`): on two cores, two parsers beside it shared the
+    // cores with it three ways, and the sink waited for nearly every block
+    // (0.26–0.37 s of a 1 GB read) while they waited for work (0.33–0.55
+    // s); one parser and a calling thread that parses while it would wait
+    // took 0.94 s where they took 1.09 (medians; BENCHMARKS.md).
+    let parsers = (threads - 1).clamp(1, MAX_PARSERS);
     let (offset, unread) = std::mem::replace(s, Scanner::new(Box::new(io::empty()))).into_parts();
     let (carry, reader, ended, file) = match unread {
         Unread::Read { carry, reader, ended } => (carry, reader, ended, None),
@@ -455,7 +464,7 @@ pub(super) fn stream_events(
     let (res_tx, results) = mpsc::channel::<Done<'_>>();
     let job_rx = std::sync::Mutex::new(job_rx);
     let (bytes, base, first) = std::thread::scope(|scope| {
-        for _ in 0..threads {
+        for _ in 0..parsers {
             let (job_rx, res_tx, pool) = (&job_rx, res_tx.clone(), &pool);
             std::thread::Builder::new()
                 .name("parse".into())
@@ -466,14 +475,7 @@ pub(super) fn stream_events(
                         let job = job_rx.lock().ok().and_then(|rx| rx.recv().ok());
                         let Some((seq, state, bytes)) = job else { return };
                         on_panic.seq = Some(seq);
-                        let spare = pool.lock().ok().and_then(|mut p| p.pop());
-                        let parsed = Yoke::<Batch<'static>, Cart<'_>>::attach_to_cart(
-                            bytes,
-                            |b: &[u8]| match spare {
-                                Some(items) => parse_block_into(b, state, emptied(items)),
-                                None => parse_block(b, state),
-                            },
-                        );
+                        let parsed = parse_job(state, bytes, pool);
                         on_panic.seq = None;
                         if res_tx.send((seq, Some(parsed))).is_err() {
                             return;
@@ -490,11 +492,12 @@ pub(super) fn stream_events(
             pool: &pool,
             file: file.as_ref(),
             jobs: job_tx,
+            queue: &job_rx,
             results,
             arrived: Vec::new(),
             pending: VecDeque::new(),
             next_seq: 0,
-            threads,
+            parsing: (parsers + 1).min(MAX_PARSERS),
         };
         let rest = d.run(sink, info)?;
         let (head, base, first) = match rest {
@@ -530,6 +533,15 @@ enum Resume {
     Elements { head: Vec<u8>, base: u64, state: State },
 }
 
+/// A block parsed into an event list from the pool, if it has one.
+fn parse_job<'m>(state: State, bytes: Cart<'m>, pool: &ItemPool) -> Parsed<'m> {
+    let spare = pool.lock().ok().and_then(|mut p| p.pop());
+    Yoke::<Batch<'static>, Cart<'_>>::attach_to_cart(bytes, |b: &[u8]| match spare {
+        Some(items) => parse_block_into(b, state, emptied(items)),
+        None => parse_block(b, state),
+    })
+}
+
 struct Driver<'i, 'm> {
     input: &'i mut Input<'m>,
     pool: &'i ItemPool,
@@ -537,18 +549,22 @@ struct Driver<'i, 'm> {
     /// back as blocks are delivered.
     file: Option<&'m MappedFile>,
     jobs: mpsc::Sender<Job<'m>>,
+    /// The parsing threads' queue, which the sink takes a block from
+    /// instead of waiting ([`Driver::take`]).
+    queue: &'i std::sync::Mutex<mpsc::Receiver<Job<'m>>>,
     results: mpsc::Receiver<Done<'m>>,
     /// Blocks parsed before their turn, by sequence number.
     arrived: Vec<Done<'m>>,
     pending: VecDeque<Block<'m>>,
     next_seq: u64,
-    threads: usize,
+    /// Threads that parse, this one included ([`AHEAD`] blocks each).
+    parsing: usize,
 }
 
 impl<'m> Driver<'_, 'm> {
     /// Reads ahead until [`AHEAD`] blocks per thread are in flight.
     fn fill(&mut self) {
-        while self.pending.len() < AHEAD * self.threads {
+        while self.pending.len() < AHEAD * self.parsing {
             let Some((base, state, bytes, cut)) = self.input.next() else { return };
             if !cut {
                 self.pending.push_back(Block { base, state, seq: None, held: bytes });
@@ -581,6 +597,22 @@ impl<'m> Driver<'_, 'm> {
             if let Some(k) = self.arrived.iter().position(|d| d.0 == seq) {
                 // `None`: the thread died (a panic, which the scope raises again).
                 return self.arrived.swap_remove(k).1;
+            }
+            match self.results.try_recv() {
+                Ok(done) => {
+                    self.arrived.push(done);
+                    continue;
+                }
+                Err(mpsc::TryRecvError::Disconnected) => return None,
+                Err(mpsc::TryRecvError::Empty) => {}
+            }
+            // Rather than wait, parse a block no thread has taken yet (the
+            // queue is locked only while a parser takes one or waits on an
+            // empty queue: then every block is taken and results will come).
+            let job = self.queue.try_lock().ok().and_then(|rx| rx.try_recv().ok());
+            if let Some((stolen, state, bytes)) = job {
+                self.arrived.push((stolen, Some(parse_job(state, bytes, self.pool))));
+                continue;
             }
             self.arrived.push(self.results.recv().ok()?);
         }
@@ -669,7 +701,7 @@ impl<'m> Driver<'_, 'm> {
                 .into_backing_cart();
             delivered?;
             if let (Some(items), Ok(mut pool)) = (spare, self.pool.lock()) {
-                if pool.len() < AHEAD * self.threads + 1 && items.capacity() > 0 {
+                if pool.len() < AHEAD * self.parsing + 1 && items.capacity() > 0 {
                     pool.push(items);
                 }
             }
