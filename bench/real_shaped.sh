@@ -14,9 +14,9 @@
 # of the V100 DLRM job into bench/out/real-mixed-COPIES.json (~55 MB a
 # round; bench/real_shaped.py says how). Then it times
 # `profile summary --json` on both, pinned to one core and on two cores,
-# best and median of $RUNS (the input read into the page cache before
-# each run), with peak RSS and the passes the reader reports; beside
-# them, the same file through `cat`, `zcat` and a memchr scan for its `{`
+# best and median of $RUNS, every row's runs interleaved with the
+# others' (each input read into the page cache before each run), with
+# peak RSS and the passes the reader reports; beside them, the same file through `cat`, `zcat` and a memchr scan for its `{`
 # (bench/src/scan_ceiling.rs): the machine's own ceiling for reading,
 # inflating and finding the events in those bytes. BEFORE=<binary> adds the same
 # rows for another build of libreyolo (before → after in one run). HTA=<a
@@ -51,31 +51,46 @@ mb=$(echo "$bytes / 1000000" | bc -l)
 echo "load before: $(uptime)"
 what="copies of hta_trace_diff_a100_2022/control"
 [ "$shape" = a100 ] || what="rounds of the $shape shape (bench/real_shaped.py)"
-printf "%d %s: %.0f MB of JSON (gz %.0f MB); best of %d\n\n" "$copies" "$what" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
+printf "%d %s: %.0f MB of JSON (gz %.0f MB); %d runs a row, interleaved\n\n" "$copies" "$what" "$mb" "$(echo "$(stat -c %s "$trace.gz") / 1000000" | bc -l)" "$runs"
 echo "| reader | input | cores | best s | median s | MB/s (best) | peak RSS MB | passes |"
 echo "|---|---|---|---:|---:|---:|---:|---:|"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-row() { # label, input, cores, command...
-    local label=$1 input=$2 cpus=$3 n passes warm=$trace
+# The rows, run interleaved: run 1 of every row, then run 2, … — the
+# host's load drifts over minutes, and a before/after pair should see the
+# same drift. Each run reads its input into the page cache first.
+labels=() inputs=() cpus=() cmds=()
+add() { # label, input, cores, command (words without spaces)...
+    labels+=("$1") inputs+=("$2") cpus+=("$3")
     shift 3
-    [ "$input" = gz ] && warm=$trace.gz
-    read -r best rss median < <(BEST_OF_WARM=$warm BEST_OF_OUT=$tmp/out best_of "$runs" "$cpus" "$@")
-    n=$(echo "$cpus" | tr ',' '\n' | wc -l)
-    passes=$(grep -o '"passes": *[0-9]*' "$tmp/out" | grep -o '[0-9]*$' || echo –)
-    printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.0f | %s |\n" "$label" "$input" "$n" "$best" "$median" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
+    cmds+=("$*")
 }
-row "cat > /dev/null" json 0 cat "$trace"
-row "zcat > /dev/null" gz 0 zcat "$trace.gz"
-row "memchr scan for {" json 0 "$scan" "$trace"
+add "cat > /dev/null" json 0 cat "$trace"
+add "zcat > /dev/null" gz 0 zcat "$trace.gz"
+add "memchr scan for {" json 0 "$scan" "$trace"
 for b in ${BEFORE:+"$BEFORE"} "$bin"; do
     label=$([ "$b" = "$bin" ] && echo "libreyolo (this build)" || echo "libreyolo (before)")
     for input in json gz; do
         f=$trace
         [ "$input" = gz ] && f=$trace.gz
-        row "$label summary" "$input" 0 "$b" profile summary "$f" --json
-        row "$label summary" "$input" 0,1 "$b" profile summary "$f" --json
+        add "$label summary" "$input" 0 "$b" profile summary "$f" --json
+        add "$label summary" "$input" 0,1 "$b" profile summary "$f" --json
     done
+done
+for _ in $(seq 1 "$runs"); do
+    for i in "${!cmds[@]}"; do
+        warm=$trace
+        [ "${inputs[$i]}" = gz ] && warm=$trace.gz
+        read -ra cmd <<< "${cmds[$i]}"
+        read -r wall rss _ < <(BEST_OF_WARM=$warm BEST_OF_OUT=$tmp/out$i best_of 1 "${cpus[$i]}" "${cmd[@]}")
+        echo "$wall $rss" >> "$tmp/runs$i"
+    done
+done
+for i in "${!cmds[@]}"; do
+    n=$(echo "${cpus[$i]}" | tr ',' '\n' | wc -l)
+    passes=$(grep -o '"passes": *[0-9]*' "$tmp/out$i" | grep -o '[0-9]*$' || echo –)
+    read -r best median rss < <(sort -g "$tmp/runs$i" | awk '{w[NR]=$1; if ($2 > r) r=$2} END {print w[1], (NR % 2) ? w[(NR+1)/2] : (w[NR/2] + w[NR/2+1]) / 2, r}')
+    printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.0f | %s |\n" "${labels[$i]}" "${inputs[$i]}" "$n" "$best" "$median" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
 done
 if [ -n "${HTA:-}" ]; then
     read -r best rss _ < <(BEST_OF_WARM=$trace BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
