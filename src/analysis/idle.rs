@@ -105,40 +105,70 @@ fn overlapping(
     }
     // Per thread, the windows by start with the latest end so far: a
     // record [s, e) overlaps one iff some window starting before e ends
-    // after s.
-    let mut by_thread: HashMap<u32, (Vec<i64>, Vec<i64>)> = HashMap::default();
+    // after s. A slot per thread, in thread order.
+    let mut slot_of: HashMap<u32, usize> = HashMap::default();
+    let mut slots: Vec<Slot> = Vec::new();
     for w in windows {
-        let (starts, ends) = by_thread.entry(w.thread).or_default();
-        ends.push(ends.last().map_or(w.end, |&e: &i64| e.max(w.end)));
-        starts.push(w.start);
+        let i = *slot_of.entry(w.thread).or_insert_with(|| {
+            slots.push(Slot { thread: w.thread, ..Slot::default() });
+            slots.len() - 1
+        });
+        let s = &mut slots[i];
+        s.ends.push(s.ends.last().map_or(w.end, |&e: &i64| e.max(w.end)));
+        s.starts.push(w.start);
     }
     // Records come nearly in time order: each thread's search starts
     // where its last one ended. Without `each`, only the blocks the
-    // windows' threads wrote are read.
-    let mut spans: HashMap<u32, (usize, Vec<HostSpan>)> = HashMap::default();
+    // windows' threads wrote are read. They come in runs of one thread,
+    // whose slot is looked up once a run.
     let threads = match each {
         Some(_) => u64::MAX,
-        None => by_thread.keys().fold(0, |m, &t| m | thread_bit(t)),
+        None => slots.iter().fold(0, |m, s| m | thread_bit(s.thread)),
     };
+    let mut last: Option<(u32, Option<usize>)> = None;
     for r in log.spans_on(threads) {
         if let Some(each) = each.as_mut() {
             each(&r);
         }
+        let slot = match last {
+            Some((t, slot)) if t == r.thread => slot,
+            _ => {
+                let slot = slot_of.get(&r.thread).copied();
+                last = Some((r.thread, slot));
+                slot
+            }
+        };
+        let Some(i) = slot else { continue };
         let (s, e) = (r.start, r.start.saturating_add(r.dur));
-        let Some((starts, ends)) = by_thread.get(&r.thread) else { continue };
-        let (hint, mine) = spans.entry(r.thread).or_default();
-        let before = partition_point_from(starts, *hint, |&ws| ws < e);
-        *hint = before;
-        if before > 0 && ends[before - 1] > s {
-            mine.push(HostSpan { start: s, end: e, name: r.name, kind: r.host_kind() });
+        let slot = &mut slots[i];
+        slot.met = true;
+        let before = partition_point_from(&slot.starts, slot.hint, |&ws| ws < e);
+        slot.hint = before;
+        if before > 0 && slot.ends[before - 1] > s {
+            slot.spans.push(HostSpan { start: s, end: e, name: r.name, kind: r.host_kind() });
         }
     }
-    let mut spans: ThreadSpans = spans.into_iter().map(|(t, (_, mine))| (t, mine)).collect();
+    let mut spans: ThreadSpans =
+        slots.into_iter().filter(|s| s.met).map(|s| (s.thread, s.spans)).collect();
     spans.sort_unstable_by_key(|t| t.0);
     for (_, mine) in &mut spans {
         mine.sort_by_key(|s| (s.start, std::cmp::Reverse(s.end)));
     }
     spans
+}
+
+/// One thread's windows in [`overlapping`] and the records met near them.
+#[derive(Default)]
+struct Slot {
+    thread: u32,
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+    /// Where the last search ended.
+    hint: usize,
+    /// Whether a record of this thread was read (its list is returned,
+    /// empty or not).
+    met: bool,
+    spans: Vec<HostSpan>,
 }
 
 /// The host record a runtime call makes, if it is one the account needs:
