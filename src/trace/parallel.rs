@@ -44,8 +44,8 @@ pub const BLOCK: usize = 1 << 20;
 /// cores on a 1 GB trace; with four, ~10 %, and 6 % less time. The peak
 /// RSS is unchanged: it comes later, in the analysis.
 const AHEAD: usize = 4;
-/// Parsing threads spawned for one trace, whatever the budget. One thread hands
-/// every event to the analysis in order, and beyond four parsers it is
+/// Parsing threads spawned for one trace, whatever the budget. One thread
+/// hands every event to the analysis in order, and beyond four parsers it is
 /// the bound: on a 16-core host, a 326 MB trace took 0.27 s on 4 threads,
 /// 0.32–0.35 s on 8 and 0.33 s on 16, while each thread adds [`AHEAD`]
 /// blocks in flight (peak RSS at 1 GB: 59, 76, 112, 183 MB on 2, 4, 8,
@@ -422,8 +422,7 @@ impl Read for Failed {
 
 /// Streams the elements of `traceEvents` after its `[` from `s` into
 /// `sink`, parsed on the thread budget's threads (this one among them),
-/// then leaves `s` over the rest of
-/// the input (see [`Rest`]).
+/// then leaves `s` over the rest of the input (see [`Rest`]).
 pub(super) fn stream_events(
     s: &mut Scanner<Box<dyn Read>>,
     sink: &mut dyn EventSink,
