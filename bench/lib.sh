@@ -2,13 +2,13 @@
 
 # best_of RUNS CPUS CMD...: runs CMD RUNS times pinned to CPUS (taskset),
 # stdout to $BEST_OF_OUT (default /dev/null), stderr dropped; prints the
-# best wall time in seconds, the largest peak RSS in KiB and the median
-# wall time. BEST_OF_WARM=FILE reads FILE into the page cache before each
-# run: on the benchmark machines the kernel pages out file pages left
-# alone for ~6 s (DAMON's `pageout` scheme), so a trace read after another
-# one's runs came partly from disk (BENCHMARKS.md, "Page cache").
+# best wall time in seconds and the largest peak RSS in KiB.
+# BEST_OF_WARM=FILE reads FILE into the page cache before each run: on the
+# benchmark machines the kernel pages out file pages left alone for ~6 s
+# (DAMON's `pageout` scheme), so a trace read after another one's runs
+# came partly from disk (BENCHMARKS.md, "the page cache").
 best_of() {
-    local runs=$1 cpus=$2 best= rss=0 t0 t1 wall r f walls=()
+    local runs=$1 cpus=$2 best= rss=0 t0 t1 wall r f
     shift 2
     f=$(mktemp)
     for _ in $(seq 1 "$runs"); do
@@ -17,11 +17,10 @@ best_of() {
         /usr/bin/time -f "%M" -o "$f" taskset -c "$cpus" "$@" > "${BEST_OF_OUT:-/dev/null}" 2> /dev/null
         t1=$EPOCHREALTIME
         wall=$(echo "$t1 - $t0" | bc -l)
-        walls+=("$wall")
         if [ -z "$best" ] || (( $(echo "$wall < $best" | bc -l) )); then best=$wall; fi
         r=$(tail -1 "$f")
         (( r > rss )) && rss=$r
     done
     rm -f "$f"
-    echo "$best $rss $(printf '%s\n' "${walls[@]}" | sort -g | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}')"
+    echo "$best $rss"
 }

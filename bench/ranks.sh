@@ -51,7 +51,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 for cmd in summary collectives; do
     for cpus in 0 0,1; do
-        read -r best rss _ < <(best_of "$runs" "$cpus" "$bin" profile "$cmd" "$dir" --json)
+        read -r best rss < <(best_of "$runs" "$cpus" "$bin" profile "$cmd" "$dir" --json)
         n=$(echo "$cpus" | tr ',' '\n' | wc -l)
         printf "| %s | %d | %.2f | %.0f | %.0f |\n" "$cmd" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done
@@ -71,7 +71,7 @@ t1=$EPOCHREALTIME
 map=$(echo "$t1 - $t0" | bc -l)
 maprss=$(sort -n "$tmp/map-rss" | tail -1)
 printf "| summary --write-profile, each rank in turn (the map) | 1 | %.2f (%.2f per rank) | %.0f | %.0f |\n" "$map" "$(echo "$map / 8" | bc -l)" "$(echo "$total / 1000000 / $map" | bc -l)" "$(echo "$maprss / 1024" | bc -l)"
-read -r best rss _ < <(best_of "$runs" 0 "$bin" profile summary "$profiles" --json)
+read -r best rss < <(best_of "$runs" 0 "$bin" profile summary "$profiles" --json)
 printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" "$best" "$(echo "$rss / 1024" | bc -l)"
 
 # One timeline of the job (`merge`: the offsets pass reads the ranks as
@@ -80,7 +80,7 @@ printf "| summary over the 8 profiles (the reduce) | 1 | %.3f | – | %.0f |\n" 
 # one core as each node would; needs a build with `--features parquet`).
 for out in job.json.gz job.json; do
     for cpus in 0 0,1; do
-        read -r best rss _ < <(best_of "$runs" "$cpus" "$bin" profile merge "$dir" -o "$tmp/$out")
+        read -r best rss < <(best_of "$runs" "$cpus" "$bin" profile merge "$dir" -o "$tmp/$out")
         n=$(echo "$cpus" | tr ',' '\n' | wc -l)
         printf "| merge -o %s (%.0f MB) | %d | %.2f | %.0f | %.0f |\n" "$out" "$(echo "$(stat -c %s "$tmp/$out") / 1000000" | bc -l)" "$n" "$best" "$(echo "$total / 1000000 / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
     done

@@ -16,7 +16,8 @@
 # `profile summary --json` on both, pinned to one core and on two cores,
 # best and median of $RUNS, every row's runs interleaved with the
 # others' (each input read into the page cache before each run), with
-# peak RSS and the passes the reader reports; beside them, the same file through `cat`, `zcat` and a memchr scan for its `{`
+# peak RSS and the passes the reader reports; beside them, the same file
+# through `cat`, `zcat` and a memchr scan for its `{`
 # (bench/src/scan_ceiling.rs): the machine's own ceiling for reading,
 # inflating and finding the events in those bytes. BEFORE=<binary> adds the same
 # rows for another build of libreyolo (before → after in one run). HTA=<a
@@ -82,7 +83,7 @@ for _ in $(seq 1 "$runs"); do
         warm=$trace
         [ "${inputs[$i]}" = gz ] && warm=$trace.gz
         read -ra cmd <<< "${cmds[$i]}"
-        read -r wall rss _ < <(BEST_OF_WARM=$warm BEST_OF_OUT=$tmp/out$i best_of 1 "${cpus[$i]}" "${cmd[@]}")
+        read -r wall rss < <(BEST_OF_WARM=$warm BEST_OF_OUT=$tmp/out$i best_of 1 "${cpus[$i]}" "${cmd[@]}")
         echo "$wall $rss" >> "$tmp/runs$i"
     done
 done
@@ -93,7 +94,7 @@ for i in "${!cmds[@]}"; do
     printf "| %s | %s | %d | %.2f | %.2f | %.0f | %.0f | %s |\n" "${labels[$i]}" "${inputs[$i]}" "$n" "$best" "$median" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)" "${passes:-–}"
 done
 if [ -n "${HTA:-}" ]; then
-    read -r best rss _ < <(BEST_OF_WARM=$trace BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
+    read -r best rss < <(BEST_OF_WARM=$trace BEST_OF_OUT=$tmp/hta best_of 1 0,1 "$HTA" bench/hta_read.py "$trace")
     printf "| HTA 0.5.0 (%s) | json | 2 | %.2f | – | %.0f | %.0f | – |\n" "$(tr -d '\n' < "$tmp/hta")" "$best" "$(echo "$mb / $best" | bc -l)" "$(echo "$rss / 1024" | bc -l)"
 fi
 echo
