@@ -10,8 +10,6 @@
 //! an address-space limit, `ulimit -v`);
 //! `--max-memory SIZE` or `LIBREYOLO_MAX_MEMORY=SIZE` set another (`0`: none).
 
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-
 use crate::error::{Error, Result};
 
 /// Keeps large blocks in their own mappings, so that freeing one gives its
@@ -44,40 +42,67 @@ pub const CHECK_EVERY: u64 = 1 << 16;
 /// The environment variable that sets the budget when the flag does not.
 pub const ENV: &str = "LIBREYOLO_MAX_MEMORY";
 
-/// Bytes; 0 until set (then the default applies), `u64::MAX` for none.
-static BUDGET: AtomicU64 = AtomicU64::new(0);
-/// Whether the budget is the default (said in the message).
-static DEFAULTED: AtomicBool = AtomicBool::new(true);
-
-/// Sets the budget from `--max-memory` (first) or [`ENV`]; without
-/// either, half the machine's memory. A size that does not parse is a
-/// usage error.
-pub fn configure(flag: Option<&str>) -> Result<()> {
-    let env = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty());
-    let (given, from) = match (flag, env.as_deref()) {
-        (Some(f), _) => (Some(f), "--max-memory"),
-        (None, Some(e)) => (Some(e), ENV),
-        (None, None) => (None, ""),
-    };
-    match given {
-        Some(text) => {
-            let bytes = parse_size(text).ok_or_else(|| {
-                Error::usage(format!("{from} {text:?}: expected a size such as 8G, 512M or 2000000000 (bytes), or 0 for no limit"))
-            })?;
-            BUDGET.store(if bytes == 0 { u64::MAX } else { bytes }, Ordering::Relaxed);
-            DEFAULTED.store(false, Ordering::Relaxed);
-        }
-        None => BUDGET.store(0, Ordering::Relaxed),
-    }
-    Ok(())
+/// A memory budget: the most a reader may hold, and whether it is the
+/// default (said in the message). A value the reader is given
+/// ([`crate::trace::ReadOptions`]), not a process setting.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Budget {
+    /// Bytes; `None`: no limit (or the machine's memory unknown).
+    pub limit: Option<u64>,
+    /// Half the machine's memory, not a size the user gave.
+    pub defaulted: bool,
 }
 
-/// The budget in bytes (`None`: no limit, or the machine's memory unknown).
-pub fn budget() -> Option<u64> {
-    match BUDGET.load(Ordering::Relaxed) {
-        0 => default_budget(),
-        u64::MAX => None,
-        b => Some(b),
+impl Default for Budget {
+    /// [`ENV`] when set to a size, else half the machine's memory.
+    fn default() -> Budget {
+        Budget::from_flag(None).unwrap_or(Budget { limit: default_budget(), defaulted: true })
+    }
+}
+
+impl Budget {
+    /// No limit at all.
+    pub const NONE: Budget = Budget { limit: None, defaulted: false };
+
+    /// The budget from `--max-memory` (first) or [`ENV`]; without either,
+    /// half the machine's memory. A size that does not parse is a usage
+    /// error; `0` is no limit.
+    pub fn from_flag(flag: Option<&str>) -> Result<Budget> {
+        let env = std::env::var(ENV).ok().filter(|v| !v.trim().is_empty());
+        let (given, from) = match (flag, env.as_deref()) {
+            (Some(f), _) => (Some(f), "--max-memory"),
+            (None, Some(e)) => (Some(e), ENV),
+            (None, None) => (None, ""),
+        };
+        let Some(text) = given else {
+            return Ok(Budget { limit: default_budget(), defaulted: true });
+        };
+        let bytes = parse_size(text).ok_or_else(|| {
+            Error::usage(format!("{from} {text:?}: expected a size such as 8G, 512M or 2000000000 (bytes), or 0 for no limit"))
+        })?;
+        Ok(Budget { limit: (bytes != 0).then_some(bytes), defaulted: false })
+    }
+
+    /// Called by the pass every [`CHECK_EVERY`] events: an error once the
+    /// process holds more than the budget. `events` and `offset` (bytes of
+    /// the decompressed trace read) say how far the pass got.
+    pub fn check(&self, events: u64, offset: u64) -> Result<()> {
+        let (Some(limit), Some(rss)) = (self.limit, resident()) else { return Ok(()) };
+        if rss <= limit {
+            return Ok(());
+        }
+        let whose = if self.defaulted {
+            "the default budget, half of this machine's memory or memory limit"
+        } else {
+            "the budget set"
+        };
+        Err(Error::failed(format!(
+            "stopped reading after {events} events ({} of the trace): the reader holds {}, past {} ({whose}); \
+             give it more with --max-memory SIZE or {ENV}=SIZE (e.g. --max-memory 32G; 0 for no limit), or read a shorter trace",
+            human(offset),
+            human(rss),
+            human(limit)
+        )))
     }
 }
 
@@ -146,28 +171,6 @@ pub fn human(bytes: u64) -> String {
     } else {
         format!("{:.0} MiB", b / (1u64 << 20) as f64)
     }
-}
-
-/// Called by the pass every [`CHECK_EVERY`] events: an error once the
-/// process holds more than the budget. `events` and `offset` (bytes of the
-/// decompressed trace read) say how far the pass got.
-pub fn check(events: u64, offset: u64) -> Result<()> {
-    let (Some(limit), Some(rss)) = (budget(), resident()) else { return Ok(()) };
-    if rss <= limit {
-        return Ok(());
-    }
-    let whose = if DEFAULTED.load(Ordering::Relaxed) {
-        "the default budget, half of this machine's memory or memory limit"
-    } else {
-        "the budget set"
-    };
-    Err(Error::failed(format!(
-        "stopped reading after {events} events ({} of the trace): the reader holds {}, past {} ({whose}); \
-         give it more with --max-memory SIZE or {ENV}=SIZE (e.g. --max-memory 32G; 0 for no limit), or read a shorter trace",
-        human(offset),
-        human(rss),
-        human(limit)
-    )))
 }
 
 #[cfg(test)]

@@ -30,6 +30,7 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::profile::ranks::RankSet;
+use crate::trace::ReadOptions;
 use crate::trace::event::skip_ws;
 use crate::trace::scan::Scanner;
 
@@ -86,10 +87,10 @@ const PROCESS_METADATA: [&[u8]; 4] = [
 /// Writes one Chrome trace of the ranks of `set` to `output` (gzipped when
 /// its name ends in `.gz`), atomically. `align`: shift each rank's clock so
 /// that the first collective matched on every rank ends at the same time.
-pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
+pub fn merge(set: &RankSet, output: &Path, align: bool, read: &ReadOptions) -> Result<Merged> {
     let gzip = output.to_string_lossy().ends_with(".gz");
     let mut notes = Vec::new();
-    let (offsets, aligned_on) = offsets(set, align, &mut notes)?;
+    let (offsets, aligned_on) = offsets(set, align, &mut notes, read)?;
     let mut ranks: Vec<MergedRank> = set
         .ranks
         .iter()
@@ -106,7 +107,7 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
         })
         .collect();
     let stride = 10i64.pow(digits(set.ranks.iter().map(|r| r.rank).max().unwrap_or(0)));
-    crate::profile::write_atomic_with(output, &mut |w| {
+    crate::files::write_atomic_with(output, &mut |w| {
         // The events are rewritten on this thread and compressed and
         // written on another: a few chunks in flight at most.
         std::thread::scope(|scope| {
@@ -129,7 +130,7 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
             let mut chunks = Chunks(Some(tx));
             let copied = write_merged(
                 &mut chunks,
-                output,
+                (output, read),
                 set,
                 &offsets,
                 stride,
@@ -151,14 +152,15 @@ pub fn merge(set: &RankSet, output: &Path, align: bool) -> Result<Merged> {
 /// The merged trace into `w`: the header, each rank's events, the trailer.
 fn write_merged(
     w: &mut dyn Write,
-    path: &Path,
+    (path, read): (&Path, &ReadOptions),
     set: &RankSet,
     offsets: &[i64],
     stride: i64,
     aligned_on: Option<&AlignedOn>,
     ranks: &mut [MergedRank],
 ) -> Result<()> {
-    let mut out = Out { w, buf: Vec::with_capacity(OUT_CHUNK + (64 << 10)), first: true, path };
+    let buf = Vec::with_capacity(OUT_CHUNK + (64 << 10));
+    let mut out = Out { w, buf, first: true, path, read };
     out.header(ranks, aligned_on)?;
     let mut base = None;
     for (k, ((r, off), row)) in set.ranks.iter().zip(offsets).zip(ranks.iter_mut()).enumerate() {
@@ -218,6 +220,7 @@ fn offsets(
     set: &RankSet,
     align: bool,
     notes: &mut Vec<String>,
+    read: &ReadOptions,
 ) -> Result<(Vec<i64>, Option<AlignedOn>)> {
     let n = set.ranks.len();
     if n > 1 && align {
@@ -252,15 +255,15 @@ fn offsets(
     // As recorded: each trace's timestamps are relative to its
     // `baseTimeNanoseconds`, where it has one.
     let bases: Vec<Option<i128>> =
-        set.ranks.iter().map(|r| base_time(&r.input.path)).collect::<Result<_>>()?;
+        set.ranks.iter().map(|r| base_time(&r.input.path, read)).collect::<Result<_>>()?;
     let reference = bases.first().copied().flatten().unwrap_or(0);
     Ok((bases.iter().map(|b| (b.unwrap_or(0) - reference) as i64).collect(), None))
 }
 
 /// The trace's `baseTimeNanoseconds`. Kineto writes it after
 /// `traceEvents`, so the events are streamed past (not parsed) to find it.
-fn base_time(path: &Path) -> Result<Option<i128>> {
-    let mut s = Scanner::new(crate::trace::input::open(path, false)?);
+fn base_time(path: &Path, read: &ReadOptions) -> Result<Option<i128>> {
+    let mut s = Scanner::new(crate::trace::input::open(path, read)?);
     s.skip_bom()?;
     if s.peek()? != Some(b'{') {
         return Ok(None);
@@ -291,6 +294,8 @@ struct Out<'w> {
     /// No event written yet (no ',' before the next).
     first: bool,
     path: &'w Path,
+    /// How the ranks' traces are read again.
+    read: &'w ReadOptions,
 }
 
 impl Out<'_> {
@@ -425,7 +430,7 @@ impl RankCopy {
     /// `baseTimeNanoseconds` where it has one.
     fn run(&self, path: &Path, out: &mut Out<'_>, row: &mut MergedRank) -> Result<Option<i128>> {
         let label = path.display().to_string();
-        let mut s = Scanner::new(crate::trace::input::open(path, false)?);
+        let mut s = Scanner::new(crate::trace::input::open(path, out.read)?);
         s.skip_bom()?;
         let mut threads = Threads::default();
         self.preamble(out, path);
@@ -804,9 +809,9 @@ pub fn input_files(args: &[PathBuf], output: &Path) -> Result<Inputs> {
     for a in args {
         let p = a.as_path();
         if p.is_dir() {
-            files.extend(crate::profile::json_files_in(p)?);
+            files.extend(crate::input::json_files_in(p)?);
         } else {
-            files.push(crate::profile::resolve_input(a)?);
+            files.push(crate::input::resolve_input(a)?);
         }
     }
     let mut notes = Vec::new();

@@ -10,8 +10,8 @@
 use std::io::{Read, Write};
 use std::path::{Path, PathBuf};
 
-use libreyolo_core::analysis::{Analysed, analyze};
-use libreyolo_core::trace::{self, Source, parallel};
+use libreyolo_core::analysis::{Analysed, AnalyzeOptions, analyze};
+use libreyolo_core::trace::{self, ReadOptions, Source, parallel};
 use proptest::prelude::*;
 
 fn fixtures() -> Vec<PathBuf> {
@@ -40,7 +40,7 @@ fn inflate(path: &Path) -> Vec<u8> {
 /// The profile of `src` as JSON without the input's name, or the error's
 /// sentence, read with `threads` threads in blocks of `block` bytes.
 fn read(src: &Source, threads: usize, block: usize) -> String {
-    parallel::with_share(threads, block, || match analyze(src, Default::default()) {
+    match analyze(src, on(threads, block)) {
         Ok(Some(Analysed { profile: p, notices: notes })) => {
             let mut v = serde_json::to_value(&p).unwrap();
             v.as_object_mut().unwrap().remove("trace");
@@ -48,7 +48,17 @@ fn read(src: &Source, threads: usize, block: usize) -> String {
         }
         Ok(None) => "not a trace".into(),
         Err(e) => format!("error: {e}"),
-    })
+    }
+}
+
+/// A read on `threads` threads in blocks of `block` bytes.
+fn reading(threads: usize, block: usize) -> ReadOptions {
+    ReadOptions::default().with_threads(threads, block)
+}
+
+/// An analysis read so.
+fn on(threads: usize, block: usize) -> AnalyzeOptions<'static> {
+    AnalyzeOptions { read: reading(threads, block), ..Default::default() }
 }
 
 fn file(bytes: &[u8], name: &str) -> (tempfile::TempDir, Source) {
@@ -109,10 +119,7 @@ fn a_merged_trace_s_processes_are_accounted_the_same_on_any_thread() {
     }
     let merged = serde_json::to_vec(&serde_json::json!({ "traceEvents": events })).unwrap();
     let (_dir, src) = file(&merged, "merged.json");
-    let profile = parallel::with_share(2, parallel::BLOCK, || analyze(&src, Default::default()))
-        .unwrap()
-        .unwrap()
-        .profile;
+    let profile = analyze(&src, on(2, parallel::BLOCK)).unwrap().unwrap().profile;
     let idle = profile.idle.expect("an idle account");
     assert_eq!(idle.devices.len(), 3, "{:?}", idle.devices);
     let one = read(&src, 1, parallel::BLOCK);
@@ -262,34 +269,34 @@ fn a100_plain_and_gz() -> (tempfile::TempDir, PathBuf, PathBuf) {
 /// of their own — plain and gzipped, on one thread and on several.
 #[test]
 fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
-    use libreyolo_core::lens::timeline;
-    use libreyolo_core::profile::{self, LoadOptions};
+    use libreyolo_core::analysis::timeline;
+    use libreyolo_core::input::{self, LoadOptions, Loaded};
     let (_dir, plain, gz) = a100_plain_and_gz();
-    let json = |l: &profile::Loaded| serde_json::to_string(&l.input.profile).unwrap();
+    let json = |l: &Loaded| serde_json::to_string(&l.input.profile).unwrap();
     for path in [&plain, &gz] {
         for threads in [1, 2] {
-            parallel::with_share(threads, 65536, || {
-                let alone = profile::load(path, LoadOptions::default()).unwrap();
-                let before = trace::passes_on_this_thread();
-                let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
-                let both = profile::load(path, opts).unwrap();
-                let at = format!("{}, {threads} threads", path.display());
-                assert_eq!(trace::passes_on_this_thread() - before, 1, "{at}");
-                assert_eq!(json(&both), json(&alone), "{at}");
-                let ix = both.index.expect("an index");
-                let own = timeline::index(path).unwrap();
-                assert_eq!((ix.events, ix.checkpoints()), (own.events, own.checkpoints()), "{at}");
-                assert_eq!(ix.steps, own.steps, "{at}");
-                assert!(ix.steps.len() > 2, "{at}");
-                for step in [0, ix.steps.len() / 2, ix.steps.len() - 1] {
-                    let got = timeline::open_step(&ix, step).unwrap();
-                    assert_eq!(got, timeline::open_step(&own, step).unwrap(), "{at}, step {step}");
-                }
-            });
+            let read = reading(threads, 65536);
+            let plain_load = LoadOptions { read: read.clone(), ..LoadOptions::default() };
+            let alone = input::load(path, plain_load.clone()).unwrap();
+            let before = trace::passes_on_this_thread();
+            let opts = LoadOptions { timeline_index: true, ..plain_load };
+            let both = input::load(path, opts).unwrap();
+            let at = format!("{}, {threads} threads", path.display());
+            assert_eq!(trace::passes_on_this_thread() - before, 1, "{at}");
+            assert_eq!(json(&both), json(&alone), "{at}");
+            let ix = both.index.expect("an index");
+            let own = timeline::index(path, &read).unwrap();
+            assert_eq!((ix.events, ix.checkpoints()), (own.events, own.checkpoints()), "{at}");
+            assert_eq!(ix.steps, own.steps, "{at}");
+            assert!(ix.steps.len() > 2, "{at}");
+            for step in [0, ix.steps.len() / 2, ix.steps.len() - 1] {
+                let got = timeline::open_step(&ix, step).unwrap();
+                assert_eq!(got, timeline::open_step(&own, step).unwrap(), "{at}, step {step}");
+            }
         }
     }
     // A reader's plain load builds none.
-    assert!(profile::load(&plain, LoadOptions::default()).unwrap().index.is_none());
+    assert!(input::load(&plain, LoadOptions::default()).unwrap().index.is_none());
 }
 
 /// A caller that draws its own progress (the explorer) sees a load move
@@ -300,17 +307,17 @@ fn the_explorer_reads_a_trace_once_for_the_lenses_and_the_timeline() {
 /// inflating thread's reads on the others.
 #[test]
 fn a_load_moves_the_callers_progress_bar_to_the_end_of_the_file() {
-    use libreyolo_core::profile::{self, LoadOptions};
-    use libreyolo_core::trace::input::{ProgressBar, report_progress_to};
+    use libreyolo_core::input::{self, LoadOptions};
+    use libreyolo_core::trace::Progress;
+    use libreyolo_core::trace::input::ProgressBar;
     let (_dir, plain, gz) = a100_plain_and_gz();
     for path in [&plain, &gz] {
         let len = std::fs::metadata(path).unwrap().len();
         for (threads, index) in [(1, false), (2, false), (2, true)] {
             let bar = ProgressBar::hidden();
-            report_progress_to(Some(bar.clone()));
-            let opts = LoadOptions { timeline_index: index, ..LoadOptions::default() };
-            parallel::with_share(threads, 65536, || profile::load(path, opts).unwrap());
-            report_progress_to(None);
+            let read = reading(threads, 65536).with_progress(Progress::To(bar.clone()));
+            let opts = LoadOptions { timeline_index: index, read, ..LoadOptions::default() };
+            input::load(path, opts).unwrap();
             let at = format!("{}, {threads} threads, index {index}", path.display());
             assert_eq!(bar.length(), Some(len), "{at}");
             assert_eq!(bar.position(), len, "{at}");
@@ -323,7 +330,7 @@ fn a_load_moves_the_callers_progress_bar_to_the_end_of_the_file() {
 /// reader command does (flate2): a bad checksum, a cut file, a bad header.
 #[test]
 fn a_broken_gzip_reads_the_same_in_the_explorer() {
-    use libreyolo_core::profile::{self, LoadOptions};
+    use libreyolo_core::input::{self, LoadOptions};
     let (dir, _, gz) = a100_plain_and_gz();
     let good = std::fs::read(&gz).unwrap();
     let mut crc = good.clone();
@@ -338,7 +345,7 @@ fn a_broken_gzip_reads_the_same_in_the_explorer() {
         std::fs::write(&path, bytes).unwrap();
         let error = |timeline_index| {
             let opts = LoadOptions { timeline_index, ..LoadOptions::default() };
-            profile::load(&path, opts).map(drop).unwrap_err().to_string()
+            input::load(&path, opts).map(drop).unwrap_err().to_string()
         };
         let (reader, explorer) = (error(false), error(true));
         assert_eq!(explorer, reader, "{what}");

@@ -92,7 +92,7 @@ const PROFILE: &str = r#"{"schema": "libreyolo.profile.analysis/v1", "mode": "in
 fn load(bytes: &[u8]) -> Result<profile::Input, libreyolo_core::Error> {
     let mut f = tempfile::NamedTempFile::new().unwrap();
     f.write_all(bytes).unwrap();
-    profile::load(f.path().to_str().unwrap(), Default::default()).map(|l| l.input)
+    libreyolo_core::input::load(f.path().to_str().unwrap(), Default::default()).map(|l| l.input)
 }
 
 /// Every time a profile states is finite and not negative.
@@ -279,7 +279,7 @@ proptest! {
         let body = PROFILE.replacen("{", &format!("{{\"{extra}\": {value}, "), 1).replace("analysis/v1", &format!("analysis/v{version}"));
         let mut f = tempfile::NamedTempFile::new().unwrap();
         f.write_all(body.as_bytes()).unwrap();
-        let profile::Loaded { input, notices, .. } = profile::load(f.path().to_str().unwrap(), Default::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
+        let libreyolo_core::input::Loaded { input, notices, .. } = libreyolo_core::input::load(f.path().to_str().unwrap(), Default::default()).map_err(|e| TestCaseError::fail(e.to_string()))?;
         prop_assert_eq!(input.profile.figures.step_ms, 241.403);
         prop_assert_eq!(notices.len(), usize::from(version != 1));
     }

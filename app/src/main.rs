@@ -18,12 +18,12 @@ fn main() -> ExitCode {
 fn run() -> Result<()> {
     libreyolo_core::budget::keep_large_blocks_mapped();
     let args: Vec<OsString> = std::env::args_os().collect();
-    let Some(command) = cli::parse(&args)? else {
+    let Some(cli::Parsed { command, read }) = cli::parse(&args)? else {
         return cli::print_stdout(&cli::subcommand_list());
     };
     match command {
-        ProfileCommand::Reader(reader) => cli::print_stdout(&cli::run_reader(&reader)?),
-        ProfileCommand::Explore(args) => libreyolo_ui::run(&args),
+        ProfileCommand::Reader(reader) => cli::print_stdout(&cli::run_reader(&reader, &read)?),
+        ProfileCommand::Explore(args) => libreyolo_ui::run(&args, &read),
         // Parsed here first, so a bad flag or `--help` never needs capture.
         ProfileCommand::Infer(_) | ProfileCommand::Run(_) => capture_engine::hand_over(&args),
     }

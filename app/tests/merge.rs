@@ -66,7 +66,7 @@ impl EventSink for ByPid {
 
 fn read(path: &Path, by_pid: bool) -> BTreeMap<i64, Seen> {
     let mut sink = ByPid(BTreeMap::new(), by_pid);
-    trace::read(path, &mut sink, false).unwrap();
+    trace::read(path, &mut sink, &Default::default()).unwrap();
     sink.0
 }
 

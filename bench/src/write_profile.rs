@@ -11,13 +11,12 @@ fn main() -> ExitCode {
         eprintln!("usage: write-profile <trace.json[.gz]> <profile.json>");
         return ExitCode::from(2);
     };
-    let result = libreyolo_core::profile::load(trace, Default::default())
-        .map(|l| l.input)
-        .and_then(|input| {
+    let result =
+        libreyolo_core::input::load(trace, Default::default()).map(|l| l.input).and_then(|input| {
             let json = serde_json::to_vec_pretty(&input.profile).map_err(|e| {
                 libreyolo_core::Error::failed(format!("cannot encode the profile: {e}"))
             })?;
-            libreyolo_core::profile::write_atomic(std::path::Path::new(out), &json)
+            libreyolo_core::files::write_atomic(std::path::Path::new(out), &json)
         });
     match result {
         Ok(()) => ExitCode::SUCCESS,

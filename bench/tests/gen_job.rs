@@ -5,8 +5,8 @@
 
 use std::process::Command;
 
+use libreyolo_core::input::{json_files_in, ranks};
 use libreyolo_core::lens::{collectives, job};
-use libreyolo_core::profile::{json_files_in, ranks};
 
 #[test]
 fn the_straggler_of_a_generated_job_its_phase_and_extra_ms_are_found_exactly() {

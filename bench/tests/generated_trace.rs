@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use libreyolo_core::profile::{self, Profile};
+use libreyolo_core::profile::Profile;
 use serde_json::Value;
 
 /// Runs the real `gen-trace` binary; returns the trace and its ground truth.
@@ -34,7 +34,7 @@ fn generate(dir: &Path, name: &str, size: &str, seed: u64, gzip: bool) -> (PathB
 }
 
 fn load(path: &Path) -> Profile {
-    profile::load(path.to_str().expect("utf-8 temp path"), Default::default())
+    libreyolo_core::input::load(path.to_str().expect("utf-8 temp path"), Default::default())
         .expect("the generated trace analyses")
         .input
         .profile

@@ -43,6 +43,8 @@ pub const TORCH_VERSION: &str = include_str!("../TORCH_VERSION");
 /// Validated settings of one `infer`: the command line checked once
 /// ([`Plan::new`]), so nothing past it reads the clap structs.
 pub struct Plan {
+    /// The memory the capture may use (`--max-memory`).
+    budget: libreyolo_core::budget::Budget,
     /// `--weights`: a checkpoint path or name, as given.
     weights: String,
     size: ModelSize,
@@ -93,7 +95,8 @@ impl Plan {
             return Err(Error::usage("--conf and --iou must be between 0 and 1"));
         }
         let device = device::parse(args.device)?;
-        model::check_memory(args.batch, imgsz, 6, device)?;
+        let budget = libreyolo_core::budget::Budget::from_flag(args.max_memory.as_deref())?;
+        model::check_memory(args.batch, imgsz, 6, device, budget)?;
         let half = args.half();
         if half && device == Device::Cpu {
             return Err(Error::usage(
@@ -101,6 +104,7 @@ impl Plan {
             ));
         }
         Ok(Plan {
+            budget,
             weights: args.weights.clone(),
             size: args.size,
             source: args.source.clone(),
@@ -414,7 +418,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
             p.batch
         ));
     }
-    let images = source::load(&files[..used])?;
+    let images = source::load(&files[..used], p.budget)?;
     let mut loaded = weights::load(&p.weights, p.size, p.device)?;
     // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
     if p.fuse {
@@ -463,7 +467,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
     std::fs::create_dir_all(&out_dir).map_err(|e| {
         Error::failed(format!("cannot create {}: {e}", out_dir.display())).caused_by(e)
     })?;
-    profile::write_json(&out_dir.join(profile::measured::SIDECAR), &m)?;
+    libreyolo_core::files::write_json(&out_dir.join(profile::measured::SIDECAR), &m)?;
     match trace_tmp {
         Some(tmp) => {
             tmp.persist(&trace_path).map_err(|e| {
@@ -477,7 +481,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
             prof.trace = None;
         }
     }
-    profile::write_json(&profile_path, &prof)?;
+    libreyolo_core::files::write_json(&profile_path, &prof)?;
     let mut shown = prof.clone();
     let mut shown_path = profile_path.clone();
     if p.repeat > 1 {
@@ -491,7 +495,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
             crate::output::report_trials(&trial_profiles).as_ref(),
         );
         shown_path = project.join("infer_repeat.json");
-        profile::write_json(&shown_path, &agg)?;
+        libreyolo_core::files::write_json(&shown_path, &agg)?;
         shown = agg;
     }
     Ok(Capture::inference(&shown, &shown_path))

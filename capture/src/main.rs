@@ -28,7 +28,7 @@ fn run() -> Result<()> {
     libreyolo_core::tempfiles::remove_on_signal().map_err(|e| {
         Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
     })?;
-    match cli::parse(&args)? {
+    match cli::parse(&args)?.map(|p| p.command) {
         Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
         Some(ProfileCommand::Run(a)) => {
             libreyolo_capture::heap::keep_freed_memory();

@@ -186,8 +186,9 @@ pub fn check_memory(
     imgsz: i64,
     per_input: u64,
     device: Device,
+    budget: libreyolo_core::budget::Budget,
 ) -> libreyolo_core::Result<()> {
-    let Some(budget) = libreyolo_core::budget::budget().filter(|_| device == Device::Cpu) else {
+    let Some(budget) = budget.limit.filter(|_| device == Device::Cpu) else {
         return Ok(());
     };
     let input = (batch as u64).saturating_mul(3 * 4).saturating_mul((imgsz * imgsz) as u64);

@@ -138,13 +138,13 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
 /// the file; so are images that would decode to more than the memory
 /// budget (`--max-memory`, default half the RAM), said from their headers
 /// before any is decoded.
-pub fn load(files: &[PathBuf]) -> Result<Vec<Image>> {
+pub fn load(files: &[PathBuf], budget: libreyolo_core::budget::Budget) -> Result<Vec<Image>> {
     if files.is_empty() {
         let img = image::load_from_memory(SAMPLE)
             .map_err(|e| Error::failed(format!("bundled sample image: {e}")).caused_by(e))?;
         return Ok(vec![to_tensor(SAMPLE_NAME.to_string(), img)]);
     }
-    let budget = libreyolo_core::budget::budget().unwrap_or(u64::MAX);
+    let budget = budget.limit.unwrap_or(u64::MAX);
     let mut decoded = 0u64;
     for p in files {
         let (w, h) = image::ImageReader::open(p)

@@ -54,7 +54,7 @@ fn infer_on_cpu_then_every_reader() {
     let trace_path = dir.path().join("infer/profile_trace.json");
     assert!(profile_path.is_file() && trace_path.is_file());
 
-    let p = libreyolo_core::profile::load(profile_path.to_str().unwrap(), Default::default())
+    let p = libreyolo_core::input::load(profile_path.to_str().unwrap(), Default::default())
         .unwrap()
         .input
         .profile;
@@ -79,7 +79,7 @@ fn infer_on_cpu_then_every_reader() {
     assert!(p.config.as_map()["threads"].as_i64().unwrap() >= 1);
 
     // The trace alone parses to the same steps.
-    let t = libreyolo_core::profile::load(trace_path.to_str().unwrap(), Default::default())
+    let t = libreyolo_core::input::load(trace_path.to_str().unwrap(), Default::default())
         .unwrap()
         .input
         .profile;
@@ -104,7 +104,7 @@ fn json_no_trace_and_repeat() {
     assert_eq!(v["mode"], "inference");
     assert!(v["latency_p50_ms"].as_f64().unwrap() > 0.0);
     assert!(!dir.path().join("infer/profile_trace.json").exists());
-    let p = libreyolo_core::profile::load(
+    let p = libreyolo_core::input::load(
         dir.path().join("infer/profile.json").to_str().unwrap(),
         Default::default(),
     )
@@ -116,7 +116,7 @@ fn json_no_trace_and_repeat() {
     let rep = tempfile::tempdir().unwrap();
     let out = run(rep.path(), &["--repeat", "2", "--runs", "4"]).unwrap();
     assert!(out.contains("(n=2)"), "{out}");
-    let r = libreyolo_core::profile::load(
+    let r = libreyolo_core::input::load(
         rep.path().join("infer_repeat.json").to_str().unwrap(),
         Default::default(),
     )
@@ -188,7 +188,7 @@ torch.save(ck, sys.argv[3])
     )
     .unwrap();
     assert!(out.contains("img/s"));
-    let p = libreyolo_core::profile::load(
+    let p = libreyolo_core::input::load(
         project.join("infer/profile.json").to_str().unwrap(),
         Default::default(),
     )
@@ -399,7 +399,7 @@ impl Drop for Hog {
 }
 
 fn conditions_of(project: &Path) -> libreyolo_core::conditions::Conditions {
-    let p = libreyolo_core::profile::load(
+    let p = libreyolo_core::input::load(
         project.join("infer/profile.json").to_str().unwrap(),
         Default::default(),
     )
@@ -531,7 +531,7 @@ fn threads_are_what_was_asked_and_default_to_the_cpus_we_may_use() {
 fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     let dir = tempfile::tempdir().unwrap();
     run(dir.path(), &["--memory"]).unwrap();
-    let p = libreyolo_core::profile::load(
+    let p = libreyolo_core::input::load(
         dir.path().join("infer/profile.json").to_str().unwrap(),
         Default::default(),
     )
@@ -577,7 +577,7 @@ fn memory_records_the_cpu_allocator_and_the_profile_keeps_its_timeline() {
     // Without --memory the trace has no allocator events, and the reader says so.
     let plain = tempfile::tempdir().unwrap();
     run(plain.path(), &[]).unwrap();
-    let q = libreyolo_core::profile::load(
+    let q = libreyolo_core::input::load(
         plain.path().join("infer/profile.json").to_str().unwrap(),
         Default::default(),
     )

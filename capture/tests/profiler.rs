@@ -37,7 +37,7 @@ fn ranges_and_ops_reach_the_trace() {
     assert!(!profiler::is_running());
 
     let input =
-        libreyolo_core::profile::load(trace.to_str().unwrap(), Default::default()).unwrap().input;
+        libreyolo_core::input::load(trace.to_str().unwrap(), Default::default()).unwrap().input;
     let p = &input.profile;
     let phases: Vec<&str> = p.phase_names();
     assert!(phases.contains(&"forward"), "phases: {phases:?}");

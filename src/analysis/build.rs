@@ -31,6 +31,7 @@ pub(super) fn build(
     info: &TraceInfo,
     measured: Option<&Measurements>,
     path: Option<&Path>,
+    threads: usize,
 ) -> Result<Profile> {
     check_usable(&a)?;
     let win = window(&a);
@@ -56,7 +57,7 @@ pub(super) fn build(
     let share = Share::default();
     let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
-        let side = (crate::trace::parallel::threads() > 1).then(|| {
+        let side = (threads > 1).then(|| {
             let (a, win, kinfo, share) = (&a, &win, &kinfo, &share);
             s.spawn(move || {
                 let index = index();

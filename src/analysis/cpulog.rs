@@ -13,12 +13,44 @@
 
 use integer_encoding::VarInt;
 
-use super::idle::HostKind;
+use crate::trace::RuntimeCall;
 
 /// Bytes per block: a record never straddles two.
 const BLOCK: usize = 64 << 10;
 /// The longest record: the header and five varints of up to 10 bytes.
 const MAX_RECORD: usize = 1 + 5 * 10;
+
+/// What a host record is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum HostKind {
+    Op,
+    Python,
+    /// A `record_function` / user annotation other than the step and phase
+    /// ranges.
+    Annotation,
+    /// `enumerate(DataLoader)#…__next__`.
+    Dataload,
+    /// A synchronising runtime call or blocking copy.
+    Sync,
+    /// An allocator call.
+    Alloc,
+}
+
+impl HostKind {
+    /// The host record a runtime call makes, if it is one the account
+    /// needs: synchronising calls and blocking copies, allocator calls.
+    /// Launches are kept with their kernels instead; other calls (queries,
+    /// event records) count as the op around them.
+    pub fn of_call(call: &RuntimeCall) -> Option<HostKind> {
+        if call.sync {
+            Some(HostKind::Sync)
+        } else if call.alloc {
+            Some(HostKind::Alloc)
+        } else {
+            None
+        }
+    }
+}
 
 /// One record as read back.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

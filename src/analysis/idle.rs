@@ -26,7 +26,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
 use super::busy::{merge, merge_sorted};
-use super::cpulog::{CpuLog, CpuRec, thread_bit};
+use super::cpulog::{CpuLog, CpuRec, HostKind, thread_bit};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::{Analyzer, Launch};
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
@@ -57,22 +57,6 @@ const TOP_PLACES: usize = 6;
 /// Ops that block the host until the GPU is done (`.item()`, `nonzero`).
 const SYNC_OPS: [&str; 4] =
     ["aten::_local_scalar_dense", "aten::item", "aten::nonzero", "aten::is_nonzero"];
-
-/// What a host record is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub enum HostKind {
-    Op,
-    Python,
-    /// A `record_function` / user annotation other than the step and phase
-    /// ranges.
-    Annotation,
-    /// `enumerate(DataLoader)#…__next__`.
-    Dataload,
-    /// A synchronising runtime call or blocking copy.
-    Sync,
-    /// An allocator call.
-    Alloc,
-}
 
 /// A host record as the sweep reads it (its thread is its list's).
 #[derive(Debug, Clone, Copy)]
@@ -169,19 +153,6 @@ struct Slot {
     /// empty or not).
     met: bool,
     spans: Vec<HostSpan>,
-}
-
-/// The host record a runtime call makes, if it is one the account needs:
-/// synchronising calls and blocking copies, allocator calls. Launches are
-/// kept with their kernels instead; other calls (queries, event records)
-/// count as the op around them.
-pub fn runtime_kind(name: &str) -> Option<HostKind> {
-    let blocking_copy = name.contains("Memcpy") && !name.contains("Async");
-    if name.contains("Synchronize") || blocking_copy {
-        return Some(HostKind::Sync);
-    }
-    const ALLOC: [&str; 6] = ["Malloc", "Free", "HostAlloc", "MemAlloc", "MemCreate", "MemMap"];
-    ALLOC.iter().any(|w| name.contains(w)).then_some(HostKind::Alloc)
 }
 
 /// Where idle time went: a key made of interned names, formatted once at

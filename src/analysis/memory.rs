@@ -229,11 +229,11 @@ pub(super) fn ops_at(a: &Analyzer, probes: &[Probe]) -> Vec<Option<String>> {
 /// Records a `[memory]` event's sample (ids of the thread and device).
 pub(super) fn sample(ev: &Event<'_>, thread: u32) -> Option<(DeviceKey, Sample)> {
     let args = ev.args.as_ref()?;
-    let ts = ev.ts.get().filter(|t| t.abs() <= super::MAX_TS_US)?;
+    let ts = crate::trace::kind::ts_ns(ev.ts.get())?;
     let key = (args.device_type.id().unwrap_or(-1), args.device_id.id().unwrap_or(0));
     let nan = f64::NAN;
     let sample = Sample {
-        ts: super::ns(ts),
+        ts,
         allocated: args.total_allocated.get().unwrap_or(nan),
         reserved: args.total_reserved.get().unwrap_or(nan),
         bytes: args.bytes.get().unwrap_or(nan),

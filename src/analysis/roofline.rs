@@ -664,7 +664,7 @@ mod tests {
         std::fs::write(&path, events).unwrap();
         let src = trace::Source::path(&path).unwrap();
         let mut a = Analyzer::default();
-        trace::read_source(&src, &mut a, false).unwrap();
+        trace::read_source(&src, &mut a, &Default::default()).unwrap();
         a.place_leftovers_by_time();
         a.ranges.freeze();
         a

@@ -96,12 +96,16 @@ pub struct ProfileArgs {
 
 impl ProfileArgs {
     /// The subcommand, given the group's options it reads (`--threads`
-    /// is a capture's intra-op threads).
+    /// is a capture's intra-op threads, `--max-memory` its memory budget).
     pub fn into_command(self) -> Option<ProfileCommand> {
         let mut command = self.command;
         match &mut command {
-            Some(ProfileCommand::Run(a)) => a.threads = self.threads,
-            Some(ProfileCommand::Infer(a)) => a.threads = self.threads,
+            Some(ProfileCommand::Run(a)) => {
+                (a.threads, a.max_memory) = (self.threads, self.max_memory);
+            }
+            Some(ProfileCommand::Infer(a)) => {
+                (a.threads, a.max_memory) = (self.threads, self.max_memory);
+            }
             _ => {}
         }
         command
@@ -424,6 +428,9 @@ pub struct RunArgs {
     /// Intra-op CPU threads: the group's `--threads`.
     #[arg(skip)]
     pub threads: Option<usize>,
+    /// The memory the capture may use: the group's `--max-memory`.
+    #[arg(skip)]
+    pub max_memory: Option<String>,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
     #[arg(long)]
@@ -467,6 +474,9 @@ pub struct InferArgs {
     /// Intra-op CPU threads: the group's `--threads`.
     #[arg(skip)]
     pub threads: Option<usize>,
+    /// The memory the capture may use: the group's `--max-memory`.
+    #[arg(skip)]
+    pub max_memory: Option<String>,
     /// Measure the deployed graph: BatchNorm folded into its convolution and
     /// RepConv branches merged, as exported models run. Default: the graph
     /// LibreYOLO's inference runs (unfused)

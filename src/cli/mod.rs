@@ -4,6 +4,8 @@
 //! commands, which run here. The binary wires capture and explorer.
 
 mod args;
+#[cfg(all(test, feature = "parquet"))]
+mod parquet_tests;
 
 pub use args::*;
 
@@ -13,16 +15,26 @@ use std::path::Path;
 use std::process::ExitCode;
 
 use crate::error::{Error, Result};
+use crate::input::{self, LoadOptions, Loaded, ranks};
 use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Change};
 use crate::profile::{self, Input};
 use crate::render::table::{self, Table};
 use crate::render::{self, Format, text};
+use crate::trace::{Progress, ReadOptions};
+
+/// A parsed command line: the subcommand, and how it reads its inputs
+/// (the group's `--threads`, `--no-mmap`, `--max-memory`).
+#[derive(Debug)]
+pub struct Parsed {
+    pub command: ProfileCommand,
+    pub read: ReadOptions,
+}
 
 /// Parses `libreyolo profile …` as given (`OsString`s: a non-UTF-8 argument
 /// is a clap error, not a panic). `None` is a bare `libreyolo profile`.
 /// `--help`/`--version` and clap's errors are printed here and end the
 /// process with 0 or 2, as every subcommand of the group does.
-pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
+pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
     use clap::Parser;
     let lossy: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
     if let Some(msg) = refuse_key_value(&lossy) {
@@ -31,10 +43,12 @@ pub fn parse(args: &[OsString]) -> Result<Option<ProfileCommand>> {
     match Cli::try_parse_from(args) {
         Ok(parsed) => match parsed.command {
             TopCommand::Profile(profile) => {
-                crate::budget::configure(profile.max_memory.as_deref())?;
-                crate::trace::parallel::configure(profile.threads)?;
-                crate::trace::input::configure_mapping(!profile.no_mmap);
-                Ok(profile.into_command())
+                let read = ReadOptions::from_flags(
+                    profile.threads,
+                    profile.no_mmap,
+                    profile.max_memory.as_deref(),
+                )?;
+                Ok(profile.into_command().map(|command| Parsed { command, read }))
             }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.
@@ -140,12 +154,16 @@ fn emit<T: serde::Serialize>(
 /// Runs a reader subcommand and returns what to print on stdout. Warnings
 /// about the input (measured numbers not taken, an unknown schema version,
 /// repeated step names) and the summary's notes go to stderr.
-pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
+pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
-    let load_with = |path: &Path, peak_ops: bool| -> Result<profile::Loaded> {
-        let loaded = profile::load(
+    let load_with = |path: &Path, peak_ops: bool| -> Result<Loaded> {
+        let loaded = input::load(
             path,
-            profile::LoadOptions { progress: true, peak_ops, ..Default::default() },
+            LoadOptions {
+                read: read.with_progress(Progress::Terminal),
+                peak_ops,
+                ..Default::default()
+            },
         )?;
         for n in &loaded.notices {
             say(&format!("warning: {n}"));
@@ -154,94 +172,92 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
     };
     let load = |path: &Path| load_with(path, false).map(|l| l.input);
     // A distributed job's ranks, the set's warnings and notes said.
-    let rank_set =
-        |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<profile::ranks::RankSet> {
-            let opts = profile::ranks::Options {
-                select: set.ranks.as_deref().map(profile::ranks::parse_selection).transpose()?,
-                strict: set.strict,
-                done: None,
-            };
-            let set = profile::ranks::load(files, &opts)?;
-            for w in &set.warnings {
-                say(&format!("warning: {w}"));
-            }
-            for n in &set.notes {
-                say(&format!("note: {n}"));
-            }
-            Ok(set)
+    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<ranks::RankSet> {
+        let opts = ranks::Options {
+            select: set.ranks.as_deref().map(ranks::parse_selection).transpose()?,
+            strict: set.strict,
+            done: None,
+            read: read.clone(),
         };
+        let set = ranks::load(files, &opts)?;
+        for w in &set.warnings {
+            say(&format!("warning: {w}"));
+        }
+        for n in &set.notes {
+            say(&format!("note: {n}"));
+        }
+        Ok(set)
+    };
     let job = |files: &[std::path::PathBuf], set: &RankSetArgs| {
         rank_set(files, set).map(|s| lens::job::job(&s))
     };
     let out = match cmd {
-        ReaderCommand::Summary(a) => {
-            match (profile::ranks::rank_files(&a.traces)?, a.output.format()?) {
-                _ if a.rank.is_some() && a.write_parquet.is_none() => {
+        ReaderCommand::Summary(a) => match (ranks::rank_files(&a.traces)?, a.output.format()?) {
+            _ if a.rank.is_some() && a.write_parquet.is_none() => {
+                return Err(Error::usage(
+                    "--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR",
+                ));
+            }
+            _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => {
+                return Err(crate::tables::unavailable());
+            }
+            (Some(files), format) => {
+                if a.write_profile.is_some() {
                     return Err(Error::usage(
-                        "--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR",
+                        "--write-profile writes one input's profile: give one trace",
                     ));
                 }
-                _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => {
-                    return Err(crate::tables::unavailable());
-                }
-                (Some(files), format) => {
-                    if a.write_profile.is_some() {
-                        return Err(Error::usage(
-                            "--write-profile writes one input's profile: give one trace",
-                        ));
-                    }
-                    if a.rank.is_some() {
-                        return Err(Error::usage(
-                            "--rank is for one trace: the ranks of a rank set come from their traces",
-                        ));
-                    }
-                    let set = rank_set(&files, &a.set)?;
-                    let j = lens::job::job(&set);
-                    if let Some(dir) = &a.parquet {
-                        crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
-                    }
-                    if let Some(dir) = &a.write_parquet {
-                        for r in &set.ranks {
-                            crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
-                        }
-                    }
-                    emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
-                }
-                (None, Format::Md | Format::Csv) => {
+                if a.rank.is_some() {
                     return Err(Error::usage(
-                        "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
+                        "--rank is for one trace: the ranks of a rank set come from their traces",
                     ));
                 }
-                (None, format) => {
-                    if a.parquet.is_some() {
-                        return Err(Error::usage(
-                            "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
-                        ));
+                let set = rank_set(&files, &a.set)?;
+                let j = lens::job::job(&set);
+                if let Some(dir) = &a.parquet {
+                    crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
+                }
+                if let Some(dir) = &a.write_parquet {
+                    for r in &set.ranks {
+                        crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
                     }
-                    let profile::Loaded { input, notices, .. } = load_with(&a.traces[0], false)?;
-                    if let Some(out) = &a.write_profile {
-                        profile::write_json(out, &input.profile)?;
+                }
+                emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
+            }
+            (None, Format::Md | Format::Csv) => {
+                return Err(Error::usage(
+                    "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
+                ));
+            }
+            (None, format) => {
+                if a.parquet.is_some() {
+                    return Err(Error::usage(
+                        "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
+                    ));
+                }
+                let Loaded { input, notices, .. } = load_with(&a.traces[0], false)?;
+                if let Some(out) = &a.write_profile {
+                    crate::files::write_json(out, &input.profile)?;
+                }
+                if let Some(dir) = &a.write_parquet {
+                    let rank = parquet_rank(a.rank, &input);
+                    crate::tables::write_rank(dir, rank, &input.profile)?;
+                }
+                let s = lens::summary::summary(&input.profile);
+                if format == Format::Json {
+                    render::json(&s)?
+                } else {
+                    for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
+                        say(&format!("note: {w}"));
                     }
-                    if let Some(dir) = &a.write_parquet {
-                        let rank = parquet_rank(a.rank, &input);
-                        crate::tables::write_rank(dir, rank, &input.profile)?;
-                    }
-                    let s = lens::summary::summary(&input.profile);
-                    if format == Format::Json {
-                        render::json(&s)?
-                    } else {
-                        for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
-                            say(&format!("note: {w}"));
-                        }
-                        text::summary(&s)
-                    }
+                    text::summary(&s)
                 }
             }
-        }
+        },
         ReaderCommand::Collectives(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let c = match profile::ranks::rank_files(&a.traces)? {
+            let c = match ranks::rank_files(&a.traces)? {
                 Some(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
                 None => lens::collectives::of_profile(&load(&a.traces[0])?.profile),
             };
@@ -288,7 +304,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 sort: a.sort,
                 phase: a.phase.clone(),
             };
-            if let Some(files) = profile::ranks::rank_files(&a.traces)? {
+            if let Some(files) = ranks::rank_files(&a.traces)? {
                 let set = rank_set(&files, &a.set)?;
                 let profiles: Vec<(u32, &profile::Profile)> =
                     set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
@@ -322,8 +338,8 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
                 ));
             }
             let sets = (
-                profile::ranks::rank_files(std::slice::from_ref(&a.before))?,
-                profile::ranks::rank_files(std::slice::from_ref(&a.after))?,
+                ranks::rank_files(std::slice::from_ref(&a.before))?,
+                ranks::rank_files(std::slice::from_ref(&a.after))?,
             );
             let gates: Vec<lens::gate::GateSpec> =
                 a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
@@ -384,7 +400,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
         ReaderCommand::Merge(a) => {
             let output = a.output.as_path();
             // Refused before the first pass reads the job, not after.
-            profile::check_write_target(output)?;
+            crate::files::check_write_target(output)?;
             let crate::merge::Inputs { files, notes } =
                 crate::merge::input_files(&a.traces, output)?;
             for n in &notes {
@@ -401,7 +417,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
             crate::tempfiles::remove_on_signal().map_err(|e| {
                 Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
             })?;
-            let m = crate::merge::merge(&set, output, !a.no_align)?;
+            let m = crate::merge::merge(&set, output, !a.no_align, read)?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
             }
@@ -429,7 +445,7 @@ pub fn run_reader(cmd: &ReaderCommand) -> Result<String> {
 /// else 0 (said on stderr, since ranks written as 0 replace each other).
 fn parquet_rank(given: Option<u32>, input: &Input) -> u32 {
     let recorded = input.profile.distributed.as_ref().and_then(|d| d.rank);
-    let named = profile::ranks::rank_from_name(&input.path);
+    let named = ranks::rank_from_name(&input.path);
     match (given, recorded.or(named)) {
         (Some(r), Some(t)) if r != t => {
             say(&format!(

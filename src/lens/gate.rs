@@ -6,7 +6,7 @@
 
 use serde::Serialize;
 
-use super::compare::significance;
+use super::stats::significance;
 use crate::error::{Error, Result};
 use crate::profile::{Profile, metrics};
 use crate::util::round;

@@ -12,6 +12,6 @@ pub mod kernels;
 pub mod memory;
 pub mod ops;
 pub mod phases;
+pub mod stats;
 pub mod summary;
-pub mod timeline;
 pub mod whatif;

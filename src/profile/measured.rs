@@ -10,7 +10,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::kinds::Mode;
-use super::schema::{Latency, Stages};
 use crate::error::{Error, Result};
 
 /// File name of the sidecar, beside `profile_trace.json`.
@@ -45,6 +44,28 @@ pub struct Measurements {
     pub versions: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub host: Option<Value>,
+}
+
+/// Latency percentiles a capture timed itself.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Latency {
+    pub p50_ms: f64,
+    pub p90_ms: f64,
+    pub p99_ms: f64,
+    pub mean_ms: f64,
+    pub min_ms: f64,
+    pub max_ms: f64,
+    pub n: u64,
+}
+
+/// Wall time per inference stage, as the capture timed it.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Stages {
+    pub preprocess: Option<f64>,
+    pub forward: Option<f64>,
+    pub postprocess: Option<f64>,
 }
 
 /// The run's configuration as a capture records it: `meta` in the

@@ -1,8 +1,8 @@
-//! The profile: its schema, the measured sidecar, the flat metric map, and
-//! loading any input (ours, the reference's, a raw trace) as a profile.
+//! The profile: its schema, the measured sidecar, the flat metric map, the
+//! named values, and the rank set's shape. Data only: loading an input is
+//! [`crate::input`]'s, analysing a trace [`crate::analysis`]'s.
 
 pub mod kinds;
-mod load;
 pub mod measured;
 pub mod memory;
 pub mod metrics;
@@ -11,10 +11,17 @@ pub mod repeat;
 pub mod schema;
 
 pub use kinds::{Category, Mode, Verdict};
-pub use load::{
-    Input, LoadOptions, Loaded, check_write_target, json_files_in, load, resolve_input,
-    write_atomic, write_atomic_with, write_json,
-};
 pub use measured::{Measurements, RunConfig};
 pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;
+
+use std::path::PathBuf;
+
+/// A loaded input: where it came from and the profile it gives.
+#[derive(Debug, Clone)]
+pub struct Input {
+    pub path: PathBuf,
+    pub profile: Profile,
+    /// True when the profile was analysed from a raw trace just now.
+    pub from_trace: bool,
+}

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
 use super::kinds::{Category, Mode, Verdict};
-use super::measured::RunConfig;
+pub use super::measured::{Latency, RunConfig, Stages};
 
 /// Schema id written by both implementations.
 pub const SCHEMA_ID: &str = "libreyolo.profile.analysis/v1";
@@ -179,26 +179,6 @@ pub struct ExtraFigures {
 pub struct Window {
     pub wall_ms: f64,
     pub real_steps: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct Latency {
-    pub p50_ms: f64,
-    pub p90_ms: f64,
-    pub p99_ms: f64,
-    pub mean_ms: f64,
-    pub min_ms: f64,
-    pub max_ms: f64,
-    pub n: u64,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct Stages {
-    pub preprocess: Option<f64>,
-    pub forward: Option<f64>,
-    pub postprocess: Option<f64>,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
@@ -656,15 +636,8 @@ impl Profile {
     }
 }
 
-/// A trace's `distributedInfo`: which rank of which job wrote it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
-#[serde(default)]
-pub struct Distributed {
-    pub rank: Option<u32>,
-    pub world_size: Option<u32>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub backend: Option<String>,
-}
+/// A trace's `distributedInfo`, as the reader read it.
+pub use crate::trace::Distributed;
 
 /// One communication kernel of a rank's trace (docs/analysis.md §11).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

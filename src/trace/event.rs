@@ -12,6 +12,8 @@
 
 use std::borrow::Cow;
 
+use super::kind::EventKind;
+
 /// A string that tolerates invalid UTF-8 (replaced, not rejected).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Text<'a>(pub Cow<'a, str>);
@@ -152,6 +154,9 @@ pub struct Event<'a> {
     pub ts: Num,
     pub dur: Num,
     pub args: Option<Args<'a>>,
+    /// What it is, decided once its fields are read (the default,
+    /// [`EventKind::NoSpan`], until then).
+    pub kind: EventKind,
 }
 
 /// Why an event could not be read.
@@ -296,7 +301,10 @@ impl<'a> Event<'a> {
         }
         match shape {
             Some(what) => Err(ParseError::ShapeAt(what, p.i)),
-            None => Ok(p.i),
+            None => {
+                ev.kind = EventKind::of(ev.ph(), ev.cat(), ev.name());
+                Ok(p.i)
+            }
         }
     }
 
@@ -311,6 +319,22 @@ impl<'a> Event<'a> {
     }
     pub fn correlation(&self) -> Option<i64> {
         self.args.as_ref().and_then(|a| a.correlation.id())
+    }
+    /// A GPU event's device: `args.device`, else its pid (old traces).
+    pub fn gpu_device(&self) -> i64 {
+        self.args
+            .as_ref()
+            .and_then(|a| a.device.id())
+            .or_else(|| self.pid.as_ref().and_then(Id::as_int))
+            .unwrap_or(0)
+    }
+    /// A GPU event's stream: `args.stream`, else its tid (old traces).
+    pub fn gpu_stream(&self) -> i64 {
+        self.args
+            .as_ref()
+            .and_then(|a| a.stream.id())
+            .or_else(|| self.tid.as_ref().and_then(Id::as_int))
+            .unwrap_or(0)
     }
 }
 

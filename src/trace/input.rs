@@ -20,6 +20,7 @@ pub use indicatif::ProgressBar;
 use indicatif::ProgressStyle;
 
 use super::inflate::ThreadedInflate;
+use super::options::{Progress, ReadOptions};
 use super::seekgz::{Checkpoints, GzReader};
 use crate::error::{Error, Result};
 
@@ -110,25 +111,25 @@ impl Source {
     /// Opens the input for one pass from its first byte to its last: a
     /// plain (not gzipped) regular file is mapped, anything else is
     /// [`Source::open`]ed.
-    pub fn open_pass(&self, progress: bool) -> Result<Opened> {
+    pub fn open_pass(&self, opts: &ReadOptions) -> Result<Opened> {
         if let Kind::File(path) = &self.kind {
-            if let Some(mapped) = MappedFile::open(path, progress) {
+            if let Some(mapped) = MappedFile::open(path, opts) {
                 return Ok(Opened::Mapped(mapped));
             }
         }
-        self.open(progress).map(Opened::Stream)
+        self.open(opts).map(Opened::Stream)
     }
 
     /// Opens the input from its first byte, decompressing gzip
     /// transparently (decided by the first two bytes read).
-    pub fn open(&self, progress: bool) -> Result<Box<dyn Read>> {
+    pub fn open(&self, opts: &ReadOptions) -> Result<Box<dyn Read>> {
         match &self.kind {
             Kind::File(path) => {
                 let file = File::open(path).map_err(|e| {
                     Error::failed(format!("cannot open {}: {e}", path.display())).caused_by(e)
                 })?;
                 let len = file.metadata().map(|m| m.len()).unwrap_or(0);
-                let bar = progress_bar(path, len, progress);
+                let bar = progress_bar(path, len, &opts.progress);
                 let raw: Box<dyn Read + Send> = match bar {
                     Some(bar) => Box::new(bar.wrap_read(file)),
                     None => Box::new(file),
@@ -137,7 +138,7 @@ impl Source {
                 if !gzipped {
                     return Ok(Box::new(whole));
                 }
-                if !spare_core() {
+                if !opts.spare_core() {
                     return Ok(Box::new(gunzip(whole)));
                 }
                 // A file is ours to move: inflate it on a thread of its own.
@@ -158,44 +159,32 @@ impl Source {
     }
 }
 
-thread_local! {
-    /// The bar a caller on this thread draws itself (the explorer's
-    /// loading screen), moved by every pass the thread opens.
-    static REPORT_TO: RefCell<Option<ProgressBar>> = const { RefCell::new(None) };
-}
-
-/// Passes this thread opens from now on move `bar` (`None`: stop), terminal
-/// or not, whatever their `progress` flag says: its length is the file's
-/// size and its position the bytes read (compressed bytes for gzip). For a
-/// caller that draws its own progress, such as the explorer, which used to
-/// count its loader thread's read(2) bytes (`rchar`): those stay at zero
-/// on a mapped file or a gzip file inflated on another thread.
-pub fn report_progress_to(bar: Option<ProgressBar>) {
-    REPORT_TO.with(|r| *r.borrow_mut() = bar);
-}
-
 /// A progress bar over a file of `len` bytes, when one is wanted: the
-/// caller's own ([`report_progress_to`]), or a large file read for the
-/// user at a terminal.
-fn progress_bar(path: &Path, len: u64, progress: bool) -> Option<ProgressBar> {
-    if let Some(bar) = REPORT_TO.with(|r| r.borrow().clone()) {
-        bar.set_length(len);
-        bar.set_position(0);
-        return Some(bar);
+/// caller's own, or a large file read for the user at a terminal.
+fn progress_bar(path: &Path, len: u64, progress: &Progress) -> Option<ProgressBar> {
+    match progress {
+        Progress::Off => None,
+        Progress::To(bar) => {
+            bar.set_length(len);
+            bar.set_position(0);
+            Some(bar.clone())
+        }
+        Progress::Terminal => {
+            (len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
+                let bar = ProgressBar::new(len);
+                bar.set_style(
+                    ProgressStyle::with_template(
+                        "reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
+                    )
+                    .unwrap_or_else(|_| ProgressStyle::default_bar()),
+                );
+                bar.set_message(
+                    path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
+                );
+                bar
+            })
+        }
     }
-    (progress && len >= PROGRESS_MIN_BYTES && std::io::stderr().is_terminal()).then(|| {
-        let bar = ProgressBar::new(len);
-        bar.set_style(
-            ProgressStyle::with_template(
-                "reading {msg} {bar:30} {bytes}/{total_bytes} ({bytes_per_sec}, {eta})",
-            )
-            .unwrap_or_else(|_| ProgressStyle::default_bar()),
-        );
-        bar.set_message(
-            path.file_name().map(|f| f.to_string_lossy().into_owned()).unwrap_or_default(),
-        );
-        bar
-    })
 }
 
 /// What one whole pass reads: a plain file's bytes in place, or a stream.
@@ -218,14 +207,6 @@ pub struct MappedFile {
     bar: Option<ProgressBar>,
 }
 
-/// Whether plain files are mapped (`--no-mmap` turns it off).
-static MAP_FILES: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(true);
-
-/// Sets whether plain files are mapped, from `--no-mmap`.
-pub fn configure_mapping(map: bool) {
-    MAP_FILES.store(map, Ordering::Relaxed);
-}
-
 /// Pages are given back this many bytes at a time: a multiple of every
 /// page size (4, 16, 64 KiB), and few calls (500 per GB).
 const RELEASE_STEP: usize = 2 << 20;
@@ -234,8 +215,8 @@ impl MappedFile {
     /// `path` mapped, when it is a non-empty regular file that does not
     /// start as gzip; `None` sends the caller to the read(2) path, which
     /// also says why a file cannot be opened.
-    fn open(path: &Path, progress: bool) -> Option<MappedFile> {
-        if !MAP_FILES.load(Ordering::Relaxed) {
+    fn open(path: &Path, opts: &ReadOptions) -> Option<MappedFile> {
+        if !opts.mmap {
             return None;
         }
         let file = File::open(path).ok()?;
@@ -255,7 +236,7 @@ impl MappedFile {
         }
         // No MADV_SEQUENTIAL: it marks the pages as not worth keeping, and
         // a trace is often read again (another lens, the explorer).
-        let bar = progress_bar(path, meta.len(), progress);
+        let bar = progress_bar(path, meta.len(), &opts.progress);
         Some(MappedFile { map, released: AtomicUsize::new(0), bar })
     }
 
@@ -341,13 +322,6 @@ fn sniff<R: Read>(mut raw: R, label: &str) -> Result<(Whole<R>, bool)> {
     Ok((Cursor::new(head[..n].to_vec()).chain(raw), gzipped))
 }
 
-/// Whether a second thread may run beside this one (`--threads`, or the
-/// CPUs affinity and cgroup quotas leave): with one, inflating inline
-/// saves the hand-over.
-fn spare_core() -> bool {
-    super::parallel::threads() > 1
-}
-
 /// The decoder over a gzip stream. The scanner reads in large chunks
 /// itself: only gzip needs a buffer.
 fn gunzip<R: Read>(whole: R) -> GzipErrors<MultiGzDecoder<BufReader<R>>> {
@@ -422,15 +396,22 @@ pub fn open_gz_recording(
     path: &Path,
     into: Arc<Mutex<Checkpoints>>,
     spacing: u64,
+    opts: &ReadOptions,
 ) -> Result<Box<dyn Read>> {
     let cannot = |e: std::io::Error| Error::failed(format!("cannot open {}: {e}", path.display()));
     let reader = GzReader::recording(path, into, spacing).map_err(cannot)?;
     let len = std::fs::metadata(path).map(|m| m.len()).unwrap_or(0);
-    let reader: Box<dyn Read + Send> = match progress_bar(path, len, false) {
+    // Only a caller's own bar: a gzip file read with checkpoints is the
+    // explorer's first read, which draws its own.
+    let progress = match &opts.progress {
+        Progress::To(bar) => Progress::To(bar.clone()),
+        _ => Progress::Off,
+    };
+    let reader: Box<dyn Read + Send> = match progress_bar(path, len, &progress) {
         Some(bar) => Box::new(GzProgress { gz: reader, bar }),
         None => Box::new(reader),
     };
-    if !spare_core() {
+    if !opts.spare_core() {
         return Ok(reader);
     }
     Ok(Box::new(ThreadedInflate::spawn(reader).map_err(|e| {
@@ -461,8 +442,8 @@ pub fn is_gzip_file(path: &Path) -> bool {
 }
 
 /// Opens `path` for reading, decompressing gzip transparently.
-pub fn open(path: &Path, progress: bool) -> Result<Box<dyn Read>> {
-    Source::path(path)?.open(progress)
+pub fn open(path: &Path, opts: &ReadOptions) -> Result<Box<dyn Read>> {
+    Source::path(path)?.open(opts)
 }
 
 #[cfg(test)]
@@ -493,11 +474,11 @@ mod tests {
             let src = Source::stream("pipe", Box::new(Trickle(bytes, 0)));
             // A first pass that stops early, then two whole ones.
             let mut first = [0u8; 5];
-            src.open(false).unwrap().read_exact(&mut first).unwrap();
+            src.open(&ReadOptions::default()).unwrap().read_exact(&mut first).unwrap();
             assert_eq!(&first, &doc[..5]);
             for _ in 0..2 {
                 let mut all = Vec::new();
-                src.open(false).unwrap().read_to_end(&mut all).unwrap();
+                src.open(&ReadOptions::default()).unwrap().read_to_end(&mut all).unwrap();
                 assert_eq!(all, doc);
             }
         }
@@ -508,7 +489,7 @@ mod tests {
         for bytes in [&b""[..], b"x", b"\x1f"] {
             let src = Source::stream("pipe", Box::new(Trickle(bytes.to_vec(), 0)));
             let mut all = Vec::new();
-            src.open(false).unwrap().read_to_end(&mut all).unwrap();
+            src.open(&ReadOptions::default()).unwrap().read_to_end(&mut all).unwrap();
             assert_eq!(all, bytes);
         }
     }

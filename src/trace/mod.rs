@@ -4,6 +4,8 @@
 pub mod event;
 mod inflate;
 pub mod input;
+pub mod kind;
+mod options;
 pub mod parallel;
 pub mod scan;
 pub mod seekgz;
@@ -12,9 +14,12 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 pub use event::Event;
 pub use input::Source;
+pub use kind::{EventKind, GpuWork, RuntimeCall};
+pub use options::{BLOCK, Progress, ReadOptions, available_threads};
 use scan::Scanner;
 
 /// Receives the events of a trace, one at a time.
@@ -25,6 +30,12 @@ pub trait EventSink {
     /// The byte offset (in the decompressed stream) where the next element
     /// of `traceEvents` starts: what [`read_spans`] can start again from.
     fn at(&mut self, _offset: u64) {}
+    /// The document's top-level `schema` string, met before its events:
+    /// `true` ends the read there, the document being something the sink
+    /// reads otherwise (a profile: [`Document::Declined`]).
+    fn declines(&mut self, _schema: &str) -> bool {
+        false
+    }
 }
 
 /// Two sinks fed by one pass: each gets every call, the first one first
@@ -44,6 +55,9 @@ impl EventSink for Tee<'_> {
         self.0.at(offset);
         self.1.at(offset);
     }
+    fn declines(&mut self, schema: &str) -> bool {
+        self.0.declines(schema) | self.1.declines(schema)
+    }
 }
 
 /// What the top level of a JSON file turned out to be.
@@ -51,9 +65,9 @@ impl EventSink for Tee<'_> {
 pub enum Document {
     /// A Chrome trace; its events went to the sink.
     Trace(TraceInfo),
-    /// A JSON object carrying a libreyolo profile schema id: nothing was
-    /// sent to the sink; load it as a profile instead.
-    Profile,
+    /// A JSON object whose `schema` the sink declined
+    /// ([`EventSink::declines`]): nothing was sent to it.
+    Declined,
 }
 
 /// Top-level facts of a trace besides its events.
@@ -72,7 +86,17 @@ pub struct TraceInfo {
     /// Kineto's `traceName`: the path the profiler exported to.
     pub trace_name: Option<String>,
     /// `distributedInfo`: the rank of a distributed job that wrote it.
-    pub distributed: Option<crate::profile::Distributed>,
+    pub distributed: Option<Distributed>,
+}
+
+/// A trace's `distributedInfo`: which rank of which job wrote it.
+#[derive(Debug, Clone, Default, serde::Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct Distributed {
+    pub rank: Option<u32>,
+    pub world_size: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backend: Option<String>,
 }
 
 /// One entry of the trace's `deviceProperties`.
@@ -98,8 +122,8 @@ pub struct DeviceProps {
 }
 
 /// Streams the trace at `path` into `sink`.
-pub fn read(path: &Path, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
-    read_source(&Source::path(path)?, sink, progress)
+pub fn read(path: &Path, sink: &mut dyn EventSink, opts: &ReadOptions) -> Result<Document> {
+    read_source(&Source::path(path)?, sink, opts)
 }
 
 thread_local! {
@@ -113,10 +137,10 @@ pub fn passes_on_this_thread() -> u64 {
 }
 
 /// Streams the trace `src` holds into `sink`.
-pub fn read_source(src: &Source, sink: &mut dyn EventSink, progress: bool) -> Result<Document> {
-    match src.open_pass(progress)? {
-        input::Opened::Mapped(file) => read_scanned(Scanner::mapped(file), sink),
-        input::Opened::Stream(reader) => read_opened(reader, sink),
+pub fn read_source(src: &Source, sink: &mut dyn EventSink, opts: &ReadOptions) -> Result<Document> {
+    match src.open_pass(opts)? {
+        input::Opened::Mapped(file) => read_scanned(Scanner::mapped(file), sink, opts),
+        input::Opened::Stream(reader) => read_scanned(Scanner::new(reader), sink, opts),
     }
 }
 
@@ -128,19 +152,16 @@ pub fn read_gz_recording(
     into: std::sync::Arc<std::sync::Mutex<seekgz::Checkpoints>>,
     spacing: u64,
     sink: &mut dyn EventSink,
+    opts: &ReadOptions,
 ) -> Result<Document> {
-    read_opened(input::open_gz_recording(path, into, spacing)?, sink)
-}
-
-/// One pass over an opened (decompressed) document.
-fn read_opened(reader: Box<dyn std::io::Read>, sink: &mut dyn EventSink) -> Result<Document> {
-    read_scanned(Scanner::new(reader), sink)
+    read_scanned(Scanner::new(input::open_gz_recording(path, into, spacing, opts)?), sink, opts)
 }
 
 /// One pass over a document from its first byte.
 fn read_scanned(
     mut s: Scanner<Box<dyn std::io::Read>>,
     sink: &mut dyn EventSink,
+    opts: &ReadOptions,
 ) -> Result<Document> {
     PASSES.with(|p| p.set(p.get() + 1));
     s.skip_bom()?;
@@ -149,7 +170,7 @@ fn read_scanned(
     match s.peek()? {
         None => return Err(Error::failed("the file is empty")),
         Some(b'[') => {
-            stream_events(&mut s, sink, &mut info)?;
+            stream_events(&mut s, sink, &mut info, opts)?;
         }
         Some(b'{') => {
             s.expect(b'{')?;
@@ -162,19 +183,19 @@ fn read_scanned(
                         if s.peek()? != Some(b'[') {
                             return Err(Error::failed("`traceEvents` is not an array"));
                         }
-                        stream_events(&mut s, sink, &mut info)?;
+                        stream_events(&mut s, sink, &mut info, opts)?;
                         saw_events = true;
                     }
                     "schema" => {
                         let raw = s.value(&mut scratch)?;
                         let id: Option<String> = serde_json::from_slice(raw).ok();
-                        if id.is_some_and(|id| id.starts_with(crate::profile::SCHEMA_PREFIX)) {
+                        if id.is_some_and(|id| sink.declines(&id)) {
                             if saw_events {
                                 return Err(Error::failed(
                                     "a profile schema id next to trace events",
                                 ));
                             }
-                            return Ok(Document::Profile);
+                            return Ok(Document::Declined);
                         }
                     }
                     "trace_id" | "traceName" => {
@@ -233,16 +254,17 @@ fn stream_events(
     s: &mut Scanner<Box<dyn std::io::Read>>,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
+    opts: &ReadOptions,
 ) -> Result<()> {
     s.expect(b'[')?;
     let mut first = true;
-    if parallel::threads() > 1 {
-        match parallel::stream_events(s, sink, info)? {
+    if opts.threads > 1 {
+        match parallel::stream_events(s, sink, info, opts)? {
             parallel::Rest::Closed => return Ok(()),
             parallel::Rest::Elements { first: f } => first = f,
         }
     }
-    stream_elements(s, sink, info, first)
+    stream_elements(s, sink, info, first, opts.budget)
 }
 
 /// The elements of `traceEvents` on this thread, from an element boundary
@@ -252,17 +274,18 @@ fn stream_elements<R: std::io::Read>(
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
     mut first: bool,
+    budget: Budget,
 ) -> Result<()> {
     let mut scratch = Vec::new();
     loop {
-        first = events_in_window(s, sink, info, first)?;
+        first = events_in_window(s, sink, info, first, budget)?;
         if !s.next_element(first)? {
             return Ok(());
         }
         first = false;
         info.events += 1;
         if info.events % crate::budget::CHECK_EVERY == 0 {
-            crate::budget::check(info.events, s.offset())?;
+            budget.check(info.events, s.offset())?;
         }
         sink.at(s.offset());
         one_event(s, sink, info.events, &mut scratch)?;
@@ -280,6 +303,7 @@ fn events_in_window<R: std::io::Read>(
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
     mut first: bool,
+    budget: Budget,
 ) -> Result<bool> {
     use event::ParseError;
     let (bytes, base) = s.window();
@@ -305,7 +329,7 @@ fn events_in_window<R: std::io::Read>(
         info.events += 1;
         let offset = base + at as u64;
         if info.events % crate::budget::CHECK_EVERY == 0 {
-            crate::budget::check(info.events, offset)?;
+            budget.check(info.events, offset)?;
         }
         sink.at(offset);
         match parsed {
@@ -373,6 +397,7 @@ pub fn read_spans(
     spans: &[(u64, u64)],
     checkpoints: Option<&seekgz::Checkpoints>,
     sink: &mut dyn EventSink,
+    opts: &ReadOptions,
 ) -> Result<()> {
     use std::io::{Seek, SeekFrom};
     let plain = src
@@ -407,7 +432,7 @@ pub fn read_spans(
     }
     let Some(f) = plain else {
         // One decompressed stream, read forward through every span.
-        let mut s = Scanner::new(src.open(false)?);
+        let mut s = Scanner::new(src.open(&opts.with_progress(Progress::Off))?);
         for &(from, to) in spans {
             s.skip_to(from)?;
             span_events(&mut s, to, sink, &mut scratch)?;
@@ -459,13 +484,15 @@ pub fn trace_id(path: &Path) -> Option<String> {
 /// `distributedInfo.rank` of the trace at `path`, when Kineto wrote it
 /// before `traceEvents` (it does): lets `--ranks` skip a rank unread.
 pub fn header_rank(path: &Path) -> Option<u32> {
-    header_value::<crate::profile::Distributed>(path, "distributedInfo")?.rank
+    header_value::<Distributed>(path, "distributedInfo")?.rank
 }
 
 /// The value of a top-level `key` that comes before `traceEvents`, read
 /// without touching the events; `None` when it is not there or unreadable.
 fn header_value<T: serde::de::DeserializeOwned>(path: &Path, key: &str) -> Option<T> {
-    let mut s = Scanner::new(input::open(path, false).ok()?);
+    // One thread: a header is a few bytes, not worth an inflating thread.
+    let mut s =
+        Scanner::new(input::open(path, &ReadOptions::default().with_threads(1, BLOCK)).ok()?);
     s.skip_bom().ok()?;
     let mut scratch = Vec::new();
     s.expect(b'{').ok()?;

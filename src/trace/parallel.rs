@@ -20,10 +20,8 @@
 //! the array), the one-thread scanner reads on from the last trusted
 //! boundary, and says what it says on a one-thread read.
 
-use std::cell::Cell;
 use std::collections::VecDeque;
 use std::io::{self, Cursor, Read};
-use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::mpsc;
 
 use yoke::either::EitherCart;
@@ -31,14 +29,13 @@ use yoke::{Yoke, Yokeable};
 
 use super::event::{Event, ParseError, skip_ws};
 use super::input::MappedFile;
+use super::options::ReadOptions;
 use super::scan::{MAX_VALUE, Scanner, Unread};
 use super::{EventSink, TraceInfo};
+use crate::budget::Budget;
 use crate::error::{Error, Result};
 
-/// Bytes per block: about 3 000 events of a real trace, so that handing a
-/// block over costs nothing against parsing it, and the events a block
-/// becomes (~1.5× its bytes) stay few per thread.
-pub const BLOCK: usize = 1 << 20;
+pub use super::options::BLOCK;
 /// Blocks read ahead of the sink, per thread that parses. With two, the
 /// parsing threads and the sink waited on each other for ~15 % of two
 /// cores on a 1 GB trace; with four, ~10 %, and 6 % less time. The peak
@@ -56,57 +53,6 @@ const POOL: usize = 64;
 /// A block with no cut in this many bytes (one event near the size limit)
 /// goes to the one-thread scanner, which holds or refuses it.
 const NO_CUT: usize = MAX_VALUE + BLOCK;
-
-/// Threads a read may use: `--threads`, else the CPUs this process may run on.
-static THREADS: AtomicUsize = AtomicUsize::new(0);
-
-thread_local! {
-    /// This thread's share when readers run side by side (a rank folder),
-    /// and the block size (tests cut small fixtures into many blocks).
-    static SHARE: Cell<Option<(usize, usize)>> = const { Cell::new(None) };
-}
-
-/// Sets the thread budget from `--threads` (`None`: every CPU we may use).
-pub fn configure(flag: Option<usize>) -> Result<()> {
-    match flag {
-        Some(0) => Err(Error::usage("--threads 0: expected 1 or more")),
-        Some(n) => {
-            THREADS.store(n, Ordering::Relaxed);
-            Ok(())
-        }
-        None => {
-            THREADS.store(0, Ordering::Relaxed);
-            Ok(())
-        }
-    }
-}
-
-/// The process's thread budget.
-pub fn budget() -> usize {
-    match THREADS.load(Ordering::Relaxed) {
-        0 => std::thread::available_parallelism().map_or(1, |n| n.get()),
-        n => n,
-    }
-}
-
-/// Threads and block size for a read on this thread.
-fn settings() -> (usize, usize) {
-    SHARE.with(Cell::get).unwrap_or_else(|| (budget(), BLOCK))
-}
-
-/// Runs `f` with reads on this thread using `threads` threads and blocks
-/// of `block` bytes: a rank folder's share of the budget, or a test's.
-pub fn with_share<T>(threads: usize, block: usize, f: impl FnOnce() -> T) -> T {
-    let before = SHARE.with(|s| s.replace(Some((threads.max(1), block.max(64)))));
-    let out = f();
-    SHARE.with(|s| s.set(before));
-    out
-}
-
-/// The threads a read on this thread may use (1: it parses inline).
-pub(crate) fn threads() -> usize {
-    settings().0
-}
 
 /// Where the caller goes on after [`stream_events`], on the scanner it
 /// was given (now over the input's remaining bytes).
@@ -427,8 +373,9 @@ pub(super) fn stream_events(
     s: &mut Scanner<Box<dyn Read>>,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
+    opts: &ReadOptions,
 ) -> Result<Rest> {
-    let (threads, block) = settings();
+    let (threads, block, budget) = (opts.threads, opts.block, opts.budget);
     // The calling thread parses too, whenever its next block is not ready
     // (`Driver::take`): on two cores, two parsers beside it shared the
     // cores with it three ways, and the sink waited for nearly every block
@@ -497,6 +444,7 @@ pub(super) fn stream_events(
             pending: VecDeque::new(),
             next_seq: 0,
             parsing: (parsers + 1).min(MAX_PARSERS),
+            budget,
         };
         let rest = d.run(sink, info)?;
         let (head, base, first) = match rest {
@@ -558,6 +506,8 @@ struct Driver<'i, 'm> {
     next_seq: u64,
     /// Threads that parse, this one included ([`AHEAD`] blocks each).
     parsing: usize,
+    /// The memory budget, checked every [`crate::budget::CHECK_EVERY`] events.
+    budget: Budget,
 }
 
 impl<'m> Driver<'_, 'm> {
@@ -693,7 +643,7 @@ impl<'m> Driver<'_, 'm> {
             let bytes = parsed
                 .map_project::<(), _>(|batch, _| {
                     let mut items = batch.items;
-                    delivered = deliver(&mut items, base, sink, info);
+                    delivered = deliver(&mut items, base, sink, info, self.budget);
                     end = batch.end;
                     spare = Some(emptied(items));
                 })
@@ -768,6 +718,7 @@ fn deliver(
     base: u64,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
+    budget: Budget,
 ) -> Result<()> {
     let mut items = items.drain(..);
     while let Some(item) = items.next() {
@@ -777,7 +728,7 @@ fn deliver(
         info.events += 1;
         let at = base + u64::from(item.at);
         if info.events % crate::budget::CHECK_EVERY == 0 {
-            crate::budget::check(info.events, at)?;
+            budget.check(info.events, at)?;
         }
         sink.at(at);
         match &item.event {

@@ -5,8 +5,10 @@
 //! cannot borrow, and reading the whole document into memory is ruled out
 //! (traces run to several GB). The scanner only finds value boundaries — it
 //! tracks strings, escapes and nesting depth, jumping through string bodies
-//! with `memchr` — and hands each complete trace event to serde_json as a
-//! borrowed slice. Memory is one read chunk plus the largest single event.
+//! with `memchr` — and hands each complete trace event, as a borrowed
+//! slice, to the event parser (`event.rs`, written for this: it keeps only
+//! the fields the analysis reads). Memory is one read chunk plus the
+//! largest single event.
 
 use std::io::Read;
 use std::ops::Deref;

@@ -69,7 +69,9 @@ fn job_frames() {
     let (mut first, mut enter, mut sort) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..10 {
         let t0 = Instant::now();
-        let job = OpenJob::read(&files, &std::sync::atomic::AtomicUsize::new(0)).unwrap();
+        let job =
+            OpenJob::read(&files, &std::sync::atomic::AtomicUsize::new(0), &Default::default())
+                .unwrap();
         let mut app = App::with_job(theme.clone(), dir, job);
         term.draw(|f| screen::draw(f, &app)).unwrap();
         first.push(t0.elapsed());
@@ -91,7 +93,7 @@ fn first_frame(path: &str) {
     for _ in 0..20 {
         let t0 = Instant::now();
         let theme = Theme::load("dark", Depth::Ansi16).unwrap();
-        let input = profile::load(path, Default::default()).unwrap().input;
+        let input = libreyolo_core::input::load(path, Default::default()).unwrap().input;
         let app = App::with_inputs(theme, input, None);
         let mut term = Terminal::new(TestBackend::new(W, H)).unwrap();
         term.draw(|f| screen::draw(f, &app)).unwrap();

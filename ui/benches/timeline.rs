@@ -18,8 +18,9 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use libreyolo_core::lens::timeline::{index, open_step};
-use libreyolo_core::profile::{self, Input, LoadOptions, Profile};
+use libreyolo_core::analysis::timeline::{index, open_step};
+use libreyolo_core::input::LoadOptions;
+use libreyolo_core::profile::{Input, Profile};
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -54,11 +55,11 @@ fn main() {
     // the lenses with the Timeline's index from the same pass (what the
     // explorer does, so that a step opens with no pass of its own).
     let t = Instant::now();
-    profile::load(&path, LoadOptions::default()).unwrap();
+    libreyolo_core::input::load(&path, LoadOptions::default()).unwrap();
     let lenses = t.elapsed().as_secs_f64() * 1e3;
     let t = Instant::now();
     let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
-    let first = profile::load(&path, opts).unwrap();
+    let first = libreyolo_core::input::load(&path, opts).unwrap();
     println!(
         "first read: lenses {lenses:.0} ms; lenses + Timeline index in the same pass {:.0} ms ({} index)",
         t.elapsed().as_secs_f64() * 1e3,
@@ -66,7 +67,7 @@ fn main() {
     );
 
     let t = Instant::now();
-    let ix = Arc::new(index(&path).unwrap());
+    let ix = Arc::new(index(&path, &Default::default()).unwrap());
     println!(
         "index pass: {:.0} ms, {} events, {} steps, index holds {:.1} KB",
         t.elapsed().as_secs_f64() * 1e3,
@@ -166,9 +167,9 @@ fn main() {
 /// not needed to draw it: an empty one stands in).
 fn app_with(
     path: &Path,
-    ix: Arc<libreyolo_core::lens::timeline::StepIndex>,
+    ix: Arc<libreyolo_core::analysis::timeline::StepIndex>,
     i: usize,
-    tl: libreyolo_core::lens::timeline::Timeline,
+    tl: libreyolo_core::analysis::timeline::Timeline,
 ) -> App {
     let input = Input { path: path.to_path_buf(), profile: Profile::default(), from_trace: true };
     let mut app = App::with_inputs(Theme::load("dark", Depth::Ansi16).unwrap(), input, None);

@@ -11,8 +11,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
-use libreyolo_core::lens::timeline::{self, StepIndex};
+use libreyolo_core::analysis::timeline::{self, StepIndex};
 use libreyolo_core::profile::{Input, Profile};
+use libreyolo_core::trace::ReadOptions;
 
 pub use crate::background::{BACKGROUND_ROWS, StepDone, StepJob, StepLoader, Worker};
 use crate::editor::{Editor, Field};
@@ -79,6 +80,9 @@ pub struct App {
     /// Rows of a table page (PgUp/PgDn), from the terminal's height.
     pub page: usize,
     pub quit: bool,
+    /// How traces are read (the command line's `--threads`, `--no-mmap`,
+    /// `--max-memory`).
+    pub read: ReadOptions,
 }
 
 impl App {
@@ -102,6 +106,7 @@ impl App {
             requests: vec![(Side::Main, main.to_path_buf())],
             page: 10,
             quit: false,
+            read: ReadOptions::default(),
         };
         if let Some(o) = other {
             app.other.arg = o.to_path_buf();
@@ -435,7 +440,13 @@ impl App {
         };
         self.step_jobs += 1;
         let tl = &mut self.panes.timeline;
-        let job = StepJob { id: self.step_jobs, trace, index: tl.index.clone(), step: i };
+        let job = StepJob {
+            id: self.step_jobs,
+            trace,
+            index: tl.index.clone(),
+            step: i,
+            read: self.read.clone(),
+        };
         // `timeline.step` stays the step on screen until the answer.
         tl.pending = Some(job.id);
         match self.steps.as_ref() {
@@ -531,7 +542,7 @@ impl App {
         if path.is_empty() {
             return;
         }
-        match libreyolo_core::profile::resolve_input(path) {
+        match libreyolo_core::input::resolve_input(path) {
             Ok(_) => {
                 self.other = Slot { arg: PathBuf::from(path), ..Default::default() };
                 self.panes.compare.comparison = None;

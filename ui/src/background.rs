@@ -7,9 +7,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::mpsc::{self, Receiver, Sender};
 
+use libreyolo_core::analysis::timeline::{self, StepIndex, Timeline};
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels};
-use libreyolo_core::lens::timeline::{self, StepIndex, Timeline};
 use libreyolo_core::profile::Input;
+use libreyolo_core::trace::ReadOptions;
 
 /// Kernel lists longer than this are filtered on the worker thread (when
 /// there is one), so a key never waits for the lens.
@@ -98,6 +99,8 @@ pub struct StepJob {
     pub trace: PathBuf,
     pub index: Option<Arc<StepIndex>>,
     pub step: usize,
+    /// How the trace is read when it has no index yet.
+    pub read: ReadOptions,
 }
 
 pub type StepDone = (u64, Result<(Arc<StepIndex>, usize, Timeline), String>);
@@ -107,7 +110,7 @@ impl StepJob {
         let read = || -> libreyolo_core::Result<(Arc<StepIndex>, usize, Timeline)> {
             let index = match self.index {
                 Some(ix) => ix,
-                None => Arc::new(timeline::index(&self.trace)?),
+                None => Arc::new(timeline::index(&self.trace, &self.read)?),
             };
             let step = self.step.min(index.steps.len().saturating_sub(1));
             let tl = timeline::open_step(&index, step)?;

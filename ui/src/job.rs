@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicUsize;
 
 use libreyolo_core::error::{Error, Result};
+use libreyolo_core::input::{self, ranks};
 use libreyolo_core::lens::collectives::{self, Collectives};
 use libreyolo_core::lens::job::{Job, job_of};
-use libreyolo_core::profile::{self, ranks};
+use libreyolo_core::trace::ReadOptions;
 
 use crate::slot::Loaded;
 
@@ -35,7 +36,7 @@ pub fn opening<P: AsRef<Path>>(args: &[P]) -> Result<Opening> {
         [one] => match ranks::rank_files(args)? {
             Some(files) => Ok(Opening::Job { arg: one.as_ref().display().to_string(), files }),
             None => {
-                profile::resolve_input(one)?;
+                input::resolve_input(one)?;
                 Ok(Opening::Profile { main: one.as_ref().to_path_buf(), other: None })
             }
         },
@@ -48,7 +49,7 @@ pub fn opening<P: AsRef<Path>>(args: &[P]) -> Result<Opening> {
                          `profile compare` compares two jobs"
                     )));
                 }
-                profile::resolve_input(x)?;
+                input::resolve_input(x)?;
             }
             Ok(Opening::Profile {
                 main: a.as_ref().to_path_buf(),
@@ -94,8 +95,9 @@ impl OpenJob {
     /// Reads the rank traces once (in parallel, `done` counting the files
     /// read) and reduces them; the other panes' lenses of each rank run here
     /// too, off the UI thread. The critical rank is shown first.
-    pub fn read(files: &[PathBuf], done: &AtomicUsize) -> Result<OpenJob> {
-        let set = ranks::load(files, &ranks::Options { done: Some(done), ..Default::default() })?;
+    pub fn read(files: &[PathBuf], done: &AtomicUsize, read: &ReadOptions) -> Result<OpenJob> {
+        let opts = ranks::Options { done: Some(done), read: read.clone(), ..Default::default() };
+        let set = ranks::load(files, &opts)?;
         let collectives = collectives::of_ranks(&set);
         let job = job_of(&set, &collectives);
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();

@@ -42,8 +42,9 @@ use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
-use libreyolo_core::profile;
-use libreyolo_core::trace::input::{ProgressBar, report_progress_to};
+use libreyolo_core::input::{LoadOptions, load, resolve_input};
+use libreyolo_core::trace::input::ProgressBar;
+use libreyolo_core::trace::{Progress, ReadOptions};
 use ratatui::DefaultTerminal;
 use tokio::sync::mpsc::{UnboundedSender, unbounded_channel};
 
@@ -63,7 +64,7 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// first: the theme, the paths, and that stdout is a terminal (all usage
 /// errors, exit 2). The terminal is restored on return, on error and on a
 /// panic (ratatui's panic hook).
-pub fn run(args: &ExploreArgs) -> Result<()> {
+pub fn run(args: &ExploreArgs, read: &ReadOptions) -> Result<()> {
     let theme = Theme::load(&args.theme, Depth::from_env())?;
     let opening = job::opening(&args.traces)?;
     if !std::io::stdout().is_terminal() {
@@ -76,6 +77,7 @@ pub fn run(args: &ExploreArgs) -> Result<()> {
         Opening::Profile { main, other } => App::new(theme, &main, other.as_deref()),
         Opening::Job { arg, files } => App::for_job(theme, &arg, files),
     };
+    app.read = read.clone();
     app.worker = Some(app::Worker::spawn());
     app.steps = Some(app::StepLoader::spawn());
     let mut terminal = ratatui::try_init()
@@ -127,7 +129,7 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
             next_id += 1;
             let reload = app.slot(side).data.is_some();
             let ranks = app.slot(side).ranks.clone();
-            app.loading(side, start_load(side, next_id, arg, ranks, reload, &tx));
+            app.loading(side, start_load(side, next_id, (arg, ranks), reload, &app.read, &tx));
             dirty = true;
         }
         if dirty {
@@ -188,17 +190,18 @@ async fn event_loop(terminal: &mut DefaultTerminal, app: &mut App) -> Result<()>
 fn start_load(
     side: Side,
     id: u64,
-    arg: PathBuf,
-    ranks: Vec<PathBuf>,
+    (arg, ranks): (PathBuf, Vec<PathBuf>),
     reload: bool,
+    read: &ReadOptions,
     tx: &UnboundedSender<Done>,
 ) -> Loading {
     if !ranks.is_empty() {
         let size = ranks.iter().filter_map(|f| std::fs::metadata(f).ok()).map(|m| m.len()).sum();
         let done = Arc::new(AtomicUsize::new(0));
         let (counter, total, tx) = (Arc::clone(&done), ranks.len(), tx.clone());
+        let read = read.clone();
         std::thread::spawn(move || {
-            let result = std::panic::catch_unwind(|| OpenJob::read(&ranks, &counter))
+            let result = std::panic::catch_unwind(|| OpenJob::read(&ranks, &counter, &read))
                 .unwrap_or_else(|_| Err(crashed(&arg)));
             let _ = tx.send((side, id, result.map(|j| Opened::Job(Box::new(j)))));
         });
@@ -211,19 +214,20 @@ fn start_load(
             ranks: Some((done, total)),
         };
     }
-    let size =
-        profile::resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
+    let size = resolve_input(&arg).ok().and_then(|p| std::fs::metadata(p).ok()).map(|m| m.len());
     // The reader moves this bar as it goes (bytes of the file; for gzip,
     // compressed bytes), on whichever thread reads or inflates the file.
     let bar = ProgressBar::hidden();
-    let reported = bar.clone();
     let tx = tx.clone();
+    // The Timeline's index is built in the same pass as the lenses.
+    let opts = LoadOptions {
+        read: read.with_progress(Progress::To(bar.clone())),
+        timeline_index: true,
+        ..Default::default()
+    };
     std::thread::spawn(move || {
-        report_progress_to(Some(reported));
-        // The Timeline's index is built in the same pass as the lenses.
-        let opts = profile::LoadOptions { timeline_index: true, ..Default::default() };
-        let result = std::panic::catch_unwind(|| profile::load(&arg, opts))
-            .unwrap_or_else(|_| Err(crashed(&arg)));
+        let result =
+            std::panic::catch_unwind(|| load(&arg, opts)).unwrap_or_else(|_| Err(crashed(&arg)));
         let opened = result.map(|l| Opened::Profile(Box::new(l.input), l.index.map(Arc::new)));
         let _ = tx.send((side, id, opened));
     });

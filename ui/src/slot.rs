@@ -8,9 +8,9 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Instant, SystemTime};
 
+use libreyolo_core::analysis::timeline::StepIndex;
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
-use libreyolo_core::lens::timeline::StepIndex;
 use libreyolo_core::profile::{Input, Profile};
 use libreyolo_core::trace::input::ProgressBar;
 

@@ -15,8 +15,8 @@ use std::sync::atomic::AtomicUsize;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use libreyolo_core::input::ranks;
 use libreyolo_core::lens::collectives::{Collectives, Matched, of_ranks};
-use libreyolo_core::profile::ranks;
 use libreyolo_core::render::text::num;
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::job::OpenJob;
@@ -40,7 +40,8 @@ fn files() -> Vec<PathBuf> {
 /// The DLRM job as the explorer reads it, once per test binary.
 fn dlrm_job() -> OpenJob {
     static JOB: OnceLock<OpenJob> = OnceLock::new();
-    JOB.get_or_init(|| OpenJob::read(&files(), &AtomicUsize::new(0)).unwrap()).clone()
+    JOB.get_or_init(|| OpenJob::read(&files(), &AtomicUsize::new(0), &Default::default()).unwrap())
+        .clone()
 }
 
 /// The `collectives` lens on a reading of the ranks of its own.
@@ -466,7 +467,7 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
     let mut a = App::with_job(
         theme(),
         "traces/nccl_2rank",
-        OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap(),
+        OpenJob::read(&paths, &AtomicUsize::new(0), &Default::default()).unwrap(),
     );
     assert_eq!(a.job.as_ref().unwrap().collectives, c);
     assert!(c.notes.is_empty(), "{:?}", c.notes);
@@ -506,7 +507,7 @@ fn sizes_and_bus_bandwidth_on_two_ranks_and_one() {
     // One rank left (the other's file broken): the single-rank view, with
     // sizes and bandwidth and no skew.
     std::fs::write(&paths[1], "{ not json").unwrap();
-    let one = OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap();
+    let one = OpenJob::read(&paths, &AtomicUsize::new(0), &Default::default()).unwrap();
     let c = one.collectives.clone();
     assert_eq!(c.ranks, vec![0]);
     let mut a = App::with_job(theme(), dir.path().to_str().unwrap(), one);

@@ -231,7 +231,10 @@ fn compare_selection_opens_a_second_profile() {
     assert_eq!(a.other.arg, std::path::Path::new(INFER_REPEAT3_B4));
     // The event loop loads it in the background; here, in place.
     a.requests.clear();
-    a.loaded(Side::Other, profile::load(INFER_REPEAT3_B4, Default::default()).map(|l| l.input));
+    a.loaded(
+        Side::Other,
+        libreyolo_core::input::load(INFER_REPEAT3_B4, Default::default()).map(|l| l.input),
+    );
     let c = a.panes.compare.comparison.as_ref().expect("a comparison once both are loaded");
     assert_eq!(c.after, INFER_REPEAT3_B4);
     let img = c.throughput().unwrap();
@@ -308,8 +311,11 @@ fn live_reload_keeps_pane_and_filters() {
     let path = dir.path().join("profile.json");
     std::fs::copy(TRAIN_B4, &path).unwrap();
     let arg = path.to_str().unwrap();
-    let mut a =
-        App::with_inputs(theme(), profile::load(arg, Default::default()).unwrap().input, None);
+    let mut a = App::with_inputs(
+        theme(),
+        libreyolo_core::input::load(arg, Default::default()).unwrap().input,
+        None,
+    );
     typ(&mut a, "4ppp/conv");
     key(&mut a, KeyCode::Enter);
     typ(&mut a, "s");
@@ -324,7 +330,7 @@ fn live_reload_keeps_pane_and_filters() {
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
     assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.into())]);
 
-    a.loaded(Side::Main, profile::load(arg, Default::default()).map(|l| l.input));
+    a.loaded(Side::Main, libreyolo_core::input::load(arg, Default::default()).map(|l| l.input));
     assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);
     assert_eq!(a.pane, Pane::Ops);
     assert_eq!(a.panes.ops.query.phase.as_deref(), Some("forward"));
@@ -338,7 +344,7 @@ fn live_reload_keeps_pane_and_filters() {
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(10);
     std::fs::File::options().write(true).open(&path).unwrap().set_modified(later).unwrap();
     assert_eq!(a.changed_on_disk().len(), 1);
-    a.loaded(Side::Main, profile::load(arg, Default::default()).map(|l| l.input));
+    a.loaded(Side::Main, libreyolo_core::input::load(arg, Default::default()).map(|l| l.input));
     assert_eq!(a.main.data.as_ref().unwrap().summary.figures.step_ms, 450.0);
     assert!(a.message.as_deref().unwrap().starts_with("reload failed"));
     assert!(a.changed_on_disk().is_empty());

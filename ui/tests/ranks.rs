@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use libreyolo_core::input::ranks;
 use libreyolo_core::lens::job::{Job, job};
 use libreyolo_core::lens::summary::summary;
-use libreyolo_core::profile::{self, ranks};
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::job::{OpenJob, Opening, opening};
 use libreyolo_ui::panes::ranks::{RankSort, order};
@@ -36,7 +36,7 @@ fn open_job() -> OpenJob {
     static JOB: OnceLock<OpenJob> = OnceLock::new();
     JOB.get_or_init(|| {
         let done = AtomicUsize::new(0);
-        let j = OpenJob::read(&files(), &done).unwrap();
+        let j = OpenJob::read(&files(), &done, &Default::default()).unwrap();
         assert_eq!(done.load(Ordering::Relaxed), 8, "every rank counted for the progress");
         j
     })
@@ -152,7 +152,8 @@ fn enter_opens_the_rank_as_its_file_alone() {
         press(&mut a, &[KeyCode::Enter]);
         assert_eq!(a.pane, Pane::Summary);
         let file = &files()[k];
-        let alone = profile::load(file.to_str().unwrap(), Default::default()).unwrap().input;
+        let alone =
+            libreyolo_core::input::load(file.to_str().unwrap(), Default::default()).unwrap().input;
         assert_eq!(
             a.main.data.as_ref().unwrap().summary,
             summary(&alone.profile),
@@ -352,7 +353,7 @@ fn a_straggler_is_marked_with_its_reason() {
         std::fs::write(&p, t.to_string()).unwrap();
         paths.push(p);
     }
-    let open = OpenJob::read(&paths, &AtomicUsize::new(0)).unwrap();
+    let open = OpenJob::read(&paths, &AtomicUsize::new(0), &Default::default()).unwrap();
     let j = job(&ranks::load(&paths, &Default::default()).unwrap());
     assert_eq!(open.job, j);
     assert_eq!(j.stragglers.len(), 1);
@@ -429,7 +430,11 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
         })
         .collect();
     let arg = dir.path().to_str().unwrap().to_string();
-    let mut a = App::with_job(theme(), &arg, OpenJob::read(&copies, &AtomicUsize::new(0)).unwrap());
+    let mut a = App::with_job(
+        theme(),
+        &arg,
+        OpenJob::read(&copies, &AtomicUsize::new(0), &Default::default()).unwrap(),
+    );
     let mut watched = a.watched_files();
     watched.sort();
     watched.dedup();
@@ -451,7 +456,7 @@ fn loading_counts_rank_traces_and_a_change_reloads_the_job() {
     let later = std::time::SystemTime::now() + std::time::Duration::from_secs(5);
     std::fs::File::options().write(true).open(&copies[2]).unwrap().set_modified(later).unwrap();
     assert_eq!(a.changed_on_disk(), vec![(Side::Main, arg.clone().into())]);
-    let again = OpenJob::read(&copies, &AtomicUsize::new(0)).unwrap();
+    let again = OpenJob::read(&copies, &AtomicUsize::new(0), &Default::default()).unwrap();
     a.opened(Side::Main, Ok(Opened::Job(Box::new(again))));
     assert_eq!(a.pane, Pane::Kernels, "the pane is kept");
     assert_eq!(a.job.as_ref().unwrap().shown_rank(), 5, "and the rank shown");

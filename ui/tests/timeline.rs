@@ -7,7 +7,7 @@ mod common;
 
 use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
-use libreyolo_core::lens::timeline::LaneKind;
+use libreyolo_core::analysis::timeline::LaneKind;
 use libreyolo_ui::app::{App, Pane};
 
 const NCCL: &str = concat!(
@@ -324,12 +324,12 @@ fn tiny_terminals_do_not_panic() {
 /// Timeline that indexed the trace itself shows.
 #[test]
 fn a_step_opens_from_the_index_the_first_read_built() {
-    use libreyolo_core::profile::{self, LoadOptions};
+    use libreyolo_core::input::LoadOptions;
     use libreyolo_core::trace;
     use libreyolo_ui::app::Opened;
     use libreyolo_ui::slot::Side;
     let opts = LoadOptions { timeline_index: true, ..LoadOptions::default() };
-    let loaded = profile::load(NCCL, opts).unwrap();
+    let loaded = libreyolo_core::input::load(NCCL, opts).unwrap();
     let index = loaded.index.map(std::sync::Arc::new);
     assert!(index.is_some());
     let mut a = app(NCCL, None);

@@ -23,6 +23,7 @@
 //! every run and in every worker.
 
 use super::augment::Rng;
+use super::data_error::{DataError, Made};
 use super::geometry::{Image, resize};
 use super::mosaic::{self, Source};
 use std::collections::BTreeMap;
@@ -33,18 +34,6 @@ use std::thread::JoinHandle;
 
 use libreyolo_core::{Error, Result};
 
-/// Why a sample or a batch could not be made: reaches the user as exit 1.
-#[derive(Debug, thiserror::Error)]
-pub enum DataError {
-    #[error("cannot read image {}: {why}", path.display())]
-    Image { path: std::path::PathBuf, why: String },
-    /// Page-locked memory for a batch (CUDA) could not be had.
-    #[error(transparent)]
-    Pinned(Error),
-}
-
-/// A batch or the reason there is none.
-type Made<T> = std::result::Result<T, DataError>;
 use tch::{Device, Kind, Tensor};
 
 /// Per-image label cap of LibreYOLO's YOLOv9 transform.

@@ -8,6 +8,7 @@
 pub mod augment;
 pub mod autobatch;
 pub mod data;
+pub mod data_error;
 pub mod ema;
 pub mod geometry;
 pub mod loss;

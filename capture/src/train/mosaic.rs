@@ -18,7 +18,7 @@
 //! Mixup (probability 0 for YOLOv9) and segment copy-paste are not done.
 
 use super::augment::Rng;
-use super::data::DataError;
+use super::data_error::DataError;
 use super::geometry::{GREY, Image, resize, warp_affine};
 
 /// LibreYOLO's `mosaic_prob` for YOLOv9 (their `profile run` keeps mosaic on).

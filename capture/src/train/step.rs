@@ -129,7 +129,8 @@ impl Plan {
             return Err(Error::usage("--repeat must be at least 1"));
         }
         let imgsz = model::check_imgsz(args.imgsz)?;
-        model::check_memory(batch, imgsz, 100, device)?;
+        let budget = libreyolo_core::budget::Budget::from_flag(args.max_memory.as_deref())?;
+        model::check_memory(batch, imgsz, 100, device, budget)?;
         // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
         let amp = !args.no_amp && device.is_cuda();
         use std::io::IsTerminal;
@@ -686,12 +687,12 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
     crate::output::link_sidecar(&mut meas, &trace_tmp);
     let trace_path = out_dir.join("profile_trace.json");
     let profile_path = out_dir.join("profile.json");
-    profile::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
+    libreyolo_core::files::write_json(&out_dir.join(profile::measured::SIDECAR), &meas)?;
     trace_tmp.persist(&trace_path).map_err(|e| {
         Error::failed(format!("cannot write {}: {e}", trace_path.display())).caused_by(e)
     })?;
     prof.trace = Some(trace_path.display().to_string());
-    profile::write_json(&profile_path, &prof)?;
+    libreyolo_core::files::write_json(&profile_path, &prof)?;
     if p.repeat > 1 {
         if let Some(l) = trial_profiles.last_mut() {
             *l = prof.clone();
@@ -703,7 +704,7 @@ pub fn capture(mut p: Plan, mut ds: Dataset) -> Result<Capture> {
             crate::output::report_trials(&trial_profiles).as_ref(),
         );
         let path = project.join("profile_repeat.json");
-        profile::write_json(&path, &agg)?;
+        libreyolo_core::files::write_json(&path, &agg)?;
         return Ok(Capture::training(&agg, &path));
     }
     Ok(Capture::training(&prof, &profile_path))

@@ -121,5 +121,6 @@ pub fn reader(argv: &[&str]) -> String {
     let libreyolo_core::cli::ProfileCommand::Reader(r) = command(sub, extra) else {
         panic!("{sub} is not a reader subcommand")
     };
-    libreyolo_core::cli::run_reader(&r).unwrap_or_else(|e| panic!("{argv:?}: {e}"))
+    libreyolo_core::cli::run_reader(&r, &Default::default())
+        .unwrap_or_else(|e| panic!("{argv:?}: {e}"))
 }

@@ -207,7 +207,7 @@ mod tests {
             "/../tests/fixtures/reference/train_b4/profile.json"
         );
         let data =
-            Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input);
+            Loaded::new(libreyolo_core::input::load(path, Default::default()).unwrap().input);
         let other = Slot::default();
         let ctx = Ctx::of(Some(&data), &other, 10);
         let mut pane = OpsPane::default();

@@ -135,7 +135,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/../tests/fixtures/reference/train_b4/profile.json"
         );
-        Loaded::new(libreyolo_core::profile::load(path, Default::default()).unwrap().input)
+        Loaded::new(libreyolo_core::input::load(path, Default::default()).unwrap().input)
     }
 
     #[test]

@@ -12,7 +12,7 @@
 
 use std::sync::Arc;
 
-use libreyolo_core::lens::timeline::{LaneKind, Span, StepIndex, Timeline};
+use libreyolo_core::analysis::timeline::{LaneKind, Span, StepIndex, Timeline};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};

@@ -4,7 +4,7 @@
 
 use std::sync::OnceLock;
 
-use libreyolo_core::profile::{self, Input};
+use libreyolo_core::profile::Input;
 use libreyolo_ui::app::App;
 use libreyolo_ui::screen;
 use libreyolo_ui::theme::{Depth, Theme};
@@ -47,7 +47,9 @@ pub fn input(path: &'static str) -> Input {
     if let Some((_, i)) = cache.lock().unwrap().iter().find(|(p, _)| *p == path) {
         return i.clone();
     }
-    let i = profile::load(path, Default::default()).unwrap_or_else(|e| panic!("{path}: {e}")).input;
+    let i = libreyolo_core::input::load(path, Default::default())
+        .unwrap_or_else(|e| panic!("{path}: {e}"))
+        .input;
     cache.lock().unwrap().push((path, i.clone()));
     i
 }

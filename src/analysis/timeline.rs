@@ -25,14 +25,15 @@ use std::sync::{Arc, Mutex};
 
 use rustc_hash::FxHashMap as HashMap;
 
-use crate::analysis::idle::IdleGap;
-use crate::analysis::kernels::category;
-use crate::analysis::{Analyzer, busy, ns};
+use super::idle::IdleGap;
+use super::kernels::category;
+use super::{Analyzer, busy};
 use crate::error::{Error, Result};
 use crate::profile::{Category, Input};
 use crate::trace::event::Id;
+use crate::trace::kind::{span_ns, ts_ns};
 use crate::trace::seekgz::Checkpoints;
-use crate::trace::{self, Event, EventSink, Source};
+use crate::trace::{self, Event, EventKind, EventSink, GpuWork, ReadOptions, RuntimeCall, Source};
 
 /// Events per index block: about 140 kB of a Kineto trace, so a step's
 /// re-read overshoots it by at most two blocks per contiguous run.
@@ -74,6 +75,8 @@ pub struct StepIndex {
     /// Last timestamp of the trace (ns): how far a step's GPU work may lag.
     last_ts: i64,
     pub events: u64,
+    /// How its steps are read again (the first read's settings, no bar).
+    read: ReadOptions,
 }
 
 impl StepIndex {
@@ -249,23 +252,23 @@ impl EventSink for Indexer {
     }
 
     fn event(&mut self, ev: &Event<'_>) {
+        // Instants and flows have a time too: a block's range holds them.
         if !matches!(ev.ph(), "X" | "i" | "I" | "s" | "f" | "t") {
             return;
         }
-        let Some(ts) = ev.ts.get().filter(|t| t.is_finite() && t.abs() < 4e15) else { return };
-        let start = ns(ts);
-        let end = start + ev.dur.get().filter(|d| (0.0..1e12).contains(d)).map_or(0, ns);
+        let Some(start) = ts_ns(ev.ts.get()) else { return };
+        let end = start + span_ns(ev.ts.get(), ev.dur.get()).map_or(0, |(_, d)| d);
         if let Some(b) = self.blocks.last_mut() {
             b.min_ts = b.min_ts.min(start);
             b.max_ts = b.max_ts.max(end);
         }
-        if ev.ph() != "X" {
+        if matches!(ev.kind, EventKind::NoSpan | EventKind::Memory) {
             return;
         }
         self.span = Some(self.span.map_or((start, end), |(s, e)| (s.min(start), e.max(end))));
         let name = ev.name();
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
-            if ev.cat() == "gpu_user_annotation" {
+            if ev.kind == EventKind::GpuAnnotation {
                 return;
             }
             let Ok(number) = n.trim().parse::<u64>() else { return };
@@ -282,18 +285,23 @@ impl EventSink for Indexer {
     }
 
     fn malformed(&mut self) {}
+
+    /// A profile has no events to index.
+    fn declines(&mut self, schema: &str) -> bool {
+        schema.starts_with(crate::profile::SCHEMA_PREFIX)
+    }
 }
 
 /// Pass 1 over the trace at `path`: its steps, in time order, and where
 /// their events lie.
-pub fn index(path: &Path) -> Result<StepIndex> {
-    index_spaced(path, trace::seekgz::SPACING)
+pub fn index(path: &Path, opts: &ReadOptions) -> Result<StepIndex> {
+    index_spaced(path, trace::seekgz::SPACING, opts)
 }
 
 /// [`index`], with gzip checkpoints every `spacing` inflated bytes.
-fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
-    match read_indexed(path, spacing, &mut Ignore, false)? {
-        (trace::Document::Profile, _) => {
+fn index_spaced(path: &Path, spacing: u64, opts: &ReadOptions) -> Result<StepIndex> {
+    match read_indexed(path, spacing, &mut Ignore, opts)? {
+        (trace::Document::Declined, _) => {
             Err(Error::failed(format!("{} is a profile, not a trace", path.display())))
         }
         (trace::Document::Trace(_), index) => index,
@@ -304,14 +312,15 @@ fn index_spaced(path: &Path, spacing: u64) -> Result<StepIndex> {
 /// the Timeline's index beside it (with gzip checkpoints every `spacing`
 /// inflated bytes): the explorer's first read, so that opening a step
 /// needs no pass of its own. The index's own `Err` says why the trace has
-/// none (no events to draw). `progress` draws a reader's bar on stderr
-/// for a plain file; a gzip file read with checkpoints moves only a
-/// caller's own bar ([`trace::input::report_progress_to`]).
+/// none (no events to draw). `opts.progress` draws a reader's bar on
+/// stderr for a plain file; a gzip file read with checkpoints moves only a
+/// caller's own bar ([`trace::Progress::To`]). The index keeps `opts` to
+/// read its steps with.
 pub fn read_indexed(
     path: &Path,
     spacing: u64,
     sink: &mut dyn EventSink,
-    progress: bool,
+    opts: &ReadOptions,
 ) -> Result<(trace::Document, Result<StepIndex>)> {
     let mut ix = Indexer::default();
     let points = Arc::new(Mutex::new(Checkpoints::default()));
@@ -319,12 +328,12 @@ pub fn read_indexed(
     let doc = {
         let mut both = trace::Tee(sink, &mut ix);
         if gz {
-            trace::read_gz_recording(path, Arc::clone(&points), spacing, &mut both)?
+            trace::read_gz_recording(path, Arc::clone(&points), spacing, &mut both, opts)?
         } else {
-            trace::read_source(&Source::path(path)?, &mut both, progress)?
+            trace::read_source(&Source::path(path)?, &mut both, opts)?
         }
     };
-    let index = ix.finish(path, gz.then_some(points));
+    let index = ix.finish(path, gz.then_some(points), opts);
     Ok((doc, index))
 }
 
@@ -338,7 +347,12 @@ impl EventSink for Ignore {
 
 impl Indexer {
     /// The index of what the pass met (`points`: a gzip file's checkpoints).
-    fn finish(self, path: &Path, points: Option<Arc<Mutex<Checkpoints>>>) -> Result<StepIndex> {
+    fn finish(
+        self,
+        path: &Path,
+        points: Option<Arc<Mutex<Checkpoints>>>,
+        opts: &ReadOptions,
+    ) -> Result<StepIndex> {
         let mut steps: Vec<StepWindow> = self.steps.into_values().collect();
         steps.sort_by_key(|s| (s.start, s.number));
         let (first, last) =
@@ -358,6 +372,7 @@ impl Indexer {
             gz,
             last_ts: last,
             events: self.n,
+            read: opts.with_progress(trace::Progress::Off),
         })
     }
 }
@@ -440,23 +455,19 @@ impl StepReader<'_> {
 impl EventSink for StepReader<'_> {
     fn event(&mut self, ev: &Event<'_>) {
         self.idle.event(ev);
-        if ev.ph() != "X" {
+        if matches!(ev.kind, EventKind::NoSpan | EventKind::Memory) {
             return;
         }
         self.events += 1;
-        let (Some(ts), Some(dur)) = (ev.ts.get(), ev.dur.get()) else { return };
-        if !(0.0..1e12).contains(&dur) || ts.abs() > 4e15 {
-            return;
-        }
-        let (start, end) = (ns(ts), ns(ts) + ns(dur));
+        let Some((start, dur)) = span_ns(ev.ts.get(), ev.dur.get()) else { return };
+        let end = start + dur;
         if self.kept() >= MAX_SPANS {
             self.truncated = true;
             return;
         }
-        let cat = ev.cat();
         let name = ev.name();
-        match cat {
-            "user_annotation" | "Operator" | "cpu_op" => {
+        match ev.kind {
+            EventKind::Annotation | EventKind::CpuOp => {
                 if !self.in_step(start) {
                     return;
                 }
@@ -467,16 +478,15 @@ impl EventSink for StepReader<'_> {
                         let id = self.name(phase);
                         self.phases.push((start, end, id));
                     }
-                } else if cat != "user_annotation" && !name.starts_with("ProfilerStep#") {
+                } else if ev.kind == EventKind::CpuOp && !name.starts_with("ProfilerStep#") {
                     let id = self.name(name);
                     self.ops.entry(thread).or_default().push((start, end, id));
                 }
             }
-            "cuda_runtime" | "Runtime" | "cuda_driver" | "hip_runtime" | "hip_driver" => {
+            EventKind::Runtime => {
                 // Only calls that put work on the GPU (docs/analysis.md §3):
                 // a sync has a correlation id too, and no work to wait for.
-                let launch =
-                    ["Launch", "Memcpy", "Memset", "Graph"].iter().any(|k| name.contains(k));
+                let launch = RuntimeCall::of(name).launch;
                 if let Some(c) = ev.correlation().filter(|_| launch) {
                     if self.in_step(start) {
                         let thread = self.thread(ev);
@@ -487,30 +497,20 @@ impl EventSink for StepReader<'_> {
                     }
                 }
             }
-            "kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset" => {
+            EventKind::Gpu(work) => {
                 // Work never starts before its launch: what starts before
                 // the step is an earlier step's.
                 if start < self.step.start {
                     return;
                 }
-                let args = ev.args.as_ref();
-                let device = args
-                    .and_then(|a| a.device.id())
-                    .or_else(|| ev.pid.as_ref().and_then(Id::as_int))
-                    .unwrap_or(0);
-                let stream = args
-                    .and_then(|a| a.stream.id())
-                    .or_else(|| ev.tid.as_ref().and_then(Id::as_int))
-                    .unwrap_or(0);
                 let id = self.name(name);
-                let kernel = matches!(cat, "kernel" | "Kernel");
                 self.gpu.push(Gpu {
                     start,
                     end,
                     name: id,
-                    device,
-                    stream,
-                    kernel,
+                    device: ev.gpu_device(),
+                    stream: ev.gpu_stream(),
+                    kernel: work == GpuWork::Kernel,
                     correlation: ev.correlation(),
                 });
             }
@@ -547,7 +547,7 @@ pub fn open_step(ix: &StepIndex, i: usize) -> Result<Timeline> {
     let mut found = 0;
     loop {
         let spans = spans_for(ix, step.start, to, &mut done);
-        trace::read_spans(&src, &spans, ix.gz.as_deref(), &mut r)?;
+        trace::read_spans(&src, &spans, ix.gz.as_deref(), &mut r, &ix.read)?;
         let seen: std::collections::HashSet<i64> =
             r.gpu.iter().filter_map(|g| g.correlation).collect();
         let mine = r.launches.iter().filter(|(_, l)| l.thread != u32::MAX);
@@ -730,7 +730,10 @@ mod tests {
     fn a_step_reads_the_same_from_gzip_and_plain_json_and_only_its_blocks() {
         let dir = tempfile::tempdir().unwrap();
         let plain = plain_copy(NCCL, &dir);
-        let (gz, js) = (index(Path::new(NCCL)).unwrap(), index(&plain).unwrap());
+        let (gz, js) = (
+            index(Path::new(NCCL), &ReadOptions::default()).unwrap(),
+            index(&plain, &ReadOptions::default()).unwrap(),
+        );
         assert_eq!(gz.steps, js.steps);
         assert_eq!(
             gz.steps.iter().map(|s| s.number).collect::<Vec<_>>(),
@@ -770,11 +773,11 @@ mod tests {
     #[test]
     fn a_gzip_step_resumes_at_a_checkpoint_and_reads_the_same() {
         // Checkpoints every 64 KiB: the later steps resume mid-file.
-        let ix = index_spaced(Path::new(NCCL), 64 << 10).unwrap();
+        let ix = index_spaced(Path::new(NCCL), 64 << 10, &ReadOptions::default()).unwrap();
         let points = ix.gz.as_ref().expect("a gzip trace keeps checkpoints");
         assert!(points.len() > 8, "{} checkpoints", points.len());
         let dir = tempfile::tempdir().unwrap();
-        let js = index(&plain_copy(NCCL, &dir)).unwrap();
+        let js = index(&plain_copy(NCCL, &dir), &ReadOptions::default()).unwrap();
         let last = ix.steps.len() - 1;
         let first_block =
             ix.blocks.iter().find(|b| b.max_ts >= ix.steps[last].start).unwrap().offset;
@@ -801,7 +804,7 @@ mod tests {
             env!("CARGO_MANIFEST_DIR"),
             "/tests/fixtures/traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz"
         );
-        let ix = index(Path::new(p)).unwrap();
+        let ix = index(Path::new(p), &ReadOptions::default()).unwrap();
         assert_eq!(ix.steps.len(), 1);
         assert_eq!(ix.steps[0].number, None);
         let tl = open_step(&ix, 0).unwrap();
@@ -813,7 +816,7 @@ mod tests {
 
     #[test]
     fn each_gap_in_the_gpu_busy_lane_says_why_the_gpu_waited() {
-        let ix = index(Path::new(NCCL)).unwrap();
+        let ix = index(Path::new(NCCL), &ReadOptions::default()).unwrap();
         let tl = open_step(&ix, 1).unwrap();
         let busy = &tl.lanes.iter().find(|l| l.kind == LaneKind::Busy).unwrap().spans;
         // The lane's own union, clipped to the step: its complement is the idle.

@@ -1,30 +1,26 @@
-//! Any reader input → a [`Profile`]. The kind is decided by content: a JSON
-//! object with a libreyolo schema id is a profile (ours or the reference's,
-//! including its repeat files); anything else is a trace and is analysed.
+//! Any reader input → a [`Profile`]: a path, a folder or standard input,
+//! a profile (ours or the reference's, including its repeat files) or a
+//! trace, which is analysed; and the rank traces of a distributed job
+//! ([`ranks`]). The kind is decided by content: a JSON object with a
+//! libreyolo schema id is a profile; anything else is a trace. This sits
+//! above the analysis and the lenses, which know nothing of files.
 
-use std::io::{Read, Write};
+pub mod ranks;
+
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::measured::{Measurements, SIDECAR};
-use super::schema::{ExtraFigures, Figures, Profile, SCHEMA_ID};
+use crate::analysis::timeline;
 use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
-use crate::lens::timeline;
-use crate::trace::Source;
+use crate::profile::measured::{Measurements, SIDECAR};
+use crate::profile::{ExtraFigures, Figures, Input, Profile, SCHEMA_ID};
 use crate::trace::event::TOO_DEEP;
 use crate::trace::seekgz::SPACING;
-
-/// A loaded input: where it came from and the profile it gives.
-#[derive(Debug, Clone)]
-pub struct Input {
-    pub path: PathBuf,
-    pub profile: Profile,
-    /// True when the profile was analysed from a raw trace just now.
-    pub from_trace: bool,
-}
+use crate::trace::{ReadOptions, Source};
 
 /// Files looked for, in order, when a directory is given.
 const DIR_CANDIDATES: &[&str] = &[
@@ -133,11 +129,10 @@ pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
 }
 
 /// How [`load`] reads an input.
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct LoadOptions {
-    /// A progress bar on stderr while a trace is analysed (a reader's
-    /// command line; never the explorer, which draws its own).
-    pub progress: bool,
+    /// How a trace is read: threads, mapping, memory budget, progress.
+    pub read: ReadOptions,
     /// Name the CPU op at each memory peak of a trace, from the same pass
     /// (`profile memory`; docs/analysis.md §9).
     pub peak_ops: bool,
@@ -181,11 +176,11 @@ pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
         }
         None => Sidecar::None,
     };
-    let analyze = AnalyzeOptions { sidecar, progress: opts.progress, peak_ops: opts.peak_ops };
+    let analyze = AnalyzeOptions { sidecar, read: opts.read.clone(), peak_ops: opts.peak_ops };
     let mut index = None;
     let analysed = match src.file_path().filter(|_| opts.timeline_index) {
         Some(file) => analysis::analyze_read(&src, analyze, |sink| {
-            let (doc, ix) = timeline::read_indexed(file, SPACING, sink, opts.progress)?;
+            let (doc, ix) = timeline::read_indexed(file, SPACING, sink, &opts.read)?;
             index = ix.ok();
             Ok(doc)
         }),
@@ -201,15 +196,15 @@ pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
             Ok(Loaded { input: Input { path, profile, from_trace: true }, notices, index })
         }
         None => {
-            let (profile, notices) = read_profile(&src).map_err(fail)?;
+            let (profile, notices) = read_profile(&src, &opts.read).map_err(fail)?;
             Ok(Loaded { input: Input { path, profile, from_trace: false }, notices, index: None })
         }
     }
 }
 
-fn read_profile(src: &Source) -> Result<(Profile, Vec<String>)> {
+fn read_profile(src: &Source, opts: &ReadOptions) -> Result<(Profile, Vec<String>)> {
     let mut text = Vec::new();
-    src.open(false)?
+    src.open(&opts.with_progress(crate::trace::Progress::Off))?
         .read_to_end(&mut text)
         .map_err(|e| Error::failed(format!("cannot read: {e}")).caused_by(e))?;
     let body = text.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(&text);
@@ -333,187 +328,9 @@ fn field_error(e: serde_path_to_error::Error<serde_json::Error>, body: &[u8]) ->
     Error::failed(format!("profile field `{at}`: {why}")).caused_by(why)
 }
 
-/// Writes `value` as pretty JSON (with a final newline), atomically.
-pub fn write_json<T: serde::Serialize>(path: &Path, value: &T) -> Result<()> {
-    let mut bytes = serde_json::to_vec_pretty(value).map_err(|e| {
-        Error::failed(format!("cannot encode {}: {e}", path.display())).caused_by(e)
-    })?;
-    bytes.push(b'\n');
-    write_atomic(path, &bytes)
-}
-
-/// Writes `bytes` to `path` through a temporary file in the same folder and
-/// a rename, so an interrupted write never leaves a truncated file. Only a
-/// regular file or an absent path is replaced so; a symlink is followed and
-/// its target written by the same rule; a character device or FIFO
-/// (`/dev/null`, a named pipe) is opened and written, never replaced by a
-/// file; a directory, block device or socket is refused (exit 2).
-pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    write_atomic_with(path, &mut |w| {
-        w.write_all(bytes).map_err(|e| {
-            Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
-        })
-    })
-}
-
-/// [`write_atomic`] for output too large to hold: `write` streams it into
-/// the (buffered) temporary file, which replaces `path` only once `write`
-/// returned `Ok` and everything reached the disk; on an error the
-/// temporary file is removed and `path` is untouched. The writer is `Send`,
-/// so `write` may hand it to a thread of its own. A character device
-/// or FIFO is written through, as [`write_atomic`] does.
-pub fn write_atomic_with(
-    path: &Path,
-    write: &mut dyn FnMut(&mut (dyn Write + Send)) -> Result<()>,
-) -> Result<()> {
-    let fail = |e: std::io::Error| {
-        Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
-    };
-    match write_target(path)? {
-        Target::Replace(target) => {
-            let dir =
-                target.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-            std::fs::create_dir_all(dir).map_err(|e| {
-                Error::failed(format!("cannot create {}: {e}", dir.display())).caused_by(e)
-            })?;
-            let tmp = tempfile::NamedTempFile::new_in(dir).map_err(|e| {
-                Error::failed(format!("cannot write in {}: {e}", dir.display())).caused_by(e)
-            })?;
-            crate::tempfiles::track(tmp.path());
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, tmp);
-            write(&mut out)?;
-            let tmp = out.into_inner().map_err(|e| fail(e.into_error()))?;
-            // Temporary files are private (0600); the result is an ordinary file.
-            #[cfg(unix)]
-            {
-                use std::os::unix::fs::PermissionsExt;
-                let _ = tmp.as_file().set_permissions(std::fs::Permissions::from_mode(0o644));
-            }
-            tmp.persist(&target).map_err(|e| fail(e.error))?;
-            Ok(())
-        }
-        Target::Through => {
-            // A character device or a FIFO (`/dev/null`, `/dev/stdout`, a
-            // named pipe): written as a shell's `>` would; a rename would
-            // put a regular file in the device's place.
-            let f = std::fs::OpenOptions::new().write(true).open(path).map_err(fail)?;
-            let mut out = std::io::BufWriter::with_capacity(1 << 20, f);
-            write(&mut out)?;
-            out.flush().map_err(fail)
-        }
-    }
-}
-
-/// Refuses a path [`write_atomic`] would refuse (a directory, a block
-/// device, a socket: exit 2), before a long computation of what to write.
-pub fn check_write_target(path: &Path) -> Result<()> {
-    write_target(path).map(drop)
-}
-
-/// How [`write_atomic`] writes to a path.
-enum Target {
-    /// A regular file or an absent path (a symlink's target, resolved):
-    /// a temporary file beside it, renamed over it.
-    Replace(PathBuf),
-    /// A character device or a FIFO: opened and written.
-    Through,
-}
-
-/// What `path` is, following symlinks: a regular file or nothing (replaced
-/// atomically), a character device or FIFO (written through); anything
-/// else (a directory, a block device, a socket) is refused.
-fn write_target(path: &Path) -> Result<Target> {
-    // Follow a chain of symlinks (a dangling one names the file to create).
-    let mut at = path.to_path_buf();
-    for _ in 0..40 {
-        match std::fs::symlink_metadata(&at) {
-            Ok(m) if m.file_type().is_symlink() => {
-                let link = std::fs::read_link(&at).map_err(|e| {
-                    Error::failed(format!("cannot read the link {}: {e}", at.display()))
-                        .caused_by(e)
-                })?;
-                at = match at.parent() {
-                    Some(dir) if link.is_relative() => dir.join(link),
-                    _ => link,
-                };
-            }
-            Ok(m) if m.is_file() => return Ok(Target::Replace(at)),
-            Ok(m) => {
-                #[cfg(unix)]
-                {
-                    use std::os::unix::fs::FileTypeExt;
-                    let t = m.file_type();
-                    if t.is_char_device() || t.is_fifo() {
-                        return Ok(Target::Through);
-                    }
-                }
-                let what = if m.is_dir() {
-                    "a directory"
-                } else {
-                    "not a regular file (a block device or a socket)"
-                };
-                return Err(Error::usage(format!(
-                    "cannot write {}: it is {what}; give a file path",
-                    path.display()
-                )));
-            }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Target::Replace(at)),
-            Err(e) => {
-                return Err(
-                    Error::failed(format!("cannot write {}: {e}", path.display())).caused_by(e)
-                );
-            }
-        }
-    }
-    Err(Error::usage(format!("cannot write {}: too many levels of symbolic links", path.display())))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn atomic_writes_replace_whole_files_readable_by_others() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("sub/profile.json");
-        write_atomic(&path, b"first").unwrap();
-        write_atomic(&path, b"second").unwrap();
-        assert_eq!(std::fs::read(&path).unwrap(), b"second");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            assert_eq!(std::fs::metadata(&path).unwrap().permissions().mode() & 0o777, 0o644);
-        }
-        let leftovers = std::fs::read_dir(path.parent().unwrap()).unwrap().count();
-        assert_eq!(leftovers, 1, "no temporary file left behind");
-    }
-
-    /// A symlink stays a symlink (its target is replaced); a dangling one
-    /// names the file to create; a directory is refused.
-    #[cfg(unix)]
-    #[test]
-    fn atomic_writes_never_replace_links_or_special_files() {
-        // FIFOs and devices: app/tests/hostile_readers.rs (never /dev/null here:
-        // a regression run as root would replace it).
-        let dir = tempfile::tempdir().unwrap();
-        let real = dir.path().join("real.json");
-        std::fs::write(&real, b"old").unwrap();
-        let link = dir.path().join("link.json");
-        std::os::unix::fs::symlink("real.json", &link).unwrap();
-        write_atomic(&link, b"new").unwrap();
-        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
-        assert_eq!(std::fs::read(&real).unwrap(), b"new");
-        let dangling = dir.path().join("dangling.json");
-        std::os::unix::fs::symlink("made.json", &dangling).unwrap();
-        write_atomic(&dangling, b"made").unwrap();
-        assert_eq!(std::fs::read(dir.path().join("made.json")).unwrap(), b"made");
-        let err = write_atomic(dir.path(), b"x").unwrap_err();
-        assert_eq!(err.exit_code(), 2, "{err}");
-        assert!(err.to_string().contains("is a directory"), "{err}");
-        let names: Vec<_> =
-            std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name()).collect();
-        assert_eq!(names.len(), 4, "no temporary file left: {names:?}");
-    }
 
     #[test]
     fn a_bad_field_is_named_also_in_the_flattened_figures() {
@@ -547,7 +364,9 @@ mod tests {
             (r#""categories": 3"#, "categories", "invalid type: integer `3`, expected a sequence"),
         ] {
             std::fs::write(&path, format!("{{{base}, {field}}}")).unwrap();
-            let err = read_profile(&Source::path(&path).unwrap()).unwrap_err().to_string();
+            let err = read_profile(&Source::path(&path).unwrap(), &ReadOptions::default())
+                .unwrap_err()
+                .to_string();
             assert_eq!(err, format!("profile field `{at}`: {why}"), "{field}");
         }
         // Integers into f64 fields, nulls into optional ones, missing fields defaulted.
@@ -558,7 +377,7 @@ mod tests {
             ),
         )
         .unwrap();
-        let (p, _) = read_profile(&Source::path(&path).unwrap()).unwrap();
+        let (p, _) = read_profile(&Source::path(&path).unwrap(), &ReadOptions::default()).unwrap();
         assert_eq!((p.figures.step_ms, p.figures.gpu_util, p.figures.img_per_s), (12.0, 1.0, None));
         assert_eq!(
             (p.figures.window.real_steps, p.figures.latency.as_ref(), p.extras.comm_ms_per_step),

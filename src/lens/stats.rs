@@ -1,0 +1,49 @@
+//! The significance call of two measured sides (docs/spec.md §4): shared
+//! by `compare` and its `--fail-on` gates.
+
+use serde::Serialize;
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct Significance {
+    pub n: [u32; 2],
+    pub std: [Option<f64>; 2],
+    /// `None` when the call cannot be made (a side has fewer than 2 trials).
+    pub significant: Option<bool>,
+    /// The comparison made, or why none was.
+    pub significance: String,
+}
+
+pub const SINGLE_RUN: &str =
+    "single run: measure both sides with --repeat N (N >= 2) for a significance call";
+
+/// The 2·SE rule: significant when |Δmean| > 2·sqrt(sa²/na + sb²/nb).
+pub fn significance(
+    a: f64,
+    b: f64,
+    sa: Option<f64>,
+    sb: Option<f64>,
+    na: u32,
+    nb: u32,
+) -> Significance {
+    let base = Significance {
+        n: [na, nb],
+        std: [sa, sb],
+        significant: None,
+        significance: SINGLE_RUN.to_string(),
+    };
+    let (Some(sa), Some(sb)) = (sa, sb) else { return base };
+    if na < 2 || nb < 2 {
+        return base;
+    }
+    let se = (sa * sa / f64::from(na) + sb * sb / f64::from(nb)).sqrt();
+    let d = (b - a).abs();
+    Significance {
+        significant: Some(d > 2.0 * se),
+        significance: format!("|d|={} vs 2*SE={}", fmt_sig(d), fmt_sig(2.0 * se)),
+        ..base
+    }
+}
+
+fn fmt_sig(v: f64) -> String {
+    if v >= 10.0 { format!("{v:.1}") } else { format!("{v:.3}") }
+}
