@@ -41,7 +41,7 @@ fn inflate(path: &Path) -> Vec<u8> {
 /// sentence, read with `threads` threads in blocks of `block` bytes.
 fn read(src: &Source, threads: usize, block: usize) -> String {
     match analyze(src, on(threads, block)) {
-        Ok(Some(Analysed { profile: p, notices: notes })) => {
+        Ok(Some(Analysed { profile: p, notices: notes, .. })) => {
             let mut v = serde_json::to_value(&p).unwrap();
             v.as_object_mut().unwrap().remove("trace");
             format!("{}\n{notes:?}", serde_json::to_string_pretty(&v).unwrap())

@@ -32,7 +32,8 @@ pub(super) fn build(
     measured: Option<&Measurements>,
     path: Option<&Path>,
     threads: usize,
-) -> Result<Profile> {
+    keep_model: bool,
+) -> Result<(Profile, Option<super::model::StepModel>)> {
     check_usable(&a)?;
     let win = window(&a);
     let kinfo = kernel_info(&mut a);
@@ -136,6 +137,24 @@ pub(super) fn build(
         measured,
     );
     let warnings = caveats(&a, measured);
+    // One model of the step (§14), once every account is done with its
+    // lists: its critical path and the standard what-ifs.
+    let model = (!a.kernel_spans.is_empty())
+        .then(|| super::model::of_pass(&a, &kinfo, &win.steps))
+        .flatten();
+    let step_model = model.as_ref().map(|(m, note)| {
+        let roofline: Vec<(u8, f64)> = efficiency
+            .iter()
+            .flat_map(|e| &e.categories)
+            .filter_map(|c| {
+                let lost = c.achieved.lost_ms_per_step?;
+                let total = tables.categories.iter().find(|r| r.name == c.category)?.ms_per_step;
+                let class = Category::ALL.iter().position(|x| *x == c.category)? as u8;
+                (total > 0.0).then(|| (class, ((total - lost) / total).clamp(0.0, 1.0)))
+            })
+            .collect();
+        super::model::view(m, head.step_ms, &roofline, note.clone())
+    });
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
     let step_ms = head.step_ms;
@@ -201,6 +220,7 @@ pub(super) fn build(
         memory: super::memory::timeline(&a),
         idle: idle.map(|i| i.account),
         efficiency,
+        step_model,
         devices: busy.devices,
         streams: busy.streams,
         extras: ExtraFigures {
@@ -221,7 +241,7 @@ pub(super) fn build(
         ..Default::default()
     };
     profile.metrics = metrics::of(&profile);
-    Ok(profile)
+    Ok((profile, model.filter(|_| keep_model).map(|(m, _)| m)))
 }
 
 /// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather

@@ -21,6 +21,7 @@ pub mod idle;
 mod kernel_index;
 pub mod kernels;
 mod memory;
+pub mod model;
 pub mod ranges;
 pub mod roofline;
 pub mod timeline;
@@ -98,7 +99,8 @@ struct GpuEvent {
     device: i64,
     ts: i64,
     dur: i64,
-    /// Its index in `kernel_spans` (kernels only), to give it its launch.
+    /// Its index in `kernel_spans`, or with [`COPY_SPAN`] in `copy_spans`:
+    /// where its launch goes.
     span: Option<u32>,
 }
 
@@ -129,7 +131,7 @@ enum Placed {
 }
 
 /// Kernel name id → (category, Tensor Core flag, short label).
-type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
+pub(crate) type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
 
 /// What the step- and phase-keyed aggregates are counted from, kept
 /// during the pass (docs/analysis.md §1): when the ranges turn out to
@@ -221,6 +223,21 @@ struct KernelSpan {
 }
 
 const NO_LAUNCH: u32 = u32::MAX;
+
+/// A copy's or set's interval and launch, for the step model (copies
+/// are few: a syncing `.item()`'s device-to-host copy among them).
+#[derive(Debug, Clone, Copy)]
+struct CopySpan {
+    start: i64,
+    end: i64,
+    name: u32,
+    device: i64,
+    stream: i64,
+    launch: Option<Launch>,
+}
+
+/// A [`GpuEvent::span`] that is an index into `Analyzer::copy_spans`.
+const COPY_SPAN: u32 = 1 << 31;
 
 impl KernelSpan {
     fn launch(&self) -> Option<Launch> {
@@ -399,6 +416,8 @@ pub struct Analyzer {
     memcpy: Agg,
     memcpy_by_phase: HashMap<u16, i64>,
     kernel_spans: Vec<KernelSpan>,
+    /// Every copy and set, for the step model.
+    copy_spans: Vec<CopySpan>,
     /// Each kernel name's category, Tensor Core flag and label, worked out
     /// when the name is first met (demangling is the costly part): the
     /// collectives read the category, the tables all three.
@@ -836,6 +855,21 @@ impl Analyzer {
         let device = ev.gpu_device();
         let name = self.names.id(ev.name());
         let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
+        if kind != GpuWork::Kernel {
+            gpu.span = u32::try_from(self.copy_spans.len())
+                .ok()
+                .filter(|&i| i < COPY_SPAN)
+                .map(|i| i | COPY_SPAN);
+            let stream = ev.gpu_stream();
+            self.copy_spans.push(CopySpan {
+                start,
+                end: start + dur,
+                name,
+                device,
+                stream,
+                launch: None,
+            });
+        }
         if kind == GpuWork::Kernel {
             let stream = ev.gpu_stream();
             gpu.span = u32::try_from(self.kernel_spans.len()).ok();
@@ -893,8 +927,18 @@ impl Analyzer {
     }
 
     fn give_launch(&mut self, span: Option<u32>, launch: Launch) {
-        if let Some(k) = span.and_then(|i| self.kernel_spans.get_mut(i as usize)) {
-            k.set_launch(launch);
+        match span {
+            Some(i) if i & COPY_SPAN != 0 => {
+                if let Some(c) = self.copy_spans.get_mut((i & !COPY_SPAN) as usize) {
+                    c.launch = Some(launch);
+                }
+            }
+            Some(i) => {
+                if let Some(k) = self.kernel_spans.get_mut(i as usize) {
+                    k.set_launch(launch);
+                }
+            }
+            None => {}
         }
     }
 
@@ -1174,6 +1218,9 @@ impl Analyzer {
                 k.end = k.start + window;
             }
         }
+        for c in &mut self.copy_spans {
+            c.end = c.end.min(c.start + window);
+        }
         let ranges = self.ranges.clone();
         self.count_again(ranges);
         let ms = |ns: i64| ns as f64 / 1e6;
@@ -1303,6 +1350,9 @@ pub struct AnalyzeOptions<'m> {
     /// Name the CPU op at each device's memory peak (docs/analysis.md §9),
     /// from the ops the pass kept.
     pub peak_ops: bool,
+    /// Keep the step model (docs/analysis.md §14) beside the profile, for
+    /// what-ifs the profile's standard ones do not cover.
+    pub keep_model: bool,
 }
 
 impl<'m> AnalyzeOptions<'m> {
@@ -1321,6 +1371,8 @@ impl<'m> AnalyzeOptions<'m> {
 pub struct Analysed {
     pub profile: Profile,
     pub notices: Vec<String>,
+    /// With [`AnalyzeOptions::keep_model`], the step model.
+    pub model: Option<model::StepModel>,
 }
 
 /// Analyses the trace `src` holds. Returns `Ok(None)` when it turns out to
@@ -1337,7 +1389,7 @@ pub fn analyze_read(
     opts: AnalyzeOptions<'_>,
     read: impl FnOnce(&mut dyn EventSink) -> Result<Document>,
 ) -> Result<Option<Analysed>> {
-    let AnalyzeOptions { sidecar, peak_ops, read: read_opts } = opts;
+    let AnalyzeOptions { sidecar, peak_ops, read: read_opts, keep_model } = opts;
     let mut analyzer = Analyzer::default();
     let info = match read(&mut analyzer)? {
         Document::Declined => return Ok(None),
@@ -1389,28 +1441,31 @@ pub fn analyze_read(
     analyzer.replay.calls = Vec::new();
     analyzer.replay.gpu = Vec::new();
     analyzer.replay.events = Vec::new();
-    let mut profile = analyzer.finish(&info, measured, src.file_path(), read_opts.threads)?;
+    let (mut profile, model) =
+        analyzer.finish(&info, measured, src.file_path(), read_opts.threads, keep_model)?;
     for (row, op) in profile.memory.iter_mut().zip(peak_ops) {
         row.peak_op = op;
     }
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
-    Ok(Some(Analysed { profile, notices }))
+    Ok(Some(Analysed { profile, notices, model }))
 }
 
 impl Analyzer {
-    /// Turns the aggregates into a profile, on up to `threads` threads.
+    /// Turns the aggregates into a profile, on up to `threads` threads;
+    /// the step model too, when `keep_model`.
     pub fn finish(
         mut self,
         info: &TraceInfo,
         measured: Option<&Measurements>,
         path: Option<&Path>,
         threads: usize,
-    ) -> Result<Profile> {
+        keep_model: bool,
+    ) -> Result<(Profile, Option<model::StepModel>)> {
         self.place_leftovers_by_time();
         self.ranges.freeze();
-        build::build(self, info, measured, path, threads)
+        build::build(self, info, measured, path, threads, keep_model)
     }
 }
 

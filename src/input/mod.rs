@@ -13,6 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::analysis::model::StepModel;
 use crate::analysis::timeline;
 use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
@@ -139,6 +140,8 @@ pub struct LoadOptions {
     /// Index a trace file's steps for the Timeline in the same pass (the
     /// explorer: a step then opens with no pass of its own).
     pub timeline_index: bool,
+    /// Keep a trace's step model (`what-if` beyond the standard ones).
+    pub keep_model: bool,
 }
 
 /// What [`load`] read: the input, and the notices a reader prints on
@@ -151,6 +154,8 @@ pub struct Loaded {
     pub notices: Vec<String>,
     /// With [`LoadOptions::timeline_index`], a trace file's step index.
     pub index: Option<timeline::StepIndex>,
+    /// With [`LoadOptions::keep_model`], a trace's step model.
+    pub model: Option<StepModel>,
 }
 
 /// Loads `arg` (a path, a folder or `-`, see [`resolve_input`]) as a
@@ -176,7 +181,12 @@ pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
         }
         None => Sidecar::None,
     };
-    let analyze = AnalyzeOptions { sidecar, read: opts.read.clone(), peak_ops: opts.peak_ops };
+    let analyze = AnalyzeOptions {
+        sidecar,
+        read: opts.read.clone(),
+        peak_ops: opts.peak_ops,
+        keep_model: opts.keep_model,
+    };
     let mut index = None;
     let analysed = match src.file_path().filter(|_| opts.timeline_index) {
         Some(file) => analysis::analyze_read(&src, analyze, |sink| {
@@ -187,17 +197,18 @@ pub fn load(arg: impl AsRef<Path>, opts: LoadOptions) -> Result<Loaded> {
         None => analysis::analyze(&src, analyze),
     };
     match analysed.map_err(fail)? {
-        Some(Analysed { mut profile, mut notices }) => {
+        Some(Analysed { mut profile, mut notices, model }) => {
             profile.trace = Some(arg.to_string_lossy().into_owned());
             if let Some(n) = unread {
                 profile.warnings.insert(0, n.clone());
                 notices.insert(0, n);
             }
-            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices, index })
+            Ok(Loaded { input: Input { path, profile, from_trace: true }, notices, index, model })
         }
         None => {
             let (profile, notices) = read_profile(&src, &opts.read).map_err(fail)?;
-            Ok(Loaded { input: Input { path, profile, from_trace: false }, notices, index: None })
+            let input = Input { path, profile, from_trace: false };
+            Ok(Loaded { input, notices, index: None, model: None })
         }
     }
 }

@@ -91,6 +91,10 @@ pub struct Profile {
     /// GPU traces only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<Efficiency>,
+    /// One model of the step (docs/analysis.md §14): its critical path and
+    /// the standard what-ifs re-timed on it. GPU traces only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_model: Option<StepModelView>,
     /// Every communication kernel of the trace in time order: what the
     /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -638,6 +642,56 @@ impl Profile {
 
 /// A trace's `distributedInfo`, as the reader read it.
 pub use crate::trace::Distributed;
+
+/// The step model's findings (docs/analysis.md §14).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct StepModelView {
+    /// What the model covers per step (ms): from a step's start to the
+    /// end of the last work it launched, which can run past the step.
+    pub span_ms_per_step: f64,
+    /// Steps modelled.
+    pub steps: u64,
+    /// The critical path by part, largest first: its `ms_per_step` sum to
+    /// `span_ms_per_step`.
+    pub critical_path: Vec<PathShare>,
+    /// The standard what-ifs (`what-if --all`), largest saving first.
+    pub scenarios: Vec<ScenarioRow>,
+    /// GPU starts explained by a wait on another stream's work, inferred
+    /// from the times (the trace records no event waits).
+    pub inferred_waits: u64,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// One part of the critical path.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PathShare {
+    /// A kernel category, `memcpy / memset`, a host cause (`python`,
+    /// `launch`, `sync`, …), `launch → start`, `dependency` or
+    /// `stream gaps`.
+    pub part: String,
+    /// `gpu`, `host` or `wait`.
+    pub kind: String,
+    pub ms_per_step: f64,
+    /// Of the path's length.
+    pub pct: f64,
+}
+
+/// One what-if re-timed on the step model.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct ScenarioRow {
+    /// The `what-if` flags that ask for it.
+    pub flags: String,
+    pub what: String,
+    /// The step time saved (ms per step) and its share of the step.
+    pub saved_ms_per_step: f64,
+    pub saved_pct: f64,
+    /// The work the change takes away, per step: no saving exceeds it.
+    pub removes_ms_per_step: f64,
+}
 
 /// One communication kernel of a rank's trace (docs/analysis.md §11).
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

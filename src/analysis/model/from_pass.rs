@@ -1,0 +1,141 @@
+//! The step model's inputs from what the pass kept: the kernels' and
+//! copies' intervals with their launches, the synchronising calls and the
+//! host records of the CPU log, the steps.
+
+use rustc_hash::FxHashSet as HashSet;
+
+use super::host::{HostCause, HostCauses};
+use super::{COPY_CLASS, GpuWork, Inputs, StepModel};
+use crate::analysis::cpulog::{HostKind, RecKind};
+use crate::analysis::{Analyzer, KernelClasses};
+use crate::profile::Category;
+
+/// GPU work a model takes at most: beyond it, the middle steps whose work
+/// fits are modelled (steady steps are alike; about 90 bytes a node while
+/// it is built, and each what-if is a pass over them).
+pub const MAX_GPU_NODES: usize = 50_000;
+
+/// The model of `a`'s window `steps`, and a note when it covers fewer
+/// steps than the window has.
+pub(crate) fn model(
+    a: &Analyzer,
+    kinfo: &KernelClasses,
+    steps: &[(i64, i64)],
+) -> Option<(StepModel, Option<String>)> {
+    let class_of = |name: u32| {
+        let c = kinfo.get(&name).map_or(Category::Other, |k| k.0.clone());
+        Category::ALL.iter().position(|x| *x == c).unwrap_or(Category::ALL.len() - 1) as u8
+    };
+    // Where each piece of GPU work belongs: its launch, else its start.
+    let kernels = a.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
+    let copies = a.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
+    let (steps, note) = fitting(kernels.chain(copies), steps);
+    let (w0, w1) = (steps.first()?.0, steps.last()?.1);
+    let in_window = |t: i64| t >= w0 && t <= w1;
+    let mut gpu: Vec<GpuWork> = Vec::new();
+    for k in &a.kernel_spans {
+        if !in_window(k.launch().map_or(k.start, |l| l.start)) {
+            continue;
+        }
+        let (device, stream) = a.queues[k.queue as usize];
+        gpu.push(GpuWork {
+            start: k.start,
+            end: k.end,
+            device,
+            stream,
+            class: class_of(k.name),
+            name: k.name,
+            launch: k.launch().map(|l| (l.thread, l.start, l.end)),
+        });
+    }
+    for c in &a.copy_spans {
+        if !in_window(c.launch.map_or(c.start, |l| l.start)) {
+            continue;
+        }
+        gpu.push(GpuWork {
+            start: c.start,
+            end: c.end,
+            device: c.device,
+            stream: c.stream,
+            class: COPY_CLASS,
+            name: c.name,
+            launch: c.launch.map(|l| (l.thread, l.start, l.end)),
+        });
+    }
+    let loop_thread = a.ranges.loop_threads().min();
+    let mut threads: HashSet<u32> = gpu.iter().filter_map(|g| g.launch.map(|l| l.0)).collect();
+    threads.extend(loop_thread);
+    // One walk of the CPU log: the syncs in the window, and what the
+    // threads with calls did around them.
+    let mut syncs = Vec::new();
+    let mut records = Vec::new();
+    for r in a.cpu.iter() {
+        let end = r.start + r.dur;
+        if r.dur <= 0 || r.start > w1 || end < w0 {
+            continue;
+        }
+        let cause = match r.kind {
+            RecKind::Host(HostKind::Sync) => {
+                if in_window(r.start) {
+                    syncs.push((r.thread, r.start, end));
+                }
+                continue;
+            }
+            _ if !threads.contains(&r.thread) => continue,
+            RecKind::Op { dataload: true, .. } | RecKind::Host(HostKind::Dataload) => {
+                HostCause::Dataloader
+            }
+            RecKind::Op { .. } => HostCause::CpuOp,
+            RecKind::Host(HostKind::Alloc) => HostCause::Allocator,
+            RecKind::Host(HostKind::Python | HostKind::Annotation) => HostCause::Python,
+            RecKind::Host(HostKind::Op) => continue,
+        };
+        records.push((r.thread, r.start, end, cause));
+    }
+    let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
+    let model = StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host })?;
+    Some((model, note))
+}
+
+/// The steps to model: all of them, or the middle run whose GPU work
+/// (placed by `at`) fits [`MAX_GPU_NODES`], with a note saying which.
+fn fitting(
+    at: impl Iterator<Item = i64>,
+    steps: &[(i64, i64)],
+) -> (Vec<(i64, i64)>, Option<String>) {
+    let mut count = vec![0usize; steps.len()];
+    let mut total = 0;
+    for t in at {
+        let k = steps.partition_point(|&(s, _)| s <= t);
+        if k > 0 && t <= steps[k - 1].1 {
+            count[k - 1] += 1;
+            total += 1;
+        }
+    }
+    if total <= MAX_GPU_NODES || steps.len() < 2 {
+        return (steps.to_vec(), None);
+    }
+    let mid = steps.len() / 2;
+    let (mut lo, mut hi) = (mid, mid + 1);
+    let mut n = count[mid];
+    loop {
+        let before = lo.checked_sub(1).filter(|&k| n + count[k] <= MAX_GPU_NODES);
+        if let Some(k) = before {
+            (n, lo) = (n + count[k], k);
+        }
+        let after = (hi < steps.len()).then_some(hi).filter(|&k| n + count[k] <= MAX_GPU_NODES);
+        if let Some(k) = after {
+            (n, hi) = (n + count[k], k + 1);
+        }
+        if before.is_none() && after.is_none() {
+            break;
+        }
+    }
+    let note = format!(
+        "the step model covers steps {}–{} of {} (the middle of the window: {total} GPU events in all, at most {MAX_GPU_NODES} modelled)",
+        lo + 1,
+        hi,
+        steps.len(),
+    );
+    (steps[lo..hi].to_vec(), Some(note))
+}

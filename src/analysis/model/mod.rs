@@ -1,0 +1,593 @@
+//! One model of the step (docs/analysis.md §14): what waited for what, as a
+//! graph of the window's work, from which the critical path and every
+//! what-if are derived.
+//!
+//! Nodes are the host threads' runtime calls (launches, synchronising
+//! calls), markers at the step boundaries on the loop thread, and the GPU's
+//! kernels, copies and sets. Edges: each lane's order (a thread's calls
+//! one after the other, with the host work between them as the gap; a
+//! stream's work in order), a launch before its GPU work (CUDA/HIP graph
+//! launches before every kernel of the graph), a synchronising call (or a
+//! launch that blocked) waiting for the GPU work it returned after, and a
+//! GPU start that neither its launch nor its stream explains waiting for
+//! the work that ended just before it on another stream of the device
+//! (inferred: the trace records no event waits). Built from the pass's
+//! records ([`of_analyzer`]), never a second read.
+//!
+//! Re-timing ([`replay`]) walks the nodes in dependency order: a node
+//! starts when its binding constraint allows, after the same latency the
+//! trace shows; a constraint that did not bind keeps the smaller of its
+//! usual latency and the slack it had. With no change the trace's own
+//! times come back, to the nanosecond; every change is a change of
+//! durations or gaps, so the projected times can only move earlier as work
+//! shrinks (max-plus: monotone, and never by more than the work removed).
+
+mod from_pass;
+pub mod host;
+mod path;
+pub mod replay;
+pub mod scenarios;
+mod view;
+
+#[cfg(test)]
+mod tests;
+
+use rustc_hash::FxHashMap as HashMap;
+
+pub(crate) use from_pass::model as of_pass;
+pub use path::{CriticalPath, PathPart};
+pub use replay::{Change, Replayed};
+pub use view::view;
+
+use host::HostCauses;
+
+/// No node.
+pub const NONE: u32 = u32::MAX;
+
+/// Host gaps shorter than this are dispatch (the idle account's `launch`
+/// cause, docs/analysis.md §12); longer ones are classified by what the
+/// thread was doing.
+pub const LAUNCH_GAP: i64 = 100_000;
+
+/// A runtime call at least this long that returned when GPU work ended
+/// was waiting for it (a full launch queue, a blocking copy).
+const BLOCKED_CALL: i64 = 100_000;
+
+/// Latency defaults where the trace shows none to measure (ns).
+const DEFAULT_LAUNCH_LATENCY: i64 = 5_000;
+const DEFAULT_SYNC_RETURN: i64 = 5_000;
+const DEFAULT_SYNC_BASE: i64 = 5_000;
+
+/// A GPU start more than this after everything that explains it waited on
+/// something else.
+const UNEXPLAINED: i64 = 20_000;
+
+/// What a node is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NodeKind {
+    /// GPU work: a kernel, copy or set.
+    Gpu,
+    /// A runtime call that put work on the GPU and returned.
+    Launch,
+    /// A call that can wait for the GPU: a synchronising call, a blocking
+    /// copy, a launch that blocked.
+    Sync,
+    /// A step boundary on the loop thread.
+    Mark,
+}
+
+/// What bound a node in the trace: its start (GPU, host) or its end (a
+/// sync that waited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Bind {
+    /// Nothing before it in the model: it starts where it started.
+    Free,
+    /// The previous node on its lane.
+    Prev,
+    /// Its launch (GPU).
+    Launch,
+    /// Another stream's work (GPU), or the GPU work a sync waited for.
+    Wait,
+}
+
+/// A host call's class: a synchronising call (or blocking copy) as the
+/// trace names it, or a launch (one that ran long may have blocked).
+const CALL_SYNC: u8 = 0;
+const CALL_LAUNCH: u8 = 1;
+
+/// The class of a GPU node: a kernel category by its index in
+/// [`Category::ALL`](crate::profile::Category::ALL), or a copy/set.
+pub const COPY_CLASS: u8 = 7;
+
+/// One node of the graph, with its times in the trace (ns).
+#[derive(Debug, Clone, Copy)]
+pub struct Node {
+    pub start: i64,
+    pub end: i64,
+    pub kind: NodeKind,
+    pub lane: u32,
+    /// The previous node on its lane.
+    pub prev: u32,
+    /// GPU: the call that launched it. Sync: the GPU node it waits for.
+    pub cross: u32,
+    /// GPU: the other stream's node it waited for (inferred).
+    pub wait: u32,
+    /// What bound its start (GPU, host) — for a Sync, its end.
+    pub bind: Bind,
+    /// GPU: [`COPY_CLASS`] or a kernel category's index; a host call:
+    /// whether it is a launch.
+    pub class: u8,
+    /// GPU: the interned kernel name; host: the thread.
+    pub name: u32,
+}
+
+impl Node {
+    pub fn dur(&self) -> i64 {
+        self.end - self.start
+    }
+}
+
+/// A lane: a host thread or a GPU stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Lane {
+    Thread(u32),
+    Stream { device: i64, stream: i64 },
+}
+
+/// GPU work as the model takes it.
+#[derive(Debug, Clone, Copy)]
+pub struct GpuWork {
+    pub start: i64,
+    pub end: i64,
+    pub device: i64,
+    pub stream: i64,
+    pub class: u8,
+    pub name: u32,
+    /// The call that launched it: thread, start, end.
+    pub launch: Option<(u32, i64, i64)>,
+}
+
+/// A host call that can wait for the GPU (thread, start, end).
+pub type SyncCall = (u32, i64, i64);
+
+/// What the model is built from.
+#[derive(Debug, Default)]
+pub struct Inputs {
+    pub gpu: Vec<GpuWork>,
+    pub syncs: Vec<SyncCall>,
+    /// The steps (merged, in order).
+    pub steps: Vec<(i64, i64)>,
+    /// The thread whose step ranges the markers go on.
+    pub loop_thread: Option<u32>,
+    /// What each host thread was doing between its calls.
+    pub host: HostCauses,
+}
+
+/// Latencies the trace shows, per device: what a constraint that did not
+/// bind in the trace adds if it comes to bind.
+#[derive(Debug, Clone, Copy)]
+struct Usual {
+    launch: i64,
+}
+
+/// The graph of a window.
+#[derive(Debug, Clone)]
+pub struct StepModel {
+    pub nodes: Vec<Node>,
+    pub lanes: Vec<Lane>,
+    /// Dependency order: every node after what it depends on.
+    order: Vec<u32>,
+    /// Per lane (index), the usual latencies of its device (GPU lanes).
+    usual: Vec<Usual>,
+    /// The window: first step start, last step end.
+    pub window: (i64, i64),
+    pub n_steps: usize,
+    /// Host work between calls, per thread.
+    pub host: HostCauses,
+    /// The non-waiting part and return latency of each Sync (ns), by node.
+    sync_parts: HashMap<u32, (i64, i64)>,
+    /// GPU starts explained by an inferred wait on another stream.
+    pub inferred_waits: usize,
+    /// Nodes whose order had to be broken (clock skew): kept at their
+    /// trace times.
+    pub unordered: usize,
+}
+
+impl StepModel {
+    /// Builds the graph of `inputs`' window: the GPU work launched in it
+    /// (or, with no launch, starting in it), the calls around it, the
+    /// step boundaries.
+    pub fn build(inputs: Inputs) -> Option<StepModel> {
+        let Inputs { gpu, syncs, steps, loop_thread, host } = inputs;
+        let (&(w0, _), &(_, w1)) = (steps.first()?, steps.last()?);
+        let inside = |t: i64| t >= w0 && t <= w1;
+        let mut lanes: Vec<Lane> = Vec::new();
+        let mut lane_ids: HashMap<Lane, u32> = HashMap::default();
+        fn lane_of(lanes: &mut Vec<Lane>, ids: &mut HashMap<Lane, u32>, l: Lane) -> u32 {
+            *ids.entry(l).or_insert_with(|| {
+                lanes.push(l);
+                lanes.len() as u32 - 1
+            })
+        }
+        macro_rules! lane {
+            ($l:expr) => {
+                lane_of(&mut lanes, &mut lane_ids, $l)
+            };
+        }
+        let mut nodes: Vec<Node> = Vec::new();
+        let node = |start, end, kind, lane, class, name| Node {
+            start,
+            end,
+            kind,
+            lane,
+            prev: NONE,
+            cross: NONE,
+            wait: NONE,
+            bind: Bind::Free,
+            class,
+            name,
+        };
+        // Host calls, one node per distinct (thread, start, end): a graph
+        // launch's kernels share it; a blocking copy both launches and waits.
+        let mut calls: HashMap<(u32, i64, i64), u32> = HashMap::default();
+        for &(t, s, e) in &syncs {
+            if inside(s) {
+                let l = lane!(Lane::Thread(t));
+                calls.insert((t, s, e), nodes.len() as u32);
+                nodes.push(node(s, e, NodeKind::Sync, l, CALL_SYNC, t));
+            }
+        }
+        let mut gpu_nodes = 0usize;
+        for g in &gpu {
+            let keep = match g.launch {
+                Some((_, ls, _)) => inside(ls),
+                None => inside(g.start),
+            };
+            if !keep {
+                continue;
+            }
+            let launch = g.launch.map(|(t, s, e)| {
+                *calls.entry((t, s, e)).or_insert_with(|| {
+                    let l = lane!(Lane::Thread(t));
+                    let kind =
+                        if e - s >= BLOCKED_CALL { NodeKind::Sync } else { NodeKind::Launch };
+                    nodes.push(node(s, e, kind, l, CALL_LAUNCH, t));
+                    nodes.len() as u32 - 1
+                })
+            });
+            let l = lane!(Lane::Stream { device: g.device, stream: g.stream });
+            let mut n = node(g.start, g.end, NodeKind::Gpu, l, g.class, g.name);
+            n.cross = launch.unwrap_or(NONE);
+            nodes.push(n);
+            gpu_nodes += 1;
+        }
+        if gpu_nodes == 0 && loop_thread.is_none() {
+            return None;
+        }
+        // Step boundaries on the loop thread (or the busiest launcher).
+        let marks_on = loop_thread.or_else(|| busiest_thread(&nodes, &lanes));
+        if let Some(t) = marks_on {
+            let l = lane!(Lane::Thread(t));
+            for &(s, e) in &steps {
+                nodes.push(node(s, s, NodeKind::Mark, l, 0, t));
+                nodes.push(node(e, e, NodeKind::Mark, l, 0, t));
+            }
+        }
+        let mut model = StepModel {
+            nodes,
+            lanes,
+            order: Vec::new(),
+            usual: Vec::new(),
+            window: (w0, w1),
+            n_steps: steps.len(),
+            host,
+            sync_parts: HashMap::default(),
+            inferred_waits: 0,
+            unordered: 0,
+        };
+        model.link_lanes();
+        model.link_waits();
+        model.bind();
+        model.order();
+        Some(model)
+    }
+
+    /// Each node's previous node on its lane.
+    fn link_lanes(&mut self) {
+        let mut by_lane: Vec<Vec<u32>> = vec![Vec::new(); self.lanes.len()];
+        for (i, n) in self.nodes.iter().enumerate() {
+            by_lane[n.lane as usize].push(i as u32);
+        }
+        for list in &mut by_lane {
+            // Markers sort after the calls that end where they are.
+            list.sort_by_key(|&i| {
+                let n = &self.nodes[i as usize];
+                (n.start, n.end, n.kind == NodeKind::Mark, i)
+            });
+            for w in list.windows(2) {
+                self.nodes[w[1] as usize].prev = w[0];
+            }
+        }
+    }
+
+    /// The GPU work each Sync waits for, and the other stream's work an
+    /// unexplained GPU start waits for.
+    fn link_waits(&mut self) {
+        // Every GPU node by end, per device.
+        let mut by_end: HashMap<i64, Vec<u32>> = HashMap::default();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.kind == NodeKind::Gpu {
+                by_end.entry(self.device(n)).or_default().push(i as u32);
+            }
+        }
+        for list in by_end.values_mut() {
+            list.sort_by_key(|&i| (self.nodes[i as usize].end, i));
+        }
+        let launched_before = |m: &StepModel, g: &Node, t: i64| {
+            g.cross == NONE || m.nodes[g.cross as usize].start <= t
+        };
+        // A sync waits for the latest-ending work launched before it that
+        // ended before it returned (a device-wide view: stream syncs are
+        // not told apart).
+        for i in 0..self.nodes.len() {
+            let h = self.nodes[i];
+            if h.kind != NodeKind::Sync {
+                continue;
+            }
+            let mut best: Option<u32> = None;
+            for list in by_end.values() {
+                let upto = list.partition_point(|&g| self.nodes[g as usize].end <= h.end);
+                let found = list[..upto].iter().rev().take(64).copied().find(|&g| {
+                    let gn = &self.nodes[g as usize];
+                    launched_before(self, gn, h.start)
+                });
+                if let Some(g) = found {
+                    if best.is_none_or(|b| self.nodes[g as usize].end > self.nodes[b as usize].end)
+                    {
+                        best = Some(g);
+                    }
+                }
+            }
+            // A launch that blocked waited for work that ended while it
+            // ran; one that no GPU work ended during was host work (lazy
+            // loading), not a wait.
+            let long_launch = h.class == CALL_LAUNCH;
+            match best {
+                Some(g) if !long_launch || self.nodes[g as usize].end > h.start => {
+                    self.nodes[i].cross = g;
+                }
+                _ if long_launch => self.nodes[i].kind = NodeKind::Launch,
+                _ => {}
+            }
+        }
+        // Unexplained GPU starts.
+        for i in 0..self.nodes.len() {
+            let g = self.nodes[i];
+            if g.kind != NodeKind::Gpu {
+                continue;
+            }
+            let by_prev = (g.prev != NONE).then(|| self.nodes[g.prev as usize].end);
+            let by_launch = (g.cross != NONE).then(|| self.nodes[g.cross as usize].start);
+            let explained = by_prev.into_iter().chain(by_launch).max();
+            if explained.is_some_and(|t| g.start - t <= UNEXPLAINED) {
+                continue;
+            }
+            let Some(list) = by_end.get(&self.device(&g)) else { continue };
+            let upto = list.partition_point(|&x| self.nodes[x as usize].end <= g.start);
+            let other = list[..upto]
+                .iter()
+                .rev()
+                .take(16)
+                .copied()
+                .find(|&x| self.nodes[x as usize].lane != g.lane);
+            if let Some(x) = other {
+                let xe = self.nodes[x as usize].end;
+                if explained.is_none_or(|t| xe > t) && g.start - xe <= UNEXPLAINED {
+                    self.nodes[i].wait = x;
+                    self.inferred_waits += 1;
+                }
+            }
+        }
+    }
+
+    /// What bound each node in the trace, and the usual latencies.
+    fn bind(&mut self) {
+        // Usual launch latency per device: the median over GPU work its
+        // launch bound (its stream was free well before).
+        let mut lat: HashMap<i64, Vec<i64>> = HashMap::default();
+        for n in &self.nodes {
+            if n.kind == NodeKind::Gpu && n.cross != NONE {
+                let free = n.prev == NONE || self.nodes[n.prev as usize].end + 5_000 < n.start;
+                let l = n.start - self.nodes[n.cross as usize].start;
+                if free && (0..1_000_000).contains(&l) {
+                    lat.entry(self.device(n)).or_default().push(l);
+                }
+            }
+        }
+        let median = |v: &mut Vec<i64>| {
+            v.sort_unstable();
+            v.get(v.len() / 2).copied()
+        };
+        let usual_of: HashMap<i64, Usual> = lat
+            .into_iter()
+            .map(|(d, mut v)| {
+                (d, Usual { launch: median(&mut v).unwrap_or(DEFAULT_LAUNCH_LATENCY) })
+            })
+            .collect();
+        self.usual = self
+            .lanes
+            .iter()
+            .map(|l| match l {
+                Lane::Stream { device, .. } => usual_of
+                    .get(device)
+                    .copied()
+                    .unwrap_or(Usual { launch: DEFAULT_LAUNCH_LATENCY }),
+                Lane::Thread(_) => Usual { launch: DEFAULT_LAUNCH_LATENCY },
+            })
+            .collect();
+        // Syncs: the non-waiting part is the usual short sync's length.
+        let mut short: Vec<i64> = self
+            .nodes
+            .iter()
+            .filter(|n| n.kind == NodeKind::Sync && n.cross != NONE)
+            .filter(|n| self.nodes[n.cross as usize].end <= n.start)
+            .map(Node::dur)
+            .collect();
+        let base_usual = median(&mut short).unwrap_or(DEFAULT_SYNC_BASE);
+        for i in 0..self.nodes.len() {
+            let n = self.nodes[i];
+            let bind = match n.kind {
+                NodeKind::Gpu => {
+                    let u = self.usual[n.lane as usize];
+                    let cands = [
+                        (Bind::Prev, (n.prev != NONE).then(|| self.nodes[n.prev as usize].end)),
+                        (
+                            Bind::Launch,
+                            (n.cross != NONE)
+                                .then(|| self.nodes[n.cross as usize].start + u.launch),
+                        ),
+                        (Bind::Wait, (n.wait != NONE).then(|| self.nodes[n.wait as usize].end)),
+                    ];
+                    cands
+                        .iter()
+                        .filter_map(|&(b, t)| t.map(|t| (t, b)))
+                        .max_by_key(|&(t, b)| (t, b == Bind::Wait))
+                        .map_or(Bind::Free, |(_, b)| b)
+                }
+                NodeKind::Sync if n.cross != NONE && self.nodes[n.cross as usize].end > n.start => {
+                    let w = self.nodes[n.cross as usize].end;
+                    let ret = (n.end - w).max(0);
+                    let base = base_usual.min(n.dur());
+                    self.sync_parts.insert(i as u32, (base, ret));
+                    Bind::Wait
+                }
+                NodeKind::Sync if n.cross != NONE => {
+                    let w = self.nodes[n.cross as usize].end;
+                    self.sync_parts.insert(i as u32, (n.dur(), DEFAULT_SYNC_RETURN.min(n.end - w)));
+                    if n.prev != NONE { Bind::Prev } else { Bind::Free }
+                }
+                _ if n.prev != NONE => Bind::Prev,
+                _ => Bind::Free,
+            };
+            self.nodes[i].bind = bind;
+        }
+    }
+
+    /// A dependency order (Kahn's, the earliest trace time first among the
+    /// ready): clock skew that makes a circle leaves its nodes at their
+    /// trace times ([`StepModel::unordered`]).
+    fn order(&mut self) {
+        let n = self.nodes.len();
+        let mut indegree = vec![0u32; n];
+        let mut succ_count = vec![0u32; n + 1];
+        // A launch's start is its lane's previous end plus the gap: GPU
+        // work depends on that, not on the launch's end (a blocking copy
+        // launches the copy it then waits for).
+        let nodes = &self.nodes;
+        let deps = |node: &Node| -> [u32; 3] {
+            match node.kind {
+                NodeKind::Gpu => {
+                    let launch_prev =
+                        if node.cross == NONE { NONE } else { nodes[node.cross as usize].prev };
+                    [node.prev, launch_prev, node.wait]
+                }
+                NodeKind::Sync => [node.prev, node.cross, NONE],
+                _ => [node.prev, NONE, NONE],
+            }
+        };
+        for (i, node) in self.nodes.iter().enumerate() {
+            for d in deps(node) {
+                if d != NONE {
+                    indegree[i] += 1;
+                    succ_count[d as usize + 1] += 1;
+                }
+            }
+        }
+        for i in 0..n {
+            succ_count[i + 1] += succ_count[i];
+        }
+        let mut fill = succ_count.clone();
+        let mut succ = vec![0u32; succ_count[n] as usize];
+        for (i, node) in self.nodes.iter().enumerate() {
+            for d in deps(node) {
+                if d != NONE {
+                    succ[fill[d as usize] as usize] = i as u32;
+                    fill[d as usize] += 1;
+                }
+            }
+        }
+        let key = |i: u32| {
+            let node = &nodes[i as usize];
+            (node.start, node.kind != NodeKind::Gpu, i)
+        };
+        let mut ready: std::collections::BinaryHeap<std::cmp::Reverse<(i64, bool, u32)>> = (0..n
+            as u32)
+            .filter(|&i| indegree[i as usize] == 0)
+            .map(|i| std::cmp::Reverse(key(i)))
+            .collect();
+        let mut order = Vec::with_capacity(n);
+        let mut placed = vec![false; n];
+        // (A GPU node may list one dependency twice: both edges count.)
+        while let Some(std::cmp::Reverse((_, _, i))) = ready.pop() {
+            order.push(i);
+            placed[i as usize] = true;
+            for &s in &succ[succ_count[i as usize] as usize..succ_count[i as usize + 1] as usize] {
+                indegree[s as usize] -= 1;
+                if indegree[s as usize] == 0 {
+                    ready.push(std::cmp::Reverse(key(s)));
+                }
+            }
+        }
+        let mut left: Vec<u32> = (0..n as u32).filter(|&i| !placed[i as usize]).collect();
+        self.unordered = left.len();
+        left.sort_by_key(|&i| key(i));
+        order.extend(left);
+        self.order = order;
+    }
+
+    fn device(&self, n: &Node) -> i64 {
+        match self.lanes[n.lane as usize] {
+            Lane::Stream { device, .. } => device,
+            Lane::Thread(_) => -1,
+        }
+    }
+
+    /// The nodes in dependency order.
+    pub fn in_order(&self) -> &[u32] {
+        &self.order
+    }
+
+    /// The host gap before host node `i`: from its lane's previous node's
+    /// end to its start (ns; negative where calls overlap).
+    pub fn gap(&self, i: u32) -> Option<(i64, i64)> {
+        let n = &self.nodes[i as usize];
+        (n.kind != NodeKind::Gpu && n.prev != NONE)
+            .then(|| (self.nodes[n.prev as usize].end, n.start))
+    }
+
+    /// The window's end in the trace: its last step's end or, later, the
+    /// end of the last GPU work launched in it.
+    pub fn end(&self) -> i64 {
+        self.nodes.iter().map(|n| n.end).max().unwrap_or(self.window.1).max(self.window.1)
+    }
+
+    /// Bytes the graph holds.
+    pub fn heap_bytes(&self) -> usize {
+        self.nodes.capacity() * size_of::<Node>()
+            + self.order.capacity() * 4
+            + self.host.heap_bytes()
+    }
+}
+
+/// The thread that launched the most GPU work.
+fn busiest_thread(nodes: &[Node], lanes: &[Lane]) -> Option<u32> {
+    let mut count: HashMap<u32, usize> = HashMap::default();
+    for n in nodes {
+        if n.kind == NodeKind::Gpu && n.cross != NONE {
+            if let Lane::Thread(t) = lanes[nodes[n.cross as usize].lane as usize] {
+                *count.entry(t).or_default() += 1;
+            }
+        }
+    }
+    count.into_iter().max_by_key(|&(t, c)| (c, std::cmp::Reverse(t))).map(|(t, _)| t)
+}

@@ -1,0 +1,184 @@
+//! Re-timing the step model under a change (docs/analysis.md §14): every
+//! what-if is one pass over the nodes in dependency order.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::host::{ByCause, HostCause};
+use super::{Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
+
+/// A change to the step: durations and gaps scaled or removed.
+#[derive(Debug, Clone)]
+pub struct Change {
+    /// Each GPU class's duration factor ([`super::COPY_CLASS`] and the
+    /// kernel categories' indices).
+    pub class_factor: [f64; 8],
+    /// A factor for chosen GPU nodes (a name pattern, an op's kernels),
+    /// by node index (sorted, unique).
+    pub node_factor: Vec<(u32, f64)>,
+    /// The share of each host cause's time taken out of the gaps between
+    /// calls (1: all of it).
+    pub host_removed: [f64; 5],
+    /// Host time taken out besides, per thread: merged intervals (an op's
+    /// own time).
+    pub host_cut: HashMap<u32, Vec<(i64, i64)>>,
+    /// Launch calls and the dispatch gaps between them (< 100 µs) × this.
+    pub launch_factor: f64,
+    /// Synchronising calls wait for the GPU (false: they return at once).
+    pub sync_waits: bool,
+    /// Inferred waits on other streams hold (false: dropped).
+    pub dependencies: bool,
+}
+
+impl Default for Change {
+    /// No change: the trace's own times.
+    fn default() -> Change {
+        Change {
+            class_factor: [1.0; 8],
+            node_factor: Vec::new(),
+            host_removed: [0.0; 5],
+            host_cut: HashMap::default(),
+            launch_factor: 1.0,
+            sync_waits: true,
+            dependencies: true,
+        }
+    }
+}
+
+/// The re-timed nodes.
+#[derive(Debug, Clone)]
+pub struct Replayed {
+    pub start: Vec<i64>,
+    pub end: Vec<i64>,
+    /// The window's new span: first step start to the last node's end.
+    pub span: i64,
+}
+
+impl StepModel {
+    /// Re-times every node under `change`.
+    pub fn replay(&self, change: &Change) -> Replayed {
+        // Every node starts at its trace times: one the order could not
+        // place (clock skew) is read as it was.
+        let mut start: Vec<i64> = self.nodes.iter().map(|n| n.start).collect();
+        let mut end: Vec<i64> = self.nodes.iter().map(|n| n.end).collect();
+        // A factor per node only when some node has one.
+        let mut factor_of: Vec<f64> = Vec::new();
+        if !change.node_factor.is_empty() {
+            factor_of = vec![1.0; self.nodes.len()];
+            for &(i, f) in &change.node_factor {
+                if let Some(slot) = factor_of.get_mut(i as usize) {
+                    *slot = f;
+                }
+            }
+        }
+        for &i in &self.order {
+            let node = &self.nodes[i as usize];
+            let s = match node.kind {
+                NodeKind::Gpu => self.gpu_start(i, change, &end),
+                _ => self.host_start(i, change, &end),
+            };
+            let e = match node.kind {
+                NodeKind::Gpu => {
+                    let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);
+                    let class = usize::from(node.class).min(7);
+                    s + scaled(node.dur(), change.class_factor[class] * by_node)
+                }
+                NodeKind::Launch => s + scaled(node.dur(), change.launch_factor),
+                NodeKind::Mark => s,
+                NodeKind::Sync => {
+                    let (base, ret) = self.sync_parts.get(&i).copied().unwrap_or((node.dur(), 0));
+                    if node.cross != NONE && change.sync_waits {
+                        (s + base).max(end[node.cross as usize] + ret)
+                    } else {
+                        s + base
+                    }
+                }
+            };
+            start[i as usize] = s;
+            end[i as usize] = e;
+        }
+        let first = self.window.0;
+        let last = end.iter().copied().max().unwrap_or(first).max(first);
+        Replayed { start, end, span: last - first }
+    }
+
+    /// When host node `i` starts: its lane's previous node's new end plus
+    /// the gap as the change leaves it; the first of its lane stays.
+    pub(super) fn host_start(&self, i: u32, change: &Change, end: &[i64]) -> i64 {
+        let node = &self.nodes[i as usize];
+        if node.prev == NONE {
+            return node.start;
+        }
+        let p = node.prev as usize;
+        let gap = node.start - self.nodes[p].end;
+        end[p] + gap - self.removed_from_gap(i, change)
+    }
+
+    /// The host time `change` takes out of the gap before host node `i`.
+    fn removed_from_gap(&self, i: u32, change: &Change) -> i64 {
+        let cuts = change.launch_factor != 1.0
+            || !change.host_cut.is_empty()
+            || change.host_removed.iter().any(|&r| r > 0.0);
+        let Some((a, b)) = self.gap(i).filter(|_| cuts) else { return 0 };
+        if b <= a {
+            return 0;
+        }
+        if b - a < LAUNCH_GAP {
+            return ((b - a) as f64 * (1.0 - change.launch_factor)).round() as i64;
+        }
+        let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
+        let mut removed = 0.0;
+        if change.host_removed.iter().any(|&r| r > 0.0) {
+            let by: ByCause = self.host.split(t, a, b);
+            for c in HostCause::ALL {
+                removed += by[c as usize] as f64 * change.host_removed[c as usize];
+            }
+        }
+        let mut cut = 0;
+        if let Some(iv) = change.host_cut.get(&t) {
+            let first = iv.partition_point(|&(_, e)| e <= a);
+            for &(s, e) in &iv[first..] {
+                if s >= b {
+                    break;
+                }
+                cut += e.min(b) - s.max(a);
+            }
+        }
+        ((removed.round() as i64) + cut).min(b - a)
+    }
+
+    /// When GPU node `i` starts: the latest of what it waits for, each
+    /// with its latency (the trace's for what bound it, the usual one,
+    /// never more than the slack it had, for the rest).
+    fn gpu_start(&self, i: u32, change: &Change, end: &[i64]) -> i64 {
+        let node = &self.nodes[i as usize];
+        let new_end = |j: u32| end[j as usize];
+        let mut t: Option<i64> = None;
+        let mut take = |v: i64| t = Some(t.map_or(v, |x| x.max(v)));
+        if node.prev != NONE {
+            let slack = node.start - self.nodes[node.prev as usize].end;
+            let lat = if node.bind == Bind::Prev { slack } else { slack.min(0) };
+            take(new_end(node.prev) + lat);
+        }
+        if node.cross != NONE {
+            let l = node.cross;
+            let slack = node.start - self.nodes[l as usize].start;
+            let usual = self.usual[node.lane as usize].launch;
+            let lat = if node.bind == Bind::Launch { slack } else { slack.min(usual) };
+            // The launch's start, from its lane's previous node (placed
+            // before this one): a blocking call itself is placed after the
+            // work it waits for.
+            take(self.host_start(l, change, end) + lat);
+        }
+        if node.wait != NONE && change.dependencies {
+            let slack = node.start - self.nodes[node.wait as usize].end;
+            let lat = if node.bind == Bind::Wait { slack } else { slack.min(0) };
+            take(new_end(node.wait) + lat);
+        }
+        t.unwrap_or(node.start)
+    }
+}
+
+/// `dur` × `f`, rounded to the ns.
+fn scaled(dur: i64, f: f64) -> i64 {
+    if f == 1.0 { dur } else { (dur as f64 * f).round() as i64 }
+}

@@ -1,0 +1,221 @@
+//! The step model on small windows whose answer follows by hand, and on
+//! random ones: with no change the trace's times come back.
+
+use proptest::prelude::*;
+
+use super::host::{HostCause, HostCauses};
+use super::*;
+
+const US: i64 = 1_000;
+const GEMM: u8 = 2;
+const ELT: u8 = 5;
+
+/// A kernel on `stream` of device 0, launched by thread 1 at `launch`
+/// (a 5 µs call).
+fn kernel(stream: i64, class: u8, start: i64, dur: i64, launch: i64) -> GpuWork {
+    GpuWork {
+        start: start * US,
+        end: (start + dur) * US,
+        device: 0,
+        stream,
+        class,
+        name: u32::from(class),
+        launch: Some((1, launch * US, (launch + 5) * US)),
+    }
+}
+
+fn model(gpu: Vec<GpuWork>, syncs: Vec<SyncCall>, step: (i64, i64), host: HostCauses) -> StepModel {
+    let steps = vec![(step.0 * US, step.1 * US)];
+    StepModel::build(Inputs { gpu, syncs, steps, loop_thread: Some(1), host }).unwrap()
+}
+
+fn saved_us(m: &StepModel, change: &Change) -> i64 {
+    m.saving(change) / US
+}
+
+fn without(class: u8) -> Change {
+    let mut c = Change::default();
+    c.class_factor[usize::from(class)] = 0.0;
+    c
+}
+
+/// The replay with no change gives every node its own times, and the
+/// critical path's parts sum to the span.
+fn check_null(m: &StepModel) {
+    let r = m.replay(&Change::default());
+    for (i, n) in m.nodes.iter().enumerate() {
+        assert_eq!((r.start[i], r.end[i]), (n.start, n.end), "node {i}: {n:?}");
+    }
+    let path = m.critical_path();
+    assert_eq!(path.parts.iter().map(|p| p.1).sum::<i64>(), path.span, "{:?}", path.parts);
+    assert_eq!(m.saving(&Change::default()), 0);
+}
+
+/// GPU-bound: three kernels back to back, launched well ahead. Removing
+/// one saves its time; running it twice as fast, half.
+#[test]
+fn a_gpu_bound_stretch_saves_the_kernels_removed() {
+    let gpu = vec![
+        kernel(7, GEMM, 20, 1000, 0),
+        kernel(7, ELT, 1020, 1000, 10),
+        kernel(7, GEMM, 2020, 1000, 20),
+    ];
+    let m = model(gpu, vec![], (0, 100), HostCauses::default());
+    check_null(&m);
+    assert_eq!(saved_us(&m, &without(ELT)), 1000);
+    // Both GEMMs gone, the ELT kernel waits for its launch as launches
+    // usually wait (20 µs here): 1990, not 2000.
+    assert_eq!(saved_us(&m, &without(GEMM)), 1990);
+    let mut half = Change::default();
+    half.class_factor[usize::from(ELT)] = 0.5;
+    assert_eq!(saved_us(&m, &half), 500);
+    let path = m.critical_path();
+    assert_eq!(path.parts[0], (PathPart::Gpu(GEMM), 2000 * US));
+    assert_eq!(path.span, 3020 * US);
+    // The host's own time is not on the path: removing it saves nothing
+    // but the 20 µs before the first kernel.
+    let fast_host = Change { launch_factor: 0.0, ..Change::default() };
+    assert!(saved_us(&m, &fast_host) <= 20);
+}
+
+/// Host-bound: a kernel every millisecond, 10 µs each, Python between
+/// the launches. Removing the kernels saves nothing; removing the Python
+/// saves the gaps.
+#[test]
+fn a_host_bound_stretch_saves_nothing_when_kernels_go() {
+    let gpu: Vec<GpuWork> = (0..3).map(|k| kernel(7, ELT, k * 1000 + 8, 10, k * 1000)).collect();
+    let host = HostCauses::of(std::iter::once((1, 0, 3000 * US, HostCause::Python)), true);
+    let m = model(gpu, vec![], (0, 3000), host);
+    check_null(&m);
+    assert_eq!(saved_us(&m, &without(ELT)), 0);
+    let mut no_python = Change::default();
+    no_python.host_removed[HostCause::Python as usize] = 1.0;
+    // The three gaps of 995 µs go: the step ends 38 µs in (the kernels,
+    // each after its launch and the one before it) instead of at 3000.
+    assert_eq!(saved_us(&m, &no_python), 3000 - 38);
+    let path = m.critical_path();
+    assert_eq!(path.parts[0].0, PathPart::Host(HostCause::Python));
+}
+
+/// A sync that waits for a long kernel returns when it ends: without the
+/// kernel it returns at once, and the host's next launch comes earlier.
+#[test]
+fn a_sync_that_waits_on_a_removed_kernel_returns_earlier() {
+    let gpu = vec![
+        kernel(7, GEMM, 10, 5000, 0),
+        // Launched after the sync returned.
+        kernel(7, ELT, 5035, 100, 5030),
+    ];
+    let syncs = vec![(1, 100 * US, 5020 * US)];
+    let m = model(gpu, syncs, (0, 5200), HostCauses::default());
+    check_null(&m);
+    let sync = m.nodes.iter().position(|n| n.kind == NodeKind::Sync).unwrap();
+    assert_eq!(m.nodes[sync].bind, Bind::Wait);
+    // The sync's own part is the usual short one (none measured: 5 µs);
+    // everything after it moves 4.9 ms earlier, bar the step's end marker
+    // which follows the host.
+    let saved = saved_us(&m, &without(GEMM));
+    assert!((4800..=5000).contains(&saved), "saved {saved} µs");
+    // A sync that does not wait lets the host run ahead, but the GPU
+    // still does its work: the step then ends with the GPU's, 90 µs
+    // before the host's end marker did.
+    let no_wait = Change { sync_waits: false, ..Change::default() };
+    assert_eq!(saved_us(&m, &no_wait), 5200 - 5110);
+}
+
+/// Two streams side by side: removing one saves nothing while the other
+/// still runs; removing both saves the overlap.
+#[test]
+fn two_overlapped_streams_hide_each_other() {
+    let gpu = vec![kernel(7, GEMM, 10, 1000, 0), kernel(8, ELT, 15, 1000, 5)];
+    let m = model(gpu, vec![], (0, 50), HostCauses::default());
+    check_null(&m);
+    assert!(saved_us(&m, &without(GEMM)) <= 5);
+    assert_eq!(saved_us(&m, &without(ELT)), 5);
+    let mut both = without(GEMM);
+    both.class_factor[usize::from(ELT)] = 0.0;
+    assert_eq!(saved_us(&m, &both), 1015 - 50);
+}
+
+/// A kernel that starts long after its launch and its stream, when work
+/// on another stream ends: it waited for that work (inferred).
+#[test]
+fn a_wait_on_another_stream_is_inferred_and_replayed() {
+    let gpu = vec![kernel(7, GEMM, 10, 2000, 0), kernel(8, ELT, 2012, 100, 5)];
+    let m = model(gpu, vec![], (0, 50), HostCauses::default());
+    check_null(&m);
+    assert_eq!(m.inferred_waits, 1);
+    // Without the GEMM the waiting kernel starts when its launch lets it
+    // (5 µs + the usual 10), ending at 115 µs.
+    assert_eq!(saved_us(&m, &without(GEMM)), 2112 - 115);
+    // Without the wait it runs beside the GEMM, which then ends the step.
+    let free = Change { dependencies: false, ..Change::default() };
+    assert_eq!(saved_us(&m, &free), 2112 - 2010);
+    assert!(m.critical_path().parts.iter().any(|p| p.0 == PathPart::Dependency));
+}
+
+/// A random window: one or two host threads launching kernels on two
+/// streams, with syncs, each kernel after its launch and its stream.
+fn random_window() -> impl Strategy<Value = Inputs> {
+    let calls = prop::collection::vec(
+        (0u32..2, 1i64..400, 1i64..50, 0i64..300, 1i64..900, 0i64..2, 0u8..8, any::<bool>()),
+        1..40,
+    );
+    calls.prop_map(|calls| {
+        let mut host_at = [0i64; 2];
+        let mut stream_free = [0i64; 2];
+        let mut gpu = Vec::new();
+        let mut syncs = Vec::new();
+        for (thread, gap, call, delay, dur, stream, class, sync) in calls {
+            let t = thread as usize;
+            let s = host_at[t] + gap * US;
+            let e = s + call * US;
+            host_at[t] = e;
+            let st = stream as usize;
+            let start = (s + delay * US).max(stream_free[st]);
+            stream_free[st] = start + dur * US;
+            gpu.push(GpuWork {
+                start,
+                end: start + dur * US,
+                device: 0,
+                stream,
+                class,
+                name: 0,
+                launch: Some((thread, s, e)),
+            });
+            if sync {
+                let until = stream_free[st].max(host_at[t]) + 3 * US;
+                syncs.push((thread, host_at[t] + US, until));
+                host_at[t] = until;
+            }
+        }
+        let end = host_at.iter().max().copied().unwrap_or(0) + US;
+        Inputs {
+            gpu,
+            syncs,
+            steps: vec![(0, end)],
+            loop_thread: Some(0),
+            host: HostCauses::default(),
+        }
+    })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(200))]
+
+    /// Re-timing with no change reproduces the trace's own times; any
+    /// removal saves no more than the work it takes away, and removing a
+    /// class never saves less than halving it.
+    #[test]
+    fn no_change_reproduces_the_trace(inputs in random_window(), class in 0u8..8) {
+        let m = StepModel::build(inputs).unwrap();
+        check_null(&m);
+        let gone = without(class);
+        let mut half = Change::default();
+        half.class_factor[usize::from(class)] = 0.5;
+        let removed: i64 = m.nodes.iter().filter(|n| n.kind == NodeKind::Gpu && n.class == class).map(Node::dur).sum();
+        let (s_gone, s_half) = (m.saving(&gone), m.saving(&half));
+        prop_assert!(s_gone <= removed, "saved {s_gone} > removed {removed}");
+        prop_assert!(s_gone >= s_half, "removing saved {s_gone} < halving {s_half}");
+    }
+}

@@ -1,0 +1,86 @@
+//! The step model as the profile keeps it: the critical path and the
+//! standard what-ifs, per step.
+
+use super::StepModel;
+use super::path::PathPart;
+use super::scenarios::class_name;
+use crate::profile::{PathShare, ScenarioRow, StepModelView};
+use crate::util::round;
+
+impl PathPart {
+    /// The part's name in the output.
+    pub fn label(&self) -> String {
+        match self {
+            PathPart::Gpu(c) => class_name(*c),
+            PathPart::Launch => "launch → start".into(),
+            PathPart::Host(c) => c.idle_cause().to_string(),
+            PathPart::Dispatch => "launch".into(),
+            PathPart::Sync => "sync".into(),
+            PathPart::Dependency => "dependency".into(),
+            PathPart::StreamGap => "stream gaps".into(),
+        }
+    }
+
+    /// `gpu`, `host` or `wait`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            PathPart::Gpu(_) => "gpu",
+            PathPart::Host(_) | PathPart::Dispatch | PathPart::Sync => "host",
+            PathPart::Launch | PathPart::Dependency | PathPart::StreamGap => "wait",
+        }
+    }
+}
+
+/// What the profile keeps of `m`: per step of the model, `step_ms` the
+/// profile's step (the base of the savings' shares). `at_roofline`: the
+/// categories (index) whose priced time can shrink, and their factor.
+pub fn view(
+    m: &StepModel,
+    step_ms: f64,
+    at_roofline: &[(u8, f64)],
+    note: Option<String>,
+) -> StepModelView {
+    let steps = m.n_steps.max(1) as f64;
+    let per_step = |ns: i64| ns as f64 / 1e6 / steps;
+    let path = m.critical_path();
+    let critical_path = path
+        .parts
+        .iter()
+        .map(|&(p, ns)| PathShare {
+            part: p.label(),
+            kind: p.kind().to_string(),
+            ms_per_step: round(per_step(ns), 3),
+            pct: round(ns as f64 * 100.0 / path.span.max(1) as f64, 1),
+        })
+        .collect();
+    let scenarios = m
+        .outcomes(m.standard(at_roofline))
+        .into_iter()
+        .map(|o| ScenarioRow {
+            flags: o.scenario.flags,
+            what: o.scenario.what,
+            saved_ms_per_step: round(per_step(o.saved_ns), 3),
+            saved_pct: if step_ms > 0.0 {
+                round(per_step(o.saved_ns) * 100.0 / step_ms, 1)
+            } else {
+                0.0
+            },
+            removes_ms_per_step: round(per_step(o.scenario.removes_ns), 3),
+        })
+        .collect();
+    let mut notes: Vec<String> = note.into_iter().collect();
+    if m.unordered > 0 {
+        notes.push(format!(
+            "{} nodes could not be ordered by their dependencies (clocks out of step): kept at their trace times",
+            m.unordered
+        ));
+    }
+    StepModelView {
+        span_ms_per_step: round(per_step(path.span), 3),
+        steps: m.n_steps as u64,
+        critical_path,
+        scenarios,
+        inferred_waits: m.inferred_waits as u64,
+        notes,
+    }
+}
