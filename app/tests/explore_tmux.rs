@@ -112,7 +112,7 @@ fn explorer_in_a_real_terminal() {
     t.keys(&["Escape", "2"]);
     t.wait("the phases table", |s| s.contains("unphased") && s.contains("wall ms"));
     t.keys(&["Tab", "Tab", "Tab", "Tab"]);
-    t.wait("what-if", |s| s.contains("remove a category") && s.contains("caveat"));
+    t.wait("what-if", |s| s.contains("change (Up/Down)") && s.contains("caveat"));
     // The Timeline reads its step on the loader thread, then draws lanes.
     t.keys(&["Tab"]);
     let s = t.wait("the timeline", |s| s.contains("GPU busy") && s.contains("legend"));

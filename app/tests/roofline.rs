@@ -240,10 +240,16 @@ fn what_if_at_roofline_takes_the_categorys_lost_time() {
     let gemm = row(&s["efficiency"]["categories"], "category", "gemm / conv");
     let lost = gemm["lost_ms_per_step"].as_f64().unwrap();
     let step = s["step_ms"].as_f64().unwrap();
+    // Re-timed on the step model: the GEMMs shortened by their lost time
+    // save no more than that time, and no more than removing them.
     let w = json(&["what-if", p, "--at-roofline", "gemm"]);
-    assert_eq!(w["model"], "at-roofline");
-    close(w["step_ms"]["projected"].as_f64().unwrap(), step - lost, 0.001, "projected step");
-    assert!(w["caveat"].as_str().unwrap().starts_with("upper bound"));
+    assert_eq!(w["model"], "step-model");
+    let saved = w["saved_ms_per_step"].as_f64().unwrap();
+    close(w["removes_ms_per_step"].as_f64().unwrap(), lost, 0.01, "work taken away");
+    assert!(saved > 0.0 && saved <= lost + 0.001, "saved {saved}, lost {lost}");
+    close(w["step_ms"]["projected"].as_f64().unwrap(), step - saved, 0.001, "projected step");
+    let gone = json(&["what-if", p, "--remove-category", "gemm"]);
+    assert!(gone["saved_ms_per_step"].as_f64().unwrap() >= saved, "{gone}");
     // Without shapes there is nothing to move to the roofline: exit 2, why.
     let gp100 = fixtures().join("traces/hta_gp100_gpu_annotation/step_based_trace_2543932.json.gz");
     let r = run(&["profile", "what-if", gp100.to_str().unwrap(), "--at-roofline", "gemm"]);

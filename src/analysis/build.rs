@@ -139,10 +139,10 @@ pub(super) fn build(
     let warnings = caveats(&a, measured);
     // One model of the step (§14), once every account is done with its
     // lists: its critical path and the standard what-ifs.
-    let model = (!a.kernel_spans.is_empty())
-        .then(|| super::model::of_pass(&a, &kinfo, &win.steps))
+    let model = (!a.kernel_spans.is_empty() || keep_model)
+        .then(|| super::model::of_pass(&a, &kinfo, &win.steps, keep_model))
         .flatten();
-    let step_model = model.as_ref().map(|(m, note)| {
+    let step_model = model.as_ref().filter(|_| !a.kernel_spans.is_empty()).map(|(m, note)| {
         let roofline: Vec<(u8, f64)> = efficiency
             .iter()
             .flat_map(|e| &e.categories)

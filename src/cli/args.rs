@@ -365,16 +365,30 @@ pub struct CompareArgs {
 #[derive(Debug, Clone, Args)]
 pub struct WhatIfArgs {
     pub trace: PathBuf,
-    /// Remove one kernel category (substring: gemm, attention, communication, layout, norm,
-    /// elementwise, other; communication is modelled as perfect overlap)
+    /// The standard changes, each re-timed on the step model, largest saving first
     #[arg(long)]
+    pub all: bool,
+    /// Remove one kernel category (substring: gemm, attention, communication, layout, norm,
+    /// elementwise, other, memcpy; communication: fully overlapped with compute)
+    #[arg(long, value_name = "CATEGORY")]
     pub remove_category: Option<String>,
-    /// Remove N kernel launches per step (e.g. an op-fusion win)
+    /// Remove the GPU work whose kernel name matches REGEX
+    #[arg(long, value_name = "REGEX")]
+    pub grep: Option<String>,
+    /// Remove the CPU ops whose name matches REGEX: their host time, their launches and the
+    /// GPU work they launched (a trace, not a profile)
+    #[arg(long, value_name = "REGEX")]
+    pub op: Option<String>,
+    /// With --remove-category, --grep or --op: keep this share of the work's time instead of
+    /// removing it (0.5: twice as fast)
+    #[arg(long, value_name = "F")]
+    pub scale: Option<f64>,
+    /// Remove N kernel launches per step and the dispatch between them (e.g. an op-fusion win)
     #[arg(long)]
     pub remove_launches: Option<u64>,
-    /// Remove one cause of GPU idle time (the idle account's: python, sync,
-    /// cpu_op, launch, …): an upper bound on what fixing it saves
-    #[arg(long, value_name = "CAUSE")]
+    /// Set one idle cause to zero (python, cpu_op, dataloader, allocator: that host time;
+    /// sync: syncs return at once; launch: no launch overhead; dependency: no cross-stream waits)
+    #[arg(long, value_name = "CAUSE", alias = "idle")]
     pub remove_idle: Option<crate::profile::IdleCause>,
     /// Run one kernel category's priced work at the device's roofline (traces
     /// that recorded shapes, on a device in the peak table): an upper bound

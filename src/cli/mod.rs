@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use crate::error::{Error, Result};
 use crate::input::{self, LoadOptions, Loaded, ranks};
-use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Change};
+use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Request};
 use crate::profile::{self, Input};
 use crate::render::table::{self, Table};
 use crate::render::{self, Format, text};
@@ -388,13 +388,52 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             }
         }
         ReaderCommand::WhatIf(a) => {
-            let change = Change {
+            let request = Request {
                 remove_category: a.remove_category.clone(),
+                grep: a.grep.clone(),
+                op: a.op.clone(),
+                scale: a.scale,
                 remove_launches: a.remove_launches,
                 remove_idle: a.remove_idle,
                 at_roofline: a.at_roofline.clone(),
             };
-            let w = lens::whatif::what_if(&load(&a.trace)?.profile, &change)?;
+            if a.all {
+                if request != Request::default() {
+                    return Err(Error::usage("--all lists the standard changes: give it alone"));
+                }
+                let w = lens::whatif::all(&load(&a.trace)?.profile)?;
+                return Ok(if a.json { render::json(&w)? } else { text::what_if_all(&w) });
+            }
+            // A trace's step model answers any change; a profile's, its
+            // standard ones, else the trace beside it.
+            let with_model = |path: &Path| -> Result<Loaded> {
+                let opts = LoadOptions {
+                    read: read.with_progress(Progress::Terminal),
+                    keep_model: true,
+                    ..Default::default()
+                };
+                let loaded = input::load(path, opts)?;
+                for n in &loaded.notices {
+                    say(&format!("warning: {n}"));
+                }
+                Ok(loaded)
+            };
+            let loaded = with_model(&a.trace)?;
+            let p = &loaded.input.profile;
+            let w = match lens::whatif::what_if(p, loaded.model.as_ref(), &request) {
+                Err(e)
+                    if !loaded.input.from_trace && e.exit_code() == crate::error::exit::USAGE =>
+                {
+                    match crate::analysis::timeline::trace_of(&loaded.input) {
+                        Ok(trace) => {
+                            let t = with_model(&trace)?;
+                            lens::whatif::what_if(p, t.model.as_ref(), &request)?
+                        }
+                        Err(_) => return Err(e),
+                    }
+                }
+                w => w?,
+            };
             if a.json { render::json(&w)? } else { text::what_if(&w) }
         }
         ReaderCommand::Merge(a) => {

@@ -4,7 +4,7 @@ use serde::Serialize;
 
 use crate::profile::{
     Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow,
-    Mode, PhaseGpuRow, Profile, RunConfig, StepTime, StreamRow, Verdict,
+    Mode, PhaseGpuRow, Profile, RunConfig, StepModelView, StepTime, StreamRow, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -45,6 +45,9 @@ pub struct Summary {
     /// How close to the hardware (GPU traces).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub efficiency: Option<Efficiency>,
+    /// The step model: critical path and what-ifs (GPU traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step_model: Option<StepModelView>,
     pub categories: Vec<CategoryRow>,
     pub phases_gpu: Vec<PhaseGpuRow>,
     pub top_kernels: Vec<KernelRow>,
@@ -135,6 +138,7 @@ pub fn summary(p: &Profile) -> Summary {
         extras: p.extras.clone(),
         idle: p.idle.clone(),
         efficiency: p.efficiency.clone(),
+        step_model: p.step_model.clone(),
         categories: p.categories.clone(),
         phases_gpu: p.phases_gpu.clone(),
         top_kernels: p.top_kernels.clone(),

@@ -1,49 +1,61 @@
-//! `profile what-if`: the payoff of a change before making it (docs/spec.md §4).
+//! `profile what-if`: the payoff of a change before making it (docs/spec.md
+//! §4), re-timed on the step model (docs/analysis.md §14). A trace's model
+//! answers any change; a profile keeps the standard ones, which answer
+//! `--all` and those same changes without the trace.
 
+use regex::Regex;
+use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
-use crate::analysis::verdict::COMPUTE_UTIL;
+use crate::analysis::model::scenarios::{
+    class_flag, class_name, describe_class, describe_idle, describe_roofline,
+};
+use crate::analysis::model::{Change, NodeKind, StepModel};
 use crate::error::{Error, Result};
-use crate::profile::{Category, IdleCause, Profile, Verdict};
+use crate::profile::{IdleCause, PathShare, Profile, ScenarioRow, StepModelView};
 use crate::util::round;
 
-/// What to remove.
+/// What to change. Several changes are one change: their factors multiply.
 #[derive(Debug, Clone, Default, PartialEq, Serialize)]
-pub struct Change {
-    /// Case-insensitive substring of one kernel category.
+pub struct Request {
+    /// A kernel category (case-insensitive substring), or `memcpy`.
     pub remove_category: Option<String>,
-    /// Kernel launches per step to remove.
+    /// Kernels whose name matches.
+    pub grep: Option<String>,
+    /// CPU ops whose name matches: their host time, launch calls and the
+    /// GPU work they launched.
+    pub op: Option<String>,
+    /// What the chosen work keeps of its time (0: removed; 0.5: twice as
+    /// fast).
+    pub scale: Option<f64>,
+    /// Kernel launches per step taken away (fusion): their calls and the
+    /// dispatch around them.
     pub remove_launches: Option<u64>,
-    /// One cause of GPU idle time to remove (docs/analysis.md §12).
+    /// One idle cause set to zero (docs/analysis.md §12).
     pub remove_idle: Option<IdleCause>,
-    /// Case-insensitive substring of one kernel category whose priced work
-    /// would run at its roofline (docs/analysis.md §13).
+    /// A category's priced kernels at their roofline (docs/analysis.md §13).
     pub at_roofline: Option<String>,
 }
 
+impl Request {
+    fn is_empty(&self) -> bool {
+        self.remove_category.is_none()
+            && self.grep.is_none()
+            && self.op.is_none()
+            && self.remove_launches.is_none()
+            && self.remove_idle.is_none()
+            && self.at_roofline.is_none()
+    }
+}
+
+/// Where the projection comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum Model {
-    /// Below 80% GPU utilisation: launches × measured per-launch host cost.
-    HostLaunch,
-    /// At or above: the removed GPU work.
-    GpuWork,
-    /// No GPU launches were recorded: nothing to model.
-    NoGpu,
-    /// Removing `communication`: perfect overlap, the exposed part hidden.
-    CommOverlap,
-    /// Removing one idle cause: its idle time goes from the step.
-    IdleCause,
-    /// One category's priced kernels at their roofline: the time they lose
-    /// against it goes from the step.
-    AtRoofline,
-}
-
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct Removed {
-    pub category: Option<Category>,
-    pub gpu_ms: f64,
-    pub launches: f64,
+    /// The trace's step model, re-timed now.
+    StepModel,
+    /// The standard what-if the profile keeps (re-timed when it was made).
+    Stored,
 }
 
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -52,198 +64,318 @@ pub struct NowProjected {
     pub projected: Option<f64>,
 }
 
+/// One what-if's answer.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct WhatIf {
     pub trace: Option<String>,
-    pub bound: Verdict,
+    /// The change, as the flags that ask for it.
+    pub scenario: String,
+    /// What it does, for people.
+    pub what: String,
     pub model: Model,
-    pub mechanism: String,
-    pub per_launch_us: Option<f64>,
-    pub removed: Removed,
+    /// The work it takes away and the step time it saves, per step.
+    pub removes_ms_per_step: f64,
+    pub saved_ms_per_step: f64,
     pub step_ms: NowProjected,
     pub img_per_s: NowProjected,
     pub change_pct: Option<f64>,
-    pub caveat: &'static str,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub caveat: String,
 }
 
-pub const CAVEAT: &str = "rough estimate: the per-launch host cost is an average, and only a second measurement proves the change";
+/// `what-if --all`: the standard changes, largest saving first.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct WhatIfAll {
+    pub trace: Option<String>,
+    pub step_ms: f64,
+    pub steps_modelled: u64,
+    pub scenarios: Vec<ScenarioRow>,
+    pub critical_path: Vec<PathShare>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub caveat: String,
+}
 
-/// Removing communication does not make collectives go away; the model is
-/// perfect overlap, which real runs only approach.
-pub const COMM_CAVEAT: &str = "perfect-overlap model: only the exposed communication (the part no compute kernel overlaps) is removed, the collectives and their launches stay; real overlap is partial, and only a second measurement proves the change";
+/// Said of every projection.
+pub const CAVEAT: &str = "re-timed on the step model (docs/analysis.md §14): each piece of work keeps the dependencies and latencies the trace shows, the rest of the work as it was; waits on other streams are inferred from the times; only a second measurement proves the change";
 
-/// An idle cause removed: the GPU would still need the host for the next
-/// kernel, and the work removed may move elsewhere.
-pub const IDLE_CAVEAT: &str = "upper bound: it assumes the GPU's idle time of that cause simply goes, and that the work behind it (Python, a sync, a copy) does not move into another gap; only a second measurement proves the change";
+/// Said when a profile has no step model.
+const NO_MODEL: &str = "this profile has no step model (a CPU run, or a profile written before it): give the trace itself, or a profile whose trace lies beside it";
 
-/// A category at its roofline: an upper bound, since no kernel reaches it.
-pub const ROOFLINE_CAVEAT: &str = "upper bound: no real kernel reaches the roofline, only its priced kernels are changed (docs/analysis.md §13), and the GPU time saved shortens the step only where the GPU is its critical path; only a second measurement proves the change";
-
-/// Said when several changes are asked at once.
-pub const BOTH: &str = "--remove-category, --remove-launches, --remove-idle and --at-roofline cannot be combined: the launches could be the category's own, \
-                        so the count would be wrong; ask one what-if at a time";
-
-pub fn what_if(p: &Profile, change: &Change) -> Result<WhatIf> {
-    let asked = [
-        change.remove_category.is_some(),
-        change.remove_launches.is_some(),
-        change.remove_idle.is_some(),
-        change.at_roofline.is_some(),
-    ];
-    match asked.iter().filter(|a| **a).count() {
-        0 => {
-            return Err(Error::usage(
-                "specify --remove-category C, --remove-launches N, --remove-idle CAUSE or --at-roofline C",
-            ));
-        }
-        // Whether the N launches are the category's own or others cannot be
-        // told, and the models (host cost per launch, GPU work, idle time)
-        // answer different questions: one change at a time.
-        1 => {}
-        _ => return Err(Error::usage(BOTH)),
-    }
-    if let Some(cause) = change.remove_idle {
-        return idle_removed(p, cause);
-    }
-    if let Some(wanted) = &change.at_roofline {
-        return at_roofline(p, wanted);
-    }
-    let launches = p.figures.launches_per_step;
-    let mut removed = Removed {
-        category: None,
-        gpu_ms: 0.0,
-        launches: change.remove_launches.unwrap_or(0) as f64,
-    };
-    if let Some(wanted) = &change.remove_category {
-        let needle = wanted.to_lowercase();
-        let hits: Vec<_> = p
-            .categories
-            .iter()
-            .filter(|c| c.name.as_str().to_lowercase().contains(&needle))
-            .collect();
-        let have = || p.categories.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ");
-        let cat = match hits.as_slice() {
-            [one] => *one,
-            [] if p.categories.is_empty() => {
-                return Err(Error::usage(format!(
-                    "no category matching '{wanted}': this profile has no GPU kernels"
-                )));
-            }
-            [] => {
-                return Err(Error::usage(format!(
-                    "no category matching '{wanted}'. have: {}",
-                    have()
-                )));
-            }
-            _ => {
-                return Err(Error::usage(format!(
-                    "'{wanted}' matches several categories ({}); be more specific",
-                    hits.iter().map(|c| c.name.as_str()).collect::<Vec<_>>().join(", ")
-                )));
-            }
-        };
-        removed.category = Some(cat.name.clone());
-        if cat.name == Category::Communication {
-            return Ok(comm_overlap(p, removed, cat.ms_per_step));
-        }
-        removed.gpu_ms = cat.ms_per_step;
-        // Its share of launches: counted from the kernel list when present,
-        // else in proportion to its share of GPU time.
-        let counted: f64 =
-            p.kernels.iter().filter(|k| k.category == cat.name).map(|k| k.count_per_step).sum();
-        removed.launches += if counted > 0.0 { counted } else { launches * cat.pct / 100.0 };
-    }
-    removed.launches = round(removed.launches.min(launches), 2);
-    let step = p.figures.step_ms;
-    let (model, projected, mechanism, per_launch_us) = if launches <= 0.0 {
-        (
-            Model::NoGpu,
-            step,
-            "no GPU kernel launches were recorded (a CPU profile): removing launches or GPU work changes nothing measurable here"
-                .to_string(),
-            None,
-        )
-    } else if p.figures.gpu_util < COMPUTE_UTIL {
-        let per_launch_ms = p.figures.host_overhead_ms_per_step / launches;
-        let floor = p.figures.gpu_busy_ms_per_step
-            - removed.gpu_ms.min(p.figures.gpu_busy_ms_per_step)
-            + p.figures.dataload_ms.unwrap_or(0.0);
-        let projected = (step - removed.launches * per_launch_ms).max(floor).min(step);
-        (
-            Model::HostLaunch,
-            projected,
-            format!(
-                "host/launch-bound (GPU {:.0}% busy): ~{} fewer launches x ~{:.1} us host cost each",
-                p.figures.gpu_util * 100.0,
-                fmt_count(removed.launches),
-                per_launch_ms * 1000.0
-            ),
-            Some(round(per_launch_ms * 1000.0, 2)),
-        )
-    } else {
-        let floor = step - p.figures.gpu_busy_ms_per_step;
-        let projected = (step - removed.gpu_ms).max(floor).min(step);
-        (
-            Model::GpuWork,
-            projected,
-            format!(
-                "compute-bound (GPU {:.0}% busy): ~{:.3} ms less GPU work per step",
-                p.figures.gpu_util * 100.0,
-                removed.gpu_ms
-            ),
-            None,
-        )
-    };
-    Ok(WhatIf {
-        per_launch_us,
-        ..projection(p, model, mechanism, removed, round(projected, 3), CAVEAT)
+/// The standard what-ifs of a profile, largest saving first.
+pub fn all(p: &Profile) -> Result<WhatIfAll> {
+    let m = view(p)?;
+    Ok(WhatIfAll {
+        trace: p.trace.clone(),
+        step_ms: p.figures.step_ms,
+        steps_modelled: m.steps,
+        scenarios: m.scenarios.clone(),
+        critical_path: m.critical_path.clone(),
+        notes: m.notes.clone(),
+        caveat: CAVEAT.into(),
     })
 }
 
-/// What-if for `communication`: every collective fully overlapped by
-/// compute, so the step loses its exposed communication and nothing else.
-fn comm_overlap(p: &Profile, mut removed: Removed, category_ms: f64) -> WhatIf {
-    let step = p.figures.step_ms;
-    // A profile written before overlap was measured: all of it exposed.
-    let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(category_ms).min(step).max(0.0);
-    removed.gpu_ms = round(exposed, 3);
-    let projected = round(step - exposed, 3);
-    let overlap = match (p.extras.comm_exposed_ms_per_step, p.extras.comm_overlap_pct) {
-        (None, _) => {
-            " (overlap not measured in this profile: all of it taken as exposed)".to_string()
-        }
-        (_, Some(o)) => format!(" ({o:.0}% overlapped now)"),
-        _ => String::new(),
-    };
-    let mechanism = format!(
-        "communication fully overlapped with compute: ~{exposed:.3} ms/step of exposed collectives hidden{overlap}"
-    );
-    projection(p, Model::CommOverlap, mechanism, removed, projected, COMM_CAVEAT)
+fn view(p: &Profile) -> Result<&StepModelView> {
+    p.step_model.as_ref().ok_or_else(|| Error::usage(NO_MODEL))
 }
 
-/// What-if for one idle cause: the step without that cause's idle time,
-/// never below the GPU's busy time.
-fn idle_removed(p: &Profile, cause: IdleCause) -> Result<WhatIf> {
-    let Some(idle) = &p.idle else {
+/// What-if `r` on `p`: re-timed on `model` when there is one (a trace),
+/// else the profile's standard what-if of the same change.
+pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<WhatIf> {
+    if r.scale.is_some() && r.remove_category.is_none() && r.grep.is_none() && r.op.is_none() {
+        return Err(Error::usage("--scale F applies to --remove-category, --grep or --op"));
+    }
+    if r.is_empty() {
         return Err(Error::usage(
-            "this profile has no idle account (a CPU run, or a profile written before it): nothing to remove",
+            "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE or --at-roofline C; or --all",
         ));
-    };
-    let ms = idle.cause(cause).map_or(0.0, |c| c.ms_per_step);
-    let step = p.figures.step_ms;
-    let projected = round((step - ms).max(p.figures.gpu_busy_ms_per_step).min(step), 3);
-    let mechanism = format!(
-        "GPU idle of cause {cause} ({}) removed: ~{ms:.3} ms/step of the {:.3} ms idle",
-        cause.meaning(),
-        idle.ms_per_step
-    );
-    let removed = Removed { category: None, gpu_ms: 0.0, launches: 0.0 };
-    Ok(projection(p, Model::IdleCause, mechanism, removed, projected, IDLE_CAVEAT))
+    }
+    if let Some(f) = r.scale.filter(|f| !(f.is_finite() && *f >= 0.0)) {
+        return Err(Error::usage(format!("--scale {f}: expected a factor of 0 or more")));
+    }
+    let Some(m) = model else { return stored(p, r) };
+    let (change, scenario, what, notes) = change_of(p, m, r)?;
+    let replayed = m.replay(&change);
+    let steps = m.n_steps.max(1) as f64;
+    let per_step = |ns: i64| ns as f64 / 1e6 / steps;
+    let saved = (m.end() - m.window.0 - replayed.span).max(0);
+    let removes = m.removed_by(&change, &replayed);
+    Ok(projection(p, Model::StepModel, scenario, what, per_step(removes), per_step(saved), notes))
 }
 
-/// What-if for one category at its roofline: its priced kernels lose no
-/// time against it; the step never below its non-GPU part.
-fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
+/// A standard what-if the profile keeps.
+fn stored(p: &Profile, r: &Request) -> Result<WhatIf> {
+    let m = view(p)?;
+    let flags = flags_of(p, r);
+    let Some(row) = m.scenarios.iter().find(|s| Some(&s.flags) == flags.as_ref()) else {
+        return Err(Error::usage(format!(
+            "this what-if needs the trace (the profile keeps only the standard ones: `what-if --all`); give the trace, or keep it beside the profile{}",
+            p.trace.as_deref().map_or(String::new(), |t| format!(" ({t})"))
+        )));
+    };
+    Ok(from_row(p, row, m))
+}
+
+/// The profile's standard what-if number `i` (`what-if --all`'s order).
+pub fn scenario(p: &Profile, i: usize) -> Result<WhatIf> {
+    let m = view(p)?;
+    let row = m.scenarios.get(i).ok_or_else(|| Error::usage(format!("no what-if {i}")))?;
+    Ok(from_row(p, row, m))
+}
+
+fn from_row(p: &Profile, row: &ScenarioRow, m: &StepModelView) -> WhatIf {
+    projection(
+        p,
+        Model::Stored,
+        row.flags.clone(),
+        row.what.clone(),
+        row.removes_ms_per_step,
+        row.saved_ms_per_step,
+        m.notes.clone(),
+    )
+}
+
+/// The standard scenario's flags a request is, if it is one.
+fn flags_of(p: &Profile, r: &Request) -> Option<String> {
+    let one = [
+        r.remove_category.is_some(),
+        r.remove_idle.is_some(),
+        r.at_roofline.is_some(),
+        r.grep.is_some() || r.op.is_some() || r.scale.is_some() || r.remove_launches.is_some(),
+    ];
+    if one.iter().filter(|x| **x).count() != 1 {
+        return None;
+    }
+    let names: Vec<String> =
+        p.categories.iter().map(|c| c.name.as_str().to_string()).chain(["memcpy".into()]).collect();
+    let pick = |needle: &str| {
+        let hits: Vec<&String> =
+            names.iter().filter(|n| n.to_lowercase().contains(&needle.to_lowercase())).collect();
+        (hits.len() == 1).then(|| hits[0].clone())
+    };
+    if let Some(c) = &r.remove_category {
+        return pick(c).map(|n| format!("--remove-category '{n}'"));
+    }
+    if let Some(c) = &r.at_roofline {
+        return pick(c).map(|n| format!("--at-roofline '{n}'"));
+    }
+    r.remove_idle.map(|c| format!("--remove-idle {c}"))
+}
+
+/// The model's [`Change`] for `r`, its flags, what it does, and notes.
+fn change_of(
+    p: &Profile,
+    m: &StepModel,
+    r: &Request,
+) -> Result<(Change, String, String, Vec<String>)> {
+    let mut change = Change::default();
+    let mut flags = Vec::new();
+    let mut what = Vec::new();
+    let mut notes: Vec<String> = Vec::new();
+    let keep = r.scale.unwrap_or(0.0);
+    let verb = |thing: String| match r.scale {
+        Some(f) => format!("{thing} at {f}× its time"),
+        None => format!("no {thing}"),
+    };
+    let scale_flag = r.scale.map_or(String::new(), |f| format!(" --scale {f}"));
+    if let Some(needle) = &r.remove_category {
+        let class = class_matching(m, needle, "category")?;
+        change.class_factor[usize::from(class)] *= keep;
+        flags.push(format!("--remove-category '{}'{scale_flag}", class_flag(class)));
+        what.push(match r.scale {
+            None => describe_class(class),
+            Some(_) => verb(format!("'{}' GPU work", class_name(class))),
+        });
+    }
+    let mut node_factor: HashMap<u32, f64> = HashMap::default();
+    if let Some(pattern) = &r.grep {
+        let re = crate::lens::kernels::compile_grep(pattern)?;
+        let hit: Vec<bool> = m.names.iter().map(|n| re.is_match(n)).collect();
+        let mut n = 0;
+        for (i, node) in m.nodes.iter().enumerate() {
+            if node.kind == NodeKind::Gpu && hit.get(node.name as usize).copied().unwrap_or(false) {
+                *node_factor.entry(i as u32).or_insert(1.0) *= keep;
+                n += 1;
+            }
+        }
+        if n == 0 {
+            return Err(Error::usage(format!(
+                "--grep '{pattern}': no GPU work in the model matches"
+            )));
+        }
+        flags.push(format!("--grep '{pattern}'{scale_flag}"));
+        what.push(verb(format!("GPU work matching '{pattern}' ({n} in the model)")));
+    }
+    if let Some(pattern) = &r.op {
+        let n = op_change(m, pattern, keep, &mut change, &mut node_factor)?;
+        flags.push(format!("--op '{pattern}'{scale_flag}"));
+        what.push(verb(format!(
+            "CPU ops matching '{pattern}' ({n} calls: their host time, launches and GPU work)"
+        )));
+    }
+    change.node_factor = node_factor.into_iter().collect();
+    change.node_factor.sort_unstable_by_key(|x| x.0);
+    if let Some(n) = r.remove_launches {
+        let launches = m.nodes.iter().filter(|x| x.kind == NodeKind::Launch).count() as f64
+            / m.n_steps.max(1) as f64;
+        if launches <= 0.0 {
+            return Err(Error::usage("no kernel launches in the model: nothing to remove"));
+        }
+        change.launch_factor *= (1.0 - n as f64 / launches).max(0.0);
+        flags.push(format!("--remove-launches {n}"));
+        what.push(format!(
+            "{n} of {launches:.0} launches per step fewer: their calls and the dispatch between them"
+        ));
+    }
+    if let Some(cause) = r.remove_idle {
+        match cause {
+            IdleCause::Sync => change.sync_waits = false,
+            IdleCause::Launch => change.launch_factor = 0.0,
+            IdleCause::Dependency => change.dependencies = false,
+            other => {
+                let host = crate::analysis::model::host::HostCause::of_idle(other)
+                    .expect("every other cause is host time");
+                change.host_removed[host as usize] = 1.0;
+            }
+        }
+        flags.push(format!("--remove-idle {cause}"));
+        what.push(describe_idle(cause));
+        if cause == IdleCause::Dependency && m.inferred_waits == 0 {
+            notes.push("no waits on other streams were found in this trace".into());
+        }
+    }
+    if let Some(needle) = &r.at_roofline {
+        let (class, f) = roofline_factor(p, m, needle)?;
+        change.class_factor[usize::from(class)] *= f;
+        flags.push(format!("--at-roofline '{}'", class_flag(class)));
+        what.push(describe_roofline(class));
+    }
+    Ok((change, flags.join(" "), what.join("; "), notes))
+}
+
+/// The GPU class whose name contains `needle` (`memcpy`: copies and sets).
+fn class_matching(m: &StepModel, needle: &str, what: &str) -> Result<u8> {
+    let times = m.class_time();
+    let present: Vec<u8> = (0..8u8).filter(|&c| times[usize::from(c)] > 0).collect();
+    let lower = needle.to_lowercase();
+    let hits: Vec<u8> = present
+        .iter()
+        .copied()
+        .filter(|&c| class_name(c).to_lowercase().contains(&lower))
+        .collect();
+    let have = || present.iter().map(|&c| class_name(c)).collect::<Vec<_>>().join(", ");
+    match hits.as_slice() {
+        [one] => Ok(*one),
+        [] if present.is_empty() => Err(Error::usage(format!(
+            "no {what} matching '{needle}': this profile has no GPU kernels"
+        ))),
+        [] => Err(Error::usage(format!("no {what} matching '{needle}'. have: {}", have()))),
+        _ => Err(Error::usage(format!(
+            "'{needle}' matches several categories ({}); be more specific",
+            hits.iter().map(|&c| class_name(c)).collect::<Vec<_>>().join(", ")
+        ))),
+    }
+}
+
+/// `--op`: the host time inside matching ops cut, and their launches and
+/// the GPU work those launched scaled by `keep`. Returns the calls matched.
+fn op_change(
+    m: &StepModel,
+    pattern: &str,
+    keep: f64,
+    change: &mut Change,
+    node_factor: &mut HashMap<u32, f64>,
+) -> Result<usize> {
+    let Some(log) = &m.ops else {
+        return Err(Error::usage("--op needs the trace's CPU ops: give the trace itself"));
+    };
+    let re: Regex = crate::lens::kernels::compile_grep(pattern)?;
+    let hit: Vec<bool> = log.names.iter().map(|n| re.is_match(n)).collect();
+    let mut per: HashMap<u32, Vec<(i64, i64)>> = HashMap::default();
+    let mut calls = 0;
+    for &(t, s, e, n) in &log.spans {
+        if hit[n as usize] {
+            per.entry(t).or_default().push((s, e));
+            calls += 1;
+        }
+    }
+    if calls == 0 {
+        return Err(Error::usage(format!("--op '{pattern}': no CPU op in the model matches")));
+    }
+    for iv in per.values_mut() {
+        *iv = crate::analysis::busy::merge(iv);
+    }
+    let inside = |t: u32, at: i64| {
+        per.get(&t).is_some_and(|iv| {
+            let k = iv.partition_point(|&(_, e)| e <= at);
+            iv.get(k).is_some_and(|&(s, _)| s <= at)
+        })
+    };
+    for (i, node) in m.nodes.iter().enumerate() {
+        let launch = match node.kind {
+            NodeKind::Gpu if node.cross != crate::analysis::model::NONE => {
+                &m.nodes[node.cross as usize]
+            }
+            NodeKind::Launch => node,
+            _ => continue,
+        };
+        let crate::analysis::model::Lane::Thread(t) = m.lanes[launch.lane as usize] else {
+            continue;
+        };
+        if inside(t, launch.start) {
+            *node_factor.entry(i as u32).or_insert(1.0) *= keep;
+        }
+    }
+    change.host_cut = per;
+    change.cut_keep = keep;
+    Ok(calls)
+}
+
+/// A category's roofline factor from the profile's efficiency account:
+/// what its time would be with no time lost against the roofline.
+fn roofline_factor(p: &Profile, m: &StepModel, needle: &str) -> Result<(u8, f64)> {
     let Some(e) = p.efficiency.as_ref().filter(|e| !e.categories.is_empty()) else {
         let why = p
             .efficiency
@@ -254,24 +386,24 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
             "this profile has no roofline account ({why}): nothing to move to the roofline"
         )));
     };
-    let needle = wanted.to_lowercase();
+    let lower = needle.to_lowercase();
     let hits: Vec<_> = e
         .categories
         .iter()
-        .filter(|c| c.category.as_str().to_lowercase().contains(&needle))
+        .filter(|c| c.category.as_str().to_lowercase().contains(&lower))
         .collect();
     let have = || e.categories.iter().map(|c| c.category.as_str()).collect::<Vec<_>>().join(", ");
     let cat = match hits.as_slice() {
         [one] => *one,
         [] => {
             return Err(Error::usage(format!(
-                "no priced category matching '{wanted}'. priced: {}",
+                "no priced category matching '{needle}'. priced: {}",
                 have()
             )));
         }
         _ => {
             return Err(Error::usage(format!(
-                "'{wanted}' matches several categories ({}); be more specific",
+                "'{needle}' matches several categories ({}); be more specific",
                 have()
             )));
         }
@@ -281,43 +413,39 @@ fn at_roofline(p: &Profile, wanted: &str) -> Result<WhatIf> {
             e.notes.first().cloned().unwrap_or_else(|| "the device's peaks are unknown".into());
         return Err(Error::usage(format!("no roofline for '{}': {why}", cat.category)));
     };
-    let step = p.figures.step_ms;
-    let projected = round((step - lost).max(step - p.figures.gpu_busy_ms_per_step).min(step), 3);
-    let modelled = cat.achieved.modelled_ms_per_step.unwrap_or(0.0);
-    let now = cat.achieved.pct_of_peak.map_or_else(|| "n/a".to_string(), |v| format!("{v:.0}%"));
-    let mechanism = format!(
-        "'{}' at its roofline: its priced kernels ({modelled:.3} ms/step, at {now} of it now) would take ~{lost:.3} ms/step less",
-        cat.category
-    );
-    let removed =
-        Removed { category: Some(cat.category.clone()), gpu_ms: round(lost, 3), launches: 0.0 };
-    Ok(projection(p, Model::AtRoofline, mechanism, removed, projected, ROOFLINE_CAVEAT))
+    let class = class_matching(m, cat.category.as_str(), "priced category")?;
+    let total = p.categories.iter().find(|r| r.name == cat.category).map_or(0.0, |r| r.ms_per_step);
+    let f = if total > 0.0 { ((total - lost) / total).clamp(0.0, 1.0) } else { 1.0 };
+    Ok((class, f))
 }
 
-/// The answer for a projected step time: the change and img/s with it.
+/// The answer for a saving: the projected step and img/s.
 fn projection(
     p: &Profile,
     model: Model,
-    mechanism: String,
-    removed: Removed,
-    projected: f64,
-    caveat: &'static str,
+    scenario: String,
+    what: String,
+    removes_ms: f64,
+    saved_ms: f64,
+    notes: Vec<String>,
 ) -> WhatIf {
     let step = p.figures.step_ms;
+    let projected = round((step - saved_ms).max(0.0), 3);
     WhatIf {
         trace: p.trace.clone(),
-        bound: p.bound.clone(),
+        scenario,
+        what,
         model,
-        mechanism,
-        per_launch_us: None,
-        removed,
+        removes_ms_per_step: round(removes_ms, 3),
+        saved_ms_per_step: round(saved_ms, 3),
         step_ms: NowProjected { now: Some(step), projected: Some(projected) },
         change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
         img_per_s: NowProjected {
             now: p.figures.img_per_s,
             projected: projected_img_per_s(p, step, projected),
         },
-        caveat,
+        notes,
+        caveat: CAVEAT.into(),
     }
 }
 
@@ -328,111 +456,5 @@ fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
         (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
         (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
         _ => None,
-    }
-}
-
-fn fmt_count(v: f64) -> String {
-    if v.fract() == 0.0 { format!("{v:.0}") } else { format!("{v:.1}") }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::profile::{CategoryRow, Figures};
-
-    fn gpu_profile(util: f64) -> Profile {
-        Profile {
-            figures: Figures {
-                step_ms: 10.0,
-                gpu_util: util,
-                gpu_busy_ms_per_step: 10.0 * util,
-                host_overhead_ms_per_step: 10.0 * (1.0 - util),
-                launches_per_step: 100.0,
-                ..Default::default()
-            },
-            categories: vec![CategoryRow {
-                name: Category::Elementwise,
-                pct: 30.0,
-                ms_per_step: 1.5,
-            }],
-            ..Default::default()
-        }
-    }
-
-    #[test]
-    fn launch_model_below_80_percent() {
-        let p = gpu_profile(0.5); // host 5 ms over 100 launches = 50 us each
-        let w = what_if(&p, &Change { remove_launches: Some(20), ..Default::default() }).unwrap();
-        assert_eq!(w.model, Model::HostLaunch);
-        assert_eq!(w.per_launch_us, Some(50.0));
-        assert_eq!(w.step_ms.projected, Some(9.0));
-        // A category removes its share of launches (30% of 100) and its GPU time.
-        let w = what_if(&p, &Change { remove_category: Some("ELEM".into()), ..Default::default() })
-            .unwrap();
-        assert_eq!(w.removed.launches, 30.0);
-        assert_eq!(w.step_ms.projected, Some(8.5));
-    }
-
-    #[test]
-    fn gpu_work_model_at_80_percent_and_above() {
-        let p = gpu_profile(0.8);
-        let w = what_if(
-            &p,
-            &Change { remove_category: Some("elementwise".into()), ..Default::default() },
-        )
-        .unwrap();
-        assert_eq!(w.model, Model::GpuWork);
-        assert_eq!(w.step_ms.projected, Some(8.5));
-    }
-
-    #[test]
-    fn communication_is_removed_as_perfect_overlap() {
-        let mut p = gpu_profile(0.5);
-        p.categories.push(CategoryRow {
-            name: Category::Communication,
-            pct: 50.0,
-            ms_per_step: 3.0,
-        });
-        p.extras.comm_ms_per_step = Some(3.0);
-        p.extras.comm_exposed_ms_per_step = Some(2.0);
-        p.extras.comm_overlap_pct = Some(33.3);
-        let w = what_if(&p, &Change { remove_category: Some("comm".into()), ..Default::default() })
-            .unwrap();
-        assert_eq!(w.model, Model::CommOverlap);
-        // Only the exposed 2 ms go, not the category's 3 ms; launches stay.
-        assert_eq!(w.removed.gpu_ms, 2.0);
-        assert_eq!(w.removed.launches, 0.0);
-        assert_eq!(w.step_ms.projected, Some(8.0));
-        assert_eq!(w.caveat, COMM_CAVEAT);
-        assert!(
-            w.caveat.contains("perfect-overlap") && w.mechanism.contains("33% overlapped now"),
-            "{}",
-            w.mechanism
-        );
-    }
-
-    #[test]
-    fn cpu_profiles_and_bad_requests() {
-        let p = Profile {
-            figures: Figures { step_ms: 100.0, ..Default::default() },
-            ..Default::default()
-        };
-        let w = what_if(&p, &Change { remove_launches: Some(50), ..Default::default() }).unwrap();
-        assert_eq!(w.model, Model::NoGpu);
-        assert_eq!(w.step_ms.projected, Some(100.0));
-        assert!(what_if(&p, &Change::default()).is_err());
-        let both = Change {
-            remove_category: Some("elementwise".into()),
-            remove_launches: Some(100),
-            ..Default::default()
-        };
-        assert_eq!(what_if(&gpu_profile(0.5), &both).unwrap_err().exit_code(), 2);
-        let e = what_if(
-            &gpu_profile(0.5),
-            &Change { remove_category: Some("gemm".into()), ..Default::default() },
-        )
-        .unwrap_err();
-        assert_eq!(e.exit_code(), 2);
-        assert!(e.to_string().contains("have: elementwise"));
     }
 }

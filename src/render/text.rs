@@ -16,7 +16,7 @@ use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
-use crate::lens::whatif::{Model, WhatIf};
+use crate::lens::whatif::{Model, WhatIf, WhatIfAll};
 use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, Mode, RooflineBound};
 
 /// `12.3456` → "12.35"; integers print without decimals.
@@ -207,6 +207,21 @@ pub fn summary(s: &Summary) -> String {
     }
     if let Some(line) = s.efficiency.as_ref().and_then(efficiency_line) {
         let _ = writeln!(o, "{line}");
+    }
+    if let Some(m) = &s.step_model {
+        let _ = writeln!(o, "critical path  {}", path_line(&m.critical_path, 4));
+        let levers: Vec<String> = m
+            .scenarios
+            .iter()
+            .filter(|r| r.saved_ms_per_step > 0.0)
+            .take(3)
+            .map(|r| {
+                format!("{} −{} ms ({:.1}%)", r.flags, num(r.saved_ms_per_step, 3), r.saved_pct)
+            })
+            .collect();
+        if !levers.is_empty() {
+            let _ = writeln!(o, "what-if        {}  (what-if --all)", levers.join(" · "));
+        }
     }
     let _ = writeln!(o, ">> {}: {}", s.bound.as_str().to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
@@ -672,21 +687,17 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
 }
 
 pub fn what_if(w: &WhatIf) -> String {
-    let mut o = format!("what-if [{}]: {}\n", w.bound, w.mechanism);
-    if let (Some(c), Model::AtRoofline) = (&w.removed.category, w.model) {
-        let _ = writeln!(
-            o,
-            "  category '{c}' at its roofline: {} ms/step less GPU time",
-            num(w.removed.gpu_ms, 3)
-        );
-    } else if let Some(c) = &w.removed.category {
-        let _ = writeln!(
-            o,
-            "  removes category '{c}': {} ms GPU work, {} launches per step",
-            num(w.removed.gpu_ms, 3),
-            num(w.removed.launches, 1)
-        );
-    }
+    let mut o = format!("what-if {}: {}\n", w.scenario, w.what);
+    let source = match w.model {
+        Model::StepModel => "re-timed on the trace's step model",
+        Model::Stored => "the profile's own what-if (re-timed on its step model when it was made)",
+    };
+    let _ = writeln!(
+        o,
+        "  takes away {} ms of work per step; saves {} ms ({source})",
+        num(w.removes_ms_per_step, 3),
+        num(w.saved_ms_per_step, 3)
+    );
     let _ = writeln!(
         o,
         "  step   {} -> ~{} ms{}",
@@ -698,10 +709,52 @@ pub fn what_if(w: &WhatIf) -> String {
         let c = if now > 0.0 { Some((p - now) / now * 100.0) } else { None };
         let _ = writeln!(o, "  img/s  {} -> ~{}{}", num(now, 2), num(p, 1), change(c));
     }
-    if w.model != Model::NoGpu {
-        let _ = writeln!(o, "  ({})", w.caveat);
+    for n in &w.notes {
+        let _ = writeln!(o, "  note: {n}");
     }
+    let _ = writeln!(o, "  ({})", w.caveat);
     o
+}
+
+/// `what-if --all`: the standard changes, largest saving first, and the
+/// critical path they act on.
+pub fn what_if_all(w: &WhatIfAll) -> String {
+    let mut o = format!(
+        "what-if --all: the standard changes re-timed on the step model ({} step{} modelled, step {} ms)\n",
+        w.steps_modelled,
+        if w.steps_modelled == 1 { "" } else { "s" },
+        num(w.step_ms, 2)
+    );
+    let _ = writeln!(o, "  {:>9}  {:>6}  {:>9}  change", "saves ms", "step", "takes ms");
+    for r in &w.scenarios {
+        let _ = writeln!(
+            o,
+            "  {:>9}  {:>5}%  {:>9}  {}: {}",
+            num(r.saved_ms_per_step, 3),
+            format!("{:.1}", -r.saved_pct),
+            num(r.removes_ms_per_step, 3),
+            r.flags,
+            r.what
+        );
+    }
+    let _ = writeln!(o, "critical path per step: {}", path_line(&w.critical_path, 8));
+    for n in &w.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    let _ = writeln!(o, "({})", w.caveat);
+    o
+}
+
+/// The critical path's largest parts on one line.
+pub fn path_line(parts: &[crate::profile::PathShare], top: usize) -> String {
+    let shown: Vec<String> = parts
+        .iter()
+        .take(top)
+        .map(|p| format!("{} {} {} ms ({:.0}%)", p.kind, p.part, num(p.ms_per_step, 3), p.pct))
+        .collect();
+    let rest = parts.len().saturating_sub(top);
+    let more = if rest > 0 { format!(" · {rest} more") } else { String::new() };
+    format!("{}{more}", shown.join(" · "))
 }
 
 /// Who the job waits for, as the job line says it.

@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crossterm::event::KeyEvent;
+use libreyolo_core::analysis::model::StepModel;
 use libreyolo_core::analysis::timeline::{self, StepIndex};
 use libreyolo_core::profile::{Input, Profile};
 use libreyolo_core::trace::ReadOptions;
@@ -45,7 +46,7 @@ macro_rules! ctx {
 pub enum Opened {
     /// A profile, and the Timeline's index when its trace was read here
     /// (built in the same pass).
-    Profile(Box<Input>, Option<Arc<StepIndex>>),
+    Profile(Box<Input>, Option<Arc<StepIndex>>, Option<Arc<StepModel>>),
     Job(Box<OpenJob>),
 }
 
@@ -175,7 +176,9 @@ impl App {
     /// A load finished: a profile or a job.
     pub fn opened(&mut self, side: Side, result: libreyolo_core::Result<Opened>) {
         match result {
-            Ok(Opened::Profile(input, index)) => self.loaded_indexed(side, Ok(*input), index),
+            Ok(Opened::Profile(input, index, model)) => {
+                self.loaded_indexed(side, Ok(*input), index, model)
+            }
             Ok(Opened::Job(job)) => self.job_loaded(*job),
             Err(e) => self.loaded(side, Err(e)),
         }
@@ -238,7 +241,7 @@ impl App {
     /// kept; a filter the new profile cannot satisfy (a vanished phase) is
     /// dropped with a message.
     pub fn loaded(&mut self, side: Side, result: libreyolo_core::Result<Input>) {
-        self.loaded_indexed(side, result, None);
+        self.loaded_indexed(side, result, None, None);
     }
 
     /// [`App::loaded`], with the Timeline's index of its trace.
@@ -247,6 +250,7 @@ impl App {
         side: Side,
         result: libreyolo_core::Result<Input>,
         index: Option<Arc<StepIndex>>,
+        model: Option<Arc<StepModel>>,
     ) {
         let slot = self.slot_mut(side);
         let reload = slot.data.is_some();
@@ -254,7 +258,7 @@ impl App {
         match result {
             Ok(input) => {
                 slot.error = None;
-                slot.data = Some(Loaded { index, ..Loaded::new(input) });
+                slot.data = Some(Loaded { index, model, ..Loaded::new(input) });
                 if reload {
                     self.message = Some(format!("reloaded {}", self.slot(side).arg.display()));
                 }

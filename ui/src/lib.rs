@@ -223,12 +223,15 @@ fn start_load(
     let opts = LoadOptions {
         read: read.with_progress(Progress::To(bar.clone())),
         timeline_index: true,
+        keep_model: true,
         ..Default::default()
     };
     std::thread::spawn(move || {
         let result =
             std::panic::catch_unwind(|| load(&arg, opts)).unwrap_or_else(|_| Err(crashed(&arg)));
-        let opened = result.map(|l| Opened::Profile(Box::new(l.input), l.index.map(Arc::new)));
+        let opened = result.map(|l| {
+            Opened::Profile(Box::new(l.input), l.index.map(Arc::new), l.model.map(Arc::new))
+        });
         let _ = tx.send((side, id, opened));
     });
     Loading { id, started: Instant::now(), size, bar: Some(bar), reload, ranks: None }

@@ -8,6 +8,7 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicUsize;
 use std::time::{Instant, SystemTime};
 
+use libreyolo_core::analysis::model::StepModel;
 use libreyolo_core::analysis::timeline::StepIndex;
 use libreyolo_core::lens::phases::{Phases, phases};
 use libreyolo_core::lens::summary::{Summary, summary};
@@ -49,6 +50,9 @@ pub struct Loaded {
     pub mtime: Option<SystemTime>,
     /// The Timeline's index of the trace, when its read built one.
     pub index: Option<Arc<StepIndex>>,
+    /// The trace's step model, when the input was a trace: what-ifs
+    /// beyond the profile's standard ones.
+    pub model: Option<Arc<StepModel>>,
 }
 
 impl Loaded {
@@ -56,7 +60,7 @@ impl Loaded {
         let summary = summary(&input.profile);
         let phases = phases(&input.profile);
         let mtime = std::fs::metadata(&input.path).and_then(|m| m.modified()).ok();
-        Loaded { input: Arc::new(input), summary, phases, mtime, index: None }
+        Loaded { input: Arc::new(input), summary, phases, mtime, index: None, model: None }
     }
     pub fn profile(&self) -> &Profile {
         &self.input.profile

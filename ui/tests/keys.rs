@@ -8,7 +8,7 @@ use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::profile;
-use libreyolo_ui::app::{App, Pane};
+use libreyolo_ui::app::{App, Opened, Pane};
 use libreyolo_ui::editor::Field;
 use libreyolo_ui::panes::whatif::WhatIfChoice;
 use libreyolo_ui::slot::Side;
@@ -251,22 +251,31 @@ fn compare_selection_opens_a_second_profile() {
     assert_eq!(a.other.error.as_deref(), Some("invalid JSON"));
 }
 
+/// The What-if pane lists the profile's standard changes (largest saving
+/// first) and re-times a typed launch count on the trace's step model.
 #[test]
-fn whatif_category_and_launch_count() {
-    let mut a = app(BERT_TRACE, None);
+fn whatif_standard_changes_and_launch_count() {
+    let opts = libreyolo_core::input::LoadOptions { keep_model: true, ..Default::default() };
+    let loaded = libreyolo_core::input::load(BERT_TRACE, opts).unwrap();
+    let rows = loaded.input.profile.step_model.as_ref().unwrap().scenarios.clone();
+    assert!(rows.len() >= 3, "{rows:?}");
+    let mut a = App::new(theme(), &loaded.input.path, None);
+    a.requests.clear();
+    let model = loaded.model.map(std::sync::Arc::new);
+    a.opened(Side::Main, Ok(Opened::Profile(Box::new(loaded.input), None, model)));
     typ(&mut a, "6");
     assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Category(0)));
-    let cats = libreyolo_ui::panes::kernels::categories(a.main.data.as_ref());
     let w = a.panes.whatif.result.clone().unwrap().unwrap();
-    assert_eq!(w.removed.category.as_ref().map(|c| c.to_string()), Some(cats[0].clone()));
+    assert_eq!(w.scenario, rows[0].flags);
+    assert_eq!(w.saved_ms_per_step, rows[0].saved_ms_per_step);
     key(&mut a, KeyCode::Right);
     let w = a.panes.whatif.result.clone().unwrap().unwrap();
-    assert_eq!(w.removed.category.as_ref().map(|c| c.to_string()), Some(cats[1].clone()));
+    assert_eq!(w.scenario, rows[1].flags);
     key(&mut a, KeyCode::Left);
     key(&mut a, KeyCode::Left);
     assert_eq!(
         a.panes.whatif.choice,
-        Some(WhatIfChoice::Category(cats.len() - 1)),
+        Some(WhatIfChoice::Category(rows.len() - 1)),
         "Left wraps around"
     );
 
@@ -276,10 +285,9 @@ fn whatif_category_and_launch_count() {
     assert_eq!(a.editor.as_ref().unwrap().text, "20");
     assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Launches(20)));
     let w = a.panes.whatif.result.clone().unwrap().unwrap();
-    assert_eq!(w.removed.category, None);
-    assert_eq!(w.removed.launches, 20.0);
-    let now = w.step_ms.now.unwrap();
-    assert!(w.step_ms.projected.unwrap() < now);
+    assert_eq!(w.scenario, "--remove-launches 20");
+    assert_eq!(w.model, libreyolo_core::lens::whatif::Model::StepModel);
+    assert!(w.step_ms.projected.unwrap() <= w.step_ms.now.unwrap());
     key(&mut a, KeyCode::Enter);
     assert!(a.editor.is_none());
     assert_eq!(a.panes.whatif.choice, Some(WhatIfChoice::Launches(20)));

@@ -333,7 +333,7 @@ fn a_step_opens_from_the_index_the_first_read_built() {
     let index = loaded.index.map(std::sync::Arc::new);
     assert!(index.is_some());
     let mut a = app(NCCL, None);
-    a.opened(Side::Main, Ok(Opened::Profile(Box::new(loaded.input), index)));
+    a.opened(Side::Main, Ok(Opened::Profile(Box::new(loaded.input), index, None)));
     let before = trace::passes_on_this_thread();
     key(&mut a, KeyCode::Char('7'));
     assert_eq!(a.pane, Pane::Timeline);

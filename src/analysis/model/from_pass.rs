@@ -2,10 +2,10 @@
 //! copies' intervals with their launches, the synchronising calls and the
 //! host records of the CPU log, the steps.
 
-use rustc_hash::FxHashSet as HashSet;
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::host::{HostCause, HostCauses};
-use super::{COPY_CLASS, GpuWork, Inputs, StepModel};
+use super::{COPY_CLASS, GpuWork, Inputs, OpLog, StepModel};
 use crate::analysis::cpulog::{HostKind, RecKind};
 use crate::analysis::{Analyzer, KernelClasses};
 use crate::profile::Category;
@@ -21,6 +21,7 @@ pub(crate) fn model(
     a: &Analyzer,
     kinfo: &KernelClasses,
     steps: &[(i64, i64)],
+    keep_ops: bool,
 ) -> Option<(StepModel, Option<String>)> {
     let class_of = |name: u32| {
         let c = kinfo.get(&name).map_or(Category::Other, |k| k.0.clone());
@@ -33,6 +34,15 @@ pub(crate) fn model(
     let (w0, w1) = (steps.first()?.0, steps.last()?.1);
     let in_window = |t: i64| t >= w0 && t <= w1;
     let mut gpu: Vec<GpuWork> = Vec::new();
+    // The names of the work modelled, by a local index.
+    let mut names: Vec<String> = Vec::new();
+    let mut name_of: HashMap<u32, u32> = HashMap::default();
+    let mut local = |id: u32| {
+        *name_of.entry(id).or_insert_with(|| {
+            names.push(a.names.get(id).to_string());
+            names.len() as u32 - 1
+        })
+    };
     for k in &a.kernel_spans {
         if !in_window(k.launch().map_or(k.start, |l| l.start)) {
             continue;
@@ -44,7 +54,7 @@ pub(crate) fn model(
             device,
             stream,
             class: class_of(k.name),
-            name: k.name,
+            name: local(k.name),
             launch: k.launch().map(|l| (l.thread, l.start, l.end)),
         });
     }
@@ -58,7 +68,7 @@ pub(crate) fn model(
             device: c.device,
             stream: c.stream,
             class: COPY_CLASS,
-            name: c.name,
+            name: local(c.name),
             launch: c.launch.map(|l| (l.thread, l.start, l.end)),
         });
     }
@@ -69,6 +79,8 @@ pub(crate) fn model(
     // threads with calls did around them.
     let mut syncs = Vec::new();
     let mut records = Vec::new();
+    let mut ops = keep_ops.then(OpLog::default);
+    let mut op_name: HashMap<u32, u32> = HashMap::default();
     for r in a.cpu.iter() {
         let end = r.start + r.dur;
         if r.dur <= 0 || r.start > w1 || end < w0 {
@@ -85,7 +97,16 @@ pub(crate) fn model(
             RecKind::Op { dataload: true, .. } | RecKind::Host(HostKind::Dataload) => {
                 HostCause::Dataloader
             }
-            RecKind::Op { .. } => HostCause::CpuOp,
+            RecKind::Op { .. } => {
+                if let Some(log) = ops.as_mut() {
+                    let n = *op_name.entry(r.name).or_insert_with(|| {
+                        log.names.push(a.names.get(r.name).to_string());
+                        log.names.len() as u32 - 1
+                    });
+                    log.spans.push((r.thread, r.start, end, n));
+                }
+                HostCause::CpuOp
+            }
             RecKind::Host(HostKind::Alloc) => HostCause::Allocator,
             RecKind::Host(HostKind::Python | HostKind::Annotation) => HostCause::Python,
             RecKind::Host(HostKind::Op) => continue,
@@ -93,7 +114,7 @@ pub(crate) fn model(
         records.push((r.thread, r.start, end, cause));
     }
     let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
-    let model = StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host })?;
+    let model = StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host, names, ops })?;
     Some((model, note))
 }
 

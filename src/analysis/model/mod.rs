@@ -142,6 +142,7 @@ pub struct GpuWork {
     pub device: i64,
     pub stream: i64,
     pub class: u8,
+    /// Its index in [`Inputs::names`].
     pub name: u32,
     /// The call that launched it: thread, start, end.
     pub launch: Option<(u32, i64, i64)>,
@@ -161,6 +162,17 @@ pub struct Inputs {
     pub loop_thread: Option<u32>,
     /// What each host thread was doing between its calls.
     pub host: HostCauses,
+    /// The GPU work's names.
+    pub names: Vec<String>,
+    /// The CPU ops of the threads with calls, when a what-if may name one.
+    pub ops: Option<OpLog>,
+}
+
+/// CPU ops as `--op` reads them: (thread, start, end, name index).
+#[derive(Debug, Clone, Default)]
+pub struct OpLog {
+    pub spans: Vec<(u32, i64, i64, u32)>,
+    pub names: Vec<String>,
 }
 
 /// Latencies the trace shows, per device: what a constraint that did not
@@ -184,6 +196,10 @@ pub struct StepModel {
     pub n_steps: usize,
     /// Host work between calls, per thread.
     pub host: HostCauses,
+    /// GPU nodes' names ([`Node::name`] indexes it).
+    pub names: Vec<String>,
+    /// CPU ops, when kept ([`Inputs::ops`]).
+    pub ops: Option<OpLog>,
     /// The non-waiting part and return latency of each Sync (ns), by node.
     sync_parts: HashMap<u32, (i64, i64)>,
     /// GPU starts explained by an inferred wait on another stream.
@@ -198,7 +214,7 @@ impl StepModel {
     /// (or, with no launch, starting in it), the calls around it, the
     /// step boundaries.
     pub fn build(inputs: Inputs) -> Option<StepModel> {
-        let Inputs { gpu, syncs, steps, loop_thread, host } = inputs;
+        let Inputs { gpu, syncs, steps, loop_thread, host, names, ops } = inputs;
         let (&(w0, _), &(_, w1)) = (steps.first()?, steps.last()?);
         let inside = |t: i64| t >= w0 && t <= w1;
         let mut lanes: Vec<Lane> = Vec::new();
@@ -261,7 +277,7 @@ impl StepModel {
             nodes.push(n);
             gpu_nodes += 1;
         }
-        if gpu_nodes == 0 && loop_thread.is_none() {
+        if gpu_nodes == 0 && (loop_thread.is_none() || ops.is_none()) {
             return None;
         }
         // Step boundaries on the loop thread (or the busiest launcher).
@@ -281,6 +297,8 @@ impl StepModel {
             window: (w0, w1),
             n_steps: steps.len(),
             host,
+            names,
+            ops,
             sync_parts: HashMap::default(),
             inferred_waits: 0,
             unordered: 0,

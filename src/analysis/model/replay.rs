@@ -12,15 +12,16 @@ pub struct Change {
     /// Each GPU class's duration factor ([`super::COPY_CLASS`] and the
     /// kernel categories' indices).
     pub class_factor: [f64; 8],
-    /// A factor for chosen GPU nodes (a name pattern, an op's kernels),
-    /// by node index (sorted, unique).
+    /// A factor for chosen nodes (a name pattern's kernels, an op's
+    /// kernels and launch calls), by node index.
     pub node_factor: Vec<(u32, f64)>,
     /// The share of each host cause's time taken out of the gaps between
     /// calls (1: all of it).
     pub host_removed: [f64; 5],
-    /// Host time taken out besides, per thread: merged intervals (an op's
-    /// own time).
+    /// Host time cut besides, per thread: merged intervals (an op's own
+    /// time), of which `cut_keep` stays.
     pub host_cut: HashMap<u32, Vec<(i64, i64)>>,
+    pub cut_keep: f64,
     /// Launch calls and the dispatch gaps between them (< 100 µs) × this.
     pub launch_factor: f64,
     /// Synchronising calls wait for the GPU (false: they return at once).
@@ -37,6 +38,7 @@ impl Default for Change {
             node_factor: Vec::new(),
             host_removed: [0.0; 5],
             host_cut: HashMap::default(),
+            cut_keep: 0.0,
             launch_factor: 1.0,
             sync_waits: true,
             dependencies: true,
@@ -82,7 +84,10 @@ impl StepModel {
                     let class = usize::from(node.class).min(7);
                     s + scaled(node.dur(), change.class_factor[class] * by_node)
                 }
-                NodeKind::Launch => s + scaled(node.dur(), change.launch_factor),
+                NodeKind::Launch => {
+                    let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);
+                    s + scaled(node.dur(), change.launch_factor * by_node)
+                }
                 NodeKind::Mark => s,
                 NodeKind::Sync => {
                     let (base, ret) = self.sync_parts.get(&i).copied().unwrap_or((node.dur(), 0));
@@ -114,36 +119,33 @@ impl StepModel {
     }
 
     /// The host time `change` takes out of the gap before host node `i`.
-    fn removed_from_gap(&self, i: u32, change: &Change) -> i64 {
-        let cuts = change.launch_factor != 1.0
-            || !change.host_cut.is_empty()
-            || change.host_removed.iter().any(|&r| r > 0.0);
+    pub(super) fn removed_from_gap(&self, i: u32, change: &Change) -> i64 {
+        let causes = change.host_removed.iter().any(|&r| r > 0.0);
+        let cuts = change.launch_factor != 1.0 || !change.host_cut.is_empty() || causes;
         let Some((a, b)) = self.gap(i).filter(|_| cuts) else { return 0 };
         if b <= a {
             return 0;
         }
-        if b - a < LAUNCH_GAP {
-            return ((b - a) as f64 * (1.0 - change.launch_factor)).round() as i64;
-        }
         let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
         let mut removed = 0.0;
-        if change.host_removed.iter().any(|&r| r > 0.0) {
+        if b - a < LAUNCH_GAP {
+            removed += (b - a) as f64 * (1.0 - change.launch_factor);
+        } else if causes {
             let by: ByCause = self.host.split(t, a, b);
             for c in HostCause::ALL {
                 removed += by[c as usize] as f64 * change.host_removed[c as usize];
             }
         }
-        let mut cut = 0;
         if let Some(iv) = change.host_cut.get(&t) {
             let first = iv.partition_point(|&(_, e)| e <= a);
-            for &(s, e) in &iv[first..] {
-                if s >= b {
-                    break;
-                }
-                cut += e.min(b) - s.max(a);
-            }
+            let covered: i64 = iv[first..]
+                .iter()
+                .take_while(|&&(s, _)| s < b)
+                .map(|&(s, e)| e.min(b) - s.max(a))
+                .sum();
+            removed += covered as f64 * (1.0 - change.cut_keep);
         }
-        ((removed.round() as i64) + cut).min(b - a)
+        (removed.round() as i64).min(b - a)
     }
 
     /// When GPU node `i` starts: the latest of what it waits for, each

@@ -8,7 +8,7 @@ use super::{COPY_CLASS, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 use crate::profile::{Category, IdleCause};
 
 /// A named change and the work it takes away in the trace (ns over the
-/// window): no re-timing can save more than that.
+/// window, [`StepModel::removed_by`]): no re-timing can save more.
 #[derive(Debug, Clone)]
 pub struct Scenario {
     /// The `what-if` flags that ask for it.
@@ -33,6 +33,38 @@ pub fn class_name(class: u8) -> String {
         return "memcpy / memset".into();
     }
     Category::ALL.get(usize::from(class)).unwrap_or(&Category::Other).as_str().to_string()
+}
+
+/// How `what-if` names a GPU class: its category, `memcpy` for copies.
+pub fn class_flag(class: u8) -> String {
+    if class == COPY_CLASS { "memcpy".into() } else { class_name(class) }
+}
+
+/// What removing a GPU class does.
+pub fn describe_class(class: u8) -> String {
+    if class == 0 {
+        "communication fully overlapped with compute".into()
+    } else {
+        format!("no '{}' GPU work", class_name(class))
+    }
+}
+
+/// What a class at its roofline means.
+pub fn describe_roofline(class: u8) -> String {
+    format!(
+        "'{}' kernels at their roofline (an upper bound: no kernel reaches it)",
+        class_name(class)
+    )
+}
+
+/// What setting an idle cause to zero does.
+pub fn describe_idle(cause: IdleCause) -> String {
+    match cause {
+        IdleCause::Sync => "synchronising calls that do not wait for the GPU".into(),
+        IdleCause::Launch => "no host launch overhead (launch calls and the dispatch between them): what CUDA graphs aim at".into(),
+        IdleCause::Dependency => "no waits on other streams (inferred from the times)".into(),
+        c => format!("no host time of cause {c} ({})", c.meaning()),
+    }
 }
 
 impl StepModel {
@@ -77,20 +109,40 @@ impl StepModel {
         (dispatch, by)
     }
 
-    /// Time syncs spent waiting on the GPU, and launch calls' own time.
-    fn waits_and_calls(&self) -> (i64, i64) {
-        let (mut waits, mut calls) = (0, 0);
+    /// The work `change` takes away in the trace (ns over the window):
+    /// the durations it shortens, the host gaps it cuts, the waits it
+    /// drops — no re-timing can save more than that.
+    pub fn removed_by(&self, change: &Change, replayed: &super::Replayed) -> i64 {
+        let mut ns = 0;
         for (i, n) in self.nodes.iter().enumerate() {
-            match n.kind {
-                NodeKind::Sync if n.cross != NONE => {
-                    let base = self.sync_parts.get(&(i as u32)).map_or(n.dur(), |b| b.0);
-                    waits += n.dur() - base;
-                }
-                NodeKind::Launch => calls += n.dur(),
-                _ => {}
+            // A sync's wait shrinks with the work it waits for: only a
+            // change that drops the wait itself takes it away.
+            if n.kind != NodeKind::Sync || !change.sync_waits {
+                let now = replayed.end[i] - replayed.start[i];
+                ns += (n.dur() - now).max(0);
+            }
+            if n.kind != NodeKind::Gpu {
+                ns += self.removed_from_gap(i as u32, change);
+            } else if !change.dependencies && n.wait != NONE {
+                ns += self.held_back(n);
             }
         }
-        (waits, calls)
+        ns
+    }
+
+    /// How long GPU work that waited on another stream was held back past
+    /// its launch and its stream.
+    fn held_back(&self, n: &super::Node) -> i64 {
+        let other = [n.prev, n.cross]
+            .iter()
+            .filter(|&&j| j != NONE)
+            .map(|&j| {
+                let m = &self.nodes[j as usize];
+                if m.kind == NodeKind::Gpu { m.end } else { m.start }
+            })
+            .max()
+            .unwrap_or(self.window.0);
+        (n.start - other).max(0)
     }
 
     /// The standard scenarios, those that touch any time: each GPU class
@@ -107,59 +159,41 @@ impl StepModel {
             }
             let mut change = Change::default();
             change.class_factor[class] = 0.0;
-            let name = class_name(class as u8);
-            let what = if class == 0 {
-                "communication fully overlapped with compute".to_string()
-            } else {
-                format!("no '{name}' GPU work")
-            };
-            let flag = if class == usize::from(COPY_CLASS) { "memcpy" } else { &name };
+            let class = class as u8;
             out.push(Scenario {
-                flags: format!("--remove-category '{flag}'"),
-                what,
+                flags: format!("--remove-category '{}'", class_flag(class)),
+                what: describe_class(class),
                 change,
-                removes_ns: ns,
+                removes_ns: 0,
             });
         }
         let (dispatch, by) = self.host_time();
-        for c in HostCause::ALL {
-            let ns = by[c as usize];
-            if ns <= 0 {
-                continue;
-            }
-            let mut change = Change::default();
-            change.host_removed[c as usize] = 1.0;
-            let cause = c.idle_cause();
+        let calls: i64 =
+            self.nodes.iter().filter(|n| n.kind == NodeKind::Launch).map(|n| n.dur()).sum();
+        let waits = self.nodes.iter().any(|n| n.kind == NodeKind::Sync && n.cross != NONE);
+        for cause in IdleCause::ALL {
+            let change = match cause {
+                IdleCause::Sync if waits => Change { sync_waits: false, ..Change::default() },
+                IdleCause::Launch if dispatch + calls > 0 => {
+                    Change { launch_factor: 0.0, ..Change::default() }
+                }
+                IdleCause::Dependency if self.inferred_waits > 0 => {
+                    Change { dependencies: false, ..Change::default() }
+                }
+                other => match HostCause::of_idle(other).filter(|c| by[*c as usize] > 0) {
+                    Some(c) => {
+                        let mut change = Change::default();
+                        change.host_removed[c as usize] = 1.0;
+                        change
+                    }
+                    None => continue,
+                },
+            };
             out.push(Scenario {
                 flags: format!("--remove-idle {cause}"),
-                what: format!("no host time of cause {cause} ({})", cause.meaning()),
+                what: describe_idle(cause),
                 change,
-                removes_ns: ns,
-            });
-        }
-        let (waits, calls) = self.waits_and_calls();
-        if waits > 0 {
-            out.push(Scenario {
-                flags: format!("--remove-idle {}", IdleCause::Sync),
-                what: "synchronising calls that do not wait for the GPU".into(),
-                change: Change { sync_waits: false, ..Change::default() },
-                removes_ns: waits,
-            });
-        }
-        if dispatch + calls > 0 {
-            out.push(Scenario {
-                flags: format!("--remove-idle {}", IdleCause::Launch),
-                what: "no host launch overhead (launch calls and the dispatch between them): what CUDA graphs aim at".into(),
-                change: Change { launch_factor: 0.0, ..Change::default() },
-                removes_ns: dispatch + calls,
-            });
-        }
-        if self.inferred_waits > 0 {
-            out.push(Scenario {
-                flags: format!("--remove-idle {}", IdleCause::Dependency),
-                what: "no waits on other streams (inferred from the times)".into(),
-                change: Change { dependencies: false, ..Change::default() },
-                removes_ns: self.held_back(),
+                removes_ns: 0,
             });
         }
         for &(class, f) in at_roofline {
@@ -169,46 +203,26 @@ impl StepModel {
             }
             let mut change = Change::default();
             change.class_factor[usize::from(class)] = f;
-            let name = class_name(class);
             out.push(Scenario {
-                flags: format!("--at-roofline '{name}'"),
-                what: format!("'{name}' kernels at their roofline"),
+                flags: format!("--at-roofline '{}'", class_flag(class)),
+                what: describe_roofline(class),
                 change,
-                removes_ns: (ns as f64 * (1.0 - f)).round() as i64,
+                removes_ns: 0,
             });
         }
         out
-    }
-
-    /// How long the work that waited on other streams was held back past
-    /// its launch and its stream: what dropping those waits can save at
-    /// most.
-    fn held_back(&self) -> i64 {
-        let held: i64 = self
-            .nodes
-            .iter()
-            .filter(|n| n.kind == NodeKind::Gpu && n.wait != NONE)
-            .map(|n| {
-                let other = [n.prev, n.cross]
-                    .iter()
-                    .filter(|&&j| j != NONE)
-                    .map(|&j| {
-                        let m = &self.nodes[j as usize];
-                        if m.kind == NodeKind::Gpu { m.end } else { m.start }
-                    })
-                    .max()
-                    .unwrap_or(self.window.0);
-                (n.start - other).max(0)
-            })
-            .sum();
-        held.min(self.end() - self.window.0)
     }
 
     /// Every scenario replayed, largest saving first.
     pub fn outcomes(&self, scenarios: Vec<Scenario>) -> Vec<Outcome> {
         let mut out: Vec<Outcome> = scenarios
             .into_iter()
-            .map(|s| Outcome { saved_ns: self.saving(&s.change), scenario: s })
+            .map(|mut s| {
+                let r = self.replay(&s.change);
+                s.removes_ns = self.removed_by(&s.change, &r);
+                let saved_ns = (self.end() - self.window.0 - r.span).max(0);
+                Outcome { saved_ns, scenario: s }
+            })
             .collect();
         out.sort_by(|a, b| {
             b.saved_ns.cmp(&a.saved_ns).then_with(|| a.scenario.flags.cmp(&b.scenario.flags))

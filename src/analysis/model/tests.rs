@@ -26,7 +26,9 @@ fn kernel(stream: i64, class: u8, start: i64, dur: i64, launch: i64) -> GpuWork 
 
 fn model(gpu: Vec<GpuWork>, syncs: Vec<SyncCall>, step: (i64, i64), host: HostCauses) -> StepModel {
     let steps = vec![(step.0 * US, step.1 * US)];
-    StepModel::build(Inputs { gpu, syncs, steps, loop_thread: Some(1), host }).unwrap()
+    let names = (0..8).map(|c| format!("kernel{c}")).collect();
+    StepModel::build(Inputs { gpu, syncs, steps, loop_thread: Some(1), host, names, ops: None })
+        .unwrap()
 }
 
 fn saved_us(m: &StepModel, change: &Change) -> i64 {
@@ -196,6 +198,8 @@ fn random_window() -> impl Strategy<Value = Inputs> {
             steps: vec![(0, end)],
             loop_thread: Some(0),
             host: HostCauses::default(),
+            names: vec!["k".into()],
+            ops: None,
         }
     })
 }

@@ -1,8 +1,10 @@
-//! What-if: pick a category of the kernel mix (Up/Down, Left/Right, c) or
-//! type a launch count (n), and the `what_if` lens's projection updates.
-//! The pane owns the choice and the lens result.
+//! What-if: pick one of the profile's standard changes, each re-timed on
+//! the step model (Up/Down, Left/Right, c), or type a launch count (n,
+//! re-timed on the trace's model), and the `what_if` lens's projection
+//! updates. The pane owns the choice and the lens result.
 
-use libreyolo_core::lens::whatif::{Change, Model, WhatIf, what_if};
+use libreyolo_core::lens::whatif::{Request, WhatIf, scenario, what_if};
+use libreyolo_core::profile::{Profile, ScenarioRow};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -18,7 +20,7 @@ use crate::view::{Component, Ctx, Effect, View};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhatIfChoice {
-    /// Remove the category at this index of the profile's kernel mix.
+    /// The profile's standard what-if at this index (`what-if --all`).
     Category(usize),
     /// Remove this many launches per step.
     Launches(u64),
@@ -48,7 +50,7 @@ impl Component for WhatIfPane {
                 None => return Effect::Pass,
             },
         };
-        let len = data.map_or(0, |d| d.profile().categories.len());
+        let len = data.map_or(0, |d| scenarios(d.profile()).len());
         if len == 0 {
             return Effect::None;
         }
@@ -90,30 +92,34 @@ impl Component for WhatIfPane {
                 .areas(area);
             (a, b)
         } else {
-            let n = p.categories.len().clamp(1, 8) as u16;
+            let n = scenarios(p).len().clamp(1, 8) as u16;
             let [a, b] =
                 Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
             (a, b)
         };
 
-        // The choices: each category, then a launch count.
-        let mut lines = vec![Line::styled("remove a category (Up/Down)", t.header())];
+        // The choices: each standard what-if, then a launch count.
+        let mut lines = vec![Line::styled("change (Up/Down)          saves/step", t.header())];
         let selected = match self.choice {
             Some(WhatIfChoice::Category(i)) => Some(i),
             _ => None,
         };
-        if p.categories.is_empty() {
-            lines.push(Line::styled("  no GPU kernel categories in this profile", t.muted()));
+        let rows_all = scenarios(p);
+        if rows_all.is_empty() {
+            lines.push(Line::styled(
+                "  no step model in this profile (a GPU trace has one)",
+                t.muted(),
+            ));
         }
         let rows = list_area.height.saturating_sub(3) as usize;
-        let (first, last) = window(selected.unwrap_or(0), p.categories.len(), rows);
-        let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 22);
-        for (i, c) in p.categories[first..last].iter().enumerate() {
+        let (first, last) = window(selected.unwrap_or(0), rows_all.len(), rows);
+        let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 30);
+        for (i, c) in rows_all[first..last].iter().enumerate() {
             let text = format!(
                 "  {:<name_w$} {:>5}% {:>8} ms",
-                clip(c.name.as_str(), name_w),
-                fixed(c.pct, 1),
-                num(c.ms_per_step, 3)
+                clip(&c.flags, name_w),
+                fixed(c.saved_pct, 1),
+                num(c.saved_ms_per_step, 3)
             );
             lines.push(if Some(first + i) == selected {
                 Line::styled(text, t.selected())
@@ -143,7 +149,7 @@ impl Component for WhatIfPane {
 
         let result = match &self.result {
             None => {
-                vec![Line::styled("choose a category or press n to type a launch count", t.muted())]
+                vec![Line::styled("choose a change or press n to type a launch count", t.muted())]
             }
             Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
             Some(Ok(w)) => result_lines(w, t),
@@ -156,7 +162,7 @@ impl WhatIfPane {
     /// Keeps the choice valid for a (re)loaded profile: a vanished category
     /// falls back to the first.
     fn reset_for(&mut self, data: Option<&Loaded>) {
-        let n = data.map_or(0, |d| d.profile().categories.len());
+        let n = data.map_or(0, |d| scenarios(d.profile()).len());
         if let Some(WhatIfChoice::Category(i)) = self.choice {
             if i >= n {
                 self.choice = None;
@@ -168,22 +174,26 @@ impl WhatIfPane {
     }
 
     fn rerun(&mut self, data: Option<&Loaded>) {
-        let Some(p) = data.map(Loaded::profile) else { return };
-        let change = match self.choice {
+        let Some(d) = data else { return };
+        let p = d.profile();
+        let result = match self.choice {
             None => {
                 self.result = None;
                 return;
             }
-            Some(WhatIfChoice::Category(i)) => Change {
-                remove_category: p.categories.get(i).map(|c| c.name.to_string()),
-                ..Default::default()
-            },
+            Some(WhatIfChoice::Category(i)) => scenario(p, i),
             Some(WhatIfChoice::Launches(n)) => {
-                Change { remove_launches: Some(n), ..Default::default() }
+                let r = Request { remove_launches: Some(n), ..Default::default() };
+                what_if(p, d.model.as_deref(), &r)
             }
         };
-        self.result = Some(what_if(p, &change).map_err(|e| e.to_string()));
+        self.result = Some(result.map_err(|e| e.to_string()));
     }
+}
+
+/// The profile's standard what-ifs.
+fn scenarios(p: &Profile) -> &[ScenarioRow] {
+    p.step_model.as_ref().map_or(&[], |m| m.scenarios.as_slice())
 }
 
 fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
@@ -193,21 +203,13 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
         _ => t.base(),
     };
     let mut out = vec![
-        Line::from(vec![Span::styled(format!("what-if [{}]", w.bound), t.title())]),
-        Line::raw(w.mechanism.clone()),
+        Line::from(vec![Span::styled(format!("what-if {}", w.scenario), t.title())]),
+        Line::raw(w.what.clone()),
         Line::raw(""),
     ];
-    let removes = match &w.removed.category {
-        Some(c) => format!(
-            "category '{c}': {} ms GPU work and {} launches per step",
-            num(w.removed.gpu_ms, 3),
-            num(w.removed.launches, 1)
-        ),
-        None => format!("{} launches per step", num(w.removed.launches, 1)),
-    };
     out.push(Line::from(vec![
-        Span::styled(format!("{:<12}", "removes"), t.header()),
-        Span::raw(removes),
+        Span::styled(format!("{:<12}", "takes away"), t.header()),
+        Span::raw(format!("{} ms of work per step", num(w.removes_ms_per_step, 3))),
     ]));
     out.push(Line::from(vec![
         Span::styled(format!("{:<12}", "step"), t.header()),
@@ -225,15 +227,10 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
             style,
         ),
     ]));
-    if let Some(us) = w.per_launch_us {
-        out.push(Line::from(vec![
-            Span::styled(format!("{:<12}", "per launch"), t.header()),
-            Span::raw(format!("~{} us host cost", num(us, 1))),
-        ]));
+    for n in &w.notes {
+        out.push(Line::styled(format!("note: {n}"), t.muted()));
     }
     out.push(Line::raw(""));
-    if w.model != Model::NoGpu {
-        out.push(Line::styled(format!("caveat: {}", w.caveat), t.warn()));
-    }
+    out.push(Line::styled(format!("caveat: {}", w.caveat), t.warn()));
     out
 }

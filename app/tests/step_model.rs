@@ -1,0 +1,155 @@
+//! The step model (docs/analysis.md §14) on every real fixture trace: its
+//! critical path covers the span once, its what-ifs agree with each other
+//! and with figures derived here from the raw JSON.
+
+mod common;
+
+use std::io::Read;
+use std::path::Path;
+
+use common::{fixtures, json, traces};
+use serde_json::Value;
+
+/// The profile a trace gives (its step model included).
+fn profile(trace: &Path) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("p.json");
+    let r = common::run(&[
+        "profile",
+        "summary",
+        trace.to_str().unwrap(),
+        "--write-profile",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    common::read_json(&out)
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
+}
+
+/// Every GPU fixture has a step model whose critical path sums to its
+/// span; no what-if saves more than the work it takes away, nor more at
+/// the roofline than removing the category does; the list is ranked.
+#[test]
+fn every_trace_s_model_is_consistent() {
+    let mut models = 0;
+    for t in traces() {
+        let p = profile(&t);
+        let Some(m) = p.get("step_model") else { continue };
+        models += 1;
+        let name = t.display().to_string();
+        let parts: Vec<&Value> = m["critical_path"].as_array().unwrap().iter().collect();
+        let sum: f64 = parts.iter().map(|x| f(&x["ms_per_step"])).sum();
+        // Each part is rounded to the µs.
+        let tol = 0.0005 * parts.len() as f64 + 0.001;
+        assert!((sum - f(&m["span_ms_per_step"])).abs() <= tol, "{name}: {sum} vs {m}");
+        let rows = m["scenarios"].as_array().unwrap();
+        let saved = |flags: &str| {
+            rows.iter().find(|r| r["flags"] == flags).map(|r| f(&r["saved_ms_per_step"]))
+        };
+        for w in rows.windows(2) {
+            assert!(f(&w[0]["saved_ms_per_step"]) >= f(&w[1]["saved_ms_per_step"]), "{name}");
+        }
+        for r in rows {
+            let (s, removes) = (f(&r["saved_ms_per_step"]), f(&r["removes_ms_per_step"]));
+            assert!(s >= 0.0 && s <= removes + 0.002, "{name}: {r}");
+            let flags = r["flags"].as_str().unwrap();
+            if let Some(cat) = flags.strip_prefix("--at-roofline ") {
+                let gone = saved(&format!("--remove-category {cat}")).unwrap();
+                assert!(s <= gone + 0.002, "{name}: {flags} saves {s} > removing {gone}");
+            }
+            let pct = s / f(&p["step_ms"]) * 100.0;
+            assert!((pct - f(&r["saved_pct"])).abs() <= 0.06, "{name}: {r}");
+        }
+    }
+    assert!(models >= 15, "{models} models");
+}
+
+/// The kernels of a trace, as the raw JSON has them: (name, start, dur) in µs.
+fn kernels(trace: &Path) -> Vec<(String, f64, f64)> {
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(trace).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    v["traceEvents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .map(|e| (e["name"].as_str().unwrap().to_string(), f(&e["ts"]), f(&e["dur"])))
+        .collect()
+}
+
+/// TimeSformer on an H100: from its first kernel on the GPU is busy, so
+/// removing its 24 softmax kernels saves their time, about 69 ms (the old
+/// rule of thumb said 37 ms: launches × an average host cost), and running
+/// them at their roofline saves less than removing them.
+#[test]
+fn removing_kernels_on_a_busy_gpu_saves_their_time() {
+    let t = fixtures().join(
+        "traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    let softmax_ms: f64 = kernels(&t)
+        .iter()
+        .filter(|k| k.0.to_lowercase().contains("softmax"))
+        .map(|k| k.2)
+        .sum::<f64>()
+        / 1000.0;
+    let p = t.to_str().unwrap();
+    let w = json(&["what-if", p, "--grep", "softmax"]);
+    let saved = f(&w["saved_ms_per_step"]);
+    assert!((saved - softmax_ms).abs() <= 0.01 * softmax_ms, "{saved} vs {softmax_ms} ms");
+    assert!((f(&w["removes_ms_per_step"]) - softmax_ms).abs() <= 0.001, "{w}");
+    let gone = f(&json(&["what-if", p, "--remove-category", "norm"])["saved_ms_per_step"]);
+    let roof = f(&json(&["what-if", p, "--at-roofline", "norm"])["saved_ms_per_step"]);
+    assert!(roof < gone && gone >= saved, "roofline {roof}, removed {gone}, softmax {saved}");
+    // Half as long saves half as much.
+    let half = json(&["what-if", p, "--grep", "softmax", "--scale", "0.5"]);
+    assert!((f(&half["saved_ms_per_step"]) - saved / 2.0).abs() <= 0.01 * saved, "{half}");
+}
+
+/// Qwen inference on an H100: its unfused elementwise kernels (RMSNorm,
+/// rotary, casts) are the largest part of the critical path and the
+/// largest GPU lever; the SDPA and `contiguous` the rules named are not.
+#[test]
+fn the_largest_lever_is_the_largest_part_of_the_path() {
+    let t = fixtures()
+        .join("traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let m = profile(&t)["step_model"].clone();
+    assert_eq!(m["critical_path"][0]["part"], "elementwise", "{m}");
+    assert_eq!(m["scenarios"][0]["flags"], "--remove-category 'elementwise'", "{m}");
+    // Independently: elementwise kernels are the largest share of GPU time.
+    let all: f64 = kernels(&t).iter().map(|k| k.2).sum();
+    let summary = json(&["summary", t.to_str().unwrap()]);
+    let elt = summary["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "elementwise")
+        .map(|c| f(&c["pct"]))
+        .unwrap();
+    assert!(elt > 45.0 && all > 0.0, "{elt}%");
+}
+
+/// A host-bound trace (BERT-small: the host launches a kernel every few
+/// µs): removing GPU work saves little, removing the launch overhead most.
+#[test]
+fn on_a_host_bound_trace_the_host_is_the_lever() {
+    let t = fixtures()
+        .join("traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz");
+    let p = profile(&t);
+    let m = &p["step_model"];
+    assert_eq!(m["scenarios"][0]["flags"], "--remove-idle launch", "{m}");
+    let gpu_busy = f(&p["gpu_busy_ms_per_step"]);
+    let gpu_saved: f64 = m["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|r| r["flags"].as_str().unwrap().starts_with("--remove-category"))
+        .map(|r| f(&r["saved_ms_per_step"]))
+        .sum();
+    assert!(gpu_saved < 0.2 * gpu_busy, "{gpu_saved} of {gpu_busy} ms busy");
+}
