@@ -576,3 +576,22 @@ fn each_devices_causes_are_those_it_has_alone() {
         assert_eq!(shared["causes"], idle["causes"], "device {d}");
     }
 }
+
+/// The step model (docs/analysis.md §14) takes a capture's `step/dataload`
+/// phase as DataLoader time: by hand, the loop thread loads for 30 ms,
+/// then launches; without the loading everything after it, the step's
+/// end included, comes 30 ms earlier.
+#[test]
+fn a_dataload_phase_is_dataloader_time_in_the_step_model() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut t = Trace::default();
+    t.step(1, 0.0, 100_000.0);
+    t.x("user_annotation", "step/dataload", 0.0, 30_000.0, json!({}));
+    t.launch("aten::mm", 30_000.0, 30_010.0, 10_000.0, 7);
+    t.launch("aten::mm", 99_000.0, 99_010.0, 500.0, 7);
+    let p = t.write(dir.path(), "load.json");
+    let w = json(&["what-if", &p, "--remove-idle", "dataloader"]);
+    let saved = w["saved_ms_per_step"].as_f64().unwrap();
+    close(saved, 30.0, 0.0005, "saved");
+    close(w["removes_ms_per_step"].as_f64().unwrap(), 30.0, 0.0005, "taken away");
+}

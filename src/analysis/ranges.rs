@@ -244,6 +244,11 @@ impl Ranges {
         self.main_threads.iter().copied()
     }
 
+    /// Every CPU-side phase range: (thread, start, end, phase).
+    pub fn cpu_phase_spans(&self) -> impl Iterator<Item = (u32, i64, i64, u16)> + '_ {
+        self.cpu_phases.iter().flat_map(|(&t, r)| r.iter().map(move |(s, e, p)| (t, s, e, p)))
+    }
+
     /// Whether any `step/<phase>` range was recorded (CPU or GPU side).
     pub fn has_phase_ranges(&self) -> bool {
         !self.cpu_phases.is_empty() || !self.gpu_phases.is_empty()

@@ -7,6 +7,7 @@ use regex::Regex;
 use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
+use crate::analysis::model::host::HostCause;
 use crate::analysis::model::scenarios::{
     class_flag, class_name, describe_class, describe_idle, describe_roofline,
 };
@@ -252,7 +253,7 @@ fn change_of(
         let n = op_change(m, pattern, keep, &mut change, &mut node_factor)?;
         flags.push(format!("--op '{pattern}'{scale_flag}"));
         what.push(verb(format!(
-            "CPU ops matching '{pattern}' ({n} calls: their host time, launches and GPU work)"
+            "CPU ops matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
         )));
     }
     change.node_factor = node_factor.into_iter().collect();
@@ -274,9 +275,21 @@ fn change_of(
             IdleCause::Sync => change.sync_waits = false,
             IdleCause::Launch => change.launch_factor = 0.0,
             IdleCause::Dependency => change.dependencies = false,
+            IdleCause::Dataloader => {
+                // Loading in worker threads moves the work, it does not
+                // end it: it saves only what cores left free can take.
+                let free = free_core_share(p);
+                change.host_removed[HostCause::Dataloader as usize] = free;
+                if free < 1.0 {
+                    notes.push(format!(
+                        "a CPU run using every core ({:.0}% of the step inside ops): DataLoader work moved to worker threads takes the same cores, so only {:.0}% of it is saved",
+                        (1.0 - free) * 100.0,
+                        free * 100.0
+                    ));
+                }
+            }
             other => {
-                let host = crate::analysis::model::host::HostCause::of_idle(other)
-                    .expect("every other cause is host time");
+                let host = HostCause::of_idle(other).expect("every other cause is host time");
                 change.host_removed[host as usize] = 1.0;
             }
         }
@@ -293,6 +306,24 @@ fn change_of(
         what.push(describe_roofline(class));
     }
     Ok((change, flags.join(" "), what.join("; "), notes))
+}
+
+/// The share of host work moved off the loop thread that no other work
+/// waits for: all of it on a GPU run (the host's cores are mostly free);
+/// on a CPU run whose intra-op threads take every core, the share of the
+/// step spent outside ops (docs/analysis.md §14; BENCHMARKS.md, the
+/// `--workers` pair: 6.2 ms of loading moved to 8 workers saved nothing on
+/// 2 cores).
+fn free_core_share(p: &Profile) -> f64 {
+    let cpus = crate::conditions::Conditions::of_host(p.host.as_ref()).map(|c| c.cpus as u64);
+    let on_every_core = match (p.config.on_cpu(), p.config.threads(), cpus) {
+        (Some(true), Some(t), Some(c)) => t >= c,
+        _ => false,
+    };
+    match p.extras.host_in_ops_frac {
+        Some(in_ops) if on_every_core => (1.0 - in_ops).clamp(0.0, 1.0),
+        _ => 1.0,
+    }
 }
 
 /// The GPU class whose name contains `needle` (`memcpy`: copies and sets).
@@ -334,19 +365,19 @@ fn op_change(
     let re: Regex = crate::lens::kernels::compile_grep(pattern)?;
     let hit: Vec<bool> = log.names.iter().map(|n| re.is_match(n)).collect();
     let mut per: HashMap<u32, Vec<(i64, i64)>> = HashMap::default();
-    let mut calls = 0;
     for &(t, s, e, n) in &log.spans {
         if hit[n as usize] {
             per.entry(t).or_default().push((s, e));
-            calls += 1;
         }
     }
-    if calls == 0 {
+    if per.is_empty() {
         return Err(Error::usage(format!("--op '{pattern}': no CPU op in the model matches")));
     }
     for iv in per.values_mut() {
         *iv = crate::analysis::busy::merge(iv);
     }
+    // Calls nested in a matching call count once.
+    let calls = per.values().map(Vec::len).sum::<usize>() / m.n_steps.max(1);
     let inside = |t: u32, at: i64| {
         per.get(&t).is_some_and(|iv| {
             let k = iv.partition_point(|&(_, e)| e <= at);
@@ -456,5 +487,28 @@ fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
         (Some(b), _) if projected > 0.0 => Some(round(b * 1000.0 / projected, 2)),
         (None, Some(now)) if projected > 0.0 => Some(round(now * step / projected, 2)),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Loading moved off the loop thread is saved only where cores are
+    /// free: all of it on a GPU run, the step's share outside ops on a
+    /// CPU run whose threads take every core.
+    #[test]
+    fn work_moved_to_other_threads_is_saved_where_cores_are_free() {
+        let mut p = Profile::default();
+        assert_eq!(free_core_share(&p), 1.0);
+        p.config =
+            serde_json::from_value(serde_json::json!({"device": "cpu", "threads": 2})).unwrap();
+        p.host = Some(serde_json::json!({"conditions": {"cpus": 2, "threads": 2}}));
+        p.extras.host_in_ops_frac = Some(0.956);
+        assert!((free_core_share(&p) - 0.044).abs() < 1e-9);
+        // Threads fewer than the cores: a core is free for the loader.
+        p.config =
+            serde_json::from_value(serde_json::json!({"device": "cpu", "threads": 1})).unwrap();
+        assert_eq!(free_core_share(&p), 1.0);
     }
 }

@@ -13,7 +13,7 @@ use crate::profile::Category;
 /// GPU work a model takes at most: beyond it, the middle steps whose work
 /// fits are modelled (steady steps are alike; about 90 bytes a node while
 /// it is built, and each what-if is a pass over them).
-pub const MAX_GPU_NODES: usize = 50_000;
+pub const MAX_GPU_NODES: usize = 25_000;
 
 /// The model of `a`'s window `steps`, and a note when it covers fewer
 /// steps than the window has.
@@ -112,6 +112,15 @@ pub(crate) fn model(
             RecKind::Host(HostKind::Op) => continue,
         };
         records.push((r.thread, r.start, end, cause));
+    }
+    // A capture's (or an inferred) `dataload` phase is DataLoader time too.
+    let dataload = (0..a.phases.len() as u16).find(|&p| a.phases.name(p) == "dataload");
+    if let Some(d) = dataload {
+        for (t, s, e, p) in a.ranges.cpu_phase_spans() {
+            if p == d && threads.contains(&t) && s <= w1 && e >= w0 {
+                records.push((t, s, e, HostCause::Dataloader));
+            }
+        }
     }
     let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
     let model = StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host, names, ops })?;
