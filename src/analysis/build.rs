@@ -10,7 +10,7 @@ use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
-use super::verdict::{self, Evidence};
+use super::verdict::{self, Evidence, model_sentence};
 use super::{Agg, Analyzer, KernelSpan};
 use crate::error::{Error, Result};
 use crate::profile::{
@@ -128,7 +128,7 @@ pub(super) fn build(
                 Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
         }
     }
-    let (bound, bound_why) = decide(
+    let (bound, mut bound_why) = decide(
         &head,
         &busy,
         &by_phase,
@@ -155,6 +155,10 @@ pub(super) fn build(
             .collect();
         super::model::view(m, head.step_ms, &roofline, note.clone())
     });
+    // The verdict with what the model says of it: one set of figures.
+    if let Some(said) = step_model.as_ref().and_then(|m| model_sentence(&bound, m)) {
+        bound_why = format!("{bound_why} {said}");
+    }
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
     let step_ms = head.step_ms;

@@ -3,7 +3,8 @@
 
 use crate::hardware::PeakClass::{Bf16, Fp32, Fp32Matrix, Tf32};
 use crate::profile::{
-    Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, Stages, Verdict,
+    Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, ScenarioRow, Stages,
+    StepModelView, Verdict,
 };
 
 /// Dataloader wait at or above this share of the real step is the verdict.
@@ -526,6 +527,54 @@ fn cpu_verdict(e: &Evidence<'_>) -> (Verdict, String) {
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
     (Verdict::Compute, format!("{why}{}", in_ops(e)))
+}
+
+/// The standard what-if that fixes what a verdict names.
+fn own_change(bound: &Verdict) -> Option<&'static str> {
+    Some(match bound {
+        Verdict::HostLaunch => "--remove-idle launch",
+        Verdict::HostPython => "--remove-idle python",
+        Verdict::HostSync => "--remove-idle sync",
+        Verdict::HostCpuOp => "--remove-idle cpu_op",
+        Verdict::HostAllocator => "--remove-idle allocator",
+        Verdict::Dataloader => "--remove-idle dataloader",
+        Verdict::Dependency => "--remove-idle dependency",
+        Verdict::Communication => "--remove-category 'communication'",
+        _ => return None,
+    })
+}
+
+/// What the step model says of a verdict (docs/analysis.md §14): what
+/// fixing its cause saves, re-timed, and the largest saving when that is
+/// another change and clearly larger. `None` without a model or a saving.
+pub fn model_sentence(bound: &Verdict, m: &StepModelView) -> Option<String> {
+    let top = m.scenarios.first().filter(|r| r.saved_ms_per_step > 0.0)?;
+    let say = |r: &ScenarioRow| {
+        format!(
+            "`{}` ({}): {:.3} ms/step ({:.1}%)",
+            r.flags, r.what, r.saved_ms_per_step, r.saved_pct
+        )
+    };
+    let own = own_change(bound).and_then(|f| m.scenarios.iter().find(|r| r.flags == f));
+    Some(match own {
+        Some(o) if o.flags == top.flags => format!(
+            "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%): the largest of its what-ifs.",
+            o.saved_ms_per_step, o.saved_pct
+        ),
+        Some(o) if top.saved_ms_per_step >= 1.5 * o.saved_ms_per_step && top.saved_pct >= 2.0 => {
+            format!(
+                "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%); its largest saving is {}.",
+                o.saved_ms_per_step,
+                o.saved_pct,
+                say(top)
+            )
+        }
+        Some(o) => format!(
+            "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%).",
+            o.saved_ms_per_step, o.saved_pct
+        ),
+        None => format!("The step model's largest saving: {}.", say(top)),
+    })
 }
 
 #[cfg(test)]
