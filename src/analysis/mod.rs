@@ -1165,6 +1165,38 @@ impl Analyzer {
             .map_or_else(Vec::new, |g| g.each(&self.names, &label))
     }
 
+    /// The critical path of `[start, end)` (docs/analysis.md §14) from the
+    /// events fed so far: the Timeline pane's step, re-read. Its stretches
+    /// in time order: start, end, what it is (a kernel's name, or the
+    /// part's), and the GPU class of GPU work.
+    pub fn critical_path(&self, start: i64, end: i64) -> Vec<(i64, i64, String, Option<u8>)> {
+        let Some((m, _)) = model::of_pass(self, &self.kernel_classes, &[(start, end)], false)
+        else {
+            return Vec::new();
+        };
+        let path = m.critical_path();
+        // A GPU stretch is a node's whole span: its name is the kernel's.
+        let gpu_name: HashMap<(i64, i64), u32> = path
+            .nodes
+            .iter()
+            .map(|&i| &m.nodes[i as usize])
+            .filter(|n| n.kind == model::NodeKind::Gpu)
+            .map(|n| ((n.start, n.end), n.name))
+            .collect();
+        path.segments
+            .iter()
+            .map(|&(s, e, part)| match part {
+                model::PathPart::Gpu(class) => {
+                    let name = gpu_name
+                        .get(&(s, e))
+                        .map_or_else(|| part.label(), |&n| m.names[n as usize].clone());
+                    (s, e, name, Some(class))
+                }
+                _ => (s, e, part.label(), None),
+            })
+            .collect()
+    }
+
     /// Durations longer than the whole step window (first step's start to
     /// the last one's end) cannot be work inside a step: a clock or export
     /// error (a kernel of 9·10¹¹ µs in a 1 ms step printed 199 800 000

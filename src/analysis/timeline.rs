@@ -112,6 +112,9 @@ pub enum LaneKind {
     Stream { device: i64, stream: i64 },
     /// The union of every stream's kernels.
     Busy,
+    /// The step's critical path (docs/analysis.md §14): the work its end
+    /// waited on, one node after another.
+    Critical,
 }
 
 /// One interval of a lane, times in ns from the step's start.
@@ -695,6 +698,28 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
             correlation: None,
         });
         lanes.push(Lane { kind: LaneKind::Busy, label: "GPU busy".into(), spans: spans.collect() });
+    }
+    // The critical path, from the same events (the step model).
+    let path = r.idle.critical_path(step.start, step.end);
+    if !path.is_empty() {
+        let mut spans = Vec::with_capacity(path.len());
+        for (s, e, name, class) in path {
+            let category = match class {
+                Some(c) if usize::from(c) < Category::ALL.len() => c,
+                Some(_) => category(&name).index().map_or(u8::MAX, |p| p as u8),
+                None => u8::MAX,
+            };
+            let id = r.name(&name);
+            spans.push(Span {
+                start: rel(s),
+                end: rel(e),
+                name: id,
+                category,
+                launch: None,
+                correlation: None,
+            });
+        }
+        lanes.push(Lane { kind: LaneKind::Critical, label: "crit. path".into(), spans });
     }
     let len = step.end - step.start;
     let extent =

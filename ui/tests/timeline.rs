@@ -193,10 +193,20 @@ fn zoom_pan_and_the_cursor() {
     key(&mut a, KeyCode::PageUp);
     assert_eq!(a.panes.timeline.view, (t0 - w, t1 - w));
 
-    // Up/Down change the lane; the lanes are phases/ops, streams, busy.
-    let lanes: Vec<String> =
-        a.panes.timeline.timeline.as_ref().unwrap().lanes.iter().map(|l| l.label.clone()).collect();
-    assert_eq!(lanes, ["CPU ops", "stream 7", "stream 40", "GPU busy"]);
+    // Up/Down change the lane; the lanes are phases/ops, streams, busy,
+    // and the critical path: its GPU nodes are the streams' own spans.
+    let tl = a.panes.timeline.timeline.as_ref().unwrap();
+    let lanes: Vec<String> = tl.lanes.iter().map(|l| l.label.clone()).collect();
+    assert_eq!(lanes, ["CPU ops", "stream 7", "stream 40", "GPU busy", "crit. path"]);
+    let on_streams: Vec<(i64, i64)> =
+        tl.lanes[1..3].iter().flat_map(|l| l.spans.iter().map(|s| (s.start, s.end))).collect();
+    let path = &tl.lanes[4].spans;
+    for s in path.iter().filter(|s| s.category != u8::MAX) {
+        assert!(on_streams.contains(&(s.start, s.end)), "{s:?} is a stream's span");
+    }
+    // Its stretches tile it, one after another, from the step's start.
+    assert_eq!(path[0].start, 0);
+    assert!(path.windows(2).all(|w| w[0].end == w[1].start), "one after another");
     key(&mut a, KeyCode::Down);
     assert_eq!(a.panes.timeline.lane, 2);
     key(&mut a, KeyCode::Up);

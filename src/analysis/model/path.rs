@@ -36,6 +36,8 @@ pub struct CriticalPath {
     pub span: i64,
     /// Nodes on it.
     pub nodes: Vec<u32>,
+    /// Its stretches in time order: (start, end, part), tiling the span.
+    pub segments: Vec<(i64, i64, PathPart)>,
 }
 
 /// Where the walk stands on a node.
@@ -57,10 +59,12 @@ impl StepModel {
             return CriticalPath::default();
         };
         let mut sums: std::collections::BTreeMap<PathPart, i64> = Default::default();
+        let mut segments = Vec::new();
         let mut add = |p: PathPart, a: i64, b: i64| {
             let d = b - a.max(w0);
             if d > 0 {
                 *sums.entry(p).or_default() += d;
+                segments.push((a.max(w0), b, p));
             }
         };
         let mut nodes = Vec::new();
@@ -137,7 +141,8 @@ impl StepModel {
         }
         let mut parts: Vec<(PathPart, i64)> = sums.into_iter().collect();
         parts.sort_by_key(|&(p, ns)| (std::cmp::Reverse(ns), p));
-        CriticalPath { parts, span: self.end() - w0, nodes }
+        segments.sort_by_key(|s| (s.0, s.1));
+        CriticalPath { parts, span: self.end() - w0, nodes, segments }
     }
 
     /// A gap between two calls of a host lane, by cause (short ones are
