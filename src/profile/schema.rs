@@ -660,6 +660,9 @@ pub struct StepModelView {
     /// GPU starts explained by a wait on another stream's work, inferred
     /// from the times (the trace records no event waits).
     pub inferred_waits: u64,
+    /// Host calls explained by a wait on another thread (the loop thread
+    /// in `backward()`), inferred the same way.
+    pub thread_waits: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
 }

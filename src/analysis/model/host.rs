@@ -109,6 +109,31 @@ impl HostCauses {
         out
     }
 
+    /// Until when `thread`'s records ran, up to `t`: the end of its last
+    /// record begun before `t` (capped at `t`), if any.
+    pub fn active_until(&self, thread: u32, t: i64) -> Option<i64> {
+        let segs = self.threads.get(&thread)?;
+        let k = segs.partition_point(|s| s.start < t);
+        segs[..k].last().map(|s| s.end.min(t))
+    }
+
+    /// When `thread` last took up work before `t`: the start of its run of
+    /// records (gaps under `slack` ns bridged) that reaches `t`, if one
+    /// does.
+    pub fn resumed_at(&self, thread: u32, t: i64, slack: i64) -> Option<i64> {
+        let segs = self.threads.get(&thread)?;
+        let k = segs.partition_point(|s| s.start < t);
+        let last = segs[..k].last().filter(|s| s.end >= t - slack)?;
+        let mut at = last.start;
+        for s in segs[..k - 1].iter().rev() {
+            if s.end < at - slack {
+                break;
+            }
+            at = s.start.min(at);
+        }
+        Some(at)
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.threads.values().map(|v| v.capacity() * size_of::<Seg>()).sum()
     }

@@ -39,7 +39,7 @@ pub use path::{CriticalPath, PathPart};
 pub use replay::{Change, Replayed};
 pub use view::view;
 
-use host::HostCauses;
+use host::{ByCause, HostCause, HostCauses};
 
 /// No node.
 pub const NONE: u32 = u32::MAX;
@@ -51,7 +51,7 @@ pub const LAUNCH_GAP: i64 = 100_000;
 
 /// A runtime call at least this long that returned when GPU work ended
 /// was waiting for it (a full launch queue, a blocking copy).
-const BLOCKED_CALL: i64 = 100_000;
+pub(crate) const BLOCKED_CALL: i64 = 100_000;
 
 /// Latency defaults where the trace shows none to measure (ns).
 const DEFAULT_LAUNCH_LATENCY: i64 = 5_000;
@@ -110,7 +110,8 @@ pub struct Node {
     pub prev: u32,
     /// GPU: the call that launched it. Sync: the GPU node it waits for.
     pub cross: u32,
-    /// GPU: the other stream's node it waited for (inferred).
+    /// GPU: the other stream's node it waited for; host: the other
+    /// thread's call it waited for (both inferred).
     pub wait: u32,
     /// What bound its start (GPU, host) — for a Sync, its end.
     pub bind: Bind,
@@ -204,6 +205,8 @@ pub struct StepModel {
     sync_parts: HashMap<u32, (i64, i64)>,
     /// GPU starts explained by an inferred wait on another stream.
     pub inferred_waits: usize,
+    /// Host calls explained by an inferred wait on another thread.
+    pub thread_waits: usize,
     /// Nodes whose order had to be broken (clock skew): kept at their
     /// trace times.
     pub unordered: usize,
@@ -301,6 +304,7 @@ impl StepModel {
             ops,
             sync_parts: HashMap::default(),
             inferred_waits: 0,
+            thread_waits: 0,
             unordered: 0,
         };
         model.link_lanes();
@@ -406,6 +410,79 @@ impl StepModel {
                 }
             }
         }
+        self.link_thread_waits();
+    }
+
+    /// A thread that sat for a long gap and went on (its own work began
+    /// again, or its next call came) just as another thread's own work
+    /// ended waited for that thread: the loop thread in
+    /// `backward()` while the autograd engine's thread launches (the host
+    /// records no such wait). Inferred like the streams' waits; the other
+    /// thread's last call before is what the wait hangs on, with the work
+    /// it did after that call kept as the latency.
+    fn link_thread_waits(&mut self) {
+        let mut by_lane: HashMap<u32, Vec<u32>> = HashMap::default();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if matches!(n.kind, NodeKind::Launch | NodeKind::Sync) {
+                by_lane.entry(n.lane).or_default().push(i as u32);
+            }
+        }
+        for list in by_lane.values_mut() {
+            list.sort_by_key(|&i| (self.nodes[i as usize].end, i));
+        }
+        for i in 0..self.nodes.len() {
+            let h = self.nodes[i];
+            if h.kind == NodeKind::Gpu || h.prev == NONE {
+                continue;
+            }
+            let prev_end = self.nodes[h.prev as usize].end;
+            if h.start - prev_end < LAUNCH_GAP {
+                continue;
+            }
+            let mut best: Option<(i64, u32)> = None;
+            for (&lane, list) in &by_lane {
+                let Lane::Thread(t) = self.lanes[lane as usize] else { continue };
+                if lane == h.lane {
+                    continue;
+                }
+                let Some(active) = self.host.active_until(t, h.start) else { continue };
+                // It went on as that thread stopped: its next call came
+                // then, or its own work before that call began then.
+                let went_on = match self.lanes[h.lane as usize] {
+                    Lane::Thread(own) => self.host.resumed_at(own, h.start, UNEXPLAINED),
+                    Lane::Stream { .. } => None,
+                };
+                // (Returning from the wait to Python takes tens of µs.)
+                let near = |at: i64, within: i64| (at - active).abs() <= within;
+                let resumed = went_on.is_some_and(|at| near(at, LAUNCH_GAP));
+                if active <= prev_end || !(near(h.start, UNEXPLAINED) || resumed) {
+                    continue;
+                }
+                let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
+                let Some(&x) = upto.checked_sub(1).and_then(|k| list.get(k)) else { continue };
+                if self.nodes[x as usize].end > prev_end && best.is_none_or(|b| active > b.0) {
+                    best = Some((active, x));
+                }
+            }
+            if let Some((_, x)) = best {
+                self.nodes[i].wait = x;
+                self.thread_waits += 1;
+            }
+        }
+    }
+
+    /// The host work a thread did itself in the gap before host node `i`
+    /// (ops, loading, allocation): what a gap spent waiting for another
+    /// thread still needs.
+    pub(super) fn own_work(&self, i: u32) -> ByCause {
+        let n = &self.nodes[i as usize];
+        let (Some((a, b)), Lane::Thread(t)) = (self.gap(i), self.lanes[n.lane as usize]) else {
+            return [0; 5];
+        };
+        let mut by = self.host.split(t, a, b);
+        by[HostCause::Python as usize] = 0;
+        by[HostCause::Other as usize] = 0;
+        by
     }
 
     /// What bound each node in the trace, and the usual latencies.
@@ -509,8 +586,8 @@ impl StepModel {
                         if node.cross == NONE { NONE } else { nodes[node.cross as usize].prev };
                     [node.prev, launch_prev, node.wait]
                 }
-                NodeKind::Sync => [node.prev, node.cross, NONE],
-                _ => [node.prev, NONE, NONE],
+                NodeKind::Sync => [node.prev, node.cross, node.wait],
+                _ => [node.prev, node.wait, NONE],
             }
         };
         for (i, node) in self.nodes.iter().enumerate() {

@@ -4,7 +4,7 @@
 //! they sum to it.
 
 use super::host::HostCause;
-use super::{Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
+use super::{BLOCKED_CALL, Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 
 /// What a stretch of the critical path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
@@ -23,6 +23,9 @@ pub enum PathPart {
     Sync,
     /// A GPU start waiting for another stream's work (inferred).
     Dependency,
+    /// A host thread waiting for another thread's call to end (inferred:
+    /// the loop thread in `backward()` while the autograd engine launches).
+    ThreadWait,
     /// Between consecutive work on one stream.
     StreamGap,
 }
@@ -77,6 +80,10 @@ impl StepModel {
                     nodes.push(i);
                     match n.kind {
                         NodeKind::Gpu => add(PathPart::Gpu(n.class), n.start, n.end),
+                        // A launch that ran long loaded GPU code lazily (§12: cpu_op).
+                        NodeKind::Launch if n.dur() >= BLOCKED_CALL => {
+                            add(PathPart::Host(HostCause::CpuOp), n.start, n.end)
+                        }
                         NodeKind::Launch => add(PathPart::Dispatch, n.start, n.end),
                         NodeKind::Mark => {}
                         NodeKind::Sync if n.bind == Bind::Wait => {
@@ -113,6 +120,10 @@ impl StepModel {
                         (_, Bind::Free) => {
                             self.host_before(n.lane, w0, n.start, &mut add);
                             break;
+                        }
+                        _ if n.wait != NONE => {
+                            add(PathPart::ThreadWait, self.nodes[n.wait as usize].end, n.start);
+                            At::End(n.wait)
                         }
                         _ if n.prev == NONE => {
                             self.host_before(n.lane, w0, n.start, &mut add);

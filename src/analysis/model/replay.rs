@@ -4,7 +4,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::host::{ByCause, HostCause};
-use super::{Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
+use super::{BLOCKED_CALL, Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 
 /// A change to the step: durations and gaps scaled or removed.
 #[derive(Debug, Clone)]
@@ -86,7 +86,14 @@ impl StepModel {
                 }
                 NodeKind::Launch => {
                     let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);
-                    s + scaled(node.dur(), change.launch_factor * by_node)
+                    // A launch that ran long loaded GPU code lazily: the
+                    // idle account's cpu_op, not dispatch.
+                    let own = if node.dur() >= BLOCKED_CALL {
+                        1.0 - change.host_removed[HostCause::CpuOp as usize]
+                    } else {
+                        change.launch_factor
+                    };
+                    s + scaled(node.dur(), own * by_node)
                 }
                 NodeKind::Mark => s,
                 NodeKind::Sync => {
@@ -114,6 +121,14 @@ impl StepModel {
             return node.start;
         }
         let p = node.prev as usize;
+        if node.wait != NONE {
+            // It went on when another thread's call ended; meanwhile it
+            // did its own work, which it still needs.
+            let x = node.wait as usize;
+            let own: i64 = self.own_work(i).iter().sum();
+            let own = own - self.removed_from_gap(i, change);
+            return (end[x] + node.start - self.nodes[x].end).max(end[p] + own);
+        }
         let gap = node.start - self.nodes[p].end;
         end[p] + gap - self.removed_from_gap(i, change)
     }
@@ -128,10 +143,12 @@ impl StepModel {
         }
         let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
         let mut removed = 0.0;
+        let waited = self.nodes[i as usize].wait != NONE;
         if b - a < LAUNCH_GAP {
             removed += (b - a) as f64 * (1.0 - change.launch_factor);
         } else if causes {
-            let by: ByCause = self.host.split(t, a, b);
+            // A gap spent waiting for another thread: only its own work.
+            let by: ByCause = if waited { self.own_work(i) } else { self.host.split(t, a, b) };
             for c in HostCause::ALL {
                 removed += by[c as usize] as f64 * change.host_removed[c as usize];
             }
@@ -145,7 +162,8 @@ impl StepModel {
                 .sum();
             removed += covered as f64 * (1.0 - change.cut_keep);
         }
-        (removed.round() as i64).min(b - a)
+        let cap = if waited { self.own_work(i).iter().sum() } else { b - a };
+        (removed.round() as i64).min(cap)
     }
 
     /// When GPU node `i` starts: the latest of what it waits for, each

@@ -167,9 +167,12 @@ impl StepModel {
                 removes_ns: 0,
             });
         }
-        let (dispatch, by) = self.host_time();
-        let calls: i64 =
-            self.nodes.iter().filter(|n| n.kind == NodeKind::Launch).map(|n| n.dur()).sum();
+        let (dispatch, mut by) = self.host_time();
+        let (mut calls, mut lazy) = (0, 0);
+        for n in self.nodes.iter().filter(|n| n.kind == NodeKind::Launch) {
+            if n.dur() >= super::BLOCKED_CALL { lazy += n.dur() } else { calls += n.dur() }
+        }
+        by[HostCause::CpuOp as usize] += lazy;
         let waits = self.nodes.iter().any(|n| n.kind == NodeKind::Sync && n.cross != NONE);
         for cause in IdleCause::ALL {
             let change = match cause {

@@ -223,3 +223,36 @@ proptest! {
         prop_assert!(s_gone >= s_half, "removing saved {s_gone} < halving {s_half}");
     }
 }
+
+/// The loop thread sits in `backward()` (no records) while another thread
+/// launches and runs ops, and goes on as that thread stops: it waited for
+/// it. Shortening the other thread's work moves the loop thread on; its own
+/// "Python" gap was waiting, not work, and removing Python saves only its
+/// real Python after.
+#[test]
+fn a_thread_that_waits_for_another_follows_it() {
+    let mut gpu = vec![kernel(7, ELT, 10, 5, 0)];
+    for k in 0..13 {
+        let at = 100 + k * 400;
+        let mut g = kernel(7, GEMM, at + 10, 5, at);
+        g.launch = Some((2, at * US, (at + 5) * US));
+        gpu.push(g);
+    }
+    gpu.push(kernel(7, ELT, 5010, 5, 5000));
+    let recs = vec![(2, 100 * US, 4990 * US, HostCause::CpuOp)];
+    let host = HostCauses::of(recs.into_iter(), true);
+    let m = model(gpu, vec![], (0, 6000), host);
+    check_null(&m);
+    assert_eq!(m.thread_waits, 1);
+    assert!(m.critical_path().parts.iter().any(|p| p.0 == PathPart::ThreadWait));
+    let mut no_ops = Change::default();
+    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    // Thread 2's calls come back to back (100 … 165 µs), the loop thread
+    // 95 µs after its last, and the step's end 995 µs after that.
+    assert_eq!(saved_us(&m, &no_ops), 6000 - (165 + 95 + 5 + 995));
+    // Without the 995 µs of Python at the end the step ends with its last
+    // kernel, at 5015 µs.
+    let mut no_python = Change::default();
+    no_python.host_removed[HostCause::Python as usize] = 1.0;
+    assert_eq!(saved_us(&m, &no_python), 6000 - 5015);
+}

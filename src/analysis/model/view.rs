@@ -17,6 +17,7 @@ impl PathPart {
             PathPart::Dispatch => "launch".into(),
             PathPart::Sync => "sync".into(),
             PathPart::Dependency => "dependency".into(),
+            PathPart::ThreadWait => "other thread".into(),
             PathPart::StreamGap => "stream gaps".into(),
         }
     }
@@ -26,7 +27,10 @@ impl PathPart {
         match self {
             PathPart::Gpu(_) => "gpu",
             PathPart::Host(_) | PathPart::Dispatch | PathPart::Sync => "host",
-            PathPart::Launch | PathPart::Dependency | PathPart::StreamGap => "wait",
+            PathPart::Launch
+            | PathPart::Dependency
+            | PathPart::ThreadWait
+            | PathPart::StreamGap => "wait",
         }
     }
 }
@@ -81,6 +85,7 @@ pub fn view(
         critical_path,
         scenarios,
         inferred_waits: m.inferred_waits as u64,
+        thread_waits: m.thread_waits as u64,
         notes,
     }
 }
