@@ -393,18 +393,10 @@ pub struct Analyzer {
     hi_ts: Option<i64>,
     /// A range arrived that could enclose work placed before it.
     ranges_late: bool,
-    /// What the placed aggregates were counted from, and whether to keep
-    /// adding to it (not while counting again from it).
+    /// What the placed aggregates were counted from.
     replay: Replay,
-    replaying: bool,
-    /// The pass left the placed aggregates uncounted, having met no phase
-    /// ranges yet: nearly every real trace has none, and their phases,
-    /// inferred at the end, mean counting everything again there anyway.
-    /// The end counts from `replay` whenever this is set.
-    counts_deferred: bool,
-    /// The pass is over: what is placed from now on (`finish`'s leftovers)
-    /// is counted at once.
-    pass_over: bool,
+    /// Where the analysis stands: what placing an event does.
+    stage: Stage,
 
     kernels: HashMap<u32, Agg>,
     kernels_by_phase: HashMap<(u16, u32), Agg>,
@@ -466,6 +458,28 @@ pub struct Analyzer {
     model_cache: HashMap<Box<[u8]>, Priced>,
     model_cache_bytes: usize,
     model_key: Vec<u8>,
+}
+
+/// Where the analysis stands, which decides what placing an event does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stage {
+    /// Reading the trace: events are placed, kept in [`Replay`] and
+    /// counted; `deferred`: the pass has met no phase ranges and leaves
+    /// the counting to the end (nearly every real trace has none, and
+    /// their phases, inferred at the end, mean counting everything again
+    /// there anyway).
+    Pass { deferred: bool },
+    /// The pass is over: what is placed from now on (`finish`'s leftovers)
+    /// is counted at once.
+    Ended,
+    /// Counting again from [`Replay`], which is not added to meanwhile.
+    Replaying,
+}
+
+impl Default for Stage {
+    fn default() -> Stage {
+        Stage::Pass { deferred: false }
+    }
 }
 
 /// Backward ops closer than this belong to the same backward pass.
@@ -663,12 +677,12 @@ impl Analyzer {
     }
 
     /// Whether the pass leaves the placed aggregates to the end (see
-    /// [`Analyzer::counts_deferred`]).
+    /// [`Stage::Pass`]).
     fn defer_count(&mut self) -> bool {
-        if self.replaying || self.pass_over || self.ranges.has_phase_ranges() {
+        if !matches!(self.stage, Stage::Pass { .. }) || self.ranges.has_phase_ranges() {
             return false;
         }
-        self.counts_deferred = true;
+        self.stage = Stage::Pass { deferred: true };
         true
     }
 
@@ -770,7 +784,7 @@ impl Analyzer {
     }
 
     fn count_call(&mut self, call: CallRec) {
-        if !self.replaying {
+        if self.stage != Stage::Replaying {
             self.replay.calls.push(call);
         }
         if self.defer_count() {
@@ -981,7 +995,7 @@ impl Analyzer {
     }
 
     fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
-        if !self.replaying {
+        if self.stage != Stage::Replaying {
             self.keep_for_replay(gpu, how);
         }
         if self.defer_count() {
@@ -1288,7 +1302,7 @@ impl Analyzer {
             c.graph_launches,
         ) = (0, 0, 0, 0, 0, 0, 0);
         let replay = std::mem::take(&mut self.replay);
-        self.replaying = true;
+        let stage = std::mem::replace(&mut self.stage, Stage::Replaying);
         for call in &replay.calls {
             self.count_call(*call);
         }
@@ -1306,7 +1320,7 @@ impl Analyzer {
             };
             self.count_gpu(gpu, how);
         }
-        self.replaying = false;
+        self.stage = stage;
         self.replay = replay;
     }
 }
@@ -1430,11 +1444,12 @@ pub fn analyze_read(
     // One pass: where the ranges the aggregates were placed by turn out
     // different at the end, or the pass left them uncounted, they are
     // counted (again) from what the pass kept.
-    analyzer.pass_over = true;
+    let deferred = analyzer.stage == Stage::Pass { deferred: true };
+    analyzer.stage = Stage::Ended;
     if let Some(inferred) = analyzer.inferred_ranges() {
         analyzer.phases_inferred = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
-    } else if analyzer.ranges_late || analyzer.counts_deferred {
+    } else if analyzer.ranges_late || deferred {
         let ranges = analyzer.ranges.clone();
         analyzer.count_again(ranges);
     }
@@ -1667,7 +1682,7 @@ mod tests {
             trace::read_source(&src, &mut a, &Default::default()).unwrap(),
             Document::Trace(_)
         ));
-        a.pass_over = true;
+        a.stage = Stage::Ended;
         let inferred = a.inferred_ranges().expect("no phase ranges: phases inferred");
         a.count_again(inferred);
         assert!(a.ops_stale);
