@@ -6,77 +6,100 @@
 
 use serde::{Deserialize, Deserializer, Serialize};
 
-/// The bottleneck verdict (docs/analysis.md §10), decided once when the
-/// profile is built (`analysis::verdict::decide`). Equal when their names
-/// are.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Verdict {
-    #[serde(rename = "memory-pressure")]
-    MemoryPressure,
-    #[serde(rename = "dataloader")]
-    Dataloader,
-    #[serde(rename = "compute")]
-    Compute,
-    /// The host-side verdicts, one per idle cause (docs/analysis.md §10,
-    /// §12). Before the idle account every one of them was `host / launch`.
-    #[serde(rename = "host / launch")]
-    HostLaunch,
-    #[serde(rename = "host / python")]
-    HostPython,
-    #[serde(rename = "host / sync")]
-    HostSync,
-    #[serde(rename = "host / cpu op")]
-    HostCpuOp,
-    #[serde(rename = "host / allocator")]
-    HostAllocator,
-    #[serde(rename = "gpu / dependency")]
-    Dependency,
-    /// A GPU idle for reasons the trace cannot show (no CPU side).
-    #[serde(rename = "idle / unexplained")]
-    IdleUnexplained,
-    #[serde(rename = "communication")]
-    Communication,
-    #[serde(rename = "nms / postprocess")]
-    NmsPostprocess,
-    #[serde(rename = "preprocess")]
-    Preprocess,
-    /// Repeat trials that disagree.
-    #[serde(rename = "mixed")]
-    Mixed,
-    /// A verdict another writer named, kept as written; empty when the
-    /// file has none.
-    #[serde(untagged)]
-    Named(String),
+/// A named value as `profile.json` holds it: each variant with its one
+/// string (serde's name, `as_str`, `ALL` in order, all from one list), and
+/// `Named` for a name another writer used, kept as written. Compared,
+/// hashed and ordered by name, as the strings were.
+macro_rules! named_values {
+    ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
+        $(#[$meta])*
+        #[derive(Debug, Clone, Serialize, Deserialize)]
+        pub enum $name {
+            $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
+            /// A name another writer used, kept as written (empty: none).
+            #[serde(untagged)]
+            Named(String),
+        }
+
+        impl $name {
+            /// Every value we decide, in order.
+            pub const ALL: [$name; [$($text),+].len()] = [$($name::$variant),+];
+
+            /// The name in JSON and text.
+            pub fn as_str(&self) -> &str {
+                match self {
+                    $($name::$variant => $text,)+
+                    $name::Named(s) => s,
+                }
+            }
+        }
+
+        impl Default for $name {
+            fn default() -> $name {
+                $name::Named(String::new())
+            }
+        }
+
+        impl PartialEq for $name {
+            fn eq(&self, other: &$name) -> bool {
+                self.as_str() == other.as_str()
+            }
+        }
+
+        impl Eq for $name {}
+
+        impl std::hash::Hash for $name {
+            fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
+                self.as_str().hash(h);
+            }
+        }
+
+        impl PartialOrd for $name {
+            fn partial_cmp(&self, other: &$name) -> Option<std::cmp::Ordering> {
+                Some(self.cmp(other))
+            }
+        }
+
+        impl Ord for $name {
+            fn cmp(&self, other: &$name) -> std::cmp::Ordering {
+                self.as_str().cmp(other.as_str())
+            }
+        }
+
+        impl std::fmt::Display for $name {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.pad(self.as_str())
+            }
+        }
+    };
 }
 
-impl Default for Verdict {
-    fn default() -> Verdict {
-        Verdict::Named(String::new())
+named_values! {
+    /// The bottleneck verdict (docs/analysis.md §10), decided once when the
+    /// profile is built (`analysis::verdict::decide`).
+    Verdict {
+        MemoryPressure = "memory-pressure",
+        Dataloader = "dataloader",
+        Compute = "compute",
+        /// The host-side verdicts, one per idle cause (docs/analysis.md §10,
+        /// §12). Before the idle account every one of them was `host / launch`.
+        HostLaunch = "host / launch",
+        HostPython = "host / python",
+        HostSync = "host / sync",
+        HostCpuOp = "host / cpu op",
+        HostAllocator = "host / allocator",
+        Dependency = "gpu / dependency",
+        /// A GPU idle for reasons the trace cannot show (no CPU side).
+        IdleUnexplained = "idle / unexplained",
+        Communication = "communication",
+        NmsPostprocess = "nms / postprocess",
+        Preprocess = "preprocess",
+        /// Repeat trials that disagree.
+        Mixed = "mixed",
     }
 }
 
 impl Verdict {
-    /// The name in JSON and text.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Verdict::MemoryPressure => "memory-pressure",
-            Verdict::Dataloader => "dataloader",
-            Verdict::Compute => "compute",
-            Verdict::HostLaunch => "host / launch",
-            Verdict::HostPython => "host / python",
-            Verdict::HostSync => "host / sync",
-            Verdict::HostCpuOp => "host / cpu op",
-            Verdict::HostAllocator => "host / allocator",
-            Verdict::Dependency => "gpu / dependency",
-            Verdict::IdleUnexplained => "idle / unexplained",
-            Verdict::Communication => "communication",
-            Verdict::NmsPostprocess => "nms / postprocess",
-            Verdict::Preprocess => "preprocess",
-            Verdict::Mixed => "mixed",
-            Verdict::Named(s) => s,
-        }
-    }
-
     /// One of the host-side verdicts (the GPU waits on the host).
     pub fn is_host(&self) -> bool {
         matches!(
@@ -87,20 +110,6 @@ impl Verdict {
                 | Verdict::HostCpuOp
                 | Verdict::HostAllocator
         )
-    }
-}
-
-impl PartialEq for Verdict {
-    fn eq(&self, other: &Verdict) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Verdict {}
-
-impl std::fmt::Display for Verdict {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
     }
 }
 
@@ -142,98 +151,25 @@ pub fn mode_or_none<'de, D: Deserializer<'de>>(d: D) -> Result<Option<Mode>, D::
     Ok(Option::<String>::deserialize(d)?.as_deref().and_then(Mode::parse))
 }
 
-/// A kernel's category (docs/analysis.md §7; the patterns are in
-/// `analysis::kernels`). Compared, hashed and ordered by name, as the
-/// strings were (ties in the kernel mix sort by name).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub enum Category {
-    #[serde(rename = "communication")]
-    Communication,
-    #[serde(rename = "attention")]
-    Attention,
-    #[serde(rename = "gemm / conv")]
-    GemmConv,
-    #[serde(rename = "reduction / norm")]
-    ReductionNorm,
-    #[serde(rename = "layout / copy")]
-    LayoutCopy,
-    #[serde(rename = "elementwise")]
-    Elementwise,
-    #[serde(rename = "other")]
-    Other,
-    /// A category another writer named, kept as written.
-    #[serde(untagged)]
-    Named(String),
-}
-
-impl Default for Category {
-    fn default() -> Category {
-        Category::Named(String::new())
+named_values! {
+    /// A kernel's category (docs/analysis.md §7; the patterns are in
+    /// `analysis::kernels`), in the order the kernel mix lists them when
+    /// tied.
+    Category {
+        Communication = "communication",
+        Attention = "attention",
+        GemmConv = "gemm / conv",
+        ReductionNorm = "reduction / norm",
+        LayoutCopy = "layout / copy",
+        Elementwise = "elementwise",
+        Other = "other",
     }
 }
 
 impl Category {
-    /// Every category we classify into, in the order the kernel mix lists
-    /// them when tied.
-    pub const ALL: [Category; 7] = [
-        Category::Communication,
-        Category::Attention,
-        Category::GemmConv,
-        Category::ReductionNorm,
-        Category::LayoutCopy,
-        Category::Elementwise,
-        Category::Other,
-    ];
-
-    /// The name in JSON and text.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Category::Communication => "communication",
-            Category::Attention => "attention",
-            Category::GemmConv => "gemm / conv",
-            Category::ReductionNorm => "reduction / norm",
-            Category::LayoutCopy => "layout / copy",
-            Category::Elementwise => "elementwise",
-            Category::Other => "other",
-            Category::Named(s) => s,
-        }
-    }
-
     /// The position in [`Category::ALL`]; `None` for another writer's.
     pub fn index(&self) -> Option<usize> {
         Category::ALL.iter().position(|c| c == self)
-    }
-}
-
-impl PartialEq for Category {
-    fn eq(&self, other: &Category) -> bool {
-        self.as_str() == other.as_str()
-    }
-}
-
-impl Eq for Category {}
-
-impl std::hash::Hash for Category {
-    fn hash<H: std::hash::Hasher>(&self, h: &mut H) {
-        self.as_str().hash(h);
-    }
-}
-
-impl PartialOrd for Category {
-    fn partial_cmp(&self, other: &Category) -> Option<std::cmp::Ordering> {
-        Some(self.cmp(other))
-    }
-}
-
-impl Ord for Category {
-    fn cmp(&self, other: &Category) -> std::cmp::Ordering {
-        self.as_str().cmp(other.as_str())
-    }
-}
-
-impl std::fmt::Display for Category {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(self.as_str())
     }
 }
 
