@@ -153,3 +153,45 @@ fn on_a_host_bound_trace_the_host_is_the_lever() {
         .sum();
     assert!(gpu_saved < 0.2 * gpu_busy, "{gpu_saved} of {gpu_busy} ms busy");
 }
+
+/// A rank set's what-if: the rank the others wait for (rank 7 of the DLRM
+/// job) arrives with the last of them instead. Each other rank's wait
+/// shrinks, at every collective rank 7 was last at, by its lead over the
+/// second-to-last arrival (`collectives --json`, another code path); that
+/// is the work taken away, re-timing saves no more, rank 7 itself is
+/// unchanged, and the job's step is the slowest rank's.
+#[test]
+fn a_straggler_s_lateness_removed_from_a_rank_set() {
+    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+    let d = dir.to_str().unwrap();
+    let c = json(&["collectives", d]);
+    let mut lead = 0.0;
+    for m in c["collectives"].as_array().unwrap() {
+        if m["last_rank"] != 7 {
+            continue;
+        }
+        let mut arrivals: Vec<f64> =
+            m["ranks"].as_array().unwrap().iter().map(|r| f(&r["arrival_us"])).collect();
+        arrivals.sort_by(f64::total_cmp);
+        lead += arrivals[arrivals.len() - 1] - arrivals[arrivals.len() - 2];
+    }
+    let w = json(&["what-if", d, "--straggler"]);
+    assert_eq!(w["straggler"], 7);
+    let mut projected: f64 = 0.0;
+    for r in w["ranks"].as_array().unwrap() {
+        let (removes, saved) = (f(&r["removes_ms_per_step"]), f(&r["saved_ms_per_step"]));
+        if r["rank"] == 7 {
+            assert_eq!((removes, saved), (0.0, 0.0), "{r}");
+        } else {
+            assert!((removes - lead / 1000.0).abs() <= 0.002, "{r} vs {lead} µs");
+            assert!(saved <= removes + 0.001, "{r}");
+        }
+        projected = projected.max(f(&r["projected_ms"]));
+    }
+    assert!((f(&w["job_step_ms"]["projected"]) - projected).abs() < 0.001, "{w}");
+    assert!(f(&w["job_step_ms"]["projected"]) < f(&w["job_step_ms"]["now"]), "{w}");
+    // Nobody waits for rank 1; one trace takes no --straggler.
+    let r = common::run(&["profile", "what-if", d, "--straggler", "1"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("arrives last at no matched collective"), "{}", r.stderr);
+}

@@ -394,6 +394,12 @@ pub struct WhatIfArgs {
     /// that recorded shapes, on a device in the peak table): an upper bound
     #[arg(long, value_name = "CATEGORY")]
     pub at_roofline: Option<String>,
+    /// On a rank set: RANK's lateness at the collectives removed (default: the rank the others
+    /// wait for), each rank re-timed on its step model
+    #[arg(long, value_name = "RANK", num_args = 0..=1)]
+    pub straggler: Option<Option<u32>>,
+    #[command(flatten)]
+    pub set: RankSetArgs,
     #[arg(long)]
     pub json: bool,
 }

@@ -171,22 +171,27 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         Ok(loaded)
     };
     let load = |path: &Path| load_with(path, false).map(|l| l.input);
-    // A distributed job's ranks, the set's warnings and notes said.
-    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| -> Result<ranks::RankSet> {
+    // A distributed job's ranks (and their step models), the set's
+    // warnings and notes said.
+    let rank_set_with = |files: &[std::path::PathBuf], set: &RankSetArgs, keep_models: bool| {
         let opts = ranks::Options {
             select: set.ranks.as_deref().map(ranks::parse_selection).transpose()?,
             strict: set.strict,
             done: None,
             read: read.clone(),
+            keep_models,
         };
-        let set = ranks::load(files, &opts)?;
+        let (set, models) = ranks::load_with_models(files, &opts)?;
         for w in &set.warnings {
             say(&format!("warning: {w}"));
         }
         for n in &set.notes {
             say(&format!("note: {n}"));
         }
-        Ok(set)
+        Ok::<_, Error>((set, models))
+    };
+    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| {
+        rank_set_with(files, set, false).map(|(set, _)| set)
     };
     let job = |files: &[std::path::PathBuf], set: &RankSetArgs| {
         rank_set(files, set).map(|s| lens::job::job(&s))
@@ -397,6 +402,30 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 remove_idle: a.remove_idle,
                 at_roofline: a.at_roofline.clone(),
             };
+            if let Some(files) = ranks::rank_files(std::slice::from_ref(&a.trace))? {
+                if request != Request::default() || a.all {
+                    return Err(Error::usage(
+                        "on a rank set, what-if takes --straggler [RANK] (one rank's lateness removed); the other changes are one trace's",
+                    ));
+                }
+                let (set, models) = rank_set_with(&files, &a.set, true)?;
+                let matched = lens::collectives::of_ranks(&set);
+                let rank = match a.straggler.flatten() {
+                    Some(r) => r,
+                    None => lens::job::job_of(&set, &matched).critical_rank.ok_or_else(|| {
+                        Error::usage(
+                            "no rank is waited for in this job: name one with --straggler RANK",
+                        )
+                    })?,
+                };
+                let w = lens::whatif::straggler_removed(&set, &models, &matched, rank)?;
+                return Ok(if a.json { render::json(&w)? } else { text::job_what_if(&w) });
+            }
+            if a.straggler.is_some() {
+                return Err(Error::usage(
+                    "--straggler is for a rank set: give several rank traces or a folder of them",
+                ));
+            }
             if a.all {
                 if request != Request::default() {
                     return Err(Error::usage("--all lists the standard changes: give it alone"));

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use super::{LoadOptions, Loaded, json_files_in, load as load_one};
+use crate::analysis::model::StepModel;
 use crate::error::{Error, Result};
 pub use crate::profile::ranks::{Rank, RankSet};
 use crate::trace::ReadOptions;
@@ -55,6 +56,8 @@ pub struct Options<'a> {
     /// How the ranks are read: their threads are the job's budget, shared
     /// between the ranks read side by side.
     pub read: ReadOptions,
+    /// Keep each rank trace's step model ([`load_with_models`]).
+    pub keep_models: bool,
 }
 
 /// Parses a rank selection: `0-3,7` → [0, 1, 2, 3, 7] (exit 2 on a bad one).
@@ -75,6 +78,15 @@ fn cheap_rank(path: &Path) -> Option<u32> {
 /// real one cannot be guessed), missing ranks are noted; ranks that
 /// disagree on the world size are from different jobs and refused.
 pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
+    load_with_models(files, opts).map(|(set, _)| set)
+}
+
+/// [`load`], with each rank's step model (in the set's rank order) when
+/// [`Options::keep_models`] and the rank is a trace.
+pub fn load_with_models(
+    files: &[PathBuf],
+    opts: &Options<'_>,
+) -> Result<(RankSet, Vec<Option<StepModel>>)> {
     // Ranks not selected are not read, when the header or name tells.
     let files: Vec<PathBuf> = match &opts.select {
         Some(sel) => files
@@ -100,7 +112,9 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
                     let i = next.fetch_add(1, Ordering::Relaxed);
                     let Some(path) = files.get(i) else { break };
                     let read = opts.read.with_threads(share, opts.read.block);
-                    let r = load_one(path, LoadOptions { read, ..LoadOptions::default() });
+                    let keep_model = opts.keep_models;
+                    let r =
+                        load_one(path, LoadOptions { read, keep_model, ..LoadOptions::default() });
                     if let Ok(mut slots) = slots.lock() {
                         slots[i] = Some(r);
                     }
@@ -116,7 +130,7 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
     let mut world_size = None;
     let mut unread = Vec::new();
     for (path, r) in files.iter().zip(loaded) {
-        let Loaded { input, .. } = match r
+        let Loaded { input, model, .. } = match r
             .unwrap_or_else(|| Err(Error::failed(format!("{} was not read", path.display()))))
         {
             Ok(x) => x,
@@ -145,14 +159,14 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
             )));
         }
         world_size = world_size.or(dist.world_size);
-        if let Some(other) = ranks.iter().find(|r: &&Rank| r.rank == rank) {
+        if let Some((other, _)) = ranks.iter().find(|r: &&(Rank, _)| r.0.rank == rank) {
             return Err(Error::failed(format!(
                 "rank {rank} twice: {} and {}; give one trace per rank",
                 other.input.path.display(),
                 path.display()
             )));
         }
-        ranks.push(Rank { rank, input });
+        ranks.push((Rank { rank, input }, model));
     }
     if ranks.is_empty() {
         return Err(match (&opts.select, unread.into_iter().next()) {
@@ -165,7 +179,8 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
         .iter()
         .map(|e| format!("rank left out: {e} (--strict makes this an error)"))
         .collect();
-    ranks.sort_by_key(|r| r.rank);
+    ranks.sort_by_key(|r| r.0.rank);
+    let (ranks, models): (Vec<Rank>, Vec<Option<StepModel>>) = ranks.into_iter().unzip();
     let expected = world_size.unwrap_or_else(|| ranks.last().map_or(0, |r| r.rank + 1));
     let missing: Vec<String> = (0..expected)
         .filter(|k| opts.select.as_ref().is_none_or(|sel| sel.contains(k)))
@@ -179,7 +194,7 @@ pub fn load(files: &[PathBuf], opts: &Options<'_>) -> Result<RankSet> {
             ranks.len()
         ));
     }
-    Ok(RankSet { ranks, world_size, notes, warnings })
+    Ok((RankSet { ranks, world_size, notes, warnings }, models))
 }
 
 #[cfg(test)]

@@ -490,6 +490,138 @@ fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
     }
 }
 
+/// A rank set's what-if: one rank's lateness at the collectives removed.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobWhatIf {
+    /// The late rank whose lateness goes.
+    pub straggler: u32,
+    pub what: String,
+    /// The collectives it arrived last at.
+    pub collectives: usize,
+    /// Each rank's step now and re-timed on its own step model.
+    pub ranks: Vec<RankProjection>,
+    /// The job's step: the slowest rank's.
+    pub job_step_ms: NowProjected,
+    pub change_pct: Option<f64>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+    pub caveat: String,
+}
+
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct RankProjection {
+    pub rank: u32,
+    pub step_ms: f64,
+    /// What its waits for the straggler were, per step (the work taken
+    /// away), and what re-timing saves.
+    pub removes_ms_per_step: f64,
+    pub saved_ms_per_step: f64,
+    pub projected_ms: f64,
+}
+
+/// Said of the job's what-if.
+pub const JOB_CAVEAT: &str = "each rank re-timed on its own step model (docs/analysis.md §14) with its waits for the straggler gone at the collectives it arrived last at; a rank that then runs earlier is not re-synchronised with the others at later collectives, and only a second measurement proves the change";
+
+/// `rank`'s lateness removed: at each collective it arrived last at, the
+/// others' kernels no longer wait for it (they end as if it had arrived
+/// with the last of them), each rank re-timed on its own step model; the
+/// job's step is the slowest rank's. `models` in the set's rank order.
+pub fn straggler_removed(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    matched: &crate::lens::collectives::Collectives,
+    rank: u32,
+) -> Result<JobWhatIf> {
+    if !set.ranks.iter().any(|r| r.rank == rank) {
+        return Err(Error::usage(format!("--straggler {rank}: no such rank in the set")));
+    }
+    // Per rank (its position), ns off each of its collective calls (index).
+    let mut cut: Vec<HashMap<usize, i64>> = vec![HashMap::default(); set.ranks.len()];
+    let mut count = 0;
+    for m in &matched.collectives {
+        if m.last_rank != Some(rank) || m.ranks.len() < 2 {
+            continue;
+        }
+        count += 1;
+        let latest = m.ranks.iter().map(|r| r.arrival_us).fold(f64::MIN, f64::max);
+        let without = m
+            .ranks
+            .iter()
+            .filter(|r| r.rank != rank)
+            .map(|r| r.arrival_us)
+            .fold(f64::MIN, f64::max);
+        for r in m.ranks.iter().filter(|r| r.rank != rank) {
+            let pos = set.ranks.iter().position(|x| x.rank == r.rank).expect("a rank of the set");
+            let wait = (latest - without.max(r.arrival_us)).max(0.0);
+            cut[pos].insert(r.call, (wait * 1e3).round() as i64);
+        }
+    }
+    if count == 0 {
+        return Err(Error::usage(format!(
+            "rank {rank} arrives last at no matched collective: nobody waits for it (`collectives DIR` lists who does)"
+        )));
+    }
+    let mut rows = Vec::new();
+    let mut notes = Vec::new();
+    for (pos, r) in set.ranks.iter().enumerate() {
+        let p = &r.input.profile;
+        let (mut removes, mut saved) = (0.0, 0.0);
+        match models.get(pos).and_then(Option::as_ref) {
+            Some(model) if !cut[pos].is_empty() => {
+                // The rank's communication kernels in its model, by time.
+                let at: HashMap<(i64, i64), u32> = model
+                    .nodes
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, n)| n.kind == NodeKind::Gpu && n.class == 0)
+                    .map(|(i, n)| ((n.start, n.end), i as u32))
+                    .collect();
+                let mut change = Change::default();
+                for (&call, &ns) in &cut[pos] {
+                    let Some(c) = p.collectives.get(call) else { continue };
+                    let Some(&i) = at.get(&(c.start_ns, c.start_ns + c.dur_ns)) else { continue };
+                    let dur = c.dur_ns.max(1);
+                    change.node_factor.push((i, (dur - ns.min(dur)) as f64 / dur as f64));
+                }
+                change.node_factor.sort_unstable_by_key(|x| x.0);
+                let replayed = model.replay(&change);
+                let per_step = |ns: i64| ns as f64 / 1e6 / model.n_steps.max(1) as f64;
+                removes = per_step(model.removed_by(&change, &replayed));
+                saved = per_step((model.end() - model.window.0 - replayed.span).max(0));
+            }
+            None if !cut[pos].is_empty() => {
+                notes.push(format!(
+                    "rank {}: no trace to re-time (a profile): left as it is",
+                    r.rank
+                ));
+            }
+            _ => {}
+        }
+        let step = p.figures.step_ms;
+        rows.push(RankProjection {
+            rank: r.rank,
+            step_ms: step,
+            removes_ms_per_step: round(removes, 3),
+            saved_ms_per_step: round(saved, 3),
+            projected_ms: round((step - saved).max(0.0), 3),
+        });
+    }
+    let now = rows.iter().map(|r| r.step_ms).fold(0.0, f64::max);
+    let projected = rows.iter().map(|r| r.projected_ms).fold(0.0, f64::max);
+    Ok(JobWhatIf {
+        straggler: rank,
+        what: format!(
+            "rank {rank}'s lateness removed: the others no longer wait for it at the {count} collectives it arrived last at"
+        ),
+        collectives: count,
+        ranks: rows,
+        job_step_ms: NowProjected { now: Some(now), projected: Some(round(projected, 3)) },
+        change_pct: (now > 0.0).then(|| round((projected - now) / now * 100.0, 1)),
+        notes,
+        caveat: JOB_CAVEAT.into(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,7 +16,7 @@ use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
-use crate::lens::whatif::{Model, WhatIf, WhatIfAll};
+use crate::lens::whatif::{JobWhatIf, Model, WhatIf, WhatIfAll};
 use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, Mode, RooflineBound};
 
 /// `12.3456` → "12.35"; integers print without decimals.
@@ -709,6 +709,39 @@ pub fn what_if(w: &WhatIf) -> String {
         let c = if now > 0.0 { Some((p - now) / now * 100.0) } else { None };
         let _ = writeln!(o, "  img/s  {} -> ~{}{}", num(now, 2), num(p, 1), change(c));
     }
+    for n in &w.notes {
+        let _ = writeln!(o, "  note: {n}");
+    }
+    let _ = writeln!(o, "  ({})", w.caveat);
+    o
+}
+
+/// A rank set's what-if: each rank re-timed, the job's step.
+pub fn job_what_if(w: &JobWhatIf) -> String {
+    let mut o = format!("what-if --straggler {}: {}\n", w.straggler, w.what);
+    let _ = writeln!(
+        o,
+        "  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}",
+        "rank", "step ms", "takes ms", "saves ms", "~ms"
+    );
+    for r in &w.ranks {
+        let _ = writeln!(
+            o,
+            "  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}",
+            r.rank,
+            num(r.step_ms, 3),
+            num(r.removes_ms_per_step, 3),
+            num(r.saved_ms_per_step, 3),
+            num(r.projected_ms, 3)
+        );
+    }
+    let _ = writeln!(
+        o,
+        "  job step (the slowest rank's)  {} -> ~{} ms{}",
+        opt(w.job_step_ms.now, 2),
+        opt(w.job_step_ms.projected, 2),
+        change(w.change_pct)
+    );
     for n in &w.notes {
         let _ = writeln!(o, "  note: {n}");
     }
