@@ -190,6 +190,29 @@ fn a_straggler_s_lateness_removed_from_a_rank_set() {
     }
     assert!((f(&w["job_step_ms"]["projected"]) - projected).abs() < 0.001, "{w}");
     assert!(f(&w["job_step_ms"]["projected"]) < f(&w["job_step_ms"]["now"]), "{w}");
+    // The path through the ranks: the slowest rank's own path, and its
+    // longest wait at a collective, for the rank that came last there.
+    let job = json(&["summary", d]);
+    let slowest = job["ranks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .max_by(|a, b| f(&a["step_ms"]).total_cmp(&f(&b["step_ms"])))
+        .unwrap()["rank"]
+        .clone();
+    let path = &job["path"];
+    assert_eq!(path["rank"], slowest, "{path}");
+    let (mut longest, mut for_rank) = (0.0, Value::Null);
+    for m in c["collectives"].as_array().unwrap() {
+        for r in m["ranks"].as_array().unwrap() {
+            if r["rank"] == slowest && m["last_rank"] != slowest && f(&r["wait_us"]) > longest {
+                (longest, for_rank) = (f(&r["wait_us"]), m["last_rank"].clone());
+            }
+        }
+    }
+    assert!((f(&path["waits_at"]["wait_ms"]) - longest / 1000.0).abs() < 0.001, "{path}");
+    assert_eq!(path["waits_at"]["for_rank"], for_rank);
+    assert!(!path["waits_at"]["for_parts"].as_array().unwrap().is_empty());
     // Nobody waits for rank 1; one trace takes no --straggler.
     let r = common::run(&["profile", "what-if", d, "--straggler", "1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);

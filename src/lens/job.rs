@@ -19,7 +19,7 @@ use serde::Serialize;
 
 use crate::lens::collectives::{self, Collectives};
 use crate::profile::ranks::RankSet;
-use crate::profile::{Category, CollectiveCall, LeadKind, Profile, Verdict};
+use crate::profile::{Category, CollectiveCall, LeadKind, PathShare, Profile, Verdict};
 use crate::util::{median, round};
 
 /// A rank that makes the others wait this share of the step, per step, is
@@ -62,8 +62,77 @@ pub struct Job {
     pub straggler_threshold_ms: f64,
     /// Ordered by the wait they cause (or their compute excess).
     pub stragglers: Vec<Straggler>,
+    /// The critical path through the ranks: the slowest rank's, and the
+    /// rank it waits for longest at a collective (docs/analysis.md §14).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub path: Option<JobPath>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// Where the job's step goes: the rank whose step is the job's, its
+/// critical path's largest parts (its step model), and the collective it
+/// waits at longest, for whom, with that rank's own largest parts.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct JobPath {
+    pub rank: u32,
+    pub parts: Vec<PathShare>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_at: Option<PathWait>,
+}
+
+/// The collective the slowest rank waits at longest.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PathWait {
+    pub collective: String,
+    pub group: String,
+    /// Its position in its group.
+    pub seq: usize,
+    /// The rank it waits for (the last to arrive) and that rank's own
+    /// critical path's largest parts.
+    pub for_rank: u32,
+    pub wait_ms: f64,
+    pub for_parts: Vec<PathShare>,
+}
+
+/// Parts of a path shown.
+const PATH_PARTS: usize = 3;
+
+/// The job's path: the slowest rank's critical path and its longest wait.
+fn job_path(set: &RankSet, matched: &Collectives, ranks: &[RankRow]) -> Option<JobPath> {
+    let slowest =
+        ranks.iter().max_by(|a, b| a.step_ms.total_cmp(&b.step_ms).then(b.rank.cmp(&a.rank)))?.rank;
+    let parts_of = |rank: u32| -> Vec<PathShare> {
+        set.ranks
+            .iter()
+            .find(|r| r.rank == rank)
+            .and_then(|r| r.input.profile.step_model.as_ref())
+            .map(|m| m.critical_path.iter().take(PATH_PARTS).cloned().collect())
+            .unwrap_or_default()
+    };
+    let parts = parts_of(slowest);
+    if parts.is_empty() {
+        return None;
+    }
+    let waits_at = matched
+        .collectives
+        .iter()
+        .filter_map(|m| {
+            let at = m.ranks.iter().find(|r| r.rank == slowest)?;
+            let last = m.last_rank.filter(|&l| l != slowest && at.wait_us > 0.0)?;
+            Some((m, last, at.wait_us))
+        })
+        .max_by(|a, b| a.2.total_cmp(&b.2))
+        .filter(|_| matched.waits_meaningful)
+        .map(|(m, last, wait)| PathWait {
+            collective: m.collective.clone(),
+            group: m.group.clone(),
+            seq: m.seq,
+            for_rank: last,
+            wait_ms: round(wait / 1e3, 3),
+            for_parts: parts_of(last),
+        });
+    Some(JobPath { rank: slowest, parts, waits_at })
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
@@ -409,6 +478,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
         let critical = stragglers.first().map(|s| s.rank).or(longest);
         (StragglerRule::Compute, threshold, stragglers, critical)
     };
+    let path = job_path(set, matched, &ranks);
     Job {
         world_size: set.world_size,
         step_ms: round(step_ms, 3),
@@ -418,6 +488,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
         straggler_rule: rule,
         straggler_threshold_ms: round(threshold, 3),
         stragglers,
+        path,
         notes,
     }
 }

@@ -867,6 +867,26 @@ pub fn job(j: &Job) -> String {
         slowest(j),
         pct(j.gpu_util)
     );
+    if let Some(p) = &j.path {
+        let _ =
+            writeln!(o, "path     rank {}'s step, the job's: {}", p.rank, path_line(&p.parts, 3));
+        if let Some(w) = &p.waits_at {
+            let _ = writeln!(
+                o,
+                "         its longest wait: {} ms at {} #{} ({}) for rank {}{}",
+                num(w.wait_ms, 3),
+                w.collective,
+                w.seq,
+                w.group,
+                w.for_rank,
+                if w.for_parts.is_empty() {
+                    String::new()
+                } else {
+                    format!(", whose path: {}", path_line(&w.for_parts, 3))
+                }
+            );
+        }
+    }
     let _ = writeln!(
         o,
         "per step, ms (waited: at collectives for later ranks; caused: the others' waits for it):"
