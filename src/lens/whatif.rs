@@ -77,6 +77,10 @@ pub struct WhatIf {
     /// The work it takes away and the step time it saves, per step.
     pub removes_ms_per_step: f64,
     pub saved_ms_per_step: f64,
+    /// Where the model inferred waits (on other streams, of one thread on
+    /// another): the saving with none of them, as a bound beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_without_inferred_ms: Option<f64>,
     pub step_ms: NowProjected,
     pub img_per_s: NowProjected,
     pub change_pct: Option<f64>,
@@ -143,7 +147,17 @@ pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<Wh
     let per_step = |ns: i64| ns as f64 / 1e6 / steps;
     let saved = (m.end() - m.window.0 - replayed.span).max(0);
     let removes = m.removed_by(&change, &replayed);
-    Ok(projection(p, Model::StepModel, scenario, what, per_step(removes), per_step(saved), notes))
+    let mut w =
+        projection(p, Model::StepModel, scenario, what, per_step(removes), per_step(saved), notes);
+    // The inferred waits may be wrong either way: the same change with
+    // none of them bounds what the inference decides.
+    if m.inferred_waits + m.thread_waits > 0 {
+        let plain = Change { dependencies: false, thread_waits: false, ..change };
+        let base = Change { dependencies: false, thread_waits: false, ..Change::default() };
+        let bound = (m.replay(&base).span - m.replay(&plain).span).max(0);
+        w.saved_without_inferred_ms = Some(round(per_step(bound), 3));
+    }
+    Ok(w)
 }
 
 /// A standard what-if the profile keeps.
@@ -469,6 +483,7 @@ fn projection(
         model,
         removes_ms_per_step: round(removes_ms, 3),
         saved_ms_per_step: round(saved_ms, 3),
+        saved_without_inferred_ms: None,
         step_ms: NowProjected { now: Some(step), projected: Some(projected) },
         change_pct: (step > 0.0).then(|| round((projected - step) / step * 100.0, 1)),
         img_per_s: NowProjected {

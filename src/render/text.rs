@@ -692,9 +692,12 @@ pub fn what_if(w: &WhatIf) -> String {
         Model::StepModel => "re-timed on the trace's step model",
         Model::Stored => "the profile's own what-if (re-timed on its step model when it was made)",
     };
+    let bound = w.saved_without_inferred_ms.map_or(String::new(), |b| {
+        format!(" ({} ms without the waits the model inferred)", num(b, 3))
+    });
     let _ = writeln!(
         o,
-        "  takes away {} ms of work per step; saves {} ms ({source})",
+        "  takes away {} ms of work per step; saves {} ms{bound} ({source})",
         num(w.removes_ms_per_step, 3),
         num(w.saved_ms_per_step, 3)
     );

@@ -28,6 +28,9 @@ pub struct Change {
     pub sync_waits: bool,
     /// Inferred waits on other streams hold (false: dropped).
     pub dependencies: bool,
+    /// Inferred waits of one host thread on another hold (false: the gap
+    /// is the thread's own host time, as if it had waited for nothing).
+    pub thread_waits: bool,
 }
 
 impl Default for Change {
@@ -42,6 +45,7 @@ impl Default for Change {
             launch_factor: 1.0,
             sync_waits: true,
             dependencies: true,
+            thread_waits: true,
         }
     }
 }
@@ -121,7 +125,7 @@ impl StepModel {
             return node.start;
         }
         let p = node.prev as usize;
-        if node.wait != NONE {
+        if node.wait != NONE && change.thread_waits {
             // It went on when another thread's call ended; meanwhile it
             // did its own work, which it still needs.
             let x = node.wait as usize;
@@ -143,7 +147,7 @@ impl StepModel {
         }
         let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
         let mut removed = 0.0;
-        let waited = self.nodes[i as usize].wait != NONE;
+        let waited = self.nodes[i as usize].wait != NONE && change.thread_waits;
         if b - a < LAUNCH_GAP {
             removed += (b - a) as f64 * (1.0 - change.launch_factor);
         } else if causes {
