@@ -207,8 +207,11 @@ fn efficiency_sort_and_compute_levers() {
         }
     }
     let s = json(&["summary", p]);
-    assert_eq!(s["bound"], "compute");
+    // A third of the window is work queued before it (app/tests/health.rs):
+    // no verdict; the levers follow what the window as recorded reads.
+    assert_eq!(s["bound"], "cannot tell");
     let why = s["bound_why"].as_str().unwrap();
+    assert!(why.contains("As recorded, the window reads COMPUTE"), "{why}");
     let far: Vec<&Value> = s["efficiency"]["least_efficient"]
         .as_array()
         .unwrap()

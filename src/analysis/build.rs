@@ -6,6 +6,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
+use super::cpulog::HostKind;
 use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
@@ -14,9 +15,9 @@ use super::verdict::{self, Evidence, model_sentence};
 use super::{Agg, Analyzer, KernelSpan};
 use crate::error::{Error, Result};
 use crate::profile::{
-    Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, IdleAccount, KernelRow,
-    Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile, RunConfig, SCHEMA_ID, StepTime,
-    StreamRow, Verdict, Window, metrics,
+    Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, HealthCheck, HealthRow,
+    IdleAccount, KernelRow, Measurements, Mode, OpRow, PhaseGpuRow, PhaseRow, Profile, RunConfig,
+    SCHEMA_ID, Severity, StepTime, StreamRow, Verdict, Window, metrics,
 };
 use crate::trace::TraceInfo;
 use crate::util::round;
@@ -128,13 +129,23 @@ pub(super) fn build(
                 Some(round(win.per_step_ms(idle.phase_ns.get(&id).copied().unwrap_or(0)), 3));
         }
     }
-    let (bound, mut bound_why) = decide(
+    // How the work already runs: what the levers rest on (§16).
+    let parts = super::facts::Parts {
+        kernels: &tables.kernels,
+        ops: &tables.ops,
+        efficiency: efficiency.as_ref(),
+        graph_launches_per_step: head.graph_launches_per_step,
+        steps: win.n_steps,
+    };
+    let facts = super::facts::of_parts(&parts, &host_ranges(&a));
+    let (mut bound, mut bound_why) = decide(
         &head,
         &busy,
         &by_phase,
         idle.as_ref().map(|i| &i.account),
         efficiency.as_ref(),
         measured,
+        &facts,
     );
     let warnings = caveats(&a, measured);
     // One model of the step (§14), once every account is done with its
@@ -155,9 +166,44 @@ pub(super) fn build(
             .collect();
         super::model::view(m, head.step_ms, &roofline, note.clone())
     });
+    // The levers the trace supports, ranked by what the model says each
+    // saves (§16), with the what-ifs they need beyond the standard set.
+    // Only on a steady step: not where the window cannot support a verdict
+    // or records a graph capture (§15).
+    let health = health(&a, &win);
+    let steady = !health
+        .iter()
+        .any(|r| r.severity == Severity::CannotTell || r.check == HealthCheck::GraphCapture);
+    let levers = match (model.as_ref(), step_model.as_ref()) {
+        (Some((m, _)), Some(view)) if steady => {
+            let extra =
+                super::levers::extra(&facts).into_iter().filter_map(|(flags, what, pattern)| {
+                    let re =
+                        regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok()?;
+                    m.kernels_removed(flags, what, |n| re.is_match(n))
+                });
+            let mut rows = view.scenarios.clone();
+            rows.extend(super::model::rows(m, head.step_ms, extra.collect()));
+            super::levers::levers(&super::levers::Ctx {
+                scenarios: &rows,
+                facts: &facts,
+                idle: idle.as_ref().map(|i| &i.account),
+                launches_per_step: head.launches_per_step,
+                mean_kernel_us: head.mean_kernel_us,
+                comm_exposed_ms: head.comm_exposed_ms,
+            })
+        }
+        _ => Vec::new(),
+    };
     // The verdict with what the model says of it: one set of figures.
     if let Some(said) = step_model.as_ref().and_then(|m| model_sentence(&bound, m)) {
         bound_why = format!("{bound_why} {said}");
+    }
+    // The window's health before any verdict (§15): where it cannot
+    // support one, the verdict says so, and what was recorded follows.
+    if let Some(c) = health.iter().find(|r| r.severity == Severity::CannotTell) {
+        bound_why = verdict::cannot_tell(c, &bound, &bound_why);
+        bound = Verdict::CannotTell;
     }
     let n_steps = win.n_steps;
     let real = measured.and_then(|m| m.real.as_ref());
@@ -239,6 +285,9 @@ pub(super) fn build(
         distributed: info.distributed.clone(),
         step_times: step_times(&a),
         collectives,
+        facts: Some(facts),
+        levers,
+        health,
         warnings,
         versions: measured.and_then(|m| m.versions.clone()),
         host: measured.and_then(|m| m.host.clone()),
@@ -798,6 +847,7 @@ fn decide(
     idle: Option<&IdleAccount>,
     efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
+    facts: &crate::profile::TraceFacts,
 ) -> (Verdict, String) {
     let phase_wall: Vec<(String, f64)> = by_phase
         .phases
@@ -833,8 +883,57 @@ fn decide(
         idle,
         graph_captures: head.graph_captures,
         efficiency,
+        facts: Some(facts),
     };
     verdict::decide(&evidence)
+}
+
+/// The host annotations (`record_function` ranges, the DataLoader's)
+/// that start inside the steps: (name, count, total ms), for the facts.
+fn host_ranges(a: &Analyzer) -> Vec<(String, u64, f64)> {
+    let mut by: HashMap<u32, (u64, i64)> = HashMap::default();
+    for r in a.cpu.iter() {
+        let super::cpulog::RecKind::Host(HostKind::Annotation | HostKind::Dataload) = r.kind else {
+            continue;
+        };
+        if a.ranges.in_step(r.start) {
+            let e = by.entry(r.name).or_default();
+            (e.0, e.1) = (e.0 + 1, e.1 + r.dur);
+        }
+    }
+    let mut v: Vec<(String, u64, f64)> = by
+        .into_iter()
+        .map(|(n, (c, ns))| (a.names.get(n).to_string(), c, ns as f64 / MS))
+        .collect();
+    v.sort_by(|x, y| x.0.cmp(&y.0));
+    v
+}
+
+// --- the window's health.
+
+/// The trace-health findings (docs/analysis.md §15) from what the pass saw.
+fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
+    let numbered = a.ranges.numbered_steps();
+    let w = super::health::Window {
+        numbered: &numbered,
+        steps: &win.steps,
+        gpu_events: a.counts.gpu_in_steps + a.counts.gpu_outside,
+        graph_captures: a.evidence.graph_captures,
+    };
+    let work = || {
+        let kernels = a.kernel_spans.iter().map(|k| super::health::Work {
+            start: k.start,
+            end: k.end,
+            launch: k.launch().map(|l| (l.start, l.end)),
+        });
+        let copies = a.copy_spans.iter().map(|c| super::health::Work {
+            start: c.start,
+            end: c.end,
+            launch: c.launch.map(|l| (l.start, l.end)),
+        });
+        kernels.chain(copies)
+    };
+    super::health::check(&a.health, &w, work)
 }
 
 // --- what we could not do exactly, said plainly.

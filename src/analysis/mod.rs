@@ -17,9 +17,12 @@ pub mod build;
 pub mod busy;
 pub mod collectives;
 pub mod cpulog;
+pub mod facts;
+pub mod health;
 pub mod idle;
 mod kernel_index;
 pub mod kernels;
+pub mod levers;
 mod memory;
 pub mod model;
 pub mod ranges;
@@ -458,6 +461,8 @@ pub struct Analyzer {
     model_cache: HashMap<Box<[u8]>, Priced>,
     model_cache_bytes: usize,
     model_key: Vec<u8>,
+    /// What the trace-health checks read (docs/analysis.md §15).
+    health: health::Seen,
 }
 
 /// Where the analysis stands, which decides what placing an event does.
@@ -553,6 +558,10 @@ impl Analyzer {
         if !gpu_side {
             self.note_phase_evidence(ev, is_optimizer(name), is_dataload(name), start, end);
         }
+        if !name.starts_with("ProfilerStep#") {
+            self.health.note_end(end);
+            self.health.note_host_range(name, start, end);
+        }
         if !gpu_side && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
             let kind = if is_dataload(name) {
@@ -564,10 +573,13 @@ impl Analyzer {
             self.cpu.host(thread, start, end, name, kind);
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
-            if gpu_side {
-                return; // the GPU-side mirror of the CPU step
-            }
             let Ok(number) = n.trim().parse::<u64>() else { return };
+            if gpu_side {
+                // The GPU-side mirror of the CPU step: when the GPU ran it.
+                let g = self.health.gpu_steps.entry(number).or_insert((start, end));
+                *g = (g.0.min(start), g.1.max(end));
+                return;
+            }
             self.note_range(start);
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
             self.ranges.add_step(number, thread, start, end);
@@ -816,6 +828,9 @@ impl Analyzer {
         if traits.capture {
             self.evidence.graph_captures += 1;
         }
+        if traits.launch {
+            self.health.launch_calls += 1;
+        }
         let malloc = traits.malloc;
         let launch = ev.correlation().filter(|_| traits.launch);
         let host_kind = cpulog::HostKind::of_call(&traits);
@@ -854,10 +869,12 @@ impl Analyzer {
     /// A Python frame (`with_stack=True`): kept when long enough to explain
     /// idle time (see [`idle::PYTHON_MIN_NS`]).
     fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
+        self.health.note_end(start + dur);
         if dur < idle::PYTHON_MIN_NS {
             self.cpu.short_python += 1;
             return;
         }
+        self.health.note_host_range(ev.name(), start, start + dur);
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let name = self.names.id(ev.name());
         self.cpu.host(thread, start, start + dur, name, cpulog::HostKind::Python);
@@ -1355,7 +1372,8 @@ impl EventSink for Analyzer {
             EventKind::Runtime => self.on_runtime(ev, start, dur),
             EventKind::Python => self.on_python(ev, start, dur),
             EventKind::Gpu(kind) => self.on_gpu(ev, kind, start, dur),
-            EventKind::NoSpan | EventKind::Memory | EventKind::OtherSpan => {}
+            EventKind::OtherSpan => self.health.note_other(ev.cat(), start + dur),
+            EventKind::NoSpan | EventKind::Memory => {}
         }
     }
 
@@ -1500,6 +1518,19 @@ pub fn analyze_read(
 }
 
 impl Analyzer {
+    /// A step marker that runs on after the last recorded event (the
+    /// recording stopped inside the step) is cut back to it: its tail
+    /// would otherwise count as time nobody spent (docs/analysis.md §15,
+    /// [`health::Seen::cut_at`] says when). A tail under a millisecond is
+    /// the marker's own end.
+    fn cut_steps_past_the_recording(&mut self) {
+        let Some((end, session)) = self.health.cut_at(self.span.map(|s| s.1)) else { return };
+        let worth = |past: i64, len: i64| {
+            past >= 1_000_000 && if session { past * 10 >= len } else { 2 * past > len }
+        };
+        self.health.cut = self.ranges.cut_steps_at(end, worth);
+    }
+
     /// Turns the aggregates into a profile, on up to `threads` threads;
     /// the step model too, when `keep_model`.
     pub fn finish(
@@ -1510,6 +1541,7 @@ impl Analyzer {
         threads: usize,
         keep_model: bool,
     ) -> Result<(Profile, Option<model::StepModel>)> {
+        self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
         self.ranges.freeze();
         build::build(self, info, measured, path, threads, keep_model)

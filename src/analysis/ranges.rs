@@ -217,6 +217,33 @@ impl Ranges {
         self.step_changes += 1;
     }
 
+    /// Cuts back to `end` (the last recorded event) each step that runs
+    /// past it by a part `worth(past, length)` cutting: nothing was
+    /// recorded there. A step that begins after `end` goes. Returns each
+    /// step cut, (N, ns cut), in step order.
+    pub fn cut_steps_at(&mut self, end: i64, worth: impl Fn(i64, i64) -> bool) -> Vec<(u64, i64)> {
+        let mut cut: Vec<(u64, i64)> = Vec::new();
+        for (&n, (s, e)) in self.steps.iter_mut() {
+            if *e > end && worth(*e - end, *e - *s) {
+                let to = end.max(*s);
+                cut.push((n, *e - to));
+                *e = to;
+            }
+        }
+        if cut.is_empty() {
+            return cut;
+        }
+        self.steps.retain(|_, (s, e)| e > s);
+        self.step_index.clear();
+        let hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
+        for h in hulls {
+            self.merge_into_step_index(h);
+        }
+        self.generation = 0;
+        cut.sort_unstable();
+        cut
+    }
+
     /// Readies the lookups for ranges that will not change any more (the
     /// counting again and the accounts at the end, which place every op
     /// and GPU event once more); adding a range undoes it.

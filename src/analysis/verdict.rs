@@ -3,8 +3,8 @@
 
 use crate::hardware::PeakClass::{Bf16, Fp32, Fp32Matrix, Tf32};
 use crate::profile::{
-    Efficiency, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, ScenarioRow, Stages,
-    StepModelView, Verdict,
+    Efficiency, HealthRow, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, ScenarioRow,
+    Stages, StepModelView, TraceFacts, Verdict,
 };
 
 /// Dataloader wait at or above this share of the real step is the verdict.
@@ -70,6 +70,9 @@ pub struct Evidence<'a> {
     pub graph_captures: u64,
     /// How close to the hardware the GPU work ran (§13), where priced.
     pub efficiency: Option<&'a Efficiency>,
+    /// How the work already runs (§16): a lever they contradict is not
+    /// named.
+    pub facts: Option<&'a TraceFacts>,
 }
 
 /// A priced op is a lever of the compute verdict from this share of the
@@ -132,9 +135,14 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             return (
                 Verdict::Dataloader,
                 format!(
-                    "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. Levers: more --workers, caching decoded images, lighter augmentation, a larger batch.",
+                    "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. {}",
                     e.step_ms,
-                    frac * 100.0
+                    frac * 100.0,
+                    if single_process(e) {
+                        "Levers: DataLoader workers first — the loader runs in the loop's process (`_SingleProcessDataLoaderIter`): more --workers; then caching decoded images, lighter augmentation, a larger batch."
+                    } else {
+                        "Levers: more --workers, caching decoded images, lighter augmentation, a larger batch."
+                    }
                 ),
             );
         }
@@ -156,8 +164,8 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
         );
         let levers = e
             .efficiency
-            .and_then(roofline_levers)
-            .unwrap_or_else(|| "Levers: AMP/bf16, channels-last, fewer or cheaper kernels.".into());
+            .and_then(|eff| roofline_levers(eff, e.facts))
+            .unwrap_or_else(|| compute_levers(e.facts));
         return (Verdict::Compute, format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
@@ -181,13 +189,41 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
     )
 }
 
+/// The compute verdict's levers without a roofline account: those the
+/// trace facts (§16) do not contradict — no AMP where the matrix work runs
+/// in 16 or 8 bits already (or there is none), no channels-last without
+/// convolutions or where they run NHWC with no transposes to save.
+fn compute_levers(facts: Option<&TraceFacts>) -> String {
+    let amp =
+        facts.is_none_or(|f| f.matrix_precision.first().is_some_and(|p| !p.precision.is_reduced()));
+    let channels_last = facts.is_none_or(|f| {
+        f.channels_last
+            .as_ref()
+            .is_some_and(|c| c.nhwc_share < 0.5 || c.transpose_ms_per_step > 0.0)
+    });
+    let mut levers: Vec<&str> = Vec::new();
+    if amp {
+        levers.push("AMP/bf16");
+    }
+    if channels_last {
+        levers.push("channels-last");
+    }
+    levers.push("fewer or cheaper kernels");
+    format!("Levers: {}.", levers.join(", "))
+}
+
+/// Whether the facts say the matrix work runs in 16 or 8 bits already.
+fn reduced_precision(facts: Option<&TraceFacts>) -> bool {
+    facts.is_some_and(|f| f.matrix_precision.first().is_some_and(|p| p.precision.is_reduced()))
+}
+
 /// The compute verdict's levers from the roofline account (§13): the
 /// priced ops that take a real share of the GPU and run far below their
 /// roofline, each with the lever its limit implies; AMP where the matrix
 /// work runs in fp32; or, when the big ops already run near the roofline,
 /// that only less work or a faster device helps. None without priced work
 /// on a device with known peaks.
-fn roofline_levers(eff: &Efficiency) -> Option<String> {
+fn roofline_levers(eff: &Efficiency, facts: Option<&TraceFacts>) -> Option<String> {
     let priced: Vec<_> =
         eff.least_efficient.iter().filter(|o| o.achieved.pct_of_peak.is_some()).collect();
     if priced.is_empty() {
@@ -227,7 +263,8 @@ fn roofline_levers(eff: &Efficiency) -> Option<String> {
             o.op, o.pct_of_gpu
         ));
     }
-    if let Some(m) = eff.matrix.as_ref().filter(|m| matches!(m.format, Fp32 | Tf32 | Fp32Matrix)) {
+    let fp32 = eff.matrix.as_ref().filter(|m| matches!(m.format, Fp32 | Tf32 | Fp32Matrix));
+    if let Some(m) = fp32.filter(|_| !reduced_precision(facts)) {
         let faster = eff.peak_tflops.get(Bf16.as_str()).map_or(String::new(), |bf16| {
             format!(": {:.0} → {bf16:.0} TFLOP/s peak", m.peak_tflops)
         });
@@ -271,12 +308,32 @@ fn is_copy(op: &str) -> bool {
     )
 }
 
+/// The facts say the DataLoader runs in the loop's process.
+fn single_process(e: &Evidence<'_>) -> bool {
+    e.facts
+        .is_some_and(|f| f.dataloader == Some(crate::profile::facts::DataloaderKind::SingleProcess))
+}
+
+/// What shortens a DataLoader wait: workers first where it has none.
+fn dataloader_levers(e: &Evidence<'_>) -> String {
+    if single_process(e) {
+        "Levers: DataLoader(num_workers>0) first — the loader runs in the loop's process (`_SingleProcessDataLoaderIter`); then pinned memory, caching decoded images, lighter augmentation.".into()
+    } else {
+        "Levers: more DataLoader workers, pinned memory, caching decoded images, lighter augmentation.".into()
+    }
+}
+
 /// What removes launch gaps, unless the trace already replays graphs.
 fn launch_levers(e: &Evidence<'_>) -> String {
     if e.graph_launches_per_step > 0.0 {
         format!(
             "CUDA/HIP graphs are already in use ({:.0} graph launches/step). Levers: fewer host-side ops between graph replays, op fusion, a larger batch.",
             e.graph_launches_per_step
+        )
+    } else if let Some(c) = e.facts.and_then(|f| f.compiled_regions.as_ref()) {
+        format!(
+            "The step runs compiled already ({:.0} `{}` per step). Levers: CUDA graphs inside the compiled regions (torch.compile mode=\"reduce-overhead\"), op fusion, a larger batch.",
+            c.per_step, c.range
         )
     } else {
         "Levers: CUDA graphs, torch.compile, op fusion, a larger batch.".to_string()
@@ -334,7 +391,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         IdleCause::Dataloader => (
             Verdict::Dataloader,
             format!("the loop waits on the DataLoader{lead}{}", flat_places(top, 1)),
-            "Levers: more DataLoader workers, pinned memory, caching decoded images, lighter augmentation.".to_string(),
+            dataloader_levers(e),
         ),
         IdleCause::Dependency => (
             Verdict::Dependency,
@@ -405,8 +462,19 @@ fn cpu_op_levers(e: &Evidence<'_>, c: &IdleCauseRow) -> String {
     }
     let per_gap = ratio(c.ms_per_step, c.gaps_per_step);
     if c.gaps_per_step >= 20.0 && per_gap < 1.0 {
+        let facts = e.facts;
+        let remove = match facts.and_then(|f| f.compiled_regions.as_ref()) {
+            Some(r) => format!(
+                "the compiled regions' host time ({:.2} ms/step in {:.0} `{}` per step): mode=\"reduce-overhead\" (CUDA graphs inside them), fewer graph breaks",
+                r.host_ms_per_step, r.per_step, r.range
+            ),
+            None if facts.is_some_and(|f| f.graph_launches_per_step.is_some()) => {
+                "torch.compile (CUDA/HIP graphs run already: it removes per-op host work between them)".into()
+            }
+            None => "CUDA graphs or torch.compile (they remove per-op host work)".into(),
+        };
         return format!(
-            "Spread over {:.0} gaps/step of ~{:.2} ms: each op's CPU work outlasts the kernels it launches. Levers: CUDA graphs or torch.compile (they remove per-op host work), larger kernels (a larger batch, fusion); a busy host CPU makes it worse.",
+            "Spread over {:.0} gaps/step of ~{:.2} ms: each op's CPU work outlasts the kernels it launches. Levers: {remove}, larger kernels (a larger batch, fusion); a busy host CPU makes it worse.",
             c.gaps_per_step, per_gap
         );
     }
@@ -527,6 +595,22 @@ fn cpu_verdict(e: &Evidence<'_>) -> (Verdict, String) {
         _ => format!("CPU run: no GPU work recorded; the step ({:.2} ms) is CPU-bound", e.step_ms),
     };
     (Verdict::Compute, format!("{why}{}", in_ops(e)))
+}
+
+/// The reason of a `cannot tell` verdict: the health finding that leaves
+/// the window without one, how to record a window that has one, and the
+/// verdict the window as recorded would get, for what it is worth.
+pub fn cannot_tell(finding: &HealthRow, recorded: &Verdict, why: &str) -> String {
+    let how = if finding.recapture.is_empty() {
+        String::new()
+    } else {
+        format!(" Re-capture: {}.", finding.recapture)
+    };
+    format!(
+        "{}.{how} As recorded, the window reads {}: {why}",
+        finding.says.trim_end_matches('.'),
+        recorded.as_str().to_uppercase()
+    )
 }
 
 /// The standard what-if that fixes what a verdict names.

@@ -3,8 +3,9 @@
 use serde::Serialize;
 
 use crate::profile::{
-    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, IdleAccount, KernelRow,
-    Mode, PhaseGpuRow, Profile, RunConfig, StepModelView, StepTime, StreamRow, Verdict,
+    Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, HealthRow, IdleAccount,
+    KernelRow, LeverRow, Mode, PhaseGpuRow, Profile, RunConfig, StepModelView, StepTime, StreamRow,
+    TraceFacts, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -48,6 +49,16 @@ pub struct Summary {
     /// The step model: critical path and what-ifs (GPU traces).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_model: Option<StepModelView>,
+    /// What about the window makes its figures or verdict less true
+    /// (docs/analysis.md §15).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<HealthRow>,
+    /// The levers the trace supports, largest projected saving first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levers: Vec<LeverRow>,
+    /// How the work already runs: the levers' preconditions (traces).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<TraceFacts>,
     pub categories: Vec<CategoryRow>,
     pub phases_gpu: Vec<PhaseGpuRow>,
     pub top_kernels: Vec<KernelRow>,
@@ -138,6 +149,9 @@ pub fn summary(p: &Profile) -> Summary {
         extras: p.extras.clone(),
         idle: p.idle.clone(),
         efficiency: p.efficiency.clone(),
+        health: p.health.clone(),
+        levers: p.levers.clone(),
+        facts: p.facts.clone(),
         step_model: p.step_model.clone(),
         categories: p.categories.clone(),
         phases_gpu: p.phases_gpu.clone(),

@@ -96,6 +96,9 @@ named_values! {
         Preprocess = "preprocess",
         /// Repeat trials that disagree.
         Mixed = "mixed",
+        /// The window cannot support a verdict (a health check says why:
+        /// docs/analysis.md §15).
+        CannotTell = "cannot tell",
     }
 }
 
@@ -170,6 +173,62 @@ impl Category {
     /// The position in [`Category::ALL`]; `None` for another writer's.
     pub fn index(&self) -> Option<usize> {
         Category::ALL.iter().position(|c| c == self)
+    }
+}
+
+named_values! {
+    /// What a trace-health check found about the window (docs/analysis.md
+    /// §15): something that makes its figures or its verdict less true.
+    HealthCheck {
+        /// GPU work queued before the recording ran inside the steps.
+        Backlog = "backlog",
+        /// The GPU falls behind the host: host markers understate the step.
+        GpuBehind = "gpu-behind",
+        /// A step marker runs past the last recorded event.
+        StepPastEnd = "step-past-end",
+        /// The first step is much slower than the others (warm-up).
+        SlowFirstStep = "slow-first-step",
+        /// The window records CUDA/HIP graph captures.
+        GraphCapture = "graph-capture",
+        /// torch.compile compiling or autotuning inside the window.
+        Compilation = "compilation",
+        /// Events of a device this reader does not read.
+        UnreadDevice = "unread-device",
+        /// Kernel launches without any GPU timing (a counter-only trace).
+        NoGpuTimings = "no-gpu-timings",
+    }
+}
+
+named_values! {
+    /// A lever: one change a user can make (docs/analysis.md §16).
+    LeverKind {
+        CudaGraphs = "cuda-graphs",
+        ReduceOverhead = "reduce-overhead",
+        TorchCompile = "torch-compile",
+        CompiledHostWork = "compiled-host-work",
+        DataloaderWorkers = "dataloader-workers",
+        FasterLoading = "faster-loading",
+        RemoveSyncs = "remove-syncs",
+        MovePython = "move-python",
+        WarmUpAllocator = "warm-up-allocator",
+        OverlapCommunication = "overlap-communication",
+        FuseElementwise = "fuse-elementwise",
+        Sdpa = "sdpa",
+        ChannelsLast = "channels-last",
+        StreamStructure = "stream-structure",
+        WarmUp = "warm-up",
+    }
+}
+
+named_values! {
+    /// How much a health finding weighs on the verdict.
+    Severity {
+        /// Worth knowing; the figures stand.
+        Note = "note",
+        /// Some figures include work that is not the steps' own, or miss some.
+        Caution = "caution",
+        /// The window cannot support a verdict: the verdict is `cannot tell`.
+        CannotTell = "cannot tell",
     }
 }
 

@@ -2,6 +2,7 @@
 //! named values, and the rank set's shape. Data only: loading an input is
 //! [`crate::input`]'s, analysing a trace [`crate::analysis`]'s.
 
+pub mod facts;
 pub mod kinds;
 pub mod measured;
 pub mod memory;
@@ -10,7 +11,8 @@ pub mod ranks;
 pub mod repeat;
 pub mod schema;
 
-pub use kinds::{Category, Mode, Verdict};
+pub use facts::TraceFacts;
+pub use kinds::{Category, HealthCheck, LeverKind, Mode, Severity, Verdict};
 pub use measured::{Measurements, RunConfig};
 pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;

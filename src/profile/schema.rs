@@ -11,7 +11,7 @@ use indexmap::IndexMap;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
-use super::kinds::{Category, Mode, Verdict};
+use super::kinds::{Category, HealthCheck, LeverKind, Mode, Severity, Verdict};
 pub use super::measured::{Latency, RunConfig, Stages};
 
 /// Schema id written by both implementations.
@@ -95,6 +95,19 @@ pub struct Profile {
     /// the standard what-ifs re-timed on it. GPU traces only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub step_model: Option<StepModelView>,
+    /// What the trace says about how the work already runs (number
+    /// formats, layout, compiled regions, graphs, DataLoader, attention):
+    /// the levers' preconditions (docs/analysis.md §16). Traces only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub facts: Option<super::TraceFacts>,
+    /// The levers the trace supports, largest projected saving first
+    /// (docs/analysis.md §16). GPU traces with a step model.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub levers: Vec<LeverRow>,
+    /// What about the window makes its figures or its verdict less true
+    /// (docs/analysis.md §15), most severe first.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub health: Vec<HealthRow>,
     /// Every communication kernel of the trace in time order: what the
     /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -752,6 +765,42 @@ pub enum LeadKind {
     Kernel,
     /// GPU idle time, named by its cause.
     Idle,
+}
+
+/// One lever (docs/analysis.md §16): a change, the measured evidence it
+/// rests on, the trace facts that allow it, and what the step model says
+/// it saves.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LeverRow {
+    pub lever: LeverKind,
+    /// What to change, for people.
+    pub change: String,
+    /// The what-if whose re-timing on the step model is its saving.
+    pub what_if: String,
+    pub saves_ms_per_step: f64,
+    pub saves_pct: f64,
+    /// The measured figures it rests on, and where.
+    pub evidence: String,
+    /// The trace facts that allow it (what would contradict it is absent).
+    pub rests_on: Vec<String>,
+}
+
+/// One trace-health finding (docs/analysis.md §15).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct HealthRow {
+    pub check: HealthCheck,
+    pub severity: Severity,
+    /// What was found, with the measured figures it rests on.
+    pub says: String,
+    /// The figure it rests on, in ms (per step where it is a step's), when
+    /// it has one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ms: Option<f64>,
+    /// How to record a trace that does not have the problem.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub recapture: String,
 }
 
 /// One `ProfilerStep#N` of the window and its wall time in the trace.

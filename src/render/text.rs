@@ -219,9 +219,25 @@ pub fn summary(s: &Summary) -> String {
                 format!("{} −{} ms ({:.1}%)", r.flags, num(r.saved_ms_per_step, 3), r.saved_pct)
             })
             .collect();
-        if !levers.is_empty() {
+        if !s.levers.is_empty() {
+            // The levers the trace supports, by the saving the model
+            // projects (analysis.md §16); the what-ifs behind them in --json.
+            let shown: Vec<String> = s
+                .levers
+                .iter()
+                .take(3)
+                .map(|l| {
+                    format!("{} −{} ms ({:.1}%)", l.lever, num(l.saves_ms_per_step, 3), l.saves_pct)
+                })
+                .collect();
+            let _ =
+                writeln!(o, "levers         {}  (--json: evidence, what-if)", shown.join(" · "));
+        } else if !levers.is_empty() {
             let _ = writeln!(o, "what-if        {}  (what-if --all)", levers.join(" · "));
         }
+    }
+    for h in &s.health {
+        let _ = writeln!(o, "health  {} {}: {}", h.severity, h.check, h.says);
     }
     let _ = writeln!(o, ">> {}: {}", s.bound.as_str().to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {

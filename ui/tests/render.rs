@@ -61,6 +61,13 @@ fn summary_pane() {
         "a GPU run keeps host overhead"
     );
 
+    // Trace health before the verdict, as `profile summary` prints it.
+    let mut a = app(QWEN_TRACE, None);
+    let s = screen(&mut a, 160, 48);
+    let health = s.lines().position(|l| l.contains("health cannot tell backlog: 13.48 ms"));
+    let verdict = s.lines().position(|l| l.contains(">> CANNOT TELL"));
+    assert!(health.is_some() && health < verdict, "{s}");
+
     // The raw trace of the CPU training run: no GPU waits on the host, so
     // the pane shows where the step went instead (88%: app/tests/cli.rs checks it).
     let mut a = app(TRAIN_B4_TRACE, None);

@@ -37,7 +37,8 @@ use rustc_hash::FxHashMap as HashMap;
 pub(crate) use from_pass::model as of_pass;
 pub use path::{CriticalPath, PathPart};
 pub use replay::{Change, Replayed};
-pub use view::view;
+pub use scenarios::Scenario;
+pub use view::{rows, view};
 
 use host::{ByCause, HostCause, HostCauses};
 
@@ -207,6 +208,8 @@ pub struct StepModel {
     pub inferred_waits: usize,
     /// Host calls explained by an inferred wait on another thread.
     pub thread_waits: usize,
+    /// The loop thread's lane (the step markers'), if any.
+    loop_lane: Option<u32>,
     /// Nodes whose order had to be broken (clock skew): kept at their
     /// trace times.
     pub unordered: usize,
@@ -285,8 +288,10 @@ impl StepModel {
         }
         // Step boundaries on the loop thread (or the busiest launcher).
         let marks_on = loop_thread.or_else(|| busiest_thread(&nodes, &lanes));
+        let mut loop_lane = None;
         if let Some(t) = marks_on {
             let l = lane!(Lane::Thread(t));
+            loop_lane = Some(l);
             for &(s, e) in &steps {
                 nodes.push(node(s, s, NodeKind::Mark, l, 0, t));
                 nodes.push(node(e, e, NodeKind::Mark, l, 0, t));
@@ -305,6 +310,7 @@ impl StepModel {
             sync_parts: HashMap::default(),
             inferred_waits: 0,
             thread_waits: 0,
+            loop_lane,
             unordered: 0,
         };
         model.link_lanes();
@@ -462,6 +468,22 @@ impl StepModel {
                 let Some(&x) = upto.checked_sub(1).and_then(|k| list.get(k)) else { continue };
                 if self.nodes[x as usize].end > prev_end && best.is_none_or(|b| active > b.0) {
                     best = Some((active, x));
+                }
+            }
+            // A worker thread (the autograd engine's) that sat idle, doing
+            // no work of its own, went on when the loop thread handed it
+            // work (`backward()`): it waited for the loop thread's last
+            // call before, not for its own gap to pass.
+            let worker_idle = || {
+                let idle = (h.start - prev_end) - self.own_work(i as u32).iter().sum::<i64>();
+                self.loop_lane.filter(|&l| l != h.lane && 2 * idle >= h.start - prev_end)
+            };
+            let handed = if best.is_none() { worker_idle() } else { None };
+            if let Some(list) = handed.and_then(|l| by_lane.get(&l)) {
+                let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
+                let x = upto.checked_sub(1).map(|k| list[k]);
+                if let Some(x) = x.filter(|&x| self.nodes[x as usize].end > prev_end) {
+                    best = Some((0, x));
                 }
             }
             if let Some((_, x)) = best {

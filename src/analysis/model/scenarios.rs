@@ -216,6 +216,30 @@ impl StepModel {
         out
     }
 
+    /// The GPU work whose name `hit` matches removed, as `what-if --grep
+    /// PATTERN` asks (`flags` says so); None when nothing matches.
+    pub fn kernels_removed(
+        &self,
+        flags: String,
+        what: String,
+        hit: impl Fn(&str) -> bool,
+    ) -> Option<Scenario> {
+        let hits: Vec<bool> = self.names.iter().map(|n| hit(n)).collect();
+        let node_factor: Vec<(u32, f64)> = (0..self.nodes.len() as u32)
+            .filter(|&i| {
+                let n = &self.nodes[i as usize];
+                n.kind == NodeKind::Gpu && hits.get(n.name as usize).copied().unwrap_or(false)
+            })
+            .map(|i| (i, 0.0))
+            .collect();
+        (!node_factor.is_empty()).then(|| Scenario {
+            flags,
+            what,
+            change: Change { node_factor, ..Change::default() },
+            removes_ns: 0,
+        })
+    }
+
     /// Every scenario replayed, largest saving first.
     pub fn outcomes(&self, scenarios: Vec<Scenario>) -> Vec<Outcome> {
         let mut out: Vec<Outcome> = scenarios

@@ -57,21 +57,7 @@ pub fn view(
             pct: round(ns as f64 * 100.0 / path.span.max(1) as f64, 1),
         })
         .collect();
-    let scenarios = m
-        .outcomes(m.standard(at_roofline))
-        .into_iter()
-        .map(|o| ScenarioRow {
-            flags: o.scenario.flags,
-            what: o.scenario.what,
-            saved_ms_per_step: round(per_step(o.saved_ns), 3),
-            saved_pct: if step_ms > 0.0 {
-                round(per_step(o.saved_ns) * 100.0 / step_ms, 1)
-            } else {
-                0.0
-            },
-            removes_ms_per_step: round(per_step(o.scenario.removes_ns), 3),
-        })
-        .collect();
+    let scenarios = rows(m, step_ms, m.standard(at_roofline));
     let mut notes: Vec<String> = note.into_iter().collect();
     if m.unordered > 0 {
         notes.push(format!(
@@ -88,4 +74,27 @@ pub fn view(
         thread_waits: m.thread_waits as u64,
         notes,
     }
+}
+
+/// Scenarios re-timed on `m`, as rows, largest saving first.
+pub fn rows(
+    m: &StepModel,
+    step_ms: f64,
+    scenarios: Vec<super::scenarios::Scenario>,
+) -> Vec<ScenarioRow> {
+    let per_step = |ns: i64| ns as f64 / 1e6 / m.n_steps.max(1) as f64;
+    m.outcomes(scenarios)
+        .into_iter()
+        .map(|o| ScenarioRow {
+            flags: o.scenario.flags,
+            what: o.scenario.what,
+            saved_ms_per_step: round(per_step(o.saved_ns), 3),
+            saved_pct: if step_ms > 0.0 {
+                round(per_step(o.saved_ns) * 100.0 / step_ms, 1)
+            } else {
+                0.0
+            },
+            removes_ms_per_step: round(per_step(o.scenario.removes_ns), 3),
+        })
+        .collect()
 }

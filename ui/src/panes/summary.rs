@@ -1,9 +1,10 @@
-//! Summary: the verdict and its reason, the headline figures, the kernel mix
+//! Summary: the trace-health findings, the verdict and its reason, the headline figures, the kernel mix
 //! as bars, the top kernels; latency and stages for inference. Renders the
 //! `summary` lens (computed once per load, held by the slot); the pane's
 //! own state is its scroll offset.
 
 use libreyolo_core::lens::summary::Summary;
+use libreyolo_core::profile::Severity;
 use libreyolo_core::render::text::{num, throughput};
 use ratatui::Frame;
 use ratatui::layout::Rect;
@@ -45,6 +46,14 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
     let mut out = Vec::new();
     if let Some(w) = &s.contended {
         out.push(Line::styled(format!("** {w} **"), t.worse()));
+    }
+    // Trace health before the verdict (analysis.md §15), as `summary`.
+    for h in &s.health {
+        let style = if h.severity == Severity::CannotTell { t.worse() } else { t.warn() };
+        out.push(Line::from(vec![
+            Span::styled(format!("health {} {}: ", h.severity, h.check), style),
+            Span::raw(h.says.clone()),
+        ]));
     }
     out.push(Line::from(vec![
         Span::styled(format!(">> {}", s.bound.as_str().to_uppercase()), t.warn()),

@@ -39,6 +39,12 @@ pub const BERT_TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/tracelens_h100_qwen_inference/gaunernst_bert-small-uncased__1016001.json.gz"
 );
+/// A real inference trace taken mid-flight (a third of its one step runs
+/// work queued before the recording): its verdict is `cannot tell`.
+pub const QWEN_TRACE: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
+);
 
 /// Loads a real input once per test binary.
 pub fn input(path: &'static str) -> Input {

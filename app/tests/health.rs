@@ -1,0 +1,287 @@
+//! Trace health (docs/analysis.md §15) on real traces and on windows made
+//! from them: each finding's figure derived here from the raw JSON, and a
+//! window that cannot support a verdict says `cannot tell`.
+
+mod common;
+
+use std::collections::HashSet;
+use std::path::Path;
+
+use common::{fixtures, read_json, union_len};
+use serde_json::{Value, json};
+
+fn events(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        _ => v["traceEvents"].as_array().unwrap().clone(),
+    }
+}
+
+fn with_events(original: &Value, evs: Vec<Value>) -> Value {
+    let mut v = original.clone();
+    match &mut v {
+        Value::Array(_) => Value::Array(evs),
+        Value::Object(m) => {
+            m.insert("traceEvents".into(), Value::Array(evs));
+            v
+        }
+        _ => unreachable!(),
+    }
+}
+
+fn summary(path: &Path) -> Value {
+    common::json(&["summary", path.to_str().unwrap()])
+}
+
+fn write(dir: &Path, name: &str, v: &Value) -> std::path::PathBuf {
+    let p = dir.join(name);
+    std::fs::write(&p, serde_json::to_vec(v).unwrap()).unwrap();
+    p
+}
+
+fn cat(e: &Value) -> &str {
+    e["cat"].as_str().unwrap_or("")
+}
+
+fn ts(e: &Value) -> f64 {
+    e["ts"].as_f64().unwrap()
+}
+
+fn end(e: &Value) -> f64 {
+    ts(e) + e["dur"].as_f64().unwrap_or(0.0)
+}
+
+fn is_gpu(e: &Value) -> bool {
+    matches!(cat(e), "kernel" | "gpu_memcpy" | "gpu_memset" | "Kernel" | "Memcpy" | "Memset")
+}
+
+fn is_runtime(e: &Value) -> bool {
+    matches!(cat(e), "cuda_runtime" | "cuda_driver" | "Runtime")
+}
+
+fn corr(e: &Value) -> Option<i64> {
+    e["args"]["correlation"].as_i64()
+}
+
+/// The CPU-side `ProfilerStep#N` ranges, in time order (µs).
+fn steps(evs: &[Value]) -> Vec<(String, f64, f64)> {
+    let mut s: Vec<(String, f64, f64)> = evs
+        .iter()
+        .filter(|e| e["ph"] == "X" && cat(e) != "gpu_user_annotation")
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .map(|e| (e["name"].as_str().unwrap().to_string(), ts(e), end(e)))
+        .collect();
+    s.sort_by(|a, b| a.1.total_cmp(&b.1));
+    s
+}
+
+/// GPU work inside `[s, e)` whose launch is not among the runtime events
+/// at or after `s`: work queued before the window, as a union (ms).
+fn queued_before(evs: &[Value], s: f64, e: f64) -> f64 {
+    let launched_in: HashSet<i64> =
+        evs.iter().filter(|x| is_runtime(x) && ts(x) >= s).filter_map(corr).collect();
+    let iv: Vec<(f64, f64)> = evs
+        .iter()
+        .filter(|x| is_gpu(x) && corr(x).is_none_or(|c| !launched_in.contains(&c)))
+        .map(|x| (ts(x).max(s), end(x).min(e)))
+        .filter(|(a, b)| a < b)
+        .collect();
+    union_len(&iv) / 1000.0
+}
+
+fn health<'a>(s: &'a Value, check: &str) -> Option<&'a Value> {
+    s["health"].as_array()?.iter().find(|h| h["check"] == check)
+}
+
+fn ms(h: &Value) -> f64 {
+    h["ms"].as_f64().unwrap()
+}
+
+/// The two Qwen inference traces were taken mid-flight: the first 13 ms
+/// of their one step run GPU work launched before the recording. A third
+/// of the window is not the step's own: no verdict, and what was recorded
+/// after.
+#[test]
+fn qwen_traces_taken_mid_flight_cannot_tell() {
+    for dir in ["tracelens_h100_qwen_inference", "tracelens_mi300_inference"] {
+        let path =
+            fixtures().join("traces").join(dir).join("Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+        let raw = events(&read_json(&path));
+        let st = steps(&raw);
+        assert_eq!(st.len(), 1, "{dir}");
+        let (_, s, e) = st[0].clone();
+        let want = queued_before(&raw, s, e);
+        let share = want * 1000.0 / (e - s);
+        assert!(share > 0.25, "{dir}: the fixture's backlog is {want} ms ({share})");
+        let out = summary(&path);
+        let h = health(&out, "backlog").unwrap_or_else(|| panic!("{dir}: {out}"));
+        assert!((ms(h) - want).abs() < 0.002, "{dir}: {} vs {want}", ms(h));
+        assert_eq!(h["severity"], "cannot tell");
+        assert_eq!(out["bound"], "cannot tell");
+        let why = out["bound_why"].as_str().unwrap();
+        assert!(why.contains("Re-capture: record after a warm-up step"), "{why}");
+        assert!(why.contains("As recorded, the window reads COMPUTE"), "{why}");
+    }
+}
+
+/// A window cut from a real training trace (ResNet-50 on a V100, whose GPU
+/// ends each step's work 9–16 ms after the host ends the step): the
+/// recording starts at its last step, so the step before's trailing
+/// kernels run in it with their launches unrecorded.
+#[test]
+fn a_window_cut_from_a_real_trace_has_its_backlog() {
+    let path = fixtures()
+        .join("traces/kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz");
+    let v = read_json(&path);
+    let raw = events(&v);
+    let st = steps(&raw);
+    let (_, s, e) = st.last().unwrap().clone();
+    // What a recording started at `s` holds: no host event before it, no
+    // GPU event that ended before it.
+    let kept: Vec<Value> = raw
+        .iter()
+        .filter(|x| x["ph"] != "X" || if is_gpu(x) { end(x) > s } else { ts(x) >= s })
+        .cloned()
+        .collect();
+    let want = queued_before(&kept, s, e);
+    assert!(want > 5.0, "the step before's kernels run into the last step: {want} ms");
+    let dir = tempfile::tempdir().unwrap();
+    let out = summary(&write(dir.path(), "cut.json", &with_events(&v, kept)));
+    let h = health(&out, "backlog").unwrap_or_else(|| panic!("{out}"));
+    assert!((ms(h) - want).abs() < 0.002, "{} vs {want}", ms(h));
+    let share = want * 1000.0 / (e - s);
+    assert!(share < 0.25, "{share}");
+    assert_eq!(h["severity"], "caution", "a tenth of the step: the verdict stands");
+    assert_ne!(out["bound"], "cannot tell");
+    // The whole trace: no step starts with work queued before the window.
+    assert!(health(&summary(&path), "backlog").is_none());
+}
+
+/// A real trace whose last `ProfilerStep` marker runs 10 s past the
+/// recording (the profiler stopped inside the step): the step is cut at
+/// the recording's end, and its tail counts as nobody's time.
+#[test]
+fn a_step_past_the_recording_is_cut_there() {
+    let path = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let v = read_json(&path);
+    let raw = events(&v);
+    let st = steps(&raw);
+    let (last, s_last, _) = st.last().unwrap().clone();
+    let before = summary(&path);
+    for keep_session in [true, false] {
+        let mut evs: Vec<Value> =
+            raw.iter().filter(|x| keep_session || cat(x) != "Trace").cloned().collect();
+        for x in evs.iter_mut() {
+            if x["name"] == last.as_str() && cat(x) != "gpu_user_annotation" {
+                x["dur"] = json!(10_000_000.0);
+            }
+        }
+        // Where the recording ends: its session's end, or its last event.
+        let recorded = evs
+            .iter()
+            .filter(|x| x["ph"] == "X" && x["name"] != last.as_str())
+            .map(end)
+            .fold(f64::MIN, f64::max);
+        let cut_at = recorded;
+        let dir = tempfile::tempdir().unwrap();
+        let out = summary(&write(dir.path(), "past.json", &with_events(&v, evs)));
+        let h = health(&out, "step-past-end").unwrap_or_else(|| panic!("{out}"));
+        let want_cut = (s_last + 10_000_000.0 - cut_at) / 1000.0;
+        assert!((ms(h) - want_cut).abs() < 0.002, "{} vs {want_cut}", ms(h));
+        // The step time: every step as recorded, the last one cut.
+        let wall: f64 =
+            st[..st.len() - 1].iter().map(|(_, a, b)| b - a).sum::<f64>() + (cut_at - s_last);
+        let want_step = wall / st.len() as f64 / 1000.0;
+        let step = out["step_ms"].as_f64().unwrap();
+        assert!((step - want_step).abs() < 0.002, "{step} vs {want_step}");
+        assert!((step - before["step_ms"].as_f64().unwrap()).abs() < 0.5);
+        assert_eq!(out["bound"], before["bound"], "the verdict of the steps recorded");
+    }
+}
+
+/// Kernel launches with no GPU event (a counter-profiling trace, or CUDA
+/// activity not recorded), made from a real training trace by taking its
+/// GPU events out: not "a CPU run", but cannot tell.
+#[test]
+fn launches_without_gpu_timings_cannot_tell() {
+    let path = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let v = read_json(&path);
+    let raw = events(&v);
+    let launches = raw
+        .iter()
+        .filter(|x| is_runtime(x) && x["ph"] == "X")
+        .filter(|x| {
+            let n = x["name"].as_str().unwrap_or("");
+            ["Launch", "Memcpy", "Memset", "Graph"].iter().any(|w| n.contains(w))
+        })
+        .count();
+    let kept: Vec<Value> = raw.into_iter().filter(|x| !is_gpu(x)).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let out = summary(&write(dir.path(), "nogpu.json", &with_events(&v, kept)));
+    let h = health(&out, "no-gpu-timings").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(h["severity"], "cannot tell");
+    let says = h["says"].as_str().unwrap();
+    assert!(says.starts_with(&format!("{launches} kernel launches recorded")), "{says}");
+    assert_eq!(out["bound"], "cannot tell");
+    assert!(!out["bound_why"].as_str().unwrap().starts_with("CPU run"));
+}
+
+/// A device the reader does not read (MTIA's Kineto categories), made
+/// from a real trace by renaming its CUDA categories: the verdict does not
+/// call it a CPU run.
+#[test]
+fn an_unread_device_cannot_tell() {
+    let path = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let v = read_json(&path);
+    let mut raw = events(&v);
+    let (mut runtime, mut device) = (0, 0);
+    for x in raw.iter_mut() {
+        let renamed = match cat(x) {
+            "cuda_runtime" => {
+                runtime += 1;
+                "mtia_runtime"
+            }
+            "kernel" | "gpu_memcpy" | "gpu_memset" => {
+                device += 1;
+                "mtia_ccp_events"
+            }
+            _ => continue,
+        };
+        x["cat"] = json!(renamed);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = summary(&write(dir.path(), "mtia.json", &with_events(&v, raw)));
+    let h = health(&out, "unread-device").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(h["severity"], "cannot tell");
+    let says = h["says"].as_str().unwrap();
+    assert!(says.contains(&format!("{runtime} `mtia_runtime`")), "{says}");
+    assert!(says.contains(&format!("{device} `mtia_ccp_events`")), "{says}");
+    assert_eq!(out["bound"], "cannot tell");
+}
+
+/// The vLLM capture records a graph capture; no fixture's healthy window
+/// gets a finding it does not have.
+#[test]
+fn findings_on_the_fixtures_are_the_ones_they_have() {
+    for t in common::traces() {
+        let out = summary(&t);
+        let name = t.display().to_string();
+        let checks: Vec<&str> = out["health"]
+            .as_array()
+            .map(|a| a.iter().map(|h| h["check"].as_str().unwrap()).collect())
+            .unwrap_or_default();
+        let want: &[&str] = if name.contains("Qwen_Qwen1.5") {
+            &["backlog"]
+        } else if name.contains("vllm_cuda_graph_capture") {
+            &["graph-capture"]
+        } else {
+            &[]
+        };
+        assert_eq!(checks, want, "{name}");
+        let cannot = out["bound"] == "cannot tell";
+        let has = out["health"]
+            .as_array()
+            .is_some_and(|a| a.iter().any(|h| h["severity"] == "cannot tell"));
+        assert_eq!(cannot, has, "{name}: cannot tell exactly when a finding says so");
+    }
+}

@@ -1,0 +1,173 @@
+//! Levers (docs/analysis.md §16) on every real fixture: ranked by the
+//! saving the step model projects, each saving the one its what-if gives,
+//! and none that the trace contradicts — checked against facts this test
+//! reads from the raw JSON itself.
+
+mod common;
+
+use std::path::Path;
+
+use common::{read_json, traces};
+use serde_json::Value;
+
+fn events(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        _ => v["traceEvents"].as_array().unwrap().clone(),
+    }
+}
+
+fn names_of(evs: &[Value], cats: &[&str]) -> Vec<String> {
+    evs.iter()
+        .filter(|e| cats.contains(&e["cat"].as_str().unwrap_or("")))
+        .filter_map(|e| e["name"].as_str().map(str::to_string))
+        .collect()
+}
+
+fn summary(t: &Path) -> Value {
+    common::json(&["summary", t.to_str().unwrap()])
+}
+
+fn f(v: &Value) -> f64 {
+    v.as_f64().unwrap()
+}
+
+#[test]
+fn levers_are_ranked_by_the_saving_their_what_if_gives() {
+    let mut seen = 0;
+    for t in traces() {
+        let s = summary(&t);
+        let name = t.display().to_string();
+        let Some(levers) = s["levers"].as_array() else { continue };
+        seen += levers.len();
+        for w in levers.windows(2) {
+            assert!(f(&w[0]["saves_ms_per_step"]) >= f(&w[1]["saves_ms_per_step"]), "{name}");
+        }
+        let scenarios = s["step_model"]["scenarios"].as_array().unwrap();
+        for l in levers {
+            let flags = l["what_if"].as_str().unwrap();
+            let saves = f(&l["saves_ms_per_step"]);
+            assert!(saves > 0.0, "{name}: {l}");
+            assert!(!l["evidence"].as_str().unwrap().is_empty(), "{name}: {l}");
+            // The same what-if asked of `what-if`: the same saving.
+            let want = match scenarios.iter().find(|r| r["flags"] == flags) {
+                Some(r) => f(&r["saved_ms_per_step"]),
+                None => {
+                    let pattern = flags.strip_prefix("--grep '").unwrap().trim_end_matches('\'');
+                    let w = common::json(&["what-if", t.to_str().unwrap(), "--grep", pattern]);
+                    f(&w["saved_ms_per_step"])
+                }
+            };
+            assert!((saves - want).abs() < 0.0015, "{name}: {flags} {saves} vs {want}");
+        }
+    }
+    assert!(seen >= 20, "levers on the fixtures: {seen}");
+}
+
+/// No fixture gets a lever its own trace contradicts.
+#[test]
+fn no_lever_the_trace_contradicts() {
+    for t in traces() {
+        let s = summary(&t);
+        let name = t.display().to_string();
+        let evs = events(&read_json(&t));
+        let runtime = names_of(&evs, &["cuda_runtime", "cuda_driver", "Runtime"]);
+        let host = names_of(&evs, &["cpu_op", "Operator", "user_annotation"]);
+        let kernels: Vec<(String, f64)> = evs
+            .iter()
+            .filter(|e| matches!(e["cat"].as_str(), Some("kernel" | "Kernel")))
+            .map(|e| {
+                (e["name"].as_str().unwrap_or("").to_lowercase(), e["dur"].as_f64().unwrap_or(0.0))
+            })
+            .collect();
+        let kinds: Vec<&str> = s["levers"]
+            .as_array()
+            .map(|a| a.iter().map(|l| l["lever"].as_str().unwrap()).collect())
+            .unwrap_or_default();
+        let why = s["bound_why"].as_str().unwrap();
+
+        let graphs = runtime.iter().any(|n| n.contains("GraphLaunch"));
+        if graphs {
+            assert!(
+                !kinds.contains(&"cuda-graphs") && !kinds.contains(&"reduce-overhead"),
+                "{name}"
+            );
+        }
+        let compiled = host.iter().any(|n| {
+            n.starts_with("Torch-Compiled Region")
+                || n.starts_with("CompiledFunction")
+                || n.starts_with("## Call CompiledFxGraph")
+        });
+        if compiled {
+            assert!(!kinds.contains(&"torch-compile") && !kinds.contains(&"cuda-graphs"), "{name}");
+        }
+        let sdpa = host.iter().any(|n| n.contains("scaled_dot_product"));
+        let eager = host.iter().any(|n| n.ends_with("softmax"))
+            && host.iter().any(|n| n == "aten::bmm" || n == "aten::baddbmm");
+        if kinds.contains(&"sdpa") {
+            assert!(eager && !sdpa, "{name}: SDPA lever without eager attention");
+        }
+        if kinds.contains(&"dataloader-workers") {
+            assert!(host.iter().any(|n| n.contains("_SingleProcessDataLoaderIter")), "{name}");
+        }
+        // Matrix work in 16 bits already (by the kernels' own names): no AMP.
+        let matrix = |k: &str| k.contains("gemm") || k.contains("cijk_") || k.contains("xmma");
+        let total: f64 = kernels.iter().filter(|(k, _)| matrix(k)).map(|(_, d)| d).sum();
+        let half: f64 = kernels
+            .iter()
+            .filter(|(k, _)| {
+                matrix(k)
+                    && (k.contains("bf16")
+                        || k.contains("f16")
+                        || k.contains("_bbs_")
+                        || k.contains("_b_bs_"))
+            })
+            .map(|(_, d)| d)
+            .sum();
+        if total > 0.0 && half / total > 0.5 {
+            assert!(!why.contains("AMP"), "{name}: AMP on 16-bit matrix work: {why}");
+        }
+        let convs = kernels
+            .iter()
+            .any(|(k, _)| k.contains("conv") || k.contains("fprop") || k.contains("igemm"));
+        if !convs {
+            assert!(!why.contains("channels-last") && !kinds.contains(&"channels-last"), "{name}");
+        }
+    }
+}
+
+/// TimeSformer's attention is eager (softmax between matmuls): SDPA is a
+/// lever worth what its softmax kernels take, read from the raw trace.
+#[test]
+fn eager_attention_gets_sdpa_worth_its_softmax() {
+    let t = common::fixtures().join(
+        "traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    let evs = events(&read_json(&t));
+    let softmax_ms: f64 = evs
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.to_lowercase().contains("softmax")))
+        .map(|e| e["dur"].as_f64().unwrap())
+        .sum::<f64>()
+        / 1000.0;
+    let s = summary(&t);
+    let l = s["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "sdpa").unwrap();
+    let saves = f(&l["saves_ms_per_step"]);
+    // The GPU is busy from the first kernel on: removing the softmax
+    // shortens the step by nearly all of it, and never by more.
+    assert!(saves <= softmax_ms + 0.001 && saves >= 0.95 * softmax_ms, "{saves} vs {softmax_ms}");
+}
+
+/// The ResNet-50 V100 trace loads in the loop's process: the DataLoader
+/// lever says workers first, and it is the largest.
+#[test]
+fn a_single_process_loader_gets_workers_first() {
+    let t = common::fixtures()
+        .join("traces/kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz");
+    let s = summary(&t);
+    let first = &s["levers"][0];
+    assert_eq!(first["lever"], "dataloader-workers", "{}", s["levers"]);
+    assert!(first["evidence"].as_str().unwrap().contains("_SingleProcessDataLoaderIter"));
+    assert!(s["bound_why"].as_str().unwrap().contains("DataLoader(num_workers>0) first"));
+}

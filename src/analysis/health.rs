@@ -1,0 +1,553 @@
+//! Trace health (docs/analysis.md §15): what about the recorded window
+//! makes its figures or its verdict less true, checked before the verdict
+//! is printed. Each check is a small function over what the pass saw; a
+//! finding that leaves the window unable to support a verdict makes the
+//! verdict `cannot tell`, with how to record a trace that can.
+
+use std::collections::BTreeMap;
+
+use crate::profile::{HealthCheck, HealthRow, Severity};
+
+const MS: f64 = 1e6;
+
+/// A backlog from this share of the window up leaves no verdict: the
+/// window's figures are as much the earlier work's as the steps' own.
+pub const BACKLOG_CANNOT_TELL: f64 = 0.25;
+/// Smaller findings than this share of the window (and than
+/// [`MIN_FINDING_NS`]) are not reported: they change no figure shown.
+pub const MIN_SHARE: f64 = 0.02;
+pub const MIN_FINDING_NS: i64 = 500_000;
+/// The GPU falls behind the host when, step after step, it takes this
+/// much longer than the host's markers say.
+pub const BEHIND_RATIO: f64 = 1.05;
+/// A lone step whose GPU work runs past its end by this share of it.
+pub const TRAIL_SHARE: f64 = 0.10;
+/// A first step this many times the others' median is warm-up.
+pub const SLOW_FIRST: f64 = 2.0;
+/// Compilation taking this share of the window leaves no verdict.
+pub const COMPILE_CANNOT_TELL: f64 = 0.25;
+/// Launch calls without one GPU event from this many up: the GPU side
+/// was not recorded.
+pub const UNTIMED_LAUNCHES: u64 = 10;
+
+/// Category prefixes of devices whose events this reader does not read
+/// (Kineto's activity types for them).
+const UNREAD_DEVICES: [(&str, &str); 7] = [
+    ("mtia", "MTIA"),
+    ("hpu", "Gaudi (HPU)"),
+    ("xpu", "Intel XPU"),
+    ("privateuse1", "a PrivateUse1 backend"),
+    ("glow", "Glow"),
+    ("npu", "an NPU"),
+    ("mlu", "an MLU"),
+];
+/// Kineto's category for CUPTI range (counter) profiling.
+const COUNTER_RANGES: &str = "cuda_profiler_range";
+
+/// Names of host ranges and Python frames that mean torch.compile is
+/// compiling or autotuning, not running compiled code (whose frames,
+/// `compile_fx.py(…): wrapper` among them, run on every call).
+const COMPILING: [&str; 6] = [
+    "(dynamo_timed)",
+    "torch/_dynamo/convert_frame.py",
+    "compile_fx_inner",
+    "fx_codegen_and_compile",
+    "torch/_inductor/select_algorithm.py",
+    "torch/_inductor/async_compile.py",
+];
+
+/// What the pass notes for the checks.
+#[derive(Debug, Default)]
+pub struct Seen {
+    /// End of the last event recorded, step markers aside.
+    pub recorded_end: Option<i64>,
+    /// End of the profiler's session (Kineto's `Trace` span), when written.
+    pub session_end: Option<i64>,
+    /// The GPU-side `ProfilerStep#N` ranges (`gpu_user_annotation`).
+    pub gpu_steps: BTreeMap<u64, (i64, i64)>,
+    /// Complete events of categories the reader does not read: (category,
+    /// count). Few distinct ones: a list.
+    pub unread: Vec<(String, u64)>,
+    /// Runtime calls that put work on the GPU.
+    pub launch_calls: u64,
+    /// Host ranges and Python frames of compilation or autotuning.
+    pub compiling: Vec<(i64, i64)>,
+    /// Steps cut back to the last recorded event: (N, ns cut).
+    pub cut: Vec<(u64, i64)>,
+}
+
+impl Seen {
+    pub fn note_end(&mut self, end: i64) {
+        self.recorded_end = Some(self.recorded_end.map_or(end, |e| e.max(end)));
+    }
+
+    /// A complete event of a category the reader does not read.
+    pub fn note_other(&mut self, category: &str, end: i64) {
+        if category == "Trace" {
+            self.session_end = Some(self.session_end.map_or(end, |e| e.max(end)));
+        } else {
+            self.note_unread(category);
+        }
+    }
+
+    /// Where a step marker that runs past the recording is cut, and
+    /// whether a tail `past` ns long of a step `len` long is worth cutting:
+    /// past the profiler's session end (its `Trace` span) by a tenth of the
+    /// step; without one, by more than was recorded of the step (a step
+    /// can end in pure Python that records nothing, but not mostly).
+    pub fn cut_at(&self, events_end: Option<i64>) -> Option<(i64, bool)> {
+        let end = events_end.max(self.recorded_end);
+        match self.session_end {
+            Some(s) => Some((end.map_or(s, |e| e.max(s)), true)),
+            None => end.map(|e| (e, false)),
+        }
+    }
+
+    pub fn note_unread(&mut self, category: &str) {
+        match self.unread.iter_mut().find(|(c, _)| c == category) {
+            Some((_, n)) => *n += 1,
+            None => self.unread.push((category.to_string(), 1)),
+        }
+    }
+
+    /// A host range or Python frame: kept when it is compilation.
+    pub fn note_host_range(&mut self, name: &str, start: i64, end: i64) {
+        if COMPILING.iter().any(|c| name.contains(c)) {
+            self.compiling.push((start, end));
+        }
+    }
+}
+
+/// One piece of GPU work: its interval and when its launch began (None:
+/// the trace has no launch for it).
+#[derive(Debug, Clone, Copy)]
+pub struct Work {
+    pub start: i64,
+    pub end: i64,
+    pub launch: Option<(i64, i64)>,
+}
+
+/// The window the checks read.
+pub struct Window<'a> {
+    /// `ProfilerStep#N`: (N, start, end), in time order (empty: no steps).
+    pub numbered: &'a [(u64, i64, i64)],
+    /// The measured steps as intervals (the whole trace as one without
+    /// steps).
+    pub steps: &'a [(i64, i64)],
+    pub gpu_events: u64,
+    pub graph_captures: u64,
+}
+
+/// Every finding, most severe first.
+pub fn check<I>(seen: &Seen, w: &Window<'_>, work: impl Fn() -> I) -> Vec<HealthRow>
+where
+    I: Iterator<Item = Work>,
+{
+    let wall: i64 = w.steps.iter().map(|(s, e)| e - s).sum();
+    let mut rows: Vec<HealthRow> = [
+        no_gpu_timings(seen, w),
+        unread_device(seen, w),
+        backlog(w, wall, work()),
+        gpu_behind(seen, w, work()),
+        compilation(seen, w, wall),
+        graph_capture(w),
+    ]
+    .into_iter()
+    .flatten()
+    .chain(step_past_end(seen))
+    .chain(slow_first_step(w))
+    .collect();
+    rows.sort_by_key(|r| std::cmp::Reverse(rank(&r.severity)));
+    rows
+}
+
+fn rank(s: &Severity) -> u8 {
+    match s {
+        Severity::CannotTell => 2,
+        Severity::Caution => 1,
+        _ => 0,
+    }
+}
+
+fn row(
+    check: HealthCheck,
+    severity: Severity,
+    says: String,
+    ms: Option<f64>,
+    how: &str,
+) -> HealthRow {
+    HealthRow {
+        check,
+        severity,
+        says,
+        ms: ms.map(|v| (v * 1000.0).round() / 1000.0),
+        recapture: how.into(),
+    }
+}
+
+fn notable(ns: i64, wall: i64) -> bool {
+    ns >= MIN_FINDING_NS && ns as f64 >= MIN_SHARE * wall as f64
+}
+
+const WARM_UP: &str = "record after a warm-up step, with the GPU idle when recording starts: torch.profiler.schedule(wait=1, warmup=1, active=N), or torch.cuda.synchronize() before the profiler starts";
+
+/// Launches recorded, and not one GPU event: the GPU side is missing
+/// (CUPTI counter profiling, or CUDA activity not recorded).
+fn no_gpu_timings(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
+    if w.gpu_events > 0 || seen.launch_calls < UNTIMED_LAUNCHES {
+        return None;
+    }
+    let counters = seen.unread.iter().find(|(c, _)| c == COUNTER_RANGES);
+    let why = match counters {
+        Some((_, n)) => format!(
+            "a counter-profiling trace: {} kernel launches and {n} `{COUNTER_RANGES}` counter ranges, but no kernel, copy or set with its time",
+            seen.launch_calls
+        ),
+        None => format!(
+            "{} kernel launches recorded, but no kernel, copy or set ran in the trace: the GPU side was not recorded",
+            seen.launch_calls
+        ),
+    };
+    Some(row(
+        HealthCheck::NoGpuTimings,
+        Severity::CannotTell,
+        why,
+        None,
+        "record GPU activity: activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], without CUPTI range or counter profiling",
+    ))
+}
+
+fn unread_device(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
+    let found: Vec<(&str, &str, u64)> = seen
+        .unread
+        .iter()
+        .filter_map(|(c, n)| {
+            let lower = c.to_ascii_lowercase();
+            UNREAD_DEVICES
+                .iter()
+                .find(|(p, _)| lower.starts_with(p))
+                .map(|(_, d)| (c.as_str(), *d, *n))
+        })
+        .collect();
+    let (_, device, _) = *found.first()?;
+    let events: Vec<String> = found.iter().map(|(c, _, n)| format!("{n} `{c}`")).collect();
+    let (severity, tail) = if w.gpu_events == 0 {
+        (
+            Severity::CannotTell,
+            "and no GPU event this reader reads: the device's work is not in any figure",
+        )
+    } else {
+        (Severity::Caution, "beside the GPU events it reads: that device's work is in no figure")
+    };
+    Some(row(
+        HealthCheck::UnreadDevice,
+        severity,
+        format!(
+            "the trace records {device}: {} events this reader does not read, {tail}",
+            events.join(", ")
+        ),
+        None,
+        "",
+    ))
+}
+
+/// GPU work launched before the recording (or before the first step) that
+/// ran inside the first step, and a first kernel that waited with nothing
+/// recorded running: work queued before the window.
+fn backlog(w: &Window<'_>, wall: i64, work: impl Iterator<Item = Work>) -> Option<HealthRow> {
+    let &(s0, e0) = w.steps.first()?;
+    let mut earlier: Vec<(i64, i64)> = Vec::new();
+    // The first piece of work launched in the window, by start.
+    let mut first_own: Option<Work> = None;
+    for k in work {
+        if k.end <= s0 || k.start >= e0 {
+            continue;
+        }
+        match k.launch {
+            Some((l, _)) if l >= s0 => {
+                if first_own.is_none_or(|f| k.start < f.start) {
+                    first_own = Some(k);
+                }
+            }
+            _ => earlier.push((k.start.max(s0), k.end.min(e0))),
+        }
+    }
+    let queued = union_ns(&mut earlier);
+    // The first own kernel waiting with the GPU idle in the trace: work
+    // queued before the recording that the trace does not show.
+    let unseen = first_own.map_or(0, |f| {
+        let (_, launch_end) = f.launch.unwrap_or((f.start, f.start));
+        let busy_until =
+            earlier.iter().map(|&(_, e)| e).filter(|&e| e <= f.start).max().unwrap_or(s0);
+        (f.start - launch_end.max(busy_until).max(s0)).max(0)
+    });
+    let unseen = if unseen >= MIN_FINDING_NS { unseen } else { 0 };
+    let total = queued + unseen;
+    if !notable(total, wall) {
+        return None;
+    }
+    let share = total as f64 / wall as f64;
+    let step = w
+        .numbered
+        .first()
+        .map_or_else(|| "the window".to_string(), |n| format!("ProfilerStep#{}", n.0));
+    let mut says = String::new();
+    if queued > 0 {
+        says = format!(
+            "{:.2} ms of GPU work launched before the recording ran in {step} ({:.0}% of the window)",
+            queued as f64 / MS,
+            queued as f64 / wall as f64 * 100.0
+        );
+    }
+    if unseen > 0 {
+        let sep = if says.is_empty() { "" } else { "; " };
+        says = format!(
+            "{says}{sep}the first kernel launched in the window waited {:.2} ms with nothing recorded running: work queued before the recording that the trace does not show",
+            unseen as f64 / MS
+        );
+    }
+    if let Some(f) = first_own {
+        says = format!(
+            "{says}. The window's own GPU work began {:.2} ms into {step}",
+            (f.start - s0) as f64 / MS
+        );
+    }
+    let severity =
+        if share >= BACKLOG_CANNOT_TELL { Severity::CannotTell } else { Severity::Caution };
+    Some(row(HealthCheck::Backlog, severity, says, Some(total as f64 / MS), WARM_UP))
+}
+
+/// The union's length of some intervals.
+fn union_ns(v: &mut [(i64, i64)]) -> i64 {
+    super::busy::merge(v).iter().map(|(s, e)| e - s).sum()
+}
+
+/// The GPU ends each step's work later and later after the host ends the
+/// step: the host's markers understate the step. From the GPU side, a
+/// step lasts from the end of one step's work to the end of the next's
+/// (or between the GPU-side step annotations, when recorded).
+fn gpu_behind(seen: &Seen, w: &Window<'_>, work: impl Iterator<Item = Work>) -> Option<HealthRow> {
+    let steps = w.numbered;
+    if steps.is_empty() {
+        return None;
+    }
+    // The end of each step's GPU work: work placed in a step by its launch.
+    let mut ends: Vec<Option<i64>> = vec![None; steps.len()];
+    for k in work {
+        let Some((l, _)) = k.launch else { continue };
+        let i = steps.partition_point(|&(_, s, _)| s <= l);
+        if i == 0 || l >= steps[i - 1].2 {
+            continue;
+        }
+        let e = &mut ends[i - 1];
+        *e = Some(e.map_or(k.end, |v| v.max(k.end)));
+    }
+    let trails: Vec<(u64, i64)> =
+        steps.iter().zip(&ends).filter_map(|(&(n, _, e), end)| end.map(|x| (n, x - e))).collect();
+    let &(last_n, last_trail) = trails.last()?;
+    if steps.len() == 1 {
+        let (_, s, e) = steps[0];
+        if last_trail < MIN_FINDING_NS || (last_trail as f64) < TRAIL_SHARE * (e - s) as f64 {
+            return None;
+        }
+        return Some(row(
+            HealthCheck::GpuBehind,
+            Severity::Caution,
+            format!(
+                "the GPU ends ProfilerStep#{last_n}'s work {:.2} ms after the host ends the step ({:.0}% of it): that part is outside the window",
+                last_trail as f64 / MS,
+                last_trail as f64 / (e - s) as f64 * 100.0
+            ),
+            Some(last_trail as f64 / MS),
+            "profile more than one step, so that each step's trailing GPU work falls in the next",
+        ));
+    }
+    // Steps after the first: the host's step time against the GPU's.
+    let host: f64 =
+        steps[1..].iter().map(|&(_, s, e)| (e - s) as f64).sum::<f64>() / (steps.len() - 1) as f64;
+    let annotated: Vec<i64> =
+        steps.iter().filter_map(|(n, _, _)| seen.gpu_steps.get(n).map(|g| g.0)).collect();
+    let (gpu, how) = if annotated.len() == steps.len() {
+        (spacing(&annotated), "from the GPU-side step annotations")
+    } else {
+        let work_ends: Vec<i64> = ends.iter().flatten().copied().collect();
+        if work_ends.len() != steps.len() {
+            return None;
+        }
+        (spacing(&work_ends), "from the end of one step's GPU work to the next")
+    };
+    let gpu = gpu?;
+    let first_trail = trails.first().map_or(0, |t| t.1);
+    if gpu < BEHIND_RATIO * host || last_trail < MIN_FINDING_NS || last_trail <= first_trail {
+        return None;
+    }
+    Some(row(
+        HealthCheck::GpuBehind,
+        Severity::Caution,
+        format!(
+            "the GPU falls behind the host: it ends ProfilerStep#{last_n}'s work {:.2} ms after the host ends the step (ProfilerStep#{}'s: {:.2} ms); a step takes {:.2} ms on the GPU ({how}), {:.2} ms by the host's markers, which the per-step figures use",
+            last_trail as f64 / MS,
+            trails[0].0,
+            first_trail as f64 / MS,
+            gpu / MS,
+            host / MS
+        ),
+        Some((gpu - host) / MS),
+        "profile more steps, so that the host's markers settle at the GPU's pace (the launch queue fills and the host waits)",
+    ))
+}
+
+/// The mean spacing of successive times.
+fn spacing(t: &[i64]) -> Option<f64> {
+    (t.len() >= 2).then(|| (t[t.len() - 1] - t[0]) as f64 / (t.len() - 1) as f64)
+}
+
+fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
+    seen.cut
+        .iter()
+        .map(|&(n, cut)| {
+            row(
+                HealthCheck::StepPastEnd,
+                Severity::Caution,
+                format!(
+                    "ProfilerStep#{n} runs {:.2} ms past the last recorded event (the recording stopped first): the step is cut there",
+                    cut as f64 / MS
+                ),
+                Some(cut as f64 / MS),
+                "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)",
+            )
+        })
+        .collect()
+}
+
+fn slow_first_step(w: &Window<'_>) -> Option<HealthRow> {
+    let (first, rest) = w.numbered.split_first()?;
+    if rest.len() < 2 {
+        return None;
+    }
+    let mut others: Vec<i64> = rest.iter().map(|&(_, s, e)| e - s).collect();
+    others.sort_unstable();
+    let median = others[others.len() / 2] as f64;
+    let took = (first.2 - first.1) as f64;
+    if took < SLOW_FIRST * median || took - median < MIN_FINDING_NS as f64 {
+        return None;
+    }
+    Some(row(
+        HealthCheck::SlowFirstStep,
+        Severity::Caution,
+        format!(
+            "ProfilerStep#{} took {:.2} ms, {:.1}× the other steps' median ({:.2} ms): warm-up inside the window, averaged into the per-step figures",
+            first.0,
+            took / MS,
+            took / median,
+            median / MS
+        ),
+        Some((took - median) / MS),
+        WARM_UP,
+    ))
+}
+
+fn graph_capture(w: &Window<'_>) -> Option<HealthRow> {
+    (w.graph_captures > 0).then(|| {
+        row(
+            HealthCheck::GraphCapture,
+            Severity::Caution,
+            format!(
+                "the window records {} CUDA/HIP graph capture(s): kernels launched during a capture are recorded, not run, so the GPU waits by design",
+                w.graph_captures
+            ),
+            None,
+            "profile the graph replays, after the capture",
+        )
+    })
+}
+
+fn compilation(seen: &Seen, w: &Window<'_>, wall: i64) -> Option<HealthRow> {
+    let mut inside: Vec<(i64, i64)> = seen
+        .compiling
+        .iter()
+        .flat_map(|&(s, e)| w.steps.iter().map(move |&(a, b)| (s.max(a), e.min(b))))
+        .filter(|(s, e)| s < e)
+        .collect();
+    let ns = union_ns(&mut inside);
+    if !notable(ns, wall) {
+        return None;
+    }
+    let share = ns as f64 / wall as f64;
+    let severity =
+        if share >= COMPILE_CANNOT_TELL { Severity::CannotTell } else { Severity::Caution };
+    Some(row(
+        HealthCheck::Compilation,
+        severity,
+        format!(
+            "torch.compile compiles or autotunes for {:.2} ms inside the window ({:.0}% of it)",
+            ns as f64 / MS,
+            share * 100.0
+        ),
+        Some(ns as f64 / MS),
+        "run the compiled model once (or a few times, for autotuning) before the profiled window",
+    ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn window<'a>(numbered: &'a [(u64, i64, i64)], steps: &'a [(i64, i64)]) -> Window<'a> {
+        Window { numbered, steps, gpu_events: 1, graph_captures: 0 }
+    }
+
+    #[test]
+    fn union_counts_overlaps_once() {
+        assert_eq!(union_ns(&mut [(5, 10), (0, 3), (2, 6), (20, 21)]), 11);
+        assert_eq!(union_ns(&mut []), 0);
+    }
+
+    #[test]
+    fn a_slow_first_step_is_warm_up() {
+        let ms = 1_000_000;
+        let numbered =
+            [(1, 0, 30 * ms), (2, 30 * ms, 40 * ms), (3, 40 * ms, 51 * ms), (4, 51 * ms, 60 * ms)];
+        let steps: Vec<(i64, i64)> = numbered.iter().map(|&(_, s, e)| (s, e)).collect();
+        let r = slow_first_step(&window(&numbered, &steps)).unwrap();
+        // Median of 10, 11, 9 ms is 10: 3.0×, 20 ms more.
+        assert_eq!(r.ms, Some(20.0));
+        assert!(r.says.contains("3.0×"), "{}", r.says);
+        let even = [(1, 0, 11 * ms), (2, 11 * ms, 21 * ms), (3, 21 * ms, 31 * ms)];
+        assert!(slow_first_step(&window(&even, &steps)).is_none());
+    }
+
+    #[test]
+    fn compilation_is_named_by_its_frames_not_by_compiled_code() {
+        let mut seen = Seen::default();
+        seen.note_host_range("_compile.compile_inner (dynamo_timed)", 0, 10);
+        seen.note_host_range("torch/_dynamo/convert_frame.py(1046): _compile", 2, 8);
+        seen.note_host_range("Torch-Compiled Region: 0/0", 0, 10);
+        seen.note_host_range("## Call CompiledFxGraph f4ii27dd ##", 0, 10);
+        seen.note_host_range("torch/_inductor/compile_fx.py(2735): wrapper", 0, 10);
+        assert_eq!(seen.compiling, vec![(0, 10), (2, 8)]);
+    }
+
+    #[test]
+    fn launches_without_gpu_events_cannot_tell() {
+        let seen = Seen { launch_calls: 400, ..Seen::default() };
+        let w = Window { gpu_events: 0, ..window(&[], &[(0, 1)]) };
+        let r = no_gpu_timings(&seen, &w).unwrap();
+        assert_eq!(r.severity, Severity::CannotTell);
+        assert!(r.says.starts_with("400 kernel launches"), "{}", r.says);
+        assert!(no_gpu_timings(&seen, &window(&[], &[(0, 1)])).is_none());
+    }
+
+    #[test]
+    fn unread_devices_are_named() {
+        let mut seen = Seen::default();
+        for _ in 0..3 {
+            seen.note_unread("mtia_ccp_events");
+        }
+        seen.note_unread("Trace");
+        let w = Window { gpu_events: 0, ..window(&[], &[(0, 1)]) };
+        let r = unread_device(&seen, &w).unwrap();
+        assert_eq!(r.severity, Severity::CannotTell);
+        assert!(r.says.contains("MTIA: 3 `mtia_ccp_events`"), "{}", r.says);
+    }
+}
