@@ -169,5 +169,32 @@ fn a_single_process_loader_gets_workers_first() {
     let first = &s["levers"][0];
     assert_eq!(first["lever"], "dataloader-workers", "{}", s["levers"]);
     assert!(first["evidence"].as_str().unwrap().contains("_SingleProcessDataLoaderIter"));
-    assert!(s["bound_why"].as_str().unwrap().contains("DataLoader(num_workers>0) first"));
+    assert!(s["bound_why"].as_str().unwrap().contains("`dataloader-workers` −47.536 ms/step"));
+}
+
+/// Where the trace supports levers, the verdict names them in their
+/// ranked order, each with its saving: the first is the largest.
+#[test]
+fn the_verdict_names_the_largest_lever_first() {
+    let mut named = 0;
+    for t in traces() {
+        let s = summary(&t);
+        let Some(levers) = s["levers"].as_array().filter(|l| !l.is_empty()) else { continue };
+        let why = s["bound_why"].as_str().unwrap();
+        let at = |l: &Value| {
+            let said = format!(
+                "`{}` −{:.3} ms/step ({:.1}%)",
+                l["lever"].as_str().unwrap(),
+                f(&l["saves_ms_per_step"]),
+                f(&l["saves_pct"])
+            );
+            why.find(&said).unwrap_or_else(|| panic!("{}: {said} not in {why}", t.display()))
+        };
+        let first = at(&levers[0]);
+        if let Some(second) = levers.get(1) {
+            assert!(first < at(second), "{}", t.display());
+        }
+        named += 1;
+    }
+    assert!(named >= 10, "{named}");
 }

@@ -138,15 +138,6 @@ pub(super) fn build(
         steps: win.n_steps,
     };
     let facts = super::facts::of_parts(&parts, &host_ranges(&a));
-    let (mut bound, mut bound_why) = decide(
-        &head,
-        &busy,
-        &by_phase,
-        idle.as_ref().map(|i| &i.account),
-        efficiency.as_ref(),
-        measured,
-        &facts,
-    );
     let warnings = caveats(&a, measured);
     // One model of the step (§14), once every account is done with its
     // lists: its critical path and the standard what-ifs.
@@ -195,8 +186,19 @@ pub(super) fn build(
         }
         _ => Vec::new(),
     };
+    let (mut bound, mut bound_why) = decide(
+        &head,
+        &busy,
+        &by_phase,
+        idle.as_ref().map(|i| &i.account),
+        efficiency.as_ref(),
+        measured,
+        (&facts, &levers),
+    );
     // The verdict with what the model says of it: one set of figures.
-    if let Some(said) = step_model.as_ref().and_then(|m| model_sentence(&bound, m)) {
+    if let Some(said) =
+        step_model.as_ref().and_then(|m| model_sentence(&bound, m, !levers.is_empty()))
+    {
         bound_why = format!("{bound_why} {said}");
     }
     // The window's health before any verdict (§15): where it cannot
@@ -847,7 +849,7 @@ fn decide(
     idle: Option<&IdleAccount>,
     efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
-    facts: &crate::profile::TraceFacts,
+    (facts, levers): (&crate::profile::TraceFacts, &[crate::profile::LeverRow]),
 ) -> (Verdict, String) {
     let phase_wall: Vec<(String, f64)> = by_phase
         .phases
@@ -884,6 +886,7 @@ fn decide(
         graph_captures: head.graph_captures,
         efficiency,
         facts: Some(facts),
+        levers,
     };
     verdict::decide(&evidence)
 }

@@ -3,8 +3,8 @@
 
 use crate::hardware::PeakClass::{Bf16, Fp32, Fp32Matrix, Tf32};
 use crate::profile::{
-    Efficiency, HealthRow, IdleAccount, IdleCause, IdleCauseRow, Mode, RooflineBound, ScenarioRow,
-    Stages, StepModelView, TraceFacts, Verdict,
+    Efficiency, HealthRow, IdleAccount, IdleCause, IdleCauseRow, LeverRow, Mode, RooflineBound,
+    ScenarioRow, Stages, StepModelView, TraceFacts, Verdict,
 };
 
 /// Dataloader wait at or above this share of the real step is the verdict.
@@ -73,6 +73,33 @@ pub struct Evidence<'a> {
     /// How the work already runs (§16): a lever they contradict is not
     /// named.
     pub facts: Option<&'a TraceFacts>,
+    /// The levers the trace supports, ranked by the step model's saving
+    /// (§16): where there are any, the verdict names those instead of its
+    /// cause's rule-written ones.
+    pub levers: &'a [LeverRow],
+}
+
+/// Ranked levers the verdict names.
+pub const RANKED_LEVERS: usize = 2;
+
+/// The verdict's levers: the ranked ones with their savings where the
+/// step model gave any, else the cause's own (`rule`).
+fn ranked_or(e: &Evidence<'_>, rule: String) -> String {
+    if e.levers.is_empty() {
+        return rule;
+    }
+    let shown: Vec<String> = e
+        .levers
+        .iter()
+        .take(RANKED_LEVERS)
+        .map(|l| {
+            format!(
+                "`{}` −{:.3} ms/step ({:.1}%): {}",
+                l.lever, l.saves_ms_per_step, l.saves_pct, l.change
+            )
+        })
+        .collect();
+    format!("Levers, by what the step model says each saves: {}.", shown.join("; "))
 }
 
 /// A priced op is a lever of the compute verdict from this share of the
@@ -138,11 +165,11 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
                     "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. {}",
                     e.step_ms,
                     frac * 100.0,
-                    if single_process(e) {
+                    ranked_or(e, if single_process(e) {
                         "Levers: DataLoader workers first — the loader runs in the loop's process (`_SingleProcessDataLoaderIter`): more --workers; then caching decoded images, lighter augmentation, a larger batch."
                     } else {
                         "Levers: more --workers, caching decoded images, lighter augmentation, a larger batch."
-                    }
+                    }.into())
                 ),
             );
         }
@@ -162,10 +189,12 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             e.gpu_busy_ms,
             e.step_ms
         );
-        let levers = e
-            .efficiency
-            .and_then(|eff| roofline_levers(eff, e.facts))
-            .unwrap_or_else(|| compute_levers(e.facts));
+        let levers = ranked_or(
+            e,
+            e.efficiency
+                .and_then(|eff| roofline_levers(eff, e.facts))
+                .unwrap_or_else(|| compute_levers(e.facts)),
+        );
         return (Verdict::Compute, format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
@@ -184,7 +213,7 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             e.launches_per_step,
             e.mean_kernel_us,
             e.host_overhead_ms,
-            launch_levers(e)
+            ranked_or(e, launch_levers(e))
         ),
     )
 }
@@ -416,6 +445,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
     } else {
         format!("{:.1} ms of it ", top.ms_per_step)
     };
+    let levers = ranked_or(e, levers);
     let why = format!(
         "{head}{}{figure}{what}.{second} {levers}",
         if figure.is_empty() { sep } else { "; " }
@@ -525,10 +555,11 @@ fn communication_verdict(e: &Evidence<'_>) -> Option<(Verdict, String)> {
     Some((
         Verdict::Communication,
         format!(
-            "exposed communication takes {exposed:.2} ms of the {:.2} ms step ({:.0}%), more than compute ({compute:.2} ms); only {hidden:.0}% of the {:.2} ms of collectives overlaps compute. Levers: overlap communication with compute (DDP/FSDP bucket sizes, prefetch), fewer ranks per node or a faster interconnect, gradient compression.",
+            "exposed communication takes {exposed:.2} ms of the {:.2} ms step ({:.0}%), more than compute ({compute:.2} ms); only {hidden:.0}% of the {:.2} ms of collectives overlaps compute. {}",
             e.step_ms,
             exposed / e.step_ms * 100.0,
-            e.comm_ms
+            e.comm_ms,
+            ranked_or(e, "Levers: overlap communication with compute (DDP/FSDP bucket sizes, prefetch), fewer ranks per node or a faster interconnect, gradient compression.".into())
         ),
     ))
 }
@@ -630,16 +661,27 @@ fn own_change(bound: &Verdict) -> Option<&'static str> {
 
 /// What the step model says of a verdict (docs/analysis.md §14): what
 /// fixing its cause saves, re-timed, and the largest saving when that is
-/// another change and clearly larger. `None` without a model or a saving.
-pub fn model_sentence(bound: &Verdict, m: &StepModelView) -> Option<String> {
+/// another change and clearly larger (`ranked`: the verdict names the
+/// ranked levers, so only its own cause's saving). `None` without a model
+/// or a saving.
+pub fn model_sentence(bound: &Verdict, m: &StepModelView, ranked: bool) -> Option<String> {
     let top = m.scenarios.first().filter(|r| r.saved_ms_per_step > 0.0)?;
+    let own = own_change(bound).and_then(|f| m.scenarios.iter().find(|r| r.flags == f));
+    if ranked {
+        // The ranked levers name the largest savings already.
+        return own.map(|o| {
+            format!(
+                "Re-timed on the step model, fixing its cause saves {:.3} ms/step ({:.1}%).",
+                o.saved_ms_per_step, o.saved_pct
+            )
+        });
+    }
     let say = |r: &ScenarioRow| {
         format!(
             "`{}` ({}): {:.3} ms/step ({:.1}%)",
             r.flags, r.what, r.saved_ms_per_step, r.saved_pct
         )
     };
-    let own = own_change(bound).and_then(|f| m.scenarios.iter().find(|r| r.flags == f));
     Some(match own {
         Some(o) if o.flags == top.flags => format!(
             "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%): the largest of its what-ifs.",
