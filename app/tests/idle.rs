@@ -380,6 +380,53 @@ fn each_injected_cause_is_recovered_with_its_figure() {
         Some("enumerate(DataLoader)#_MultiProcessingDataLoaderIter.__next__"),
     );
 
+    // A single-process DataLoader recorded with Python frames: its wait is
+    // named down to the frame that holds it (an image resize in the
+    // dataset), as the Python cause's is; the lever says workers first.
+    let v = generated(d, "dataloader_frames.json", &|t, s| {
+        let dl = "enumerate(DataLoader)#_SingleProcessDataLoaderIter.__next__";
+        t.x("python_function", "train.py(5): main", s, 100_000.0, json!({}));
+        t.x("user_annotation", dl, s + 10_010.0, 60_000.0, json!({}));
+        t.x(
+            "python_function",
+            "torch/utils/data/dataloader.py(630): __next__",
+            s + 10_020.0,
+            59_980.0,
+            json!({}),
+        );
+        t.x("python_function", "dataset.py(40): __getitem__", s + 10_030.0, 59_900.0, json!({}));
+        t.x("python_function", "PIL/Image.py(2200): resize", s + 20_000.0, 45_000.0, json!({}));
+        t.x("cpu_op", "aten::copy_", s + 75_000.0, 10_000.0, json!({}));
+    });
+    let idle = idle_of(&v);
+    close(cause_ms(idle, "dataloader"), 60.0, 0.05, "the loader's wait");
+    let on_path: Vec<(&str, f64)> = idle["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "dataloader")
+        .unwrap()["where"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["path"] == true)
+        .map(|p| (p["name"].as_str().unwrap(), p["ms_per_step"].as_f64().unwrap()))
+        .collect();
+    // (The loader's range and `__next__` hold all of it: passed through,
+    // as a decorator's frame is.)
+    assert_eq!(on_path.first().map(|p| p.0), Some("dataset.py(40): __getitem__"), "{idle}");
+    let resize = on_path
+        .iter()
+        .find(|p| p.0 == "PIL/Image.py(2200): resize")
+        .expect("the resize on the path");
+    close(resize.1, 45.0, 0.01, "the resize under the loader");
+    assert!(
+        !on_path.iter().any(|p| p.0 == "train.py(5): main"),
+        "frames above the loader are not its own: {idle}"
+    );
+    let why = v["bound_why"].as_str().unwrap();
+    assert!(why.contains("of it in `PIL/Image.py(2200): resize`"), "{why}");
+
     // A cudaMalloc storm: 50 calls of 1 ms.
     let v = generated(d, "malloc.json", &|t, s| {
         for i in 0..50 {

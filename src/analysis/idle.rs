@@ -174,6 +174,12 @@ enum Place {
 }
 
 const OUTSIDE_OPS: &str = "outside any recorded op or frame";
+
+/// [`classify`]'s frame places before they are resolved to a node:
+/// the active Python frames, or only those under the DataLoader range
+/// (rooted at the range's name, so the loader's tree is its own).
+const ALL_FRAMES: u32 = 0;
+const UNDER_LOADER: u32 = 1;
 const NO_HOST: &str = "no CPU-side events in the trace";
 const NOT_LAUNCHED: &str = "kernels whose launch the trace does not hold";
 
@@ -1009,9 +1015,17 @@ fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &
                     let phase = a.ranges.cpu_phase_cached(&mut places, thread, t);
                     let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
                     let place = match place {
-                        Place::Frame(_) => {
-                            let mut frames = active.iter().filter(|s| s.kind == HostKind::Python);
+                        Place::Frame(which) => {
+                            let loader = active
+                                .iter()
+                                .find(|s| s.kind == HostKind::Dataload)
+                                .filter(|_| which == UNDER_LOADER);
+                            let mut frames = active.iter().filter(|s| {
+                                s.kind == HostKind::Python
+                                    && loader.is_none_or(|l| s.start >= l.start)
+                            });
                             path.clear();
+                            path.extend(loader.map(|l| l.name));
                             path.extend(
                                 frames
                                     .clone()
@@ -1108,7 +1122,7 @@ fn classify(
         if has_ops {
             op_place(None)
         } else if let Some(f) = python {
-            if tree { Place::Frame(0) } else { Place::Name(f.name) }
+            if tree { Place::Frame(ALL_FRAMES) } else { Place::Name(f.name) }
         } else if let Some(an) = innermost(HostKind::Annotation) {
             Place::Name(an.name)
         } else {
@@ -1120,8 +1134,13 @@ fn classify(
         Mode::SlowCall(call) => return (IdleCause::CpuOp, op_place(Some(call))),
         Mode::Classify { .. } => {}
     }
-    if let Some(dl) = active.iter().find(|s| s.kind == HostKind::Dataload) {
-        return (IdleCause::Dataloader, Place::Name(dl.name));
+    if let Some(i) = active.iter().position(|s| s.kind == HostKind::Dataload) {
+        // Python frames recorded under the loader (`with_stack`): its
+        // time is named frame by frame, as the Python cause's is.
+        if active[i + 1..].iter().any(|s| s.kind == HostKind::Python) {
+            return (IdleCause::Dataloader, Place::Frame(UNDER_LOADER));
+        }
+        return (IdleCause::Dataloader, Place::Name(active[i].name));
     }
     let sync_call = innermost(HostKind::Sync);
     if sync_call.is_some() || ops().any(|s| is_sync_op(s.name)) {
@@ -1177,12 +1196,31 @@ fn places(
         .sum();
     let mut out: Vec<IdlePlace> = Vec::new();
     if frame_ns > 0 {
+        // The tree is shared by the causes that name frames (Python, the
+        // DataLoader's): only the roots this cause's time reached count.
+        let root_of = |mut node: u32| {
+            while tally.frames[node as usize].parent != ROOT {
+                node = tally.frames[node as usize].parent;
+            }
+            node
+        };
+        let own_roots: Vec<u32> = tally
+            .places
+            .iter()
+            .filter_map(|((c, p), _)| match p {
+                Place::Frame(node) if *c == cause => Some(root_of(*node)),
+                _ => None,
+            })
+            .collect();
+        let own_roots = &own_roots;
         let children = |parent: u32| {
             tally
                 .frames
                 .iter()
                 .enumerate()
-                .filter(move |(_, f)| f.parent == parent)
+                .filter(move |(i, f)| {
+                    f.parent == parent && (parent != ROOT || own_roots.contains(&(*i as u32)))
+                })
                 .map(|(i, f)| (i as u32, f))
         };
         let mut chain: Vec<u32> = Vec::new();

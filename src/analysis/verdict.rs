@@ -419,7 +419,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         ),
         IdleCause::Dataloader => (
             Verdict::Dataloader,
-            format!("the loop waits on the DataLoader{lead}{}", flat_places(top, 1)),
+            format!("the loop waits on the DataLoader{lead}{}", python_places(top)),
             dataloader_levers(e),
         ),
         IdleCause::Dependency => (
@@ -465,8 +465,9 @@ fn flat_places(c: &IdleCauseRow, n: usize) -> String {
     if shown.is_empty() { String::new() } else { format!(" — {}", shown.join(", ")) }
 }
 
-/// The Python frames that explain the time: the outermost one on the path
-/// and the deepest, or the largest place when no frame was recorded.
+/// The Python frames that explain the time (the Python cause's, or those
+/// under the DataLoader, rooted at its range): the outermost one on the
+/// path and the deepest, or the largest place when no frame was recorded.
 fn python_places(c: &IdleCauseRow) -> String {
     let path: Vec<_> = c.places.iter().filter(|p| p.path).collect();
     match (path.first(), path.last()) {
