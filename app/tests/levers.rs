@@ -32,6 +32,20 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap()
 }
 
+/// A what-if's flags as arguments: words, or 'quoted words'.
+fn words(flags: &str) -> Vec<String> {
+    let (mut out, mut cur, mut quoted) = (Vec::new(), String::new(), false);
+    for c in flags.chars() {
+        match c {
+            '\'' => quoted = !quoted,
+            ' ' if !quoted => out.extend((!cur.is_empty()).then(|| std::mem::take(&mut cur))),
+            c => cur.push(c),
+        }
+    }
+    out.extend((!cur.is_empty()).then_some(cur));
+    out
+}
+
 #[test]
 fn levers_are_ranked_by_the_saving_their_what_if_gives() {
     let mut seen = 0;
@@ -53,9 +67,10 @@ fn levers_are_ranked_by_the_saving_their_what_if_gives() {
             let want = match scenarios.iter().find(|r| r["flags"] == flags) {
                 Some(r) => f(&r["saved_ms_per_step"]),
                 None => {
-                    let pattern = flags.strip_prefix("--grep '").unwrap().trim_end_matches('\'');
-                    let w = common::json(&["what-if", t.to_str().unwrap(), "--grep", pattern]);
-                    f(&w["saved_ms_per_step"])
+                    let mut args = vec!["what-if", t.to_str().unwrap()];
+                    let words = words(flags);
+                    args.extend(words.iter().map(String::as_str));
+                    f(&common::json(&args)["saved_ms_per_step"])
                 }
             };
             assert!((saves - want).abs() < 0.0015, "{name}: {flags} {saves} vs {want}");
@@ -197,4 +212,42 @@ fn the_verdict_names_the_largest_lever_first() {
         named += 1;
     }
     assert!(named >= 10, "{named}");
+}
+
+/// The A100 control trace runs its GEMMs in TF32: AMP's figure is the
+/// GEMM/conv work at the same share of its roofline with bf16's peak and
+/// half the bytes, worked out here from the profile's roofline figures.
+#[test]
+fn tf32_matrix_work_gets_amp_from_its_roofline() {
+    let t = common::fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let s = summary(&t);
+    let e = &s["efficiency"];
+    assert_eq!(e["matrix"]["format"], "tf32");
+    let g = e["categories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["category"] == "gemm / conv")
+        .unwrap();
+    let (flops, bytes) = (f(&g["gflop_per_step"]), f(&g["gb_per_step"]));
+    let (tf32, bf16, bw) =
+        (f(&e["peak_tflops"]["tf32"]), f(&e["peak_tflops"]["bf16"]), f(&e["peak_tbps"]));
+    let now = (flops / tf32).max(bytes / bw);
+    let then = (flops / bf16).max(bytes / 2.0 / bw);
+    let gemm_ms =
+        s["categories"].as_array().unwrap().iter().find(|c| c["name"] == "gemm / conv").unwrap();
+    let covered = (f(&g["modelled_ms_per_step"]) / f(&gemm_ms["ms_per_step"])).min(1.0);
+    let scale = 1.0 - covered * (1.0 - then / now);
+    let amp =
+        s["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "amp").expect("an AMP lever");
+    assert_eq!(amp["what_if"], format!("--remove-category 'gemm / conv' --scale {scale:.3}"));
+    // bf16-trace fixtures never get one.
+    for t in traces() {
+        let s = summary(&t);
+        let lead = &s["facts"]["matrix_precision"][0]["precision"];
+        if lead == "bf16" || lead == "fp16" {
+            let kinds = s["levers"].as_array().cloned().unwrap_or_default();
+            assert!(!kinds.iter().any(|l| l["lever"] == "amp"), "{}", t.display());
+        }
+    }
 }

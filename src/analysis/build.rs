@@ -173,9 +173,27 @@ pub(super) fn build(
                         regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok()?;
                     m.kernels_removed(flags, what, |n| re.is_match(n))
                 });
+            let mut extra: Vec<super::model::Scenario> = extra.collect();
+            let gemm_ms = tables
+                .categories
+                .iter()
+                .find(|c| c.name == Category::GemmConv)
+                .map_or(0.0, |c| c.ms_per_step);
+            let amp = efficiency.as_ref().and_then(|e| super::levers::Amp::of(e, &facts, gemm_ms));
+            if let Some(a) = &amp {
+                let mut change = super::model::Change::default();
+                change.class_factor[Category::GemmConv.index().unwrap_or(2)] = a.scale;
+                extra.push(super::model::Scenario {
+                    flags: a.flags(),
+                    what: "'gemm / conv' GPU work in a 16-bit format (AMP)".into(),
+                    change,
+                    removes_ns: 0,
+                });
+            }
             let mut rows = view.scenarios.clone();
-            rows.extend(super::model::rows(m, head.step_ms, extra.collect()));
+            rows.extend(super::model::rows(m, head.step_ms, extra));
             super::levers::levers(&super::levers::Ctx {
+                amp: amp.as_ref(),
                 scenarios: &rows,
                 facts: &facts,
                 idle: idle.as_ref().map(|i| &i.account),

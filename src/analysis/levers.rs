@@ -8,11 +8,79 @@
 //! The registry: one small function per lever, [`LEVERS`]; adding a lever
 //! is one entry and its test.
 
-use crate::profile::facts::{AttentionKind, DataloaderKind};
-use crate::profile::{IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts};
+use crate::profile::facts::{AttentionKind, DataloaderKind, Precision};
+use crate::profile::{
+    Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts,
+};
+
+/// AMP's projection: the GEMM/conv work at the same share of its
+/// roofline, with a 16-bit format's peak and half the bytes. Only where
+/// the roofline account priced most of that work (else the figure would
+/// rest on the few kernels it priced).
+#[derive(Debug, Clone)]
+pub struct Amp {
+    /// The factor on the GEMM/conv category's time.
+    pub scale: f64,
+    pub evidence: String,
+}
+
+/// GEMM/conv work priced from this share of its time up gives AMP a figure.
+pub const AMP_PRICED_SHARE: f64 = 0.5;
+
+impl Amp {
+    /// The what-if that asks for it.
+    pub fn flags(&self) -> String {
+        format!("--remove-category 'gemm / conv' --scale {:.3}", self.scale)
+    }
+
+    /// From the roofline account (`eff`), the facts and the GEMM/conv
+    /// category's time per step; None where the matrix work runs in 16 or
+    /// 8 bits already, the device has no 16-bit peak, or too little of it
+    /// was priced.
+    pub fn of(eff: &Efficiency, facts: &TraceFacts, gemm_ms: f64) -> Option<Amp> {
+        let lead = facts.matrix_precision.first()?;
+        if !matches!(lead.precision, Precision::Fp32 | Precision::Tf32) {
+            return None;
+        }
+        let m = eff.matrix.as_ref()?;
+        let (format, target) =
+            ["bf16", "fp16"].iter().find_map(|f| eff.peak_tflops.get(*f).map(|p| (*f, *p)))?;
+        let bw = eff.peak_tbps?;
+        let g = eff.categories.iter().find(|c| c.category == Category::GemmConv)?;
+        let (flops, bytes, priced) =
+            (g.achieved.gflop_per_step?, g.achieved.gb_per_step?, g.achieved.modelled_ms_per_step?);
+        let covered = priced / gemm_ms;
+        if gemm_ms <= 0.0 || covered < AMP_PRICED_SHARE || target <= m.peak_tflops {
+            return None;
+        }
+        // Seconds per step at each roofline (GFLOP / TFLOP/s and GB / TB/s
+        // are both ms).
+        let now = (flops / m.peak_tflops).max(bytes / bw);
+        let then = (flops / target).max(bytes / 2.0 / bw);
+        if now <= 0.0 {
+            return None;
+        }
+        let f = then / now;
+        let scale = 1.0 - covered.min(1.0) * (1.0 - f);
+        Some(Amp {
+            scale: (scale * 1000.0).round() / 1000.0,
+            evidence: format!(
+                "GEMM/conv work runs in {} ({:.0}% of matrix time); priced at {:.0}% of its {:.0} TFLOP/s roofline, the same share of {format}'s {target:.0} TFLOP/s with half the bytes takes {:.2}× the time ({:.0}% of GEMM/conv time priced)",
+                lead.precision,
+                lead.share * 100.0,
+                m.pct_of_peak,
+                m.peak_tflops,
+                f,
+                covered.min(1.0) * 100.0
+            ),
+        })
+    }
+}
 
 /// What the levers are decided from.
 pub struct Ctx<'a> {
+    /// AMP's projection, where it has one ([`Amp::of`]).
+    pub amp: Option<&'a Amp>,
     /// The step model's what-ifs: the standard set and [`extra`]'s.
     pub scenarios: &'a [ScenarioRow],
     pub facts: &'a TraceFacts,
@@ -75,7 +143,8 @@ pub fn extra(facts: &TraceFacts) -> Vec<(String, String, &'static str)> {
 type Def = fn(&Ctx<'_>) -> Option<LeverRow>;
 
 /// Every lever, each deciding from the context whether it applies.
-pub const LEVERS: [Def; 11] = [
+pub const LEVERS: [Def; 12] = [
+    amp,
     graphs,
     per_op_host_work,
     dataloader,
@@ -114,6 +183,20 @@ fn lever(
         evidence,
         rests_on,
     })
+}
+
+/// fp32/TF32 matrix work → bf16/fp16 (AMP), at its measured share of
+/// the roofline ([`Amp::of`]).
+fn amp(ctx: &Ctx<'_>) -> Option<LeverRow> {
+    let a = ctx.amp?;
+    let row = ctx.saving(&a.flags())?;
+    lever(
+        LeverKind::Amp,
+        "AMP (torch.autocast to bf16/fp16) for the matrix work".into(),
+        row,
+        a.evidence.clone(),
+        vec!["matrix time mostly fp32/TF32".into()],
+    )
 }
 
 fn compiled(ctx: &Ctx<'_>) -> Option<String> {
@@ -241,7 +324,14 @@ fn syncs(ctx: &Ctx<'_>) -> Option<LeverRow> {
         LeverKind::RemoveSyncs,
         "take the syncs out of the step (`.item()`, `.cpu()`, `nonzero`, printing tensors) or copy non_blocking from pinned memory".into(),
         row,
-        format!("{:.2} ms/step blocked in synchronising calls{}", ctx.idle_ms(IdleCause::Sync), ctx.place(IdleCause::Sync)),
+        // The host's wait (what the what-if takes away) delays every launch
+        // after it: the GPU's idle then shows up later, as launch gaps.
+        format!(
+            "the host waits {:.2} ms/step in synchronising calls; the GPU idles {:.2} ms/step under them{}",
+            row.removes_ms_per_step,
+            ctx.idle_ms(IdleCause::Sync),
+            ctx.place(IdleCause::Sync)
+        ),
         Vec::new(),
     )
 }

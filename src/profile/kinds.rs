@@ -214,6 +214,7 @@ named_values! {
         OverlapCommunication = "overlap-communication",
         FuseElementwise = "fuse-elementwise",
         Sdpa = "sdpa",
+        Amp = "amp",
         ChannelsLast = "channels-last",
         StreamStructure = "stream-structure",
         WarmUp = "warm-up",
