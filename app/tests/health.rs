@@ -7,15 +7,8 @@ mod common;
 use std::collections::HashSet;
 use std::path::Path;
 
-use common::{fixtures, read_json, union_len};
+use common::{fixtures, read_json, trace_events as events, union_len};
 use serde_json::{Value, json};
-
-fn events(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) => a.clone(),
-        _ => v["traceEvents"].as_array().unwrap().clone(),
-    }
-}
 
 fn with_events(original: &Value, evs: Vec<Value>) -> Value {
     let mut v = original.clone();

@@ -7,15 +7,8 @@ mod common;
 
 use std::path::Path;
 
-use common::{read_json, traces};
+use common::{read_json, trace_events as events, traces};
 use serde_json::Value;
-
-fn events(v: &Value) -> Vec<Value> {
-    match v {
-        Value::Array(a) => a.clone(),
-        _ => v["traceEvents"].as_array().unwrap().clone(),
-    }
-}
 
 fn names_of(evs: &[Value], cats: &[&str]) -> Vec<String> {
     evs.iter()

@@ -80,6 +80,15 @@ pub fn read_json(path: &Path) -> Value {
     serde_json::from_slice(&bytes).unwrap()
 }
 
+/// A trace's events, from its JSON (an object with `traceEvents`, or a
+/// bare array as late-2020 files are).
+pub fn trace_events(v: &Value) -> Vec<Value> {
+    match v {
+        Value::Array(a) => a.clone(),
+        _ => v["traceEvents"].as_array().unwrap().clone(),
+    }
+}
+
 /// What a whole-file reading of a trace says, computed the simple way.
 #[derive(Debug, Default)]
 pub struct Truth {
