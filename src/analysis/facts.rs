@@ -64,7 +64,7 @@ const CONV: &str =
 const NHWC: &str = "nhwc";
 
 /// The transposes libraries run to feed NHWC kernels from NCHW tensors.
-const LAYOUT_TRANSPOSE: &str = r"nchwtonhwc|nhwctonchw|batched_transpose";
+pub const LAYOUT_TRANSPOSE: &str = r"nchwtonhwc|nhwctonchw|batched_transpose";
 
 /// Host ranges of torch.compile, outermost first: the first kind found is
 /// counted (the others nest inside it). `Torch-Compiled Region` wraps each
@@ -96,7 +96,7 @@ const FUSED_ATTENTION_OPS: &[&str] =
 const SOFTMAX_OPS: &[&str] = &["aten::softmax", "aten::_softmax", "aten::_safe_softmax"];
 const BATCHED_MATMUL_OPS: &[&str] = &["aten::bmm", "aten::baddbmm"];
 /// Softmax kernels (`cunn_SoftMaxForward`, `softmax_warp_forward`).
-const SOFTMAX_KERNEL: &str = "softmax";
+pub const SOFTMAX_KERNEL: &str = "softmax";
 
 /// Elementwise kernels listed by name.
 const ELEMENTWISE_TOP: usize = 3;

@@ -518,6 +518,30 @@ mod tests {
     }
 
     #[test]
+    fn a_gpu_falling_further_behind_is_found_and_a_steady_lag_is_not() {
+        let ms = 1_000_000;
+        let numbered = [(1, 0, 10 * ms), (2, 10 * ms, 20 * ms), (3, 20 * ms, 30 * ms)];
+        let steps: Vec<(i64, i64)> = numbered.iter().map(|&(_, s, e)| (s, e)).collect();
+        // Each step's one kernel, launched at its start, ends 1, 3, 5 ms
+        // after the step: the GPU takes 12 ms a step, the host 10.
+        let behind = |trail: [i64; 3]| {
+            (0..3)
+                .map(|i| Work {
+                    start: i * 10 * ms,
+                    end: (i + 1) * 10 * ms + trail[i as usize] * ms,
+                    launch: Some((i * 10 * ms, i * 10 * ms + 1)),
+                })
+                .collect::<Vec<_>>()
+        };
+        let seen = Seen::default();
+        let w = window(&numbered, &steps);
+        let r = gpu_behind(&seen, &w, behind([1, 3, 5]).into_iter()).unwrap();
+        assert_eq!(r.ms, Some(2.0), "12 ms on the GPU against 10 by the markers");
+        assert!(r.says.contains("ProfilerStep#3's work 5.00 ms after"), "{}", r.says);
+        assert!(gpu_behind(&seen, &w, behind([4, 4, 4]).into_iter()).is_none());
+    }
+
+    #[test]
     fn compilation_is_named_by_its_frames_not_by_compiled_code() {
         let mut seen = Seen::default();
         seen.note_host_range("_compile.compile_inner (dynamo_timed)", 0, 10);

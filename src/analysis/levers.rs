@@ -8,6 +8,11 @@
 //! The registry: one small function per lever, [`LEVERS`]; adding a lever
 //! is one entry and its test.
 
+// Softmax kernels (what fused attention does without) and the layout
+// transposes around NHWC kernels fed NCHW tensors (what channels-last
+// tensors do without): the facts' own patterns, lower case (`--grep`
+// matches without case).
+use super::facts::{LAYOUT_TRANSPOSE as TRANSPOSES, SOFTMAX_KERNEL as SOFTMAX};
 use crate::profile::facts::{AttentionKind, DataloaderKind, Precision};
 use crate::profile::{
     Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts,
@@ -49,10 +54,10 @@ impl Amp {
         let g = eff.categories.iter().find(|c| c.category == Category::GemmConv)?;
         let (flops, bytes, priced) =
             (g.achieved.gflop_per_step?, g.achieved.gb_per_step?, g.achieved.modelled_ms_per_step?);
-        let covered = priced / gemm_ms;
-        if gemm_ms <= 0.0 || covered < AMP_PRICED_SHARE || target <= m.peak_tflops {
+        if gemm_ms <= 0.0 || priced < AMP_PRICED_SHARE * gemm_ms || target <= m.peak_tflops {
             return None;
         }
+        let covered = (priced / gemm_ms).min(1.0);
         // Seconds per step at each roofline (GFLOP / TFLOP/s and GB / TB/s
         // are both ms).
         let now = (flops / m.peak_tflops).max(bytes / bw);
@@ -61,7 +66,7 @@ impl Amp {
             return None;
         }
         let f = then / now;
-        let scale = 1.0 - covered.min(1.0) * (1.0 - f);
+        let scale = 1.0 - covered * (1.0 - f);
         Some(Amp {
             scale: (scale * 1000.0).round() / 1000.0,
             evidence: format!(
@@ -71,7 +76,7 @@ impl Amp {
                 m.pct_of_peak,
                 m.peak_tflops,
                 f,
-                covered.min(1.0) * 100.0
+                covered * 100.0
             ),
         })
     }
@@ -112,12 +117,6 @@ impl Ctx<'_> {
         self.cause(c).map_or(0.0, |r| r.ms_per_step)
     }
 }
-
-/// Softmax kernels: what fused attention (SDPA) does without.
-pub const SOFTMAX: &str = "softmax";
-/// The layout transposes around NHWC convolution kernels fed NCHW
-/// tensors: what channels-last tensors do without.
-pub const TRANSPOSES: &str = "nchwToNhwc|nhwcToNchw|batched_transpose";
 
 /// The what-ifs the levers need beyond the standard set: (flags, what,
 /// the kernel-name pattern they remove), where the facts call for them.

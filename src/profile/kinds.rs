@@ -224,8 +224,6 @@ named_values! {
 named_values! {
     /// How much a health finding weighs on the verdict.
     Severity {
-        /// Worth knowing; the figures stand.
-        Note = "note",
         /// Some figures include work that is not the steps' own, or miss some.
         Caution = "caution",
         /// The window cannot support a verdict: the verdict is `cannot tell`.
