@@ -37,6 +37,7 @@ fn the_readers_text_is_pinned() {
             ("kernels", &["kernels"]),
             ("phases", &["phases"]),
             ("ops", &["ops"]),
+            ("tree", &["tree", "--depth", "4"]),
             ("what_if_all", &["what-if", "--all"]),
         ] {
             insta::assert_snapshot!(format!("{name}_{lens}"), text(args, trace));

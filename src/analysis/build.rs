@@ -6,6 +6,7 @@ use std::path::Path;
 use indexmap::IndexMap;
 
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
+use super::calltree::{OpAccount, OpTotals};
 use super::cpulog::HostKind;
 use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
@@ -57,7 +58,7 @@ pub(super) fn build(
     // The idle account's device groups after the first, for the main
     // thread too once its part is done (a merged trace's processes).
     let share = Share::default();
-    let (busy, roof, idle, op_tables, lead_ins) = std::thread::scope(|s| {
+    let (busy, roof, idle, op_tables, lead_ins, tree) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (threads > 1).then(|| {
             let (a, win, kinfo, share) = (&a, &win, &kinfo, &share);
@@ -84,6 +85,8 @@ pub(super) fn build(
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).
         let op_tables = a.ops_stale.then(|| a.count_ops());
+        // The call tree, from the same records (§17).
+        let tree = super::calltree::build(&a, &kinfo);
         // The collectives' kernel lead-ins too (their idle part needs the
         // idle account's gaps).
         let lead_ins = collector.finish(&a, index(), &compute_label);
@@ -102,7 +105,7 @@ pub(super) fn build(
                 ),
             ),
         };
-        (busy, roof, idle, op_tables, lead_ins)
+        (busy, roof, idle, op_tables, lead_ins, tree)
     });
     if let Some(t) = op_tables {
         (a.op_tables, a.ops_stale) = (t, false);
@@ -120,7 +123,8 @@ pub(super) fn build(
     });
     let head = headline(&a, &win, &busy, &kinfo, measured);
     let collectives = lead_ins.with_idle(idle.as_ref().and_then(|i| i.gaps.as_ref()));
-    let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref() };
+    let op_account = tree.op_account();
+    let rows = Rows { a: &a, kinfo: &kinfo, win: &win, roof: roof.as_ref(), ops: &op_account };
     let tables = rows.tables(busy.kernel_total.ns);
     let mut by_phase = rows.phases(measured);
     if let Some(idle) = &idle {
@@ -305,6 +309,7 @@ pub(super) fn build(
         distributed: info.distributed.clone(),
         step_times: step_times(&a),
         collectives,
+        call_tree: Some(tree.tree(win.n_steps)).filter(|t| !t.is_empty()),
         facts: Some(facts),
         levers,
         health,
@@ -680,6 +685,8 @@ struct Rows<'x> {
     kinfo: &'x KernelInfo,
     win: &'x Span,
     roof: Option<&'x super::roofline::Roofline>,
+    /// The ops' figures, from the call tree.
+    ops: &'x OpAccount,
 }
 
 /// The whole window's kernel, category and op tables.
@@ -716,7 +723,7 @@ impl Rows<'_> {
         }
     }
 
-    fn op_row(&self, name: u32, o: &Agg, denom: i64, phase: Option<u16>) -> OpRow {
+    fn op_row(&self, name: u32, o: &OpTotals, denom: i64, phase: Option<u16>) -> OpRow {
         let perf = self.roof.and_then(|r| match phase {
             Some(p) => r.ops_by_phase.get(&(p, name)),
             None => r.ops.get(&name),
@@ -725,7 +732,9 @@ impl Rows<'_> {
             op: self.a.names.get(name).to_string(),
             ms_per_step: round(self.win.per_step_ms(o.ns), 4),
             pct_of_cpu_ops: round(pct(o.ns, denom), 2),
-            count_per_step: round(o.count as f64 / self.win.n_steps, 2),
+            count_per_step: round(o.calls as f64 / self.win.n_steps, 2),
+            self_ms_per_step: Some(round(self.win.per_step_ms(o.self_ns), 4)),
+            gpu_ms_per_step: (o.gpu_ns > 0).then(|| round(self.win.per_step_ms(o.gpu_ns), 4)),
             achieved: super::roofline::achieved(perf, self.win.n_steps),
             shape: perf
                 .and(self.roof)
@@ -756,8 +765,11 @@ impl Rows<'_> {
             .collect();
         categories
             .sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.name.cmp(&y.name)));
-        let op_totals = a.op_tables.ops();
-        let op_total: i64 = op_totals.values().map(|o| o.ns).fold(0, i64::saturating_add);
+        let mut op_totals: HashMap<u32, OpTotals> = HashMap::default();
+        for (&(_, name), o) in &self.ops.by_phase {
+            op_totals.entry(name).or_default().add(o);
+        }
+        let op_total = self.ops.in_ops_ns(None);
         let mut ops: Vec<OpRow> =
             op_totals.iter().map(|(n, o)| self.op_row(*n, o, op_total, None)).collect();
         sort_ops(&mut ops);
@@ -824,15 +836,22 @@ impl Rows<'_> {
                 .filter(|((p, _), _)| *p == id)
                 .map(|((_, n), o)| (*n, o))
                 .collect();
+            let trees: Vec<(u32, &OpTotals)> = self
+                .ops
+                .by_phase
+                .iter()
+                .filter(|((p, _), _)| *p == id)
+                .map(|((_, n), o)| (*n, o))
+                .collect();
             let k_ns: i64 = ks.iter().map(|(_, k)| k.ns).fold(0, i64::saturating_add);
             let k_count: u64 = ks.iter().map(|(_, k)| k.count).sum();
-            let o_ns: i64 = os.iter().map(|(_, o)| o.ns).fold(0, i64::saturating_add);
             let o_count: u64 = os.iter().map(|(_, o)| o.count).sum();
             let mut krows: Vec<KernelRow> =
                 ks.iter().map(|(n, k)| self.kernel_row(*n, k, k_ns, Some(id))).collect();
             sort_kernels(&mut krows);
+            let in_ops = self.ops.in_ops_ns(Some(id));
             let mut orows: Vec<OpRow> =
-                os.iter().map(|(n, o)| self.op_row(*n, o, o_ns, Some(id))).collect();
+                trees.iter().map(|(n, o)| self.op_row(*n, o, in_ops, Some(id))).collect();
             sort_ops(&mut orows);
             let wall = measured_wall(measured, &name)
                 .or_else(|| range_wall.get(&id).map(|ns| self.win.per_step_ms(*ns)))

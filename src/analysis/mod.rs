@@ -15,6 +15,7 @@
 
 pub mod build;
 pub mod busy;
+pub mod calltree;
 pub mod collectives;
 pub mod cpulog;
 pub mod facts;
@@ -67,7 +68,8 @@ impl Agg {
 /// What the CPU ops inside the steps are counted into.
 #[derive(Debug, Default)]
 struct OpTables {
-    /// Per (phase, op name); an op's totals are their sum ([`OpTables::ops`]).
+    /// Per (phase, op name): every call counted (the ops table's own
+    /// figures come from the call tree, `calltree::OpAccount`).
     ops_by_phase: HashMap<(u16, u32), Agg>,
     /// Per thread, the union of its CPU ops inside the steps: the time it
     /// spent inside framework ops rather than between them.
@@ -78,19 +80,6 @@ impl OpTables {
     fn add(&mut self, thread: u32, name: u32, phase: u16, start: i64, dur: i64) {
         self.op_cover.entry(thread).or_default().add(start, start + dur);
         self.ops_by_phase.entry((phase, name)).or_default().add(dur);
-    }
-
-    /// Each op's totals over the phases: summed once here rather than
-    /// counted beside the phases' for every op (durations are never
-    /// negative, so the saturating sums agree).
-    fn ops(&self) -> HashMap<u32, Agg> {
-        let mut ops: HashMap<u32, Agg> = HashMap::default();
-        for (&(_, name), o) in &self.ops_by_phase {
-            let total = ops.entry(name).or_default();
-            total.ns = total.ns.saturating_add(o.ns);
-            total.count += o.count;
-        }
-        ops
     }
 }
 
@@ -870,7 +859,7 @@ impl Analyzer {
     /// idle time (see [`idle::PYTHON_MIN_NS`]).
     fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.health.note_end(start + dur);
-        if dur < idle::PYTHON_MIN_NS {
+        if dur < idle::PYTHON_MIN_NS && !calltree::is_module_frame(ev.name()) {
             self.cpu.short_python += 1;
             return;
         }

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
+use crate::lens::tree::By;
 use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
 
@@ -140,6 +141,12 @@ pub enum ReaderCommand {
     Kernels(KernelsArgs),
     /// aten/autograd ops by CPU time.
     Ops(OpsArgs),
+    /// The call tree of a step: modules, frames and ops down to kernels, CPU and GPU time.
+    ///
+    /// Each node is a name at one place in the tree (a calling context):
+    /// its calls, host time (total and self) and the kernel time launched
+    /// inside it, which counts for every ancestor too.
+    Tree(TreeArgs),
     /// Before → after, with a significance call when both sides have repeats.
     Compare(CompareArgs),
     /// Collectives matched across a job's ranks: arrival skew, waits, bus bandwidth.
@@ -336,10 +343,38 @@ pub struct OpsArgs {
     /// Regex on the op name (case-insensitive)
     #[arg(long)]
     pub grep: Option<String>,
-    /// Order: time, count, name, or efficiency (time lost against the
-    /// roofline, where the trace recorded shapes)
+    /// Order: time (CPU), gpu (kernel time launched inside), count, name, or
+    /// efficiency (time lost against the roofline, where the trace recorded shapes)
     #[arg(long, value_enum, default_value_t = Sort::Time)]
     pub sort: Sort,
+    #[command(flatten)]
+    pub output: FormatArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct TreeArgs {
+    /// profile.json or a Chrome trace (.json / .json.gz)
+    pub trace: PathBuf,
+    /// Which host records are nodes: module (annotations, nn.Modules, ops), frame (every
+    /// Python frame too) or op (annotations and ops); the others are see-through
+    #[arg(long, value_enum, default_value_t = By::Module)]
+    pub by: By,
+    /// Restrict to one phase (forward, backward, …)
+    #[arg(long)]
+    pub phase: Option<String>,
+    /// Levels to show below the roots
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// Hide the nodes under this % of both the GPU and the CPU total
+    #[arg(long, default_value_t = 1.0)]
+    pub min_pct: f64,
+    /// Regex (case-insensitive): only the paths through a matching node; with
+    /// --bottom-up, the matching nodes and their callers
+    #[arg(long)]
+    pub focus: Option<String>,
+    /// Callers under each node: where a kernel's or an op's cost comes from
+    #[arg(long)]
+    pub bottom_up: bool,
     #[command(flatten)]
     pub output: FormatArgs,
 }

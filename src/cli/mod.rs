@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use crate::error::{Error, Result};
 use crate::input::{self, LoadOptions, Loaded, ranks};
-use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, whatif::Request};
+use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, tree::TreeQuery, whatif::Request};
 use crate::profile::{self, Input};
 use crate::render::table::{self, Table};
 use crate::render::{self, Format, text};
@@ -335,6 +335,20 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             };
             let o = lens::ops::ops(&profile, &q)?;
             emit(format, &o, || text::ops(&o), || table::ops(&o))?
+        }
+        ReaderCommand::Tree(a) => {
+            let format = a.output.format()?;
+            let Input { profile, .. } = load(&a.trace)?;
+            let q = TreeQuery {
+                by: a.by,
+                phase: a.phase.clone(),
+                depth: a.depth,
+                min_pct: a.min_pct,
+                focus: a.focus.clone(),
+                bottom_up: a.bottom_up,
+            };
+            let t = lens::tree::tree(&profile, &q)?;
+            emit(format, &t, || text::tree(&t), || table::tree(&t))?
         }
         ReaderCommand::Compare(a) => {
             if a.before.as_os_str() == "-" && a.after.as_os_str() == "-" {

@@ -17,6 +17,9 @@ pub enum Sort {
     /// Time lost against the roofline (docs/analysis.md §13), largest
     /// first; rows the model did not price follow by time.
     Efficiency,
+    /// GPU time: an op's, the kernels launched inside it (docs/analysis.md
+    /// §17); a kernel's, its time.
+    Gpu,
 }
 
 impl Sort {
@@ -25,7 +28,7 @@ impl Sort {
             Sort::Time => Sort::Count,
             Sort::Count => Sort::Name,
             Sort::Name => Sort::Efficiency,
-            Sort::Efficiency => Sort::Time,
+            Sort::Efficiency | Sort::Gpu => Sort::Time,
         }
     }
     pub fn as_str(self) -> &'static str {
@@ -34,16 +37,18 @@ impl Sort {
             Sort::Count => "count",
             Sort::Name => "name",
             Sort::Efficiency => "efficiency",
+            Sort::Gpu => "gpu",
         }
     }
 }
 
-/// Orders rows by `sort`: `time`, `count` and `lost` read a row's figures,
-/// `name` its name; ties by name.
+/// Orders rows by `sort`: `time`, `count`, `lost` and `gpu` read a row's
+/// figures, `name` its name; ties by name.
 pub fn sort_rows<T>(
     rows: &mut [&T],
     sort: Sort,
     time: fn(&T) -> f64,
+    gpu: fn(&T) -> f64,
     count: fn(&T) -> f64,
     lost: fn(&T) -> Option<f64>,
     name: fn(&T) -> &str,
@@ -55,6 +60,9 @@ pub fn sort_rows<T>(
             rows.sort_by(|a, b| count(b).total_cmp(&count(a)).then_with(|| by_name(a, b)))
         }
         Sort::Name => rows.sort_by(by_name),
+        Sort::Gpu => rows.sort_by(|a, b| {
+            gpu(b).total_cmp(&gpu(a)).then(time(b).total_cmp(&time(a))).then_with(|| by_name(a, b))
+        }),
         Sort::Efficiency => rows.sort_by(|a, b| {
             let key = |r: &&T| (lost(r).is_some(), lost(r).unwrap_or(0.0), time(r));
             let (ka, kb) = (key(a), key(b));
@@ -158,6 +166,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         sort => sort_rows(
             &mut rows,
             sort,
+            |k| k.ms_per_step,
             |k| k.ms_per_step,
             |k| k.count_per_step,
             |k| k.achieved.lost_ms_per_step,

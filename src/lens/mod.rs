@@ -14,4 +14,5 @@ pub mod ops;
 pub mod phases;
 pub mod stats;
 pub mod summary;
+pub mod tree;
 pub mod whatif;

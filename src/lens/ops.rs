@@ -1,4 +1,6 @@
-//! `profile ops`: aten/autograd ops by CPU time, with the performance
+//! `profile ops`: aten/autograd ops by CPU time (a call nested in a call
+//! of the same name counted once), their self time and the GPU time
+//! launched inside them (docs/analysis.md §17), with the performance
 //! model's account of their GPU work where it priced them.
 
 use serde::Serialize;
@@ -44,6 +46,7 @@ pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
         &mut rows,
         q.sort,
         |o| o.ms_per_step,
+        |o| o.gpu_ms_per_step.unwrap_or(0.0),
         |o| o.count_per_step,
         |o| o.achieved.lost_ms_per_step,
         |o| &o.op,

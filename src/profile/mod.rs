@@ -10,12 +10,14 @@ pub mod metrics;
 pub mod ranks;
 pub mod repeat;
 pub mod schema;
+pub mod tree;
 
 pub use facts::TraceFacts;
 pub use kinds::{Category, HealthCheck, LeverKind, Mode, Severity, Verdict};
 pub use measured::{Measurements, RunConfig};
 pub use memory::{DeviceMemory, PhaseMemory};
 pub use schema::*;
+pub use tree::{CallNode, CallTree, NodeKind};
 
 use std::path::PathBuf;
 

@@ -112,6 +112,10 @@ pub struct Profile {
     /// job-level matching of collectives needs of each rank (docs/analysis.md §11).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub collectives: Vec<CollectiveCall>,
+    /// What ran inside what, down to the kernels (docs/analysis.md §17).
+    /// Traces with CPU ops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub call_tree: Option<super::CallTree>,
     /// Things the analysis had to skip or approximate, for people to read.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub warnings: Vec<String>,
@@ -410,6 +414,12 @@ pub struct OpRow {
     pub ms_per_step: f64,
     pub pct_of_cpu_ops: f64,
     pub count_per_step: f64,
+    /// Its time in none of the ops, frames or annotations it encloses.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub self_ms_per_step: Option<f64>,
+    /// Kernel time launched inside it (docs/analysis.md §17).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub gpu_ms_per_step: Option<f64>,
     /// The performance model's account of its calls and their kernels.
     #[serde(flatten)]
     pub achieved: Achieved,

@@ -14,6 +14,7 @@ use crate::lens::kernels::{JobKernels, Kernels};
 use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
+use crate::lens::tree::Tree;
 use crate::profile::DeviceMemory;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -181,6 +182,23 @@ pub fn ops(o: &Ops) -> Result<Table> {
     ));
     t.notes = o.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
     Ok(t)
+}
+
+pub fn tree(t: &Tree) -> Result<Table> {
+    let q = &t.query;
+    let how = if q.bottom_up { "bottom-up" } else { "top-down" };
+    let mut table = Table::of(&t.rows)?.caption(format!(
+        "{}call tree by {}, {how}{}: per step GPU {} ms, CPU {} ms; {} nodes shown, {} hidden",
+        of_trace(&t.trace),
+        q.by.as_str(),
+        in_phase(&q.phase),
+        t.gpu_ms_per_step,
+        t.cpu_ms_per_step,
+        t.rows.len(),
+        t.hidden
+    ));
+    table.notes = t.notes.clone();
+    Ok(table)
 }
 
 pub fn phases(p: &Phases) -> Result<Table> {

@@ -16,6 +16,7 @@ use crate::lens::memory::Memory;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
+use crate::lens::tree::Tree;
 use crate::lens::whatif::{JobWhatIf, Model, WhatIf, WhatIfAll};
 use crate::profile::{Achieved, DeviceMemory, Efficiency, LeadKind, Mode, RooflineBound};
 
@@ -583,36 +584,101 @@ pub fn collectives(c: &Collectives, top: usize) -> String {
 
 pub fn ops(x: &Ops) -> String {
     let priced = x.ops.iter().any(|r| r.achieved.is_priced());
-    let mut o = if priced {
-        format!(
-            "{:>6} {:>9} {:>7} {:>9} {RATES_HEADER} op  (shape of its costliest call)\n",
-            "%cpu", "ms/step", "x/step", "GPU ms"
-        )
+    let gpu = x.ops.iter().any(|r| r.gpu_ms_per_step.is_some());
+    let ms = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
+    let mut o = format!("{:>6} {:>9} {:>9} {:>7}", "%cpu", "ms/step", "self ms", "x/step");
+    if gpu {
+        let _ = write!(o, " {:>9}", "GPU ms");
+    }
+    if priced {
+        let _ = write!(o, " {RATES_HEADER} op  (shape of its costliest call)");
     } else {
-        format!("{:>6} {:>9} {:>7}  op\n", "%cpu", "ms/step", "x/step")
-    };
+        let _ = write!(o, "  op");
+    }
+    o.push('\n');
     for r in &x.ops {
-        let (cpu, count) = (format!("{:.3}", r.ms_per_step), num(r.count_per_step, 1));
+        let _ = write!(
+            o,
+            "{:6.2} {:>9} {:>9} {:>7}",
+            r.pct_of_cpu_ops,
+            format!("{:.3}", r.ms_per_step),
+            ms(r.self_ms_per_step),
+            num(r.count_per_step, 1)
+        );
+        if gpu {
+            let _ = write!(o, " {:>9}", ms(r.gpu_ms_per_step));
+        }
         if priced {
-            let gpu = r
-                .achieved
-                .modelled_ms_per_step
-                .map_or_else(|| "-".to_string(), |v| format!("{v:.3}"));
             let shape = r.shape.as_deref().map_or(String::new(), |s| format!("  ({s})"));
-            let _ = writeln!(
-                o,
-                "{:6.2} {cpu:>9} {count:>7} {gpu:>9} {}  {}{shape}",
-                r.pct_of_cpu_ops,
-                rate_columns(&r.achieved),
-                r.op
-            );
+            let _ = writeln!(o, " {}  {}{shape}", rate_columns(&r.achieved), r.op);
         } else {
-            let _ = writeln!(o, "{:6.2} {cpu:>9} {count:>7}  {}", r.pct_of_cpu_ops, r.op);
+            let _ = writeln!(o, "  {}", r.op);
         }
     }
     let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
     let _ = writeln!(o, "({} of {} ops{scope}; {} shown)", x.matched, x.total, x.ops.len());
     efficiency_notes(&mut o, &x.efficiency_notes);
+    o
+}
+
+/// The kind of a tree node, in a few letters.
+fn node_tag(kind: crate::profile::NodeKind) -> &'static str {
+    use crate::profile::NodeKind as K;
+    match kind {
+        K::Phase => "phase",
+        K::Annotation => "range",
+        K::Module => "module",
+        K::Frame => "py",
+        K::Op => "op",
+        K::Graph => "graph",
+        K::Kernel => "kernel",
+    }
+}
+
+pub fn tree(t: &Tree) -> String {
+    let q = &t.query;
+    let how = if q.bottom_up { "bottom-up (callers under each node)" } else { "top-down" };
+    let scope = q.phase.as_deref().map_or(String::new(), |p| format!(", phase {p}"));
+    let mut o = format!(
+        "call tree by {}, {how}{scope}: per step GPU {:.3} ms, CPU {:.3} ms\n",
+        q.by.as_str(),
+        t.gpu_ms_per_step,
+        t.cpu_ms_per_step
+    );
+    let _ = writeln!(
+        o,
+        "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<6} name",
+        "GPU ms", "%gpu", "CPU ms", "self ms", "x/step", "kernels", "TFLOP/s", "kind"
+    );
+    for r in &t.rows {
+        let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+        let _ = writeln!(
+            o,
+            "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {}{}",
+            r.gpu_ms_per_step,
+            r.pct_of_gpu,
+            r.cpu_ms_per_step,
+            r.cpu_self_ms_per_step,
+            num(r.calls_per_step, 1),
+            num(r.kernels_per_step, 1),
+            tflops,
+            node_tag(r.kind),
+            "  ".repeat(r.depth),
+            r.name
+        );
+    }
+    let focus = q.focus.as_deref().map_or(String::new(), |f| format!(", focus /{f}/"));
+    let depth = q.depth.map_or(String::new(), |d| format!(", depth {d}"));
+    let _ = writeln!(
+        o,
+        "({} nodes shown, {} hidden: under {}% of both totals{depth}{focus})",
+        t.rows.len(),
+        t.hidden,
+        q.min_pct
+    );
+    for n in &t.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
     o
 }
 

@@ -1,0 +1,380 @@
+//! The call tree (docs/analysis.md §17) on real traces, against figures
+//! this file derives from the raw events: each kernel found through its
+//! correlation id to the runtime call that launched it, and from there to
+//! the records open on that thread at that time.
+
+mod common;
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use common::{read_json, trace_events, truth};
+use serde_json::Value;
+
+fn trace(folder: &str, prefix: &str) -> PathBuf {
+    let dir = common::fixtures().join("traces").join(folder);
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.file_name().unwrap().to_string_lossy().starts_with(prefix))
+        .collect();
+    files.sort();
+    files.remove(0)
+}
+
+fn timesformer() -> PathBuf {
+    trace("tracelens_h100_timesformer", "facebook_timesformer")
+}
+
+/// A host record: thread, start, end (µs), kind, name, its place in the file.
+#[derive(Debug, Clone)]
+struct Rec {
+    thread: String,
+    start: f64,
+    end: f64,
+    kind: &'static str,
+    name: String,
+    index: usize,
+}
+
+/// A kernel inside the window: its duration and its launch's thread and time.
+struct Kernel {
+    dur: f64,
+    thread: String,
+    at: f64,
+}
+
+struct Raw {
+    recs: Vec<Rec>,
+    kernels: Vec<Kernel>,
+    steps: f64,
+}
+
+fn thread_of(e: &Value) -> String {
+    format!("{}/{}", e["pid"], e["tid"])
+}
+
+fn read(path: &Path) -> Raw {
+    let t = truth(path);
+    let in_window = |ts: f64| t.windows.iter().any(|(s, e)| *s <= ts && ts < *e);
+    let events = trace_events(&read_json(path));
+    let mut launches: HashMap<i64, (String, f64)> = HashMap::new();
+    let mut recs = Vec::new();
+    for (index, e) in events.iter().enumerate() {
+        if e["ph"] != "X" {
+            continue;
+        }
+        let cat = e["cat"].as_str().unwrap_or("");
+        let name = e["name"].as_str().unwrap_or("");
+        let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
+        if matches!(cat, "cuda_runtime" | "cuda_driver" | "Runtime") {
+            if let Some(c) = e["args"]["correlation"].as_i64() {
+                launches.insert(c, (thread_of(e), ts));
+            }
+        }
+        let kind = match cat {
+            "cpu_op" | "Operator" if !name.starts_with("ProfilerStep#") => "op",
+            "user_annotation"
+                if !name.starts_with("ProfilerStep#") && !name.starts_with("step/") =>
+            {
+                "annotation"
+            }
+            "python_function" if name.starts_with("nn.Module: ") => "module",
+            _ => continue,
+        };
+        if in_window(ts) {
+            let rec = Rec {
+                thread: thread_of(e),
+                start: ts,
+                end: ts + dur,
+                kind,
+                name: name.into(),
+                index,
+            };
+            recs.push(rec);
+        }
+    }
+    let mut kernels = Vec::new();
+    for e in &events {
+        if e["ph"] != "X" || !matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {
+            continue;
+        }
+        // Placed by its launch; without one in the trace, by its own time
+        // (then on no thread).
+        let ts = e["ts"].as_f64().unwrap_or(0.0);
+        let launch = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c));
+        let (thread, at) = launch.cloned().unwrap_or((String::new(), ts));
+        if in_window(at) {
+            kernels.push(Kernel { dur: e["dur"].as_f64().unwrap_or(0.0), thread, at });
+        }
+    }
+    Raw { recs, kernels, steps: t.steps as f64 }
+}
+
+impl Raw {
+    /// The innermost record of the kinds asked for open at a kernel's
+    /// launch on its thread: the latest start, then the shortest, then the
+    /// later in the file.
+    fn innermost(&self, k: &Kernel, kinds: &[&str]) -> Option<&Rec> {
+        self.recs
+            .iter()
+            .filter(|r| kinds.contains(&r.kind) && r.thread == k.thread)
+            .filter(|r| r.start <= k.at && k.at <= r.end)
+            .max_by(|a, b| {
+                a.start
+                    .total_cmp(&b.start)
+                    .then(b.end.total_cmp(&a.end))
+                    .then(a.index.cmp(&b.index))
+            })
+    }
+}
+
+fn tree(path: &Path, extra: &[&str]) -> Vec<Value> {
+    let p = path.to_str().unwrap();
+    let mut args = vec!["tree", p, "--min-pct", "0"];
+    args.extend_from_slice(extra);
+    common::json(&args)["rows"].as_array().unwrap().clone()
+}
+
+/// Each row's parent row, from the depths of the depth-first rows.
+fn parents(rows: &[Value]) -> Vec<Option<usize>> {
+    let mut stack: Vec<usize> = Vec::new();
+    let mut out = Vec::new();
+    for (i, r) in rows.iter().enumerate() {
+        let depth = r["depth"].as_u64().unwrap() as usize;
+        stack.truncate(depth);
+        out.push(stack.last().copied());
+        stack.push(i);
+    }
+    out
+}
+
+fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or(0.0)
+}
+
+fn close(a: f64, b: f64, tol: f64) -> bool {
+    (a - b).abs() <= tol + 1e-3 * a.abs().max(b.abs())
+}
+
+#[test]
+fn every_kernel_sits_under_the_innermost_op_open_at_its_launch() {
+    for path in [
+        timesformer(),
+        trace("hta_trace_diff_a100_2022", "control"),
+        trace("tracelens_h100_qwen_inference", "Qwen"),
+    ] {
+        let raw = read(&path);
+        let rows = tree(&path, &["--by", "op"]);
+        // The roots hold every in-step kernel.
+        let roots: f64 =
+            rows.iter().filter(|r| r["depth"] == 0).map(|r| f(r, "gpu_ms_per_step")).sum();
+        let kernel_ms = raw.kernels.iter().map(|k| k.dur).sum::<f64>() / 1000.0 / raw.steps;
+        assert!(close(roots, kernel_ms, 0.01), "{path:?}: roots {roots} vs kernels {kernel_ms}");
+
+        // Per innermost op or annotation: the kernel time under it.
+        let mut want: HashMap<(String, String), f64> = HashMap::new();
+        for k in &raw.kernels {
+            let key = match raw.innermost(k, &["op", "annotation"]) {
+                Some(r) => (r.kind.to_string(), r.name.clone()),
+                None => ("phase".into(), String::new()),
+            };
+            *want.entry(key).or_default() += k.dur / 1000.0 / raw.steps;
+        }
+        let up = parents(&rows);
+        let mut got: HashMap<(String, String), f64> = HashMap::new();
+        for (i, r) in rows.iter().enumerate() {
+            if r["kind"] != "kernel" {
+                continue;
+            }
+            let p = &rows[up[i].expect("a kernel has a parent")];
+            let kind = p["kind"].as_str().unwrap().to_string();
+            let name =
+                if kind == "phase" { String::new() } else { p["name"].as_str().unwrap().into() };
+            *got.entry((kind, name)).or_default() += f(r, "gpu_ms_per_step");
+        }
+        let mut keys: Vec<_> = want.keys().chain(got.keys()).cloned().collect();
+        keys.sort();
+        keys.dedup();
+        for key in keys {
+            let (w, g) =
+                (want.get(&key).copied().unwrap_or(0.0), got.get(&key).copied().unwrap_or(0.0));
+            assert!(close(w, g, 0.002), "{path:?} {key:?}: derived {w} ms/step, tree {g}");
+        }
+    }
+}
+
+#[test]
+fn module_totals_are_the_kernels_launched_inside_each_module() {
+    let path = timesformer();
+    let raw = read(&path);
+    let modules: Vec<&Rec> = raw.recs.iter().filter(|r| r.kind == "module").collect();
+    assert!(modules.len() > 300, "the fixture records nn.Module frames: {}", modules.len());
+    let mut want: HashMap<&str, f64> = HashMap::new();
+    for m in &modules {
+        let inside: f64 = raw
+            .kernels
+            .iter()
+            .filter(|k| k.thread == m.thread && m.start <= k.at && k.at <= m.end)
+            .map(|k| k.dur)
+            .sum();
+        *want.entry(&m.name).or_default() += inside / 1000.0 / raw.steps;
+    }
+    let rows = tree(&path, &["--by", "module"]);
+    let mut got: HashMap<&str, f64> = HashMap::new();
+    for r in rows.iter().filter(|r| r["kind"] == "module") {
+        *got.entry(r["name"].as_str().unwrap()).or_default() += f(r, "gpu_ms_per_step");
+    }
+    assert_eq!(want.len(), got.len(), "every module is a node");
+    for (name, w) in &want {
+        let g = got[name];
+        assert!(close(*w, g, 0.002), "{name}: derived {w} ms/step, tree {g}");
+    }
+    // The whole model holds nearly all of the GPU time.
+    let model = got["nn.Module: TimesformerForVideoClassification_0"];
+    let all = raw.kernels.iter().map(|k| k.dur).sum::<f64>() / 1000.0 / raw.steps;
+    assert!(model > 0.99 * all, "{model} of {all}");
+}
+
+#[test]
+fn ops_count_a_call_nested_in_a_same_name_call_once() {
+    let path = timesformer();
+    let raw = read(&path);
+    let ops: Vec<&Rec> = raw.recs.iter().filter(|r| r.kind == "op").collect();
+    // Per name: the calls with no same-name call around them on their
+    // thread, and the kernels launched inside those.
+    let mut want: HashMap<&str, (f64, f64, f64)> = HashMap::new();
+    let mut nested = 0;
+    for o in &ops {
+        let inside_same = ops.iter().any(|p| {
+            p.index != o.index
+                && p.name == o.name
+                && p.thread == o.thread
+                && p.start <= o.start
+                && o.end <= p.end
+                && (p.start, -p.end, p.index) < (o.start, -o.end, o.index)
+        });
+        if inside_same {
+            nested += 1;
+            continue;
+        }
+        let gpu: f64 = raw
+            .kernels
+            .iter()
+            .filter(|k| k.thread == o.thread && o.start <= k.at && k.at <= o.end)
+            .map(|k| k.dur)
+            .sum();
+        let w = want.entry(&o.name).or_default();
+        w.0 += (o.end - o.start) / 1000.0 / raw.steps;
+        w.1 += 1.0 / raw.steps;
+        w.2 += gpu / 1000.0 / raw.steps;
+    }
+    assert!(nested > 0, "the fixture nests a same-name op");
+    let got = common::json(&["ops", path.to_str().unwrap(), "--top", "100000"]);
+    let rows = got["ops"].as_array().unwrap();
+    assert_eq!(rows.len(), want.len());
+    for r in rows {
+        let name = r["op"].as_str().unwrap();
+        let (ms, calls, gpu) = want[name];
+        assert!(close(ms, f(r, "ms_per_step"), 0.001), "{name}: {ms} vs {r}");
+        assert!(close(calls, f(r, "count_per_step"), 0.01), "{name}: {calls} calls vs {r}");
+        assert!(close(gpu, f(r, "gpu_ms_per_step"), 0.001), "{name}: GPU {gpu} vs {r}");
+        assert!(f(r, "self_ms_per_step") <= f(r, "ms_per_step") + 1e-3, "{r}");
+    }
+    // Sorted by GPU time, the softmax that holds most of it leads.
+    let by_gpu = common::json(&["ops", path.to_str().unwrap(), "--sort", "gpu", "--top", "3"]);
+    let first = &by_gpu["ops"][0];
+    let most = want.values().map(|w| w.2).fold(0.0, f64::max);
+    assert!(close(f(first, "gpu_ms_per_step"), most, 0.001), "{first}");
+}
+
+#[test]
+fn bottom_up_a_kernel_lists_its_callers_with_its_time() {
+    let path = timesformer();
+    let p = path.to_str().unwrap();
+    let rows = common::json(&[
+        "tree",
+        p,
+        "--bottom-up",
+        "--focus",
+        "SoftMaxForward",
+        "--by",
+        "op",
+        "--min-pct",
+        "0",
+    ])["rows"]
+        .as_array()
+        .unwrap()
+        .clone();
+    let kernels = common::json(&["kernels", p, "--grep", "SoftMaxForward", "--top", "1000"]);
+    let want: f64 =
+        kernels["kernels"].as_array().unwrap().iter().map(|k| f(k, "ms_per_step")).sum();
+    let roots: Vec<&Value> = rows.iter().filter(|r| r["depth"] == 0).collect();
+    assert_eq!(roots.len(), 1, "{roots:?}");
+    assert_eq!(roots[0]["kind"], "kernel");
+    assert!(close(f(roots[0], "gpu_ms_per_step"), want, 0.002), "{} vs {want}", roots[0]);
+    // Its caller is the op that launched it, holding all of its time.
+    let caller = &rows[1];
+    assert_eq!(
+        (caller["depth"].as_u64(), caller["name"].as_str()),
+        (Some(1), Some("aten::_softmax"))
+    );
+    assert!(close(f(caller, "gpu_ms_per_step"), want, 0.002));
+}
+
+#[test]
+fn views_leave_out_what_they_do_not_show_and_keep_the_totals() {
+    let path = timesformer();
+    let by: Vec<Vec<Value>> =
+        ["op", "module", "frame"].iter().map(|b| tree(&path, &["--by", b])).collect();
+    let totals = |rows: &Vec<Value>| -> (f64, f64) {
+        rows.iter()
+            .filter(|r| r["depth"] == 0)
+            .fold((0.0, 0.0), |s, r| (s.0 + f(r, "gpu_ms_per_step"), s.1 + f(r, "cpu_ms_per_step")))
+    };
+    for rows in &by[1..] {
+        let (a, b) = (totals(&by[0]), totals(rows));
+        assert!(close(a.0, b.0, 0.01) && close(a.1, b.1, 0.01), "{a:?} vs {b:?}");
+    }
+    assert!(!by[0].iter().any(|r| r["kind"] == "module" || r["kind"] == "frame"));
+    assert!(
+        by[1].iter().any(|r| r["kind"] == "module") && !by[1].iter().any(|r| r["kind"] == "frame")
+    );
+    assert!(by[2].iter().any(|r| r["kind"] == "frame"));
+    // A node's self time is never more than its time; a node's GPU time
+    // is its children's and the kernels under it.
+    for rows in &by {
+        let up = parents(rows);
+        let mut child_gpu = vec![0.0; rows.len()];
+        for (i, r) in rows.iter().enumerate() {
+            assert!(f(r, "cpu_self_ms_per_step") <= f(r, "cpu_ms_per_step") + 0.01, "{r}");
+            if let Some(p) = up[i] {
+                child_gpu[p] += f(r, "gpu_ms_per_step");
+            }
+        }
+        for (i, r) in rows.iter().enumerate() {
+            if r["kind"] != "kernel" {
+                let leaf = child_gpu[i] == 0.0;
+                assert!(
+                    leaf || close(child_gpu[i], f(r, "gpu_ms_per_step"), 0.01),
+                    "{r}: {}",
+                    child_gpu[i]
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_trace_without_cpu_ops_puts_its_kernels_under_the_phase() {
+    let path = trace("tracelens_mi210_gpu_only", "gpu_only");
+    let rows = tree(&path, &[]);
+    assert!(rows.iter().all(|r| r["kind"] == "phase" || r["kind"] == "kernel"), "{rows:?}");
+    let t = truth(&path);
+    let roots: f64 = rows.iter().filter(|r| r["depth"] == 0).map(|r| f(r, "gpu_ms_per_step")).sum();
+    assert!(
+        close(roots, t.kernel_us / 1000.0 / t.steps as f64, 0.01),
+        "{roots} vs {}",
+        t.kernel_us
+    );
+}

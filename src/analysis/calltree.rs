@@ -1,0 +1,496 @@
+//! The call tree of the measured steps (docs/analysis.md §17), from what
+//! the single pass kept: each thread's host records (ops, annotations,
+//! `nn.Module` and Python frames) nested by time, and each in-step kernel
+//! under the innermost record open at its launch on the launching thread.
+//!
+//! Nodes are keyed by their path (a calling-context tree): a name called
+//! from two places is two nodes. A kernel's time counts for its node and
+//! every ancestor; a node's CPU self time is its time in none of its
+//! children. The same pass gives the ops table its figures with a nested
+//! same-name op (`aten::copy_` inside `aten::copy_`) counted once.
+
+use rustc_hash::FxHashMap as HashMap;
+
+use super::cpulog::{CpuRec, HostKind};
+use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
+use super::{Analyzer, KernelClasses};
+use crate::profile::{CallNode, CallTree, NodeKind};
+use crate::trace::RuntimeCall;
+use crate::util::round;
+
+const MS: f64 = 1e6;
+
+/// A node while the tree is built: figures in whole units over all steps.
+#[derive(Debug, Clone, Copy)]
+struct Raw {
+    parent: u32,
+    kind: NodeKind,
+    /// Interned name (kernels: their label's index in `labels`).
+    key: u32,
+    phase: u16,
+    calls: u64,
+    cpu_ns: i64,
+    /// Kernel time launched directly under it (its subtree's at the end).
+    gpu_ns: i64,
+    kernels: u64,
+    flops: f64,
+}
+
+const ROOT: u32 = u32::MAX;
+
+/// What a record open on a thread's stack holds.
+#[derive(Debug, Clone, Copy)]
+struct Open {
+    end: i64,
+    node: u32,
+    /// Its priced op's entry in `Analyzer::works`, when it is the
+    /// outermost priced op open.
+    owns: Option<u32>,
+    /// Kernel time launched while it was open.
+    gpu_ns: i64,
+}
+
+/// Per (phase, op name): the ops table's figures from the tree.
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct OpTotals {
+    /// Calls and time of the outermost call of each same-name nest.
+    pub calls: u64,
+    pub ns: i64,
+    /// Time in none of its children, every call.
+    pub self_ns: i64,
+    /// Kernel time under its outermost calls.
+    pub gpu_ns: i64,
+}
+
+impl OpTotals {
+    pub fn add(&mut self, o: &OpTotals) {
+        self.calls += o.calls;
+        self.ns = self.ns.saturating_add(o.ns);
+        self.self_ns = self.self_ns.saturating_add(o.self_ns);
+        self.gpu_ns = self.gpu_ns.saturating_add(o.gpu_ns);
+    }
+}
+
+/// The ops table's figures from the tree.
+#[derive(Debug, Default)]
+pub struct OpAccount {
+    pub by_phase: HashMap<(u16, u32), OpTotals>,
+    /// Per phase, the time inside ops: the calls with no op above them.
+    pub in_ops: HashMap<u16, i64>,
+}
+
+impl OpAccount {
+    /// The time inside ops in one phase, or in all.
+    pub fn in_ops_ns(&self, phase: Option<u16>) -> i64 {
+        self.in_ops
+            .iter()
+            .filter(|(p, _)| phase.is_none_or(|x| x == **p))
+            .map(|(_, ns)| *ns)
+            .fold(0, i64::saturating_add)
+    }
+}
+
+/// The tree as built, before it is given per step.
+pub struct Built {
+    nodes: Vec<Raw>,
+    names: Vec<String>,
+    /// In-step Python frames too short to be kept.
+    pub short_frames: u64,
+}
+
+/// A record the tree nests: ops, annotations and Python frames.
+fn nests(r: &CpuRec) -> Option<NodeKind> {
+    match r.host_kind() {
+        HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
+        HostKind::Annotation => Some(NodeKind::Annotation),
+        HostKind::Python => Some(NodeKind::Frame),
+        HostKind::Sync | HostKind::Alloc => None,
+    }
+}
+
+/// `nn.Module: Conv2d_0`: the frame PyTorch's Python tracer records for a
+/// module's forward.
+pub fn is_module_frame(name: &str) -> bool {
+    name.starts_with("nn.Module: ")
+}
+
+struct Builder<'a> {
+    a: &'a Analyzer,
+    nodes: Vec<Raw>,
+    child: HashMap<(u32, NodeKind, u32), u32>,
+    /// Phase id → its root node.
+    roots: HashMap<u16, u32>,
+    /// Kernel label → index in `labels`.
+    label_ids: HashMap<&'a str, u32>,
+    labels: Vec<&'a str>,
+    kinfo: &'a KernelClasses,
+    graph_call: HashMap<u32, bool>,
+}
+
+impl<'a> Builder<'a> {
+    fn node(&mut self, parent: u32, kind: NodeKind, key: u32, phase: u16) -> u32 {
+        let next = self.nodes.len() as u32;
+        let id = *self.child.entry((parent, kind, key)).or_insert(next);
+        if id == next {
+            self.nodes.push(Raw {
+                parent,
+                kind,
+                key,
+                phase,
+                calls: 0,
+                cpu_ns: 0,
+                gpu_ns: 0,
+                kernels: 0,
+                flops: 0.0,
+            });
+        }
+        id
+    }
+
+    fn root(&mut self, phase: u16) -> u32 {
+        if let Some(&r) = self.roots.get(&phase) {
+            return r;
+        }
+        let r = self.node(ROOT, NodeKind::Phase, phase as u32, phase);
+        self.roots.insert(phase, r);
+        r
+    }
+
+    fn label(&mut self, name: u32) -> u32 {
+        let label: &'a str =
+            self.kinfo.get(&name).map_or_else(|| self.a.names.get(name), |k| k.2.as_str());
+        let next = self.labels.len() as u32;
+        let id = *self.label_ids.entry(label).or_insert(next);
+        if id == next {
+            self.labels.push(label);
+        }
+        id
+    }
+
+    fn is_graph_launch(&mut self, call: u32) -> bool {
+        let names = &self.a.names;
+        *self.graph_call.entry(call).or_insert_with(|| RuntimeCall::of(names.get(call)).graph)
+    }
+}
+
+/// One thread's sweep: its open records and its launches still to give.
+struct Sweep<'l> {
+    stack: Vec<Open>,
+    /// Its in-step launches (start, kernel), by start.
+    launches: &'l [(i64, u32, u16)],
+    next: usize,
+}
+
+impl Sweep<'_> {
+    /// Gives the launches before `until` to the records open around them.
+    fn give(&mut self, until: i64, b: &mut Builder<'_>) {
+        while let Some(&(at, k, phase)) = self.launches.get(self.next).filter(|l| l.0 < until) {
+            self.next += 1;
+            while self.stack.last().is_some_and(|o| o.end < at) {
+                close(self.stack.pop().expect("a top"), b);
+            }
+            let span = &b.a.kernel_spans[k as usize];
+            let dur = span.end - span.start;
+            let mut parent = match self.stack.last() {
+                Some(o) => o.node,
+                None => b.root(phase),
+            };
+            let phase = b.nodes[parent as usize].phase;
+            let launch = span.launch().map_or(0, |l| l.name);
+            if b.is_graph_launch(launch) {
+                parent = b.node(parent, NodeKind::Graph, launch, phase);
+            }
+            let label = b.label(span.name);
+            let leaf = b.node(parent, NodeKind::Kernel, label, phase);
+            let n = &mut b.nodes[leaf as usize];
+            n.gpu_ns = n.gpu_ns.saturating_add(dur);
+            n.kernels += 1;
+            n.calls += 1;
+            for o in &mut self.stack {
+                o.gpu_ns = o.gpu_ns.saturating_add(dur);
+            }
+        }
+    }
+
+    /// Takes the thread's next record (in start order, the longer first).
+    fn take(&mut self, r: &CpuRec, kind: NodeKind, phase: u16, b: &mut Builder<'_>) {
+        self.give(r.start, b);
+        while self.stack.last().is_some_and(|o| o.end <= r.start) {
+            close(self.stack.pop().expect("a top"), b);
+        }
+        let parent = match self.stack.last() {
+            Some(o) => o.node,
+            None => b.root(phase),
+        };
+        let phase = b.nodes[parent as usize].phase;
+        let kind = match kind {
+            NodeKind::Frame if is_module_frame(b.a.names.get(r.name)) => NodeKind::Module,
+            k => k,
+        };
+        let node = b.node(parent, kind, r.name, phase);
+        let n = &mut b.nodes[node as usize];
+        n.calls += 1;
+        n.cpu_ns = n.cpu_ns.saturating_add(r.dur);
+        let priced_above = self.stack.iter().any(|o| o.owns.is_some());
+        let owns = r.model().filter(|_| !priced_above);
+        self.stack.push(Open { end: r.start + r.dur, node, owns, gpu_ns: 0 });
+    }
+
+    fn finish(&mut self, b: &mut Builder<'_>) {
+        self.give(i64::MAX, b);
+        while let Some(o) = self.stack.pop() {
+            close(o, b);
+        }
+    }
+}
+
+/// A record closes: an outermost priced op that launched kernels adds its
+/// work (§13 prices a call by the kernels it launched).
+fn close(o: Open, b: &mut Builder<'_>) {
+    if let Some(m) = o.owns.filter(|_| o.gpu_ns > 0) {
+        b.nodes[o.node as usize].flops += b.a.works[m as usize].flops;
+    }
+}
+
+/// Builds the tree of the in-step records and kernels.
+pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
+    let mut places = PlaceCache::default();
+    // Each thread's in-step launches, (thread, start, kernel, phase).
+    let mut launches: Vec<(u32, i64, u32, u16)> = Vec::new();
+    let mut unlaunched: Vec<(u32, u16)> = Vec::new();
+    for (k, span) in a.kernel_spans.iter().enumerate() {
+        match span.launch() {
+            Some(l) if a.ranges.in_step_cached(&mut places, l.start) => {
+                let phase = a.ranges.cpu_phase_cached(&mut places, l.thread, l.start);
+                launches.push((l.thread, l.start, k as u32, phase));
+            }
+            Some(_) => {}
+            None if a.ranges.in_step_cached(&mut places, span.start) => {
+                let device = a.queues.get(span.queue as usize).map_or(0, |q| q.0);
+                unlaunched.push((k as u32, a.ranges.gpu_phase_by_time(device, span.start)));
+            }
+            None => {}
+        }
+    }
+    launches.sort_unstable();
+    let per_thread: Vec<(i64, u32, u16)> = launches.iter().map(|l| (l.1, l.2, l.3)).collect();
+    let mut threads: HashMap<u32, (usize, usize)> = HashMap::default();
+    for (i, l) in launches.iter().enumerate() {
+        threads.entry(l.0).or_insert((i, i)).1 = i + 1;
+    }
+    drop(launches);
+
+    // Which threads' records come in start order (the longer first on a
+    // tie) in the log: those are swept as the log gives them, the others
+    // sorted first.
+    let mut last: HashMap<u32, (i64, i64)> = HashMap::default();
+    let mut unordered: HashMap<u32, bool> = HashMap::default();
+    let in_step = |r: &CpuRec, places: &mut PlaceCache| a.ranges.in_step_cached(places, r.start);
+    for r in tree_records(a) {
+        if !in_step(&r, &mut places) {
+            continue;
+        }
+        let prev = last.insert(r.thread, (r.start, r.dur));
+        if prev.is_some_and(|(s, d)| r.start < s || (r.start == s && r.dur > d)) {
+            unordered.insert(r.thread, true);
+        }
+    }
+
+    let mut b = Builder {
+        a,
+        nodes: Vec::new(),
+        child: HashMap::default(),
+        roots: HashMap::default(),
+        label_ids: HashMap::default(),
+        labels: Vec::new(),
+        kinfo,
+        graph_call: HashMap::default(),
+    };
+    let mut sweeps: HashMap<u32, Sweep<'_>> = HashMap::default();
+    let sweep_of = |thread: u32| -> Sweep<'_> {
+        let (from, to) = threads.get(&thread).copied().unwrap_or((0, 0));
+        Sweep { stack: Vec::new(), launches: &per_thread[from..to], next: 0 }
+    };
+    let mut sorted: HashMap<u32, Vec<(CpuRec, NodeKind, u16)>> = HashMap::default();
+    for r in tree_records(a) {
+        let Some(kind) = nests(&r) else { continue };
+        if !in_step(&r, &mut places) {
+            continue;
+        }
+        let phase = a.ranges.cpu_phase_cached(&mut places, r.thread, r.start);
+        if unordered.contains_key(&r.thread) {
+            sorted.entry(r.thread).or_default().push((r, kind, phase));
+            continue;
+        }
+        let s = sweeps.entry(r.thread).or_insert_with(|| sweep_of(r.thread));
+        s.take(&r, kind, phase, &mut b);
+    }
+    for (thread, mut recs) in sorted {
+        recs.sort_by_key(|(r, ..)| (r.start, std::cmp::Reverse(r.dur)));
+        let s = sweeps.entry(thread).or_insert_with(|| sweep_of(thread));
+        for (r, kind, phase) in &recs {
+            s.take(r, *kind, *phase, &mut b);
+        }
+    }
+    // Threads that launched but recorded no op.
+    for &thread in threads.keys() {
+        sweeps.entry(thread).or_insert_with(|| sweep_of(thread));
+    }
+    let mut order: Vec<u32> = sweeps.keys().copied().collect();
+    order.sort_unstable();
+    for t in order {
+        let mut s = sweeps.remove(&t).expect("a sweep");
+        s.finish(&mut b);
+    }
+    for (k, phase) in unlaunched {
+        let span = &a.kernel_spans[k as usize];
+        let root = b.root(phase);
+        let label = b.label(span.name);
+        let leaf = b.node(root, NodeKind::Kernel, label, phase);
+        let n = &mut b.nodes[leaf as usize];
+        n.gpu_ns = n.gpu_ns.saturating_add(span.end - span.start);
+        n.kernels += 1;
+        n.calls += 1;
+    }
+
+    // Names, and the subtree sums (children come after their parent).
+    let names = b
+        .nodes
+        .iter()
+        .map(|n| match n.kind {
+            NodeKind::Phase if n.key == UNPHASED as u32 => UNPHASED_NAME.to_string(),
+            NodeKind::Phase => a.phases.name(n.key as u16).to_string(),
+            NodeKind::Kernel => b.labels[n.key as usize].to_string(),
+            _ => a.names.get(n.key).to_string(),
+        })
+        .collect();
+    let mut nodes = b.nodes;
+    for i in (0..nodes.len()).rev() {
+        let n = nodes[i];
+        if n.parent == ROOT {
+            continue;
+        }
+        let p = &mut nodes[n.parent as usize];
+        p.gpu_ns = p.gpu_ns.saturating_add(n.gpu_ns);
+        p.kernels += n.kernels;
+        p.flops += n.flops;
+    }
+    // A phase's CPU time: its top-level records'.
+    for i in 0..nodes.len() {
+        let n = nodes[i];
+        if n.parent != ROOT && nodes[n.parent as usize].kind == NodeKind::Phase {
+            let p = &mut nodes[n.parent as usize];
+            p.cpu_ns = p.cpu_ns.saturating_add(n.cpu_ns);
+        }
+    }
+    Built { nodes, names, short_frames: a.cpu.short_python }
+}
+
+/// The records the tree can nest, ops' durations clipped as the pass
+/// clipped them.
+fn tree_records(a: &Analyzer) -> impl Iterator<Item = CpuRec> + '_ {
+    a.cpu.iter().filter(|r| nests(r).is_some()).map(move |mut r| {
+        let op = matches!(r.host_kind(), HostKind::Op | HostKind::Dataload);
+        if let Some(w) = a.op_clip.filter(|&w| op && r.dur > w) {
+            r.dur = w;
+        }
+        r
+    })
+}
+
+impl Built {
+    /// Each node's CPU time in none of its children.
+    fn self_ns(&self) -> Vec<i64> {
+        let mut out: Vec<i64> = self.nodes.iter().map(|n| n.cpu_ns).collect();
+        for n in &self.nodes {
+            if n.parent != ROOT {
+                let p = &mut out[n.parent as usize];
+                *p = p.saturating_sub(n.cpu_ns);
+            }
+        }
+        out.iter_mut().for_each(|v| *v = (*v).max(0));
+        out
+    }
+
+    /// Per (phase, op name): the ops table's figures (a nested same-name
+    /// op counted once), and the time inside ops.
+    pub fn op_account(&self) -> OpAccount {
+        let self_ns = self.self_ns();
+        let mut out = OpAccount::default();
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.kind != NodeKind::Op {
+                continue;
+            }
+            let t = out.by_phase.entry((n.phase, n.key)).or_default();
+            t.self_ns = t.self_ns.saturating_add(self_ns[i]);
+            let (same, any) = self.ops_above(i);
+            if !same {
+                t.calls += n.calls;
+                t.ns = t.ns.saturating_add(n.cpu_ns);
+                t.gpu_ns = t.gpu_ns.saturating_add(n.gpu_ns);
+            }
+            if !any {
+                let p = out.in_ops.entry(n.phase).or_insert(0);
+                *p = p.saturating_add(n.cpu_ns);
+            }
+        }
+        out
+    }
+
+    /// Whether an op of the same name, and whether any op, is above node i.
+    fn ops_above(&self, i: usize) -> (bool, bool) {
+        let n = &self.nodes[i];
+        let (mut same, mut any) = (false, false);
+        let mut p = n.parent;
+        while p != ROOT {
+            let up = &self.nodes[p as usize];
+            if up.kind == NodeKind::Op {
+                any = true;
+                same |= up.key == n.key;
+            }
+            p = up.parent;
+        }
+        (same, any)
+    }
+
+    /// The tree per step, children costliest first (GPU, then CPU time).
+    pub fn tree(&self, steps: f64) -> CallTree {
+        let self_ns = self.self_ns();
+        let mut children: Vec<Vec<u32>> = vec![Vec::new(); self.nodes.len()];
+        let mut roots: Vec<u32> = Vec::new();
+        for (i, node) in self.nodes.iter().enumerate() {
+            match node.parent {
+                ROOT => roots.push(i as u32),
+                p => children[p as usize].push(i as u32),
+            }
+        }
+        let costly = |x: &u32, y: &u32| {
+            let (a, b) = (&self.nodes[*x as usize], &self.nodes[*y as usize]);
+            b.gpu_ns.cmp(&a.gpu_ns).then(b.cpu_ns.cmp(&a.cpu_ns)).then(x.cmp(y))
+        };
+        roots.sort_by(costly);
+        let per = |ns: i64| round(ns as f64 / MS / steps, 4);
+        let mut out = CallTree { short_frames_left_out: self.short_frames, ..CallTree::default() };
+        // Depth-first: a node, then its children's subtrees.
+        let mut todo: Vec<(u32, Option<u32>)> = roots.iter().rev().map(|r| (*r, None)).collect();
+        while let Some((i, parent)) = todo.pop() {
+            let at = out.nodes.len() as u32;
+            let x = &self.nodes[i as usize];
+            out.nodes.push(CallNode {
+                parent,
+                kind: x.kind,
+                name: self.names[i as usize].clone(),
+                calls_per_step: round(x.calls as f64 / steps, 3),
+                cpu_ms_per_step: per(x.cpu_ns),
+                cpu_self_ms_per_step: per(self_ns[i as usize]),
+                gpu_ms_per_step: per(x.gpu_ns),
+                kernels_per_step: round(x.kernels as f64 / steps, 3),
+                gflop_per_step: (x.flops > 0.0).then(|| round(x.flops / 1e9 / steps, 4)),
+            });
+            let kids = &mut children[i as usize];
+            kids.sort_by(costly);
+            todo.extend(kids.iter().rev().map(|c| (*c, Some(at))));
+        }
+        out
+    }
+}

@@ -1,0 +1,388 @@
+//! `profile tree`: the call tree of a step (docs/analysis.md §17), top-down
+//! or bottom-up, by module, Python frame or op.
+
+use rustc_hash::FxHashMap as HashMap;
+use serde::Serialize;
+
+use super::kernels::compile_grep;
+use super::phases::check_phase;
+use crate::error::{Error, Result};
+use crate::profile::{CallNode, CallTree, NodeKind, Profile};
+use crate::util::round;
+
+/// Which host records the tree shows: the others are see-through, what
+/// they enclosed is under their nearest shown ancestor.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum By {
+    /// Annotations, `nn.Module`s and ops.
+    #[default]
+    Module,
+    /// Annotations, modules, every kept Python frame and ops.
+    Frame,
+    /// Annotations and ops.
+    Op,
+}
+
+impl By {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            By::Module => "module",
+            By::Frame => "frame",
+            By::Op => "op",
+        }
+    }
+
+    fn shows(self, kind: NodeKind) -> bool {
+        match kind {
+            NodeKind::Frame => self == By::Frame,
+            NodeKind::Module => self != By::Op,
+            _ => true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct TreeQuery {
+    pub by: By,
+    pub phase: Option<String>,
+    /// Levels below the roots to show (None: all).
+    pub depth: Option<usize>,
+    /// Nodes under this % of both the GPU and the CPU total are hidden.
+    pub min_pct: f64,
+    /// Case-insensitive regex: top-down, only the paths through a matching
+    /// node; bottom-up, the matching nodes and their callers.
+    pub focus: Option<String>,
+    /// Callers under each node instead of callees.
+    pub bottom_up: bool,
+}
+
+impl Default for TreeQuery {
+    fn default() -> TreeQuery {
+        TreeQuery {
+            by: By::Module,
+            phase: None,
+            depth: None,
+            min_pct: 1.0,
+            focus: None,
+            bottom_up: false,
+        }
+    }
+}
+
+/// One row: a node of the view at its depth.
+#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+pub struct TreeRow {
+    pub depth: usize,
+    pub kind: NodeKind,
+    pub name: String,
+    pub calls_per_step: f64,
+    pub cpu_ms_per_step: f64,
+    pub cpu_self_ms_per_step: f64,
+    pub gpu_ms_per_step: f64,
+    pub pct_of_gpu: f64,
+    pub pct_of_cpu: f64,
+    pub kernels_per_step: f64,
+    /// Its priced ops' work over all of its kernel time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tflops: Option<f64>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Tree {
+    pub trace: Option<String>,
+    pub query: TreeQuery,
+    /// The totals the percentages are of (the shown phases' roots).
+    pub gpu_ms_per_step: f64,
+    pub cpu_ms_per_step: f64,
+    pub rows: Vec<TreeRow>,
+    /// Nodes of the view not shown (depth, share or focus).
+    pub hidden: usize,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A node of the view: the stored nodes it merges, summed.
+#[derive(Debug, Clone, Default)]
+struct ViewNode {
+    parent: Option<usize>,
+    kind: NodeKind,
+    name: String,
+    calls: f64,
+    cpu: f64,
+    cpu_self: f64,
+    gpu: f64,
+    kernels: f64,
+    gflop: f64,
+    children: Vec<usize>,
+}
+
+impl ViewNode {
+    fn add(&mut self, n: &CallNode, total: bool) {
+        self.calls += n.calls_per_step;
+        self.cpu_self += n.cpu_self_ms_per_step;
+        if total {
+            self.cpu += n.cpu_ms_per_step;
+            self.gpu += n.gpu_ms_per_step;
+            self.kernels += n.kernels_per_step;
+            self.gflop += n.gflop_per_step.unwrap_or(0.0);
+        }
+    }
+}
+
+/// The view's nodes, with a lookup of each child by (parent, kind, name).
+#[derive(Default)]
+struct View {
+    nodes: Vec<ViewNode>,
+    index: HashMap<(Option<usize>, NodeKind, String), usize>,
+}
+
+impl View {
+    fn node(&mut self, parent: Option<usize>, kind: NodeKind, name: &str) -> usize {
+        let key = (parent, kind, name.to_string());
+        if let Some(&i) = self.index.get(&key) {
+            return i;
+        }
+        let i = self.nodes.len();
+        self.nodes.push(ViewNode { parent, kind, name: name.to_string(), ..ViewNode::default() });
+        if let Some(p) = parent {
+            self.nodes[p].children.push(i);
+        }
+        self.index.insert(key, i);
+        i
+    }
+
+    fn roots(&self) -> Vec<usize> {
+        (0..self.nodes.len()).filter(|i| self.nodes[*i].parent.is_none()).collect()
+    }
+}
+
+pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
+    let stored = p.call_tree.as_ref().filter(|t| !t.is_empty()).ok_or_else(|| {
+        Error::failed(
+            "no call tree: the trace records no CPU ops (or the profile was written before \
+             call trees; read the trace itself)",
+        )
+    })?;
+    if let Some(phase) = &q.phase {
+        check_phase(p, phase)?;
+    }
+    if !q.min_pct.is_finite() || q.min_pct < 0.0 {
+        return Err(Error::usage("--min-pct takes a share in percent, 0 or more"));
+    }
+    let focus = q.focus.as_deref().map(compile_grep).transpose()?;
+    let in_phase = phase_filter(stored, q.phase.as_deref());
+    let view = if q.bottom_up {
+        bottom_up(stored, q.by, &in_phase, focus.as_ref())
+    } else {
+        top_down(stored, q.by, &in_phase)
+    };
+    let roots = view.roots();
+    let gpu_all: f64 = roots.iter().map(|r| view.nodes[*r].gpu).sum();
+    let cpu_all: f64 = roots.iter().map(|r| view.nodes[*r].cpu).sum();
+    // Top-down with a focus: only the nodes on a path through a match.
+    let shown_by_focus: Option<Vec<bool>> = match (&focus, q.bottom_up) {
+        (Some(re), false) => Some(on_focused_paths(&view, re)),
+        _ => None,
+    };
+    let pct = |v: f64, all: f64| if all > 0.0 { v / all * 100.0 } else { 0.0 };
+    let mut rows = Vec::new();
+    let mut hidden = 0;
+    let costly = |x: &usize, y: &usize| {
+        let (a, b) = (&view.nodes[*x], &view.nodes[*y]);
+        b.gpu.total_cmp(&a.gpu).then(b.cpu.total_cmp(&a.cpu)).then(a.name.cmp(&b.name))
+    };
+    let mut todo: Vec<(usize, usize)> = {
+        let mut r = roots.clone();
+        r.sort_by(costly);
+        r.into_iter().rev().map(|i| (i, 0)).collect()
+    };
+    while let Some((i, depth)) = todo.pop() {
+        let n = &view.nodes[i];
+        let big = pct(n.gpu, gpu_all).max(pct(n.cpu, cpu_all)) >= q.min_pct;
+        let focused = shown_by_focus.as_ref().is_none_or(|s| s[i]);
+        if !big || !focused || q.depth.is_some_and(|d| depth > d) {
+            hidden += 1 + descendants(&view, i);
+            continue;
+        }
+        rows.push(TreeRow {
+            depth,
+            kind: n.kind,
+            name: n.name.clone(),
+            calls_per_step: round(n.calls, 3),
+            cpu_ms_per_step: round(n.cpu, 4),
+            cpu_self_ms_per_step: round(n.cpu_self, 4),
+            gpu_ms_per_step: round(n.gpu, 4),
+            pct_of_gpu: round(pct(n.gpu, gpu_all), 2),
+            pct_of_cpu: round(pct(n.cpu, cpu_all), 2),
+            kernels_per_step: round(n.kernels, 3),
+            tflops: (n.gflop > 0.0 && n.gpu > 0.0).then(|| round(n.gflop / n.gpu, 3)),
+        });
+        let mut kids = n.children.clone();
+        kids.sort_by(costly);
+        todo.extend(kids.into_iter().rev().map(|c| (c, depth + 1)));
+    }
+    let mut notes = Vec::new();
+    if stored.short_frames_left_out > 0 && q.by == By::Frame {
+        notes.push(format!(
+            "{} Python frames shorter than {} µs were not kept: what they enclosed is under their caller",
+            stored.short_frames_left_out,
+            crate::analysis::idle::PYTHON_MIN_NS / 1000
+        ));
+    }
+    if q.by == By::Module && !stored.nodes.iter().any(|n| n.kind == NodeKind::Module) {
+        notes.push(
+            "the trace records no nn.Module frames (record with_modules=True or with_stack=True): by op"
+                .to_string(),
+        );
+    }
+    let graph = stored
+        .nodes
+        .iter()
+        .enumerate()
+        .filter(|(i, n)| n.kind == NodeKind::Graph && in_phase[*i])
+        .map(|(_, n)| n.gpu_ms_per_step)
+        .sum::<f64>();
+    if graph > 0.0 {
+        notes.push(format!(
+            "{:.3} ms/step ({:.1}%) of GPU time is in CUDA/HIP graph replays: their kernels were captured earlier and belong to no op here",
+            graph,
+            pct(graph, gpu_all)
+        ));
+    }
+    Ok(Tree {
+        trace: p.trace.clone(),
+        query: q.clone(),
+        gpu_ms_per_step: round(gpu_all, 4),
+        cpu_ms_per_step: round(cpu_all, 4),
+        rows,
+        hidden,
+        notes,
+    })
+}
+
+/// Which stored nodes are in the phase asked for (all without one).
+fn phase_filter(t: &CallTree, phase: Option<&str>) -> Vec<bool> {
+    let mut out = vec![phase.is_none(); t.nodes.len()];
+    if let Some(phase) = phase {
+        for (i, n) in t.nodes.iter().enumerate() {
+            out[i] = match n.parent {
+                None => n.kind == NodeKind::Phase && n.name == phase,
+                Some(p) => out.get(p as usize).copied().unwrap_or(false),
+            };
+        }
+    }
+    out
+}
+
+/// The stored tree with the records `by` does not show made see-through.
+fn top_down(t: &CallTree, by: By, in_phase: &[bool]) -> View {
+    let mut view = View::default();
+    // Each stored node's place in the view: its own, or its nearest shown
+    // ancestor's.
+    let mut at: Vec<Option<usize>> = vec![None; t.nodes.len()];
+    for (i, n) in t.nodes.iter().enumerate() {
+        if !in_phase[i] {
+            continue;
+        }
+        let parent = n.parent.and_then(|p| at[p as usize]);
+        let v = match parent {
+            Some(v) if !by.shows(n.kind) => {
+                // See-through: its self time is its nearest shown ancestor's.
+                view.nodes[v].cpu_self += n.cpu_self_ms_per_step;
+                v
+            }
+            _ => {
+                let v = view.node(parent, n.kind, &n.name);
+                view.nodes[v].add(n, true);
+                v
+            }
+        };
+        at[i] = Some(v);
+    }
+    view
+}
+
+/// Callers under each node: every shown node's own cost (its self time,
+/// the kernels directly under it) goes up its chain of callers; with a
+/// focus, the matching nodes' whole cost (the outermost of each nest).
+fn bottom_up(t: &CallTree, by: By, in_phase: &[bool], focus: Option<&regex::Regex>) -> View {
+    let td = top_down(t, by, in_phase);
+    let mut view = View::default();
+    let matches = |n: &ViewNode| focus.is_none_or(|re| re.is_match(&n.name));
+    for (i, n) in td.nodes.iter().enumerate() {
+        if n.kind == NodeKind::Phase || !matches(n) {
+            continue;
+        }
+        let own = match focus {
+            // The matching node's total, once per nest of matches.
+            Some(_) => {
+                let mut up = n.parent;
+                let mut nested = false;
+                while let Some(p) = up {
+                    nested |= matches(&td.nodes[p]) && td.nodes[p].kind != NodeKind::Phase;
+                    up = td.nodes[p].parent;
+                }
+                if nested {
+                    continue;
+                }
+                (n.cpu, n.gpu, n.kernels, n.gflop)
+            }
+            None => {
+                let kids = n.children.iter().map(|c| &td.nodes[*c]);
+                let (gpu, kernels, gflop) = kids.fold((n.gpu, n.kernels, n.gflop), |s, c| {
+                    (s.0 - c.gpu, s.1 - c.kernels, s.2 - c.gflop)
+                });
+                (n.cpu_self, gpu.max(0.0), kernels.max(0.0), gflop.max(0.0))
+            }
+        };
+        if own.0 <= 0.0 && own.1 <= 0.0 {
+            continue;
+        }
+        let mut parent = None;
+        let mut cur = Some(i);
+        while let Some(c) = cur {
+            let s = &td.nodes[c];
+            let v = view.node(parent, s.kind, &s.name);
+            let x = &mut view.nodes[v];
+            x.cpu += own.0;
+            x.cpu_self += if parent.is_none() { n.cpu_self } else { 0.0 };
+            x.gpu += own.1;
+            x.kernels += own.2;
+            x.gflop += own.3;
+            if parent.is_none() {
+                x.calls += n.calls;
+            }
+            parent = Some(v);
+            cur = s.parent;
+        }
+    }
+    view
+}
+
+/// Top-down with a focus: the nodes that match, their ancestors and their
+/// descendants.
+fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
+    let n = view.nodes.len();
+    let mut shown = vec![false; n];
+    // Nodes come after their parent: one pass down marks the descendants
+    // of a match, one pass up its ancestors.
+    let mut under = vec![false; n];
+    for i in 0..n {
+        let x = &view.nodes[i];
+        under[i] = re.is_match(&x.name) || x.parent.is_some_and(|p| under[p]);
+        shown[i] = under[i];
+    }
+    for i in (0..n).rev() {
+        if shown[i] {
+            if let Some(p) = view.nodes[i].parent {
+                shown[p] = true;
+            }
+        }
+    }
+    shown
+}
+
+fn descendants(view: &View, i: usize) -> usize {
+    view.nodes[i].children.iter().map(|c| 1 + descendants(view, *c)).sum()
+}
