@@ -378,3 +378,66 @@ fn a_trace_without_cpu_ops_puts_its_kernels_under_the_phase() {
         t.kernel_us
     );
 }
+
+#[test]
+fn graph_replayed_kernels_are_said_and_belong_to_no_op() {
+    // The A100 control trace with some of its launches made graph
+    // launches: their kernels are then replays of an earlier capture.
+    let path = trace("hta_trace_diff_a100_2022", "control");
+    let mut doc = read_json(&path);
+    let raw = read(&path);
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    let mut n = 0;
+    for e in events.iter_mut() {
+        if e["name"] == "cudaLaunchKernel" && e["ph"] == "X" {
+            n += 1;
+            if n % 7 == 0 {
+                e["name"] = "cudaGraphLaunch".into();
+            }
+        }
+    }
+    let launched_at: HashMap<i64, f64> = events
+        .iter()
+        .filter(|e| e["name"] == "cudaGraphLaunch")
+        .map(|e| (e["args"]["correlation"].as_i64().unwrap(), e["ts"].as_f64().unwrap()))
+        .collect();
+    let t = truth(&path);
+    let in_window = |ts: f64| t.windows.iter().any(|(s, e)| *s <= ts && ts < *e);
+    let want: f64 = events
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter_map(|e| {
+            let at = launched_at.get(&e["args"]["correlation"].as_i64()?)?;
+            in_window(*at).then(|| e["dur"].as_f64().unwrap())
+        })
+        .sum::<f64>()
+        / 1000.0
+        / raw.steps;
+    assert!(want > 1.0, "{want}");
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("replays.json");
+    std::fs::write(&p, serde_json::to_vec(&doc).unwrap()).unwrap();
+
+    let s = common::json(&["summary", p.to_str().unwrap()]);
+    let said = f(&s, "graph_replay_ms_per_step");
+    assert!(close(said, want, 0.002), "summary {said} vs {want}");
+    let text = common::run(&["profile", "summary", p.to_str().unwrap()]).stdout;
+    assert!(text.contains("attributed to no op"), "{text}");
+    let k = common::run(&["profile", "kernels", p.to_str().unwrap()]).stdout;
+    assert!(k.contains(&format!("{said:.2} ms/step")) && k.contains("graph replays"), "{k}");
+
+    let rows = tree(&p, &["--by", "op"]);
+    let graphs: f64 =
+        rows.iter().filter(|r| r["kind"] == "graph").map(|r| f(r, "gpu_ms_per_step")).sum();
+    assert!(close(graphs, want, 0.002), "tree {graphs} vs {want}");
+    // Only kernels under the graph nodes.
+    let up = parents(&rows);
+    for (i, r) in rows.iter().enumerate() {
+        if let Some(p) = up[i].filter(|p| rows[*p]["kind"] == "graph") {
+            assert_eq!(r["kind"], "kernel", "{} under {}", r, rows[p]);
+        }
+    }
+    let t = common::json(&["tree", p.to_str().unwrap()]);
+    let notes = t["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().contains("graph replays")), "{notes:?}");
+}

@@ -399,6 +399,12 @@ fn tree_records(a: &Analyzer) -> impl Iterator<Item = CpuRec> + '_ {
 }
 
 impl Built {
+    /// The kernel time of CUDA/HIP graph replays.
+    pub fn graph_ns(&self) -> i64 {
+        let graphs = self.nodes.iter().filter(|n| n.kind == NodeKind::Graph);
+        graphs.map(|n| n.gpu_ns).fold(0, i64::saturating_add)
+    }
+
     /// Each node's CPU time in none of its children.
     fn self_ns(&self) -> Vec<i64> {
         let mut out: Vec<i64> = self.nodes.iter().map(|n| n.cpu_ns).collect();

@@ -101,6 +101,10 @@ pub struct Kernels {
     /// in the peak table): GPU traces only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub efficiency_notes: Vec<String>,
+    /// The kernel time of CUDA/HIP graph replays: no op, shape or module
+    /// of this trace launched it (docs/analysis.md §17).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_ms_per_step: Option<f64>,
 }
 
 /// The profile's efficiency notes, for the tables that show rates.
@@ -183,6 +187,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         total: scope.len(),
         kernels,
         efficiency_notes: efficiency_notes(p),
+        graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
     })
 }
 

@@ -183,6 +183,10 @@ pub struct ExtraFigures {
     /// kernels count as kernels).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_launches_per_step: Option<f64>,
+    /// The kernel time of those replays: it belongs to no op, shape or
+    /// module of this trace (docs/analysis.md §17).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_ms_per_step: Option<f64>,
     /// How the phases were found when the trace has no `step/<phase>`
     /// ranges of its own (inferred from PyTorch's own annotations).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -829,7 +833,7 @@ mod tests {
 
     /// Every key of `profile.json` in the order it has always been written;
     /// [`Figures`] and [`ExtraFigures`] are flattened into it in place.
-    const KEYS: [&str; 57] = [
+    const KEYS: [&str; 59] = [
         "schema",
         "mode",
         "trace",
@@ -879,11 +883,13 @@ mod tests {
         "comm_exposed_ms_per_step",
         "comm_overlap_pct",
         "graph_launches_per_step",
+        "graph_replay_ms_per_step",
         "phases_inferred",
         "host_in_ops_frac",
         "step_times",
         "distributed",
         "collectives",
+        "call_tree",
         "warnings",
         "versions",
         "host",
@@ -914,12 +920,17 @@ mod tests {
                 comm_exposed_ms_per_step: Some(0.5),
                 comm_overlap_pct: Some(50.0),
                 graph_launches_per_step: Some(2.0),
+                graph_replay_ms_per_step: Some(1.5),
                 phases_inferred: Some("from PyTorch's annotations".into()),
                 host_in_ops_frac: Some(0.95),
             },
             step_times: vec![StepTime::default()],
             distributed: Some(Distributed::default()),
             collectives: vec![CollectiveCall::default()],
+            call_tree: Some(crate::profile::CallTree {
+                nodes: vec![crate::profile::CallNode::default()],
+                ..Default::default()
+            }),
             warnings: vec!["w".into()],
             versions: Some(json!({})),
             host: Some(json!({})),

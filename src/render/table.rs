@@ -157,6 +157,7 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
         k.kernels.len()
     ));
     t.notes = k.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
+    t.notes.extend(k.graph_replay_ms_per_step.map(text::graph_replay_note));
     Ok(t)
 }
 

@@ -119,9 +119,20 @@ pub fn summary(s: &Summary) -> String {
         _ => None,
     };
     let and_dataload = dataload.as_ref().map(|d| format!("  |  {d}")).unwrap_or_default();
-    let graphs = match s.extras.graph_launches_per_step {
-        Some(g) => format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1)),
-        None => String::new(),
+    let graphs = match (s.extras.graph_launches_per_step, s.extras.graph_replay_ms_per_step) {
+        (Some(g), Some(ms)) => {
+            let all: f64 = s.categories.iter().map(|c| c.ms_per_step).sum();
+            format!(
+                " ({} CUDA/HIP graph launches replaying their kernels: {} ms/step, {} of the kernel time, attributed to no op)",
+                num(g, 1),
+                num(ms, 2),
+                pct(if all > 0.0 { ms / all } else { 0.0 })
+            )
+        }
+        (Some(g), None) => {
+            format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1))
+        }
+        _ => String::new(),
     };
     match s.extras.host_in_ops_frac {
         Some(f) => {
@@ -412,6 +423,9 @@ pub fn kernels(k: &Kernels) -> String {
         k.total,
         k.kernels.len()
     );
+    if let Some(ms) = k.graph_replay_ms_per_step {
+        let _ = writeln!(o, "note: {}", graph_replay_note(ms));
+    }
     efficiency_notes(&mut o, &k.efficiency_notes);
     o
 }
@@ -464,6 +478,14 @@ fn rate_columns(a: &Achieved) -> String {
 }
 
 /// Why the rate columns are missing or partial, as the tables say it.
+/// What the kernel tables say of graph replays (docs/analysis.md §17).
+pub fn graph_replay_note(ms: f64) -> String {
+    format!(
+        "{} ms/step of kernel time is in CUDA/HIP graph replays: captured earlier, launched by no op of this trace (no shapes or module for them)",
+        num(ms, 2)
+    )
+}
+
 pub fn rates_note(note: &str) -> String {
     format!("rates: {note}")
 }
