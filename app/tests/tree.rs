@@ -35,6 +35,8 @@ struct Rec {
     kind: &'static str,
     name: String,
     index: usize,
+    /// `Sequence number`, and whether a backward op (`Fwd thread id` > 0).
+    seq: Option<(i64, bool)>,
 }
 
 /// A kernel inside the window: its duration and its launch's thread and time.
@@ -83,6 +85,9 @@ fn read(path: &Path) -> Raw {
             _ => continue,
         };
         if in_window(ts) {
+            let seq = e["args"]["Sequence number"]
+                .as_i64()
+                .map(|n| (n, e["args"]["Fwd thread id"].as_i64().unwrap_or(0) > 0));
             let rec = Rec {
                 thread: thread_of(e),
                 start: ts,
@@ -90,6 +95,7 @@ fn read(path: &Path) -> Raw {
                 kind,
                 name: name.into(),
                 index,
+                seq,
             };
             recs.push(rec);
         }
@@ -440,4 +446,71 @@ fn graph_replayed_kernels_are_said_and_belong_to_no_op() {
     let t = common::json(&["tree", p.to_str().unwrap()]);
     let notes = t["notes"].as_array().unwrap();
     assert!(notes.iter().any(|n| n.as_str().unwrap().contains("graph replays")), "{notes:?}");
+}
+
+#[test]
+fn backward_ops_sit_under_their_forward_ops_scopes() {
+    // DLRM's forward runs inside annotations (`## forward ##`, …); each
+    // backward op shares its forward op's sequence number.
+    let path = trace("param_dlrm_v100_8rank", "worker0");
+    let raw = read(&path);
+    let encloses = |o: &Rec, r: &Rec| {
+        o.thread == r.thread && o.start <= r.start && r.end <= o.end && o.index != r.index
+    };
+    let mut want: HashMap<String, f64> = HashMap::new();
+    let mut mapped = 0;
+    for b in raw.recs.iter().filter(|r| r.seq.is_some_and(|s| s.1)) {
+        // The outermost backward op of its nest.
+        if raw.recs.iter().any(|o| o.seq.is_some_and(|s| s.1) && encloses(o, b)) {
+            continue;
+        }
+        let seq = b.seq.unwrap().0;
+        let fwd = raw
+            .recs
+            .iter()
+            .filter(|r| r.kind == "op" && r.seq == Some((seq, false)))
+            .max_by(|x, y| x.start.total_cmp(&y.start).then(x.index.cmp(&y.index)));
+        let scope = fwd.and_then(|f| {
+            raw.recs
+                .iter()
+                .filter(|a| a.kind == "annotation" && encloses(a, f))
+                .max_by(|x, y| x.start.total_cmp(&y.start).then(y.end.total_cmp(&x.end)))
+        });
+        let key = scope.map_or("(none)".to_string(), |a| a.name.clone());
+        mapped += scope.is_some() as usize;
+        let gpu: f64 = raw
+            .kernels
+            .iter()
+            .filter(|k| k.thread == b.thread && b.start <= k.at && k.at <= b.end)
+            .map(|k| k.dur)
+            .sum();
+        *want.entry(key).or_default() += gpu / 1000.0 / raw.steps;
+    }
+    assert!(mapped > 20, "{mapped} backward ops under forward annotations");
+    let rows = tree(&path, &["--by", "op", "--phase", "backward"]);
+    let up = parents(&rows);
+    let mut got: HashMap<String, f64> = HashMap::new();
+    for (i, r) in rows.iter().enumerate() {
+        let name = r["name"].as_str().unwrap();
+        let Some(p) = up[i] else { continue };
+        // The outermost backward ops: no op above them.
+        let mut above = up[i];
+        let mut under_op = false;
+        while let Some(a) = above {
+            under_op |= rows[a]["kind"] == "op";
+            above = up[a];
+        }
+        if name.starts_with("autograd::engine::evaluate_function: ") && !under_op {
+            let p = &rows[p];
+            let key =
+                if p["kind"] == "annotation" { p["name"].as_str().unwrap() } else { "(none)" };
+            *got.entry(key.to_string()).or_default() += f(r, "gpu_ms_per_step");
+        }
+    }
+    // (Backward ops with no forward scope, such as AccumulateGrad with no
+    // sequence number, stay where they ran.)
+    for key in want.keys().chain(got.keys()).filter(|k| *k != "(none)") {
+        let (w, g) = (want.get(key).copied().unwrap_or(0.0), got.get(key).copied().unwrap_or(0.0));
+        assert!(close(w, g, 0.003), "{key}: derived {w} ms/step, tree {g}");
+    }
 }

@@ -48,6 +48,8 @@ struct Open {
     owns: Option<u32>,
     /// Kernel time launched while it was open.
     gpu_ns: i64,
+    /// A backward op put under its forward op's modules and annotations.
+    mapped: bool,
 }
 
 /// Per (phase, op name): the ops table's figures from the tree.
@@ -98,6 +100,9 @@ pub struct Built {
     pub short_frames: u64,
 }
 
+/// A record set aside to be swept later: the record, its kind, its phase.
+type Taken = (CpuRec, NodeKind, u16);
+
 /// A record the tree nests: ops, annotations and Python frames.
 fn nests(r: &CpuRec) -> Option<NodeKind> {
     match r.host_kind() {
@@ -125,6 +130,9 @@ struct Builder<'a> {
     labels: Vec<&'a str>,
     kinfo: &'a KernelClasses,
     graph_call: HashMap<u32, bool>,
+    /// Per sequence number, the last forward op to start with it: its
+    /// start and node.
+    forward: HashMap<u64, (i64, u32)>,
 }
 
 impl<'a> Builder<'a> {
@@ -165,6 +173,21 @@ impl<'a> Builder<'a> {
             self.labels.push(label);
         }
         id
+    }
+
+    /// The modules and annotations above a node, outermost first.
+    fn scopes_of(&self, node: u32) -> Vec<(NodeKind, u32)> {
+        let mut out = Vec::new();
+        let mut at = self.nodes[node as usize].parent;
+        while at != ROOT {
+            let n = &self.nodes[at as usize];
+            if matches!(n.kind, NodeKind::Module | NodeKind::Annotation) {
+                out.push((n.kind, n.key));
+            }
+            at = n.parent;
+        }
+        out.reverse();
+        out
     }
 
     fn is_graph_launch(&mut self, call: u32) -> bool {
@@ -218,11 +241,29 @@ impl Sweep<'_> {
         while self.stack.last().is_some_and(|o| o.end <= r.start) {
             close(self.stack.pop().expect("a top"), b);
         }
-        let parent = match self.stack.last() {
+        let mut parent = match self.stack.last() {
             Some(o) => o.node,
             None => b.root(phase),
         };
         let phase = b.nodes[parent as usize].phase;
+        // A forward op: where its backward ops go. A backward op, the
+        // outermost of its nest: under its forward op's modules and
+        // annotations (the chain made in its own phase).
+        let mut mapped = false;
+        let autograd = r.autograd();
+        match autograd {
+            Some(a) if a.fwd_thread.is_some() && !self.stack.iter().any(|o| o.mapped) => {
+                if let Some(&(_, fwd)) = b.forward.get(&a.seq) {
+                    for (kind, key) in b.scopes_of(fwd) {
+                        parent = b.node(parent, kind, key, phase);
+                        let n = &mut b.nodes[parent as usize];
+                        n.cpu_ns = n.cpu_ns.saturating_add(r.dur);
+                        mapped = true;
+                    }
+                }
+            }
+            _ => {}
+        }
         let kind = match kind {
             NodeKind::Frame if is_module_frame(b.a.names.get(r.name)) => NodeKind::Module,
             k => k,
@@ -231,9 +272,18 @@ impl Sweep<'_> {
         let n = &mut b.nodes[node as usize];
         n.calls += 1;
         n.cpu_ns = n.cpu_ns.saturating_add(r.dur);
+        if let Some(a) = autograd.filter(|a| a.fwd_thread.is_none()) {
+            // The last op of a sequence number to start is the one that
+            // made its autograd node, or one inside it.
+            let last = b.forward.entry(a.seq).or_insert((r.start, node));
+            if r.start >= last.0 {
+                *last = (r.start, node);
+            }
+        }
         let priced_above = self.stack.iter().any(|o| o.owns.is_some());
         let owns = r.model().filter(|_| !priced_above);
-        self.stack.push(Open { end: r.start + r.dur, node, owns, gpu_ns: 0 });
+        let mapped = mapped || self.stack.iter().any(|o| o.mapped);
+        self.stack.push(Open { end: r.start + r.dur, node, owns, gpu_ns: 0, mapped });
     }
 
     fn finish(&mut self, b: &mut Builder<'_>) {
@@ -282,9 +332,12 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
 
     // Which threads' records come in start order (the longer first on a
     // tie) in the log: those are swept as the log gives them, the others
-    // sorted first.
+    // sorted first. Threads with backward ops are swept last, once every
+    // forward op has its node.
     let mut last: HashMap<u32, (i64, i64)> = HashMap::default();
-    let mut unordered: HashMap<u32, bool> = HashMap::default();
+    // Threads swept from their records sorted, and whether for their
+    // backward ops.
+    let mut set_aside: HashMap<u32, bool> = HashMap::default();
     let in_step = |r: &CpuRec, places: &mut PlaceCache| a.ranges.in_step_cached(places, r.start);
     for r in tree_records(a) {
         if !in_step(&r, &mut places) {
@@ -292,7 +345,10 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
         }
         let prev = last.insert(r.thread, (r.start, r.dur));
         if prev.is_some_and(|(s, d)| r.start < s || (r.start == s && r.dur > d)) {
-            unordered.insert(r.thread, true);
+            set_aside.entry(r.thread).or_insert(false);
+        }
+        if r.autograd().is_some_and(|a| a.fwd_thread.is_some()) {
+            set_aside.insert(r.thread, true);
         }
     }
 
@@ -305,27 +361,32 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
         labels: Vec::new(),
         kinfo,
         graph_call: HashMap::default(),
+        forward: HashMap::default(),
     };
     let mut sweeps: HashMap<u32, Sweep<'_>> = HashMap::default();
     let sweep_of = |thread: u32| -> Sweep<'_> {
         let (from, to) = threads.get(&thread).copied().unwrap_or((0, 0));
         Sweep { stack: Vec::new(), launches: &per_thread[from..to], next: 0 }
     };
-    let mut sorted: HashMap<u32, Vec<(CpuRec, NodeKind, u16)>> = HashMap::default();
+    let mut sorted: HashMap<u32, Vec<Taken>> = HashMap::default();
     for r in tree_records(a) {
         let Some(kind) = nests(&r) else { continue };
         if !in_step(&r, &mut places) {
             continue;
         }
         let phase = a.ranges.cpu_phase_cached(&mut places, r.thread, r.start);
-        if unordered.contains_key(&r.thread) {
+        if set_aside.contains_key(&r.thread) {
             sorted.entry(r.thread).or_default().push((r, kind, phase));
             continue;
         }
         let s = sweeps.entry(r.thread).or_insert_with(|| sweep_of(r.thread));
         s.take(&r, kind, phase, &mut b);
     }
-    for (thread, mut recs) in sorted {
+    // Threads out of order first, then those with backward ops.
+    let mut sorted: Vec<(bool, u32, Vec<Taken>)> =
+        sorted.into_iter().map(|(t, recs)| (set_aside[&t], t, recs)).collect();
+    sorted.sort_unstable_by_key(|(backward, t, _)| (*backward, *t));
+    for (_, thread, mut recs) in sorted {
         recs.sort_by_key(|(r, ..)| (r.start, std::cmp::Reverse(r.dur)));
         let s = sweeps.entry(thread).or_insert_with(|| sweep_of(thread));
         for (r, kind, phase) in &recs {

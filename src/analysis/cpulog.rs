@@ -17,8 +17,8 @@ use crate::trace::RuntimeCall;
 
 /// Bytes per block: a record never straddles two.
 const BLOCK: usize = 64 << 10;
-/// The longest record: the header and five varints of up to 10 bytes.
-const MAX_RECORD: usize = 1 + 5 * 10;
+/// The longest record: the header and seven varints of up to 10 bytes.
+const MAX_RECORD: usize = 1 + 7 * 10;
 
 /// What a host record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -62,13 +62,24 @@ pub(super) struct CpuRec {
     pub dur: i64,
 }
 
+/// An op's place in autograd: its sequence number (`Sequence number`,
+/// counted per forward thread), and for a backward op the forward thread
+/// whose op it differentiates (`Fwd thread id`: autograd's own number of
+/// it, not the trace's tid). A backward op shares its forward op's
+/// sequence number (docs/analysis.md §17).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Autograd {
+    pub seq: u64,
+    pub fwd_thread: Option<u32>,
+}
+
 /// What a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RecKind {
     /// A CPU op: its entry in `Analyzer::works` when the performance model
-    /// priced it, and whether its name makes it DataLoader work (its host
-    /// kind).
-    Op { model: Option<u32>, dataload: bool },
+    /// priced it, whether its name makes it DataLoader work (its host
+    /// kind), and its place in autograd.
+    Op { model: Option<u32>, dataload: bool, autograd: Option<Autograd> },
     /// Any other host record (never [`HostKind::Op`]).
     Host(HostKind),
 }
@@ -83,6 +94,14 @@ impl CpuRec {
         }
     }
 
+    /// An op's place in autograd.
+    pub fn autograd(&self) -> Option<Autograd> {
+        match self.kind {
+            RecKind::Op { autograd, .. } => autograd,
+            RecKind::Host(_) => None,
+        }
+    }
+
     /// A priced op's entry in `Analyzer::works`.
     pub fn model(&self) -> Option<u32> {
         match self.kind {
@@ -92,11 +111,14 @@ impl CpuRec {
     }
 }
 
-// Header byte: bit 0 an op, bit 1 priced, bit 2 a DataLoader op; a host
+// Header byte: bit 0 an op, bit 1 priced, bit 2 a DataLoader op, bit 3
+// a sequence number follows, bit 4 a forward thread follows; a host
 // record's kind in bits 3..6.
 const OP: u8 = 1;
 const PRICED: u8 = 2;
 const DATALOAD: u8 = 4;
+const SEQ: u8 = 8;
+const FWD: u8 = 16;
 
 fn host_code(k: HostKind) -> u8 {
     match k {
@@ -159,6 +181,7 @@ pub(super) fn thread_bit(thread: u32) -> u64 {
 impl CpuLog {
     /// Adds a CPU op; `model` is its entry in `Analyzer::works` when the
     /// performance model priced it.
+    #[allow(clippy::too_many_arguments)]
     pub(super) fn op(
         &mut self,
         thread: u32,
@@ -167,6 +190,7 @@ impl CpuLog {
         dur: i64,
         model: Option<u32>,
         dataload: bool,
+        autograd: Option<Autograd>,
     ) {
         let mut head = OP;
         if model.is_some() {
@@ -175,12 +199,18 @@ impl CpuLog {
         if dataload {
             head |= DATALOAD;
         }
+        if let Some(a) = autograd {
+            head |= SEQ;
+            if a.fwd_thread.is_some() {
+                head |= FWD;
+            }
+        }
         self.longest_op = self.longest_op.max(dur);
         if dur > 0 {
             self.spans += 1;
             self.cpu_side_spans += 1;
         }
-        self.push(head, thread, name, start, dur, model);
+        self.push(head, thread, name, start, dur, model, autograd);
     }
 
     /// Adds a host record other than an op, if it lasts.
@@ -195,10 +225,20 @@ impl CpuLog {
         if kind == HostKind::Python {
             self.python_spans += 1;
         }
-        self.push(host_code(kind) << 3, thread, name, start, end - start, None);
+        self.push(host_code(kind) << 3, thread, name, start, end - start, None, None);
     }
 
-    fn push(&mut self, head: u8, thread: u32, name: u32, start: i64, dur: i64, model: Option<u32>) {
+    #[allow(clippy::too_many_arguments)]
+    fn push(
+        &mut self,
+        head: u8,
+        thread: u32,
+        name: u32,
+        start: i64,
+        dur: i64,
+        model: Option<u32>,
+        autograd: Option<Autograd>,
+    ) {
         let block = match self.blocks.last_mut() {
             Some(b) if b.capacity() - b.len() >= MAX_RECORD => b,
             _ => {
@@ -219,6 +259,12 @@ impl CpuLog {
         n += dur.encode_var(&mut buf[n..]);
         if let Some(m) = model {
             n += m.encode_var(&mut buf[n..]);
+        }
+        if let Some(a) = autograd {
+            n += a.seq.encode_var(&mut buf[n..]);
+            if let Some(t) = a.fwd_thread {
+                n += t.encode_var(&mut buf[n..]);
+            }
         }
         // The whole buffer, then cut to the record: a copy of known length
         // is a few moves, where one of `n` bytes was a call to memcpy (a
@@ -354,12 +400,18 @@ impl Iterator for Records<'_> {
         let name = unsigned(bytes, &mut n) as u32;
         let delta = signed(bytes, &mut n);
         let dur = signed(bytes, &mut n);
-        let model = (head & PRICED != 0).then(|| unsigned(bytes, &mut n) as u32);
+        let op = head & OP != 0;
+        let model = (op && head & PRICED != 0).then(|| unsigned(bytes, &mut n) as u32);
+        let autograd = (op && head & SEQ != 0).then(|| {
+            let seq = unsigned(bytes, &mut n);
+            let fwd_thread = (head & FWD != 0).then(|| unsigned(bytes, &mut n) as u32);
+            Autograd { seq, fwd_thread }
+        });
         self.at += n;
         let start = self.last_start.wrapping_add(delta);
         self.last_start = start;
-        let kind = if head & OP != 0 {
-            RecKind::Op { model, dataload: head & DATALOAD != 0 }
+        let kind = if op {
+            RecKind::Op { model, dataload: head & DATALOAD != 0, autograd }
         } else {
             RecKind::Host(host_of(head >> 3))
         };
@@ -389,9 +441,13 @@ mod tests {
             } else {
                 let model = (i % 2 == 0).then_some((i * 7 % 100_000) as u32);
                 let dur = if i % 11 == 0 { 0 } else { i * 10 };
-                log.op(thread, name, start, dur, model, i % 13 == 0);
+                let autograd = (i % 4 == 1).then_some(Autograd {
+                    seq: (i * 977) as u64,
+                    fwd_thread: (i % 8 == 1).then_some((i % 3) as u32),
+                });
+                log.op(thread, name, start, dur, model, i % 13 == 0, autograd);
                 want.push(CpuRec {
-                    kind: RecKind::Op { model, dataload: i % 13 == 0 },
+                    kind: RecKind::Op { model, dataload: i % 13 == 0, autograd },
                     thread,
                     name,
                     start,
@@ -399,9 +455,10 @@ mod tests {
                 });
             }
         }
-        log.op(u32::MAX, u32::MAX, i64::MIN / 2, i64::MAX / 2, None, false);
+        let autograd = Some(Autograd { seq: u64::MAX, fwd_thread: Some(u32::MAX) });
+        log.op(u32::MAX, u32::MAX, i64::MIN / 2, i64::MAX / 2, None, false, autograd);
         want.push(CpuRec {
-            kind: RecKind::Op { model: None, dataload: false },
+            kind: RecKind::Op { model: None, dataload: false, autograd },
             thread: u32::MAX,
             name: u32::MAX,
             start: i64::MIN / 2,
@@ -437,7 +494,7 @@ mod tests {
         for (run, thread) in [1u32, 2, 65, 1].into_iter().enumerate() {
             for i in 0..30_000i64 {
                 let start = run as i64 * 1_000_000_000 + (i % 97) * 1_000 - i;
-                log.op(thread, (i % 50) as u32, start, 10 + i % 7, None, false);
+                log.op(thread, (i % 50) as u32, start, 10 + i % 7, None, false, None);
                 all.push((thread, start));
             }
         }

@@ -1354,7 +1354,7 @@ mod tests {
                 let dur = next(300) as i64;
                 let name = next(50) as u32;
                 if next(2) == 0 {
-                    log.op(thread, name, start, dur, None, false);
+                    log.op(thread, name, start, dur, None, false, None);
                 } else {
                     log.host(thread, start, start + dur, name, HostKind::Python);
                 }

@@ -600,8 +600,18 @@ impl Analyzer {
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         let work = self.price(ev, name, traits.modelled);
-        self.cpu.op(thread, name, start, dur, work, traits.dataload);
+        let autograd = self.autograd(ev);
+        self.cpu.op(thread, name, start, dur, work, traits.dataload, autograd);
         self.count_op(thread, name, start, dur);
+    }
+
+    /// An op's sequence number and, on a backward op, its forward thread
+    /// as autograd numbers it (0 on forward ops).
+    fn autograd(&mut self, ev: &Event<'_>) -> Option<cpulog::Autograd> {
+        let args = ev.args.as_ref()?;
+        let seq = u64::try_from(args.sequence.id()?).ok()?;
+        let fwd_thread = args.fwd_thread.id().filter(|t| *t > 0).map(|t| t as u32);
+        Some(cpulog::Autograd { seq, fwd_thread })
     }
 
     /// The performance model's FLOPs and bytes for this op call: its entry

@@ -674,6 +674,8 @@ pub fn tree(t: &Tree) -> String {
     );
     for r in &t.rows {
         let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+        // Phases and the forward scopes of backward ops are no calls.
+        let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
         let _ = writeln!(
             o,
             "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {}{}",
@@ -681,7 +683,7 @@ pub fn tree(t: &Tree) -> String {
             r.pct_of_gpu,
             r.cpu_ms_per_step,
             r.cpu_self_ms_per_step,
-            num(r.calls_per_step, 1),
+            calls,
             num(r.kernels_per_step, 1),
             tflops,
             node_tag(r.kind),

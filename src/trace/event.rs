@@ -120,6 +120,10 @@ pub struct Args<'a> {
     pub device_id: Num,
     /// `[memory]` events: the allocation's size (negative: a free).
     pub bytes: Num,
+    /// CPU ops under autograd: `Sequence number`, and on a backward op
+    /// `Fwd thread id`, the thread of the forward op it differentiates.
+    pub sequence: Num,
+    pub fwd_thread: Num,
     /// What PyTorch records on NCCL kernels since 2.3 (docs/analysis.md §8):
     /// which collective, its message sizes and process group.
     pub collective: Option<Box<Collective<'a>>>,
@@ -286,6 +290,8 @@ impl<'a> Event<'a> {
                             b"Device Type" => &mut a.device_type,
                             b"Device Id" => &mut a.device_id,
                             b"Bytes" => &mut a.bytes,
+                            b"Sequence number" => &mut a.sequence,
+                            b"Fwd thread id" => &mut a.fwd_thread,
                             _ => return p.skip_value(),
                         };
                         *slot = p.num()?;
