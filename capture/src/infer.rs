@@ -176,6 +176,7 @@ fn run_trial(
                     cuda: p.device.is_cuda(),
                     all_threads: false,
                     memory: p.memory,
+                    module_scopes: false,
                 })?);
             }
         }

@@ -418,6 +418,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
                     cuda: p.device.is_cuda(),
                     all_threads: false,
                     memory: false,
+                    module_scopes: false,
                 })?);
             }
             let measuring = i >= p.warmup;
