@@ -1271,9 +1271,9 @@ mod tests {
         for size in ModelSize::ALL {
             for (i, name) in layer_scopes(size).iter().enumerate() {
                 let name = name.to_str().unwrap();
-                let class = name.strip_prefix(&format!("model.{i} ")).unwrap_or_else(|| {
-                    panic!("{size}: layer {i} is named {name}")
-                });
+                let class = name
+                    .strip_prefix(&format!("model.{i} "))
+                    .unwrap_or_else(|| panic!("{size}: layer {i} is named {name}"));
                 assert!(!class.is_empty() && !class.contains(' '), "{name}");
             }
         }
