@@ -12,6 +12,7 @@
 #include <memory>
 #include <set>
 #include <string>
+#include <string_view>
 
 namespace prof = torch::autograd::profiler;
 using torch::profiler::impl::ActivityType;
@@ -100,6 +101,23 @@ void* lyp_range_begin(const char* name) {
   try {
     auto* rf = new at::RecordFunction(at::RecordScope::USER_SCOPE);
     if (rf->isActive()) rf->before(std::string(name));
+    return rf;
+  } catch (...) {
+    return nullptr;
+  }
+}
+
+// Opens a module scope: a user range (cat `user_annotation`) named by a
+// string that lives as long as the process (the Rust side passes static
+// names only, so the name is neither copied nor allocated). When no profiler
+// records USER_SCOPE on this thread, nothing is allocated and nullptr comes
+// back; otherwise a handle for lyp_range_end, on the same thread.
+void* lyp_scope_begin(const char* static_name) {
+  try {
+    auto callbacks = at::getStepCallbacksUnlessEmpty(at::RecordScope::USER_SCOPE);
+    if (!callbacks) return nullptr;
+    auto* rf = new at::RecordFunction(std::move(*callbacks));
+    rf->before(std::string_view(static_name));
     return rf;
   } catch (...) {
     return nullptr;

@@ -6,7 +6,9 @@
 //! runs unsynced with one sync at the end of each iteration (the honest
 //! latency), the second syncs between stages to attribute them. Each
 //! measured iteration is a `ProfilerStep#N` range holding `step/preprocess`,
-//! `step/forward` and `step/postprocess`.
+//! `step/forward` and `step/postprocess`; inside the forward, the model's
+//! module scopes (`backbone` › `model.0 Conv`, …; [`crate::model`]) unless
+//! `--no-module-scopes`.
 //!
 //! Outputs, under `<project>/infer/`: `profile_trace.json` (unless
 //! `--no-trace`), `profile_summary.json` (the measured numbers) and
@@ -71,6 +73,8 @@ pub struct Plan {
     trace: bool,
     /// Record allocator events in the trace.
     memory: bool,
+    /// Record the model's module scopes in the trace.
+    module_scopes: bool,
     device: Device,
 }
 
@@ -125,6 +129,7 @@ impl Plan {
             bf16,
             trace: args.trace(),
             memory: args.memory,
+            module_scopes: !args.no_module_scopes,
             device,
         })
     }
@@ -176,6 +181,7 @@ fn run_trial(
                     cuda: p.device.is_cuda(),
                     all_threads: false,
                     memory: p.memory,
+                    module_scopes: p.module_scopes,
                 })?);
             }
         }
@@ -346,6 +352,7 @@ fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measuremen
     meta.insert("threads".into(), json!(tch::get_num_threads()));
     meta.insert("trace".into(), json!(p.trace));
     meta.insert("fused".into(), json!(p.fuse));
+    meta.insert("module_scopes".into(), json!(p.trace && p.module_scopes));
     if t.images_postprocessed > 0 {
         meta.insert(
             "detections_per_image".into(),

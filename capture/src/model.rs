@@ -18,12 +18,27 @@
 //! those three maps (`aux_head.cv2|cv3.*`). It only feeds the training loss
 //! ([`Yolo9::forward_train`]); a model built for inference never has it, so
 //! its graph and state dict stay single-head.
+//!
+//! Module scopes: while a profiler session records them
+//! ([`crate::profiler::Options::module_scopes`]), every forward names its
+//! top-level layers as user ranges, `model.N Class` with the index of the
+//! Ultralytics-style YOLOv9 layer list and LibreYOLO 1.6's class name
+//! ([`layer_scopes`]), each inside a group range: `backbone` (layers 0–9,
+//! the stem up to SPPELAN), `neck` (10–21, the FPN/PAN top-down and
+//! bottom-up paths with their upsamples and concats) and `head` (22, the
+//! DDetect head; in inference its box decoding too, as LibreYOLO's DDetect
+//! decodes in eval mode). A training forward adds the group `aux` with
+//! `aux AuxNeck` and `aux_head DDetect`, LibreYOLO's attribute names of the
+//! PGI branch. With no such session a scope costs one atomic load.
 
 use std::collections::HashMap;
+use std::ffi::CStr;
 
 use libreyolo_core::cli::ModelSize;
 use tch::nn::{self, Init};
 use tch::{Device, Kind, Tensor};
+
+use crate::profiler;
 
 /// Channel plan of one size variant.
 #[derive(Debug, Clone)]
@@ -688,6 +703,69 @@ pub fn is_aux_key(name: &str) -> bool {
     name.starts_with("aux.") || name.starts_with("aux_head.")
 }
 
+// --------------------------------------------------------- module scopes --
+
+/// The group scope of layers 0–9: the stem, the ELAN stages and SPPELAN.
+pub const BACKBONE: &CStr = c"backbone";
+/// The group scope of layers 10–21: the FPN (top-down) and PAN (bottom-up)
+/// paths.
+pub const NECK: &CStr = c"neck";
+/// The group scope of layer 22, the detection head.
+pub const HEAD: &CStr = c"head";
+/// The group scope of the PGI auxiliary branch (training forward only).
+pub const AUX: &CStr = c"aux";
+/// The auxiliary branch's two modules, by LibreYOLO's attribute names.
+pub const AUX_NECK: &CStr = c"aux AuxNeck";
+pub const AUX_HEAD: &CStr = c"aux_head DDetect";
+
+/// Top-level layers of YOLOv9 (`model.0` … `model.22`).
+pub const LAYERS: usize = 23;
+
+/// The scope name of each top-level layer of a model of `size`:
+/// `model.N Class`, N as in the Ultralytics-style YOLOv9 layer list (the
+/// upsamples and concats of the neck are layers of their own, so every op
+/// of the forward lies in exactly one), the class as LibreYOLO 1.6 names
+/// its module (`nn.Upsample` and `torch.cat` as `Upsample` and `Concat`).
+/// Sizes differ in layer 2 (ELAN for t and s) and in the downsampling
+/// layers (ADown for c).
+pub fn layer_scopes(size: ModelSize) -> [&'static CStr; LAYERS] {
+    let cfg = Config::of(size);
+    let down = |aconv, adown| if cfg.adown { adown } else { aconv };
+    [
+        c"model.0 Conv",
+        c"model.1 Conv",
+        if cfg.first_elan { c"model.2 ELAN" } else { c"model.2 RepNCSPELAN" },
+        down(c"model.3 AConv", c"model.3 ADown"),
+        c"model.4 RepNCSPELAN",
+        down(c"model.5 AConv", c"model.5 ADown"),
+        c"model.6 RepNCSPELAN",
+        down(c"model.7 AConv", c"model.7 ADown"),
+        c"model.8 RepNCSPELAN",
+        c"model.9 SPPELAN",
+        c"model.10 Upsample",
+        c"model.11 Concat",
+        c"model.12 RepNCSPELAN",
+        c"model.13 Upsample",
+        c"model.14 Concat",
+        c"model.15 RepNCSPELAN",
+        down(c"model.16 AConv", c"model.16 ADown"),
+        c"model.17 Concat",
+        c"model.18 RepNCSPELAN",
+        down(c"model.19 AConv", c"model.19 ADown"),
+        c"model.20 Concat",
+        c"model.21 RepNCSPELAN",
+        c"model.22 DDetect",
+    ]
+}
+
+/// Runs `f` inside the module scope `name` (a range only while a session
+/// records module scopes).
+#[inline]
+fn scoped<T>(name: &'static CStr, f: impl FnOnce() -> T) -> T {
+    let _scope = profiler::scope(name);
+    f()
+}
+
 // ----------------------------------------------------------------- model --
 
 /// The class towers' hidden width of a head built for `nc` classes.
@@ -725,6 +803,8 @@ pub struct Yolo9 {
     project: Tensor,
     /// Anchor grid cache keyed by the input's spatial size.
     grid: std::cell::RefCell<Option<Grid>>,
+    /// The top-level layers' scope names ([`layer_scopes`]).
+    scopes: [&'static CStr; LAYERS],
 }
 
 /// The raw head outputs (one `(B, 4·reg_max + nc, H, W)` map per stride) and
@@ -862,6 +942,7 @@ impl Yolo9 {
             aux: None,
             project,
             grid: std::cell::RefCell::new(None),
+            scopes: layer_scopes(size),
         })
     }
 
@@ -1025,33 +1106,59 @@ impl Yolo9 {
 
     /// The backbone's P3, P4, P5 (after SPPELAN) and the pre-SPP B5 the
     /// auxiliary branch reads.
+    /// Each layer in its module scope, `x` rebound as it goes (as
+    /// LibreYOLO's `x = self.conv0(x)`), so an input is freed once used.
     fn backbone(&self, x: &Tensor) -> [Tensor; 4] {
-        let x = self.conv1.forward(&self.conv0.forward(x));
-        let x = match &self.elan1 {
+        let _group = profiler::scope(BACKBONE);
+        let s = &self.scopes;
+        let mut x = scoped(s[0], || self.conv0.forward(x));
+        x = scoped(s[1], || self.conv1.forward(&x));
+        x = scoped(s[2], || match &self.elan1 {
             First::Elan(e) => e.forward(&x),
             First::RepNCSPElan(e) => e.forward(&x),
-        };
-        let p3 = self.elan2.forward(&self.down2.forward(&x));
-        let p4 = self.elan3.forward(&self.down3.forward(&p3));
-        let b5 = self.elan4.forward(&self.down4.forward(&p4));
-        let p5 = self.spp.forward(&b5);
+        });
+        x = scoped(s[3], || self.down2.forward(&x));
+        let p3 = scoped(s[4], || self.elan2.forward(&x));
+        x = scoped(s[5], || self.down3.forward(&p3));
+        let p4 = scoped(s[6], || self.elan3.forward(&x));
+        x = scoped(s[7], || self.down4.forward(&p4));
+        let b5 = scoped(s[8], || self.elan4.forward(&x));
+        let p5 = scoped(s[9], || self.spp.forward(&b5));
         [p3, p4, p5, b5]
     }
 
-    /// The PANet neck: top-down with B4 and B3, bottom-up back to P5.
+    /// The PANet neck: top-down with B4 and B3, bottom-up back to P5; each
+    /// upsample and concat a layer of its own, as in the layer list.
     fn neck(&self, p3: &Tensor, p4: &Tensor, p5: &Tensor) -> [Tensor; 3] {
-        let n4 = self.n_elan_up1.forward(&Tensor::cat(&[&upsample2(p5), p4], 1));
-        let o3 = self.n_elan_up2.forward(&Tensor::cat(&[&upsample2(&n4), p3], 1));
-        let o4 = self.n_elan_down1.forward(&Tensor::cat(&[self.n_down1.forward(&o3), n4], 1));
-        let o5 = self.n_elan_down2.forward(&Tensor::cat(&[&self.n_down2.forward(&o4), p5], 1));
+        let _group = profiler::scope(NECK);
+        let s = &self.scopes;
+        let mut x = scoped(s[10], || upsample2(p5));
+        x = scoped(s[11], || Tensor::cat(&[&x, p4], 1));
+        let n4 = scoped(s[12], || self.n_elan_up1.forward(&x));
+        x = scoped(s[13], || upsample2(&n4));
+        x = scoped(s[14], || Tensor::cat(&[&x, p3], 1));
+        let o3 = scoped(s[15], || self.n_elan_up2.forward(&x));
+        x = scoped(s[16], || self.n_down1.forward(&o3));
+        x = scoped(s[17], || Tensor::cat(&[&x, &n4], 1));
+        let o4 = scoped(s[18], || self.n_elan_down1.forward(&x));
+        x = scoped(s[19], || self.n_down2.forward(&o4));
+        x = scoped(s[20], || Tensor::cat(&[&x, p5], 1));
+        let o5 = scoped(s[21], || self.n_elan_down2.forward(&x));
         [o3, o4, o5]
+    }
+
+    /// The main head on the neck's maps, in the `head` group and its layer
+    /// scope; `then` runs inside them too (inference decodes there).
+    fn detect<T>(&self, feats: &[Tensor], then: impl FnOnce(Vec<Tensor>) -> T) -> T {
+        let _group = profiler::scope(HEAD);
+        scoped(self.scopes[22], || then(self.head.forward(feats)))
     }
 
     /// Raw head outputs for an input `(B, 3, H, W)`: the main head only,
     /// with or without the auxiliary branch attached.
     pub fn forward_raw(&self, x: &Tensor) -> Vec<Tensor> {
         let [p3, p4, p5, _] = self.backbone(x);
-        self.head.forward(&self.neck(&p3, &p4, &p5))
+        self.detect(&self.neck(&p3, &p4, &p5), |raw| raw)
     }
 
     /// The forward of a training step (LibreYOLO's forward with targets,
@@ -1060,21 +1167,23 @@ impl Yolo9 {
     /// backbone pass.
     pub fn forward_train(&self, x: &Tensor) -> TrainMaps {
         let [p3, p4, p5, b5] = self.backbone(x);
-        let main = self.head.forward(&self.neck(&p3, &p4, &p5));
-        let aux = self
-            .aux
-            .as_ref()
-            .filter(|a| a.weight > 0.0)
-            .map(|a| a.head.forward(&a.neck.forward(&p3, &p4, &b5)));
+        let main = self.detect(&self.neck(&p3, &p4, &p5), |raw| raw);
+        let aux = self.aux.as_ref().filter(|a| a.weight > 0.0).map(|a| {
+            let _group = profiler::scope(AUX);
+            let feats = scoped(AUX_NECK, || a.neck.forward(&p3, &p4, &b5));
+            scoped(AUX_HEAD, || a.head.forward(&feats))
+        });
         TrainMaps { main, aux }
     }
 
     /// Forward plus decode (no grad).
     pub fn forward(&self, x: &Tensor) -> Output {
         tch::no_grad(|| {
-            let raw = self.forward_raw(x);
-            let predictions = self.decode(&raw);
-            Output { raw, predictions }
+            let [p3, p4, p5, _] = self.backbone(x);
+            self.detect(&self.neck(&p3, &p4, &p5), |raw| {
+                let predictions = self.decode(&raw);
+                Output { raw, predictions }
+            })
         })
     }
 
@@ -1153,6 +1262,26 @@ mod tests {
             m.vs.variables().into_iter().map(|(k, t)| (k, t.detach().copy())).collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+
+    /// Every size's layer scopes number the layers in order; the sizes
+    /// differ in layer 2 and in the downsampling layers.
+    #[test]
+    fn layer_scopes_name_every_layer_in_order() {
+        for size in ModelSize::ALL {
+            for (i, name) in layer_scopes(size).iter().enumerate() {
+                let name = name.to_str().unwrap();
+                let class = name
+                    .strip_prefix(&format!("model.{i} "))
+                    .unwrap_or_else(|| panic!("{size}: layer {i} is named {name}"));
+                assert!(!class.is_empty() && !class.contains(' '), "{name}");
+            }
+        }
+        assert_eq!(layer_scopes(ModelSize::T)[2], c"model.2 ELAN");
+        assert_eq!(layer_scopes(ModelSize::M)[2], c"model.2 RepNCSPELAN");
+        assert_eq!(layer_scopes(ModelSize::S)[19], c"model.19 AConv");
+        assert_eq!(layer_scopes(ModelSize::C)[19], c"model.19 ADown");
+        assert_eq!(layer_scopes(ModelSize::C)[22], c"model.22 DDetect");
     }
 
     /// The branch exists only once attached, feeds only the training

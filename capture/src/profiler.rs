@@ -7,6 +7,13 @@
 //! well and close on drop; they are not `Send`, because a
 //! `at::RecordFunction` must end on the thread that began it.
 //!
+//! Module scopes ([`scope`]) are ranges code opens without holding the
+//! session: the model's forward names its layers with them. They record
+//! only while a session started with [`Options::module_scopes`] runs; at
+//! any other time opening one is a load of a flag and nothing more (no
+//! allocation, no call into libtorch). Their names are static C strings,
+//! never copied.
+//!
 //! Kineto writes a few lines straight to stderr while it starts and stops
 //! (`USDT ... profiler_start`, and on a machine without a GPU
 //! `gpuGetDeviceCount failed`). They are not errors: around those calls fd 2
@@ -16,6 +23,7 @@ use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::io::{Read, Seek, Write};
 use std::marker::PhantomData;
 use std::path::Path;
+use std::ptr::NonNull;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use libreyolo_core::{Error, Result};
@@ -32,6 +40,7 @@ unsafe extern "C" {
     fn lyp_profiler_save(path: *const c_char, err: *mut c_char, err_len: usize) -> c_int;
     fn lyp_profiler_discard();
     fn lyp_range_begin(name: *const c_char) -> *mut c_void;
+    fn lyp_scope_begin(static_name: *const c_char) -> *mut c_void;
     fn lyp_range_end(handle: *mut c_void);
     fn lyp_autocast(
         cuda: c_int,
@@ -51,6 +60,10 @@ unsafe extern "C" {
 
 static STARTED: AtomicBool = AtomicBool::new(false);
 
+/// Whether [`scope`] records: set while a session started with
+/// [`Options::module_scopes`] runs.
+static SCOPES: AtomicBool = AtomicBool::new(false);
+
 /// What to record.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Options {
@@ -61,6 +74,9 @@ pub struct Options {
     pub all_threads: bool,
     /// Record allocator events (`[memory]`, PyTorch's `profile_memory`).
     pub memory: bool,
+    /// Record the module scopes code opens with [`scope`] (the model's
+    /// `backbone` / `model.N Class` ranges).
+    pub module_scopes: bool,
 }
 
 /// A running profiler. Stops on drop; [`Session::finish`] stops and saves.
@@ -80,6 +96,35 @@ impl Drop for Range<'_> {
         // SAFETY: the handle came from lyp_range_begin on this thread (Range is !Send).
         unsafe { lyp_range_end(self.handle) }
     }
+}
+
+/// An open module scope ([`scope`]); closes on drop, on the thread that
+/// opened it (not `Send`).
+#[must_use = "the scope closes when it is dropped"]
+pub struct Scope {
+    handle: NonNull<c_void>,
+    _not_send: PhantomData<*const ()>,
+}
+
+impl Drop for Scope {
+    fn drop(&mut self) {
+        // SAFETY: the handle came from lyp_scope_begin on this thread (Scope is !Send).
+        unsafe { lyp_range_end(self.handle.as_ptr()) }
+    }
+}
+
+/// Opens the module scope `name` (a user range, cat `user_annotation`)
+/// when a session records module scopes, and on a thread the profiler
+/// records; `None` otherwise, at the cost of one atomic load. The name must
+/// be static: libtorch keeps a view of it, not a copy.
+#[inline]
+pub fn scope(name: &'static CStr) -> Option<Scope> {
+    if !SCOPES.load(Ordering::Relaxed) {
+        return None;
+    }
+    // SAFETY: a NUL-terminated string that outlives the range.
+    let handle = NonNull::new(unsafe { lyp_scope_begin(name.as_ptr()) })?;
+    Some(Scope { handle, _not_send: PhantomData })
 }
 
 /// A C++ shim call that failed: the exception's message, as libtorch wrote it.
@@ -123,6 +168,7 @@ impl Session {
             STARTED.store(false, Ordering::SeqCst);
             return Err(Error::failed(format!("cannot start the profiler: {msg}")));
         }
+        SCOPES.store(opts.module_scopes, Ordering::SeqCst);
         Ok(Session { stopped: false, _not_send: PhantomData })
     }
 
@@ -188,6 +234,7 @@ impl Session {
             return Ok(());
         }
         self.stopped = true;
+        SCOPES.store(false, Ordering::SeqCst);
         let res = quiet_stderr(|| call(|e, n| unsafe { lyp_profiler_stop(e, n) }));
         STARTED.store(false, Ordering::SeqCst);
         res.map_err(|msg| Error::failed(format!("cannot stop the profiler: {msg}")))
@@ -313,6 +360,14 @@ fn quiet_stderr<T>(f: impl FnOnce() -> T) -> T {
 #[cfg(test)]
 mod tests {
     use super::is_noise;
+
+    /// Without a session a scope is nothing at all: no call into libtorch.
+    #[test]
+    fn scopes_are_none_without_a_session() {
+        if !super::is_running() {
+            assert!(super::scope(c"model.0 Conv").is_none());
+        }
+    }
 
     #[test]
     fn kineto_exports_through_the_path_plus_tmp() {

@@ -15,8 +15,13 @@ fn ranges_and_ops_reach_the_trace() {
     let x = Tensor::randn([1, 3, 32, 32], (Kind::Float, Device::Cpu));
     let w = Tensor::randn([8, 3, 3, 3], (Kind::Float, Device::Cpu));
     {
-        let session =
-            Session::start(Options { cuda: false, all_threads: true, memory: false }).unwrap();
+        let session = Session::start(Options {
+            cuda: false,
+            all_threads: true,
+            memory: false,
+            module_scopes: false,
+        })
+        .unwrap();
         assert!(profiler::is_running());
         assert!(Session::start(Options::default()).is_err(), "a second session must be refused");
         for n in 0..steps {

@@ -486,6 +486,10 @@ pub struct RunArgs {
     /// The memory the capture may use: the group's `--max-memory`.
     #[arg(skip)]
     pub max_memory: Option<String>,
+    /// Leave the model's module scopes (`backbone`, `model.N Class`, …) out
+    /// of the trace
+    #[arg(long)]
+    pub no_module_scopes: bool,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
     #[arg(long)]
@@ -545,6 +549,10 @@ pub struct InferArgs {
     /// Record allocator events too (profile_memory), for `profile memory`
     #[arg(long)]
     pub memory: bool,
+    /// Leave the model's module scopes (`backbone`, `model.N Class`, …) out
+    /// of the trace
+    #[arg(long)]
+    pub no_module_scopes: bool,
     #[arg(long, default_value = "runs/profile")]
     pub project: String,
     #[arg(long)]

@@ -12,7 +12,9 @@
 //! follow YOLO9's linear warmup from the first iteration, as in a fresh
 //! LibreYOLO training. With `--amp` on CUDA the forward and the loss run
 //! under float16 autocast and the loss is scaled ([`super::scaler`]). Each
-//! measured step is a `ProfilerStep#N` range.
+//! measured step is a `ProfilerStep#N` range; inside `step/forward`, the
+//! model's module scopes (`backbone` › `model.0 Conv`, …, and the `aux`
+//! branch; [`crate::model`]) unless `--no-module-scopes`.
 //!
 //! The window is `--warmup` + `--steps` batches within one pass over the data
 //! (the last partial batch dropped). Warmup runs outside the trace. The first
@@ -90,6 +92,8 @@ pub struct Plan {
     notes: Vec<String>,
     /// Progress lines on stderr during the window (interactive, not --json).
     progress: bool,
+    /// Record the model's module scopes in the trace.
+    module_scopes: bool,
 }
 
 impl Plan {
@@ -156,6 +160,7 @@ impl Plan {
             iters_per_epoch: 0,
             notes,
             progress,
+            module_scopes: !args.no_module_scopes,
         })
     }
 }
@@ -418,6 +423,7 @@ fn run_trial(p: &Plan, ds: &Dataset, m: &TrainModel, out_dir: &Path) -> Result<T
                     cuda: p.device.is_cuda(),
                     all_threads: false,
                     memory: false,
+                    module_scopes: p.module_scopes,
                 })?);
             }
             let measuring = i >= p.warmup;
@@ -602,6 +608,7 @@ fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measuremen
     meta.insert("loss_last".into(), json!(t.losses.last().map(|v| r3(*v))));
     meta.insert("loss_finite".into(), json!(t.losses.iter().all(|v| v.is_finite())));
     meta.insert("params_changed".into(), json!(t.params_changed));
+    meta.insert("module_scopes".into(), json!(p.module_scopes));
     meta.insert("threads".into(), json!(tch::get_num_threads()));
     let mut composition = Measurements::default().composition_ms;
     for (k, name) in PHASES.iter().enumerate() {
