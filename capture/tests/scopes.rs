@@ -283,4 +283,39 @@ fn the_training_forward_records_the_layers_and_the_aux_branch() {
             "no loss ops after the model"
         );
     }
+    // The profile's call tree puts the backward ops under the scopes of
+    // the forward ops they differentiate (docs/analysis.md §17): most of
+    // the backward's host time is under the four groups.
+    let profile: Value =
+        serde_json::from_str(&std::fs::read_to_string(train_dir.join("profile.json")).unwrap())
+            .unwrap();
+    let nodes = profile["call_tree"]["nodes"].as_array().expect("a call tree");
+    let backward = nodes
+        .iter()
+        .position(|n| n["kind"] == "phase" && n["name"] == "backward")
+        .expect("a backward phase");
+    let ms = |n: &Value| n["cpu_ms_per_step"].as_f64().unwrap_or(0.0);
+    let under_groups: f64 = nodes
+        .iter()
+        .filter(|n| n["parent"].as_u64() == Some(backward as u64))
+        .filter(|n| n["kind"] == "annotation")
+        .filter(|n| ["backbone", "neck", "head", "aux"].contains(&n["name"].as_str().unwrap()))
+        .map(ms)
+        .sum();
+    let all_backward = ms(&nodes[backward]);
+    assert!(
+        under_groups > 0.5 * all_backward,
+        "{under_groups} of {all_backward} ms/step of backward under the model's groups"
+    );
+    // And a layer's backward sits under its group.
+    let layer = |name: &str| {
+        nodes.iter().any(|n| {
+            n["name"] == name
+                && n["parent"].as_u64().is_some_and(|p| {
+                    let g = &nodes[p as usize];
+                    g["name"] == "backbone" && g["parent"].as_u64() == Some(backward as u64)
+                })
+        })
+    };
+    assert!(layer("model.4 RepNCSPELAN"), "model.4's backward under backbone");
 }

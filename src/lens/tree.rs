@@ -230,7 +230,8 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
             crate::analysis::idle::PYTHON_MIN_NS / 1000
         ));
     }
-    if q.by == By::Module && !stored.nodes.iter().any(|n| n.kind == NodeKind::Module) {
+    let has = |k: NodeKind| stored.nodes.iter().any(|n| n.kind == k);
+    if q.by == By::Module && !has(NodeKind::Module) && !has(NodeKind::Annotation) {
         notes.push(
             "the trace records no nn.Module frames (record with_modules=True or with_stack=True): by op"
                 .to_string(),
