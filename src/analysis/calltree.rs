@@ -175,6 +175,19 @@ impl<'a> Builder<'a> {
         id
     }
 
+    /// Kernel `k` (by index in `kernel_spans`) under `parent`.
+    fn kernel(&mut self, parent: u32, k: u32) {
+        let span = &self.a.kernel_spans[k as usize];
+        let (name, dur) = (span.name, span.end - span.start);
+        let phase = self.nodes[parent as usize].phase;
+        let label = self.label(name);
+        let leaf = self.node(parent, NodeKind::Kernel, label, phase);
+        let n = &mut self.nodes[leaf as usize];
+        n.gpu_ns = n.gpu_ns.saturating_add(dur);
+        n.kernels += 1;
+        n.calls += 1;
+    }
+
     /// The modules and annotations above a node, outermost first.
     fn scopes_of(&self, node: u32) -> Vec<(NodeKind, u32)> {
         let mut out = Vec::new();
@@ -223,12 +236,7 @@ impl Sweep<'_> {
             if b.is_graph_launch(launch) {
                 parent = b.node(parent, NodeKind::Graph, launch, phase);
             }
-            let label = b.label(span.name);
-            let leaf = b.node(parent, NodeKind::Kernel, label, phase);
-            let n = &mut b.nodes[leaf as usize];
-            n.gpu_ns = n.gpu_ns.saturating_add(dur);
-            n.kernels += 1;
-            n.calls += 1;
+            b.kernel(parent, k);
             for o in &mut self.stack {
                 o.gpu_ns = o.gpu_ns.saturating_add(dur);
             }
@@ -404,14 +412,8 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
         s.finish(&mut b);
     }
     for (k, phase) in unlaunched {
-        let span = &a.kernel_spans[k as usize];
         let root = b.root(phase);
-        let label = b.label(span.name);
-        let leaf = b.node(root, NodeKind::Kernel, label, phase);
-        let n = &mut b.nodes[leaf as usize];
-        n.gpu_ns = n.gpu_ns.saturating_add(span.end - span.start);
-        n.kernels += 1;
-        n.calls += 1;
+        b.kernel(root, k);
     }
 
     // Names, and the subtree sums (children come after their parent).
