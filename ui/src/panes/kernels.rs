@@ -13,7 +13,7 @@ use ratatui::layout::{Constraint, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::{clip, cycle, fixed, header, moved, right, window};
+use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
@@ -74,6 +74,12 @@ impl Component for KernelsPane {
             Action::ClearFilters => {
                 self.query = KernelQuery::default();
                 self.requery(ctx);
+            }
+            // The callers of the kernel under the cursor, in the Tree pane.
+            Action::OpenOther => {
+                if let Some(k) = self.selected_kernel() {
+                    return Effect::Callers(k.kernel.clone());
+                }
             }
             _ => return Effect::Pass,
         }
@@ -269,6 +275,23 @@ impl KernelsPane {
         self.selected = i;
         self.detail = true;
         true
+    }
+
+    /// Tree → the kernels with this label (the tree's name for a kernel):
+    /// the list filtered to them, the costliest one's details open (run in
+    /// place). False when the profile has no such kernel.
+    pub fn show_label(&mut self, label: &str, data: Option<&Loaded>) -> bool {
+        let Some(d) = data else { return false };
+        self.query = KernelQuery { grep: Some(exactly(label)), ..KernelQuery::default() };
+        self.pending = None;
+        self.selected = 0;
+        self.done(kernels(d.profile(), &self.query));
+        self.detail = self.result.as_ref().is_some_and(|k| !k.kernels.is_empty());
+        if !self.detail {
+            self.query = KernelQuery::default();
+            self.done(kernels(d.profile(), &self.query));
+        }
+        self.detail
     }
 
     /// The kernel under the cursor.

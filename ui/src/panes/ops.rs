@@ -2,6 +2,7 @@
 //! time and the GPU time launched inside them where the profile has them),
 //! sortable, filtered by regex, scoped to a phase. The pane owns its query
 //! (with its sort), the lens result and the selection.
+//! `o` shows the callers of the op under the cursor in the Tree pane.
 
 use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
@@ -13,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
 use super::kernels::{RateColumns, drop_vanished_phase, phase_names, rate_lines};
-use super::{clip, cycle, fixed, header, moved, right, window};
+use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
@@ -49,6 +50,13 @@ impl Component for OpsPane {
             }
             Action::ClearFilters => {
                 self.query = OpQuery::default();
+            }
+            // The callers of the op under the cursor, in the Tree pane.
+            Action::OpenOther => {
+                return match self.result.as_ref().and_then(|o| o.ops.get(self.selected)) {
+                    Some(r) => Effect::Callers(r.op.clone()),
+                    None => Effect::None,
+                };
             }
             _ => return Effect::Pass,
         }
@@ -189,6 +197,19 @@ impl OpsPane {
     pub fn drill(&mut self, phase: String, ctx: &Ctx<'_>) {
         self.query.phase = Some(phase);
         self.requery(ctx);
+    }
+
+    /// Tree → the op named `op`: the list filtered to it, from the
+    /// first row. False when the profile has no such op.
+    pub fn show(&mut self, op: &str, ctx: &Ctx<'_>) -> bool {
+        self.query = OpQuery { grep: Some(exactly(op)), ..OpQuery::default() };
+        self.requery(ctx);
+        let found = self.result.as_ref().is_some_and(|o| !o.ops.is_empty());
+        if !found {
+            self.query = OpQuery::default();
+            self.requery(ctx);
+        }
+        found
     }
 
     /// Whether the profile's ops carry GPU time (the call tree's).
