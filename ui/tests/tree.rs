@@ -2,7 +2,7 @@
 //! recorded with `with_stack`: modules, Python frames, ops, kernels) and
 //! the CPU training run — whose figures are the `tree` lens's
 //! (docs/analysis.md §17); the ways between it and the Kernels and Ops
-//! panes.
+//! panes; the callers in a kernel's details.
 
 mod common;
 
@@ -12,9 +12,10 @@ use common::*;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::NodeKind;
+use libreyolo_core::render::text::node_tag;
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::panes::exactly;
-use libreyolo_ui::panes::tree::MIN_PCT;
+use libreyolo_ui::panes::tree::{MIN_PCT, callers, name_of};
 
 const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
@@ -272,6 +273,7 @@ fn o_shows_a_kernel_row_in_kernels_and_an_op_row_in_ops() {
     assert_eq!(a.pane, Pane::Kernels);
     assert!(a.panes.kernels.detail, "its details open");
     assert_eq!(a.panes.kernels.selected_kernel().unwrap().kernel, k.name);
+    assert!(screen(&mut a, 160, 48).contains("launched from"));
     // Esc: the list, filtered to that kernel.
     press(&mut a, "\x1b");
     let list = a.panes.kernels.result.as_ref().unwrap();
@@ -296,4 +298,44 @@ fn o_shows_a_kernel_row_in_kernels_and_an_op_row_in_ops() {
     let v = visible(&a);
     assert_eq!((v[0].kind, v[0].name.as_str()), (NodeKind::Op, "aten::_softmax"));
     assert_eq!((v[1].kind, v[1].name.as_str()), (NodeKind::Op, "aten::softmax"));
+}
+
+#[test]
+fn kernel_details_say_where_it_was_launched_from() {
+    let mut a = app(TIMESFORMER, None);
+    press(&mut a, "3\n");
+    let k = a.panes.kernels.selected_kernel().unwrap().clone();
+    let s = snap("timesformer_kernel_detail", &mut a);
+    // The lens bottom-up, by frame, focused on this kernel's label alone.
+    let q = TreeQuery {
+        by: By::Frame,
+        focus: Some(exactly(&k.kernel)),
+        bottom_up: true,
+        min_pct: 0.0,
+        ..TreeQuery::default()
+    };
+    let t = tree(a.profile().unwrap(), &q).unwrap();
+    let c = callers(&t);
+    assert_eq!(c.chain[0].name, "aten::_softmax");
+    assert!(
+        c.chain.iter().any(|r| r.name.contains("modeling_timesformer.py(")),
+        "the model's Python line: {:?}",
+        c.chain
+    );
+    assert!(c.branch.len() >= 12, "one call per layer: {:?}", c.branch);
+    assert!(c.branch.iter().all(|r| r.kind == NodeKind::Module));
+    let sum: f64 = c.branch.iter().map(|r| r.pct_of_gpu).sum();
+    assert!((sum - 100.0).abs() < 0.1, "the callers share its time: {sum}");
+    let line =
+        |r: &TreeRow| format!("{:>5.1}% {:<7}{}", r.pct_of_gpu, node_tag(r.kind), name_of(r, 130));
+    assert!(s[0].contains(&format!("launched from {}", line(c.chain[0]))), "{}", s[0]);
+    for r in c.chain.iter().chain(&c.branch) {
+        assert!(s[1].contains(&line(r)), "{} missing:\n{}", line(r), s[1]);
+    }
+    assert!(
+        s[1].contains(&format!("from {} callers, costliest first", c.branch.len())),
+        "{}",
+        s[1]
+    );
+    assert!(s[0].contains("more lines of callers (o: every caller in Tree)"), "{}", s[0]);
 }

@@ -525,6 +525,41 @@ pub fn name_of(r: &TreeRow, width: usize) -> String {
     format!("…{tail}")
 }
 
+/// The callers of the first root of a bottom-up tree: the chain of its
+/// only callers, innermost first, then the callers of the last of them
+/// where it has several (costliest first, as the lens orders them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Callers<'a> {
+    pub chain: Vec<&'a TreeRow>,
+    pub branch: Vec<&'a TreeRow>,
+}
+
+pub fn callers(t: &Tree) -> Callers<'_> {
+    let rows = &t.rows;
+    let mut out = Callers::default();
+    let mut at = 0;
+    while at < rows.len() {
+        let depth = rows[at].depth;
+        let kids: Vec<&TreeRow> = rows[at + 1..]
+            .iter()
+            .take_while(|r| r.depth > depth)
+            .filter(|r| r.depth == depth + 1)
+            .collect();
+        match kids.as_slice() {
+            [] => break,
+            [one] => {
+                out.chain.push(one);
+                at += 1;
+            }
+            _ => {
+                out.branch = kids;
+                break;
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     //! The pane on its own: the structure it builds from the lens rows.
@@ -578,5 +613,26 @@ mod tests {
         p.layout();
         p.show();
         assert_eq!(names(&p), ["root", "b", "a", "a1"], "b costs more CPU");
+
+        // Read bottom-up: root's only caller is "x", whose callers are
+        // "a" and "b".
+        let mut t = p.result.clone().unwrap();
+        t.rows.insert(1, row(1, "x", 100.0, 0.0));
+        for r in &mut t.rows[2..] {
+            r.depth += 1;
+        }
+        let c = callers(&t);
+        let names =
+            |rs: &[&TreeRow]| -> Vec<String> { rs.iter().map(|r| r.name.clone()).collect() };
+        assert_eq!(
+            (names(&c.chain), names(&c.branch)),
+            (vec!["x".into()], vec!["a".into(), "b".into()])
+        );
+        t.rows.truncate(4);
+        let c = callers(&t);
+        assert_eq!(
+            (names(&c.chain), names(&c.branch)),
+            (vec!["x".into(), "a".into(), "a1".into()], vec![])
+        );
     }
 }
