@@ -125,6 +125,10 @@ fn explorer_in_a_real_terminal() {
     t.wait("the help", |s| s.contains("keys (any key closes)"));
     t.keys(&["Escape"]);
     t.wait("the help to close", |s| !s.contains("keys (any key closes)"));
+    // The call tree, open down to a kernel.
+    t.keys(&["9"]);
+    let s = t.wait("the tree", |s| s.contains("by:module top-down") && s.contains("▾ unphased"));
+    assert!(s.contains("self ms") && s.contains(" kernel "), "{s}");
 
     // Quit: the process exits 0 and the terminal is back to normal.
     t.keys(&["q"]);
@@ -148,9 +152,10 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     // The job's line and one row per rank, at 80x24; the others wait for
     // rank 7 (rank 1 has the longest step: it waits most).
     let s = t.wait("the ranks", |s| s.contains("job: 8 ranks of world size 8"));
+    // Ten tabs in 80 columns: each key touches its title.
     assert!(
-        s.contains("0 Ranks")
-            && s.contains("7 Timeline")
+        s.contains("0Ranks")
+            && s.contains("9Tree")
             && s.contains("stragglers (the others wait for them"),
         "{s}"
     );

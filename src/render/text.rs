@@ -644,7 +644,7 @@ pub fn ops(x: &Ops) -> String {
 }
 
 /// The kind of a tree node, in a few letters.
-fn node_tag(kind: crate::profile::NodeKind) -> &'static str {
+pub fn node_tag(kind: crate::profile::NodeKind) -> &'static str {
     use crate::profile::NodeKind as K;
     match kind {
         K::Phase => "phase",

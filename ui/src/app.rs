@@ -352,8 +352,12 @@ impl App {
             Action::NextPane => self.switch(self.pane.next(self.job.is_some())),
             Action::PrevPane => self.switch(self.pane.prev(self.job.is_some())),
             Action::StartRegex => {
-                // The Kernels pane's regex, unless the Ops pane is on screen.
-                let pane = if self.pane == Pane::Ops { Pane::Ops } else { Pane::Kernels };
+                // The Kernels pane's regex, unless the Ops or Tree pane is
+                // on screen (the Tree's is its focus).
+                let pane = match self.pane {
+                    p @ (Pane::Ops | Pane::Tree) => p,
+                    _ => Pane::Kernels,
+                };
                 self.switch(pane);
                 let effect = self.pane_update(a);
                 self.effect(effect);
@@ -412,6 +416,25 @@ impl App {
                 } else {
                     self.message = Some(format!("{name} is not in the profile's kernel table"));
                 }
+            }
+            Effect::ShowKernelLabel(label) => {
+                // Not `switch`, which closes the details.
+                if self.panes.kernels.show_label(&label, self.main.data.as_ref()) {
+                    self.pane = Pane::Kernels;
+                } else {
+                    self.message = Some(format!("{label} is not in the profile's kernel table"));
+                }
+            }
+            Effect::ShowOp(op) => {
+                if self.panes.ops.show(&op, &ctx!(self)) {
+                    self.switch(Pane::Ops);
+                } else {
+                    self.message = Some(format!("{op} is not in the profile's ops table"));
+                }
+            }
+            Effect::Callers(name) => {
+                self.panes.tree.callers(&name, &ctx!(self));
+                self.switch(Pane::Tree);
             }
         }
     }

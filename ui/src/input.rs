@@ -51,9 +51,9 @@ pub enum Action {
 
 /// A key binding outside text fields: the keys, how the help shows them,
 /// the action and what it does. The key map and the help overlay are both
-/// read from this one table (the pane keys `1`–`8` come from [`Pane::ALL`],
-/// `0` is the Ranks pane of a distributed job, whose collectives view `c`
-/// turns to).
+/// read from this one table (the pane keys `0`–`9` come from [`Pane::JOB`],
+/// `0` being the Ranks pane of a distributed job, whose collectives view
+/// `c` turns to).
 /// An empty `help` shares the previous binding's row ("next / previous").
 struct Binding {
     keys: &'static [KeyCode],
@@ -90,28 +90,43 @@ const BINDINGS: &[Binding] = &[
         "first / last row (Timeline: g types a step number)",
     ),
     bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
-    bind(&[Enter], "Enter", Action::Enter, "Ranks: the rank; Phases: the phase; others: details"),
+    bind(
+        &[Enter],
+        "Enter",
+        Action::Enter,
+        "details; Ranks: the rank; Phases: its kernels; Tree: fold",
+    ),
     bind(
         &[Char('s')],
         "s",
         Action::CycleSort,
-        "cycle sort (Kernels, Ops: time, count, name, efficiency; Ranks)",
+        "cycle sort (Kernels, Ops, Tree, Ranks, collectives)",
     ),
     bind(
         &[Char('c')],
         "c",
         Action::CycleCategory,
-        "cycle category (Kernels, What-if); Ranks ⇄ collectives",
+        "Kernels, What-if: category; Tree: by; Ranks ⇄ collectives",
     ),
-    bind(&[Char('/')], "/", Action::StartRegex, "regex filter, applied as you type (Kernels, Ops)"),
-    bind(&[Char('t')], "t", Action::ToggleTensorCore, "Tensor Core kernels only (Kernels)"),
-    bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops)"),
+    bind(
+        &[Char('/')],
+        "/",
+        Action::StartRegex,
+        "regex filter, applied as you type (Kernels, Ops, Tree)",
+    ),
+    bind(
+        &[Char('t')],
+        "t",
+        Action::ToggleTensorCore,
+        "Tensor Core kernels only (Kernels); bottom-up (Tree)",
+    ),
+    bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops, Tree)"),
     bind(&[Char('x')], "x", Action::ClearFilters, "clear every filter of the pane"),
     bind(
         &[Left, Char('h')],
         "Left/h",
         Action::Left,
-        "previous / next category (What-if), span (Timeline)",
+        "What-if: category; Timeline: span; Tree: close / open",
     ),
     bind(&[Right, Char('l')], "Right/l", Action::Right, ""),
     bind(&[Char('[')], "[", Action::PrevStep, "previous / next step; zoom in / out (Timeline)"),
@@ -119,7 +134,12 @@ const BINDINGS: &[Binding] = &[
     bind(&[Char('+'), Char('=')], "+", Action::ZoomIn, ""),
     bind(&[Char('-')], "-", Action::ZoomOut, ""),
     bind(&[Char('n')], "n", Action::StartLaunches, "type a launch count to remove (What-if)"),
-    bind(&[Char('o')], "o", Action::OpenOther, "open a second profile to compare (Compare)"),
+    bind(
+        &[Char('o')],
+        "o",
+        Action::OpenOther,
+        "Compare: open a second profile; Tree ⇄ Kernels, Ops",
+    ),
     bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
     bind(&[Char('?'), F(1)], "?, F1", Action::Help, "this help"),
     bind(&[Esc], "Esc", Action::Back, "close help or details; back to Ranks (a job); quit"),
@@ -140,10 +160,17 @@ const EDITING: &[Binding] = &[
 
 /// The help overlay's rows, from the tables the key map reads.
 pub fn help() -> Vec<(String, String)> {
-    let panes: Vec<&str> = Pane::ALL.iter().map(|p| p.title()).collect();
+    // The pane keys in two rows (one is wider than the help): `0` is
+    // Ranks, only in a distributed job.
+    let (first, rest) = Pane::JOB.split_at(Pane::JOB.len().div_ceil(2));
+    let keys = |from: usize, to: usize| format!("{from}-{}", to - 1);
+    let names = |ps: &[Pane]| -> String {
+        let names: Vec<&str> = ps.iter().map(|p| p.title()).collect();
+        names.join(" ").replacen("Ranks", "Ranks (c: its collectives)", 1)
+    };
     let mut rows = vec![
-        (format!("1-{}", Pane::ALL.len()), panes.join(" ")),
-        ("0".to_string(), "Ranks (a distributed job; c: its collectives)".to_string()),
+        (keys(0, first.len()), names(first)),
+        (keys(first.len(), Pane::JOB.len()), names(rest)),
     ];
     for b in BINDINGS.iter().chain(EDITING) {
         match rows.last_mut() {
@@ -199,7 +226,7 @@ mod tests {
         assert_eq!(map(k(F(9)), false), None);
         assert_eq!(map(k(Char('7')), false), Some(Action::Pane(Pane::Timeline)));
         assert_eq!(map(k(Char('8')), false), Some(Action::Pane(Pane::Memory)));
-        assert_eq!(map(k(Char('9')), false), None, "only as many number keys as panes");
+        assert_eq!(map(k(Char('9')), false), Some(Action::Pane(Pane::Tree)));
         assert_eq!(map(k(Char('0')), false), Some(Action::Pane(Pane::Ranks)));
     }
 
@@ -207,8 +234,8 @@ mod tests {
     fn the_help_lists_every_binding_of_the_key_map() {
         let help = help();
         let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys[0], "1-8");
-        assert_eq!(keys[1], "0", "the Ranks pane");
+        assert_eq!(keys[0], "0-4", "the Ranks pane and the first of one profile's");
+        assert_eq!(keys[1], "5-9");
         for b in BINDINGS.iter().chain(EDITING) {
             assert!(
                 keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)),
@@ -221,5 +248,10 @@ mod tests {
             }
         }
         assert!(help.len() <= 22, "fits 80x24 with its border: {} rows", help.len());
+        // And 80 columns: the keys' column, two spaces, the border.
+        let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap();
+        for (_, what) in &help {
+            assert!(key_w + 2 + what.chars().count() <= 78, "too wide for 80 columns: {what}");
+        }
     }
 }

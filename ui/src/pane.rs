@@ -14,22 +14,15 @@ pub enum Pane {
     WhatIf,
     Timeline,
     Memory,
+    /// The call tree of a step (the `tree` lens).
+    Tree,
 }
 
 impl Pane {
-    /// The panes of one profile, keys `1`–`8`.
-    pub const ALL: [Pane; 8] = [
-        Pane::Summary,
-        Pane::Phases,
-        Pane::Kernels,
-        Pane::Ops,
-        Pane::Compare,
-        Pane::WhatIf,
-        Pane::Timeline,
-        Pane::Memory,
-    ];
-    /// The panes of a distributed job: Ranks, then those of the rank shown.
-    pub const JOB: [Pane; 9] = [
+    /// The panes of a distributed job, in Tab order: Ranks (key `0`), then
+    /// those of the rank shown. The one list of the panes: [`Pane::ALL`] is
+    /// its tail.
+    pub const JOB: [Pane; 10] = [
         Pane::Ranks,
         Pane::Summary,
         Pane::Phases,
@@ -39,11 +32,14 @@ impl Pane {
         Pane::WhatIf,
         Pane::Timeline,
         Pane::Memory,
+        Pane::Tree,
     ];
+    /// The panes of one profile, keys `1`–`9`.
+    pub const ALL: &'static [Pane] = Pane::JOB.split_at(1).1;
 
     /// The tabs, in Tab order: with Ranks first when a job is open.
     pub fn tabs(job: bool) -> &'static [Pane] {
-        if job { &Pane::JOB } else { &Pane::ALL }
+        if job { &Pane::JOB } else { Pane::ALL }
     }
 
     pub fn title(self) -> &'static str {
@@ -57,6 +53,7 @@ impl Pane {
             Pane::WhatIf => "What-if",
             Pane::Timeline => "Timeline",
             Pane::Memory => "Memory",
+            Pane::Tree => "Tree",
         }
     }
     /// The number key that shows the pane (`0` for Ranks).

@@ -37,10 +37,21 @@ pub fn draw(f: &mut Frame, app: &App) {
 fn tabs(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let tabs = Pane::tabs(app.job.is_some());
-    let label = |p: Pane| format!("{} {}", p.key(), p.title());
-    // Padded labels when they fit, else a single space between them.
-    let padded: usize = tabs.iter().map(|p| label(*p).chars().count() + 2).sum();
-    let pad = if padded <= area.width as usize { " " } else { "" };
+    // Padded labels when they fit, else a single space between them, else
+    // (80 columns and a job) no space between a tab's key and its title.
+    let width = |label: &dyn Fn(Pane) -> String, extra: usize| -> usize {
+        tabs.iter().map(|p| label(*p).chars().count() + extra).sum()
+    };
+    let spaced = |p: Pane| format!("{} {}", p.key(), p.title());
+    let tight = |p: Pane| format!("{}{}", p.key(), p.title());
+    let w = area.width as usize;
+    let (label, pad): (&dyn Fn(Pane) -> String, &str) = if width(&spaced, 2) <= w {
+        (&spaced, " ")
+    } else if width(&spaced, 1) <= w {
+        (&spaced, "")
+    } else {
+        (&tight, "")
+    };
     let mut spans = Vec::new();
     for &p in tabs {
         let label = format!("{pad}{}{pad}", label(p));

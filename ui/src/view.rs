@@ -93,6 +93,14 @@ pub enum Effect {
     ShowKernel(String),
     /// Ranks → show the rank at this position of the job in the other panes.
     OpenRank(usize),
+    /// Tree → the Kernels pane filtered to the kernels with this label,
+    /// the first one's details open.
+    ShowKernelLabel(String),
+    /// Tree → the Ops pane filtered to the op with this name.
+    ShowOp(String),
+    /// Kernels, Ops → the Tree pane, bottom-up: the callers of the kernel
+    /// label or op with this name.
+    Callers(String),
 }
 
 /// A pane: its key handling and its drawing, with the same two signatures

@@ -44,9 +44,11 @@ fn number_keys_and_tab_switch_panes() {
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.pane, Pane::Memory);
     key(&mut a, KeyCode::Tab);
+    assert_eq!(a.pane, Pane::Tree);
+    key(&mut a, KeyCode::Tab);
     assert_eq!(a.pane, Pane::Summary, "Tab wraps around");
     key(&mut a, KeyCode::BackTab);
-    assert_eq!(a.pane, Pane::Memory);
+    assert_eq!(a.pane, Pane::Tree);
     assert!(!a.quit);
 }
 
@@ -143,6 +145,30 @@ fn sort_cycles_time_count_name_efficiency() {
     let n: Vec<f64> =
         a.panes.ops.result.as_ref().unwrap().ops.iter().map(|o| o.count_per_step).collect();
     assert!(n.windows(2).all(|w| w[0] >= w[1]));
+}
+
+/// Ops carry their self time and the GPU time launched inside them (from
+/// the call tree); `s` sorts by the GPU time after the CPU time.
+#[test]
+fn ops_show_self_and_gpu_time_and_sort_by_gpu() {
+    let mut a = app(TIMESFORMER, None);
+    typ(&mut a, "4");
+    let s = screen(&mut a, 80, 24);
+    assert!(s.contains("self ms") && s.contains("GPU ms"), "{s}");
+    typ(&mut a, "s");
+    assert_eq!(a.panes.ops.query.sort, Sort::Gpu);
+    let o = a.panes.ops.result.as_ref().unwrap();
+    let gpu: Vec<f64> = o.ops.iter().map(|o| o.gpu_ms_per_step.unwrap_or(0.0)).collect();
+    assert!(gpu[0] > 0.0 && gpu.windows(2).all(|w| w[0] >= w[1]), "{gpu:?}");
+    for sort in [Sort::Count, Sort::Name, Sort::Efficiency, Sort::Time] {
+        typ(&mut a, "s");
+        assert_eq!(a.panes.ops.query.sort, sort);
+    }
+    // Ops without GPU time (a profile written before call trees) skip it.
+    let mut a = app(TRAIN_B4, None);
+    typ(&mut a, "4s");
+    assert_eq!(a.panes.ops.query.sort, Sort::Count);
+    assert!(!screen(&mut a, 80, 24).contains("GPU ms"));
 }
 
 #[test]

@@ -11,10 +11,6 @@ use libreyolo_core::lens::memory::{NO_MEMORY, memory};
 use libreyolo_core::render::text::num;
 use libreyolo_ui::app::{App, Pane};
 
-const TIMESFORMER: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/fixtures/traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
-);
 const ALEXNET: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz"

@@ -134,6 +134,11 @@ fn kernel_detail_view() {
     assert!(s[0].contains("category      gemm / conv"));
     assert!(s[0].contains("calls/step"));
     assert!(s[0].contains("unphased"), "per-phase split:\n{}", s[0]);
+    // Where it was launched from: the op, then (on a tall screen) the
+    // Python line and the modules calling it (tree.rs checks the figures).
+    assert!(s[0].contains("launched from 100.0% op     aten::addmm"), "{}", s[0]);
+    assert!(s[1].contains("torch/nn/modules/linear.py(124): forward"), "{}", s[1]);
+    assert!(s[1].contains("from 17 callers, costliest first"), "{}", s[1]);
 }
 
 #[test]
@@ -238,9 +243,10 @@ fn no_color_and_light_themes_render_the_same_text() {
 
 #[test]
 fn tiny_terminals_do_not_panic() {
-    for pane in '1'..='6' {
+    // Panes 1-6 and 9, and a kernel's details (with its callers).
+    for pane in ["1", "2", "3", "4", "5", "6", "9", "3\n"] {
         let mut a = app(BERT_TRACE, None);
-        press(&mut a, &pane.to_string());
+        press(&mut a, pane);
         for (w, h) in [(1, 1), (10, 3), (20, 5), (40, 10)] {
             screen(&mut a, w, h);
         }

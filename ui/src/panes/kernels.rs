@@ -1,19 +1,23 @@
 //! Kernels: the `kernels` lens with its filters (category, regex, Tensor
-//! Core, phase) and sort, and a detail view of one kernel on Enter. The
+//! Core, phase) and sort, and a detail view of one kernel on Enter, which
+//! says where it was launched from (the `tree` lens bottom-up: its op,
+//! Python line and modules); `o` shows its callers in the Tree pane. The
 //! pane owns its query, the lens result, the selection and the detail
 //! flag; large lists are filtered on the filter worker the [`Ctx`] carries.
 
 use std::sync::Arc;
 
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
-use libreyolo_core::profile::{Achieved, KernelRow, RooflineBound};
-use libreyolo_core::render::text::num;
+use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
+use libreyolo_core::profile::{Achieved, KernelRow, Profile, RooflineBound};
+use libreyolo_core::render::text::{node_tag, num};
 use ratatui::Frame;
-use ratatui::layout::{Constraint, Rect};
+use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
-use super::{clip, cycle, fixed, header, moved, right, window};
+use super::tree::{callers, name_of};
+use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
@@ -74,6 +78,12 @@ impl Component for KernelsPane {
             Action::ClearFilters => {
                 self.query = KernelQuery::default();
                 self.requery(ctx);
+            }
+            // The callers of the kernel under the cursor, in the Tree pane.
+            Action::OpenOther => {
+                if let Some(k) = self.selected_kernel() {
+                    return Effect::Callers(k.kernel.clone());
+                }
             }
             _ => return Effect::Pass,
         }
@@ -271,6 +281,23 @@ impl KernelsPane {
         true
     }
 
+    /// Tree → the kernels with this label (the tree's name for a kernel):
+    /// the list filtered to them, the costliest one's details open (run in
+    /// place). False when the profile has no such kernel.
+    pub fn show_label(&mut self, label: &str, data: Option<&Loaded>) -> bool {
+        let Some(d) = data else { return false };
+        self.query = KernelQuery { grep: Some(exactly(label)), ..KernelQuery::default() };
+        self.pending = None;
+        self.selected = 0;
+        self.done(kernels(d.profile(), &self.query));
+        self.detail = self.result.as_ref().is_some_and(|k| !k.kernels.is_empty());
+        if !self.detail {
+            self.query = KernelQuery::default();
+            self.done(kernels(d.profile(), &self.query));
+        }
+        self.detail
+    }
+
     /// The kernel under the cursor.
     pub fn selected_kernel(&self) -> Option<&KernelRow> {
         self.result.as_ref()?.kernels.get(self.selected)
@@ -304,17 +331,17 @@ impl KernelsPane {
         for (label, value) in rate_lines(&k.achieved, None) {
             lines.push(field(label, value));
         }
-        lines.push(Line::raw(""));
+        let mut phases = vec![Line::raw("")];
         let split = phase_split(p, &k.raw_name);
         if split.is_empty() {
-            lines.push(Line::styled("no per-phase split in this profile", t.muted()));
+            phases.push(Line::styled("no per-phase split in this profile", t.muted()));
         } else {
-            lines.push(Line::styled(
+            phases.push(Line::styled(
                 format!("{:<14}{:>10} {:>10} {:>8}", "phase", "ms/step", "calls/step", "%GPU"),
                 t.header(),
             ));
             for (phase, r) in split {
-                lines.push(Line::raw(format!(
+                phases.push(Line::raw(format!(
                     "{:<14}{:>10} {:>10} {:>8}",
                     clip(&phase, 13),
                     fixed(r.ms_per_step, 4),
@@ -323,13 +350,91 @@ impl KernelsPane {
                 )));
             }
         }
-        lines.push(Line::raw(""));
-        lines.push(Line::styled(
-            "Esc/Enter: back to the list · Up/Down: previous/next kernel",
-            t.muted(),
-        ));
-        f.render_widget(Paragraph::new(lines), area);
+        let [body, hint] =
+            Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
+        // The callers get what the phase split leaves, and at least 3 rows
+        // where there are.
+        let room = (body.height as usize).saturating_sub(lines.len());
+        let callers_room = room.saturating_sub(phases.len()).max(room.min(3));
+        lines.extend(launched_from(p, k, view, area.width as usize, callers_room));
+        lines.extend(phases);
+        f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
+        f.render_widget(
+            Paragraph::new(Line::styled(
+                clip(
+                    "Esc/Enter: the list · Up/Down: previous/next kernel · o: its callers in Tree",
+                    area.width as usize,
+                ),
+                t.muted(),
+            )),
+            hint,
+        );
     }
+}
+
+/// The chain of callers of kernel `k` in the call tree (the `tree` lens
+/// bottom-up, by frame, focused on its label alone), innermost first,
+/// following the costliest caller, each with its share of the kernel's GPU
+/// time: from the kernel to its op, module and Python line. At most `room`
+/// lines, labelled as the fields above them.
+fn launched_from(
+    p: &Profile,
+    k: &KernelRow,
+    view: &View<'_>,
+    width: usize,
+    room: usize,
+) -> Vec<Line<'static>> {
+    let t = view.theme;
+    let q = TreeQuery {
+        by: By::Frame,
+        focus: Some(exactly(&k.kernel)),
+        bottom_up: true,
+        min_pct: 0.0,
+        ..TreeQuery::default()
+    };
+    let label = |text: &str| Span::styled(format!("{text:<14}"), t.header());
+    let line =
+        |text: String| Line::from(vec![label("launched from"), Span::styled(text, t.muted())]);
+    let tr = match tree(p, &q) {
+        Ok(tr) => tr,
+        Err(e) => return vec![line(e.to_string())],
+    };
+    let c = callers(&tr);
+    if c.chain.is_empty() && c.branch.is_empty() {
+        return vec![line("no launch of it recorded: it sits under its phase".into())];
+    }
+    let w = width.saturating_sub(14);
+    let mut out: Vec<Line<'static>> = c
+        .chain
+        .iter()
+        .enumerate()
+        .map(|(i, r)| caller_line(label(if i == 0 { "launched from" } else { "" }), r, "", w))
+        .collect();
+    if !c.branch.is_empty() {
+        out.push(Line::from(vec![
+            label(if out.is_empty() { "launched from" } else { "" }),
+            Span::styled(
+                clip(&format!("from {} callers, costliest first:", c.branch.len()), w),
+                t.muted(),
+            ),
+        ]));
+        out.extend(c.branch.iter().map(|r| caller_line(label(""), r, "  ", w)));
+    }
+    // What does not fit: said, with where to see it.
+    if out.len() > room.max(2) {
+        let more = out.len() - room.max(2) + 1;
+        out.truncate(room.max(2) - 1);
+        let text = format!("… {more} more lines of callers (o: every caller in Tree)");
+        out.push(Line::from(vec![label(""), Span::styled(clip(&text, w), t.muted())]));
+    }
+    out
+}
+
+/// `  8.4% module nn.Module: Attention_3` after `head`, in `width` columns.
+fn caller_line(head: Span<'static>, r: &TreeRow, indent: &str, width: usize) -> Line<'static> {
+    let lead = format!("{indent}{:>5}% {:<7}", fixed(r.pct_of_gpu, 1), node_tag(r.kind));
+    let name_w = width.saturating_sub(lead.chars().count()).max(12);
+    Line::from(vec![head, Span::raw(lead), Span::raw(name_of(r, name_w))])
 }
 
 /// Drops `phase` when the (re)loaded profile has no such phase; the name

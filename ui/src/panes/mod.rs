@@ -14,6 +14,7 @@ pub mod phases;
 pub mod ranks;
 pub mod summary;
 pub mod timeline;
+pub mod tree;
 pub mod whatif;
 
 use ratatui::Frame;
@@ -67,6 +68,7 @@ pane_table! {
     WhatIf => whatif: whatif::WhatIfPane,
     Timeline => timeline: timeline::TimelinePane,
     Memory => memory: memory::MemoryPane,
+    Tree => tree: tree::TreePane,
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a
@@ -107,6 +109,12 @@ pub fn cycle(options: &[String], current: Option<&str>) -> Option<String> {
             options.get(i + 1).cloned()
         }
     }
+}
+
+/// A regex that matches `name` alone (a kernel label, an op): how one
+/// pane shows another's row through its regex filter.
+pub fn exactly(name: &str) -> String {
+    format!("^{}$", regex::escape(name))
 }
 
 /// Rows of a table page for a terminal `height` rows high: the tabs and

@@ -1,7 +1,10 @@
-//! Ops: the `ops` lens (aten/autograd ops by CPU time), sortable, filtered
-//! by regex, scoped to a phase. The pane owns its query (with its sort), the lens
-//! result and the selection.
+//! Ops: the `ops` lens (aten/autograd ops by CPU time, with their self
+//! time and the GPU time launched inside them where the profile has them),
+//! sortable, filtered by regex, scoped to a phase. The pane owns its query
+//! (with its sort), the lens result and the selection.
+//! `o` shows the callers of the op under the cursor in the Tree pane.
 
+use libreyolo_core::lens::kernels::Sort;
 use libreyolo_core::lens::ops::{OpQuery, Ops, ops};
 use libreyolo_core::profile::OpRow;
 use libreyolo_core::render::text::num;
@@ -11,7 +14,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
 use super::kernels::{RateColumns, drop_vanished_phase, phase_names, rate_lines};
-use super::{clip, cycle, fixed, header, moved, right, window};
+use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
@@ -40,13 +43,20 @@ impl Component for OpsPane {
                     field: Field::Regex { pane: Pane::Ops, before },
                 });
             }
-            Action::CycleSort => self.query.sort = self.query.sort.next(),
+            Action::CycleSort => self.query.sort = next_sort(self.query.sort, self.has_gpu()),
             Action::CyclePhase => {
                 let names = phase_names(ctx.data);
                 self.query.phase = cycle(&names, self.query.phase.as_deref());
             }
             Action::ClearFilters => {
                 self.query = OpQuery::default();
+            }
+            // The callers of the op under the cursor, in the Tree pane.
+            Action::OpenOther => {
+                return match self.result.as_ref().and_then(|o| o.ops.get(self.selected)) {
+                    Some(r) => Effect::Callers(r.op.clone()),
+                    None => Effect::None,
+                };
             }
             _ => return Effect::Pass,
         }
@@ -127,22 +137,40 @@ impl Component for OpsPane {
         };
         let rows_h = area.height.saturating_sub(1) as usize;
         let (first, last) = window(self.selected, o.ops.len(), rows_h);
-        let name_w = area.width.saturating_sub(6 + 9 + 8 + 3 + rates.width()).max(10) as usize;
+        // Self and GPU time where the profile has them (from its call
+        // tree, docs/analysis.md §17).
+        let own = o.ops.iter().any(|r| r.self_ms_per_step.is_some());
+        let gpu = o.ops.iter().any(|r| r.gpu_ms_per_step.is_some());
+        let extra = 10 * (own as u16 + gpu as u16);
+        let name_w =
+            area.width.saturating_sub(6 + 9 + 8 + 3 + extra + rates.width()).max(10) as usize;
+        let dash = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| fixed(v, 3));
         let rows = o.ops[first..last].iter().enumerate().map(|(i, r)| {
-            let mut cells = vec![
-                right(fixed(r.pct_of_cpu_ops, 2)),
-                right(fixed(r.ms_per_step, 3)),
-                right(num(r.count_per_step, 1)),
-            ];
+            let mut cells = vec![right(fixed(r.pct_of_cpu_ops, 2)), right(fixed(r.ms_per_step, 3))];
+            if own {
+                cells.push(right(dash(r.self_ms_per_step)));
+            }
+            if gpu {
+                cells.push(right(dash(r.gpu_ms_per_step)));
+            }
+            cells.push(right(num(r.count_per_step, 1)));
             cells.extend(rates.cells(&r.achieved));
             cells.push(Cell::from(clip(&r.op, name_w)));
             let row = Row::new(cells);
             if first + i == self.selected { row.style(t.selected()) } else { row }
         });
-        let mut head = vec![("%cpu", true), ("ms/step", true), ("x/step", true)];
+        let mut head = vec![("%cpu", true), ("ms/step", true)];
+        let mut widths = vec![Constraint::Length(6), Constraint::Length(9)];
+        for (shown, name) in [(own, "self ms"), (gpu, "GPU ms")] {
+            if shown {
+                head.push((name, true));
+                widths.push(Constraint::Length(9));
+            }
+        }
+        head.push(("x/step", true));
+        widths.push(Constraint::Length(8));
         head.extend(rates.headers());
         head.push(("op", false));
-        let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(8)];
         widths.extend(rates.widths());
         widths.push(Constraint::Fill(1));
         f.render_widget(
@@ -171,6 +199,24 @@ impl OpsPane {
         self.requery(ctx);
     }
 
+    /// Tree → the op named `op`: the list filtered to it, from the
+    /// first row. False when the profile has no such op.
+    pub fn show(&mut self, op: &str, ctx: &Ctx<'_>) -> bool {
+        self.query = OpQuery { grep: Some(exactly(op)), ..OpQuery::default() };
+        self.requery(ctx);
+        let found = self.result.as_ref().is_some_and(|o| !o.ops.is_empty());
+        if !found {
+            self.query = OpQuery::default();
+            self.requery(ctx);
+        }
+        found
+    }
+
+    /// Whether the profile's ops carry GPU time (the call tree's).
+    fn has_gpu(&self) -> bool {
+        self.result.as_ref().is_some_and(|o| o.ops.iter().any(|r| r.gpu_ms_per_step.is_some()))
+    }
+
     fn rerun(&mut self, ctx: &Ctx<'_>) {
         let Some(p) = ctx.data.map(|d| d.profile()) else { return };
         match ops(p, &self.query) {
@@ -181,6 +227,16 @@ impl OpsPane {
             }
             Err(e) => self.error = Some(e.to_string()),
         }
+    }
+}
+
+/// The Ops pane's sort after `s`: time, GPU time (where the ops carry
+/// it), count, name, efficiency, and time again.
+pub fn next_sort(s: Sort, gpu: bool) -> Sort {
+    match s {
+        Sort::Time if gpu => Sort::Gpu,
+        Sort::Time | Sort::Gpu => Sort::Count,
+        s => s.next(),
     }
 }
 

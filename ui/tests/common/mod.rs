@@ -45,6 +45,13 @@ pub const QWEN_TRACE: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz"
 );
+/// A real H100 inference trace (TimeSformer, TraceLens) recorded with
+/// `with_stack`: `nn.Module` and Python frames, ops and kernels, and
+/// `[memory]` events.
+pub const TIMESFORMER: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
+);
 
 /// Loads a real input once per test binary.
 pub fn input(path: &'static str) -> Input {
