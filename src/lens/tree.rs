@@ -230,10 +230,9 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
             crate::analysis::idle::PYTHON_MIN_NS / 1000
         ));
     }
-    let has = |k: NodeKind| stored.nodes.iter().any(|n| n.kind == k);
-    if q.by == By::Module && !has(NodeKind::Module) && !has(NodeKind::Annotation) {
+    if q.by == By::Module && !stored.nodes.iter().any(|n| n.kind == NodeKind::Module) {
         notes.push(
-            "the trace records no nn.Module frames (record with_modules=True or with_stack=True): by op"
+            "the trace records no nn.Module frames (record with_modules=True or with_stack=True): by annotation and op"
                 .to_string(),
         );
     }
