@@ -212,7 +212,7 @@ impl<'a> Builder<'a> {
 /// One thread's sweep: its open records and its launches still to give.
 struct Sweep<'l> {
     stack: Vec<Open>,
-    /// Its in-step launches (start, kernel), by start.
+    /// Its in-step launches (start, kernel, phase), by start.
     launches: &'l [(i64, u32, u16)],
     next: usize,
 }
