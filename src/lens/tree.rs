@@ -118,15 +118,13 @@ struct ViewNode {
 }
 
 impl ViewNode {
-    fn add(&mut self, n: &CallNode, total: bool) {
+    fn add(&mut self, n: &CallNode) {
         self.calls += n.calls_per_step;
         self.cpu_self += n.cpu_self_ms_per_step;
-        if total {
-            self.cpu += n.cpu_ms_per_step;
-            self.gpu += n.gpu_ms_per_step;
-            self.kernels += n.kernels_per_step;
-            self.gflop += n.gflop_per_step.unwrap_or(0.0);
-        }
+        self.cpu += n.cpu_ms_per_step;
+        self.gpu += n.gpu_ms_per_step;
+        self.kernels += n.kernels_per_step;
+        self.gflop += n.gflop_per_step.unwrap_or(0.0);
     }
 }
 
@@ -294,7 +292,7 @@ fn top_down(t: &CallTree, by: By, in_phase: &[bool]) -> View {
             }
             _ => {
                 let v = view.node(parent, n.kind, &n.name);
-                view.nodes[v].add(n, true);
+                view.nodes[v].add(n);
                 v
             }
         };
