@@ -6,7 +6,8 @@
 #   bench/outputs.sh --diff BEFORE AFTER     run both binaries, diff the folders
 #
 # Lenses: summary (text and --json), phases, kernels --json, ops --json,
-# memory --json, what-if (each scenario flag), collectives; at 1 and 2
+# memory --json, tree --json, what-if (each scenario flag), collectives;
+# at 1 and 2
 # threads. Rank folders: summary, collectives, kernels. The exit code and
 # stderr are kept beside each output. Exit status of --diff: 0 when every
 # file is the same, 1 otherwise (the differing files are listed).
@@ -53,7 +54,9 @@ for trace in "$fixtures"/traces/*/*.json.gz "$fixtures"/reference/*/profile.json
         run "$base.ops.$t" --threads "$t" ops --json "$trace"
         run "$base.memory.$t" --threads "$t" memory --json "$trace"
         run "$base.collectives.$t" --threads "$t" collectives --json "$trace"
+        run "$base.tree.$t" --threads "$t" tree --json "$trace"
     done
+    run "$base.tree-module" tree --by module "$trace"
     run "$base.kernels-text" kernels "$trace"
     run "$base.ops-text" ops "$trace"
     run "$base.whatif-gemm" what-if --json --remove-category gemm "$trace"

@@ -514,3 +514,30 @@ fn backward_ops_sit_under_their_forward_ops_scopes() {
         assert!(close(w, g, 0.003), "{key}: derived {w} ms/step, tree {g}");
     }
 }
+
+#[test]
+fn the_tree_does_not_depend_on_the_order_of_the_files_events() {
+    // Read as recorded, each thread's records come in start order and are
+    // swept as they come (backward threads on a second read); latest
+    // first, every thread is out of order and sorted first. Same tree.
+    // (Records with the same start and duration nest in file order, the
+    // only order the file gives them: the sort keeps it.)
+    for path in
+        [trace("param_dlrm_v100_8rank", "worker0"), trace("kineto_resnet50_v100_2021jun", "")]
+    {
+        let mut doc = read_json(&path);
+        let mut events = trace_events(&doc);
+        let ts = |e: &Value| e["ts"].as_f64().unwrap_or(0.0);
+        events.sort_by(|a, b| ts(b).total_cmp(&ts(a)));
+        match &mut doc {
+            Value::Array(a) => *a = events,
+            d => d["traceEvents"] = Value::Array(events),
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let reversed = dir.path().join("latest_first.json");
+        std::fs::write(&reversed, serde_json::to_vec(&doc).unwrap()).unwrap();
+        let (as_recorded, latest_first) = (tree(&path, &[]), tree(&reversed, &[]));
+        assert!(as_recorded.len() > 50, "{}: {} rows", path.display(), as_recorded.len());
+        assert_eq!(as_recorded, latest_first, "{}", path.display());
+    }
+}

@@ -11,7 +11,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::cpulog::{CpuRec, HostKind};
+use super::cpulog::{CpuRec, HostKind, RecPos, thread_bit};
 use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
 use super::{Analyzer, KernelClasses};
 use crate::profile::{CallNode, CallTree, NodeKind};
@@ -100,8 +100,14 @@ pub struct Built {
     pub short_frames: u64,
 }
 
-/// A record set aside to be swept later: the record, its kind, its phase.
-type Taken = (CpuRec, NodeKind, u16);
+/// A record of an out-of-order thread, to be swept once sorted: its
+/// sort key (duration clipped), where it sits in the log, its kind.
+struct Pending {
+    start: i64,
+    dur: i64,
+    pos: RecPos,
+    kind: NodeKind,
+}
 
 /// A record the tree nests: ops, annotations and Python frames.
 fn nests(r: &CpuRec) -> Option<NodeKind> {
@@ -302,6 +308,70 @@ impl Sweep<'_> {
     }
 }
 
+/// Every thread's sweep, and the records set aside.
+struct Sweeps<'l> {
+    /// By thread id (the pass's ids are dense).
+    by_thread: Vec<Option<Sweep<'l>>>,
+    /// Every thread's in-step launches, by thread then start.
+    launches: &'l [(i64, u32, u16)],
+    /// Thread → its launches' range in `launches`.
+    threads: &'l HashMap<u32, (usize, usize)>,
+    places: PlaceCache,
+    /// Out-of-order threads' in-step records.
+    sorted: HashMap<u32, Vec<Pending>>,
+    /// In-order threads with backward ops, swept on a second read.
+    backward_bits: u64,
+}
+
+impl<'l> Sweeps<'l> {
+    fn of(&mut self, thread: u32) -> &mut Sweep<'l> {
+        let i = thread as usize;
+        if i >= self.by_thread.len() {
+            self.by_thread.resize_with(i + 1, || None);
+        }
+        let (launches, threads) = (self.launches, self.threads);
+        self.by_thread[i].get_or_insert_with(|| {
+            let (from, to) = threads.get(&thread).copied().unwrap_or((0, 0));
+            Sweep { stack: Vec::new(), launches: &launches[from..to], next: 0 }
+        })
+    }
+
+    /// Takes a record from the log: swept now if its thread came in order
+    /// (and, when it has backward ops, on the second read), else set
+    /// aside to be sorted.
+    fn offer(&mut self, pos: RecPos, r: &CpuRec, second_read: bool, b: &mut Builder<'_>) {
+        let Some(kind) = nests(r) else { return };
+        let order = b.a.cpu.thread_order(r.thread);
+        if order.backward && !order.unsorted && !second_read {
+            self.backward_bits |= thread_bit(r.thread);
+            return;
+        }
+        if (second_read && (order.unsorted || !order.backward))
+            || !b.a.ranges.in_step_cached(&mut self.places, r.start)
+        {
+            return;
+        }
+        if order.unsorted {
+            let p = Pending { start: r.start, dur: r.dur, pos, kind };
+            self.sorted.entry(r.thread).or_default().push(p);
+            return;
+        }
+        let phase = b.a.ranges.cpu_phase_cached(&mut self.places, r.thread, r.start);
+        self.of(r.thread).take(r, kind, phase, b);
+    }
+
+    /// Takes an out-of-order thread's records, sorted.
+    fn take_sorted(&mut self, thread: u32, mut recs: Vec<Pending>, b: &mut Builder<'_>) {
+        recs.sort_by_key(|p| (p.start, std::cmp::Reverse(p.dur)));
+        for p in recs {
+            let mut r = b.a.cpu.record_at(p.pos, p.start);
+            r.dur = p.dur;
+            let phase = b.a.ranges.cpu_phase_cached(&mut self.places, r.thread, r.start);
+            self.of(thread).take(&r, p.kind, phase, b);
+        }
+    }
+}
+
 /// A record closes: an outermost priced op that launched kernels adds its
 /// work (§13 prices a call by the kernels it launched).
 fn close(o: Open, b: &mut Builder<'_>) {
@@ -338,28 +408,6 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
     }
     drop(launches);
 
-    // Which threads' records come in start order (the longer first on a
-    // tie) in the log: those are swept as the log gives them, the others
-    // sorted first. Threads with backward ops are swept last, once every
-    // forward op has its node.
-    let mut last: HashMap<u32, (i64, i64)> = HashMap::default();
-    // Threads swept from their records sorted, and whether for their
-    // backward ops.
-    let mut set_aside: HashMap<u32, bool> = HashMap::default();
-    let in_step = |r: &CpuRec, places: &mut PlaceCache| a.ranges.in_step_cached(places, r.start);
-    for r in tree_records(a) {
-        if !in_step(&r, &mut places) {
-            continue;
-        }
-        let prev = last.insert(r.thread, (r.start, r.dur));
-        if prev.is_some_and(|(s, d)| r.start < s || (r.start == s && r.dur > d)) {
-            set_aside.entry(r.thread).or_insert(false);
-        }
-        if r.autograd().is_some_and(|a| a.fwd_thread.is_some()) {
-            set_aside.insert(r.thread, true);
-        }
-    }
-
     let mut b = Builder {
         a,
         nodes: Vec::new(),
@@ -371,44 +419,48 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
         graph_call: HashMap::default(),
         forward: HashMap::default(),
     };
-    let mut sweeps: HashMap<u32, Sweep<'_>> = HashMap::default();
-    let sweep_of = |thread: u32| -> Sweep<'_> {
-        let (from, to) = threads.get(&thread).copied().unwrap_or((0, 0));
-        Sweep { stack: Vec::new(), launches: &per_thread[from..to], next: 0 }
+    let mut sweeps = Sweeps {
+        by_thread: Vec::new(),
+        launches: &per_thread,
+        threads: &threads,
+        places,
+        sorted: HashMap::default(),
+        backward_bits: 0,
     };
-    let mut sorted: HashMap<u32, Vec<Taken>> = HashMap::default();
-    for r in tree_records(a) {
-        let Some(kind) = nests(&r) else { continue };
-        if !in_step(&r, &mut places) {
-            continue;
-        }
-        let phase = a.ranges.cpu_phase_cached(&mut places, r.thread, r.start);
-        if set_aside.contains_key(&r.thread) {
-            sorted.entry(r.thread).or_default().push((r, kind, phase));
-            continue;
-        }
-        let s = sweeps.entry(r.thread).or_insert_with(|| sweep_of(r.thread));
-        s.take(&r, kind, phase, &mut b);
+    // The log knows which threads' records came in start order (the
+    // longer first on a tie): those are swept as the log gives them, the
+    // others sorted first (by where their records sit, not copies of
+    // them). Threads with backward ops are swept last, once every forward
+    // op has its node: read again from the log when they came in order.
+    for (pos, r) in tree_records(a, u64::MAX) {
+        sweeps.offer(pos, &r, false, &mut b);
     }
-    // Threads out of order first, then those with backward ops.
-    let mut sorted: Vec<(bool, u32, Vec<Taken>)> =
-        sorted.into_iter().map(|(t, recs)| (set_aside[&t], t, recs)).collect();
+    let mut sorted: Vec<(bool, u32, Vec<Pending>)> = std::mem::take(&mut sweeps.sorted)
+        .into_iter()
+        .map(|(t, recs)| (a.cpu.thread_order(t).backward, t, recs))
+        .collect();
     sorted.sort_unstable_by_key(|(backward, t, _)| (*backward, *t));
-    for (_, thread, mut recs) in sorted {
-        recs.sort_by_key(|(r, ..)| (r.start, std::cmp::Reverse(r.dur)));
-        let s = sweeps.entry(thread).or_insert_with(|| sweep_of(thread));
-        for (r, kind, phase) in &recs {
-            s.take(r, *kind, *phase, &mut b);
+    // Threads out of order first, then those with backward ops: in order
+    // from the log, then out of order.
+    let backward_from = sorted.iter().position(|s| s.0).unwrap_or(sorted.len());
+    let backward_sorted = sorted.split_off(backward_from);
+    for (_, thread, recs) in sorted {
+        sweeps.take_sorted(thread, recs, &mut b);
+    }
+    if sweeps.backward_bits != 0 {
+        for (pos, r) in tree_records(a, sweeps.backward_bits) {
+            sweeps.offer(pos, &r, true, &mut b);
         }
     }
-    // Threads that launched but recorded no op.
-    for &thread in threads.keys() {
-        sweeps.entry(thread).or_insert_with(|| sweep_of(thread));
+    for (_, thread, recs) in backward_sorted {
+        sweeps.take_sorted(thread, recs, &mut b);
     }
-    let mut order: Vec<u32> = sweeps.keys().copied().collect();
-    order.sort_unstable();
-    for t in order {
-        let mut s = sweeps.remove(&t).expect("a sweep");
+    // Every thread's sweep ends, threads that launched but recorded no op
+    // included.
+    for &thread in threads.keys() {
+        sweeps.of(thread);
+    }
+    for s in sweeps.by_thread.iter_mut().flatten() {
         s.finish(&mut b);
     }
     for (k, phase) in unlaunched {
@@ -449,16 +501,23 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
     Built { nodes, names, short_frames: a.cpu.short_python }
 }
 
-/// The records the tree can nest, ops' durations clipped as the pass
-/// clipped them.
-fn tree_records(a: &Analyzer) -> impl Iterator<Item = CpuRec> + '_ {
-    a.cpu.iter().filter(|r| nests(r).is_some()).map(move |mut r| {
-        let op = matches!(r.host_kind(), HostKind::Op | HostKind::Dataload);
-        if let Some(w) = a.op_clip.filter(|&w| op && r.dur > w) {
-            r.dur = w;
-        }
-        r
-    })
+/// The records the tree can nest in the blocks of `threads` (a union of
+/// [`thread_bit`]s; `u64::MAX`: all), with where they sit, ops' durations
+/// clipped as the pass clipped them.
+fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
+    a.cpu
+        .iter_at(threads)
+        .filter(|(_, r)| nests(r).is_some())
+        .map(move |(pos, r)| (pos, clip(a, r)))
+}
+
+/// An op's duration clipped as the pass clipped it.
+fn clip(a: &Analyzer, mut r: CpuRec) -> CpuRec {
+    let op = matches!(r.host_kind(), HostKind::Op | HostKind::Dataload);
+    if let Some(w) = a.op_clip.filter(|&w| op && r.dur > w) {
+        r.dur = w;
+    }
+    r
 }
 
 impl Built {

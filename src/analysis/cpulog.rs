@@ -162,6 +162,33 @@ pub struct CpuLog {
     longest_op: i64,
     /// Python frames too short to keep.
     pub short_python: u64,
+    /// Per thread, how its nesting records came (the call tree's sweep).
+    order: Vec<ThreadOrder>,
+}
+
+/// How a thread's nesting records (ops, annotations, Python frames) came
+/// in the log: whether in start order, the longer first on a tie, and
+/// whether any is a backward op. Kept as they are added so that the call
+/// tree knows, before it reads the log, which threads it can sweep as
+/// they come and which it must sort or sweep last.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ThreadOrder {
+    last: (i64, i64),
+    seen: bool,
+    pub unsorted: bool,
+    pub backward: bool,
+}
+
+/// Threads are the pass's dense ids; one past this is always "unsorted"
+/// (a guard against a sparse id growing the table).
+const MAX_ORDERED_THREAD: u32 = 1 << 16;
+
+/// Where a record sits in the log, to be read again without the records
+/// before it (given its start).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct RecPos {
+    block: u32,
+    at: u32,
 }
 
 /// A block's first record's start is a delta from `start_before`, and its
@@ -206,6 +233,7 @@ impl CpuLog {
             }
         }
         self.longest_op = self.longest_op.max(dur);
+        self.note_order(thread, start, dur, autograd.is_some_and(|a| a.fwd_thread.is_some()));
         if dur > 0 {
             self.spans += 1;
             self.cpu_side_spans += 1;
@@ -225,7 +253,35 @@ impl CpuLog {
         if kind == HostKind::Python {
             self.python_spans += 1;
         }
+        if matches!(kind, HostKind::Python | HostKind::Annotation | HostKind::Dataload) {
+            self.note_order(thread, start, end - start, false);
+        }
         self.push(host_code(kind) << 3, thread, name, start, end - start, None, None);
+    }
+
+    /// Notes a nesting record's place in its thread's order.
+    fn note_order(&mut self, thread: u32, start: i64, dur: i64, backward: bool) {
+        let Some(i) = (thread < MAX_ORDERED_THREAD).then_some(thread as usize) else {
+            return;
+        };
+        if i >= self.order.len() {
+            self.order.resize(i + 1, ThreadOrder::default());
+        }
+        let o = &mut self.order[i];
+        let (s, d) = o.last;
+        o.unsorted |= o.seen && (start < s || (start == s && dur > d));
+        o.backward |= backward;
+        o.last = (start, dur);
+        o.seen = true;
+    }
+
+    /// How a thread's nesting records came: in start order (the longer
+    /// first on a tie) unless `unsorted`, which a thread past the table is.
+    pub fn thread_order(&self, thread: u32) -> ThreadOrder {
+        match self.order.get(thread as usize) {
+            Some(o) if thread < MAX_ORDERED_THREAD => *o,
+            _ => ThreadOrder { unsorted: true, backward: true, ..ThreadOrder::default() },
+        }
     }
 
     #[allow(clippy::too_many_arguments)]
@@ -381,11 +437,10 @@ impl Records<'_> {
     }
 }
 
-impl Iterator for Records<'_> {
-    type Item = CpuRec;
-
+impl Records<'_> {
+    /// The next record and where it sits.
     #[inline]
-    fn next(&mut self) -> Option<CpuRec> {
+    fn next_at(&mut self) -> Option<(RecPos, CpuRec)> {
         let mut b = self.blocks.get(self.block)?;
         if self.at >= b.len() {
             self.block += 1;
@@ -393,30 +448,65 @@ impl Iterator for Records<'_> {
             self.skip_blocks();
             b = self.blocks.get(self.block)?;
         }
-        let bytes = &b[self.at..];
-        let head = bytes[0];
-        let mut n = 1;
-        let thread = unsigned(bytes, &mut n) as u32;
-        let name = unsigned(bytes, &mut n) as u32;
-        let delta = signed(bytes, &mut n);
-        let dur = signed(bytes, &mut n);
-        let op = head & OP != 0;
-        let model = (op && head & PRICED != 0).then(|| unsigned(bytes, &mut n) as u32);
-        let autograd = (op && head & SEQ != 0).then(|| {
-            let seq = unsigned(bytes, &mut n);
-            let fwd_thread = (head & FWD != 0).then(|| unsigned(bytes, &mut n) as u32);
-            Autograd { seq, fwd_thread }
-        });
+        let pos = RecPos { block: self.block as u32, at: self.at as u32 };
+        let (rec, n) = decode(&b[self.at..], self.last_start);
         self.at += n;
-        let start = self.last_start.wrapping_add(delta);
-        self.last_start = start;
-        let kind = if op {
-            RecKind::Op { model, dataload: head & DATALOAD != 0, autograd }
-        } else {
-            RecKind::Host(host_of(head >> 3))
-        };
-        Some(CpuRec { kind, thread, name, start, dur })
+        self.last_start = rec.start;
+        Some((pos, rec))
     }
+}
+
+impl Iterator for Records<'_> {
+    type Item = CpuRec;
+
+    #[inline]
+    fn next(&mut self) -> Option<CpuRec> {
+        self.next_at().map(|(_, r)| r)
+    }
+}
+
+impl CpuLog {
+    /// The records [`CpuLog::iter_on`] reads, each with where it sits.
+    pub(super) fn iter_at(&self, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
+        let mut r = self.iter_on(threads);
+        std::iter::from_fn(move || r.next_at())
+    }
+
+    /// The record at `pos`, whose start is `start` (as read before).
+    pub(super) fn record_at(&self, pos: RecPos, start: i64) -> CpuRec {
+        let bytes = &self.blocks[pos.block as usize][pos.at as usize..];
+        // Its start is its delta from the one before: decode with any
+        // base and put the known start back.
+        let (mut rec, _) = decode(bytes, 0);
+        rec.start = start;
+        rec
+    }
+}
+
+/// One record from the start of `bytes`, after a record that started at
+/// `last_start`; and its length.
+#[inline]
+fn decode(bytes: &[u8], last_start: i64) -> (CpuRec, usize) {
+    let head = bytes[0];
+    let mut n = 1;
+    let thread = unsigned(bytes, &mut n) as u32;
+    let name = unsigned(bytes, &mut n) as u32;
+    let delta = signed(bytes, &mut n);
+    let dur = signed(bytes, &mut n);
+    let op = head & OP != 0;
+    let model = (op && head & PRICED != 0).then(|| unsigned(bytes, &mut n) as u32);
+    let autograd = (op && head & SEQ != 0).then(|| {
+        let seq = unsigned(bytes, &mut n);
+        let fwd_thread = (head & FWD != 0).then(|| unsigned(bytes, &mut n) as u32);
+        Autograd { seq, fwd_thread }
+    });
+    let start = last_start.wrapping_add(delta);
+    let kind = if op {
+        RecKind::Op { model, dataload: head & DATALOAD != 0, autograd }
+    } else {
+        RecKind::Host(host_of(head >> 3))
+    };
+    (CpuRec { kind, thread, name, start, dur }, n)
 }
 
 #[cfg(test)]
@@ -481,6 +571,10 @@ mod tests {
         let bit = thread_bit(3);
         let on: Vec<CpuRec> = log.iter_on(bit).collect();
         assert_eq!(on, want);
+        // Each record read again from where it sits, given its start.
+        for (pos, r) in log.iter_at(u64::MAX) {
+            assert_eq!(log.record_at(pos, r.start), r);
+        }
         // Small: a few bytes per record (a quarter of them carry a
         // sequence number), far from two 32-byte records.
         assert!(log.heap_bytes() < want.len() * 14, "{} bytes", log.heap_bytes());
@@ -519,5 +613,33 @@ mod tests {
         assert!(extra <= 2 * BLOCK / 5, "{extra} other records read");
         assert!(read(thread_bit(2)).len() < all.len() / 2);
         assert!(read(thread_bit(7)).is_empty());
+    }
+
+    #[test]
+    fn each_threads_order_is_known_as_records_are_added() {
+        let mut log = CpuLog::default();
+        let bwd = Some(Autograd { seq: 4, fwd_thread: Some(1) });
+        // Thread 0: in start order, the longer first on a tie.
+        log.op(0, 1, 100, 50, None, false, None);
+        log.host(0, 100, 120, 2, HostKind::Python);
+        log.op(0, 1, 130, 5, None, false, Some(Autograd { seq: 4, fwd_thread: None }));
+        // Thread 1: a shorter record, then a longer one at the same start.
+        log.op(1, 1, 100, 10, None, false, None);
+        log.host(1, 100, 150, 2, HostKind::Annotation);
+        // Thread 2: in order, with a backward op; a sync call that goes back
+        // in time is not a nesting record and does not count.
+        log.op(2, 1, 200, 10, None, false, bwd);
+        log.host(2, 50, 60, 3, HostKind::Sync);
+        log.op(2, 1, 210, 10, None, false, None);
+        // Thread 3: goes back in time.
+        log.host(3, 300, 310, 2, HostKind::Python);
+        log.op(3, 1, 290, 5, None, false, None);
+        let o = |t| log.thread_order(t);
+        assert!(!o(0).unsorted && !o(0).backward);
+        assert!(o(1).unsorted && !o(1).backward);
+        assert!(!o(2).unsorted && o(2).backward);
+        assert!(o(3).unsorted);
+        // A thread never seen, or past the table, is sorted to be safe.
+        assert!(o(9).unsorted && o(MAX_ORDERED_THREAD + 1).unsorted);
     }
 }
