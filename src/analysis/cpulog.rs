@@ -188,8 +188,11 @@ const MAX_ORDERED_THREAD: u32 = 1 << 16;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) struct RecPos {
     block: u32,
-    at: u32,
+    /// Within a block of [`BLOCK`] bytes.
+    at: u16,
 }
+
+const _: () = assert!(BLOCK <= 1 << 16, "a record's place in its block fits a u16");
 
 /// A block's first record's start is a delta from `start_before`, and its
 /// records' threads are among `threads` ([`thread_bit`]s): a read that wants
@@ -448,7 +451,7 @@ impl Records<'_> {
             self.skip_blocks();
             b = self.blocks.get(self.block)?;
         }
-        let pos = RecPos { block: self.block as u32, at: self.at as u32 };
+        let pos = RecPos { block: self.block as u32, at: self.at as u16 };
         let (rec, n) = decode(&b[self.at..], self.last_start);
         self.at += n;
         self.last_start = rec.start;
