@@ -364,7 +364,9 @@ impl<'l> Sweeps<'l> {
 
     /// Takes an out-of-order thread's records, sorted.
     fn take_sorted(&mut self, thread: u32, mut recs: Vec<Pending>, b: &mut Builder<'_>) {
-        recs.sort_by_key(|p| (p.start, std::cmp::Reverse(p.dur)));
+        // Ties in the log's order: the only order the file gives records
+        // of the same start and duration.
+        recs.sort_unstable_by_key(|p| (p.start, std::cmp::Reverse(p.dur), p.pos));
         for p in recs {
             let mut r = b.a.cpu.record_at(p.pos, p.start);
             r.dur = p.dur;

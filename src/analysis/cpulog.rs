@@ -184,8 +184,8 @@ pub struct ThreadOrder {
 const MAX_ORDERED_THREAD: u32 = 1 << 16;
 
 /// Where a record sits in the log, to be read again without the records
-/// before it (given its start).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// before it (given its start). Ordered as the log is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub(super) struct RecPos {
     block: u32,
     /// Within a block of [`BLOCK`] bytes.
