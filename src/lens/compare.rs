@@ -25,7 +25,8 @@ pub enum Unit {
     Mb,
     /// A percentage (0–100).
     Percent,
-    /// A fraction (0–1), shown as a percentage: written `%` as well.
+    /// A fraction (0–1), as `gpu_util` is everywhere it is written as a
+    /// number (`"unit": "fraction"`); text shows it as a percentage.
     Fraction,
 }
 
@@ -36,7 +37,8 @@ impl Unit {
             Unit::Ms => "ms",
             Unit::MsPerStep => "ms/step",
             Unit::Mb => "MB",
-            Unit::Percent | Unit::Fraction => "%",
+            Unit::Percent => "%",
+            Unit::Fraction => "fraction",
         }
     }
 }
@@ -61,8 +63,13 @@ pub struct MetricDelta {
     pub unit: Unit,
     pub before: Option<f64>,
     pub after: Option<f64>,
-    /// Relative change in percent, when both sides are known and before ≠ 0.
+    /// Relative change in percent, when both sides are known and before ≠ 0;
+    /// none for a share (`%`, `fraction`), which changes in points.
     pub change_pct: Option<f64>,
+    /// A share's change in percentage points (after − before, ×100 on a
+    /// fraction), when both sides are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_pts: Option<f64>,
     pub better: Better,
     /// True/false when the change is an improvement/regression; None if equal or unknown.
     pub improved: Option<bool>,
@@ -281,7 +288,18 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                     significance: "not measured on both sides".into(),
                 },
             };
+            // A share's change is in points: 36.5% → 52.4% is +15.9 pts, not +44%.
+            let points = match s.unit {
+                Unit::Percent => Some(1.0),
+                Unit::Fraction => Some(100.0),
+                _ => None,
+            };
+            let change_pts = match (x, y, points) {
+                (Some(x), Some(y), Some(k)) => Some(round((y - x) * k, 1)),
+                _ => None,
+            };
             let change_pct = match (x, y) {
+                _ if points.is_some() => None,
                 (Some(x), Some(y)) if x != 0.0 => Some(round((y - x) / x * 100.0, 1)),
                 _ => None,
             };
@@ -299,6 +317,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 before: x,
                 after: y,
                 change_pct,
+                change_pts,
                 better: s.better,
                 improved,
                 significance,

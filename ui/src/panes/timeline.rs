@@ -317,8 +317,12 @@ fn glyph(c: u8) -> char {
     }
 }
 
+/// A category's word on the legend (which must fit 80 columns).
 fn short_category(name: &str) -> &str {
-    name.split(" /").next().unwrap_or(name)
+    match name {
+        "communication" => "comm",
+        _ => name.split(" /").next().unwrap_or(name),
+    }
 }
 
 fn category_style(c: u8, t: &Theme) -> Style {
