@@ -1163,3 +1163,46 @@ fn counts_and_sizes_read_as_words_a_person_would_write() {
     assert!(m.contains(&format!("peak allocated {:.1} GB", peak / 1e9)), "{peak}: {m}");
     assert!(m.contains("peak alloc GB"), "{m}");
 }
+
+#[test]
+fn cpu_captures_say_why_there_are_no_kernels_and_compare_no_gpu_rows() {
+    let a = shared().join("reference/infer_b1/profile_trace.json.gz");
+    let b = shared().join("reference/train_b4/profile_trace.json.gz");
+    // Both recorded on the CPU: not one GPU event in either file.
+    for t in [&a, &b] {
+        let gpu = common::trace_events(&common::read_json(t))
+            .iter()
+            .filter(|e| {
+                e["cat"].as_str().is_some_and(|c| {
+                    ["kernel", "gpu_memcpy", "gpu_memset"].contains(&c.to_lowercase().as_str())
+                })
+            })
+            .count();
+        assert_eq!(gpu, 0, "{t:?}");
+    }
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let r = run(&["profile", "kernels", a]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("kernels  none in this trace (a CPU run"), "{}", r.stdout);
+    assert!(!r.stdout.contains("%GPU"), "no empty table: {}", r.stdout);
+    let k = json(&["kernels", a]);
+    assert!(k["none"].as_str().unwrap().contains("CPU run"), "{k}");
+    assert_eq!(k["kernels"].as_array().unwrap().len(), 0);
+    // The summary says the same words.
+    let s = run(&["profile", "summary", a]).stdout;
+    assert!(s.contains(&format!("kernels  {}", k["none"].as_str().unwrap())), "{s}");
+    // Two CPU runs: no GPU rows of zeros.
+    let c = json(&["compare", a, b]);
+    let names: Vec<&str> =
+        c["metrics"].as_array().unwrap().iter().map(|m| m["metric"].as_str().unwrap()).collect();
+    for gpu in
+        ["gpu_util", "gpu_busy_ms_per_step", "launches_per_step", "tensorcore_pct", "idle_ms"]
+    {
+        assert!(!names.contains(&gpu), "{gpu} in {names:?}");
+    }
+    assert!(names.contains(&"host_in_ops_frac") && names.contains(&"step_ms"), "{names:?}");
+    let text = run(&["profile", "compare", a, b]).stdout;
+    for label in ["GPU util", "GPU busy", "Tensor Cores", "launches/step"] {
+        assert!(!text.contains(label), "{label}: {text}");
+    }
+}

@@ -128,6 +128,11 @@ struct Spec {
     std_key: Option<&'static str>,
 }
 
+/// Not a CPU run: a CPU run has no GPU figures to compare, only zeros.
+fn on_gpu(p: &Profile) -> bool {
+    !crate::profile::schema::cpu_run(&p.config, &p.extras)
+}
+
 fn ms_per_image(p: &Profile) -> Option<f64> {
     p.batch().filter(|_| p.figures.step_ms > 0.0).map(|b| round(p.figures.step_ms / b, 3))
 }
@@ -178,7 +183,7 @@ const SPECS: &[Spec] = &[
         label: "GPU util",
         unit: Unit::Fraction,
         better: Better::Higher,
-        get: |p| Some(p.figures.gpu_util),
+        get: |p| on_gpu(p).then_some(p.figures.gpu_util),
         std_key: Some("gpu_util"),
     },
     Spec {
@@ -186,7 +191,7 @@ const SPECS: &[Spec] = &[
         label: "GPU busy",
         unit: Unit::MsPerStep,
         better: Better::Lower,
-        get: |p| Some(p.figures.gpu_busy_ms_per_step),
+        get: |p| on_gpu(p).then_some(p.figures.gpu_busy_ms_per_step),
         std_key: Some("gpu_busy_ms_per_step"),
     },
     Spec {
@@ -211,7 +216,7 @@ const SPECS: &[Spec] = &[
         label: "GPU idle",
         unit: Unit::MsPerStep,
         better: Better::Lower,
-        get: |p| p.idle.as_ref().map(|i| i.ms_per_step),
+        get: |p| p.idle.as_ref().filter(|_| on_gpu(p)).map(|i| i.ms_per_step),
         std_key: Some("idle_ms"),
     },
     Spec {
@@ -219,7 +224,7 @@ const SPECS: &[Spec] = &[
         label: "launches/step",
         unit: Unit::Count,
         better: Better::Lower,
-        get: |p| Some(p.figures.launches_per_step),
+        get: |p| on_gpu(p).then_some(p.figures.launches_per_step),
         std_key: Some("launches_per_step"),
     },
     Spec {
@@ -235,7 +240,7 @@ const SPECS: &[Spec] = &[
         label: "Tensor Cores",
         unit: Unit::Percent,
         better: Better::Higher,
-        get: |p| Some(p.figures.tensorcore_pct),
+        get: |p| on_gpu(p).then_some(p.figures.tensorcore_pct),
         std_key: Some("tensorcore_pct"),
     },
     Spec {

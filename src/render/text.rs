@@ -267,10 +267,7 @@ pub fn summary(s: &Summary) -> String {
     let _ = writeln!(o, ">> {}: {}", s.bound.as_str().to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
-        let _ = writeln!(
-            o,
-            "kernels  none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes"
-        );
+        let _ = writeln!(o, "kernels  {}", crate::lens::kernels::NO_KERNELS);
     } else {
         let _ = writeln!(o, "kernel mix:");
         for c in &s.categories {
@@ -411,6 +408,9 @@ pub fn phases(p: &Phases) -> String {
 }
 
 pub fn kernels(k: &Kernels) -> String {
+    if let Some(none) = k.none {
+        return format!("kernels  {none}\n");
+    }
     let priced = k.kernels.iter().any(|r| r.achieved.is_priced());
     let rates = if priced { RATES_HEADER } else { "" };
     let mut o =
