@@ -1099,3 +1099,110 @@ fn every_fixture_trace_reads_the_same_plain_and_gzipped() {
         std::fs::remove_file(&plain).unwrap();
     }
 }
+
+/// The Tensor Core share of a trace, from its kernels' own durations and
+/// the reviewed name table (not from the classifier).
+fn tensor_core_pct(trace: &std::path::Path) -> f64 {
+    let table = common::kernel_table();
+    let t = truth(trace);
+    let tc: f64 = t.per_kernel.iter().filter(|(n, _)| table[*n].1).map(|(_, (_, us))| us).sum();
+    tc / t.kernel_us * 100.0
+}
+
+#[test]
+fn compare_gives_a_share_change_in_points_and_a_fraction_as_one() {
+    // AlexNet (A100) against the A100 training trace: Tensor Cores 17% → 15%
+    // is −2 points, not −12%.
+    let a = shared()
+        .join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let b = shared().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let (ta, tb) = (tensor_core_pct(&a), tensor_core_pct(&b));
+    let c = json(&["compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let metric = |name: &str| {
+        c["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == name).unwrap().clone()
+    };
+    let tc = metric("tensorcore_pct");
+    assert_eq!(tc["unit"], "%");
+    assert!(tc.get("change_pct").is_none_or(Value::is_null), "{tc}");
+    assert!(close(tc["change_pts"].as_f64().unwrap(), tb - ta, 0.11), "{tc} vs {}", tb - ta);
+    // gpu_util is a 0–1 fraction, and says so.
+    let util = metric("gpu_util");
+    assert_eq!(util["unit"], "fraction");
+    for side in ["before", "after"] {
+        assert!((0.0..=1.0).contains(&util[side].as_f64().unwrap()), "{util}");
+    }
+    let pts = (util["after"].as_f64().unwrap() - util["before"].as_f64().unwrap()) * 100.0;
+    assert!(close(util["change_pts"].as_f64().unwrap(), pts, 0.051), "{util}");
+    // The text says the same in points.
+    let r = run(&["profile", "compare", a.to_str().unwrap(), b.to_str().unwrap()]);
+    let line = r.stdout.lines().find(|l| l.starts_with("Tensor Cores")).unwrap();
+    assert!(line.ends_with(&format!("({:+.1} pts)", tb - ta)), "{line}");
+}
+
+#[test]
+fn counts_and_sizes_read_as_words_a_person_would_write() {
+    // TimeSformer records one ProfilerStep: "1 step", and idle gaps as a
+    // rate per step.
+    let t = shared().join(
+        "traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    assert_eq!(truth(&t).steps, 1);
+    let s = run(&["profile", "summary", t.to_str().unwrap()]).stdout;
+    assert!(s.contains("window   1 step, "), "{s}");
+    let idle = s.lines().find(|l| l.starts_with("idle ")).unwrap();
+    assert!(idle.contains(" gaps/step"), "{idle}");
+    // The vLLM capture on an MI300X-class GPU (192 GB): its peak allocation
+    // in GB, as the raw trace's largest `Total Allocated` says.
+    let v = shared()
+        .join("traces/tracelens_vllm_cuda_graph_capture/graph_capture_rank_0.pt.trace.json.gz");
+    let peak = common::trace_events(&common::read_json(&v))
+        .iter()
+        .filter_map(|e| e["args"]["Total Allocated"].as_f64())
+        .fold(0.0, f64::max);
+    let m = run(&["profile", "memory", v.to_str().unwrap()]).stdout;
+    assert!(m.contains(&format!("peak allocated {:.1} GB", peak / 1e9)), "{peak}: {m}");
+    assert!(m.contains("peak alloc GB"), "{m}");
+}
+
+#[test]
+fn cpu_captures_say_why_there_are_no_kernels_and_compare_no_gpu_rows() {
+    let a = shared().join("reference/infer_b1/profile_trace.json.gz");
+    let b = shared().join("reference/train_b4/profile_trace.json.gz");
+    // Both recorded on the CPU: not one GPU event in either file.
+    for t in [&a, &b] {
+        let gpu = common::trace_events(&common::read_json(t))
+            .iter()
+            .filter(|e| {
+                e["cat"].as_str().is_some_and(|c| {
+                    ["kernel", "gpu_memcpy", "gpu_memset"].contains(&c.to_lowercase().as_str())
+                })
+            })
+            .count();
+        assert_eq!(gpu, 0, "{t:?}");
+    }
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let r = run(&["profile", "kernels", a]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stdout.starts_with("kernels  none in this trace (a CPU run"), "{}", r.stdout);
+    assert!(!r.stdout.contains("%GPU"), "no empty table: {}", r.stdout);
+    let k = json(&["kernels", a]);
+    assert!(k["none"].as_str().unwrap().contains("CPU run"), "{k}");
+    assert_eq!(k["kernels"].as_array().unwrap().len(), 0);
+    // The summary says the same words.
+    let s = run(&["profile", "summary", a]).stdout;
+    assert!(s.contains(&format!("kernels  {}", k["none"].as_str().unwrap())), "{s}");
+    // Two CPU runs: no GPU rows of zeros.
+    let c = json(&["compare", a, b]);
+    let names: Vec<&str> =
+        c["metrics"].as_array().unwrap().iter().map(|m| m["metric"].as_str().unwrap()).collect();
+    for gpu in
+        ["gpu_util", "gpu_busy_ms_per_step", "launches_per_step", "tensorcore_pct", "idle_ms"]
+    {
+        assert!(!names.contains(&gpu), "{gpu} in {names:?}");
+    }
+    assert!(names.contains(&"host_in_ops_frac") && names.contains(&"step_ms"), "{names:?}");
+    let text = run(&["profile", "compare", a, b]).stdout;
+    for label in ["GPU util", "GPU busy", "Tensor Cores", "launches/step"] {
+        assert!(!text.contains(label), "{label}: {text}");
+    }
+}

@@ -225,7 +225,7 @@ pub fn of_parts(p: &Parts<'_>, host_ranges: &[(String, u64, f64)]) -> TraceFacts
         dataloader: dataloader(&named),
         attention: attention(
             sum(&|k, _| k.category == Category::Attention),
-            sum(&|k, n| k.category == Category::ReductionNorm && n.contains(SOFTMAX_KERNEL)),
+            sum(&|k, _| k.category == Category::Softmax),
             any_op(FUSED_ATTENTION_OPS),
             any_op(SOFTMAX_OPS) && any_op(BATCHED_MATMUL_OPS),
         ),

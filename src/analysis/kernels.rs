@@ -24,6 +24,9 @@ use crate::profile::Category;
 ///   follow it, so the prefix decides before the op names can.
 /// - Attention before norm and gemm: FlashAttention names carry "cutlass"
 ///   and "softmax" in their template arguments.
+/// - Softmax before norm: its kernels are reductions, but eager
+///   attention is told by them (`facts::SOFTMAX_KERNEL`); after attention,
+///   whose fused kernels name "softmax" in their templates.
 /// - Explicit layout transposes (cuDNN's nchwToNhwc, MIOpen's
 ///   batched_transpose) and embedding lookups before norm and gemm/conv,
 ///   norm before gemm/conv (cuDNN batchnorm kernels say "cudnn"), and
@@ -43,12 +46,13 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
     (Category::Elementwise, r"^triton_poi_"),
     (
         Category::Attention,
-        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|qk_int\d*_sv_|mha_fwd|mha_bwd|batchprefill|batchdecode",
+        r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|(?:^|_)sage_(?:fwd|bwd)|qk_int\d*_sv_|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
     // Names whose other words would pull them elsewhere: rotary embeddings
     // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
     // MoE's finalize scatter are data movement; cuDNN's FFT and split-K
-    // helpers are parts of a convolution.
+    // helpers and im2col/col2im (MIOpen's `Im2d2Col`) are parts of a
+    // convolution.
     (Category::Elementwise, r"rotary_emb"),
     (
         Category::LayoutCopy,
@@ -56,11 +60,12 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
     ),
     (
         Category::GemmConv,
-        r"fft2d_|reduce_wgrad|reducesplitk|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm",
+        r"fft2d_|reduce_wgrad|reducesplitk|im2col|col2im|im\dd2col|col2im\dd|cutlass(?:::|13)device_kernel.*gemm|deep_gemm::|dpsk::(?:grouped_)?gemm",
     ),
+    (Category::Softmax, r"softmax"),
     (
         Category::ReductionNorm,
-        r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|softmax|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
+        r"bn_fw|bn_bw|batchnorm|batch_norm|layer_norm|layernorm|group_norm|groupnorm|instance_norm|rms_?norm|rowwisemoments|fusedparams|internalgradients|welford|\breduce|variance|gammabeta|max_pool|avg_pool|average_pool|pooling|classnllcriterion|devicescan|devicereduce|reducebykey|scan_impl",
     ),
     (
         Category::GemmConv,
@@ -72,7 +77,7 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
     ),
     (
         Category::Elementwise,
-        r"elementwise|vectorized|pointwise|activation|silu|relu|gelu|sigmoid|tanh|unary|binary|clamp|fill|arange|dropout|multi_tensor_apply|subtensorop|swiglu|quant",
+        r"elementwise|vectorized|pointwise|activation|silu|relu|gelu|sigmoid|tanh|unary|binary|clamp|fill|arange|dropout|multi_tensor_apply|subtensorop|swiglu|quant|fp8_?row|scalematrix",
     ),
 ];
 
@@ -159,13 +164,15 @@ pub const TENSOR_CORE_TABLE: &[(&str, &str)] = &[
         r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|fmha",
         "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)",
     ),
-    // Triton's fused attention (tl.dot → MFMA / MMA).
+    // Triton's fused attention (tl.dot → MFMA / MMA), aiter's SageAttention.
     (r"^_?attn_fwd|^_?attn_bwd", "attn_fwd"),
+    (r"^_?sage_(?:fwd|bwd)", "sage_fwd"),
     (r"unified_attention", "kernel_unified_attention_2d"),
     // AMD CDNA: Tensile/hipBLASLt matrix-instruction tiles, MIOpen xdlops
     // (gtcx), CK xdl, raw MFMA.
+    // Tensile names the MFMA shape with its block count (`_MI32x32x8x1_`).
     (
-        r"_mi\d+x\d+x\d+_",
+        r"_mi\d+x\d+x\d+(?:x\d+)?_",
         "Cijk_Alik_Bljk_B_BS_BH_Bias_HA_S_SAV_UserArgs_MT256x128x64_MI16x16x1_SN_LDSB1_AFC1_AFEM1_AFEM1_ASEM1_CLR1_CADS0_DTVA0_DTVB0_EPS0_FDSI0_GRPM1_GRVWA8_GRVWB8_GSUAMB_GLS0_ISA942_IU1_K1",
     ),
     (
@@ -198,6 +205,9 @@ pub const TENSOR_CORE_IN_CATEGORY: &[(&str, &[Category], &str)] = &[
 pub const TENSOR_CORE_EXCLUSIONS: &[(&str, &str)] = &[
     // MIOpen's elementwise sub-tensor ops contain "tensorop".
     (r"subtensorop", "SubTensorOpWithCastTensor1d"),
+    // Triton Inductor's pointwise and reduction kernels issue no tl.dot,
+    // whatever op names (`fmha`, `flash`) their names carry.
+    (r"^triton_(?:poi|red|per)_", "triton_poi_fused__scaled_dot_product_fmha_0"),
 ];
 
 static CATEGORIES: LazyLock<Vec<(Category, Regex)>> = LazyLock::new(|| {
@@ -658,8 +668,15 @@ mod tests {
             ),
             (
                 "void at::native::(anonymous namespace)::softmax_warp_forward<float>",
-                Category::ReductionNorm,
+                Category::Softmax,
             ),
+            // Fused attention names softmax in its templates.
+            (
+                "void pytorch_flash::flash_fwd_kernel<pytorch_flash::Flash_fwd_kernel_traits<64, 128, 128, 4, false, false, cutlass::bfloat16_t, pytorch_flash::Flash_kernel_traits<64, 128, 128, 4, cutlass::bfloat16_t> >, false, true, false, false, false, true, false, false>(pytorch_flash::Flash_fwd_params)",
+                Category::Attention,
+            ),
+            // Inductor's prefix decides over the ops it fused.
+            ("triton_per_fused__softmax_0", Category::ReductionNorm),
             ("void cudnn::ops::nchwToNhwcKernel<__half>", Category::LayoutCopy),
             ("sm80_xmma_fprop_implicit_gemm_indexed_tf32f32", Category::GemmConv),
             ("Memcpy DtoD (Device -> Device)", Category::LayoutCopy),

@@ -1812,12 +1812,15 @@ struct NormBwd {
     input: u8,
     /// Position of the weight (grad_weight and grad_bias have its shape).
     weight: u8,
-    /// Position of `bool[3] output_mask`; none: all three are computed.
+    /// Position of `bool[3] output_mask` (`bool[2]` without a bias);
+    /// none: all are computed.
     mask: Option<u8>,
+    /// Whether the op has a bias gradient (RMS norm has none).
+    bias: bool,
 }
 
 fn norm_bwd(name: &str) -> Option<NormBwd> {
-    let sig = |input, weight, mask| NormBwd { input, weight, mask };
+    let sig = |input, weight, mask| NormBwd { input, weight, mask, bias: true };
     Some(match name {
         // (grad_out, input, normalized_shape, mean, rstd, weight, bias, output_mask)
         "native_layer_norm_backward" => sig(1, 5, Some(7)),
@@ -1829,6 +1832,8 @@ fn norm_bwd(name: &str) -> Option<NormBwd> {
         "cudnn_batch_norm_backward" | "miopen_batch_norm_backward" => sig(0, 2, None),
         // (grad_out, input, mean, rstd, weight, N, C, HxW, group, output_mask)
         "native_group_norm_backward" => sig(1, 4, Some(9)),
+        // (grad_out, input, normalized_shape, rstd, weight, output_mask[2])
+        "_fused_rms_norm_backward" => NormBwd { bias: false, ..sig(1, 4, Some(5)) },
         _ => return None,
     })
 }
@@ -1838,9 +1843,9 @@ fn norm_bwd(name: &str) -> Option<NormBwd> {
 fn norm_backward(a: &Args<'_>, sig: NormBwd) -> Option<Work> {
     let x = a.tensor(sig.input.into())?;
     let dtype = x.dtype?;
-    let mut mask = [true; 4];
+    let mut mask = [true, true, sig.bias, true];
     if let Some(at) = sig.mask {
-        if a.conc_bools(at.into(), &mut mask)? != 3 {
+        if a.conc_bools(at.into(), &mut mask)? != if sig.bias { 3 } else { 2 } {
             return None;
         }
     }
@@ -2686,6 +2691,50 @@ mod tests {
     }
 
     #[test]
+    fn group_norm_and_rms_norm_backward_are_priced() {
+        // GroupNorm as PyTorch 2.x records it: group_norm(input, num_groups,
+        // weight, bias, eps, cudnn_enabled) → native_group_norm(input,
+        // weight, bias, N, C, HxW, group, eps).
+        let n = 8.0 * 64.0 * 32.0 * 32.0;
+        let w = work(
+            "aten::group_norm",
+            "[[8, 64, 32, 32], [], [64], [64], [], []]",
+            r#"["float", "Scalar", "float", "float", "Scalar", "Scalar"]"#,
+            Some(r#"["", "32", "", "", "1.0000000000000001e-05", "True"]"#),
+        );
+        check(&w, 5.0 * n, (n + 64.0 + 64.0) * F32 + n * F32);
+        let w = work(
+            "aten::native_group_norm",
+            "[[8, 64, 32, 32], [64], [64], [], [], [], [], []]",
+            r#"["float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar", "Scalar"]"#,
+            Some(r#"["", "", "", "8", "64", "1024", "32", "1.0000000000000001e-05"]"#),
+        );
+        check(&w, 5.0 * n, (n + 64.0 + 64.0) * F32 + n * F32);
+        // native_group_norm_backward(grad_out, input, mean [N, G], rstd [N, G],
+        // weight, N, C, HxW, group, output_mask): all three gradients.
+        let w = work(
+            "aten::native_group_norm_backward",
+            "[[8, 64, 32, 32], [8, 64, 32, 32], [8, 32], [8, 32], [64], [], [], [], [], []]",
+            r#"["float", "float", "float", "float", "float", "Scalar", "Scalar", "Scalar", "Scalar", "GenericList"]"#,
+            Some(r#"["", "", "", "", "", "8", "64", "1024", "32", "[True, True, True]"]"#),
+        );
+        let read = (2.0 * n + 2.0 * 8.0 * 32.0 + 64.0) * F32;
+        check(&w, (7.0 + 2.0 + 1.0) * n, read + (n + 64.0 + 64.0) * F32);
+        // _fused_rms_norm_backward(grad_out, input, normalized_shape, rstd,
+        // weight, output_mask[2]): grad_input and grad_weight, no bias.
+        let rows = 4.0 * 2048.0;
+        let n = rows * 4096.0;
+        let w = work(
+            "aten::_fused_rms_norm_backward",
+            "[[4, 2048, 4096], [4, 2048, 4096], [], [4, 2048, 1], [4096], []]",
+            r#"["c10::BFloat16", "c10::BFloat16", "ScalarList", "float", "c10::BFloat16", "GenericList"]"#,
+            Some(r#"["", "", "[4096]", "", "", "[True, True]"]"#),
+        );
+        let read = 2.0 * n * BF16 + rows * F32 + 4096.0 * BF16;
+        check(&w, (7.0 + 2.0) * n, read + (n + 4096.0) * BF16);
+    }
+
+    #[test]
     fn layer_norm_backward_follows_its_output_mask() {
         // hta_trace_diff_a100_2022: output_mask not recorded.
         let dims = "[[1024, 512], [1024, 512], [], [1024, 1], [1024, 1], [512], [512], []]";
@@ -2942,6 +2991,8 @@ mod tests {
         "aten::embedding_dense_backward",
         "aten::native_layer_norm",
         "aten::native_batch_norm_backward",
+        "aten::native_group_norm_backward",
+        "aten::_fused_rms_norm_backward",
         "aten::_softmax",
         "aten::softmax",
         "aten::_softmax_backward_data",

@@ -25,7 +25,8 @@ pub enum Unit {
     Mb,
     /// A percentage (0–100).
     Percent,
-    /// A fraction (0–1), shown as a percentage: written `%` as well.
+    /// A fraction (0–1), as `gpu_util` is everywhere it is written as a
+    /// number (`"unit": "fraction"`); text shows it as a percentage.
     Fraction,
 }
 
@@ -36,7 +37,8 @@ impl Unit {
             Unit::Ms => "ms",
             Unit::MsPerStep => "ms/step",
             Unit::Mb => "MB",
-            Unit::Percent | Unit::Fraction => "%",
+            Unit::Percent => "%",
+            Unit::Fraction => "fraction",
         }
     }
 }
@@ -61,8 +63,13 @@ pub struct MetricDelta {
     pub unit: Unit,
     pub before: Option<f64>,
     pub after: Option<f64>,
-    /// Relative change in percent, when both sides are known and before ≠ 0.
+    /// Relative change in percent, when both sides are known and before ≠ 0;
+    /// none for a share (`%`, `fraction`), which changes in points.
     pub change_pct: Option<f64>,
+    /// A share's change in percentage points (after − before, ×100 on a
+    /// fraction), when both sides are known.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub change_pts: Option<f64>,
     pub better: Better,
     /// True/false when the change is an improvement/regression; None if equal or unknown.
     pub improved: Option<bool>,
@@ -121,6 +128,11 @@ struct Spec {
     std_key: Option<&'static str>,
 }
 
+/// Not a CPU run: a CPU run has no GPU figures to compare, only zeros.
+fn on_gpu(p: &Profile) -> bool {
+    !crate::profile::schema::cpu_run(&p.config, &p.extras)
+}
+
 fn ms_per_image(p: &Profile) -> Option<f64> {
     p.batch().filter(|_| p.figures.step_ms > 0.0).map(|b| round(p.figures.step_ms / b, 3))
 }
@@ -171,7 +183,7 @@ const SPECS: &[Spec] = &[
         label: "GPU util",
         unit: Unit::Fraction,
         better: Better::Higher,
-        get: |p| Some(p.figures.gpu_util),
+        get: |p| on_gpu(p).then_some(p.figures.gpu_util),
         std_key: Some("gpu_util"),
     },
     Spec {
@@ -179,7 +191,7 @@ const SPECS: &[Spec] = &[
         label: "GPU busy",
         unit: Unit::MsPerStep,
         better: Better::Lower,
-        get: |p| Some(p.figures.gpu_busy_ms_per_step),
+        get: |p| on_gpu(p).then_some(p.figures.gpu_busy_ms_per_step),
         std_key: Some("gpu_busy_ms_per_step"),
     },
     Spec {
@@ -204,7 +216,7 @@ const SPECS: &[Spec] = &[
         label: "GPU idle",
         unit: Unit::MsPerStep,
         better: Better::Lower,
-        get: |p| p.idle.as_ref().map(|i| i.ms_per_step),
+        get: |p| p.idle.as_ref().filter(|_| on_gpu(p)).map(|i| i.ms_per_step),
         std_key: Some("idle_ms"),
     },
     Spec {
@@ -212,7 +224,7 @@ const SPECS: &[Spec] = &[
         label: "launches/step",
         unit: Unit::Count,
         better: Better::Lower,
-        get: |p| Some(p.figures.launches_per_step),
+        get: |p| on_gpu(p).then_some(p.figures.launches_per_step),
         std_key: Some("launches_per_step"),
     },
     Spec {
@@ -228,7 +240,7 @@ const SPECS: &[Spec] = &[
         label: "Tensor Cores",
         unit: Unit::Percent,
         better: Better::Higher,
-        get: |p| Some(p.figures.tensorcore_pct),
+        get: |p| on_gpu(p).then_some(p.figures.tensorcore_pct),
         std_key: Some("tensorcore_pct"),
     },
     Spec {
@@ -281,7 +293,18 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                     significance: "not measured on both sides".into(),
                 },
             };
+            // A share's change is in points: 36.5% → 52.4% is +15.9 pts, not +44%.
+            let points = match s.unit {
+                Unit::Percent => Some(1.0),
+                Unit::Fraction => Some(100.0),
+                _ => None,
+            };
+            let change_pts = match (x, y, points) {
+                (Some(x), Some(y), Some(k)) => Some(round((y - x) * k, 1)),
+                _ => None,
+            };
             let change_pct = match (x, y) {
+                _ if points.is_some() => None,
                 (Some(x), Some(y)) if x != 0.0 => Some(round((y - x) / x * 100.0, 1)),
                 _ => None,
             };
@@ -299,6 +322,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 before: x,
                 after: y,
                 change_pct,
+                change_pts,
                 better: s.better,
                 improved,
                 significance,

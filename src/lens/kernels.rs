@@ -91,6 +91,10 @@ pub struct KernelQuery {
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct Kernels {
     pub trace: Option<String>,
+    /// Why there is no table: the profile has no kernels at all (a CPU
+    /// run); [`NO_KERNELS`].
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub none: Option<&'static str>,
     pub query: KernelQuery,
     /// Kernels that pass the filters (before `top`).
     pub matched: usize,
@@ -106,6 +110,10 @@ pub struct Kernels {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_ms_per_step: Option<f64>,
 }
+
+/// What a profile without kernels says instead of an empty table
+/// (`summary` and `kernels` alike).
+pub const NO_KERNELS: &str = "none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes";
 
 /// The profile's efficiency notes, for the tables that show rates.
 pub fn efficiency_notes(p: &Profile) -> Vec<String> {
@@ -182,6 +190,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     let kernels = rows[..shown].iter().map(|k| (*k).clone()).collect();
     Ok(Kernels {
         trace: p.trace.clone(),
+        none: p.kernels.is_empty().then_some(NO_KERNELS),
         query: q.clone(),
         matched,
         total: scope.len(),

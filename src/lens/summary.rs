@@ -77,7 +77,7 @@ impl Summary {
     /// no GPU work. GPU utilisation, kernels and host overhead say nothing
     /// about it.
     pub fn cpu_run(&self) -> bool {
-        self.config.on_cpu() == Some(true) || self.extras.host_in_ops_frac.is_some()
+        crate::profile::schema::cpu_run(&self.config, &self.extras)
     }
 
     /// The intra-op threads the capture used, where it says.

@@ -11,7 +11,7 @@ use crate::analysis::model::host::HostCause;
 use crate::analysis::model::scenarios::{
     class_flag, class_name, describe_class, describe_idle, describe_roofline,
 };
-use crate::analysis::model::{Change, NodeKind, StepModel};
+use crate::analysis::model::{CLASSES, Change, NodeKind, StepModel};
 use crate::error::{Error, Result};
 use crate::profile::{IdleCause, PathShare, Profile, ScenarioRow, StepModelView};
 use crate::util::round;
@@ -343,7 +343,7 @@ fn free_core_share(p: &Profile) -> f64 {
 /// The GPU class whose name contains `needle` (`memcpy`: copies and sets).
 fn class_matching(m: &StepModel, needle: &str, what: &str) -> Result<u8> {
     let times = m.class_time();
-    let present: Vec<u8> = (0..8u8).filter(|&c| times[usize::from(c)] > 0).collect();
+    let present: Vec<u8> = (0..CLASSES as u8).filter(|&c| times[usize::from(c)] > 0).collect();
     let lower = needle.to_lowercase();
     let hits: Vec<u8> = present
         .iter()

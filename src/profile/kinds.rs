@@ -165,6 +165,9 @@ named_values! {
         ReductionNorm = "reduction / norm",
         LayoutCopy = "layout / copy",
         Elementwise = "elementwise",
+        /// Eager softmax kernels: what fused attention does without
+        /// (`facts::SOFTMAX_KERNEL`), apart from other reductions.
+        Softmax = "softmax",
         Other = "other",
     }
 }

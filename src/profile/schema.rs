@@ -622,6 +622,13 @@ pub struct StreamRow {
     pub kernels_per_step: f64,
 }
 
+/// A run on the CPU: its capture says so, or its trace has CPU ops and no
+/// GPU work (the share of the step in CPU ops is then known). GPU
+/// utilisation, kernels and host overhead say nothing about it.
+pub fn cpu_run(config: &RunConfig, extras: &ExtraFigures) -> bool {
+    config.on_cpu() == Some(true) || extras.host_in_ops_frac.is_some()
+}
+
 impl Profile {
     /// The mode as written, else inferred: inference profiles carry latency
     /// or inference stages; everything else is read as training (the

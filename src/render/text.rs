@@ -29,6 +29,22 @@ fn opt(v: Option<f64>, digits: usize) -> String {
     v.map_or_else(|| "n/a".to_string(), |v| num(v, digits))
 }
 
+/// A memory size given in MB (10⁶ bytes): in GB from 10 GB on, so that a
+/// 192 GB device reads as one (`191.6 GB`, not `191628.7 MB`).
+pub fn size_mb(mb: f64) -> String {
+    if mb.abs() >= 10_000.0 {
+        format!("{} GB", num(mb / 1000.0, 1))
+    } else {
+        format!("{} MB", num(mb, 1))
+    }
+}
+
+/// `n thing`/`n things`: a count with its noun.
+pub fn count(n: impl Into<f64>, noun: &str) -> String {
+    let n = n.into();
+    format!("{} {noun}{}", num(n, 0), if n == 1.0 { "" } else { "s" })
+}
+
 pub fn pct(frac: f64) -> String {
     format!("{:.0}%", frac * 100.0)
 }
@@ -92,10 +108,7 @@ pub fn summary(s: &Summary) -> String {
         );
     }
     if !cpu {
-        let vram = s
-            .figures
-            .peak_vram_mb
-            .map_or_else(|| "n/a".to_string(), |v| format!("{} MB", num(v, 1)));
+        let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), size_mb);
         let _ = writeln!(
             o,
             "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
@@ -171,8 +184,8 @@ pub fn summary(s: &Summary) -> String {
     }
     let _ = writeln!(
         o,
-        "window   {} steps, {} ms  |  {}",
-        s.figures.window.real_steps,
+        "window   {}, {} ms  |  {}",
+        count(s.figures.window.real_steps as f64, "step"),
         num(s.figures.window.wall_ms, 1),
         s.mode
     );
@@ -254,10 +267,7 @@ pub fn summary(s: &Summary) -> String {
     let _ = writeln!(o, ">> {}: {}", s.bound.as_str().to_uppercase(), s.bound_why);
     if s.categories.is_empty() && s.top_kernels.is_empty() {
         // The reference printed two empty headings here.
-        let _ = writeln!(
-            o,
-            "kernels  none in this trace (a CPU run, or recorded without CUDA activities); `profile ops` on the same file shows where the CPU time goes"
-        );
+        let _ = writeln!(o, "kernels  {}", crate::lens::kernels::NO_KERNELS);
     } else {
         let _ = writeln!(o, "kernel mix:");
         for c in &s.categories {
@@ -296,7 +306,7 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
         String::new()
     };
     let mut out = vec![format!(
-        "idle     {} ms/step in {} gaps{lead} (device {})",
+        "idle     {} ms/step in {} gaps/step{lead} (device {})",
         num(idle.ms_per_step, 2),
         num(idle.gaps_per_step, 1),
         idle.device
@@ -398,6 +408,9 @@ pub fn phases(p: &Phases) -> String {
 }
 
 pub fn kernels(k: &Kernels) -> String {
+    if let Some(none) = k.none {
+        return format!("kernels  {none}\n");
+    }
     let priced = k.kernels.iter().any(|r| r.achieved.is_priced());
     let rates = if priced { RATES_HEADER } else { "" };
     let mut o =
@@ -727,7 +740,7 @@ pub fn compare(c: &Comparison) -> String {
             m.label,
             show(m.before),
             show(m.after),
-            change(m.change_pct)
+            m.change_pts.map_or_else(|| change(m.change_pct), |p| format!(" ({p:+.1} pts)"))
         );
     }
     let _ = writeln!(o, "{:<14} {} -> {}", "verdict", c.bound[0], c.bound[1]);
@@ -1061,9 +1074,8 @@ pub fn job(j: &Job) -> String {
 /// A device's peak allocated and reserved memory, `sep` between them (the
 /// text and the explorer's Memory pane print the same line).
 pub fn memory_peaks(d: &DeviceMemory, sep: &str) -> String {
-    let reserved =
-        d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), |r| format!("{} MB", num(r, 1)));
-    format!("peak allocated {} MB{sep}peak reserved {reserved}", num(d.peak_allocated_mb, 1))
+    let reserved = d.peak_reserved_mb.map_or_else(|| "n/a".to_string(), size_mb);
+    format!("peak allocated {}{sep}peak reserved {reserved}", size_mb(d.peak_allocated_mb))
 }
 
 /// When in the window the allocated peak came, in which phase and op.
@@ -1098,18 +1110,26 @@ pub fn memory(m: &Memory) -> String {
             let _ = writeln!(o, "  {}", memory_peak_at(m, d, "  |  "));
             let _ = writeln!(o, "  allocated  {}", sparkline(&Memory::allocated(d), 60));
             let width = d.phases.iter().map(|p| p.phase.chars().count()).max().unwrap_or(5).max(5);
+            // The columns in the unit of the device's peak (see `size_mb`).
+            let (unit, per) = if size_mb(d.peak_allocated_mb).ends_with("GB") {
+                ("GB", 1000.0)
+            } else {
+                ("MB", 1.0)
+            };
             let _ = writeln!(
                 o,
                 "  {:<width$}  {:>14}  {:>13}",
-                "phase", "peak alloc MB", "peak resv MB"
+                "phase",
+                format!("peak alloc {unit}"),
+                format!("peak resv {unit}")
             );
             for p in &d.phases {
                 let _ = writeln!(
                     o,
                     "  {:<width$}  {:>14}  {:>13}",
                     p.phase,
-                    num(p.peak_allocated_mb, 1),
-                    opt(p.peak_reserved_mb, 1)
+                    num(p.peak_allocated_mb / per, 1),
+                    opt(p.peak_reserved_mb.map(|r| r / per), 1)
                 );
             }
         }

@@ -316,7 +316,7 @@ fn lanes_read_the_same_without_colour() {
     }
     // Every category has its own glyph on the legend line.
     let legend = text.lines().find(|l| l.starts_with("legend")).unwrap();
-    for g in ['≈', '▓', '█', '▒', '=', '░', '#'] {
+    for g in ['≈', '▓', '█', '▒', '=', '░', '~', '#'] {
         assert_eq!(legend.matches(g).count(), 1, "{g} in {legend}");
     }
 }

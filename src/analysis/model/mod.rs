@@ -42,6 +42,8 @@ pub use view::{rows, view};
 
 use host::{ByCause, HostCause, HostCauses};
 
+use crate::profile::Category;
+
 /// No node.
 pub const NONE: u32 = u32::MAX;
 
@@ -97,8 +99,11 @@ const CALL_SYNC: u8 = 0;
 const CALL_LAUNCH: u8 = 1;
 
 /// The class of a GPU node: a kernel category by its index in
-/// [`Category::ALL`](crate::profile::Category::ALL), or a copy/set.
-pub const COPY_CLASS: u8 = 7;
+/// [`Category::ALL`], or a copy/set.
+pub const COPY_CLASS: u8 = Category::ALL.len() as u8;
+
+/// How many GPU classes there are: the categories and [`COPY_CLASS`].
+pub const CLASSES: usize = Category::ALL.len() + 1;
 
 /// One node of the graph, with its times in the trace (ns).
 #[derive(Debug, Clone, Copy)]

@@ -11,7 +11,7 @@ use super::{BLOCKED_CALL, Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 pub struct Change {
     /// Each GPU class's duration factor ([`super::COPY_CLASS`] and the
     /// kernel categories' indices).
-    pub class_factor: [f64; 8],
+    pub class_factor: [f64; super::CLASSES],
     /// A factor for chosen nodes (a name pattern's kernels, an op's
     /// kernels and launch calls), by node index.
     pub node_factor: Vec<(u32, f64)>,
@@ -37,7 +37,7 @@ impl Default for Change {
     /// No change: the trace's own times.
     fn default() -> Change {
         Change {
-            class_factor: [1.0; 8],
+            class_factor: [1.0; super::CLASSES],
             node_factor: Vec::new(),
             host_removed: [0.0; 5],
             host_cut: HashMap::default(),
@@ -85,7 +85,7 @@ impl StepModel {
             let e = match node.kind {
                 NodeKind::Gpu => {
                     let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);
-                    let class = usize::from(node.class).min(7);
+                    let class = usize::from(node.class).min(super::CLASSES - 1);
                     s + scaled(node.dur(), change.class_factor[class] * by_node)
                 }
                 NodeKind::Launch => {

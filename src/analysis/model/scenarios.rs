@@ -4,7 +4,7 @@
 
 use super::host::HostCause;
 use super::replay::Change;
-use super::{COPY_CLASS, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
+use super::{CLASSES, COPY_CLASS, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 use crate::profile::{Category, IdleCause};
 
 /// A named change and the work it takes away in the trace (ns over the
@@ -75,11 +75,11 @@ impl StepModel {
     }
 
     /// GPU time per class in the model (ns).
-    pub fn class_time(&self) -> [i64; 8] {
-        let mut t = [0i64; 8];
+    pub fn class_time(&self) -> [i64; CLASSES] {
+        let mut t = [0i64; CLASSES];
         for n in &self.nodes {
             if n.kind == NodeKind::Gpu {
-                t[usize::from(n.class).min(7)] += n.dur();
+                t[usize::from(n.class).min(CLASSES - 1)] += n.dur();
             }
         }
         t

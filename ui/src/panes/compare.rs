@@ -132,7 +132,12 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     }
     out.push(Line::styled(head, t.header()));
     for m in &c.metrics {
-        let change = m.change_pct.map_or(String::new(), |p| format!("{p:+.1}%"));
+        // A share changes in points, anything else in percent (as the text).
+        let change = match (m.change_pts, m.change_pct) {
+            (Some(p), _) => format!("{p:+.1} pts"),
+            (None, Some(p)) => format!("{p:+.1}%"),
+            (None, None) => String::new(),
+        };
         let mut spans = vec![
             Span::raw(format!("{:<14}", m.label)),
             Span::raw(format!("{:>vw$} ", clip(&metric_value(m, m.before), vw))),

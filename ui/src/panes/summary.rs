@@ -128,7 +128,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
                 "peak VRAM",
                 s.figures
                     .peak_vram_mb
-                    .map_or_else(|| "n/a".into(), |v| format!("{} MB", num(v, 1))),
+                    .map_or_else(|| "n/a".into(), libreyolo_core::render::text::size_mb),
             ),
             ("memcpy", format!("{} ms/step", num(s.figures.memcpy_ms_per_step, 3))),
         ]);

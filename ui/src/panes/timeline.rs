@@ -312,12 +312,17 @@ fn glyph(c: u8) -> char {
         3 => '▒', // reduction / norm
         4 => '=', // layout / copy
         5 => '░', // elementwise
+        6 => '~', // softmax
         _ => '#', // other
     }
 }
 
+/// A category's word on the legend (which must fit 80 columns).
 fn short_category(name: &str) -> &str {
-    name.split(" /").next().unwrap_or(name)
+    match name {
+        "communication" => "comm",
+        _ => name.split(" /").next().unwrap_or(name),
+    }
 }
 
 fn category_style(c: u8, t: &Theme) -> Style {
@@ -328,6 +333,7 @@ fn category_style(c: u8, t: &Theme) -> Style {
         3 => t.header(),
         4 => t.muted(),
         5 => t.better(),
+        6 => t.header(),
         _ => t.worse(),
     }
 }
@@ -350,7 +356,9 @@ fn lane_cells(
     let (t0, t1) = view;
     let w = ((t1 - t0) as f64 / cells as f64).max(1e-9);
     // Coverage per cell and key (category, or the phase's name for phases).
-    let mut cover: Vec<[f64; 8]> = vec![[0.0; 8]; cells];
+    // One key per category, and the last for spans of none (busy, phases).
+    const NO_CATEGORY: usize = libreyolo_core::profile::Category::ALL.len();
+    let mut cover: Vec<[f64; NO_CATEGORY + 1]> = vec![[0.0; NO_CATEGORY + 1]; cells];
     let mut phase_at: Vec<Option<u32>> = vec![None; cells];
     let mut selected = vec![false; cells];
     // From the first span still running at t0: lanes hold serial work
@@ -369,7 +377,11 @@ fn lane_cells(
         }
         let a = ((s.start.max(t0) - t0) as f64 / w).max(0.0);
         let b = ((s.end.min(t1) - t0) as f64 / w).min(cells as f64);
-        let key = if s.category == u8::MAX { 7 } else { usize::from(s.category).min(6) };
+        let key = if s.category == u8::MAX {
+            NO_CATEGORY
+        } else {
+            usize::from(s.category).min(NO_CATEGORY - 1)
+        };
         let is_cursor = cursor.is_some_and(|c| std::ptr::eq(c, s));
         // A span narrower than a cell still marks its cell (as `·`).
         let c0 = (a.floor() as usize).min(cells - 1);
@@ -388,13 +400,13 @@ fn lane_cells(
         let (key, _) = cover[c]
             .iter()
             .enumerate()
-            .fold((7, 0.0), |best, (k, v)| if *v > best.1 { (k, *v) } else { best });
+            .fold((NO_CATEGORY, 0.0), |best, (k, v)| if *v > best.1 { (k, *v) } else { best });
         let (ch, style) = if total <= 0.0 {
             (' ', t.base())
         } else if kind == LaneKind::Phases {
             let name = phase_at[c].map_or("", |n| tl.name(n));
             (name.chars().next().unwrap_or('?'), t.accent())
-        } else if key == 7 {
+        } else if key == NO_CATEGORY {
             (
                 if total >= 0.5 { '▬' } else { '·' },
                 if kind == LaneKind::Busy { t.bar() } else { t.base() },
