@@ -240,6 +240,20 @@ fn module_totals_are_the_kernels_launched_inside_each_module() {
     let model = got["nn.Module: TimesformerForVideoClassification_0"];
     let all = raw.kernels.iter().map(|k| k.dur).sum::<f64>() / 1000.0 / raw.steps;
     assert!(model > 0.99 * all, "{model} of {all}");
+
+    // `modules`: the same totals, all forward (an inference trace).
+    let p = path.to_str().unwrap();
+    let m = common::json(&["modules", p, "--min-pct", "0"]);
+    let mut fwd: HashMap<&str, f64> = HashMap::new();
+    for r in m["rows"].as_array().unwrap().iter().filter(|r| r["kind"] == "module") {
+        *fwd.entry(r["name"].as_str().unwrap()).or_default() += f(r, "forward_gpu_ms_per_step");
+        assert_eq!(f(r, "backward_gpu_ms_per_step"), 0.0, "{r}");
+    }
+    assert_eq!(want.len(), fwd.len(), "every module is a row");
+    for (name, w) in &want {
+        assert!(close(*w, fwd[name], 0.002), "{name}: derived {w} ms/step, modules {}", fwd[name]);
+    }
+    assert!(close(f(&m, "outside_ms_per_step"), all - model, 0.002), "{m}");
 }
 
 #[test]
@@ -539,5 +553,62 @@ fn the_tree_does_not_depend_on_the_order_of_the_files_events() {
         let (as_recorded, latest_first) = (tree(&path, &[]), tree(&reversed, &[]));
         assert!(as_recorded.len() > 50, "{}: {} rows", path.display(), as_recorded.len());
         assert_eq!(as_recorded, latest_first, "{}", path.display());
+    }
+}
+
+#[test]
+fn modules_give_each_scope_its_forward_and_backward_time() {
+    // DLRM's scopes are annotations; its backward ops sit under the
+    // annotations around the forward op they differentiate (checked
+    // against the raw events in `backward_ops_sit_under_their_forward_ops_scopes`).
+    // A module row is its scope's path in each phase's tree, merged: its
+    // backward time is the backward tree's, its forward time the forward
+    // tree's, at the same path of scopes (ops see-through).
+    let path = trace("param_dlrm_v100_8rank", "worker0");
+    let p = path.to_str().unwrap();
+    let is_scope = |r: &Value| r["kind"] == "annotation" || r["kind"] == "module";
+    // Each scope row's path of scopes (ops see-through), with its GPU time
+    // (a scope under an op under the same scopes: one path).
+    let scope_paths = |rows: &[Value], column: &str| -> HashMap<Vec<String>, f64> {
+        let up = parents(rows);
+        let mut out: HashMap<Vec<String>, f64> = HashMap::new();
+        for (i, r) in rows.iter().enumerate().filter(|(_, r)| is_scope(r)) {
+            let mut names = vec![r["name"].as_str().unwrap().to_string()];
+            let mut at = up[i];
+            while let Some(a) = at {
+                if is_scope(&rows[a]) {
+                    names.push(rows[a]["name"].as_str().unwrap().to_string());
+                }
+                at = up[a];
+            }
+            names.reverse();
+            *out.entry(names).or_default() += f(r, column);
+        }
+        out
+    };
+    let m = common::json(&["modules", p, "--min-pct", "0"]);
+    let rows = m["rows"].as_array().unwrap().clone();
+    for phase in ["backward", "forward"] {
+        let want = scope_paths(&tree(&path, &["--phase", phase]), "gpu_ms_per_step");
+        let got = scope_paths(&rows, &format!("{phase}_gpu_ms_per_step"));
+        assert_eq!(got.len(), rows.len(), "one row per path");
+        for key in want.keys().chain(got.keys()) {
+            let w = want.get(key).copied().unwrap_or(0.0);
+            let g = got.get(key).copied().unwrap_or(0.0);
+            assert!(close(w, g, 0.003), "{phase} {key:?}: tree {w} ms/step, modules {g}");
+        }
+        let top: f64 = rows
+            .iter()
+            .filter(|r| r["depth"] == 0)
+            .map(|r| f(r, &format!("{phase}_gpu_ms_per_step")))
+            .sum();
+        assert!(top > 0.5, "{phase}: {top} ms/step under scopes");
+    }
+    // Forward and backward add up to each row's GPU time.
+    for r in &rows {
+        let sides = f(r, "forward_gpu_ms_per_step")
+            + f(r, "backward_gpu_ms_per_step")
+            + f(r, "other_gpu_ms_per_step");
+        assert!(close(sides, f(r, "gpu_ms_per_step"), 0.002), "{r}");
     }
 }

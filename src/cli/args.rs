@@ -147,6 +147,11 @@ pub enum ReaderCommand {
     /// its calls, host time (total and self) and the kernel time launched
     /// inside it, which counts for every ancestor too.
     Tree(TreeArgs),
+    /// The model's nn.Modules and annotations: forward and backward GPU time side by side.
+    ///
+    /// Backward ops count for the modules of the forward op they
+    /// differentiate (autograd's sequence numbers); calls are forward calls.
+    Modules(ModulesArgs),
     /// Before → after, with a significance call when both sides have repeats.
     Compare(CompareArgs),
     /// Collectives matched across a job's ranks: arrival skew, waits, bus bandwidth.
@@ -375,6 +380,23 @@ pub struct TreeArgs {
     /// Callers under each node: where a kernel's or an op's cost comes from
     #[arg(long)]
     pub bottom_up: bool,
+    #[command(flatten)]
+    pub output: FormatArgs,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct ModulesArgs {
+    /// profile.json or a Chrome trace (.json / .json.gz)
+    pub trace: PathBuf,
+    /// Levels to show below the top modules
+    #[arg(long)]
+    pub depth: Option<usize>,
+    /// Hide the modules under this % of both the GPU and the CPU total
+    #[arg(long, default_value_t = 1.0)]
+    pub min_pct: f64,
+    /// Regex (case-insensitive): only the paths through a matching module
+    #[arg(long)]
+    pub focus: Option<String>,
     #[command(flatten)]
     pub output: FormatArgs,
 }

@@ -16,6 +16,7 @@ use std::process::ExitCode;
 
 use crate::error::{Error, Result};
 use crate::input::{self, LoadOptions, Loaded, ranks};
+use crate::lens::modules::ModulesQuery;
 use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, tree::TreeQuery, whatif::Request};
 use crate::profile::{self, Input};
 use crate::render::table::{self, Table};
@@ -349,6 +350,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             };
             let t = lens::tree::tree(&profile, &q)?;
             emit(format, &t, || text::tree(&t), || table::tree(&t))?
+        }
+        ReaderCommand::Modules(a) => {
+            let format = a.output.format()?;
+            let Input { profile, .. } = load(&a.trace)?;
+            let q = ModulesQuery { depth: a.depth, min_pct: a.min_pct, focus: a.focus.clone() };
+            let m = lens::modules::modules(&profile, &q)?;
+            emit(format, &m, || text::modules(&m), || table::modules(&m))?
         }
         ReaderCommand::Compare(a) => {
             if a.before.as_os_str() == "-" && a.after.as_os_str() == "-" {

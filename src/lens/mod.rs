@@ -10,6 +10,7 @@ pub mod get;
 pub mod job;
 pub mod kernels;
 pub mod memory;
+pub mod modules;
 pub mod ops;
 pub mod phases;
 pub mod stats;

@@ -33,7 +33,7 @@ impl By {
         }
     }
 
-    fn shows(self, kind: NodeKind) -> bool {
+    pub(super) fn shows(self, kind: NodeKind) -> bool {
         match kind {
             NodeKind::Frame => self == By::Frame,
             NodeKind::Module => self != By::Op,
@@ -104,17 +104,17 @@ pub struct Tree {
 
 /// A node of the view: the stored nodes it merges, summed.
 #[derive(Debug, Clone, Default)]
-struct ViewNode {
-    parent: Option<usize>,
-    kind: NodeKind,
-    name: String,
-    calls: f64,
-    cpu: f64,
-    cpu_self: f64,
-    gpu: f64,
-    kernels: f64,
-    gflop: f64,
-    children: Vec<usize>,
+pub(super) struct ViewNode {
+    pub parent: Option<usize>,
+    pub kind: NodeKind,
+    pub name: String,
+    pub calls: f64,
+    pub cpu: f64,
+    pub cpu_self: f64,
+    pub gpu: f64,
+    pub kernels: f64,
+    pub gflop: f64,
+    pub children: Vec<usize>,
 }
 
 impl ViewNode {
@@ -130,13 +130,13 @@ impl ViewNode {
 
 /// The view's nodes, with a lookup of each child by (parent, kind, name).
 #[derive(Default)]
-struct View {
-    nodes: Vec<ViewNode>,
+pub(super) struct View {
+    pub nodes: Vec<ViewNode>,
     index: HashMap<(Option<usize>, NodeKind, String), usize>,
 }
 
 impl View {
-    fn node(&mut self, parent: Option<usize>, kind: NodeKind, name: &str) -> usize {
+    pub fn node(&mut self, parent: Option<usize>, kind: NodeKind, name: &str) -> usize {
         let key = (parent, kind, name.to_string());
         if let Some(&i) = self.index.get(&key) {
             return i;
@@ -150,18 +150,13 @@ impl View {
         i
     }
 
-    fn roots(&self) -> Vec<usize> {
+    pub fn roots(&self) -> Vec<usize> {
         (0..self.nodes.len()).filter(|i| self.nodes[*i].parent.is_none()).collect()
     }
 }
 
 pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
-    let stored = p.call_tree.as_ref().filter(|t| !t.is_empty()).ok_or_else(|| {
-        Error::failed(
-            "no call tree: the trace records no CPU ops (or the profile was written before \
-             call trees; read the trace itself)",
-        )
-    })?;
+    let stored = stored_tree(p)?;
     if let Some(phase) = &q.phase {
         check_phase(p, phase)?;
     }
@@ -173,7 +168,7 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
     let view = if q.bottom_up {
         bottom_up(stored, q.by, &in_phase, focus.as_ref())
     } else {
-        top_down(stored, q.by, &in_phase)
+        top_down(stored, |k| q.by.shows(k), &in_phase)
     };
     let roots = view.roots();
     let gpu_all: f64 = roots.iter().map(|r| view.nodes[*r].gpu).sum();
@@ -259,8 +254,18 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
     })
 }
 
+/// The profile's call tree, or why there is none.
+pub(super) fn stored_tree(p: &Profile) -> Result<&CallTree> {
+    p.call_tree.as_ref().filter(|t| !t.is_empty()).ok_or_else(|| {
+        Error::failed(
+            "no call tree: the trace records no CPU ops (or the profile was written before \
+             call trees; read the trace itself)",
+        )
+    })
+}
+
 /// Which stored nodes are in the phase asked for (all without one).
-fn phase_filter(t: &CallTree, phase: Option<&str>) -> Vec<bool> {
+pub(super) fn phase_filter(t: &CallTree, phase: Option<&str>) -> Vec<bool> {
     let mut out = vec![phase.is_none(); t.nodes.len()];
     if let Some(phase) = phase {
         for (i, n) in t.nodes.iter().enumerate() {
@@ -273,8 +278,8 @@ fn phase_filter(t: &CallTree, phase: Option<&str>) -> Vec<bool> {
     out
 }
 
-/// The stored tree with the records `by` does not show made see-through.
-fn top_down(t: &CallTree, by: By, in_phase: &[bool]) -> View {
+/// The stored tree with the records `shows` refuses made see-through.
+pub(super) fn top_down(t: &CallTree, shows: impl Fn(NodeKind) -> bool, in_phase: &[bool]) -> View {
     let mut view = View::default();
     // Each stored node's place in the view: its own, or its nearest shown
     // ancestor's.
@@ -285,7 +290,7 @@ fn top_down(t: &CallTree, by: By, in_phase: &[bool]) -> View {
         }
         let parent = n.parent.and_then(|p| at[p as usize]);
         let v = match parent {
-            Some(v) if !by.shows(n.kind) => {
+            Some(v) if !shows(n.kind) => {
                 // See-through: its self time is its nearest shown ancestor's.
                 view.nodes[v].cpu_self += n.cpu_self_ms_per_step;
                 v
@@ -305,7 +310,7 @@ fn top_down(t: &CallTree, by: By, in_phase: &[bool]) -> View {
 /// the kernels directly under it) goes up its chain of callers; with a
 /// focus, the matching nodes' whole cost (the outermost of each nest).
 fn bottom_up(t: &CallTree, by: By, in_phase: &[bool], focus: Option<&regex::Regex>) -> View {
-    let td = top_down(t, by, in_phase);
+    let td = top_down(t, |k| by.shows(k), in_phase);
     let mut view = View::default();
     let matches = |n: &ViewNode| focus.is_none_or(|re| re.is_match(&n.name));
     for (i, n) in td.nodes.iter().enumerate() {
@@ -360,7 +365,7 @@ fn bottom_up(t: &CallTree, by: By, in_phase: &[bool], focus: Option<&regex::Rege
 
 /// Top-down with a focus: the nodes that match, their ancestors and their
 /// descendants.
-fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
+pub(super) fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
     let n = view.nodes.len();
     let mut shown = vec![false; n];
     // Nodes come after their parent: one pass down marks the descendants
@@ -381,6 +386,6 @@ fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
     shown
 }
 
-fn descendants(view: &View, i: usize) -> usize {
+pub(super) fn descendants(view: &View, i: usize) -> usize {
     view.nodes[i].children.iter().map(|c| 1 + descendants(view, *c)).sum()
 }

@@ -12,6 +12,7 @@ use crate::lens::collectives::Collectives;
 use crate::lens::job::Job;
 use crate::lens::kernels::{JobKernels, Kernels};
 use crate::lens::memory::Memory;
+use crate::lens::modules::Modules;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::tree::Tree;
@@ -199,6 +200,19 @@ pub fn tree(t: &Tree) -> Result<Table> {
         t.hidden
     ));
     table.notes = t.notes.clone();
+    Ok(table)
+}
+
+pub fn modules(m: &Modules) -> Result<Table> {
+    let mut table = Table::of(&m.rows)?.caption(format!(
+        "{}modules, forward and backward: per step GPU {} ms ({} ms in no module); {} shown, {} hidden",
+        of_trace(&m.trace),
+        m.gpu_ms_per_step,
+        m.outside_ms_per_step,
+        m.rows.len(),
+        m.hidden
+    ));
+    table.notes = m.notes.clone();
     Ok(table)
 }
 

@@ -13,6 +13,7 @@ use crate::lens::get::Got;
 use crate::lens::job::{Job, JobComparison, Straggler, StragglerRule, Why};
 use crate::lens::kernels::{JobKernels, Kernels};
 use crate::lens::memory::Memory;
+use crate::lens::modules::Modules;
 use crate::lens::ops::Ops;
 use crate::lens::phases::Phases;
 use crate::lens::summary::Summary;
@@ -714,6 +715,58 @@ pub fn tree(t: &Tree) -> String {
         q.min_pct
     );
     for n in &t.notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+    o
+}
+
+pub fn modules(m: &Modules) -> String {
+    let mut o = format!(
+        "modules, forward and backward: per step GPU {:.3} ms, {:.3} ms of it in no module\n",
+        m.gpu_ms_per_step, m.outside_ms_per_step
+    );
+    // A column for another phase only where a module has time in one.
+    let other = m.rows.iter().any(|r| r.other_gpu_ms_per_step > 0.0);
+    let _ = write!(
+        o,
+        "{:>9} {:>6} {:>9} {:>9} {:>8} {:>7} {:>7}",
+        "GPU ms", "%gpu", "fwd ms", "bwd ms", "x/step", "fwd TF", "bwd TF"
+    );
+    if other {
+        let _ = write!(o, " {:>9}", "other ms");
+    }
+    let _ = writeln!(o, "  name");
+    let tf = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+    for r in &m.rows {
+        let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
+        let _ = write!(
+            o,
+            "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>7} {:>7}",
+            r.gpu_ms_per_step,
+            r.pct_of_gpu,
+            r.forward_gpu_ms_per_step,
+            r.backward_gpu_ms_per_step,
+            calls,
+            tf(r.forward_tflops),
+            tf(r.backward_tflops)
+        );
+        if other {
+            let _ = write!(o, " {:>9.3}", r.other_gpu_ms_per_step);
+        }
+        let tag = if r.kind == crate::profile::NodeKind::Annotation { " [annotation]" } else { "" };
+        let _ = writeln!(o, "  {}{}{tag}", "  ".repeat(r.depth), r.name);
+    }
+    let q = &m.query;
+    let focus = q.focus.as_deref().map_or(String::new(), |f| format!(", focus /{f}/"));
+    let depth = q.depth.map_or(String::new(), |d| format!(", depth {d}"));
+    let _ = writeln!(
+        o,
+        "({} shown, {} hidden: under {}% of both totals{depth}{focus})",
+        m.rows.len(),
+        m.hidden,
+        q.min_pct
+    );
+    for n in &m.notes {
         let _ = writeln!(o, "note: {n}");
     }
     o
