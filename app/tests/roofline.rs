@@ -282,3 +282,89 @@ fn devices_recognised_and_missing_shapes_said() {
     assert!(out.contains("rates: no shapes recorded (record_shapes=False)"), "{out}");
     assert!(!out.contains("TFLOP/s"), "no empty rate columns: {out}");
 }
+
+/// TimeSformer's patch embedding (H100): `aten::conv2d` launches two
+/// `nchwToNhwc` transposes, the cuDNN convolution, an `nhwcToNchw` and the
+/// bias add. Only the convolution does the FLOPs, so its row carries them
+/// all (FLOPs from the op's `Input Dims` and stride, over the convolution
+/// kernel's own time, both read from the raw events), and the transposes
+/// none: they move bytes.
+#[test]
+fn a_convs_flops_are_its_arithmetic_kernels_not_its_transposes() {
+    let path = trace(
+        "tracelens_h100_timesformer",
+        "facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    let doc = read_json(&path);
+    let events = doc["traceEvents"].as_array().unwrap();
+    let conv = events
+        .iter()
+        .find(|e| e["cat"] == "cpu_op" && e["name"] == "aten::conv2d")
+        .expect("a conv2d");
+    let (ts, dur) = (conv["ts"].as_f64().unwrap(), conv["dur"].as_f64().unwrap());
+    let dims = &conv["args"]["Input Dims"];
+    let d = |i: usize, j: usize| dims[i][j].as_f64().unwrap();
+    let stride: f64 = conv["args"]["Concrete Inputs"][3].as_str().unwrap()[1..]
+        .split(',')
+        .next()
+        .unwrap()
+        .parse()
+        .unwrap();
+    // input [N, Cin, H, W], weight [Cout, Cin, kh, kw], no padding.
+    let out = |i: usize| ((d(0, i) - d(1, i)) / stride).floor() + 1.0;
+    let flops = 2.0 * d(0, 0) * d(1, 0) * out(2) * out(3) * d(1, 1) * d(1, 2) * d(1, 3);
+    // The kernels launched inside the call, by the runtime call's correlation.
+    let launched: Vec<i64> = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime")
+        .filter(|e| e["ts"].as_f64().is_some_and(|t| ts <= t && t <= ts + dur))
+        .filter_map(|e| e["args"]["correlation"].as_i64())
+        .collect();
+    let kernels: Vec<(&str, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| e["args"]["correlation"].as_i64().is_some_and(|c| launched.contains(&c)))
+        .map(|e| (e["name"].as_str().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    let fprop: f64 = kernels.iter().filter(|(n, _)| n.contains("fprop")).map(|k| k.1).sum();
+    assert!(kernels.len() >= 4 && fprop > 0.0, "{kernels:?}");
+
+    let k = json(&["kernels", path.to_str().unwrap(), "--top", "1000"]);
+    let rows = k["kernels"].as_array().unwrap();
+    let by = |part: &str| {
+        rows.iter().filter(|r| r["raw_name"].as_str().unwrap().contains(part)).collect::<Vec<_>>()
+    };
+    let conv_row = by("fprop");
+    assert_eq!(conv_row.len(), 1);
+    // One call in the window: the row's rate is FLOPs over its own time.
+    close(
+        conv_row[0]["tflops"].as_f64().unwrap(),
+        flops / fprop / 1e6,
+        0.01,
+        "the convolution kernel's TFLOP/s",
+    );
+    for t in by("nchwToNhwc").into_iter().chain(by("nhwcToNchw")) {
+        assert_eq!(t["tflops"].as_f64(), Some(0.0), "{t}");
+        assert_eq!(t["roofline_bound"], "memory", "{t}");
+    }
+}
+
+/// No FLOP rate above the device's peak: every priced kernel row and
+/// category of every fixture runs at most at the highest peak its device
+/// has. (Bytes can beat the bandwidth: the model counts no cache reuse.)
+#[test]
+fn no_kernel_or_category_rate_above_the_devices_peak() {
+    for t in common::traces() {
+        let p = t.to_str().unwrap();
+        let s = json(&["summary", p]);
+        let Some(peaks) = s["efficiency"]["peak_tflops"].as_object() else { continue };
+        let top = peaks.values().filter_map(Value::as_f64).fold(0.0, f64::max);
+        let k = json(&["kernels", p, "--top", "100000"]);
+        let cats = s["efficiency"]["categories"].as_array().cloned().unwrap_or_default();
+        for r in k["kernels"].as_array().unwrap().iter().chain(&cats) {
+            if let Some(tf) = r["tflops"].as_f64() {
+                assert!(tf <= top, "{}: {tf} TFLOP/s above {top}: {r}", t.display());
+            }
+        }
+    }
+}
