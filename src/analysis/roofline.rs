@@ -92,6 +92,9 @@ pub struct Roofline {
     /// Kernel time of owning calls below [`LOW_EFFICIENCY`] of their roofline.
     pub low_ns: f64,
     pub modelled_ns: f64,
+    /// The time of the arithmetic kernels (GEMM, convolution, attention)
+    /// of the owning matrix calls: what `matrix` rests on.
+    pub matrix_arith_ns: f64,
 }
 
 /// "Far from the roofline": below this share of it.
@@ -514,6 +517,7 @@ pub fn account(
             }
             if let (true, Some(class)) = (is_matrix, class) {
                 matrix.entry(class).or_default().add(&r);
+                out.matrix_arith_ns += arith_ns[call as usize];
             }
         }
     }
@@ -629,12 +633,31 @@ pub fn efficiency(
     });
     if let Some((_, Some(p))) = &device {
         if let Some((class, _)) = roof.matrix.first() {
+            // All GEMM/conv/attention kernel time, priced or not: how much
+            // of it the headline rests on.
+            let matrix_kernel_ns: i64 = a
+                .kernels
+                .iter()
+                .filter(|(n, _)| matches!(category(**n), Category::GemmConv | Category::Attention))
+                .map(|(_, k)| k.ns)
+                .sum();
+            let peak_tflops = p.tflops(*class).unwrap_or(0.0);
             e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
                 format: *class,
-                peak_tflops: p.tflops(*class).unwrap_or(0.0),
-                tflops: round(matrix.tflops(), 2),
-                pct_of_peak: round(pct, 1),
-                ms_per_step: round(matrix.ns / MS / n_steps, 3),
+                peak_tflops,
+                tflops: matrix.tflops(),
+                pct_of_peak: if peak_tflops > 0.0 {
+                    matrix.tflops() / peak_tflops * 100.0
+                } else {
+                    0.0
+                },
+                pct_of_roofline: pct,
+                ms_per_step: matrix.ns / MS / n_steps,
+                pct_of_matrix_time: if matrix_kernel_ns > 0 {
+                    roof.matrix_arith_ns / matrix_kernel_ns as f64 * 100.0
+                } else {
+                    0.0
+                },
             });
         }
         e.below_30_pct_of_gpu = Some(share(roof.low_ns));
