@@ -457,3 +457,46 @@ fn the_matrix_headline_says_how_little_of_the_matrix_time_it_rests_on() {
         format!("over {want:.1}% of the GEMM/conv/attention kernel time (the rest unpriced)");
     assert!(text.contains(&said), "{said}\nin: {text}");
 }
+
+/// `--json` keeps the work at full precision: ResNet-50's `_log_softmax`
+/// over [32, 1000] logits is 5 FLOPs an element (analysis.md §13.1), 0.00016
+/// GFLOP a call, which rounding to display precision made 0.000 beside a
+/// non-zero TFLOP/s. Calls counted from the raw events, in the steps.
+#[test]
+fn small_ops_work_is_not_rounded_away_in_json() {
+    let path = trace("kineto_resnet50_v100_2021jun", "worker0.1623143089861.pt.trace.json.gz");
+    let doc = read_json(&path);
+    let events = doc["traceEvents"].as_array().unwrap();
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| {
+            e["ph"] == "X" && e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#"))
+        })
+        .map(|e| (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap()))
+        .collect();
+    let mut flops = 0.0;
+    for e in events.iter().filter(|e| e["cat"] == "Operator" && e["name"] == "aten::_log_softmax") {
+        let ts = e["ts"].as_f64().unwrap();
+        if steps.iter().any(|(s, d)| *s <= ts && ts < s + d) {
+            let dims = e["args"]["Input Dims"][0].as_array().unwrap();
+            flops += 5.0 * dims.iter().map(|d| d.as_f64().unwrap()).product::<f64>();
+        }
+    }
+    let want = flops / steps.len() as f64 / 1e9;
+    assert!(want > 0.0 && want < 0.0005, "{want} GFLOP/step");
+    let ops = json(&["ops", path.to_str().unwrap(), "--top", "1000"]);
+    let r = row(&ops["ops"], "op", "aten::_log_softmax");
+    // (Relative: `close` forgives display rounding, which is the bug.)
+    let exact = |got: f64, want: f64, what: &str| {
+        assert!((got - want).abs() <= 1e-9 * want, "{what}: {got} vs {want}");
+    };
+    let (g, ms) =
+        (r["gflop_per_step"].as_f64().unwrap(), r["modelled_ms_per_step"].as_f64().unwrap());
+    exact(g, want, "GFLOP/step");
+    // GFLOP per ms is TFLOP/s.
+    exact(r["tflops"].as_f64().unwrap(), g / ms, "TFLOP/s");
+    let csv =
+        run(&["profile", "ops", path.to_str().unwrap(), "--format", "csv", "--top", "1000"]).stdout;
+    let line = csv.lines().find(|l| l.contains("aten::_log_softmax,")).expect("a csv row");
+    assert!(line.contains(&g.to_string()), "{g} in {line}");
+}

@@ -563,17 +563,19 @@ fn kernel_part(
 
 const MS: f64 = 1e6; // ns per ms
 
-/// A row's figures per step from its rates (None: nothing priced).
+/// A row's figures per step from its rates (None: nothing priced), at full
+/// precision: `--json` and the tables keep it, the text rounds (a small
+/// op's 0.00016 GFLOP is not 0 beside its TFLOP/s).
 pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
     let Some(r) = r.filter(|r| r.ns > 0.0) else { return Achieved::default() };
     Achieved {
-        modelled_ms_per_step: Some(round(r.ns / MS / n_steps, 4)),
-        gflop_per_step: Some(round(r.flops / 1e9 / n_steps, 3)),
-        gb_per_step: Some(round(r.bytes / 1e9 / n_steps, 4)),
-        tflops: Some(round(r.tflops(), 2)),
-        tbps: Some(round(r.tbps(), 3)),
-        pct_of_peak: r.pct_of_peak().map(|p| round(p, 1)),
-        lost_ms_per_step: r.lost_ns().map(|l| round(l / MS / n_steps, 4)),
+        modelled_ms_per_step: Some(r.ns / MS / n_steps),
+        gflop_per_step: Some(r.flops / 1e9 / n_steps),
+        gb_per_step: Some(r.bytes / 1e9 / n_steps),
+        tflops: Some(r.tflops()),
+        tbps: Some(r.tbps()),
+        pct_of_peak: r.pct_of_peak(),
+        lost_ms_per_step: r.lost_ns().map(|l| l / MS / n_steps),
         roofline_bound: r
             .compute_bound()
             .map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
