@@ -80,7 +80,15 @@ pub(super) fn build(
             })
         });
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
-        let roof = super::roofline::account(&a, &|k| kinfo.get(&k).is_some_and(|i| i.1), &peaks);
+        let arithmetic = |k: u32| {
+            kinfo.get(&k).is_some_and(|i| matches!(i.0, Category::GemmConv | Category::Attention))
+        };
+        let roof = super::roofline::account(
+            &a,
+            &|k| kinfo.get(&k).is_some_and(|i| i.1),
+            &arithmetic,
+            &peaks,
+        );
         drop(roof_done);
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).

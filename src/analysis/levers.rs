@@ -73,7 +73,7 @@ impl Amp {
                 "GEMM/conv work runs in {} ({:.0}% of matrix time); priced at {:.0}% of its {:.0} TFLOP/s roofline, the same share of {format}'s {target:.0} TFLOP/s with half the bytes takes {:.2}× the time ({:.0}% of GEMM/conv time priced)",
                 lead.precision,
                 lead.share * 100.0,
-                m.pct_of_peak,
+                m.pct_of_roofline,
                 m.peak_tflops,
                 f,
                 covered * 100.0

@@ -47,17 +47,6 @@ impl Rates {
         self.calls += other.calls;
     }
 
-    fn scaled(&self, f: f64) -> Rates {
-        Rates {
-            flops: self.flops * f,
-            bytes: self.bytes * f,
-            ns: self.ns * f,
-            roof_ns: self.roof_ns * f,
-            compute_roof_ns: self.compute_roof_ns * f,
-            ..*self
-        }
-    }
-
     /// Achieved TFLOP/s and TB/s (per ns × 1e-3).
     pub fn tflops(&self) -> f64 {
         if self.ns > 0.0 { self.flops / self.ns / 1e3 } else { 0.0 }
@@ -103,6 +92,9 @@ pub struct Roofline {
     /// Kernel time of owning calls below [`LOW_EFFICIENCY`] of their roofline.
     pub low_ns: f64,
     pub modelled_ns: f64,
+    /// The time of the arithmetic kernels (GEMM, convolution, attention)
+    /// of the owning matrix calls: what `matrix` rests on.
+    pub matrix_arith_ns: f64,
 }
 
 /// "Far from the roofline": below this share of it.
@@ -420,11 +412,14 @@ fn in_step_launches(a: &Analyzer) -> (Vec<(u32, i64, u32)>, f64) {
     (launches, unlaunched)
 }
 
-/// Runs the account. `tensor_core` answers for a kernel name id, `peaks`
+/// Runs the account. `tensor_core` answers for a kernel name id, and
+/// `arithmetic` whether it is one that does a matrix op's arithmetic (a
+/// GEMM, convolution or attention kernel, not a layout helper); `peaks`
 /// for a device id.
 pub fn account(
     a: &Analyzer,
     tensor_core: &dyn Fn(u32) -> bool,
+    arithmetic: &dyn Fn(u32) -> bool,
     peaks: &dyn Fn(i64) -> Option<Peaks>,
 ) -> Option<Roofline> {
     if a.works.is_empty() {
@@ -445,9 +440,10 @@ pub fn account(
     }
     let queue_peaks: Vec<Option<&Peaks>> =
         a.queues.iter().map(|q| by_device.get(&q.0).and_then(Option::as_ref)).collect();
-    // A call's rates, and the peak format its FLOPs were judged against
-    // (None without the device's peaks).
-    let rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>) {
+    // A call's rates, the peak format its FLOPs were judged against (None
+    // without the device's peaks), and its compute and memory times at the
+    // roofline (ns).
+    let rates_of = |w: &OpWork, c: &Call| -> (Rates, Option<PeakClass>, (f64, f64)) {
         let p = queue_peaks.get(c.queue as usize).copied().flatten();
         let mut r = Rates {
             flops: w.flops,
@@ -457,15 +453,17 @@ pub fn account(
             peaked: p.is_some(),
             ..Rates::default()
         };
+        let mut terms = (0.0, 0.0);
         let class = p.map(|p| {
             let cl = peak_class(w.dtype, w.matrix, c.tensor_core, p);
             let compute = p.tflops(cl).map_or(0.0, |t| w.flops / (t * 1e3));
             let memory = if p.mem_tbps > 0.0 { w.bytes / (p.mem_tbps * 1e3) } else { 0.0 };
             r.roof_ns = compute.max(memory);
             r.compute_roof_ns = if compute >= memory { r.roof_ns } else { 0.0 };
+            terms = (compute, memory);
             cl
         });
-        (r, class)
+        (r, class, terms)
     };
 
     let mut out = Roofline { unmodelled, ..Roofline::default() };
@@ -475,12 +473,21 @@ pub fn account(
             continue; // launched nothing in the steps
         }
         let w = &a.works[c.model as usize];
-        let (r, _) = rates_of(w, c);
+        let (r, _, _) = rates_of(w, c);
         out.ops.entry(c.name).or_default().add(&r);
         out.ops_by_phase.entry((c.phase, c.name)).or_default().add(&r);
         let best = out.op_inputs.entry(c.name).or_insert((w.inputs, 0.0));
         if c.ns > best.1 {
             *best = (w.inputs, c.ns);
+        }
+    }
+    // The time of each owning call's kernels that do its arithmetic: a
+    // matrix op's FLOPs are theirs alone, not its layout helpers'.
+    let mut arith_ns: Vec<f64> = vec![0.0; priced];
+    for (&(_, _, k), &call) in launches.iter().zip(&owner) {
+        let span = &a.kernel_spans[k as usize];
+        if let Some(ns) = arith_ns.get_mut(call as usize).filter(|_| arithmetic(span.name)) {
+            *ns += (span.end - span.start) as f64;
         }
     }
     // Owners: each kernel's share of its outermost priced call (whose rates
@@ -490,10 +497,13 @@ pub fn account(
     for (&(t, at, k), &call) in launches.iter().zip(&owner) {
         let Some(c) = calls.get(call as usize).filter(|c| c.ns > 0.0) else { continue };
         let phase = a.ranges.cpu_phase_cached(&mut places, t, at);
-        let (r, class) = rates_of(&a.works[c.model as usize], c);
+        let w = &a.works[c.model as usize];
+        let (r, class, terms) = rates_of(w, c);
         let span = &a.kernel_spans[k as usize];
-        let share = (span.end - span.start) as f64 / c.ns;
-        let part = r.scaled(share);
+        let ns = (span.end - span.start) as f64;
+        let part = kernel_part(&r, terms, ns, w.matrix.then_some(arith_ns[call as usize]), || {
+            arithmetic(span.name)
+        });
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
         if !std::mem::replace(&mut owned[call as usize], true) {
@@ -507,6 +517,7 @@ pub fn account(
             }
             if let (true, Some(class)) = (is_matrix, class) {
                 matrix.entry(class).or_default().add(&r);
+                out.matrix_arith_ns += arith_ns[call as usize];
             }
         }
     }
@@ -516,21 +527,55 @@ pub fn account(
     Some(out)
 }
 
+/// One kernel's part of its owning call `r` (with its roofline's compute
+/// and memory `terms`): its time, the call's bytes by its share of the
+/// call's time, and the FLOPs by its share of the call's arithmetic time
+/// when the call is a matrix op with kernels that do it (`arith_ns`): a
+/// transpose beside a GEMM moves bytes and does none of its FLOPs. Its
+/// roofline is its own FLOPs' and bytes' (docs/analysis.md §13.2).
+fn kernel_part(
+    r: &Rates,
+    terms: (f64, f64),
+    ns: f64,
+    arith_ns: Option<f64>,
+    is_arithmetic: impl FnOnce() -> bool,
+) -> Rates {
+    let share = ns / r.ns;
+    let flop_share = match arith_ns.filter(|t| *t > 0.0) {
+        Some(t) if is_arithmetic() => ns / t,
+        Some(_) => 0.0,
+        None => share,
+    };
+    let (compute, memory) = (terms.0 * flop_share, terms.1 * share);
+    // (Both 0 without peaks.)
+    let roof_ns = compute.max(memory);
+    Rates {
+        flops: r.flops * flop_share,
+        bytes: r.bytes * share,
+        ns,
+        roof_ns,
+        compute_roof_ns: if compute >= memory { roof_ns } else { 0.0 },
+        ..*r
+    }
+}
+
 // --- into the profile.
 
 const MS: f64 = 1e6; // ns per ms
 
-/// A row's figures per step from its rates (None: nothing priced).
+/// A row's figures per step from its rates (None: nothing priced), at full
+/// precision: `--json` and the tables keep it, the text rounds (a small
+/// op's 0.00016 GFLOP is not 0 beside its TFLOP/s).
 pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
     let Some(r) = r.filter(|r| r.ns > 0.0) else { return Achieved::default() };
     Achieved {
-        modelled_ms_per_step: Some(round(r.ns / MS / n_steps, 4)),
-        gflop_per_step: Some(round(r.flops / 1e9 / n_steps, 3)),
-        gb_per_step: Some(round(r.bytes / 1e9 / n_steps, 4)),
-        tflops: Some(round(r.tflops(), 2)),
-        tbps: Some(round(r.tbps(), 3)),
-        pct_of_peak: r.pct_of_peak().map(|p| round(p, 1)),
-        lost_ms_per_step: r.lost_ns().map(|l| round(l / MS / n_steps, 4)),
+        modelled_ms_per_step: Some(r.ns / MS / n_steps),
+        gflop_per_step: Some(r.flops / 1e9 / n_steps),
+        gb_per_step: Some(r.bytes / 1e9 / n_steps),
+        tflops: Some(r.tflops()),
+        tbps: Some(r.tbps()),
+        pct_of_peak: r.pct_of_peak(),
+        lost_ms_per_step: r.lost_ns().map(|l| l / MS / n_steps),
         roofline_bound: r
             .compute_bound()
             .map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
@@ -590,12 +635,31 @@ pub fn efficiency(
     });
     if let Some((_, Some(p))) = &device {
         if let Some((class, _)) = roof.matrix.first() {
+            // All GEMM/conv/attention kernel time, priced or not: how much
+            // of it the headline rests on.
+            let matrix_kernel_ns: i64 = a
+                .kernels
+                .iter()
+                .filter(|(n, _)| matches!(category(**n), Category::GemmConv | Category::Attention))
+                .map(|(_, k)| k.ns)
+                .sum();
+            let peak_tflops = p.tflops(*class).unwrap_or(0.0);
             e.matrix = matrix.pct_of_peak().map(|pct| MatrixEfficiency {
                 format: *class,
-                peak_tflops: p.tflops(*class).unwrap_or(0.0),
-                tflops: round(matrix.tflops(), 2),
-                pct_of_peak: round(pct, 1),
-                ms_per_step: round(matrix.ns / MS / n_steps, 3),
+                peak_tflops,
+                tflops: matrix.tflops(),
+                pct_of_peak: if peak_tflops > 0.0 {
+                    matrix.tflops() / peak_tflops * 100.0
+                } else {
+                    0.0
+                },
+                pct_of_roofline: pct,
+                ms_per_step: matrix.ns / MS / n_steps,
+                pct_of_matrix_time: if matrix_kernel_ns > 0 {
+                    roof.matrix_arith_ns / matrix_kernel_ns as f64 * 100.0
+                } else {
+                    0.0
+                },
             });
         }
         e.below_30_pct_of_gpu = Some(share(roof.low_ns));

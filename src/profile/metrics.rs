@@ -69,6 +69,7 @@ pub fn of(p: &Profile) -> Map<String, Value> {
         put("priced_pct_of_gpu", json!(e.modelled_pct_of_gpu));
         if let Some(m) = &e.matrix {
             put("matrix_pct_of_peak", json!(m.pct_of_peak));
+            put("matrix_pct_of_roofline", json!(m.pct_of_roofline));
             put("matrix_tflops", json!(m.tflops));
         }
         if let Some(low) = e.below_30_pct_of_gpu {

@@ -529,8 +529,15 @@ pub struct MatrixEfficiency {
     pub format: crate::hardware::PeakClass,
     pub peak_tflops: f64,
     pub tflops: f64,
+    /// `tflops` over `peak_tflops`, in percent.
     pub pct_of_peak: f64,
+    /// The work's roofline time over its actual time, in percent (its
+    /// memory-bound calls judged against the bandwidth).
+    pub pct_of_roofline: f64,
     pub ms_per_step: f64,
+    /// The share of all GEMM/conv/attention kernel time these figures rest
+    /// on (the arithmetic kernels of priced matrix ops), in percent.
+    pub pct_of_matrix_time: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

@@ -457,13 +457,23 @@ pub fn efficiency_line(e: &Efficiency) -> Option<String> {
 pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
     let mut parts = Vec::new();
     if let (Some(m), Some(device)) = (&e.matrix, &e.device) {
-        parts.push(format!(
-            "GEMM/conv/attention at {:.0}% of {device} {} peak ({} of {} TFLOP/s, time-weighted)",
-            m.pct_of_peak,
-            m.format,
+        // A % of peak is the rate over the peak; the roofline share (which
+        // judges memory-bound calls by the bandwidth) is said as such.
+        let mut part = format!(
+            "GEMM/conv/attention at {} TFLOP/s, {} of {device} {} peak ({} TFLOP/s), {:.0}% of its roofline (time-weighted)",
             num(m.tflops, 1),
-            num(m.peak_tflops, 1)
-        ));
+            small_pct(m.pct_of_peak),
+            m.format,
+            num(m.peak_tflops, 1),
+            m.pct_of_roofline,
+        );
+        if m.pct_of_matrix_time < MATRIX_TIME_SAID {
+            part.push_str(&format!(
+                ", over {} of the GEMM/conv/attention kernel time (the rest unpriced)",
+                small_pct(m.pct_of_matrix_time)
+            ));
+        }
+        parts.push(part);
     }
     if let Some(low) = e.below_30_pct_of_gpu {
         parts.push(format!("{low:.0}% of GPU time in ops below 30% of their roofline"));
@@ -473,6 +483,15 @@ pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
     }
     parts.extend(e.notes.iter().cloned());
     parts
+}
+
+/// Below this share of the matrix kernel time priced, the matrix headline
+/// says what it rests on.
+const MATRIX_TIME_SAID: f64 = 50.0;
+
+/// A percentage, with a decimal below 10% ("0.2%", "3.5%", "15%").
+fn small_pct(p: f64) -> String {
+    if p < 9.95 { format!("{p:.1}%") } else { format!("{p:.0}%") }
 }
 
 /// The rate columns of the kernels and ops tables (docs/analysis.md §13).
