@@ -44,3 +44,10 @@ fn the_readers_text_is_pinned() {
         }
     }
 }
+
+#[test]
+fn the_modules_text_is_pinned() {
+    let dlrm = "traces/param_dlrm_v100_8rank/worker0_step_12.1694128201545.pt.trace.json.gz";
+    insta::assert_snapshot!("timesformer_modules", text(&["modules", "--depth", "3"], TRACES[0].1));
+    insta::assert_snapshot!("dlrm_worker0_modules", text(&["modules"], dlrm));
+}

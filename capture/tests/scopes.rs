@@ -318,4 +318,21 @@ fn the_training_forward_records_the_layers_and_the_aux_branch() {
         })
     };
     assert!(layer("model.4 RepNCSPELAN"), "model.4's backward under backbone");
+
+    // `profile modules`: each group's forward and backward side by side,
+    // the backward side the backward phase's time under that group.
+    let p: libreyolo_core::profile::Profile = serde_json::from_value(profile.clone()).unwrap();
+    let q = libreyolo_core::lens::modules::ModulesQuery { min_pct: 0.0, ..Default::default() };
+    let m = libreyolo_core::lens::modules::modules(&p, &q).expect("modules of a YOLO capture");
+    for group in ["backbone", "neck", "head"] {
+        let row = m.rows.iter().find(|r| r.depth == 0 && r.name == group).expect(group);
+        let under = nodes
+            .iter()
+            .filter(|n| n["parent"].as_u64() == Some(backward as u64) && n["name"] == group)
+            .map(ms)
+            .sum::<f64>();
+        assert!(row.forward_cpu_ms_per_step > 0.0, "{row:?}");
+        assert!((row.backward_cpu_ms_per_step - under).abs() < 1e-3, "{row:?} vs {under}");
+        assert!(row.calls_per_step >= 1.0, "{row:?}");
+    }
 }

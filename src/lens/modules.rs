@@ -49,7 +49,12 @@ pub struct ModuleRow {
     pub forward_tflops: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub backward_tflops: Option<f64>,
+    /// Host time under the module: its frames', or on the backward side
+    /// its backward ops' (a CPU run's only figures).
     pub cpu_ms_per_step: f64,
+    pub forward_cpu_ms_per_step: f64,
+    pub backward_cpu_ms_per_step: f64,
+    pub pct_of_cpu: f64,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -60,6 +65,8 @@ pub struct Modules {
     pub gpu_ms_per_step: f64,
     /// Of it, in no module or annotation.
     pub outside_ms_per_step: f64,
+    /// The steps' host time in records, all phases: what `pct_of_cpu` is of.
+    pub cpu_ms_per_step: f64,
     pub rows: Vec<ModuleRow>,
     /// Modules not shown (depth, share or focus).
     pub hidden: usize,
@@ -67,11 +74,11 @@ pub struct Modules {
     pub notes: Vec<String>,
 }
 
-/// A merged node's figures per direction.
+/// A merged node's figures per direction: (GPU ms, GFLOP, CPU ms).
 #[derive(Debug, Clone, Copy, Default)]
 struct Sides {
-    forward: (f64, f64),
-    backward: (f64, f64),
+    forward: (f64, f64, f64),
+    backward: (f64, f64, f64),
     other: f64,
 }
 
@@ -132,9 +139,10 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
             x.gpu += n.gpu;
             x.gflop += n.gflop;
             let s = &mut sides[m];
+            let add = |t: &mut (f64, f64, f64)| *t = (t.0 + n.gpu, t.1 + n.gflop, t.2 + n.cpu);
             match Side::of(phase) {
-                Side::Forward => s.forward = (s.forward.0 + n.gpu, s.forward.1 + n.gflop),
-                Side::Backward => s.backward = (s.backward.0 + n.gpu, s.backward.1 + n.gflop),
+                Side::Forward => add(&mut s.forward),
+                Side::Backward => add(&mut s.backward),
                 Side::Other => s.other += n.gpu,
             }
             todo.extend(n.children.iter().map(|c| (*c, Some(m))));
@@ -151,7 +159,8 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
 
     let shown_by_focus = focus.as_ref().map(|re| on_focused_paths(&merged, re));
     let pct = |v: f64, all: f64| if all > 0.0 { v / all * 100.0 } else { 0.0 };
-    let rate = |(ms, gflop): (f64, f64)| (gflop > 0.0 && ms > 0.0).then(|| round(gflop / ms, 3));
+    let rate =
+        |(ms, gflop, _): (f64, f64, f64)| (gflop > 0.0 && ms > 0.0).then(|| round(gflop / ms, 3));
     let costly = |x: &usize, y: &usize| {
         let (a, b) = (&merged.nodes[*x], &merged.nodes[*y]);
         b.gpu.total_cmp(&a.gpu).then(b.cpu.total_cmp(&a.cpu)).then(a.name.cmp(&b.name))
@@ -185,6 +194,9 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
             forward_tflops: rate(s.forward),
             backward_tflops: rate(s.backward),
             cpu_ms_per_step: round(n.cpu, 4),
+            forward_cpu_ms_per_step: round(s.forward.2, 4),
+            backward_cpu_ms_per_step: round(s.backward.2, 4),
+            pct_of_cpu: round(pct(n.cpu, cpu_all), 2),
         });
         let mut kids = n.children.clone();
         kids.sort_by(costly);
@@ -205,6 +217,7 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
         query: q.clone(),
         gpu_ms_per_step: round(gpu_all, 4),
         outside_ms_per_step: round((gpu_all - in_scopes).max(0.0), 4),
+        cpu_ms_per_step: round(cpu_all, 4),
         rows,
         hidden,
         notes,

@@ -740,17 +740,26 @@ pub fn tree(t: &Tree) -> String {
 }
 
 pub fn modules(m: &Modules) -> String {
-    let mut o = format!(
-        "modules, forward and backward: per step GPU {:.3} ms, {:.3} ms of it in no module\n",
-        m.gpu_ms_per_step, m.outside_ms_per_step
-    );
+    // A CPU run has no kernel time: its modules by host time.
+    let cpu = m.gpu_ms_per_step <= 0.0;
+    let mut o = if cpu {
+        format!(
+            "modules, forward and backward: per step CPU {:.3} ms (no GPU kernels: host time)\n",
+            m.cpu_ms_per_step
+        )
+    } else {
+        format!(
+            "modules, forward and backward: per step GPU {:.3} ms, {:.3} ms of it in no module\n",
+            m.gpu_ms_per_step, m.outside_ms_per_step
+        )
+    };
     // A column for another phase only where a module has time in one.
-    let other = m.rows.iter().any(|r| r.other_gpu_ms_per_step > 0.0);
-    let _ = write!(
-        o,
-        "{:>9} {:>6} {:>9} {:>9} {:>8} {:>7} {:>7}",
-        "GPU ms", "%gpu", "fwd ms", "bwd ms", "x/step", "fwd TF", "bwd TF"
-    );
+    let other = !cpu && m.rows.iter().any(|r| r.other_gpu_ms_per_step > 0.0);
+    let (unit, share) = if cpu { ("CPU ms", "%cpu") } else { ("GPU ms", "%gpu") };
+    let _ = write!(o, "{:>9} {:>6} {:>9} {:>9} {:>8}", unit, share, "fwd ms", "bwd ms", "x/step");
+    if !cpu {
+        let _ = write!(o, " {:>7} {:>7}", "fwd TF", "bwd TF");
+    }
     if other {
         let _ = write!(o, " {:>9}", "other ms");
     }
@@ -758,17 +767,15 @@ pub fn modules(m: &Modules) -> String {
     let tf = |v: Option<f64>| v.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
     for r in &m.rows {
         let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
-        let _ = write!(
-            o,
-            "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>7} {:>7}",
-            r.gpu_ms_per_step,
-            r.pct_of_gpu,
-            r.forward_gpu_ms_per_step,
-            r.backward_gpu_ms_per_step,
-            calls,
-            tf(r.forward_tflops),
-            tf(r.backward_tflops)
-        );
+        let (all, pct, fwd, bwd) = if cpu {
+            (r.cpu_ms_per_step, r.pct_of_cpu, r.forward_cpu_ms_per_step, r.backward_cpu_ms_per_step)
+        } else {
+            (r.gpu_ms_per_step, r.pct_of_gpu, r.forward_gpu_ms_per_step, r.backward_gpu_ms_per_step)
+        };
+        let _ = write!(o, "{all:>9.3} {pct:>6.1} {fwd:>9.3} {bwd:>9.3} {calls:>8}");
+        if !cpu {
+            let _ = write!(o, " {:>7} {:>7}", tf(r.forward_tflops), tf(r.backward_tflops));
+        }
         if other {
             let _ = write!(o, " {:>9.3}", r.other_gpu_ms_per_step);
         }
