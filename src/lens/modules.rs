@@ -7,7 +7,7 @@
 use serde::Serialize;
 
 use super::kernels::compile_grep;
-use super::tree::{View, descendants, on_focused_paths, stored_tree, top_down};
+use super::tree::{View, on_focused_paths, pct, stored_tree, top_down};
 use crate::analysis::ranges::PHASE_ORDER;
 use crate::error::{Error, Result};
 use crate::profile::{NodeKind, Profile};
@@ -158,29 +158,12 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
     let in_scopes: f64 = tops.iter().map(|r| merged.nodes[*r].gpu).sum();
 
     let shown_by_focus = focus.as_ref().map(|re| on_focused_paths(&merged, re));
-    let pct = |v: f64, all: f64| if all > 0.0 { v / all * 100.0 } else { 0.0 };
     let rate =
         |(ms, gflop, _): (f64, f64, f64)| (gflop > 0.0 && ms > 0.0).then(|| round(gflop / ms, 3));
-    let costly = |x: &usize, y: &usize| {
-        let (a, b) = (&merged.nodes[*x], &merged.nodes[*y]);
-        b.gpu.total_cmp(&a.gpu).then(b.cpu.total_cmp(&a.cpu)).then(a.name.cmp(&b.name))
-    };
     let mut rows = Vec::new();
-    let mut hidden = 0;
-    let mut todo: Vec<(usize, usize)> = {
-        let mut r = tops.clone();
-        r.sort_by(costly);
-        r.into_iter().rev().map(|i| (i, 0)).collect()
-    };
-    while let Some((i, depth)) = todo.pop() {
-        let n = &merged.nodes[i];
-        let big = pct(n.gpu, gpu_all).max(pct(n.cpu, cpu_all)) >= q.min_pct;
-        let focused = shown_by_focus.as_ref().is_none_or(|s| s[i]);
-        if !big || !focused || q.depth.is_some_and(|d| depth > d) {
-            hidden += 1 + descendants(&merged, i);
-            continue;
-        }
-        let s = sides[i];
+    let limits = (q.min_pct, q.depth, shown_by_focus.as_deref());
+    let hidden = merged.walk_shown(&tops, (gpu_all, cpu_all), limits, |i, depth| {
+        let (n, s) = (&merged.nodes[i], sides[i]);
         rows.push(ModuleRow {
             depth,
             kind: n.kind,
@@ -198,10 +181,7 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
             backward_cpu_ms_per_step: round(s.backward.2, 4),
             pct_of_cpu: round(pct(n.cpu, cpu_all), 2),
         });
-        let mut kids = n.children.clone();
-        kids.sort_by(costly);
-        todo.extend(kids.into_iter().rev().map(|c| (c, depth + 1)));
-    }
+    });
     let mut notes = Vec::new();
     if !stored.nodes.iter().any(|n| n.kind == NodeKind::Module) {
         notes.push(

@@ -153,6 +153,49 @@ impl View {
     pub fn roots(&self) -> Vec<usize> {
         (0..self.nodes.len()).filter(|i| self.nodes[*i].parent.is_none()).collect()
     }
+
+    /// Depth-first from `roots`, costliest first (GPU, then CPU time):
+    /// each node shown, with its depth, or hidden with its subtree (under
+    /// `min_pct` of both totals, off the focused paths, deeper than
+    /// `depth`). Returns how many were hidden.
+    pub fn walk_shown(
+        &self,
+        roots: &[usize],
+        (gpu_all, cpu_all): (f64, f64),
+        limits: (f64, Option<usize>, Option<&[bool]>),
+        mut show: impl FnMut(usize, usize),
+    ) -> usize {
+        let (min_pct, max_depth, focused) = limits;
+        let costly = |x: &usize, y: &usize| {
+            let (a, b) = (&self.nodes[*x], &self.nodes[*y]);
+            b.gpu.total_cmp(&a.gpu).then(b.cpu.total_cmp(&a.cpu)).then(a.name.cmp(&b.name))
+        };
+        let mut hidden = 0;
+        let mut todo: Vec<(usize, usize)> = {
+            let mut r = roots.to_vec();
+            r.sort_by(costly);
+            r.into_iter().rev().map(|i| (i, 0)).collect()
+        };
+        while let Some((i, depth)) = todo.pop() {
+            let n = &self.nodes[i];
+            let big = pct(n.gpu, gpu_all).max(pct(n.cpu, cpu_all)) >= min_pct;
+            let on_path = focused.is_none_or(|s| s[i]);
+            if !big || !on_path || max_depth.is_some_and(|d| depth > d) {
+                hidden += 1 + descendants(self, i);
+                continue;
+            }
+            show(i, depth);
+            let mut kids = n.children.clone();
+            kids.sort_by(costly);
+            todo.extend(kids.into_iter().rev().map(|c| (c, depth + 1)));
+        }
+        hidden
+    }
+}
+
+/// `v` as a % of `all` (0 of nothing).
+pub(super) fn pct(v: f64, all: f64) -> f64 {
+    if all > 0.0 { v / all * 100.0 } else { 0.0 }
 }
 
 pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
@@ -178,26 +221,10 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
         (Some(re), false) => Some(on_focused_paths(&view, re)),
         _ => None,
     };
-    let pct = |v: f64, all: f64| if all > 0.0 { v / all * 100.0 } else { 0.0 };
     let mut rows = Vec::new();
-    let mut hidden = 0;
-    let costly = |x: &usize, y: &usize| {
-        let (a, b) = (&view.nodes[*x], &view.nodes[*y]);
-        b.gpu.total_cmp(&a.gpu).then(b.cpu.total_cmp(&a.cpu)).then(a.name.cmp(&b.name))
-    };
-    let mut todo: Vec<(usize, usize)> = {
-        let mut r = roots.clone();
-        r.sort_by(costly);
-        r.into_iter().rev().map(|i| (i, 0)).collect()
-    };
-    while let Some((i, depth)) = todo.pop() {
+    let limits = (q.min_pct, q.depth, shown_by_focus.as_deref());
+    let hidden = view.walk_shown(&roots, (gpu_all, cpu_all), limits, |i, depth| {
         let n = &view.nodes[i];
-        let big = pct(n.gpu, gpu_all).max(pct(n.cpu, cpu_all)) >= q.min_pct;
-        let focused = shown_by_focus.as_ref().is_none_or(|s| s[i]);
-        if !big || !focused || q.depth.is_some_and(|d| depth > d) {
-            hidden += 1 + descendants(&view, i);
-            continue;
-        }
         rows.push(TreeRow {
             depth,
             kind: n.kind,
@@ -211,10 +238,7 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
             kernels_per_step: round(n.kernels, 3),
             tflops: (n.gflop > 0.0 && n.gpu > 0.0).then(|| round(n.gflop / n.gpu, 3)),
         });
-        let mut kids = n.children.clone();
-        kids.sort_by(costly);
-        todo.extend(kids.into_iter().rev().map(|c| (c, depth + 1)));
-    }
+    });
     let mut notes = Vec::new();
     if stored.short_frames_left_out > 0 && q.by == By::Frame {
         notes.push(format!(
