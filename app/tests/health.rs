@@ -263,7 +263,9 @@ fn findings_on_the_fixtures_are_the_ones_they_have() {
             .as_array()
             .map(|a| a.iter().map(|h| h["check"].as_str().unwrap()).collect())
             .unwrap_or_default();
-        let want: &[&str] = if name.contains("Qwen_Qwen1.5") {
+        // The vLLM replay step was recorded with the capture's work still
+        // queued before it.
+        let want: &[&str] = if name.contains("Qwen_Qwen1.5") || name.contains("graph_execution") {
             &["backlog"]
         } else if name.contains("vllm_cuda_graph_capture") {
             &["graph-capture"]
