@@ -16,7 +16,7 @@ fn dir() -> PathBuf {
     common::fixtures().join("traces/tracelens_vllm_cuda_graph_capture")
 }
 fn replay() -> PathBuf {
-    dir().join("graph_execution.json.gz")
+    dir().join("replay/graph_execution.json.gz")
 }
 fn capture() -> PathBuf {
     dir().join("graph_capture_rank_0.pt.trace.json.gz")

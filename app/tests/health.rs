@@ -263,9 +263,7 @@ fn findings_on_the_fixtures_are_the_ones_they_have() {
             .as_array()
             .map(|a| a.iter().map(|h| h["check"].as_str().unwrap()).collect())
             .unwrap_or_default();
-        // The vLLM replay step was recorded with the capture's work still
-        // queued before it.
-        let want: &[&str] = if name.contains("Qwen_Qwen1.5") || name.contains("graph_execution") {
+        let want: &[&str] = if name.contains("Qwen_Qwen1.5") {
             &["backlog"]
         } else if name.contains("vllm_cuda_graph_capture") {
             &["graph-capture"]

@@ -113,7 +113,7 @@ struct Pending {
 }
 
 /// A record the tree nests: ops, annotations and Python frames.
-pub(super) fn nests(r: &CpuRec) -> Option<NodeKind> {
+fn nests(r: &CpuRec) -> Option<NodeKind> {
     match r.host_kind() {
         HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
         HostKind::Annotation => Some(NodeKind::Annotation),

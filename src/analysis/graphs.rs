@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
-use super::calltree::{is_module_frame, nests};
+use super::cpulog::{CpuRec, HostKind};
 use crate::error::{Error, Result};
 use crate::profile::NodeKind;
 use crate::trace::{self, Document, ReadOptions, RuntimeCall};
@@ -34,6 +34,21 @@ pub fn beside(trace: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect();
     out.sort();
     out
+}
+
+/// What the call tree makes of a record above a launch (as
+/// `calltree::nests` and `is_module_frame`, which import this file).
+fn nests(r: &CpuRec) -> Option<NodeKind> {
+    match r.host_kind() {
+        HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
+        HostKind::Annotation => Some(NodeKind::Annotation),
+        HostKind::Python => Some(NodeKind::Frame),
+        HostKind::Sync | HostKind::Alloc => None,
+    }
+}
+
+fn is_module_frame(name: &str) -> bool {
+    name.starts_with("nn.Module: ")
 }
 
 /// A kernel launch made while its thread was capturing a graph.
