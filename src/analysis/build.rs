@@ -314,6 +314,11 @@ pub(super) fn build(
             graph_replay_ms_per_step: Some(tree.graph_ns())
                 .filter(|ns| *ns > 0)
                 .map(|ns| round(win.per_step_ms(ns), 3)),
+            graph_replay_attributed_ms_per_step: a
+                .attached
+                .as_ref()
+                .filter(|_| tree.graph_ns() > 0)
+                .map(|_| round(win.per_step_ms(tree.graph_attributed_ns), 3)),
             phases_inferred: a.phases_inferred.clone(),
             host_in_ops_frac: head.in_ops_frac,
         },

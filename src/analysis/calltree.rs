@@ -12,6 +12,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::cpulog::{CpuRec, HostKind, RecPos, thread_bit};
+use super::graphs::{Matches, match_replays};
 use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
 use super::{Analyzer, KernelClasses};
 use crate::profile::{CallNode, CallTree, NodeKind};
@@ -98,6 +99,8 @@ pub struct Built {
     names: Vec<String>,
     /// In-step Python frames too short to be kept.
     pub short_frames: u64,
+    /// The kernel time of graph replays matched to captured ops.
+    pub graph_attributed_ns: i64,
 }
 
 /// A record of an out-of-order thread, to be swept once sorted: its
@@ -141,6 +144,11 @@ struct Builder<'a> {
     /// Per sequence number, the last forward op to start with it: its
     /// start and node.
     forward: HashMap<u64, (i64, u32)>,
+    /// Graph-replayed kernels' captured launches (§17.1), the records
+    /// each graph launch counted a call of, and their kernels' time.
+    matches: Matches,
+    replayed: rustc_hash::FxHashSet<(u32, u32)>,
+    attributed_ns: i64,
 }
 
 impl<'a> Builder<'a> {
@@ -211,6 +219,26 @@ impl<'a> Builder<'a> {
         out
     }
 
+    /// A graph-replayed kernel's captured records, under its graph node:
+    /// each a call once per graph launch, an owner's FLOPs with it.
+    fn captured(&mut self, mut parent: u32, k: u32, dur: i64, phase: u16) -> u32 {
+        let a = self.a;
+        let (Some(at), Some(&r)) = (a.attached.as_ref(), self.matches.by_kernel.get(&k)) else {
+            return parent;
+        };
+        self.attributed_ns = self.attributed_ns.saturating_add(dur);
+        let chain: Vec<_> = self.matches.chain(at, r).collect();
+        for (rec, kind, name, flops) in chain {
+            parent = self.node(parent, kind, name, phase);
+            if self.replayed.insert((r.launch, rec)) {
+                let n = &mut self.nodes[parent as usize];
+                n.calls += 1;
+                n.flops += flops;
+            }
+        }
+        parent
+    }
+
     fn is_graph_launch(&mut self, call: u32) -> bool {
         let names = &self.a.names;
         *self.graph_call.entry(call).or_insert_with(|| RuntimeCall::of(names.get(call)).graph)
@@ -243,6 +271,7 @@ impl Sweep<'_> {
             let launch = span.launch().map_or(0, |l| l.name);
             if b.is_graph_launch(launch) {
                 parent = b.node(parent, NodeKind::Graph, launch, phase);
+                parent = b.captured(parent, k, dur, phase);
             }
             b.kernel(parent, k);
             for o in &mut self.stack {
@@ -423,6 +452,9 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
         kinfo,
         graph_call: HashMap::default(),
         forward: HashMap::default(),
+        matches: match_replays(a),
+        replayed: Default::default(),
+        attributed_ns: 0,
     };
     let mut sweeps = Sweeps {
         by_thread: Vec::new(),
@@ -484,6 +516,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
             _ => a.names.get(n.key).to_string(),
         })
         .collect();
+    let graph_attributed_ns = b.attributed_ns;
     let mut nodes = b.nodes;
     for i in (0..nodes.len()).rev() {
         let n = nodes[i];
@@ -503,7 +536,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
             p.cpu_ns = p.cpu_ns.saturating_add(n.cpu_ns);
         }
     }
-    Built { nodes, names, short_frames: a.cpu.short_python }
+    Built { nodes, names, short_frames: a.cpu.short_python, graph_attributed_ns }
 }
 
 /// The records the tree can nest in the blocks of `threads` (a union of

@@ -19,6 +19,7 @@ pub mod calltree;
 pub mod collectives;
 pub mod cpulog;
 pub mod facts;
+pub mod graphs;
 pub mod health;
 pub mod idle;
 mod kernel_index;
@@ -452,6 +453,12 @@ pub struct Analyzer {
     model_key: Vec<u8>,
     /// What the trace-health checks read (docs/analysis.md §15).
     health: health::Seen,
+    /// Graph captures (docs/analysis.md §17.1): each one's thread and
+    /// time, and the kernel launches made once one was seen.
+    capture_windows: Vec<graphs::CaptureWindow>,
+    captured: Vec<graphs::CapturedLaunch>,
+    /// The graphs a capture trace given beside this one recorded.
+    attached: Option<graphs::Attached>,
 }
 
 /// Where the analysis stands, which decides what placing an event does.
@@ -827,6 +834,12 @@ impl Analyzer {
         if traits.capture {
             self.evidence.graph_captures += 1;
         }
+        if traits.capture
+            || traits.capture_end
+            || self.capture_windows.last().is_some_and(|w| w.end == i64::MAX)
+        {
+            self.note_capture(ev, &traits, start, dur);
+        }
         if traits.launch {
             self.health.launch_calls += 1;
         }
@@ -862,6 +875,25 @@ impl Analyzer {
             } else if waiting.is_none() {
                 self.pending_launches.insert(corr, pending);
             }
+        }
+    }
+
+    /// A graph capture begins or ends, or a kernel is launched once one
+    /// began: kept for [`graphs::Captured`].
+    fn note_capture(&mut self, ev: &Event<'_>, traits: &RuntimeCall, start: i64, dur: i64) {
+        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+        if traits.capture {
+            let w = graphs::CaptureWindow { thread, start, end: i64::MAX };
+            self.capture_windows.push(w);
+        } else if traits.capture_end {
+            let open = self.capture_windows.iter_mut().rev().find(|w| w.thread == thread);
+            if let Some(w) = open.filter(|w| w.end == i64::MAX) {
+                w.end = start + dur;
+            }
+        } else if traits.launch && !traits.graph && ev.name().contains("Launch") {
+            let kernel =
+                ev.args.as_ref().and_then(|a| a.kernel.as_ref()).map(|k| self.names.id(&k.0));
+            self.captured.push(graphs::CapturedLaunch { thread, start, kernel });
         }
     }
 
@@ -1498,6 +1530,25 @@ pub fn analyze_read(
             "step names recorded more than once at different times: {}{more}; each name is counted as one step spanning all of them",
             shown.join(", ")
         ));
+    }
+    // The graphs a replay's kernels were captured in (§17.1): read in a
+    // pass of their own.
+    if !analyzer.graph_launches.is_empty() {
+        let given = !read_opts.graph_capture.is_empty();
+        let paths = if given {
+            read_opts.graph_capture.clone()
+        } else {
+            src.file_path().map(graphs::beside).unwrap_or_default()
+        };
+        if !paths.is_empty() {
+            let opts = trace::ReadOptions { graph_capture: Vec::new(), ..read_opts.clone() };
+            let captured = graphs::Captured::read(&paths, &opts)?;
+            if captured.counts().0 == 0 {
+                let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+                notices.push(format!("{} record no graph capture", shown.join(", ")));
+            }
+            analyzer.attach_captures(captured);
+        }
     }
     let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
     let peak_ops = memory::ops_at(&analyzer, &probes);

@@ -93,6 +93,9 @@ pub struct ProfileArgs {
     /// Read plain trace files with read(2) instead of mapping them: slower, but a file that another process truncates while it is read is reported instead of ending the process (SIGBUS)
     #[arg(long, global = true)]
     pub no_mmap: bool,
+    /// A trace that recorded the capture of the CUDA/HIP graphs the trace replays (repeatable): replayed kernels are put under the ops that captured them. Default: the traces in a capture_traces/ folder beside the trace (vLLM, SGLang, xDiT)
+    #[arg(long, global = true, value_name = "FILE")]
+    pub graph_capture: Vec<PathBuf>,
 }
 
 impl ProfileArgs {

@@ -44,11 +44,12 @@ pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
     match Cli::try_parse_from(args) {
         Ok(parsed) => match parsed.command {
             TopCommand::Profile(profile) => {
-                let read = ReadOptions::from_flags(
+                let mut read = ReadOptions::from_flags(
                     profile.threads,
                     profile.no_mmap,
                     profile.max_memory.as_deref(),
                 )?;
+                read.graph_capture = profile.graph_capture.clone();
                 Ok(profile.into_command().map(|command| Parsed { command, read }))
             }
             // Generated from these definitions (clap_complete, clap_mangen),

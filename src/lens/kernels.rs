@@ -109,6 +109,10 @@ pub struct Kernels {
     /// of this trace launched it (docs/analysis.md §17).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_ms_per_step: Option<f64>,
+    /// The part of it matched to captured ops (a capture trace given,
+    /// §17.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_attributed_ms_per_step: Option<f64>,
 }
 
 /// What a profile without kernels says instead of an empty table
@@ -197,6 +201,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         kernels,
         efficiency_notes: efficiency_notes(p),
         graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
+        graph_replay_attributed_ms_per_step: p.extras.graph_replay_attributed_ms_per_step,
     })
 }
 

@@ -260,7 +260,27 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
         .filter(|(i, n)| n.kind == NodeKind::Graph && in_phase[*i])
         .map(|(_, n)| n.gpu_ms_per_step)
         .sum::<f64>();
-    if graph > 0.0 {
+    // Kernels right under a graph node: not matched to a captured op.
+    let unattributed = stored
+        .nodes
+        .iter()
+        .filter(|n| n.kind == NodeKind::Kernel)
+        .filter(|n| {
+            n.parent.is_some_and(|p| {
+                stored.nodes[p as usize].kind == NodeKind::Graph && in_phase[p as usize]
+            })
+        })
+        .map(|n| n.gpu_ms_per_step)
+        .sum::<f64>();
+    if graph > 0.0 && unattributed < graph - 1e-9 {
+        notes.push(format!(
+            "{:.3} ms/step ({:.1}%) of GPU time is in CUDA/HIP graph replays: {:.1}% of it under the ops that captured their kernels, {:.3} ms/step under no op",
+            graph,
+            pct(graph, gpu_all),
+            pct(graph - unattributed, graph),
+            unattributed
+        ));
+    } else if graph > 0.0 {
         notes.push(format!(
             "{:.3} ms/step ({:.1}%) of GPU time is in CUDA/HIP graph replays: their kernels were captured earlier and belong to no op here",
             graph,

@@ -49,6 +49,9 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     if let Some(g) = p.extras.graph_replay_ms_per_step {
         put("graph_replay_ms_per_step", json!(g));
     }
+    if let Some(g) = p.extras.graph_replay_attributed_ms_per_step {
+        put("graph_replay_attributed_ms_per_step", json!(g));
+    }
     if let Some(c) = p.extras.comm_ms_per_step {
         put("comm_ms_per_step", json!(c));
         put("comm_exposed_ms_per_step", json!(p.extras.comm_exposed_ms_per_step));

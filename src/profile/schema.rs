@@ -187,6 +187,10 @@ pub struct ExtraFigures {
     /// module of this trace (docs/analysis.md §17).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_ms_per_step: Option<f64>,
+    /// The part of it matched to the ops that captured the graphs, from a
+    /// capture trace given beside this one (docs/analysis.md §17.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_attributed_ms_per_step: Option<f64>,
     /// How the phases were found when the trace has no `step/<phase>`
     /// ranges of its own (inferred from PyTorch's own annotations).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -847,7 +851,7 @@ mod tests {
 
     /// Every key of `profile.json` in the order it has always been written;
     /// [`Figures`] and [`ExtraFigures`] are flattened into it in place.
-    const KEYS: [&str; 59] = [
+    const KEYS: [&str; 60] = [
         "schema",
         "mode",
         "trace",
@@ -898,6 +902,7 @@ mod tests {
         "comm_overlap_pct",
         "graph_launches_per_step",
         "graph_replay_ms_per_step",
+        "graph_replay_attributed_ms_per_step",
         "phases_inferred",
         "host_in_ops_frac",
         "step_times",
@@ -935,6 +940,7 @@ mod tests {
                 comm_overlap_pct: Some(50.0),
                 graph_launches_per_step: Some(2.0),
                 graph_replay_ms_per_step: Some(1.5),
+                graph_replay_attributed_ms_per_step: Some(1.2),
                 phases_inferred: Some("from PyTorch's annotations".into()),
                 host_in_ops_frac: Some(0.95),
             },

@@ -158,7 +158,10 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
         k.kernels.len()
     ));
     t.notes = k.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
-    t.notes.extend(k.graph_replay_ms_per_step.map(text::graph_replay_note));
+    t.notes.extend(
+        k.graph_replay_ms_per_step
+            .map(|ms| text::graph_replay_note(ms, k.graph_replay_attributed_ms_per_step)),
+    );
     Ok(t)
 }
 

@@ -137,10 +137,11 @@ pub fn summary(s: &Summary) -> String {
         (Some(g), Some(ms)) => {
             let all: f64 = s.categories.iter().map(|c| c.ms_per_step).sum();
             format!(
-                " ({} CUDA/HIP graph launches replaying their kernels: {} ms/step, {} of the kernel time, attributed to no op)",
+                " ({} CUDA/HIP graph launches replaying their kernels: {} ms/step, {} of the kernel time, {})",
                 num(g, 1),
                 num(ms, 2),
-                pct(if all > 0.0 { ms / all } else { 0.0 })
+                pct(if all > 0.0 { ms / all } else { 0.0 }),
+                graph_attribution(ms, s.extras.graph_replay_attributed_ms_per_step)
             )
         }
         (Some(g), None) => {
@@ -438,7 +439,8 @@ pub fn kernels(k: &Kernels) -> String {
         k.kernels.len()
     );
     if let Some(ms) = k.graph_replay_ms_per_step {
-        let _ = writeln!(o, "note: {}", graph_replay_note(ms));
+        let _ =
+            writeln!(o, "note: {}", graph_replay_note(ms, k.graph_replay_attributed_ms_per_step));
     }
     efficiency_notes(&mut o, &k.efficiency_notes);
     o
@@ -512,11 +514,31 @@ fn rate_columns(a: &Achieved) -> String {
 
 /// Why the rate columns are missing or partial, as the tables say it.
 /// What the kernel tables say of graph replays (docs/analysis.md §17).
-pub fn graph_replay_note(ms: f64) -> String {
-    format!(
-        "{} ms/step of kernel time is in CUDA/HIP graph replays: captured earlier, launched by no op of this trace (no shapes or module for them)",
-        num(ms, 2)
-    )
+pub fn graph_replay_note(ms: f64, attributed: Option<f64>) -> String {
+    match attributed {
+        None => format!(
+            "{} ms/step of kernel time is in CUDA/HIP graph replays: captured earlier, launched by no op of this trace (no shapes or module for them; --graph-capture gives the capture trace)",
+            num(ms, 2)
+        ),
+        Some(_) => format!(
+            "{} ms/step of kernel time is in CUDA/HIP graph replays, {}",
+            num(ms, 2),
+            graph_attribution(ms, attributed)
+        ),
+    }
+}
+
+/// How much of the graph replays' kernel time the capture trace gave an
+/// op (docs/analysis.md §17.1).
+fn graph_attribution(ms: f64, attributed: Option<f64>) -> String {
+    match attributed {
+        None => "attributed to no op".to_string(),
+        Some(a) => format!(
+            "{} attributed to the ops that captured them ({} ms/step not)",
+            pct(if ms > 0.0 { (a / ms).min(1.0) } else { 0.0 }),
+            num((ms - a).max(0.0), 2)
+        ),
+    }
 }
 
 pub fn rates_note(note: &str) -> String {

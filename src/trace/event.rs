@@ -133,6 +133,9 @@ pub struct Args<'a> {
     pub input_dims: Option<&'a [u8]>,
     pub input_types: Option<&'a [u8]>,
     pub concrete_inputs: Option<&'a [u8]>,
+    /// ROCm launch calls: the kernel they put on the queue (a capture
+    /// trace's only record of a captured kernel's name).
+    pub kernel: Option<Text<'a>>,
 }
 
 /// The collective arguments of a communication kernel. Boxed: most
@@ -265,6 +268,10 @@ impl<'a> Event<'a> {
                                     b"Process Group Name" => c.group = t,
                                     _ => c.name = t,
                                 }
+                                return Ok(());
+                            }
+                            b"kernel" => {
+                                a.kernel = text(p)?;
                                 return Ok(());
                             }
                             b"Input Dims" | b"Input type" | b"Concrete Inputs" => {

@@ -88,6 +88,8 @@ pub struct RuntimeCall {
     pub malloc: bool,
     /// Begins a graph capture: what follows is recorded, not run.
     pub capture: bool,
+    /// Ends a graph capture.
+    pub capture_end: bool,
     /// A ROCm (`hip…`) or CUDA (`cuda…`, `cu…`) call.
     pub hip: bool,
     pub cuda: bool,
@@ -108,6 +110,7 @@ impl RuntimeCall {
             alloc: ALLOC.iter().any(|w| name.contains(w)),
             malloc: name.contains("Malloc") || name.contains("Free"),
             capture: name.contains("StreamBeginCapture"),
+            capture_end: name.contains("StreamEndCapture"),
             hip,
             cuda: !hip && name.starts_with("cu"),
         }

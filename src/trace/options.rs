@@ -30,6 +30,10 @@ pub struct ReadOptions {
     pub budget: Budget,
     /// Whether and where reading progress is drawn.
     pub progress: Progress,
+    /// Traces that recorded the capture of the CUDA/HIP graphs a trace
+    /// replays (`--graph-capture`; docs/analysis.md §17.1). Empty: those
+    /// in a `capture_traces/` folder beside the trace, if any.
+    pub graph_capture: Vec<std::path::PathBuf>,
 }
 
 /// Whether and where a read draws its progress.
@@ -55,6 +59,7 @@ impl Default for ReadOptions {
             mmap: true,
             budget: Budget::default(),
             progress: Progress::Off,
+            graph_capture: Vec::new(),
         }
     }
 }
@@ -79,6 +84,7 @@ impl ReadOptions {
             mmap: !no_mmap,
             budget: Budget::from_flag(max_memory)?,
             progress: Progress::Off,
+            graph_capture: Vec::new(),
         })
     }
 
