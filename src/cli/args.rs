@@ -165,6 +165,9 @@ pub enum ReaderCommand {
 pub struct TraceArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[command(flatten)]
     pub output: FormatArgs,
 }
@@ -173,6 +176,9 @@ pub struct TraceArgs {
 pub struct MemoryArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// The table `--format md|csv` prints [default: devices]
     #[arg(long, value_enum, value_name = "TABLE")]
     pub table: Option<MemoryTable>,
@@ -235,9 +241,11 @@ pub struct SummaryArgs {
     /// DIR/<table>/rank=<r>/part.parquet (docs/spec.md §7)
     #[arg(long, value_name = "DIR")]
     pub write_parquet: Option<PathBuf>,
-    /// With --write-parquet on one trace: the rank to write it as (default:
-    /// its distributedInfo.rank, else a rank3/worker3 in its name, else 0)
-    #[arg(long, value_name = "N")]
+    /// Of a job's rank traces (a folder of them, or several): summarise rank
+    /// N alone, as one trace [default: the whole job]. With --write-parquet
+    /// on one trace: the rank to write it as (default: its
+    /// distributedInfo.rank, else a rank3/worker3 in its name, else 0)
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
     // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
     #[command(flatten)]
@@ -262,6 +270,9 @@ pub struct CollectivesArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): read rank N alone, as one trace [default: the whole job]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     /// Collectives listed in the text and Markdown output, largest skew first (JSON, CSV: all)
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -299,6 +310,9 @@ pub struct GetArgs {
     pub trace: PathBuf,
     /// Metric name (omit to list the names)
     pub field: Option<String>,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[arg(long)]
     pub json: bool,
 }
@@ -310,6 +324,9 @@ pub struct KernelsArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): read rank N alone, as one trace [default: the whole job]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     /// Show the top N
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -336,6 +353,9 @@ pub struct KernelsArgs {
 #[derive(Debug, Clone, Args)]
 pub struct OpsArgs {
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     #[arg(long)]
@@ -355,6 +375,9 @@ pub struct OpsArgs {
 pub struct TreeArgs {
     /// profile.json or a Chrome trace (.json / .json.gz)
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// Which host records are nodes: module (annotations, nn.Modules, ops), frame (every
     /// Python frame too) or op (annotations and ops); the others are see-through
     #[arg(long, value_enum, default_value_t = By::Module)]
@@ -393,6 +416,9 @@ pub struct CompareArgs {
     pub fail_on: Vec<String>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): compare rank N alone on each side that is a job [default: the whole jobs]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     #[arg(long)]
     pub json: bool,
 }
@@ -433,6 +459,9 @@ pub struct WhatIfArgs {
     /// wait for), each rank re-timed on its step model
     #[arg(long, value_name = "RANK", num_args = 0..=1)]
     pub straggler: Option<Option<u32>>,
+    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: the lowest rank, said on stderr; without a change, --straggler]
+    #[arg(long, value_name = "N", conflicts_with_all = ["ranks", "straggler"])]
+    pub rank: Option<u32>,
     #[command(flatten)]
     pub set: RankSetArgs,
     #[arg(long)]
