@@ -402,17 +402,26 @@ fn a_directory_with_one_trace_under_another_name_is_read() {
     let s = json_of(&reader(&["summary", path(dir.path()), "--json"]));
     assert_eq!(s["kernels_per_step"], 1.0);
     write(dir.path(), "worker1.pt.trace.json", trace());
+    // Two traces whose names give their ranks: a job. `phases` shows its
+    // lowest rank and says so; `summary` reads the job.
     let r = reader(&["phases", path(dir.path())]);
-    refused(&r, 2, "name one");
-    assert!(
-        r.stderr.contains("worker0.1623143089861.pt.trace.json.gz")
-            && r.stderr.contains("worker1.pt.trace.json"),
-        "{}",
-        r.stderr
-    );
-    // `summary` reads several traces as the ranks of one job (by name here).
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(r.stderr.contains("showing rank 0, the lowest"), "{}", r.stderr);
     let job = json_of(&reader(&["summary", path(dir.path()), "--json"]));
     assert_eq!(job["ranks"].as_array().map(Vec::len), Some(2), "{job}");
+    // A third with no rank in its name: not one job, for every reader.
+    write(dir.path(), "other.json", trace());
+    for cmd in ["phases", "summary"] {
+        let r = reader(&[cmd, path(dir.path())]);
+        refused(&r, 2, "name one of them");
+        assert!(
+            r.stderr.contains("worker0.1623143089861.pt.trace.json.gz")
+                && r.stderr.contains("worker1.pt.trace.json")
+                && r.stderr.contains("other.json names no rank"),
+            "{}",
+            r.stderr
+        );
+    }
 }
 
 #[test]

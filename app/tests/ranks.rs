@@ -136,8 +136,8 @@ fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
 
     let f = files[3].to_str().unwrap();
     let r = run(&["profile", "summary", f, f]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("rank 3 twice"), "{}", r.stderr);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not the ranks of one job (rank 3 twice"), "{}", r.stderr);
     assert!(r.stdout.is_empty());
 }
 
@@ -447,8 +447,13 @@ fn rank_selection_and_bad_sets() {
     let other = common::shared().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
     let r =
         run(&["profile", "summary", rank_files()[3].to_str().unwrap(), other.to_str().unwrap()]);
-    assert_eq!(r.code, 1);
-    assert!(r.stderr.contains("different jobs"), "{}", r.stderr);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("not the ranks of one job"), "{}", r.stderr);
+    assert!(
+        r.stderr.contains("of a world of 2") && r.stderr.contains("of a world of 8"),
+        "{}",
+        r.stderr
+    );
 
     // One corrupt rank among eight: a warning naming it, the job of the
     // other seven (exit 0); with --strict, exit 1.

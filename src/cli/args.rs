@@ -173,6 +173,9 @@ pub enum ReaderCommand {
 pub struct TraceArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[command(flatten)]
     pub output: FormatArgs,
 }
@@ -181,6 +184,9 @@ pub struct TraceArgs {
 pub struct MemoryArgs {
     /// profile.json, a repeat file, or a Chrome trace (.json / .json.gz); a directory stands for the profile in it
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// The table `--format md|csv` prints [default: devices]
     #[arg(long, value_enum, value_name = "TABLE")]
     pub table: Option<MemoryTable>,
@@ -243,9 +249,11 @@ pub struct SummaryArgs {
     /// DIR/<table>/rank=<r>/part.parquet (docs/spec.md §7)
     #[arg(long, value_name = "DIR")]
     pub write_parquet: Option<PathBuf>,
-    /// With --write-parquet on one trace: the rank to write it as (default:
-    /// its distributedInfo.rank, else a rank3/worker3 in its name, else 0)
-    #[arg(long, value_name = "N")]
+    /// Of a job's rank traces (a folder of them, or several): summarise rank
+    /// N alone, as one trace [default: the whole job]. With --write-parquet
+    /// on one trace: the rank to write it as (default: its
+    /// distributedInfo.rank, else a rank3/worker3 in its name, else 0)
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
     // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
     #[command(flatten)]
@@ -270,6 +278,9 @@ pub struct CollectivesArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): read rank N alone, as one trace [default: the whole job]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     /// Collectives listed in the text and Markdown output, largest skew first (JSON, CSV: all)
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -307,6 +318,9 @@ pub struct GetArgs {
     pub trace: PathBuf,
     /// Metric name (omit to list the names)
     pub field: Option<String>,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[arg(long)]
     pub json: bool,
 }
@@ -318,6 +332,9 @@ pub struct KernelsArgs {
     pub traces: Vec<PathBuf>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): read rank N alone, as one trace [default: the whole job]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     /// Show the top N
     #[arg(long, default_value_t = 20)]
     pub top: usize,
@@ -344,6 +361,9 @@ pub struct KernelsArgs {
 #[derive(Debug, Clone, Args)]
 pub struct OpsArgs {
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     #[arg(long, default_value_t = 20)]
     pub top: usize,
     #[arg(long)]
@@ -363,6 +383,9 @@ pub struct OpsArgs {
 pub struct TreeArgs {
     /// profile.json or a Chrome trace (.json / .json.gz)
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// Which host records are nodes: module (annotations, nn.Modules, ops), frame (every
     /// Python frame too) or op (annotations and ops); the others are see-through
     #[arg(long, value_enum, default_value_t = By::Module)]
@@ -391,6 +414,9 @@ pub struct TreeArgs {
 pub struct ModulesArgs {
     /// profile.json or a Chrome trace (.json / .json.gz)
     pub trace: PathBuf,
+    /// Of a job's rank traces (a folder of them): read rank N alone [default: the lowest rank, said on stderr]
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// Levels to show below the top modules
     #[arg(long)]
     pub depth: Option<usize>,
@@ -418,6 +444,9 @@ pub struct CompareArgs {
     pub fail_on: Vec<String>,
     #[command(flatten)]
     pub set: RankSetArgs,
+    /// Of a job's rank traces (a folder of them, or several): compare rank N alone on each side that is a job [default: the whole jobs]
+    #[arg(long, value_name = "N", conflicts_with = "ranks")]
+    pub rank: Option<u32>,
     #[arg(long)]
     pub json: bool,
 }
@@ -458,6 +487,9 @@ pub struct WhatIfArgs {
     /// wait for), each rank re-timed on its step model
     #[arg(long, value_name = "RANK", num_args = 0..=1)]
     pub straggler: Option<Option<u32>>,
+    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: the lowest rank, said on stderr; without a change, --straggler]
+    #[arg(long, value_name = "N", conflicts_with_all = ["ranks", "straggler"])]
+    pub rank: Option<u32>,
     #[command(flatten)]
     pub set: RankSetArgs,
     #[arg(long)]

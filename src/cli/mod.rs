@@ -11,11 +11,11 @@ pub use args::*;
 
 use std::ffi::OsString;
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use crate::error::{Error, Result};
-use crate::input::{self, LoadOptions, Loaded, ranks};
+use crate::input::{self, Chosen, LoadOptions, Loaded, Reads, What, ranks};
 use crate::lens::modules::ModulesQuery;
 use crate::lens::{self, kernels::KernelQuery, ops::OpQuery, tree::TreeQuery, whatif::Request};
 use crate::profile::{self, Input};
@@ -132,6 +132,25 @@ fn say(line: &str) {
     let _ = writeln!(std::io::stderr(), "{}", render::printable(line));
 }
 
+/// What a reader reads of its arguments: [`input::what`] (the one rule of
+/// docs/spec.md §3.2), then `--rank`; the notes (files left out, the rank
+/// shown) said on stderr.
+fn choose<P: AsRef<Path>>(args: &[P], rank: Option<u32>, reads: Reads) -> Result<Chosen> {
+    let (chosen, notes) = input::what(args)?.choose(rank, reads)?;
+    for n in &notes {
+        say(&format!("note: {n}"));
+    }
+    Ok(chosen)
+}
+
+/// The one input a reader of one rank reads ([`choose`]).
+fn one_rank(arg: &Path, rank: Option<u32>) -> Result<PathBuf> {
+    match choose(&[arg], rank, Reads::OneRank)? {
+        Chosen::One(path) => Ok(path),
+        Chosen::Job(_) => Err(Error::failed("a job where one rank was asked for")),
+    }
+}
+
 /// A lens result in `format`: text and JSON as ever; Markdown and CSV from
 /// its table, whose notes go to stderr so stdout holds the table alone.
 fn emit<T: serde::Serialize>(
@@ -175,7 +194,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
     let load = |path: &Path| load_with(path, false).map(|l| l.input);
     // A distributed job's ranks (and their step models), the set's
     // warnings and notes said.
-    let rank_set_with = |files: &[std::path::PathBuf], set: &RankSetArgs, keep_models: bool| {
+    let rank_set_with = |files: &[PathBuf], set: &RankSetArgs, keep_models: bool| {
         let opts = ranks::Options {
             select: set.ranks.as_deref().map(ranks::parse_selection).transpose()?,
             strict: set.strict,
@@ -192,81 +211,86 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         Ok::<_, Error>((set, models))
     };
-    let rank_set = |files: &[std::path::PathBuf], set: &RankSetArgs| {
-        rank_set_with(files, set, false).map(|(set, _)| set)
-    };
-    let job = |files: &[std::path::PathBuf], set: &RankSetArgs| {
-        rank_set(files, set).map(|s| lens::job::job(&s))
-    };
+    let rank_set =
+        |files: &[PathBuf], set: &RankSetArgs| rank_set_with(files, set, false).map(|(set, _)| set);
+    let job =
+        |files: &[PathBuf], set: &RankSetArgs| rank_set(files, set).map(|s| lens::job::job(&s));
     let out = match cmd {
-        ReaderCommand::Summary(a) => match (ranks::rank_files(&a.traces)?, a.output.format()?) {
-            _ if a.rank.is_some() && a.write_parquet.is_none() => {
-                return Err(Error::usage(
-                    "--rank names the rank --write-parquet writes a trace's tables as: give --write-parquet DIR",
-                ));
-            }
-            _ if a.write_parquet.is_some() && !crate::tables::AVAILABLE => {
+        ReaderCommand::Summary(a) => {
+            let format = a.output.format()?;
+            if a.write_parquet.is_some() && !crate::tables::AVAILABLE {
                 return Err(crate::tables::unavailable());
             }
-            (Some(files), format) => {
-                if a.write_profile.is_some() {
+            let inputs = input::what(&a.traces)?;
+            // Of one trace, --rank is the rank its --write-parquet tables
+            // are written as; of a job, the rank read alone.
+            let one = matches!(inputs.what, What::One(_));
+            if one && a.rank.is_some() && a.write_parquet.is_none() {
+                return Err(Error::usage(format!(
+                    "--rank picks one rank of a job (a folder of rank traces, or several), or names the rank --write-parquet writes one trace's tables as: {} is one trace",
+                    a.traces[0].display()
+                )));
+            }
+            let (chosen, notes) = inputs.choose(a.rank.filter(|_| !one), Reads::Job)?;
+            for n in &notes {
+                say(&format!("note: {n}"));
+            }
+            match (chosen, format) {
+                (Chosen::Job(files), format) => {
+                    if a.write_profile.is_some() {
+                        return Err(Error::usage(
+                            "--write-profile writes one input's profile: give one trace",
+                        ));
+                    }
+                    let set = rank_set(&files, &a.set)?;
+                    let j = lens::job::job(&set);
+                    if let Some(dir) = &a.parquet {
+                        crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
+                    }
+                    if let Some(dir) = &a.write_parquet {
+                        for r in &set.ranks {
+                            crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
+                        }
+                    }
+                    emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
+                }
+                (Chosen::One(_), Format::Md | Format::Csv) => {
                     return Err(Error::usage(
-                        "--write-profile writes one input's profile: give one trace",
+                        "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
                     ));
                 }
-                if a.rank.is_some() {
-                    return Err(Error::usage(
-                        "--rank is for one trace: the ranks of a rank set come from their traces",
-                    ));
-                }
-                let set = rank_set(&files, &a.set)?;
-                let j = lens::job::job(&set);
-                if let Some(dir) = &a.parquet {
-                    crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
-                }
-                if let Some(dir) = &a.write_parquet {
-                    for r in &set.ranks {
-                        crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
+                (Chosen::One(path), format) => {
+                    if a.parquet.is_some() {
+                        return Err(Error::usage(
+                            "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
+                        ));
+                    }
+                    let Loaded { input, notices, .. } = load_with(&path, false)?;
+                    if let Some(out) = &a.write_profile {
+                        crate::files::write_json(out, &input.profile)?;
+                    }
+                    if let Some(dir) = &a.write_parquet {
+                        let rank = parquet_rank(a.rank, &input);
+                        crate::tables::write_rank(dir, rank, &input.profile)?;
+                    }
+                    let s = lens::summary::summary(&input.profile);
+                    if format == Format::Json {
+                        render::json(&s)?
+                    } else {
+                        for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
+                            say(&format!("note: {w}"));
+                        }
+                        text::summary(&s)
                     }
                 }
-                emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
             }
-            (None, Format::Md | Format::Csv) => {
-                return Err(Error::usage(
-                    "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
-                ));
-            }
-            (None, format) => {
-                if a.parquet.is_some() {
-                    return Err(Error::usage(
-                        "--parquet writes the tables of a rank set: give several rank traces or a folder of them",
-                    ));
-                }
-                let Loaded { input, notices, .. } = load_with(&a.traces[0], false)?;
-                if let Some(out) = &a.write_profile {
-                    crate::files::write_json(out, &input.profile)?;
-                }
-                if let Some(dir) = &a.write_parquet {
-                    let rank = parquet_rank(a.rank, &input);
-                    crate::tables::write_rank(dir, rank, &input.profile)?;
-                }
-                let s = lens::summary::summary(&input.profile);
-                if format == Format::Json {
-                    render::json(&s)?
-                } else {
-                    for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
-                        say(&format!("note: {w}"));
-                    }
-                    text::summary(&s)
-                }
-            }
-        },
+        }
         ReaderCommand::Collectives(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let c = match ranks::rank_files(&a.traces)? {
-                Some(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
-                None => lens::collectives::of_profile(&load(&a.traces[0])?.profile),
+            let c = match choose(&a.traces, a.rank, Reads::Job)? {
+                Chosen::Job(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
+                Chosen::One(path) => lens::collectives::of_profile(&load(&path)?.profile),
             };
             for n in &c.notes {
                 say(&format!("note: {n}"));
@@ -284,7 +308,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             )?
         }
         ReaderCommand::Get(a) => {
-            let input = load(&a.trace)?;
+            let input = load(&one_rank(&a.trace, a.rank)?)?;
             let got =
                 lens::get::get(&input.profile, a.field.as_deref(), &a.trace.to_string_lossy())?;
             if a.json {
@@ -298,7 +322,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Phases(a) => {
             let format = a.output.format()?;
-            let p = lens::phases::phases(&load(&a.trace)?.profile);
+            let p = lens::phases::phases(&load(&one_rank(&a.trace, a.rank)?)?.profile);
             emit(format, &p, || text::phases(&p), || table::phases(&p))?
         }
         ReaderCommand::Kernels(a) => {
@@ -311,24 +335,27 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 sort: a.sort,
                 phase: a.phase.clone(),
             };
-            if let Some(files) = ranks::rank_files(&a.traces)? {
-                let set = rank_set(&files, &a.set)?;
-                let profiles: Vec<(u32, &profile::Profile)> =
-                    set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
-                let k = lens::kernels::job_kernels(&profiles, &q)?;
-                emit(format, &k, || text::job_kernels(&k), || table::job_kernels(&k))?
-            } else {
-                let Input { profile, .. } = load(&a.traces[0])?;
-                if let Some(c) = &a.category {
-                    lens::kernels::check_category(&profile, c)?;
+            match choose(&a.traces, a.rank, Reads::Job)? {
+                Chosen::Job(files) => {
+                    let set = rank_set(&files, &a.set)?;
+                    let profiles: Vec<(u32, &profile::Profile)> =
+                        set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
+                    let k = lens::kernels::job_kernels(&profiles, &q)?;
+                    emit(format, &k, || text::job_kernels(&k), || table::job_kernels(&k))?
                 }
-                let k = lens::kernels::kernels(&profile, &q)?;
-                emit(format, &k, || text::kernels(&k), || table::kernels(&k))?
+                Chosen::One(path) => {
+                    let Input { profile, .. } = load(&path)?;
+                    if let Some(c) = &a.category {
+                        lens::kernels::check_category(&profile, c)?;
+                    }
+                    let k = lens::kernels::kernels(&profile, &q)?;
+                    emit(format, &k, || text::kernels(&k), || table::kernels(&k))?
+                }
             }
         }
         ReaderCommand::Ops(a) => {
             let format = a.output.format()?;
-            let Input { profile, .. } = load(&a.trace)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
             let q = OpQuery {
                 top: Some(a.top),
                 phase: a.phase.clone(),
@@ -340,7 +367,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Tree(a) => {
             let format = a.output.format()?;
-            let Input { profile, .. } = load(&a.trace)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
             let q = TreeQuery {
                 by: a.by,
                 phase: a.phase.clone(),
@@ -354,7 +381,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Modules(a) => {
             let format = a.output.format()?;
-            let Input { profile, .. } = load(&a.trace)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
             let q = ModulesQuery { depth: a.depth, min_pct: a.min_pct, focus: a.focus.clone() };
             let m = lens::modules::modules(&profile, &q)?;
             emit(format, &m, || text::modules(&m), || table::modules(&m))?
@@ -365,28 +392,56 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     "standard input can be read once: give `-` for one side at most",
                 ));
             }
-            let sets = (
-                ranks::rank_files(std::slice::from_ref(&a.before))?,
-                ranks::rank_files(std::slice::from_ref(&a.after))?,
-            );
+            // Each side: one input or a job; --rank reads one rank of
+            // each side that is a job.
+            let side = |p: &PathBuf| -> Result<(Chosen, bool)> {
+                let inputs = input::what(std::slice::from_ref(p))?;
+                let job = matches!(inputs.what, What::Ranks(_));
+                let (chosen, notes) = inputs.choose(a.rank.filter(|_| job), Reads::Job)?;
+                for n in &notes {
+                    say(&format!("note: {n}"));
+                }
+                Ok((chosen, job))
+            };
+            let ((before_in, before_job), (after_in, after_job)) =
+                (side(&a.before)?, side(&a.after)?);
+            if let Some(n) = a.rank.filter(|_| !before_job && !after_job) {
+                return Err(Error::usage(format!(
+                    "--rank {n} picks one rank of a job (a folder of rank traces): neither side is one"
+                )));
+            }
             let gates: Vec<lens::gate::GateSpec> =
                 a.fail_on.iter().map(|g| lens::gate::parse(g)).collect::<Result<_>>()?;
             // Each side as the output names it.
             let (b, f) = (a.before.to_string_lossy(), a.after.to_string_lossy());
-            if let (Some(x), Some(y)) = sets {
-                if !gates.is_empty() {
-                    return Err(Error::usage(
-                        "--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)",
-                    ));
+            let (before_path, after_path) = match (before_in, after_in) {
+                (Chosen::One(x), Chosen::One(y)) => (x, y),
+                (Chosen::Job(x), Chosen::Job(y)) => {
+                    if !gates.is_empty() {
+                        return Err(Error::usage(
+                            "--fail-on gates compare two profiles, not two rank sets (gate each rank's profile)",
+                        ));
+                    }
+                    let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &b, &f);
+                    if let Some(w) = &c.warning {
+                        say(&format!("warning: {w}"));
+                    }
+                    let out = if a.json { render::json(&c)? } else { text::compare_jobs(&c) };
+                    return Ok(render::printable(&out).into_owned());
                 }
-                let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &b, &f);
-                if let Some(w) = &c.warning {
-                    say(&format!("warning: {w}"));
+                _ => {
+                    let (job, one) =
+                        if before_job { (&a.before, &a.after) } else { (&a.after, &a.before) };
+                    return Err(Error::usage(format!(
+                        "{} holds a job's rank traces and {} is one input: compare two jobs, or one rank of it (--rank N) with the input",
+                        job.display(),
+                        one.display()
+                    )));
                 }
-                if a.json { render::json(&c)? } else { text::compare_jobs(&c) }
-            } else {
-                let before = load(&a.before)?;
-                let after = load(&a.after)?;
+            };
+            {
+                let before = load(&before_path)?;
+                let after = load(&after_path)?;
                 let mut c = lens::compare::compare(&before.profile, &after.profile, &b, &f);
                 if let Some(w) = &c.warning {
                     say(&format!("warning: {w}"));
@@ -425,12 +480,24 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 remove_idle: a.remove_idle,
                 at_roofline: a.at_roofline.clone(),
             };
-            if let Some(files) = ranks::rank_files(std::slice::from_ref(&a.trace))? {
-                if request != Request::default() || a.all {
+            let inputs = input::what(std::slice::from_ref(&a.trace))?;
+            let job = matches!(inputs.what, What::Ranks(_));
+            // A job with no change of one rank's, nor --rank: the
+            // straggler's lateness removed (--straggler, the default).
+            let changes = request != Request::default() || a.all;
+            if job && a.rank.is_none() && (!changes || a.straggler.is_some()) {
+                if changes {
                     return Err(Error::usage(
-                        "on a rank set, what-if takes --straggler [RANK] (one rank's lateness removed); the other changes are one trace's",
+                        "on a rank set, --straggler [RANK] re-times the whole job: give it alone; the other changes are one rank's (--rank N)",
                     ));
                 }
+                let (chosen, notes) = inputs.choose(None, Reads::Job)?;
+                for n in &notes {
+                    say(&format!("note: {n}"));
+                }
+                let Chosen::Job(files) = chosen else {
+                    return Err(Error::failed("one input where a job was read"));
+                };
                 let (set, models) = rank_set_with(&files, &a.set, true)?;
                 let matched = lens::collectives::of_ranks(&set);
                 let rank = match a.straggler.flatten() {
@@ -449,11 +516,18 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     "--straggler is for a rank set: give several rank traces or a folder of them",
                 ));
             }
+            let (chosen, notes) = inputs.choose(a.rank, Reads::OneRank)?;
+            for n in &notes {
+                say(&format!("note: {n}"));
+            }
+            let Chosen::One(path) = chosen else {
+                return Err(Error::failed("a job where one rank was asked for"));
+            };
             if a.all {
                 if request != Request::default() {
                     return Err(Error::usage("--all lists the standard changes: give it alone"));
                 }
-                let w = lens::whatif::all(&load(&a.trace)?.profile)?;
+                let w = lens::whatif::all(&load(&path)?.profile)?;
                 return Ok(if a.json { render::json(&w)? } else { text::what_if_all(&w) });
             }
             // A trace's step model answers any change; a profile's, its
@@ -470,7 +544,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 }
                 Ok(loaded)
             };
-            let loaded = with_model(&a.trace)?;
+            let loaded = with_model(&path)?;
             let p = &loaded.input.profile;
             let w = match lens::whatif::what_if(p, loaded.model.as_ref(), &request) {
                 Err(e)
@@ -517,7 +591,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let input = load_with(&a.trace, true)?.input;
+            let input = load_with(&one_rank(&a.trace, a.rank)?, true)?.input;
             let m = lens::memory::memory(&input.profile);
             emit(
                 format,

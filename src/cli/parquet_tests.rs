@@ -238,10 +238,32 @@ fn the_rank_of_a_part_is_given_recorded_named_or_zero() {
         2,
         "--rank without --write-parquet"
     );
+    // Of a rank set, --rank is the rank read alone: its parts only, the
+    // bytes its trace alone writes.
     let dlrm = fixture("param_dlrm_v100_8rank");
+    let (alone, of_set) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+    let rank2 = json_files_in(&dlrm).unwrap().remove(2);
+    cli(&["summary", rank2.to_str().unwrap(), "--write-parquet", alone.path().to_str().unwrap()])
+        .unwrap();
+    let set_out = of_set.path().to_str().unwrap();
+    cli(&["summary", dlrm.to_str().unwrap(), "--write-parquet", set_out, "--rank", "2"]).unwrap();
+    let written: Vec<_> = std::fs::read_dir(of_set.path().join("kernels"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(written, ["rank=2"]);
+    for table in ["summary", "kernels", "ops", "phases", "collectives", "idle"] {
+        let p = std::path::Path::new(table).join("rank=2/part.parquet");
+        assert!(
+            std::fs::read(alone.path().join(&p)).unwrap()
+                == std::fs::read(of_set.path().join(&p)).unwrap(),
+            "{}",
+            p.display()
+        );
+    }
     assert_eq!(
-        usage(&["summary", dlrm.to_str().unwrap(), "--write-parquet", o, "--rank", "2"]),
+        usage(&["summary", dlrm.to_str().unwrap(), "--write-parquet", o, "--rank", "9"]),
         2,
-        "--rank of a rank set"
+        "--rank the set does not hold"
     );
 }

@@ -1,14 +1,21 @@
 //! Any reader input → a [`Profile`]: a path, a folder or standard input,
 //! a profile (ours or the reference's, including its repeat files) or a
 //! trace, which is analysed; and the rank traces of a distributed job
-//! ([`ranks`]). The kind is decided by content: a JSON object with a
+//! ([`ranks`]). What the arguments are — one input, a job's ranks, or
+//! neither — is decided once, for every reader, by [`what`]. The kind of a
+//! file is decided by content: a JSON object with a
 //! libreyolo schema id is a profile; anything else is a trace. This sits
 //! above the analysis and the lenses, which know nothing of files.
 
 pub mod ranks;
+mod what;
+
+pub use what::{
+    Chosen, Inputs, RankFile, Reads, What, json_files_in, rank_from_name, resolve_input, what,
+};
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -17,117 +24,11 @@ use crate::analysis::model::StepModel;
 use crate::analysis::timeline;
 use crate::analysis::{self, Analysed, AnalyzeOptions, Sidecar};
 use crate::error::{Error, Result};
-use crate::profile::measured::{Measurements, SIDECAR};
+use crate::profile::measured::Measurements;
 use crate::profile::{ExtraFigures, Figures, Input, Profile, SCHEMA_ID};
 use crate::trace::event::TOO_DEEP;
 use crate::trace::seekgz::SPACING;
 use crate::trace::{ReadOptions, Source};
-
-/// Files looked for, in order, when a directory is given.
-const DIR_CANDIDATES: &[&str] = &[
-    "profile.json",
-    "infer_repeat.json",
-    "profile_repeat.json",
-    "profile_trace.json",
-    "profile_trace.json.gz",
-];
-
-/// The folders a capture writes in its `--project` folder
-/// (`<project>/infer/profile.json`, `<project>/train/profile.json`).
-const CAPTURE_SUBDIRS: [&str; 2] = ["infer", "train"];
-
-/// Resolves a command-line path: a missing path is a usage error (exit 2),
-/// one the system refuses (permissions, a symlink loop) says why (exit 1);
-/// a directory stands for the profile inside it, or for the one trace it
-/// holds, or for the one capture's profile in its `infer/` or `train/`
-/// (both: exit 2, naming them); `-` is standard input.
-pub fn resolve_input(path: impl AsRef<Path>) -> Result<PathBuf> {
-    let path = path.as_ref();
-    let arg = path.display();
-    if path.as_os_str() == "-" {
-        use std::io::IsTerminal;
-        if std::io::stdin().is_terminal() {
-            return Err(Error::usage(
-                "`-` reads a trace or profile from standard input, which is a terminal here: pipe one in (`zcat trace.json.gz | libreyolo profile summary -`)",
-            ));
-        }
-        return Ok(path.to_path_buf());
-    }
-    let meta = std::fs::metadata(path).map_err(|e| match e.kind() {
-        std::io::ErrorKind::NotFound => Error::usage(format!("not found: {arg}")),
-        _ => Error::failed(format!("cannot open {arg}: {e}")).caused_by(e),
-    })?;
-    if !meta.is_dir() {
-        return Ok(path.to_path_buf());
-    }
-    if let Some(p) = DIR_CANDIDATES.iter().map(|name| path.join(name)).find(|p| p.is_file()) {
-        return Ok(p);
-    }
-    let mut json = json_files_in(path)?;
-    match json.len() {
-        1 => Ok(json.remove(0)),
-        0 => {
-            // A capture's `--project` folder: its `infer/` and `train/`
-            // hold the profiles.
-            let mut inside: Vec<PathBuf> = CAPTURE_SUBDIRS
-                .iter()
-                .filter_map(|sub| {
-                    DIR_CANDIDATES
-                        .iter()
-                        .map(|name| path.join(sub).join(name))
-                        .find(|p| p.is_file())
-                })
-                .collect();
-            match inside.len() {
-                1 => Ok(inside.remove(0)),
-                0 => Err(Error::usage(format!(
-                    "{arg} is a directory with no profile.json or profile_trace.json in it"
-                ))),
-                _ => {
-                    let names: Vec<String> =
-                        inside.iter().map(|p| p.display().to_string()).collect();
-                    Err(Error::usage(format!(
-                        "{arg} holds the profiles of two captures, {}: name one",
-                        names.join(" and ")
-                    )))
-                }
-            }
-        }
-        n => {
-            let names: Vec<String> = json
-                .iter()
-                .take(5)
-                .filter_map(|p| p.file_name())
-                .map(|n| n.to_string_lossy().into_owned())
-                .collect();
-            let more = if n > 5 { ", …" } else { "" };
-            Err(Error::usage(format!(
-                "{arg} is a directory with no profile.json or profile_trace.json and {n} other JSON files ({}{more}): name one",
-                names.join(", ")
-            )))
-        }
-    }
-}
-
-/// The JSON files of a folder that can be traces or profiles (not a
-/// sidecar, not hidden), sorted by name.
-pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {
-    let entries = std::fs::read_dir(dir)
-        .map_err(|e| Error::failed(format!("cannot list {}: {e}", dir.display())).caused_by(e))?;
-    let mut json: Vec<PathBuf> = entries
-        .filter_map(|e| e.ok())
-        .map(|e| e.path())
-        .filter(|p| {
-            let name = p.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-            (name.ends_with(".json") || name.ends_with(".json.gz"))
-                && name != SIDECAR
-                && !name.starts_with('.')
-                && p.is_file()
-        })
-        .collect();
-    json.sort();
-    Ok(json)
-}
 
 /// How [`load`] reads an input.
 #[derive(Debug, Clone, Default)]

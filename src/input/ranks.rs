@@ -6,39 +6,19 @@
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use super::{LoadOptions, Loaded, json_files_in, load as load_one};
+pub use super::rank_from_name;
+use super::{LoadOptions, Loaded, load as load_one};
 use crate::analysis::model::StepModel;
 use crate::error::{Error, Result};
 pub use crate::profile::ranks::{Rank, RankSet};
 use crate::trace::ReadOptions;
 
-/// The files of a rank set, when the arguments name one: two or more
-/// paths, or one folder holding two or more traces and no profile of ours.
+/// The files of a rank set, when the arguments name one ([`super::what`]):
+/// several paths, or one folder, of one job's rank traces.
 pub fn rank_files<P: AsRef<Path>>(args: &[P]) -> Result<Option<Vec<PathBuf>>> {
-    if args.len() >= 2 {
-        return args.iter().map(super::resolve_input).collect::<Result<Vec<_>>>().map(Some);
-    }
-    let Some(arg) = args.first() else { return Ok(None) };
-    let dir = arg.as_ref();
-    if !dir.is_dir()
-        || ["profile.json", "profile_trace.json", "profile_trace.json.gz"]
-            .iter()
-            .any(|f| dir.join(f).is_file())
-    {
-        return Ok(None);
-    }
-    let files = json_files_in(dir)?;
-    Ok((files.len() >= 2).then_some(files))
-}
-
-/// The rank number in a file name: `rank3`, `rank_3`, `worker3`, `worker-3`.
-pub fn rank_from_name(path: &Path) -> Option<u32> {
-    let name = path.file_name()?.to_string_lossy().to_ascii_lowercase();
-    ["rank", "worker"].iter().find_map(|key| {
-        let rest = &name[name.find(key)? + key.len()..];
-        let digits: String =
-            rest.trim_start_matches(['_', '-']).chars().take_while(char::is_ascii_digit).collect();
-        digits.parse().ok()
+    Ok(match super::what(args)?.what {
+        super::What::Ranks(ranks) => Some(ranks.into_iter().map(|r| r.path).collect()),
+        super::What::One(_) => None,
     })
 }
 
@@ -213,14 +193,5 @@ mod tests {
                 "{bad}"
             );
         }
-    }
-
-    #[test]
-    fn ranks_from_file_names() {
-        let r = |n: &str| rank_from_name(Path::new(n));
-        assert_eq!(r("worker3_step_12.1694128201557.pt.trace.json.gz"), Some(3));
-        assert_eq!(r("trace_rank_12.json"), Some(12));
-        assert_eq!(r("run-Rank-0.json"), Some(0));
-        assert_eq!(r("trace.json"), None);
     }
 }

@@ -2,6 +2,7 @@
 //! `traceEvents` object, in one streaming pass (docs/spec.md §5, docs/analysis.md §1).
 
 pub mod event;
+pub mod foreign;
 mod inflate;
 pub mod input;
 pub mod kind;
@@ -17,6 +18,7 @@ use serde::Deserialize;
 use crate::budget::Budget;
 use crate::error::{Error, Result};
 pub use event::Event;
+pub use foreign::Foreign;
 pub use input::Source;
 pub use kind::{EventKind, GpuWork, RuntimeCall};
 pub use options::{BLOCK, Progress, ReadOptions, available_threads};
@@ -170,7 +172,14 @@ fn read_scanned(
     match s.peek()? {
         None => return Err(Error::failed("the file is empty")),
         Some(b'[') => {
-            stream_events(&mut s, sink, &mut info, opts)?;
+            s.expect(b'[')?;
+            // Another tool's bare array (a memory timeline) is refused at
+            // its first element, not read as malformed events.
+            s.peek()?;
+            if let Some(f) = Foreign::of_first_element(s.window().0) {
+                return Err(f.error());
+            }
+            stream_events_after_bracket(&mut s, sink, &mut info, opts)?;
         }
         Some(b'{') => {
             s.expect(b'{')?;
@@ -178,6 +187,11 @@ fn read_scanned(
             let mut saw_events = false;
             while let Some(key) = s.next_key(first, &mut scratch)? {
                 first = false;
+                // Another tool's JSON, refused at its key (the value may
+                // be gigabytes).
+                if !saw_events && let Some(f) = Foreign::of_key(&key) {
+                    return Err(f.error());
+                }
                 match key.as_str() {
                     "traceEvents" => {
                         if s.peek()? != Some(b'[') {
@@ -257,6 +271,16 @@ fn stream_events(
     opts: &ReadOptions,
 ) -> Result<()> {
     s.expect(b'[')?;
+    stream_events_after_bracket(s, sink, info, opts)
+}
+
+/// [`stream_events`] with its `[` consumed.
+fn stream_events_after_bracket(
+    s: &mut Scanner<Box<dyn std::io::Read>>,
+    sink: &mut dyn EventSink,
+    info: &mut TraceInfo,
+    opts: &ReadOptions,
+) -> Result<()> {
     let mut first = true;
     if opts.threads > 1 {
         match parallel::stream_events(s, sink, info, opts)? {
