@@ -11,7 +11,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::cpulog::{CpuRec, HostKind, RecPos, thread_bit};
+use super::cpulog::{CpuRec, HostKind, RecPos, is_module_frame, thread_bit};
 use super::graphs::{Matches, match_replays};
 use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
 use super::{Analyzer, KernelClasses};
@@ -113,22 +113,6 @@ struct Pending {
 }
 
 const _: () = assert!(size_of::<Pending>() == 24);
-
-/// A record the tree nests: ops, annotations and Python frames.
-fn nests(r: &CpuRec) -> Option<NodeKind> {
-    match r.host_kind() {
-        HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
-        HostKind::Annotation => Some(NodeKind::Annotation),
-        HostKind::Python => Some(NodeKind::Frame),
-        HostKind::Sync | HostKind::Alloc => None,
-    }
-}
-
-/// `nn.Module: Conv2d_0`: the frame PyTorch's Python tracer records for a
-/// module's forward.
-pub fn is_module_frame(name: &str) -> bool {
-    name.starts_with("nn.Module: ")
-}
 
 struct Builder<'a> {
     a: &'a Analyzer,
@@ -371,7 +355,7 @@ impl<'l> Sweeps<'l> {
     /// (and, when it has backward ops, on the second read), else set
     /// aside to be sorted.
     fn offer(&mut self, pos: RecPos, r: &CpuRec, second_read: bool, b: &mut Builder<'_>) {
-        let Some(kind) = nests(r) else { return };
+        let Some(kind) = r.tree_kind() else { return };
         let order = b.a.cpu.thread_order(r.thread);
         if order.backward && !order.unsorted && !second_read {
             self.backward_bits |= thread_bit(r.thread);
@@ -399,7 +383,7 @@ impl<'l> Sweeps<'l> {
         for p in recs {
             let mut r = b.a.cpu.record_at(p.pos, p.start);
             r.dur = p.dur;
-            let kind = nests(&r).expect("a nesting record was set aside");
+            let kind = r.tree_kind().expect("a nesting record was set aside");
             let phase = b.a.ranges.cpu_phase_cached(&mut self.places, r.thread, r.start);
             self.of(thread).take(&r, kind, phase, b);
         }
@@ -545,7 +529,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
 fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
     a.cpu
         .iter_at(threads)
-        .filter(|(_, r)| nests(r).is_some())
+        .filter(|(_, r)| r.tree_kind().is_some())
         .map(move |(pos, r)| (pos, clip(a, r)))
 }
 

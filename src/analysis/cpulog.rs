@@ -13,6 +13,7 @@
 
 use integer_encoding::VarInt;
 
+use crate::profile::NodeKind;
 use crate::trace::RuntimeCall;
 
 /// Bytes per block: a record never straddles two.
@@ -50,6 +51,12 @@ impl HostKind {
             None
         }
     }
+}
+
+/// `nn.Module: Conv2d_0`: the frame PyTorch's Python tracer records for a
+/// module's forward (kept whatever its length).
+pub fn is_module_frame(name: &str) -> bool {
+    name.starts_with("nn.Module: ")
 }
 
 /// One record as read back.
@@ -99,6 +106,17 @@ impl CpuRec {
         match self.kind {
             RecKind::Op { autograd, .. } => autograd,
             RecKind::Host(_) => None,
+        }
+    }
+
+    /// The call tree's node for it: ops, annotations and Python frames
+    /// nest; synchronising and allocator calls do not.
+    pub fn tree_kind(&self) -> Option<NodeKind> {
+        match self.host_kind() {
+            HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
+            HostKind::Annotation => Some(NodeKind::Annotation),
+            HostKind::Python => Some(NodeKind::Frame),
+            HostKind::Sync | HostKind::Alloc => None,
         }
     }
 

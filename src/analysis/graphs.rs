@@ -12,7 +12,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
-use super::cpulog::{CpuRec, HostKind};
+use super::cpulog::is_module_frame;
 use crate::error::{Error, Result};
 use crate::profile::NodeKind;
 use crate::trace::{self, Document, ReadOptions, RuntimeCall};
@@ -34,21 +34,6 @@ pub fn beside(trace: &std::path::Path) -> Vec<std::path::PathBuf> {
         .collect();
     out.sort();
     out
-}
-
-/// What the call tree makes of a record above a launch (as
-/// `calltree::nests` and `is_module_frame`, which import this file).
-fn nests(r: &CpuRec) -> Option<NodeKind> {
-    match r.host_kind() {
-        HostKind::Op | HostKind::Dataload => Some(NodeKind::Op),
-        HostKind::Annotation => Some(NodeKind::Annotation),
-        HostKind::Python => Some(NodeKind::Frame),
-        HostKind::Sync | HostKind::Alloc => None,
-    }
-}
-
-fn is_module_frame(name: &str) -> bool {
-    name.starts_with("nn.Module: ")
 }
 
 /// A kernel launch made while its thread was capturing a graph.
@@ -153,7 +138,7 @@ impl Captured {
                 .cpu
                 .iter_at(u64::MAX)
                 .filter(|(_, r)| r.thread == thread)
-                .filter_map(|(_, r)| nests(&r).map(|k| (r.start, r.dur, k, r.name, r.model())))
+                .filter_map(|(_, r)| r.tree_kind().map(|k| (r.start, r.dur, k, r.name, r.model())))
                 .collect();
             recs.sort_by_key(|r| (r.0, std::cmp::Reverse(r.1)));
             let mut launches: Vec<i64> = per_graph

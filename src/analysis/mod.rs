@@ -901,7 +901,7 @@ impl Analyzer {
     /// idle time (see [`idle::PYTHON_MIN_NS`]).
     fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.health.note_end(start + dur);
-        if dur < idle::PYTHON_MIN_NS && !calltree::is_module_frame(ev.name()) {
+        if dur < idle::PYTHON_MIN_NS && !cpulog::is_module_frame(ev.name()) {
             self.cpu.short_python += 1;
             return;
         }

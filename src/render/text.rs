@@ -746,18 +746,8 @@ pub fn tree(t: &Tree) -> String {
             r.name
         );
     }
-    let focus = q.focus.as_deref().map_or(String::new(), |f| format!(", focus /{f}/"));
-    let depth = q.depth.map_or(String::new(), |d| format!(", depth {d}"));
-    let _ = writeln!(
-        o,
-        "({} nodes shown, {} hidden: under {}% of both totals{depth}{focus})",
-        t.rows.len(),
-        t.hidden,
-        q.min_pct
-    );
-    for n in &t.notes {
-        let _ = writeln!(o, "note: {n}");
-    }
+    let view = (q.min_pct, q.depth, q.focus.as_deref());
+    shown_footer(&mut o, "nodes shown", (t.rows.len(), t.hidden), view, &t.notes);
     o
 }
 
@@ -805,19 +795,29 @@ pub fn modules(m: &Modules) -> String {
         let _ = writeln!(o, "  {}{}{tag}", "  ".repeat(r.depth), r.name);
     }
     let q = &m.query;
-    let focus = q.focus.as_deref().map_or(String::new(), |f| format!(", focus /{f}/"));
-    let depth = q.depth.map_or(String::new(), |d| format!(", depth {d}"));
+    let view = (q.min_pct, q.depth, q.focus.as_deref());
+    shown_footer(&mut o, "shown", (m.rows.len(), m.hidden), view, &m.notes);
+    o
+}
+
+/// A tree view's last lines: how much it shows and hides, and why; its
+/// notes.
+fn shown_footer(
+    o: &mut String,
+    shown_what: &str,
+    (shown, hidden): (usize, usize),
+    (min_pct, depth, focus): (f64, Option<usize>, Option<&str>),
+    notes: &[String],
+) {
+    let focus = focus.map_or(String::new(), |f| format!(", focus /{f}/"));
+    let depth = depth.map_or(String::new(), |d| format!(", depth {d}"));
     let _ = writeln!(
         o,
-        "({} shown, {} hidden: under {}% of both totals{depth}{focus})",
-        m.rows.len(),
-        m.hidden,
-        q.min_pct
+        "({shown} {shown_what}, {hidden} hidden: under {min_pct}% of both totals{depth}{focus})"
     );
-    for n in &m.notes {
+    for n in notes {
         let _ = writeln!(o, "note: {n}");
     }
-    o
 }
 
 fn change(c: Option<f64>) -> String {
