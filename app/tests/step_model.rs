@@ -224,3 +224,77 @@ fn a_straggler_s_lateness_removed_from_a_rank_set() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("arrives last at no matched collective"), "{}", r.stderr);
 }
+
+/// AlexNet on an A100, recorded with `enable_cuda_sync_events`: its
+/// cross-stream waits come from the trace's `Stream Wait Event` records,
+/// none inferred. The waits that bind work in the model are derived here
+/// from the raw JSON: the first work launched on the waiting stream after
+/// the `cudaStreamWaitEvent` call waits for the last work launched on the
+/// recording stream before the `cudaEventRecord` call.
+#[test]
+fn recorded_waits_replace_the_inferred_ones() {
+    let t = fixtures()
+        .join("traces/hta_alexnet_a100_nosteps/benchmark_result_2869224_1695835535_trace.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&t).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let corr = |e: &Value| e["args"]["correlation"].as_i64();
+    let calls: std::collections::HashMap<i64, f64> = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime")
+        .filter_map(|e| Some((corr(e)?, f(&e["ts"]))))
+        .collect();
+    // Per stream: (launch ts, start, end) of its launched work, by launch.
+    let mut work: std::collections::HashMap<i64, Vec<(f64, f64, f64)>> = Default::default();
+    for e in events {
+        let cat = e["cat"].as_str().unwrap_or("");
+        if !matches!(cat, "kernel" | "gpu_memcpy" | "gpu_memset") {
+            continue;
+        }
+        let Some(&at) = corr(e).and_then(|c| calls.get(&c)) else { continue };
+        let (s, d) = (f(&e["ts"]), f(&e["dur"]));
+        work.entry(e["args"]["stream"].as_i64().unwrap()).or_default().push((at, s, s + d));
+    }
+    for list in work.values_mut() {
+        list.sort_by(|a, b| a.0.total_cmp(&b.0));
+    }
+    let mut binding = 0;
+    let mut stream_syncs = 0;
+    for e in events.iter().filter(|e| e["cat"] == "cuda_sync") {
+        let a = &e["args"];
+        match e["name"].as_str().unwrap() {
+            "Stream Sync" => stream_syncs += 1,
+            "Stream Wait Event" => {
+                let wait_at = calls[&corr(e).unwrap()];
+                let record_at = calls[&a["wait_on_cuda_event_record_corr_id"].as_i64().unwrap()];
+                let none = Vec::new();
+                let on = |k: &str| work.get(&a[k].as_i64().unwrap()).unwrap_or(&none);
+                let first = on("stream").iter().find(|w| w.0 > wait_at);
+                let last = on("wait_on_stream").iter().rev().find(|w| w.0 < record_at);
+                if let (Some(g), Some(x)) = (first, last) {
+                    assert!(x.2 <= g.1, "a recorded wait the times contradict");
+                    binding += 1;
+                }
+            }
+            _ => {}
+        }
+    }
+    assert!(binding > 0 && stream_syncs > 0);
+    let p = profile(&t);
+    let m = &p["step_model"];
+    assert_eq!(m["recorded_waits"], binding, "{m}");
+    assert_eq!(m["recorded_syncs"], stream_syncs, "{m}");
+    assert_eq!(m["inferred_waits"], 0, "{m}");
+    let p = t.to_str().unwrap();
+    let w = json(&["what-if", p, "--remove-idle", "dependency"]);
+    assert!(w["what"].as_str().unwrap().contains("recorded by the trace"), "{w}");
+    assert!(w["caveat"].as_str().unwrap().contains("recorded by the trace"), "{w}");
+    assert!(w.get("saved_without_inferred_ms").is_none(), "nothing inferred to bound: {w}");
+    // Another trace, with no records, says its waits are inferred.
+    let other = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let w = json(&["what-if", other.to_str().unwrap(), "--all"]);
+    assert!(w["caveat"].as_str().unwrap().contains("inferred from the times"), "{w}");
+}

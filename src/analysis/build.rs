@@ -212,6 +212,7 @@ pub(super) fn build(
                 launches_per_step: head.launches_per_step,
                 mean_kernel_us: head.mean_kernel_us,
                 comm_exposed_ms: head.comm_exposed_ms,
+                waits_recorded: m.recorded_waits > 0,
             })
         }
         _ => Vec::new(),

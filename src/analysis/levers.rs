@@ -93,6 +93,8 @@ pub struct Ctx<'a> {
     pub launches_per_step: f64,
     pub mean_kernel_us: f64,
     pub comm_exposed_ms: Option<f64>,
+    /// Whether the model's waits on other streams are the trace's records.
+    pub waits_recorded: bool,
 }
 
 impl Ctx<'_> {
@@ -434,6 +436,11 @@ fn streams(ctx: &Ctx<'_>) -> Option<LeverRow> {
         "the stream and event structure: cross-stream waits that serialise work, events recorded late".into(),
         row,
         format!("{:.2} ms/step of GPU idle with work queued behind another stream{}", ctx.idle_ms(IdleCause::Dependency), ctx.place(IdleCause::Dependency)),
-        vec!["cross-stream waits inferred from the times (the trace records no event waits)".into()],
+        vec![if ctx.waits_recorded {
+            "cross-stream waits the trace records (its cuda_sync stream waits)"
+        } else {
+            "cross-stream waits inferred from the times (the trace records no event waits)"
+        }
+        .into()],
     )
 }

@@ -19,6 +19,7 @@ pub mod calltree;
 pub mod collectives;
 pub mod cpulog;
 pub mod facts;
+pub mod gpusync;
 pub mod graphs;
 pub mod health;
 pub mod idle;
@@ -38,9 +39,11 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::profile::{Measurements, Profile};
-use crate::trace::event::Id;
+use crate::trace::event::{Id, Num};
 use crate::trace::kind::span_ns;
-use crate::trace::{self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, TraceInfo};
+use crate::trace::{
+    self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, SyncKind, TraceInfo,
+};
 use ranges::{PhaseNames, Ranges};
 
 /// Where an event landed: inside a measured step or not, and its phase.
@@ -459,6 +462,8 @@ pub struct Analyzer {
     captured: Vec<graphs::CapturedLaunch>,
     /// The graphs a capture trace given beside this one recorded.
     attached: Option<graphs::Attached>,
+    /// CUPTI's synchronisation records and the calls they name.
+    sync_log: gpusync::SyncLog,
 }
 
 /// Where the analysis stands, which decides what placing an event does.
@@ -843,6 +848,12 @@ impl Analyzer {
         if traits.launch {
             self.health.launch_calls += 1;
         }
+        if traits.event || traits.sync {
+            if let Some(corr) = ev.correlation() {
+                let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+                self.sync_log.call(corr, thread, start, start + dur);
+            }
+        }
         let malloc = traits.malloc;
         let launch = ev.correlation().filter(|_| traits.launch);
         let host_kind = cpulog::HostKind::of_call(&traits);
@@ -876,6 +887,22 @@ impl Analyzer {
                 self.pending_launches.insert(corr, pending);
             }
         }
+    }
+
+    /// A `cuda_sync` record: kept for the step model
+    /// ([`gpusync::SyncLog::resolve`]).
+    fn on_sync_record(&mut self, ev: &Event<'_>, kind: SyncKind) {
+        let Some(call) = ev.correlation() else { return };
+        let args = ev.args.as_ref();
+        let id = |n: Option<&Num>| n.and_then(|n| n.id()).unwrap_or(-1);
+        self.sync_log.record(gpusync::SyncRecord {
+            kind,
+            call,
+            device: ev.gpu_device(),
+            stream: id(args.map(|a| &a.stream)),
+            on_stream: id(args.map(|a| &a.wait_on_stream)),
+            on_record: id(args.map(|a| &a.wait_on_record)),
+        });
     }
 
     /// A graph capture begins or ends, or a kernel is launched once one
@@ -1403,6 +1430,7 @@ impl EventSink for Analyzer {
             EventKind::Runtime => self.on_runtime(ev, start, dur),
             EventKind::Python => self.on_python(ev, start, dur),
             EventKind::Gpu(kind) => self.on_gpu(ev, kind, start, dur),
+            EventKind::GpuSync(kind) => self.on_sync_record(ev, kind),
             EventKind::OtherSpan => self.health.note_other(ev.cat(), start + dur),
             EventKind::NoSpan | EventKind::Memory => {}
         }

@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::analysis::model::host::HostCause;
 use crate::analysis::model::scenarios::{
-    class_flag, class_name, describe_class, describe_idle, describe_roofline,
+    class_flag, class_name, describe_class, describe_roofline, waits_from,
 };
 use crate::analysis::model::{CLASSES, Change, NodeKind, StepModel};
 use crate::error::{Error, Result};
@@ -102,8 +102,16 @@ pub struct WhatIfAll {
     pub caveat: String,
 }
 
-/// Said of every projection.
-pub const CAVEAT: &str = "re-timed on the step model (docs/analysis.md §14): each piece of work keeps the dependencies and latencies the trace shows, the rest of the work as it was; waits on other streams are inferred from the times; only a second measurement proves the change";
+/// Said of every projection: how it was made, and where the model's
+/// waits on other streams come from.
+pub fn caveat(p: &Profile) -> String {
+    let (recorded, inferred) =
+        p.step_model.as_ref().map_or((0, 0), |m| (m.recorded_waits, m.inferred_waits));
+    format!(
+        "re-timed on the step model (docs/analysis.md §14): each piece of work keeps the dependencies and latencies the trace shows, the rest of the work as it was; waits on other streams are {}; only a second measurement proves the change",
+        waits_from(recorded, inferred)
+    )
+}
 
 /// Said when a profile has no step model.
 const NO_MODEL: &str = "this profile has no step model (a CPU run, or a profile written before it): give the trace itself, or a profile whose trace lies beside it";
@@ -118,7 +126,7 @@ pub fn all(p: &Profile) -> Result<WhatIfAll> {
         scenarios: m.scenarios.clone(),
         critical_path: m.critical_path.clone(),
         notes: m.notes.clone(),
-        caveat: CAVEAT.into(),
+        caveat: caveat(p),
     })
 }
 
@@ -288,7 +296,10 @@ fn change_of(
         match cause {
             IdleCause::Sync => change.sync_waits = false,
             IdleCause::Launch => change.launch_factor = 0.0,
-            IdleCause::Dependency => change.dependencies = false,
+            IdleCause::Dependency => {
+                change.dependencies = false;
+                change.recorded_waits = false;
+            }
             IdleCause::Dataloader => {
                 // Loading in worker threads moves the work, it does not
                 // end it: it saves only what cores left free can take.
@@ -308,8 +319,8 @@ fn change_of(
             }
         }
         flags.push(format!("--remove-idle {cause}"));
-        what.push(describe_idle(cause));
-        if cause == IdleCause::Dependency && m.inferred_waits == 0 {
+        what.push(m.describe_idle(cause));
+        if cause == IdleCause::Dependency && m.inferred_waits + m.recorded_waits == 0 {
             notes.push("no waits on other streams were found in this trace".into());
         }
     }
@@ -491,7 +502,7 @@ fn projection(
             projected: projected_img_per_s(p, step, projected),
         },
         notes,
-        caveat: CAVEAT.into(),
+        caveat: caveat(p),
     }
 }
 

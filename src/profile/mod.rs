@@ -29,3 +29,8 @@ pub struct Input {
     /// True when the profile was analysed from a raw trace just now.
     pub from_trace: bool,
 }
+
+/// For `skip_serializing_if`: a count that is zero is left out.
+pub(crate) fn is_zero(n: &u64) -> bool {
+    *n == 0
+}

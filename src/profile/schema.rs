@@ -703,8 +703,15 @@ pub struct StepModelView {
     /// The standard what-ifs (`what-if --all`), largest saving first.
     pub scenarios: Vec<ScenarioRow>,
     /// GPU starts explained by a wait on another stream's work, inferred
-    /// from the times (the trace records no event waits).
+    /// from the times (on devices whose trace records no event waits).
     pub inferred_waits: u64,
+    /// Waits of GPU work on another stream's that the trace records
+    /// (CUPTI `cuda_sync` stream waits), and synchronising calls whose
+    /// target it records.
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub recorded_waits: u64,
+    #[serde(default, skip_serializing_if = "super::is_zero")]
+    pub recorded_syncs: u64,
     /// Host calls explained by a wait on another thread (the loop thread
     /// in `backward()`), inferred the same way.
     pub thread_waits: u64,

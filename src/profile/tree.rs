@@ -78,12 +78,8 @@ pub struct CallTree {
     pub nodes: Vec<CallNode>,
     /// Python frames shorter than the recorded minimum, left out: what
     /// they enclosed is under their nearest kept ancestor.
-    #[serde(skip_serializing_if = "is_zero")]
+    #[serde(skip_serializing_if = "super::is_zero")]
     pub short_frames_left_out: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 fn is_zero_f(v: &f64) -> bool {

@@ -34,6 +34,7 @@ fn known_cat(b: &[u8]) -> Option<&'static str> {
         b"gpu_memset" => "gpu_memset",
         b"python_function" => "python_function",
         b"cpu_instant_event" => "cpu_instant_event",
+        b"cuda_sync" => "cuda_sync",
         b"Trace" => "Trace",
         b"Operator" => "Operator",
         b"Runtime" => "Runtime",
@@ -124,6 +125,11 @@ pub struct Args<'a> {
     /// `Fwd thread id`, the thread of the forward op it differentiates.
     pub sequence: Num,
     pub fwd_thread: Num,
+    /// A `cuda_sync` record of a wait on a CUDA event (`Stream Wait
+    /// Event`, `Event Sync`): the stream the event was recorded on and the
+    /// correlation of the `cudaEventRecord` call that recorded it.
+    pub wait_on_stream: Num,
+    pub wait_on_record: Num,
     /// What PyTorch records on NCCL kernels since 2.3 (docs/analysis.md §8):
     /// which collective, its message sizes and process group.
     pub collective: Option<Box<Collective<'a>>>,
@@ -299,6 +305,8 @@ impl<'a> Event<'a> {
                             b"Bytes" => &mut a.bytes,
                             b"Sequence number" => &mut a.sequence,
                             b"Fwd thread id" => &mut a.fwd_thread,
+                            b"wait_on_stream" => &mut a.wait_on_stream,
+                            b"wait_on_cuda_event_record_corr_id" => &mut a.wait_on_record,
                             _ => return p.skip_value(),
                         };
                         *slot = p.num()?;

@@ -29,8 +29,39 @@ pub enum EventKind {
     Python,
     /// Work on the GPU.
     Gpu(GpuWork),
+    /// CUPTI's record of a synchronisation (`cuda_sync`, recorded with
+    /// `enable_cuda_sync_events`): at the host call's times, which stream,
+    /// event or context it waited on ([`SyncKind`]).
+    GpuSync(SyncKind),
     /// A complete event of any other category.
     OtherSpan,
+}
+
+/// What a `cuda_sync` record waited on, from its name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncKind {
+    /// `cudaStreamWaitEvent`: later work on the stream waits for the
+    /// event's record on another stream.
+    StreamWait,
+    /// `cudaEventSynchronize`: the host waits for an event's record.
+    EventSync,
+    /// `cudaStreamSynchronize`: the host waits for one stream.
+    StreamSync,
+    /// `cudaDeviceSynchronize` / `cuCtxSynchronize`: the host waits for
+    /// every stream of the device.
+    ContextSync,
+}
+
+impl SyncKind {
+    fn of(name: &str) -> Option<SyncKind> {
+        Some(match name {
+            "Stream Wait Event" => SyncKind::StreamWait,
+            "Event Sync" => SyncKind::EventSync,
+            "Stream Sync" => SyncKind::StreamSync,
+            "Context Sync" | "Device Sync" => SyncKind::ContextSync,
+            _ => return None,
+        })
+    }
 }
 
 /// What a GPU event is.
@@ -63,6 +94,7 @@ impl EventKind {
             "kernel" | "Kernel" => EventKind::Gpu(GpuWork::Kernel),
             "gpu_memcpy" | "Memcpy" => EventKind::Gpu(GpuWork::Memcpy),
             "gpu_memset" | "Memset" => EventKind::Gpu(GpuWork::Memset),
+            "cuda_sync" => SyncKind::of(name).map_or(EventKind::OtherSpan, EventKind::GpuSync),
             _ => EventKind::OtherSpan,
         }
     }
@@ -82,6 +114,9 @@ pub struct RuntimeCall {
     /// Waits for the GPU: a `…Synchronize` call, or a copy without
     /// `Async` (`cudaMemcpy`, `hipMemcpyWithStream`).
     pub sync: bool,
+    /// Records an event or makes a stream wait for one (`cudaEventRecord`,
+    /// `cudaStreamWaitEvent`): what a `cuda_sync` record names.
+    pub event: bool,
     /// Allocates or frees device or pinned memory.
     pub alloc: bool,
     /// Counted as an allocator call (`…Malloc…`/`…Free…`).
@@ -107,6 +142,7 @@ impl RuntimeCall {
             graph: name.contains("GraphLaunch"),
             sync: name.contains("Synchronize")
                 || (name.contains("Memcpy") && !name.contains("Async")),
+            event: name.contains("EventRecord") || name.contains("StreamWaitEvent"),
             alloc: ALLOC.iter().any(|w| name.contains(w)),
             malloc: name.contains("Malloc") || name.contains("Free"),
             capture: name.contains("StreamBeginCapture"),
@@ -224,6 +260,9 @@ mod tests {
             ("X", "gpu_memset", "m", Gpu(GpuWork::Memset)),
             ("X", "python_function", "f", Python),
             ("X", "Trace", "t", OtherSpan),
+            ("X", "cuda_sync", "Stream Wait Event", GpuSync(SyncKind::StreamWait)),
+            ("X", "cuda_sync", "Context Sync", GpuSync(SyncKind::ContextSync)),
+            ("X", "cuda_sync", "Some Sync", OtherSpan),
             ("i", "cpu_instant_event", "[memory]", Memory),
             ("I", "", "[memory]", Memory),
             ("i", "cpu_instant_event", "other", NoSpan),

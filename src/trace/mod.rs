@@ -20,7 +20,7 @@ use crate::error::{Error, Result};
 pub use event::Event;
 pub use foreign::Foreign;
 pub use input::Source;
-pub use kind::{EventKind, GpuWork, RuntimeCall};
+pub use kind::{EventKind, GpuWork, RuntimeCall, SyncKind};
 pub use options::{BLOCK, Progress, ReadOptions, available_threads};
 use scan::Scanner;
 

@@ -123,7 +123,9 @@ pub(crate) fn model(
         }
     }
     let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
-    let model = StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host, names, ops })?;
+    let recorded = a.sync_log.resolve();
+    let inputs = Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded };
+    let model = StepModel::build(inputs)?;
     Some((model, note))
 }
 

@@ -11,8 +11,10 @@
 //! launch that blocked) waiting for the GPU work it returned after, and a
 //! GPU start that neither its launch nor its stream explains waiting for
 //! the work that ended just before it on another stream of the device
-//! (inferred: the trace records no event waits). Built from the pass's
-//! records ([`of_analyzer`]), never a second read.
+//! (inferred from the times), or, where the trace records CUPTI's
+//! synchronisation records, the waits they name ([`Recorded`]: a stream
+//! waiting for an event's record, a sync waiting for one stream). Built
+//! from the pass's records ([`of_pass`]), never a second read.
 //!
 //! Re-timing ([`replay`]) walks the nodes in dependency order: a node
 //! starts when its binding constraint allows, after the same latency the
@@ -116,9 +118,11 @@ pub struct Node {
     pub prev: u32,
     /// GPU: the call that launched it. Sync: the GPU node it waits for.
     pub cross: u32,
-    /// GPU: the other stream's node it waited for; host: the other
-    /// thread's call it waited for (both inferred).
+    /// GPU: the other stream's node it waited for (recorded or inferred);
+    /// host: the other thread's call it waited for (inferred).
     pub wait: u32,
+    /// Its `wait` is one the trace records (a `cuda_sync` stream wait).
+    pub recorded: bool,
     /// What bound its start (GPU, host) — for a Sync, its end.
     pub bind: Bind,
     /// GPU: [`COPY_CLASS`] or a kernel category's index; a host call:
@@ -158,6 +162,40 @@ pub struct GpuWork {
 /// A host call that can wait for the GPU (thread, start, end).
 pub type SyncCall = (u32, i64, i64);
 
+/// A recorded stream wait (`cudaStreamWaitEvent`): work launched on
+/// `stream` after `wait_at` waits for the work launched on `on_stream`
+/// before `record_at` (the `cudaEventRecord` call).
+#[derive(Debug, Clone, Copy)]
+pub struct StreamWait {
+    pub device: i64,
+    pub stream: i64,
+    pub wait_at: i64,
+    pub on_stream: i64,
+    pub record_at: i64,
+}
+
+/// What a synchronising call waited for, as recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SyncOn {
+    /// The work launched on one stream before it.
+    Stream { device: i64, stream: i64 },
+    /// The work launched on `stream` before `at` (an event's record).
+    Record { device: i64, stream: i64, at: i64 },
+    /// Every stream of the device.
+    Device(i64),
+}
+
+/// The waits a trace records (CUPTI's `cuda_sync` records).
+#[derive(Debug, Clone, Default)]
+pub struct Recorded {
+    pub waits: Vec<StreamWait>,
+    /// By the synchronising call (thread, start, end).
+    pub sync_on: HashMap<SyncCall, SyncOn>,
+    /// Devices with records: their cross-stream waits are all recorded,
+    /// none inferred.
+    pub devices: Vec<i64>,
+}
+
 /// What the model is built from.
 #[derive(Debug, Default)]
 pub struct Inputs {
@@ -173,6 +211,8 @@ pub struct Inputs {
     pub names: Vec<String>,
     /// The CPU ops of the threads with calls, when a what-if may name one.
     pub ops: Option<OpLog>,
+    /// The waits the trace records.
+    pub recorded: Recorded,
 }
 
 /// CPU ops as `--op` reads them: (thread, start, end, name index).
@@ -211,6 +251,13 @@ pub struct StepModel {
     sync_parts: HashMap<u32, (i64, i64)>,
     /// GPU starts explained by an inferred wait on another stream.
     pub inferred_waits: usize,
+    /// Recorded waits of GPU work on another stream's (edges), and
+    /// synchronising calls whose target the trace records.
+    pub recorded_waits: usize,
+    pub recorded_syncs: usize,
+    /// Recorded waits beside the one in [`Node::wait`] (a start waiting
+    /// on several streams), by node.
+    also_waits: HashMap<u32, Vec<u32>>,
     /// Host calls explained by an inferred wait on another thread.
     pub thread_waits: usize,
     /// The loop thread's lane (the step markers'), if any.
@@ -225,7 +272,7 @@ impl StepModel {
     /// (or, with no launch, starting in it), the calls around it, the
     /// step boundaries.
     pub fn build(inputs: Inputs) -> Option<StepModel> {
-        let Inputs { gpu, syncs, steps, loop_thread, host, names, ops } = inputs;
+        let Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded } = inputs;
         let (&(w0, _), &(_, w1)) = (steps.first()?, steps.last()?);
         let inside = |t: i64| t >= w0 && t <= w1;
         let mut lanes: Vec<Lane> = Vec::new();
@@ -250,6 +297,7 @@ impl StepModel {
             prev: NONE,
             cross: NONE,
             wait: NONE,
+            recorded: false,
             bind: Bind::Free,
             class,
             name,
@@ -314,12 +362,15 @@ impl StepModel {
             ops,
             sync_parts: HashMap::default(),
             inferred_waits: 0,
+            recorded_waits: 0,
+            recorded_syncs: 0,
+            also_waits: HashMap::default(),
             thread_waits: 0,
             loop_lane,
             unordered: 0,
         };
         model.link_lanes();
-        model.link_waits();
+        model.link_waits(&recorded);
         model.bind();
         model.order();
         Some(model)
@@ -343,9 +394,10 @@ impl StepModel {
         }
     }
 
-    /// The GPU work each Sync waits for, and the other stream's work an
-    /// unexplained GPU start waits for.
-    fn link_waits(&mut self) {
+    /// The GPU work each Sync waits for, and the other stream's work a GPU
+    /// start waits for: as the trace records them where it does, else
+    /// inferred from the times.
+    fn link_waits(&mut self, rec: &Recorded) {
         // Every GPU node by end, per device.
         let mut by_end: HashMap<i64, Vec<u32>> = HashMap::default();
         for (i, n) in self.nodes.iter().enumerate() {
@@ -356,6 +408,8 @@ impl StepModel {
         for list in by_end.values_mut() {
             list.sort_by_key(|&i| (self.nodes[i as usize].end, i));
         }
+        let launched = self.launched(rec);
+        self.link_recorded(rec, &launched);
         let launched_before = |m: &StepModel, g: &Node, t: i64| {
             g.cross == NONE || m.nodes[g.cross as usize].start <= t
         };
@@ -365,6 +419,11 @@ impl StepModel {
         for i in 0..self.nodes.len() {
             let h = self.nodes[i];
             if h.kind != NodeKind::Sync {
+                continue;
+            }
+            if let Some(target) = self.sync_target(&h, rec, &launched) {
+                self.nodes[i].cross = target.unwrap_or(NONE);
+                self.recorded_syncs += 1;
                 continue;
             }
             let mut best: Option<u32> = None;
@@ -393,10 +452,10 @@ impl StepModel {
                 _ => {}
             }
         }
-        // Unexplained GPU starts.
+        // Unexplained GPU starts, on devices whose waits are not recorded.
         for i in 0..self.nodes.len() {
             let g = self.nodes[i];
-            if g.kind != NodeKind::Gpu {
+            if g.kind != NodeKind::Gpu || g.wait != NONE || rec.devices.contains(&self.device(&g)) {
                 continue;
             }
             let by_prev = (g.prev != NONE).then(|| self.nodes[g.prev as usize].end);
@@ -422,6 +481,97 @@ impl StepModel {
             }
         }
         self.link_thread_waits();
+    }
+
+    /// Each GPU lane's launched nodes by launch start (when the trace
+    /// records waits to place on them).
+    fn launched(&self, rec: &Recorded) -> HashMap<Lane, Vec<(i64, u32)>> {
+        let mut out: HashMap<Lane, Vec<(i64, u32)>> = HashMap::default();
+        if rec.waits.is_empty() && rec.sync_on.is_empty() {
+            return out;
+        }
+        for (i, n) in self.nodes.iter().enumerate() {
+            if n.kind == NodeKind::Gpu && n.cross != NONE {
+                let at = self.nodes[n.cross as usize].start;
+                out.entry(self.lanes[n.lane as usize]).or_default().push((at, i as u32));
+            }
+        }
+        for list in out.values_mut() {
+            list.sort_unstable();
+        }
+        out
+    }
+
+    /// The recorded stream waits as edges: the first work launched on the
+    /// waiting stream after the wait waits for the last work launched on
+    /// the recording stream before the record. A start waiting on several
+    /// streams keeps the latest-ending as its `wait`, the rest besides.
+    fn link_recorded(&mut self, rec: &Recorded, launched: &HashMap<Lane, Vec<(i64, u32)>>) {
+        for w in &rec.waits {
+            if w.stream == w.on_stream {
+                continue;
+            }
+            let lane = |stream| launched.get(&Lane::Stream { device: w.device, stream });
+            let (Some(waiting), Some(recording)) = (lane(w.stream), lane(w.on_stream)) else {
+                continue;
+            };
+            let first = waiting.partition_point(|&(at, _)| at <= w.wait_at);
+            let last = recording.partition_point(|&(at, _)| at < w.record_at);
+            let (Some(&(_, g)), Some(&(_, x))) =
+                (waiting.get(first), last.checked_sub(1).map(|k| &recording[k]))
+            else {
+                continue;
+            };
+            // Out of step with the times (clock skew): not taken.
+            if self.nodes[x as usize].end > self.nodes[g as usize].start {
+                continue;
+            }
+            self.recorded_waits += 1;
+            let node = &mut self.nodes[g as usize];
+            let held = node.wait;
+            if held == NONE {
+                (node.wait, node.recorded) = (x, true);
+                continue;
+            }
+            let later = self.nodes[x as usize].end > self.nodes[held as usize].end;
+            let besides = if later {
+                self.nodes[g as usize].wait = x;
+                held
+            } else {
+                x
+            };
+            let also = self.also_waits.entry(g).or_default();
+            if !also.contains(&besides) {
+                also.push(besides);
+            }
+        }
+    }
+
+    /// What a synchronising call waited for as the trace records it:
+    /// `None` when it does not (or only device-wide), `Some(None)` when the
+    /// stream it waited for had no work pending in the model.
+    fn sync_target(
+        &self,
+        h: &Node,
+        rec: &Recorded,
+        launched: &HashMap<Lane, Vec<(i64, u32)>>,
+    ) -> Option<Option<u32>> {
+        let Lane::Thread(t) = self.lanes[h.lane as usize] else { return None };
+        let (device, stream, before) = match *rec.sync_on.get(&(t, h.start, h.end))? {
+            SyncOn::Stream { device, stream } => (device, stream, h.start),
+            SyncOn::Record { device, stream, at } => (device, stream, at),
+            SyncOn::Device(_) => return None,
+        };
+        let Some(list) = launched.get(&Lane::Stream { device, stream }) else {
+            return Some(None);
+        };
+        let k = list.partition_point(|&(at, _)| at < before);
+        let g = k.checked_sub(1).map(|k| list[k].1);
+        match g {
+            // Out of step with the times: left to the inference.
+            Some(g) if self.nodes[g as usize].end > h.end => None,
+            g => Some(g),
+        }
     }
 
     /// A thread that sat for a long gap and went on (its own work began
@@ -617,26 +767,28 @@ impl StepModel {
                 _ => [node.prev, node.wait, NONE],
             }
         };
-        for (i, node) in self.nodes.iter().enumerate() {
-            for d in deps(node) {
-                if d != NONE {
-                    indegree[i] += 1;
-                    succ_count[d as usize + 1] += 1;
-                }
-            }
+        let also = &self.also_waits;
+        // Each (node, dependency) edge once.
+        let edges = || {
+            let listed = self.nodes.iter().enumerate().flat_map(move |(i, node)| {
+                deps(node).into_iter().filter(|&d| d != NONE).map(move |d| (i, d))
+            });
+            let besides =
+                also.iter().flat_map(|(&i, list)| list.iter().map(move |&d| (i as usize, d)));
+            listed.chain(besides)
+        };
+        for (i, d) in edges() {
+            indegree[i] += 1;
+            succ_count[d as usize + 1] += 1;
         }
         for i in 0..n {
             succ_count[i + 1] += succ_count[i];
         }
         let mut fill = succ_count.clone();
         let mut succ = vec![0u32; succ_count[n] as usize];
-        for (i, node) in self.nodes.iter().enumerate() {
-            for d in deps(node) {
-                if d != NONE {
-                    succ[fill[d as usize] as usize] = i as u32;
-                    fill[d as usize] += 1;
-                }
-            }
+        for (i, d) in edges() {
+            succ[fill[d as usize] as usize] = i as u32;
+            fill[d as usize] += 1;
         }
         let key = |i: u32| {
             let node = &nodes[i as usize];

@@ -28,6 +28,9 @@ pub struct Change {
     pub sync_waits: bool,
     /// Inferred waits on other streams hold (false: dropped).
     pub dependencies: bool,
+    /// Recorded waits on other streams hold (false: dropped, as if the
+    /// streams did not wait for each other).
+    pub recorded_waits: bool,
     /// Inferred waits of one host thread on another hold (false: the gap
     /// is the thread's own host time, as if it had waited for nothing).
     pub thread_waits: bool,
@@ -45,6 +48,7 @@ impl Default for Change {
             launch_factor: 1.0,
             sync_waits: true,
             dependencies: true,
+            recorded_waits: true,
             thread_waits: true,
         }
     }
@@ -193,12 +197,22 @@ impl StepModel {
             // work it waits for.
             take(self.host_start(l, change, end) + lat);
         }
-        if node.wait != NONE && change.dependencies {
+        if node.wait != NONE && self.wait_holds(node, change) {
             let slack = node.start - self.nodes[node.wait as usize].end;
             let lat = if node.bind == Bind::Wait { slack } else { slack.min(0) };
             take(new_end(node.wait) + lat);
         }
+        if let Some(also) = self.also_waits.get(&i).filter(|_| change.recorded_waits) {
+            for &j in also {
+                take(new_end(j) + (node.start - self.nodes[j as usize].end).min(0));
+            }
+        }
         t.unwrap_or(node.start)
+    }
+
+    /// Whether GPU node `n`'s wait on another stream holds under `change`.
+    pub(super) fn wait_holds(&self, n: &super::Node, change: &Change) -> bool {
+        if n.recorded { change.recorded_waits } else { change.dependencies }
     }
 }
 

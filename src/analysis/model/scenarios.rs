@@ -67,7 +67,31 @@ pub fn describe_idle(cause: IdleCause) -> String {
     }
 }
 
+/// Where a model's waits on other streams come from, by how many it
+/// took from the trace's records and how many it inferred.
+pub fn waits_from(recorded: u64, inferred: u64) -> &'static str {
+    match (recorded > 0, inferred > 0) {
+        (true, false) => "recorded by the trace",
+        (true, true) => "recorded by the trace, and inferred from the times elsewhere",
+        _ => "inferred from the times",
+    }
+}
+
 impl StepModel {
+    /// What setting an idle cause to zero does, saying where this model's
+    /// waits on other streams come from.
+    pub fn describe_idle(&self, cause: IdleCause) -> String {
+        match cause {
+            IdleCause::Dependency => format!("no waits on other streams ({})", self.waits_from()),
+            c => describe_idle(c),
+        }
+    }
+
+    /// Where the waits on other streams come from.
+    pub fn waits_from(&self) -> &'static str {
+        waits_from(self.recorded_waits as u64, self.inferred_waits as u64)
+    }
+
     /// The window's span saved by `change` (ns).
     pub fn saving(&self, change: &Change) -> i64 {
         let now = self.end() - self.window.0;
@@ -123,7 +147,7 @@ impl StepModel {
             }
             if n.kind != NodeKind::Gpu {
                 ns += self.removed_from_gap(i as u32, change);
-            } else if !change.dependencies && n.wait != NONE {
+            } else if n.wait != NONE && !self.wait_holds(n, change) {
                 ns += self.held_back(n);
             }
         }
@@ -180,8 +204,8 @@ impl StepModel {
                 IdleCause::Launch if dispatch + calls > 0 => {
                     Change { launch_factor: 0.0, ..Change::default() }
                 }
-                IdleCause::Dependency if self.inferred_waits > 0 => {
-                    Change { dependencies: false, ..Change::default() }
+                IdleCause::Dependency if self.inferred_waits + self.recorded_waits > 0 => {
+                    Change { dependencies: false, recorded_waits: false, ..Change::default() }
                 }
                 other => match HostCause::of_idle(other).filter(|c| by[*c as usize] > 0) {
                     Some(c) => {
@@ -194,7 +218,7 @@ impl StepModel {
             };
             out.push(Scenario {
                 flags: format!("--remove-idle {cause}"),
-                what: describe_idle(cause),
+                what: self.describe_idle(cause),
                 change,
                 removes_ns: 0,
             });

@@ -25,10 +25,39 @@ fn kernel(stream: i64, class: u8, start: i64, dur: i64, launch: i64) -> GpuWork 
 }
 
 fn model(gpu: Vec<GpuWork>, syncs: Vec<SyncCall>, step: (i64, i64), host: HostCauses) -> StepModel {
+    build(gpu, syncs, step, host, Recorded::default())
+}
+
+fn recorded_model(
+    gpu: Vec<GpuWork>,
+    syncs: Vec<SyncCall>,
+    step: (i64, i64),
+    recorded: Recorded,
+) -> StepModel {
+    build(gpu, syncs, step, HostCauses::default(), recorded)
+}
+
+/// A window; device 0 records its waits where `recorded` has any.
+fn build(
+    gpu: Vec<GpuWork>,
+    syncs: Vec<SyncCall>,
+    step: (i64, i64),
+    host: HostCauses,
+    mut recorded: Recorded,
+) -> StepModel {
     let steps = vec![(step.0 * US, step.1 * US)];
     let names = (0..8).map(|c| format!("kernel{c}")).collect();
-    StepModel::build(Inputs { gpu, syncs, steps, loop_thread: Some(1), host, names, ops: None })
-        .unwrap()
+    if !recorded.waits.is_empty() || !recorded.sync_on.is_empty() {
+        recorded.devices = vec![0];
+    }
+    let (loop_thread, ops) = (Some(1), None);
+    StepModel::build(Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded }).unwrap()
+}
+
+/// Stream `stream` waits (the call at `wait_at` µs) for the event recorded
+/// on `on_stream` at `record_at` µs.
+fn wait(stream: i64, wait_at: i64, on_stream: i64, record_at: i64) -> StreamWait {
+    StreamWait { device: 0, stream, wait_at: wait_at * US, on_stream, record_at: record_at * US }
 }
 
 fn saved_us(m: &StepModel, change: &Change) -> i64 {
@@ -157,10 +186,14 @@ fn a_wait_on_another_stream_is_inferred_and_replayed() {
 }
 
 /// A random window: one or two host threads launching kernels on two
-/// streams, with syncs, each kernel after its launch and its stream.
+/// streams, with syncs and recorded waits between the streams, each
+/// kernel after its launch, its stream and what it waits for.
 fn random_window() -> impl Strategy<Value = Inputs> {
     let calls = prop::collection::vec(
-        (0u32..2, 1i64..400, 1i64..50, 0i64..300, 1i64..900, 0i64..2, 0u8..8, any::<bool>()),
+        (
+            (0u32..2, 1i64..400, 1i64..50, 0i64..300),
+            (1i64..900, 0i64..2, 0u8..8, any::<bool>(), any::<bool>()),
+        ),
         1..40,
     );
     calls.prop_map(|calls| {
@@ -168,13 +201,29 @@ fn random_window() -> impl Strategy<Value = Inputs> {
         let mut stream_free = [0i64; 2];
         let mut gpu = Vec::new();
         let mut syncs = Vec::new();
-        for (thread, gap, call, delay, dur, stream, class, sync) in calls {
+        let mut recorded = Recorded::default();
+        for ((thread, gap, call, delay), (dur, stream, class, sync, waits)) in calls {
             let t = thread as usize;
             let s = host_at[t] + gap * US;
             let e = s + call * US;
             host_at[t] = e;
             let st = stream as usize;
-            let start = (s + delay * US).max(stream_free[st]);
+            let mut start = (s + delay * US).max(stream_free[st]);
+            // Just before the launch, an event recorded on the other
+            // stream and this one made to wait for it (as recorded).
+            if waits {
+                let other = 1 - stream;
+                let (record_at, wait_at) = (s - 2, s - 1);
+                recorded.waits.push(StreamWait {
+                    device: 0,
+                    stream,
+                    wait_at,
+                    on_stream: other,
+                    record_at,
+                });
+                recorded.devices = vec![0];
+                start = start.max(stream_free[other as usize]);
+            }
             stream_free[st] = start + dur * US;
             gpu.push(GpuWork {
                 start,
@@ -200,6 +249,7 @@ fn random_window() -> impl Strategy<Value = Inputs> {
             host: HostCauses::default(),
             names: vec!["k".into()],
             ops: None,
+            recorded,
         }
     })
 }
@@ -255,4 +305,86 @@ fn a_thread_that_waits_for_another_follows_it() {
     let mut no_python = Change::default();
     no_python.host_removed[HostCause::Python as usize] = 1.0;
     assert_eq!(saved_us(&m, &no_python), 6000 - 5015);
+}
+
+/// The inferred case's window, with the wait recorded: the same edge, now
+/// from the trace, which only a change to the recorded waits drops.
+#[test]
+fn a_recorded_wait_replaces_the_inference() {
+    let gpu = vec![kernel(7, GEMM, 10, 2000, 0), kernel(8, ELT, 2012, 100, 5)];
+    let rec = Recorded { waits: vec![wait(8, 3, 7, 2)], ..Recorded::default() };
+    let m = recorded_model(gpu, vec![], (0, 50), rec);
+    check_null(&m);
+    assert_eq!((m.recorded_waits, m.inferred_waits), (1, 0));
+    let waiter = m.nodes.iter().find(|n| n.kind == NodeKind::Gpu && n.class == ELT).unwrap();
+    assert!(waiter.recorded && waiter.bind == Bind::Wait);
+    assert_eq!(saved_us(&m, &without(GEMM)), 2112 - 115);
+    // Dropping inferred waits leaves a recorded one alone.
+    let inferred_gone = Change { dependencies: false, ..Change::default() };
+    assert_eq!(saved_us(&m, &inferred_gone), 0);
+    let free = Change { recorded_waits: false, ..Change::default() };
+    assert_eq!(saved_us(&m, &free), 2112 - 2010);
+    assert_eq!(m.waits_from(), "recorded by the trace");
+}
+
+/// An event recorded before the other stream's work was launched does
+/// not wait for it; and where the device records its waits, a late start
+/// is not explained by an inferred one.
+#[test]
+fn an_event_recorded_before_the_work_waits_for_nothing() {
+    let gpu = vec![kernel(7, GEMM, 10, 2000, 2), kernel(8, ELT, 2012, 100, 9)];
+    let rec = Recorded { waits: vec![wait(8, 8, 7, 1)], ..Recorded::default() };
+    let m = recorded_model(gpu, vec![], (0, 50), rec);
+    check_null(&m);
+    assert_eq!((m.recorded_waits, m.inferred_waits), (0, 0));
+    assert!(m.nodes.iter().all(|n| n.wait == NONE));
+}
+
+/// A start that waits on two streams waits for both: without the later
+/// one it starts when the earlier one ends, not at its launch.
+#[test]
+fn a_start_waiting_on_two_streams_waits_for_both() {
+    let gpu = vec![
+        kernel(7, GEMM, 10, 1000, 0),
+        kernel(9, ELT, 12, 1998, 6),
+        kernel(8, ELT + 1, 2012, 100, 30),
+    ];
+    let rec =
+        Recorded { waits: vec![wait(8, 25, 7, 20), wait(8, 26, 9, 21)], ..Recorded::default() };
+    let m = recorded_model(gpu, vec![], (0, 50), rec);
+    check_null(&m);
+    assert_eq!(m.recorded_waits, 2);
+    // The ELT kernel gone, the last one still waits for the GEMM's end.
+    assert_eq!(saved_us(&m, &without(ELT)), 2112 - 1110);
+    // No waits: it runs at once, and the ELT kernel on stream 9 ends last.
+    let free = Change { recorded_waits: false, ..Change::default() };
+    assert_eq!(saved_us(&m, &free), 2112 - 2010);
+}
+
+/// A stream sync waits for its stream only: work on another stream that
+/// ended just before it returned is not what it waited for (the device-wide
+/// guess says it is).
+#[test]
+fn a_recorded_stream_sync_waits_for_its_stream() {
+    let gpu = || vec![kernel(7, GEMM, 10, 1000, 0), kernel(8, ELT, 10, 1005, 1)];
+    let sync = (1, 100 * US, 1020 * US);
+    let rec = Recorded {
+        sync_on: [(sync, SyncOn::Stream { device: 0, stream: 7 })].into_iter().collect(),
+        ..Recorded::default()
+    };
+    let m = recorded_model(gpu(), vec![sync], (0, 1100), rec);
+    check_null(&m);
+    assert_eq!(m.recorded_syncs, 1);
+    let s = m.nodes.iter().find(|n| n.kind == NodeKind::Sync).unwrap();
+    assert_eq!(m.nodes[s.cross as usize].class, GEMM);
+    // The other stream's kernel shorter: the sync returns no earlier.
+    let mut half = Change::default();
+    half.class_factor[usize::from(ELT)] = 0.5;
+    let end_of_sync = |m: &StepModel| {
+        let i = m.nodes.iter().position(|n| n.kind == NodeKind::Sync).unwrap();
+        m.replay(&half).end[i]
+    };
+    assert_eq!(end_of_sync(&m), 1020 * US);
+    let guessed = model(gpu(), vec![sync], (0, 1100), HostCauses::default());
+    assert!(end_of_sync(&guessed) < 1020 * US);
 }

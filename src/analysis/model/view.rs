@@ -71,6 +71,8 @@ pub fn view(
         critical_path,
         scenarios,
         inferred_waits: m.inferred_waits as u64,
+        recorded_waits: m.recorded_waits as u64,
+        recorded_syncs: m.recorded_syncs as u64,
         thread_waits: m.thread_waits as u64,
         notes,
     }
