@@ -8,6 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::analysis::model::host::HostCause;
+use crate::analysis::model::job::{JobModel, Member};
 use crate::analysis::model::scenarios::{
     class_flag, class_name, describe_class, describe_roofline, waits_from,
 };
@@ -538,92 +539,83 @@ pub struct JobWhatIf {
 pub struct RankProjection {
     pub rank: u32,
     pub step_ms: f64,
-    /// What its waits for the straggler were, per step (the work taken
-    /// away), and what re-timing saves.
+    /// The time its collective kernels no longer wait for the last rank,
+    /// per step (the work taken away), and what re-timing saves.
     pub removes_ms_per_step: f64,
     pub saved_ms_per_step: f64,
     pub projected_ms: f64,
 }
 
 /// Said of the job's what-if.
-pub const JOB_CAVEAT: &str = "each rank re-timed on its own step model (docs/analysis.md §14) with its waits for the straggler gone at the collectives it arrived last at; a rank that then runs earlier is not re-synchronised with the others at later collectives, and only a second measurement proves the change";
+pub const JOB_CAVEAT: &str = "the ranks' step models joined at their collectives (docs/analysis.md §14): each rank re-timed on its own model, every collective's transfer starting once the last rank arrives, the straggler's arrivals left out; only a second measurement proves the change";
 
-/// `rank`'s lateness removed: at each collective it arrived last at, the
-/// others' kernels no longer wait for it (they end as if it had arrived
-/// with the last of them), each rank re-timed on its own step model; the
-/// job's step is the slowest rank's. `models` in the set's rank order.
+/// `rank`'s lateness removed: at every collective the others no longer
+/// wait for it (the transfer starts once the last of them arrives), the
+/// ranks re-timed together on their joined step models, so a rank that
+/// then runs earlier meets the others earlier at later collectives too;
+/// the job's step is the slowest rank's. `models` in the set's rank order.
 pub fn straggler_removed(
     set: &crate::profile::ranks::RankSet,
     models: &[Option<StepModel>],
     matched: &crate::lens::collectives::Collectives,
     rank: u32,
 ) -> Result<JobWhatIf> {
-    if !set.ranks.iter().any(|r| r.rank == rank) {
+    let Some(straggler) = set.ranks.iter().position(|r| r.rank == rank) else {
         return Err(Error::usage(format!("--straggler {rank}: no such rank in the set")));
-    }
-    // Per rank (its position), ns off each of its collective calls (index).
-    let mut cut: Vec<HashMap<usize, i64>> = vec![HashMap::default(); set.ranks.len()];
-    let mut count = 0;
-    for m in &matched.collectives {
-        if m.last_rank != Some(rank) || m.ranks.len() < 2 {
-            continue;
-        }
-        count += 1;
-        let latest = m.ranks.iter().map(|r| r.arrival_us).fold(f64::MIN, f64::max);
-        let without = m
-            .ranks
-            .iter()
-            .filter(|r| r.rank != rank)
-            .map(|r| r.arrival_us)
-            .fold(f64::MIN, f64::max);
-        for r in m.ranks.iter().filter(|r| r.rank != rank) {
-            let pos = set.ranks.iter().position(|x| x.rank == r.rank).expect("a rank of the set");
-            let wait = (latest - without.max(r.arrival_us)).max(0.0);
-            cut[pos].insert(r.call, (wait * 1e3).round() as i64);
-        }
-    }
+    };
+    let count = matched
+        .collectives
+        .iter()
+        .filter(|m| m.last_rank == Some(rank) && m.ranks.len() >= 2)
+        .count();
     if count == 0 {
         return Err(Error::usage(format!(
             "rank {rank} arrives last at no matched collective: nobody waits for it (`collectives DIR` lists who does)"
         )));
     }
-    let mut rows = Vec::new();
+    let position = |r: u32| set.ranks.iter().position(|x| x.rank == r);
+    let members: Vec<Vec<Member>> = matched
+        .collectives
+        .iter()
+        .map(|m| {
+            m.ranks
+                .iter()
+                .filter_map(|at| {
+                    let pos = position(at.rank)?;
+                    let c = set.ranks[pos].input.profile.collectives.get(at.call)?;
+                    Some(Member { rank: pos, start: c.start_ns, end: c.start_ns + c.dur_ns })
+                })
+                .collect()
+        })
+        .collect();
+    let job = JobModel::new(models.iter().map(Option::as_ref).collect(), &members);
+    let replayed = job.replay(&[], Some(straggler));
     let mut notes = Vec::new();
+    if !replayed.settled {
+        notes.push(format!(
+            "the ranks did not settle in {} rounds (their collectives' order differs): the last round's times",
+            replayed.rounds
+        ));
+    }
+    if job.unlinked > 0 {
+        notes.push(format!(
+            "{} collective kernels outside the modelled steps (or ending before the last arrival) are left as they were",
+            job.unlinked
+        ));
+    }
+    let mut rows = Vec::new();
     for (pos, r) in set.ranks.iter().enumerate() {
-        let p = &r.input.profile;
         let (mut removes, mut saved) = (0.0, 0.0);
-        match models.get(pos).and_then(Option::as_ref) {
-            Some(model) if !cut[pos].is_empty() => {
-                // The rank's communication kernels in its model, by time.
-                let at: HashMap<(i64, i64), u32> = model
-                    .nodes
-                    .iter()
-                    .enumerate()
-                    .filter(|(_, n)| n.kind == NodeKind::Gpu && n.class == 0)
-                    .map(|(i, n)| ((n.start, n.end), i as u32))
-                    .collect();
-                let mut change = Change::default();
-                for (&call, &ns) in &cut[pos] {
-                    let Some(c) = p.collectives.get(call) else { continue };
-                    let Some(&i) = at.get(&(c.start_ns, c.start_ns + c.dur_ns)) else { continue };
-                    let dur = c.dur_ns.max(1);
-                    change.node_factor.push((i, (dur - ns.min(dur)) as f64 / dur as f64));
-                }
-                change.node_factor.sort_unstable_by_key(|x| x.0);
-                let replayed = model.replay(&change);
+        match (models.get(pos).and_then(Option::as_ref), &replayed.ranks[pos]) {
+            (Some(model), Some(x)) => {
                 let per_step = |ns: i64| ns as f64 / 1e6 / model.n_steps.max(1) as f64;
-                removes = per_step(model.removed_by(&change, &replayed));
-                saved = per_step((model.end() - model.window.0 - replayed.span).max(0));
+                removes = per_step(replayed.waits_removed[pos]);
+                saved = per_step((model.end() - model.window.0 - x.span).max(0));
             }
-            None if !cut[pos].is_empty() => {
-                notes.push(format!(
-                    "rank {}: no trace to re-time (a profile): left as it is",
-                    r.rank
-                ));
-            }
-            _ => {}
+            _ => notes
+                .push(format!("rank {}: no trace to re-time (a profile): left as it is", r.rank)),
         }
-        let step = p.figures.step_ms;
+        let step = r.input.profile.figures.step_ms;
         rows.push(RankProjection {
             rank: r.rank,
             step_ms: step,
@@ -637,7 +629,7 @@ pub fn straggler_removed(
     Ok(JobWhatIf {
         straggler: rank,
         what: format!(
-            "rank {rank}'s lateness removed: the others no longer wait for it at the {count} collectives it arrived last at"
+            "rank {rank}'s lateness removed: the others no longer wait for it at the {count} collectives it arrived last at, and meet each other earlier at the rest"
         ),
         collectives: count,
         ranks: rows,

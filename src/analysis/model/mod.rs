@@ -26,6 +26,7 @@
 
 mod from_pass;
 pub mod host;
+pub mod job;
 mod path;
 pub mod replay;
 pub mod scenarios;

@@ -34,6 +34,10 @@ pub struct Change {
     /// Inferred waits of one host thread on another hold (false: the gap
     /// is the thread's own host time, as if it had waited for nothing).
     pub thread_waits: bool,
+    /// Collective kernels joined to other ranks ([`super::job`]), by node:
+    /// (the last rank's arrival, the transfer after it, ns). Such a kernel
+    /// ends its transfer after its own start and that arrival.
+    pub arrivals: HashMap<u32, (i64, i64)>,
 }
 
 impl Default for Change {
@@ -50,6 +54,7 @@ impl Default for Change {
             dependencies: true,
             recorded_waits: true,
             thread_waits: true,
+            arrivals: HashMap::default(),
         }
     }
 }
@@ -90,7 +95,11 @@ impl StepModel {
                 NodeKind::Gpu => {
                     let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);
                     let class = usize::from(node.class).min(super::CLASSES - 1);
-                    s + scaled(node.dur(), change.class_factor[class] * by_node)
+                    let f = change.class_factor[class] * by_node;
+                    match change.arrivals.get(&i) {
+                        Some(&(last, transfer)) => s.max(last) + scaled(transfer, f),
+                        None => s + scaled(node.dur(), f),
+                    }
                 }
                 NodeKind::Launch => {
                     let by_node = factor_of.get(i as usize).copied().unwrap_or(1.0);

@@ -388,3 +388,60 @@ fn a_recorded_stream_sync_waits_for_its_stream() {
     let guessed = model(gpu(), vec![sync], (0, 1100), HostCauses::default());
     assert!(end_of_sync(&guessed) < 1020 * US);
 }
+
+/// Two ranks, two collectives (class 0). Rank 0 arrives at the first at
+/// 10 µs and waits for rank 1, whose host work brings it there at 1000;
+/// both transfer 10 µs, run a 100 µs GEMM and meet again at 1110.
+fn two_ranks() -> (StepModel, StepModel, Vec<Vec<job::Member>>) {
+    let comm = |start, dur, launch| kernel(7, 0, start, dur, launch);
+    let rank0 = vec![comm(10, 1000, 0), kernel(7, GEMM, 1010, 100, 20), comm(1110, 10, 30)];
+    let rank1 = vec![comm(1000, 10, 995), kernel(7, GEMM, 1010, 100, 1001), comm(1110, 10, 1002)];
+    let host = || HostCauses::of(std::iter::once((1, 0, 995 * US, HostCause::Python)), true);
+    let m0 = build(rank0, vec![], (0, 1050), HostCauses::default(), Recorded::default());
+    let m1 = build(rank1, vec![], (0, 1050), host(), Recorded::default());
+    let member = |rank, start, end| job::Member { rank, start: start * US, end: end * US };
+    let links = vec![
+        vec![member(0, 10, 1010), member(1, 1000, 1010)],
+        vec![member(0, 1110, 1120), member(1, 1110, 1120)],
+    ];
+    (m0, m1, links)
+}
+
+/// Joined, with no change the job's times come back in one round; a
+/// rank made faster alone still waits for the other at the next
+/// collective, where re-timed alone it would have saved.
+#[test]
+fn ranks_joined_at_collectives_wait_for_each_other() {
+    let (m0, m1, links) = two_ranks();
+    let job = job::JobModel::new(vec![Some(&m0), Some(&m1)], &links);
+    assert_eq!((job.links(), job.unlinked), (2, 0));
+    let same = job.replay(&[], None);
+    assert!(same.settled && same.rounds == 1);
+    for (m, x) in [&m0, &m1].iter().zip(&same.ranks) {
+        let x = x.as_ref().unwrap();
+        for (i, n) in m.nodes.iter().enumerate() {
+            assert_eq!((x.start[i], x.end[i]), (n.start, n.end));
+        }
+    }
+    // Rank 0's GEMM twice as fast: alone it saves 50 µs, joined nothing
+    // (it meets rank 1 at 1110 µs all the same).
+    let mut half = Change::default();
+    half.class_factor[usize::from(GEMM)] = 0.5;
+    assert_eq!(saved_us(&m0, &half), 50);
+    let joined = job.replay(&[half], None);
+    let span0 = joined.ranks[0].as_ref().unwrap().span;
+    assert_eq!(span0, m0.end() - m0.window.0);
+    // Rank 1's lateness removed: rank 0 transfers at once (10 → 20 µs),
+    // runs its GEMM (launched at 20 µs, starting the usual 10 µs after:
+    // 30 → 130) and meets nobody at the second: it ends at 140 µs.
+    let free = job.replay(&[], Some(1));
+    assert!(free.settled);
+    let second = m0.nodes.iter().position(|n| n.class == 0 && n.start == 1110 * US).unwrap();
+    assert_eq!(free.ranks[0].as_ref().unwrap().end[second], 140 * US);
+    // (Rank 0's step still ends at its host's step marker, 1050 µs.)
+    assert_eq!(free.ranks[0].as_ref().unwrap().span, 1050 * US);
+    assert_eq!(free.ranks[1].as_ref().unwrap().span, 1120 * US);
+    // Its first collective waited 990 µs and now waits none; at the
+    // second it arrives first (130 µs) and meets only itself.
+    assert_eq!(free.waits_removed, vec![990 * US, 0]);
+}
