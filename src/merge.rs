@@ -587,7 +587,46 @@ impl RankCopy {
                     }
                 }
                 b"id" => self.flow_id(val, b),
+                b"args" => self.args(val, b),
                 _ => b.extend_from_slice(val),
+            }
+        }
+        b.push(b'}');
+    }
+
+    /// An event's `args` with the ids that pair events within a process —
+    /// a launch and its kernel (`correlation`), an op and its launches
+    /// (`External id`), an event's record and its waits — made unique to
+    /// the rank as flow ids are: every rank numbers them from 1, and a
+    /// kernel paired with another rank's launch is a kernel launched after
+    /// it ran. Copied as it is where it does not split.
+    fn args(&self, val: &[u8], b: &mut Vec<u8>) {
+        const IDS: [&[u8]; 4] =
+            [b"correlation", b"External id", b"external id", b"wait_on_cuda_event_record_corr_id"];
+        let mut fields = Vec::new();
+        let whole = matches!(split(val, &mut fields), Split::Done { end, .. } if end == val.len());
+        if !whole || !fields.iter().any(|f| IDS.contains(&&val[f.key.0..f.key.1])) {
+            return b.extend_from_slice(val);
+        }
+        b.push(b'{');
+        for (k, f) in fields.iter().enumerate() {
+            if k > 0 {
+                b.extend_from_slice(b", ");
+            }
+            let (key, v) = (&val[f.key.0..f.key.1], &val[f.val.0..f.val.1]);
+            b.push(b'"');
+            b.extend_from_slice(key);
+            b.extend_from_slice(b"\": ");
+            let joined = IDS
+                .contains(&key)
+                .then(|| std::str::from_utf8(v).ok()?.parse::<i64>().ok())
+                .flatten()
+                .filter(|&id| id >= 0)
+                .and_then(|id| id.checked_mul(self.stride)?.checked_add(i64::from(self.rank)))
+                .filter(|v| v.unsigned_abs() <= 1 << 53);
+            match joined {
+                Some(id) => b.extend_from_slice(id.to_string().as_bytes()),
+                None => b.extend_from_slice(v),
             }
         }
         b.push(b'}');
@@ -927,5 +966,26 @@ mod tests {
         assert_eq!(id("1234"), "12343");
         assert_eq!(id("\"0x1f\""), "\"0x1f:rank3\"");
         assert_eq!(id("9007199254740993"), "\"9007199254740993:rank3\"");
+    }
+
+    #[test]
+    fn correlations_are_unique_to_their_rank() {
+        let c = RankCopy { rank: 3, delta_ns: 0, stride: 10 };
+        let args = |raw: &str| {
+            let mut b = Vec::new();
+            c.args(raw.as_bytes(), &mut b);
+            String::from_utf8(b).unwrap()
+        };
+        assert_eq!(
+            args(r#"{"External id": 15,"stream": 7, "correlation": 15}"#),
+            r#"{"External id": 153, "stream": 7, "correlation": 153}"#
+        );
+        // No id, -1 (none), a string, or not an object: as it was.
+        assert_eq!(args(r#"{"stream": 7}"#), r#"{"stream": 7}"#);
+        assert_eq!(
+            args(r#"{"wait_on_cuda_event_record_corr_id": -1, "correlation": "x"}"#),
+            r#"{"wait_on_cuda_event_record_corr_id": -1, "correlation": "x"}"#
+        );
+        assert_eq!(args("[1, 2]"), "[1, 2]");
     }
 }

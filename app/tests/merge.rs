@@ -287,3 +287,69 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
     assert!(r.stderr.contains("merge needs the rank traces"), "{}", r.stderr);
     assert!(!tmp.path().join("p.json").exists(), "nothing written");
 }
+
+/// The merged job read as one trace: every rank numbers its correlations
+/// from 1, so merging makes them unique to the rank; each device's idle
+/// time then fits in the step (before, a kernel paired with another
+/// rank's launch gave device 1 an idle time of 108 ms in a 20.8 ms step).
+/// A merged file whose ids still collide (as older merges wrote them) is
+/// read the same: a launch that began after the work is not its launch.
+#[test]
+fn a_merged_job_s_idle_time_fits_in_its_step() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("job.json");
+    merge(&dlrm(), &out, &[]);
+    let text = std::fs::read_to_string(&out).unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    // Correlations unique to a (pid) rank, and kernels still paired.
+    let mut seen: BTreeMap<i64, i64> = BTreeMap::new();
+    for e in v["traceEvents"].as_array().unwrap() {
+        if e["cat"] == "cuda_runtime" {
+            if let Some(c) = e["args"]["correlation"].as_i64() {
+                let pid = e["pid"].as_i64().unwrap();
+                assert_eq!(*seen.entry(c).or_insert(pid), pid, "correlation {c} on two ranks");
+            }
+        }
+    }
+    let check = |path: &Path| -> Value {
+        let s = json(&["summary", path.to_str().unwrap()]);
+        let step = s["step_ms"].as_f64().unwrap();
+        let idle = &s["idle"];
+        assert!(idle["ms_per_step"].as_f64().unwrap() <= step, "{idle}");
+        for d in idle["devices"].as_array().unwrap() {
+            assert!(d["ms_per_step"].as_f64().unwrap() <= step, "{d}");
+        }
+        // The causes are the idle time, split.
+        let causes: f64 = idle["causes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["ms_per_step"].as_f64().unwrap())
+            .sum();
+        assert!((causes - idle["ms_per_step"].as_f64().unwrap()).abs() < 0.01, "{idle}");
+        s
+    };
+    let s = check(&out);
+    let warned = |s: &Value| s["warnings"].to_string().contains("share their correlation id");
+    assert!(!warned(&s), "{}", s["warnings"]);
+    // The ids as every rank wrote them: rank × stride + rank undone.
+    let stride = 10;
+    let collided = text
+        .split("\"correlation\": ")
+        .enumerate()
+        .map(|(k, part)| {
+            if k == 0 {
+                return part.to_string();
+            }
+            let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+            match digits.parse::<i64>() {
+                Ok(id) => format!("\"correlation\": {}{}", id / stride, &part[digits.len()..]),
+                Err(_) => format!("\"correlation\": {part}"),
+            }
+        })
+        .collect::<String>();
+    let old = dir.path().join("old.json");
+    std::fs::write(&old, collided).unwrap();
+    let s = check(&old);
+    assert!(warned(&s), "{}", s["warnings"]);
+}

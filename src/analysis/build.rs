@@ -1011,6 +1011,12 @@ fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
             a.counts.via_time, a.counts.gpu_in_steps
         ));
     }
+    if a.counts.launch_after_work > 0 {
+        warnings.push(format!(
+            "{} GPU events share their correlation id with a launch that began after them (another process's ids, as in a merged trace): not paired with it",
+            a.counts.launch_after_work
+        ));
+    }
     if !a.ranges.has_steps() {
         warnings.push("no ProfilerStep markers: the whole trace is analysed as one step".into());
     }

@@ -100,6 +100,12 @@ struct GpuEvent {
     span: Option<u32>,
 }
 
+/// Whether `launch` can have put `gpu` on the queue: work never starts
+/// before its launch call does (1 µs of slack for the clocks' rounding).
+fn launched_before(launch: &Launch, gpu: &GpuEvent) -> bool {
+    launch.start <= gpu.ts + 1_000
+}
+
 /// The runtime call that put GPU work on the queue: which thread, when.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Launch {
@@ -357,6 +363,9 @@ pub struct Counts {
     pub graph_kernels: u64,
     /// `cudaGraphLaunch` / `hipGraphLaunch` calls inside the steps.
     pub graph_launches: u64,
+    /// GPU work whose correlation named a launch that began after it: ids
+    /// of another process (a merged trace), not paired.
+    pub launch_after_work: u64,
 }
 
 /// What the trace shows about the work it recorded (docs/analysis.md §10, mode).
@@ -876,7 +885,20 @@ impl Analyzer {
         if let Some(corr) = launch {
             let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
             let pending = PendingLaunch { launch, graph };
-            let waiting = self.pending_gpu.remove(&corr);
+            let mut waiting = self.pending_gpu.remove(&corr);
+            // Work that began before this call is another process's with
+            // the same id: it waits on for its own launch.
+            if let Some(list) = waiting.as_mut() {
+                let before = list.len();
+                let (own, others): (Vec<GpuEvent>, Vec<GpuEvent>) =
+                    list.drain(..).partition(|g| launched_before(&pending.launch, g));
+                self.counts.launch_after_work += (before - own.len()) as u64;
+                if !others.is_empty() {
+                    self.pending_gpu.insert(corr, others);
+                }
+                *list = own;
+            }
+            let waiting = waiting.filter(|w| !w.is_empty());
             for gpu in waiting.iter().flatten() {
                 self.give_launch(gpu.span, pending.launch);
                 self.count_gpu(*gpu, Placed::Launch { thread, start, graph });
@@ -993,22 +1015,31 @@ impl Analyzer {
         }
         match ev.correlation() {
             Some(corr) => {
-                if let Some(p) = self
+                let found = self
                     .pending_launches
                     .remove(&corr)
-                    .or_else(|| self.graph_launches.get(&corr).copied())
-                {
-                    self.give_launch(gpu.span, p.launch);
-                    self.count_gpu(
-                        gpu,
-                        Placed::Launch {
-                            thread: p.launch.thread,
-                            start: p.launch.start,
-                            graph: p.graph,
-                        },
-                    );
-                } else {
-                    self.pending_gpu.entry(corr).or_default().push(gpu);
+                    .or_else(|| self.graph_launches.get(&corr).copied());
+                match found {
+                    Some(p) if launched_before(&p.launch, &gpu) => {
+                        self.give_launch(gpu.span, p.launch);
+                        self.count_gpu(
+                            gpu,
+                            Placed::Launch {
+                                thread: p.launch.thread,
+                                start: p.launch.start,
+                                graph: p.graph,
+                            },
+                        );
+                    }
+                    found => {
+                        // A launch after the work began is another
+                        // process's with the same id: it stays for its own.
+                        if let Some(p) = found.filter(|p| !p.graph) {
+                            self.counts.launch_after_work += 1;
+                            self.pending_launches.insert(corr, p);
+                        }
+                        self.pending_gpu.entry(corr).or_default().push(gpu);
+                    }
                 }
             }
             None => self.unlaunched_gpu.push(gpu),
