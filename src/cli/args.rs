@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
-use crate::lens::tree::By;
+use crate::lens::tree::{By, Weight};
 use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
 
@@ -406,8 +406,90 @@ pub struct TreeArgs {
     /// Callers under each node: where a kernel's or an op's cost comes from
     #[arg(long)]
     pub bottom_up: bool,
+    /// What --format folded|svg weighs each frame by, as integer nanoseconds per step:
+    /// gpu (the kernel time launched inside it) or cpu (its host time) [default: gpu; cpu
+    /// where the view has no GPU time]
+    #[arg(long, value_enum, value_name = "WEIGHT")]
+    pub weight: Option<Weight>,
     #[command(flatten)]
-    pub output: FormatArgs,
+    pub output: TreeFormatArgs,
+}
+
+/// `--json` and `--format` of `tree`: the table formats, and its stacks.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TreeFormatArgs {
+    /// JSON on stdout (the same as `--format json`)
+    #[arg(long)]
+    pub json: bool,
+    /// What stdout holds [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<TreeFormat>,
+}
+
+/// What `tree` prints: a reader's formats, and the shown tree as stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum TreeFormat {
+    /// Aligned columns for a terminal
+    #[default]
+    Text,
+    /// The whole result, as `--json`
+    Json,
+    /// A GitHub-flavoured Markdown table, to paste into a PR comment
+    Md,
+    /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
+    Csv,
+    /// Collapsed stacks for speedscope, inferno or FlameGraph: one line per stack,
+    /// `root;child;leaf <ns per step>` (`;` in a name becomes `:`)
+    Folded,
+    /// A flame graph (SVG, drawn by inferno), to open in a browser
+    Svg,
+}
+
+/// What `tree` prints, decided from `--json` and `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeOut {
+    /// A reader's format: text, JSON, Markdown, CSV.
+    Table(Format),
+    /// The shown tree as collapsed stacks.
+    Folded,
+    /// The shown tree as a flame graph.
+    Svg,
+}
+
+impl TreeFormatArgs {
+    /// As [`FormatArgs::format`]: `--json` beside another `--format` exits 2.
+    pub fn format(&self) -> Result<TreeOut> {
+        let table = |format: Format| FormatArgs { json: self.json, format: Some(format) }.format();
+        let out = match self.format {
+            None => TreeOut::Table(FormatArgs { json: self.json, format: None }.format()?),
+            Some(TreeFormat::Text) => TreeOut::Table(table(Format::Text)?),
+            Some(TreeFormat::Json) => TreeOut::Table(table(Format::Json)?),
+            Some(TreeFormat::Md) => TreeOut::Table(table(Format::Md)?),
+            Some(TreeFormat::Csv) => TreeOut::Table(table(Format::Csv)?),
+            Some(TreeFormat::Folded) => TreeOut::Folded,
+            Some(TreeFormat::Svg) => TreeOut::Svg,
+        };
+        if self.json && !matches!(out, TreeOut::Table(Format::Json)) {
+            return Err(Error::usage(format!(
+                "--json means --format json: give --json or --format {}, not both",
+                self.format.map_or("text", TreeFormat::as_str)
+            )));
+        }
+        Ok(out)
+    }
+}
+
+impl TreeFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TreeFormat::Text => "text",
+            TreeFormat::Json => "json",
+            TreeFormat::Md => "md",
+            TreeFormat::Csv => "csv",
+            TreeFormat::Folded => "folded",
+            TreeFormat::Svg => "svg",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]

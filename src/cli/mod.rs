@@ -367,6 +367,11 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Tree(a) => {
             let format = a.output.format()?;
+            if a.weight.is_some() && matches!(format, TreeOut::Table(_)) {
+                return Err(Error::usage(
+                    "--weight picks what --format folded or --format svg weighs each frame by; the other formats show GPU and CPU time side by side",
+                ));
+            }
             let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
             let q = TreeQuery {
                 by: a.by,
@@ -376,8 +381,23 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 focus: a.focus.clone(),
                 bottom_up: a.bottom_up,
             };
-            let t = lens::tree::tree(&profile, &q)?;
-            emit(format, &t, || text::tree(&t), || table::tree(&t))?
+            match format {
+                TreeOut::Table(format) => {
+                    let t = lens::tree::tree(&profile, &q)?;
+                    emit(format, &t, || text::tree(&t), || table::tree(&t))?
+                }
+                TreeOut::Folded | TreeOut::Svg => {
+                    let s = lens::tree::stacks(&profile, &q, a.weight)?;
+                    for n in &s.notes {
+                        say(&format!("note: {n}"));
+                    }
+                    if format == TreeOut::Svg {
+                        render::flame::svg(&s)?
+                    } else {
+                        render::flame::folded(&s)
+                    }
+                }
+            }
         }
         ReaderCommand::Modules(a) => {
             let format = a.output.format()?;
