@@ -255,7 +255,8 @@ pub struct SummaryArgs {
     /// distributedInfo.rank, else a rank3/worker3 in its name, else 0)
     #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
-    // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
+    // `--format md`: one trace's summary as a document, a rank set's ranks table; csv: one row
+    // of headline figures, a rank set's ranks.
     #[command(flatten)]
     pub output: FormatArgs,
 }
@@ -529,8 +530,9 @@ pub struct CompareArgs {
     /// Of a job's rank traces (a folder of them, or several): compare rank N alone on each side that is a job [default: the whole jobs]
     #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
-    #[arg(long)]
-    pub json: bool,
+    // md: the metrics, verdict and largest changes as tables; csv: the metrics (of two jobs: the ranks).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -574,8 +576,9 @@ pub struct WhatIfArgs {
     pub rank: Option<u32>,
     #[command(flatten)]
     pub set: RankSetArgs,
-    #[arg(long)]
-    pub json: bool,
+    // md: the change's figures (--all: the scenarios and critical path) as tables; csv: one row (--all: the scenarios).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -1,7 +1,9 @@
 //! Printing lens results: `text` for people, `json` for scripts, `table`
-//! for Markdown and CSV, `flame` for the tree's stacks and flame graph. All take the lens structs as they are; none
+//! for Markdown and CSV (`doc` where the result is several tables and
+//! prose), `flame` for the tree's stacks and flame graph. All take the lens structs as they are; none
 //! computes a figure of its own.
 
+pub mod doc;
 pub mod flame;
 pub mod table;
 pub mod text;
