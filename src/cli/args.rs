@@ -134,7 +134,10 @@ pub enum ReaderCommand {
     /// Headline figures, the verdict and the kernel mix (of rank traces: the job).
     ///
     /// Of a distributed job (several rank traces, or a folder of them): the
-    /// job, each rank, and the stragglers with why.
+    /// job, each rank, and the stragglers with why. `--format md` of one
+    /// trace: the verdict, headline figures, levers, idle causes and kernel
+    /// mix as tables; `--format csv`: the headline figures as one row (of a
+    /// job: one row per rank).
     Summary(SummaryArgs),
     /// One metric and nothing else; without a field, the metric names.
     Get(GetArgs),
@@ -148,7 +151,10 @@ pub enum ReaderCommand {
     ///
     /// Each node is a name at one place in the tree (a calling context):
     /// its calls, host time (total and self) and the kernel time launched
-    /// inside it, which counts for every ancestor too.
+    /// inside it, which counts for every ancestor too. `--format folded`
+    /// or `svg` gives the rows shown as stacks for a flame graph, each
+    /// frame as wide as its row's GPU (or `--weight cpu`: CPU) time; what
+    /// `--min-pct` and `--depth` hide stays in its parent's frame.
     Tree(TreeArgs),
     /// The model's nn.Modules and annotations: forward and backward GPU time side by side.
     ///
@@ -156,12 +162,19 @@ pub enum ReaderCommand {
     /// differentiate (autograd's sequence numbers); calls are forward calls.
     Modules(ModulesArgs),
     /// Before → after, with a significance call when both sides have repeats.
+    ///
+    /// `--format md`: the metrics, the verdict and the largest changes as
+    /// tables; `--format csv`: the metrics (of two jobs: each rank's step).
     Compare(CompareArgs),
     /// Collectives matched across a job's ranks: arrival skew, waits, bus bandwidth.
     ///
     /// Of one trace: its collectives with sizes and bandwidth (skew needs all ranks).
     Collectives(CollectivesArgs),
     /// Projected step time and img/s if a kernel category or launches went away.
+    ///
+    /// `--format md`: the change's figures as a table (`--all`: the
+    /// scenarios and the critical path); `--format csv`: one row (`--all`:
+    /// the scenarios; a job: each rank).
     WhatIf(WhatIfArgs),
     /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
     Memory(MemoryArgs),
@@ -439,10 +452,11 @@ pub enum TreeFormat {
     Md,
     /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
     Csv,
-    /// Collapsed stacks for speedscope, inferno or FlameGraph: one line per stack,
-    /// `root;child;leaf <ns per step>` (`;` in a name becomes `:`)
+    /// Collapsed stacks of the rows shown, for speedscope, inferno or FlameGraph: one line
+    /// per stack, `root;child;leaf N`, N its own weight in integer ns per step (`;` in a name
+    /// becomes `:`)
     Folded,
-    /// A flame graph (SVG, drawn by inferno), to open in a browser
+    /// A flame graph of the rows shown (SVG, drawn by inferno), to open in a browser
     Svg,
 }
 

@@ -22,9 +22,10 @@ pub enum Format {
     Text,
     /// The whole result, as `--json`
     Json,
-    /// A GitHub-flavoured Markdown table, to paste into a PR comment
+    /// GitHub-flavoured Markdown to paste into a PR comment: a table (summary of one trace,
+    /// compare, what-if: a short document of tables)
     Md,
-    /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
+    /// RFC 4180 CSV, one table with a header of the JSON field names, for DuckDB or pandas
     Csv,
 }
 
