@@ -312,8 +312,10 @@ fn json_is_format_json_and_contradictions_exit_2() {
     }
     let r = run(&["profile", "memory", &t, "--table", "phases"]);
     assert_eq!(r.code, 2, "--table without md or csv: {}", r.stderr);
-    let r = run(&["profile", "summary", &t, "--format", "csv"]);
-    assert_eq!(r.code, 2, "one trace's summary is no table: {}", r.stderr);
+    for cmd in [&["summary", &t][..], &["what-if", &t, "--all"], &["compare", &t, &t]] {
+        let r = run(&[&["profile"][..], cmd, &["--json", "--format", "md"]].concat());
+        assert_eq!(r.code, 2, "{cmd:?} --json --format md: {}", r.stderr);
+    }
     let r = run(&["profile", "ops", &t, "--format", "xml"]);
     assert_eq!(r.code, 2);
     assert!(

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
-use crate::lens::tree::By;
+use crate::lens::tree::{By, Weight};
 use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
 
@@ -134,7 +134,10 @@ pub enum ReaderCommand {
     /// Headline figures, the verdict and the kernel mix (of rank traces: the job).
     ///
     /// Of a distributed job (several rank traces, or a folder of them): the
-    /// job, each rank, and the stragglers with why.
+    /// job, each rank, and the stragglers with why. `--format md` of one
+    /// trace: the verdict, headline figures, levers, idle causes and kernel
+    /// mix as tables; `--format csv`: the headline figures as one row (of a
+    /// job: one row per rank).
     Summary(SummaryArgs),
     /// One metric and nothing else; without a field, the metric names.
     Get(GetArgs),
@@ -148,7 +151,10 @@ pub enum ReaderCommand {
     ///
     /// Each node is a name at one place in the tree (a calling context):
     /// its calls, host time (total and self) and the kernel time launched
-    /// inside it, which counts for every ancestor too.
+    /// inside it, which counts for every ancestor too. `--format folded`
+    /// or `svg` gives the rows shown as stacks for a flame graph, each
+    /// frame as wide as its row's GPU (or `--weight cpu`: CPU) time; what
+    /// `--min-pct` and `--depth` hide stays in its parent's frame.
     Tree(TreeArgs),
     /// The model's nn.Modules and annotations: forward and backward GPU time side by side.
     ///
@@ -156,12 +162,19 @@ pub enum ReaderCommand {
     /// differentiate (autograd's sequence numbers); calls are forward calls.
     Modules(ModulesArgs),
     /// Before → after, with a significance call when both sides have repeats.
+    ///
+    /// `--format md`: the metrics, the verdict and the largest changes as
+    /// tables; `--format csv`: the metrics (of two jobs: each rank's step).
     Compare(CompareArgs),
     /// Collectives matched across a job's ranks: arrival skew, waits, bus bandwidth.
     ///
     /// Of one trace: its collectives with sizes and bandwidth (skew needs all ranks).
     Collectives(CollectivesArgs),
     /// Projected step time and img/s if a kernel category or launches went away.
+    ///
+    /// `--format md`: the change's figures as a table (`--all`: the
+    /// scenarios and the critical path); `--format csv`: one row (`--all`:
+    /// the scenarios; a job: each rank).
     WhatIf(WhatIfArgs),
     /// Allocated and reserved memory over the window: peaks, phase and op at the peak.
     Memory(MemoryArgs),
@@ -255,7 +268,8 @@ pub struct SummaryArgs {
     /// distributedInfo.rank, else a rank3/worker3 in its name, else 0)
     #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
-    // `--format md|csv`: a rank set's ranks table (one trace's summary is no table).
+    // `--format md`: one trace's summary as a document, a rank set's ranks table; csv: one row
+    // of headline figures, a rank set's ranks.
     #[command(flatten)]
     pub output: FormatArgs,
 }
@@ -406,8 +420,91 @@ pub struct TreeArgs {
     /// Callers under each node: where a kernel's or an op's cost comes from
     #[arg(long)]
     pub bottom_up: bool,
+    /// What --format folded|svg weighs each frame by, as integer nanoseconds per step:
+    /// gpu (the kernel time launched inside it) or cpu (its host time) [default: gpu; cpu
+    /// where the view has no GPU time]
+    #[arg(long, value_enum, value_name = "WEIGHT")]
+    pub weight: Option<Weight>,
     #[command(flatten)]
-    pub output: FormatArgs,
+    pub output: TreeFormatArgs,
+}
+
+/// `--json` and `--format` of `tree`: the table formats, and its stacks.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TreeFormatArgs {
+    /// JSON on stdout (the same as `--format json`)
+    #[arg(long)]
+    pub json: bool,
+    /// What stdout holds [default: text]
+    #[arg(long, value_enum, value_name = "FORMAT")]
+    pub format: Option<TreeFormat>,
+}
+
+/// What `tree` prints: a reader's formats, and the shown tree as stacks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, ValueEnum)]
+pub enum TreeFormat {
+    /// Aligned columns for a terminal
+    #[default]
+    Text,
+    /// The whole result, as `--json`
+    Json,
+    /// A GitHub-flavoured Markdown table, to paste into a PR comment
+    Md,
+    /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
+    Csv,
+    /// Collapsed stacks of the rows shown, for speedscope, inferno or FlameGraph: one line
+    /// per stack, `root;child;leaf N`, N its own weight in integer ns per step (`;` in a name
+    /// becomes `:`)
+    Folded,
+    /// A flame graph of the rows shown (SVG, drawn by inferno), to open in a browser
+    Svg,
+}
+
+/// What `tree` prints, decided from `--json` and `--format`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TreeOut {
+    /// A reader's format: text, JSON, Markdown, CSV.
+    Table(Format),
+    /// The shown tree as collapsed stacks.
+    Folded,
+    /// The shown tree as a flame graph.
+    Svg,
+}
+
+impl TreeFormatArgs {
+    /// As [`FormatArgs::format`]: `--json` beside another `--format` exits 2.
+    pub fn format(&self) -> Result<TreeOut> {
+        let table = |format: Format| FormatArgs { json: self.json, format: Some(format) }.format();
+        let out = match self.format {
+            None => TreeOut::Table(FormatArgs { json: self.json, format: None }.format()?),
+            Some(TreeFormat::Text) => TreeOut::Table(table(Format::Text)?),
+            Some(TreeFormat::Json) => TreeOut::Table(table(Format::Json)?),
+            Some(TreeFormat::Md) => TreeOut::Table(table(Format::Md)?),
+            Some(TreeFormat::Csv) => TreeOut::Table(table(Format::Csv)?),
+            Some(TreeFormat::Folded) => TreeOut::Folded,
+            Some(TreeFormat::Svg) => TreeOut::Svg,
+        };
+        if self.json && !matches!(out, TreeOut::Table(Format::Json)) {
+            return Err(Error::usage(format!(
+                "--json means --format json: give --json or --format {}, not both",
+                self.format.map_or("text", TreeFormat::as_str)
+            )));
+        }
+        Ok(out)
+    }
+}
+
+impl TreeFormat {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TreeFormat::Text => "text",
+            TreeFormat::Json => "json",
+            TreeFormat::Md => "md",
+            TreeFormat::Csv => "csv",
+            TreeFormat::Folded => "folded",
+            TreeFormat::Svg => "svg",
+        }
+    }
 }
 
 #[derive(Debug, Clone, Args)]
@@ -447,8 +544,9 @@ pub struct CompareArgs {
     /// Of a job's rank traces (a folder of them, or several): compare rank N alone on each side that is a job [default: the whole jobs]
     #[arg(long, value_name = "N", conflicts_with = "ranks")]
     pub rank: Option<u32>,
-    #[arg(long)]
-    pub json: bool,
+    // md: the metrics, verdict and largest changes as tables; csv: the metrics (of two jobs: the ranks).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]
@@ -492,8 +590,9 @@ pub struct WhatIfArgs {
     pub rank: Option<u32>,
     #[command(flatten)]
     pub set: RankSetArgs,
-    #[arg(long)]
-    pub json: bool,
+    // md: the change's figures (--all: the scenarios and critical path) as tables; csv: one row (--all: the scenarios).
+    #[command(flatten)]
+    pub output: FormatArgs,
 }
 
 #[derive(Debug, Clone, Args)]

@@ -172,6 +172,21 @@ fn emit<T: serde::Serialize>(
     }
 }
 
+/// As [`emit`], for a result that is no single table: Markdown is its
+/// document (several tables and prose), CSV the one table that fits.
+fn emit_doc<T: serde::Serialize>(
+    format: Format,
+    value: &T,
+    text: impl FnOnce() -> String,
+    doc: impl FnOnce() -> Result<Vec<render::doc::Part>>,
+    table: impl FnOnce() -> Result<Table>,
+) -> Result<String> {
+    match format {
+        Format::Md => Ok(render::doc::markdown_document(&doc()?)),
+        _ => emit(format, value, text, table),
+    }
+}
+
 /// Runs a reader subcommand and returns what to print on stdout. Warnings
 /// about the input (measured numbers not taken, an unknown schema version,
 /// repeated step names) and the summary's notes go to stderr.
@@ -254,11 +269,6 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     }
                     emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
                 }
-                (Chosen::One(_), Format::Md | Format::Csv) => {
-                    return Err(Error::usage(
-                        "the summary of one trace is no table: --format md or csv prints a rank set's ranks; for one trace, use them on kernels, ops or phases",
-                    ));
-                }
                 (Chosen::One(path), format) => {
                     if a.parquet.is_some() {
                         return Err(Error::usage(
@@ -274,14 +284,19 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                         crate::tables::write_rank(dir, rank, &input.profile)?;
                     }
                     let s = lens::summary::summary(&input.profile);
-                    if format == Format::Json {
-                        render::json(&s)?
-                    } else {
+                    // The Markdown lists them itself; text and CSV say them on stderr.
+                    if matches!(format, Format::Text | Format::Csv) {
                         for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
                             say(&format!("note: {w}"));
                         }
-                        text::summary(&s)
                     }
+                    emit_doc(
+                        format,
+                        &s,
+                        || text::summary(&s),
+                        || render::doc::summary(&s),
+                        || render::doc::summary_row(&s),
+                    )?
                 }
             }
         }
@@ -367,6 +382,11 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Tree(a) => {
             let format = a.output.format()?;
+            if a.weight.is_some() && matches!(format, TreeOut::Table(_)) {
+                return Err(Error::usage(
+                    "--weight picks what --format folded or --format svg weighs each frame by; the other formats show GPU and CPU time side by side",
+                ));
+            }
             let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
             let q = TreeQuery {
                 by: a.by,
@@ -376,8 +396,23 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 focus: a.focus.clone(),
                 bottom_up: a.bottom_up,
             };
-            let t = lens::tree::tree(&profile, &q)?;
-            emit(format, &t, || text::tree(&t), || table::tree(&t))?
+            match format {
+                TreeOut::Table(format) => {
+                    let t = lens::tree::tree(&profile, &q)?;
+                    emit(format, &t, || text::tree(&t), || table::tree(&t))?
+                }
+                TreeOut::Folded | TreeOut::Svg => {
+                    let s = lens::tree::stacks(&profile, &q, a.weight)?;
+                    for n in &s.notes {
+                        say(&format!("note: {n}"));
+                    }
+                    if format == TreeOut::Svg {
+                        render::flame::svg(&s)?
+                    } else {
+                        render::flame::folded(&s)
+                    }
+                }
+            }
         }
         ReaderCommand::Modules(a) => {
             let format = a.output.format()?;
@@ -387,6 +422,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             emit(format, &m, || text::modules(&m), || table::modules(&m))?
         }
         ReaderCommand::Compare(a) => {
+            let format = a.output.format()?;
             if a.before.as_os_str() == "-" && a.after.as_os_str() == "-" {
                 return Err(Error::usage(
                     "standard input can be read once: give `-` for one side at most",
@@ -426,7 +462,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     if let Some(w) = &c.warning {
                         say(&format!("warning: {w}"));
                     }
-                    let out = if a.json { render::json(&c)? } else { text::compare_jobs(&c) };
+                    let out = emit_doc(
+                        format,
+                        &c,
+                        || text::compare_jobs(&c),
+                        || render::doc::job_compare(&c),
+                        || render::doc::job_compare_ranks(&c),
+                    )?;
                     return Ok(render::printable(&out).into_owned());
                 }
                 _ => {
@@ -453,7 +495,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     &gates,
                     contended.as_deref(),
                 )?;
-                let out = if a.json { render::json(&c)? } else { text::compare(&c) };
+                let out = emit_doc(
+                    format,
+                    &c,
+                    || text::compare(&c),
+                    || render::doc::compare(&c),
+                    || render::doc::compare_metrics(&c),
+                )?;
                 let failed: Vec<&str> = c
                     .gates
                     .iter()
@@ -471,6 +519,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             }
         }
         ReaderCommand::WhatIf(a) => {
+            let format = a.output.format()?;
             let request = Request {
                 remove_category: a.remove_category.clone(),
                 grep: a.grep.clone(),
@@ -509,7 +558,14 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     })?,
                 };
                 let w = lens::whatif::straggler_removed(&set, &models, &matched, rank)?;
-                return Ok(if a.json { render::json(&w)? } else { text::job_what_if(&w) });
+                return emit_doc(
+                    format,
+                    &w,
+                    || text::job_what_if(&w),
+                    || render::doc::job_what_if(&w),
+                    || render::doc::job_what_if_ranks(&w),
+                )
+                .map(|out| render::printable(&out).into_owned());
             }
             if a.straggler.is_some() {
                 return Err(Error::usage(
@@ -528,7 +584,14 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     return Err(Error::usage("--all lists the standard changes: give it alone"));
                 }
                 let w = lens::whatif::all(&load(&path)?.profile)?;
-                return Ok(if a.json { render::json(&w)? } else { text::what_if_all(&w) });
+                return emit_doc(
+                    format,
+                    &w,
+                    || text::what_if_all(&w),
+                    || render::doc::what_if_all(&w),
+                    || render::doc::what_if_scenarios(&w),
+                )
+                .map(|out| render::printable(&out).into_owned());
             }
             // A trace's step model answers any change; a profile's, its
             // standard ones, else the trace beside it.
@@ -560,7 +623,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 }
                 w => w?,
             };
-            if a.json { render::json(&w)? } else { text::what_if(&w) }
+            emit_doc(
+                format,
+                &w,
+                || text::what_if(&w),
+                || render::doc::what_if(&w),
+                || render::doc::what_if_row(&w),
+            )?
         }
         ReaderCommand::Merge(a) => {
             let output = a.output.as_path();

@@ -198,7 +198,23 @@ pub(super) fn pct(v: f64, all: f64) -> f64 {
     if all > 0.0 { v / all * 100.0 } else { 0.0 }
 }
 
-pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
+/// The view a query asks for and what of it is shown: the part `tree`
+/// and its stacks share.
+struct Selected<'a> {
+    stored: &'a CallTree,
+    in_phase: Vec<bool>,
+    view: View,
+    /// The totals the percentages are of (the view's roots).
+    gpu_all: f64,
+    cpu_all: f64,
+    /// The shown nodes, depth-first, with their depths.
+    shown: Vec<(usize, usize)>,
+    hidden: usize,
+    /// Top-down with a focus: the nodes that match or lie under a match.
+    under_focus: Option<Vec<bool>>,
+}
+
+fn select<'a>(p: &'a Profile, q: &TreeQuery) -> Result<Selected<'a>> {
     let stored = stored_tree(p)?;
     if let Some(phase) = &q.phase {
         check_phase(p, phase)?;
@@ -217,28 +233,58 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
     let gpu_all: f64 = roots.iter().map(|r| view.nodes[*r].gpu).sum();
     let cpu_all: f64 = roots.iter().map(|r| view.nodes[*r].cpu).sum();
     // Top-down with a focus: only the nodes on a path through a match.
-    let shown_by_focus: Option<Vec<bool>> = match (&focus, q.bottom_up) {
-        (Some(re), false) => Some(on_focused_paths(&view, re)),
-        _ => None,
+    let (shown_by_focus, under_focus) = match (&focus, q.bottom_up) {
+        (Some(re), false) => {
+            let (shown, under) = focused_paths(&view, re);
+            (Some(shown), Some(under))
+        }
+        _ => (None, None),
     };
-    let mut rows = Vec::new();
+    let mut shown = Vec::new();
     let limits = (q.min_pct, q.depth, shown_by_focus.as_deref());
-    let hidden = view.walk_shown(&roots, (gpu_all, cpu_all), limits, |i, depth| {
-        let n = &view.nodes[i];
-        rows.push(TreeRow {
-            depth,
-            kind: n.kind,
-            name: n.name.clone(),
-            calls_per_step: round(n.calls, 3),
-            cpu_ms_per_step: round(n.cpu, 4),
-            cpu_self_ms_per_step: round(n.cpu_self, 4),
-            gpu_ms_per_step: round(n.gpu, 4),
-            pct_of_gpu: round(pct(n.gpu, gpu_all), 2),
-            pct_of_cpu: round(pct(n.cpu, cpu_all), 2),
-            kernels_per_step: round(n.kernels, 3),
-            tflops: (n.gflop > 0.0 && n.gpu > 0.0).then(|| round(n.gflop / n.gpu, 3)),
-        });
-    });
+    let hidden =
+        view.walk_shown(&roots, (gpu_all, cpu_all), limits, |i, depth| shown.push((i, depth)));
+    Ok(Selected { stored, in_phase, view, gpu_all, cpu_all, shown, hidden, under_focus })
+}
+
+pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
+    let s = select(p, q)?;
+    let (view, gpu_all, cpu_all) = (&s.view, s.gpu_all, s.cpu_all);
+    let rows = s
+        .shown
+        .iter()
+        .map(|&(i, depth)| {
+            let n = &view.nodes[i];
+            TreeRow {
+                depth,
+                kind: n.kind,
+                name: n.name.clone(),
+                calls_per_step: round(n.calls, 3),
+                cpu_ms_per_step: round(n.cpu, 4),
+                cpu_self_ms_per_step: round(n.cpu_self, 4),
+                gpu_ms_per_step: round(n.gpu, 4),
+                pct_of_gpu: round(pct(n.gpu, gpu_all), 2),
+                pct_of_cpu: round(pct(n.cpu, cpu_all), 2),
+                kernels_per_step: round(n.kernels, 3),
+                tflops: (n.gflop > 0.0 && n.gpu > 0.0).then(|| round(n.gflop / n.gpu, 3)),
+            }
+        })
+        .collect();
+    Ok(Tree {
+        trace: p.trace.clone(),
+        query: q.clone(),
+        gpu_ms_per_step: round(gpu_all, 4),
+        cpu_ms_per_step: round(cpu_all, 4),
+        rows,
+        hidden: s.hidden,
+        notes: notes(&s, q),
+    })
+}
+
+/// What the tree says under its rows: frames left out, no modules, the
+/// share of graph replays.
+fn notes(s: &Selected, q: &TreeQuery) -> Vec<String> {
+    let (stored, in_phase, gpu_all) = (s.stored, &s.in_phase, s.gpu_all);
     let mut notes = Vec::new();
     if stored.short_frames_left_out > 0 && q.by == By::Frame {
         notes.push(format!(
@@ -287,13 +333,146 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
             pct(graph, gpu_all)
         ));
     }
-    Ok(Tree {
+    notes
+}
+
+/// What a flame graph's widths are: the kernel time launched inside each
+/// node, or its host time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Weight {
+    /// GPU time: the kernels launched inside each frame.
+    #[default]
+    Gpu,
+    /// CPU time: the host time inside each frame.
+    Cpu,
+}
+
+impl Weight {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Weight::Gpu => "gpu",
+            Weight::Cpu => "cpu",
+        }
+    }
+}
+
+/// The shown tree as collapsed stacks (`tree --format folded|svg`): one
+/// stack per shown node that has weight of its own, its frames the names
+/// from a root down to it. Each node's own weight is its total less its
+/// shown children's, so the stacks through a node sum to the tree's
+/// figure for it (what `--min-pct`/`--depth` hide stays in its parent's).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stacks {
+    pub trace: Option<String>,
+    pub query: TreeQuery,
+    pub weight: Weight,
+    /// The weight of every stack summed, ns per step.
+    pub total_ns_per_step: u64,
+    pub stacks: Vec<Stack>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Stack {
+    /// The view's root first: top-down the outermost record, bottom-up the
+    /// kernel or op whose cost it is, then its callers.
+    pub frames: Vec<String>,
+    /// Integer nanoseconds per step: what flame-graph tools count.
+    pub ns_per_step: u64,
+}
+
+/// The tree of `q` as stacks weighted by `weight`; `None`: GPU time, or
+/// CPU time where the view has no GPU time (a CPU run; said in a note).
+/// A weight the view has none of is refused (exit 2).
+pub fn stacks(p: &Profile, q: &TreeQuery, weight: Option<Weight>) -> Result<Stacks> {
+    let s = select(p, q)?;
+    let mut notes = notes(&s, q);
+    let weight = match weight {
+        Some(w) => w,
+        None if s.gpu_all <= 0.0 && s.cpu_all > 0.0 => {
+            notes.push(
+                "this view has no GPU time (a CPU run?): the stacks are weighted by CPU time"
+                    .to_string(),
+            );
+            Weight::Cpu
+        }
+        None => Weight::Gpu,
+    };
+    let view = &s.view;
+    let value = |i: usize| match weight {
+        Weight::Gpu => view.nodes[i].gpu,
+        Weight::Cpu => view.nodes[i].cpu,
+    };
+    // ms per step → integer ns; a node's own weight is its rounded total
+    // less its shown children's, so the totals telescope exactly.
+    let ns = |ms: f64| (ms * 1e6).round().max(0.0) as u64;
+    let (mut kids_ns, mut kids) = (vec![0u64; view.nodes.len()], vec![0u64; view.nodes.len()]);
+    let mut is_shown = vec![false; view.nodes.len()];
+    for &(i, _) in &s.shown {
+        is_shown[i] = true;
+        if let Some(p) = view.nodes[i].parent {
+            kids_ns[p] += ns(value(i));
+            kids[p] += 1;
+        }
+    }
+    let mut stacks = Vec::new();
+    let mut short = 0usize;
+    for &(i, _) in &s.shown {
+        // Above a focus's matches a frame is only the path to them.
+        if s.under_focus.as_ref().is_some_and(|u| !u[i]) {
+            continue;
+        }
+        let total = ns(value(i));
+        // Its children's time exceeds its own by more than the profile's
+        // rounding (0.1 µs a figure; work of other threads placed under
+        // it): its frame is theirs.
+        if kids_ns[i] > total + 100 * kids[i] {
+            short += 1;
+        }
+        let own = total.saturating_sub(kids_ns[i]);
+        if own == 0 {
+            continue;
+        }
+        let mut frames = Vec::new();
+        let mut at = Some(i);
+        while let Some(c) = at {
+            debug_assert!(is_shown[c], "a shown node's ancestors are shown");
+            frames.push(view.nodes[c].name.clone());
+            at = view.nodes[c].parent;
+        }
+        // The view's root first: bottom-up, the callee under its callers.
+        frames.reverse();
+        stacks.push(Stack { frames, ns_per_step: own });
+    }
+    if short > 0 {
+        notes.push(format!(
+            "{short} frames hold less {} time than their children (work of other threads placed under them): those frames are as wide as their children",
+            weight.as_str().to_uppercase()
+        ));
+    }
+    let total_ns_per_step = stacks.iter().map(|s| s.ns_per_step).sum();
+    if total_ns_per_step == 0 {
+        let w = weight.as_str().to_uppercase();
+        return Err(Error::usage(match (&q.focus, weight) {
+            (Some(f), _) => {
+                format!("nothing to draw: no node with {w} time in this view matches --focus {f}")
+            }
+            (None, Weight::Gpu) => {
+                format!("nothing to draw: this view of the tree has no {w} time; try --weight cpu")
+            }
+            (None, Weight::Cpu) => {
+                format!("nothing to draw: this view of the tree has no {w} time; try --weight gpu")
+            }
+        }));
+    }
+    Ok(Stacks {
         trace: p.trace.clone(),
         query: q.clone(),
-        gpu_ms_per_step: round(gpu_all, 4),
-        cpu_ms_per_step: round(cpu_all, 4),
-        rows,
-        hidden,
+        weight,
+        total_ns_per_step,
+        stacks,
         notes,
     })
 }
@@ -410,6 +589,12 @@ fn bottom_up(t: &CallTree, by: By, in_phase: &[bool], focus: Option<&regex::Rege
 /// Top-down with a focus: the nodes that match, their ancestors and their
 /// descendants.
 pub(super) fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
+    focused_paths(view, re).0
+}
+
+/// The nodes on the paths through a match, and those that match or lie
+/// under a match.
+fn focused_paths(view: &View, re: &regex::Regex) -> (Vec<bool>, Vec<bool>) {
     let n = view.nodes.len();
     let mut shown = vec![false; n];
     // Nodes come after their parent: one pass down marks the descendants
@@ -427,7 +612,7 @@ pub(super) fn on_focused_paths(view: &View, re: &regex::Regex) -> Vec<bool> {
             }
         }
     }
-    shown
+    (shown, under)
 }
 
 pub(super) fn descendants(view: &View, i: usize) -> usize {

@@ -1,7 +1,10 @@
 //! Printing lens results: `text` for people, `json` for scripts, `table`
-//! for Markdown and CSV. All take the lens structs as they are; none
+//! for Markdown and CSV (`doc` where the result is several tables and
+//! prose), `flame` for the tree's stacks and flame graph. All take the lens structs as they are; none
 //! computes a figure of its own.
 
+pub mod doc;
+pub mod flame;
 pub mod table;
 pub mod text;
 
@@ -19,9 +22,10 @@ pub enum Format {
     Text,
     /// The whole result, as `--json`
     Json,
-    /// A GitHub-flavoured Markdown table, to paste into a PR comment
+    /// GitHub-flavoured Markdown to paste into a PR comment: a table (summary of one trace,
+    /// compare, what-if: a short document of tables)
     Md,
-    /// RFC 4180 CSV with a header of the JSON field names, for DuckDB or pandas
+    /// RFC 4180 CSV, one table with a header of the JSON field names, for DuckDB or pandas
     Csv,
 }
 
