@@ -147,7 +147,7 @@ fn a_rank_folder_is_read_by_every_reader_one_rank_or_the_job() {
         ("modules", vec![]),
         ("memory", vec![]),
         ("get", vec!["step_ms"]),
-        ("what-if", vec!["--remove-category", "communication"]),
+        ("what-if", vec!["--all"]),
     ] {
         for rank in [None, Some(5)] {
             let file = rank_file(rank.unwrap_or(0));
@@ -174,12 +174,24 @@ fn a_rank_folder_is_read_by_every_reader_one_rank_or_the_job() {
             r.stderr
         );
     }
-    // Readers of a job: the job without --rank, rank N's trace alone with it.
+    // Readers of a job: the job without --rank, rank N's trace alone with
+    // it (a what-if's change: made on every rank, the job re-timed).
     let three = rank_file(3);
-    for cmd in ["summary", "kernels", "collectives"] {
-        let job = json_of(&profile(&[cmd, d, "--json"]), cmd);
-        let rank3 = json_of(&profile(&[cmd, d, "--rank", "3", "--json"]), cmd);
-        assert_eq!(rank3, json_of(&profile(&[cmd, s(&three), "--json"]), cmd), "{cmd} --rank 3");
+    for (cmd, extra) in [
+        ("summary", vec![]),
+        ("kernels", vec![]),
+        ("collectives", vec![]),
+        ("what-if", vec!["--remove-category", "communication"]),
+    ] {
+        let with = |args: &[&str]| {
+            let mut v = args.to_vec();
+            v.extend(&extra);
+            v.push("--json");
+            json_of(&profile(&v), cmd)
+        };
+        let job = with(&[cmd, d]);
+        let rank3 = with(&[cmd, d, "--rank", "3"]);
+        assert_eq!(rank3, with(&[cmd, s(&three)]), "{cmd} --rank 3");
         assert_ne!(job, rank3, "{cmd}: without --rank, the job");
     }
     // compare: rank 2 of each side (the sides named as given).

@@ -361,3 +361,35 @@ fn recorded_waits_replace_the_inferred_ones() {
     let w = json(&["what-if", other.to_str().unwrap(), "--all"]);
     assert!(w["caveat"].as_str().unwrap().contains("inferred from the times"), "{w}");
 }
+
+/// A change without `--rank` on a rank set is made on every rank and the
+/// job re-timed on the joined models: no rank saves more than its change
+/// and its waits took away, the job's step is the slowest rank's, and
+/// `--rank N` still re-times that rank alone.
+#[test]
+fn a_change_on_every_rank_re_times_the_job() {
+    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+    let d = dir.to_str().unwrap();
+    let w = json(&["what-if", d, "--remove-idle", "launch"]);
+    assert_eq!(w["scenario"], "--remove-idle launch on every rank", "{w}");
+    assert!(w.get("straggler").is_none(), "{w}");
+    let ranks = w["ranks"].as_array().unwrap();
+    assert_eq!(ranks.len(), 8);
+    let mut projected: f64 = 0.0;
+    for r in ranks {
+        let (removes, saved) = (f(&r["removes_ms_per_step"]), f(&r["saved_ms_per_step"]));
+        assert!(saved > 0.0 && saved <= removes + 0.001, "{r}");
+        assert!((f(&r["step_ms"]) - saved - f(&r["projected_ms"])).abs() < 0.002, "{r}");
+        projected = projected.max(f(&r["projected_ms"]));
+    }
+    assert!((f(&w["job_step_ms"]["projected"]) - projected).abs() < 0.001, "{w}");
+    assert!(projected < f(&w["job_step_ms"]["now"]), "{w}");
+    // One rank alone, as before.
+    let one = json(&["what-if", d, "--rank", "1", "--remove-idle", "launch"]);
+    assert!(one["saved_ms_per_step"].as_f64().unwrap() > 0.0, "{one}");
+    let r = common::run(&["profile", "what-if", d, "--straggler", "7", "--remove-idle", "launch"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    let text = common::run(&["profile", "what-if", d, "--remove-category", "gemm"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stdout.starts_with("what-if --remove-category 'gemm / conv' on every rank"));
+}

@@ -582,10 +582,10 @@ pub struct WhatIfArgs {
     #[arg(long, value_name = "CATEGORY")]
     pub at_roofline: Option<String>,
     /// On a rank set: RANK's lateness at the collectives removed (default: the rank the others
-    /// wait for), each rank re-timed on its step model
+    /// wait for), the ranks re-timed together on their step models joined at the collectives
     #[arg(long, value_name = "RANK", num_args = 0..=1)]
     pub straggler: Option<Option<u32>>,
-    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: the lowest rank, said on stderr; without a change, --straggler]
+    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: a change is made on every rank and the job re-timed; without one, --straggler; --all: the lowest rank's]
     #[arg(long, value_name = "N", conflicts_with_all = ["ranks", "straggler"])]
     pub rank: Option<u32>,
     #[command(flatten)]

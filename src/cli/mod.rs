@@ -532,12 +532,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             let inputs = input::what(std::slice::from_ref(&a.trace))?;
             let job = matches!(inputs.what, What::Ranks(_));
             // A job with no change of one rank's, nor --rank: the
-            // straggler's lateness removed (--straggler, the default).
+            // straggler's lateness removed (--straggler, the default); a
+            // change without --rank: made on every rank, the job re-timed.
             let changes = request != Request::default() || a.all;
-            if job && a.rank.is_none() && (!changes || a.straggler.is_some()) {
-                if changes {
+            if job && a.rank.is_none() && !a.all {
+                if changes && a.straggler.is_some() {
                     return Err(Error::usage(
-                        "on a rank set, --straggler [RANK] re-times the whole job: give it alone; the other changes are one rank's (--rank N)",
+                        "on a rank set, --straggler [RANK] re-times the whole job: give it alone; the other changes are made on every rank (or one rank's, with --rank N)",
                     ));
                 }
                 let (chosen, notes) = inputs.choose(None, Reads::Job)?;
@@ -549,15 +550,21 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 };
                 let (set, models) = rank_set_with(&files, &a.set, true)?;
                 let matched = lens::collectives::of_ranks(&set);
-                let rank = match a.straggler.flatten() {
-                    Some(r) => r,
-                    None => lens::job::job_of(&set, &matched).critical_rank.ok_or_else(|| {
-                        Error::usage(
-                            "no rank is waited for in this job: name one with --straggler RANK",
-                        )
-                    })?,
+                let w = if changes {
+                    lens::whatif::job_changed(&set, &models, &matched, &request)?
+                } else {
+                    let rank = match a.straggler.flatten() {
+                        Some(r) => r,
+                        None => {
+                            lens::job::job_of(&set, &matched).critical_rank.ok_or_else(|| {
+                                Error::usage(
+                                    "no rank is waited for in this job: name one with --straggler RANK",
+                                )
+                            })?
+                        }
+                    };
+                    lens::whatif::straggler_removed(&set, &models, &matched, rank)?
                 };
-                let w = lens::whatif::straggler_removed(&set, &models, &matched, rank)?;
                 return emit_doc(
                     format,
                     &w,

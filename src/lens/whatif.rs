@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::analysis::model::host::HostCause;
-use crate::analysis::model::job::{JobModel, Member};
+use crate::analysis::model::job::{JobModel, JobReplayed, Member};
 use crate::analysis::model::scenarios::{
     class_flag, class_name, describe_class, describe_roofline, waits_from,
 };
@@ -517,13 +517,18 @@ fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
     }
 }
 
-/// A rank set's what-if: one rank's lateness at the collectives removed.
+/// A rank set's what-if, re-timed on the ranks' joined step models: one
+/// rank's lateness at the collectives removed, or a change on every rank.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct JobWhatIf {
-    /// The late rank whose lateness goes.
-    pub straggler: u32,
+    /// The change's flags: `--straggler N`, or a change made on every rank.
+    pub scenario: String,
+    /// The late rank whose lateness goes (`--straggler`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub straggler: Option<u32>,
     pub what: String,
-    /// The collectives it arrived last at.
+    /// The collectives the straggler arrived last at; for a change on
+    /// every rank, the collectives joining the ranks.
     pub collectives: usize,
     /// Each rank's step now and re-timed on its own step model.
     pub ranks: Vec<RankProjection>,
@@ -539,15 +544,15 @@ pub struct JobWhatIf {
 pub struct RankProjection {
     pub rank: u32,
     pub step_ms: f64,
-    /// The time its collective kernels no longer wait for the last rank,
-    /// per step (the work taken away), and what re-timing saves.
+    /// The work its change takes away and the time its collective kernels
+    /// no longer wait for the last rank, per step; and what re-timing saves.
     pub removes_ms_per_step: f64,
     pub saved_ms_per_step: f64,
     pub projected_ms: f64,
 }
 
 /// Said of the job's what-if.
-pub const JOB_CAVEAT: &str = "the ranks' step models joined at their collectives (docs/analysis.md §14): each rank re-timed on its own model, every collective's transfer starting once the last rank arrives, the straggler's arrivals left out; only a second measurement proves the change";
+pub const JOB_CAVEAT: &str = "the ranks' step models joined at their collectives (docs/analysis.md §14): each rank re-timed on its own model, every collective's transfer starting once the last rank arrives (a straggler's arrivals left out); only a second measurement proves the change";
 
 /// `rank`'s lateness removed: at every collective the others no longer
 /// wait for it (the transfer starts once the last of them arrives), the
@@ -573,6 +578,79 @@ pub fn straggler_removed(
             "rank {rank} arrives last at no matched collective: nobody waits for it (`collectives DIR` lists who does)"
         )));
     }
+    let job = joined(set, models, matched);
+    let replayed = job.replay(&[], Some(straggler));
+    let (ranks, notes) = job_rows(set, models, &job, &replayed, &[]);
+    Ok(job_what_if(
+        format!("--straggler {rank}"),
+        Some(rank),
+        format!(
+            "rank {rank}'s lateness removed: the others no longer wait for it at the {count} collectives it arrived last at, and meet each other earlier at the rest"
+        ),
+        count,
+        ranks,
+        notes,
+    ))
+}
+
+/// Change `r` made on every rank, the ranks re-timed together on their
+/// joined step models: a rank the change speeds up still meets the others
+/// at each collective, and one it leaves alone waits less for them.
+pub fn job_changed(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    matched: &crate::lens::collectives::Collectives,
+    r: &Request,
+) -> Result<JobWhatIf> {
+    if r.scale.is_some() && r.remove_category.is_none() && r.grep.is_none() && r.op.is_none() {
+        return Err(Error::usage("--scale F applies to --remove-category, --grep or --op"));
+    }
+    let mut changes = Vec::new();
+    let (mut scenario, mut what, mut notes) = (None, None, Vec::new());
+    let mut first_error = None;
+    for (pos, m) in models.iter().enumerate() {
+        let rank = set.ranks[pos].rank;
+        let Some(m) = m else {
+            changes.push(Change::default());
+            continue;
+        };
+        match change_of(&set.ranks[pos].input.profile, m, r) {
+            Ok((change, flags, w, n)) => {
+                changes.push(change);
+                scenario.get_or_insert(flags);
+                what.get_or_insert(w);
+                notes.extend(n.into_iter().map(|n| format!("rank {rank}: {n}")));
+            }
+            Err(e) => {
+                notes.push(format!("rank {rank}: left as it is ({e})"));
+                first_error.get_or_insert(e);
+                changes.push(Change::default());
+            }
+        }
+    }
+    let (Some(scenario), Some(what)) = (scenario, what) else {
+        return Err(first_error.unwrap_or_else(|| Error::usage(NO_MODEL)));
+    };
+    let job = joined(set, models, matched);
+    let replayed = job.replay(&changes, None);
+    let (ranks, more) = job_rows(set, models, &job, &replayed, &changes);
+    notes.extend(more);
+    Ok(job_what_if(
+        format!("{scenario} on every rank"),
+        None,
+        format!("{what}, on every rank, the ranks meeting at their collectives"),
+        job.links(),
+        ranks,
+        notes,
+    ))
+}
+
+/// The ranks' models joined at the collectives `matched` pairs.
+fn joined<'m>(
+    set: &crate::profile::ranks::RankSet,
+    models: &'m [Option<StepModel>],
+    matched: &crate::lens::collectives::Collectives,
+) -> JobModel<'m> {
     let position = |r: u32| set.ranks.iter().position(|x| x.rank == r);
     let members: Vec<Vec<Member>> = matched
         .collectives
@@ -588,8 +666,18 @@ pub fn straggler_removed(
                 .collect()
         })
         .collect();
-    let job = JobModel::new(models.iter().map(Option::as_ref).collect(), &members);
-    let replayed = job.replay(&[], Some(straggler));
+    JobModel::new(models.iter().map(Option::as_ref).collect(), &members)
+}
+
+/// Each rank's row of a joined re-timing: what its change took away plus
+/// the waits re-synchronising took, and what it saves; and the notes.
+fn job_rows(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    job: &JobModel<'_>,
+    replayed: &JobReplayed,
+    changes: &[Change],
+) -> (Vec<RankProjection>, Vec<String>) {
     let mut notes = Vec::new();
     if !replayed.settled {
         notes.push(format!(
@@ -603,13 +691,15 @@ pub fn straggler_removed(
             job.unlinked
         ));
     }
+    let none = Change::default();
     let mut rows = Vec::new();
     for (pos, r) in set.ranks.iter().enumerate() {
         let (mut removes, mut saved) = (0.0, 0.0);
         match (models.get(pos).and_then(Option::as_ref), &replayed.ranks[pos]) {
             (Some(model), Some(x)) => {
                 let per_step = |ns: i64| ns as f64 / 1e6 / model.n_steps.max(1) as f64;
-                removes = per_step(replayed.waits_removed[pos]);
+                let own = model.removed_by(changes.get(pos).unwrap_or(&none), x);
+                removes = per_step(own + replayed.waits_removed[pos]);
                 saved = per_step((model.end() - model.window.0 - x.span).max(0));
             }
             _ => notes
@@ -624,20 +714,30 @@ pub fn straggler_removed(
             projected_ms: round((step - saved).max(0.0), 3),
         });
     }
-    let now = rows.iter().map(|r| r.step_ms).fold(0.0, f64::max);
-    let projected = rows.iter().map(|r| r.projected_ms).fold(0.0, f64::max);
-    Ok(JobWhatIf {
-        straggler: rank,
-        what: format!(
-            "rank {rank}'s lateness removed: the others no longer wait for it at the {count} collectives it arrived last at, and meet each other earlier at the rest"
-        ),
-        collectives: count,
-        ranks: rows,
+    (rows, notes)
+}
+
+fn job_what_if(
+    scenario: String,
+    straggler: Option<u32>,
+    what: String,
+    collectives: usize,
+    ranks: Vec<RankProjection>,
+    notes: Vec<String>,
+) -> JobWhatIf {
+    let now = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
+    let projected = ranks.iter().map(|r| r.projected_ms).fold(0.0, f64::max);
+    JobWhatIf {
+        scenario,
+        straggler,
+        what,
+        collectives,
+        ranks,
         job_step_ms: NowProjected { now: Some(now), projected: Some(round(projected, 3)) },
         change_pct: (now > 0.0).then(|| round((projected - now) / now * 100.0, 1)),
         notes,
         caveat: JOB_CAVEAT.into(),
-    })
+    }
 }
 
 #[cfg(test)]

@@ -423,16 +423,17 @@ pub fn what_if_all(w: &WhatIfAll) -> Result<Vec<Part>> {
     Ok(parts)
 }
 
-/// `what-if --straggler --format csv`: each rank re-timed.
+/// `what-if DIR --format csv` (a straggler removed, or a change on every
+/// rank): each rank re-timed.
 pub fn job_what_if_ranks(w: &JobWhatIf) -> Result<Table> {
     rows_of(&w.ranks, &[])
 }
 
-/// `what-if --straggler --format md`.
+/// `what-if DIR --format md`.
 pub fn job_what_if(w: &JobWhatIf) -> Result<Vec<Part>> {
     let step = |v: Option<f64>| v.map_or("n/a".to_string(), |v| text::num(v, 2));
     Ok(vec![
-        Part::Text(format!("**what-if --straggler {}**: {}", w.straggler, md_prose(&w.what))),
+        Part::Text(format!("**what-if {}**: {}", md_prose(&w.scenario), md_prose(&w.what))),
         Part::Table(captioned(job_what_if_ranks(w)?, "Each rank re-timed (ms per step)".into())),
         Part::Text(format!(
             "Job step (the slowest rank's): {} → ~{} ms",

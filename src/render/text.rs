@@ -941,7 +941,7 @@ pub fn what_if(w: &WhatIf) -> String {
 
 /// A rank set's what-if: each rank re-timed, the job's step.
 pub fn job_what_if(w: &JobWhatIf) -> String {
-    let mut o = format!("what-if --straggler {}: {}\n", w.straggler, w.what);
+    let mut o = format!("what-if {}: {}\n", w.scenario, w.what);
     let _ = writeln!(
         o,
         "  {:>5}  {:>9}  {:>9}  {:>9}  {:>9}",
