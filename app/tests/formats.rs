@@ -5,19 +5,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::{fixtures, json, run};
 use serde_json::Value;
 
 /// The trace of a fixture folder (its first, by name).
 fn trace(dir: &str) -> String {
-    let dir = fixtures().join("traces").join(dir);
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).collect();
-    files.retain(|p| p.to_string_lossy().ends_with(".json.gz"));
-    files.sort();
-    files[0].to_string_lossy().into_owned()
+    common::first_trace(dir).to_string_lossy().into_owned()
 }
 
 /// A folder of rank traces.
@@ -31,11 +24,7 @@ const DLRM: &str = "param_dlrm_v100_8rank";
 
 /// `libreyolo profile <args>`, exit 0, stdout.
 fn out(args: &[&str]) -> String {
-    let mut all = vec!["profile"];
-    all.extend_from_slice(args);
-    let r = run(&all);
-    assert_eq!(r.code, 0, "{all:?}: {}", r.stderr);
-    r.stdout
+    common::profile_out(args)
 }
 
 fn with(args: &[&str], more: &[&str]) -> Vec<String> {

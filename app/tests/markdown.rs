@@ -6,19 +6,12 @@
 
 mod common;
 
-use std::path::PathBuf;
-
 use common::{fixtures, json, run};
 use pulldown_cmark::{Event, Options, Parser, Tag, TagEnd};
 use serde_json::Value;
 
 fn trace(dir: &str) -> String {
-    let dir = fixtures().join("traces").join(dir);
-    let mut files: Vec<PathBuf> =
-        std::fs::read_dir(&dir).unwrap().map(|f| f.unwrap().path()).collect();
-    files.retain(|p| p.to_string_lossy().ends_with(".json.gz"));
-    files.sort();
-    files[0].to_string_lossy().into_owned()
+    common::first_trace(dir).to_string_lossy().into_owned()
 }
 
 fn reference(run: &str) -> String {
@@ -28,11 +21,7 @@ fn reference(run: &str) -> String {
 const RESNET: &str = "kineto_resnet50_v100_2021jun";
 
 fn out(args: &[&str]) -> String {
-    let mut all = vec!["profile"];
-    all.extend_from_slice(args);
-    let r = run(&all);
-    assert_eq!(r.code, 0, "{all:?}: {}", r.stderr);
-    r.stdout
+    common::profile_out(args)
 }
 
 /// A table as GitHub shows it: its header cells and rows of cells, as text.

@@ -6,7 +6,7 @@ mod common;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use common::{read_json, run, shared};
+use common::{read_json, run};
 use libreyolo_core::analysis::AnalyzeOptions;
 use serde_json::Value;
 
@@ -110,13 +110,7 @@ fn peak<'e>(list: &'e [Ev], evs: &[Value]) -> (&'e Ev, Option<String>) {
 }
 
 fn trace(dir: &str) -> PathBuf {
-    let dir = shared().join("traces").join(dir);
-    let f = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|f| f.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .min();
-    f.unwrap()
+    common::first_trace(dir)
 }
 
 fn memory_json(path: &Path) -> Value {

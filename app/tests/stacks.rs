@@ -12,14 +12,7 @@ use common::{run, truth};
 use serde_json::Value;
 
 fn trace(folder: &str) -> PathBuf {
-    let dir = common::fixtures().join("traces").join(folder);
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
-        .collect();
-    files.sort();
-    files.remove(0)
+    common::first_trace(folder)
 }
 
 fn timesformer() -> PathBuf {
@@ -28,11 +21,7 @@ fn timesformer() -> PathBuf {
 
 /// `libreyolo profile <args>`: exit 0, stdout.
 fn out(args: &[&str]) -> String {
-    let mut all = vec!["profile"];
-    all.extend_from_slice(args);
-    let r = run(&all);
-    assert_eq!(r.code, 0, "{all:?}: {}", r.stderr);
-    r.stdout
+    common::profile_out(args)
 }
 
 /// The folded lines: (frames, ns per step). Each line is `a;b;c N`, N an

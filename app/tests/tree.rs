@@ -612,3 +612,24 @@ fn modules_give_each_scope_its_forward_and_backward_time() {
         assert!(close(sides, f(r, "gpu_ms_per_step"), 0.002), "{r}");
     }
 }
+
+/// A CPU run's tree (LibreYOLO 1.6's training capture) has no kernel
+/// time: the text gives its rows by host time, without the GPU's columns
+/// of zeros, each row's CPU figures as `--json` has them.
+#[test]
+fn a_cpu_run_s_tree_is_by_host_time() {
+    let t = common::fixtures().join("reference/train_b4/profile_trace.json.gz");
+    let rows = tree(&t, &[]);
+    assert!(rows.iter().all(|r| f(r, "gpu_ms_per_step") == 0.0));
+    let text = common::profile_out(&["tree", t.to_str().unwrap(), "--min-pct", "0"]);
+    let mut lines = text.lines();
+    assert!(lines.next().unwrap().contains("(no GPU kernels: host time)"), "{text}");
+    let header = lines.next().unwrap();
+    assert!(header.trim_start().starts_with("CPU ms") && !header.contains("GPU"), "{header}");
+    for (line, r) in lines.zip(&rows) {
+        let cols: Vec<&str> = line.split_whitespace().collect();
+        let cpu: f64 = cols[0].parse().unwrap();
+        assert!(close(cpu, f(r, "cpu_ms_per_step"), 0.0006), "{line} vs {r}");
+        assert!(line.ends_with(r["name"].as_str().unwrap()), "{line} vs {r}");
+    }
+}

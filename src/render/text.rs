@@ -716,35 +716,65 @@ pub fn tree(t: &Tree) -> String {
     let q = &t.query;
     let how = if q.bottom_up { "bottom-up (callers under each node)" } else { "top-down" };
     let scope = q.phase.as_deref().map_or(String::new(), |p| format!(", phase {p}"));
-    let mut o = format!(
-        "call tree by {}, {how}{scope}: per step GPU {:.3} ms, CPU {:.3} ms\n",
-        q.by.as_str(),
-        t.gpu_ms_per_step,
-        t.cpu_ms_per_step
-    );
-    let _ = writeln!(
-        o,
-        "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<6} name",
-        "GPU ms", "%gpu", "CPU ms", "self ms", "x/step", "kernels", "TFLOP/s", "kind"
-    );
+    // A CPU run has no kernel time: its tree by host time, without the
+    // GPU's columns of zeros.
+    let cpu = t.gpu_ms_per_step <= 0.0;
+    let mut o = if cpu {
+        format!(
+            "call tree by {}, {how}{scope}: per step CPU {:.3} ms (no GPU kernels: host time)\n",
+            q.by.as_str(),
+            t.cpu_ms_per_step
+        )
+    } else {
+        format!(
+            "call tree by {}, {how}{scope}: per step GPU {:.3} ms, CPU {:.3} ms\n",
+            q.by.as_str(),
+            t.gpu_ms_per_step,
+            t.cpu_ms_per_step
+        )
+    };
+    if cpu {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>6} {:>9} {:>8}  {:<6} name",
+            "CPU ms", "%cpu", "self ms", "x/step", "kind"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<6} name",
+            "GPU ms", "%gpu", "CPU ms", "self ms", "x/step", "kernels", "TFLOP/s", "kind"
+        );
+    }
     for r in &t.rows {
         let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
         // Phases and the forward scopes of backward ops are no calls.
         let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
-        let _ = writeln!(
-            o,
-            "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {}{}",
-            r.gpu_ms_per_step,
-            r.pct_of_gpu,
-            r.cpu_ms_per_step,
-            r.cpu_self_ms_per_step,
-            calls,
-            num(r.kernels_per_step, 1),
-            tflops,
-            node_tag(r.kind),
-            "  ".repeat(r.depth),
-            r.name
-        );
+        let name = format!("{}{}", "  ".repeat(r.depth), r.name);
+        let _ = if cpu {
+            writeln!(
+                o,
+                "{:>9.3} {:>6.1} {:>9.3} {:>8}  {:<6} {name}",
+                r.cpu_ms_per_step,
+                r.pct_of_cpu,
+                r.cpu_self_ms_per_step,
+                calls,
+                node_tag(r.kind),
+            )
+        } else {
+            writeln!(
+                o,
+                "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {name}",
+                r.gpu_ms_per_step,
+                r.pct_of_gpu,
+                r.cpu_ms_per_step,
+                r.cpu_self_ms_per_step,
+                calls,
+                num(r.kernels_per_step, 1),
+                tflops,
+                node_tag(r.kind),
+            )
+        };
     }
     let view = (q.min_pct, q.depth, q.focus.as_deref());
     shown_footer(&mut o, "nodes shown", (t.rows.len(), t.hidden), view, &t.notes);

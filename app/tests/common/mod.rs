@@ -18,6 +18,23 @@ pub fn fixtures() -> PathBuf {
     PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures"))
 }
 
+/// A fixture folder's trace: its first `.json.gz`, by name.
+pub fn first_trace(folder: &str) -> PathBuf {
+    let dir = fixtures().join("traces").join(folder);
+    let files = std::fs::read_dir(&dir).unwrap_or_else(|e| panic!("{}: {e}", dir.display()));
+    let traces = files.map(|f| f.unwrap().path());
+    traces.filter(|p| p.to_string_lossy().ends_with(".json.gz")).min().expect("a .json.gz")
+}
+
+/// `libreyolo profile <args>`: exit 0, its stdout.
+pub fn profile_out(args: &[&str]) -> String {
+    let mut all = vec!["profile"];
+    all.extend_from_slice(args);
+    let r = run(&all);
+    assert_eq!(r.code, 0, "{all:?}: {}", r.stderr);
+    r.stdout
+}
+
 /// The fixtures folder under the name the tests have always used:
 /// `shared().join("traces/…")`, `shared().join("reference/…")`.
 pub fn shared() -> PathBuf {
