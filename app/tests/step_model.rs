@@ -393,3 +393,28 @@ fn a_change_on_every_rank_re_times_the_job() {
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.starts_with("what-if --remove-category 'gemm / conv' on every rank"));
 }
+
+/// `what-if DIR --all`: every standard change any rank has, made on every
+/// rank, ranked by the job's saving; each row is the job's what-if of the
+/// same flags, and no row saves more than the most any rank took away.
+#[test]
+fn a_job_s_standard_changes_are_ranked_by_the_job_s_saving() {
+    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+    let d = dir.to_str().unwrap();
+    let all = json(&["what-if", d, "--all"]);
+    let rows = all["scenarios"].as_array().unwrap();
+    assert!(rows.len() >= 10, "{all}");
+    for w in rows.windows(2) {
+        assert!(f(&w[0]["saved_ms_per_step"]) >= f(&w[1]["saved_ms_per_step"]), "{all}");
+    }
+    for r in rows.iter().take(3) {
+        assert!(f(&r["saved_ms_per_step"]) <= f(&r["removes_ms_per_step"]) + 0.001, "{r}");
+        let flags = r["flags"].as_str().unwrap();
+        let (flag, value) = flags.split_once(' ').unwrap();
+        let one = json(&["what-if", d, flag, value.trim_matches('\'')]);
+        let job = &one["job_step_ms"];
+        let saved = f(&job["now"]) - f(&job["projected"]);
+        assert!((saved - f(&r["saved_ms_per_step"])).abs() < 0.002, "{r} vs {one}");
+    }
+    assert_eq!(all["step_ms"], json(&["summary", d])["step_ms"], "the job's step");
+}

@@ -585,7 +585,7 @@ pub struct WhatIfArgs {
     /// wait for), the ranks re-timed together on their step models joined at the collectives
     #[arg(long, value_name = "RANK", num_args = 0..=1)]
     pub straggler: Option<Option<u32>>,
-    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: a change is made on every rank and the job re-timed; without one, --straggler; --all: the lowest rank's]
+    /// Of a job's rank traces (a folder of them): read rank N alone and change it [default: a change is made on every rank and the job re-timed; --all: so for each standard change; without one, --straggler]
     #[arg(long, value_name = "N", conflicts_with_all = ["ranks", "straggler"])]
     pub rank: Option<u32>,
     #[command(flatten)]

@@ -535,7 +535,31 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             // straggler's lateness removed (--straggler, the default); a
             // change without --rank: made on every rank, the job re-timed.
             let changes = request != Request::default() || a.all;
-            if job && a.rank.is_none() && !a.all {
+            if job && a.rank.is_none() && a.all {
+                if request != Request::default() || a.straggler.is_some() {
+                    return Err(Error::usage("--all lists the standard changes: give it alone"));
+                }
+                let (chosen, notes) = inputs.choose(None, Reads::Job)?;
+                for n in &notes {
+                    say(&format!("note: {n}"));
+                }
+                let Chosen::Job(files) = chosen else {
+                    return Err(Error::failed("one input where a job was read"));
+                };
+                let (set, models) = rank_set_with(&files, &a.set, true)?;
+                let matched = lens::collectives::of_ranks(&set);
+                let label = Some(a.trace.display().to_string());
+                let w = lens::whatif::job_all(&set, &models, &matched, label)?;
+                return emit_doc(
+                    format,
+                    &w,
+                    || text::what_if_all(&w),
+                    || render::doc::what_if_all(&w),
+                    || render::doc::what_if_scenarios(&w),
+                )
+                .map(|out| render::printable(&out).into_owned());
+            }
+            if job && a.rank.is_none() {
                 if changes && a.straggler.is_some() {
                     return Err(Error::usage(
                         "on a rank set, --straggler [RANK] re-times the whole job: give it alone; the other changes are made on every rank (or one rank's, with --rank N)",

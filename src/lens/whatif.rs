@@ -593,6 +593,9 @@ pub fn straggler_removed(
     ))
 }
 
+/// What [`job_changed`] adds to a change's description.
+const ON_EVERY_RANK: &str = ", on every rank, the ranks meeting at their collectives";
+
 /// Change `r` made on every rank, the ranks re-timed together on their
 /// joined step models: a rank the change speeds up still meets the others
 /// at each collective, and one it leaves alone waits less for them.
@@ -638,11 +641,95 @@ pub fn job_changed(
     Ok(job_what_if(
         format!("{scenario} on every rank"),
         None,
-        format!("{what}, on every rank, the ranks meeting at their collectives"),
+        format!("{what}{ON_EVERY_RANK}"),
         job.links(),
         ranks,
         notes,
     ))
+}
+
+/// `what-if DIR --all`: the standard changes any rank has, each made on
+/// every rank and the job re-timed ([`job_changed`]), largest saving of
+/// the job's step first. A row's `removes_ms_per_step` is the most any
+/// rank's change and waits took away: the job saves no more than that.
+pub fn job_all(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    matched: &crate::lens::collectives::Collectives,
+    job: Option<String>,
+) -> Result<WhatIfAll> {
+    let mut flags: Vec<String> = Vec::new();
+    for r in &set.ranks {
+        for row in r.input.profile.step_model.iter().flat_map(|m| &m.scenarios) {
+            if !flags.contains(&row.flags) {
+                flags.push(row.flags.clone());
+            }
+        }
+    }
+    let mut scenarios = Vec::new();
+    let mut notes = Vec::new();
+    for f in &flags {
+        let Some(request) = standard_request(f) else { continue };
+        match job_changed(set, models, matched, &request) {
+            Ok(w) => {
+                let (now, after) = (w.job_step_ms.now.unwrap_or(0.0), w.job_step_ms.projected);
+                let saved = round((now - after.unwrap_or(now)).max(0.0), 3);
+                let removes = w.ranks.iter().map(|r| r.removes_ms_per_step).fold(0.0, f64::max);
+                scenarios.push(ScenarioRow {
+                    flags: f.clone(),
+                    what: w.what.strip_suffix(ON_EVERY_RANK).unwrap_or(&w.what).to_string(),
+                    saved_ms_per_step: saved,
+                    saved_pct: if now > 0.0 { round(saved * 100.0 / now, 1) } else { 0.0 },
+                    removes_ms_per_step: removes,
+                });
+            }
+            Err(e) => notes.push(format!("{f}: {e}")),
+        }
+    }
+    if scenarios.is_empty() {
+        return Err(Error::usage(NO_MODEL));
+    }
+    scenarios.sort_by(|a, b| {
+        b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then_with(|| a.flags.cmp(&b.flags))
+    });
+    // The job's step is the slowest rank's: its critical path.
+    let slowest = set
+        .ranks
+        .iter()
+        .max_by(|a, b| a.input.profile.figures.step_ms.total_cmp(&b.input.profile.figures.step_ms));
+    let path = slowest.and_then(|r| r.input.profile.step_model.as_ref());
+    if let Some(r) = slowest {
+        notes.push(format!(
+            "each change made on every rank, the ranks re-timed together; the job's step is rank {}'s, whose critical path this is",
+            r.rank
+        ));
+    }
+    Ok(WhatIfAll {
+        trace: job,
+        step_ms: slowest.map_or(0.0, |r| r.input.profile.figures.step_ms),
+        steps_modelled: path.map_or(0, |m| m.steps),
+        scenarios,
+        critical_path: path.map(|m| m.critical_path.clone()).unwrap_or_default(),
+        notes,
+        caveat: JOB_CAVEAT.into(),
+    })
+}
+
+/// The request a standard scenario's flags ask for
+/// ([`crate::analysis::model::Scenario`]).
+fn standard_request(flags: &str) -> Option<Request> {
+    let quoted = |rest: &str| rest.trim().trim_matches('\'').to_string();
+    let mut r = Request::default();
+    if let Some(rest) = flags.strip_prefix("--remove-category ") {
+        r.remove_category = Some(quoted(rest));
+    } else if let Some(rest) = flags.strip_prefix("--at-roofline ") {
+        r.at_roofline = Some(quoted(rest));
+    } else if let Some(rest) = flags.strip_prefix("--remove-idle ") {
+        r.remove_idle = Some(IdleCause::ALL.into_iter().find(|c| c.to_string() == rest.trim())?);
+    } else {
+        return None;
+    }
+    Some(r)
 }
 
 /// The ranks' models joined at the collectives `matched` pairs.
