@@ -46,20 +46,6 @@ impl SyncLog {
         self.calls.push((correlation, thread, start, end));
     }
 
-    /// How many records the trace holds.
-    pub fn len(&self) -> usize {
-        self.records.len()
-    }
-
-    pub fn is_empty(&self) -> bool {
-        self.records.is_empty()
-    }
-
-    pub fn heap_bytes(&self) -> usize {
-        self.records.capacity() * size_of::<SyncRecord>()
-            + self.calls.capacity() * size_of::<(i64, u32, i64, i64)>()
-    }
-
     /// The records with their calls' host times; those whose calls the
     /// trace lacks are left out.
     pub fn resolve(&self) -> Recorded {

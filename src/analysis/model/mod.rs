@@ -851,6 +851,7 @@ impl StepModel {
         self.nodes.capacity() * size_of::<Node>()
             + self.order.capacity() * 4
             + self.host.heap_bytes()
+            + self.also_waits.values().map(|v| v.capacity() * 4).sum::<usize>()
     }
 }
 
