@@ -282,6 +282,25 @@ fn a_straggler_s_lateness_removed_from_a_rank_set() {
     assert!((f(&path["waits_at"]["wait_ms"]) - longest / 1000.0).abs() < 0.001, "{path}");
     assert_eq!(path["waits_at"]["for_rank"], for_rank);
     assert!(!path["waits_at"]["for_parts"].as_array().unwrap().is_empty());
+    // Through the joined ranks: each leg leaves its rank at a collective
+    // where it waited, for the rank that came last there (the next leg),
+    // as long as the collectives lens says, from the raw kernels.
+    let through = path["through"].as_array().unwrap();
+    assert!(through.len() >= 2, "{path}");
+    for w in through.windows(2) {
+        let at = &w[0]["waits_at"];
+        assert_eq!(at["for_rank"], w[1]["rank"], "{path}");
+        let m = c["collectives"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|m| m["seq"] == at["seq"] && m["group"] == at["group"])
+            .unwrap();
+        assert_eq!(m["last_rank"], w[1]["rank"], "{m}");
+        let r = m["ranks"].as_array().unwrap().iter().find(|r| r["rank"] == w[0]["rank"]).unwrap();
+        assert!((f(&r["wait_us"]) / 1000.0 - f(&at["wait_ms"])).abs() < 0.002, "{r} vs {at}");
+    }
+    assert!(through.last().unwrap().get("waits_at").is_none(), "{path}");
     // Nobody waits for rank 1; one trace takes no --straggler.
     let r = common::run(&["profile", "what-if", d, "--straggler", "1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);

@@ -257,10 +257,16 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                             "--write-profile writes one input's profile: give one trace",
                         ));
                     }
-                    let set = rank_set(&files, &a.set)?;
-                    let j = lens::job::job(&set);
+                    // The path through the ranks needs their step models.
+                    let keep = files.len() <= lens::job::PATH_THROUGH_RANKS;
+                    let (set, models) = rank_set_with(&files, &a.set, keep)?;
+                    let matched = lens::collectives::of_ranks(&set);
+                    let mut j = lens::job::job_of(&set, &matched);
+                    if let Some(p) = j.path.as_mut() {
+                        p.through = lens::job::path_through(&set, &models, &matched);
+                    }
                     if let Some(dir) = &a.parquet {
-                        crate::tables::write(dir, &j, &lens::collectives::of_ranks(&set))?;
+                        crate::tables::write(dir, &j, &matched)?;
                     }
                     if let Some(dir) = &a.write_parquet {
                         for r in &set.ranks {

@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::analysis::model::StepModel;
+use crate::analysis::model::job::{JobModel, Member};
 use crate::lens::collectives::{self, Collectives};
 use crate::profile::ranks::RankSet;
 use crate::profile::{Category, CollectiveCall, LeadKind, PathShare, Profile, Verdict};
@@ -70,6 +72,105 @@ pub struct Job {
     pub notes: Vec<String>,
 }
 
+/// One rank's stretch of the path through the ranks (latest first): its
+/// time on the path, its largest parts, and the collective where the path
+/// leaves it for the rank it waited for there.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct PathLeg {
+    pub rank: u32,
+    pub ms_per_step: f64,
+    pub parts: Vec<PathShare>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_at: Option<LegWait>,
+}
+
+/// Where the path crosses to another rank.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct LegWait {
+    pub collective: String,
+    pub group: String,
+    pub seq: usize,
+    /// How long this rank's kernel waited there, and for whom (the next
+    /// leg's rank, the last to arrive).
+    pub wait_ms: f64,
+    pub for_rank: u32,
+}
+
+/// The ranks' models joined at the collectives `matched` pairs.
+pub fn joined<'m>(
+    set: &RankSet,
+    models: &'m [Option<StepModel>],
+    matched: &Collectives,
+) -> JobModel<'m> {
+    let position = |r: u32| set.ranks.iter().position(|x| x.rank == r);
+    let members: Vec<Vec<Member>> = matched
+        .collectives
+        .iter()
+        .map(|m| {
+            m.ranks
+                .iter()
+                .filter_map(|at| {
+                    let pos = position(at.rank)?;
+                    let c = set.ranks[pos].input.profile.collectives.get(at.call)?;
+                    Some(Member { rank: pos, start: c.start_ns, end: c.start_ns + c.dur_ns })
+                })
+                .collect()
+        })
+        .collect();
+    JobModel::new(models.iter().map(Option::as_ref).collect(), &members)
+}
+
+/// The critical path through the joined ranks (docs/analysis.md §14), as
+/// legs: `models` in the set's order (none kept: no path).
+pub fn path_through(
+    set: &RankSet,
+    models: &[Option<StepModel>],
+    matched: &Collectives,
+) -> Vec<PathLeg> {
+    if !matched.waits_meaningful || models.iter().all(Option::is_none) {
+        return Vec::new();
+    }
+    let job = joined(set, models, matched);
+    let Some(path) = job.critical_path() else { return Vec::new() };
+    let span = path.span.max(1) as f64;
+    path.legs
+        .iter()
+        .map(|leg| {
+            let steps = models[leg.rank].as_ref().map_or(1, |m| m.n_steps.max(1)) as f64;
+            let per_step = |ns: i64| round(ns as f64 / 1e6 / steps, 3);
+            let total: i64 = leg.parts.iter().map(|p| p.1).sum();
+            let parts = leg
+                .parts
+                .iter()
+                .take(PATH_PARTS)
+                .map(|&(p, ns)| PathShare {
+                    part: p.label(),
+                    kind: p.kind().to_string(),
+                    ms_per_step: per_step(ns),
+                    pct: round(ns as f64 * 100.0 / span, 1),
+                })
+                .collect();
+            let next = path.legs.iter().skip_while(|l| !std::ptr::eq(*l, leg)).nth(1);
+            let waits_at = leg.waited_at.and_then(|(k, wait)| {
+                let m = matched.collectives.get(k)?;
+                Some(LegWait {
+                    collective: m.collective.clone(),
+                    group: m.group.clone(),
+                    seq: m.seq,
+                    wait_ms: per_step(wait),
+                    for_rank: set.ranks[next?.rank].rank,
+                })
+            });
+            PathLeg {
+                rank: set.ranks[leg.rank].rank,
+                ms_per_step: per_step(total),
+                parts,
+                waits_at,
+            }
+        })
+        .collect()
+}
+
 /// Where the job's step goes: the rank whose step is the job's, its
 /// critical path's largest parts (its step model), and the collective it
 /// waits at longest, for whom, with that rank's own largest parts.
@@ -79,7 +180,16 @@ pub struct JobPath {
     pub parts: Vec<PathShare>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_at: Option<PathWait>,
+    /// The path through the ranks, latest leg first, where the ranks'
+    /// step models were kept (`summary DIR` of up to
+    /// [`PATH_THROUGH_RANKS`] ranks).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<PathLeg>,
 }
+
+/// Rank sets up to this size keep every rank's step model for the path
+/// through them (a few MB each).
+pub const PATH_THROUGH_RANKS: usize = 64;
 
 /// The collective the slowest rank waits at longest.
 #[derive(Debug, Clone, Serialize, PartialEq)]
@@ -132,7 +242,7 @@ fn job_path(set: &RankSet, matched: &Collectives, ranks: &[RankRow]) -> Option<J
             wait_ms: round(wait / 1e3, 3),
             for_parts: parts_of(last),
         });
-    Some(JobPath { rank: slowest, parts, waits_at })
+    Some(JobPath { rank: slowest, parts, waits_at, through: Vec::new() })
 }
 
 #[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]

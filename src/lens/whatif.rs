@@ -8,7 +8,7 @@ use rustc_hash::FxHashMap as HashMap;
 use serde::Serialize;
 
 use crate::analysis::model::host::HostCause;
-use crate::analysis::model::job::{JobModel, JobReplayed, Member};
+use crate::analysis::model::job::{JobModel, JobReplayed};
 use crate::analysis::model::scenarios::{
     class_flag, class_name, describe_class, describe_roofline, waits_from,
 };
@@ -578,7 +578,7 @@ pub fn straggler_removed(
             "rank {rank} arrives last at no matched collective: nobody waits for it (`collectives DIR` lists who does)"
         )));
     }
-    let job = joined(set, models, matched);
+    let job = crate::lens::job::joined(set, models, matched);
     let replayed = job.replay(&[], Some(straggler));
     let (ranks, notes) = job_rows(set, models, &job, &replayed, &[]);
     Ok(job_what_if(
@@ -634,7 +634,7 @@ pub fn job_changed(
     let (Some(scenario), Some(what)) = (scenario, what) else {
         return Err(first_error.unwrap_or_else(|| Error::usage(NO_MODEL)));
     };
-    let job = joined(set, models, matched);
+    let job = crate::lens::job::joined(set, models, matched);
     let replayed = job.replay(&changes, None);
     let (ranks, more) = job_rows(set, models, &job, &replayed, &changes);
     notes.extend(more);
@@ -730,30 +730,6 @@ fn standard_request(flags: &str) -> Option<Request> {
         return None;
     }
     Some(r)
-}
-
-/// The ranks' models joined at the collectives `matched` pairs.
-fn joined<'m>(
-    set: &crate::profile::ranks::RankSet,
-    models: &'m [Option<StepModel>],
-    matched: &crate::lens::collectives::Collectives,
-) -> JobModel<'m> {
-    let position = |r: u32| set.ranks.iter().position(|x| x.rank == r);
-    let members: Vec<Vec<Member>> = matched
-        .collectives
-        .iter()
-        .map(|m| {
-            m.ranks
-                .iter()
-                .filter_map(|at| {
-                    let pos = position(at.rank)?;
-                    let c = set.ranks[pos].input.profile.collectives.get(at.call)?;
-                    Some(Member { rank: pos, start: c.start_ns, end: c.start_ns + c.dur_ns })
-                })
-                .collect()
-        })
-        .collect();
-    JobModel::new(models.iter().map(Option::as_ref).collect(), &members)
 }
 
 /// Each rank's row of a joined re-timing: what its change took away plus

@@ -1139,6 +1139,27 @@ pub fn job(j: &Job) -> String {
                 }
             );
         }
+        // The path through the ranks, from the job's last work back.
+        for (k, leg) in p.through.iter().enumerate() {
+            let head = if k == 0 { "through  from the job's last work:" } else { "        " };
+            let _ = writeln!(
+                o,
+                "{head} rank {} {} ms: {}",
+                leg.rank,
+                num(leg.ms_per_step, 3),
+                path_line(&leg.parts, 3)
+            );
+            if let Some(w) = &leg.waits_at {
+                let _ = writeln!(
+                    o,
+                    "           ← waited {} ms at {} #{} ({}) for",
+                    num(w.wait_ms, 3),
+                    w.collective,
+                    w.seq,
+                    w.group
+                );
+            }
+        }
     }
     let _ = writeln!(
         o,

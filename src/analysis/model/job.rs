@@ -13,7 +13,8 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Change, NodeKind, Replayed, StepModel};
+use super::path::At;
+use super::{Change, NodeKind, PathPart, Replayed, StepModel};
 
 /// One rank's kernel of a matched collective, as its profile has it.
 #[derive(Debug, Clone, Copy)]
@@ -34,6 +35,9 @@ pub struct JobModel<'m> {
     links: Vec<Vec<Joined>>,
     /// Each link's last arrival in the trace.
     trace_last: Vec<i64>,
+    /// Each link's collective: its index among those [`JobModel::new`]
+    /// was given.
+    index: Vec<usize>,
     /// Members left as they are: outside their rank's modelled steps, or
     /// ending before the last arrival (clocks out of step).
     pub unlinked: usize,
@@ -51,6 +55,28 @@ pub struct JobReplayed {
     /// The rounds settled (false: stopped at the limit, the collectives'
     /// order differing between ranks).
     pub settled: bool,
+}
+
+/// One rank's stretch of the job's critical path.
+#[derive(Debug, Clone)]
+pub struct Leg {
+    /// The rank's position in the set.
+    pub rank: usize,
+    /// Its parts, ns, largest first.
+    pub parts: Vec<(PathPart, i64)>,
+    /// Where the path left this rank for the next leg's: the collective
+    /// (its index among those `new` was given) and how long this rank's
+    /// kernel waited there for the next leg's rank to arrive (ns).
+    pub waited_at: Option<(usize, i64)>,
+}
+
+/// The critical path through the joined ranks, from the job's last work
+/// back: legs latest first.
+#[derive(Debug, Clone, Default)]
+pub struct JobPath {
+    pub legs: Vec<Leg>,
+    /// From the last leg's window start to the first leg's end (ns).
+    pub span: i64,
 }
 
 impl<'m> JobModel<'m> {
@@ -73,7 +99,8 @@ impl<'m> JobModel<'m> {
             })
             .collect();
         let (mut links, mut trace_last, mut unlinked) = (Vec::new(), Vec::new(), 0);
-        for c in collectives {
+        let mut index = Vec::new();
+        for (k, c) in collectives.iter().enumerate() {
             let Some(last) = c.iter().map(|m| m.start).max() else { continue };
             let mut joined = Vec::new();
             for m in c {
@@ -86,11 +113,12 @@ impl<'m> JobModel<'m> {
             if joined.len() >= 2 {
                 links.push(joined);
                 trace_last.push(last);
+                index.push(k);
             } else {
                 unlinked += joined.len();
             }
         }
-        JobModel { models, links, trace_last, unlinked }
+        JobModel { models, links, trace_last, index, unlinked }
     }
 
     /// Collectives joining two or more ranks.
@@ -144,6 +172,59 @@ impl<'m> JobModel<'m> {
             }
             last = now;
         }
+    }
+
+    /// The critical path through the ranks, in the trace's times: from the
+    /// work that ends last, back along its rank's own path; where that
+    /// path reaches a collective's kernel that waited for another rank, on
+    /// from that rank's arrival there, and so on to a window's start.
+    pub fn critical_path(&self) -> Option<JobPath> {
+        let (mut rank, first) = self
+            .models
+            .iter()
+            .enumerate()
+            .filter_map(|(r, m)| Some((r, (*m)?)))
+            .max_by_key(|(r, m)| (m.end(), std::cmp::Reverse(*r)))?;
+        let end = first.end();
+        // Per rank: its joined kernels' links.
+        let mut link_of: Vec<HashMap<u32, usize>> = vec![HashMap::default(); self.models.len()];
+        for (k, link) in self.links.iter().enumerate() {
+            for &(r, node, _) in link {
+                link_of[r].insert(node, k);
+            }
+        }
+        // Each link's last to arrive: (rank, node, its start).
+        let last_of = |k: usize| {
+            self.links[k]
+                .iter()
+                .filter_map(|&(r, node, _)| {
+                    Some((r, node, self.models[r]?.nodes[node as usize].start))
+                })
+                .max_by_key(|&(r, _, s)| (s, std::cmp::Reverse(r)))
+        };
+        let mut legs = Vec::new();
+        let mut from = At::End(first.last_node()?);
+        // Each leg ends strictly earlier than the one before: bounded.
+        for _ in 0..=self.links.len() {
+            let m = self.models[rank]?;
+            let links = &link_of[rank];
+            let cross = |i: u32| {
+                let (r, _, arrived) = last_of(*links.get(&i)?)?;
+                (r != rank).then_some(arrived)
+            };
+            let (path, crossed) = m.path_from(from, &cross);
+            let Some(i) = crossed else {
+                legs.push(Leg { rank, parts: path.parts, waited_at: None });
+                let span = end - m.window.0;
+                return Some(JobPath { legs, span });
+            };
+            let k = link_of[rank][&i];
+            let (r, node, arrived) = last_of(k)?;
+            let wait = arrived - m.nodes[i as usize].start;
+            legs.push(Leg { rank, parts: path.parts, waited_at: Some((self.index[k], wait)) });
+            (rank, from) = (r, At::Start(node));
+        }
+        None
     }
 
     /// Per rank: its members' waits for the last arrival in the trace

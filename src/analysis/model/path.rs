@@ -45,7 +45,7 @@ pub struct CriticalPath {
 
 /// Where the walk stands on a node.
 #[derive(Clone, Copy)]
-enum At {
+pub(super) enum At {
     Start(u32),
     End(u32),
 }
@@ -53,14 +53,32 @@ enum At {
 impl StepModel {
     /// The critical path of the trace's own times.
     pub fn critical_path(&self) -> CriticalPath {
-        let w0 = self.window.0;
-        let Some(last) = (0..self.nodes.len() as u32).max_by_key(|&i| {
+        match self.last_node() {
+            Some(last) => self.path_from(At::End(last), &|_| None).0,
+            None => CriticalPath::default(),
+        }
+    }
+
+    /// The node that ends last; at a tie, the GPU's (it is what the host
+    /// waits on).
+    pub(super) fn last_node(&self) -> Option<u32> {
+        (0..self.nodes.len() as u32).max_by_key(|&i| {
             let n = &self.nodes[i as usize];
-            // The last to end; at a tie, the GPU's (it is what the host waits on).
             (n.end, n.kind == NodeKind::Gpu, std::cmp::Reverse(i))
-        }) else {
-            return CriticalPath::default();
-        };
+        })
+    }
+
+    /// The path from `from` back to the window's start, or to the first
+    /// GPU node that `cross` says began before another rank arrived (a
+    /// collective's kernel: [`super::job`]): the stretch from that arrival
+    /// to its end is on the path, and the walk stops there, returning it.
+    pub(super) fn path_from(
+        &self,
+        from: At,
+        cross: &dyn Fn(u32) -> Option<i64>,
+    ) -> (CriticalPath, Option<u32>) {
+        let w0 = self.window.0;
+        let mut crossed = None;
         let mut sums: std::collections::BTreeMap<PathPart, i64> = Default::default();
         let mut segments = Vec::new();
         let mut add = |p: PathPart, a: i64, b: i64| {
@@ -71,7 +89,7 @@ impl StepModel {
             }
         };
         let mut nodes = Vec::new();
-        let mut at = At::End(last);
+        let mut at = from;
         // Each step moves back in time or to a node's other end: bounded.
         for _ in 0..self.nodes.len() * 3 + 3 {
             match at {
@@ -79,7 +97,14 @@ impl StepModel {
                     let n = self.nodes[i as usize];
                     nodes.push(i);
                     match n.kind {
-                        NodeKind::Gpu => add(PathPart::Gpu(n.class), n.start, n.end),
+                        NodeKind::Gpu => match cross(i).filter(|&l| l > n.start) {
+                            Some(l) => {
+                                add(PathPart::Gpu(n.class), l, n.end);
+                                crossed = Some(i);
+                                break;
+                            }
+                            None => add(PathPart::Gpu(n.class), n.start, n.end),
+                        },
                         // A launch that ran long loaded GPU code lazily (§12: cpu_op).
                         NodeKind::Launch if n.dur() >= BLOCKED_CALL => {
                             add(PathPart::Host(HostCause::CpuOp), n.start, n.end)
@@ -153,7 +178,7 @@ impl StepModel {
         let mut parts: Vec<(PathPart, i64)> = sums.into_iter().collect();
         parts.sort_by_key(|&(p, ns)| (std::cmp::Reverse(ns), p));
         segments.sort_by_key(|s| (s.0, s.1));
-        CriticalPath { parts, span: self.end() - w0, nodes, segments }
+        (CriticalPath { parts, span: self.end() - w0, nodes, segments }, crossed)
     }
 
     /// A gap between two calls of a host lane, by cause (short ones are

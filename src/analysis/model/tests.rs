@@ -445,3 +445,25 @@ fn ranks_joined_at_collectives_wait_for_each_other() {
     // second it arrives first (130 µs) and meets only itself.
     assert_eq!(free.waits_removed, vec![990 * US, 0]);
 }
+
+/// The path through the joined ranks: from rank 0's end back to its first
+/// collective, which waited 990 µs for rank 1; on from rank 1's arrival
+/// through its launch and the Python before it. The legs tile the span.
+#[test]
+fn the_job_s_path_crosses_to_the_rank_waited_for() {
+    let (m0, m1, links) = two_ranks();
+    let job = job::JobModel::new(vec![Some(&m0), Some(&m1)], &links);
+    let path = job.critical_path().unwrap();
+    let ranks: Vec<usize> = path.legs.iter().map(|l| l.rank).collect();
+    assert_eq!(ranks, vec![0, 1]);
+    assert_eq!(path.legs[0].waited_at, Some((0, 990 * US)));
+    let python = |l: &job::Leg| {
+        l.parts.iter().find(|p| p.0 == PathPart::Host(HostCause::Python)).map_or(0, |p| p.1)
+    };
+    assert_eq!(python(&path.legs[1]), 995 * US);
+    let total: i64 = path.legs.iter().flat_map(|l| l.parts.iter().map(|p| p.1)).sum();
+    assert_eq!((total, path.span), (1120 * US, 1120 * US));
+    // Alone, rank 0's own path holds the wait as its collective's time.
+    let alone = m0.critical_path();
+    assert_eq!(alone.parts[0], (PathPart::Gpu(0), 1010 * US));
+}
