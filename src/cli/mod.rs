@@ -537,35 +537,14 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             };
             let inputs = input::what(std::slice::from_ref(&a.trace))?;
             let job = matches!(inputs.what, What::Ranks(_));
-            // A job with no change of one rank's, nor --rank: the
-            // straggler's lateness removed (--straggler, the default); a
-            // change without --rank: made on every rank, the job re-timed.
+            // A job without --rank: no change is the straggler's lateness
+            // removed (--straggler, the default); a change is made on every
+            // rank and the job re-timed; --all, each standard change so.
             let changes = request != Request::default() || a.all;
-            if job && a.rank.is_none() && a.all {
-                if request != Request::default() || a.straggler.is_some() {
+            if job && a.rank.is_none() {
+                if a.all && (request != Request::default() || a.straggler.is_some()) {
                     return Err(Error::usage("--all lists the standard changes: give it alone"));
                 }
-                let (chosen, notes) = inputs.choose(None, Reads::Job)?;
-                for n in &notes {
-                    say(&format!("note: {n}"));
-                }
-                let Chosen::Job(files) = chosen else {
-                    return Err(Error::failed("one input where a job was read"));
-                };
-                let (set, models) = rank_set_with(&files, &a.set, true)?;
-                let matched = lens::collectives::of_ranks(&set);
-                let label = Some(a.trace.display().to_string());
-                let w = lens::whatif::job_all(&set, &models, &matched, label)?;
-                return emit_doc(
-                    format,
-                    &w,
-                    || text::what_if_all(&w),
-                    || render::doc::what_if_all(&w),
-                    || render::doc::what_if_scenarios(&w),
-                )
-                .map(|out| render::printable(&out).into_owned());
-            }
-            if job && a.rank.is_none() {
                 if changes && a.straggler.is_some() {
                     return Err(Error::usage(
                         "on a rank set, --straggler [RANK] re-times the whole job: give it alone; the other changes are made on every rank (or one rank's, with --rank N)",
@@ -580,6 +559,18 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 };
                 let (set, models) = rank_set_with(&files, &a.set, true)?;
                 let matched = lens::collectives::of_ranks(&set);
+                if a.all {
+                    let label = Some(a.trace.display().to_string());
+                    let w = lens::whatif::job_all(&set, &models, &matched, label)?;
+                    return emit_doc(
+                        format,
+                        &w,
+                        || text::what_if_all(&w),
+                        || render::doc::what_if_all(&w),
+                        || render::doc::what_if_scenarios(&w),
+                    )
+                    .map(|out| render::printable(&out).into_owned());
+                }
                 let w = if changes {
                     lens::whatif::job_changed(&set, &models, &matched, &request)?
                 } else {
