@@ -90,8 +90,8 @@ pub struct LegWait {
     pub collective: String,
     pub group: String,
     pub seq: usize,
-    /// How long this rank's kernel waited there, and for whom (the next
-    /// leg's rank, the last to arrive).
+    /// How long this rank's kernel waited there (ms: one wait, not per
+    /// step), and for whom (the next leg's rank, the last to arrive).
     pub wait_ms: f64,
     pub for_rank: u32,
 }
@@ -157,7 +157,7 @@ pub fn path_through(
                     collective: m.collective.clone(),
                     group: m.group.clone(),
                     seq: m.seq,
-                    wait_ms: per_step(wait),
+                    wait_ms: round(wait as f64 / 1e6, 3),
                     for_rank: set.ranks[next?.rank].rank,
                 })
             });

@@ -6,6 +6,11 @@
 use super::host::HostCause;
 use super::{BLOCKED_CALL, Bind, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 
+/// A collective's kernel that waited less than this for another rank's
+/// arrival arrived with it, within the clocks' and launches' noise: the
+/// path stays on its own rank there (ns).
+const CROSS_WAIT: i64 = 20_000;
+
 /// What a stretch of the critical path is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum PathPart {
@@ -69,7 +74,8 @@ impl StepModel {
     }
 
     /// The path from `from` back to the window's start, or to the first
-    /// GPU node that `cross` says began before another rank arrived (a
+    /// GPU node that `cross` says began [`CROSS_WAIT`] or more before
+    /// another rank arrived (a
     /// collective's kernel: [`super::job`]): the stretch from that arrival
     /// to its end is on the path, and the walk stops there, returning it.
     pub(super) fn path_from(
@@ -97,7 +103,7 @@ impl StepModel {
                     let n = self.nodes[i as usize];
                     nodes.push(i);
                     match n.kind {
-                        NodeKind::Gpu => match cross(i).filter(|&l| l > n.start) {
+                        NodeKind::Gpu => match cross(i).filter(|&l| l - n.start > CROSS_WAIT) {
                             Some(l) => {
                                 add(PathPart::Gpu(n.class), l, n.end);
                                 crossed = Some(i);

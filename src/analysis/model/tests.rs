@@ -467,3 +467,21 @@ fn the_job_s_path_crosses_to_the_rank_waited_for() {
     let alone = m0.critical_path();
     assert_eq!(alone.parts[0], (PathPart::Gpu(0), 1010 * US));
 }
+
+/// A kernel that waited under 20 µs for the other rank arrived with it:
+/// the path stays on its own rank.
+#[test]
+fn a_wait_within_the_noise_keeps_the_path_on_its_rank() {
+    let comm = |start, dur, launch| kernel(7, 0, start, dur, launch);
+    let rank0 = vec![comm(990, 20, 980)];
+    let rank1 = vec![comm(1000, 10, 995)];
+    // The steps end before the kernels do: the path starts at rank 0's.
+    let m0 = build(rank0, vec![], (0, 1000), HostCauses::default(), Recorded::default());
+    let m1 = build(rank1, vec![], (0, 1000), HostCauses::default(), Recorded::default());
+    let member = |rank, start, end| job::Member { rank, start: start * US, end: end * US };
+    let links = vec![vec![member(0, 990, 1010), member(1, 1000, 1010)]];
+    let job = job::JobModel::new(vec![Some(&m0), Some(&m1)], &links);
+    let path = job.critical_path().unwrap();
+    assert_eq!(path.legs.len(), 1, "{:?}", path.legs);
+    assert_eq!(path.legs[0].waited_at, None);
+}
