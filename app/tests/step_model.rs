@@ -408,6 +408,9 @@ fn a_change_on_every_rank_re_times_the_job() {
     assert!(one["saved_ms_per_step"].as_f64().unwrap() > 0.0, "{one}");
     let r = common::run(&["profile", "what-if", d, "--straggler", "7", "--remove-idle", "launch"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
+    let r = common::run(&["profile", "what-if", d, "--remove-category", "gemm", "--scale=-1"]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("expected a factor of 0 or more"), "{}", r.stderr);
     let text = common::run(&["profile", "what-if", d, "--remove-category", "gemm"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.starts_with("what-if --remove-category 'gemm / conv' on every rank"));

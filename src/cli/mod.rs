@@ -537,6 +537,17 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             };
             let inputs = input::what(std::slice::from_ref(&a.trace))?;
             let job = matches!(inputs.what, What::Ranks(_));
+            // `--all`'s list, of a job or of one trace.
+            let emit_all = |w: &lens::whatif::WhatIfAll| {
+                emit_doc(
+                    format,
+                    w,
+                    || text::what_if_all(w),
+                    || render::doc::what_if_all(w),
+                    || render::doc::what_if_scenarios(w),
+                )
+                .map(|out| render::printable(&out).into_owned())
+            };
             // A job without --rank: no change is the straggler's lateness
             // removed (--straggler, the default); a change is made on every
             // rank and the job re-timed; --all, each standard change so.
@@ -562,14 +573,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 if a.all {
                     let label = Some(a.trace.display().to_string());
                     let w = lens::whatif::job_all(&set, &models, &matched, label)?;
-                    return emit_doc(
-                        format,
-                        &w,
-                        || text::what_if_all(&w),
-                        || render::doc::what_if_all(&w),
-                        || render::doc::what_if_scenarios(&w),
-                    )
-                    .map(|out| render::printable(&out).into_owned());
+                    return emit_all(&w);
                 }
                 let w = if changes {
                     lens::whatif::job_changed(&set, &models, &matched, &request)?
@@ -612,14 +616,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     return Err(Error::usage("--all lists the standard changes: give it alone"));
                 }
                 let w = lens::whatif::all(&load(&path)?.profile)?;
-                return emit_doc(
-                    format,
-                    &w,
-                    || text::what_if_all(&w),
-                    || render::doc::what_if_all(&w),
-                    || render::doc::what_if_scenarios(&w),
-                )
-                .map(|out| render::printable(&out).into_owned());
+                return emit_all(&w);
             }
             // A trace's step model answers any change; a profile's, its
             // standard ones, else the trace beside it.

@@ -135,7 +135,8 @@ pub fn path_through(
     let span = path.span.max(1) as f64;
     path.legs
         .iter()
-        .map(|leg| {
+        .enumerate()
+        .map(|(k, leg)| {
             let steps = models[leg.rank].as_ref().map_or(1, |m| m.n_steps.max(1)) as f64;
             let per_step = |ns: i64| round(ns as f64 / 1e6 / steps, 3);
             let total: i64 = leg.parts.iter().map(|p| p.1).sum();
@@ -150,7 +151,7 @@ pub fn path_through(
                     pct: round(ns as f64 * 100.0 / span, 1),
                 })
                 .collect();
-            let next = path.legs.iter().skip_while(|l| !std::ptr::eq(*l, leg)).nth(1);
+            let next = path.legs.get(k + 1);
             let waits_at = leg.waited_at.and_then(|(k, wait)| {
                 let m = matched.collectives.get(k)?;
                 Some(LegWait {

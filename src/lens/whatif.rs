@@ -138,17 +138,7 @@ fn view(p: &Profile) -> Result<&StepModelView> {
 /// What-if `r` on `p`: re-timed on `model` when there is one (a trace),
 /// else the profile's standard what-if of the same change.
 pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<WhatIf> {
-    if r.scale.is_some() && r.remove_category.is_none() && r.grep.is_none() && r.op.is_none() {
-        return Err(Error::usage("--scale F applies to --remove-category, --grep or --op"));
-    }
-    if r.is_empty() {
-        return Err(Error::usage(
-            "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE or --at-roofline C; or --all",
-        ));
-    }
-    if let Some(f) = r.scale.filter(|f| !(f.is_finite() && *f >= 0.0)) {
-        return Err(Error::usage(format!("--scale {f}: expected a factor of 0 or more")));
-    }
+    checked(r)?;
     let Some(m) = model else { return stored(p, r) };
     let (change, scenario, what, notes) = change_of(p, m, r)?;
     let replayed = m.replay(&change);
@@ -167,6 +157,22 @@ pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<Wh
         w.saved_without_inferred_ms = Some(round(per_step(bound), 3));
     }
     Ok(w)
+}
+
+/// `r` refused where it asks for no change or a `--scale` that fits none.
+fn checked(r: &Request) -> Result<()> {
+    if r.scale.is_some() && r.remove_category.is_none() && r.grep.is_none() && r.op.is_none() {
+        return Err(Error::usage("--scale F applies to --remove-category, --grep or --op"));
+    }
+    if r.is_empty() {
+        return Err(Error::usage(
+            "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE or --at-roofline C; or --all",
+        ));
+    }
+    if let Some(f) = r.scale.filter(|f| !(f.is_finite() && *f >= 0.0)) {
+        return Err(Error::usage(format!("--scale {f}: expected a factor of 0 or more")));
+    }
+    Ok(())
 }
 
 /// A standard what-if the profile keeps.
@@ -605,9 +611,17 @@ pub fn job_changed(
     matched: &crate::lens::collectives::Collectives,
     r: &Request,
 ) -> Result<JobWhatIf> {
-    if r.scale.is_some() && r.remove_category.is_none() && r.grep.is_none() && r.op.is_none() {
-        return Err(Error::usage("--scale F applies to --remove-category, --grep or --op"));
-    }
+    changed_on(set, models, &crate::lens::job::joined(set, models, matched), r)
+}
+
+/// [`job_changed`] on the ranks already joined.
+fn changed_on(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    job: &JobModel<'_>,
+    r: &Request,
+) -> Result<JobWhatIf> {
+    checked(r)?;
     let mut changes = Vec::new();
     let (mut scenario, mut what, mut notes) = (None, None, Vec::new());
     let mut first_error = None;
@@ -634,9 +648,8 @@ pub fn job_changed(
     let (Some(scenario), Some(what)) = (scenario, what) else {
         return Err(first_error.unwrap_or_else(|| Error::usage(NO_MODEL)));
     };
-    let job = crate::lens::job::joined(set, models, matched);
     let replayed = job.replay(&changes, None);
-    let (ranks, more) = job_rows(set, models, &job, &replayed, &changes);
+    let (ranks, more) = job_rows(set, models, job, &replayed, &changes);
     notes.extend(more);
     Ok(job_what_if(
         format!("{scenario} on every rank"),
@@ -656,7 +669,7 @@ pub fn job_all(
     set: &crate::profile::ranks::RankSet,
     models: &[Option<StepModel>],
     matched: &crate::lens::collectives::Collectives,
-    job: Option<String>,
+    label: Option<String>,
 ) -> Result<WhatIfAll> {
     let mut flags: Vec<String> = Vec::new();
     for r in &set.ranks {
@@ -666,11 +679,12 @@ pub fn job_all(
             }
         }
     }
+    let job = crate::lens::job::joined(set, models, matched);
     let mut scenarios = Vec::new();
     let mut notes = Vec::new();
     for f in &flags {
         let Some(request) = standard_request(f) else { continue };
-        match job_changed(set, models, matched, &request) {
+        match changed_on(set, models, &job, &request) {
             Ok(w) => {
                 let (now, after) = (w.job_step_ms.now.unwrap_or(0.0), w.job_step_ms.projected);
                 let saved = round((now - after.unwrap_or(now)).max(0.0), 3);
@@ -705,7 +719,7 @@ pub fn job_all(
         ));
     }
     Ok(WhatIfAll {
-        trace: job,
+        trace: label,
         step_ms: slowest.map_or(0.0, |r| r.input.profile.figures.step_ms),
         steps_modelled: path.map_or(0, |m| m.steps),
         scenarios,
