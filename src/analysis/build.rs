@@ -149,13 +149,18 @@ pub(super) fn build(
         graph_launches_per_step: head.graph_launches_per_step,
         steps: win.n_steps,
     };
-    let facts = super::facts::of_parts(&parts, &host_ranges(&a));
+    let mut facts = super::facts::of_parts(&parts, &host_ranges(&a));
     let warnings = caveats(&a, measured);
     // One model of the step (§14), once every account is done with its
     // lists: its critical path and the standard what-ifs.
     let model = (!a.kernel_spans.is_empty() || keep_model)
         .then(|| super::model::of_pass(&a, &kinfo, &win.steps, keep_model))
         .flatten();
+    if let Some((m, _)) = &model {
+        let kernel_ms: f64 = tables.kernels.iter().map(|k| k.ms_per_step).sum();
+        facts.fusable_chains =
+            super::facts::chains(&m.chains(), &m.names, m.n_steps as f64, kernel_ms);
+    }
     let step_model = model.as_ref().filter(|_| !a.kernel_spans.is_empty()).map(|(m, note)| {
         let roofline: Vec<(u8, f64)> = efficiency
             .iter()
@@ -186,6 +191,7 @@ pub(super) fn build(
                     m.kernels_removed(flags, what, |n| re.is_match(n))
                 });
             let mut extra: Vec<super::model::Scenario> = extra.collect();
+            extra.extend(facts.fusable_chains.as_ref().and_then(|_| m.chains_fused()));
             let gemm_ms = tables
                 .categories
                 .iter()

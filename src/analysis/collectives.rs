@@ -263,7 +263,7 @@ pub fn collective_of_kernel(name: &str) -> String {
             }
         }
     }
-    let short = super::kernels::short_name(&super::kernels::demangle(name));
+    let short = super::kernels::label(name);
     short.to_lowercase()
 }
 

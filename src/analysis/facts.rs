@@ -8,11 +8,12 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::kernels::demangle;
+use super::kernels::{demangle, label};
+use super::model::{ChainGroup, NONE};
 use crate::hardware::PeakClass;
 use crate::profile::facts::{
-    Attention, AttentionKind, CompiledRegions, ConvLayout, DataloaderKind, NamedKernel, Precision,
-    PrecisionShare,
+    Attention, AttentionKind, CompiledRegions, ConvLayout, DataloaderKind, FusableChain,
+    FusableChains, NamedKernel, Precision, PrecisionShare,
 };
 use crate::profile::{Category, Efficiency, KernelRow, OpRow, Profile, TraceFacts};
 use crate::util::round;
@@ -100,6 +101,9 @@ pub const SOFTMAX_KERNEL: &str = "softmax";
 
 /// Elementwise kernels listed by name.
 const ELEMENTWISE_TOP: usize = 3;
+
+/// Chain sequences listed.
+const CHAINS_TOP: usize = 3;
 
 struct Patterns {
     precision: Vec<(Precision, Regex)>,
@@ -239,7 +243,45 @@ pub fn of_parts(p: &Parts<'_>, host_ranges: &[(String, u64, f64)]) -> TraceFacts
                 count_per_step: k.count_per_step,
             })
             .collect(),
+        // From the step model, when there is one (the pass adds them).
+        fusable_chains: None,
     }
+}
+
+/// The fusable chains of a step model's window ([`ChainGroup`]s, most
+/// time first, names from `names`) over `steps` steps, as shares of
+/// `kernel_ms` per step; None: no chain.
+pub fn chains(
+    groups: &[ChainGroup],
+    names: &[String],
+    steps: f64,
+    kernel_ms: f64,
+) -> Option<FusableChains> {
+    if groups.is_empty() {
+        return None;
+    }
+    let steps = steps.max(1.0);
+    let ms = |ns: i64| ns as f64 / 1e6 / steps;
+    let name = |i: u32| if i == NONE { String::new() } else { names[i as usize].clone() };
+    let total: i64 = groups.iter().map(|g| g.ns).sum();
+    Some(FusableChains {
+        count_per_step: round(groups.iter().map(|g| g.count).sum::<usize>() as f64 / steps, 2),
+        ms_per_step: round(ms(total), 4),
+        share: if kernel_ms > 0.0 { round(ms(total) / kernel_ms, 4) } else { 0.0 },
+        fused_ms_per_step: round(ms(groups.iter().map(|g| g.fused_ns).sum()), 4),
+        top: groups
+            .iter()
+            .take(CHAINS_TOP)
+            .map(|g| FusableChain {
+                ops: g.ops.iter().map(|&o| name(o)).collect(),
+                kernels: g.kernels.iter().map(|&k| label(&names[k as usize])).collect(),
+                between: [label(&names[g.between.0 as usize]), label(&names[g.between.1 as usize])],
+                count_per_step: round(g.count as f64 / steps, 2),
+                ms_per_step: round(ms(g.ns), 4),
+                fused_ms_per_step: round(ms(g.fused_ns), 4),
+            })
+            .collect(),
+    })
 }
 
 fn is_matrix(k: &KernelRow) -> bool {
@@ -898,5 +940,86 @@ mod tests {
         assert_eq!(f.elementwise_share, 0.5);
         assert!(f.matrix_precision.is_empty());
         assert_eq!(TraceFacts::default(), of(&Profile::default(), &[]));
+    }
+
+    /// Qwen's RMSNorm chain (`pow → mean → add → rsqrt → mul`, with its
+    /// bf16 ↔ fp32 copies), counted in the raw trace: each stream's GPU
+    /// work in order, a kernel's op the innermost `cpu_op` around its
+    /// launch; a chain is the sequence right after a GEMM kernel and
+    /// right before a GEMM / flash kernel or a memset.
+    #[test]
+    fn qwen_s_rmsnorm_chains_are_found_where_the_raw_trace_runs_them() {
+        let rel = "tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz";
+        let (_, p, raw) = facts(rel);
+        let chains = p.facts.as_ref().and_then(|f| f.fusable_chains.as_ref()).expect("chains");
+        let norm = chains
+            .top
+            .iter()
+            .find(|c| c.ops.iter().any(|o| o == "aten::rsqrt"))
+            .expect("an RMSNorm chain");
+        assert!(norm.ops.iter().all(|o| !o.is_empty()), "{norm:?}");
+        assert!(norm.sequence().contains("aten::pow → aten::mean → aten::add → aten::rsqrt"));
+
+        let (step_ranges, steps) = raw.steps();
+        let inside = |at: f64| step_ranges.iter().any(|(s, e)| *s <= at && at <= *e);
+        let mut launches: BTreeMap<i64, &Value> = BTreeMap::new();
+        let mut ops: BTreeMap<i64, Vec<&Value>> = BTreeMap::new();
+        for e in &raw.events {
+            match cat(e).as_str() {
+                "cuda_runtime" | "cuda_driver" => {
+                    if let Some(c) = e["args"]["correlation"].as_i64() {
+                        launches.insert(c, e);
+                    }
+                }
+                "cpu_op" => ops.entry(e["tid"].as_i64().unwrap_or(0)).or_default().push(e),
+                _ => {}
+            }
+        }
+        for thread in ops.values_mut() {
+            thread.sort_by(|a, b| ts(a).total_cmp(&ts(b)));
+        }
+        let op_of = |l: &Value| -> String {
+            let Some(thread) = ops.get(&l["tid"].as_i64().unwrap_or(0)) else {
+                return String::new();
+            };
+            let at = ts(l);
+            thread[..thread.partition_point(|o| ts(o) <= at)]
+                .iter()
+                .filter(|o| at <= ts(o) + dur(o))
+                .max_by(|a, b| ts(a).total_cmp(&ts(b)).then(dur(b).total_cmp(&dur(a))))
+                .map_or(String::new(), |o| name(o).to_string())
+        };
+        // Per stream: (start, name, op) of the work launched in the step.
+        let mut streams: BTreeMap<i64, Vec<(f64, String, String)>> = BTreeMap::new();
+        for e in &raw.events {
+            if !matches!(cat(e).as_str(), "kernel" | "gpu_memcpy" | "gpu_memset") {
+                continue;
+            }
+            let launch = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c));
+            if !inside(launch.map_or(ts(e), |l| ts(l))) {
+                continue;
+            }
+            let op = launch.map_or(String::new(), |l| op_of(l));
+            let stream = e["args"]["stream"].as_i64().unwrap_or(0);
+            streams.entry(stream).or_default().push((ts(e), name(e).to_string(), op));
+        }
+        let gemm = |n: &str| n.to_lowercase().contains("gemm");
+        let ends = |n: &str| gemm(n) || n.contains("flash_fwd") || n.starts_with("Memset");
+        let mut found = 0;
+        for work in streams.values_mut() {
+            work.sort_by(|a, b| a.0.total_cmp(&b.0));
+            let len = norm.ops.len();
+            for w in work.windows(len + 2) {
+                let run = w[1..=len].iter().map(|x| x.2.as_str());
+                if gemm(&w[0].1)
+                    && run.eq(norm.ops.iter().map(String::as_str))
+                    && ends(&w[len + 1].1)
+                {
+                    found += 1;
+                }
+            }
+        }
+        assert!(found > 0);
+        assert_eq!(norm.count_per_step, found as f64 / steps as f64, "{norm:?}");
     }
 }

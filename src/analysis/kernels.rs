@@ -274,6 +274,11 @@ pub fn is_tensor_core(name: &str) -> bool {
     tensor_core_of(&lower, category_of(&lower))
 }
 
+/// A kernel name's label (raw or demangled): the tables' name for it.
+pub fn label(name: &str) -> String {
+    short_name(&demangle(name))
+}
+
 /// Category, Tensor Core flag and label of one kernel name, demangling once.
 pub fn classify(name: &str) -> (Category, bool, String) {
     let shown = demangle(name);

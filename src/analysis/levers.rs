@@ -371,9 +371,48 @@ fn communication(ctx: &Ctx<'_>) -> Option<LeverRow> {
     )
 }
 
-/// Fusing elementwise chains removes their memory traffic: at least what
-/// running them at their roofline saves.
+/// Chains of memory-bound kernels between matrix kernels at least this
+/// share of the kernel time make fusing them a lever.
+pub const CHAINS_SHARE: f64 = 0.05;
+
+/// Fusing elementwise chains removes their memory traffic. Where the step
+/// model found chains between matrix kernels, each fused into one kernel
+/// (`what-if --fuse-chains`), the largest named; else, with elementwise
+/// kernels a tenth of GPU time, at least what running them at their
+/// roofline saves.
 fn elementwise(ctx: &Ctx<'_>) -> Option<LeverRow> {
+    let change = "fuse the elementwise chains (torch.compile, fused kernels)";
+    if let Some(c) = ctx.facts.fusable_chains.as_ref().filter(|c| c.share >= CHAINS_SHARE) {
+        let row = ctx.saving(super::model::FUSE_CHAINS)?;
+        let top = c
+            .top
+            .first()
+            .map(|t| {
+                format!(
+                    "; largest `{}` ({} kernels, ×{:.0}/step) {:.2} ms/step",
+                    t.sequence(),
+                    t.kernels.len(),
+                    t.count_per_step,
+                    t.ms_per_step
+                )
+            })
+            .unwrap_or_default();
+        return lever(
+            LeverKind::FuseElementwise,
+            format!("{change}: each chain into one kernel"),
+            row,
+            format!(
+                "{:.1} chains/step of memory-bound kernels between matrix kernels take {:.2} ms/step ({:.0}% of GPU time){top}",
+                c.count_per_step,
+                c.ms_per_step,
+                c.share * 100.0
+            ),
+            vec![format!(
+                "chains of elementwise kernels between matrix kernels, {:.0}% of GPU time",
+                c.share * 100.0
+            )],
+        );
+    }
     if ctx.facts.elementwise_share < 0.10 {
         return None;
     }
@@ -386,9 +425,12 @@ fn elementwise(ctx: &Ctx<'_>) -> Option<LeverRow> {
         .unwrap_or_default();
     lever(
         LeverKind::FuseElementwise,
-        "fuse the elementwise chains (torch.compile, fused kernels): their time at least down to their roofline".into(),
+        format!("{change}: their time at least down to their roofline"),
         row,
-        format!("elementwise kernels take {:.0}% of GPU time{top}", ctx.facts.elementwise_share * 100.0),
+        format!(
+            "elementwise kernels take {:.0}% of GPU time{top}",
+            ctx.facts.elementwise_share * 100.0
+        ),
         vec![format!("elementwise {:.0}% of GPU time", ctx.facts.elementwise_share * 100.0)],
     )
 }

@@ -581,6 +581,11 @@ pub struct WhatIfArgs {
     /// that recorded shapes, on a device in the peak table): an upper bound
     #[arg(long, value_name = "CATEGORY")]
     pub at_roofline: Option<String>,
+    /// Fuse each chain of memory-bound kernels (elementwise, norm, copy) that a stream runs
+    /// between two matrix kernels into one kernel as long as its longest, launched once
+    /// (a trace, not a profile)
+    #[arg(long)]
+    pub fuse_chains: bool,
     /// On a rank set: RANK's lateness at the collectives removed (default: the rank the others
     /// wait for), the ranks re-timed together on their step models joined at the collectives
     #[arg(long, value_name = "RANK", num_args = 0..=1)]

@@ -534,6 +534,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 remove_launches: a.remove_launches,
                 remove_idle: a.remove_idle,
                 at_roofline: a.at_roofline.clone(),
+                fuse_chains: a.fuse_chains,
             };
             let inputs = input::what(std::slice::from_ref(&a.trace))?;
             let job = matches!(inputs.what, What::Ranks(_));

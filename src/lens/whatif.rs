@@ -37,6 +37,9 @@ pub struct Request {
     pub remove_idle: Option<IdleCause>,
     /// A category's priced kernels at their roofline (docs/analysis.md §13).
     pub at_roofline: Option<String>,
+    /// Each chain of memory-bound kernels between matrix kernels fused
+    /// into one kernel (docs/analysis.md §16).
+    pub fuse_chains: bool,
 }
 
 impl Request {
@@ -47,6 +50,7 @@ impl Request {
             && self.remove_launches.is_none()
             && self.remove_idle.is_none()
             && self.at_roofline.is_none()
+            && !self.fuse_chains
     }
 }
 
@@ -166,7 +170,7 @@ fn checked(r: &Request) -> Result<()> {
     }
     if r.is_empty() {
         return Err(Error::usage(
-            "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE or --at-roofline C; or --all",
+            "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE, --at-roofline C or --fuse-chains; or --all",
         ));
     }
     if let Some(f) = r.scale.filter(|f| !(f.is_finite() && *f >= 0.0)) {
@@ -213,7 +217,11 @@ fn flags_of(p: &Profile, r: &Request) -> Option<String> {
         r.remove_category.is_some(),
         r.remove_idle.is_some(),
         r.at_roofline.is_some(),
-        r.grep.is_some() || r.op.is_some() || r.scale.is_some() || r.remove_launches.is_some(),
+        r.grep.is_some()
+            || r.op.is_some()
+            || r.scale.is_some()
+            || r.remove_launches.is_some()
+            || r.fuse_chains,
     ];
     if one.iter().filter(|x| **x).count() != 1 {
         return None;
@@ -284,6 +292,16 @@ fn change_of(
         what.push(verb(format!(
             "CPU ops matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
         )));
+    }
+    if r.fuse_chains {
+        let fused = m.chains_fused().ok_or_else(|| {
+            Error::usage("--fuse-chains: no chain of memory-bound kernels between matrix kernels in the model")
+        })?;
+        for (i, f) in fused.change.node_factor {
+            *node_factor.entry(i).or_insert(1.0) *= f;
+        }
+        flags.push(fused.flags);
+        what.push(fused.what);
     }
     change.node_factor = node_factor.into_iter().collect();
     change.node_factor.sort_unstable_by_key(|x| x.0);

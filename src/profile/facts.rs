@@ -42,6 +42,53 @@ pub struct TraceFacts {
     /// The elementwise kernels with the most time, largest first (a few).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub elementwise_top: Vec<NamedKernel>,
+    /// Chains of memory-bound kernels between matrix kernels (what fusion
+    /// merges), from the step model; None: none, or no model.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub fusable_chains: Option<FusableChains>,
+}
+
+/// The chains of two or more memory-bound kernels (elementwise, one at
+/// least; normalisation, copies) that a stream runs between two matrix
+/// kernels (docs/analysis.md §16).
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FusableChains {
+    pub count_per_step: f64,
+    /// Their kernels' time, and its share of the kernel time.
+    pub ms_per_step: f64,
+    pub share: f64,
+    /// Their time fused: each chain as long as its longest kernel.
+    pub fused_ms_per_step: f64,
+    /// The sequences with the most time, largest first (a few).
+    pub top: Vec<FusableChain>,
+}
+
+/// One sequence of kernels, wherever a stream runs it between matrix
+/// kernels.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct FusableChain {
+    /// The innermost op around each kernel's launch, in order (empty
+    /// string: none recorded).
+    pub ops: Vec<String>,
+    /// The kernels' labels, in order.
+    pub kernels: Vec<String>,
+    /// The matrix kernels before and after its first run.
+    pub between: [String; 2],
+    pub count_per_step: f64,
+    pub ms_per_step: f64,
+    pub fused_ms_per_step: f64,
+}
+
+impl FusableChain {
+    /// `aten::mul → aten::add → …`: its ops where recorded, else its
+    /// kernels.
+    pub fn sequence(&self) -> String {
+        let ops = self.ops.iter().all(|o| !o.is_empty());
+        let names = if ops { &self.ops } else { &self.kernels };
+        names.join(" → ")
+    }
 }
 
 /// A number format of matrix work, narrowest first.

@@ -5,7 +5,7 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::host::{HostCause, HostCauses};
-use super::{COPY_CLASS, GpuWork, Inputs, OpLog, StepModel};
+use super::{COPY_CLASS, GpuWork, Inputs, NONE, OpLog, StepModel};
 use crate::analysis::cpulog::{HostKind, RecKind};
 use crate::analysis::{Analyzer, KernelClasses};
 use crate::profile::Category;
@@ -56,6 +56,7 @@ pub(crate) fn model(
             class: class_of(k.name),
             name: local(k.name),
             launch: k.launch().map(|l| (l.thread, l.start, l.end)),
+            op: NONE,
         });
     }
     for c in &a.copy_spans {
@@ -70,6 +71,7 @@ pub(crate) fn model(
             class: COPY_CLASS,
             name: local(c.name),
             launch: c.launch.map(|l| (l.thread, l.start, l.end)),
+            op: NONE,
         });
     }
     let loop_thread = a.ranges.loop_threads().min();
@@ -81,10 +83,14 @@ pub(crate) fn model(
     let mut records = Vec::new();
     let mut ops = keep_ops.then(OpLog::default);
     let mut op_name: HashMap<u32, u32> = HashMap::default();
+    let mut launched_in = LaunchingOps::of(&gpu);
     for r in a.cpu.iter() {
         let end = r.start + r.dur;
         if r.dur <= 0 || r.start > w1 || end < w0 {
             continue;
+        }
+        if let RecKind::Op { .. } = r.kind {
+            launched_in.see(r.thread, r.start, end, r.name);
         }
         let cause = match r.kind {
             RecKind::Host(HostKind::Sync) => {
@@ -122,11 +128,53 @@ pub(crate) fn model(
             }
         }
     }
+    for (g, op) in gpu.iter_mut().zip(launched_in.innermost) {
+        if op.2 != NONE {
+            g.op = local(op.2);
+        }
+    }
     let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
     let recorded = a.sync_log.resolve();
     let inputs = Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded };
     let model = StepModel::build(inputs)?;
     Some((model, note))
+}
+
+/// The innermost CPU op around each piece of GPU work's launch, found in
+/// one walk of the CPU log: of the ops open at a launch on its thread, the
+/// latest-starting (the shorter of two that start together).
+struct LaunchingOps {
+    /// Per thread, the launches by start: (start, GPU work index).
+    launches: HashMap<u32, Vec<(i64, u32)>>,
+    /// Per GPU work: the op's start, end and name (`Analyzer::names`).
+    innermost: Vec<(i64, i64, u32)>,
+}
+
+impl LaunchingOps {
+    fn of(gpu: &[GpuWork]) -> LaunchingOps {
+        let mut launches: HashMap<u32, Vec<(i64, u32)>> = HashMap::default();
+        for (i, g) in gpu.iter().enumerate() {
+            if let Some((t, s, _)) = g.launch {
+                launches.entry(t).or_default().push((s, i as u32));
+            }
+        }
+        for list in launches.values_mut() {
+            list.sort_unstable();
+        }
+        LaunchingOps { launches, innermost: vec![(i64::MIN, i64::MAX, NONE); gpu.len()] }
+    }
+
+    /// An op on `thread` from `start` to `end`.
+    fn see(&mut self, thread: u32, start: i64, end: i64, name: u32) {
+        let Some(list) = self.launches.get(&thread) else { return };
+        let from = list.partition_point(|&(s, _)| s < start);
+        for &(_, g) in list[from..].iter().take_while(|&&(s, _)| s <= end) {
+            let best = &mut self.innermost[g as usize];
+            if start > best.0 || (start == best.0 && end < best.1) {
+                *best = (start, end, name);
+            }
+        }
+    }
 }
 
 /// The steps to model: all of them, or the middle run whose GPU work

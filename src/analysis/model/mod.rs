@@ -24,6 +24,7 @@
 //! durations or gaps, so the projected times can only move earlier as work
 //! shrinks (max-plus: monotone, and never by more than the work removed).
 
+mod chains;
 mod from_pass;
 pub mod host;
 pub mod job;
@@ -37,6 +38,7 @@ mod tests;
 
 use rustc_hash::FxHashMap as HashMap;
 
+pub use chains::{ChainGroup, FUSE_CHAINS};
 pub(crate) use from_pass::model as of_pass;
 pub use path::{CriticalPath, PathPart};
 pub use replay::{Change, Replayed};
@@ -131,6 +133,9 @@ pub struct Node {
     pub class: u8,
     /// GPU: the interned kernel name; host: the thread.
     pub name: u32,
+    /// GPU: the innermost CPU op around its launch (interned in
+    /// [`StepModel::names`]), or [`NONE`].
+    pub op: u32,
 }
 
 impl Node {
@@ -158,6 +163,9 @@ pub struct GpuWork {
     pub name: u32,
     /// The call that launched it: thread, start, end.
     pub launch: Option<(u32, i64, i64)>,
+    /// The innermost CPU op around the launch (its index in
+    /// [`Inputs::names`]), or [`NONE`].
+    pub op: u32,
 }
 
 /// A host call that can wait for the GPU (thread, start, end).
@@ -208,7 +216,7 @@ pub struct Inputs {
     pub loop_thread: Option<u32>,
     /// What each host thread was doing between its calls.
     pub host: HostCauses,
-    /// The GPU work's names.
+    /// The GPU work's names and the names of the ops that launched it.
     pub names: Vec<String>,
     /// The CPU ops of the threads with calls, when a what-if may name one.
     pub ops: Option<OpLog>,
@@ -244,7 +252,8 @@ pub struct StepModel {
     pub n_steps: usize,
     /// Host work between calls, per thread.
     pub host: HostCauses,
-    /// GPU nodes' names ([`Node::name`] indexes it).
+    /// GPU nodes' names and their ops' ([`Node::name`], [`Node::op`]
+    /// index it).
     pub names: Vec<String>,
     /// CPU ops, when kept ([`Inputs::ops`]).
     pub ops: Option<OpLog>,
@@ -302,6 +311,7 @@ impl StepModel {
             bind: Bind::Free,
             class,
             name,
+            op: NONE,
         };
         // Host calls, one node per distinct (thread, start, end): a graph
         // launch's kernels share it; a blocking copy both launches and waits.
@@ -334,6 +344,7 @@ impl StepModel {
             let l = lane!(Lane::Stream { device: g.device, stream: g.stream });
             let mut n = node(g.start, g.end, NodeKind::Gpu, l, g.class, g.name);
             n.cross = launch.unwrap_or(NONE);
+            n.op = g.op;
             nodes.push(n);
             gpu_nodes += 1;
         }

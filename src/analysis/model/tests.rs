@@ -9,6 +9,8 @@ use super::*;
 const US: i64 = 1_000;
 const GEMM: u8 = 2;
 const ELT: u8 = 5;
+const NORM: u8 = 3;
+const SOFTMAX: u8 = 6;
 
 /// A kernel on `stream` of device 0, launched by thread 1 at `launch`
 /// (a 5 µs call).
@@ -21,6 +23,7 @@ fn kernel(stream: i64, class: u8, start: i64, dur: i64, launch: i64) -> GpuWork 
         class,
         name: u32::from(class),
         launch: Some((1, launch * US, (launch + 5) * US)),
+        op: NONE,
     }
 }
 
@@ -233,6 +236,7 @@ fn random_window() -> impl Strategy<Value = Inputs> {
                 class,
                 name: 0,
                 launch: Some((thread, s, e)),
+                op: NONE,
             });
             if sync {
                 let until = stream_free[st].max(host_at[t]) + 3 * US;
@@ -484,4 +488,62 @@ fn a_wait_within_the_noise_keeps_the_path_on_its_rank() {
     let path = job.critical_path().unwrap();
     assert_eq!(path.legs.len(), 1, "{:?}", path.legs);
     assert_eq!(path.legs[0].waited_at, None);
+}
+
+/// One stream: GEMM, two memory-bound kernels, GEMM, one kernel, GEMM,
+/// softmax between two elementwise kernels, GEMM, then two elementwise
+/// kernels with no GEMM after them. One chain: a lone kernel is none, a
+/// softmax breaks one, and the tail ends at no matrix kernel. Fused, the
+/// chain runs as its longest kernel: on a GPU-bound stream the shorter
+/// one's 300 µs are saved.
+#[test]
+fn a_chain_between_matrix_kernels_fuses_into_its_longest() {
+    let gpu = vec![
+        kernel(7, GEMM, 100, 1000, 0),
+        kernel(7, ELT, 1100, 300, 5),
+        kernel(7, NORM, 1400, 500, 10),
+        kernel(7, GEMM, 1900, 1000, 15),
+        kernel(7, ELT, 2900, 200, 20),
+        kernel(7, GEMM, 3100, 1000, 25),
+        kernel(7, ELT, 4100, 100, 30),
+        kernel(7, SOFTMAX, 4200, 100, 35),
+        kernel(7, ELT, 4300, 100, 40),
+        kernel(7, GEMM, 4400, 1000, 45),
+        kernel(7, ELT, 5400, 200, 50),
+        kernel(7, ELT, 5600, 200, 55),
+    ];
+    let m = model(gpu, vec![], (0, 100), HostCauses::default());
+    let chains = m.chains();
+    assert_eq!(chains.len(), 1, "{chains:?}");
+    let c = &chains[0];
+    assert_eq!(c.kernels, vec![u32::from(ELT), u32::from(NORM)]);
+    assert_eq!((c.count, c.ns, c.fused_ns), (1, 800 * US, 500 * US));
+    assert_eq!(c.between, (u32::from(GEMM), u32::from(GEMM)));
+    let fused = m.chains_fused().expect("a chain");
+    assert_eq!(fused.flags, FUSE_CHAINS);
+    assert_eq!(saved_us(&m, &fused.change), 300);
+}
+
+/// A kernel a matrix op launches beside its GEMM (a bias copy) is the
+/// op's, not a chain's: the chain starts after it, and names the op.
+#[test]
+fn a_matrix_op_s_helper_kernel_ends_a_chain() {
+    let op = |mut g: GpuWork, op: u32| {
+        g.op = op;
+        g
+    };
+    let (mm, add, mul) = (7, 0, 1);
+    let gpu = vec![
+        op(kernel(7, GEMM, 100, 1000, 0), mm),
+        op(kernel(7, ELT, 1100, 100, 5), mm),
+        op(kernel(7, ELT, 1200, 100, 10), add),
+        op(kernel(7, ELT, 1300, 100, 15), mul),
+        op(kernel(7, GEMM, 1400, 1000, 20), mm),
+    ];
+    let m = model(gpu, vec![], (0, 100), HostCauses::default());
+    let chains = m.chains();
+    assert_eq!(chains.len(), 1, "{chains:?}");
+    assert_eq!(chains[0].ops, vec![add, mul]);
+    // Before it: the helper, named by its op.
+    assert_eq!(chains[0].between, (mm, u32::from(GEMM)));
 }
