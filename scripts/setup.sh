@@ -47,6 +47,11 @@ fi
 if [ -d "$HOME/.zfunc" ]; then
   install_to "$HOME/.zfunc" _libreyolo completions zsh
 fi
-install_to "$data/man/man1" libreyolo.1 man
+# Every command's man page (`man libreyolo-profile-summary`).
+if "$bin" man --dir "$data/man/man1" 2> /dev/null; then
+  installed+=("$data/man/man1/libreyolo*.1")
+else
+  echo "setup: could not write $data/man/man1 (skipped)" >&2
+fi
 for f in "${installed[@]}"; do echo "setup: installed $f" >&2; done
-echo "setup: other shells: $bin completions {bash,zsh,fish,elvish,powershell} > <their completion file>; man: $bin man | man -l -" >&2
+echo "setup: other shells: $bin completions {bash,zsh,fish,elvish,powershell} > <their completion file>; a man page: $bin man profile summary | man -l -" >&2

@@ -1002,10 +1002,22 @@ fn completions_for_every_shell_and_a_man_page_come_from_the_definitions() {
     let man = run(&["man"]);
     assert_eq!(man.code, 0);
     assert!(
-        man.stdout.contains(".TH libreyolo 1") && man.stdout.contains("profile\\-summary"),
+        man.stdout.contains(".TH libreyolo 1") && man.stdout.contains("libreyolo\\-profile\\fR(1)"),
         "{}",
         &man.stdout[..400.min(man.stdout.len())]
     );
+    // A page per command, with its exit status and examples; every page
+    // into a folder.
+    let page = run(&["man", "profile", "what-if"]);
+    assert_eq!(page.code, 0, "{}", page.stderr);
+    assert!(page.stdout.contains(".TH libreyolo-profile-what-if 1"), "{}", page.stdout);
+    assert!(page.stdout.contains("\\-\\-fuse\\-chains") && page.stdout.contains(".SH EXAMPLES"));
+    assert_eq!(run(&["man", "profile", "nope"]).code, 2);
+    let pages = tempfile::tempdir().unwrap();
+    let dir = pages.path().join("man1");
+    let wrote = run(&["man", "--dir", dir.to_str().unwrap()]);
+    assert_eq!(wrote.code, 0, "{}", wrote.stderr);
+    assert!(dir.join("libreyolo-profile-summary.1").is_file());
 
     // bash itself completes `libreyolo profile ker<TAB>` and a flag.
     let dir = tempfile::tempdir().unwrap();

@@ -73,8 +73,19 @@ pub enum TopCommand {
         #[arg(value_enum)]
         shell: clap_complete::Shell,
     },
-    /// The man page (roff) on stdout (`libreyolo man | man -l -`).
-    Man,
+    /// A man page (roff) on stdout (`libreyolo man profile summary | man -l -`), or every page
+    /// into a folder (`--dir`).
+    Man(ManArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ManArgs {
+    /// The command whose page to print, as typed after `libreyolo` (`profile what-if`); none:
+    /// `libreyolo`'s own page
+    pub command: Vec<String>,
+    /// Write every command's page into DIR as `libreyolo-<command>.1` instead
+    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    pub dir: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

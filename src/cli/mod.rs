@@ -4,6 +4,7 @@
 //! commands, which run here. The binary wires capture and explorer.
 
 mod args;
+mod man;
 #[cfg(all(test, feature = "parquet"))]
 mod parquet_tests;
 
@@ -55,7 +56,14 @@ pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.
             TopCommand::Completions { shell } => print_and_exit(&completions(shell)),
-            TopCommand::Man => print_and_exit(&man_page()),
+            TopCommand::Man(m) => match &m.dir {
+                Some(dir) => {
+                    let written = man::write_all(dir)?;
+                    say(&format!("wrote {} man pages into {}", written.len(), dir.display()));
+                    std::process::exit(0)
+                }
+                None => print_and_exit(&man::page(&m.command)?),
+            },
         },
         Err(e) => {
             // --help and --version are successes, unless they could not be
@@ -96,21 +104,6 @@ pub fn completions(shell: clap_complete::Shell) -> String {
     use clap::CommandFactory;
     let mut out = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "libreyolo", &mut out);
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// The man page of `libreyolo` (roff): the command, then the `profile`
-/// group's subcommands with what each does (their flags: `--help`).
-pub fn man_page() -> String {
-    use clap::CommandFactory;
-    let cmd = Cli::command();
-    let mut out = Vec::new();
-    // Rendering into memory cannot fail.
-    let _ = clap_mangen::Man::new(cmd.clone()).render(&mut out);
-    if let Some(profile) = cmd.find_subcommand("profile") {
-        let _ = clap_mangen::Man::new(profile.clone().name("libreyolo profile"))
-            .render_subcommands_section(&mut out);
-    }
     String::from_utf8_lossy(&out).into_owned()
 }
 
