@@ -334,6 +334,25 @@ fn a_job_s_what_if_and_compare_are_their_ranks() {
     rows_are_the_json(ranks, doc["ranks"].as_array().unwrap(), "rank", &["before_ms", "after_ms"]);
     let csv_text = out(&["compare", &dir, &dir, "--format", "csv"]);
     assert_eq!(csv_text.lines().count(), 9, "{csv_text}");
+    // `summary DIR`: the ranks, the path through them, the stragglers.
+    let doc = json(&["summary", &dir]);
+    let (tables, _) = parse(&out(&["summary", &dir, "--format", "md"]));
+    let ranks = table(&tables, &["rank", "step_ms", "gpu_util"]);
+    rows_are_the_json(ranks, doc["ranks"].as_array().unwrap(), "rank", &["step_ms", "wait_ms"]);
+    let legs = table(&tables, &["rank", "ms_per_step", "largest_parts"]);
+    let through = doc["path"]["through"].as_array().unwrap();
+    assert_eq!(legs.rows.len(), through.len());
+    for (i, leg) in through.iter().enumerate() {
+        same(legs.num(i, "rank").unwrap(), &leg["rank"], "rank");
+        same(legs.num(i, "ms_per_step").unwrap(), &leg["ms_per_step"], "ms_per_step");
+    }
+    let stragglers = table(&tables, &["rank", "wait_caused_ms_per_step"]);
+    rows_are_the_json(
+        stragglers,
+        doc["stragglers"].as_array().unwrap(),
+        "rank",
+        &["wait_caused_ms_per_step"],
+    );
 }
 
 #[test]

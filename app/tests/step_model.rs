@@ -438,5 +438,9 @@ fn a_job_s_standard_changes_are_ranked_by_the_job_s_saving() {
         let saved = f(&job["now"]) - f(&job["projected"]);
         assert!((saved - f(&r["saved_ms_per_step"])).abs() < 0.002, "{r} vs {one}");
     }
-    assert_eq!(all["step_ms"], json(&["summary", d])["step_ms"], "the job's step");
+    let summary = json(&["summary", d]);
+    assert_eq!(all["step_ms"], summary["step_ms"], "the job's step");
+    // The path through the ranks is the one `summary DIR` finds.
+    assert!(all["through"].as_array().is_some_and(|t| t.len() >= 2), "{all}");
+    assert_eq!(all["through"], summary["path"]["through"]);
 }

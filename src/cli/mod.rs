@@ -266,7 +266,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                             crate::tables::write_rank(dir, r.rank, &r.input.profile)?;
                         }
                     }
-                    emit(format, &j, || text::job(&j), || table::job_ranks(&j))?
+                    emit_doc(
+                        format,
+                        &j,
+                        || text::job(&j),
+                        || render::doc::job(&j),
+                        || table::job_ranks(&j),
+                    )?
                 }
                 (Chosen::One(path), format) => {
                     if a.parquet.is_some() {

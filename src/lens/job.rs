@@ -130,7 +130,19 @@ pub fn path_through(
     if !matched.waits_meaningful || models.iter().all(Option::is_none) {
         return Vec::new();
     }
-    let job = joined(set, models, matched);
+    legs(&joined(set, models, matched), set, models, matched)
+}
+
+/// [`path_through`] of ranks already joined ([`joined`]).
+pub fn legs(
+    job: &JobModel<'_>,
+    set: &RankSet,
+    models: &[Option<StepModel>],
+    matched: &Collectives,
+) -> Vec<PathLeg> {
+    if !matched.waits_meaningful {
+        return Vec::new();
+    }
     let Some(path) = job.critical_path() else { return Vec::new() };
     let span = path.span.max(1) as f64;
     path.legs

@@ -102,6 +102,10 @@ pub struct WhatIfAll {
     pub steps_modelled: u64,
     pub scenarios: Vec<ScenarioRow>,
     pub critical_path: Vec<PathShare>,
+    /// Of a job: the critical path through its ranks joined at their
+    /// collectives, latest leg first (docs/analysis.md §14).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub through: Vec<crate::lens::job::PathLeg>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub caveat: String,
@@ -130,6 +134,7 @@ pub fn all(p: &Profile) -> Result<WhatIfAll> {
         steps_modelled: m.steps,
         scenarios: m.scenarios.clone(),
         critical_path: m.critical_path.clone(),
+        through: Vec::new(),
         notes: m.notes.clone(),
         caveat: caveat(p),
     })
@@ -732,7 +737,7 @@ pub fn job_all(
     let path = slowest.and_then(|r| r.input.profile.step_model.as_ref());
     if let Some(r) = slowest {
         notes.push(format!(
-            "each change made on every rank, the ranks re-timed together; the job's step is rank {}'s, whose critical path this is",
+            "each change made on every rank, the ranks re-timed together; the job's step is rank {}'s, whose own critical path this is; `through`: the path through the ranks joined at their collectives",
             r.rank
         ));
     }
@@ -742,6 +747,7 @@ pub fn job_all(
         steps_modelled: path.map_or(0, |m| m.steps),
         scenarios,
         critical_path: path.map(|m| m.critical_path.clone()).unwrap_or_default(),
+        through: crate::lens::job::legs(&job, set, models, matched),
         notes,
         caveat: JOB_CAVEAT.into(),
     })

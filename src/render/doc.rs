@@ -13,7 +13,7 @@ use super::table::{Table, code_span, markdown};
 use super::text;
 use crate::error::{Error, Result};
 use crate::lens::compare::{Comparison, RowDelta};
-use crate::lens::job::JobComparison;
+use crate::lens::job::{Job, JobComparison, PathLeg};
 use crate::lens::summary::Summary;
 use crate::lens::whatif::{JobWhatIf, WhatIf, WhatIfAll};
 
@@ -418,8 +418,74 @@ pub fn what_if_all(w: &WhatIfAll) -> Result<Vec<Part>> {
         rows_of(&w.critical_path, &[])?,
         "Critical path, per step".into(),
     )));
+    if !w.through.is_empty() {
+        parts.push(Part::Table(through(&w.through)?));
+    }
     parts.push(Part::List(w.notes.iter().map(|n| format!("note: {}", md_prose(n))).collect()));
     parts.push(Part::Text(format!("_{}_", md_prose(&w.caveat))));
+    Ok(parts)
+}
+
+/// The path through a job's ranks, latest leg first: a row per leg, with
+/// its largest parts and where it waited for the next leg's rank.
+fn through(legs: &[PathLeg]) -> Result<Table> {
+    let rows: Vec<Map<String, Value>> = legs
+        .iter()
+        .map(|l| {
+            let mut m = Map::new();
+            m.insert("rank".into(), l.rank.into());
+            m.insert("ms_per_step".into(), l.ms_per_step.into());
+            m.insert("largest_parts".into(), text::path_line(&l.parts, 3).into());
+            let w = l.waits_at.as_ref();
+            m.insert(
+                "waited_at".into(),
+                w.map_or(Value::Null, |w| {
+                    format!("{} #{} ({})", w.collective, w.seq, w.group).into()
+                }),
+            );
+            m.insert("waited_ms".into(), w.map_or(Value::Null, |w| w.wait_ms.into()));
+            m.insert("for_rank".into(), w.map_or(Value::Null, |w| w.for_rank.into()));
+            m
+        })
+        .collect();
+    Ok(captioned(
+        Table::from_maps(&Map::new(), &rows),
+        "Path through the ranks, from the job's last work back (ms per step)".into(),
+    ))
+}
+
+/// `summary DIR --format md`: the job's line, its ranks, the path through
+/// them and the stragglers.
+pub fn job(j: &Job) -> Result<Vec<Part>> {
+    let mut parts = vec![Part::Table(crate::render::table::job_ranks(j)?)];
+    if let Some(p) = &j.path {
+        let mut said = format!(
+            "The job's step is rank {}'s: {}.",
+            p.rank,
+            md_prose(&text::path_line(&p.parts, 3))
+        );
+        if let Some(w) = &p.waits_at {
+            said.push_str(&format!(
+                " Its longest wait: {} ms at {} #{} ({}) for rank {}.",
+                text::num(w.wait_ms, 3),
+                md_prose(&w.collective),
+                w.seq,
+                md_prose(&w.group),
+                w.for_rank
+            ));
+        }
+        parts.push(Part::Text(said));
+        if !p.through.is_empty() {
+            parts.push(Part::Table(through(&p.through)?));
+        }
+    }
+    if !j.stragglers.is_empty() {
+        parts.push(Part::Table(captioned(
+            rows_of(&j.stragglers, &[])?,
+            "Stragglers, by the wait they cause (ms per step)".into(),
+        )));
+    }
+    parts.push(Part::List(j.notes.iter().map(|n| format!("note: {}", md_prose(n))).collect()));
     Ok(parts)
 }
 

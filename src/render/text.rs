@@ -1024,11 +1024,37 @@ pub fn what_if_all(w: &WhatIfAll) -> String {
         );
     }
     let _ = writeln!(o, "critical path per step: {}", path_line(&w.critical_path, 8));
+    through(&mut o, &w.through);
     for n in &w.notes {
         let _ = writeln!(o, "note: {n}");
     }
     let _ = writeln!(o, "({})", w.caveat);
     o
+}
+
+/// The path through a job's ranks, from the job's last work back: a line
+/// per leg, and where it waited for the next.
+fn through(o: &mut String, legs: &[crate::lens::job::PathLeg]) {
+    for (k, leg) in legs.iter().enumerate() {
+        let head = if k == 0 { "through  from the job's last work:" } else { "        " };
+        let _ = writeln!(
+            o,
+            "{head} rank {} {} ms: {}",
+            leg.rank,
+            num(leg.ms_per_step, 3),
+            path_line(&leg.parts, 3)
+        );
+        if let Some(w) = &leg.waits_at {
+            let _ = writeln!(
+                o,
+                "           ← waited {} ms at {} #{} ({}) for",
+                num(w.wait_ms, 3),
+                w.collective,
+                w.seq,
+                w.group
+            );
+        }
+    }
 }
 
 /// The critical path's largest parts on one line.
@@ -1139,27 +1165,7 @@ pub fn job(j: &Job) -> String {
                 }
             );
         }
-        // The path through the ranks, from the job's last work back.
-        for (k, leg) in p.through.iter().enumerate() {
-            let head = if k == 0 { "through  from the job's last work:" } else { "        " };
-            let _ = writeln!(
-                o,
-                "{head} rank {} {} ms: {}",
-                leg.rank,
-                num(leg.ms_per_step, 3),
-                path_line(&leg.parts, 3)
-            );
-            if let Some(w) = &leg.waits_at {
-                let _ = writeln!(
-                    o,
-                    "           ← waited {} ms at {} #{} ({}) for",
-                    num(w.wait_ms, 3),
-                    w.collective,
-                    w.seq,
-                    w.group
-                );
-            }
-        }
+        through(&mut o, &p.through);
     }
     let _ = writeln!(
         o,
