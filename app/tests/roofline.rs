@@ -500,3 +500,40 @@ fn small_ops_work_is_not_rounded_away_in_json() {
     let line = csv.lines().find(|l| l.contains("aten::_log_softmax,")).expect("a csv row");
     assert!(line.contains(&g.to_string()), "{g} in {line}");
 }
+
+/// Each category's unpriced time is its kernel-mix time less the time of
+/// its kernels the priced ops account for (`kernels`' rows: a row with a
+/// modelled time is priced), at most the category's time; communication
+/// is not listed.
+#[test]
+fn each_category_s_unpriced_time_is_its_kernels_outside_priced_ops() {
+    let mut seen = 0;
+    for t in common::traces() {
+        let p = t.to_str().unwrap();
+        let s = json(&["summary", p]);
+        let Some(unpriced) = s["efficiency"]["unpriced_by_category"].as_array() else { continue };
+        let k = json(&["kernels", p, "--top", "100000"]);
+        for u in unpriced {
+            let cat = u["category"].as_str().unwrap();
+            assert_ne!(cat, "communication", "{}", t.display());
+            let rows: Vec<&Value> =
+                k["kernels"].as_array().unwrap().iter().filter(|r| r["category"] == cat).collect();
+            let total: f64 = rows.iter().map(|r| r["ms_per_step"].as_f64().unwrap()).sum();
+            // A row's priced share is its modelled time (rounded to 4
+            // decimals per row): the rest of the row is unpriced.
+            let priced: f64 =
+                rows.iter().map(|r| r["modelled_ms_per_step"].as_f64().unwrap_or(0.0)).sum();
+            let got = u["ms_per_step"].as_f64().unwrap();
+            let tol = 1e-4 * (rows.len() + 2) as f64 + 1e-3 * total;
+            assert!(
+                (got - (total - priced)).abs() <= tol,
+                "{}: {u} vs {total} − {priced}",
+                t.display()
+            );
+            let pct = u["pct_of_category"].as_f64().unwrap();
+            assert!(pct > 0.0 && pct <= 100.0, "{u}");
+            seen += 1;
+        }
+    }
+    assert!(seen >= 5, "{seen} categories with unpriced time");
+}

@@ -15,7 +15,7 @@ use super::{Analyzer, OpWork};
 use crate::hardware::{PeakClass, Peaks};
 use crate::profile::{
     Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency,
-    RooflineBound, UnmodelledRow,
+    RooflineBound, UnmodelledRow, UnpricedCategory,
 };
 use crate::trace::DeviceProps;
 use crate::util::{partition_point_from, round};
@@ -684,6 +684,7 @@ pub fn efficiency(
             .total_cmp(&x.achieved.modelled_ms_per_step.unwrap_or(0.0))
             .then(x.category.cmp(&y.category))
     });
+    e.unpriced_by_category = unpriced_by_category(a, roof, category, n_steps);
     e.categories = cats;
     let mut owners: Vec<(&u32, &(Rates, bool))> =
         roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
@@ -715,6 +716,42 @@ pub fn efficiency(
 
 /// Unpriced ops listed, largest first.
 const UNMODELLED_SHOWN: usize = 8;
+
+/// Each category's kernel time (`a.kernels`) that no priced op accounts
+/// for (`roof.kernels` holds the priced part), communication left out.
+fn unpriced_by_category(
+    a: &Analyzer,
+    roof: &Roofline,
+    category: &dyn Fn(u32) -> Category,
+    n_steps: f64,
+) -> Vec<UnpricedCategory> {
+    let mut by: indexmap::IndexMap<Category, (f64, f64)> = indexmap::IndexMap::new();
+    let mut names: Vec<&u32> = a.kernels.keys().collect();
+    names.sort_unstable();
+    for name in names {
+        let c = category(*name);
+        if c == Category::Communication {
+            continue;
+        }
+        let total = a.kernels[name].ns as f64;
+        let priced = roof.kernels.get(name).map_or(0.0, |r| r.ns);
+        let e = by.entry(c).or_default();
+        e.0 += total;
+        e.1 += (total - priced).max(0.0);
+    }
+    let mut out: Vec<UnpricedCategory> = by
+        .into_iter()
+        .filter(|(_, (total, unpriced))| *total > 0.0 && *unpriced > 0.0)
+        .map(|(category, (total, unpriced))| UnpricedCategory {
+            category,
+            ms_per_step: round(unpriced / MS / n_steps, 4),
+            pct_of_category: round(unpriced / total * 100.0, 1),
+        })
+        .filter(|u| u.ms_per_step > 0.0)
+        .collect();
+    out.sort_by(|x, y| y.ms_per_step.total_cmp(&x.ms_per_step).then(x.category.cmp(&y.category)));
+    out
+}
 
 #[cfg(test)]
 mod tests {

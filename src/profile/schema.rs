@@ -521,6 +521,11 @@ pub struct Efficiency {
     pub least_efficient: Vec<OpEfficiency>,
     /// Kernel time under no priced op, by the CPU op that launched it.
     pub unmodelled: Vec<UnmodelledRow>,
+    /// Kernel time under no priced op, by kernel category (communication
+    /// left out: its rate is bus bandwidth, docs/analysis.md §8), most
+    /// first; categories wholly priced are not listed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unpriced_by_category: Vec<UnpricedCategory>,
     /// Why figures are missing: no shapes recorded, device unknown.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
@@ -563,6 +568,16 @@ pub struct OpEfficiency {
     pub pct_of_gpu: f64,
     #[serde(flatten)]
     pub achieved: Achieved,
+}
+
+/// A kernel category's time that no priced op accounts for.
+#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct UnpricedCategory {
+    pub category: Category,
+    pub ms_per_step: f64,
+    /// Its share of the category's kernel time, %.
+    pub pct_of_category: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]

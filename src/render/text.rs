@@ -481,11 +481,27 @@ pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
         parts.push(format!("{low:.0}% of GPU time in ops below 30% of their roofline"));
     }
     if e.priced_calls > 0 {
-        parts.push(format!("{:.0}% of GPU time priced", e.modelled_pct_of_gpu));
+        let unpriced: Vec<String> = e
+            .unpriced_by_category
+            .iter()
+            .take(UNPRICED_SAID)
+            .map(|u| {
+                format!("{} {} ms ({:.0}%)", u.category, num(u.ms_per_step, 2), u.pct_of_category)
+            })
+            .collect();
+        let unpriced = if unpriced.is_empty() {
+            String::new()
+        } else {
+            format!(" (unpriced: {})", unpriced.join(", "))
+        };
+        parts.push(format!("{:.0}% of GPU time priced{unpriced}", e.modelled_pct_of_gpu));
     }
     parts.extend(e.notes.iter().cloned());
     parts
 }
+
+/// Categories named with their unpriced time on the efficiency line.
+const UNPRICED_SAID: usize = 3;
 
 /// Below this share of the matrix kernel time priced, the matrix headline
 /// says what it rests on.
