@@ -10,6 +10,7 @@ use std::process::ExitCode;
 
 use libreyolo_core::cli::{self, ProfileCommand};
 use libreyolo_core::error::Result;
+use libreyolo_core::trace::Progress;
 
 fn main() -> ExitCode {
     cli::exit_status(run())
@@ -22,7 +23,10 @@ fn run() -> Result<()> {
         return cli::print_stdout(&cli::subcommand_list());
     };
     match command {
-        ProfileCommand::Reader(reader) => cli::print_stdout(&cli::run_reader(&reader, &read)?),
+        ProfileCommand::Reader(reader) => {
+            let read = read.with_progress(Progress::Terminal);
+            cli::print_stdout(&cli::run_reader(&reader, &read)?)
+        }
         ProfileCommand::Explore(args) => libreyolo_ui::run(&args, &read),
         // Parsed here first, so a bad flag or `--help` never needs capture.
         ProfileCommand::Infer(_) | ProfileCommand::Run(_) => capture_engine::hand_over(&args),

@@ -189,18 +189,14 @@ fn emit_doc<T: serde::Serialize>(
 
 /// Runs a reader subcommand and returns what to print on stdout. Warnings
 /// about the input (measured numbers not taken, an unknown schema version,
-/// repeated step names) and the summary's notes go to stderr.
+/// repeated step names) and the summary's notes go to stderr. One input's
+/// read draws the progress `read` asks for (the command line: a bar on a
+/// terminal; the MCP server: none); a job's ranks, read side by side, none.
 pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
     let load_with = |path: &Path, peak_ops: bool| -> Result<Loaded> {
-        let loaded = input::load(
-            path,
-            LoadOptions {
-                read: read.with_progress(Progress::Terminal),
-                peak_ops,
-                ..Default::default()
-            },
-        )?;
+        let loaded =
+            input::load(path, LoadOptions { read: read.clone(), peak_ops, ..Default::default() })?;
         for n in &loaded.notices {
             say(&format!("warning: {n}"));
         }
@@ -214,7 +210,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             select: set.ranks.as_deref().map(ranks::parse_selection).transpose()?,
             strict: set.strict,
             done: None,
-            read: read.clone(),
+            read: read.with_progress(Progress::Off),
             keep_models,
         };
         let (set, models) = ranks::load_with_models(files, &opts)?;
@@ -621,11 +617,8 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             // A trace's step model answers any change; a profile's, its
             // standard ones, else the trace beside it.
             let with_model = |path: &Path| -> Result<Loaded> {
-                let opts = LoadOptions {
-                    read: read.with_progress(Progress::Terminal),
-                    keep_model: true,
-                    ..Default::default()
-                };
+                let opts =
+                    LoadOptions { read: read.clone(), keep_model: true, ..Default::default() };
                 let loaded = input::load(path, opts)?;
                 for n in &loaded.notices {
                     say(&format!("warning: {n}"));
@@ -676,7 +669,8 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             crate::tempfiles::remove_on_signal().map_err(|e| {
                 Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
             })?;
-            let m = crate::merge::merge(&set, output, !a.no_align, read)?;
+            let m =
+                crate::merge::merge(&set, output, !a.no_align, &read.with_progress(Progress::Off))?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
             }
