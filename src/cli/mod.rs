@@ -24,15 +24,22 @@ use crate::render::{self, Format, text};
 use crate::trace::{Progress, ReadOptions};
 
 /// A parsed command line: the subcommand, and how it reads its inputs
-/// (the group's `--threads`, `--no-mmap`, `--max-memory`).
+/// (`--threads`, `--no-mmap`, `--max-memory`).
 #[derive(Debug)]
 pub struct Parsed {
-    pub command: ProfileCommand,
+    pub command: Command,
     pub read: ReadOptions,
 }
 
-/// Parses `libreyolo profile …` as given (`OsString`s: a non-UTF-8 argument
-/// is a clap error, not a panic). `None` is a bare `libreyolo profile`.
+/// The commands that run once parsed: `profile`'s, and `mcp`.
+#[derive(Debug)]
+pub enum Command {
+    Profile(ProfileCommand),
+    Mcp(McpArgs),
+}
+
+/// Parses `libreyolo …` as given (`OsString`s: a non-UTF-8 argument is a
+/// clap error, not a panic). `None` is a bare `libreyolo profile`.
 /// `--help`/`--version` and clap's errors are printed here and end the
 /// process with 0 or 2, as every subcommand of the group does.
 pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
@@ -50,7 +57,13 @@ pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
                     profile.max_memory.as_deref(),
                 )?;
                 read.graph_capture = profile.graph_capture.clone();
-                Ok(profile.into_command().map(|command| Parsed { command, read }))
+                Ok(profile.into_command().map(|c| Parsed { command: Command::Profile(c), read }))
+            }
+            TopCommand::Mcp(args) => {
+                // read(2), not a mapping: a trace truncated under a mapping
+                // (a run writing it again) would end the server with SIGBUS.
+                let read = ReadOptions::from_flags(args.threads, true, args.max_memory.as_deref())?;
+                Ok(Some(Parsed { command: Command::Mcp(args), read }))
             }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.
