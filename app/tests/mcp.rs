@@ -267,7 +267,8 @@ fn refusals_are_tool_errors_and_the_server_answers_on() {
         ("what-if", json!({ "path": "good.json.gz" }), "error (exit 2): "),
         // Parameters: of the wrong type, unknown, or a value the flag refuses.
         ("kernels", json!({ "paths": ["good.json.gz"], "top": "ten" }), "invalid type"),
-        ("kernels", json!({ "paths": ["good.json.gz"], "topp": 3 }), "unknown field `topp`"),
+        ("kernels", json!({ "paths": ["good.json.gz"], "topp": 3 }), "unknown parameter `topp`"),
+        ("summary", json!({ "paths": ["good.json.gz"], "strikt": true }), "summary takes paths"),
         ("tree", json!({ "path": "good.json.gz", "by": "class" }), "possible values"),
         ("get", json!({}), "missing field `path`"),
         ("tree", json!({ "path": "good.json.gz", "rank": -1 }), "invalid value"),

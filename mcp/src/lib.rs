@@ -1,5 +1,5 @@
 //! `libreyolo mcp`: the readers as the tools of a Model Context Protocol
-//! server on stdio, for coding agents (docs/spec.md, "`libreyolo mcp`").
+//! server on stdio, for coding agents (docs/spec.md §9).
 //! A tool call is the reader's command line: its parameters become
 //! `libreyolo profile <reader> … --json`, parsed by the same definitions
 //! and run by the same [`libreyolo_core::cli::run_reader`], so a tool

@@ -5,15 +5,19 @@ use std::sync::{Arc, Mutex, PoisonError};
 use libreyolo_core::error::Error;
 use libreyolo_core::trace::ReadOptions;
 use rmcp::handler::server::router::tool::ToolRouter;
+use rmcp::handler::server::tool::ToolCallContext;
 use rmcp::handler::server::wrapper::Parameters;
 use rmcp::model::{
-    CallToolResult, ContentBlock, Implementation, ServerCapabilities, ServerInfo, ToolAnnotations,
+    CallToolRequestParams, CallToolResult, ContentBlock, Implementation, JsonObject,
+    ServerCapabilities, ServerInfo, Tool, ToolAnnotations,
 };
-use rmcp::{ServerHandler, tool, tool_handler, tool_router};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServerHandler, tool, tool_handler, tool_router};
 
 use crate::roots::Roots;
 use crate::tools::{self, Params};
 
+/// The readers as tools, over the roots and the read options given at start.
 #[derive(Clone)]
 pub struct Server {
     roots: Arc<Roots>,
@@ -67,7 +71,7 @@ impl Server {
 
     /// Start here. Headline figures of a trace or profile: step time, throughput, GPU utilisation, the idle account (why the GPU waited), the levers ranked by projected saving, the verdict, the kernel mix. Of a distributed job (several rank traces, or a folder of them): the job, each rank, the stragglers and why, the critical path through the ranks.
     #[tool]
-    async fn summary(&self, Parameters(p): Parameters<tools::Summary>) -> CallToolResult {
+    async fn summary(&self, Parameters(p): Parameters<tools::Job>) -> CallToolResult {
         self.read("summary", p).await
     }
 
@@ -79,7 +83,7 @@ impl Server {
 
     /// Per phase (forward, backward, optimizer, …): GPU ms, wall ms, GPU idle ms, kernels and ops per step.
     #[tool]
-    async fn phases(&self, Parameters(p): Parameters<tools::OneTrace>) -> CallToolResult {
+    async fn phases(&self, Parameters(p): Parameters<tools::Input>) -> CallToolResult {
         self.read("phases", p).await
     }
 
@@ -109,13 +113,13 @@ impl Server {
 
     /// Allocated and reserved GPU memory over the window, per device: the peaks, when they happened, the phase and CPU op at the allocated peak, each phase's peak (traces recorded with memory events).
     #[tool]
-    async fn memory(&self, Parameters(p): Parameters<tools::OneTrace>) -> CallToolResult {
+    async fn memory(&self, Parameters(p): Parameters<tools::Input>) -> CallToolResult {
         self.read("memory", p).await
     }
 
     /// Collectives matched across a job's ranks: per rank its waits and how often it arrived last, per collective the arrival skew, the last rank, the transfer time, message size and bus bandwidth.
     #[tool]
-    async fn collectives(&self, Parameters(p): Parameters<tools::Collectives>) -> CallToolResult {
+    async fn collectives(&self, Parameters(p): Parameters<tools::Job>) -> CallToolResult {
         self.read("collectives", p).await
     }
 
@@ -142,24 +146,51 @@ fn refusal(e: &Error) -> CallToolResult {
     ))])
 }
 
+/// A parameter the tool does not take, as its error result: the
+/// parameters share groups (`serde(flatten)`), which serde cannot check
+/// for strays, so every call is checked here against its tool's schema.
+fn unknown_parameter(tool: &Tool, arguments: Option<&JsonObject>) -> Option<CallToolResult> {
+    let known = tool.input_schema.get("properties").and_then(|p| p.as_object())?;
+    let stray = arguments?.keys().find(|k| !known.contains_key(*k))?;
+    let names: Vec<&str> = known.keys().map(String::as_str).collect();
+    Some(refusal(&Error::usage(format!(
+        "unknown parameter `{stray}`: {} takes {}",
+        tool.name,
+        names.join(", ")
+    ))))
+}
+
 #[tool_handler(router = self.tool_router)]
 impl ServerHandler for Server {
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResult, ErrorData> {
+        let tool = self.tool_router.get(&request.name);
+        if let Some(stray) = tool.and_then(|t| unknown_parameter(t, request.arguments.as_ref())) {
+            return Ok(stray);
+        }
+        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+    }
+
     fn get_info(&self) -> ServerInfo {
         ServerInfo::new(ServerCapabilities::builder().enable_tools().build())
             .with_server_info(Implementation::new("libreyolo", env!("CARGO_PKG_VERSION")))
             .with_instructions(format!(
-                "libreyolo reads PyTorch profiler traces (Chrome traces .json/.json.gz, libreyolo \
-                 profile.json files, or a folder of one distributed job's rank traces) and says where \
-                 the time of a training or inference step goes. Start with `summary` on a trace or a \
-                 job's folder: the verdict, headline figures and the levers ranked by what they would \
-                 save. Then drill down: `phases`, `kernels` (GPU), `ops` (CPU), `tree` (which code \
-                 launched the time), `modules`, `memory`, `collectives` (a job's communication), \
-                 `what-if` (the step if some work went away; `all: true` ranks the standard \
-                 changes), `compare` (baseline against candidate); `get` returns one metric. Each \
-                 tool answers what `libreyolo profile <tool> --json` prints; its parameters are the \
-                 reader's flags (`min_pct` is `--min-pct`), as its errors name them. Paths must lie under \
-                 these folders: {}; a relative path is taken from them. A large trace takes \
-                 seconds to read; one read runs at a time.",
+                "libreyolo reads PyTorch profiler traces (Chrome traces .json/.json.gz, \
+                 libreyolo profile.json files, or a folder of one distributed job's rank traces) \
+                 and says where the time of a training or inference step goes. Start with \
+                 `summary` on a trace or a job's folder: the verdict, headline figures and the \
+                 levers ranked by what they would save. Then drill down: `phases`, `kernels` \
+                 (GPU), `ops` (CPU), `tree` (which code launched the time), `modules`, `memory`, \
+                 `collectives` (a job's communication), `what-if` (the step if some work went \
+                 away; `all: true` ranks the standard changes), `compare` (baseline against \
+                 candidate); `get` returns one metric. Each tool answers what `libreyolo profile \
+                 <tool> --json` prints; its parameters are the reader's flags (`min_pct` is \
+                 `--min-pct`), as its errors name them. Paths must lie under these folders: {}; \
+                 a relative path is taken from them. A large trace takes seconds to read; one \
+                 read runs at a time.",
                 self.roots.list()
             ))
     }

@@ -95,25 +95,35 @@ fn reader_command(argv: &[OsString]) -> Result<ReaderCommand> {
     }
 }
 
-/// A string parameter's schema: one of the names the flag's values have
-/// on the command line.
+/// An optional string parameter's schema: one of the names the flag's
+/// values have on the command line, or null (as every optional one).
 fn one_of<E: ValueEnum>(_: &mut SchemaGenerator) -> Schema {
-    let names: Vec<String> = E::value_variants()
+    let mut names: Vec<Value> = E::value_variants()
         .iter()
-        .filter_map(|v| Some(v.to_possible_value()?.get_name().to_string()))
+        .filter_map(|v| Some(v.to_possible_value()?.get_name().into()))
         .collect();
-    json_schema!({ "type": "string", "enum": names })
+    names.push(Value::Null);
+    json_schema!({ "type": ["string", "null"], "enum": names })
 }
 
-/// `summary`'s parameters.
+/// The input of a reader of one rank, and the parameters of those with
+/// no options of their own (`phases`, `memory`).
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Summary {
-    /// A trace (.json / .json.gz), a profile.json, or a folder standing for one; several traces, or a folder of them, are the ranks of one distributed job
-    #[schemars(length(min = 1))]
-    pub paths: Vec<String>,
-    /// Of a job: summarise rank N alone, as one trace [default: the whole job]
+#[schemars(deny_unknown_fields)]
+pub struct Input {
+    /// A trace (.json / .json.gz), a profile.json, or a folder standing for one
+    pub path: String,
+    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
     pub rank: Option<u32>,
+}
+
+impl Params for Input {
+    const PATHS: &[&str] = &["path"];
+}
+
+/// How a job's rank traces are read.
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+pub struct RankSet {
     /// Of a job: only these ranks, e.g. `0-3,7`
     pub ranks: Option<String>,
     /// Of a job: an unreadable rank fails the call [default: a warning, and the job is the rest]
@@ -121,20 +131,32 @@ pub struct Summary {
     pub strict: bool,
 }
 
-impl Params for Summary {
+/// The input of a reader of a trace or a whole job, and the parameters of
+/// those with no options of their own (`summary`, `collectives`).
+#[derive(Debug, Serialize, Deserialize, JsonSchema)]
+#[schemars(deny_unknown_fields)]
+pub struct Job {
+    /// A trace (.json / .json.gz), a profile.json, or a folder standing for one; several traces, or a folder of them, are the ranks of one distributed job (collectives of one trace: without skew)
+    #[schemars(length(min = 1))]
+    pub paths: Vec<String>,
+    /// Of a job: read rank N alone, as one trace [default: the whole job]
+    pub rank: Option<u32>,
+    #[serde(flatten)]
+    pub set: RankSet,
+}
+
+impl Params for Job {
     const PATHS: &[&str] = &["paths"];
 }
 
 /// `get`'s parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Get {
-    /// A trace, a profile.json, or a folder standing for one
-    pub path: String,
+    #[serde(flatten)]
+    pub input: Input,
     /// The metric (e.g. step_ms, gpu_util, img_per_s); omit it to list the metric names
     pub field: Option<String>,
-    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
-    pub rank: Option<u32>,
 }
 
 impl Params for Get {
@@ -142,35 +164,12 @@ impl Params for Get {
     const AFTER: &[&str] = &["field"];
 }
 
-/// The parameters of the readers of one trace with no options of their
-/// own (`phases`, `memory`).
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OneTrace {
-    /// A trace (.json / .json.gz), a profile.json, or a folder standing for one
-    pub path: String,
-    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
-    pub rank: Option<u32>,
-}
-
-impl Params for OneTrace {
-    const PATHS: &[&str] = &["path"];
-}
-
 /// `kernels`' parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Kernels {
-    /// A trace or profile; several, or a folder of a job's rank traces, give job-wide rows
-    #[schemars(length(min = 1))]
-    pub paths: Vec<String>,
-    /// Of a job: read rank N alone [default: the whole job]
-    pub rank: Option<u32>,
-    /// Of a job: only these ranks, e.g. `0-3,7`
-    pub ranks: Option<String>,
-    /// Of a job: an unreadable rank fails the call
-    #[serde(default)]
-    pub strict: bool,
+    #[serde(flatten)]
+    pub job: Job,
     /// Rows to return [default: 20]
     pub top: Option<usize>,
     /// A kernel category, as a substring: gemm, attention, communication, layout, norm, softmax, elementwise, other
@@ -194,12 +193,10 @@ impl Params for Kernels {
 
 /// `ops`' parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Ops {
-    /// A trace, a profile.json, or a folder standing for one
-    pub path: String,
-    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
-    pub rank: Option<u32>,
+    #[serde(flatten)]
+    pub input: Input,
     /// Rows to return [default: 20]
     pub top: Option<usize>,
     /// Only this phase (forward, backward, …)
@@ -218,12 +215,10 @@ impl Params for Ops {
 
 /// `tree`'s parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Tree {
-    /// A trace (a profile.json keeps no tree), or a folder standing for one
-    pub path: String,
-    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
-    pub rank: Option<u32>,
+    #[serde(flatten)]
+    pub input: Input,
     /// Which host records are nodes [default: module]: module (annotations, nn.Modules, ops), frame (every Python frame too) or op (annotations and ops)
     #[serde(default)]
     #[schemars(schema_with = "one_of::<By>")]
@@ -247,12 +242,10 @@ impl Params for Tree {
 
 /// `modules`' parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Modules {
-    /// A trace, or a folder standing for one
-    pub path: String,
-    /// Of a folder of a job's rank traces: read rank N [default: the lowest]
-    pub rank: Option<u32>,
+    #[serde(flatten)]
+    pub input: Input,
     /// Levels to return below the top modules
     pub depth: Option<usize>,
     /// Hide the modules under this % of both the GPU and the CPU total [default: 1]
@@ -265,29 +258,9 @@ impl Params for Modules {
     const PATHS: &[&str] = &["path"];
 }
 
-/// `collectives`' parameters.
-#[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Collectives {
-    /// A folder of a job's rank traces, or the rank traces (one trace: its collectives, without skew)
-    #[schemars(length(min = 1))]
-    pub paths: Vec<String>,
-    /// Read rank N alone, as one trace [default: the whole job]
-    pub rank: Option<u32>,
-    /// Only these ranks, e.g. `0-3,7`
-    pub ranks: Option<String>,
-    /// An unreadable rank fails the call
-    #[serde(default)]
-    pub strict: bool,
-}
-
-impl Params for Collectives {
-    const PATHS: &[&str] = &["paths"];
-}
-
 /// `compare`'s parameters.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct Compare {
     /// The baseline: a trace, a profile.json, a folder standing for one, or a folder of a job's rank traces
     pub baseline: String,
@@ -295,11 +268,8 @@ pub struct Compare {
     pub candidate: String,
     /// Compare rank N alone on each side that is a job [default: the whole jobs]
     pub rank: Option<u32>,
-    /// Of jobs: only these ranks, e.g. `0-3,7`
-    pub ranks: Option<String>,
-    /// Of jobs: an unreadable rank fails the call
-    #[serde(default)]
-    pub strict: bool,
+    #[serde(flatten)]
+    pub set: RankSet,
 }
 
 impl Params for Compare {
@@ -309,7 +279,7 @@ impl Params for Compare {
 /// `what-if`'s parameters: `all`, or one change (with `scale`), or of a
 /// job nothing (the straggler's lateness removed) or `straggler`.
 #[derive(Debug, Serialize, Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[schemars(deny_unknown_fields)]
 pub struct WhatIf {
     /// A trace (or a profile beside its trace), or a folder of a job's rank traces
     pub path: String,
@@ -336,11 +306,8 @@ pub struct WhatIf {
     pub straggler: Option<u32>,
     /// Of a job: read rank N alone and change it [default: a change is made on every rank and the job re-timed]
     pub rank: Option<u32>,
-    /// Of a job: only these ranks, e.g. `0-3,7`
-    pub ranks: Option<String>,
-    /// Of a job: an unreadable rank fails the call
-    #[serde(default)]
-    pub strict: bool,
+    #[serde(flatten)]
+    pub set: RankSet,
 }
 
 impl Params for WhatIf {
@@ -392,15 +359,15 @@ mod tests {
                 }
             }
         }
-        each::<Summary>("summary");
+        each::<Job>("summary");
         each::<Get>("get");
-        each::<OneTrace>("phases");
-        each::<OneTrace>("memory");
+        each::<Input>("phases");
+        each::<Input>("memory");
         each::<Kernels>("kernels");
         each::<Ops>("ops");
         each::<Tree>("tree");
         each::<Modules>("modules");
-        each::<Collectives>("collectives");
+        each::<Job>("collectives");
         each::<Compare>("compare");
         each::<WhatIf>("what-if");
     }
@@ -409,10 +376,11 @@ mod tests {
     fn values_are_never_read_as_flags() {
         let (dir, roots) = roots();
         let p = Kernels {
-            paths: vec!["t.json".into()],
-            rank: None,
-            ranks: None,
-            strict: false,
+            job: Job {
+                paths: vec!["t.json".into()],
+                rank: None,
+                set: RankSet { ranks: None, strict: false },
+            },
             top: Some(3),
             category: None,
             grep: Some("--json".into()),
