@@ -17,10 +17,13 @@ use crate::error::{Error, Result};
 use crate::profile::NodeKind;
 use crate::trace::{self, Document, ReadOptions, RuntimeCall};
 
-/// The traces in a `capture_traces/` folder beside `trace`, the layout
-/// vLLM, SGLang and xDiT write (their graph captures, one per batch size).
+/// The folder beside a trace that holds its graph captures, the layout
+/// vLLM, SGLang and xDiT write (one trace per batch size).
+pub const CAPTURE_TRACES: &str = "capture_traces";
+
+/// The traces in a [`CAPTURE_TRACES`] folder beside `trace`.
 pub fn beside(trace: &std::path::Path) -> Vec<std::path::PathBuf> {
-    let Some(dir) = trace.parent().map(|d| d.join("capture_traces")) else { return Vec::new() };
+    let Some(dir) = trace.parent().map(|d| d.join(CAPTURE_TRACES)) else { return Vec::new() };
     let Ok(entries) = std::fs::read_dir(&dir) else { return Vec::new() };
     let mut out: Vec<std::path::PathBuf> = entries
         .flatten()

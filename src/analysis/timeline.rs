@@ -199,8 +199,9 @@ impl Timeline {
 /// The trace behind an input, if it can be read again: the input itself
 /// when it was a trace; for a profile, the trace its `trace` field names,
 /// looked for beside the profile first (a capture's folder moves), then as
-/// written. `Err` says why there is none.
-pub fn trace_of(input: &Input) -> Result<PathBuf> {
+/// written (unless `follow_recorded` is false). `Err` says why there is
+/// none.
+pub fn trace_of(input: &Input, follow_recorded: bool) -> Result<PathBuf> {
     if input.from_trace {
         if input.path.as_os_str() == "-" || !input.path.is_file() {
             return Err(Error::failed("the trace was read from a stream and cannot be read again"));
@@ -217,7 +218,9 @@ pub fn trace_of(input: &Input) -> Result<PathBuf> {
     }
     candidates.push(folder.join("profile_trace.json"));
     candidates.push(folder.join("profile_trace.json.gz"));
-    candidates.extend(named.clone());
+    if follow_recorded {
+        candidates.extend(named.clone());
+    }
     candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| match named {
         Some(n) => Error::failed(format!(
             "no timeline: the trace this profile was built from ({}) is not beside it",

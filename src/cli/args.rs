@@ -76,6 +76,13 @@ pub enum TopCommand {
     /// A man page (roff) on stdout (`libreyolo man profile summary | man -l -`), or every page
     /// into a folder (`--dir`).
     Man(ManArgs),
+    /// The readers as tools of a Model Context Protocol server on stdio, for coding agents.
+    ///
+    /// Each tool (summary, get, phases, kernels, ops, tree, modules, memory,
+    /// collectives, compare, what-if) returns its reader's `--json` document.
+    /// Only files under a `--root` can be read. Register it in an MCP client
+    /// as the command `libreyolo mcp --root DIR`.
+    Mcp(McpArgs),
 }
 
 #[derive(Debug, Args)]
@@ -86,6 +93,20 @@ pub struct ManArgs {
     /// Write every command's page into DIR as `libreyolo-<command>.1` instead
     #[arg(long, value_name = "DIR", conflicts_with = "command")]
     pub dir: Option<PathBuf>,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct McpArgs {
+    /// A folder whose files the tools may read (repeatable): every path a tool is given must
+    /// lie under one, symlinks resolved; relative paths are taken from the roots, in order
+    #[arg(long = "root", value_name = "DIR", required = true)]
+    pub roots: Vec<PathBuf>,
+    /// Memory the server may hold while it reads (e.g. 8G, 512M; 0: no limit), as `profile --max-memory`. Default: half the machine's RAM, or LIBREYOLO_MAX_MEMORY
+    #[arg(long, value_name = "SIZE")]
+    pub max_memory: Option<String>,
+    /// A read's parsing threads, as `profile --threads`. Default: the CPUs this process may use
+    #[arg(long, value_name = "N", value_parser = at_most::<{ limits::MAX_THREADS }>)]
+    pub threads: Option<usize>,
 }
 
 #[derive(Debug, Args)]

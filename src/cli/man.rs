@@ -140,6 +140,10 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
     ("profile explore", &[("The interactive explorer", "libreyolo profile explore trace.json.gz")]),
     ("completions", &[("Bash completions for this user", "libreyolo completions bash")]),
     (
+        "mcp",
+        &[("Serve the traces under a folder to a coding agent", "libreyolo mcp --root traces/")],
+    ),
+    (
         "man",
         &[
             ("This page's command's page", "libreyolo man profile summary"),

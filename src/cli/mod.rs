@@ -25,15 +25,22 @@ use crate::render::{self, Format, text};
 use crate::trace::{Progress, ReadOptions};
 
 /// A parsed command line: the subcommand, and how it reads its inputs
-/// (the group's `--threads`, `--no-mmap`, `--max-memory`).
+/// (`--threads`, `--no-mmap`, `--max-memory`).
 #[derive(Debug)]
 pub struct Parsed {
-    pub command: ProfileCommand,
+    pub command: Command,
     pub read: ReadOptions,
 }
 
-/// Parses `libreyolo profile …` as given (`OsString`s: a non-UTF-8 argument
-/// is a clap error, not a panic). `None` is a bare `libreyolo profile`.
+/// The commands that run once parsed: `profile`'s, and `mcp`.
+#[derive(Debug)]
+pub enum Command {
+    Profile(ProfileCommand),
+    Mcp(McpArgs),
+}
+
+/// Parses `libreyolo …` as given (`OsString`s: a non-UTF-8 argument is a
+/// clap error, not a panic). `None` is a bare `libreyolo profile`.
 /// `--help`/`--version` and clap's errors are printed here and end the
 /// process with 0 or 2, as every subcommand of the group does.
 pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
@@ -51,7 +58,16 @@ pub fn parse(args: &[OsString]) -> Result<Option<Parsed>> {
                     profile.max_memory.as_deref(),
                 )?;
                 read.graph_capture = profile.graph_capture.clone();
-                Ok(profile.into_command().map(|command| Parsed { command, read }))
+                Ok(profile.into_command().map(|c| Parsed { command: Command::Profile(c), read }))
+            }
+            TopCommand::Mcp(args) => {
+                // read(2), not a mapping: a trace truncated under a mapping
+                // (a run writing it again) would end the server with SIGBUS.
+                let mut read =
+                    ReadOptions::from_flags(args.threads, true, args.max_memory.as_deref())?;
+                // A profile's recorded trace path may lie outside the roots.
+                read.follow_recorded = false;
+                Ok(Some(Parsed { command: Command::Mcp(args), read }))
             }
             // Generated from these definitions (clap_complete, clap_mangen),
             // printed, and the process ends as `--help` does.
@@ -182,18 +198,14 @@ fn emit_doc<T: serde::Serialize>(
 
 /// Runs a reader subcommand and returns what to print on stdout. Warnings
 /// about the input (measured numbers not taken, an unknown schema version,
-/// repeated step names) and the summary's notes go to stderr.
+/// repeated step names) and the summary's notes go to stderr. One input's
+/// read draws the progress `read` asks for (the command line: a bar on a
+/// terminal; the MCP server: none); a job's ranks, read side by side, none.
 pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
     let load_with = |path: &Path, peak_ops: bool| -> Result<Loaded> {
-        let loaded = input::load(
-            path,
-            LoadOptions {
-                read: read.with_progress(Progress::Terminal),
-                peak_ops,
-                ..Default::default()
-            },
-        )?;
+        let loaded =
+            input::load(path, LoadOptions { read: read.clone(), peak_ops, ..Default::default() })?;
         for n in &loaded.notices {
             say(&format!("warning: {n}"));
         }
@@ -207,7 +219,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             select: set.ranks.as_deref().map(ranks::parse_selection).transpose()?,
             strict: set.strict,
             done: None,
-            read: read.clone(),
+            read: read.with_progress(Progress::Off),
             keep_models,
         };
         let (set, models) = ranks::load_with_models(files, &opts)?;
@@ -621,11 +633,8 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             // A trace's step model answers any change; a profile's, its
             // standard ones, else the trace beside it.
             let with_model = |path: &Path| -> Result<Loaded> {
-                let opts = LoadOptions {
-                    read: read.with_progress(Progress::Terminal),
-                    keep_model: true,
-                    ..Default::default()
-                };
+                let opts =
+                    LoadOptions { read: read.clone(), keep_model: true, ..Default::default() };
                 let loaded = input::load(path, opts)?;
                 for n in &loaded.notices {
                     say(&format!("warning: {n}"));
@@ -638,7 +647,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 Err(e)
                     if !loaded.input.from_trace && e.exit_code() == crate::error::exit::USAGE =>
                 {
-                    match crate::analysis::timeline::trace_of(&loaded.input) {
+                    match crate::analysis::timeline::trace_of(&loaded.input, read.follow_recorded) {
                         Ok(trace) => {
                             let t = with_model(&trace)?;
                             lens::whatif::what_if(p, t.model.as_ref(), &request)?
@@ -676,7 +685,8 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             crate::tempfiles::remove_on_signal().map_err(|e| {
                 Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
             })?;
-            let m = crate::merge::merge(&set, output, !a.no_align, read)?;
+            let m =
+                crate::merge::merge(&set, output, !a.no_align, &read.with_progress(Progress::Off))?;
             for n in &m.notes {
                 say(&format!("note: {n}"));
             }

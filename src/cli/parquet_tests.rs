@@ -14,9 +14,10 @@ fn cli(args: &[&str]) -> crate::error::Result<String> {
     let all: Vec<std::ffi::OsString> =
         ["libreyolo", "profile"].iter().chain(args).map(std::ffi::OsString::from).collect();
     match super::parse(&all)? {
-        Some(super::Parsed { command: super::ProfileCommand::Reader(r), read }) => {
-            super::run_reader(&r, &read)
-        }
+        Some(super::Parsed {
+            command: super::Command::Profile(super::ProfileCommand::Reader(r)),
+            read,
+        }) => super::run_reader(&r, &read),
         other => panic!("{args:?} is no reader: {other:?}"),
     }
 }

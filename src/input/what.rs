@@ -346,6 +346,22 @@ pub fn resolve_input(path: impl AsRef<Path>) -> Result<PathBuf> {
     }
 }
 
+/// The folders a reader given `path` (a file or a folder) may open files
+/// in besides `path` itself: its folder (a job's other ranks, the measured
+/// numbers and the trace beside a profile), a capture folder's `infer/` and
+/// `train/`, and each one's graph captures ([`crate::analysis::graphs`]).
+/// For a caller that confines reading to some folders (`libreyolo mcp`).
+pub fn folders_looked_into(path: &Path) -> Vec<PathBuf> {
+    let dir = if path.is_dir() { path } else { path.parent().unwrap_or(Path::new(".")) };
+    let mut folders = vec![dir.to_path_buf()];
+    if path.is_dir() {
+        folders.extend(CAPTURE_SUBDIRS.iter().map(|sub| dir.join(sub)));
+    }
+    let graphs = folders.iter().map(|d| d.join(crate::analysis::graphs::CAPTURE_TRACES));
+    folders.extend(graphs.collect::<Vec<_>>());
+    folders
+}
+
 /// The JSON files of a folder that can be traces or profiles (not a
 /// sidecar, not hidden), sorted by name.
 pub fn json_files_in(dir: &Path) -> Result<Vec<PathBuf>> {

@@ -34,6 +34,10 @@ pub struct ReadOptions {
     /// replays (`--graph-capture`; docs/analysis.md §17.1). Empty: those
     /// in a `capture_traces/` folder beside the trace, if any.
     pub graph_capture: Vec<std::path::PathBuf>,
+    /// A profile's trace may be read at the path the profile records
+    /// (false: only beside the profile — the MCP server, whose reads stay
+    /// under its roots).
+    pub follow_recorded: bool,
 }
 
 /// Whether and where a read draws its progress.
@@ -60,6 +64,7 @@ impl Default for ReadOptions {
             budget: Budget::default(),
             progress: Progress::Off,
             graph_capture: Vec::new(),
+            follow_recorded: true,
         }
     }
 }
@@ -85,6 +90,7 @@ impl ReadOptions {
             budget: Budget::from_flag(max_memory)?,
             progress: Progress::Off,
             graph_capture: Vec::new(),
+            follow_recorded: true,
         })
     }
 

@@ -458,7 +458,7 @@ impl App {
     /// thread when there is one (the pane says "reading…" meanwhile).
     fn request_step(&mut self, i: usize) {
         let Some(d) = self.main.data.as_ref() else { return };
-        let trace = match timeline::trace_of(&d.input) {
+        let trace = match timeline::trace_of(&d.input, true) {
             Ok(t) => t,
             Err(why) => {
                 self.panes.timeline.error = Some(why.to_string());
