@@ -249,6 +249,7 @@ fn refusals_are_tool_errors_and_the_server_answers_on() {
     // A profile in the root that records a trace outside it, none beside.
     std::fs::create_dir_all(root.join("profile")).unwrap();
     let wrote = common::run(&[
+        "profile",
         "summary",
         outside.to_str().unwrap(),
         "--write-profile",
