@@ -97,10 +97,11 @@ by_key = {(c["group"], c["seq"]): c for c in coll["collectives"]}
 bad = [s for s in sql["skew"] if (lambda c: c["last_rank"] != s["last_rank"]
        or abs(c["skew_us"] - s["skew_us"]) > 1e-3
        or abs((c.get("busbw_gbps") or 0) - (s["busbw_gbps"] or 0)) > 1e-3)(by_key[(s["process_group"], s["seq"])])]
-print(f"stragglers: SQL {got}, summary DIR {want}")
+seen = sql["step_spread"][0]["ranks"]
+print(f"ranks in the parts: {seen} of {len(job['ranks'])}; stragglers: SQL {got}, summary DIR {want}")
 print(f"top {len(sql['skew'])} skews, their last ranks and bus bandwidths: {len(bad)} differ from collectives DIR")
 same = len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= 1.5e-3 for g, w in zip(got, want))
-sys.exit(0 if same and not bad else 1)
+sys.exit(0 if same and not bad and seen == len(job["ranks"]) else 1)
 PY
 echo
 echo "load after: $(uptime)"
