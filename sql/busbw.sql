@@ -3,8 +3,8 @@
 -- (sql/matched.sql: bytes over the last rank's kernel time, which holds no
 -- wait, times the kind's factor for its group size), here summarised per
 -- kind and message size. Collectives whose traces record no size (no
--- `In msg nelems`/`dtype`, as in traces before PyTorch 2.1) have none and
--- are left out.
+-- `In msg nelems` and `dtype` in the kernel's args: older PyTorch) have
+-- none and are left out.
 --
 -- One row per collective kind, message size and dtype, kinds by name and
 -- sizes largest first:

@@ -57,7 +57,7 @@ FROM (SELECT COUNT(*) AS ranks, MAX(step_ms) AS step_ms,
              GREATEST(COALESCE(MAX(world_size), 0), COUNT(*)) AS n_ranks
       FROM summary) s
 CROSS JOIN (SELECT COUNT(*) AS matched,
-                   COALESCE(SUM(CASE WHEN disjoint THEN 1 ELSE 0 END), 0) AS disjoint
+                   CAST(COALESCE(SUM(CASE WHEN disjoint THEN 1 ELSE 0 END), 0) AS BIGINT) AS disjoint
             FROM (SELECT MAX(CASE WHEN end_ns < last_start_ns THEN 1 ELSE 0 END) = 1 AS disjoint
                   FROM arrivals GROUP BY process_group, seq) d) c;
 

@@ -58,7 +58,7 @@ typical AS (
   SELECT p.rank, MAX(p.n_all) AS steps,
          (COALESCE(SUM(CASE WHEN p.pos = FLOOR((p.n_all - 1) / 2) THEN p.wait_ms END), 0)
           + COALESCE(SUM(CASE WHEN p.pos = FLOOR(p.n_all / 2) THEN p.wait_ms END), 0)) / 2 AS median_ms,
-         SUM(CASE WHEN p.wait_ms >= x.wait_threshold_ms THEN 1 ELSE 0 END) AS late_steps
+         CAST(SUM(CASE WHEN p.wait_ms >= x.wait_threshold_ms THEN 1 ELSE 0 END) AS BIGINT) AS late_steps
   FROM placed p CROSS JOIN params x
   GROUP BY p.rank
 ),
