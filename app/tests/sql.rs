@@ -90,11 +90,7 @@ fn close(a: &Value, b: &Value, what: &str) {
 }
 
 #[test]
-#[cfg_attr(
-    feature = "parquet",
-    ignore = "needs DuckDB for Python (pip install duckdb); scripts/test.sh runs it, or LIBREYOLO_DUCKDB_PYTHON=… cargo test -p libreyolo --features parquet --test sql -- --ignored"
-)]
-#[cfg_attr(not(feature = "parquet"), ignore = "needs the parquet feature (--features parquet)")]
+#[ignore = "needs DuckDB for Python (pip install duckdb) and --features parquet; scripts/test.sh runs it, or cargo test -p libreyolo --features parquet --test sql -- --ignored"]
 fn the_sql_files_find_the_job_views_stragglers_skews_steps_and_kernels() {
     let tmp = tempfile::tempdir().unwrap();
     let traces = traces_in("param_dlrm_v100_8rank");
@@ -177,11 +173,7 @@ fn the_sql_files_find_the_job_views_stragglers_skews_steps_and_kernels() {
 }
 
 #[test]
-#[cfg_attr(
-    feature = "parquet",
-    ignore = "needs DuckDB for Python (pip install duckdb); scripts/test.sh runs it, or LIBREYOLO_DUCKDB_PYTHON=… cargo test -p libreyolo --features parquet --test sql -- --ignored"
-)]
-#[cfg_attr(not(feature = "parquet"), ignore = "needs the parquet feature (--features parquet)")]
+#[ignore = "needs DuckDB for Python (pip install duckdb) and --features parquet; scripts/test.sh runs it, or cargo test -p libreyolo --features parquet --test sql -- --ignored"]
 fn the_sql_bus_bandwidth_is_the_collectives_view() {
     // The fixture with message sizes (A100, 2 ranks' allreduce and
     // broadcast; rank 0's trace).
