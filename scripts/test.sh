@@ -8,7 +8,10 @@
 #   - parity with LibreYOLO 1.6 (needs the parity venv, capture/parity/
 #     README.md): run with --parity, in CI, or when that venv already exists;
 #     --parity and CI set it up first (about 550 MB, reusing the torch venv's
-#     torch through a .pth file).
+#     torch through a .pth file);
+#   - the job questions as SQL (sql/) in DuckDB (needs its Python package;
+#     installed here into the torch venv, about 20 MB): run whenever it
+#     imports.
 # In CI (CI=true) all of them run, a missing prerequisite fails its test,
 # and a test still ignored for a missing prerequisite fails the run.
 # At the end: how many tests ran, and which stayed ignored and why.
@@ -17,7 +20,9 @@
 #
 # env: CI; LIBREYOLO_PARITY_PYTHON (a python with libreyolo==1.6.0, used as
 #      is), else the venv LIBREYOLO_PARITY_VENV (default
-#      /tmp/libreyolo-bench-venv) is used and, when asked, created.
+#      /tmp/libreyolo-bench-venv) is used and, when asked, created;
+#      LIBREYOLO_DUCKDB_PYTHON (a python with duckdb, used as is), else the
+#      torch venv's python, into which duckdb is installed.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -42,6 +47,21 @@ if ! command -v tmux >/dev/null 2>&1; then
 fi
 
 eval "$(scripts/setup-torch.sh)"
+
+# DuckDB for the SQL tests (app/tests/sql.rs finds it the same way): its
+# wheel is self-contained, so the torch venv takes it without more.
+duckdb_version=1.5.6
+export LIBREYOLO_DUCKDB_PYTHON="${LIBREYOLO_DUCKDB_PYTHON:-$VIRTUAL_ENV/bin/python}"
+has_duckdb() { "$LIBREYOLO_DUCKDB_PYTHON" -c "import duckdb" >/dev/null 2>&1; }
+if ! has_duckdb; then
+  if [[ "$LIBREYOLO_DUCKDB_PYTHON" == "$VIRTUAL_ENV/bin/python" ]]; then
+    log "installing duckdb==$duckdb_version into $VIRTUAL_ENV"
+    "$VIRTUAL_ENV/bin/python" -m pip install --disable-pip-version-check -q "duckdb==$duckdb_version" ||
+      log "could not install duckdb: the SQL tests stay ignored"
+  else
+    log "LIBREYOLO_DUCKDB_PYTHON=$LIBREYOLO_DUCKDB_PYTHON cannot import duckdb; not touching it"
+  fi
+fi
 
 # The LibreYOLO 1.6 parity venv: a venv of its own that sees the torch venv's
 # torch through a .pth file, so pip does not download torch again.
@@ -97,6 +117,9 @@ run main --workspace --features libreyolo/parquet --no-fail-fast
 if command -v tmux >/dev/null 2>&1 || (( ci )); then
   run tmux --workspace --features libreyolo/parquet --test explore_tmux --no-fail-fast -- --ignored
 fi
+if has_duckdb || (( ci )); then
+  run sql --workspace --features libreyolo/parquet --test sql --no-fail-fast -- --ignored
+fi
 if (( parity )); then
   run parity --workspace --features libreyolo/parquet --test parity --test loss_parity --no-fail-fast -- --ignored
 fi
@@ -114,7 +137,7 @@ for f in "$out"/*.log; do
 done
 ignored=$(count "$out/main.log" ignored)
 ran_later=0
-for f in "$out"/tmux.log "$out"/parity.log; do
+for f in "$out"/tmux.log "$out"/sql.log "$out"/parity.log; do
   if [[ -f "$f" ]]; then
     ran_later=$(( ran_later + $(count "$f" passed) + $(count "$f" failed) ))
   fi
@@ -123,7 +146,7 @@ ignored=$(( ignored - ran_later ))
 
 # The tests still ignored, with their reasons.
 sed -n 's/^test \(.*\) \.\.\. ignored\(, \(.*\)\)\{0,1\}$/\1\t\3/p' "$out/main.log" | sort -u > "$out/ignored.tsv"
-cat "$out"/tmux.log "$out"/parity.log 2>/dev/null | sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\)$/\1/p' | sort -u > "$out/ran_later.txt"
+cat "$out"/tmux.log "$out"/sql.log "$out"/parity.log 2>/dev/null | sed -n 's/^test \(.*\) \.\.\. \(ok\|FAILED\)$/\1/p' | sort -u > "$out/ran_later.txt"
 still="$(awk -F'\t' 'FILENAME == ARGV[1] { later[$1] = 1; next } !($1 in later) { print }' "$out/ran_later.txt" "$out/ignored.tsv")"
 
 echo
