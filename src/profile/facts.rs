@@ -6,11 +6,12 @@
 //! time, channels-last without convolutions, torch.compile on compiled
 //! code) is not one. Computed by [`crate::analysis::facts::of`]; data only.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The facts of one trace. Times are per step, shares are 0..1 of the
 /// kernel time (the sum of kernel durations, as `pct_of_gpu` is).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct TraceFacts {
     /// Matrix time (GEMM / convolution / attention kernels) by the number
@@ -46,7 +47,18 @@ pub struct TraceFacts {
 
 /// A number format of matrix work, narrowest first.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
+    Serialize,
+    JsonSchema,
+    Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -90,7 +102,7 @@ impl std::fmt::Display for Precision {
 }
 
 /// One format's part of the matrix time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PrecisionShare {
     pub precision: Precision,
@@ -100,7 +112,7 @@ pub struct PrecisionShare {
 }
 
 /// The layout convolutions ran in.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ConvLayout {
     /// Share of the convolution kernel time in NHWC (channels-last)
@@ -115,7 +127,7 @@ pub struct ConvLayout {
 }
 
 /// torch.compile's regions on the host.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CompiledRegions {
     /// The range counted (`Torch-Compiled Region`, `CompiledFunction`,
@@ -127,7 +139,7 @@ pub struct CompiledRegions {
 }
 
 /// The DataLoader's iterator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DataloaderKind {
     /// `_SingleProcessDataLoaderIter`: `num_workers=0`, loading in the loop.
@@ -137,7 +149,7 @@ pub enum DataloaderKind {
 }
 
 /// The attention implementation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionKind {
     /// softmax between batched matmuls, each its own kernels.
@@ -147,7 +159,7 @@ pub enum AttentionKind {
 }
 
 /// How attention is computed, with the kernel time of each kind.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct Attention {
     /// The kind with the most time.
     pub kind: AttentionKind,
@@ -159,7 +171,7 @@ pub struct Attention {
 }
 
 /// A kernel and its time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct NamedKernel {
     /// The kernel's label.

@@ -8,6 +8,7 @@
 //! missing value means.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -136,7 +137,7 @@ pub struct Profile {
 /// `profile.json` and in this order, so flattening writes them where they
 /// always were; a figure added here lands in both. `#[serde(default)]` keeps
 /// a missing key defaulted as before.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Figures {
     pub step_ms: f64,
@@ -168,7 +169,7 @@ pub struct Figures {
 /// launches, and how the phases were found. Flattened into [`Profile`] and
 /// the summary like [`Figures`]; these keys are contiguous in
 /// `profile.json` too, but not next to [`Figures`]'s, hence a second struct.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ExtraFigures {
     /// Communication kernels (NCCL/RCCL, …): time per step, the part not
@@ -203,14 +204,14 @@ pub struct ExtraFigures {
     pub host_in_ops_frac: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Window {
     pub wall_ms: f64,
     pub real_steps: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryRow {
     pub name: Category,
@@ -218,7 +219,7 @@ pub struct CategoryRow {
     pub ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PhaseRow {
     pub phase: String,
@@ -238,7 +239,7 @@ pub struct PhaseRow {
 
 /// Why the GPU waited: the idle time inside the steps, by cause
 /// (docs/analysis.md §12).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct IdleAccount {
     /// GPU idle time per step on the busiest device: the step minus the
@@ -276,6 +277,7 @@ impl IdleAccount {
     PartialOrd,
     Ord,
     Serialize,
+    JsonSchema,
     Deserialize,
     clap::ValueEnum,
 )]
@@ -348,7 +350,7 @@ impl std::fmt::Display for IdleCause {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct IdleCauseRow {
     pub cause: IdleCause,
     pub ms_per_step: f64,
@@ -367,7 +369,7 @@ pub struct IdleCauseRow {
     pub places: Vec<IdlePlace>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct IdlePlace {
     pub name: String,
     pub ms_per_step: f64,
@@ -380,7 +382,7 @@ pub struct IdlePlace {
     pub path: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct DeviceIdle {
     pub device: i64,
@@ -391,14 +393,14 @@ pub struct DeviceIdle {
     pub causes: Vec<IdleCauseRow>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PhaseGpuRow {
     pub phase: String,
     pub gpu_ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct KernelRow {
     /// Short, readable label.
@@ -415,7 +417,7 @@ pub struct KernelRow {
     pub achieved: Achieved,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct OpRow {
     pub op: String,
@@ -440,7 +442,7 @@ pub struct OpRow {
 /// (docs/analysis.md §13). Every figure is absent where the performance
 /// model priced none of the row's work; `pct_of_peak`, `lost_ms_per_step`
 /// and `roofline_bound` also where the device's peaks are unknown.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Achieved {
     /// The GPU time these rates are over: the kernels of priced calls.
@@ -471,7 +473,7 @@ impl Achieved {
 }
 
 /// Which roof limits the work: the arithmetic rate or the memory bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RooflineBound {
     Compute,
@@ -488,7 +490,7 @@ impl RooflineBound {
 }
 
 /// The efficiency account of a GPU trace (docs/analysis.md §13).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Efficiency {
     /// The device the peaks are those of, as the peak table names it;
@@ -526,7 +528,7 @@ pub struct Efficiency {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct MatrixEfficiency {
     /// The number format of the peak (`bf16`, `tf32`, …).
@@ -544,7 +546,7 @@ pub struct MatrixEfficiency {
     pub pct_of_matrix_time: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryEfficiency {
     pub category: Category,
@@ -552,7 +554,7 @@ pub struct CategoryEfficiency {
     pub achieved: Achieved,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct OpEfficiency {
     pub op: String,
@@ -565,7 +567,7 @@ pub struct OpEfficiency {
     pub achieved: Achieved,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct UnmodelledRow {
     /// The innermost CPU op above the launch; None: no CPU op (or no
@@ -574,7 +576,7 @@ pub struct UnmodelledRow {
     pub ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Attribution {
     /// "correlation": GPU events joined to their CPU launch by correlation id.
@@ -595,7 +597,7 @@ pub struct Attribution {
     pub passes: u8,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct DeviceRow {
     pub device: i64,
@@ -623,7 +625,7 @@ pub struct DeviceRow {
     pub comm_overlap_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StreamRow {
     pub device: i64,
@@ -689,7 +691,7 @@ impl Profile {
 pub use crate::trace::Distributed;
 
 /// The step model's findings (docs/analysis.md §14).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StepModelView {
     /// What the model covers per step (ms): from a step's start to the
@@ -720,7 +722,7 @@ pub struct StepModelView {
 }
 
 /// One part of the critical path.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PathShare {
     /// A kernel category, `memcpy / memset`, a host cause (`python`,
@@ -735,7 +737,7 @@ pub struct PathShare {
 }
 
 /// One what-if re-timed on the step model.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ScenarioRow {
     /// The `what-if` flags that ask for it.
@@ -796,7 +798,18 @@ pub struct LeadIn {
 
 /// What a [`LeadIn`] (and a straggler's reason) is.
 #[derive(
-    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    Serialize,
+    JsonSchema,
+    Deserialize,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum LeadKind {
@@ -809,7 +822,7 @@ pub enum LeadKind {
 /// One lever (docs/analysis.md §16): a change, the measured evidence it
 /// rests on, the trace facts that allow it, and what the step model says
 /// it saves.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct LeverRow {
     pub lever: LeverKind,
@@ -826,7 +839,7 @@ pub struct LeverRow {
 }
 
 /// One trace-health finding (docs/analysis.md §15).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct HealthRow {
     pub check: HealthCheck,
