@@ -244,3 +244,27 @@ fn the_readers_of_a_job() {
     let merged = out.path().join("job.json.gz");
     v.check("merge", &["merge", j, "-o", s(&merged)]);
 }
+
+#[test]
+fn the_capture_report() {
+    // `infer --json` and `run --json` print this report of the profile they
+    // wrote (their run needs libtorch: the reference captures stand in).
+    use libreyolo_core::input::{LoadOptions, load};
+    use libreyolo_core::lens::capture::Capture;
+    let v = Validator::new();
+    for (run, training) in [("infer_b1", false), ("infer_repeat3", false), ("train_b4", true)] {
+        let dir = fixtures().join("reference").join(run);
+        let p = load(&dir, LoadOptions::default()).unwrap().input.profile;
+        let report = if training {
+            Capture::training(&p, &dir.join("profile.json"))
+        } else {
+            Capture::inference(&p, &dir.join("profile.json"))
+        };
+        let doc: Value =
+            serde_json::from_str(&libreyolo_core::render::json(&report).unwrap()).unwrap();
+        assert_eq!(doc.as_object().unwrap().keys().next().unwrap(), "schema_version");
+        if let Some(e) = v.errors("capture", &doc) {
+            panic!("{run}: not a valid capture document:\n{e}");
+        }
+    }
+}
