@@ -47,18 +47,7 @@ pub struct TraceFacts {
 
 /// A number format of matrix work, narrowest first.
 #[derive(
-    Debug,
-    Clone,
-    Copy,
-    Default,
-    PartialEq,
-    Eq,
-    Hash,
-    PartialOrd,
-    Ord,
-    Serialize,
-    JsonSchema,
-    Deserialize,
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema, Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
