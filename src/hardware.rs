@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
 use regex::{Regex, RegexBuilder};
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
@@ -22,7 +23,7 @@ use crate::trace::DeviceProps;
 
 /// The number formats a device's peak is quoted for (in a profile:
 /// `efficiency.matrix.format`, named as [`PeakClass::as_str`] says).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum PeakClass {
     Fp64,

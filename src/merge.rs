@@ -26,6 +26,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
@@ -35,7 +36,7 @@ use crate::trace::event::skip_ws;
 use crate::trace::scan::Scanner;
 
 /// What was merged, for the text and `--json` outputs.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Merged {
     pub output: String,
     pub gzip: bool,
@@ -48,7 +49,7 @@ pub struct Merged {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct AlignedOn {
     pub group: String,
     /// Its position in the group, as `collectives` numbers it.
@@ -56,7 +57,7 @@ pub struct AlignedOn {
     pub collective: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct MergedRank {
     pub rank: u32,
     /// The process this rank is in the merged trace.

@@ -99,7 +99,7 @@ fn every_reader_answers_on_every_shared_trace() {
             * steps as f64;
         assert!(outermost <= op_count + 0.5, "{t}: {outermost} rows' calls of {op_count}");
         let names = json(&["get", t]);
-        assert!(names.as_array().unwrap().iter().any(|n| n == "gpu_util"));
+        assert!(names["metrics"].as_array().unwrap().iter().any(|n| n == "gpu_util"));
         let got = json(&["get", t, "kernels_per_step"]);
         assert_eq!(got["kernels_per_step"], s["kernels_per_step"]);
         let cmp = json(&["compare", t, t]);

@@ -2,14 +2,15 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValuesParser;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::lens::kernels::Sort;
 use crate::lens::tree::{By, Weight};
-use crate::render::Format;
 use crate::render::table::{CollectivesTable, MemoryTable};
+use crate::render::{Format, schema};
 
 /// Bounds of the count flags (docs/spec.md §1.1, §2.3.1): generous beyond
 /// any real capture, and checked by clap (exit 2) before anything is sized
@@ -160,7 +161,8 @@ pub enum ProfileCommand {
     Explore(ExploreArgs),
 }
 
-/// The commands that only read a profile; they run in the core.
+/// The commands that only read a profile (`schema`: the shapes of what
+/// they print); they run in the core.
 #[derive(Debug, Subcommand)]
 pub enum ReaderCommand {
     /// Headline figures, the verdict and the kernel mix (of rank traces: the job).
@@ -212,6 +214,13 @@ pub enum ReaderCommand {
     Memory(MemoryArgs),
     /// One Chrome trace of a whole job (Perfetto): each rank a process, clocks aligned on a collective.
     Merge(MergeArgs),
+    /// The JSON Schema of a `--json` document; without a name, the names.
+    ///
+    /// Every `--json` document starts with `schema_version` (MAJOR.MINOR):
+    /// a field added is a minor step, a field renamed, removed or retyped a
+    /// major one (docs/spec.md §3.4, CHANGELOG.md). The schemas are also
+    /// shipped as docs/schemas/NAME.json.
+    Schema(SchemaArgs),
 }
 
 #[derive(Debug, Clone, Args)]
@@ -356,6 +365,13 @@ pub struct MergeArgs {
     /// What was written, as JSON on stdout
     #[arg(long)]
     pub json: bool,
+}
+
+#[derive(Debug, Clone, Args)]
+pub struct SchemaArgs {
+    /// The document: the reader, and after a dash a form of it whose shape differs
+    #[arg(value_name = "NAME", value_parser = PossibleValuesParser::new(schema::names().map(|(n, _)| n)))]
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, Args)]

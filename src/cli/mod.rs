@@ -345,8 +345,8 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 lens::get::get(&input.profile, a.field.as_deref(), &a.trace.to_string_lossy())?;
             if a.json {
                 match &got {
-                    lens::get::Got::Names(n) => serde_json::to_string(n).unwrap_or_default(),
-                    lens::get::Got::Value(k, v) => serde_json::json!({ k: v }).to_string(),
+                    lens::get::Got::Names(n) => render::json(n)?,
+                    lens::get::Got::Value(m) => render::json(m)?,
                 }
             } else {
                 text::get(&got)
@@ -692,6 +692,13 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             }
             if a.json { render::json(&m)? } else { text::merge(&m) }
         }
+        ReaderCommand::Schema(a) => match &a.name {
+            Some(name) => render::schema::text(name)
+                .ok_or_else(|| Error::usage(format!("no document is named {name}")))?,
+            None => render::schema::names()
+                .map(|(name, command)| format!("{name:<12} {command}\n"))
+                .collect(),
+        },
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;

@@ -6,6 +6,7 @@
 
 use std::path::Path;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -13,7 +14,7 @@ use crate::profile::{Mode, Profile, Stages, Verdict};
 
 /// A capture's report: where its profile is and its headline figures.
 /// The JSON keys and their order are the `--json` output of the capture.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Capture {
     /// The profile written (`<project>/infer/profile.json`, or the repeat
     /// aggregate beside it).
@@ -30,7 +31,7 @@ pub struct Capture {
 }
 
 /// What a capture of one mode adds to its report.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 #[serde(untagged)]
 pub enum Detail {
     Inference(Inference),
@@ -38,7 +39,7 @@ pub enum Detail {
 }
 
 /// `profile infer`: latency percentiles and the stage split.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Inference {
     pub latency_p50_ms: f64,
     pub latency_p90_ms: f64,
@@ -52,7 +53,7 @@ pub struct Inference {
 }
 
 /// `profile run`: the step and how much of it waits on the loader.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Serialize, JsonSchema)]
 pub struct Training {
     pub bound: Verdict,
     pub bound_why: String,

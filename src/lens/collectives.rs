@@ -9,6 +9,7 @@
 //! itself pairs them. An NCCL kernel starts when its rank arrives and ends
 //! once every rank has, so a rank's wait is the last arrival minus its own.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::profile::ranks::RankSet;
@@ -38,7 +39,7 @@ pub struct RankCalls<'p> {
     pub calls: &'p [CollectiveCall],
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Collectives {
     pub ranks: Vec<u32>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -58,14 +59,14 @@ pub struct Collectives {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Group {
     pub group: String,
     /// (collective, count) in order of first appearance.
     pub counts: Vec<(String, usize)>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct RankWaits {
     pub rank: u32,
     /// Sum of this rank's waits over the matched collectives, ms.
@@ -79,7 +80,7 @@ pub struct RankWaits {
     pub comm_ms: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct Matched {
     pub group: String,
     /// Position in its group (0-based).
@@ -111,7 +112,7 @@ pub struct Matched {
     pub ranks: Vec<RankAt>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct RankAt {
     pub rank: u32,
     pub arrival_us: f64,

@@ -1,6 +1,7 @@
 //! `profile compare`: before → after, with the significance rule of docs/spec.md §4.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 pub use super::stats::{SINGLE_RUN, Significance, significance};
@@ -8,7 +9,7 @@ use crate::profile::{Mode, Profile, Verdict};
 use crate::util::round;
 
 /// Which way is better for a metric.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum Better {
     Higher,
@@ -31,6 +32,10 @@ pub enum Unit {
 }
 
 impl Unit {
+    /// Every unit, for the JSON Schema's list of symbols.
+    const ALL: [Unit; 6] =
+        [Unit::Count, Unit::Ms, Unit::MsPerStep, Unit::Mb, Unit::Percent, Unit::Fraction];
+
     pub fn symbol(self) -> &'static str {
         match self {
             Unit::Count => "",
@@ -55,7 +60,18 @@ impl Serialize for Unit {
     }
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+/// As it is serialized: one of the symbols.
+impl JsonSchema for Unit {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Unit".into()
+    }
+
+    fn json_schema(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        schemars::json_schema!({ "type": "string", "enum": Unit::ALL.map(Unit::symbol) })
+    }
+}
+
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct MetricDelta {
     /// A key of `get`'s metrics.
     pub metric: &'static str,
@@ -76,7 +92,7 @@ pub struct MetricDelta {
     pub significance: Significance,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "lowercase")]
 pub enum RowStatus {
     Faster,
@@ -86,7 +102,7 @@ pub enum RowStatus {
     Disappeared,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct RowDelta {
     pub name: String,
     pub before_ms: Option<f64>,
@@ -96,7 +112,7 @@ pub struct RowDelta {
     pub status: RowStatus,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Comparison {
     pub before: String,
     pub after: String,

@@ -4,6 +4,7 @@
 //! (`compare`'s 2·SE rule over the repeats) says the change is real; with
 //! single runs it cannot be decided.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::stats::significance;
@@ -23,7 +24,7 @@ pub struct GateSpec {
     pub text: String,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateUnit {
     /// Relative change, % of the before value.
@@ -35,7 +36,7 @@ pub enum GateUnit {
     Absolute,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum GateVerdict {
     Pass,
@@ -45,7 +46,7 @@ pub enum GateVerdict {
     Undecided,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Gate {
     pub gate: String,
     pub metric: String,

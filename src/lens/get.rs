@@ -1,5 +1,7 @@
 //! `profile get`: one metric, or the list of metric names.
 
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
+use serde::ser::{Serialize, SerializeMap, Serializer};
 use serde_json::Value;
 
 use crate::error::{Error, Result};
@@ -8,9 +10,47 @@ use crate::profile::{Profile, metrics};
 #[derive(Debug, Clone, PartialEq)]
 pub enum Got {
     /// Every metric name, sorted.
-    Names(Vec<String>),
+    Names(MetricNames),
     /// One metric.
-    Value(String, Value),
+    Value(Metric),
+}
+
+/// `get TRACE --json`: the metric names, sorted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, JsonSchema)]
+pub struct MetricNames {
+    pub metrics: Vec<String>,
+}
+
+/// `get TRACE FIELD --json`: the metric under its own name
+/// (`{"step_ms": 41.2}`), as scripts have read it since `get` has been.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Metric {
+    pub name: String,
+    pub value: Value,
+}
+
+impl Serialize for Metric {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(1))?;
+        m.serialize_entry(&self.name, &self.value)?;
+        m.end()
+    }
+}
+
+/// As it is serialized: one key, the metric's name; its value a number, a
+/// string (`bound`), a flag or `null` (not measured).
+impl JsonSchema for Metric {
+    fn schema_name() -> std::borrow::Cow<'static, str> {
+        "Metric".into()
+    }
+
+    fn json_schema(_: &mut SchemaGenerator) -> Schema {
+        json_schema!({
+            "description": "The metric under its own name: `{\"step_ms\": 41.2}`",
+            "type": "object",
+            "additionalProperties": { "type": ["number", "string", "boolean", "null"] },
+        })
+    }
 }
 
 /// `field = None` lists the names. An unknown field is a usage error that
@@ -21,12 +61,15 @@ pub fn get(p: &Profile, field: Option<&str>, input: &str) -> Result<Got> {
         None => {
             let mut names: Vec<String> = m.keys().cloned().collect();
             names.sort();
-            Ok(Got::Names(names))
+            Ok(Got::Names(MetricNames { metrics: names }))
         }
-        Some(f) => m.get(f).map(|v| Got::Value(f.to_string(), v.clone())).ok_or_else(|| {
-            Error::usage(format!(
-                "unknown metric '{f}'. run 'libreyolo profile get {input}' to list metrics."
-            ))
-        }),
+        Some(f) => m
+            .get(f)
+            .map(|v| Got::Value(Metric { name: f.to_string(), value: v.clone() }))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "unknown metric '{f}'. run 'libreyolo profile get {input}' to list metrics."
+                ))
+            }),
     }
 }

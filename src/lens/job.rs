@@ -15,6 +15,7 @@
 
 use std::collections::BTreeMap;
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::model::StepModel;
@@ -42,7 +43,7 @@ const MIN_MS: f64 = 0.01;
 /// Collectives named per straggler.
 const TOP_LATE_AT: usize = 4;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Job {
     /// `distributedInfo.world_size`, where the traces record it.
     pub world_size: Option<u32>,
@@ -75,7 +76,7 @@ pub struct Job {
 /// One rank's stretch of the path through the ranks (latest first): its
 /// time on the path, its largest parts, and the collective where the path
 /// leaves it for the rank it waited for there.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct PathLeg {
     pub rank: u32,
     pub ms_per_step: f64,
@@ -85,7 +86,7 @@ pub struct PathLeg {
 }
 
 /// Where the path crosses to another rank.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct LegWait {
     pub collective: String,
     pub group: String,
@@ -187,7 +188,7 @@ pub fn legs(
 /// Where the job's step goes: the rank whose step is the job's, its
 /// critical path's largest parts (its step model), and the collective it
 /// waits at longest, for whom, with that rank's own largest parts.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct JobPath {
     pub rank: u32,
     pub parts: Vec<PathShare>,
@@ -205,7 +206,7 @@ pub struct JobPath {
 pub const PATH_THROUGH_RANKS: usize = 64;
 
 /// The collective the slowest rank waits at longest.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct PathWait {
     pub collective: String,
     pub group: String,
@@ -258,7 +259,7 @@ fn job_path(set: &RankSet, matched: &Collectives, ranks: &[RankRow]) -> Option<J
     Some(JobPath { rank: slowest, parts, waits_at, through: Vec::new() })
 }
 
-#[derive(Debug, Clone, Copy, Serialize, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq, Eq)]
 #[serde(rename_all = "snake_case")]
 pub enum StragglerRule {
     Waits,
@@ -266,7 +267,7 @@ pub enum StragglerRule {
 }
 
 /// One rank, per step (ms).
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct RankRow {
     pub rank: u32,
     pub step_ms: f64,
@@ -290,7 +291,7 @@ pub struct RankRow {
     pub wait_caused_ms: Option<f64>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Straggler {
     pub rank: u32,
     /// The other ranks' waits for it at collectives, summed, per step
@@ -323,7 +324,7 @@ pub struct Straggler {
 }
 
 /// Collectives of one kind a straggler arrived last at.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct LateAt {
     pub group: String,
     pub collective: String,
@@ -333,7 +334,7 @@ pub struct LateAt {
 }
 
 /// A reason a straggler is late: a kernel's time, or idle time of a cause.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Why {
     pub name: String,
     pub kind: LeadKind,
@@ -341,7 +342,7 @@ pub struct Why {
 }
 
 /// A phase and its time per step above the median rank's.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Extra {
     pub name: String,
     pub extra_ms: f64,
@@ -625,7 +626,7 @@ fn pad(values: &[f64], n: f64) -> Vec<f64> {
 
 /// Two runs of a distributed job, before → after: the job's figures and
 /// each rank's step.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct JobComparison {
     pub before: String,
     pub after: String,
@@ -641,7 +642,7 @@ pub struct JobComparison {
 
 /// One rank's step before and after (None: the rank is on one side only),
 /// and the wait it caused the others per step at collectives.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct RankDelta {
     pub rank: u32,
     pub before_ms: Option<f64>,

@@ -1,13 +1,14 @@
 //! `profile kernels`: individual GPU kernels, filtered and sorted.
 
 use regex::{Regex, RegexBuilder};
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::phases::check_phase;
 use crate::error::{Error, Result};
 use crate::profile::{Category, KernelRow, Profile};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Sort {
     #[default]
@@ -75,7 +76,7 @@ pub fn sort_rows<T>(
 }
 
 /// The filters of the `kernels` command (and of the explorer's pane).
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct KernelQuery {
     /// Rows to return; `None` returns every match.
     pub top: Option<usize>,
@@ -88,7 +89,7 @@ pub struct KernelQuery {
     pub phase: Option<String>,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Kernels {
     pub trace: Option<String>,
     /// Why there is no table: the profile has no kernels at all (a CPU
@@ -219,7 +220,7 @@ pub fn phase_split(p: &Profile, raw_name: &str) -> Vec<(String, KernelRow)> {
 /// (docs/spec.md §7). The row's figures are the mean over the ranks (a rank
 /// without the kernel counts 0), so the table reads like one rank's; the
 /// spread says which rank spends the most in it, where a straggler shows.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct JobKernels {
     pub ranks: Vec<u32>,
     pub query: KernelQuery,
@@ -228,7 +229,7 @@ pub struct JobKernels {
     pub kernels: Vec<JobKernelRow>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
 pub struct JobKernelRow {
     /// Mean over the ranks, per step.
     #[serde(flatten)]

@@ -4,6 +4,7 @@
 //! `[memory]` events); this lens only hands it on, so the command and the
 //! explorer's pane show the same figures.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::profile::{DeviceMemory, Profile};
@@ -11,7 +12,7 @@ use crate::profile::{DeviceMemory, Profile};
 /// Said instead of a table when the profile holds no memory timeline.
 pub const NO_MEMORY: &str = "no memory events in this trace: record with profile_memory=True (torch.profiler) to see allocated and reserved memory";
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Memory {
     pub trace: Option<String>,
     /// The window's wall time, the span the series covers.

@@ -4,6 +4,7 @@
 //! by path: a backward op already sits under its forward op's modules, so
 //! one row holds a module's forward and backward time.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernels::compile_grep;
@@ -13,7 +14,7 @@ use crate::error::{Error, Result};
 use crate::profile::{NodeKind, Profile};
 use crate::util::round;
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct ModulesQuery {
     /// Levels below the top modules to show (None: all).
     pub depth: Option<usize>,
@@ -30,7 +31,7 @@ impl Default for ModulesQuery {
 }
 
 /// One module (or annotation) at its place in the model.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct ModuleRow {
     pub depth: usize,
     pub kind: NodeKind,
@@ -57,7 +58,7 @@ pub struct ModuleRow {
     pub pct_of_cpu: f64,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Modules {
     pub trace: Option<String>,
     pub query: ModulesQuery,

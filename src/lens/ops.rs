@@ -3,6 +3,7 @@
 //! launched inside them (docs/analysis.md §17), with the performance
 //! model's account of their GPU work where it priced them.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernels::{Sort, compile_grep, efficiency_notes, sort_rows};
@@ -10,7 +11,7 @@ use super::phases::check_phase;
 use crate::error::Result;
 use crate::profile::{OpRow, Profile};
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct OpQuery {
     pub top: Option<usize>,
     pub phase: Option<String>,
@@ -19,7 +20,7 @@ pub struct OpQuery {
     pub sort: Sort,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Ops {
     pub trace: Option<String>,
     pub query: OpQuery,

@@ -1,11 +1,12 @@
 //! `profile phases`: per-phase GPU time, wall time, kernels and ops.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 use crate::profile::{PhaseRow, Profile};
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Phases {
     pub trace: Option<String>,
     pub phases: Vec<PhaseRow>,

@@ -1,9 +1,10 @@
 //! The significance call of two measured sides (docs/spec.md §4): shared
 //! by `compare` and its `--fail-on` gates.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Significance {
     pub n: [u32; 2],
     pub std: [Option<f64>; 2],

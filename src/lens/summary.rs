@@ -1,5 +1,6 @@
 //! `profile summary`: the headline figures and the verdict.
 
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::profile::{
@@ -14,7 +15,7 @@ use crate::profile::{
 /// top-level keys in `profile.json`'s order; what is listed here is either
 /// derived (`mode`, `trustworthy`, `steps`, `contended`, `img_per_s_n`) or
 /// a field that is not next to the others in [`Profile`].
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct Summary {
     pub trace: Option<String>,
     pub mode: Mode,
@@ -92,7 +93,7 @@ pub const OUTLIER_RATIO: f64 = 1.5;
 /// The window's step times: every step in time order, their spread, and
 /// the outliers (a step [`OUTLIER_RATIO`]× slower or faster than the median:
 /// a GC pause, a checkpoint, a recompile, a busy machine).
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct StepSpread {
     pub min_ms: f64,
     pub median_ms: f64,

@@ -2,6 +2,7 @@
 //! or bottom-up, by module, Python frame or op.
 
 use rustc_hash::FxHashMap as HashMap;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernels::compile_grep;
@@ -12,7 +13,7 @@ use crate::util::round;
 
 /// Which host records the tree shows: the others are see-through, what
 /// they enclosed is under their nearest shown ancestor.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, JsonSchema, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum By {
     /// Annotations, `nn.Module`s and ops.
@@ -42,7 +43,7 @@ impl By {
     }
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct TreeQuery {
     pub by: By,
     pub phase: Option<String>,
@@ -71,7 +72,7 @@ impl Default for TreeQuery {
 }
 
 /// One row: a node of the view at its depth.
-#[derive(Debug, Clone, Default, PartialEq, Serialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, JsonSchema)]
 pub struct TreeRow {
     pub depth: usize,
     pub kind: NodeKind,
@@ -88,7 +89,7 @@ pub struct TreeRow {
     pub tflops: Option<f64>,
 }
 
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 pub struct Tree {
     pub trace: Option<String>,
     pub query: TreeQuery,

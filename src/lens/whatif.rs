@@ -5,6 +5,7 @@
 
 use regex::Regex;
 use rustc_hash::FxHashMap as HashMap;
+use schemars::JsonSchema;
 use serde::Serialize;
 
 use crate::analysis::model::host::HostCause;
@@ -55,7 +56,7 @@ impl Request {
 }
 
 /// Where the projection comes from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum Model {
     /// The trace's step model, re-timed now.
@@ -64,14 +65,14 @@ pub enum Model {
     Stored,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct NowProjected {
     pub now: Option<f64>,
     pub projected: Option<f64>,
 }
 
 /// One what-if's answer.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct WhatIf {
     pub trace: Option<String>,
     /// The change, as the flags that ask for it.
@@ -95,7 +96,7 @@ pub struct WhatIf {
 }
 
 /// `what-if --all`: the standard changes, largest saving first.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct WhatIfAll {
     pub trace: Option<String>,
     pub step_ms: f64,
@@ -548,7 +549,7 @@ fn projected_img_per_s(p: &Profile, step: f64, projected: f64) -> Option<f64> {
 
 /// A rank set's what-if, re-timed on the ranks' joined step models: one
 /// rank's lateness at the collectives removed, or a change on every rank.
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct JobWhatIf {
     /// The change's flags: `--straggler N`, or a change made on every rank.
     pub scenario: String,
@@ -569,7 +570,7 @@ pub struct JobWhatIf {
     pub caveat: String,
 }
 
-#[derive(Debug, Clone, Serialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
 pub struct RankProjection {
     pub rank: u32,
     pub step_ms: f64,

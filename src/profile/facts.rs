@@ -6,11 +6,12 @@
 //! time, channels-last without convolutions, torch.compile on compiled
 //! code) is not one. Computed by [`crate::analysis::facts::of`]; data only.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The facts of one trace. Times are per step, shares are 0..1 of the
 /// kernel time (the sum of kernel durations, as `pct_of_gpu` is).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct TraceFacts {
     /// Matrix time (GEMM / convolution / attention kernels) by the number
@@ -51,7 +52,7 @@ pub struct TraceFacts {
 /// The chains of two or more memory-bound kernels (elementwise, one at
 /// least; normalisation, copies) that a stream runs between two matrix
 /// kernels (docs/analysis.md §16).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct FusableChains {
     pub count_per_step: f64,
@@ -66,7 +67,7 @@ pub struct FusableChains {
 
 /// One sequence of kernels, wherever a stream runs it between matrix
 /// kernels.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct FusableChain {
     /// The innermost op around each kernel's launch, in order (empty
@@ -93,7 +94,7 @@ impl FusableChain {
 
 /// A number format of matrix work, narrowest first.
 #[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize,
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, JsonSchema, Deserialize,
 )]
 #[serde(rename_all = "lowercase")]
 pub enum Precision {
@@ -137,7 +138,7 @@ impl std::fmt::Display for Precision {
 }
 
 /// One format's part of the matrix time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PrecisionShare {
     pub precision: Precision,
@@ -147,7 +148,7 @@ pub struct PrecisionShare {
 }
 
 /// The layout convolutions ran in.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ConvLayout {
     /// Share of the convolution kernel time in NHWC (channels-last)
@@ -162,7 +163,7 @@ pub struct ConvLayout {
 }
 
 /// torch.compile's regions on the host.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CompiledRegions {
     /// The range counted (`Torch-Compiled Region`, `CompiledFunction`,
@@ -174,7 +175,7 @@ pub struct CompiledRegions {
 }
 
 /// The DataLoader's iterator.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum DataloaderKind {
     /// `_SingleProcessDataLoaderIter`: `num_workers=0`, loading in the loop.
@@ -184,7 +185,7 @@ pub enum DataloaderKind {
 }
 
 /// The attention implementation.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum AttentionKind {
     /// softmax between batched matmuls, each its own kernels.
@@ -194,7 +195,7 @@ pub enum AttentionKind {
 }
 
 /// How attention is computed, with the kernel time of each kind.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct Attention {
     /// The kind with the most time.
     pub kind: AttentionKind,
@@ -206,7 +207,7 @@ pub struct Attention {
 }
 
 /// A kernel and its time.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct NamedKernel {
     /// The kernel's label.

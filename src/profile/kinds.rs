@@ -4,6 +4,7 @@
 //! bytes; a verdict or category another writer named is kept as written
 //! (`Named`), so such a file still loads and prints as before.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Deserializer, Serialize};
 
 /// A named value as `profile.json` holds it: each variant with its one
@@ -13,7 +14,7 @@ use serde::{Deserialize, Deserializer, Serialize};
 macro_rules! named_values {
     ($(#[$meta:meta])* $name:ident { $($(#[$vmeta:meta])* $variant:ident = $text:literal,)+ }) => {
         $(#[$meta])*
-        #[derive(Debug, Clone, Serialize, Deserialize)]
+        #[derive(Debug, Clone, Serialize, Deserialize, JsonSchema)]
         pub enum $name {
             $($(#[$vmeta])* #[serde(rename = $text)] $variant,)+
             /// A name another writer used, kept as written (empty: none).
@@ -117,7 +118,7 @@ impl Verdict {
 }
 
 /// What a profile measures, decided from its content.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     Training,

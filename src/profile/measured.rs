@@ -6,6 +6,7 @@
 use std::path::Path;
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -47,7 +48,7 @@ pub struct Measurements {
 }
 
 /// Latency percentiles a capture timed itself.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Latency {
     pub p50_ms: f64,
@@ -60,7 +61,7 @@ pub struct Latency {
 }
 
 /// Wall time per inference stage, as the capture timed it.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Stages {
     pub preprocess: Option<f64>,
@@ -73,7 +74,7 @@ pub struct Stages {
 /// (its keys in their order, and any key a writer adds), so it is written
 /// back byte for byte; read through the accessors below, which name each
 /// key once.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(transparent)]
 pub struct RunConfig(Map<String, Value>);
 

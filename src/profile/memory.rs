@@ -2,10 +2,11 @@
 //! device (docs/profile-schema.md §2, docs/analysis.md §9). Optional, so
 //! profiles written before it still load.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// One device's memory over the window, from the trace's `[memory]` events.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct DeviceMemory {
     /// `cuda:0`, `hip:0`, `cpu`, … (PyTorch's device type and index).
@@ -36,7 +37,7 @@ pub struct DeviceMemory {
 }
 
 /// Peak memory of one phase.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PhaseMemory {
     pub phase: String,

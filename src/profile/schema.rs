@@ -8,6 +8,7 @@
 //! missing value means.
 
 use indexmap::IndexMap;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
@@ -136,7 +137,7 @@ pub struct Profile {
 /// `profile.json` and in this order, so flattening writes them where they
 /// always were; a figure added here lands in both. `#[serde(default)]` keeps
 /// a missing key defaulted as before.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Figures {
     pub step_ms: f64,
@@ -168,7 +169,7 @@ pub struct Figures {
 /// launches, and how the phases were found. Flattened into [`Profile`] and
 /// the summary like [`Figures`]; these keys are contiguous in
 /// `profile.json` too, but not next to [`Figures`]'s, hence a second struct.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ExtraFigures {
     /// Communication kernels (NCCL/RCCL, …): time per step, the part not
@@ -203,14 +204,14 @@ pub struct ExtraFigures {
     pub host_in_ops_frac: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Window {
     pub wall_ms: f64,
     pub real_steps: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryRow {
     pub name: Category,
@@ -218,7 +219,7 @@ pub struct CategoryRow {
     pub ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PhaseRow {
     pub phase: String,
@@ -238,7 +239,7 @@ pub struct PhaseRow {
 
 /// Why the GPU waited: the idle time inside the steps, by cause
 /// (docs/analysis.md §12).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct IdleAccount {
     /// GPU idle time per step on the busiest device: the step minus the
@@ -276,6 +277,7 @@ impl IdleAccount {
     PartialOrd,
     Ord,
     Serialize,
+    JsonSchema,
     Deserialize,
     clap::ValueEnum,
 )]
@@ -348,7 +350,7 @@ impl std::fmt::Display for IdleCause {
     }
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct IdleCauseRow {
     pub cause: IdleCause,
     pub ms_per_step: f64,
@@ -367,7 +369,7 @@ pub struct IdleCauseRow {
     pub places: Vec<IdlePlace>,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]
 pub struct IdlePlace {
     pub name: String,
     pub ms_per_step: f64,
@@ -380,7 +382,7 @@ pub struct IdlePlace {
     pub path: bool,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct DeviceIdle {
     pub device: i64,
@@ -391,14 +393,14 @@ pub struct DeviceIdle {
     pub causes: Vec<IdleCauseRow>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PhaseGpuRow {
     pub phase: String,
     pub gpu_ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct KernelRow {
     /// Short, readable label.
@@ -415,7 +417,7 @@ pub struct KernelRow {
     pub achieved: Achieved,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct OpRow {
     pub op: String,
@@ -440,7 +442,7 @@ pub struct OpRow {
 /// (docs/analysis.md §13). Every figure is absent where the performance
 /// model priced none of the row's work; `pct_of_peak`, `lost_ms_per_step`
 /// and `roofline_bound` also where the device's peaks are unknown.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Achieved {
     /// The GPU time these rates are over: the kernels of priced calls.
@@ -471,7 +473,7 @@ impl Achieved {
 }
 
 /// Which roof limits the work: the arithmetic rate or the memory bandwidth.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RooflineBound {
     Compute,
@@ -488,7 +490,7 @@ impl RooflineBound {
 }
 
 /// The efficiency account of a GPU trace (docs/analysis.md §13).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Efficiency {
     /// The device the peaks are those of, as the peak table names it;
@@ -531,7 +533,7 @@ pub struct Efficiency {
     pub notes: Vec<String>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct MatrixEfficiency {
     /// The number format of the peak (`bf16`, `tf32`, …).
@@ -549,7 +551,7 @@ pub struct MatrixEfficiency {
     pub pct_of_matrix_time: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct CategoryEfficiency {
     pub category: Category,
@@ -557,7 +559,7 @@ pub struct CategoryEfficiency {
     pub achieved: Achieved,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct OpEfficiency {
     pub op: String,
@@ -571,7 +573,7 @@ pub struct OpEfficiency {
 }
 
 /// A kernel category's time that no priced op accounts for.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct UnpricedCategory {
     pub category: Category,
@@ -580,7 +582,7 @@ pub struct UnpricedCategory {
     pub pct_of_category: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct UnmodelledRow {
     /// The innermost CPU op above the launch; None: no CPU op (or no
@@ -589,7 +591,7 @@ pub struct UnmodelledRow {
     pub ms_per_step: f64,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct Attribution {
     /// "correlation": GPU events joined to their CPU launch by correlation id.
@@ -610,7 +612,7 @@ pub struct Attribution {
     pub passes: u8,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct DeviceRow {
     pub device: i64,
@@ -638,7 +640,7 @@ pub struct DeviceRow {
     pub comm_overlap_pct: Option<f64>,
 }
 
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StreamRow {
     pub device: i64,
@@ -704,7 +706,7 @@ impl Profile {
 pub use crate::trace::Distributed;
 
 /// The step model's findings (docs/analysis.md §14).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StepModelView {
     /// What the model covers per step (ms): from a step's start to the
@@ -735,7 +737,7 @@ pub struct StepModelView {
 }
 
 /// One part of the critical path.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct PathShare {
     /// A kernel category, `memcpy / memset`, a host cause (`python`,
@@ -750,7 +752,7 @@ pub struct PathShare {
 }
 
 /// One what-if re-timed on the step model.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct ScenarioRow {
     /// The `what-if` flags that ask for it.
@@ -811,7 +813,18 @@ pub struct LeadIn {
 
 /// What a [`LeadIn`] (and a straggler's reason) is.
 #[derive(
-    Debug, Clone, Copy, Default, Serialize, Deserialize, PartialEq, Eq, Hash, PartialOrd, Ord,
+    Debug,
+    Clone,
+    Copy,
+    Default,
+    Serialize,
+    JsonSchema,
+    Deserialize,
+    PartialEq,
+    Eq,
+    Hash,
+    PartialOrd,
+    Ord,
 )]
 #[serde(rename_all = "snake_case")]
 pub enum LeadKind {
@@ -824,7 +837,7 @@ pub enum LeadKind {
 /// One lever (docs/analysis.md §16): a change, the measured evidence it
 /// rests on, the trace facts that allow it, and what the step model says
 /// it saves.
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct LeverRow {
     pub lever: LeverKind,
@@ -841,7 +854,7 @@ pub struct LeverRow {
 }
 
 /// One trace-health finding (docs/analysis.md §15).
-#[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq)]
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct HealthRow {
     pub check: HealthCheck,

@@ -3,10 +3,11 @@
 //! to the kernels each launched, with CPU and GPU time per step. Data only:
 //! [`crate::analysis::calltree`] builds it, [`crate::lens::tree`] views it.
 
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// What a node of the tree is.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, JsonSchema, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum NodeKind {
     /// The phase its records were placed in (a root).

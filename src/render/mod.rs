@@ -1,18 +1,19 @@
-//! Printing lens results: `text` for people, `json` for scripts, `table`
-//! for Markdown and CSV (`doc` where the result is several tables and
-//! prose), `flame` for the tree's stacks and flame graph. All take the lens structs as they are; none
+//! Printing lens results: `text` for people, `json` for scripts (`schema`:
+//! the JSON Schemas of its documents), `table` for Markdown and CSV (`doc`
+//! where the result is several tables and prose), `flame` for the tree's
+//! stacks and flame graph. All take the lens structs as they are; none
 //! computes a figure of its own.
 
 pub mod doc;
 pub mod flame;
+pub mod json;
+pub mod schema;
 pub mod table;
 pub mod text;
 
+pub use json::json;
+
 use std::borrow::Cow;
-
-use serde::Serialize;
-
-use crate::error::{Error, Result};
 
 /// What a reader prints on stdout (`--format`; docs/spec.md §3).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -38,12 +39,6 @@ impl Format {
             Format::Csv => "csv",
         }
     }
-}
-
-/// Pretty JSON of any lens result.
-pub fn json<T: Serialize>(value: &T) -> Result<String> {
-    serde_json::to_string_pretty(value)
-        .map_err(|e| Error::failed(format!("cannot encode JSON: {e}")).caused_by(e))
 }
 
 /// Text safe to print on a terminal: control characters (ESC sequences, a

@@ -358,12 +358,12 @@ pub fn get(g: &Got) -> String {
     match g {
         Got::Names(names) => {
             let mut o = String::from("available metrics:\n");
-            for n in names {
+            for n in &names.metrics {
                 let _ = writeln!(o, "  {n}");
             }
             o
         }
-        Got::Value(_, v) => format!("{}\n", scalar(v)),
+        Got::Value(m) => format!("{}\n", scalar(&m.value)),
     }
 }
 
