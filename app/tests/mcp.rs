@@ -172,6 +172,19 @@ fn every_tool_answers_what_the_command_line_prints() {
         assert!(props.values().all(|p| p["description"].is_string()), "every parameter said: {t}");
         assert!(!t["description"].as_str().unwrap().is_empty(), "{t}");
         assert_eq!(t["annotations"]["readOnlyHint"], true, "{t}");
+        assert_eq!(t["outputSchema"]["type"], "object", "an output schema: {t}");
+    }
+    // Each tool's output schema, compiled: every answer's structured copy
+    // must satisfy it.
+    let mut compiled = boon::Schemas::new();
+    let mut compiler = boon::Compiler::new();
+    let mut output: std::collections::HashMap<String, boon::SchemaIndex> = Default::default();
+    for t in tools {
+        let name = t["name"].as_str().unwrap();
+        let url = format!("file:///tools/{name}.json");
+        compiler.add_resource(&url, t["outputSchema"].clone()).unwrap();
+        let i = compiler.compile(&url, &mut compiled).unwrap_or_else(|e| panic!("{name}: {e}"));
+        output.insert(name.to_string(), i);
     }
 
     // Each call beside the command line it stands for, on the same files:
@@ -225,7 +238,12 @@ fn every_tool_answers_what_the_command_line_prints() {
         ("what-if", json!({ "path": JOB }), vec![abs(JOB)]),
     ];
     for (tool, arguments, cli) in cases {
+        let result = server.call(tool, arguments.clone());
         let got = server.answer(tool, arguments.clone());
+        assert_eq!(result["structuredContent"], got, "{tool}: the structured copy is the text");
+        if let Err(e) = compiled.validate(&got, output[tool]) {
+            panic!("{tool} {arguments}: not its output schema: {e:#}");
+        }
         let mut argv = vec!["profile".to_string(), tool.to_string()];
         argv.extend(cli);
         argv.push("--json".into());

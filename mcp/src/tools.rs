@@ -30,11 +30,24 @@ pub trait Params: Serialize + Send + 'static {
     const AFTER: &[&str] = &[];
 }
 
-/// The JSON Schema of a tool's output (its reader's `--json` document),
-/// given to clients with the tool and the structured copy of each answer.
-/// The one place a reader's output schema is attached; none yet.
-pub fn output_schema(_tool: &str) -> Option<Arc<JsonObject>> {
-    None
+/// The JSON Schema of a tool's output (its reader's `--json` document,
+/// any of its shapes: docs/schemas/), given to clients with the tool and
+/// the structured copy of each answer.
+pub fn output_schema(tool: &str) -> Option<Arc<JsonObject>> {
+    let documents: &[&str] = match tool {
+        "summary" => &["summary", "summary-job"],
+        "get" => &["get", "get-names"],
+        "kernels" => &["kernels", "kernels-job"],
+        "compare" => &["compare", "compare-job"],
+        "what-if" => &["what-if", "what-if-all", "what-if-job"],
+        "phases" | "ops" | "tree" | "modules" | "memory" | "collectives" => &[tool],
+        _ => return None,
+    };
+    let title = format!("libreyolo profile {tool} --json");
+    match libreyolo_core::render::schema::any_of(&title, documents)? {
+        serde_json::Value::Object(o) => Some(Arc::new(o)),
+        _ => None,
+    }
 }
 
 /// The reader command of a call of `tool` (a reader's name) with `params`,

@@ -75,6 +75,47 @@ pub fn text(name: &str) -> Option<String> {
     schema(name).map(|s| format!("{s:#}\n"))
 }
 
+/// One schema any of the documents `names` satisfies (a tool that prints
+/// one of several shapes: `summary` of a trace or of a job): their bodies
+/// under `anyOf`, their definitions merged at the root, where `$ref`s
+/// look. None: a name unknown, or two documents defining one name two
+/// ways.
+pub fn any_of(title: &str, names: &[&str]) -> Option<Value> {
+    let mut defs = Map::new();
+    let mut bodies = Vec::new();
+    let mut meta = None;
+    for name in names {
+        let Value::Object(mut s) = schema(name)? else { return None };
+        meta = s.remove("$schema").or(meta);
+        if let Some(Value::Object(d)) = s.remove("$defs") {
+            for (k, v) in d {
+                match defs.get(&k) {
+                    Some(seen) if *seen != v => return None,
+                    _ => {
+                        defs.insert(k, v);
+                    }
+                }
+            }
+        }
+        bodies.push(Value::Object(s));
+    }
+    let mut out = Map::new();
+    out.extend(meta.map(|m| ("$schema".to_string(), m)));
+    out.insert("title".into(), title.into());
+    if bodies.len() == 1 {
+        let Some(Value::Object(body)) = bodies.pop() else { return None };
+        out.extend(body.into_iter().filter(|(k, _)| k != "title"));
+    } else {
+        // MCP wants an object at the top: every body is one.
+        out.insert("type".into(), "object".into());
+        out.insert("anyOf".into(), bodies.into());
+    }
+    if !defs.is_empty() {
+        out.insert("$defs".into(), Value::Object(defs));
+    }
+    Some(Value::Object(out))
+}
+
 /// `$schema`, the title naming the command, then the generated schema.
 fn titled(d: &Document) -> Value {
     let mut generated = (d.schema)();
