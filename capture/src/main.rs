@@ -6,7 +6,7 @@
 use std::ffi::OsString;
 use std::process::ExitCode;
 
-use libreyolo_core::cli::{self, ProfileCommand};
+use libreyolo_core::cli::{self, Command, ProfileCommand};
 use libreyolo_core::error::{Error, Result};
 
 fn main() -> ExitCode {
@@ -29,8 +29,10 @@ fn run() -> Result<()> {
         Error::failed(format!("cannot install the signal handler: {e}")).caused_by(e)
     })?;
     match cli::parse(&args)?.map(|p| p.command) {
-        Some(ProfileCommand::Infer(a)) => cli::print_stdout(&libreyolo_capture::infer(&a)?),
-        Some(ProfileCommand::Run(a)) => {
+        Some(Command::Profile(ProfileCommand::Infer(a))) => {
+            cli::print_stdout(&libreyolo_capture::infer(&a)?)
+        }
+        Some(Command::Profile(ProfileCommand::Run(a))) => {
             libreyolo_capture::heap::keep_freed_memory();
             cli::print_stdout(&libreyolo_capture::train::run(&a)?)
         }

@@ -45,7 +45,7 @@ pub fn output_schema(tool: &str) -> Option<Arc<JsonObject>> {
     };
     let title = format!("libreyolo profile {tool} --json");
     match libreyolo_core::render::schema::any_of(&title, documents)? {
-        serde_json::Value::Object(o) => Some(Arc::new(o)),
+        Value::Object(o) => Some(Arc::new(o)),
         _ => None,
     }
 }

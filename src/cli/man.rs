@@ -138,6 +138,13 @@ pub const EXAMPLES: &[(&str, &[(&str, &str)])] = &[
         &[("One Perfetto trace of a whole job", "libreyolo profile merge ranks/ -o job.json.gz")],
     ),
     ("profile explore", &[("The interactive explorer", "libreyolo profile explore trace.json.gz")]),
+    (
+        "profile schema",
+        &[
+            ("The JSON documents and the commands that print them", "libreyolo profile schema"),
+            ("The schema of summary --json", "libreyolo profile schema summary"),
+        ],
+    ),
     ("completions", &[("Bash completions for this user", "libreyolo completions bash")]),
     (
         "mcp",
