@@ -109,9 +109,7 @@ impl Server {
     /// Calls a tool that must succeed: its JSON document.
     fn answer(&mut self, tool: &str, arguments: Value) -> Value {
         let r = self.call(tool, arguments.clone());
-        assert_eq!(r["isError"], false, "{tool} {arguments}: {r}");
-        let text = r["content"][0]["text"].as_str().unwrap();
-        serde_json::from_str(text).unwrap_or_else(|e| panic!("{tool}: not JSON ({e}): {text}"))
+        document(tool, &arguments, &r)
     }
 
     /// Calls a tool that must fail: its message.
@@ -120,6 +118,13 @@ impl Server {
         assert_eq!(r["isError"], true, "{tool} {arguments}: {r}");
         r["content"][0]["text"].as_str().unwrap().to_string()
     }
+}
+
+/// A successful result's JSON document (its text).
+fn document(tool: &str, arguments: &Value, r: &Value) -> Value {
+    assert_eq!(r["isError"], false, "{tool} {arguments}: {r}");
+    let text = r["content"][0]["text"].as_str().unwrap();
+    serde_json::from_str(text).unwrap_or_else(|e| panic!("{tool}: not JSON ({e}): {text}"))
 }
 
 impl Drop for Server {
@@ -239,7 +244,7 @@ fn every_tool_answers_what_the_command_line_prints() {
     ];
     for (tool, arguments, cli) in cases {
         let result = server.call(tool, arguments.clone());
-        let got = server.answer(tool, arguments.clone());
+        let got = document(tool, &arguments, &result);
         assert_eq!(result["structuredContent"], got, "{tool}: the structured copy is the text");
         if let Err(e) = compiled.validate(&got, output[tool]) {
             panic!("{tool} {arguments}: not its output schema: {e:#}");
