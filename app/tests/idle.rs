@@ -129,6 +129,21 @@ fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
             "{}: phases' idle {by_phase} vs {got}",
             path.display()
         );
+        // No phase idles longer than it lasts: a gap across a phase
+        // boundary is charged to each side (each figure rounded to the µs).
+        for p in phases["phases"].as_array().unwrap() {
+            let (Some(idle), Some(wall)) =
+                (p["idle_ms_per_step"].as_f64(), p["wall_ms_per_step"].as_f64())
+            else {
+                continue;
+            };
+            assert!(
+                idle <= wall + 0.002,
+                "{}: phase {} idles {idle} ms of its {wall} ms",
+                path.display(),
+                p["phase"]
+            );
+        }
         // `get` has the same figures.
         let got_metric = json(&["get", path.to_str().unwrap(), "idle_ms"]);
         assert_eq!(got_metric["idle_ms"], account["ms_per_step"], "{}", path.display());

@@ -908,7 +908,16 @@ fn explain_gap(
     tally: &mut Tally,
     windows: &mut Vec<Window>,
 ) {
-    let phase = a.ranges.gpu_phase_by_time(device, g0);
+    // Charged to each phase the stretch crosses, so no phase's idle time
+    // exceeds its wall time.
+    let mut charge = |cause: IdleCause, place: Place, (mut t, end): (i64, i64)| {
+        while t < end {
+            let (phase, until) = a.ranges.gpu_phase_span(device, t);
+            let t1 = until.min(end);
+            tally.add(cause, place, gap, phase, t1 - t);
+            t = t1;
+        }
+    };
     // The kernels that end the gap; the one launched last was waited for.
     // (Searched from the last gap's: a binary search over the device's
     // kernels, two loads a probe, was most of the gaps' planning.)
@@ -921,7 +930,7 @@ fn explain_gap(
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
         Some((k, l)) if l.end <= g0 => {
-            tally.add(IdleCause::Dependency, Place::Kernel(k.name), gap, phase, g1 - g0)
+            charge(IdleCause::Dependency, Place::Kernel(k.name), (g0, g1))
         }
         Some((k, l)) => {
             let mut push = |start: i64, end: i64, mode: Mode| {
@@ -944,13 +953,7 @@ fn explain_gap(
             // Launched, yet the kernel started only later: it was queued
             // behind something else, or started within launch latency.
             if after.1 - after.0 >= LAUNCH_GAP_NS {
-                tally.add(
-                    IdleCause::Dependency,
-                    Place::Kernel(k.name),
-                    gap,
-                    phase,
-                    after.1 - after.0,
-                );
+                charge(IdleCause::Dependency, Place::Kernel(k.name), after);
             } else {
                 push(after.0, after.1, Mode::Launch);
             }
@@ -967,7 +970,7 @@ fn explain_gap(
             }),
             None => {
                 let why = if host_side { NOT_LAUNCHED } else { NO_HOST };
-                tally.add(IdleCause::Other, Place::Text(why), gap, phase, g1 - g0);
+                charge(IdleCause::Other, Place::Text(why), (g0, g1));
             }
         },
     }
@@ -1010,9 +1013,11 @@ fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &
                 active.retain(|s| s.end > t);
                 let next_start = spans.get(p).map_or(i64::MAX, |s| s.start);
                 let next_end = active.iter().map(|s| s.end).min().unwrap_or(i64::MAX);
-                let t1 = win.end.min(next_start).min(next_end);
+                // A stretch stops at a phase boundary too: each phase is
+                // charged what fell inside it.
+                let (phase, phase_end) = a.ranges.cpu_phase_span(&mut places, thread, t);
+                let t1 = win.end.min(next_start).min(next_end).min(phase_end);
                 if t1 > t {
-                    let phase = a.ranges.cpu_phase_cached(&mut places, thread, t);
                     let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
                     let place = match place {
                         Place::Frame(which) => {

@@ -374,14 +374,22 @@ impl Ranges {
 
     /// [`Ranges::cpu_phase`], remembered in `cache` over the time it holds.
     pub fn cpu_phase_cached(&self, cache: &mut PlaceCache, thread: u32, ts: i64) -> u16 {
+        self.cpu_phase_span(cache, thread, ts).0
+    }
+
+    /// [`Ranges::cpu_phase_cached`], with the time until which the answer
+    /// holds (at least: a phase boundary may come later), so that a span
+    /// of time is charged to each phase it crosses. `i64::MAX` while the
+    /// ranges are still added.
+    pub fn cpu_phase_span(&self, cache: &mut PlaceCache, thread: u32, ts: i64) -> (u16, i64) {
         if self.generation == 0 {
-            return self.cpu_phase(thread, ts);
+            return (self.cpu_phase(thread, ts), i64::MAX);
         }
         cache.check(self);
         let t = thread as usize;
         if let Some(Some((from, until, phase))) = cache.phase.get(t) {
             if *from <= ts && ts < *until {
-                return *phase;
+                return (*phase, *until);
             }
         }
         let (phase, until) = self.cpu_phase_until(thread, ts);
@@ -389,7 +397,7 @@ impl Ranges {
             cache.phase.resize(t + 1, None);
         }
         cache.phase[t] = Some((ts, until, phase));
-        phase
+        (phase, until)
     }
 
     /// [`Ranges::cpu_phase`] on final ranges, with the time until which
@@ -402,9 +410,14 @@ impl Ranges {
         if self.main_threads.contains(&thread) {
             return (UNPHASED, i64::MAX);
         }
-        // As `phase_by_time`: the first loop thread (in the map's order,
-        // which final ranges keep) in a phase. Those before it stay out of
-        // one until their own answers change.
+        self.phase_by_time_until(ts)
+    }
+
+    /// [`Ranges::phase_by_time`] on final ranges, with the time until which
+    /// the answer holds: the first loop thread (in the map's order, which
+    /// final ranges keep) in a phase. Those before it stay out of one until
+    /// their own answers change.
+    fn phase_by_time_until(&self, ts: i64) -> (u16, i64) {
         let mut until = i64::MAX;
         for r in self.cpu_phases.values() {
             let (p, u) = r.phase_until(ts);
@@ -445,6 +458,24 @@ impl Ranges {
             .get(&device)
             .and_then(|r| r.phase_at(ts))
             .unwrap_or_else(|| self.phase_by_time(ts))
+    }
+
+    /// [`Ranges::gpu_phase_by_time`] on final ranges, with the time until
+    /// which the answer holds (at least), as [`Ranges::cpu_phase_span`].
+    pub fn gpu_phase_span(&self, device: i64, ts: i64) -> (u16, i64) {
+        if self.generation == 0 {
+            return (self.gpu_phase_by_time(device, ts), i64::MAX);
+        }
+        let mut until = i64::MAX;
+        if let Some(r) = self.gpu_phases.get(&device) {
+            let (p, u) = r.phase_until(ts);
+            if let Some(p) = p {
+                return (p, u);
+            }
+            until = u;
+        }
+        let (p, u) = self.phase_by_time_until(ts);
+        (p, until.min(u))
     }
 
     /// Total duration of CPU phase ranges inside steps, per phase id, on the
