@@ -743,6 +743,7 @@ impl Rows<'_> {
             pct_of_gpu: round(pct(k.ns, denom), 2),
             count_per_step: round(k.count as f64 / self.win.n_steps, 2),
             achieved: super::roofline::achieved(perf, self.win.n_steps),
+            calls: None,
         }
     }
 
@@ -769,8 +770,20 @@ impl Rows<'_> {
     /// Kernels, the kernel mix by category and ops, sorted by time.
     fn tables(&self, kernel_ns: i64) -> Tables {
         let a = self.a;
-        let mut kernels: Vec<KernelRow> =
-            a.kernels.iter().map(|(n, k)| self.kernel_row(*n, k, kernel_ns, None)).collect();
+        let call = |span: u32| {
+            let k = &a.kernel_spans[span as usize];
+            super::kernel_calls::Call { name: k.name, dur: k.end - k.start, queue: k.queue }
+        };
+        let mut calls =
+            super::kernel_calls::calls(&a.kernel_calls, call, &a.queues, self.win.n_steps);
+        let mut kernels: Vec<KernelRow> = a
+            .kernels
+            .iter()
+            .map(|(n, k)| KernelRow {
+                calls: calls.remove(n),
+                ..self.kernel_row(*n, k, kernel_ns, None)
+            })
+            .collect();
         sort_kernels(&mut kernels);
         let mut cat_ns: IndexMap<&Category, i64> = IndexMap::new();
         for (n, k) in &a.kernels {

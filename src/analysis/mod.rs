@@ -23,6 +23,7 @@ pub mod gpusync;
 pub mod graphs;
 pub mod health;
 pub mod idle;
+pub mod kernel_calls;
 mod kernel_index;
 pub mod kernels;
 pub mod levers;
@@ -415,6 +416,9 @@ pub struct Analyzer {
     kernel_spans: Vec<KernelSpan>,
     /// Every copy and set, for the step model.
     copy_spans: Vec<CopySpan>,
+    /// Which kernel spans the tables counted, and each one's launch
+    /// configuration: each kernel's spread, streams and configurations.
+    kernel_calls: kernel_calls::Log,
     /// Each kernel name's category, Tensor Core flag and label, worked out
     /// when the name is first met (demangling is the costly part): the
     /// collectives read the category, the tables all three.
@@ -999,6 +1003,7 @@ impl Analyzer {
                 launch_thread: NO_LAUNCH,
                 launch_name: 0,
             });
+            self.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
             let class =
                 self.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
             self.collectives.kernel(collectives::Kernel {
@@ -1137,6 +1142,9 @@ impl Analyzer {
                     self.counts.graph_kernels += 1;
                 }
                 self.kernels.entry(gpu.name).or_default().add(gpu.dur);
+                if let Some(span) = gpu.span {
+                    self.kernel_calls.counted(span);
+                }
                 self.kernels_by_phase.entry((place.phase, gpu.name)).or_default().add(gpu.dur);
             }
             GpuWork::Memcpy | GpuWork::Memset => {
@@ -1392,6 +1400,7 @@ impl Analyzer {
         self.ranges.freeze();
         self.kernels.clear();
         self.kernels_by_phase.clear();
+        self.kernel_calls.recount();
         // The ops are counted later, beside the GPU accounts.
         self.op_tables = OpTables::default();
         self.ops_stale = true;

@@ -252,13 +252,14 @@ fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f
     for (rank, list) in ranks {
         for k in *list {
             let i = *at.entry(&k.raw_name).or_insert_with(|| {
-                // Rates are per trace: a mean over ranks is not kept.
-                let achieved = Default::default();
+                // Rates and a kernel's calls are per trace: not kept in a
+                // mean over ranks.
                 rows.push(KernelRow {
                     ms_per_step: 0.0,
                     pct_of_gpu: 0.0,
                     count_per_step: 0.0,
-                    achieved,
+                    achieved: Default::default(),
+                    calls: None,
                     ..k.clone()
                 });
                 per.push(Vec::new());

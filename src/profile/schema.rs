@@ -415,6 +415,50 @@ pub struct KernelRow {
     /// Its share of the work of the ops that launched it (docs/analysis.md §13).
     #[serde(flatten)]
     pub achieved: Achieved,
+    /// How its calls ran: their spread, streams and launch configurations
+    /// (docs/analysis.md §7.1). Only on a trace's whole-window rows.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calls: Option<KernelCalls>,
+}
+
+/// How one kernel's calls in the window ran (docs/analysis.md §7.1).
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct KernelCalls {
+    /// Its calls in the window (all steps).
+    pub calls: u64,
+    /// The durations of those calls, µs, by nearest rank: the median, the
+    /// 99th percentile (with under 100 calls, the longest) and the longest.
+    pub p50_us: f64,
+    pub p99_us: f64,
+    pub max_us: f64,
+    /// The streams it ran on.
+    pub streams: Vec<StreamRef>,
+    /// Its launch configurations as the trace recorded them, most calls
+    /// first (at most 3); empty where the trace has no `grid`/`block`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launch_configs: Vec<LaunchConfig>,
+    /// How many distinct configurations its calls used.
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub distinct_launch_configs: u64,
+}
+
+/// A GPU stream: the device and the stream's id as the trace numbers them.
+#[derive(Debug, Clone, Copy, Default, Serialize, JsonSchema, Deserialize, PartialEq, Eq)]
+pub struct StreamRef {
+    pub device: i64,
+    pub stream: i64,
+}
+
+/// A kernel's launch configuration and how often it was launched so.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct LaunchConfig {
+    /// Blocks in the grid, `[x, y, z]`.
+    pub grid: [u32; 3],
+    /// Threads in a block, `[x, y, z]`.
+    pub block: [u32; 3],
+    pub calls_per_step: f64,
 }
 
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]

@@ -142,6 +142,10 @@ pub struct Args<'a> {
     /// ROCm launch calls: the kernel they put on the queue (a capture
     /// trace's only record of a captured kernel's name).
     pub kernel: Option<Text<'a>>,
+    /// Kernels: the raw JSON text of the launch's `grid` and `block`
+    /// (`[x, y, z]`), parsed once per kernel by the analysis.
+    pub grid: Option<&'a [u8]>,
+    pub block: Option<&'a [u8]>,
 }
 
 /// The collective arguments of a communication kernel. Boxed: most
@@ -280,11 +284,14 @@ impl<'a> Event<'a> {
                                 a.kernel = text(p)?;
                                 return Ok(());
                             }
-                            b"Input Dims" | b"Input type" | b"Concrete Inputs" => {
+                            b"Input Dims" | b"Input type" | b"Concrete Inputs" | b"grid"
+                            | b"block" => {
                                 let raw = Some(p.raw()?);
                                 match key {
                                     b"Input Dims" => a.input_dims = raw,
                                     b"Input type" => a.input_types = raw,
+                                    b"grid" => a.grid = raw,
+                                    b"block" => a.block = raw,
                                     _ => a.concrete_inputs = raw,
                                 }
                                 return Ok(());

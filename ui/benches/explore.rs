@@ -124,6 +124,7 @@ fn generated(n: usize) -> Profile {
             pct_of_gpu: ms / 10.0,
             count_per_step: (i % 50 + 1) as f64,
             achieved: Default::default(),
+            calls: None,
         });
     }
     let half = n / 2;

@@ -329,6 +329,15 @@ fn kernel_details_say_where_it_was_launched_from() {
     let line =
         |r: &TreeRow| format!("{:>5.1}% {:<7}{}", r.pct_of_gpu, node_tag(r.kind), name_of(r, 130));
     assert!(s[0].contains(&format!("launched from {}", line(c.chain[0]))), "{}", s[0]);
+    // How its calls ran (app/tests/kernel_calls.rs checks the figures
+    // against the raw events): 12 calls, so no 99th percentile apart from
+    // the longest; one stream, one launch configuration.
+    let calls = k.calls.as_ref().expect("a trace's kernel row has its calls");
+    assert_eq!(calls.calls, 12);
+    let spread = format!("calls/step    12 · each p50 {:.3} ms, max", calls.p50_us / 1e3);
+    assert!(s[0].contains(&spread), "{}", s[0]);
+    assert!(!s[0].contains("p99"), "no 99th percentile of 12 calls:\n{}", s[0]);
+    assert!(s[0].contains("launch        grid 301152×1×1 block 1024×1×1 · stream 0:7"), "{}", s[0]);
     for r in c.chain.iter().chain(&c.branch) {
         assert!(s[1].contains(&line(r)), "{} missing:\n{}", line(r), s[1]);
     }

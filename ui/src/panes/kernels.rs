@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
-use libreyolo_core::profile::{Achieved, KernelRow, Profile, RooflineBound};
+use libreyolo_core::profile::{Achieved, KernelRow, NodeKind, Profile, RooflineBound};
 use libreyolo_core::render::text::{node_tag, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -326,8 +326,10 @@ impl KernelsPane {
             field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
             field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
             field("ms per step", fixed(k.ms_per_step, 4)),
-            field("calls/step", num(k.count_per_step, 2)),
         ]);
+        let (spread, launch) = call_lines(k);
+        lines.push(field("calls/step", format!("{}{spread}", num(k.count_per_step, 2))));
+        lines.extend(launch.map(|l| field("launch", l)));
         for (label, value) in rate_lines(&k.achieved, None) {
             lines.push(field(label, value));
         }
@@ -352,10 +354,10 @@ impl KernelsPane {
         }
         let [body, hint] =
             Layout::vertical([Constraint::Fill(1), Constraint::Length(1)]).areas(area);
-        // The callers get what the phase split leaves, and at least 3 rows
+        // The callers get what the phase split leaves, and at least 2 rows
         // where there are.
         let room = (body.height as usize).saturating_sub(lines.len());
-        let callers_room = room.saturating_sub(phases.len()).max(room.min(3));
+        let callers_room = room.saturating_sub(phases.len()).max(room.min(2));
         lines.extend(launched_from(p, k, view, area.width as usize, callers_room));
         lines.extend(phases);
         f.render_widget(Paragraph::new(lines).wrap(Wrap { trim: false }), body);
@@ -370,6 +372,37 @@ impl KernelsPane {
             hint,
         );
     }
+}
+
+/// How the kernel's calls ran (docs/analysis.md §7.1): their spread, to
+/// follow the calls per step (` · each p50 5.8 µs, max 6.1 µs`), and their
+/// launch configuration and streams.
+fn call_lines(k: &KernelRow) -> (String, Option<String>) {
+    let Some(c) = &k.calls else { return (String::new(), None) };
+    let us = |v: f64| {
+        if v >= 1000.0 {
+            format!("{} ms", fixed(v / 1e3, 3))
+        } else {
+            format!("{} µs", fixed(v, 1))
+        }
+    };
+    // A 99th percentile of fewer than 100 calls is their longest: not said.
+    let p99 = if c.calls >= 100 { format!(", p99 {}", us(c.p99_us)) } else { String::new() };
+    let spread = format!(" · each p50 {}{p99}, max {}", us(c.p50_us), us(c.max_us));
+    let xyz = |d: [u32; 3]| format!("{}×{}×{}", d[0], d[1], d[2]);
+    let mut launch: Vec<String> = Vec::new();
+    if let Some(l) = c.launch_configs.first() {
+        let more = c.distinct_launch_configs.saturating_sub(1);
+        let more = if more > 0 { format!(" (+{more} more)") } else { String::new() };
+        launch.push(format!("grid {} block {}{more}", xyz(l.grid), xyz(l.block)));
+    }
+    let streams: Vec<String> =
+        c.streams.iter().map(|s| format!("{}:{}", s.device, s.stream)).collect();
+    if !streams.is_empty() {
+        let noun = if streams.len() == 1 { "stream" } else { "streams" };
+        launch.push(format!("{noun} {}", streams.join(", ")));
+    }
+    (spread, (!launch.is_empty()).then(|| launch.join(" · ")))
 }
 
 /// The chain of callers of kernel `k` in the call tree (the `tree` lens
@@ -404,12 +437,20 @@ fn launched_from(
         return vec![line("no launch of it recorded: it sits under its phase".into())];
     }
     let w = width.saturating_sub(14);
-    let mut out: Vec<Line<'static>> = c
-        .chain
-        .iter()
-        .enumerate()
-        .map(|(i, r)| caller_line(label(if i == 0 { "launched from" } else { "" }), r, "", w))
-        .collect();
+    let mut out: Vec<Line<'static>> = Vec::new();
+    for (i, r) in c.chain.iter().enumerate() {
+        out.push(caller_line(label(if i == 0 { "launched from" } else { "" }), r, "", w));
+        // The launching op's shapes, where the performance model read
+        // them: those of its costliest call.
+        if r.kind == NodeKind::Op && c.chain[..i].iter().all(|r| r.kind != NodeKind::Op) {
+            if let Some(shape) =
+                p.ops.iter().find(|o| o.op == r.name).and_then(|o| o.shape.as_ref())
+            {
+                let text = format!("         costliest call: {shape}");
+                out.push(Line::from(vec![label(""), Span::styled(clip(&text, w), t.muted())]));
+            }
+        }
+    }
     if !c.branch.is_empty() {
         out.push(Line::from(vec![
             label(if out.is_empty() { "launched from" } else { "" }),
