@@ -1,6 +1,6 @@
 //! How close to the hardware (docs/analysis.md §13): each priced op call's
 //! kernels, found through the runtime call that launched them, give it a
-//! GPU time; with its FLOPs and bytes (`work.rs`) and the device's peaks
+//! GPU time; with its FLOPs and bytes (`work/`) and the device's peaks
 //! (`hardware.rs`) that is an achieved rate, a roofline time and the time
 //! lost against it — per op, per kernel and per kernel category.
 //!

@@ -1,0 +1,131 @@
+//! How close to the hardware (docs/analysis.md §13), as the summary, the
+//! kernels and the ops print it: the efficiency line, the rate columns,
+//! the notes on what is not priced and on graph replays.
+
+use std::fmt::Write;
+
+use super::{num, pct};
+use crate::profile::{Achieved, Efficiency, RooflineBound};
+
+/// The summary's efficiency line (docs/analysis.md §13): the matrix work
+/// against its peak, the GPU time far from its roofline, the priced share;
+/// or why there are no such figures.
+pub fn efficiency_line(e: &Efficiency) -> Option<String> {
+    let parts = efficiency_parts(e);
+    (!parts.is_empty()).then(|| format!("efficiency  {}", parts.join("; ")))
+}
+
+/// The efficiency line's parts, one finding each (the explorer shows one
+/// per line).
+pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
+    let mut parts = Vec::new();
+    if let (Some(m), Some(device)) = (&e.matrix, &e.device) {
+        // A % of peak is the rate over the peak; the roofline share (which
+        // judges memory-bound calls by the bandwidth) is said as such.
+        let mut part = format!(
+            "GEMM/conv/attention at {} TFLOP/s, {} of {device} {} peak ({} TFLOP/s), {:.0}% of its roofline (time-weighted)",
+            num(m.tflops, 1),
+            small_pct(m.pct_of_peak),
+            m.format,
+            num(m.peak_tflops, 1),
+            m.pct_of_roofline,
+        );
+        if m.pct_of_matrix_time < MATRIX_TIME_SAID {
+            part.push_str(&format!(
+                ", over {} of the GEMM/conv/attention kernel time (the rest unpriced)",
+                small_pct(m.pct_of_matrix_time)
+            ));
+        }
+        parts.push(part);
+    }
+    if let Some(low) = e.below_30_pct_of_gpu {
+        parts.push(format!("{low:.0}% of GPU time in ops below 30% of their roofline"));
+    }
+    if e.priced_calls > 0 {
+        let unpriced: Vec<String> = e
+            .unpriced_by_category
+            .iter()
+            .take(UNPRICED_SAID)
+            .map(|u| {
+                format!("{} {} ms ({:.0}%)", u.category, num(u.ms_per_step, 2), u.pct_of_category)
+            })
+            .collect();
+        let unpriced = if unpriced.is_empty() {
+            String::new()
+        } else {
+            format!(" (unpriced: {})", unpriced.join(", "))
+        };
+        parts.push(format!("{:.0}% of GPU time priced{unpriced}", e.modelled_pct_of_gpu));
+    }
+    parts.extend(e.notes.iter().cloned());
+    parts
+}
+
+/// Categories named with their unpriced time on the efficiency line.
+const UNPRICED_SAID: usize = 3;
+
+/// Below this share of the matrix kernel time priced, the matrix headline
+/// says what it rests on.
+const MATRIX_TIME_SAID: f64 = 50.0;
+
+/// A percentage, with a decimal below 10% ("0.2%", "3.5%", "15%").
+fn small_pct(p: f64) -> String {
+    if p < 9.95 { format!("{p:.1}%") } else { format!("{p:.0}%") }
+}
+
+/// The rate columns of the kernels and ops tables (docs/analysis.md §13).
+pub(super) const RATES_HEADER: &str = "TFLOP/s    TB/s  %peak   bound ";
+
+/// One row's rate columns under [`RATES_HEADER`]; dashes where unpriced.
+pub(super) fn rate_columns(a: &Achieved) -> String {
+    if !a.is_priced() {
+        return format!("{:>7} {:>7} {:>6} {:>7}", "-", "-", "-", "-");
+    }
+    format!(
+        "{:>7} {:>7} {:>6} {:>7}",
+        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
+        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}")),
+        a.pct_of_peak.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%")),
+        a.roofline_bound.map_or("-", RooflineBound::as_str)
+    )
+}
+
+/// What the kernel tables say of graph replays (docs/analysis.md §17).
+pub fn graph_replay_note(ms: f64, attributed: Option<f64>) -> String {
+    match attributed {
+        None => format!(
+            "{} ms/step of kernel time is in CUDA/HIP graph replays: captured earlier, launched by no op of this trace (no shapes or module for them; --graph-capture gives the capture trace)",
+            num(ms, 2)
+        ),
+        Some(_) => format!(
+            "{} ms/step of kernel time is in CUDA/HIP graph replays, {}",
+            num(ms, 2),
+            graph_attribution(ms, attributed)
+        ),
+    }
+}
+
+/// How much of the graph replays' kernel time the capture trace gave an
+/// op (docs/analysis.md §17.1).
+pub(super) fn graph_attribution(ms: f64, attributed: Option<f64>) -> String {
+    match attributed {
+        None => "attributed to no op".to_string(),
+        Some(a) => format!(
+            "{} attributed to the ops that captured them ({} ms/step not)",
+            pct(if ms > 0.0 { (a / ms).min(1.0) } else { 0.0 }),
+            num((ms - a).max(0.0), 2)
+        ),
+    }
+}
+
+/// Why the rate columns are missing or partial, as the tables say it.
+pub fn rates_note(note: &str) -> String {
+    format!("rates: {note}")
+}
+
+/// A table's rate notes, one line each, under the rows.
+pub(super) fn efficiency_notes(o: &mut String, notes: &[String]) {
+    for n in notes {
+        let _ = writeln!(o, "{}", rates_note(n));
+    }
+}

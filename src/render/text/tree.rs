@@ -1,0 +1,110 @@
+//! `profile tree`: the call tree, top-down or bottom-up, and the footer
+//! the tree views share.
+
+use std::fmt::Write;
+
+use super::num;
+use crate::lens::tree::Tree;
+
+/// The kind of a tree node, in a few letters.
+pub fn node_tag(kind: crate::profile::NodeKind) -> &'static str {
+    use crate::profile::NodeKind as K;
+    match kind {
+        K::Phase => "phase",
+        K::Annotation => "range",
+        K::Module => "module",
+        K::Frame => "py",
+        K::Op => "op",
+        K::Graph => "graph",
+        K::Kernel => "kernel",
+    }
+}
+
+pub fn tree(t: &Tree) -> String {
+    let q = &t.query;
+    let how = if q.bottom_up { "bottom-up (callers under each node)" } else { "top-down" };
+    let scope = q.phase.as_deref().map_or(String::new(), |p| format!(", phase {p}"));
+    // A CPU run has no kernel time: its tree by host time, without the
+    // GPU's columns of zeros.
+    let cpu = t.gpu_ms_per_step <= 0.0;
+    let mut o = if cpu {
+        format!(
+            "call tree by {}, {how}{scope}: per step CPU {:.3} ms (no GPU kernels: host time)\n",
+            q.by.as_str(),
+            t.cpu_ms_per_step
+        )
+    } else {
+        format!(
+            "call tree by {}, {how}{scope}: per step GPU {:.3} ms, CPU {:.3} ms\n",
+            q.by.as_str(),
+            t.gpu_ms_per_step,
+            t.cpu_ms_per_step
+        )
+    };
+    if cpu {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>6} {:>9} {:>8}  {:<6} name",
+            "CPU ms", "%cpu", "self ms", "x/step", "kind"
+        );
+    } else {
+        let _ = writeln!(
+            o,
+            "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<6} name",
+            "GPU ms", "%gpu", "CPU ms", "self ms", "x/step", "kernels", "TFLOP/s", "kind"
+        );
+    }
+    for r in &t.rows {
+        let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
+        // Phases and the forward scopes of backward ops are no calls.
+        let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
+        let name = format!("{}{}", "  ".repeat(r.depth), r.name);
+        let _ = if cpu {
+            writeln!(
+                o,
+                "{:>9.3} {:>6.1} {:>9.3} {:>8}  {:<6} {name}",
+                r.cpu_ms_per_step,
+                r.pct_of_cpu,
+                r.cpu_self_ms_per_step,
+                calls,
+                node_tag(r.kind),
+            )
+        } else {
+            writeln!(
+                o,
+                "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {name}",
+                r.gpu_ms_per_step,
+                r.pct_of_gpu,
+                r.cpu_ms_per_step,
+                r.cpu_self_ms_per_step,
+                calls,
+                num(r.kernels_per_step, 1),
+                tflops,
+                node_tag(r.kind),
+            )
+        };
+    }
+    let view = (q.min_pct, q.depth, q.focus.as_deref());
+    shown_footer(&mut o, "nodes shown", (t.rows.len(), t.hidden), view, &t.notes);
+    o
+}
+
+/// A tree view's last lines: how much it shows and hides, and why; its
+/// notes.
+pub(super) fn shown_footer(
+    o: &mut String,
+    shown_what: &str,
+    (shown, hidden): (usize, usize),
+    (min_pct, depth, focus): (f64, Option<usize>, Option<&str>),
+    notes: &[String],
+) {
+    let focus = focus.map_or(String::new(), |f| format!(", focus /{f}/"));
+    let depth = depth.map_or(String::new(), |d| format!(", depth {d}"));
+    let _ = writeln!(
+        o,
+        "({shown} {shown_what}, {hidden} hidden: under {min_pct}% of both totals{depth}{focus})"
+    );
+    for n in notes {
+        let _ = writeln!(o, "note: {n}");
+    }
+}
