@@ -4,7 +4,7 @@
 //! counts. The pass notes each counted call and each kernel's
 //! configuration ([`Log`]); `build` reads them once per kernel name.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::{KernelCalls, LaunchConfig, StreamRef};
 
@@ -25,13 +25,34 @@ pub struct Log {
     config_of: Vec<u16>,
     configs: Vec<Dims>,
     config_ids: HashMap<Dims, u16>,
+    /// The last `grid` and `block` texts met and their id: a kernel is
+    /// mostly launched as the one before it, which then costs a compare.
+    last: (Vec<u8>, Vec<u8>, u16),
 }
 
 impl Log {
     /// A kernel span was pushed: its `grid` and `block` as the trace wrote
     /// them (`[x, y, z]`), when it did.
     pub fn kernel(&mut self, grid: Option<&[u8]>, block: Option<&[u8]>) {
-        let id = match (grid.and_then(dims), block.and_then(dims)) {
+        let (Some(grid), Some(block)) = (grid, block) else {
+            self.config_of.push(0);
+            return;
+        };
+        if self.last.0 == grid && self.last.1 == block {
+            self.config_of.push(self.last.2);
+            return;
+        }
+        let id = self.config_id(grid, block);
+        self.last.0.clear();
+        self.last.0.extend_from_slice(grid);
+        self.last.1.clear();
+        self.last.1.extend_from_slice(block);
+        self.last.2 = id;
+        self.config_of.push(id);
+    }
+
+    fn config_id(&mut self, grid: &[u8], block: &[u8]) -> u16 {
+        match (dims(grid), dims(block)) {
             (Some(g), Some(b)) => {
                 let next = self.configs.len();
                 match self.config_ids.get(&(g, b)) {
@@ -46,8 +67,7 @@ impl Log {
                 }
             }
             _ => 0,
-        };
-        self.config_of.push(id);
+        }
     }
 
     /// The kernel span `span` was counted in the tables.
@@ -61,20 +81,23 @@ impl Log {
     }
 }
 
-/// `[1024, 1, 1]` → its three numbers; anything else → `None`.
+/// `[1024, 1, 1]` → its three numbers (missing ones are 1); anything else
+/// → `None`.
 fn dims(raw: &[u8]) -> Option<[u32; 3]> {
-    let text = std::str::from_utf8(raw).ok()?.trim();
-    let inner = text.strip_prefix('[')?.strip_suffix(']')?;
+    let inner = raw.trim_ascii().strip_prefix(b"[")?.strip_suffix(b"]")?;
     let mut out = [1u32; 3];
     let mut n = 0;
-    for part in inner.split(',') {
-        if n == 3 {
+    for part in inner.split(|&b| b == b',') {
+        let digits = part.trim_ascii();
+        if n == 3 || digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
             return None;
         }
-        out[n] = part.trim().parse().ok()?;
+        out[n] = digits
+            .iter()
+            .try_fold(0u32, |v, &d| v.checked_mul(10)?.checked_add(u32::from(d - b'0')))?;
         n += 1;
     }
-    (n > 0).then_some(out)
+    Some(out)
 }
 
 /// One counted call: the kernel's name, its duration, queue and
@@ -95,7 +118,7 @@ pub fn calls(
     queues: &[(i64, i64)],
     steps: f64,
 ) -> HashMap<u32, KernelCalls> {
-    let mut by_name: HashMap<u32, Vec<(i64, u32, u16)>> = HashMap::new();
+    let mut by_name: HashMap<u32, Vec<(i64, u32, u16)>> = HashMap::default();
     for &span in &log.counted {
         let c = call(span);
         let config = log.config_of.get(span as usize).copied().unwrap_or(0);
@@ -115,7 +138,7 @@ pub fn calls(
                 .filter_map(|&q| queues.get(q as usize))
                 .map(|&(device, stream)| StreamRef { device, stream })
                 .collect();
-            let mut per_config: HashMap<u16, u64> = HashMap::new();
+            let mut per_config: HashMap<u16, u64> = HashMap::default();
             for c in v.iter().filter(|c| c.2 != 0) {
                 *per_config.entry(c.2).or_insert(0) += 1;
             }
