@@ -74,7 +74,7 @@ fn small_pct(p: f64) -> String {
 }
 
 /// The rate columns of the kernels and ops tables (docs/analysis.md §13).
-pub(super) const RATES_HEADER: &str = "TFLOP/s    TB/s  %peak   bound ";
+pub(super) const RATES_HEADER: &str = "TFLOP/s    TB/s  %roof   bound ";
 
 /// One row's rate columns under [`RATES_HEADER`]; dashes where unpriced.
 pub(super) fn rate_columns(a: &Achieved) -> String {

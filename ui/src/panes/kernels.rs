@@ -500,7 +500,7 @@ pub fn phase_names(data: Option<&Loaded>) -> Vec<String> {
 }
 
 /// The roofline columns of the Kernels and Ops tables: none when no row is
-/// priced, `%peak` and its bound, and on wide screens the achieved TFLOP/s.
+/// priced, `%roof` (the share of its roofline) and its bound, and on wide screens the achieved TFLOP/s.
 #[derive(Debug, Clone, Copy)]
 pub struct RateColumns {
     shown: bool,
@@ -522,8 +522,8 @@ impl RateColumns {
     pub fn headers(self) -> Vec<(&'static str, bool)> {
         match (self.shown, self.wide) {
             (false, _) => vec![],
-            (true, false) => vec![("%peak", true), ("bnd", false)],
-            (true, true) => vec![("TFLOP/s", true), ("%peak", true), ("bnd", false)],
+            (true, false) => vec![("%roof", true), ("bnd", false)],
+            (true, true) => vec![("TFLOP/s", true), ("%roof", true), ("bnd", false)],
         }
     }
     pub fn widths(self) -> Vec<Constraint> {
