@@ -480,14 +480,29 @@ impl Ranges {
 
     /// Total duration of CPU phase ranges inside steps, per phase id, on the
     /// loop threads.
+    ///
+    /// Each instant counts once, for the innermost range (as a lookup
+    /// places work): ranges that overlap — an inferred backward window
+    /// around optimizer ranges, nested `step/<p>` ranges — are not summed
+    /// twice, so the phases' wall time fits in the steps.
     pub fn cpu_phase_wall(&self) -> HashMap<u16, i64> {
         let mut out = HashMap::default();
         for r in self.cpu_phases.values() {
-            for (s, e, p) in r.iter() {
-                if self.in_step(s) {
+            let frozen;
+            let r = if r.frozen.is_empty() {
+                frozen = ThreadRanges { frozen: r.iter().collect(), ..r.clone() };
+                &frozen
+            } else {
+                r
+            };
+            let Some(&(mut t, _, _)) = r.frozen.first() else { continue };
+            while t < i64::MAX {
+                let (phase, until) = r.phase_until(t);
+                if let Some(p) = phase.filter(|_| self.in_step(t)) {
                     let w: &mut i64 = out.entry(p).or_insert(0);
-                    *w = w.saturating_add(e - s);
+                    *w = w.saturating_add(until - t);
                 }
+                t = until;
             }
         }
         out

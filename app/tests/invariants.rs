@@ -1,0 +1,102 @@
+//! Whole-product invariants over every fixture trace (issue #54): no share
+//! outside 0–100 %, no fraction outside 0–1, no part larger than its whole
+//! (a phase within its step, idle and busy time within the step), and no
+//! time at the roofline longer than the time it ran.
+
+mod common;
+
+use common::{json, traces};
+use serde_json::Value;
+
+/// Every number under `v` with the name of its field, depth first.
+fn numbers<'a>(v: &'a Value, key: &'a str, out: &mut Vec<(&'a str, f64)>) {
+    match v {
+        Value::Object(m) => m.iter().for_each(|(k, x)| numbers(x, k, out)),
+        Value::Array(a) => a.iter().for_each(|x| numbers(x, key, out)),
+        Value::Number(n) => out.extend(n.as_f64().map(|x| (key, x))),
+        _ => {}
+    }
+}
+
+/// A share in percent: `pct`, `*_pct`, `pct_of_*` (a change is not one).
+fn is_pct(key: &str) -> bool {
+    (key == "pct" || key.ends_with("_pct") || key.starts_with("pct_")) && !key.contains("change")
+}
+
+/// A 0–1 fraction, as docs/spec.md §3 names them.
+fn is_fraction(key: &str) -> bool {
+    key.ends_with("_util") || key.ends_with("_frac") || key == "gpu_util"
+}
+
+#[test]
+fn shares_and_fractions_stay_in_range_in_every_readers_json() {
+    let mut checked = 0;
+    for path in traces() {
+        let p = path.to_str().unwrap();
+        for args in [
+            &["summary", p][..],
+            &["kernels", p, "--top", "100000"],
+            &["ops", p, "--top", "100000"],
+            &["phases", p],
+            &["tree", p, "--min-pct", "0"],
+            &["what-if", p, "--all"],
+        ] {
+            let v = json(args);
+            let mut nums = Vec::new();
+            numbers(&v, "", &mut nums);
+            for (key, x) in nums {
+                if is_pct(key) {
+                    assert!(
+                        (-1e-9..=100.0 + 1e-6).contains(&x),
+                        "{args:?}: {key} = {x}, outside 0–100 %"
+                    );
+                    checked += 1;
+                }
+                if is_fraction(key) {
+                    assert!(
+                        (-1e-9..=1.0 + 1e-9).contains(&x),
+                        "{args:?}: {key} = {x}, outside 0–1"
+                    );
+                    checked += 1;
+                }
+            }
+        }
+    }
+    assert!(checked > 10_000, "only {checked} shares checked");
+}
+
+#[test]
+fn no_part_is_larger_than_its_whole() {
+    for path in traces() {
+        let p = path.to_str().unwrap();
+        let s = json(&["summary", p]);
+        let step = s["step_ms"].as_f64().unwrap();
+        // Each figure is rounded to 0.01 ms at most.
+        let within = |what: &str, part: f64| {
+            assert!(part <= step + 0.01, "{p}: {what} {part} ms in a {step} ms step");
+        };
+        within("GPU busy", s["gpu_busy_ms_per_step"].as_f64().unwrap_or(0.0));
+        if let Some(idle) = s["idle"]["ms_per_step"].as_f64() {
+            within("GPU idle", idle);
+            let busy = s["gpu_busy_ms_per_step"].as_f64().unwrap_or(0.0);
+            within("idle + busy", idle + busy);
+        }
+        let phases = json(&["phases", p]);
+        let mut wall = 0.0;
+        for ph in phases["phases"].as_array().unwrap() {
+            let w = ph["wall_ms_per_step"].as_f64().unwrap_or(0.0);
+            within(&format!("phase {}", ph["phase"]), w);
+            wall += w;
+        }
+        within("the phases' wall time", wall);
+        // The roofline: no row's time at its roofline exceeds its time.
+        for (lens, rows) in [("kernels", "kernels"), ("ops", "ops")] {
+            let v = json(&[lens, p, "--top", "100000"]);
+            for r in v[rows].as_array().unwrap() {
+                if let Some(lost) = r["lost_ms_per_step"].as_f64() {
+                    assert!(lost >= 0.0, "{p}: {lens} {r}: negative time lost");
+                }
+            }
+        }
+    }
+}
