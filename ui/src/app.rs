@@ -410,13 +410,16 @@ impl App {
                 self.show_rank(i);
                 self.switch(Pane::Summary);
             }
-            Effect::ShowKernel(name) => {
-                if self.panes.kernels.show(&name, self.main.data.as_ref()) {
+            Effect::ShowCall(call) => {
+                if self.panes.kernels.show(&call.raw_name, self.main.data.as_ref()) {
+                    self.panes.kernels.call = Some(call);
                     self.pane = Pane::Kernels;
                 } else {
+                    let name = call.raw_name;
                     self.message = Some(format!("{name} is not in the profile's kernel table"));
                 }
             }
+            Effect::Return(p) => self.switch(p),
             Effect::ShowKernelLabel(label) => {
                 // Not `switch`, which closes the details.
                 if self.panes.kernels.show_label(&label, self.main.data.as_ref()) {

@@ -89,8 +89,12 @@ pub enum Effect {
     Drill { phase: String, kernels: bool },
     /// Timeline: read the step at this position of the trace's steps.
     Step(usize),
-    /// Timeline → the Kernels pane's details of the kernel with this name.
-    ShowKernel(String),
+    /// Timeline → the Kernels pane's details of this call's kernel, the
+    /// call said; Esc there comes back.
+    ShowCall(crate::panes::kernels::Call),
+    /// Back to this pane, where the user came from (Esc in details opened
+    /// from it).
+    Return(crate::pane::Pane),
     /// Ranks → show the rank at this position of the job in the other panes.
     OpenRank(usize),
     /// Tree → the Kernels pane filtered to the kernels with this label,

@@ -142,10 +142,42 @@ fn kernel_times_over_the_steps_are_the_kernels_lens_figures() {
     key(&mut a, KeyCode::Char('['));
     key(&mut a, KeyCode::Char('['));
     assert_eq!(selected(&a).0, name);
+    let (lane, cursor, view) =
+        (a.panes.timeline.lane, a.panes.timeline.cursor, a.panes.timeline.view);
+    let tl = a.panes.timeline.timeline.clone().unwrap();
+    let span = tl.lanes[lane].spans[cursor];
     key(&mut a, KeyCode::Enter);
     assert_eq!(a.pane, Pane::Kernels);
     assert!(a.panes.kernels.detail);
     assert_eq!(a.panes.kernels.selected_kernel().unwrap().raw_name, name);
+    // The details say which call they were opened on: its time, where it
+    // starts in the step, its stream and its launching op.
+    let s = screen(&mut a, 160, 48);
+    let ms = |ns: i64| format!("{:.3}", ns as f64 / 1e6);
+    let call = format!(
+        "this call     {} ms at {} ms of step {} · {}",
+        ms(span.dur()),
+        ms(span.start),
+        tl.step.number.unwrap(),
+        tl.lanes[lane].label
+    );
+    assert!(s.contains(&call), "{call}\n{s}");
+    assert!(s.contains("Esc: back to the Timeline"), "{s}");
+    // Esc goes back to the Timeline, the cursor where it was.
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.pane, Pane::Timeline);
+    assert!(!a.panes.kernels.detail && a.panes.kernels.call.is_none());
+    assert_eq!(
+        (a.panes.timeline.lane, a.panes.timeline.cursor, a.panes.timeline.view),
+        (lane, cursor, view)
+    );
+    // Details opened in the Kernels pane itself close to its list.
+    key(&mut a, KeyCode::Char('3'));
+    key(&mut a, KeyCode::Enter);
+    assert!(a.panes.kernels.detail);
+    key(&mut a, KeyCode::Esc);
+    assert_eq!(a.pane, Pane::Kernels);
+    assert!(!a.panes.kernels.detail);
 }
 
 #[test]

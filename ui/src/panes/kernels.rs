@@ -36,6 +36,24 @@ pub struct KernelsPane {
     pub error: Option<String>,
     pub selected: usize,
     pub detail: bool,
+    /// The call the details were opened on, from the Timeline: said at
+    /// their top, and Esc goes back there.
+    pub call: Option<Call>,
+}
+
+/// One call of a kernel, as the Timeline shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    pub raw_name: String,
+    /// `step 7`, or `the trace` without step markers.
+    pub step: String,
+    /// From the step's start (ns), and how long it ran.
+    pub start_ns: i64,
+    pub dur_ns: i64,
+    /// Its lane: the device and stream it ran on.
+    pub lane: String,
+    /// The CPU op that launched it, when recorded.
+    pub launched_by: Option<String>,
 }
 
 impl Component for KernelsPane {
@@ -47,9 +65,16 @@ impl Component for KernelsPane {
         }
         match a {
             Action::Enter if self.result.as_ref().is_some_and(|k| !k.kernels.is_empty()) => {
-                self.detail = !self.detail
+                self.detail = !self.detail;
+                self.call = None;
             }
-            Action::Back if self.detail => self.detail = false,
+            Action::Back if self.detail => {
+                self.detail = false;
+                // Opened on a call from the Timeline: back there.
+                if self.call.take().is_some() {
+                    return Effect::Return(Pane::Timeline);
+                }
+            }
             Action::StartRegex => {
                 let before = self.query.grep.clone();
                 return Effect::Edit(Editor {
@@ -310,11 +335,19 @@ impl KernelsPane {
         let field = |label: &str, value: String| {
             Line::from(vec![Span::styled(format!("{label:<14}"), t.header()), Span::raw(value)])
         };
-        let mut lines = vec![
-            Line::styled(k.kernel.clone(), t.title()),
-            Line::raw(""),
-            Line::styled("full name", t.header()),
-        ];
+        let mut lines = vec![Line::styled(k.kernel.clone(), t.title())];
+        // The call it was opened on (the selection may have moved since).
+        let call = self.call.as_ref().filter(|c| c.raw_name == k.raw_name);
+        if let Some(c) = call {
+            let ms = |ns: i64| fixed(ns as f64 / 1e6, 3);
+            let mut text =
+                format!("{} ms at {} ms of {} · {}", ms(c.dur_ns), ms(c.start_ns), c.step, c.lane);
+            if let Some(op) = &c.launched_by {
+                text.push_str(&format!(" · launched by {op}"));
+            }
+            lines.push(field("this call", text));
+        }
+        lines.extend([Line::raw(""), Line::styled("full name", t.header())]);
         // Cut by characters, not words: a C++ signature has few spaces.
         let chars: Vec<char> = k.raw_name.chars().collect();
         for chunk in chars.chunks((area.width as usize).max(1)) {
@@ -364,7 +397,11 @@ impl KernelsPane {
         f.render_widget(
             Paragraph::new(Line::styled(
                 clip(
-                    "Esc/Enter: the list · Up/Down: previous/next kernel · o: its callers in Tree",
+                    if self.call.is_some() {
+                        "Esc: back to the Timeline · Enter: the list · Up/Down: previous/next kernel · o: its callers in Tree"
+                    } else {
+                        "Esc/Enter: the list · Up/Down: previous/next kernel · o: its callers in Tree"
+                    },
                     area.width as usize,
                 ),
                 t.muted(),

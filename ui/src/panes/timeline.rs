@@ -20,6 +20,7 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span as Text};
 use ratatui::widgets::{Paragraph, Wrap};
 
+use super::kernels::Call;
 use super::{clip, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
@@ -116,7 +117,15 @@ impl Component for TimelinePane {
                     .filter(|l| matches!(l.kind, LaneKind::Stream { .. }))
                     .and_then(|l| l.spans.get(self.cursor));
                 if let Some(s) = span.filter(|s| s.category != u8::MAX) {
-                    return Effect::ShowKernel(tl.name(s.name).to_string());
+                    let step = tl.step.number.map_or("the trace".into(), |n| format!("step {n}"));
+                    return Effect::ShowCall(Call {
+                        raw_name: tl.name(s.name).to_string(),
+                        step,
+                        start_ns: s.start,
+                        dur_ns: s.dur(),
+                        lane: tl.lanes[self.lane].label.clone(),
+                        launched_by: s.launch.map(|op| tl.name(op).to_string()),
+                    });
                 }
             }
             _ => return Effect::Pass,
