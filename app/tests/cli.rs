@@ -832,9 +832,29 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
                 (Some(s), Some(e)) => vec![(s, e)],
                 _ => vec![],
             };
-            dataload += dl.iter().map(|(s, e)| e - s).sum::<f64>();
-            optimizer += opt.iter().map(|(s, e)| e - s).sum::<f64>();
-            backward += bw_window.iter().map(|(s, e)| e - s).sum::<f64>();
+            // Each instant belongs to the range that began last (the
+            // innermost), so a backward window around the optimizer's
+            // ranges is not counted twice.
+            let labelled: Vec<(f64, f64, usize)> = [&dl, &opt, &bw_window]
+                .iter()
+                .enumerate()
+                .flat_map(|(k, v)| v.iter().map(move |&(s, e)| (s, e, k)))
+                .collect();
+            let mut cuts: Vec<f64> = labelled.iter().flat_map(|r| [r.0, r.1]).collect();
+            cuts.sort_by(f64::total_cmp);
+            for w in cuts.windows(2) {
+                let mid = (w[0] + w[1]) / 2.0;
+                let inner = labelled
+                    .iter()
+                    .filter(|r| r.0 <= mid && mid < r.1)
+                    .max_by(|a, b| a.0.total_cmp(&b.0));
+                match inner.map(|r| r.2) {
+                    Some(0) => dataload += w[1] - w[0],
+                    Some(1) => optimizer += w[1] - w[0],
+                    Some(_) => backward += w[1] - w[0],
+                    None => {}
+                }
+            }
             let all: Vec<(f64, f64)> = dl.iter().chain(&opt).chain(&bw_window).copied().collect();
             forward += (we - ws) - common::union_len(&all);
         }

@@ -291,7 +291,13 @@ pub(super) fn build(
             .collect(),
         phases: by_phase.phases,
         categories: tables.categories,
-        top_kernels: tables.kernels.iter().take(TOP_KERNELS).cloned().collect(),
+        // The first rows of `kernels`, whose `calls` they do not repeat.
+        top_kernels: tables
+            .kernels
+            .iter()
+            .take(TOP_KERNELS)
+            .map(|k| KernelRow { calls: None, ..k.clone() })
+            .collect(),
         kernels: tables.kernels,
         kernels_by_phase: by_phase.kernels,
         ops_by_phase: by_phase.ops,

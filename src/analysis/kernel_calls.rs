@@ -8,10 +8,6 @@ use rustc_hash::FxHashMap as HashMap;
 
 use crate::profile::{KernelCalls, LaunchConfig, StreamRef};
 
-/// At most this many launch configurations per kernel in its row, most
-/// calls first (an elementwise kernel's grid follows its tensor's size).
-pub const CONFIGS_SHOWN: usize = 3;
-
 /// A kernel's launch configuration: its grid and its block.
 type Dims = ([u32; 3], [u32; 3]);
 
@@ -144,26 +140,24 @@ pub fn calls(
             }
             let mut configs: Vec<(u16, u64)> = per_config.into_iter().collect();
             configs.sort_unstable_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+            // The most used one, and how many there were (an elementwise
+            // kernel's grid follows its tensor's size).
             let distinct = configs.len();
-            let launches = configs
-                .iter()
-                .take(CONFIGS_SHOWN)
-                .map(|&(id, count)| {
-                    let (grid, block) = log.configs[usize::from(id) - 1];
-                    LaunchConfig {
-                        grid,
-                        block,
-                        calls_per_step: crate::util::round(count as f64 / steps, 2),
-                    }
-                })
-                .collect();
+            let launch = configs.first().map(|&(id, count)| {
+                let (grid, block) = log.configs[usize::from(id) - 1];
+                LaunchConfig {
+                    grid,
+                    block,
+                    calls_per_step: crate::util::round(count as f64 / steps, 2),
+                }
+            });
             let calls = KernelCalls {
                 calls: n as u64,
                 p50_us: us(nearest_rank(n, 0.50)),
                 p99_us: us(nearest_rank(n, 0.99)),
                 max_us: us(n - 1),
                 streams,
-                launch_configs: launches,
+                launch_config: launch,
                 distinct_launch_configs: distinct as u64,
             };
             (name, calls)
@@ -228,9 +222,9 @@ mod tests {
             vec![StreamRef { device: 0, stream: 7 }, StreamRef { device: 0, stream: 20 }]
         );
         assert_eq!(k.distinct_launch_configs, 2);
-        assert_eq!(k.launch_configs[0].grid, [4, 1, 1]);
-        assert_eq!(k.launch_configs[0].calls_per_step, 1.0);
-        assert_eq!(k.launch_configs[1].block, [256, 1, 1]);
+        let most = k.launch_config.as_ref().unwrap();
+        assert_eq!((most.grid, most.block), ([4, 1, 1], [128, 1, 1]));
+        assert_eq!(most.calls_per_step, 1.0);
         assert_eq!(out[&9].calls, 1);
         // A replay counts again from nothing.
         log.recount();

@@ -434,10 +434,10 @@ pub struct KernelCalls {
     pub max_us: f64,
     /// The streams it ran on.
     pub streams: Vec<StreamRef>,
-    /// Its launch configurations as the trace recorded them, most calls
-    /// first (at most 3); empty where the trace has no `grid`/`block`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub launch_configs: Vec<LaunchConfig>,
+    /// The launch configuration most of its calls used, as the trace
+    /// recorded it; absent where the trace has no `grid`/`block`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launch_config: Option<LaunchConfig>,
     /// How many distinct configurations its calls used.
     #[serde(skip_serializing_if = "super::is_zero")]
     pub distinct_launch_configs: u64,

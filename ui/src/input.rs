@@ -142,12 +142,7 @@ const BINDINGS: &[Binding] = &[
     ),
     bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
     bind(&[Char('?'), F(1)], "?, F1", Action::Help, "this help"),
-    bind(
-        &[Esc],
-        "Esc",
-        Action::Back,
-        "close help, details (to Timeline); back to Ranks; quit",
-    ),
+    bind(&[Esc], "Esc", Action::Back, "close help, details (to Timeline); back to Ranks; quit"),
     bind(&[Char('q')], "q, Ctrl-C", Action::Quit, "quit"),
 ];
 

@@ -428,7 +428,7 @@ fn call_lines(k: &KernelRow) -> (String, Option<String>) {
     let spread = format!(" · each p50 {}{p99}, max {}", us(c.p50_us), us(c.max_us));
     let xyz = |d: [u32; 3]| format!("{}×{}×{}", d[0], d[1], d[2]);
     let mut launch: Vec<String> = Vec::new();
-    if let Some(l) = c.launch_configs.first() {
+    if let Some(l) = &c.launch_config {
         let more = c.distinct_launch_configs.saturating_sub(1);
         let more = if more > 0 { format!(" (+{more} more)") } else { String::new() };
         launch.push(format!("grid {} block {}{more}", xyz(l.grid), xyz(l.block)));
