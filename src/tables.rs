@@ -228,7 +228,7 @@ mod imp {
             // The rank's line of the job view (`summary DIR`'s ranks table),
             // with the figures it is made of.
             "summary" => {
-                let r = lens::job::row(rank, p, None);
+                let r = lens::job::row(rank, p);
                 let f = &p.figures;
                 let d = p.distributed.clone().unwrap_or_default();
                 vec![

@@ -218,3 +218,60 @@ fn two_stragglers_are_named_in_the_order_of_the_wait_they_cause() {
     let at1 = text.stdout.find("  rank 1 makes the others wait").unwrap();
     assert!(at3 < at1, "{}", text.stdout);
 }
+
+/// The DLRM job (8 V100 ranks, one step each): a communication-bound rank
+/// whose exposed communication is mostly waiting for one later rank has
+/// that rank as its verdict; the waits are summed by who arrived last,
+/// from the collectives lens's per-rank waits.
+#[test]
+fn a_rank_that_mostly_waits_for_another_says_so() {
+    let dir = common::fixtures().join("traces/param_dlrm_v100_8rank");
+    let dir = dir.to_str().unwrap();
+    let c = json(&["collectives", dir]);
+    let mut waited: std::collections::BTreeMap<(u64, u64), f64> = Default::default();
+    for m in c["collectives"].as_array().unwrap() {
+        let Some(last) = m["last_rank"].as_u64() else { continue };
+        for r in m["ranks"].as_array().unwrap() {
+            let rank = r["rank"].as_u64().unwrap();
+            if rank != last {
+                *waited.entry((rank, last)).or_default() += r["wait_us"].as_f64().unwrap() / 1e3;
+            }
+        }
+    }
+    let s = json(&["summary", dir]);
+    let text = common::profile_out(&["summary", dir]);
+    let mut named = 0;
+    for r in s["ranks"].as_array().unwrap() {
+        let rank = r["rank"].as_u64().unwrap();
+        // One step per rank trace: per step is the sum.
+        let (&(_, top), &ms) = waited
+            .iter()
+            .filter(|((w, _), ms)| *w == rank && **ms > 0.0)
+            .max_by(|a, b| a.1.total_cmp(b.1).then(b.0.1.cmp(&a.0.1)))
+            .unwrap_or((&(rank, rank), &0.0));
+        let exposed = r["exposed_comm_ms"].as_f64().unwrap();
+        let row =
+            text.lines().find(|l| l.split_whitespace().next() == Some(&rank.to_string())).unwrap();
+        if r["bound"] == "communication" && ms > 0.0 && ms * 2.0 >= exposed {
+            assert_eq!(r["waits_for"]["rank"].as_u64(), Some(top), "rank {rank}: {r}");
+            let got = r["waits_for"]["ms_per_step"].as_f64().unwrap();
+            assert!((got - ms).abs() < 0.002, "rank {rank}: {got} vs {ms}");
+            assert!(row.ends_with(&format!("waits for rank {top}")), "{row}");
+            named += 1;
+        } else {
+            assert!(r["waits_for"].is_null(), "rank {rank}: {r}");
+            assert!(row.ends_with(r["bound"].as_str().unwrap()), "{row}");
+        }
+    }
+    assert!(named >= 2, "ranks 1 and 3 wait for rank 7 most of their communication");
+    // The wait a straggler causes is a sum over the others, said with its
+    // mean, so no figure reads as longer than the step.
+    let st = &s["stragglers"][0];
+    let caused = st["wait_caused_ms_per_step"].as_f64().unwrap();
+    let each = caused / 7.0;
+    let line = text.lines().find(|l| l.contains("makes the others wait")).unwrap();
+    assert!(
+        line.contains(&format!("in all ({each:.2} each, over 7 ranks)")),
+        "{line} ({caused} / 7)"
+    );
+}

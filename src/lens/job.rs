@@ -13,7 +13,7 @@
 //! Without collectives matched across the ranks, compute time above the
 //! median rank's by [`COMPUTE_FRAC`] of the step is the fallback.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -289,6 +289,50 @@ pub struct RankRow {
     /// The other ranks' waits at the collectives it arrived last at.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub wait_caused_ms: Option<f64>,
+    /// The rank it waited for longest at collectives, where its verdict is
+    /// communication and those waits are at least half its exposed
+    /// communication: that communication is the other rank's lateness,
+    /// which its verdict then names.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waits_for: Option<WaitsFor>,
+}
+
+/// The rank another waited for longest, and those waits per step.
+#[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq)]
+pub struct WaitsFor {
+    pub rank: u32,
+    pub ms_per_step: f64,
+}
+
+impl RankRow {
+    /// The verdict as the job's table says it: `waits for rank 7` where
+    /// its communication is mostly that wait, else its own verdict.
+    pub fn verdict(&self) -> String {
+        match self.waits_for {
+            Some(w) => format!("waits for rank {}", w.rank),
+            None => self.bound.to_string(),
+        }
+    }
+}
+
+/// Per rank, the rank whose late arrivals it waited for longest and that
+/// wait (ms, over the window), from the matched collectives.
+fn waited_longest_for(c: &Collectives) -> HashMap<u32, (u32, f64)> {
+    let mut by: HashMap<(u32, u32), f64> = HashMap::new();
+    for m in &c.collectives {
+        let Some(last) = m.last_rank else { continue };
+        for r in m.ranks.iter().filter(|r| r.rank != last && r.wait_us > 0.0) {
+            *by.entry((r.rank, last)).or_insert(0.0) += r.wait_us / 1e3;
+        }
+    }
+    let mut out: HashMap<u32, (u32, f64)> = HashMap::new();
+    for ((waiter, last), ms) in by {
+        let e = out.entry(waiter).or_insert((last, ms));
+        if ms > e.1 || (ms == e.1 && last < e.0) {
+            *e = (last, ms);
+        }
+    }
+    out
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -348,11 +392,29 @@ pub struct Extra {
     pub extra_ms: f64,
 }
 
-/// One rank's row of the job view (its waits from `c`, where matched).
-pub fn row(rank: u32, p: &Profile, c: Option<&Collectives>) -> RankRow {
+/// One rank's row of the job view from its profile alone, without the
+/// job's collectives.
+pub fn row(rank: u32, p: &Profile) -> RankRow {
+    rank_row(rank, p, None, &HashMap::new())
+}
+
+/// One rank's row of the job view (its waits from `c`, where matched;
+/// `longest`: [`waited_longest_for`]).
+fn rank_row(
+    rank: u32,
+    p: &Profile,
+    c: Option<&Collectives>,
+    longest: &HashMap<u32, (u32, f64)>,
+) -> RankRow {
     let exposed = p.extras.comm_exposed_ms_per_step.unwrap_or(0.0);
     let waits = c.and_then(|c| c.per_rank.iter().find(|w| w.rank == rank));
     let per_step = |ms: f64| round(ms / steps_of(p), 3);
+    // Only a communication verdict is the other rank's lateness: a rank
+    // held up by its host is, first, held up by its host.
+    let waits_for = longest
+        .get(&rank)
+        .map(|&(for_rank, ms)| WaitsFor { rank: for_rank, ms_per_step: per_step(ms) })
+        .filter(|w| p.bound == Verdict::Communication && w.ms_per_step * 2.0 >= exposed);
     RankRow {
         rank,
         step_ms: p.figures.step_ms,
@@ -366,6 +428,7 @@ pub fn row(rank: u32, p: &Profile, c: Option<&Collectives>) -> RankRow {
         bound: p.bound.clone(),
         wait_ms: waits.map(|w| per_step(w.wait_ms)),
         wait_caused_ms: waits.map(|w| per_step(w.wait_caused_ms)),
+        waits_for,
     }
 }
 
@@ -466,7 +529,9 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
     let profiles: Vec<(u32, &Profile)> =
         set.ranks.iter().map(|r| (r.rank, &r.input.profile)).collect();
     let by_waits = matched.waits_meaningful.then_some(matched);
-    let ranks: Vec<RankRow> = profiles.iter().map(|(k, p)| row(*k, p, by_waits)).collect();
+    let longest = by_waits.map(waited_longest_for).unwrap_or_default();
+    let ranks: Vec<RankRow> =
+        profiles.iter().map(|(k, p)| rank_row(*k, p, by_waits, &longest)).collect();
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
     let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| {
         (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms)

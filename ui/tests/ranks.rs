@@ -113,9 +113,10 @@ fn ranks_pane_rows_are_the_job_lens() {
             close(&row[6], r.idle_ms, 2);
             close(&row[7], r.kernels_per_step, 0);
             if w >= 110 {
+                // `waits for rank 7` where its communication is that wait.
                 assert_eq!(
                     row[9],
-                    r.bound.as_str().split(' ').next().unwrap(),
+                    r.verdict().split(' ').next().unwrap(),
                     "the verdict at 160 columns"
                 );
             }

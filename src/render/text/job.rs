@@ -43,7 +43,8 @@ pub fn stragglers_head(j: &Job) -> String {
 
 /// A straggler in one line: the wait it causes, in how many steps, how
 /// late it arrives and where.
-pub fn straggler_line(s: &Straggler) -> String {
+/// `others`: the job's other ranks, whose waits it sums.
+pub fn straggler_line(s: &Straggler, others: usize) -> String {
     let Some(w) = s.wait_caused_ms_per_step else {
         return format!("rank {}: +{} ms of compute per step", s.rank, num(s.compute_excess_ms, 2));
     };
@@ -56,8 +57,14 @@ pub fn straggler_line(s: &Straggler) -> String {
         .map_or(String::new(), |l| format!(", arriving up to {} ms after them", num(l, 2)));
     let at: Vec<String> =
         s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
+    // A sum over the others: it can exceed the step, so the mean is said.
+    let each = if others > 1 {
+        format!(" in all ({} each, over {others} ranks)", num(w / others as f64, 2))
+    } else {
+        String::new()
+    };
     format!(
-        "rank {} makes the others wait {} ms/step{steps}{late} at {}",
+        "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}",
         s.rank,
         num(w, 2),
         at.join(", ")
@@ -140,12 +147,12 @@ pub fn job(j: &Job) -> String {
             num(r.kernels_per_step, 0),
             opt(r.wait_ms, 2),
             opt(r.wait_caused_ms, 2),
-            r.bound
+            r.verdict()
         );
     }
     let _ = writeln!(o, "{}", stragglers_head(j));
     for s in &j.stragglers {
-        let _ = writeln!(o, "  {}", straggler_line(s));
+        let _ = writeln!(o, "  {}", straggler_line(s, j.ranks.len().saturating_sub(1)));
         for w in &s.why {
             let _ = writeln!(o, "      {}", why(w));
         }

@@ -249,7 +249,7 @@ impl RanksPane {
             ];
             if wide {
                 cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
-                cells.push(Cell::from(r.bound.to_string()));
+                cells.push(Cell::from(r.verdict()));
             }
             // The slowest rank (the one waited for) is also the first
             // straggler: one mark says both, to fit 80 columns.
@@ -324,7 +324,8 @@ pub fn job_lines(j: &Job, t: &Theme, width: usize, max: usize) -> Vec<Line<'stat
             ));
             break;
         }
-        let mut why = format!("  {}", text::straggler_line(s));
+        let others = j.ranks.len().saturating_sub(1);
+        let mut why = format!("  {}", text::straggler_line(s, others));
         for w in &s.why {
             why.push_str(&format!(" · {}", text::why(w)));
         }
