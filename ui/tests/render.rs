@@ -87,6 +87,7 @@ fn phases_pane() {
         assert!(s[0].contains(ph), "{ph} missing:\n{}", s[0]);
     }
     assert!(s[0].contains("ops of forward"), "a CPU phase drills into its ops:\n{}", s[0]);
+    assert!(!s[0].contains("GPU idle"), "a CPU run has no GPU idle:\n{}", s[0]);
 
     let mut a = app(INFER_B1, None);
     press(&mut a, "2");
@@ -95,6 +96,11 @@ fn phases_pane() {
     press(&mut a, "2");
     let s = snap("bert_trace_phases", &mut a);
     assert!(s[0].contains("unphased"));
+    // The GPU's idle time per phase, as `profile phases` gives it.
+    let row = &a.profile().unwrap().phases[0];
+    let idle = format!("{:.2}", row.idle_ms_per_step.unwrap());
+    let line = s[0].lines().find(|l| l.contains("unphased")).unwrap();
+    assert!(s[0].contains("GPU idle") && line.contains(&idle), "{idle}:\n{}", s[0]);
 }
 
 #[test]

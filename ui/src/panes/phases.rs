@@ -61,14 +61,23 @@ impl Component for PhasesPane {
         let (first, last) = window(self.selected, ph.len(), rows_h);
         let name_w =
             ph.iter().map(|r| r.phase.chars().count()).max().unwrap_or(5).clamp(8, 24) as u16;
+        // GPU idle per phase, as `phases` prints it, where the profile has
+        // the idle account (a GPU trace).
+        let idle = ph.iter().any(|r| r.idle_ms_per_step.is_some());
+        let idle_w = if idle { 10 } else { 0 };
         // The bar fills what the figures leave (7 columns and their spacing).
-        let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7) as usize;
+        let bar_w = table_area.width.saturating_sub(name_w + 4 * 9 + 7 + 9 + 7 + idle_w) as usize;
         let bars = d.phases.bars();
         let rows = ph[first..last].iter().enumerate().map(|(i, r)| {
-            let row = Row::new(vec![
+            let mut cells = vec![
                 Cell::from(r.phase.clone()),
                 right(fixed(r.gpu_ms_per_step, 2)),
                 right(r.wall_ms_per_step.map_or("-".to_string(), |w| fixed(w, 2))),
+            ];
+            if idle {
+                cells.push(right(r.idle_ms_per_step.map_or("-".to_string(), |w| fixed(w, 2))));
+            }
+            cells.extend([
                 right(num(r.kernels_per_step, 1)),
                 right(num(r.ops_per_step, 1)),
                 right(r.unique_kernels.to_string()),
@@ -78,30 +87,27 @@ impl Component for PhasesPane {
                     t.accent(),
                 )),
             ]);
+            let row = Row::new(cells);
             if first + i == self.selected { row.style(t.selected()) } else { row }
         });
-        let header = header(
-            &[
-                ("phase", false),
-                ("GPU ms", true),
-                ("wall ms", true),
-                ("kernels", true),
-                ("ops", true),
-                ("unique", true),
-                ("memcpy ms", true),
-            ],
-            t.header(),
-        );
-        let widths = [
-            Constraint::Length(name_w),
-            Constraint::Length(9),
-            Constraint::Length(9),
+        let mut columns = vec![("phase", false), ("GPU ms", true), ("wall ms", true)];
+        if idle {
+            columns.push(("GPU idle", true));
+        }
+        columns.extend([("kernels", true), ("ops", true), ("unique", true), ("memcpy ms", true)]);
+        let header = header(&columns, t.header());
+        let mut widths =
+            vec![Constraint::Length(name_w), Constraint::Length(9), Constraint::Length(9)];
+        if idle {
+            widths.push(Constraint::Length(9));
+        }
+        widths.extend([
             Constraint::Length(9),
             Constraint::Length(9),
             Constraint::Length(7),
             Constraint::Length(9),
             Constraint::Fill(1),
-        ];
+        ]);
         f.render_widget(Table::new(rows, widths).header(header).column_spacing(1), table_area);
         let selected = ph.get(self.selected).map_or("", |r| r.phase.as_str());
         let what = if d.profile().kernels_by_phase.get(selected).is_some_and(|k| !k.is_empty()) {
