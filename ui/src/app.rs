@@ -479,6 +479,7 @@ impl App {
         };
         // `timeline.step` stays the step on screen until the answer.
         tl.pending = Some(job.id);
+        tl.requested = Some(i);
         match self.steps.as_ref() {
             Some(l) if l.send(job.clone()) => {}
             _ => {
@@ -494,6 +495,7 @@ impl App {
             return;
         }
         pane.pending = None;
+        pane.requested = None;
         match result {
             Ok((index, step, tl)) => pane.show(index, step, tl),
             Err(e) => pane.error = Some(e),

@@ -309,6 +309,24 @@ fn steps_load_on_the_loader_thread() {
         std::thread::sleep(std::time::Duration::from_millis(5));
     }
     assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(5));
+    // A burst of keys while a step is read moves as many steps: each counts
+    // from the step asked for, not the one still on screen (step 4).
+    let mut wait = |a: &mut App| {
+        while a.panes.timeline.pending.is_some() {
+            a.poll_steps();
+            assert!(std::time::Instant::now() < deadline, "the loader never answered");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    };
+    key(&mut a, KeyCode::Char('['));
+    wait(&mut a);
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(4));
+    key(&mut a, KeyCode::Char(']'));
+    key(&mut a, KeyCode::Char(']'));
+    assert_eq!(a.panes.timeline.requested, Some(2));
+    wait(&mut a);
+    assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(6));
+    assert_eq!(a.panes.timeline.requested, None);
 }
 
 #[test]

@@ -43,6 +43,9 @@ pub struct TimelinePane {
     pub error: Option<String>,
     /// The load job running for `step`.
     pub pending: Option<u64>,
+    /// The step that job reads: `[` and `]` count from it, so a burst of
+    /// them moves as many steps as keys.
+    pub requested: Option<usize>,
     /// Selected lane.
     pub lane: usize,
     /// Selected span of the lane.
@@ -54,9 +57,10 @@ pub struct TimelinePane {
 impl Component for TimelinePane {
     fn update(&mut self, a: Action, _ctx: &Ctx<'_>) -> Effect {
         let steps = self.index.as_ref().map_or(0, |ix| ix.steps.len());
+        let at = self.requested.unwrap_or(self.step);
         match a {
-            Action::PrevStep if self.step > 0 => return Effect::Step(self.step - 1),
-            Action::NextStep if self.step + 1 < steps => return Effect::Step(self.step + 1),
+            Action::PrevStep if at > 0 => return Effect::Step(at - 1),
+            Action::NextStep if at + 1 < steps => return Effect::Step(at + 1),
             Action::Top if steps > 0 => {
                 return Effect::Edit(Editor { field: Field::Step, text: String::new() });
             }
