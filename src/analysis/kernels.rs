@@ -279,6 +279,12 @@ pub fn label(name: &str) -> String {
     short_name(&demangle(name))
 }
 
+/// [`label`] in at most `max` characters: the explorer's, on a screen wider
+/// than the tables' labels.
+pub fn label_within(name: &str, max: usize) -> String {
+    short_name_within(&demangle(name), max)
+}
+
 /// Category, Tensor Core flag and label of one kernel name, demangling once.
 pub fn classify(name: &str) -> (Category, bool, String) {
     let shown = demangle(name);
@@ -317,6 +323,13 @@ const NAME_MAX: usize = 16_384;
 ///    arguments up to its first named one (not a number or a built-in type);
 /// 5. whatever is still too long is cut with `…`.
 pub fn short_name(name: &str) -> String {
+    short_name_within(name, LABEL_MAX)
+}
+
+/// [`short_name`] in at most `max` characters (at least 8): a screen with
+/// room for more than [`LABEL_MAX`] shortens less.
+pub fn short_name_within(name: &str, max: usize) -> String {
+    let max = max.max(8);
     // `<unnamed>` is how Nsight writes an anonymous namespace.
     let cleaned = name.trim().replace("(anonymous namespace)::", "").replace("<unnamed>::", "");
     let mut s = cleaned.as_str();
@@ -343,7 +356,7 @@ pub fn short_name(name: &str) -> String {
     }
     let head = s[..cut].trim();
     if head.is_empty() {
-        return clip(name.trim());
+        return clip(name.trim(), max);
     }
     let head = match head.char_indices().nth(NAME_MAX) {
         Some((at, _)) => &head[..at],
@@ -353,7 +366,7 @@ pub fn short_name(name: &str) -> String {
     let mut cfg = Render::default();
     let fits = |cfg: &Render| -> Option<String> {
         let out = tree.render(cfg);
-        (out.chars().count() <= LABEL_MAX).then_some(out)
+        (out.chars().count() <= max).then_some(out)
     };
     if let Some(out) = fits(&cfg) {
         return out;
@@ -370,8 +383,7 @@ pub fn short_name(name: &str) -> String {
     let nested: Vec<usize> = lists.iter().filter(|g| g.depth >= 3).map(|g| g.id).collect();
     let len_with = |cfg: &Render| tree.render(cfg).chars().count();
     let elided = least(nested.len(), |n| {
-        len_with(&Render { compact: true, elided: nested[..n].to_vec(), kept: Vec::new() })
-            <= LABEL_MAX
+        len_with(&Render { compact: true, elided: nested[..n].to_vec(), kept: Vec::new() }) <= max
     });
     cfg.elided = nested[..elided.unwrap_or(nested.len())].to_vec();
     if elided.is_some() {
@@ -391,13 +403,13 @@ pub fn short_name(name: &str) -> String {
             kept.push((g.id, g.args.len() - 1 - j));
             Render { compact: true, elided: cfg.elided.clone(), kept }
         };
-        let j = least(most, |j| len_with(&keeping(j)) <= LABEL_MAX);
+        let j = least(most, |j| len_with(&keeping(j)) <= max);
         cfg = keeping(j.unwrap_or(most));
         if j.is_some() {
             return tree.render(&cfg);
         }
     }
-    clip(&tree.render(&cfg))
+    clip(&tree.render(&cfg), max)
 }
 
 /// The least n in 0..=max for which `ok` holds, `ok` being monotone
@@ -414,12 +426,12 @@ fn least(max: usize, ok: impl Fn(usize) -> bool) -> Option<usize> {
     Some(lo)
 }
 
-/// Cut to `LABEL_MAX` characters, the last one `…`.
-fn clip(s: &str) -> String {
-    if s.chars().count() <= LABEL_MAX {
+/// Cut to `max` characters, the last one `…`.
+fn clip(s: &str, max: usize) -> String {
+    if s.chars().count() <= max {
         return s.to_string();
     }
-    let mut out: String = s.chars().take(LABEL_MAX - 1).collect();
+    let mut out: String = s.chars().take(max - 1).collect();
     out.push('…');
     out
 }
@@ -872,5 +884,19 @@ mod tests {
             let scope = &scope[..scope.rfind("::").map_or(0, |at| at + 2)];
             assert!(scope.len() > LABEL_MAX || label.starts_with(scope), "{label} keeps {scope}");
         }
+    }
+
+    #[test]
+    fn a_wider_label_shortens_only_as_far_as_it_needs() {
+        let raw = "void at::native::vectorized_elementwise_kernel<4, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2> >(int, at::native::GeluCUDAKernelImpl(at::TensorIteratorBase&, at::native::GeluType)::{lambda()#2}::operator()() const::{lambda()#2}::operator()() const::{lambda(c10::BFloat16)#1}, at::detail::Array<char*, 2>)";
+        let short = label(raw);
+        assert!(short.contains('…') && short.chars().count() <= LABEL_MAX, "{short}");
+        let wide = label_within(raw, 120);
+        assert_eq!(
+            wide,
+            "at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl, Array<char*, 2>>"
+        );
+        assert_eq!(label_within(raw, LABEL_MAX), short);
+        assert!(label_within(raw, 30).chars().count() <= 30);
     }
 }

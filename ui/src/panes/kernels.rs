@@ -7,6 +7,7 @@
 
 use std::sync::Arc;
 
+use libreyolo_core::analysis::kernels::label_within;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::{Achieved, KernelRow, NodeKind, Profile, RooflineBound};
@@ -214,7 +215,7 @@ impl Component for KernelsPane {
                 } else {
                     Span::raw("")
                 }),
-                Cell::from(clip(&r.kernel, name_w)),
+                Cell::from(name_in(r, name_w)),
                 Cell::from(Span::styled(clip(r.category.as_str(), cat_w as usize), t.muted())),
             ]);
             let row = Row::new(cells);
@@ -409,6 +410,17 @@ impl KernelsPane {
             hint,
         );
     }
+}
+
+/// The kernel's name in `width` columns: its label, and where the screen
+/// has room for more, the name shortened only as far as it needs (a
+/// label is cut to the tables' 72 characters).
+fn name_in(r: &KernelRow, width: usize) -> String {
+    // Only a label with something left out can gain from the room.
+    if width > r.kernel.chars().count() && r.kernel.contains('…') {
+        return label_within(&r.raw_name, width);
+    }
+    clip(&r.kernel, width)
 }
 
 /// How the kernel's calls ran (docs/analysis.md §7.1): their spread, to
