@@ -82,8 +82,7 @@ impl Log {
 fn dims(raw: &[u8]) -> Option<[u32; 3]> {
     let inner = raw.trim_ascii().strip_prefix(b"[")?.strip_suffix(b"]")?;
     let mut out = [1u32; 3];
-    let mut n = 0;
-    for part in inner.split(|&b| b == b',') {
+    for (n, part) in inner.split(|&b| b == b',').enumerate() {
         let digits = part.trim_ascii();
         if n == 3 || digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
             return None;
@@ -91,7 +90,6 @@ fn dims(raw: &[u8]) -> Option<[u32; 3]> {
         out[n] = digits
             .iter()
             .try_fold(0u32, |v, &d| v.checked_mul(10)?.checked_add(u32::from(d - b'0')))?;
-        n += 1;
     }
     Some(out)
 }

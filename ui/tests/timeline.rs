@@ -311,7 +311,7 @@ fn steps_load_on_the_loader_thread() {
     assert_eq!(a.panes.timeline.timeline.as_ref().unwrap().step.number, Some(5));
     // A burst of keys while a step is read moves as many steps: each counts
     // from the step asked for, not the one still on screen (step 4).
-    let mut wait = |a: &mut App| {
+    let wait = |a: &mut App| {
         while a.panes.timeline.pending.is_some() {
             a.poll_steps();
             assert!(std::time::Instant::now() < deadline, "the loader never answered");
