@@ -21,49 +21,34 @@ pub struct Log {
     config_of: Vec<u16>,
     configs: Vec<Dims>,
     config_ids: HashMap<Dims, u16>,
-    /// The last `grid` and `block` texts met and their id: a kernel is
-    /// mostly launched as the one before it, which then costs a compare.
-    last: (Vec<u8>, Vec<u8>, u16),
+    /// The last configuration met and its id (0: none yet).
+    last: (Dims, u16),
 }
 
 impl Log {
-    /// A kernel span was pushed: its `grid` and `block` as the trace wrote
-    /// them (`[x, y, z]`), when it did.
-    pub fn kernel(&mut self, grid: Option<&[u8]>, block: Option<&[u8]>) {
+    /// A kernel span was pushed, with its `grid` and `block` where the
+    /// trace recorded them.
+    pub fn kernel(&mut self, grid: Option<[u32; 3]>, block: Option<[u32; 3]>) {
         let (Some(grid), Some(block)) = (grid, block) else {
             self.config_of.push(0);
             return;
         };
-        if self.last.0 == grid && self.last.1 == block {
-            self.config_of.push(self.last.2);
-            return;
-        }
-        let id = self.config_id(grid, block);
-        self.last.0.clear();
-        self.last.0.extend_from_slice(grid);
-        self.last.1.clear();
-        self.last.1.extend_from_slice(block);
-        self.last.2 = id;
-        self.config_of.push(id);
-    }
-
-    fn config_id(&mut self, grid: &[u8], block: &[u8]) -> u16 {
-        match (dims(grid), dims(block)) {
-            (Some(g), Some(b)) => {
-                let next = self.configs.len();
-                match self.config_ids.get(&(g, b)) {
-                    Some(&id) => id,
-                    None if next < usize::from(u16::MAX) => {
-                        self.configs.push((g, b));
-                        let id = next as u16 + 1;
-                        self.config_ids.insert((g, b), id);
-                        id
-                    }
-                    None => 0,
+        // Mostly launched as the kernel before: a compare, not a lookup.
+        if self.last.0 != (grid, block) || self.last.1 == 0 {
+            let next = self.configs.len();
+            let id = match self.config_ids.get(&(grid, block)) {
+                Some(&id) => id,
+                None if next < usize::from(u16::MAX) => {
+                    self.configs.push((grid, block));
+                    let id = next as u16 + 1;
+                    self.config_ids.insert((grid, block), id);
+                    id
                 }
-            }
-            _ => 0,
+                None => 0,
+            };
+            self.last = ((grid, block), id);
         }
+        self.config_of.push(self.last.1);
     }
 
     /// The kernel span `span` was counted in the tables.
@@ -75,23 +60,6 @@ impl Log {
     pub fn recount(&mut self) {
         self.counted.clear();
     }
-}
-
-/// `[1024, 1, 1]` → its three numbers (missing ones are 1); anything else
-/// → `None`.
-fn dims(raw: &[u8]) -> Option<[u32; 3]> {
-    let inner = raw.trim_ascii().strip_prefix(b"[")?.strip_suffix(b"]")?;
-    let mut out = [1u32; 3];
-    for (n, part) in inner.split(|&b| b == b',').enumerate() {
-        let digits = part.trim_ascii();
-        if n == 3 || digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
-            return None;
-        }
-        out[n] = digits
-            .iter()
-            .try_fold(0u32, |v, &d| v.checked_mul(10)?.checked_add(u32::from(d - b'0')))?;
-    }
-    Some(out)
 }
 
 /// One counted call: the kernel's name, its duration, queue and
@@ -175,16 +143,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dims_reads_the_three_numbers_and_refuses_the_rest() {
-        assert_eq!(dims(b"[1024, 1, 1]"), Some([1024, 1, 1]));
-        assert_eq!(dims(b" [7,2] "), Some([7, 2, 1]));
-        assert_eq!(dims(b"[1, 2, 3, 4]"), None);
-        assert_eq!(dims(b"[-1, 1, 1]"), None);
-        assert_eq!(dims(b"\"64\""), None);
-        assert_eq!(dims(b"[]"), None);
-    }
-
-    #[test]
     fn the_nearest_rank_of_few_calls_is_the_longest_for_p99() {
         assert_eq!(nearest_rank(1, 0.5), 0);
         assert_eq!(nearest_rank(1, 0.99), 0);
@@ -202,8 +160,8 @@ mod tests {
         for (i, _) in spans.iter().enumerate() {
             match i {
                 2 => log.kernel(None, None),
-                4 => log.kernel(Some(b"[8, 1, 1]"), Some(b"[256, 1, 1]")),
-                _ => log.kernel(Some(b"[4, 1, 1]"), Some(b"[128, 1, 1]")),
+                4 => log.kernel(Some([8, 1, 1]), Some([256, 1, 1])),
+                _ => log.kernel(Some([4, 1, 1]), Some([128, 1, 1])),
             }
             log.counted(i as u32);
         }

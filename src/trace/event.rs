@@ -142,10 +142,10 @@ pub struct Args<'a> {
     /// ROCm launch calls: the kernel they put on the queue (a capture
     /// trace's only record of a captured kernel's name).
     pub kernel: Option<Text<'a>>,
-    /// Kernels: the raw JSON text of the launch's `grid` and `block`
-    /// (`[x, y, z]`), parsed once per kernel by the analysis.
-    pub grid: Option<&'a [u8]>,
-    pub block: Option<&'a [u8]>,
+    /// Kernels: the launch's `grid` and `block` (`[x, y, z]`; missing
+    /// dimensions are 1).
+    pub grid: Option<[u32; 3]>,
+    pub block: Option<[u32; 3]>,
 }
 
 /// The collective arguments of a communication kernel. Boxed: most
@@ -284,16 +284,21 @@ impl<'a> Event<'a> {
                                 a.kernel = text(p)?;
                                 return Ok(());
                             }
-                            b"Input Dims" | b"Input type" | b"Concrete Inputs" | b"grid"
-                            | b"block" => {
+                            b"Input Dims" | b"Input type" | b"Concrete Inputs" => {
                                 let raw = Some(p.raw()?);
                                 match key {
                                     b"Input Dims" => a.input_dims = raw,
                                     b"Input type" => a.input_types = raw,
-                                    b"grid" => a.grid = raw,
-                                    b"block" => a.block = raw,
                                     _ => a.concrete_inputs = raw,
                                 }
+                                return Ok(());
+                            }
+                            b"grid" => {
+                                a.grid = p.dims()?;
+                                return Ok(());
+                            }
+                            b"block" => {
+                                a.block = p.dims()?;
                                 return Ok(());
                             }
                             b"In msg nelems" => &mut a.collective.get_or_insert_default().in_nelems,
@@ -806,6 +811,43 @@ impl<'a> Parser<'a> {
         }
     }
 
+    /// A kernel's `grid` or `block`: `[x, y, z]`, up to three integers
+    /// that fit `u32` (missing ones are 1), read in one pass; any other
+    /// value is skipped and reads as missing.
+    fn dims(&mut self) -> PResult<Option<[u32; 3]>> {
+        self.ws();
+        let (b, start) = (self.b, self.i);
+        let ws = |i: &mut usize| {
+            while let Some(b' ' | b'\n' | b'\r' | b'\t') = b.get(*i) {
+                *i += 1;
+            }
+        };
+        if b.get(start) == Some(&b'[') {
+            let (mut i, mut out) = (start + 1, [1u32; 3]);
+            for slot in &mut out {
+                ws(&mut i);
+                let digits = b[i.min(b.len())..].iter().take_while(|c| c.is_ascii_digit()).count();
+                let v = (1..=10).contains(&digits).then(|| {
+                    b[i..i + digits].iter().fold(0u64, |v, &d| v * 10 + u64::from(d - b'0'))
+                });
+                let Some(v) = v.and_then(|v| u32::try_from(v).ok()) else { break };
+                *slot = v;
+                i += digits;
+                ws(&mut i);
+                match b.get(i) {
+                    Some(b',') => i += 1,
+                    Some(b']') => {
+                        self.i = i + 1;
+                        return Ok(Some(out));
+                    }
+                    _ => break,
+                }
+            }
+        }
+        self.skip_value()?;
+        Ok(None)
+    }
+
     /// A number, a numeric string, or null; other values read as missing.
     #[inline(always)]
     fn num(&mut self) -> PResult<Num> {
@@ -1169,12 +1211,34 @@ mod tests {
         assert_eq!(e.ts.get(), Some(4458676983543.183));
         assert_eq!(e.correlation(), Some(57541));
         assert_eq!(e.args.as_ref().unwrap().external_id.id(), Some(12353));
+        assert_eq!(e.args.as_ref().unwrap().grid, Some([1, 2, 3]));
 
         let old = br#"{"ph": "X", "cat": "Kernel", "name": "k", "pid": 0, "tid": "stream 7", "ts": 1623142623531625, "dur": 2, "args": {"correlation": 34441, "external id": 544}}"#;
         let e = Event::parse(old).unwrap();
         assert_eq!(e.tid, Some(Id::Int(7)));
         assert_eq!(e.ts.get(), Some(1623142623531625.0));
         assert_eq!(e.args.as_ref().unwrap().external_id.id(), Some(544));
+    }
+
+    #[test]
+    fn a_launch_configuration_reads_as_three_numbers_or_not_at_all() {
+        let dims = |v: &str| {
+            let raw = format!(r#"{{"args": {{"grid": {v}, "stream": 7}}}}"#);
+            let e = Event::parse(raw.as_bytes()).unwrap();
+            let a = e.args.unwrap();
+            assert_eq!(a.stream.id(), Some(7), "{v}: the fields after it are read");
+            a.grid
+        };
+        assert_eq!(dims("[1024, 1, 1]"), Some([1024, 1, 1]));
+        assert_eq!(dims(" [ 7 ,2 ]"), Some([7, 2, 1]));
+        assert_eq!(dims("[4294967295,1,1]"), Some([u32::MAX, 1, 1]));
+        for bad in
+            ["[4294967296,1,1]", "[1,2,3,4]", "[-1,1,1]", "[1.5,1,1]", "[]", "\"64\"", "null"]
+        {
+            assert_eq!(dims(bad), None, "{bad}");
+        }
+        // Cut short: the same error as any other value.
+        assert!(Event::parse(br#"{"args": {"grid": [1, 2"#).is_err());
     }
 
     #[test]
