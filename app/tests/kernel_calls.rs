@@ -6,10 +6,10 @@
 
 mod common;
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 use std::path::Path;
 
-use common::{json, read_json, traces};
+use common::{json, read_json, steps_and_launches, trace_events, traces};
 use serde_json::Value;
 
 /// One kernel's calls in the steps, as the raw events give them.
@@ -21,28 +21,8 @@ struct Raw {
 }
 
 fn raw_calls(path: &Path) -> HashMap<String, Raw> {
-    let doc = read_json(path);
-    let events = match &doc {
-        Value::Array(a) => a.clone(),
-        v => v["traceEvents"].as_array().unwrap().clone(),
-    };
-    let mut steps: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
-    let mut launches: HashMap<i64, f64> = HashMap::new();
-    for e in events.iter().filter(|e| e["ph"] == "X") {
-        let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
-        let cat = e["cat"].as_str().unwrap_or("");
-        if let Some(n) = e["name"].as_str().unwrap_or("").strip_prefix("ProfilerStep#") {
-            if cat == "user_annotation" || cat == "Operator" {
-                let s = steps.entry(n.parse().unwrap()).or_insert((ts, ts + dur));
-                (s.0, s.1) = (s.0.min(ts), s.1.max(ts + dur));
-            }
-        }
-        if matches!(cat, "cuda_runtime" | "Runtime" | "cuda_driver") {
-            if let Some(c) = e["args"]["correlation"].as_i64() {
-                launches.insert(c, ts);
-            }
-        }
-    }
+    let events = trace_events(&read_json(path));
+    let (steps, launches) = steps_and_launches(&events);
     let in_step = |ts: f64| steps.is_empty() || steps.values().any(|(s, e)| *s <= ts && ts < *e);
     let dims = |v: &Value| -> Option<Vec<u64>> {
         let d: Vec<u64> = v.as_array()?.iter().map(|x| x.as_u64()).collect::<Option<_>>()?;

@@ -176,21 +176,15 @@ pub fn clip(iv: &[(f64, f64)], windows: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
-pub fn truth(path: &Path) -> Truth {
-    let doc = read_json(path);
-    let events = match &doc {
-        Value::Array(a) => a.clone(),
-        v => v["traceEvents"].as_array().unwrap().clone(),
-    };
+/// The `ProfilerStep#N` windows (µs, a step's copies merged) and each
+/// launch's start by correlation id, from the raw events.
+pub fn steps_and_launches(events: &[Value]) -> (BTreeMap<u64, (f64, f64)>, HashMap<i64, f64>) {
     let mut steps: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
     let mut launches: HashMap<i64, f64> = HashMap::new();
-    for e in &events {
+    for e in events.iter().filter(|e| e["ph"] == "X") {
         let name = e["name"].as_str().unwrap_or("");
         let cat = e["cat"].as_str().unwrap_or("");
         let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
-        if e["ph"] != "X" {
-            continue;
-        }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             if cat == "user_annotation" || cat == "Operator" {
                 let n: u64 = n.parse().unwrap();
@@ -205,6 +199,12 @@ pub fn truth(path: &Path) -> Truth {
             }
         }
     }
+    (steps, launches)
+}
+
+pub fn truth(path: &Path) -> Truth {
+    let events = trace_events(&read_json(path));
+    let (steps, launches) = steps_and_launches(&events);
     let in_step = |ts: f64| steps.is_empty() || steps.values().any(|(s, e)| *s <= ts && ts < *e);
     let mut t = Truth { steps: steps.len().max(1), ..Default::default() };
     t.windows = steps.values().copied().collect();
