@@ -4,7 +4,7 @@ use std::fmt::Write;
 
 use super::efficiency::{RATES_HEADER, efficiency_notes, graph_replay_note, rate_columns};
 use super::num;
-use crate::lens::kernels::{JobKernels, Kernels};
+use crate::lens::kernels::{JobKernels, KernelQuery, Kernels};
 
 pub fn kernels(k: &Kernels) -> String {
     if let Some(none) = k.none {
@@ -27,14 +27,7 @@ pub fn kernels(k: &Kernels) -> String {
             r.category
         );
     }
-    let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(
-        o,
-        "({} of {} kernels{scope} match; {} shown)",
-        k.matched,
-        k.total,
-        k.kernels.len()
-    );
+    matched_line(&mut o, &k.query, k.matched, k.total, k.kernels.len());
     if let Some(ms) = k.graph_replay_ms_per_step {
         let _ =
             writeln!(o, "note: {}", graph_replay_note(ms, k.graph_replay_attributed_ms_per_step));
@@ -70,13 +63,12 @@ pub fn job_kernels(k: &JobKernels) -> String {
             m.category
         );
     }
-    let scope = k.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(
-        o,
-        "({} of {} kernels{scope} match; {} shown)",
-        k.matched,
-        k.total,
-        k.kernels.len()
-    );
+    matched_line(&mut o, &k.query, k.matched, k.total, k.kernels.len());
     o
+}
+
+/// `(12 of 40 kernels in phase forward match; 12 shown)`.
+fn matched_line(o: &mut String, q: &KernelQuery, matched: usize, total: usize, shown: usize) {
+    let scope = q.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
+    let _ = writeln!(o, "({matched} of {total} kernels{scope} match; {shown} shown)");
 }
