@@ -253,17 +253,23 @@ fn a_rank_that_mostly_waits_for_another_says_so() {
         let row =
             text.lines().find(|l| l.split_whitespace().next() == Some(&rank.to_string())).unwrap();
         if r["bound"] == "communication" && ms > 0.0 && ms * 2.0 >= exposed {
-            assert_eq!(r["waits_for"]["rank"].as_u64(), Some(top), "rank {rank}: {r}");
-            let got = r["waits_for"]["ms_per_step"].as_f64().unwrap();
+            assert_eq!(r["waits_for_rank"].as_u64(), Some(top), "rank {rank}: {r}");
+            let got = r["waits_for_ms_per_step"].as_f64().unwrap();
             assert!((got - ms).abs() < 0.002, "rank {rank}: {got} vs {ms}");
             assert!(row.ends_with(&format!("waits for rank {top}")), "{row}");
             named += 1;
         } else {
-            assert!(r["waits_for"].is_null(), "rank {rank}: {r}");
+            assert!(r["waits_for_rank"].is_null(), "rank {rank}: {r}");
             assert!(row.ends_with(r["bound"].as_str().unwrap()), "{row}");
         }
     }
     assert!(named >= 2, "ranks 1 and 3 wait for rank 7 most of their communication");
+    // The md/csv rank table has the same figure.
+    let csv = common::profile_out(&["summary", dir, "--format", "csv"]);
+    let head: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    let col = head.iter().position(|c| *c == "waits_for_rank").expect("a waits_for_rank column");
+    let rank1 = csv.lines().find(|l| l.starts_with("1,")).unwrap();
+    assert_eq!(rank1.split(',').nth(col), Some("7"), "{csv}");
     // The wait a straggler causes is a sum over the others, said with its
     // mean, so no figure reads as longer than the step.
     let st = &s["stragglers"][0];

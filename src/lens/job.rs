@@ -292,15 +292,18 @@ pub struct RankRow {
     /// The rank it waited for longest at collectives, where its verdict is
     /// communication and those waits are at least half its exposed
     /// communication: that communication is the other rank's lateness,
-    /// which its verdict then names.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    /// which its verdict then names. Flat (`waits_for_rank`,
+    /// `waits_for_ms_per_step`), so the md/csv rank table has it too.
+    #[serde(flatten, skip_serializing_if = "Option::is_none")]
     pub waits_for: Option<WaitsFor>,
 }
 
 /// The rank another waited for longest, and those waits per step.
 #[derive(Debug, Clone, Copy, Serialize, JsonSchema, PartialEq)]
 pub struct WaitsFor {
+    #[serde(rename = "waits_for_rank")]
     pub rank: u32,
+    #[serde(rename = "waits_for_ms_per_step")]
     pub ms_per_step: f64,
 }
 
