@@ -13,6 +13,7 @@
 use std::sync::Arc;
 
 use libreyolo_core::analysis::timeline::{LaneKind, Span, StepIndex, Timeline};
+use libreyolo_core::profile::Category;
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -200,9 +201,9 @@ impl Component for TimelinePane {
 
         f.render_widget(Paragraph::new(detail_lines(self, t, detail.width as usize)), detail);
         let mut l = vec![Text::styled("legend ", t.muted())];
-        for (c, name) in libreyolo_core::profile::Category::ALL.iter().enumerate() {
-            l.push(Text::styled(glyph(c as u8).to_string(), category_style(c as u8, t)));
-            l.push(Text::raw(format!("{} ", short_category(name.as_str()))));
+        for c in &Category::ALL {
+            l.push(Text::styled(glyph(c).to_string(), category_style(c, t)));
+            l.push(Text::raw(format!("{} ", short_category(c.as_str()))));
         }
         f.render_widget(Paragraph::new(Line::from(l)), legend);
     }
@@ -317,16 +318,18 @@ fn nearest(spans: &[Span], t: i64) -> usize {
 }
 
 /// One glyph per category, so the lanes read without colour (NO_COLOR).
-fn glyph(c: u8) -> char {
+/// A category's glyph: each category names its own, so a category added
+/// to [`Category`] must be given one here (the match is exhaustive).
+fn glyph(c: &Category) -> char {
     match c {
-        0 => '≈', // communication
-        1 => '▓', // attention
-        2 => '█', // gemm / conv
-        3 => '▒', // reduction / norm
-        4 => '=', // layout / copy
-        5 => '░', // elementwise
-        6 => '~', // softmax
-        _ => '#', // other
+        Category::Communication => '≈',
+        Category::Attention => '▓',
+        Category::GemmConv => '█',
+        Category::ReductionNorm => '▒',
+        Category::LayoutCopy => '=',
+        Category::Elementwise => '░',
+        Category::Softmax => '~',
+        Category::Other | Category::Named(_) => '#',
     }
 }
 
@@ -338,16 +341,15 @@ fn short_category(name: &str) -> &str {
     }
 }
 
-fn category_style(c: u8, t: &Theme) -> Style {
+fn category_style(c: &Category, t: &Theme) -> Style {
     match c {
-        0 => t.warn(),
-        1 => t.title(),
-        2 => t.accent(),
-        3 => t.header(),
-        4 => t.muted(),
-        5 => t.better(),
-        6 => t.header(),
-        _ => t.worse(),
+        Category::Communication => t.warn(),
+        Category::Attention => t.title(),
+        Category::GemmConv => t.accent(),
+        Category::ReductionNorm | Category::Softmax => t.header(),
+        Category::LayoutCopy => t.muted(),
+        Category::Elementwise => t.better(),
+        Category::Other | Category::Named(_) => t.worse(),
     }
 }
 
@@ -370,7 +372,7 @@ fn lane_cells(
     let w = ((t1 - t0) as f64 / cells as f64).max(1e-9);
     // Coverage per cell and key (category, or the phase's name for phases).
     // One key per category, and the last for spans of none (busy, phases).
-    const NO_CATEGORY: usize = libreyolo_core::profile::Category::ALL.len();
+    const NO_CATEGORY: usize = Category::ALL.len();
     let mut cover: Vec<[f64; NO_CATEGORY + 1]> = vec![[0.0; NO_CATEGORY + 1]; cells];
     let mut phase_at: Vec<Option<u32>> = vec![None; cells];
     let mut selected = vec![false; cells];
@@ -425,7 +427,8 @@ fn lane_cells(
                 if kind == LaneKind::Busy { t.bar() } else { t.base() },
             )
         } else {
-            (if total >= 0.5 { glyph(key as u8) } else { '·' }, category_style(key as u8, t))
+            let c = &Category::ALL[key];
+            (if total >= 0.5 { glyph(c) } else { '·' }, category_style(c, t))
         };
         let style = if selected[c] { t.selected() } else { style };
         out.push(Text::styled(ch.to_string(), style));
