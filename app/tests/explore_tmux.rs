@@ -164,10 +164,10 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
         |s: &str| s.lines().skip_while(|l| !l.contains("exposed")).nth(1).unwrap_or("").to_string();
     assert!(first_row(&s).trim_start().starts_with('0'), "rank order first:\n{s}");
 
-    // Sorted by step: the longest step first, not the slowest rank.
+    // Sorted by step: the longest step first, not the rank waited for.
     t.keys(&["s"]);
     let s = t.wait("the step sort", |s| s.contains("sort: step"));
-    assert!(first_row(&s).contains("19.90") && !first_row(&s).contains("slowest"), "{s}");
+    assert!(first_row(&s).contains("19.90") && !first_row(&s).contains("awaited"), "{s}");
     t.keys(&["Home", "Down", "Enter"]);
     // (At 80x24 the idle account fills the screen above the kernel mix.)
     let s = t

@@ -685,16 +685,14 @@ fn changed_on(
     ))
 }
 
-/// `what-if DIR --all`: the standard changes any rank has, each made on
-/// every rank and the job re-timed ([`job_changed`]), largest saving of
-/// the job's step first. A row's `removes_ms_per_step` is the most any
-/// rank's change and waits took away: the job saves no more than that.
-pub fn job_all(
+/// The standard changes any rank has, each made on every rank and the
+/// job re-timed ([`job_changed`]), in the order the ranks first list
+/// them; and a note for each change no rank could make.
+pub fn job_scenarios(
     set: &crate::profile::ranks::RankSet,
     models: &[Option<StepModel>],
-    matched: &crate::lens::collectives::Collectives,
-    label: Option<String>,
-) -> Result<WhatIfAll> {
+    job: &JobModel<'_>,
+) -> (Vec<JobWhatIf>, Vec<String>) {
     let mut flags: Vec<String> = Vec::new();
     for r in &set.ranks {
         for row in r.input.profile.step_model.iter().flat_map(|m| &m.scenarios) {
@@ -703,27 +701,49 @@ pub fn job_all(
             }
         }
     }
-    let job = crate::lens::job::joined(set, models, matched);
-    let mut scenarios = Vec::new();
-    let mut notes = Vec::new();
+    let (mut out, mut notes) = (Vec::new(), Vec::new());
     for f in &flags {
         let Some(request) = standard_request(f) else { continue };
-        match changed_on(set, models, &job, &request) {
-            Ok(w) => {
-                let (now, after) = (w.job_step_ms.now.unwrap_or(0.0), w.job_step_ms.projected);
-                let saved = round((now - after.unwrap_or(now)).max(0.0), 3);
-                let removes = w.ranks.iter().map(|r| r.removes_ms_per_step).fold(0.0, f64::max);
-                scenarios.push(ScenarioRow {
-                    flags: f.clone(),
-                    what: w.what.strip_suffix(ON_EVERY_RANK).unwrap_or(&w.what).to_string(),
-                    saved_ms_per_step: saved,
-                    saved_pct: if now > 0.0 { round(saved * 100.0 / now, 1) } else { 0.0 },
-                    removes_ms_per_step: removes,
-                });
-            }
+        match changed_on(set, models, job, &request) {
+            Ok(w) => out.push(w),
             Err(e) => notes.push(format!("{f}: {e}")),
         }
     }
+    (out, notes)
+}
+
+impl JobWhatIf {
+    /// The change's row in a ranked table: what the job's step saves, and
+    /// the most any rank's change and waits took away (the job saves no
+    /// more than that).
+    pub fn row(&self) -> ScenarioRow {
+        let (now, after) = (self.job_step_ms.now.unwrap_or(0.0), self.job_step_ms.projected);
+        let saved = round((now - after.unwrap_or(now)).max(0.0), 3);
+        ScenarioRow {
+            flags: self.scenario.strip_suffix(" on every rank").unwrap_or(&self.scenario).into(),
+            what: self.what.strip_suffix(ON_EVERY_RANK).unwrap_or(&self.what).to_string(),
+            saved_ms_per_step: saved,
+            saved_pct: if now > 0.0 { round(saved * 100.0 / now, 1) } else { 0.0 },
+            removes_ms_per_step: self
+                .ranks
+                .iter()
+                .map(|r| r.removes_ms_per_step)
+                .fold(0.0, f64::max),
+        }
+    }
+}
+
+/// `what-if DIR --all`: [`job_scenarios`], largest saving of the job's
+/// step first.
+pub fn job_all(
+    set: &crate::profile::ranks::RankSet,
+    models: &[Option<StepModel>],
+    matched: &crate::lens::collectives::Collectives,
+    label: Option<String>,
+) -> Result<WhatIfAll> {
+    let job = crate::lens::job::joined(set, models, matched);
+    let (changes, mut notes) = job_scenarios(set, models, &job);
+    let mut scenarios: Vec<ScenarioRow> = changes.iter().map(JobWhatIf::row).collect();
     if scenarios.is_empty() {
         return Err(Error::usage(NO_MODEL));
     }

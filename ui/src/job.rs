@@ -11,7 +11,8 @@ use std::sync::atomic::AtomicUsize;
 use libreyolo_core::error::{Error, Result};
 use libreyolo_core::input::{self, ranks};
 use libreyolo_core::lens::collectives::{self, Collectives};
-use libreyolo_core::lens::job::{Job, job_of};
+use libreyolo_core::lens::job::{Job, job_of, joined};
+use libreyolo_core::lens::whatif::{JobWhatIf, job_scenarios, straggler_removed};
 use libreyolo_core::trace::ReadOptions;
 
 use crate::slot::Loaded;
@@ -89,6 +90,12 @@ pub struct OpenJob {
     pub ranks: Vec<Loaded>,
     /// The position in `ranks` of the rank the other panes show.
     pub shown: usize,
+    /// The job's what-ifs (`what-if DIR`, `what-if DIR --all`), re-timed on
+    /// the ranks' step models joined at their collectives, largest saving
+    /// first: the critical rank's lateness removed, and each standard
+    /// change made on every rank. Worked out at reading, so the models
+    /// need not be kept.
+    pub whatifs: Vec<JobWhatIf>,
 }
 
 impl OpenJob {
@@ -96,14 +103,32 @@ impl OpenJob {
     /// read) and reduces them; the other panes' lenses of each rank run here
     /// too, off the UI thread. The critical rank is shown first.
     pub fn read(files: &[PathBuf], done: &AtomicUsize, read: &ReadOptions) -> Result<OpenJob> {
-        let opts = ranks::Options { done: Some(done), read: read.clone(), ..Default::default() };
-        let set = ranks::load(files, &opts)?;
+        let opts = ranks::Options {
+            done: Some(done),
+            read: read.clone(),
+            keep_models: true,
+            ..Default::default()
+        };
+        let (set, models) = ranks::load_with_models(files, &opts)?;
         let collectives = collectives::of_ranks(&set);
         let job = job_of(&set, &collectives);
+        let whatifs = {
+            let joined = joined(&set, &models, &collectives);
+            let mut v = job_scenarios(&set, &models, &joined).0;
+            v.extend(
+                job.critical_rank
+                    .and_then(|r| straggler_removed(&set, &models, &collectives, r).ok()),
+            );
+            v.sort_by(|a, b| {
+                let (a, b) = (a.row(), b.row());
+                b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then(a.flags.cmp(&b.flags))
+            });
+            v
+        };
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();
         let shown =
             job.critical_rank.and_then(|c| job.ranks.iter().position(|r| r.rank == c)).unwrap_or(0);
-        Ok(OpenJob { job, collectives, ranks, shown })
+        Ok(OpenJob { job, collectives, ranks, shown, whatifs })
     }
 
     /// The rank number shown by the other panes.

@@ -109,7 +109,7 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
             let k = j.shown_rank();
             let mut what = format!("rank {k} of {}", j.job.ranks.len());
             let tags: Vec<&str> = [
-                (Some(k) == j.job.critical_rank, "slowest"),
+                (Some(k) == j.job.critical_rank, crate::panes::ranks::critical_mark(&j.job)),
                 (j.straggler(k).is_some(), "straggler"),
             ]
             .into_iter()

@@ -121,7 +121,7 @@ fn ranks_pane_rows_are_the_job_lens() {
                 );
             }
             assert_eq!(
-                row.iter().any(|c| c == "slowest"),
+                row.iter().any(|c| c == "awaited"),
                 Some(r.rank) == j.critical_rank,
                 "{row:?}"
             );
@@ -480,4 +480,58 @@ fn a_rank_opened_names_itself_on_every_pane() {
         let s = screen(&mut a, 80, 24);
         assert!(s.lines().last().unwrap().starts_with("rank 3 of 8 "), "pane {k}:\n{s}");
     }
+}
+
+/// In a job the What-if pane offers the job's changes first, largest
+/// saving first: the critical rank's lateness removed and each standard
+/// change made on every rank, with the figures `what-if DIR` and
+/// `what-if DIR --all` give on a reading of the ranks of their own; then
+/// the shown rank's own changes, named by rank.
+#[test]
+fn whatif_offers_the_jobs_changes_then_the_ranks() {
+    use libreyolo_core::lens::{collectives, job::job_of, whatif};
+    use libreyolo_ui::panes::whatif::WhatIfChoice;
+
+    let opts = ranks::Options { keep_models: true, ..Default::default() };
+    let (set, models) = ranks::load_with_models(&files(), &opts).unwrap();
+    let matched = collectives::of_ranks(&set);
+    let critical = job_of(&set, &matched).critical_rank.expect("DLRM waits for rank 7");
+    let straggler = whatif::straggler_removed(&set, &models, &matched, critical).unwrap();
+    let all = whatif::job_all(&set, &models, &matched, None).unwrap();
+
+    let j = open_job();
+    assert_eq!(j.whatifs.len(), all.scenarios.len() + 1, "every standard change and --straggler");
+    let saved: Vec<f64> = j.whatifs.iter().map(|w| w.row().saved_ms_per_step).collect();
+    assert!(saved.windows(2).all(|p| p[0] >= p[1]), "largest saving first: {saved:?}");
+    for w in &j.whatifs {
+        let row = w.row();
+        if row.flags.starts_with("--straggler") {
+            assert_eq!(w, &straggler);
+        } else {
+            let cli = all.scenarios.iter().find(|s| s.flags == row.flags).unwrap();
+            assert_eq!(row.saved_ms_per_step, cli.saved_ms_per_step, "{}", row.flags);
+            assert_eq!(row.removes_ms_per_step, cli.removes_ms_per_step, "{}", row.flags);
+        }
+    }
+
+    let mut app = job_app();
+    press(&mut app, &[KeyCode::Char('6')]);
+    assert_eq!(app.pane, Pane::WhatIf);
+    assert_eq!(app.panes.whatif.choice, Some(WhatIfChoice::Job(0)));
+    let s = screen(&mut app, 160, 40);
+    let first = j.whatifs[0].row();
+    assert!(s.contains("the job: on every rank, re-timed together"), "{s}");
+    assert!(s.contains(&first.flags), "{s}");
+    assert!(s.contains("job step (the slowest rank's)"), "the job's table on the right: {s}");
+    // Past the job's changes: the shown rank's own, named by its rank.
+    let own = app.panes.whatif.choice;
+    press(&mut app, &vec![KeyCode::Down; j.whatifs.len()]);
+    assert_ne!(app.panes.whatif.choice, own);
+    assert_eq!(app.panes.whatif.choice, Some(WhatIfChoice::Category(0)));
+    let rank = j.shown_rank();
+    let s = screen(&mut app, 160, 40);
+    assert!(s.contains(&format!("rank {rank} alone")), "{s}");
+    let w = app.panes.whatif.result.clone().unwrap().unwrap();
+    let p = &set.ranks.iter().find(|r| r.rank == rank).unwrap().input.profile;
+    assert_eq!(w.scenario, p.step_model.as_ref().unwrap().scenarios[0].flags);
 }

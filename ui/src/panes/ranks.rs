@@ -12,7 +12,7 @@
 //! a whole (the numbered panes show one rank's profile), an 80-column tab
 //! bar is full already, and `0` stays the one key to the job.
 
-use libreyolo_core::lens::job::{Job, RankRow};
+use libreyolo_core::lens::job::{Job, RankRow, StragglerRule};
 use libreyolo_core::render::text::{self, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -83,6 +83,16 @@ impl RankSort {
             RankSort::Idle => r.idle_ms,
             RankSort::Kernels => r.kernels_per_step,
         }
+    }
+}
+
+/// The word for the job's critical rank: the one the others wait for at
+/// collectives (its own step may be the shortest: it runs ahead elsewhere),
+/// or, without matched collectives, the one with the longest step.
+pub fn critical_mark(j: &Job) -> &'static str {
+    match j.straggler_rule {
+        StragglerRule::Waits => "awaited",
+        StragglerRule::Compute => "slowest",
     }
 }
 
@@ -251,16 +261,16 @@ impl RanksPane {
                 cells.push(right(r.dataload_ms.map_or_else(|| "n/a".to_string(), |d| num(d, 2))));
                 cells.push(Cell::from(r.verdict()));
             }
-            // The slowest rank (the one waited for) is also the first
+            // The critical rank (the one waited for) is also the first
             // straggler: one mark says both, to fit 80 columns.
-            let slowest = Some(r.rank) == j.job.critical_rank;
+            let critical = Some(r.rank) == j.job.critical_rank;
             let mut marks = Vec::new();
             if let Some(s) = j.straggler(r.rank) {
                 let ms = s.wait_caused_ms_per_step.unwrap_or(s.compute_excess_ms);
-                let what = if slowest { "slowest" } else { "straggler" };
+                let what = if critical { critical_mark(&j.job) } else { "straggler" };
                 marks.push(Span::styled(format!("{what} +{}", num(ms, 2)), t.warn()));
-            } else if slowest {
-                marks.push(Span::styled("slowest", t.accent()));
+            } else if critical {
+                marks.push(Span::styled(critical_mark(&j.job), t.accent()));
             }
             cells.push(Cell::from(Line::from(marks)));
             let row = Row::new(cells);

@@ -1,9 +1,12 @@
 //! What-if: pick one of the profile's standard changes, each re-timed on
 //! the step model (Up/Down, Left/Right, c), or type a launch count (n,
 //! re-timed on the trace's model), and the `what_if` lens's projection
-//! updates. The pane owns the choice and the lens result.
+//! updates. In a distributed job the job's changes come first: the
+//! critical rank's lateness removed and each standard change made on every
+//! rank, the ranks re-timed together (`what-if DIR`); then the shown
+//! rank's own. The pane owns the choice and the lens result.
 
-use libreyolo_core::lens::whatif::{Request, WhatIf, scenario, what_if};
+use libreyolo_core::lens::whatif::{JobWhatIf, Request, WhatIf, scenario, what_if};
 use libreyolo_core::profile::{Profile, ScenarioRow};
 use libreyolo_core::render::text::num;
 use ratatui::Frame;
@@ -14,6 +17,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{clip, fixed, opt, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
+use crate::job::OpenJob;
 use crate::slot::Loaded;
 use crate::theme::Theme;
 use crate::view::{Component, Ctx, Effect, View};
@@ -22,6 +26,8 @@ use crate::view::{Component, Ctx, Effect, View};
 pub enum WhatIfChoice {
     /// The profile's standard what-if at this index (`what-if --all`).
     Category(usize),
+    /// The job's what-if at this index ([`OpenJob::whatifs`]).
+    Job(usize),
     /// Remove this many launches per step.
     Launches(u64),
 }
@@ -50,29 +56,25 @@ impl Component for WhatIfPane {
                 None => return Effect::Pass,
             },
         };
-        let len = data.map_or(0, |d| scenarios(d.profile()).len());
-        if len == 0 {
+        let list = entries(data, ctx.job);
+        if list.is_empty() {
             return Effect::None;
         }
-        let cur = match self.choice {
-            Some(WhatIfChoice::Category(i)) => i,
-            _ if delta < 0 => len,
-            _ => usize::MAX,
+        let cur = self.choice.and_then(|c| list.iter().position(|e| *e == c));
+        // Wraps around, so Left/Right cycle through every change.
+        let next = match cur {
+            Some(i) => (i as isize + delta.signum()).rem_euclid(list.len() as isize) as usize,
+            None if delta < 0 => list.len() - 1,
+            None => 0,
         };
-        // Wraps around, so Left/Right cycle through every category.
-        let next = if cur == usize::MAX {
-            0
-        } else {
-            (cur as isize + delta.signum()).rem_euclid(len as isize) as usize
-        };
-        self.choice = Some(WhatIfChoice::Category(next));
+        self.choice = Some(list[next]);
         self.rerun(data);
         Effect::None
     }
 
     /// A profile (re)loaded: the choice kept valid, the projection re-run.
     fn refresh(&mut self, ctx: &Ctx<'_>) -> Option<String> {
-        self.reset_for(ctx.data);
+        self.reset_for(ctx.data, ctx.job);
         self.rerun(ctx.data);
         None
     }
@@ -92,29 +94,44 @@ impl Component for WhatIfPane {
                 .areas(area);
             (a, b)
         } else {
-            let n = scenarios(p).len().clamp(1, 8) as u16;
+            let n = entries(view.data(), view.job).len().clamp(1, 8) as u16;
             let [a, b] =
                 Layout::vertical([Constraint::Length(n + 3), Constraint::Fill(1)]).areas(area);
             (a, b)
         };
 
-        // The choices: each standard what-if, then a launch count.
+        // The choices: the job's what-ifs, each standard what-if, then a
+        // launch count.
         let mut lines = vec![Line::styled("change (Up/Down)          saves/step", t.header())];
-        let selected = match self.choice {
-            Some(WhatIfChoice::Category(i)) => Some(i),
-            _ => None,
-        };
-        let rows_all = scenarios(p);
-        if rows_all.is_empty() {
+        let list = entries(view.data(), view.job);
+        if list.is_empty() {
             lines.push(Line::styled(
                 "  no step model in this profile (a GPU trace has one)",
                 t.muted(),
             ));
         }
-        let rows = list_area.height.saturating_sub(3) as usize;
-        let (first, last) = window(selected.unwrap_or(0), rows_all.len(), rows);
+        let selected = self.choice.and_then(|c| list.iter().position(|e| *e == c));
+        // In a job, a heading above each part (the job's, the rank's own)
+        // takes a row.
+        let headings = if view.job.is_some() { 2 } else { 0 };
+        let rows = (list_area.height as usize).saturating_sub(3 + headings).max(1);
+        let (first, last) = window(selected.unwrap_or(0), list.len(), rows);
         let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 30);
-        for (i, c) in rows_all[first..last].iter().enumerate() {
+        let mut part: Option<String> = None;
+        for (i, e) in list[first..last].iter().enumerate() {
+            let (c, heading) = match (*e, view.job) {
+                (WhatIfChoice::Job(k), Some(j)) => {
+                    (j.whatifs[k].row(), Some("the job: on every rank, re-timed together".into()))
+                }
+                (WhatIfChoice::Category(k), j) => {
+                    (scenarios(p)[k].clone(), j.map(|j| format!("rank {} alone", j.shown_rank())))
+                }
+                _ => continue,
+            };
+            if heading.is_some() && part != heading {
+                lines.push(Line::styled(heading.clone().unwrap_or_default(), t.muted()));
+                part = heading;
+            }
             let text = format!(
                 "  {:<name_w$} {:>5}% {:>8} ms",
                 clip(&c.flags, name_w),
@@ -147,7 +164,12 @@ impl Component for WhatIfPane {
         lines.push(launches);
         f.render_widget(Paragraph::new(lines), list_area);
 
+        let job_whatif = match self.choice {
+            Some(WhatIfChoice::Job(j)) => view.job.and_then(|job| job.whatifs.get(j)),
+            _ => None,
+        };
         let result = match &self.result {
+            _ if job_whatif.is_some() => job_lines(job_whatif.expect("just checked"), t),
             None => {
                 vec![Line::styled("choose a change or press n to type a launch count", t.muted())]
             }
@@ -159,17 +181,18 @@ impl Component for WhatIfPane {
 }
 
 impl WhatIfPane {
-    /// Keeps the choice valid for a (re)loaded profile: a vanished category
-    /// falls back to the first.
-    fn reset_for(&mut self, data: Option<&Loaded>) {
-        let n = data.map_or(0, |d| scenarios(d.profile()).len());
-        if let Some(WhatIfChoice::Category(i)) = self.choice {
-            if i >= n {
-                self.choice = None;
-            }
+    /// Keeps the choice valid for a (re)loaded profile or another rank: a
+    /// vanished change falls back to the first.
+    fn reset_for(&mut self, data: Option<&Loaded>, job: Option<&OpenJob>) {
+        let list = entries(data, job);
+        if self
+            .choice
+            .is_some_and(|c| !matches!(c, WhatIfChoice::Launches(_)) && !list.contains(&c))
+        {
+            self.choice = None;
         }
-        if self.choice.is_none() && n > 0 {
-            self.choice = Some(WhatIfChoice::Category(0));
+        if self.choice.is_none() {
+            self.choice = list.first().copied();
         }
     }
 
@@ -182,6 +205,11 @@ impl WhatIfPane {
                 return;
             }
             Some(WhatIfChoice::Category(i)) => scenario(p, i),
+            // Worked out when the job was read: drawn from it.
+            Some(WhatIfChoice::Job(_)) => {
+                self.result = None;
+                return;
+            }
             Some(WhatIfChoice::Launches(n)) => {
                 let r = Request { remove_launches: Some(n), ..Default::default() };
                 what_if(p, d.model.as_deref(), &r)
@@ -189,6 +217,14 @@ impl WhatIfPane {
         };
         self.result = Some(result.map_err(|e| e.to_string()));
     }
+}
+
+/// What the list offers, in its order: the job's what-ifs (in a job),
+/// then the profile's standard ones.
+fn entries(data: Option<&Loaded>, job: Option<&OpenJob>) -> Vec<WhatIfChoice> {
+    let jobs = job.map_or(0, |j| j.whatifs.len());
+    let own = data.map_or(0, |d| scenarios(d.profile()).len());
+    (0..jobs).map(WhatIfChoice::Job).chain((0..own).map(WhatIfChoice::Category)).collect()
 }
 
 /// The profile's standard what-ifs.
@@ -233,4 +269,18 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
     out.push(Line::raw(""));
     out.push(Line::styled(format!("caveat: {}", w.caveat), t.warn()));
     out
+}
+
+/// A job's what-if as `what-if DIR` prints it (the same figures, one
+/// renderer): each rank's step now and re-timed, and the job's.
+fn job_lines(w: &JobWhatIf, t: &Theme) -> Vec<Line<'static>> {
+    let text = libreyolo_core::render::text::job_what_if(w);
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| match i {
+            0 => Line::styled(l.to_string(), t.title()),
+            _ if l.starts_with("  (") => Line::styled(l.to_string(), t.warn()),
+            _ => Line::raw(l.to_string()),
+        })
+        .collect()
 }
