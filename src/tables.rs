@@ -86,7 +86,6 @@ mod imp {
     use parquet::arrow::ArrowWriter;
 
     use super::*;
-    use crate::profile::Achieved;
 
     fn col(name: &str, t: DataType, nullable: bool, a: ArrayRef) -> (Field, ArrayRef) {
         (Field::new(name, t, nullable), a)
@@ -205,21 +204,113 @@ mod imp {
         col(name, DataType::Boolean, false, Arc::new(BooleanArray::from(v)))
     }
 
-    /// The roofline's columns of kernel and op rows (docs/analysis.md §13).
-    fn achieved(rows: &[&Achieved]) -> Vec<(Field, ArrayRef)> {
-        vec![
-            opt_f64("modelled_ms_per_step", rows.iter().map(|a| a.modelled_ms_per_step).collect()),
-            opt_f64("gflop_per_step", rows.iter().map(|a| a.gflop_per_step).collect()),
-            opt_f64("gb_per_step", rows.iter().map(|a| a.gb_per_step).collect()),
-            opt_f64("tflops", rows.iter().map(|a| a.tflops).collect()),
-            opt_f64("tbps", rows.iter().map(|a| a.tbps).collect()),
-            opt_f64("pct_of_peak", rows.iter().map(|a| a.pct_of_peak).collect()),
-            opt_f64("lost_ms_per_step", rows.iter().map(|a| a.lost_ms_per_step).collect()),
-            opt_str(
-                "roofline_bound",
-                rows.iter().map(|a| a.roofline_bound.map(|b| b.as_str().to_string())).collect(),
-            ),
-        ]
+    /// What a JSON schema says a scalar field holds.
+    #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+    enum Kind {
+        Float,
+        Int,
+        Bool,
+        Text,
+    }
+
+    /// The scalar fields of a row type, from its JSON schema (the one
+    /// `profile schema` prints): name, kind and whether it may be absent,
+    /// in the order the JSON writes them. A field holding an object or an
+    /// array is a table of its own and left out, as `--format csv` leaves
+    /// it out. So a field added to a row is a column in JSON, md/csv and
+    /// Parquet alike, with no list to keep.
+    fn scalar_fields<T: schemars::JsonSchema>() -> Vec<(String, Kind, bool)> {
+        let root = schemars::schema_for!(T);
+        let root = root.as_value();
+        let resolve = |v: &'_ serde_json::Value| -> serde_json::Value {
+            let mut v = v.clone();
+            while let Some(r) = v.get("$ref").and_then(|r| r.as_str()) {
+                let name = r.rsplit('/').next().unwrap_or_default();
+                v = root["$defs"][name].clone();
+            }
+            v
+        };
+        // The types a field may hold: its `type`, or its `anyOf`'s.
+        fn types(
+            v: &serde_json::Value,
+            resolve: &dyn Fn(&serde_json::Value) -> serde_json::Value,
+            out: &mut Vec<String>,
+        ) {
+            let v = resolve(v);
+            match v.get("type") {
+                Some(serde_json::Value::String(t)) => out.push(t.clone()),
+                Some(serde_json::Value::Array(ts)) => {
+                    out.extend(ts.iter().filter_map(|t| t.as_str().map(String::from)))
+                }
+                _ => {}
+            }
+            for alt in v.get("anyOf").and_then(|a| a.as_array()).into_iter().flatten() {
+                types(alt, resolve, out);
+            }
+        }
+        let mut fields = Vec::new();
+        let props = root.get("properties").and_then(|p| p.as_object());
+        for (name, v) in props.into_iter().flatten() {
+            let mut ts = Vec::new();
+            types(v, &resolve, &mut ts);
+            let has = |t: &str| ts.iter().any(|x| x == t);
+            let kind = if has("object") || has("array") {
+                continue;
+            } else if has("number") {
+                Kind::Float
+            } else if has("integer") {
+                Kind::Int
+            } else if has("boolean") {
+                Kind::Bool
+            } else {
+                Kind::Text
+            };
+            fields.push((name.clone(), kind, has("null")));
+        }
+        fields
+    }
+
+    /// One column per scalar field of `T` ([`scalar_fields`]), one row per
+    /// item: the rank's tables keep one schema whatever the rank's data (a
+    /// field that may be absent is nullable in every part).
+    fn columns_of<T: serde::Serialize + schemars::JsonSchema>(
+        rows: &[T],
+    ) -> Result<Vec<(Field, ArrayRef)>> {
+        let maps: Vec<serde_json::Value> =
+            rows.iter().map(serde_json::to_value).collect::<std::result::Result<_, _>>().map_err(
+                |e| Error::failed(format!("cannot encode a table row: {e}")).caused_by(e),
+            )?;
+        let cols = scalar_fields::<T>()
+            .into_iter()
+            .map(|(name, kind, nullable)| {
+                let vals = maps.iter().map(|m| m.get(&name).filter(|v| !v.is_null()));
+                let a: ArrayRef = match kind {
+                    Kind::Float => {
+                        Arc::new(vals.map(|v| v.and_then(|v| v.as_f64())).collect::<Float64Array>())
+                    }
+                    Kind::Int => {
+                        Arc::new(vals.map(|v| v.and_then(|v| v.as_i64())).collect::<Int64Array>())
+                    }
+                    Kind::Bool => Arc::new(
+                        vals.map(|v| v.and_then(|v| v.as_bool())).collect::<BooleanArray>(),
+                    ),
+                    Kind::Text => Arc::new(
+                        vals.map(|v| {
+                            v.map(|v| v.as_str().map_or_else(|| v.to_string(), String::from))
+                        })
+                        .collect::<StringArray>(),
+                    ),
+                };
+                let t = match kind {
+                    Kind::Float => DataType::Float64,
+                    Kind::Int => DataType::Int64,
+                    Kind::Bool => DataType::Boolean,
+                    Kind::Text => DataType::Utf8,
+                };
+                col(&name, t, nullable, a)
+            })
+            .collect();
+        Ok(cols)
     }
 
     pub fn write_rank_table(path: &Path, table: &str, rank: u32, p: &Profile) -> Result<()> {
@@ -250,53 +341,13 @@ mod imp {
                     opt_str("trace", vec![p.trace.clone()]),
                 ]
             }
-            "kernels" => {
-                let k = lens::kernels::kernels(p, &lens::kernels::KernelQuery::default())?;
-                let rows = &k.kernels;
-                let mut cols = vec![
-                    req_str("kernel", rows.iter().map(|r| r.kernel.clone()).collect()),
-                    req_str("raw_name", rows.iter().map(|r| r.raw_name.clone()).collect()),
-                    req_str("category", rows.iter().map(|r| r.category.to_string()).collect()),
-                    req_bool("tensorcore", rows.iter().map(|r| r.tensorcore).collect()),
-                    req_f64("ms_per_step", rows.iter().map(|r| r.ms_per_step).collect()),
-                    req_f64("pct_of_gpu", rows.iter().map(|r| r.pct_of_gpu).collect()),
-                    req_f64("count_per_step", rows.iter().map(|r| r.count_per_step).collect()),
-                ];
-                cols.extend(achieved(&rows.iter().map(|r| &r.achieved).collect::<Vec<_>>()));
-                cols
-            }
-            "ops" => {
-                let o = lens::ops::ops(p, &lens::ops::OpQuery::default())?;
-                let rows = &o.ops;
-                let mut cols = vec![
-                    req_str("op", rows.iter().map(|r| r.op.clone()).collect()),
-                    req_f64("ms_per_step", rows.iter().map(|r| r.ms_per_step).collect()),
-                    req_f64("pct_of_cpu_ops", rows.iter().map(|r| r.pct_of_cpu_ops).collect()),
-                    req_f64("count_per_step", rows.iter().map(|r| r.count_per_step).collect()),
-                ];
-                cols.extend(achieved(&rows.iter().map(|r| &r.achieved).collect::<Vec<_>>()));
-                cols.push(opt_str("shape", rows.iter().map(|r| r.shape.clone()).collect()));
-                cols
-            }
-            "phases" => {
-                let rows = lens::phases::phases(p).phases;
-                vec![
-                    req_str("phase", rows.iter().map(|r| r.phase.clone()).collect()),
-                    req_f64("gpu_ms_per_step", rows.iter().map(|r| r.gpu_ms_per_step).collect()),
-                    opt_f64("wall_ms_per_step", rows.iter().map(|r| r.wall_ms_per_step).collect()),
-                    req_f64("kernels_per_step", rows.iter().map(|r| r.kernels_per_step).collect()),
-                    req_f64("ops_per_step", rows.iter().map(|r| r.ops_per_step).collect()),
-                    req_i64(
-                        "unique_kernels",
-                        rows.iter().map(|r| r.unique_kernels as i64).collect(),
-                    ),
-                    opt_f64(
-                        "memcpy_ms_per_step",
-                        rows.iter().map(|r| r.memcpy_ms_per_step).collect(),
-                    ),
-                    opt_f64("idle_ms_per_step", rows.iter().map(|r| r.idle_ms_per_step).collect()),
-                ]
-            }
+            // The lens rows as `--json` writes them, every scalar field a
+            // column (`--format csv`'s, the absent ones included).
+            "kernels" => columns_of(
+                &lens::kernels::kernels(p, &lens::kernels::KernelQuery::default())?.kernels,
+            )?,
+            "ops" => columns_of(&lens::ops::ops(p, &lens::ops::OpQuery::default())?.ops)?,
+            "phases" => columns_of(&lens::phases::phases(p).phases)?,
             // One row per collective this rank ran, numbered per group as
             // every rank numbers them: `(group, seq)` joins the ranks' rows,
             // and `start_ns` (the rank's clock) gives the arrival skew.

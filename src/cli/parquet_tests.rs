@@ -268,3 +268,96 @@ fn the_rank_of_a_part_is_given_recorded_named_or_zero() {
         "--rank the set does not hold"
     );
 }
+
+/// The kernels, ops and phases parts are the readers' rows: on traces with
+/// and without shapes, module frames or ranks, every scalar field of every
+/// `--json` row (so every `--format csv` column, which tests/formats.rs
+/// checks against the JSON) is a Parquet column holding the same value,
+/// the columns in the JSON's order, and the Parquet has no column the row
+/// type does not have (the absent ones are null).
+#[test]
+fn the_row_tables_have_the_json_rows_columns_and_values() {
+    use arrow_array::{Array, BooleanArray};
+    let fixture = |p: &str| {
+        PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/traces")).join(p)
+    };
+    for trace in [
+        "tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+        "hta_trace_diff_a100_2022/control.json.gz",
+        "tracelens_mi300_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz",
+    ] {
+        let t = fixture(trace);
+        let t = t.to_str().unwrap();
+        let out = tempfile::tempdir().unwrap();
+        cli(&["summary", t, "--write-parquet", out.path().to_str().unwrap(), "--rank", "0"])
+            .unwrap();
+        let tables = [
+            ("kernels", json(&["kernels", t, "--top", "1000000"]), "kernels"),
+            ("ops", json(&["ops", t, "--top", "1000000"]), "ops"),
+            ("phases", json(&["phases", t]), "phases"),
+        ];
+        for (table, doc, key) in tables {
+            let (b, n) = rows(&out.path().join(table).join("rank=0/part.parquet"));
+            let json_rows = doc[key].as_array().unwrap();
+            assert_eq!(n, json_rows.len(), "{trace} {table}");
+            let names: Vec<String> = b.schema().fields().iter().map(|f| f.name().clone()).collect();
+            let mut seen = std::collections::HashSet::new();
+            for (i, row) in json_rows.iter().enumerate() {
+                let scalars: Vec<(&String, &serde_json::Value)> = row
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .filter(|(_, v)| !v.is_array() && !v.is_object())
+                    .collect();
+                let at: Vec<usize> = scalars
+                    .iter()
+                    .map(|(k, _)| {
+                        names.iter().position(|n| n == *k).unwrap_or_else(|| {
+                            panic!("{trace} {table}: `{k}` is no Parquet column: {names:?}")
+                        })
+                    })
+                    .collect();
+                assert!(at.windows(2).all(|w| w[0] < w[1]), "{trace} {table}: the JSON's order");
+                for ((k, v), c) in scalars.iter().zip(at) {
+                    seen.insert(c);
+                    let col = b.column(c);
+                    let what = format!("{trace} {table} row {i} {k}");
+                    match v {
+                        serde_json::Value::Null => assert!(col.is_null(i), "{what}"),
+                        serde_json::Value::Bool(x) => assert_eq!(
+                            col.as_any().downcast_ref::<BooleanArray>().unwrap().value(i),
+                            *x,
+                            "{what}"
+                        ),
+                        serde_json::Value::String(x) => assert_eq!(
+                            col.as_any().downcast_ref::<StringArray>().unwrap().value(i),
+                            x,
+                            "{what}"
+                        ),
+                        // serde_json's parse of a float may miss the last bit.
+                        serde_json::Value::Number(x) if x.is_f64() => {
+                            let a = col.as_any().downcast_ref::<Float64Array>().unwrap().value(i);
+                            let j = x.as_f64().unwrap();
+                            assert!(
+                                (a - j).abs() <= 4.0 * f64::EPSILON * j.abs(),
+                                "{what}: {a} {j}"
+                            );
+                        }
+                        serde_json::Value::Number(x) => assert_eq!(
+                            col.as_any().downcast_ref::<Int64Array>().unwrap().value(i),
+                            x.as_i64().unwrap(),
+                            "{what}"
+                        ),
+                        _ => unreachable!(),
+                    }
+                }
+            }
+            // A column no row wrote is a field every row left out: null.
+            for (c, name) in names.iter().enumerate() {
+                if !seen.contains(&c) {
+                    assert_eq!(b.column(c).null_count(), n, "{trace} {table} {name}");
+                }
+            }
+        }
+    }
+}
