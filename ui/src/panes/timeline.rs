@@ -318,8 +318,8 @@ fn nearest(spans: &[Span], t: i64) -> usize {
 }
 
 /// One glyph per category, so the lanes read without colour (NO_COLOR).
-/// A category's glyph: each category names its own, so a category added
-/// to [`Category`] must be given one here (the match is exhaustive).
+/// A category's glyph, keyed by the category (a category added to
+/// [`Category`] shows as `other` until it is given its own here).
 fn glyph(c: &Category) -> char {
     match c {
         Category::Communication => '≈',
@@ -329,7 +329,7 @@ fn glyph(c: &Category) -> char {
         Category::LayoutCopy => '=',
         Category::Elementwise => '░',
         Category::Softmax => '~',
-        Category::Other | Category::Named(_) => '#',
+        _ => '#',
     }
 }
 
@@ -349,7 +349,7 @@ fn category_style(c: &Category, t: &Theme) -> Style {
         Category::ReductionNorm | Category::Softmax => t.header(),
         Category::LayoutCopy => t.muted(),
         Category::Elementwise => t.better(),
-        Category::Other | Category::Named(_) => t.worse(),
+        _ => t.worse(),
     }
 }
 
