@@ -870,6 +870,11 @@ pub fn input_files(args: &[PathBuf], output: &Path) -> Result<Inputs> {
         let named: Vec<String> = args.iter().map(|a| a.display().to_string()).collect();
         return Err(Error::usage(format!("no traces to merge in {}", named.join(" "))));
     }
+    // The readers' rule for several traces (docs/spec.md §3.2): they are
+    // one job's ranks, each naming its rank, or a usage error naming them.
+    if files.len() > 1 {
+        crate::input::what(&files)?;
+    }
     Ok(Inputs { files, notes })
 }
 

@@ -286,6 +286,25 @@ fn merge_writes_plain_json_keeps_clocks_on_request_and_says_what_is_wrong() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("merge needs the rank traces"), "{}", r.stderr);
     assert!(!tmp.path().join("p.json").exists(), "nothing written");
+
+    // Two unrelated traces: the readers' rule (exit 2, naming them), as
+    // `summary DIR` says it, not a failure after reading them.
+    let unrelated = tmp.path().join("unrelated");
+    std::fs::create_dir(&unrelated).unwrap();
+    for (dir, file) in [
+        ("hta_trace_diff_a100_2022", "control.json.gz"),
+        ("tracelens_h100_qwen_inference", "gaunernst_bert-small-uncased__1016001.json.gz"),
+    ] {
+        let from = common::fixtures().join("traces").join(dir).join(file);
+        std::fs::copy(from, unrelated.join(file)).unwrap();
+    }
+    let out = tmp.path().join("u.json");
+    let r = run(&["profile", "merge", unrelated.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("are not the ranks of one job"), "{}", r.stderr);
+    let s = run(&["profile", "summary", unrelated.to_str().unwrap()]);
+    assert_eq!(s.code, 2, "{}", s.stderr);
+    assert!(!out.exists(), "nothing written");
 }
 
 /// The merged job read as one trace: every rank numbers its correlations
