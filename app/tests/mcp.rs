@@ -233,6 +233,8 @@ fn every_tool_answers_what_the_command_line_prints() {
         ("modules", json!({ "path": TRAINING }), vec![abs(TRAINING)]),
         ("memory", json!({ "path": MEMORY }), vec![abs(MEMORY)]),
         ("collectives", json!({ "paths": [JOB] }), vec![abs(JOB)]),
+        // One rank's collectives: a note says what it cannot show.
+        ("collectives", json!({ "paths": [RANK0] }), vec![abs(RANK0)]),
         ("compare", json!({ "baseline": RANK0, "candidate": RANK1 }), vec![abs(RANK0), abs(RANK1)]),
         ("what-if", json!({ "path": TRAINING, "all": true }), vec![abs(TRAINING), "--all".into()]),
         (
@@ -242,6 +244,7 @@ fn every_tool_answers_what_the_command_line_prints() {
         ),
         ("what-if", json!({ "path": JOB }), vec![abs(JOB)]),
     ];
+    let mut said_something = false;
     for (tool, arguments, cli) in cases {
         let result = server.call(tool, arguments.clone());
         let got = document(tool, &arguments, &result);
@@ -256,7 +259,12 @@ fn every_tool_answers_what_the_command_line_prints() {
         assert_eq!(r.code, 0, "{argv:?}: {}", r.stderr);
         let expected: Value = serde_json::from_str(&r.stdout).unwrap();
         assert_eq!(got, expected, "{tool} {arguments} against {argv:?}");
+        // What the command line says on stderr, the agent gets as a block.
+        let said = result["content"].get(1).map_or("", |b| b["text"].as_str().unwrap());
+        assert_eq!(said, r.stderr.trim_end(), "{tool} {arguments}: its notes");
+        said_something |= !said.is_empty();
     }
+    assert!(said_something, "some call's notes came back");
 }
 
 #[test]

@@ -51,22 +51,38 @@ impl Server {
     async fn read<P: Params>(&self, tool: &'static str, params: P) -> CallToolResult {
         let (roots, read, one) = (self.roots.clone(), self.read.clone(), self.one_read.clone());
         let ran = tokio::task::spawn_blocking(move || {
-            let reader = tools::command(tool, &params, &roots)?;
-            let _one = one.lock().unwrap_or_else(PoisonError::into_inner);
-            libreyolo_core::cli::run_reader(&reader, &read)
+            // What the reader says (`note: …`, `warning: …`) is the agent's
+            // too: the command line's stderr, here a block of the result.
+            let said = Mutex::new(Vec::<String>::new());
+            let say = |line: &str| {
+                said.lock().unwrap_or_else(PoisonError::into_inner).push(line.to_string())
+            };
+            let out = (|| {
+                let reader = tools::command(tool, &params, &roots)?;
+                let _one = one.lock().unwrap_or_else(PoisonError::into_inner);
+                libreyolo_core::cli::run_reader_saying(&reader, &read, &say)
+            })();
+            (out, said.into_inner().unwrap_or_else(PoisonError::into_inner))
         })
         .await;
-        match ran {
-            Ok(Ok(json)) => {
+        let (mut result, said) = match ran {
+            Ok((Ok(json), said)) => {
                 let structured =
                     tools::output_schema(tool).and_then(|_| serde_json::from_str(&json).ok());
                 let mut result = CallToolResult::success(vec![ContentBlock::text(json)]);
                 result.structured_content = structured;
-                result
+                (result, said)
             }
-            Ok(Err(e)) => refusal(&e),
-            Err(e) => refusal(&Error::failed(format!("the reader stopped unexpectedly: {e}"))),
+            Ok((Err(e), said)) => (refusal(&e), said),
+            Err(e) => (
+                refusal(&Error::failed(format!("the reader stopped unexpectedly: {e}"))),
+                Vec::new(),
+            ),
+        };
+        if !said.is_empty() {
+            result.content.push(ContentBlock::text(said.join("\n")));
         }
+        result
     }
 
     /// Start here. Headline figures of a trace or profile: step time, throughput, GPU utilisation, the idle account (why the GPU waited), the levers ranked by projected saving, the verdict, the kernel mix. Of a distributed job (several rank traces, or a folder of them): the job, each rank, the stragglers and why, the critical path through the ranks.

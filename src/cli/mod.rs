@@ -144,17 +144,22 @@ fn say(line: &str) {
 /// What a reader reads of its arguments: [`input::what`] (the one rule of
 /// docs/spec.md §3.2), then `--rank`; the notes (files left out, the rank
 /// shown) said on stderr.
-fn choose<P: AsRef<Path>>(args: &[P], rank: Option<u32>, reads: Reads) -> Result<Chosen> {
+fn choose<P: AsRef<Path>>(
+    args: &[P],
+    rank: Option<u32>,
+    reads: Reads,
+    said: &dyn Fn(&str),
+) -> Result<Chosen> {
     let (chosen, notes) = input::what(args)?.choose(rank, reads)?;
     for n in &notes {
-        say(&format!("note: {n}"));
+        said(&format!("note: {n}"));
     }
     Ok(chosen)
 }
 
 /// The one input a reader of one rank reads ([`choose`]).
-fn one_rank(arg: &Path, rank: Option<u32>) -> Result<PathBuf> {
-    match choose(&[arg], rank, Reads::OneRank)? {
+fn one_rank(arg: &Path, rank: Option<u32>, said: &dyn Fn(&str)) -> Result<PathBuf> {
+    match choose(&[arg], rank, Reads::OneRank, said)? {
         Chosen::One(path) => Ok(path),
         Chosen::Job(_) => Err(Error::failed("a job where one rank was asked for")),
     }
@@ -202,12 +207,23 @@ fn emit_doc<T: serde::Serialize>(
 /// read draws the progress `read` asks for (the command line: a bar on a
 /// terminal; the MCP server: none); a job's ranks, read side by side, none.
 pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
+    run_reader_saying(cmd, read, &say)
+}
+
+/// [`run_reader`], its warnings and notes (each a line, `note: …` or
+/// `warning: …`) handed to `said` instead of stderr: the MCP server gives
+/// them to the agent with the result.
+pub fn run_reader_saying(
+    cmd: &ReaderCommand,
+    read: &ReadOptions,
+    said: &dyn Fn(&str),
+) -> Result<String> {
     // The notices of an input said; `peak_ops` for `profile memory`.
     let load_with = |path: &Path, peak_ops: bool| -> Result<Loaded> {
         let loaded =
             input::load(path, LoadOptions { read: read.clone(), peak_ops, ..Default::default() })?;
         for n in &loaded.notices {
-            say(&format!("warning: {n}"));
+            said(&format!("warning: {n}"));
         }
         Ok(loaded)
     };
@@ -224,10 +240,10 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         };
         let (set, models) = ranks::load_with_models(files, &opts)?;
         for w in &set.warnings {
-            say(&format!("warning: {w}"));
+            said(&format!("warning: {w}"));
         }
         for n in &set.notes {
-            say(&format!("note: {n}"));
+            said(&format!("note: {n}"));
         }
         Ok::<_, Error>((set, models))
     };
@@ -253,7 +269,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             }
             let (chosen, notes) = inputs.choose(a.rank.filter(|_| !one), Reads::Job)?;
             for n in &notes {
-                say(&format!("note: {n}"));
+                said(&format!("note: {n}"));
             }
             match (chosen, format) {
                 (Chosen::Job(files), format) => {
@@ -304,7 +320,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     // The Markdown lists them itself; text and CSV say them on stderr.
                     if matches!(format, Format::Text | Format::Csv) {
                         for w in s.warnings.iter().filter(|w| !notices.contains(w)) {
-                            say(&format!("note: {w}"));
+                            said(&format!("note: {w}"));
                         }
                     }
                     emit_doc(
@@ -320,12 +336,12 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         ReaderCommand::Collectives(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let c = match choose(&a.traces, a.rank, Reads::Job)? {
+            let c = match choose(&a.traces, a.rank, Reads::Job, said)? {
                 Chosen::Job(files) => lens::collectives::of_ranks(&rank_set(&files, &a.set)?),
                 Chosen::One(path) => lens::collectives::of_profile(&load(&path)?.profile),
             };
             for n in &c.notes {
-                say(&format!("note: {n}"));
+                said(&format!("note: {n}"));
             }
             if let Some(dir) = &a.parquet {
                 crate::tables::write_collectives(dir, &c)?;
@@ -340,7 +356,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             )?
         }
         ReaderCommand::Get(a) => {
-            let input = load(&one_rank(&a.trace, a.rank)?)?;
+            let input = load(&one_rank(&a.trace, a.rank, said)?)?;
             let got =
                 lens::get::get(&input.profile, a.field.as_deref(), &a.trace.to_string_lossy())?;
             if a.json {
@@ -354,7 +370,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Phases(a) => {
             let format = a.output.format()?;
-            let p = lens::phases::phases(&load(&one_rank(&a.trace, a.rank)?)?.profile);
+            let p = lens::phases::phases(&load(&one_rank(&a.trace, a.rank, said)?)?.profile);
             emit(format, &p, || text::phases(&p), || table::phases(&p))?
         }
         ReaderCommand::Kernels(a) => {
@@ -367,7 +383,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 sort: a.sort,
                 phase: a.phase.clone(),
             };
-            match choose(&a.traces, a.rank, Reads::Job)? {
+            match choose(&a.traces, a.rank, Reads::Job, said)? {
                 Chosen::Job(files) => {
                     let set = rank_set(&files, &a.set)?;
                     let profiles: Vec<(u32, &profile::Profile)> =
@@ -387,7 +403,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Ops(a) => {
             let format = a.output.format()?;
-            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank, said)?)?;
             let q = OpQuery {
                 top: Some(a.top),
                 phase: a.phase.clone(),
@@ -404,7 +420,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     "--weight picks what --format folded or --format svg weighs each frame by; the other formats show GPU and CPU time side by side",
                 ));
             }
-            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank, said)?)?;
             let q = TreeQuery {
                 by: a.by,
                 phase: a.phase.clone(),
@@ -421,7 +437,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 TreeOut::Folded | TreeOut::Svg => {
                     let s = lens::tree::stacks(&profile, &q, a.weight)?;
                     for n in &s.notes {
-                        say(&format!("note: {n}"));
+                        said(&format!("note: {n}"));
                     }
                     if format == TreeOut::Svg {
                         render::flame::svg(&s)?
@@ -433,7 +449,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         }
         ReaderCommand::Modules(a) => {
             let format = a.output.format()?;
-            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank)?)?;
+            let Input { profile, .. } = load(&one_rank(&a.trace, a.rank, said)?)?;
             let q = ModulesQuery { depth: a.depth, min_pct: a.min_pct, focus: a.focus.clone() };
             let m = lens::modules::modules(&profile, &q)?;
             emit(format, &m, || text::modules(&m), || table::modules(&m))?
@@ -452,7 +468,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 let job = matches!(inputs.what, What::Ranks(_));
                 let (chosen, notes) = inputs.choose(a.rank.filter(|_| job), Reads::Job)?;
                 for n in &notes {
-                    say(&format!("note: {n}"));
+                    said(&format!("note: {n}"));
                 }
                 Ok((chosen, job))
             };
@@ -477,7 +493,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     }
                     let c = lens::job::compare_jobs(&job(&x, &a.set)?, &job(&y, &a.set)?, &b, &f);
                     if let Some(w) = &c.warning {
-                        say(&format!("warning: {w}"));
+                        said(&format!("warning: {w}"));
                     }
                     let out = emit_doc(
                         format,
@@ -503,7 +519,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 let after = load(&after_path)?;
                 let mut c = lens::compare::compare(&before.profile, &after.profile, &b, &f);
                 if let Some(w) = &c.warning {
-                    say(&format!("warning: {w}"));
+                    said(&format!("warning: {w}"));
                 }
                 let contended = lens::compare::contended_refusal(&before.profile, &after.profile);
                 c.gates = lens::gate::evaluate(
@@ -575,7 +591,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                 }
                 let (chosen, notes) = inputs.choose(None, Reads::Job)?;
                 for n in &notes {
-                    say(&format!("note: {n}"));
+                    said(&format!("note: {n}"));
                 }
                 let Chosen::Job(files) = chosen else {
                     return Err(Error::failed("one input where a job was read"));
@@ -618,7 +634,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             }
             let (chosen, notes) = inputs.choose(a.rank, Reads::OneRank)?;
             for n in &notes {
-                say(&format!("note: {n}"));
+                said(&format!("note: {n}"));
             }
             let Chosen::One(path) = chosen else {
                 return Err(Error::failed("a job where one rank was asked for"));
@@ -637,7 +653,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
                     LoadOptions { read: read.clone(), keep_model: true, ..Default::default() };
                 let loaded = input::load(path, opts)?;
                 for n in &loaded.notices {
-                    say(&format!("warning: {n}"));
+                    said(&format!("warning: {n}"));
                 }
                 Ok(loaded)
             };
@@ -672,7 +688,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             let crate::merge::Inputs { files, notes } =
                 crate::merge::input_files(&a.traces, output)?;
             for n in &notes {
-                say(&format!("note: {n}"));
+                said(&format!("note: {n}"));
             }
             let set = rank_set(&files, &a.set)?;
             if let Some(r) = set.ranks.iter().find(|r| !r.input.from_trace) {
@@ -688,7 +704,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
             let m =
                 crate::merge::merge(&set, output, !a.no_align, &read.with_progress(Progress::Off))?;
             for n in &m.notes {
-                say(&format!("note: {n}"));
+                said(&format!("note: {n}"));
             }
             if a.json { render::json(&m)? } else { text::merge(&m) }
         }
@@ -702,7 +718,7 @@ pub fn run_reader(cmd: &ReaderCommand, read: &ReadOptions) -> Result<String> {
         ReaderCommand::Memory(a) => {
             let format = a.output.format()?;
             check_table(a.table, format)?;
-            let input = load_with(&one_rank(&a.trace, a.rank)?, true)?.input;
+            let input = load_with(&one_rank(&a.trace, a.rank, said)?, true)?.input;
             let m = lens::memory::memory(&input.profile);
             emit(
                 format,
