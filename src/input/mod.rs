@@ -156,10 +156,45 @@ fn read_profile(src: &Source, opts: &ReadOptions) -> Result<(Profile, Vec<String
     let mut profile: Profile =
         serde_path_to_error::deserialize(value).map_err(|e| field_error(e, body))?;
     implausible(&profile.figures)?;
+    notices.extend(cpu_verdict_again(&mut profile));
     for (k, n) in notices.iter().enumerate() {
         profile.warnings.insert(k, n.clone());
     }
     Ok((profile, notices))
+}
+
+/// A CPU run's profile whose recorded verdict is about a GPU (LibreYOLO
+/// 1.6 wrote `host / launch`, "GPU only ~0% busy — fed too slowly", for its
+/// CPU training runs): a claim the run's own figures contradict, so the
+/// verdict is decided again from its phases (docs/analysis.md §10), and
+/// the notice says so.
+fn cpu_verdict_again(p: &mut Profile) -> Option<String> {
+    use crate::profile::Verdict;
+    let about_a_gpu =
+        p.bound.is_host() || matches!(p.bound, Verdict::Dependency | Verdict::IdleUnexplained);
+    if !about_a_gpu || !crate::profile::cpu_run(&p.config, &p.extras) {
+        return None;
+    }
+    let evidence = analysis::verdict::Evidence {
+        mode: Some(p.mode()),
+        cuda: false,
+        step_ms: p.figures.step_ms,
+        dataload_ms: p.figures.dataload_ms,
+        in_ops_frac: p.extras.host_in_ops_frac,
+        stages: p.figures.stages_ms.as_ref(),
+        phase_wall: p
+            .phases
+            .iter()
+            .filter_map(|r| Some((r.phase.clone(), r.wall_ms_per_step?)))
+            .collect(),
+        ..Default::default()
+    };
+    let (bound, why) = analysis::verdict::decide(&evidence);
+    let was = std::mem::replace(&mut p.bound, bound);
+    let said = std::mem::replace(&mut p.bound_why, why);
+    Some(format!(
+        "the profile's verdict `{was}` (\"{said}\") is about a GPU, and this run is on the CPU: decided again from its phases"
+    ))
 }
 
 /// Longest step a profile may claim, in ms: the traces' own bound on a

@@ -43,7 +43,8 @@ fn snap(name: &str, app: &mut App) -> Vec<String> {
 fn summary_pane() {
     let mut a = app(TRAIN_B4, None);
     let s = snap("train_b4_summary", &mut a);
-    assert!(s[0].contains(">> HOST / LAUNCH"), "{}", s[0]);
+    // LibreYOLO 1.6's `host / launch` on this CPU run, decided again.
+    assert!(s[0].contains(">> COMPUTE: CPU run: forward dominates"), "{}", s[0]);
     assert!(s[0].contains("4.44 img/s"));
 
     let mut a = app(INFER_B1, None);
