@@ -44,25 +44,41 @@ pub const ENV: &str = "LIBREYOLO_MAX_MEMORY";
 
 /// A memory budget: the most a reader may hold, and whether it is the
 /// default (said in the message). A value the reader is given
-/// ([`crate::trace::ReadOptions`]), not a process setting.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// ([`crate::trace::ReadOptions`]), not a process setting. Its checks are
+/// also where a read asked to stop ([`Budget::stop`]) stops.
+#[derive(Debug, Clone)]
 pub struct Budget {
     /// Bytes; `None`: no limit (or the machine's memory unknown).
     pub limit: Option<u64>,
     /// Half the machine's memory, not a size the user gave.
     pub defaulted: bool,
+    /// Set by whoever asked for the read to stop it at the next check (the
+    /// MCP server, when the client cancels the call): the pass then ends
+    /// with an error instead of reading on for a result nobody awaits.
+    pub stop: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+}
+
+impl PartialEq for Budget {
+    /// The same limit, said the same way (a stop flag is no setting).
+    fn eq(&self, other: &Budget) -> bool {
+        (self.limit, self.defaulted) == (other.limit, other.defaulted)
+    }
 }
 
 impl Default for Budget {
     /// [`ENV`] when set to a size, else half the machine's memory.
     fn default() -> Budget {
-        Budget::from_flag(None).unwrap_or(Budget { limit: default_budget(), defaulted: true })
+        Budget::from_flag(None).unwrap_or(Budget {
+            limit: default_budget(),
+            defaulted: true,
+            stop: None,
+        })
     }
 }
 
 impl Budget {
     /// No limit at all.
-    pub const NONE: Budget = Budget { limit: None, defaulted: false };
+    pub const NONE: Budget = Budget { limit: None, defaulted: false, stop: None };
 
     /// The budget from `--max-memory` (first) or [`ENV`]; without either,
     /// half the machine's memory. A size that does not parse is a usage
@@ -75,18 +91,24 @@ impl Budget {
             (None, None) => (None, ""),
         };
         let Some(text) = given else {
-            return Ok(Budget { limit: default_budget(), defaulted: true });
+            return Ok(Budget { limit: default_budget(), defaulted: true, stop: None });
         };
         let bytes = parse_size(text).ok_or_else(|| {
             Error::usage(format!("{from} {text:?}: expected a size such as 8G, 512M or 2000000000 (bytes), or 0 for no limit"))
         })?;
-        Ok(Budget { limit: (bytes != 0).then_some(bytes), defaulted: false })
+        Ok(Budget { limit: (bytes != 0).then_some(bytes), defaulted: false, stop: None })
     }
 
     /// Called by the pass every [`CHECK_EVERY`] events: an error once the
     /// process holds more than the budget. `events` and `offset` (bytes of
     /// the decompressed trace read) say how far the pass got.
     pub fn check(&self, events: u64, offset: u64) -> Result<()> {
+        if self.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(Error::failed(format!(
+                "stopped reading after {events} events ({} of the trace): the read was cancelled",
+                human(offset)
+            )));
+        }
         let (Some(limit), Some(rss)) = (self.limit, resident()) else { return Ok(()) };
         if rss <= limit {
             return Ok(());

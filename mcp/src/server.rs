@@ -1,5 +1,6 @@
 //! The MCP server: one tool per reader, each run off the protocol's thread.
 
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use libreyolo_core::error::Error;
@@ -29,6 +30,12 @@ pub struct Server {
     tool_router: ToolRouter<Server>,
 }
 
+tokio::task_local! {
+    /// The stop flag of the call being answered: [`Server::read`] hands it
+    /// to the reader's budget checks.
+    static STOP: Arc<AtomicBool>;
+}
+
 #[tool_router]
 impl Server {
     pub fn new(roots: Roots, read: ReadOptions) -> Server {
@@ -47,9 +54,13 @@ impl Server {
     }
 
     /// Runs a reader on the blocking pool, so that the protocol keeps
-    /// answering; its failure (or a panic) is the call's error result.
+    /// answering; its failure (or a panic) is the call's error result. A
+    /// call the client cancels stops its read at the pass's next check
+    /// ([`STOP`]), freeing the reader for the next call.
     async fn read<P: Params>(&self, tool: &'static str, params: P) -> CallToolResult {
-        let (roots, read, one) = (self.roots.clone(), self.read.clone(), self.one_read.clone());
+        let (roots, one) = (self.roots.clone(), self.one_read.clone());
+        let mut read = (*self.read).clone();
+        read.budget.stop = STOP.try_with(Arc::clone).ok();
         let ran = tokio::task::spawn_blocking(move || {
             // What the reader says (`note: …`, `warning: …`) is the agent's
             // too: the command line's stderr, here a block of the result.
@@ -187,7 +198,18 @@ impl ServerHandler for Server {
         if let Some(stray) = tool.and_then(|t| unknown_parameter(t, request.arguments.as_ref())) {
             return Ok(stray);
         }
-        self.tool_router.call(ToolCallContext::new(self, request, context)).await
+        // The call's stop flag, set when its client cancels it (rmcp
+        // cancels the request's token on `notifications/cancelled`).
+        let stop = Arc::new(AtomicBool::new(false));
+        let (ct, flag) = (context.ct.clone(), stop.clone());
+        let watch = tokio::spawn(async move {
+            ct.cancelled().await;
+            flag.store(true, Ordering::Relaxed);
+        });
+        let call = self.tool_router.call(ToolCallContext::new(self, request, context));
+        let out = STOP.scope(stop, call).await;
+        watch.abort();
+        out
     }
 
     fn get_info(&self) -> ServerInfo {

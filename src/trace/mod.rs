@@ -288,7 +288,7 @@ fn stream_events_after_bracket(
             parallel::Rest::Elements { first: f } => first = f,
         }
     }
-    stream_elements(s, sink, info, first, opts.budget)
+    stream_elements(s, sink, info, first, &opts.budget)
 }
 
 /// The elements of `traceEvents` on this thread, from an element boundary
@@ -298,7 +298,7 @@ fn stream_elements<R: std::io::Read>(
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
     mut first: bool,
-    budget: Budget,
+    budget: &Budget,
 ) -> Result<()> {
     let mut scratch = Vec::new();
     loop {
@@ -327,7 +327,7 @@ fn events_in_window<R: std::io::Read>(
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
     mut first: bool,
-    budget: Budget,
+    budget: &Budget,
 ) -> Result<bool> {
     use event::ParseError;
     let (bytes, base) = s.window();
@@ -556,5 +556,55 @@ mod tests {
         assert_eq!(trace_id(&p), None, "not read past the events");
         std::fs::write(&p, "[]").unwrap();
         assert_eq!(trace_id(&p), None);
+    }
+
+    /// Counts events.
+    struct Count(u64);
+    impl EventSink for Count {
+        fn event(&mut self, _ev: &Event<'_>) {
+            self.0 += 1;
+        }
+        fn malformed(&mut self) {}
+    }
+
+    /// A read whose stop flag is set ends at the pass's next check, on
+    /// one thread or several, plain or gzip; unset, it reads to the end.
+    #[test]
+    fn a_read_asked_to_stop_stops_at_its_next_check() {
+        use std::sync::Arc;
+        use std::sync::atomic::AtomicBool;
+        let dir = tempfile::tempdir().unwrap();
+        let gz = dir.path().join("t.json.gz");
+        let plain = dir.path().join("t.json");
+        let mut text = String::from("[");
+        let n = 3 * crate::budget::CHECK_EVERY;
+        for i in 0..n {
+            let sep = if i == 0 { "" } else { "," };
+            text.push_str(&format!(
+                "{sep}{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"k\",\"pid\":0,\"tid\":7,\"ts\":{i},\"dur\":1}}"
+            ));
+        }
+        text.push(']');
+        std::fs::write(&plain, &text).unwrap();
+        let mut w = flate2::write::GzEncoder::new(
+            std::fs::File::create(&gz).unwrap(),
+            flate2::Compression::fast(),
+        );
+        std::io::Write::write_all(&mut w, text.as_bytes()).unwrap();
+        w.finish().unwrap();
+        for path in [&plain, &gz] {
+            for threads in [1, 2] {
+                let mut opts = ReadOptions::default().with_threads(threads, 1 << 16);
+                opts.budget = Budget::NONE;
+                let mut all = Count(0);
+                read(path, &mut all, &opts).unwrap();
+                assert_eq!(all.0, n, "{} on {threads}", path.display());
+                opts.budget.stop = Some(Arc::new(AtomicBool::new(true)));
+                let mut some = Count(0);
+                let e = read(path, &mut some, &opts).unwrap_err();
+                assert!(e.message().contains("the read was cancelled"), "{e}");
+                assert!(some.0 < n, "{} on {threads}: stopped early", path.display());
+            }
+        }
     }
 }

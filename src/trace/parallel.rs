@@ -375,7 +375,7 @@ pub(super) fn stream_events(
     info: &mut TraceInfo,
     opts: &ReadOptions,
 ) -> Result<Rest> {
-    let (threads, block, budget) = (opts.threads, opts.block, opts.budget);
+    let (threads, block, budget) = (opts.threads, opts.block, opts.budget.clone());
     // The calling thread parses too, whenever its next block is not ready
     // (`Driver::take`): on two cores, two parsers beside it shared the
     // cores with it three ways, and the sink waited for nearly every block
@@ -643,7 +643,7 @@ impl<'m> Driver<'_, 'm> {
             let bytes = parsed
                 .map_project::<(), _>(|batch, _| {
                     let mut items = batch.items;
-                    delivered = deliver(&mut items, base, sink, info, self.budget);
+                    delivered = deliver(&mut items, base, sink, info, &self.budget);
                     end = batch.end;
                     spare = Some(emptied(items));
                 })
@@ -718,7 +718,7 @@ fn deliver(
     base: u64,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
-    budget: Budget,
+    budget: &Budget,
 ) -> Result<()> {
     let mut items = items.drain(..);
     while let Some(item) = items.next() {
