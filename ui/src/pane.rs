@@ -1,39 +1,10 @@
-//! The explorer's panes, in the order of the number keys and Tab. Its own
-//! module so that the key map (`input`) and the state (`app`) both use it
-//! without depending on each other.
+//! The explorer's panes, in the order of the number keys and Tab: how the
+//! keys move between them. The list itself is `panes::pane_table!`, one
+//! line a pane beside its state.
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Pane {
-    /// A distributed job's ranks (key `0`); only when a job is open.
-    Ranks,
-    Summary,
-    Phases,
-    Kernels,
-    Ops,
-    Compare,
-    WhatIf,
-    Timeline,
-    Memory,
-    /// The call tree of a step (the `tree` lens).
-    Tree,
-}
+pub use crate::panes::Pane;
 
 impl Pane {
-    /// The panes of a distributed job, in Tab order: Ranks (key `0`), then
-    /// those of the rank shown. The one list of the panes: [`Pane::ALL`] is
-    /// its tail.
-    pub const JOB: [Pane; 10] = [
-        Pane::Ranks,
-        Pane::Summary,
-        Pane::Phases,
-        Pane::Kernels,
-        Pane::Ops,
-        Pane::Compare,
-        Pane::WhatIf,
-        Pane::Timeline,
-        Pane::Memory,
-        Pane::Tree,
-    ];
     /// The panes of one profile, keys `1`–`9`.
     pub const ALL: &'static [Pane] = Pane::JOB.split_at(1).1;
 
@@ -42,20 +13,6 @@ impl Pane {
         if job { &Pane::JOB } else { Pane::ALL }
     }
 
-    pub fn title(self) -> &'static str {
-        match self {
-            Pane::Ranks => "Ranks",
-            Pane::Summary => "Summary",
-            Pane::Phases => "Phases",
-            Pane::Kernels => "Kernels",
-            Pane::Ops => "Ops",
-            Pane::Compare => "Compare",
-            Pane::WhatIf => "What-if",
-            Pane::Timeline => "Timeline",
-            Pane::Memory => "Memory",
-            Pane::Tree => "Tree",
-        }
-    }
     /// The number key that shows the pane (`0` for Ranks).
     pub fn key(self) -> char {
         match Pane::ALL.iter().position(|p| *p == self) {

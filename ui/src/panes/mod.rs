@@ -23,16 +23,34 @@ use ratatui::text::Line;
 use ratatui::widgets::{Cell, Gauge, Paragraph, Row, Wrap};
 
 use crate::input::Action;
-use crate::pane::Pane;
 use crate::slot::{Slot, display_name};
 use crate::theme::Theme;
 use crate::view::Component;
 
-/// The table of the panes: each [`Pane`] and the field of [`Panes`] that
-/// holds its state. A new pane is its module, its `Pane` variant and one
-/// line here; a `Pane` without a line does not compile.
+/// The one list of the panes: each [`Pane`], its title and the field of
+/// [`Panes`] that holds its state, in Tab order (the number keys, the
+/// tabs and the help's pane rows follow it). A new pane is its module and
+/// its line here.
 macro_rules! pane_table {
-    ($($pane:ident => $field:ident: $ty:ty,)*) => {
+    ($($(#[$doc:meta])* $pane:ident $title:literal => $field:ident: $ty:ty,)*) => {
+        /// The explorer's panes ([`Pane::JOB`]: all of them, in Tab order).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+        pub enum Pane {
+            $($(#[$doc])* $pane,)*
+        }
+
+        impl Pane {
+            /// The panes of a distributed job, in Tab order: Ranks (key
+            /// `0`), then those of the rank shown ([`Pane::ALL`]).
+            pub const JOB: [Pane; [$($title),*].len()] = [$(Pane::$pane),*];
+
+            pub fn title(self) -> &'static str {
+                match self {
+                    $(Pane::$pane => $title,)*
+                }
+            }
+        }
+
         /// Every pane's state, one field per pane.
         #[derive(Debug, Clone, Default)]
         pub struct Panes {
@@ -59,16 +77,18 @@ macro_rules! pane_table {
 }
 
 pane_table! {
-    Ranks => ranks: ranks::RanksPane,
-    Summary => summary: summary::SummaryPane,
-    Phases => phases: phases::PhasesPane,
-    Kernels => kernels: kernels::KernelsPane,
-    Ops => ops: ops::OpsPane,
-    Compare => compare: compare::ComparePane,
-    WhatIf => whatif: whatif::WhatIfPane,
-    Timeline => timeline: timeline::TimelinePane,
-    Memory => memory: memory::MemoryPane,
-    Tree => tree: tree::TreePane,
+    /// A distributed job's ranks (key `0`); only when a job is open.
+    Ranks "Ranks" => ranks: ranks::RanksPane,
+    Summary "Summary" => summary: summary::SummaryPane,
+    Phases "Phases" => phases: phases::PhasesPane,
+    Kernels "Kernels" => kernels: kernels::KernelsPane,
+    Ops "Ops" => ops: ops::OpsPane,
+    Compare "Compare" => compare: compare::ComparePane,
+    WhatIf "What-if" => whatif: whatif::WhatIfPane,
+    Timeline "Timeline" => timeline: timeline::TimelinePane,
+    Memory "Memory" => memory: memory::MemoryPane,
+    /// The call tree of a step (the `tree` lens).
+    Tree "Tree" => tree: tree::TreePane,
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a
