@@ -120,10 +120,11 @@ impl Captured {
             })
         };
         // Each launch's capture: the window open on its thread then.
-        let mut per_graph: Vec<Vec<CapturedLaunch>> = vec![Vec::new(); a.capture_windows.len()];
-        for l in &a.captured {
+        let mut per_graph: Vec<Vec<CapturedLaunch>> = vec![Vec::new(); a.captures.windows.len()];
+        for l in &a.captures.launches {
             let w = a
-                .capture_windows
+                .captures
+                .windows
                 .iter()
                 .position(|w| w.thread == l.thread && (w.start..=w.end).contains(&l.start));
             if let Some(w) = w {
@@ -181,7 +182,7 @@ impl Captured {
                                 }
                                 k => k,
                             };
-                            let flops = owns.map_or(0.0, |m| a.works[m as usize].flops);
+                            let flops = owns.map_or(0.0, |m| a.pricing.works[m as usize].flops);
                             let name = intern(&mut self.names, name);
                             self.recs.push(CapRec { kind, name, flops });
                             self.recs.len() as u32 - 1
@@ -204,6 +205,16 @@ impl Captured {
     }
 }
 
+/// Graph captures (docs/analysis.md §17.1): each one's thread and time,
+/// the kernel launches made once one was seen, and the graphs a capture
+/// trace given beside this one recorded.
+#[derive(Debug, Default)]
+pub(super) struct Captures {
+    pub(super) windows: Vec<CaptureWindow>,
+    pub(super) launches: Vec<CapturedLaunch>,
+    pub(super) attached: Option<Attached>,
+}
+
 /// Captured graphs with their names interned in the replay's.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Attached {
@@ -224,7 +235,7 @@ impl Analyzer {
         for n in graphs.iter_mut().flatten() {
             n.kernel = n.kernel.map(|k| ids[k as usize]);
         }
-        self.attached = Some(Attached { recs, graphs });
+        self.captures.attached = Some(Attached { recs, graphs });
     }
 }
 
@@ -271,10 +282,10 @@ const LOOKAHEAD: usize = 8;
 /// name (CUDA) pair by position, only with a graph of the same length.
 pub(super) fn match_replays(a: &Analyzer) -> Matches {
     let mut out = Matches::default();
-    let Some(at) = a.attached.as_ref() else { return out };
+    let Some(at) = a.captures.attached.as_ref() else { return out };
     let mut graph_call: HashMap<u32, bool> = HashMap::default();
     let mut launches: HashMap<(u32, i64), Vec<u32>> = HashMap::default();
-    for (k, span) in a.kernel_spans.iter().enumerate() {
+    for (k, span) in a.gpu.kernel_spans.iter().enumerate() {
         let Some(l) = span.launch() else { continue };
         let graph =
             *graph_call.entry(l.name).or_insert_with(|| RuntimeCall::of(a.names.get(l.name)).graph);
@@ -287,7 +298,7 @@ pub(super) fn match_replays(a: &Analyzer) -> Matches {
     for (n, key) in keys.iter().enumerate() {
         let mut kernels = launches.remove(key).unwrap_or_default();
         kernels.sort_by_key(|&k| {
-            let s = &a.kernel_spans[k as usize];
+            let s = &a.gpu.kernel_spans[k as usize];
             (s.start, s.queue, k)
         });
         let best = (0..at.graphs.len()).map(|g| (g, align(a, &at.graphs[g], &kernels))).max_by_key(
@@ -322,13 +333,13 @@ fn align(a: &Analyzer, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>>
     // graph in the order it was captured.
     let mut queues: Vec<(u32, VecDeque<usize>)> = Vec::new();
     for (i, &k) in kernels.iter().enumerate() {
-        let q = a.kernel_spans[k as usize].queue;
+        let q = a.gpu.kernel_spans[k as usize].queue;
         match queues.iter_mut().find(|(id, _)| *id == q) {
             Some((_, v)) => v.push_back(i),
             None => queues.push((q, VecDeque::from([i]))),
         }
     }
-    let name = |i: usize| a.kernel_spans[kernels[i] as usize].name;
+    let name = |i: usize| a.gpu.kernel_spans[kernels[i] as usize].name;
     graph
         .iter()
         .map(|node| {

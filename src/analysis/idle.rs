@@ -478,7 +478,7 @@ pub(super) fn account<'a>(
     let mut devices: Vec<DeviceKernels> = index
         .devices()
         .map(|(d, ks)| {
-            let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
+            let spans = DeviceSpans { ks, all: &a.gpu.kernel_spans }.iter(0);
             let busy = merge_sorted(spans.map(|k| (k.start, k.end)));
             let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
@@ -714,7 +714,7 @@ fn near_gaps(
 /// the only threads its gaps' windows are on.
 fn launch_threads(a: &Analyzer, dev: &DeviceKernels) -> HashMap<u32, u64> {
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in (DeviceSpans { ks: dev.1, all: &a.kernel_spans }).iter(0) {
+    for k in (DeviceSpans { ks: dev.1, all: &a.gpu.kernel_spans }).iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
@@ -777,7 +777,7 @@ impl GapPlan {
         keep_gaps: bool,
     ) -> GapPlan {
         let (device, ks, busy, _) = dev;
-        let kernels = DeviceSpans { ks, all: &a.kernel_spans };
+        let kernels = DeviceSpans { ks, all: &a.gpu.kernel_spans };
 
         let host_side = a.cpu.has_spans();
         // The thread that launched most of this device's kernels: the one

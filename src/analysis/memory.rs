@@ -19,6 +19,44 @@ use crate::util::round;
 const MB: f64 = 1e6;
 const MS: f64 = 1e6; // ns per ms
 
+/// What the `[memory]` events said: each device's peaks, and every event
+/// for the timeline.
+#[derive(Debug, Default)]
+pub(super) struct MemoryLog {
+    pub(super) peaks: HashMap<i64, MemoryPeak>,
+    /// Every `[memory]` event, per device, for the timeline.
+    samples: HashMap<DeviceKey, Vec<Sample>>,
+}
+
+impl MemoryLog {
+    /// Keeps a `[memory]` event from `thread`.
+    pub(super) fn add(&mut self, ev: &Event<'_>, thread: u32) {
+        if let Some((key, sample)) = sample(ev, thread) {
+            self.samples.entry(key).or_default().push(sample);
+        }
+        let Some(args) = ev.args.as_ref() else { return };
+        // VRAM: CUDA's and ROCm's allocators (CPU allocations carry 0).
+        if !matches!(args.device_type.id(), Some(CUDA | HIP)) {
+            return;
+        }
+        let device = args.device_id.id().unwrap_or(0);
+        let peak = self.peaks.entry(device).or_default();
+        if let Some(r) = args.total_reserved.get() {
+            peak.reserved = peak.reserved.max(r);
+        }
+        if let Some(a) = args.total_allocated.get() {
+            peak.allocated = peak.allocated.max(a);
+        }
+    }
+}
+
+/// Per-device allocator evidence from `[memory]` events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryPeak {
+    pub reserved: f64,
+    pub allocated: f64,
+}
+
 /// One `[memory]` event: totals are NaN where the trace left them out.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Sample {
@@ -66,12 +104,12 @@ struct Series {
 }
 
 fn series(a: &Analyzer) -> Vec<Series> {
-    let mut keys: Vec<DeviceKey> = a.memory_samples.keys().copied().collect();
+    let mut keys: Vec<DeviceKey> = a.memory.samples.keys().copied().collect();
     // GPUs first, then the host.
     keys.sort_by_key(|&(kind, index)| (kind == 0, kind, index));
     keys.into_iter()
         .filter_map(|key| {
-            let mut samples = a.memory_samples[&key].clone();
+            let mut samples = a.memory.samples[&key].clone();
             samples.sort_by_key(|s| s.ts); // stable: file order on ties
             let totals = samples.iter().any(|s| s.allocated.is_finite());
             if totals {

@@ -17,19 +17,27 @@ pub mod build;
 pub mod busy;
 pub mod calltree;
 pub mod collectives;
+mod counts;
 pub mod cpulog;
 pub mod facts;
+mod gpulog;
 pub mod gpusync;
 pub mod graphs;
 pub mod health;
 pub mod idle;
+mod inference;
 pub mod kernel_calls;
 mod kernel_index;
 pub mod kernels;
+mod launches;
 pub mod levers;
 mod memory;
 pub mod model;
+mod names;
+mod placed;
+mod pricing;
 pub mod ranges;
+mod replay;
 pub mod roofline;
 pub mod timeline;
 pub mod verdict;
@@ -45,436 +53,72 @@ use crate::trace::kind::span_ns;
 use crate::trace::{
     self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, SyncKind, TraceInfo,
 };
+pub use counts::{Counts, Evidence};
+pub(crate) use gpulog::KernelClasses;
+pub use gpulog::Launch;
+use gpulog::{COPY_SPAN, CopySpan, GpuLog, KernelSpan, NO_LAUNCH};
+use inference::{INFERRED_HOW, PhaseInference};
+use launches::{GpuEvent, Launches, PendingLaunch, Placed, launched_before};
+pub use names::{Names, ThreadIds};
+use names::{is_dataload, is_optimizer};
+use placed::{Agg, GpuTables, OpTables, Place};
+use pricing::OpPricing;
 use ranges::{PhaseNames, Ranges};
-
-/// Where an event landed: inside a measured step or not, and its phase.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-struct Place {
-    in_step: bool,
-    phase: u16,
-}
-
-/// Total duration and count.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Agg {
-    pub ns: i64,
-    pub count: u64,
-}
-
-impl Agg {
-    fn add(&mut self, ns: i64) {
-        // Durations are bounded (see `MAX_DUR_US`); a hostile trace of many
-        // of the longest still must not wrap a total into the negative.
-        self.ns = self.ns.saturating_add(ns);
-        self.count += 1;
-    }
-}
-
-/// What the CPU ops inside the steps are counted into.
-#[derive(Debug, Default)]
-struct OpTables {
-    /// Per (phase, op name): every call counted (the ops table's own
-    /// figures come from the call tree, `calltree::OpAccount`).
-    ops_by_phase: HashMap<(u16, u32), Agg>,
-    /// Per thread, the union of its CPU ops inside the steps: the time it
-    /// spent inside framework ops rather than between them.
-    op_cover: HashMap<u32, busy::StreamingUnion>,
-}
-
-impl OpTables {
-    fn add(&mut self, thread: u32, name: u32, phase: u16, start: i64, dur: i64) {
-        self.op_cover.entry(thread).or_default().add(start, start + dur);
-        self.ops_by_phase.entry((phase, name)).or_default().add(dur);
-    }
-}
-
-/// A GPU event waiting for its launch (or, at the end, placed by time).
-#[derive(Debug, Clone, Copy)]
-struct GpuEvent {
-    kind: GpuWork,
-    name: u32,
-    device: i64,
-    ts: i64,
-    dur: i64,
-    /// Its index in `kernel_spans`, or with [`COPY_SPAN`] in `copy_spans`:
-    /// where its launch goes.
-    span: Option<u32>,
-}
-
-/// Whether `launch` can have put `gpu` on the queue: work never starts
-/// before its launch call does (1 µs of slack for the clocks' rounding).
-fn launched_before(launch: &Launch, gpu: &GpuEvent) -> bool {
-    launch.start <= gpu.ts + 1_000
-}
-
-/// The runtime call that put GPU work on the queue: which thread, when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Launch {
-    pub thread: u32,
-    pub start: i64,
-    pub end: i64,
-    /// The call's interned name.
-    pub name: u32,
-}
-
-/// A launch call waiting for its GPU events: when it ran, and whether it
-/// launches a CUDA/HIP graph.
-#[derive(Debug, Clone, Copy)]
-struct PendingLaunch {
-    launch: Launch,
-    graph: bool,
-}
-
-/// How a GPU event is placed in a step and phase: by the CPU time of the
-/// call that launched it, or (no launch in the trace) by its own time.
-#[derive(Debug, Clone, Copy)]
-enum Placed {
-    Launch { thread: u32, start: i64, graph: bool },
-    Time,
-}
-
-/// Kernel name id → (category, Tensor Core flag, short label).
-pub(crate) type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
-
-/// What the step- and phase-keyed aggregates are counted from, kept
-/// during the pass (docs/analysis.md §1): when the ranges turn out to
-/// differ at the end (phases inferred, or a step marker written after the
-/// work it encloses), the aggregates are counted again from this and from
-/// the ops of the [`cpulog::CpuLog`] instead of reading the trace a second
-/// time. O(calls + GPU events), small records.
-#[derive(Debug, Default)]
-struct Replay {
-    /// Allocator and graph-launch calls (the other calls count nothing).
-    calls: Vec<CallRec>,
-    /// Every GPU event counted, in the order it was.
-    gpu: Vec<GpuRec>,
-    /// The GPU events kept whole ([`GpuRec::Event`]), in the same order.
-    events: Vec<(GpuEvent, Placed)>,
-}
-
-/// A GPU event counted, to count again (8 bytes). A kernel is its entry
-/// in `Analyzer::kernel_spans`, which holds its name, time, device and
-/// launch: kept whole beside it, it was 56 bytes a kernel, the pass's
-/// largest state on a real trace.
-#[derive(Debug, Clone, Copy)]
-enum GpuRec {
-    /// A kernel placed by its launch (its span's) or, without, by time.
-    Kernel { span: u32, launched: bool, graph: bool },
-    /// Anything else: the next of `Replay::events`.
-    Event,
-}
-
-/// What the performance model said of one op call with given shapes.
-#[derive(Debug, Clone, Copy)]
-enum Priced {
-    /// Its entry in `Analyzer::works`.
-    Work(u32),
-    NoShapes,
-    Unmodelled,
-}
-
-/// Bytes of (op, shapes) keys whose pricing is kept for the next call.
-const MODEL_CACHE_BYTES: usize = 4 << 20;
-
-/// What the performance model says one op call does (its FLOPs and bytes,
-/// docs/analysis.md §13), kept for the roofline account at the end.
-#[derive(Debug, Clone, Copy)]
-struct OpWork {
-    flops: f64,
-    bytes: f64,
-    dtype: work::Dtype,
-    matrix: bool,
-    /// The formula's inputs, interned.
-    inputs: u32,
-}
-
-/// How many op calls the model met, by outcome: what a trace without
-/// shapes is told.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct ModelCounts {
-    /// CPU ops carrying `Input Dims` (record_shapes=True).
-    pub with_shapes: u64,
-    /// Ops the model knows whose shapes were missing or did not fit.
-    pub no_shapes: u64,
-    pub priced: u64,
-}
-
-#[derive(Debug, Clone, Copy)]
-struct CallRec {
-    start: i64,
-    malloc: bool,
-    graph: bool,
-}
-
-/// A kernel's interval on its device and stream, 48 bytes (a trace holds
-/// one per kernel).
-#[derive(Debug, Clone, Copy)]
-struct KernelSpan {
-    start: i64,
-    end: i64,
-    /// Interned kernel name (for the communication / compute split).
-    name: u32,
-    /// Its (device, stream), by index in `Analyzer::queues`.
-    queue: u32,
-    /// The runtime call that launched it, when the trace has it (the idle
-    /// account asks what the host did before it): [`KernelSpan::launch`].
-    launch_start: i64,
-    launch_end: i64,
-    /// [`NO_LAUNCH`] when there is none.
-    launch_thread: u32,
-    launch_name: u32,
-}
-
-const NO_LAUNCH: u32 = u32::MAX;
-
-/// A copy's or set's interval and launch, for the step model (copies
-/// are few: a syncing `.item()`'s device-to-host copy among them).
-#[derive(Debug, Clone, Copy)]
-struct CopySpan {
-    start: i64,
-    end: i64,
-    name: u32,
-    device: i64,
-    stream: i64,
-    launch: Option<Launch>,
-}
-
-/// A [`GpuEvent::span`] that is an index into `Analyzer::copy_spans`.
-const COPY_SPAN: u32 = 1 << 31;
-
-impl KernelSpan {
-    fn launch(&self) -> Option<Launch> {
-        (self.launch_thread != NO_LAUNCH).then_some(Launch {
-            thread: self.launch_thread,
-            start: self.launch_start,
-            end: self.launch_end,
-            name: self.launch_name,
-        })
-    }
-
-    fn set_launch(&mut self, l: Launch) {
-        (self.launch_thread, self.launch_start, self.launch_end, self.launch_name) =
-            (l.thread, l.start, l.end, l.name);
-    }
-}
-
-/// String interner for kernel and op names.
-#[derive(Debug, Default)]
-pub struct Names {
-    ids: HashMap<Box<str>, u32>,
-    names: Vec<Box<str>>,
-    /// What each op name says, once worked out ([`OpTraits`]).
-    op_traits: Vec<Option<OpTraits>>,
-}
-
-/// What a CPU op's name tells the pass, worked out once per distinct name
-/// instead of once per call: the substring tests behind it were a large
-/// share of the pass on real traces (1 M events, a few thousand names).
-#[derive(Debug, Clone, Copy)]
-struct OpTraits {
-    backward: bool,
-    optimizer: bool,
-    dataload: bool,
-    modelled: bool,
-}
-
-impl OpTraits {
-    fn of(name: &str) -> OpTraits {
-        OpTraits {
-            backward: is_backward(name),
-            optimizer: is_optimizer(name),
-            dataload: is_dataload(name),
-            modelled: work::is_modelled(name),
-        }
-    }
-}
-
-impl Names {
-    fn id(&mut self, s: &str) -> u32 {
-        if let Some(&id) = self.ids.get(s) {
-            return id;
-        }
-        let id = self.names.len() as u32;
-        self.names.push(s.into());
-        self.ids.insert(s.into(), id);
-        id
-    }
-
-    /// The id of an op's name, with what the name says.
-    fn op(&mut self, s: &str) -> (u32, OpTraits) {
-        let id = self.id(s);
-        let i = id as usize;
-        if self.op_traits.len() <= i {
-            self.op_traits.resize(i + 1, None);
-        }
-        (id, *self.op_traits[i].get_or_insert_with(|| OpTraits::of(s)))
-    }
-    pub fn get(&self, id: u32) -> &str {
-        &self.names[id as usize]
-    }
-}
-
-/// (pid, tid) → a small thread id; integer ids take the fast path.
-#[derive(Debug, Default, Clone)]
-pub struct ThreadIds {
-    ints: HashMap<(i64, i64), u32>,
-    strs: HashMap<String, u32>,
-    next: u32,
-}
-
-impl ThreadIds {
-    fn id(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
-        let next = self.next;
-        let id = match (pid.and_then(Id::as_int), tid.and_then(Id::as_int)) {
-            (Some(p), Some(t)) => *self.ints.entry((p, t)).or_insert(next),
-            _ => {
-                let show = |id: Option<&Id<'_>>| match id {
-                    Some(Id::Int(v)) => v.to_string(),
-                    Some(Id::Str(s)) => s.to_string(),
-                    None => String::new(),
-                };
-                *self.strs.entry(format!("{}\u{0}{}", show(pid), show(tid))).or_insert(next)
-            }
-        };
-        if id == next {
-            self.next += 1;
-        }
-        id
-    }
-}
-
-/// Per-device allocator evidence from `[memory]` events.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct MemoryPeak {
-    pub reserved: f64,
-    pub allocated: f64,
-}
-
-/// Counters for the attribution report.
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Counts {
-    pub events: u64,
-    pub malformed: u64,
-    pub gpu_in_steps: u64,
-    pub via_launch: u64,
-    pub via_time: u64,
-    pub gpu_outside: u64,
-    pub mallocs: u64,
-    /// Kernels in the steps that a CUDA/HIP graph launch owns.
-    pub graph_kernels: u64,
-    /// `cudaGraphLaunch` / `hipGraphLaunch` calls inside the steps.
-    pub graph_launches: u64,
-    /// GPU work whose correlation named a launch that began after it: ids
-    /// of another process (a merged trace), not paired.
-    pub launch_after_work: u64,
-}
-
-/// What the trace shows about the work it recorded (docs/analysis.md §10, mode).
-#[derive(Debug, Clone, Copy, Default)]
-pub struct Evidence {
-    /// CPU ops of any kind, anywhere in the trace.
-    pub cpu_ops: u64,
-    /// Autograd backward work: `*Backward*` ops, the autograd engine.
-    pub backward_ops: u64,
-    /// `Optimizer.step#…` / `Optimizer.zero_grad#…` ranges or ops.
-    pub optimizer_marks: u64,
-    /// Runtime calls named `hip…` (a ROCm trace) and `cuda…`/`cu…`.
-    pub hip_calls: u64,
-    pub cuda_calls: u64,
-    /// `cudaStreamBeginCapture` / `hipStreamBeginCapture`: the window
-    /// records a graph capture, whose kernels are recorded, not run.
-    pub graph_captures: u64,
-}
+use replay::{CallRec, GpuRec, Replay};
 
 /// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
+///
+/// The pass's state, by concern: the names and threads met, the ranges
+/// and where the pass stands, what it kept of the host (`cpu`) and of the
+/// GPU (`gpu`), the launches still unmatched, the aggregates placed under
+/// the ranges and what they are counted again from, and what the other
+/// accounts read.
 #[derive(Debug, Default)]
 pub struct Analyzer {
+    names: Names,
+    threads: ThreadIds,
+    phases: PhaseNames,
+    ranges: Ranges,
     /// The lookups [`Analyzer::place`] remembers once the ranges are final.
     place_cache: ranges::PlaceCache,
-    names: Names,
-    phases: PhaseNames,
-    threads: ThreadIds,
-    ranges: Ranges,
     /// Latest timestamp placed so far (the ordering check).
     hi_ts: Option<i64>,
     /// A range arrived that could enclose work placed before it.
     ranges_late: bool,
-    /// What the placed aggregates were counted from.
-    replay: Replay,
     /// Where the analysis stands: what placing an event does.
     stage: Stage,
+    /// First and last timestamps of CPU ops, runtime calls and GPU events:
+    /// the one step of a trace without step markers.
+    span: Option<(i64, i64)>,
 
-    kernels: HashMap<u32, Agg>,
-    kernels_by_phase: HashMap<(u16, u32), Agg>,
-    op_tables: OpTables,
-    /// The ops are still to be counted (again) from the CPU log under the
-    /// final ranges ([`Analyzer::count_ops`]): `build` does it beside the
-    /// GPU accounts, which need nothing of it.
-    ops_stale: bool,
-    memcpy: Agg,
-    memcpy_by_phase: HashMap<u16, i64>,
-    kernel_spans: Vec<KernelSpan>,
-    /// Every copy and set, for the step model.
-    copy_spans: Vec<CopySpan>,
-    /// Which kernel spans the tables counted, and each one's launch
-    /// configuration: each kernel's spread, streams and configurations.
-    kernel_calls: kernel_calls::Log,
-    /// Each kernel name's category, Tensor Core flag and label, worked out
-    /// when the name is first met (demangling is the costly part): the
-    /// collectives read the category, the tables all three.
-    kernel_classes: KernelClasses,
-    /// Each (device, stream) a kernel ran on, and its index.
-    queues: Vec<(i64, i64)>,
-    queue_ids: HashMap<(i64, i64), u32>,
     /// Every CPU op, and what else the host threads did that the idle
     /// account reads, packed: the replay's ops and the host log in one.
     cpu: cpulog::CpuLog,
     /// Ops longer than this (ns) count as lasting it ([`Analyzer::clip_implausible`]).
     op_clip: Option<i64>,
-    pending_launches: HashMap<i64, PendingLaunch>,
-    /// Graph launches stay: every kernel of the graph shares their id.
-    graph_launches: HashMap<i64, PendingLaunch>,
-    pending_gpu: HashMap<i64, Vec<GpuEvent>>,
-    unlaunched_gpu: Vec<GpuEvent>,
-    memory: HashMap<i64, MemoryPeak>,
-    /// Every `[memory]` event, per device, for the timeline.
-    memory_samples: HashMap<memory::DeviceKey, Vec<memory::Sample>>,
-    /// First and last timestamps of CPU ops, runtime calls and GPU events:
-    /// the one step of a trace without step markers.
-    span: Option<(i64, i64)>,
+    gpu: GpuLog,
+    launches: Launches,
+
+    op_tables: OpTables,
+    /// The ops are still to be counted (again) from the CPU log under the
+    /// final ranges ([`Analyzer::count_ops`]): `build` does it beside the
+    /// GPU accounts, which need nothing of it.
+    ops_stale: bool,
+    gpu_tables: GpuTables,
     counts: Counts,
+    /// What the placed aggregates were counted from.
+    replay: Replay,
+
     evidence: Evidence,
-    /// Phase evidence in traces without `step/<phase>` ranges (docs/analysis.md §6):
-    /// `enumerate(DataLoader)#…__next__` and `Optimizer.*#…` ranges as
-    /// (thread, start, end, phase), and the union of the autograd engine's
-    /// backward ops (gaps under [`BACKWARD_GAP`] closed).
-    inferred: Vec<(u32, i64, i64, &'static str)>,
-    backward_bursts: std::collections::BTreeMap<i64, i64>,
-    /// How the phases were inferred, when they were.
-    phases_inferred: Option<String>,
+    /// Phase evidence in traces without `step/<phase>` ranges.
+    inference: PhaseInference,
+    pricing: OpPricing,
+    memory: memory::MemoryLog,
     /// Communication kernels for matching across ranks.
     collectives: collectives::Collector,
-    /// What the performance model said of each distinct priced call (one
-    /// per miss of `model_cache`); a priced op's record in the CPU log
-    /// names its entry.
-    works: Vec<OpWork>,
-    /// What each runtime call's name says ([`RuntimeCall`]); apart from
-    /// [`Names`], which interns only the calls the pass keeps.
-    call_traits: HashMap<Box<str>, RuntimeCall>,
-    model_counts: ModelCounts,
-    /// The model's answer per distinct op name and shapes text (see
-    /// [`Analyzer::price`]), and the key being looked up.
-    model_cache: HashMap<Box<[u8]>, Priced>,
-    model_cache_bytes: usize,
-    model_key: Vec<u8>,
     /// What the trace-health checks read (docs/analysis.md §15).
     health: health::Seen,
-    /// Graph captures (docs/analysis.md §17.1): each one's thread and
-    /// time, and the kernel launches made once one was seen.
-    capture_windows: Vec<graphs::CaptureWindow>,
-    captured: Vec<graphs::CapturedLaunch>,
-    /// The graphs a capture trace given beside this one recorded.
-    attached: Option<graphs::Attached>,
+    captures: graphs::Captures,
     /// CUPTI's synchronisation records and the calls they name.
     sync_log: gpusync::SyncLog,
 }
@@ -501,38 +145,7 @@ impl Default for Stage {
     }
 }
 
-/// Backward ops closer than this belong to the same backward pass.
-const BACKWARD_GAP: i64 = 1_000_000;
-
-/// Said in the output when the phases were inferred.
-pub const INFERRED_HOW: &str = "the trace has no step/<phase> ranges; phases come from PyTorch's own annotations: enumerate(DataLoader)#…__next__ → dataload, Optimizer.step#…/Optimizer.zero_grad#… → optimizer, the autograd engine's backward ops (first to last, per step) → backward, the rest of each step → forward";
-
-/// Evidence of a training step in a CPU op or range name.
-fn is_backward(name: &str) -> bool {
-    name.contains("Backward") || name.starts_with("autograd::engine::evaluate_function")
-}
-
-fn is_optimizer(name: &str) -> bool {
-    name.starts_with("Optimizer.step#")
-        || name.starts_with("Optimizer.zero_grad#")
-        || name.starts_with("optimizer.step")
-}
-
-fn is_dataload(name: &str) -> bool {
-    name.starts_with("enumerate(DataLoader)#") && name.contains("__next__")
-}
-
 impl Analyzer {
-    /// A kernel's device.
-    fn device(&self, k: &KernelSpan) -> i64 {
-        self.queues[k.queue as usize].0
-    }
-
-    /// A kernel's stream.
-    fn stream(&self, k: &KernelSpan) -> i64 {
-        self.queues[k.queue as usize].1
-    }
-
     fn thread(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
         self.threads.id(pid, tid)
     }
@@ -619,12 +232,12 @@ impl Analyzer {
         let (name, traits) = self.names.op(ev.name());
         if traits.backward {
             self.evidence.backward_ops += 1;
-            self.note_backward(start, start + dur);
+            self.inference.note_backward(start, start + dur);
         } else {
             self.note_phase_evidence(ev, traits.optimizer, traits.dataload, start, start + dur);
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        let work = self.price(ev, name, traits.modelled);
+        let work = self.pricing.price(&mut self.names, ev, name, traits.modelled);
         let autograd = self.autograd(ev);
         self.cpu.op(thread, name, start, dur, work, traits.dataload, autograd);
         self.count_op(thread, name, start, dur);
@@ -637,79 +250,6 @@ impl Analyzer {
         let seq = u64::try_from(args.sequence.id()?).ok()?;
         let fwd_thread = args.fwd_thread.id().filter(|t| *t > 0).map(|t| t as u32);
         Some(cpulog::Autograd { seq, fwd_thread })
-    }
-
-    /// The performance model's FLOPs and bytes for this op call: its entry
-    /// in `works`. Shapes are parsed only for the ops it knows
-    /// (`modelled`).
-    fn price(&mut self, ev: &Event<'_>, name: u32, modelled: bool) -> Option<u32> {
-        let args = ev.args.as_ref()?;
-        if args.input_dims.is_some() {
-            self.model_counts.with_shapes += 1;
-        }
-        if !modelled {
-            return None;
-        }
-        let shapes = work::OpShapes {
-            dims: args.input_dims,
-            types: args.input_types,
-            concrete: args.concrete_inputs,
-        };
-        // A training loop calls each op with the same few shapes step after
-        // step: the model (shapes parsed, formula worked out and written)
-        // runs once per distinct call, not once per call.
-        let key = &mut self.model_key;
-        key.clear();
-        key.extend_from_slice(&name.to_le_bytes());
-        for part in [shapes.dims, shapes.types, shapes.concrete] {
-            match part {
-                Some(b) => {
-                    key.extend_from_slice(&(b.len() as u64).to_le_bytes());
-                    key.extend_from_slice(b);
-                }
-                None => key.extend_from_slice(&u64::MAX.to_le_bytes()),
-            }
-        }
-        let priced = match self.model_cache.get(key.as_slice()) {
-            Some(&priced) => priced,
-            None => {
-                let priced = match work::model(ev.name(), &shapes) {
-                    work::Model::Work(w) => {
-                        let Ok(index) = u32::try_from(self.works.len()) else { return None };
-                        self.works.push(OpWork {
-                            flops: w.flops,
-                            bytes: w.bytes,
-                            dtype: w.dtype,
-                            matrix: w.matrix,
-                            inputs: self.names.id(&w.inputs),
-                        });
-                        Priced::Work(index)
-                    }
-                    work::Model::NoShapes => Priced::NoShapes,
-                    work::Model::Unmodelled => Priced::Unmodelled,
-                };
-                // Bounded: a trace of ever-new shapes starts the cache over.
-                let cost = self.model_key.len() + size_of::<(Box<[u8]>, Priced)>();
-                self.model_cache_bytes += cost;
-                if self.model_cache_bytes > MODEL_CACHE_BYTES {
-                    self.model_cache.clear();
-                    self.model_cache_bytes = cost;
-                }
-                self.model_cache.insert(self.model_key.as_slice().into(), priced);
-                priced
-            }
-        };
-        match priced {
-            Priced::Work(index) => {
-                self.model_counts.priced += 1;
-                Some(index)
-            }
-            Priced::NoShapes => {
-                self.model_counts.no_shapes += 1;
-                None
-            }
-            Priced::Unmodelled => None,
-        }
     }
 
     /// Whether the pass leaves the placed aggregates to the end (see
@@ -737,80 +277,7 @@ impl Analyzer {
     /// The ops' tables counted from the CPU log under the final ranges:
     /// what [`Analyzer::count_again`] leaves to be done ([`Analyzer::ops_stale`]).
     fn count_ops(&self) -> OpTables {
-        self.count_ops_dense_for(16)
-    }
-
-    /// [`Analyzer::count_ops`], with an index per phase for the first
-    /// `dense_phases` phases met; any further phase's counted through a
-    /// map (a hostile trace's thousands of phases must not each cost a
-    /// vector of every name).
-    fn count_ops_dense_for(&self, dense_phases: usize) -> OpTables {
-        // Counted by index (threads and names are dense ids: two hash
-        // lookups an op were a fifth of this loop), then moved into the
-        // tables in the order their keys were first met. That is the
-        // order counting into them directly inserts them, so the maps come
-        // out laid out the same, and so does all that iterates them (the
-        // headline's choice among equal threads).
-        const NONE: u32 = u32::MAX;
-        // Each thread's entry in `covers` (`NONE`: no op yet).
-        let mut cover_of: Vec<u32> = Vec::new();
-        let mut covers: Vec<(u32, busy::StreamingUnion)> = Vec::new();
-        // Per phase, each op name's entry in `aggs`.
-        let mut slots: Vec<(u16, Vec<u32>)> = Vec::new();
-        let mut spilled: HashMap<(u16, u32), u32> = HashMap::default();
-        let mut aggs: Vec<((u16, u32), Agg)> = Vec::new();
-        let mut places = ranges::PlaceCache::default();
-        for op in self.op_records() {
-            if !self.ranges.in_step_cached(&mut places, op.start) {
-                continue;
-            }
-            let phase = self.ranges.cpu_phase_cached(&mut places, op.thread, op.start);
-            let t = op.thread as usize;
-            if t >= cover_of.len() {
-                cover_of.resize(t + 1, NONE);
-            }
-            if cover_of[t] == NONE {
-                cover_of[t] = covers.len() as u32;
-                covers.push((op.thread, busy::StreamingUnion::default()));
-            }
-            covers[cover_of[t] as usize].1.add(op.start, op.start + op.dur);
-            let next = aggs.len() as u32;
-            let dense = match slots.iter().position(|s| s.0 == phase) {
-                Some(p) => Some(p),
-                None if slots.len() < dense_phases => {
-                    slots.push((phase, Vec::new()));
-                    Some(slots.len() - 1)
-                }
-                None => None,
-            };
-            let at = match dense {
-                Some(p) => {
-                    let names = &mut slots[p].1;
-                    let n = op.name as usize;
-                    if n >= names.len() {
-                        names.resize(n + 1, NONE);
-                    }
-                    if names[n] == NONE {
-                        names[n] = next;
-                    }
-                    names[n]
-                }
-                None => *spilled.entry((phase, op.name)).or_insert(next),
-            };
-            if at == next {
-                aggs.push(((phase, op.name), Agg::default()));
-            }
-            aggs[at as usize].1.add(op.dur);
-        }
-        let mut tables = OpTables::default();
-        // One by one, not `extend` (which sizes the table first).
-        for (thread, cover) in covers {
-            tables.op_cover.insert(thread, cover);
-        }
-        for (key, agg) in aggs {
-            tables.ops_by_phase.insert(key, agg);
-        }
-        tables
+        OpTables::count(self.op_records(), &self.ranges, 16)
     }
 
     /// The CPU ops the pass kept, in its order, with the durations
@@ -840,10 +307,7 @@ impl Analyzer {
     fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let name = ev.name();
-        let traits = match self.call_traits.get(name) {
-            Some(t) => *t,
-            None => *self.call_traits.entry(name.into()).or_insert_with(|| RuntimeCall::of(name)),
-        };
+        let traits = self.names.call(name);
         if traits.hip {
             self.evidence.hip_calls += 1;
         } else if traits.cuda {
@@ -854,7 +318,7 @@ impl Analyzer {
         }
         if traits.capture
             || traits.capture_end
-            || self.capture_windows.last().is_some_and(|w| w.end == i64::MAX)
+            || self.captures.windows.last().is_some_and(|w| w.end == i64::MAX)
         {
             self.note_capture(ev, &traits, start, dur);
         }
@@ -889,7 +353,7 @@ impl Analyzer {
         if let Some(corr) = launch {
             let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
             let pending = PendingLaunch { launch, graph };
-            let mut waiting = self.pending_gpu.remove(&corr);
+            let mut waiting = self.launches.pending_gpu.remove(&corr);
             // Work that began before this call is another process's with
             // the same id: it waits on for its own launch.
             if let Some(list) = waiting.as_mut() {
@@ -898,19 +362,19 @@ impl Analyzer {
                     list.drain(..).partition(|g| launched_before(&pending.launch, g));
                 self.counts.launch_after_work += (before - own.len()) as u64;
                 if !others.is_empty() {
-                    self.pending_gpu.insert(corr, others);
+                    self.launches.pending_gpu.insert(corr, others);
                 }
                 *list = own;
             }
             let waiting = waiting.filter(|w| !w.is_empty());
             for gpu in waiting.iter().flatten() {
-                self.give_launch(gpu.span, pending.launch);
+                self.gpu.give_launch(gpu.span, pending.launch);
                 self.count_gpu(*gpu, Placed::Launch { thread, start, graph });
             }
             if graph {
-                self.graph_launches.insert(corr, pending);
+                self.launches.graphs.insert(corr, pending);
             } else if waiting.is_none() {
-                self.pending_launches.insert(corr, pending);
+                self.launches.pending.insert(corr, pending);
             }
         }
     }
@@ -937,16 +401,16 @@ impl Analyzer {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         if traits.capture {
             let w = graphs::CaptureWindow { thread, start, end: i64::MAX };
-            self.capture_windows.push(w);
+            self.captures.windows.push(w);
         } else if traits.capture_end {
-            let open = self.capture_windows.iter_mut().rev().find(|w| w.thread == thread);
+            let open = self.captures.windows.iter_mut().rev().find(|w| w.thread == thread);
             if let Some(w) = open.filter(|w| w.end == i64::MAX) {
                 w.end = start + dur;
             }
         } else if traits.launch && !traits.graph && ev.name().contains("Launch") {
             let kernel =
                 ev.args.as_ref().and_then(|a| a.kernel.as_ref()).map(|k| self.names.id(&k.0));
-            self.captured.push(graphs::CapturedLaunch { thread, start, kernel });
+            self.captures.launches.push(graphs::CapturedLaunch { thread, start, kernel });
         }
     }
 
@@ -971,12 +435,12 @@ impl Analyzer {
         let name = self.names.id(ev.name());
         let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
         if kind != GpuWork::Kernel {
-            gpu.span = u32::try_from(self.copy_spans.len())
+            gpu.span = u32::try_from(self.gpu.copy_spans.len())
                 .ok()
                 .filter(|&i| i < COPY_SPAN)
                 .map(|i| i | COPY_SPAN);
             let stream = ev.gpu_stream();
-            self.copy_spans.push(CopySpan {
+            self.gpu.copy_spans.push(CopySpan {
                 start,
                 end: start + dur,
                 name,
@@ -987,13 +451,9 @@ impl Analyzer {
         }
         if kind == GpuWork::Kernel {
             let stream = ev.gpu_stream();
-            gpu.span = u32::try_from(self.kernel_spans.len()).ok();
-            let next = self.queues.len() as u32;
-            let queue = *self.queue_ids.entry((device, stream)).or_insert(next);
-            if queue == next {
-                self.queues.push((device, stream));
-            }
-            self.kernel_spans.push(KernelSpan {
+            gpu.span = u32::try_from(self.gpu.kernel_spans.len()).ok();
+            let queue = self.gpu.queue(device, stream);
+            self.gpu.kernel_spans.push(KernelSpan {
                 start,
                 end: start + dur,
                 name,
@@ -1003,9 +463,9 @@ impl Analyzer {
                 launch_thread: NO_LAUNCH,
                 launch_name: 0,
             });
-            self.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
+            self.gpu.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
             let class =
-                self.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
+                self.gpu.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
             self.collectives.kernel(collectives::Kernel {
                 communication: class.0 == crate::profile::Category::Communication,
                 name_id: name,
@@ -1021,12 +481,13 @@ impl Analyzer {
         match ev.correlation() {
             Some(corr) => {
                 let found = self
-                    .pending_launches
+                    .launches
+                    .pending
                     .remove(&corr)
-                    .or_else(|| self.graph_launches.get(&corr).copied());
+                    .or_else(|| self.launches.graphs.get(&corr).copied());
                 match found {
                     Some(p) if launched_before(&p.launch, &gpu) => {
-                        self.give_launch(gpu.span, p.launch);
+                        self.gpu.give_launch(gpu.span, p.launch);
                         self.count_gpu(
                             gpu,
                             Placed::Launch {
@@ -1041,73 +502,19 @@ impl Analyzer {
                         // process's with the same id: it stays for its own.
                         if let Some(p) = found.filter(|p| !p.graph) {
                             self.counts.launch_after_work += 1;
-                            self.pending_launches.insert(corr, p);
+                            self.launches.pending.insert(corr, p);
                         }
-                        self.pending_gpu.entry(corr).or_default().push(gpu);
+                        self.launches.pending_gpu.entry(corr).or_default().push(gpu);
                     }
                 }
             }
-            None => self.unlaunched_gpu.push(gpu),
+            None => self.launches.unlaunched_gpu.push(gpu),
         }
-    }
-
-    fn give_launch(&mut self, span: Option<u32>, launch: Launch) {
-        match span {
-            Some(i) if i & COPY_SPAN != 0 => {
-                if let Some(c) = self.copy_spans.get_mut((i & !COPY_SPAN) as usize) {
-                    c.launch = Some(launch);
-                }
-            }
-            Some(i) => {
-                if let Some(k) = self.kernel_spans.get_mut(i as usize) {
-                    k.set_launch(launch);
-                }
-            }
-            None => {}
-        }
-    }
-
-    fn keep_for_replay(&mut self, gpu: GpuEvent, how: Placed) {
-        let kernel = gpu.span.filter(|_| gpu.kind == GpuWork::Kernel);
-        let rec = match (kernel, how) {
-            // A launch is given to the span before its kernel is counted.
-            (Some(span), Placed::Launch { thread, start, graph })
-                if self.kernel_spans[span as usize]
-                    .launch()
-                    .is_some_and(|l| (l.thread, l.start) == (thread, start)) =>
-            {
-                GpuRec::Kernel { span, launched: true, graph }
-            }
-            (Some(span), Placed::Time) => GpuRec::Kernel { span, launched: false, graph: false },
-            _ => {
-                self.replay.events.push((gpu, how));
-                GpuRec::Event
-            }
-        };
-        self.replay.gpu.push(rec);
-    }
-
-    /// A kept kernel as it was counted.
-    fn replayed_kernel(&self, span: u32, launched: bool, graph: bool) -> (GpuEvent, Placed) {
-        let k = &self.kernel_spans[span as usize];
-        let gpu = GpuEvent {
-            kind: GpuWork::Kernel,
-            name: k.name,
-            device: self.device(k),
-            ts: k.start,
-            dur: k.end - k.start,
-            span: Some(span),
-        };
-        let how = match k.launch().filter(|_| launched) {
-            Some(l) => Placed::Launch { thread: l.thread, start: l.start, graph },
-            None => Placed::Time,
-        };
-        (gpu, how)
     }
 
     fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
         if self.stage != Stage::Replaying {
-            self.keep_for_replay(gpu, how);
+            self.replay.keep(&self.gpu, gpu, how);
         }
         if self.defer_count() {
             if let Placed::Launch { start, .. } = how {
@@ -1141,37 +548,21 @@ impl Analyzer {
                 if via_graph {
                     self.counts.graph_kernels += 1;
                 }
-                self.kernels.entry(gpu.name).or_default().add(gpu.dur);
+                self.gpu_tables.kernels.entry(gpu.name).or_default().add(gpu.dur);
                 if let Some(span) = gpu.span {
-                    self.kernel_calls.counted(span);
+                    self.gpu.kernel_calls.counted(span);
                 }
-                self.kernels_by_phase.entry((place.phase, gpu.name)).or_default().add(gpu.dur);
+                self.gpu_tables
+                    .kernels_by_phase
+                    .entry((place.phase, gpu.name))
+                    .or_default()
+                    .add(gpu.dur);
             }
             GpuWork::Memcpy | GpuWork::Memset => {
-                self.memcpy.add(gpu.dur);
-                let by_phase = self.memcpy_by_phase.entry(place.phase).or_insert(0);
+                self.gpu_tables.memcpy.add(gpu.dur);
+                let by_phase = self.gpu_tables.memcpy_by_phase.entry(place.phase).or_insert(0);
                 *by_phase = by_phase.saturating_add(gpu.dur);
             }
-        }
-    }
-
-    fn on_memory(&mut self, ev: &Event<'_>) {
-        let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        if let Some((key, sample)) = memory::sample(ev, thread) {
-            self.memory_samples.entry(key).or_default().push(sample);
-        }
-        let Some(args) = ev.args.as_ref() else { return };
-        // VRAM: CUDA's and ROCm's allocators (CPU allocations carry 0).
-        if !matches!(args.device_type.id(), Some(memory::CUDA | memory::HIP)) {
-            return;
-        }
-        let device = args.device_id.id().unwrap_or(0);
-        let peak = self.memory.entry(device).or_default();
-        if let Some(r) = args.total_reserved.get() {
-            peak.reserved = peak.reserved.max(r);
-        }
-        if let Some(a) = args.total_allocated.get() {
-            peak.allocated = peak.allocated.max(a);
         }
     }
 
@@ -1193,88 +584,14 @@ impl Analyzer {
             return;
         };
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        self.inferred.push((thread, start, end, phase));
-    }
-
-    /// Adds a backward op to the union of backward work.
-    fn note_backward(&mut self, start: i64, end: i64) {
-        let (mut s, mut e) = (start, end);
-        // Merge with every burst within BACKWARD_GAP of [s, e).
-        let near: Vec<(i64, i64)> = self
-            .backward_bursts
-            .range(..=e + BACKWARD_GAP)
-            .rev()
-            .take_while(|(_, be)| **be + BACKWARD_GAP >= s)
-            .map(|(a, b)| (*a, *b))
-            .collect();
-        for (bs, be) in near {
-            self.backward_bursts.remove(&bs);
-            s = s.min(bs);
-            e = e.max(be);
-        }
-        self.backward_bursts.insert(s, e);
-    }
-
-    /// `step/<phase>`-like ranges derived from the evidence, for a second
-    /// pass: per step, the backward window (first to last backward burst
-    /// starting in it), the dataloader and optimizer ranges, and forward as
-    /// the rest of the step. None when the trace has phase ranges of its
-    /// own or no evidence.
-    fn inferred_ranges(&mut self) -> Option<Ranges> {
-        if self.ranges.has_phase_ranges()
-            || (self.inferred.is_empty() && self.backward_bursts.is_empty())
-        {
-            return None;
-        }
-        let steps = match self.ranges.step_intervals() {
-            s if !s.is_empty() => s,
-            _ => vec![self.span?],
-        };
-        let mut loop_threads: Vec<u32> = self.ranges.loop_threads().collect();
-        if loop_threads.is_empty() {
-            loop_threads.extend(self.inferred.first().map(|r| r.0));
-        }
-        let &main = loop_threads.first()?;
-        let mut ranges = self.ranges.clone();
-        for &(step_start, step_end) in &steps {
-            let mut taken: Vec<(i64, i64)> = Vec::new();
-            for &(thread, s, e, phase) in &self.inferred {
-                if s >= step_start && s < step_end {
-                    let id = self.phases.id(phase);
-                    ranges.add_cpu_phase(thread, s, e.min(step_end), id);
-                    if thread == main {
-                        taken.push((s, e.min(step_end)));
-                    }
-                }
-            }
-            let bursts: Vec<(i64, i64)> = self
-                .backward_bursts
-                .range(step_start..step_end)
-                .map(|(s, e)| (*s, (*e).min(step_end)))
-                .collect();
-            if let (Some(first), Some(last)) = (bursts.first(), bursts.iter().map(|b| b.1).max()) {
-                let id = self.phases.id("backward");
-                ranges.add_cpu_phase(main, first.0, last, id);
-                taken.push((first.0, last));
-            }
-            // Forward: the step minus everything above, on the loop thread.
-            let taken = busy::merge(&mut taken);
-            let id = self.phases.id("forward");
-            let mut at = step_start;
-            for (s, e) in taken.iter().copied().chain(std::iter::once((step_end, step_end))) {
-                if s > at {
-                    ranges.add_cpu_phase(main, at, s, id);
-                }
-                at = at.max(e);
-            }
-        }
-        Some(ranges)
+        self.inference.marks.push((thread, start, end, phase));
     }
 
     /// GPU events with no launch in the trace are placed by their own time.
     fn place_leftovers_by_time(&mut self) {
-        let mut left: Vec<GpuEvent> = self.pending_gpu.drain().flat_map(|(_, g)| g).collect();
-        left.append(&mut self.unlaunched_gpu);
+        let mut left: Vec<GpuEvent> =
+            self.launches.pending_gpu.drain().flat_map(|(_, g)| g).collect();
+        left.append(&mut self.launches.unlaunched_gpu);
         left.sort_by_key(|g| g.ts);
         for gpu in left {
             self.count_gpu(gpu, Placed::Time);
@@ -1298,7 +615,7 @@ impl Analyzer {
     /// in time order: start, end, what it is (a kernel's name, or the
     /// part's), and the GPU class of GPU work.
     pub fn critical_path(&self, start: i64, end: i64) -> Vec<(i64, i64, String, Option<u8>)> {
-        let Some((m, _)) = model::of_pass(self, &self.kernel_classes, &[(start, end)], false)
+        let Some((m, _)) = model::of_pass(self, &self.gpu.kernel_classes, &[(start, end)], false)
         else {
             return Vec::new();
         };
@@ -1340,9 +657,15 @@ impl Analyzer {
         }
         let over = |dur: i64| dur > window;
         let found = self.replay.events.iter().any(|(g, _)| over(g.dur))
-            || self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu).any(|g| over(g.dur))
+            || self
+                .launches
+                .pending_gpu
+                .values()
+                .flatten()
+                .chain(&self.launches.unlaunched_gpu)
+                .any(|g| over(g.dur))
             || over(self.cpu.longest_op())
-            || self.kernel_spans.iter().any(|k| over(k.end - k.start));
+            || self.gpu.kernel_spans.iter().any(|k| over(k.end - k.start));
         if !found {
             return None;
         }
@@ -1360,7 +683,7 @@ impl Analyzer {
         // The kernels kept as their span are clipped there, below.
         for rec in &self.replay.gpu {
             if let GpuRec::Kernel { span, .. } = rec {
-                let k = &self.kernel_spans[*span as usize];
+                let k = &self.gpu.kernel_spans[*span as usize];
                 if over(k.end - k.start) {
                     longest = longest.max(k.end - k.start);
                     gpu += 1;
@@ -1372,13 +695,13 @@ impl Analyzer {
             ops += 1;
         }
         self.op_clip = Some(window);
-        for k in &mut self.kernel_spans {
+        for k in &mut self.gpu.kernel_spans {
             if over(k.end - k.start) {
                 longest = longest.max(k.end - k.start);
                 k.end = k.start + window;
             }
         }
-        for c in &mut self.copy_spans {
+        for c in &mut self.gpu.copy_spans {
             c.end = c.end.min(c.start + window);
         }
         let ranges = self.ranges.clone();
@@ -1398,14 +721,11 @@ impl Analyzer {
     fn count_again(&mut self, ranges: Ranges) {
         self.ranges = ranges;
         self.ranges.freeze();
-        self.kernels.clear();
-        self.kernels_by_phase.clear();
-        self.kernel_calls.recount();
+        self.gpu_tables.clear();
+        self.gpu.kernel_calls.recount();
         // The ops are counted later, beside the GPU accounts.
         self.op_tables = OpTables::default();
         self.ops_stale = true;
-        self.memcpy = Agg::default();
-        self.memcpy_by_phase.clear();
         let c = &mut self.counts;
         (
             c.gpu_in_steps,
@@ -1425,7 +745,7 @@ impl Analyzer {
         for &rec in &replay.gpu {
             let (gpu, how) = match rec {
                 GpuRec::Kernel { span, launched, graph } => {
-                    self.replayed_kernel(span, launched, graph)
+                    replay::kernel(&self.gpu, span, launched, graph)
                 }
                 // As many as the records that point to them.
                 GpuRec::Event => match events.next() {
@@ -1455,7 +775,10 @@ impl EventSink for Analyzer {
         self.counts.events += 1;
         match ev.kind {
             EventKind::NoSpan => return,
-            EventKind::Memory => return self.on_memory(ev),
+            EventKind::Memory => {
+                let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
+                return self.memory.add(ev, thread);
+            }
             _ => {}
         }
         let Some((start, dur)) = span_ns(ev.ts.get(), ev.dur.get()) else {
@@ -1563,8 +886,9 @@ pub fn analyze_read(
     // counted (again) from what the pass kept.
     let deferred = analyzer.stage == Stage::Pass { deferred: true };
     analyzer.stage = Stage::Ended;
-    if let Some(inferred) = analyzer.inferred_ranges() {
-        analyzer.phases_inferred = Some(INFERRED_HOW.to_string());
+    let inferred = analyzer.inference.ranges(&analyzer.ranges, analyzer.span, &mut analyzer.phases);
+    if let Some(inferred) = inferred {
+        analyzer.inference.how = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
     } else if analyzer.ranges_late || deferred {
         let ranges = analyzer.ranges.clone();
@@ -1601,7 +925,7 @@ pub fn analyze_read(
     }
     // The graphs a replay's kernels were captured in (§17.1): read in a
     // pass of their own.
-    if !analyzer.graph_launches.is_empty() {
+    if !analyzer.launches.graphs.is_empty() {
         let given = !read_opts.graph_capture.is_empty();
         let paths = if given {
             read_opts.graph_capture.clone()
@@ -1833,7 +1157,8 @@ mod tests {
             Document::Trace(_)
         ));
         a.stage = Stage::Ended;
-        let inferred = a.inferred_ranges().expect("no phase ranges: phases inferred");
+        let inferred = a.inference.ranges(&a.ranges, a.span, &mut a.phases);
+        let inferred = inferred.expect("no phase ranges: phases inferred");
         a.count_again(inferred);
         assert!(a.ops_stale);
 
@@ -1857,7 +1182,7 @@ mod tests {
         assert!(phases.len() > 1, "{phases:?}");
         // Every phase by index (as `count_ops`), only the first, and none.
         for dense in [16, 1, 0] {
-            let by_index = a.count_ops_dense_for(dense);
+            let by_index = OpTables::count(a.op_records(), &a.ranges, dense);
             assert_eq!(rows(&by_index), rows(&one_by_one), "{dense} phases by index");
             assert_eq!(cover(&by_index), cover(&one_by_one), "{dense} phases by index");
         }

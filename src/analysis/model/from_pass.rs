@@ -28,8 +28,8 @@ pub(crate) fn model(
         Category::ALL.iter().position(|x| *x == c).unwrap_or(Category::ALL.len() - 1) as u8
     };
     // Where each piece of GPU work belongs: its launch, else its start.
-    let kernels = a.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
-    let copies = a.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
+    let kernels = a.gpu.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
+    let copies = a.gpu.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
     let (steps, note) = fitting(kernels.chain(copies), steps);
     let (w0, w1) = (steps.first()?.0, steps.last()?.1);
     let in_window = |t: i64| t >= w0 && t <= w1;
@@ -43,11 +43,11 @@ pub(crate) fn model(
             names.len() as u32 - 1
         })
     };
-    for k in &a.kernel_spans {
+    for k in &a.gpu.kernel_spans {
         if !in_window(k.launch().map_or(k.start, |l| l.start)) {
             continue;
         }
-        let (device, stream) = a.queues[k.queue as usize];
+        let (device, stream) = a.gpu.queues[k.queue as usize];
         gpu.push(GpuWork {
             start: k.start,
             end: k.end,
@@ -59,7 +59,7 @@ pub(crate) fn model(
             op: NONE,
         });
     }
-    for c in &a.copy_spans {
+    for c in &a.gpu.copy_spans {
         if !in_window(c.launch.map_or(c.start, |l| l.start)) {
             continue;
         }
