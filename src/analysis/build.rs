@@ -92,7 +92,7 @@ pub(super) fn build(
         drop(roof_done);
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).
-        let op_tables = a.ops_stale.then(|| a.count_ops());
+        let op_tables = a.op_tables.stale.then(|| a.count_ops());
         // The call tree, from the same records (§17).
         let tree = super::calltree::build(&a, &kinfo);
         // The collectives' kernel lead-ins too (their idle part needs the
@@ -116,7 +116,7 @@ pub(super) fn build(
         (busy, roof, idle, op_tables, lead_ins, tree)
     });
     if let Some(t) = op_tables {
-        (a.op_tables, a.ops_stale) = (t, false);
+        a.op_tables = t;
     }
     let efficiency = busy.devices.first().filter(|_| !a.gpu.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));

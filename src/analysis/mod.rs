@@ -83,8 +83,6 @@ pub struct Analyzer {
     place_cache: ranges::PlaceCache,
     /// Latest timestamp placed so far (the ordering check).
     hi_ts: Option<i64>,
-    /// A range arrived that could enclose work placed before it.
-    ranges_late: bool,
     /// Where the analysis stands: what placing an event does.
     stage: Stage,
     /// First and last timestamps of CPU ops, runtime calls and GPU events:
@@ -100,10 +98,6 @@ pub struct Analyzer {
     launches: Launches,
 
     op_tables: OpTables,
-    /// The ops are still to be counted (again) from the CPU log under the
-    /// final ranges ([`Analyzer::count_ops`]): `build` does it beside the
-    /// GPU accounts, which need nothing of it.
-    ops_stale: bool,
     gpu_tables: GpuTables,
     counts: Counts,
     /// What the placed aggregates were counted from.
@@ -130,8 +124,9 @@ enum Stage {
     /// counted; `deferred`: the pass has met no phase ranges and leaves
     /// the counting to the end (nearly every real trace has none, and
     /// their phases, inferred at the end, mean counting everything again
-    /// there anyway).
-    Pass { deferred: bool },
+    /// there anyway); `late`: a range arrived that could enclose work
+    /// placed before it, which is counted again at the end.
+    Pass { deferred: bool, late: bool },
     /// The pass is over: what is placed from now on (`finish`'s leftovers)
     /// is counted at once.
     Ended,
@@ -141,7 +136,7 @@ enum Stage {
 
 impl Default for Stage {
     fn default() -> Stage {
-        Stage::Pass { deferred: false }
+        Stage::Pass { deferred: false, late: false }
     }
 }
 
@@ -174,8 +169,8 @@ impl Analyzer {
 
     /// A range starting at or before work already placed may enclose it.
     fn note_range(&mut self, start: i64) {
-        if self.hi_ts.is_some_and(|h| start <= h) {
-            self.ranges_late = true;
+        if let Stage::Pass { late, .. } = &mut self.stage {
+            *late |= self.hi_ts.is_some_and(|h| start <= h);
         }
     }
 
@@ -255,10 +250,11 @@ impl Analyzer {
     /// Whether the pass leaves the placed aggregates to the end (see
     /// [`Stage::Pass`]).
     fn defer_count(&mut self) -> bool {
-        if !matches!(self.stage, Stage::Pass { .. }) || self.ranges.has_phase_ranges() {
+        let Stage::Pass { deferred, .. } = &mut self.stage else { return false };
+        if self.ranges.has_phase_ranges() {
             return false;
         }
-        self.stage = Stage::Pass { deferred: true };
+        *deferred = true;
         true
     }
 
@@ -275,7 +271,7 @@ impl Analyzer {
     }
 
     /// The ops' tables counted from the CPU log under the final ranges:
-    /// what [`Analyzer::count_again`] leaves to be done ([`Analyzer::ops_stale`]).
+    /// what [`Analyzer::count_again`] leaves to be done ([`OpTables::stale`]).
     fn count_ops(&self) -> OpTables {
         OpTables::count(self.op_records(), &self.ranges, 16)
     }
@@ -724,8 +720,7 @@ impl Analyzer {
         self.gpu_tables.clear();
         self.gpu.kernel_calls.recount();
         // The ops are counted later, beside the GPU accounts.
-        self.op_tables = OpTables::default();
-        self.ops_stale = true;
+        self.op_tables = OpTables { stale: true, ..OpTables::default() };
         let c = &mut self.counts;
         (
             c.gpu_in_steps,
@@ -884,13 +879,16 @@ pub fn analyze_read(
     // One pass: where the ranges the aggregates were placed by turn out
     // different at the end, or the pass left them uncounted, they are
     // counted (again) from what the pass kept.
-    let deferred = analyzer.stage == Stage::Pass { deferred: true };
+    let stale = match analyzer.stage {
+        Stage::Pass { deferred, late } => deferred || late,
+        Stage::Ended | Stage::Replaying => false,
+    };
     analyzer.stage = Stage::Ended;
     let inferred = analyzer.inference.ranges(&analyzer.ranges, analyzer.span, &mut analyzer.phases);
     if let Some(inferred) = inferred {
         analyzer.inference.how = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
-    } else if analyzer.ranges_late || deferred {
+    } else if stale {
         let ranges = analyzer.ranges.clone();
         analyzer.count_again(ranges);
     }
@@ -1160,7 +1158,7 @@ mod tests {
         let inferred = a.inference.ranges(&a.ranges, a.span, &mut a.phases);
         let inferred = inferred.expect("no phase ranges: phases inferred");
         a.count_again(inferred);
-        assert!(a.ops_stale);
+        assert!(a.op_tables.stale);
 
         let mut one_by_one = OpTables::default();
         let mut places = ranges::PlaceCache::default();

@@ -39,6 +39,10 @@ pub(super) struct OpTables {
     /// Per thread, the union of its CPU ops inside the steps: the time it
     /// spent inside framework ops rather than between them.
     pub(super) op_cover: HashMap<u32, busy::StreamingUnion>,
+    /// Still to be counted (again) from the CPU log under the final ranges
+    /// (`Analyzer::count_ops`): `build` does it beside the GPU accounts,
+    /// which need nothing of it.
+    pub(super) stale: bool,
 }
 
 impl OpTables {
