@@ -58,7 +58,7 @@ pub(crate) use gpulog::KernelClasses;
 pub use gpulog::Launch;
 use gpulog::{COPY_SPAN, CopySpan, GpuLog, KernelSpan, NO_LAUNCH};
 use inference::{INFERRED_HOW, PhaseInference};
-use launches::{GpuEvent, Launches, PendingLaunch, Placed, launched_before};
+use launches::{GpuEvent, Launches, PendingLaunch, Placed};
 pub use names::{Names, ThreadIds};
 use names::{is_dataload, is_optimizer};
 use placed::{Agg, GpuTables, OpTables, Place};
@@ -349,28 +349,10 @@ impl Analyzer {
         if let Some(corr) = launch {
             let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
             let pending = PendingLaunch { launch, graph };
-            let mut waiting = self.launches.pending_gpu.remove(&corr);
-            // Work that began before this call is another process's with
-            // the same id: it waits on for its own launch.
-            if let Some(list) = waiting.as_mut() {
-                let before = list.len();
-                let (own, others): (Vec<GpuEvent>, Vec<GpuEvent>) =
-                    list.drain(..).partition(|g| launched_before(&pending.launch, g));
-                self.counts.launch_after_work += (before - own.len()) as u64;
-                if !others.is_empty() {
-                    self.launches.pending_gpu.insert(corr, others);
-                }
-                *list = own;
-            }
-            let waiting = waiting.filter(|w| !w.is_empty());
-            for gpu in waiting.iter().flatten() {
-                self.gpu.give_launch(gpu.span, pending.launch);
-                self.count_gpu(*gpu, Placed::Launch { thread, start, graph });
-            }
-            if graph {
-                self.launches.graphs.insert(corr, pending);
-            } else if waiting.is_none() {
-                self.launches.pending.insert(corr, pending);
+            let after_work = &mut self.counts.launch_after_work;
+            for gpu in self.launches.launch_met(corr, pending, after_work).into_iter().flatten() {
+                self.gpu.give_launch(gpu.span, launch);
+                self.count_gpu(gpu, Placed::Launch { thread, start, graph });
             }
         }
     }
@@ -474,37 +456,11 @@ impl Analyzer {
                 args: args.and_then(|a| a.collective.as_deref()),
             });
         }
-        match ev.correlation() {
-            Some(corr) => {
-                let found = self
-                    .launches
-                    .pending
-                    .remove(&corr)
-                    .or_else(|| self.launches.graphs.get(&corr).copied());
-                match found {
-                    Some(p) if launched_before(&p.launch, &gpu) => {
-                        self.gpu.give_launch(gpu.span, p.launch);
-                        self.count_gpu(
-                            gpu,
-                            Placed::Launch {
-                                thread: p.launch.thread,
-                                start: p.launch.start,
-                                graph: p.graph,
-                            },
-                        );
-                    }
-                    found => {
-                        // A launch after the work began is another
-                        // process's with the same id: it stays for its own.
-                        if let Some(p) = found.filter(|p| !p.graph) {
-                            self.counts.launch_after_work += 1;
-                            self.launches.pending.insert(corr, p);
-                        }
-                        self.launches.pending_gpu.entry(corr).or_default().push(gpu);
-                    }
-                }
-            }
-            None => self.launches.unlaunched_gpu.push(gpu),
+        let after_work = &mut self.counts.launch_after_work;
+        if let Some(p) = self.launches.work_met(ev.correlation(), gpu, after_work) {
+            let (thread, start, graph) = (p.launch.thread, p.launch.start, p.graph);
+            self.gpu.give_launch(gpu.span, p.launch);
+            self.count_gpu(gpu, Placed::Launch { thread, start, graph });
         }
     }
 
@@ -585,11 +541,7 @@ impl Analyzer {
 
     /// GPU events with no launch in the trace are placed by their own time.
     fn place_leftovers_by_time(&mut self) {
-        let mut left: Vec<GpuEvent> =
-            self.launches.pending_gpu.drain().flat_map(|(_, g)| g).collect();
-        left.append(&mut self.launches.unlaunched_gpu);
-        left.sort_by_key(|g| g.ts);
-        for gpu in left {
+        for gpu in self.launches.take_unlaunched() {
             self.count_gpu(gpu, Placed::Time);
         }
     }
@@ -653,13 +605,7 @@ impl Analyzer {
         }
         let over = |dur: i64| dur > window;
         let found = self.replay.events.iter().any(|(g, _)| over(g.dur))
-            || self
-                .launches
-                .pending_gpu
-                .values()
-                .flatten()
-                .chain(&self.launches.unlaunched_gpu)
-                .any(|g| over(g.dur))
+            || self.launches.waiting().any(|g| over(g.dur))
             || over(self.cpu.longest_op())
             || self.gpu.kernel_spans.iter().any(|k| over(k.end - k.start));
         if !found {
@@ -923,7 +869,7 @@ pub fn analyze_read(
     }
     // The graphs a replay's kernels were captured in (§17.1): read in a
     // pass of their own.
-    if !analyzer.launches.graphs.is_empty() {
+    if analyzer.launches.has_graph_launches() {
         let given = !read_opts.graph_capture.is_empty();
         let paths = if given {
             read_opts.graph_capture.clone()
