@@ -406,6 +406,16 @@ impl CpuLog {
         self.iter().filter(|r| matches!(r.kind, RecKind::Op { .. }))
     }
 
+    /// The ops, in order, those longer than `clip` counted as lasting it.
+    pub(super) fn ops_clipped(&self, clip: Option<i64>) -> impl Iterator<Item = CpuRec> + '_ {
+        self.ops().map(move |mut r| {
+            if let Some(w) = clip.filter(|&w| r.dur > w) {
+                r.dur = w;
+            }
+            r
+        })
+    }
+
     /// The host spans (records with a duration), in order, in the blocks
     /// [`CpuLog::iter_on`] reads (`u64::MAX`: all).
     pub(super) fn spans_on(&self, threads: u64) -> impl Iterator<Item = CpuRec> + '_ {
