@@ -5,15 +5,17 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
+use super::Analyzer;
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
 use super::calltree::{OpAccount, OpTotals};
 use super::cpulog::HostKind;
+use super::gpulog::{KernelClasses, KernelSpan};
 use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
-use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
+use super::placed::Agg;
+use super::ranges::{PHASE_ORDER, PhaseNames, Ranges, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence, model_sentence};
-use super::{Agg, Analyzer, KernelSpan};
 use crate::error::{Error, Result};
 use crate::profile::{
     Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, HealthCheck, HealthRow,
@@ -26,7 +28,7 @@ use crate::util::round;
 const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
 
-type KernelInfo = super::KernelClasses;
+type KernelInfo = KernelClasses;
 
 pub(super) fn build(
     mut a: Analyzer,
@@ -51,7 +53,7 @@ pub(super) fn build(
     // Sorted by the side thread first thing (the roofline needs none of
     // it); whoever asks first sorts it, the other waits.
     let sorted = std::sync::OnceLock::new();
-    let index = || sorted.get_or_init(|| KernelIndex::of(&a));
+    let index = || sorted.get_or_init(|| KernelIndex::of(&a.gpu));
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
     };
@@ -337,7 +339,7 @@ pub(super) fn build(
             host_in_ops_frac: head.in_ops_frac,
         },
         distributed: info.distributed.clone(),
-        step_times: step_times(&a),
+        step_times: step_times(&a.ranges),
         collectives,
         call_tree: Some(tree.tree(win.n_steps)).filter(|t| !t.is_empty()),
         facts: Some(facts),
@@ -394,8 +396,8 @@ fn window(a: &Analyzer) -> Span {
 }
 
 /// Each `ProfilerStep#N`'s wall time, when there are two or more.
-fn step_times(a: &Analyzer) -> Vec<StepTime> {
-    let steps = a.ranges.numbered_steps();
+fn step_times(ranges: &Ranges) -> Vec<StepTime> {
+    let steps = ranges.numbered_steps();
     let times =
         steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
     if steps.len() >= 2 { times.collect() } else { Vec::new() }
@@ -632,8 +634,8 @@ fn headline(
     let mode = measured
         .and_then(Measurements::mode)
         .map(|m| if m == Mode::Inference { Mode::Inference } else { Mode::Training })
-        .or_else(|| if a.inference.how.is_some() { None } else { phase_mode(a) })
-        .or(Some(evidence_mode(a)));
+        .or_else(|| if a.inference.how.is_some() { None } else { phase_mode(&a.phases) })
+        .or(Some(evidence_mode(&a.evidence)));
     let trace_step_ms = win.wall_ns as f64 / MS / n_steps;
     let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
     let real = measured.and_then(|m| m.real.as_ref());
@@ -1088,8 +1090,8 @@ fn unfused_batch_norm(
 }
 
 /// Training or inference from the phases a trace recorded, if it says.
-fn phase_mode(a: &Analyzer) -> Option<Mode> {
-    let names: Vec<&str> = (1..a.phases.len() as u16).map(|id| a.phases.name(id)).collect();
+fn phase_mode(phases: &PhaseNames) -> Option<Mode> {
+    let names: Vec<&str> = (1..phases.len() as u16).map(|id| phases.name(id)).collect();
     if names.iter().any(|n| *n == "preprocess" || *n == "postprocess") {
         Some(Mode::Inference)
     } else if names.iter().any(|n| *n == "backward" || *n == "optimizer" || *n == "dataload") {
@@ -1102,8 +1104,7 @@ fn phase_mode(a: &Analyzer) -> Option<Mode> {
 /// Training, inference or unknown from what the trace recorded (docs/analysis.md §10):
 /// backward or optimizer work means training; CPU ops without any means
 /// inference; no CPU side at all (a GPU-only trace) says nothing.
-fn evidence_mode(a: &Analyzer) -> Mode {
-    let e = &a.evidence;
+fn evidence_mode(e: &super::counts::Evidence) -> Mode {
     if e.backward_ops > 0 || e.optimizer_marks > 0 {
         Mode::Training
     } else if e.cpu_ops > 0 {

@@ -11,10 +11,11 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::Analyzer;
 use super::cpulog::{CpuRec, HostKind, RecPos, is_module_frame, thread_bit};
+use super::gpulog::KernelClasses;
 use super::graphs::{Matches, match_replays};
 use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
-use super::{Analyzer, KernelClasses};
 use crate::profile::{CallNode, CallTree, NodeKind};
 use crate::trace::RuntimeCall;
 use crate::util::round;

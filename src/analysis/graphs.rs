@@ -13,6 +13,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
 use super::cpulog::is_module_frame;
+use super::gpulog::GpuLog;
 use crate::error::{Error, Result};
 use crate::profile::NodeKind;
 use crate::trace::{self, Document, ReadOptions, RuntimeCall};
@@ -301,12 +302,12 @@ pub(super) fn match_replays(a: &Analyzer) -> Matches {
             let s = &a.gpu.kernel_spans[k as usize];
             (s.start, s.queue, k)
         });
-        let best = (0..at.graphs.len()).map(|g| (g, align(a, &at.graphs[g], &kernels))).max_by_key(
-            |(g, pairs)| {
+        let best = (0..at.graphs.len())
+            .map(|g| (g, align(&a.gpu, &at.graphs[g], &kernels)))
+            .max_by_key(|(g, pairs)| {
                 let matched = pairs.iter().filter(|p| p.is_some()).count();
                 (matched, std::cmp::Reverse(at.graphs[*g].len().abs_diff(kernels.len())))
-            },
-        );
+            });
         let Some((g, pairs)) = best else { continue };
         for (node, k) in pairs.into_iter().enumerate() {
             if let Some(k) = k {
@@ -320,7 +321,7 @@ pub(super) fn match_replays(a: &Analyzer) -> Matches {
 
 /// For each captured launch of `graph`, the replayed kernel (an index in
 /// `kernels`, which are in start order) it is.
-fn align(a: &Analyzer, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>> {
+fn align(gpu: &GpuLog, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>> {
     if graph.iter().any(|n| n.kernel.is_none()) {
         // No names: by position, and only when nothing is left over.
         return if graph.len() == kernels.len() {
@@ -333,13 +334,13 @@ fn align(a: &Analyzer, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>>
     // graph in the order it was captured.
     let mut queues: Vec<(u32, VecDeque<usize>)> = Vec::new();
     for (i, &k) in kernels.iter().enumerate() {
-        let q = a.gpu.kernel_spans[k as usize].queue;
+        let q = gpu.kernel_spans[k as usize].queue;
         match queues.iter_mut().find(|(id, _)| *id == q) {
             Some((_, v)) => v.push_back(i),
             None => queues.push((q, VecDeque::from([i]))),
         }
     }
-    let name = |i: usize| a.gpu.kernel_spans[kernels[i] as usize].name;
+    let name = |i: usize| gpu.kernel_spans[kernels[i] as usize].name;
     graph
         .iter()
         .map(|node| {

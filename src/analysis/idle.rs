@@ -25,10 +25,12 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
+use super::Analyzer;
 use super::busy::{merge, merge_sorted};
 use super::cpulog::{CpuLog, CpuRec, HostKind, thread_bit};
+use super::gpulog::{GpuLog, KernelSpan, Launch};
 use super::kernel_index::{DeviceSpans, KernelIndex};
-use super::{Analyzer, Launch};
+use super::names::Names;
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::{partition_point_from, round};
 
@@ -345,7 +347,7 @@ pub struct IdleGap {
 impl Gaps {
     /// Every gap with its causes and their places, in time order (`label`
     /// names a kernel).
-    pub(super) fn each(&self, names: &super::Names, label: &dyn Fn(u32) -> String) -> Vec<IdleGap> {
+    pub(super) fn each(&self, names: &Names, label: &dyn Fn(u32) -> String) -> Vec<IdleGap> {
         self.spans
             .iter()
             .enumerate()
@@ -391,7 +393,7 @@ type CauseIn = (IdleCause, i64, Vec<(Place, i64)>);
 
 /// A place's name: ops joined `outer > inner > call`, a frame's or
 /// annotation's name, a kernel's label.
-fn place_name(place: Place, names: &super::Names, label: &dyn Fn(u32) -> String) -> String {
+fn place_name(place: Place, names: &Names, label: &dyn Fn(u32) -> String) -> String {
     match place {
         Place::Ops { outer, inner, call } => {
             let parts: Vec<&str> =
@@ -490,7 +492,7 @@ pub(super) fn account<'a>(
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
     let mut launchers: Vec<HashMap<u32, u64>> =
-        devices.iter().map(|d| launch_threads(a, d)).collect();
+        devices.iter().map(|d| launch_threads(&a.gpu, d)).collect();
     // Devices whose gaps the same host threads explain read the log once
     // for all their windows (a multi-GPU process's log is decoded once, not
     // once per device): a record near another device's gap overlaps none
@@ -712,9 +714,9 @@ fn near_gaps(
 
 /// The host threads that launched `dev`'s kernels, with how many each:
 /// the only threads its gaps' windows are on.
-fn launch_threads(a: &Analyzer, dev: &DeviceKernels) -> HashMap<u32, u64> {
+fn launch_threads(gpu: &GpuLog, dev: &DeviceKernels) -> HashMap<u32, u64> {
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in (DeviceSpans { ks: dev.1, all: &a.gpu.kernel_spans }).iter(0) {
+    for k in (DeviceSpans { ks: dev.1, all: &gpu.kernel_spans }).iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
@@ -925,7 +927,7 @@ fn explain_gap(
         partition_point_from(kernels.ks, *next_hint, |&i| kernels.all[i as usize].start < g1);
     *next_hint = from;
     let next = || kernels.iter(from).take_while(|k| k.start == g1);
-    let launched: Option<(&super::KernelSpan, Launch)> =
+    let launched: Option<(&KernelSpan, Launch)> =
         next().filter_map(|k| Some((k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {

@@ -52,15 +52,12 @@ use crate::trace::kind::span_ns;
 use crate::trace::{
     self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, SyncKind, TraceInfo,
 };
-pub use counts::{Counts, Evidence};
-pub(crate) use gpulog::KernelClasses;
-pub use gpulog::Launch;
-use gpulog::{COPY_SPAN, CopySpan, GpuLog, KernelSpan, NO_LAUNCH};
+use counts::{Counts, Evidence};
+use gpulog::{COPY_SPAN, CopySpan, GpuLog, KernelSpan, Launch, NO_LAUNCH};
 use inference::{INFERRED_HOW, PhaseInference};
 use launches::{GpuEvent, Launches, PendingLaunch, Placed};
-pub use names::{Names, ThreadIds};
-use names::{is_dataload, is_optimizer};
-use placed::{Agg, GpuTables, OpTables, Place};
+use names::{Names, ThreadIds, is_dataload, is_optimizer};
+use placed::{GpuTables, OpTables, Place};
 use pricing::OpPricing;
 use ranges::{PhaseNames, Ranges};
 use replay::{CallRec, GpuRec, Replay};

@@ -10,6 +10,7 @@
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
+use super::placed::GpuTables;
 use super::pricing::OpWork;
 use super::ranges::PlaceCache;
 use super::work::Dtype;
@@ -689,7 +690,7 @@ pub fn efficiency(
             .total_cmp(&x.achieved.modelled_ms_per_step.unwrap_or(0.0))
             .then(x.category.cmp(&y.category))
     });
-    e.unpriced_by_category = unpriced_by_category(a, roof, category, n_steps);
+    e.unpriced_by_category = unpriced_by_category(&a.gpu_tables, roof, category, n_steps);
     e.categories = cats;
     let mut owners: Vec<(&u32, &(Rates, bool))> =
         roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
@@ -725,20 +726,20 @@ const UNMODELLED_SHOWN: usize = 8;
 /// Each category's kernel time (`a.kernels`) that no priced op accounts
 /// for (`roof.kernels` holds the priced part), communication left out.
 fn unpriced_by_category(
-    a: &Analyzer,
+    tables: &GpuTables,
     roof: &Roofline,
     category: &dyn Fn(u32) -> Category,
     n_steps: f64,
 ) -> Vec<UnpricedCategory> {
     let mut by: indexmap::IndexMap<Category, (f64, f64)> = indexmap::IndexMap::new();
-    let mut names: Vec<&u32> = a.gpu_tables.kernels.keys().collect();
+    let mut names: Vec<&u32> = tables.kernels.keys().collect();
     names.sort_unstable();
     for name in names {
         let c = category(*name);
         if c == Category::Communication {
             continue;
         }
-        let total = a.gpu_tables.kernels[name].ns as f64;
+        let total = tables.kernels[name].ns as f64;
         let priced = roof.kernels.get(name).map_or(0.0, |r| r.ns);
         let e = by.entry(c).or_default();
         e.0 += total;

@@ -751,7 +751,7 @@ impl Analyzer {
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<IdleGap> {
         let label = |n: u32| self.names.get(n).to_string();
-        let index = kernel_index::KernelIndex::of(self);
+        let index = kernel_index::KernelIndex::of(&self.gpu);
         let beside = idle::Beside { before_sweep: &|| (), share: &idle::Share::default() };
         idle::account(self, &index, &[(start, end)], 1.0, &label, true, beside)
             .and_then(|a| a.gaps)

@@ -6,8 +6,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::host::{HostCause, HostCauses};
 use super::{COPY_CLASS, GpuWork, Inputs, NONE, OpLog, StepModel};
+use crate::analysis::Analyzer;
 use crate::analysis::cpulog::{HostKind, RecKind};
-use crate::analysis::{Analyzer, KernelClasses};
+use crate::analysis::gpulog::KernelClasses;
 use crate::profile::Category;
 
 /// GPU work a model takes at most: beyond it, the middle steps whose work
