@@ -3,7 +3,10 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::kernel_calls;
+use crate::profile::Category;
+use crate::trace::Event;
+
+use super::{kernel_calls, kernels};
 
 /// Every kernel and copy the pass met, each with its queue and launch: the
 /// records the busy union, the idle account, the step model and the call
@@ -46,6 +49,46 @@ impl GpuLog {
         queue
     }
 
+    /// Keeps a copy or set: its index, marked [`COPY_SPAN`] (none past
+    /// that many).
+    pub(super) fn add_copy(&mut self, copy: CopySpan) -> Option<u32> {
+        let span = u32::try_from(self.copy_spans.len())
+            .ok()
+            .filter(|&i| i < COPY_SPAN)
+            .map(|i| i | COPY_SPAN);
+        self.copy_spans.push(copy);
+        span
+    }
+
+    /// Keeps the kernel `ev` (name id `name`) that ran on `queue`, a
+    /// (device, stream): its index, and whether it communicates (its name
+    /// classified when first met).
+    pub(super) fn add_kernel(
+        &mut self,
+        ev: &Event<'_>,
+        name: u32,
+        queue: (i64, i64),
+        start: i64,
+        dur: i64,
+    ) -> (Option<u32>, bool) {
+        let span = u32::try_from(self.kernel_spans.len()).ok();
+        let queue = self.queue(queue.0, queue.1);
+        self.kernel_spans.push(KernelSpan {
+            start,
+            end: start + dur,
+            name,
+            queue,
+            launch_start: 0,
+            launch_end: 0,
+            launch_thread: NO_LAUNCH,
+            launch_name: 0,
+        });
+        let args = ev.args.as_ref();
+        self.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
+        let class = self.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
+        (span, class.0 == Category::Communication)
+    }
+
     /// Gives the kernel or copy at `span` its launch.
     pub(super) fn give_launch(&mut self, span: Option<u32>, launch: Launch) {
         match span {
@@ -75,7 +118,7 @@ pub struct Launch {
 }
 
 /// Kernel name id → (category, Tensor Core flag, short label).
-pub(crate) type KernelClasses = HashMap<u32, (crate::profile::Category, bool, String)>;
+pub(crate) type KernelClasses = HashMap<u32, (Category, bool, String)>;
 
 /// A kernel's interval on its device and stream, 48 bytes (a trace holds
 /// one per kernel).
@@ -96,7 +139,7 @@ pub(super) struct KernelSpan {
     pub(super) launch_name: u32,
 }
 
-pub(super) const NO_LAUNCH: u32 = u32::MAX;
+const NO_LAUNCH: u32 = u32::MAX;
 
 /// A copy's or set's interval and launch, for the step model (copies
 /// are few: a syncing `.item()`'s device-to-host copy among them).

@@ -14,9 +14,10 @@ use rustc_hash::FxHashMap as HashMap;
 use super::Analyzer;
 use super::cpulog::is_module_frame;
 use super::gpulog::GpuLog;
+use super::names::Names;
 use crate::error::{Error, Result};
 use crate::profile::NodeKind;
-use crate::trace::{self, Document, ReadOptions, RuntimeCall};
+use crate::trace::{self, Document, Event, ReadOptions, RuntimeCall};
 
 /// The folder beside a trace that holds its graph captures, the layout
 /// vLLM, SGLang and xDiT write (one trace per batch size).
@@ -214,6 +215,32 @@ pub(super) struct Captures {
     pub(super) windows: Vec<CaptureWindow>,
     pub(super) launches: Vec<CapturedLaunch>,
     pub(super) attached: Option<Attached>,
+}
+
+impl Captures {
+    /// A runtime call on `thread` over `[start, end)` once a capture began
+    /// (or beginning or ending one): kept for [`Captured`].
+    pub(super) fn note(
+        &mut self,
+        ev: &Event<'_>,
+        traits: &RuntimeCall,
+        thread: u32,
+        (start, end): (i64, i64),
+        names: &mut Names,
+    ) {
+        if traits.capture {
+            let w = CaptureWindow { thread, start, end: i64::MAX };
+            self.windows.push(w);
+        } else if traits.capture_end {
+            let open = self.windows.iter_mut().rev().find(|w| w.thread == thread);
+            if let Some(w) = open.filter(|w| w.end == i64::MAX) {
+                w.end = end;
+            }
+        } else if traits.launch && !traits.graph && ev.name().contains("Launch") {
+            let kernel = ev.args.as_ref().and_then(|a| a.kernel.as_ref()).map(|k| names.id(&k.0));
+            self.launches.push(CapturedLaunch { thread, start, kernel });
+        }
+    }
 }
 
 /// Captured graphs with their names interned in the replay's.

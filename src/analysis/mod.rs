@@ -47,13 +47,13 @@ use std::path::Path;
 
 use crate::error::Result;
 use crate::profile::{Measurements, Profile};
-use crate::trace::event::{Id, Num};
+use crate::trace::event::Id;
 use crate::trace::kind::span_ns;
 use crate::trace::{
     self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, SyncKind, TraceInfo,
 };
 use counts::{Counts, Evidence};
-use gpulog::{COPY_SPAN, CopySpan, GpuLog, KernelSpan, Launch, NO_LAUNCH};
+use gpulog::{CopySpan, GpuLog, Launch};
 use inference::{INFERRED_HOW, PhaseInference};
 use launches::{GpuEvent, Launches, PendingLaunch, Placed};
 use names::{Names, ThreadIds, is_dataload, is_optimizer};
@@ -356,36 +356,16 @@ impl Analyzer {
     /// A `cuda_sync` record: kept for the step model
     /// ([`gpusync::SyncLog::resolve`]).
     fn on_sync_record(&mut self, ev: &Event<'_>, kind: SyncKind) {
-        let Some(call) = ev.correlation() else { return };
-        let args = ev.args.as_ref();
-        let id = |n: Option<&Num>| n.and_then(|n| n.id()).unwrap_or(-1);
-        self.sync_log.record(gpusync::SyncRecord {
-            kind,
-            call,
-            device: ev.gpu_device(),
-            stream: id(args.map(|a| &a.stream)),
-            on_stream: id(args.map(|a| &a.wait_on_stream)),
-            on_record: id(args.map(|a| &a.wait_on_record)),
-        });
+        if let Some(r) = gpusync::SyncRecord::of(ev, kind) {
+            self.sync_log.record(r);
+        }
     }
 
     /// A graph capture begins or ends, or a kernel is launched once one
     /// began: kept for [`graphs::Captured`].
     fn note_capture(&mut self, ev: &Event<'_>, traits: &RuntimeCall, start: i64, dur: i64) {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        if traits.capture {
-            let w = graphs::CaptureWindow { thread, start, end: i64::MAX };
-            self.captures.windows.push(w);
-        } else if traits.capture_end {
-            let open = self.captures.windows.iter_mut().rev().find(|w| w.thread == thread);
-            if let Some(w) = open.filter(|w| w.end == i64::MAX) {
-                w.end = start + dur;
-            }
-        } else if traits.launch && !traits.graph && ev.name().contains("Launch") {
-            let kernel =
-                ev.args.as_ref().and_then(|a| a.kernel.as_ref()).map(|k| self.names.id(&k.0));
-            self.captures.launches.push(graphs::CapturedLaunch { thread, start, kernel });
-        }
+        self.captures.note(ev, traits, thread, (start, start + dur), &mut self.names);
     }
 
     /// A Python frame (`with_stack=True`): kept when long enough to explain
@@ -409,39 +389,16 @@ impl Analyzer {
         let name = self.names.id(ev.name());
         let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
         if kind != GpuWork::Kernel {
-            gpu.span = u32::try_from(self.gpu.copy_spans.len())
-                .ok()
-                .filter(|&i| i < COPY_SPAN)
-                .map(|i| i | COPY_SPAN);
             let stream = ev.gpu_stream();
-            self.gpu.copy_spans.push(CopySpan {
-                start,
-                end: start + dur,
-                name,
-                device,
-                stream,
-                launch: None,
-            });
+            let copy = CopySpan { start, end: start + dur, name, device, stream, launch: None };
+            gpu.span = self.gpu.add_copy(copy);
         }
         if kind == GpuWork::Kernel {
             let stream = ev.gpu_stream();
-            gpu.span = u32::try_from(self.gpu.kernel_spans.len()).ok();
-            let queue = self.gpu.queue(device, stream);
-            self.gpu.kernel_spans.push(KernelSpan {
-                start,
-                end: start + dur,
-                name,
-                queue,
-                launch_start: 0,
-                launch_end: 0,
-                launch_thread: NO_LAUNCH,
-                launch_name: 0,
-            });
-            self.gpu.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
-            let class =
-                self.gpu.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
+            let (span, communication) = self.gpu.add_kernel(ev, name, (device, stream), start, dur);
+            gpu.span = span;
             self.collectives.kernel(collectives::Kernel {
-                communication: class.0 == crate::profile::Category::Communication,
+                communication,
                 name_id: name,
                 span: gpu.span,
                 name: ev.name(),
