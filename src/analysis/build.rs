@@ -5,7 +5,7 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
 use super::calltree::{OpAccount, OpTotals};
 use super::cpulog::HostKind;
@@ -31,7 +31,7 @@ const TOP_KERNELS: usize = 8;
 type KernelInfo = KernelClasses;
 
 pub(super) fn build(
-    mut a: Analyzer,
+    mut a: PassRecord,
     info: &TraceInfo,
     measured: Option<&Measurements>,
     path: Option<&Path>,
@@ -356,7 +356,7 @@ pub(super) fn build(
 
 /// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather
 /// than summarising it as zeros.
-fn check_usable(a: &Analyzer) -> Result<()> {
+fn check_usable(a: &PassRecord) -> Result<()> {
     // (Ops still to be counted change nothing here: each widened the span.)
     let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.counts.mallocs > 0
         || !a.op_tables.ops_by_phase.is_empty();
@@ -385,7 +385,7 @@ impl Span {
 }
 
 /// The step intervals, or the trace's span as one step when it has none.
-fn window(a: &Analyzer) -> Span {
+fn window(a: &PassRecord) -> Span {
     let mut steps = a.ranges.step_intervals();
     if steps.is_empty() {
         let (s, e) = a.span.unwrap_or((0, 0));
@@ -408,7 +408,7 @@ fn step_times(ranges: &Ranges) -> Vec<StepTime> {
 /// Category, Tensor Core flag and label once per kernel name, for all the
 /// GPU work the trace holds: the kernels' were worked out (demangled) in
 /// the pass; the other GPU work's (copies, sets) here.
-fn kernel_info(a: &mut Analyzer) -> KernelInfo {
+fn kernel_info(a: &mut PassRecord) -> KernelInfo {
     let mut kinfo = std::mem::take(&mut a.gpu.kernel_classes);
     for &n in a.gpu_tables.kernels.keys() {
         kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
@@ -431,7 +431,7 @@ struct Busy {
 
 /// Vendor from the device's name, else from the runtime the trace used.
 fn vendor(
-    a: &Analyzer,
+    a: &PassRecord,
     info: &TraceInfo,
     props: Option<&crate::trace::DeviceProps>,
 ) -> Option<String> {
@@ -470,7 +470,7 @@ fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DevicePr
 /// clipped to the steps (docs/analysis.md §4), and the communication
 /// kernels' overlap with compute (§8).
 fn gpu_busy(
-    a: &Analyzer,
+    a: &PassRecord,
     info: &TraceInfo,
     win: &Span,
     kinfo: &KernelInfo,
@@ -567,7 +567,7 @@ fn gpu_busy(
 /// The idle account over each step (docs/analysis.md §12); None without
 /// kernels (a CPU run).
 fn idle_account<'a>(
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     win: &Span,
     kinfo: &KernelInfo,
     index: &'a KernelIndex,
@@ -623,7 +623,7 @@ struct Headline {
 
 /// Mode, step time, launches, communication and memory pressure.
 fn headline(
-    a: &Analyzer,
+    a: &PassRecord,
     win: &Span,
     busy: &Busy,
     kinfo: &KernelInfo,
@@ -714,7 +714,7 @@ fn headline(
 
 /// Builds kernel and op rows per step over the window.
 struct Rows<'x> {
-    a: &'x Analyzer,
+    a: &'x PassRecord,
     kinfo: &'x KernelInfo,
     win: &'x Span,
     roof: Option<&'x super::roofline::Roofline>,
@@ -979,7 +979,7 @@ fn decide(
 
 /// The host annotations (`record_function` ranges, the DataLoader's)
 /// that start inside the steps: (name, count, total ms), for the facts.
-fn host_ranges(a: &Analyzer) -> Vec<(String, u64, f64)> {
+fn host_ranges(a: &PassRecord) -> Vec<(String, u64, f64)> {
     let mut by: HashMap<u32, (u64, i64)> = HashMap::default();
     for r in a.cpu.iter() {
         let super::cpulog::RecKind::Host(HostKind::Annotation | HostKind::Dataload) = r.kind else {
@@ -1001,7 +1001,7 @@ fn host_ranges(a: &Analyzer) -> Vec<(String, u64, f64)> {
 // --- the window's health.
 
 /// The trace-health findings (docs/analysis.md §15) from what the pass saw.
-fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
+fn health(a: &PassRecord, win: &Span) -> Vec<HealthRow> {
     let numbered = a.ranges.numbered_steps();
     let w = super::health::Window {
         numbered: &numbered,
@@ -1029,7 +1029,7 @@ fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
 
 /// The profile's warnings: skipped events, placement by time, no steps,
 /// no measured numbers.
-fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
+fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<String> {
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
         warnings.push(format!(

@@ -11,7 +11,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::cpulog::{CpuRec, HostKind, RecPos, is_module_frame, thread_bit};
 use super::gpulog::KernelClasses;
 use super::graphs::{Matches, match_replays};
@@ -116,7 +116,7 @@ struct Pending {
 const _: () = assert!(size_of::<Pending>() == 24);
 
 struct Builder<'a> {
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     nodes: Vec<Raw>,
     child: HashMap<(u32, NodeKind, u32), u32>,
     /// Phase id → its root node.
@@ -401,7 +401,7 @@ fn close(o: Open, b: &mut Builder<'_>) {
 }
 
 /// Builds the tree of the in-step records and kernels.
-pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
+pub fn build(a: &PassRecord, kinfo: &KernelClasses) -> Built {
     let mut places = PlaceCache::default();
     // Each thread's in-step launches, (thread, start, kernel, phase).
     let mut launches: Vec<(u32, i64, u32, u16)> = Vec::new();
@@ -528,7 +528,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
 /// The records the tree can nest in the blocks of `threads` (a union of
 /// [`thread_bit`]s; `u64::MAX`: all), with where they sit, ops' durations
 /// clipped as the pass clipped them.
-fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
+fn tree_records(a: &PassRecord, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
     a.cpu
         .iter_at(threads)
         .filter(|(_, r)| r.tree_kind().is_some())
@@ -536,7 +536,7 @@ fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, Cpu
 }
 
 /// An op's duration clipped as the pass clipped it.
-fn clip(a: &Analyzer, mut r: CpuRec) -> CpuRec {
+fn clip(a: &PassRecord, mut r: CpuRec) -> CpuRec {
     let op = matches!(r.host_kind(), HostKind::Op | HostKind::Dataload);
     if let Some(w) = a.op_clip.filter(|&w| op && r.dur > w) {
         r.dur = w;

@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::idle::Gaps;
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use crate::profile::{CollectiveCall, LeadIn, LeadKind};
@@ -95,7 +95,7 @@ impl Collector {
     /// kernels that ran in that time.
     pub(super) fn finish(
         self,
-        a: &Analyzer,
+        a: &PassRecord,
         index: &KernelIndex,
         label: &dyn Fn(u32) -> Option<String>,
     ) -> LeadIns {

@@ -12,6 +12,7 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
+use super::PassRecord;
 use super::cpulog::is_module_frame;
 use super::gpulog::GpuLog;
 use super::names::Names;
@@ -102,7 +103,7 @@ impl Captured {
                     )));
                 }
             }
-            out.add(&a);
+            out.add(&a.rec);
         }
         Ok(out)
     }
@@ -113,7 +114,7 @@ impl Captured {
     }
 
     /// Adds the graphs one pass over a capture trace found.
-    fn add(&mut self, a: &Analyzer) {
+    fn add(&mut self, a: &PassRecord) {
         let mut name_ids: HashMap<u32, u32> = HashMap::default();
         let mut intern = |names: &mut Vec<String>, id: u32| -> u32 {
             *name_ids.entry(id).or_insert_with(|| {
@@ -250,7 +251,7 @@ pub(super) struct Attached {
     graphs: Vec<Vec<CapNode>>,
 }
 
-impl Analyzer {
+impl PassRecord {
     /// Takes the graphs captured in another trace: their names become
     /// this trace's.
     pub fn attach_captures(&mut self, c: Captured) {
@@ -308,7 +309,7 @@ const LOOKAHEAD: usize = 8;
 /// each captured graph's launches in capture order, name by name; the
 /// graph that matches most is taken. Launches that recorded no kernel
 /// name (CUDA) pair by position, only with a graph of the same length.
-pub(super) fn match_replays(a: &Analyzer) -> Matches {
+pub(super) fn match_replays(a: &PassRecord) -> Matches {
     let mut out = Matches::default();
     let Some(at) = a.captures.attached.as_ref() else { return out };
     let mut graph_call: HashMap<u32, bool> = HashMap::default();

@@ -25,7 +25,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
-use super::Analyzer;
+use super::PassRecord;
 use super::busy::{merge, merge_sorted};
 use super::cpulog::{CpuLog, CpuRec, HostKind, thread_bit};
 use super::gpulog::{GpuLog, KernelSpan, Launch};
@@ -463,7 +463,7 @@ impl Gaps {
 /// roofline); the device groups after the first are shared through
 /// `beside.share`.
 pub(super) fn account<'a>(
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     index: &'a KernelIndex,
     steps: &[(i64, i64)],
     n_steps: f64,
@@ -630,7 +630,7 @@ impl Share<'_> {
 }
 
 struct Rest<'a> {
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     steps: Vec<(i64, i64)>,
     host: HostFacts,
     /// Each group, taken by the thread that sweeps it.
@@ -697,7 +697,7 @@ impl Drop for Counted<'_, '_> {
 /// The host records near the gaps of `plans` (one read of the log for
 /// all of them), with every record read passed to `each`.
 fn near_gaps(
-    a: &Analyzer,
+    a: &PassRecord,
     plans: &[(usize, GapPlan)],
     each: Option<&mut dyn FnMut(&CpuRec)>,
 ) -> ThreadSpans {
@@ -772,7 +772,7 @@ struct GapPlan {
 impl GapPlan {
     /// `launchers`: [`launch_threads`] of `dev`.
     fn of(
-        a: &Analyzer,
+        a: &PassRecord,
         steps: &[(i64, i64)],
         dev: &DeviceKernels,
         launchers: &HashMap<u32, u64>,
@@ -841,7 +841,7 @@ impl GapPlan {
     /// The account of `device`, once the sweep has explained the windows.
     fn finish(
         self,
-        a: &Analyzer,
+        a: &PassRecord,
         device: i64,
         n_steps: f64,
         label: &dyn Fn(u32) -> String,
@@ -899,7 +899,7 @@ fn merged(steps: &[(i64, i64)]) -> Vec<(i64, i64)> {
 /// a host thread whose records the sweep will read (`windows`).
 #[allow(clippy::too_many_arguments)]
 fn explain_gap(
-    a: &Analyzer,
+    a: &PassRecord,
     device: i64,
     kernels: DeviceSpans,
     (g0, g1): (i64, i64),
@@ -980,7 +980,7 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
+fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
     let GapPlan { windows, tally, .. } = plan;
     let cpu_side = host.cpu_side;
     let wrappers = &host.wrappers;
@@ -1075,7 +1075,7 @@ struct HostFacts {
 impl HostFacts {
     /// Over the account's merged `steps`, from each Python frame's time
     /// inside them (`cover`, by name: [`FrameCover`]).
-    fn of(a: &Analyzer, steps: &[(i64, i64)], cover: FrameCover) -> HostFacts {
+    fn of(a: &PassRecord, steps: &[(i64, i64)], cover: FrameCover) -> HostFacts {
         let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
         let wrappers = cover
             .0
@@ -1175,7 +1175,7 @@ fn classify(
 /// A cause's places, largest first; Python frames as the chain that holds
 /// most of the time, then the largest others.
 fn places(
-    a: &Analyzer,
+    a: &PassRecord,
     tally: &Tally,
     cause: IdleCause,
     total: i64,

@@ -10,7 +10,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use crate::profile::memory::{DeviceMemory, MAX_POINTS, PhaseMemory};
 use crate::trace::Event;
@@ -103,7 +103,7 @@ struct Series {
     samples: Vec<Sample>,
 }
 
-fn series(a: &Analyzer) -> Vec<Series> {
+fn series(a: &PassRecord) -> Vec<Series> {
     let mut keys: Vec<DeviceKey> = a.memory.samples.keys().copied().collect();
     // GPUs first, then the host.
     keys.sort_by_key(|&(kind, index)| (kind == 0, kind, index));
@@ -142,7 +142,7 @@ fn mb(bytes: f64) -> f64 {
 
 /// Each device's timeline over the window (`peak_op` is named later, by
 /// [`name_peak_ops`]).
-pub(super) fn timeline(a: &Analyzer) -> Vec<DeviceMemory> {
+pub(super) fn timeline(a: &PassRecord) -> Vec<DeviceMemory> {
     let start = a.ranges.step_intervals().first().map(|s| s.0).or(a.span.map(|s| s.0)).unwrap_or(0);
     series(a)
         .into_iter()
@@ -240,7 +240,7 @@ fn downsample(samples: &[Sample], start: i64) -> Vec<(f64, f64, Option<f64>)> {
 }
 
 /// Where each device of [`timeline`] peaked, in the same order.
-pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
+pub(super) fn probes(a: &PassRecord) -> Vec<Probe> {
     series(a)
         .iter()
         .map(|s| {
@@ -252,7 +252,7 @@ pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
 
 /// The innermost CPU op around each probe on its thread (the shortest; on
 /// equal lengths, the later start), from the ops the pass kept.
-pub(super) fn ops_at(a: &Analyzer, probes: &[Probe]) -> Vec<Option<String>> {
+pub(super) fn ops_at(a: &PassRecord, probes: &[Probe]) -> Vec<Option<String>> {
     probes
         .iter()
         .map(|p| {

@@ -62,43 +62,28 @@ use pricing::OpPricing;
 use ranges::{PhaseNames, Ranges};
 use replay::{CallRec, GpuRec, Replay};
 
-/// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
-///
-/// The pass's state, by concern: the names and threads met, the ranges
-/// and where the pass stands, what it kept of the host (`cpu`) and of the
-/// GPU (`gpu`), the launches still unmatched, the aggregates placed under
-/// the ranges and what they are counted again from, and what the other
-/// accounts read.
+/// What the pass recorded: the names and threads met, the ranges, what it
+/// kept of the host (`cpu`) and of the GPU (`gpu`), the aggregates placed
+/// under the ranges, and what the other accounts read.
 #[derive(Debug, Default)]
-pub struct Analyzer {
+pub struct PassRecord {
     names: Names,
     threads: ThreadIds,
     phases: PhaseNames,
     ranges: Ranges,
-    /// The lookups [`Analyzer::place`] remembers once the ranges are final.
-    place_cache: ranges::PlaceCache,
-    /// Latest timestamp placed so far (the ordering check).
-    hi_ts: Option<i64>,
-    /// Where the analysis stands: what placing an event does.
-    stage: Stage,
     /// First and last timestamps of CPU ops, runtime calls and GPU events:
     /// the one step of a trace without step markers.
     span: Option<(i64, i64)>,
-
     /// Every CPU op, and what else the host threads did that the idle
     /// account reads, packed: the replay's ops and the host log in one.
     cpu: cpulog::CpuLog,
-    /// Ops longer than this (ns) count as lasting it ([`Analyzer::clip_implausible`]).
+    /// Ops longer than this (ns) count as lasting it
+    /// ([`Analyzer::clip_implausible`]).
     op_clip: Option<i64>,
     gpu: GpuLog,
-    launches: Launches,
-
     op_tables: OpTables,
     gpu_tables: GpuTables,
     counts: Counts,
-    /// What the placed aggregates were counted from.
-    replay: Replay,
-
     evidence: Evidence,
     /// Phase evidence in traces without `step/<phase>` ranges.
     inference: PhaseInference,
@@ -111,6 +96,40 @@ pub struct Analyzer {
     captures: graphs::Captures,
     /// CUPTI's synchronisation records and the calls they name.
     sync_log: gpusync::SyncLog,
+}
+
+impl PassRecord {
+    /// The ops' tables counted from the CPU log under the final ranges:
+    /// what [`Analyzer::count_again`] leaves to be done ([`OpTables::stale`]).
+    fn count_ops(&self) -> OpTables {
+        OpTables::count(self.op_records(), &self.ranges, 16)
+    }
+
+    /// The CPU ops the pass kept, in its order, with the durations
+    /// [`Analyzer::clip_implausible`] clipped.
+    fn op_records(&self) -> impl Iterator<Item = cpulog::CpuRec> + '_ {
+        self.cpu.ops_clipped(self.op_clip)
+    }
+}
+
+/// The streaming aggregator. Feed it events, then [`Analyzer::finish`].
+///
+/// What the pass records is one value, [`PassRecord`], which the accounts
+/// after it read; beside it, what only the pass itself needs: where it
+/// stands, the launches still unmatched, and what the placed aggregates
+/// are counted again from.
+#[derive(Debug, Default)]
+pub struct Analyzer {
+    rec: PassRecord,
+    /// The lookups [`Analyzer::place`] remembers once the ranges are final.
+    place_cache: ranges::PlaceCache,
+    /// Latest timestamp placed so far (the ordering check).
+    hi_ts: Option<i64>,
+    /// Where the analysis stands: what placing an event does.
+    stage: Stage,
+    launches: Launches,
+    /// What the placed aggregates were counted from.
+    replay: Replay,
 }
 
 /// Where the analysis stands, which decides what placing an event does.
@@ -138,11 +157,11 @@ impl Default for Stage {
 
 impl Analyzer {
     fn thread(&mut self, pid: Option<&Id<'_>>, tid: Option<&Id<'_>>) -> u32 {
-        self.threads.id(pid, tid)
+        self.rec.threads.id(pid, tid)
     }
 
     fn widen_span(&mut self, start: i64, end: i64) {
-        self.span = Some(match self.span {
+        self.rec.span = Some(match self.rec.span {
             Some((s, e)) => (s.min(start), e.max(end)),
             None => (start, end),
         });
@@ -158,8 +177,8 @@ impl Analyzer {
         self.note_ts(ts);
         let cache = &mut self.place_cache;
         Place {
-            in_step: self.ranges.in_step_cached(cache, ts),
-            phase: self.ranges.cpu_phase_cached(cache, thread, ts),
+            in_step: self.rec.ranges.in_step_cached(cache, ts),
+            phase: self.rec.ranges.cpu_phase_cached(cache, thread, ts),
         }
     }
 
@@ -177,8 +196,8 @@ impl Analyzer {
             self.note_phase_evidence(ev, is_optimizer(name), is_dataload(name), start, end);
         }
         if !name.starts_with("ProfilerStep#") {
-            self.health.note_end(end);
-            self.health.note_host_range(name, start, end);
+            self.rec.health.note_end(end);
+            self.rec.health.note_host_range(name, start, end);
         }
         if !gpu_side && !name.starts_with("ProfilerStep#") && !name.starts_with("step/") {
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
@@ -187,50 +206,50 @@ impl Analyzer {
             } else {
                 cpulog::HostKind::Annotation
             };
-            let name = self.names.id(name);
-            self.cpu.host(thread, start, end, name, kind);
+            let name = self.rec.names.id(name);
+            self.rec.cpu.host(thread, start, end, name, kind);
         }
         if let Some(n) = name.strip_prefix("ProfilerStep#") {
             let Ok(number) = n.trim().parse::<u64>() else { return };
             if gpu_side {
                 // The GPU-side mirror of the CPU step: when the GPU ran it.
-                let g = self.health.gpu_steps.entry(number).or_insert((start, end));
+                let g = self.rec.health.gpu_steps.entry(number).or_insert((start, end));
                 *g = (g.0.min(start), g.1.max(end));
                 return;
             }
             self.note_range(start);
             let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-            self.ranges.add_step(number, thread, start, end);
+            self.rec.ranges.add_step(number, thread, start, end);
         } else if let Some(phase) = name.strip_prefix("step/") {
             if phase.is_empty() {
                 return;
             }
-            let id = self.phases.id(phase);
+            let id = self.rec.phases.id(phase);
             if gpu_side {
                 let device = ev.pid.as_ref().and_then(Id::as_int).unwrap_or(0);
-                self.ranges.add_gpu_phase(device, start, end, id);
+                self.rec.ranges.add_gpu_phase(device, start, end, id);
             } else {
                 self.note_range(start);
                 let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-                self.ranges.add_cpu_phase(thread, start, end, id);
+                self.rec.ranges.add_cpu_phase(thread, start, end, id);
             }
         }
     }
 
     fn on_op(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
-        self.evidence.cpu_ops += 1;
-        let (name, traits) = self.names.op(ev.name());
+        self.rec.evidence.cpu_ops += 1;
+        let (name, traits) = self.rec.names.op(ev.name());
         if traits.backward {
-            self.evidence.backward_ops += 1;
-            self.inference.note_backward(start, start + dur);
+            self.rec.evidence.backward_ops += 1;
+            self.rec.inference.note_backward(start, start + dur);
         } else {
             self.note_phase_evidence(ev, traits.optimizer, traits.dataload, start, start + dur);
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        let work = self.pricing.price(&mut self.names, ev, name, traits.modelled);
+        let work = self.rec.pricing.price(&mut self.rec.names, ev, name, traits.modelled);
         let autograd = self.autograd(ev);
-        self.cpu.op(thread, name, start, dur, work, traits.dataload, autograd);
+        self.rec.cpu.op(thread, name, start, dur, work, traits.dataload, autograd);
         self.count_op(thread, name, start, dur);
     }
 
@@ -247,7 +266,7 @@ impl Analyzer {
     /// [`Stage::Pass`]).
     fn defer_count(&mut self) -> bool {
         let Stage::Pass { deferred, .. } = &mut self.stage else { return false };
-        if self.ranges.has_phase_ranges() {
+        if self.rec.ranges.has_phase_ranges() {
             return false;
         }
         *deferred = true;
@@ -263,19 +282,7 @@ impl Analyzer {
         if !place.in_step {
             return;
         }
-        self.op_tables.add(thread, name, place.phase, start, dur);
-    }
-
-    /// The ops' tables counted from the CPU log under the final ranges:
-    /// what [`Analyzer::count_again`] leaves to be done ([`OpTables::stale`]).
-    fn count_ops(&self) -> OpTables {
-        OpTables::count(self.op_records(), &self.ranges, 16)
-    }
-
-    /// The CPU ops the pass kept, in its order, with the durations
-    /// [`Analyzer::clip_implausible`] clipped.
-    fn op_records(&self) -> impl Iterator<Item = cpulog::CpuRec> + '_ {
-        self.cpu.ops_clipped(self.op_clip)
+        self.rec.op_tables.add(thread, name, place.phase, start, dur);
     }
 
     fn count_call(&mut self, call: CallRec) {
@@ -285,42 +292,42 @@ impl Analyzer {
         if self.defer_count() {
             return;
         }
-        if !self.ranges.in_step_cached(&mut self.place_cache, call.start) {
+        if !self.rec.ranges.in_step_cached(&mut self.place_cache, call.start) {
             return;
         }
         if call.malloc {
-            self.counts.mallocs += 1;
+            self.rec.counts.mallocs += 1;
         }
         if call.graph {
-            self.counts.graph_launches += 1;
+            self.rec.counts.graph_launches += 1;
         }
     }
 
     fn on_runtime(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let name = ev.name();
-        let traits = self.names.call(name);
+        let traits = self.rec.names.call(name);
         if traits.hip {
-            self.evidence.hip_calls += 1;
+            self.rec.evidence.hip_calls += 1;
         } else if traits.cuda {
-            self.evidence.cuda_calls += 1;
+            self.rec.evidence.cuda_calls += 1;
         }
         if traits.capture {
-            self.evidence.graph_captures += 1;
+            self.rec.evidence.graph_captures += 1;
         }
         if traits.capture
             || traits.capture_end
-            || self.captures.windows.last().is_some_and(|w| w.end == i64::MAX)
+            || self.rec.captures.windows.last().is_some_and(|w| w.end == i64::MAX)
         {
             self.note_capture(ev, &traits, start, dur);
         }
         if traits.launch {
-            self.health.launch_calls += 1;
+            self.rec.health.launch_calls += 1;
         }
         if traits.event || traits.sync {
             if let Some(corr) = ev.correlation() {
                 let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-                self.sync_log.call(corr, thread, start, start + dur);
+                self.rec.sync_log.call(corr, thread, start, start + dur);
             }
         }
         let malloc = traits.malloc;
@@ -331,8 +338,8 @@ impl Analyzer {
         }
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         if let Some(kind) = host_kind {
-            let id = self.names.id(name);
-            self.cpu.host(thread, start, start + dur, id, kind);
+            let id = self.rec.names.id(name);
+            self.rec.cpu.host(thread, start, start + dur, id, kind);
         }
         if !malloc && launch.is_none() {
             return;
@@ -343,11 +350,11 @@ impl Analyzer {
             self.count_call(CallRec { start, malloc, graph });
         }
         if let Some(corr) = launch {
-            let launch = Launch { thread, start, end: start + dur, name: self.names.id(name) };
+            let launch = Launch { thread, start, end: start + dur, name: self.rec.names.id(name) };
             let pending = PendingLaunch { launch, graph };
-            let after_work = &mut self.counts.launch_after_work;
+            let after_work = &mut self.rec.counts.launch_after_work;
             for gpu in self.launches.launch_met(corr, pending, after_work).into_iter().flatten() {
-                self.gpu.give_launch(gpu.span, launch);
+                self.rec.gpu.give_launch(gpu.span, launch);
                 self.count_gpu(gpu, Placed::Launch { thread, start, graph });
             }
         }
@@ -357,7 +364,7 @@ impl Analyzer {
     /// ([`gpusync::SyncLog::resolve`]).
     fn on_sync_record(&mut self, ev: &Event<'_>, kind: SyncKind) {
         if let Some(r) = gpusync::SyncRecord::of(ev, kind) {
-            self.sync_log.record(r);
+            self.rec.sync_log.record(r);
         }
     }
 
@@ -365,39 +372,40 @@ impl Analyzer {
     /// began: kept for [`graphs::Captured`].
     fn note_capture(&mut self, ev: &Event<'_>, traits: &RuntimeCall, start: i64, dur: i64) {
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        self.captures.note(ev, traits, thread, (start, start + dur), &mut self.names);
+        self.rec.captures.note(ev, traits, thread, (start, start + dur), &mut self.rec.names);
     }
 
     /// A Python frame (`with_stack=True`): kept when long enough to explain
     /// idle time (see [`idle::PYTHON_MIN_NS`]).
     fn on_python(&mut self, ev: &Event<'_>, start: i64, dur: i64) {
-        self.health.note_end(start + dur);
+        self.rec.health.note_end(start + dur);
         if dur < idle::PYTHON_MIN_NS && !cpulog::is_module_frame(ev.name()) {
-            self.cpu.short_python += 1;
+            self.rec.cpu.short_python += 1;
             return;
         }
-        self.health.note_host_range(ev.name(), start, start + dur);
+        self.rec.health.note_host_range(ev.name(), start, start + dur);
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        let name = self.names.id(ev.name());
-        self.cpu.host(thread, start, start + dur, name, cpulog::HostKind::Python);
+        let name = self.rec.names.id(ev.name());
+        self.rec.cpu.host(thread, start, start + dur, name, cpulog::HostKind::Python);
     }
 
     fn on_gpu(&mut self, ev: &Event<'_>, kind: GpuWork, start: i64, dur: i64) {
         self.widen_span(start, start + dur);
         let args = ev.args.as_ref();
         let device = ev.gpu_device();
-        let name = self.names.id(ev.name());
+        let name = self.rec.names.id(ev.name());
         let mut gpu = GpuEvent { kind, name, device, ts: start, dur, span: None };
         if kind != GpuWork::Kernel {
             let stream = ev.gpu_stream();
             let copy = CopySpan { start, end: start + dur, name, device, stream, launch: None };
-            gpu.span = self.gpu.add_copy(copy);
+            gpu.span = self.rec.gpu.add_copy(copy);
         }
         if kind == GpuWork::Kernel {
             let stream = ev.gpu_stream();
-            let (span, communication) = self.gpu.add_kernel(ev, name, (device, stream), start, dur);
+            let (span, communication) =
+                self.rec.gpu.add_kernel(ev, name, (device, stream), start, dur);
             gpu.span = span;
-            self.collectives.kernel(collectives::Kernel {
+            self.rec.collectives.kernel(collectives::Kernel {
                 communication,
                 name_id: name,
                 span: gpu.span,
@@ -409,17 +417,17 @@ impl Analyzer {
                 args: args.and_then(|a| a.collective.as_deref()),
             });
         }
-        let after_work = &mut self.counts.launch_after_work;
+        let after_work = &mut self.rec.counts.launch_after_work;
         if let Some(p) = self.launches.work_met(ev.correlation(), gpu, after_work) {
             let (thread, start, graph) = (p.launch.thread, p.launch.start, p.graph);
-            self.gpu.give_launch(gpu.span, p.launch);
+            self.rec.gpu.give_launch(gpu.span, p.launch);
             self.count_gpu(gpu, Placed::Launch { thread, start, graph });
         }
     }
 
     fn count_gpu(&mut self, gpu: GpuEvent, how: Placed) {
         if self.stage != Stage::Replaying {
-            self.replay.keep(&self.gpu, gpu, how);
+            self.replay.keep(&self.rec.gpu, gpu, how);
         }
         if self.defer_count() {
             if let Placed::Launch { start, .. } = how {
@@ -431,41 +439,42 @@ impl Analyzer {
             Placed::Launch { thread, start, graph } => (self.place(thread, start), true, graph),
             Placed::Time => (
                 Place {
-                    in_step: self.ranges.in_step_cached(&mut self.place_cache, gpu.ts),
-                    phase: self.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
+                    in_step: self.rec.ranges.in_step_cached(&mut self.place_cache, gpu.ts),
+                    phase: self.rec.ranges.gpu_phase_by_time(gpu.device, gpu.ts),
                 },
                 false,
                 false,
             ),
         };
         if !place.in_step {
-            self.counts.gpu_outside += 1;
+            self.rec.counts.gpu_outside += 1;
             return;
         }
-        self.counts.gpu_in_steps += 1;
+        self.rec.counts.gpu_in_steps += 1;
         if via_launch {
-            self.counts.via_launch += 1;
+            self.rec.counts.via_launch += 1;
         } else {
-            self.counts.via_time += 1;
+            self.rec.counts.via_time += 1;
         }
         match gpu.kind {
             GpuWork::Kernel => {
                 if via_graph {
-                    self.counts.graph_kernels += 1;
+                    self.rec.counts.graph_kernels += 1;
                 }
-                self.gpu_tables.kernels.entry(gpu.name).or_default().add(gpu.dur);
+                self.rec.gpu_tables.kernels.entry(gpu.name).or_default().add(gpu.dur);
                 if let Some(span) = gpu.span {
-                    self.gpu.kernel_calls.counted(span);
+                    self.rec.gpu.kernel_calls.counted(span);
                 }
-                self.gpu_tables
+                self.rec
+                    .gpu_tables
                     .kernels_by_phase
                     .entry((place.phase, gpu.name))
                     .or_default()
                     .add(gpu.dur);
             }
             GpuWork::Memcpy | GpuWork::Memset => {
-                self.gpu_tables.memcpy.add(gpu.dur);
-                let by_phase = self.gpu_tables.memcpy_by_phase.entry(place.phase).or_insert(0);
+                self.rec.gpu_tables.memcpy.add(gpu.dur);
+                let by_phase = self.rec.gpu_tables.memcpy_by_phase.entry(place.phase).or_insert(0);
                 *by_phase = by_phase.saturating_add(gpu.dur);
             }
         }
@@ -481,7 +490,7 @@ impl Analyzer {
         end: i64,
     ) {
         let phase = if optimizer {
-            self.evidence.optimizer_marks += 1;
+            self.rec.evidence.optimizer_marks += 1;
             "optimizer"
         } else if dataload {
             "dataload"
@@ -489,7 +498,7 @@ impl Analyzer {
             return;
         };
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-        self.inference.marks.push((thread, start, end, phase));
+        self.rec.inference.marks.push((thread, start, end, phase));
     }
 
     /// GPU events with no launch in the trace are placed by their own time.
@@ -506,7 +515,7 @@ impl Analyzer {
     /// window, everything is counted again, and the sentence to warn with
     /// is returned. Real traces have none, and are left as they are.
     fn clip_implausible(&mut self) -> Option<String> {
-        let steps = self.ranges.step_intervals();
+        let steps = self.rec.ranges.step_intervals();
         let (first, last) = (steps.first()?, steps.last()?);
         let window = last.1 - first.0;
         if window <= 0 {
@@ -515,8 +524,8 @@ impl Analyzer {
         let over = |dur: i64| dur > window;
         let found = self.replay.events.iter().any(|(g, _)| over(g.dur))
             || self.launches.waiting().any(|g| over(g.dur))
-            || over(self.cpu.longest_op())
-            || self.gpu.kernel_spans.iter().any(|k| over(k.end - k.start));
+            || over(self.rec.cpu.longest_op())
+            || self.rec.gpu.kernel_spans.iter().any(|k| over(k.end - k.start));
         if !found {
             return None;
         }
@@ -534,28 +543,28 @@ impl Analyzer {
         // The kernels kept as their span are clipped there, below.
         for rec in &self.replay.gpu {
             if let GpuRec::Kernel { span, .. } = rec {
-                let k = &self.gpu.kernel_spans[*span as usize];
+                let k = &self.rec.gpu.kernel_spans[*span as usize];
                 if over(k.end - k.start) {
                     longest = longest.max(k.end - k.start);
                     gpu += 1;
                 }
             }
         }
-        for o in self.cpu.ops().filter(|o| over(o.dur)) {
+        for o in self.rec.cpu.ops().filter(|o| over(o.dur)) {
             longest = longest.max(o.dur);
             ops += 1;
         }
-        self.op_clip = Some(window);
-        for k in &mut self.gpu.kernel_spans {
+        self.rec.op_clip = Some(window);
+        for k in &mut self.rec.gpu.kernel_spans {
             if over(k.end - k.start) {
                 longest = longest.max(k.end - k.start);
                 k.end = k.start + window;
             }
         }
-        for c in &mut self.gpu.copy_spans {
+        for c in &mut self.rec.gpu.copy_spans {
             c.end = c.end.min(c.start + window);
         }
-        let ranges = self.ranges.clone();
+        let ranges = self.rec.ranges.clone();
         self.count_again(ranges);
         let ms = |ns: i64| ns as f64 / 1e6;
         Some(format!(
@@ -570,13 +579,13 @@ impl Analyzer {
     /// Counts every step- and phase-keyed aggregate again under `ranges`
     /// (the final ones), from what the pass kept, in the order it met it.
     fn count_again(&mut self, ranges: Ranges) {
-        self.ranges = ranges;
-        self.ranges.freeze();
-        self.gpu_tables.clear();
-        self.gpu.kernel_calls.recount();
+        self.rec.ranges = ranges;
+        self.rec.ranges.freeze();
+        self.rec.gpu_tables.clear();
+        self.rec.gpu.kernel_calls.recount();
         // The ops are counted later, beside the GPU accounts.
-        self.op_tables = OpTables { stale: true, ..OpTables::default() };
-        let c = &mut self.counts;
+        self.rec.op_tables = OpTables { stale: true, ..OpTables::default() };
+        let c = &mut self.rec.counts;
         (
             c.gpu_in_steps,
             c.via_launch,
@@ -595,7 +604,7 @@ impl Analyzer {
         for &rec in &replay.gpu {
             let (gpu, how) = match rec {
                 GpuRec::Kernel { span, launched, graph } => {
-                    replay::kernel(&self.gpu, span, launched, graph)
+                    replay::kernel(&self.rec.gpu, span, launched, graph)
                 }
                 // As many as the records that point to them.
                 GpuRec::Event => match events.next() {
@@ -612,17 +621,17 @@ impl Analyzer {
 
 impl EventSink for Analyzer {
     fn event(&mut self, ev: &Event<'_>) {
-        self.counts.events += 1;
+        self.rec.counts.events += 1;
         match ev.kind {
             EventKind::NoSpan => return,
             EventKind::Memory => {
                 let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
-                return self.memory.add(ev, thread);
+                return self.rec.memory.add(ev, thread);
             }
             _ => {}
         }
         let Some((start, dur)) = span_ns(ev.ts.get(), ev.dur.get()) else {
-            self.counts.malformed += 1;
+            self.rec.counts.malformed += 1;
             return;
         };
         match ev.kind {
@@ -634,14 +643,14 @@ impl EventSink for Analyzer {
             EventKind::Python => self.on_python(ev, start, dur),
             EventKind::Gpu(kind) => self.on_gpu(ev, kind, start, dur),
             EventKind::GpuSync(kind) => self.on_sync_record(ev, kind),
-            EventKind::OtherSpan => self.health.note_other(ev.cat(), start + dur),
+            EventKind::OtherSpan => self.rec.health.note_other(ev.cat(), start + dur),
             EventKind::NoSpan | EventKind::Memory => {}
         }
     }
 
     fn malformed(&mut self) {
-        self.counts.events += 1;
-        self.counts.malformed += 1;
+        self.rec.counts.events += 1;
+        self.rec.counts.malformed += 1;
     }
 
     /// A profile is loaded as one, not analysed.
@@ -729,12 +738,16 @@ pub fn analyze_read(
         Stage::Ended | Stage::Replaying => false,
     };
     analyzer.stage = Stage::Ended;
-    let inferred = analyzer.inference.ranges(&analyzer.ranges, analyzer.span, &mut analyzer.phases);
+    let inferred = analyzer.rec.inference.ranges(
+        &analyzer.rec.ranges,
+        analyzer.rec.span,
+        &mut analyzer.rec.phases,
+    );
     if let Some(inferred) = inferred {
-        analyzer.inference.how = Some(INFERRED_HOW.to_string());
+        analyzer.rec.inference.how = Some(INFERRED_HOW.to_string());
         analyzer.count_again(inferred);
     } else if stale {
-        let ranges = analyzer.ranges.clone();
+        let ranges = analyzer.rec.ranges.clone();
         analyzer.count_again(ranges);
     }
     let mut notices = Vec::new();
@@ -752,7 +765,7 @@ pub fn analyze_read(
             }
         },
     };
-    let repeated = analyzer.ranges.repeated_steps();
+    let repeated = analyzer.rec.ranges.repeated_steps();
     if !repeated.is_empty() {
         let shown: Vec<String> =
             repeated.iter().take(5).map(|(n, k)| format!("ProfilerStep#{n} ({k} times)")).collect();
@@ -782,11 +795,11 @@ pub fn analyze_read(
                 let shown: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
                 notices.push(format!("{} record no graph capture", shown.join(", ")));
             }
-            analyzer.attach_captures(captured);
+            analyzer.rec.attach_captures(captured);
         }
     }
-    let probes = if peak_ops { memory::probes(&analyzer) } else { Vec::new() };
-    let peak_ops = memory::ops_at(&analyzer, &probes);
+    let probes = if peak_ops { memory::probes(&analyzer.rec) } else { Vec::new() };
+    let peak_ops = memory::ops_at(&analyzer.rec, &probes);
     // The roofline account (§13) still reads the CPU log; the rest is done.
     analyzer.replay.calls = Vec::new();
     analyzer.replay.gpu = Vec::new();
@@ -809,11 +822,13 @@ impl Analyzer {
     /// [`health::Seen::cut_at`] says when). A tail under a millisecond is
     /// the marker's own end.
     fn cut_steps_past_the_recording(&mut self) {
-        let Some((end, session)) = self.health.cut_at(self.span.map(|s| s.1)) else { return };
+        let Some((end, session)) = self.rec.health.cut_at(self.rec.span.map(|s| s.1)) else {
+            return;
+        };
         let worth = |past: i64, len: i64| {
             past >= 1_000_000 && if session { past * 10 >= len } else { 2 * past > len }
         };
-        self.health.cut = self.ranges.cut_steps_at(end, worth);
+        self.rec.health.cut = self.rec.ranges.cut_steps_at(end, worth);
     }
 
     /// Turns the aggregates into a profile, on up to `threads` threads;
@@ -828,8 +843,8 @@ impl Analyzer {
     ) -> Result<(Profile, Option<model::StepModel>)> {
         self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
-        self.ranges.freeze();
-        build::build(self, info, measured, path, threads, keep_model)
+        self.rec.ranges.freeze();
+        build::build(self.rec, info, measured, path, threads, keep_model)
     }
 }
 

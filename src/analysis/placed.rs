@@ -40,7 +40,7 @@ pub(super) struct OpTables {
     /// spent inside framework ops rather than between them.
     pub(super) op_cover: HashMap<u32, busy::StreamingUnion>,
     /// Still to be counted (again) from the CPU log under the final ranges
-    /// (`Analyzer::count_ops`): `build` does it beside the GPU accounts,
+    /// (`PassRecord::count_ops`): `build` does it beside the GPU accounts,
     /// which need nothing of it.
     pub(super) stale: bool,
 }

@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::placed::GpuTables;
 use super::pricing::OpWork;
 use super::ranges::PlaceCache;
@@ -139,7 +139,7 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
 /// go back in time, the sweep starts over from each thread's ops sorted
 /// (24 bytes an op until the sweep ends).
 fn sweep_ops(
-    a: &Analyzer,
+    a: &PassRecord,
     launches: &[(u32, i64, u32)],
     tensor_core: &dyn Fn(u32) -> bool,
 ) -> Given {
@@ -153,7 +153,7 @@ fn sweep_ops(
 /// What the sweep reads: the pass, its in-step launches by thread and
 /// time, and whether a kernel (by name) ran on tensor cores.
 struct With<'w> {
-    a: &'w Analyzer,
+    a: &'w PassRecord,
     launches: &'w [(u32, i64, u32)],
     tensor_core: &'w dyn Fn(u32) -> bool,
 }
@@ -394,7 +394,7 @@ impl Default for Call {
 
 /// Each in-step launch as (thread, start, kernel), sorted; and the time of
 /// the in-step kernels no launch is known for.
-fn in_step_launches(a: &Analyzer) -> (Vec<(u32, i64, u32)>, f64) {
+fn in_step_launches(a: &PassRecord) -> (Vec<(u32, i64, u32)>, f64) {
     let mut launches: Vec<(u32, i64, u32)> = Vec::new();
     let mut unlaunched = 0.0;
     let mut places = PlaceCache::default();
@@ -419,7 +419,7 @@ fn in_step_launches(a: &Analyzer) -> (Vec<(u32, i64, u32)>, f64) {
 /// GEMM, convolution or attention kernel, not a layout helper); `peaks`
 /// for a device id.
 pub fn account(
-    a: &Analyzer,
+    a: &PassRecord,
     tensor_core: &dyn Fn(u32) -> bool,
     arithmetic: &dyn Fn(u32) -> bool,
     peaks: &dyn Fn(i64) -> Option<Peaks>,
@@ -597,7 +597,7 @@ const LEAST_EFFICIENT: usize = 5;
 /// The profile's efficiency account: the device's peaks, the matrix work's
 /// share of its peak, the kernel categories, what the model could not price.
 pub fn efficiency(
-    a: &Analyzer,
+    a: &PassRecord,
     roof: Option<&Roofline>,
     category: &dyn Fn(u32) -> Category,
     device: Option<(&DeviceProps, Option<Peaks>)>,
@@ -762,10 +762,11 @@ fn unpriced_by_category(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analyzer;
     use crate::trace;
 
     /// The pass over `events` (a JSON array), with its ranges final.
-    fn pass(events: &str) -> Analyzer {
+    fn pass(events: &str) -> PassRecord {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
         std::fs::write(&path, events).unwrap();
@@ -773,8 +774,8 @@ mod tests {
         let mut a = Analyzer::default();
         trace::read_source(&src, &mut a, &Default::default()).unwrap();
         a.place_leftovers_by_time();
-        a.ranges.freeze();
-        a
+        a.rec.ranges.freeze();
+        a.rec
     }
 
     /// A step; `aten::linear` around `aten::mm` from the same microsecond
@@ -822,7 +823,7 @@ mod tests {
 
     /// Each launch's owner as the op's name with the call's kernel time,
     /// and the time not owned by the op around it.
-    fn owners(a: &Analyzer, given: &Given) -> (Vec<String>, Vec<String>) {
+    fn owners(a: &PassRecord, given: &Given) -> (Vec<String>, Vec<String>) {
         let owned = given
             .owner
             .iter()

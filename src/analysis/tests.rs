@@ -163,16 +163,16 @@ fn ops_counted_by_index_give_the_tables_counted_one_by_one() {
         Document::Trace(_)
     ));
     a.stage = Stage::Ended;
-    let inferred = a.inference.ranges(&a.ranges, a.span, &mut a.phases);
+    let inferred = a.rec.inference.ranges(&a.rec.ranges, a.rec.span, &mut a.rec.phases);
     let inferred = inferred.expect("no phase ranges: phases inferred");
     a.count_again(inferred);
-    assert!(a.op_tables.stale);
+    assert!(a.rec.op_tables.stale);
 
     let mut one_by_one = OpTables::default();
     let mut places = ranges::PlaceCache::default();
-    for op in a.op_records() {
-        if a.ranges.in_step_cached(&mut places, op.start) {
-            let phase = a.ranges.cpu_phase_cached(&mut places, op.thread, op.start);
+    for op in a.rec.op_records() {
+        if a.rec.ranges.in_step_cached(&mut places, op.start) {
+            let phase = a.rec.ranges.cpu_phase_cached(&mut places, op.thread, op.start);
             one_by_one.add(op.thread, op.name, phase, op.start, op.dur);
         }
     }
@@ -188,7 +188,7 @@ fn ops_counted_by_index_give_the_tables_counted_one_by_one() {
     assert!(phases.len() > 1, "{phases:?}");
     // Every phase by index (as `count_ops`), only the first, and none.
     for dense in [16, 1, 0] {
-        let by_index = OpTables::count(a.op_records(), &a.ranges, dense);
+        let by_index = OpTables::count(a.rec.op_records(), &a.rec.ranges, dense);
         assert_eq!(rows(&by_index), rows(&one_by_one), "{dense} phases by index");
         assert_eq!(cover(&by_index), cover(&one_by_one), "{dense} phases by index");
     }

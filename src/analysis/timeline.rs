@@ -750,12 +750,12 @@ impl Analyzer {
     /// (docs/analysis.md §12), from the events fed so far: the Timeline
     /// pane's step, re-read.
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<IdleGap> {
-        let label = |n: u32| self.names.get(n).to_string();
-        let index = kernel_index::KernelIndex::of(&self.gpu);
+        let label = |n: u32| self.rec.names.get(n).to_string();
+        let index = kernel_index::KernelIndex::of(&self.rec.gpu);
         let beside = idle::Beside { before_sweep: &|| (), share: &idle::Share::default() };
-        idle::account(self, &index, &[(start, end)], 1.0, &label, true, beside)
+        idle::account(&self.rec, &index, &[(start, end)], 1.0, &label, true, beside)
             .and_then(|a| a.gaps)
-            .map_or_else(Vec::new, |g| g.each(&self.names, &label))
+            .map_or_else(Vec::new, |g| g.each(&self.rec.names, &label))
     }
 
     /// The critical path of `[start, end)` (docs/analysis.md §14) from the
@@ -763,7 +763,8 @@ impl Analyzer {
     /// in time order: start, end, what it is (a kernel's name, or the
     /// part's), and the GPU class of GPU work.
     pub fn critical_path(&self, start: i64, end: i64) -> Vec<(i64, i64, String, Option<u8>)> {
-        let Some((m, _)) = model::of_pass(self, &self.gpu.kernel_classes, &[(start, end)], false)
+        let Some((m, _)) =
+            model::of_pass(&self.rec, &self.rec.gpu.kernel_classes, &[(start, end)], false)
         else {
             return Vec::new();
         };

@@ -6,7 +6,7 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::host::{HostCause, HostCauses};
 use super::{COPY_CLASS, GpuWork, Inputs, NONE, OpLog, StepModel};
-use crate::analysis::Analyzer;
+use crate::analysis::PassRecord;
 use crate::analysis::cpulog::{HostKind, RecKind};
 use crate::analysis::gpulog::KernelClasses;
 use crate::profile::Category;
@@ -19,7 +19,7 @@ pub const MAX_GPU_NODES: usize = 25_000;
 /// The model of `a`'s window `steps`, and a note when it covers fewer
 /// steps than the window has.
 pub(crate) fn model(
-    a: &Analyzer,
+    a: &PassRecord,
     kinfo: &KernelClasses,
     steps: &[(i64, i64)],
     keep_ops: bool,
@@ -147,7 +147,7 @@ pub(crate) fn model(
 struct LaunchingOps {
     /// Per thread, the launches by start: (start, GPU work index).
     launches: HashMap<u32, Vec<(i64, u32)>>,
-    /// Per GPU work: the op's start, end and name (`Analyzer::names`).
+    /// Per GPU work: the op's start, end and name (`PassRecord::names`).
     innermost: Vec<(i64, i64, u32)>,
 }
 
