@@ -5,15 +5,17 @@ use std::path::Path;
 
 use indexmap::IndexMap;
 
+use super::PassRecord;
 use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
 use super::calltree::{OpAccount, OpTotals};
 use super::cpulog::HostKind;
+use super::gpulog::{KernelClasses, KernelSpan};
 use super::idle::{Beside, Share};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
-use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
+use super::placed::Agg;
+use super::ranges::{PHASE_ORDER, PhaseNames, Ranges, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence, model_sentence};
-use super::{Agg, Analyzer, KernelSpan};
 use crate::error::{Error, Result};
 use crate::profile::{
     Attribution, Category, CategoryRow, DeviceRow, ExtraFigures, Figures, HealthCheck, HealthRow,
@@ -26,10 +28,10 @@ use crate::util::round;
 const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
 
-type KernelInfo = super::KernelClasses;
+type KernelInfo = KernelClasses;
 
 pub(super) fn build(
-    mut a: Analyzer,
+    mut a: PassRecord,
     info: &TraceInfo,
     measured: Option<&Measurements>,
     path: Option<&Path>,
@@ -51,7 +53,7 @@ pub(super) fn build(
     // Sorted by the side thread first thing (the roofline needs none of
     // it); whoever asks first sorts it, the other waits.
     let sorted = std::sync::OnceLock::new();
-    let index = || sorted.get_or_init(|| KernelIndex::of(&a));
+    let index = || sorted.get_or_init(|| KernelIndex::of(&a.gpu));
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
     };
@@ -92,7 +94,7 @@ pub(super) fn build(
         drop(roof_done);
         // The ops, counted while the idle account sweeps (their tables
         // are small: the peak stays the sweep's).
-        let op_tables = a.ops_stale.then(|| a.count_ops());
+        let op_tables = a.op_tables.stale.then(|| a.count_ops());
         // The call tree, from the same records (§17).
         let tree = super::calltree::build(&a, &kinfo);
         // The collectives' kernel lead-ins too (their idle part needs the
@@ -116,9 +118,9 @@ pub(super) fn build(
         (busy, roof, idle, op_tables, lead_ins, tree)
     });
     if let Some(t) = op_tables {
-        (a.op_tables, a.ops_stale) = (t, false);
+        a.op_tables = t;
     }
-    let efficiency = busy.devices.first().filter(|_| !a.kernel_spans.is_empty()).map(|d| {
+    let efficiency = busy.devices.first().filter(|_| !a.gpu.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
         super::roofline::efficiency(
             &a,
@@ -153,7 +155,7 @@ pub(super) fn build(
     let warnings = caveats(&a, measured);
     // One model of the step (§14), once every account is done with its
     // lists: its critical path and the standard what-ifs.
-    let model = (!a.kernel_spans.is_empty() || keep_model)
+    let model = (!a.gpu.kernel_spans.is_empty() || keep_model)
         .then(|| super::model::of_pass(&a, &kinfo, &win.steps, keep_model))
         .flatten();
     if let Some((m, _)) = &model {
@@ -161,7 +163,7 @@ pub(super) fn build(
         facts.fusable_chains =
             super::facts::chains(&m.chains(), &m.names, m.n_steps as f64, kernel_ms);
     }
-    let step_model = model.as_ref().filter(|_| !a.kernel_spans.is_empty()).map(|(m, note)| {
+    let step_model = model.as_ref().filter(|_| !a.gpu.kernel_spans.is_empty()).map(|(m, note)| {
         let roofline: Vec<(u8, f64)> = efficiency
             .iter()
             .flat_map(|e| &e.categories)
@@ -273,8 +275,8 @@ pub(super) fn build(
             gpu_busy_ms_per_step: round(busy.busy_ms, 3),
             mean_kernel_us: round(head.mean_kernel_us, 2),
             kernels_per_step: round(head.kernels_per_step, 2),
-            unique_kernels: a.kernels.len() as u64,
-            memcpy_ms_per_step: round(win.per_step_ms(a.memcpy.ns), 3),
+            unique_kernels: a.gpu_tables.kernels.len() as u64,
+            memcpy_ms_per_step: round(win.per_step_ms(a.gpu_tables.memcpy.ns), 3),
             tensorcore_pct: round(pct(head.tc_ns, busy.kernel_total.ns), 1),
             peak_vram_mb: head.peak_vram_mb,
             window: Window {
@@ -328,15 +330,16 @@ pub(super) fn build(
                 .filter(|ns| *ns > 0)
                 .map(|ns| round(win.per_step_ms(ns), 3)),
             graph_replay_attributed_ms_per_step: a
+                .captures
                 .attached
                 .as_ref()
                 .filter(|_| tree.graph_ns() > 0)
                 .map(|_| round(win.per_step_ms(tree.graph_attributed_ns), 3)),
-            phases_inferred: a.phases_inferred.clone(),
+            phases_inferred: a.inference.how.clone(),
             host_in_ops_frac: head.in_ops_frac,
         },
         distributed: info.distributed.clone(),
-        step_times: step_times(&a),
+        step_times: step_times(&a.ranges),
         collectives,
         call_tree: Some(tree.tree(win.n_steps)).filter(|t| !t.is_empty()),
         facts: Some(facts),
@@ -353,7 +356,7 @@ pub(super) fn build(
 
 /// Refuses a trace with nothing to analyse (docs/spec.md §1.1) rather
 /// than summarising it as zeros.
-fn check_usable(a: &Analyzer) -> Result<()> {
+fn check_usable(a: &PassRecord) -> Result<()> {
     // (Ops still to be counted change nothing here: each widened the span.)
     let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.counts.mallocs > 0
         || !a.op_tables.ops_by_phase.is_empty();
@@ -382,7 +385,7 @@ impl Span {
 }
 
 /// The step intervals, or the trace's span as one step when it has none.
-fn window(a: &Analyzer) -> Span {
+fn window(a: &PassRecord) -> Span {
     let mut steps = a.ranges.step_intervals();
     if steps.is_empty() {
         let (s, e) = a.span.unwrap_or((0, 0));
@@ -393,8 +396,8 @@ fn window(a: &Analyzer) -> Span {
 }
 
 /// Each `ProfilerStep#N`'s wall time, when there are two or more.
-fn step_times(a: &Analyzer) -> Vec<StepTime> {
-    let steps = a.ranges.numbered_steps();
+fn step_times(ranges: &Ranges) -> Vec<StepTime> {
+    let steps = ranges.numbered_steps();
     let times =
         steps.iter().map(|&(step, s, e)| StepTime { step, ms: round((e - s) as f64 / MS, 3) });
     if steps.len() >= 2 { times.collect() } else { Vec::new() }
@@ -405,9 +408,9 @@ fn step_times(a: &Analyzer) -> Vec<StepTime> {
 /// Category, Tensor Core flag and label once per kernel name, for all the
 /// GPU work the trace holds: the kernels' were worked out (demangled) in
 /// the pass; the other GPU work's (copies, sets) here.
-fn kernel_info(a: &mut Analyzer) -> KernelInfo {
-    let mut kinfo = std::mem::take(&mut a.kernel_classes);
-    for &n in a.kernels.keys() {
+fn kernel_info(a: &mut PassRecord) -> KernelInfo {
+    let mut kinfo = std::mem::take(&mut a.gpu.kernel_classes);
+    for &n in a.gpu_tables.kernels.keys() {
         kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
     }
     kinfo
@@ -428,7 +431,7 @@ struct Busy {
 
 /// Vendor from the device's name, else from the runtime the trace used.
 fn vendor(
-    a: &Analyzer,
+    a: &PassRecord,
     info: &TraceInfo,
     props: Option<&crate::trace::DeviceProps>,
 ) -> Option<String> {
@@ -467,14 +470,14 @@ fn device_props(info: &TraceInfo, device: i64) -> Option<&crate::trace::DevicePr
 /// clipped to the steps (docs/analysis.md §4), and the communication
 /// kernels' overlap with compute (§8).
 fn gpu_busy(
-    a: &Analyzer,
+    a: &PassRecord,
     info: &TraceInfo,
     win: &Span,
     kinfo: &KernelInfo,
     index: &KernelIndex,
 ) -> Busy {
     let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
-    let kernel_total = a.kernels.values().fold(Agg::default(), |acc, k| Agg {
+    let kernel_total = a.gpu_tables.kernels.values().fold(Agg::default(), |acc, k| Agg {
         ns: acc.ns.saturating_add(k.ns),
         count: acc.count + k.count,
     });
@@ -489,7 +492,7 @@ fn gpu_busy(
     // kernels come in time order, so no list of its union is kept.
     let mut by_stream: HashMap<(i64, i64), (OverlapSum, u64)> = HashMap::default();
     for (device, ks) in index.devices() {
-        let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
+        let spans = DeviceSpans { ks, all: &a.gpu.kernel_spans }.iter(0);
         let raw = overlap_each(spans.clone().map(|k| (k.start, k.end)), steps);
         let (comm_ns, hidden) = if has_comm {
             let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(|k| (k.start, k.end)));
@@ -506,7 +509,7 @@ fn gpu_busy(
         for k in spans {
             busy.push(k.start, k.end);
             let stream = by_stream
-                .entry((device, a.stream(k)))
+                .entry((device, a.gpu.stream(k)))
                 .or_insert_with(|| (OverlapSum::new(steps), 0));
             stream.0.push(k.start, k.end);
             let counted = u64::from(a.ranges.in_step_cached(&mut places, k.start));
@@ -515,7 +518,7 @@ fn gpu_busy(
         }
         let busy = busy.total();
         let props = device_props(info, device);
-        let mem = a.memory.get(&device);
+        let mem = a.memory.peaks.get(&device);
         comm_total.0 = comm_total.0.saturating_add(comm_ns);
         comm_total.1 = comm_total.1.saturating_add(hidden);
         devices.push(DeviceRow {
@@ -564,7 +567,7 @@ fn gpu_busy(
 /// The idle account over each step (docs/analysis.md §12); None without
 /// kernels (a CPU run).
 fn idle_account<'a>(
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     win: &Span,
     kinfo: &KernelInfo,
     index: &'a KernelIndex,
@@ -620,7 +623,7 @@ struct Headline {
 
 /// Mode, step time, launches, communication and memory pressure.
 fn headline(
-    a: &Analyzer,
+    a: &PassRecord,
     win: &Span,
     busy: &Busy,
     kinfo: &KernelInfo,
@@ -631,8 +634,8 @@ fn headline(
     let mode = measured
         .and_then(Measurements::mode)
         .map(|m| if m == Mode::Inference { Mode::Inference } else { Mode::Training })
-        .or_else(|| if a.phases_inferred.is_some() { None } else { phase_mode(a) })
-        .or(Some(evidence_mode(a)));
+        .or_else(|| if a.inference.how.is_some() { None } else { phase_mode(&a.phases) })
+        .or(Some(evidence_mode(&a.evidence)));
     let trace_step_ms = win.wall_ns as f64 / MS / n_steps;
     let step_ms = measured.and_then(Measurements::step_ms).unwrap_or(trace_step_ms);
     let real = measured.and_then(|m| m.real.as_ref());
@@ -643,7 +646,7 @@ fn headline(
     let config = measured.map(|m| m.meta.clone()).unwrap_or_default();
     let cuda = match config.on_cpu() {
         Some(cpu) => !cpu,
-        None => !a.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
+        None => !a.gpu.kernel_spans.is_empty() || a.counts.gpu_in_steps > 0,
     };
     let host_overhead = (step_ms - busy.busy_ms - dataload_ms.unwrap_or(0.0)).max(0.0);
     // On a GPU the host's ops only launch work (and backward runs on the
@@ -657,8 +660,8 @@ fn headline(
     // A graph launch is one launch however many kernels it replays.
     let launches = kernel_total.count - a.counts.graph_kernels.min(kernel_total.count)
         + a.counts.graph_launches;
-    let comm_ms =
-        (!a.kernel_spans.is_empty()).then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
+    let comm_ms = (!a.gpu.kernel_spans.is_empty())
+        .then(|| busy.comm_total.0 as f64 / MS / n_steps / busy.n_dev);
     let comm_exposed_ms =
         comm_ms.map(|_| (busy.comm_total.0 - busy.comm_total.1) as f64 / MS / n_steps / busy.n_dev);
     let mallocs_per_step = a.counts.mallocs as f64 / n_steps;
@@ -670,7 +673,7 @@ fn headline(
     // Allocator churn per step means something only in a steady state, i.e.
     // between step markers; a whole trace (start-up included) is not one.
     let malloc_thrash = a.ranges.has_steps() && mallocs_per_step >= verdict::MALLOCS_PER_STEP;
-    let peak_allocated = a.memory.values().map(|m| m.allocated).fold(0.0, f64::max);
+    let peak_allocated = a.memory.peaks.values().map(|m| m.allocated).fold(0.0, f64::max);
     Headline {
         mode,
         cuda,
@@ -690,6 +693,7 @@ fn headline(
             0.0
         },
         tc_ns: a
+            .gpu_tables
             .kernels
             .iter()
             .filter(|(n, _)| kinfo[*n].1)
@@ -710,7 +714,7 @@ fn headline(
 
 /// Builds kernel and op rows per step over the window.
 struct Rows<'x> {
-    a: &'x Analyzer,
+    a: &'x PassRecord,
     kinfo: &'x KernelInfo,
     win: &'x Span,
     roof: Option<&'x super::roofline::Roofline>,
@@ -777,12 +781,13 @@ impl Rows<'_> {
     fn tables(&self, kernel_ns: i64) -> Tables {
         let a = self.a;
         let call = |span: u32| {
-            let k = &a.kernel_spans[span as usize];
+            let k = &a.gpu.kernel_spans[span as usize];
             super::kernel_calls::Call { name: k.name, dur: k.end - k.start, queue: k.queue }
         };
         let mut calls =
-            super::kernel_calls::calls(&a.kernel_calls, call, &a.queues, self.win.n_steps);
+            super::kernel_calls::calls(&a.gpu.kernel_calls, call, &a.gpu.queues, self.win.n_steps);
         let mut kernels: Vec<KernelRow> = a
+            .gpu_tables
             .kernels
             .iter()
             .map(|(n, k)| KernelRow {
@@ -792,7 +797,7 @@ impl Rows<'_> {
             .collect();
         sort_kernels(&mut kernels);
         let mut cat_ns: IndexMap<&Category, i64> = IndexMap::new();
-        for (n, k) in &a.kernels {
+        for (n, k) in &a.gpu_tables.kernels {
             let c = cat_ns.entry(&self.kinfo[n].0).or_insert(0);
             *c = c.saturating_add(k.ns);
         }
@@ -827,9 +832,9 @@ impl Rows<'_> {
         let mut phase_ids: Vec<u16> = Vec::new();
         let with_ranges = a.ranges.phases_with_ranges();
         let mut present: Vec<u16> = with_ranges.iter().copied().collect();
-        present.extend(a.kernels_by_phase.keys().map(|(p, _)| *p));
+        present.extend(a.gpu_tables.kernels_by_phase.keys().map(|(p, _)| *p));
         present.extend(a.op_tables.ops_by_phase.keys().map(|(p, _)| *p).filter(|p| *p != UNPHASED));
-        present.extend(a.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
+        present.extend(a.gpu_tables.memcpy_by_phase.keys().copied().filter(|p| *p != UNPHASED));
         for name in PHASE_ORDER {
             if let Some(id) = (0..a.phases.len() as u16).find(|id| a.phases.name(*id) == *name) {
                 if present.contains(&id) && !phase_ids.contains(&id) {
@@ -842,7 +847,7 @@ impl Rows<'_> {
                 phase_ids.push(id);
             }
         }
-        let unphased_kernels = a.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
+        let unphased_kernels = a.gpu_tables.kernels_by_phase.keys().any(|(p, _)| *p == UNPHASED);
         if unphased_kernels
             || (phase_ids.is_empty()
                 && a.op_tables.ops_by_phase.keys().any(|(p, _)| *p == UNPHASED))
@@ -866,6 +871,7 @@ impl Rows<'_> {
                 a.phases.name(id).to_string()
             };
             let ks: Vec<(u32, &Agg)> = a
+                .gpu_tables
                 .kernels_by_phase
                 .iter()
                 .filter(|((p, _), _)| *p == id)
@@ -906,6 +912,7 @@ impl Rows<'_> {
                 ops_per_step: round(o_count as f64 / self.win.n_steps, 2),
                 unique_kernels: ks.len() as u64,
                 memcpy_ms_per_step: a
+                    .gpu_tables
                     .memcpy_by_phase
                     .get(&id)
                     .map(|ns| round(self.win.per_step_ms(*ns), 3)),
@@ -972,7 +979,7 @@ fn decide(
 
 /// The host annotations (`record_function` ranges, the DataLoader's)
 /// that start inside the steps: (name, count, total ms), for the facts.
-fn host_ranges(a: &Analyzer) -> Vec<(String, u64, f64)> {
+fn host_ranges(a: &PassRecord) -> Vec<(String, u64, f64)> {
     let mut by: HashMap<u32, (u64, i64)> = HashMap::default();
     for r in a.cpu.iter() {
         let super::cpulog::RecKind::Host(HostKind::Annotation | HostKind::Dataload) = r.kind else {
@@ -994,7 +1001,7 @@ fn host_ranges(a: &Analyzer) -> Vec<(String, u64, f64)> {
 // --- the window's health.
 
 /// The trace-health findings (docs/analysis.md §15) from what the pass saw.
-fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
+fn health(a: &PassRecord, win: &Span) -> Vec<HealthRow> {
     let numbered = a.ranges.numbered_steps();
     let w = super::health::Window {
         numbered: &numbered,
@@ -1003,12 +1010,12 @@ fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
         graph_captures: a.evidence.graph_captures,
     };
     let work = || {
-        let kernels = a.kernel_spans.iter().map(|k| super::health::Work {
+        let kernels = a.gpu.kernel_spans.iter().map(|k| super::health::Work {
             start: k.start,
             end: k.end,
             launch: k.launch().map(|l| (l.start, l.end)),
         });
-        let copies = a.copy_spans.iter().map(|c| super::health::Work {
+        let copies = a.gpu.copy_spans.iter().map(|c| super::health::Work {
             start: c.start,
             end: c.end,
             launch: c.launch.map(|l| (l.start, l.end)),
@@ -1022,7 +1029,7 @@ fn health(a: &Analyzer, win: &Span) -> Vec<HealthRow> {
 
 /// The profile's warnings: skipped events, placement by time, no steps,
 /// no measured numbers.
-fn caveats(a: &Analyzer, measured: Option<&Measurements>) -> Vec<String> {
+fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<String> {
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
         warnings.push(format!(
@@ -1083,8 +1090,8 @@ fn unfused_batch_norm(
 }
 
 /// Training or inference from the phases a trace recorded, if it says.
-fn phase_mode(a: &Analyzer) -> Option<Mode> {
-    let names: Vec<&str> = (1..a.phases.len() as u16).map(|id| a.phases.name(id)).collect();
+fn phase_mode(phases: &PhaseNames) -> Option<Mode> {
+    let names: Vec<&str> = (1..phases.len() as u16).map(|id| phases.name(id)).collect();
     if names.iter().any(|n| *n == "preprocess" || *n == "postprocess") {
         Some(Mode::Inference)
     } else if names.iter().any(|n| *n == "backward" || *n == "optimizer" || *n == "dataload") {
@@ -1097,8 +1104,7 @@ fn phase_mode(a: &Analyzer) -> Option<Mode> {
 /// Training, inference or unknown from what the trace recorded (docs/analysis.md §10):
 /// backward or optimizer work means training; CPU ops without any means
 /// inference; no CPU side at all (a GPU-only trace) says nothing.
-fn evidence_mode(a: &Analyzer) -> Mode {
-    let e = &a.evidence;
+fn evidence_mode(e: &super::counts::Evidence) -> Mode {
     if e.backward_ops > 0 || e.optimizer_marks > 0 {
         Mode::Training
     } else if e.cpu_ops > 0 {

@@ -11,10 +11,11 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::PassRecord;
 use super::cpulog::{CpuRec, HostKind, RecPos, is_module_frame, thread_bit};
+use super::gpulog::KernelClasses;
 use super::graphs::{Matches, match_replays};
 use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
-use super::{Analyzer, KernelClasses};
 use crate::profile::{CallNode, CallTree, NodeKind};
 use crate::trace::RuntimeCall;
 use crate::util::round;
@@ -44,7 +45,7 @@ const ROOT: u32 = u32::MAX;
 struct Open {
     end: i64,
     node: u32,
-    /// Its priced op's entry in `Analyzer::works`, when it is the
+    /// Its priced op's entry in `OpPricing::works`, when it is the
     /// outermost priced op open.
     owns: Option<u32>,
     /// Kernel time launched while it was open.
@@ -115,7 +116,7 @@ struct Pending {
 const _: () = assert!(size_of::<Pending>() == 24);
 
 struct Builder<'a> {
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     nodes: Vec<Raw>,
     child: HashMap<(u32, NodeKind, u32), u32>,
     /// Phase id → its root node.
@@ -177,7 +178,7 @@ impl<'a> Builder<'a> {
 
     /// Kernel `k` (by index in `kernel_spans`) under `parent`.
     fn kernel(&mut self, parent: u32, k: u32) {
-        let span = &self.a.kernel_spans[k as usize];
+        let span = &self.a.gpu.kernel_spans[k as usize];
         let (name, dur) = (span.name, span.end - span.start);
         let phase = self.nodes[parent as usize].phase;
         let label = self.label(name);
@@ -207,7 +208,8 @@ impl<'a> Builder<'a> {
     /// each a call once per graph launch, an owner's FLOPs with it.
     fn captured(&mut self, mut parent: u32, k: u32, dur: i64, phase: u16) -> u32 {
         let a = self.a;
-        let (Some(at), Some(&r)) = (a.attached.as_ref(), self.matches.by_kernel.get(&k)) else {
+        let (Some(at), Some(&r)) = (a.captures.attached.as_ref(), self.matches.by_kernel.get(&k))
+        else {
             return parent;
         };
         self.attributed_ns = self.attributed_ns.saturating_add(dur);
@@ -245,7 +247,7 @@ impl Sweep<'_> {
             while self.stack.last().is_some_and(|o| o.end < at) {
                 close(self.stack.pop().expect("a top"), b);
             }
-            let span = &b.a.kernel_spans[k as usize];
+            let span = &b.a.gpu.kernel_spans[k as usize];
             let dur = span.end - span.start;
             let mut parent = match self.stack.last() {
                 Some(o) => o.node,
@@ -394,17 +396,17 @@ impl<'l> Sweeps<'l> {
 /// work (§13 prices a call by the kernels it launched).
 fn close(o: Open, b: &mut Builder<'_>) {
     if let Some(m) = o.owns.filter(|_| o.gpu_ns > 0) {
-        b.nodes[o.node as usize].flops += b.a.works[m as usize].flops;
+        b.nodes[o.node as usize].flops += b.a.pricing.works[m as usize].flops;
     }
 }
 
 /// Builds the tree of the in-step records and kernels.
-pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
+pub fn build(a: &PassRecord, kinfo: &KernelClasses) -> Built {
     let mut places = PlaceCache::default();
     // Each thread's in-step launches, (thread, start, kernel, phase).
     let mut launches: Vec<(u32, i64, u32, u16)> = Vec::new();
     let mut unlaunched: Vec<(u32, u16)> = Vec::new();
-    for (k, span) in a.kernel_spans.iter().enumerate() {
+    for (k, span) in a.gpu.kernel_spans.iter().enumerate() {
         match span.launch() {
             Some(l) if a.ranges.in_step_cached(&mut places, l.start) => {
                 let phase = a.ranges.cpu_phase_cached(&mut places, l.thread, l.start);
@@ -412,7 +414,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
             }
             Some(_) => {}
             None if a.ranges.in_step_cached(&mut places, span.start) => {
-                let device = a.queues.get(span.queue as usize).map_or(0, |q| q.0);
+                let device = a.gpu.queues.get(span.queue as usize).map_or(0, |q| q.0);
                 unlaunched.push((k as u32, a.ranges.gpu_phase_by_time(device, span.start)));
             }
             None => {}
@@ -526,7 +528,7 @@ pub fn build(a: &Analyzer, kinfo: &KernelClasses) -> Built {
 /// The records the tree can nest in the blocks of `threads` (a union of
 /// [`thread_bit`]s; `u64::MAX`: all), with where they sit, ops' durations
 /// clipped as the pass clipped them.
-fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
+fn tree_records(a: &PassRecord, threads: u64) -> impl Iterator<Item = (RecPos, CpuRec)> + '_ {
     a.cpu
         .iter_at(threads)
         .filter(|(_, r)| r.tree_kind().is_some())
@@ -534,7 +536,7 @@ fn tree_records(a: &Analyzer, threads: u64) -> impl Iterator<Item = (RecPos, Cpu
 }
 
 /// An op's duration clipped as the pass clipped it.
-fn clip(a: &Analyzer, mut r: CpuRec) -> CpuRec {
+fn clip(a: &PassRecord, mut r: CpuRec) -> CpuRec {
     let op = matches!(r.host_kind(), HostKind::Op | HostKind::Dataload);
     if let Some(w) = a.op_clip.filter(|&w| op && r.dur > w) {
         r.dur = w;

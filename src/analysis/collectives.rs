@@ -6,7 +6,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::idle::Gaps;
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use crate::profile::{CollectiveCall, LeadIn, LeadKind};
@@ -95,7 +95,7 @@ impl Collector {
     /// kernels that ran in that time.
     pub(super) fn finish(
         self,
-        a: &Analyzer,
+        a: &PassRecord,
         index: &KernelIndex,
         label: &dyn Fn(u32) -> Option<String>,
     ) -> LeadIns {
@@ -109,18 +109,18 @@ impl Collector {
         calls.sort_by_key(|(c, _)| (c.start_ns, c.device));
         let steps = a.ranges.numbered_steps();
         let launch_of = |span: Option<u32>| {
-            span.and_then(|s| a.kernel_spans.get(s as usize))
+            span.and_then(|s| a.gpu.kernel_spans.get(s as usize))
                 .and_then(|k| k.launch())
                 .map(|l| l.start)
         };
         // Each device's kernels by launch, where known (by start: `index`);
         // indices, as this list is held beside the idle account's sweep.
-        let kernel = |i: &u32| &a.kernel_spans[*i as usize];
+        let kernel = |i: &u32| &a.gpu.kernel_spans[*i as usize];
         let launch_of_kernel = |i: &u32| kernel(i).launch().map_or(i64::MIN, |l| l.start);
         let mut by_launch: HashMap<i64, Vec<u32>> = HashMap::default();
-        for (i, k) in a.kernel_spans.iter().enumerate() {
+        for (i, k) in a.gpu.kernel_spans.iter().enumerate() {
             if k.launch().is_some() {
-                by_launch.entry(a.device(k)).or_default().push(i as u32);
+                by_launch.entry(a.gpu.device(k)).or_default().push(i as u32);
             }
         }
         for ks in by_launch.values_mut() {
@@ -165,7 +165,7 @@ impl Collector {
                 }
                 None => {
                     let first = ran.partition_point(|k| start_of(k) < from);
-                    let ks = DeviceSpans { ks: ran, all: &a.kernel_spans }
+                    let ks = DeviceSpans { ks: ran, all: &a.gpu.kernel_spans }
                         .iter(first)
                         .take_while(|k| k.start < c.start_ns);
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)

@@ -83,7 +83,7 @@ pub struct Autograd {
 /// What a record is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum RecKind {
-    /// A CPU op: its entry in `Analyzer::works` when the performance model
+    /// A CPU op: its entry in `OpPricing::works` when the performance model
     /// priced it, whether its name makes it DataLoader work (its host
     /// kind), and its place in autograd.
     Op { model: Option<u32>, dataload: bool, autograd: Option<Autograd> },
@@ -120,7 +120,7 @@ impl CpuRec {
         }
     }
 
-    /// A priced op's entry in `Analyzer::works`.
+    /// A priced op's entry in `OpPricing::works`.
     pub fn model(&self) -> Option<u32> {
         match self.kind {
             RecKind::Op { model, .. } => model,
@@ -227,7 +227,7 @@ pub(super) fn thread_bit(thread: u32) -> u64 {
 }
 
 impl CpuLog {
-    /// Adds a CPU op; `model` is its entry in `Analyzer::works` when the
+    /// Adds a CPU op; `model` is its entry in `OpPricing::works` when the
     /// performance model priced it.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn op(
@@ -404,6 +404,16 @@ impl CpuLog {
     /// The ops, in order.
     pub(super) fn ops(&self) -> impl Iterator<Item = CpuRec> + '_ {
         self.iter().filter(|r| matches!(r.kind, RecKind::Op { .. }))
+    }
+
+    /// The ops, in order, those longer than `clip` counted as lasting it.
+    pub(super) fn ops_clipped(&self, clip: Option<i64>) -> impl Iterator<Item = CpuRec> + '_ {
+        self.ops().map(move |mut r| {
+            if let Some(w) = clip.filter(|&w| r.dur > w) {
+                r.dur = w;
+            }
+            r
+        })
     }
 
     /// The host spans (records with a duration), in order, in the blocks

@@ -8,7 +8,8 @@
 use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::model::{Recorded, StreamWait, SyncOn};
-use crate::trace::SyncKind;
+use crate::trace::event::Num;
+use crate::trace::{Event, SyncKind};
 
 /// One `cuda_sync` record.
 #[derive(Debug, Clone, Copy)]
@@ -25,6 +26,23 @@ pub struct SyncRecord {
     /// of the `cudaEventRecord` call (event waits; -1 when not recorded).
     pub on_stream: i64,
     pub on_record: i64,
+}
+
+impl SyncRecord {
+    /// The record `ev` is, when it names the call that waited.
+    pub(super) fn of(ev: &Event<'_>, kind: SyncKind) -> Option<SyncRecord> {
+        let call = ev.correlation()?;
+        let args = ev.args.as_ref();
+        let id = |n: Option<&Num>| n.and_then(|n| n.id()).unwrap_or(-1);
+        Some(SyncRecord {
+            kind,
+            call,
+            device: ev.gpu_device(),
+            stream: id(args.map(|a| &a.stream)),
+            on_stream: id(args.map(|a| &a.wait_on_stream)),
+            on_record: id(args.map(|a| &a.wait_on_record)),
+        })
+    }
 }
 
 /// The records and the runtime calls they may name.

@@ -12,10 +12,13 @@ use std::collections::VecDeque;
 use rustc_hash::FxHashMap as HashMap;
 
 use super::Analyzer;
+use super::PassRecord;
 use super::cpulog::is_module_frame;
+use super::gpulog::GpuLog;
+use super::names::Names;
 use crate::error::{Error, Result};
 use crate::profile::NodeKind;
-use crate::trace::{self, Document, ReadOptions, RuntimeCall};
+use crate::trace::{self, Document, Event, ReadOptions, RuntimeCall};
 
 /// The folder beside a trace that holds its graph captures, the layout
 /// vLLM, SGLang and xDiT write (one trace per batch size).
@@ -100,7 +103,7 @@ impl Captured {
                     )));
                 }
             }
-            out.add(&a);
+            out.add(&a.rec);
         }
         Ok(out)
     }
@@ -111,7 +114,7 @@ impl Captured {
     }
 
     /// Adds the graphs one pass over a capture trace found.
-    fn add(&mut self, a: &Analyzer) {
+    fn add(&mut self, a: &PassRecord) {
         let mut name_ids: HashMap<u32, u32> = HashMap::default();
         let mut intern = |names: &mut Vec<String>, id: u32| -> u32 {
             *name_ids.entry(id).or_insert_with(|| {
@@ -120,10 +123,11 @@ impl Captured {
             })
         };
         // Each launch's capture: the window open on its thread then.
-        let mut per_graph: Vec<Vec<CapturedLaunch>> = vec![Vec::new(); a.capture_windows.len()];
-        for l in &a.captured {
+        let mut per_graph: Vec<Vec<CapturedLaunch>> = vec![Vec::new(); a.captures.windows.len()];
+        for l in &a.captures.launches {
             let w = a
-                .capture_windows
+                .captures
+                .windows
                 .iter()
                 .position(|w| w.thread == l.thread && (w.start..=w.end).contains(&l.start));
             if let Some(w) = w {
@@ -181,7 +185,7 @@ impl Captured {
                                 }
                                 k => k,
                             };
-                            let flops = owns.map_or(0.0, |m| a.works[m as usize].flops);
+                            let flops = owns.map_or(0.0, |m| a.pricing.works[m as usize].flops);
                             let name = intern(&mut self.names, name);
                             self.recs.push(CapRec { kind, name, flops });
                             self.recs.len() as u32 - 1
@@ -204,6 +208,42 @@ impl Captured {
     }
 }
 
+/// Graph captures (docs/analysis.md §17.1): each one's thread and time,
+/// the kernel launches made once one was seen, and the graphs a capture
+/// trace given beside this one recorded.
+#[derive(Debug, Default)]
+pub(super) struct Captures {
+    pub(super) windows: Vec<CaptureWindow>,
+    pub(super) launches: Vec<CapturedLaunch>,
+    pub(super) attached: Option<Attached>,
+}
+
+impl Captures {
+    /// A runtime call on `thread` over `[start, end)` once a capture began
+    /// (or beginning or ending one): kept for [`Captured`].
+    pub(super) fn note(
+        &mut self,
+        ev: &Event<'_>,
+        traits: &RuntimeCall,
+        thread: u32,
+        (start, end): (i64, i64),
+        names: &mut Names,
+    ) {
+        if traits.capture {
+            let w = CaptureWindow { thread, start, end: i64::MAX };
+            self.windows.push(w);
+        } else if traits.capture_end {
+            let open = self.windows.iter_mut().rev().find(|w| w.thread == thread);
+            if let Some(w) = open.filter(|w| w.end == i64::MAX) {
+                w.end = end;
+            }
+        } else if traits.launch && !traits.graph && ev.name().contains("Launch") {
+            let kernel = ev.args.as_ref().and_then(|a| a.kernel.as_ref()).map(|k| names.id(&k.0));
+            self.launches.push(CapturedLaunch { thread, start, kernel });
+        }
+    }
+}
+
 /// Captured graphs with their names interned in the replay's.
 #[derive(Debug, Clone, Default)]
 pub(super) struct Attached {
@@ -211,7 +251,7 @@ pub(super) struct Attached {
     graphs: Vec<Vec<CapNode>>,
 }
 
-impl Analyzer {
+impl PassRecord {
     /// Takes the graphs captured in another trace: their names become
     /// this trace's.
     pub fn attach_captures(&mut self, c: Captured) {
@@ -224,7 +264,7 @@ impl Analyzer {
         for n in graphs.iter_mut().flatten() {
             n.kernel = n.kernel.map(|k| ids[k as usize]);
         }
-        self.attached = Some(Attached { recs, graphs });
+        self.captures.attached = Some(Attached { recs, graphs });
     }
 }
 
@@ -269,12 +309,12 @@ const LOOKAHEAD: usize = 8;
 /// each captured graph's launches in capture order, name by name; the
 /// graph that matches most is taken. Launches that recorded no kernel
 /// name (CUDA) pair by position, only with a graph of the same length.
-pub(super) fn match_replays(a: &Analyzer) -> Matches {
+pub(super) fn match_replays(a: &PassRecord) -> Matches {
     let mut out = Matches::default();
-    let Some(at) = a.attached.as_ref() else { return out };
+    let Some(at) = a.captures.attached.as_ref() else { return out };
     let mut graph_call: HashMap<u32, bool> = HashMap::default();
     let mut launches: HashMap<(u32, i64), Vec<u32>> = HashMap::default();
-    for (k, span) in a.kernel_spans.iter().enumerate() {
+    for (k, span) in a.gpu.kernel_spans.iter().enumerate() {
         let Some(l) = span.launch() else { continue };
         let graph =
             *graph_call.entry(l.name).or_insert_with(|| RuntimeCall::of(a.names.get(l.name)).graph);
@@ -287,15 +327,15 @@ pub(super) fn match_replays(a: &Analyzer) -> Matches {
     for (n, key) in keys.iter().enumerate() {
         let mut kernels = launches.remove(key).unwrap_or_default();
         kernels.sort_by_key(|&k| {
-            let s = &a.kernel_spans[k as usize];
+            let s = &a.gpu.kernel_spans[k as usize];
             (s.start, s.queue, k)
         });
-        let best = (0..at.graphs.len()).map(|g| (g, align(a, &at.graphs[g], &kernels))).max_by_key(
-            |(g, pairs)| {
+        let best = (0..at.graphs.len())
+            .map(|g| (g, align(&a.gpu, &at.graphs[g], &kernels)))
+            .max_by_key(|(g, pairs)| {
                 let matched = pairs.iter().filter(|p| p.is_some()).count();
                 (matched, std::cmp::Reverse(at.graphs[*g].len().abs_diff(kernels.len())))
-            },
-        );
+            });
         let Some((g, pairs)) = best else { continue };
         for (node, k) in pairs.into_iter().enumerate() {
             if let Some(k) = k {
@@ -309,7 +349,7 @@ pub(super) fn match_replays(a: &Analyzer) -> Matches {
 
 /// For each captured launch of `graph`, the replayed kernel (an index in
 /// `kernels`, which are in start order) it is.
-fn align(a: &Analyzer, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>> {
+fn align(gpu: &GpuLog, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>> {
     if graph.iter().any(|n| n.kernel.is_none()) {
         // No names: by position, and only when nothing is left over.
         return if graph.len() == kernels.len() {
@@ -322,13 +362,13 @@ fn align(a: &Analyzer, graph: &[CapNode], kernels: &[u32]) -> Vec<Option<usize>>
     // graph in the order it was captured.
     let mut queues: Vec<(u32, VecDeque<usize>)> = Vec::new();
     for (i, &k) in kernels.iter().enumerate() {
-        let q = a.kernel_spans[k as usize].queue;
+        let q = gpu.kernel_spans[k as usize].queue;
         match queues.iter_mut().find(|(id, _)| *id == q) {
             Some((_, v)) => v.push_back(i),
             None => queues.push((q, VecDeque::from([i]))),
         }
     }
-    let name = |i: usize| a.kernel_spans[kernels[i] as usize].name;
+    let name = |i: usize| gpu.kernel_spans[kernels[i] as usize].name;
     graph
         .iter()
         .map(|node| {

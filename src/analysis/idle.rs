@@ -25,10 +25,12 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Condvar, Mutex, OnceLock};
 
+use super::PassRecord;
 use super::busy::{merge, merge_sorted};
 use super::cpulog::{CpuLog, CpuRec, HostKind, thread_bit};
+use super::gpulog::{GpuLog, KernelSpan, Launch};
 use super::kernel_index::{DeviceSpans, KernelIndex};
-use super::{Analyzer, Launch};
+use super::names::Names;
 use crate::profile::{DeviceIdle, IdleAccount, IdleCause, IdleCauseRow, IdlePlace};
 use crate::util::{partition_point_from, round};
 
@@ -345,7 +347,7 @@ pub struct IdleGap {
 impl Gaps {
     /// Every gap with its causes and their places, in time order (`label`
     /// names a kernel).
-    pub(super) fn each(&self, names: &super::Names, label: &dyn Fn(u32) -> String) -> Vec<IdleGap> {
+    pub(super) fn each(&self, names: &Names, label: &dyn Fn(u32) -> String) -> Vec<IdleGap> {
         self.spans
             .iter()
             .enumerate()
@@ -391,7 +393,7 @@ type CauseIn = (IdleCause, i64, Vec<(Place, i64)>);
 
 /// A place's name: ops joined `outer > inner > call`, a frame's or
 /// annotation's name, a kernel's label.
-fn place_name(place: Place, names: &super::Names, label: &dyn Fn(u32) -> String) -> String {
+fn place_name(place: Place, names: &Names, label: &dyn Fn(u32) -> String) -> String {
     match place {
         Place::Ops { outer, inner, call } => {
             let parts: Vec<&str> =
@@ -461,7 +463,7 @@ impl Gaps {
 /// roofline); the device groups after the first are shared through
 /// `beside.share`.
 pub(super) fn account<'a>(
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     index: &'a KernelIndex,
     steps: &[(i64, i64)],
     n_steps: f64,
@@ -478,7 +480,7 @@ pub(super) fn account<'a>(
     let mut devices: Vec<DeviceKernels> = index
         .devices()
         .map(|(d, ks)| {
-            let spans = DeviceSpans { ks, all: &a.kernel_spans }.iter(0);
+            let spans = DeviceSpans { ks, all: &a.gpu.kernel_spans }.iter(0);
             let busy = merge_sorted(spans.map(|k| (k.start, k.end)));
             let in_steps = super::busy::overlap(&busy, &window);
             (d, ks, busy, in_steps)
@@ -490,7 +492,7 @@ pub(super) fn account<'a>(
     devices.sort_by_key(|d| (std::cmp::Reverse(d.3), d.0));
     let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
     let mut launchers: Vec<HashMap<u32, u64>> =
-        devices.iter().map(|d| launch_threads(a, d)).collect();
+        devices.iter().map(|d| launch_threads(&a.gpu, d)).collect();
     // Devices whose gaps the same host threads explain read the log once
     // for all their windows (a multi-GPU process's log is decoded once, not
     // once per device): a record near another device's gap overlaps none
@@ -628,7 +630,7 @@ impl Share<'_> {
 }
 
 struct Rest<'a> {
-    a: &'a Analyzer,
+    a: &'a PassRecord,
     steps: Vec<(i64, i64)>,
     host: HostFacts,
     /// Each group, taken by the thread that sweeps it.
@@ -695,7 +697,7 @@ impl Drop for Counted<'_, '_> {
 /// The host records near the gaps of `plans` (one read of the log for
 /// all of them), with every record read passed to `each`.
 fn near_gaps(
-    a: &Analyzer,
+    a: &PassRecord,
     plans: &[(usize, GapPlan)],
     each: Option<&mut dyn FnMut(&CpuRec)>,
 ) -> ThreadSpans {
@@ -712,9 +714,9 @@ fn near_gaps(
 
 /// The host threads that launched `dev`'s kernels, with how many each:
 /// the only threads its gaps' windows are on.
-fn launch_threads(a: &Analyzer, dev: &DeviceKernels) -> HashMap<u32, u64> {
+fn launch_threads(gpu: &GpuLog, dev: &DeviceKernels) -> HashMap<u32, u64> {
     let mut launchers: HashMap<u32, u64> = HashMap::default();
-    for k in (DeviceSpans { ks: dev.1, all: &a.kernel_spans }).iter(0) {
+    for k in (DeviceSpans { ks: dev.1, all: &gpu.kernel_spans }).iter(0) {
         if let Some(l) = k.launch() {
             *launchers.entry(l.thread).or_insert(0) += 1;
         }
@@ -770,14 +772,14 @@ struct GapPlan {
 impl GapPlan {
     /// `launchers`: [`launch_threads`] of `dev`.
     fn of(
-        a: &Analyzer,
+        a: &PassRecord,
         steps: &[(i64, i64)],
         dev: &DeviceKernels,
         launchers: &HashMap<u32, u64>,
         keep_gaps: bool,
     ) -> GapPlan {
         let (device, ks, busy, _) = dev;
-        let kernels = DeviceSpans { ks, all: &a.kernel_spans };
+        let kernels = DeviceSpans { ks, all: &a.gpu.kernel_spans };
 
         let host_side = a.cpu.has_spans();
         // The thread that launched most of this device's kernels: the one
@@ -839,7 +841,7 @@ impl GapPlan {
     /// The account of `device`, once the sweep has explained the windows.
     fn finish(
         self,
-        a: &Analyzer,
+        a: &PassRecord,
         device: i64,
         n_steps: f64,
         label: &dyn Fn(u32) -> String,
@@ -897,7 +899,7 @@ fn merged(steps: &[(i64, i64)]) -> Vec<(i64, i64)> {
 /// a host thread whose records the sweep will read (`windows`).
 #[allow(clippy::too_many_arguments)]
 fn explain_gap(
-    a: &Analyzer,
+    a: &PassRecord,
     device: i64,
     kernels: DeviceSpans,
     (g0, g1): (i64, i64),
@@ -925,7 +927,7 @@ fn explain_gap(
         partition_point_from(kernels.ks, *next_hint, |&i| kernels.all[i as usize].start < g1);
     *next_hint = from;
     let next = || kernels.iter(from).take_while(|k| k.start == g1);
-    let launched: Option<(&super::KernelSpan, Launch)> =
+    let launched: Option<(&KernelSpan, Launch)> =
         next().filter_map(|k| Some((k, k.launch()?))).max_by_key(|(_, l)| (l.start, l.thread));
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
@@ -978,7 +980,7 @@ fn explain_gap(
 
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
-fn sweep(a: &Analyzer, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
+fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
     let GapPlan { windows, tally, .. } = plan;
     let cpu_side = host.cpu_side;
     let wrappers = &host.wrappers;
@@ -1073,7 +1075,7 @@ struct HostFacts {
 impl HostFacts {
     /// Over the account's merged `steps`, from each Python frame's time
     /// inside them (`cover`, by name: [`FrameCover`]).
-    fn of(a: &Analyzer, steps: &[(i64, i64)], cover: FrameCover) -> HostFacts {
+    fn of(a: &PassRecord, steps: &[(i64, i64)], cover: FrameCover) -> HostFacts {
         let wall: i64 = steps.iter().map(|(s, e)| e - s).sum();
         let wrappers = cover
             .0
@@ -1173,7 +1175,7 @@ fn classify(
 /// A cause's places, largest first; Python frames as the chain that holds
 /// most of the time, then the largest others.
 fn places(
-    a: &Analyzer,
+    a: &PassRecord,
     tally: &Tally,
     cause: IdleCause,
     total: i64,

@@ -5,7 +5,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::{Analyzer, KernelSpan};
+use super::gpulog::{GpuLog, KernelSpan};
 
 /// Per device (in id order), its kernels' indices in `kernel_spans`, by
 /// (start, end, index).
@@ -14,12 +14,12 @@ pub(super) struct KernelIndex {
 }
 
 impl KernelIndex {
-    pub(super) fn of(a: &Analyzer) -> KernelIndex {
+    pub(super) fn of(gpu: &GpuLog) -> KernelIndex {
         let mut by_device: HashMap<i64, Vec<u32>> = HashMap::default();
-        for (i, k) in a.kernel_spans.iter().enumerate() {
-            by_device.entry(a.device(k)).or_default().push(i as u32);
+        for (i, k) in gpu.kernel_spans.iter().enumerate() {
+            by_device.entry(gpu.device(k)).or_default().push(i as u32);
         }
-        let span = |i: u32| &a.kernel_spans[i as usize];
+        let span = |i: u32| &gpu.kernel_spans[i as usize];
         let mut devices: Vec<(i64, Vec<u32>)> = by_device.into_iter().collect();
         for (_, ks) in &mut devices {
             ks.sort_unstable_by_key(|&i| (span(i).start, span(i).end, i));

@@ -10,7 +10,7 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
-use super::Analyzer;
+use super::PassRecord;
 use super::ranges::{PHASE_ORDER, UNPHASED, UNPHASED_NAME};
 use crate::profile::memory::{DeviceMemory, MAX_POINTS, PhaseMemory};
 use crate::trace::Event;
@@ -18,6 +18,44 @@ use crate::util::round;
 
 const MB: f64 = 1e6;
 const MS: f64 = 1e6; // ns per ms
+
+/// What the `[memory]` events said: each device's peaks, and every event
+/// for the timeline.
+#[derive(Debug, Default)]
+pub(super) struct MemoryLog {
+    pub(super) peaks: HashMap<i64, MemoryPeak>,
+    /// Every `[memory]` event, per device, for the timeline.
+    samples: HashMap<DeviceKey, Vec<Sample>>,
+}
+
+impl MemoryLog {
+    /// Keeps a `[memory]` event from `thread`.
+    pub(super) fn add(&mut self, ev: &Event<'_>, thread: u32) {
+        if let Some((key, sample)) = sample(ev, thread) {
+            self.samples.entry(key).or_default().push(sample);
+        }
+        let Some(args) = ev.args.as_ref() else { return };
+        // VRAM: CUDA's and ROCm's allocators (CPU allocations carry 0).
+        if !matches!(args.device_type.id(), Some(CUDA | HIP)) {
+            return;
+        }
+        let device = args.device_id.id().unwrap_or(0);
+        let peak = self.peaks.entry(device).or_default();
+        if let Some(r) = args.total_reserved.get() {
+            peak.reserved = peak.reserved.max(r);
+        }
+        if let Some(a) = args.total_allocated.get() {
+            peak.allocated = peak.allocated.max(a);
+        }
+    }
+}
+
+/// Per-device allocator evidence from `[memory]` events.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MemoryPeak {
+    pub reserved: f64,
+    pub allocated: f64,
+}
 
 /// One `[memory]` event: totals are NaN where the trace left them out.
 #[derive(Debug, Clone, Copy)]
@@ -65,13 +103,13 @@ struct Series {
     samples: Vec<Sample>,
 }
 
-fn series(a: &Analyzer) -> Vec<Series> {
-    let mut keys: Vec<DeviceKey> = a.memory_samples.keys().copied().collect();
+fn series(a: &PassRecord) -> Vec<Series> {
+    let mut keys: Vec<DeviceKey> = a.memory.samples.keys().copied().collect();
     // GPUs first, then the host.
     keys.sort_by_key(|&(kind, index)| (kind == 0, kind, index));
     keys.into_iter()
         .filter_map(|key| {
-            let mut samples = a.memory_samples[&key].clone();
+            let mut samples = a.memory.samples[&key].clone();
             samples.sort_by_key(|s| s.ts); // stable: file order on ties
             let totals = samples.iter().any(|s| s.allocated.is_finite());
             if totals {
@@ -104,7 +142,7 @@ fn mb(bytes: f64) -> f64 {
 
 /// Each device's timeline over the window (`peak_op` is named later, by
 /// [`name_peak_ops`]).
-pub(super) fn timeline(a: &Analyzer) -> Vec<DeviceMemory> {
+pub(super) fn timeline(a: &PassRecord) -> Vec<DeviceMemory> {
     let start = a.ranges.step_intervals().first().map(|s| s.0).or(a.span.map(|s| s.0)).unwrap_or(0);
     series(a)
         .into_iter()
@@ -202,7 +240,7 @@ fn downsample(samples: &[Sample], start: i64) -> Vec<(f64, f64, Option<f64>)> {
 }
 
 /// Where each device of [`timeline`] peaked, in the same order.
-pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
+pub(super) fn probes(a: &PassRecord) -> Vec<Probe> {
     series(a)
         .iter()
         .map(|s| {
@@ -214,7 +252,7 @@ pub(super) fn probes(a: &Analyzer) -> Vec<Probe> {
 
 /// The innermost CPU op around each probe on its thread (the shortest; on
 /// equal lengths, the later start), from the ops the pass kept.
-pub(super) fn ops_at(a: &Analyzer, probes: &[Probe]) -> Vec<Option<String>> {
+pub(super) fn ops_at(a: &PassRecord, probes: &[Probe]) -> Vec<Option<String>> {
     probes
         .iter()
         .map(|p| {

@@ -9,9 +9,11 @@
 
 use rustc_hash::FxHashMap as HashMap;
 
+use super::PassRecord;
+use super::placed::GpuTables;
+use super::pricing::OpWork;
 use super::ranges::PlaceCache;
 use super::work::Dtype;
-use super::{Analyzer, OpWork};
 use crate::hardware::{PeakClass, Peaks};
 use crate::profile::{
     Achieved, Category, CategoryEfficiency, Efficiency, MatrixEfficiency, OpEfficiency,
@@ -137,7 +139,7 @@ pub fn peak_class(dtype: Dtype, matrix: bool, tensor_core: bool, peaks: &Peaks) 
 /// go back in time, the sweep starts over from each thread's ops sorted
 /// (24 bytes an op until the sweep ends).
 fn sweep_ops(
-    a: &Analyzer,
+    a: &PassRecord,
     launches: &[(u32, i64, u32)],
     tensor_core: &dyn Fn(u32) -> bool,
 ) -> Given {
@@ -151,7 +153,7 @@ fn sweep_ops(
 /// What the sweep reads: the pass, its in-step launches by thread and
 /// time, and whether a kernel (by name) ran on tensor cores.
 struct With<'w> {
-    a: &'w Analyzer,
+    a: &'w PassRecord,
     launches: &'w [(u32, i64, u32)],
     tensor_core: &'w dyn Fn(u32) -> bool,
 }
@@ -324,7 +326,7 @@ impl ThreadSweep {
             while stack.last().is_some_and(|top| top.start + top.dur < at) {
                 stack.pop();
             }
-            let span = &with.a.kernel_spans[k as usize];
+            let span = &with.a.gpu.kernel_spans[k as usize];
             let dur = (span.end - span.start) as f64;
             let encloses = |o: &&RoofOp| o.start <= at && at <= o.start + o.dur;
             let mut outermost = None;
@@ -372,10 +374,10 @@ const NO_CALL: u32 = u32::MAX;
 struct Call {
     ns: f64,
     name: u32,
-    /// Its entry in `Analyzer::works`.
+    /// Its entry in `OpPricing::works`.
     model: u32,
     /// The (device, stream) of its first kernel, by index in
-    /// `Analyzer::queues`; [`NO_QUEUE`] before it has one.
+    /// `GpuLog::queues`; [`NO_QUEUE`] before it has one.
     queue: u32,
     /// The phase its start is placed in.
     phase: u16,
@@ -392,11 +394,11 @@ impl Default for Call {
 
 /// Each in-step launch as (thread, start, kernel), sorted; and the time of
 /// the in-step kernels no launch is known for.
-fn in_step_launches(a: &Analyzer) -> (Vec<(u32, i64, u32)>, f64) {
+fn in_step_launches(a: &PassRecord) -> (Vec<(u32, i64, u32)>, f64) {
     let mut launches: Vec<(u32, i64, u32)> = Vec::new();
     let mut unlaunched = 0.0;
     let mut places = PlaceCache::default();
-    for (k, span) in a.kernel_spans.iter().enumerate() {
+    for (k, span) in a.gpu.kernel_spans.iter().enumerate() {
         match span.launch() {
             Some(l) if a.ranges.in_step_cached(&mut places, l.start) => {
                 launches.push((l.thread, l.start, k as u32))
@@ -417,12 +419,12 @@ fn in_step_launches(a: &Analyzer) -> (Vec<(u32, i64, u32)>, f64) {
 /// GEMM, convolution or attention kernel, not a layout helper); `peaks`
 /// for a device id.
 pub fn account(
-    a: &Analyzer,
+    a: &PassRecord,
     tensor_core: &dyn Fn(u32) -> bool,
     arithmetic: &dyn Fn(u32) -> bool,
     peaks: &dyn Fn(i64) -> Option<Peaks>,
 ) -> Option<Roofline> {
-    if a.works.is_empty() {
+    if a.pricing.works.is_empty() {
         return None;
     }
     let (launches, unlaunched) = in_step_launches(a);
@@ -435,11 +437,11 @@ pub fn account(
     // Each device's peaks, looked up once; each queue's, borrowed from them
     // (a call's rates are worked out per kernel it owns: no copy there).
     let mut by_device: HashMap<i64, Option<Peaks>> = HashMap::default();
-    for q in &a.queues {
+    for q in &a.gpu.queues {
         by_device.entry(q.0).or_insert_with(|| peaks(q.0));
     }
     let queue_peaks: Vec<Option<&Peaks>> =
-        a.queues.iter().map(|q| by_device.get(&q.0).and_then(Option::as_ref)).collect();
+        a.gpu.queues.iter().map(|q| by_device.get(&q.0).and_then(Option::as_ref)).collect();
     // A call's rates, the peak format its FLOPs were judged against (None
     // without the device's peaks), and its compute and memory times at the
     // roofline (ns).
@@ -475,7 +477,7 @@ pub fn account(
         if c.ns <= 0.0 {
             continue; // launched nothing in the steps
         }
-        let w = &a.works[c.model as usize];
+        let w = &a.pricing.works[c.model as usize];
         let (r, _, _) = rates_of(w, c);
         out.ops.entry(c.name).or_default().add(&r);
         out.ops_by_phase.entry((c.phase, c.name)).or_default().add(&r);
@@ -488,7 +490,7 @@ pub fn account(
     // matrix op's FLOPs are theirs alone, not its layout helpers'.
     let mut arith_ns: Vec<f64> = vec![0.0; priced];
     for (&(_, _, k), &call) in launches.iter().zip(&owner) {
-        let span = &a.kernel_spans[k as usize];
+        let span = &a.gpu.kernel_spans[k as usize];
         if let Some(ns) = arith_ns.get_mut(call as usize).filter(|_| arithmetic(span.name)) {
             *ns += (span.end - span.start) as f64;
         }
@@ -500,9 +502,9 @@ pub fn account(
     for (&(t, at, k), &call) in launches.iter().zip(&owner) {
         let Some(c) = calls.get(call as usize).filter(|c| c.ns > 0.0) else { continue };
         let phase = a.ranges.cpu_phase_cached(&mut places, t, at);
-        let w = &a.works[c.model as usize];
+        let w = &a.pricing.works[c.model as usize];
         let (r, class, terms) = rates_of(w, c);
-        let span = &a.kernel_spans[k as usize];
+        let span = &a.gpu.kernel_spans[k as usize];
         let ns = (span.end - span.start) as f64;
         let part = kernel_part(&r, terms, ns, w.matrix.then_some(arith_ns[call as usize]), || {
             arithmetic(span.name)
@@ -510,7 +512,7 @@ pub fn account(
         out.kernels.entry(span.name).or_default().add(&part);
         out.kernels_by_phase.entry((phase, span.name)).or_default().add(&part);
         if !std::mem::replace(&mut owned[call as usize], true) {
-            let is_matrix = a.works[c.model as usize].matrix;
+            let is_matrix = a.pricing.works[c.model as usize].matrix;
             let owner = out.owners.entry(c.name).or_default();
             owner.0.add(&r);
             owner.1 |= is_matrix;
@@ -595,7 +597,7 @@ const LEAST_EFFICIENT: usize = 5;
 /// The profile's efficiency account: the device's peaks, the matrix work's
 /// share of its peak, the kernel categories, what the model could not price.
 pub fn efficiency(
-    a: &Analyzer,
+    a: &PassRecord,
     roof: Option<&Roofline>,
     category: &dyn Fn(u32) -> Category,
     device: Option<(&DeviceProps, Option<Peaks>)>,
@@ -603,11 +605,11 @@ pub fn efficiency(
     kernel_ns: i64,
 ) -> Efficiency {
     let mut e = Efficiency {
-        priced_calls: a.model_counts.priced,
-        unpriced_calls: a.model_counts.no_shapes,
+        priced_calls: a.pricing.counts.priced,
+        unpriced_calls: a.pricing.counts.no_shapes,
         ..Efficiency::default()
     };
-    if a.model_counts.with_shapes == 0 {
+    if a.pricing.counts.with_shapes == 0 {
         e.notes.push(NO_SHAPES.to_string());
     }
     if let Some(problem) = crate::hardware::user_file_problem() {
@@ -641,6 +643,7 @@ pub fn efficiency(
             // All GEMM/conv/attention kernel time, priced or not: how much
             // of it the headline rests on.
             let matrix_kernel_ns: i64 = a
+                .gpu_tables
                 .kernels
                 .iter()
                 .filter(|(n, _)| matches!(category(**n), Category::GemmConv | Category::Attention))
@@ -687,7 +690,7 @@ pub fn efficiency(
             .total_cmp(&x.achieved.modelled_ms_per_step.unwrap_or(0.0))
             .then(x.category.cmp(&y.category))
     });
-    e.unpriced_by_category = unpriced_by_category(a, roof, category, n_steps);
+    e.unpriced_by_category = unpriced_by_category(&a.gpu_tables, roof, category, n_steps);
     e.categories = cats;
     let mut owners: Vec<(&u32, &(Rates, bool))> =
         roof.owners.iter().filter(|(_, (r, _))| r.lost_ns().is_some()).collect();
@@ -723,20 +726,20 @@ const UNMODELLED_SHOWN: usize = 8;
 /// Each category's kernel time (`a.kernels`) that no priced op accounts
 /// for (`roof.kernels` holds the priced part), communication left out.
 fn unpriced_by_category(
-    a: &Analyzer,
+    tables: &GpuTables,
     roof: &Roofline,
     category: &dyn Fn(u32) -> Category,
     n_steps: f64,
 ) -> Vec<UnpricedCategory> {
     let mut by: indexmap::IndexMap<Category, (f64, f64)> = indexmap::IndexMap::new();
-    let mut names: Vec<&u32> = a.kernels.keys().collect();
+    let mut names: Vec<&u32> = tables.kernels.keys().collect();
     names.sort_unstable();
     for name in names {
         let c = category(*name);
         if c == Category::Communication {
             continue;
         }
-        let total = a.kernels[name].ns as f64;
+        let total = tables.kernels[name].ns as f64;
         let priced = roof.kernels.get(name).map_or(0.0, |r| r.ns);
         let e = by.entry(c).or_default();
         e.0 += total;
@@ -759,10 +762,11 @@ fn unpriced_by_category(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::analysis::Analyzer;
     use crate::trace;
 
     /// The pass over `events` (a JSON array), with its ranges final.
-    fn pass(events: &str) -> Analyzer {
+    fn pass(events: &str) -> PassRecord {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("t.json");
         std::fs::write(&path, events).unwrap();
@@ -770,8 +774,8 @@ mod tests {
         let mut a = Analyzer::default();
         trace::read_source(&src, &mut a, &Default::default()).unwrap();
         a.place_leftovers_by_time();
-        a.ranges.freeze();
-        a
+        a.rec.ranges.freeze();
+        a.rec
     }
 
     /// A step; `aten::linear` around `aten::mm` from the same microsecond
@@ -819,7 +823,7 @@ mod tests {
 
     /// Each launch's owner as the op's name with the call's kernel time,
     /// and the time not owned by the op around it.
-    fn owners(a: &Analyzer, given: &Given) -> (Vec<String>, Vec<String>) {
+    fn owners(a: &PassRecord, given: &Given) -> (Vec<String>, Vec<String>) {
         let owned = given
             .owner
             .iter()

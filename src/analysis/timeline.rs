@@ -27,7 +27,7 @@ use rustc_hash::FxHashMap as HashMap;
 
 use super::idle::IdleGap;
 use super::kernels::category;
-use super::{Analyzer, busy};
+use super::{Analyzer, busy, idle, kernel_index, model};
 use crate::error::{Error, Result};
 use crate::profile::{Category, Input};
 use crate::trace::event::Id;
@@ -742,6 +742,53 @@ fn build(mut r: StepReader<'_>, step: &StepWindow) -> Timeline {
         truncated: r.truncated,
         events_read: r.events,
         idle,
+    }
+}
+
+impl Analyzer {
+    /// The GPU's idle gaps inside `[start, end)` with their causes
+    /// (docs/analysis.md §12), from the events fed so far: the Timeline
+    /// pane's step, re-read.
+    pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<IdleGap> {
+        let label = |n: u32| self.rec.names.get(n).to_string();
+        let index = kernel_index::KernelIndex::of(&self.rec.gpu);
+        let beside = idle::Beside { before_sweep: &|| (), share: &idle::Share::default() };
+        idle::account(&self.rec, &index, &[(start, end)], 1.0, &label, true, beside)
+            .and_then(|a| a.gaps)
+            .map_or_else(Vec::new, |g| g.each(&self.rec.names, &label))
+    }
+
+    /// The critical path of `[start, end)` (docs/analysis.md §14) from the
+    /// events fed so far: the Timeline pane's step, re-read. Its stretches
+    /// in time order: start, end, what it is (a kernel's name, or the
+    /// part's), and the GPU class of GPU work.
+    pub fn critical_path(&self, start: i64, end: i64) -> Vec<(i64, i64, String, Option<u8>)> {
+        let Some((m, _)) =
+            model::of_pass(&self.rec, &self.rec.gpu.kernel_classes, &[(start, end)], false)
+        else {
+            return Vec::new();
+        };
+        let path = m.critical_path();
+        // A GPU stretch is a node's whole span: its name is the kernel's.
+        let gpu_name: HashMap<(i64, i64), u32> = path
+            .nodes
+            .iter()
+            .map(|&i| &m.nodes[i as usize])
+            .filter(|n| n.kind == model::NodeKind::Gpu)
+            .map(|n| ((n.start, n.end), n.name))
+            .collect();
+        path.segments
+            .iter()
+            .map(|&(s, e, part)| match part {
+                model::PathPart::Gpu(class) => {
+                    let name = gpu_name
+                        .get(&(s, e))
+                        .map_or_else(|| part.label(), |&n| m.names[n as usize].clone());
+                    (s, e, name, Some(class))
+                }
+                _ => (s, e, part.label(), None),
+            })
+            .collect()
     }
 }
 

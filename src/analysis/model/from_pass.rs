@@ -6,8 +6,9 @@ use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use super::host::{HostCause, HostCauses};
 use super::{COPY_CLASS, GpuWork, Inputs, NONE, OpLog, StepModel};
+use crate::analysis::PassRecord;
 use crate::analysis::cpulog::{HostKind, RecKind};
-use crate::analysis::{Analyzer, KernelClasses};
+use crate::analysis::gpulog::KernelClasses;
 use crate::profile::Category;
 
 /// GPU work a model takes at most: beyond it, the middle steps whose work
@@ -18,7 +19,7 @@ pub const MAX_GPU_NODES: usize = 25_000;
 /// The model of `a`'s window `steps`, and a note when it covers fewer
 /// steps than the window has.
 pub(crate) fn model(
-    a: &Analyzer,
+    a: &PassRecord,
     kinfo: &KernelClasses,
     steps: &[(i64, i64)],
     keep_ops: bool,
@@ -28,8 +29,8 @@ pub(crate) fn model(
         Category::ALL.iter().position(|x| *x == c).unwrap_or(Category::ALL.len() - 1) as u8
     };
     // Where each piece of GPU work belongs: its launch, else its start.
-    let kernels = a.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
-    let copies = a.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
+    let kernels = a.gpu.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
+    let copies = a.gpu.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
     let (steps, note) = fitting(kernels.chain(copies), steps);
     let (w0, w1) = (steps.first()?.0, steps.last()?.1);
     let in_window = |t: i64| t >= w0 && t <= w1;
@@ -43,11 +44,11 @@ pub(crate) fn model(
             names.len() as u32 - 1
         })
     };
-    for k in &a.kernel_spans {
+    for k in &a.gpu.kernel_spans {
         if !in_window(k.launch().map_or(k.start, |l| l.start)) {
             continue;
         }
-        let (device, stream) = a.queues[k.queue as usize];
+        let (device, stream) = a.gpu.queues[k.queue as usize];
         gpu.push(GpuWork {
             start: k.start,
             end: k.end,
@@ -59,7 +60,7 @@ pub(crate) fn model(
             op: NONE,
         });
     }
-    for c in &a.copy_spans {
+    for c in &a.gpu.copy_spans {
         if !in_window(c.launch.map_or(c.start, |l| l.start)) {
             continue;
         }
@@ -146,7 +147,7 @@ pub(crate) fn model(
 struct LaunchingOps {
     /// Per thread, the launches by start: (start, GPU work index).
     launches: HashMap<u32, Vec<(i64, u32)>>,
-    /// Per GPU work: the op's start, end and name (`Analyzer::names`).
+    /// Per GPU work: the op's start, end and name (`PassRecord::names`).
     innermost: Vec<(i64, i64, u32)>,
 }
 
