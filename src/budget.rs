@@ -109,8 +109,40 @@ impl Budget {
                 human(offset)
             )));
         }
+        self.held(&format!(
+            "stopped reading after {events} events ({} of the trace)",
+            human(offset)
+        ))
+    }
+
+    /// The same check between the stages of the analysis after the pass
+    /// (`stage`: what comes next), so that the budget holds to the end, not
+    /// only while reading: `more` is what that stage is about to take (its
+    /// estimate, in bytes), so it is refused before it goes past the
+    /// budget rather than after.
+    pub fn check_analysis(&self, stage: &str, more: u64) -> Result<()> {
+        if self.stop.as_ref().is_some_and(|s| s.load(std::sync::atomic::Ordering::Relaxed)) {
+            return Err(Error::failed(format!("stopped before {stage}: the read was cancelled")));
+        }
+        let what = match more {
+            0 => format!("stopped before {stage}, the trace read"),
+            m => format!(
+                "stopped before {stage}, the trace read, which would take about {} more",
+                human(m)
+            ),
+        };
+        self.held_with(&what, more)
+    }
+
+    /// An error saying `what` stopped once the process holds more than the budget.
+    fn held(&self, what: &str) -> Result<()> {
+        self.held_with(what, 0)
+    }
+
+    /// [`Budget::held`], counting `more` bytes about to be taken.
+    fn held_with(&self, what: &str, more: u64) -> Result<()> {
         let (Some(limit), Some(rss)) = (self.limit, resident()) else { return Ok(()) };
-        if rss <= limit {
+        if rss.saturating_add(more) <= limit {
             return Ok(());
         }
         let whose = if self.defaulted {
@@ -119,9 +151,8 @@ impl Budget {
             "the budget set"
         };
         Err(Error::failed(format!(
-            "stopped reading after {events} events ({} of the trace): the reader holds {}, past {} ({whose}); \
+            "{what}: the reader holds {}, past {} ({whose}); \
              give it more with --max-memory SIZE or {ENV}=SIZE (e.g. --max-memory 32G; 0 for no limit), or read a shorter trace",
-            human(offset),
             human(rss),
             human(limit)
         )))

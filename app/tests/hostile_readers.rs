@@ -546,3 +546,63 @@ fn a_mapped_trace_is_read_in_less_memory_than_its_size() {
     assert!((v["step_ms"].as_f64().unwrap() - last_end_ms).abs() < 0.01, "{}", v["step_ms"]);
     assert!(outputs.iter().all(|o| *o == outputs[0]), "mapped vs --no-mmap outputs differ");
 }
+
+/// A trace of nothing but kernels in one step, none launched (issue #54's
+/// "all-kernel trace", at 400 000 kernels): the memory budget holds to the
+/// end, whatever the outcome (a read that stops, or one that finishes,
+/// peaks within the budget and one check's growth); and the step, too
+/// large to model in bounded memory, gets no step model, which the
+/// summary and `what-if` say.
+#[test]
+fn an_all_kernel_step_keeps_to_the_budget_and_is_not_modelled() {
+    let dir = tempfile::tempdir().unwrap();
+    let t = dir.path().join("kernels.json.gz");
+    gzip_to(&t, |w| {
+        write!(w, "[{{\"ph\": \"X\", \"cat\": \"user_annotation\", \"name\": \"ProfilerStep#1\", \"pid\": 1, \"tid\": 1, \"ts\": 0, \"dur\": 1000000000}}").unwrap();
+        for i in 0..400_000u64 {
+            write!(
+                w,
+                ",\n{{\"ph\":\"X\",\"cat\":\"kernel\",\"name\":\"void at::native::vectorized_elementwise_kernel<4, at::native::AddFunctor<float> >(int)\",\"pid\":0,\"tid\":7,\"ts\":{},\"dur\":1}}",
+                10 + i
+            )
+            .unwrap();
+        }
+        write!(w, "]").unwrap();
+    });
+    let free = measure(&["summary", path(&t), "--json", "--max-memory", "0"], &[]);
+    assert_eq!(free.code, 0, "{}", free.stderr);
+    let v: serde_json::Value = serde_json::from_str(&free.stdout).unwrap();
+    assert!(v.get("step_model").is_none(), "no step model of 400 000 events in one step");
+    let warned = v["warnings"].as_array().unwrap().iter().any(|w| {
+        w.as_str().unwrap().contains("no step model") && w.as_str().unwrap().contains("400000")
+    });
+    assert!(warned, "{}", v["warnings"]);
+    let r = measure(&["what-if", path(&t), "--all"], &[]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(r.stderr.contains("no step model"), "{}", r.stderr);
+    // Budgets below and about the peak: within each, plus one check's
+    // growth (65 536 events, ~7 MiB here).
+    for share in [0.6, 0.9, 1.0] {
+        let budget = (free.peak_rss as f64 * share) as u64;
+        let r = measure(&["summary", path(&t), "--json", "--max-memory", &budget.to_string()], &[]);
+        assert!(r.code == 0 || r.code == 1, "{share}: {}", r.stderr);
+        if r.code == 1 {
+            assert!(r.stderr.contains("--max-memory SIZE"), "{}", r.stderr);
+        }
+        assert!(
+            r.peak_rss <= budget + 10 * MIB,
+            "budget {} MiB ({share} of the peak {} MiB): exit {}, peak {} MiB",
+            budget / MIB,
+            free.peak_rss / MIB,
+            r.code,
+            r.peak_rss / MIB
+        );
+        eprintln!(
+            "all-kernel step, budget {} MiB: exit {}, peak {} MiB",
+            budget / MIB,
+            r.code,
+            r.peak_rss / MIB
+        );
+    }
+    nothing_left(dir.path(), &["kernels.json.gz"]);
+}

@@ -30,15 +30,27 @@ const TOP_KERNELS: usize = 8;
 
 type KernelInfo = KernelClasses;
 
+/// What the accounts after the pass (idle, busy union, roofline, call
+/// tree, each kernel's calls) hold at once while they run, per GPU event:
+/// 38 bytes measured on a trace of a million kernels and nothing else
+/// (`bench/memory_bound.sh`), with room.
+const ACCOUNTS_BYTES_PER_GPU_EVENT: u64 = 48;
+
 pub(super) fn build(
     mut a: PassRecord,
     info: &TraceInfo,
     measured: Option<&Measurements>,
     path: Option<&Path>,
-    threads: usize,
+    read: &crate::trace::ReadOptions,
     keep_model: bool,
 ) -> Result<(Profile, Option<super::model::StepModel>)> {
     check_usable(&a)?;
+    // The memory budget holds here too (docs/analysis.md §1): checked
+    // before each of the stages that grow with the trace, the accounts'
+    // working lists counted ahead.
+    let (threads, budget) = (read.threads, &read.budget);
+    let gpu_events = (a.gpu.kernel_spans.len() + a.gpu.copy_spans.len()) as u64;
+    budget.check_analysis("the accounts", gpu_events * ACCOUNTS_BYTES_PER_GPU_EVENT)?;
     let win = window(&a);
     let kinfo = kernel_info(&mut a);
     // The idle account, the busy union, the roofline and the ops' count
@@ -120,6 +132,7 @@ pub(super) fn build(
     if let Some(t) = op_tables {
         a.op_tables = t;
     }
+    budget.check_analysis("the tables", 0)?;
     let efficiency = busy.devices.first().filter(|_| !a.gpu.kernel_spans.is_empty()).map(|d| {
         let device = device_props(info, d.device).map(|p| (p, crate::hardware::recognise(p)));
         super::roofline::efficiency(
@@ -152,12 +165,21 @@ pub(super) fn build(
         steps: win.n_steps,
     };
     let mut facts = super::facts::of_parts(&parts, &host_ranges(&a));
-    let warnings = caveats(&a, measured);
+    let mut warnings = caveats(&a, measured);
+    budget.check_analysis("the step model", 0)?;
     // One model of the step (§14), once every account is done with its
     // lists: its critical path and the standard what-ifs.
-    let model = (!a.gpu.kernel_spans.is_empty() || keep_model)
-        .then(|| super::model::of_pass(&a, &kinfo, &win.steps, keep_model))
-        .flatten();
+    let model = if !a.gpu.kernel_spans.is_empty() || keep_model {
+        match super::model::of_pass(&a, &kinfo, &win.steps, keep_model) {
+            (Some(m), note) => Some((m, note)),
+            (None, note) => {
+                warnings.extend(note);
+                None
+            }
+        }
+    } else {
+        None
+    };
     if let Some((m, _)) = &model {
         let kernel_ms: f64 = tables.kernels.iter().map(|k| k.ms_per_step).sum();
         facts.fusable_chains =

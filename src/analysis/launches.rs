@@ -85,12 +85,18 @@ impl Launches {
         self.pending_gpu.values().flatten().chain(&self.unlaunched_gpu)
     }
 
-    /// The GPU work no launch was met for, in time order; none waits on.
-    pub(super) fn take_unlaunched(&mut self) -> Vec<GpuEvent> {
-        let mut left: Vec<GpuEvent> = self.pending_gpu.drain().flat_map(|(_, g)| g).collect();
-        left.append(&mut self.unlaunched_gpu);
-        left.sort_by_key(|g| g.ts);
-        left
+    /// The GPU work no launch was met for, and the order to place it in
+    /// (time, ties as met: waiting for a launch first); none waits on.
+    /// Built in the list that holds it already, ordered by index, so that
+    /// a trace of nothing but such work (no launches recorded) is not held
+    /// twice at the end of the pass: 6 bytes an event more, not 48 + 24.
+    pub(super) fn take_unlaunched(&mut self) -> (Vec<GpuEvent>, Vec<u32>) {
+        let mut left = std::mem::take(&mut self.unlaunched_gpu);
+        let waiting: Vec<GpuEvent> = self.pending_gpu.drain().flat_map(|(_, g)| g).collect();
+        left.splice(0..0, waiting);
+        let mut order: Vec<u32> = (0..left.len() as u32).collect();
+        order.sort_by_key(|&i| left[i as usize].ts);
+        (left, order)
     }
 
     /// Whether the trace launched a CUDA/HIP graph.

@@ -503,8 +503,9 @@ impl Analyzer {
 
     /// GPU events with no launch in the trace are placed by their own time.
     fn place_leftovers_by_time(&mut self) {
-        for gpu in self.launches.take_unlaunched() {
-            self.count_gpu(gpu, Placed::Time);
+        let (left, order) = self.launches.take_unlaunched();
+        for i in order {
+            self.count_gpu(left[i as usize], Placed::Time);
         }
     }
 
@@ -805,7 +806,7 @@ pub fn analyze_read(
     analyzer.replay.gpu = Vec::new();
     analyzer.replay.events = Vec::new();
     let (mut profile, model) =
-        analyzer.finish(&info, measured, src.file_path(), read_opts.threads, keep_model)?;
+        analyzer.finish(&info, measured, src.file_path(), &read_opts, keep_model)?;
     for (row, op) in profile.memory.iter_mut().zip(peak_ops) {
         row.peak_op = op;
     }
@@ -838,13 +839,13 @@ impl Analyzer {
         info: &TraceInfo,
         measured: Option<&Measurements>,
         path: Option<&Path>,
-        threads: usize,
+        read: &trace::ReadOptions,
         keep_model: bool,
     ) -> Result<(Profile, Option<model::StepModel>)> {
         self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
         self.rec.ranges.freeze();
-        build::build(self.rec, info, measured, path, threads, keep_model)
+        build::build(self.rec, info, measured, path, read, keep_model)
     }
 }
 

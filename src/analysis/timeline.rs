@@ -763,7 +763,7 @@ impl Analyzer {
     /// in time order: start, end, what it is (a kernel's name, or the
     /// part's), and the GPU class of GPU work.
     pub fn critical_path(&self, start: i64, end: i64) -> Vec<(i64, i64, String, Option<u8>)> {
-        let Some((m, _)) =
+        let (Some(m), _) =
             model::of_pass(&self.rec, &self.rec.gpu.kernel_classes, &[(start, end)], false)
         else {
             return Vec::new();

@@ -16,22 +16,41 @@ use crate::profile::Category;
 /// it is built, and each what-if is a pass over them).
 pub const MAX_GPU_NODES: usize = 25_000;
 
+/// GPU work one step may hold and still be modelled: a step is the
+/// model's smallest unit, so past this (a trace with no step markers, read
+/// as one step) there is no model rather than one that grows with the
+/// trace (about 140 bytes a GPU event while built: issue #54's bound).
+pub const MAX_STEP_NODES: usize = 4 * MAX_GPU_NODES;
+
 /// The model of `a`'s window `steps`, and a note when it covers fewer
-/// steps than the window has.
+/// steps than the window has; no model, and the note saying why, when the
+/// step to model holds more than [`MAX_STEP_NODES`].
 pub(crate) fn model(
     a: &PassRecord,
     kinfo: &KernelClasses,
     steps: &[(i64, i64)],
     keep_ops: bool,
-) -> Option<(StepModel, Option<String>)> {
+) -> (Option<StepModel>, Option<String>) {
+    // Where each piece of GPU work belongs: its launch, else its start.
+    let (steps, note) = {
+        let kernels = a.gpu.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
+        let copies = a.gpu.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
+        fitting(kernels.chain(copies), steps)
+    };
+    (built(a, kinfo, steps, keep_ops), note)
+}
+
+/// The model of the steps [`fitting`] chose.
+fn built(
+    a: &PassRecord,
+    kinfo: &KernelClasses,
+    steps: Vec<(i64, i64)>,
+    keep_ops: bool,
+) -> Option<StepModel> {
     let class_of = |name: u32| {
         let c = kinfo.get(&name).map_or(Category::Other, |k| k.0.clone());
         Category::ALL.iter().position(|x| *x == c).unwrap_or(Category::ALL.len() - 1) as u8
     };
-    // Where each piece of GPU work belongs: its launch, else its start.
-    let kernels = a.gpu.kernel_spans.iter().map(|k| k.launch().map_or(k.start, |l| l.start));
-    let copies = a.gpu.copy_spans.iter().map(|c| c.launch.map_or(c.start, |l| l.start));
-    let (steps, note) = fitting(kernels.chain(copies), steps);
     let (w0, w1) = (steps.first()?.0, steps.last()?.1);
     let in_window = |t: i64| t >= w0 && t <= w1;
     let mut gpu: Vec<GpuWork> = Vec::new();
@@ -137,8 +156,7 @@ pub(crate) fn model(
     let host = HostCauses::of(records.into_iter(), a.evidence.cpu_ops > 0);
     let recorded = a.sync_log.resolve();
     let inputs = Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded };
-    let model = StepModel::build(inputs)?;
-    Some((model, note))
+    StepModel::build(inputs)
 }
 
 /// The innermost CPU op around each piece of GPU work's launch, found in
@@ -179,7 +197,9 @@ impl LaunchingOps {
 }
 
 /// The steps to model: all of them, or the middle run whose GPU work
-/// (placed by `at`) fits [`MAX_GPU_NODES`], with a note saying which.
+/// (placed by `at`) fits [`MAX_GPU_NODES`], with a note saying which;
+/// none, with a note, when the one step to model holds more than
+/// [`MAX_STEP_NODES`].
 fn fitting(
     at: impl Iterator<Item = i64>,
     steps: &[(i64, i64)],
@@ -193,10 +213,27 @@ fn fitting(
             total += 1;
         }
     }
-    if total <= MAX_GPU_NODES || steps.len() < 2 {
+    if total <= MAX_GPU_NODES {
         return (steps.to_vec(), None);
     }
     let mid = steps.len() / 2;
+    if count[mid] > MAX_STEP_NODES {
+        let which = if steps.len() == 1 {
+            "the window's one step".to_string()
+        } else {
+            format!("step {} of {} (the middle one)", mid + 1, steps.len())
+        };
+        return (
+            Vec::new(),
+            Some(format!(
+                "no step model (critical path, what-ifs, levers' savings): {which} holds {} GPU events, past the {MAX_STEP_NODES} one step may hold and be modelled in bounded memory; profile with ProfilerStep markers around shorter steps",
+                count[mid]
+            )),
+        );
+    }
+    if steps.len() < 2 {
+        return (steps.to_vec(), None);
+    }
     let (mut lo, mut hi) = (mid, mid + 1);
     let mut n = count[mid];
     loop {
