@@ -125,11 +125,11 @@ impl Budget {
             return Err(Error::failed(format!("stopped before {stage}: the read was cancelled")));
         }
         let what = match more {
-            0 => format!("stopped before {stage}, the trace read"),
-            m => format!(
+            m if m >= 1 << 20 => format!(
                 "stopped before {stage}, the trace read, which would take about {} more",
                 human(m)
             ),
+            _ => format!("stopped before {stage}, the trace read"),
         };
         self.held_with(&what, more)
     }

@@ -343,12 +343,19 @@ fn refusals_are_tool_errors_and_the_server_answers_on() {
 fn the_memory_budget_applies_to_every_read() {
     let root = traces();
     let mut server = Server::start(&[&root], &["--max-memory", "1M"]);
-    // Looked at every 65536 events: this trace has more, the next fewer.
+    // Looked at every 65536 events while reading: this trace has more,
+    // and stops there; the next has fewer, and stops once read, before
+    // the analysis goes on past the budget.
     let big = "kineto_resnet50_v100_2021jun/worker0.1623143089861.pt.trace.json.gz";
     let msg = server.refusal("summary", json!({ "paths": [big] }));
     assert!(msg.starts_with("error (exit 1): ") && msg.contains("stopped reading after"), "{msg}");
-    let step = server.answer("get", json!({ "path": TRAINING, "field": "step_ms" }));
+    let msg = server.refusal("get", json!({ "path": TRAINING, "field": "step_ms" }));
+    assert!(msg.starts_with("error (exit 1): ") && msg.contains("stopped before"), "{msg}");
+    // The server reads on: the same call with no budget answers.
+    let mut free = Server::start(&[&root], &["--max-memory", "0"]);
+    let step = free.answer("get", json!({ "path": TRAINING, "field": "step_ms" }));
     assert!(step["step_ms"].as_f64().unwrap() > 0.0, "{step}");
+    assert_eq!(server.request("ping", json!({}))["result"], json!({}));
 }
 
 #[test]

@@ -100,7 +100,7 @@ impl Plan {
         }
         let device = device::parse(args.device)?;
         let budget = libreyolo_core::budget::Budget::from_flag(args.max_memory.as_deref())?;
-        model::check_memory(args.batch, imgsz, 6, device, budget)?;
+        model::check_memory(args.batch, imgsz, 6, device, &budget)?;
         let half = args.half();
         if half && device == Device::Cpu {
             return Err(Error::usage(
@@ -425,7 +425,7 @@ pub fn capture(p: &Plan) -> Result<Capture> {
             p.batch
         ));
     }
-    let images = source::load(&files[..used], p.budget)?;
+    let images = source::load(&files[..used], &p.budget)?;
     let mut loaded = weights::load(&p.weights, p.size, p.device)?;
     // The graph LibreYOLO's inference runs, unless the deployed one is asked for.
     if p.fuse {

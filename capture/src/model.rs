@@ -201,7 +201,7 @@ pub fn check_memory(
     imgsz: i64,
     per_input: u64,
     device: Device,
-    budget: libreyolo_core::budget::Budget,
+    budget: &libreyolo_core::budget::Budget,
 ) -> libreyolo_core::Result<()> {
     let Some(budget) = budget.limit.filter(|_| device == Device::Cpu) else {
         return Ok(());

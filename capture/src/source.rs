@@ -138,7 +138,7 @@ pub fn jpeg_is_complete(b: &[u8]) -> bool {
 /// the file; so are images that would decode to more than the memory
 /// budget (`--max-memory`, default half the RAM), said from their headers
 /// before any is decoded.
-pub fn load(files: &[PathBuf], budget: libreyolo_core::budget::Budget) -> Result<Vec<Image>> {
+pub fn load(files: &[PathBuf], budget: &libreyolo_core::budget::Budget) -> Result<Vec<Image>> {
     if files.is_empty() {
         let img = image::load_from_memory(SAMPLE)
             .map_err(|e| Error::failed(format!("bundled sample image: {e}")).caused_by(e))?;

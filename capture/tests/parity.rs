@@ -91,7 +91,7 @@ fn check(size: &str) {
 
     // Postprocess: our filter + NMS gives their boxes, on their predictions
     // and on ours.
-    let img = &source::load(&[dir.path().join("image.png")], Default::default()).unwrap()[0];
+    let img = &source::load(&[dir.path().join("image.png")], &Default::default()).unwrap()[0];
     let g = preprocess::geometry(img.width, img.height, 320, Pad::TopLeft);
     let theirs = reference_detections(&reference);
     let on_theirs =

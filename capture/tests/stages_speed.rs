@@ -8,7 +8,7 @@ use libreyolo_capture::{model::Yolo9, postprocess, preprocess, source};
 #[test]
 #[ignore = "not a test: prints what each stage costs; run it with --ignored --nocapture"]
 fn stage_costs() {
-    let img = &source::load(&[], Default::default()).unwrap()[0];
+    let img = &source::load(&[], &Default::default()).unwrap()[0];
     let mut m = Yolo9::new(libreyolo_core::cli::ModelSize::T, 80, tch::Device::Cpu).unwrap();
     m.fuse();
     let time = |label: &str, n: usize, f: &mut dyn FnMut()| {

@@ -134,7 +134,7 @@ impl Plan {
         }
         let imgsz = model::check_imgsz(args.imgsz)?;
         let budget = libreyolo_core::budget::Budget::from_flag(args.max_memory.as_deref())?;
-        model::check_memory(batch, imgsz, 100, device, budget)?;
+        model::check_memory(batch, imgsz, 100, device, &budget)?;
         // LibreYOLO's AMP path is CUDA's; on the CPU it trains fp32 either way.
         let amp = !args.no_amp && device.is_cuda();
         use std::io::IsTerminal;
