@@ -733,6 +733,12 @@ impl JobWhatIf {
     }
 }
 
+/// The order a ranked list of what-ifs is shown in: the largest saving
+/// first, ties by their flags.
+pub fn largest_saving_first(a: &ScenarioRow, b: &ScenarioRow) -> std::cmp::Ordering {
+    b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then_with(|| a.flags.cmp(&b.flags))
+}
+
 /// `what-if DIR --all`: [`job_scenarios`], largest saving of the job's
 /// step first.
 pub fn job_all(
@@ -747,9 +753,7 @@ pub fn job_all(
     if scenarios.is_empty() {
         return Err(Error::usage(NO_MODEL));
     }
-    scenarios.sort_by(|a, b| {
-        b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then_with(|| a.flags.cmp(&b.flags))
-    });
+    scenarios.sort_by(largest_saving_first);
     // The job's step is the slowest rank's: its critical path.
     let slowest = set
         .ranks

@@ -12,7 +12,9 @@ use libreyolo_core::error::{Error, Result};
 use libreyolo_core::input::{self, ranks};
 use libreyolo_core::lens::collectives::{self, Collectives};
 use libreyolo_core::lens::job::{Job, job_of, joined};
-use libreyolo_core::lens::whatif::{JobWhatIf, job_scenarios, straggler_removed};
+use libreyolo_core::lens::whatif::{
+    JobWhatIf, job_scenarios, largest_saving_first, straggler_removed,
+};
 use libreyolo_core::trace::ReadOptions;
 
 use crate::slot::Loaded;
@@ -119,10 +121,7 @@ impl OpenJob {
                 job.critical_rank
                     .and_then(|r| straggler_removed(&set, &models, &collectives, r).ok()),
             );
-            v.sort_by(|a, b| {
-                let (a, b) = (a.row(), b.row());
-                b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then(a.flags.cmp(&b.flags))
-            });
+            v.sort_by(|a, b| largest_saving_first(&a.row(), &b.row()));
             v
         };
         let ranks: Vec<Loaded> = set.ranks.into_iter().map(|r| Loaded::new(r.input)).collect();

@@ -168,13 +168,13 @@ impl Component for WhatIfPane {
             Some(WhatIfChoice::Job(j)) => view.job.and_then(|job| job.whatifs.get(j)),
             _ => None,
         };
-        let result = match &self.result {
-            _ if job_whatif.is_some() => job_lines(job_whatif.expect("just checked"), t),
-            None => {
+        let result = match (job_whatif, &self.result) {
+            (Some(w), _) => job_lines(w, t),
+            (None, None) => {
                 vec![Line::styled("choose a change or press n to type a launch count", t.muted())]
             }
-            Some(Err(e)) => vec![Line::styled(e.clone(), t.warn())],
-            Some(Ok(w)) => result_lines(w, t),
+            (None, Some(Err(e))) => vec![Line::styled(e.clone(), t.warn())],
+            (None, Some(Ok(w))) => result_lines(w, t),
         };
         f.render_widget(Paragraph::new(result).wrap(Wrap { trim: false }), result_area);
     }
