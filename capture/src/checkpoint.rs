@@ -72,6 +72,15 @@ impl Checkpoint {
     }
 }
 
+/// A name read from the file, as an error message shows it: its control
+/// characters escaped, so that the message stays one line (a damaged
+/// pickle's name may hold a newline).
+fn clean(name: &str) -> String {
+    name.chars()
+        .map(|c| if c.is_control() { c.escape_debug().to_string() } else { c.to_string() })
+        .collect()
+}
+
 /// Why a checkpoint could not be read; each says it in one line.
 #[derive(Debug, thiserror::Error)]
 pub enum CheckpointError {
@@ -81,9 +90,9 @@ pub enum CheckpointError {
     NotZip(zip::result::ZipError),
     #[error("no data.pkl in the archive: not a torch.save checkpoint")]
     NoPickle,
-    #[error("missing {0} in the archive ({1})")]
+    #[error("missing {} in the archive ({})", clean(.0), .1)]
     MissingEntry(String, zip::result::ZipError),
-    #[error("cannot read {0}: {1}")]
+    #[error("cannot read {}: {}", clean(.0), .1)]
     ReadEntry(String, std::io::Error),
     #[error(transparent)]
     Pickle(#[from] PickleError),
@@ -91,18 +100,18 @@ pub enum CheckpointError {
     NotDict,
     #[error("`model` is not a state dict")]
     NotStateDict,
-    #[error("state dict entry {0} is not a tensor")]
+    #[error("state dict entry {} is not a tensor", clean(.0))]
     NotTensor(String),
-    #[error("unsupported storage type {0}")]
+    #[error("unsupported storage type {}", clean(.0))]
     UnsupportedStorage(String),
     /// A tensor's pickled form is not the shape torch.save writes.
     #[error("{0}")]
     BadTensor(&'static str),
     /// A zip entry larger than it may be, declared or as read.
-    #[error("{name} holds more than {limit} bytes{why}")]
+    #[error("{} holds more than {limit} bytes{why}", clean(name))]
     TooLarge { name: String, limit: u64, why: &'static str },
     /// A tensor whose layout does not fit its storage or the bounds.
-    #[error("tensor {name}: {why}")]
+    #[error("tensor {}: {why}", clean(name))]
     Layout { name: String, why: String },
     #[error("the tensors' storages pass {} MiB in all, more than any YOLOv9 checkpoint holds", MAX_TOTAL_BYTES >> 20)]
     TotalTooLarge,
@@ -404,5 +413,19 @@ fn to_json(v: &Value) -> Json {
         ),
         Value::Global(m, n) => Json::String(format!("{m}.{n}")),
         Value::Call { .. } | Value::PersId(_) => Json::String("<object>".into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A name with a newline (a damaged pickle, found by checkpoint_fuzz)
+    /// still gives a one-line message.
+    #[test]
+    fn names_from_the_file_keep_messages_on_one_line() {
+        let e = CheckpointError::NotTensor("a.half\nq$X\u{1}".into()).to_string();
+        assert_eq!(e, "state dict entry a.half\\nq$X\\u{1} is not a tensor");
+        assert_eq!(clean("model.0.conv.weight"), "model.0.conv.weight");
     }
 }
