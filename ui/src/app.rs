@@ -384,8 +384,9 @@ impl App {
         }
     }
 
-    /// Hands a key to the pane on screen.
-    fn pane_update(&mut self, a: Action) -> Effect {
+    /// Hands a key to the pane on screen; what it asks of the app is
+    /// returned, not done (the tests hold it to the pane's help).
+    pub fn pane_update(&mut self, a: Action) -> Effect {
         let ctx = ctx!(self);
         self.panes.get_mut(self.pane).update(a, &ctx)
     }

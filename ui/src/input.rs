@@ -4,6 +4,7 @@
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 
 use crate::pane::Pane;
+use crate::view::{KeyHint, hint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Action {
@@ -49,26 +50,20 @@ pub enum Action {
     Cancel,
 }
 
-/// A key binding outside text fields: the keys, how the help shows them,
-/// the action and what it does. The key map and the help overlay are both
-/// read from this one table (the pane keys `0`–`9` come from [`Pane::JOB`],
-/// `0` being the Ranks pane of a distributed job, whose collectives view
-/// `c` turns to).
-/// An empty `help` shares the previous binding's row ("next / previous").
+/// A key binding: the keys, how the help shows them, and the action. The
+/// key map reads this table; the help reads how it shows each action's
+/// keys, and what an action does from [`APP_KEYS`] (the app's own keys) or
+/// the pane's [`Component::keys`](crate::view::Component::keys). The pane
+/// keys `0`–`9` come from [`Pane::JOB`], `0` being the Ranks pane of a
+/// distributed job.
 struct Binding {
     keys: &'static [KeyCode],
     shown: &'static str,
     action: Action,
-    help: &'static str,
 }
 
-const fn bind(
-    keys: &'static [KeyCode],
-    shown: &'static str,
-    action: Action,
-    help: &'static str,
-) -> Binding {
-    Binding { keys, shown, action, help }
+const fn bind(keys: &'static [KeyCode], shown: &'static str, action: Action) -> Binding {
+    Binding { keys, shown, action }
 }
 
 use KeyCode::{
@@ -77,107 +72,111 @@ use KeyCode::{
 };
 
 const BINDINGS: &[Binding] = &[
-    bind(&[Tab], "Tab", Action::NextPane, "next / previous pane"),
-    bind(&[BackTab], "Shift-Tab", Action::PrevPane, ""),
-    bind(&[Up, Char('k')], "Up/k", Action::Up, "move the selection (scroll in Summary, Compare)"),
-    bind(&[Down, Char('j')], "Down/j", Action::Down, ""),
-    bind(&[PageUp], "PgUp", Action::PageUp, "page up / down"),
-    bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown, ""),
-    bind(
-        &[Home, Char('g')],
-        "g/Home",
-        Action::Top,
-        "first / last row (Timeline: g types a step number)",
-    ),
-    bind(&[End, Char('G')], "G/End", Action::Bottom, ""),
-    bind(
-        &[Enter],
-        "Enter",
-        Action::Enter,
-        "details; Ranks: the rank; Phases: its kernels; Tree: fold",
-    ),
-    bind(
-        &[Char('s')],
-        "s",
-        Action::CycleSort,
-        "cycle sort (Kernels, Ops, Tree, Ranks, collectives)",
-    ),
-    bind(
-        &[Char('c')],
-        "c",
-        Action::CycleCategory,
-        "Kernels, What-if: category; Tree: by; Ranks ⇄ collectives",
-    ),
-    bind(
-        &[Char('/')],
-        "/",
-        Action::StartRegex,
-        "regex filter, applied as you type (Kernels, Ops, Tree)",
-    ),
-    bind(
-        &[Char('t')],
-        "t",
-        Action::ToggleTensorCore,
-        "Tensor Core kernels only (Kernels); bottom-up (Tree)",
-    ),
-    bind(&[Char('p')], "p", Action::CyclePhase, "cycle phase filter (Kernels, Ops, Tree)"),
-    bind(&[Char('x')], "x", Action::ClearFilters, "clear every filter of the pane"),
-    bind(
-        &[Left, Char('h')],
-        "Left/h",
-        Action::Left,
-        "What-if: category; Timeline: span; Tree: close / open",
-    ),
-    bind(&[Right, Char('l')], "Right/l", Action::Right, ""),
-    bind(&[Char('[')], "[", Action::PrevStep, "previous / next step; zoom in / out (Timeline)"),
-    bind(&[Char(']')], "]", Action::NextStep, ""),
-    bind(&[Char('+'), Char('=')], "+", Action::ZoomIn, ""),
-    bind(&[Char('-')], "-", Action::ZoomOut, ""),
-    bind(&[Char('n')], "n", Action::StartLaunches, "type a launch count to remove (What-if)"),
-    bind(
-        &[Char('o')],
-        "o",
-        Action::OpenOther,
-        "Compare: open a second profile; Tree ⇄ Kernels, Ops",
-    ),
-    bind(&[Char('r')], "r", Action::Reload, "reload from disk now (also automatic on change)"),
-    bind(&[Char('?'), F(1)], "?, F1", Action::Help, "this help"),
-    bind(&[Esc], "Esc", Action::Back, "close help, details (to Timeline); back to Ranks; quit"),
-    bind(&[Char('q')], "q, Ctrl-C", Action::Quit, "quit"),
+    bind(&[Tab], "Tab", Action::NextPane),
+    bind(&[BackTab], "Shift-Tab", Action::PrevPane),
+    bind(&[Up, Char('k')], "Up/k", Action::Up),
+    bind(&[Down, Char('j')], "Down/j", Action::Down),
+    bind(&[PageUp], "PgUp", Action::PageUp),
+    bind(&[PageDown, Char(' ')], "PgDn/Space", Action::PageDown),
+    bind(&[Home, Char('g')], "g/Home", Action::Top),
+    bind(&[End, Char('G')], "G/End", Action::Bottom),
+    bind(&[Enter], "Enter", Action::Enter),
+    bind(&[Char('s')], "s", Action::CycleSort),
+    bind(&[Char('c')], "c", Action::CycleCategory),
+    bind(&[Char('/')], "/", Action::StartRegex),
+    bind(&[Char('t')], "t", Action::ToggleTensorCore),
+    bind(&[Char('p')], "p", Action::CyclePhase),
+    bind(&[Char('x')], "x", Action::ClearFilters),
+    bind(&[Left, Char('h')], "Left/h", Action::Left),
+    bind(&[Right, Char('l')], "Right/l", Action::Right),
+    bind(&[Char('[')], "[", Action::PrevStep),
+    bind(&[Char(']')], "]", Action::NextStep),
+    bind(&[Char('+'), Char('=')], "+", Action::ZoomIn),
+    bind(&[Char('-')], "-", Action::ZoomOut),
+    bind(&[Char('n')], "n", Action::StartLaunches),
+    bind(&[Char('o')], "o", Action::OpenOther),
+    bind(&[Char('r')], "r", Action::Reload),
+    bind(&[Char('?'), F(1)], "?, F1", Action::Help),
+    bind(&[Esc], "Esc", Action::Back),
+    bind(&[Char('q')], "q, Ctrl-C", Action::Quit),
 ];
 
 /// The keys of a text field (while one has the focus, letters are text).
 const EDITING: &[Binding] = &[
-    bind(
-        &[Enter],
-        "Enter",
-        Action::Submit,
-        "in a text field: keep / cancel / delete (Ctrl-U clears)",
-    ),
-    bind(&[Esc], "Esc", Action::Cancel, ""),
-    bind(&[Backspace], "Bksp", Action::Backspace, ""),
+    bind(&[Enter], "Enter", Action::Submit),
+    bind(&[Esc], "Esc", Action::Cancel),
+    bind(&[Backspace], "Bksp", Action::Backspace),
 ];
 
-/// The help overlay's rows, from the tables the key map reads.
-pub fn help() -> Vec<(String, String)> {
+/// What the app's own keys do, and the movement every pane shares unless
+/// its keys say otherwise: the help's first rows.
+pub const APP_KEYS: &[KeyHint] = &[
+    hint(&[Action::NextPane, Action::PrevPane], "next / previous pane"),
+    hint(&[Action::Up, Action::Down], "move the selection"),
+    hint(&[Action::PageUp, Action::PageDown], "page up / down"),
+    hint(&[Action::Top, Action::Bottom], "first / last row"),
+    hint(&[Action::Reload], "reload from disk now (also automatic on change)"),
+    hint(&[Action::Help], "this help"),
+    hint(&[Action::Back], "close help, details (to Timeline); back to Ranks; quit"),
+    hint(&[Action::Quit], "quit"),
+    hint(
+        &[Action::Submit, Action::Cancel, Action::Backspace],
+        "in a text field: keep / cancel / delete (Ctrl-U clears)",
+    ),
+];
+
+/// The moves of a selection or scroll ([`crate::panes::movement`]): every
+/// pane may take them, so the help lists them once, in [`APP_KEYS`].
+pub const MOVES: [Action; 6] =
+    [Action::Up, Action::Down, Action::PageUp, Action::PageDown, Action::Top, Action::Bottom];
+
+/// The actions the app hands to the pane on screen, which its help
+/// describes: every bound action but the app's own (those of
+/// [`APP_KEYS`] other than the moves).
+pub fn pane_actions() -> Vec<Action> {
+    let apps = |a: &Action| !MOVES.contains(a) && APP_KEYS.iter().any(|h| h.actions.contains(a));
+    BINDINGS.iter().map(|b| b.action).filter(|a| !apps(a)).collect()
+}
+
+/// How the help shows an action's keys (the first binding of it).
+fn shown(a: Action) -> &'static str {
+    BINDINGS.iter().chain(EDITING).find(|b| b.action == a).map_or("?", |b| b.shown)
+}
+
+/// One row of the help overlay: keys and what they do, or the heading of
+/// the pane's own keys.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HelpRow {
+    pub keys: String,
+    pub what: String,
+    pub heading: bool,
+}
+
+fn row(h: &KeyHint) -> HelpRow {
+    let keys: Vec<&str> = h.actions.iter().map(|a| shown(*a)).collect();
+    HelpRow { keys: keys.join(" / "), what: h.what.to_string(), heading: false }
+}
+
+/// The help overlay's rows: the panes, the app's keys, then `pane`'s own
+/// keys under its title.
+pub fn help(pane: Pane, keys: &[KeyHint]) -> Vec<HelpRow> {
     // The pane keys in two rows (one is wider than the help): `0` is
     // Ranks, only in a distributed job.
     let (first, rest) = Pane::JOB.split_at(Pane::JOB.len().div_ceil(2));
-    let keys = |from: usize, to: usize| format!("{from}-{}", to - 1);
+    let numbers = |from: usize, to: usize| format!("{from}-{}", to - 1);
     let names = |ps: &[Pane]| -> String {
         let names: Vec<&str> = ps.iter().map(|p| p.title()).collect();
-        names.join(" ").replacen("Ranks", "Ranks (c: its collectives)", 1)
+        names.join(" ")
     };
+    let plain = |keys: String, what: String| HelpRow { keys, what, heading: false };
     let mut rows = vec![
-        (keys(0, first.len()), names(first)),
-        (keys(first.len(), Pane::JOB.len()), names(rest)),
+        plain(numbers(0, first.len()), names(first)),
+        plain(numbers(first.len(), Pane::JOB.len()), names(rest)),
     ];
-    for b in BINDINGS.iter().chain(EDITING) {
-        match rows.last_mut() {
-            Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),
-            _ => rows.push((b.shown.to_string(), b.help.to_string())),
-        }
-    }
+    rows.extend(APP_KEYS.iter().map(row));
+    let what = if keys.is_empty() { "no keys of its own" } else { "its own keys" };
+    rows.push(HelpRow { keys: pane.title().to_string(), what: what.to_string(), heading: true });
+    rows.extend(keys.iter().map(row));
     rows
 }
 
@@ -232,26 +231,37 @@ mod tests {
 
     #[test]
     fn the_help_lists_every_binding_of_the_key_map() {
-        let help = help();
-        let keys: Vec<&str> = help.iter().map(|(k, _)| k.as_str()).collect();
-        assert_eq!(keys[0], "0-4", "the Ranks pane and the first of one profile's");
-        assert_eq!(keys[1], "5-9");
+        let panes = crate::panes::Panes::default();
+        let pane_keys: Vec<(Pane, Vec<KeyHint>)> =
+            Pane::JOB.iter().map(|p| (*p, panes.get(*p).keys())).collect();
+        let listed = |a: Action| {
+            APP_KEYS
+                .iter()
+                .chain(pane_keys.iter().flat_map(|(_, k)| k.iter()))
+                .any(|h| h.actions.contains(&a))
+        };
         for b in BINDINGS.iter().chain(EDITING) {
-            assert!(
-                keys.iter().any(|k| k.split(" / ").any(|s| s == b.shown)),
-                "{} missing from the help: {keys:?}",
-                b.shown
-            );
+            assert!(listed(b.action), "{} is in no help", b.shown);
             for code in b.keys {
                 let editing = EDITING.iter().any(|e| std::ptr::eq(e, b));
                 assert_eq!(map(k(*code), editing), Some(b.action), "{code:?}");
             }
         }
-        assert!(help.len() <= 22, "fits 80x24 with its border: {} rows", help.len());
-        // And 80 columns: the keys' column, two spaces, the border.
-        let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap();
-        for (_, what) in &help {
-            assert!(key_w + 2 + what.chars().count() <= 78, "too wide for 80 columns: {what}");
+        for (pane, keys) in &pane_keys {
+            let help = help(*pane, keys);
+            assert_eq!(help[0].keys, "0-4", "the Ranks pane and the first of one profile's");
+            assert_eq!(help[1].keys, "5-9");
+            assert!(help.len() <= 22, "{pane:?}: fits 80x24 with its border: {} rows", help.len());
+            // And 80 columns: the keys' column, two spaces, the border.
+            let key_w = help.iter().map(|r| r.keys.chars().count()).max().unwrap();
+            for r in &help {
+                let w = key_w + 2 + r.what.chars().count();
+                assert!(w <= 78, "{pane:?}: too wide for 80 columns: {}", r.what);
+            }
+            // Every action a pane lists has a key in the map.
+            for a in keys.iter().flat_map(|h| h.actions) {
+                assert!(BINDINGS.iter().chain(EDITING).any(|b| b.action == *a), "{pane:?}: {a:?}");
+            }
         }
     }
 }

@@ -142,8 +142,8 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
 
 fn help(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
-    let help = crate::input::help();
-    let key_w = help.iter().map(|(k, _)| k.chars().count()).max().unwrap_or(0) as u16;
+    let help = crate::input::help(app.pane, &app.panes.get(app.pane).keys());
+    let key_w = help.iter().map(|r| r.keys.chars().count()).max().unwrap_or(0) as u16;
     // The whole width of an 80-column terminal: the pane list fills its row.
     let width = area.width.min(80);
     let height = (help.len() as u16 + 2).min(area.height);
@@ -154,8 +154,13 @@ fn help(f: &mut Frame, app: &App, area: Rect) {
         height,
     };
     f.render_widget(Clear, popup);
-    let rows =
-        help.into_iter().map(|(k, d)| Row::new(vec![Span::styled(k, t.accent()), Span::raw(d)]));
+    let rows = help.into_iter().map(|r| {
+        if r.heading {
+            Row::new(vec![Span::styled(r.keys, t.title()), Span::styled(r.what, t.muted())])
+        } else {
+            Row::new(vec![Span::styled(r.keys, t.accent()), Span::raw(r.what)])
+        }
+    });
     let table = Table::new(rows, [Constraint::Length(key_w), Constraint::Fill(1)])
         .column_spacing(2)
         .style(t.base())

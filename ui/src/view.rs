@@ -107,11 +107,29 @@ pub enum Effect {
     Callers(String),
 }
 
+/// Keys a pane gives a meaning of its own, as its part of the help shows
+/// them: the actions (their keys come from the key map; a pair reads
+/// "next / previous") and what they do there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KeyHint {
+    pub actions: &'static [Action],
+    pub what: &'static str,
+}
+
+pub const fn hint(actions: &'static [Action], what: &'static str) -> KeyHint {
+    KeyHint { actions, what }
+}
+
 /// A pane: its key handling and its drawing, with the same two signatures
 /// for every pane, and hooks with defaults for what only some panes do.
 pub trait Component {
-    /// Handles one key.
+    /// Handles one key: [`Effect::Pass`] for a key that is not the pane's.
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect;
+
+    /// The keys `update` answers beyond moving the selection, for the
+    /// help. Written beside `update`, so that the two are read together;
+    /// a test holds them to each other on real profiles.
+    fn keys(&self) -> Vec<KeyHint>;
 
     /// Draws the pane into `area`. Reads only: what depends on the
     /// screen's size is set before keys are handled.

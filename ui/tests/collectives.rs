@@ -398,7 +398,8 @@ fn c_switches_views_and_the_help_says_so() {
     assert!(a.panes.kernels.query.category.is_some(), "c on Kernels is still its category filter");
     press(&mut a, &[KeyCode::Char('?')]);
     let s = screen(&mut a, 80, 24);
-    assert!(s.contains("Ranks ⇄ collectives") && s.contains("c: its collectives"), "{s}");
+    // The help of the collectives view: its keys, `c` among them.
+    assert!(s.contains("back to the ranks") && s.contains("the collective rank by rank"), "{s}");
     // One profile: `0` says what is needed.
     let mut one = app(BERT_TRACE, None);
     press(&mut one, &[KeyCode::Char('0')]);

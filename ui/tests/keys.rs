@@ -27,6 +27,37 @@ fn kernel_names(app: &App) -> Vec<String> {
     app.panes.kernels.result.as_ref().unwrap().kernels.iter().map(|k| k.raw_name.clone()).collect()
 }
 
+/// Every pane's part of the help against what the pane does with each key,
+/// on real profiles: an H100 trace alone, compared with itself, and the
+/// TimeSformer trace (modules, frames, memory), and a trace of three steps
+/// (the Timeline on its second).
+#[test]
+fn each_pane_answers_the_keys_its_help_lists_and_no_others() {
+    let mut states = [
+        app(BERT_TRACE, None),
+        app(BERT_TRACE, Some(BERT_TRACE)),
+        app(TIMESFORMER, None),
+        app(NCCL, None),
+    ];
+    for &pane in Pane::ALL {
+        let mut seen = Vec::new();
+        let mut listed = None;
+        for a in &mut states {
+            a.apply(libreyolo_ui::input::Action::Pane(pane));
+            assert_eq!(a.pane, pane);
+            seen.extend(answered(a));
+            if pane == Pane::Timeline {
+                a.apply(libreyolo_ui::input::Action::NextStep);
+                seen.extend(answered(a));
+            }
+            let keys = a.panes.get(pane).keys();
+            assert!(listed.is_none_or(|l| l == keys), "{pane:?}: the same keys in each state");
+            listed = Some(keys);
+        }
+        assert_keys_match_help(pane, &listed.unwrap(), &seen);
+    }
+}
+
 #[test]
 fn number_keys_and_tab_switch_panes() {
     let mut a = app(BERT_TRACE, None);

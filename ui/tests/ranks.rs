@@ -20,6 +20,7 @@ use libreyolo_core::lens::summary::summary;
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::job::{OpenJob, Opening, opening};
 use libreyolo_ui::panes::ranks::{RankSort, order};
+use libreyolo_ui::view::Component;
 
 const DLRM: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
@@ -50,6 +51,25 @@ fn lens() -> Job {
 
 fn job_app() -> App {
     App::with_job(theme(), DLRM, open_job())
+}
+
+/// The Ranks pane's help, in either view, against what it does with each
+/// key (the other panes' are checked in keys.rs).
+#[test]
+fn the_ranks_and_collectives_answer_the_keys_their_help_lists() {
+    let mut a = job_app();
+    assert_eq!(a.pane, Pane::Ranks);
+    let ranks = answered(&mut a);
+    assert_keys_match_help(Pane::Ranks, &a.panes.ranks.keys(), &ranks);
+    press(&mut a, &[KeyCode::Char('c')]);
+    let mut seen = answered(&mut a);
+    let keys = a.panes.ranks.keys();
+    // And with a collective's details open (Enter), where Esc closes them.
+    press(&mut a, &[KeyCode::Enter]);
+    seen.extend(answered(&mut a));
+    assert_eq!(a.panes.ranks.keys(), keys);
+    assert_keys_match_help(Pane::Ranks, &keys, &seen);
+    assert_ne!(ranks, seen, "the two views answer different keys");
 }
 
 fn press(app: &mut App, keys: &[KeyCode]) {
@@ -278,7 +298,8 @@ fn tabs_keys_and_one_profile() {
     assert_eq!(a.pane, Pane::Ranks);
     press(&mut a, &[KeyCode::Char('?')]);
     let s = screen(&mut a, 80, 24);
-    assert!(s.contains("Ranks (c: its collectives)") && s.contains("back to Ranks"), "{s}");
+    // The help of the Ranks pane: its own keys under its name.
+    assert!(s.contains("the job's collectives") && s.contains("back to Ranks"), "{s}");
 
     // One profile: no Ranks tab, and `0` says why.
     let mut one = app(BERT_TRACE, None);

@@ -229,13 +229,23 @@ fn whatif_pane() {
 #[test]
 fn help_overlay_lists_every_key() {
     let mut a = app(TRAIN_B4, None);
-    press(&mut a, "?");
-    let s = screen(&mut a, 80, 24);
-    insta::assert_snapshot!("help_80x24", s);
-    for (keys, _) in libreyolo_ui::input::help() {
-        assert!(s.contains(&keys), "{keys} missing from the help:\n{s}");
+    // The help of the pane on screen: the app's keys, then the pane's own.
+    for (pane, name) in [("1", "help_80x24"), ("3", "help_kernels_80x24")] {
+        press(&mut a, pane);
+        press(&mut a, "?");
+        let s = screen(&mut a, 80, 24);
+        insta::assert_snapshot!(name, s);
+        let keys = a.panes.get(a.pane).keys();
+        for r in libreyolo_ui::input::help(a.pane, &keys) {
+            assert!(
+                s.contains(&r.keys) && s.contains(&r.what),
+                "{r:?} missing from the help:\n{s}"
+            );
+        }
+        press(&mut a, "?");
+        assert!(!a.help, "any key closes it");
     }
-    assert_eq!(a.pane, Pane::Summary);
+    assert_eq!(a.pane, Pane::Kernels);
 }
 
 #[test]

@@ -10,11 +10,6 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::analysis::timeline::LaneKind;
 use libreyolo_ui::app::{App, Pane};
 
-const NCCL: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz"
-);
-
 fn key(app: &mut App, code: KeyCode) {
     app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
 }

@@ -22,7 +22,7 @@ use super::{clip, header, moved, right, window};
 use crate::input::Action;
 use crate::job::OpenJob;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 /// What the list is sorted by: a figure largest first (ties and missing
 /// figures in time order), or time order.
@@ -115,6 +115,13 @@ pub struct CollectivesView {
 }
 
 impl Component for CollectivesView {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::Enter], "the collective rank by rank; on a rank: its panes"),
+            hint(&[Action::CycleSort], "cycle sort"),
+        ]
+    }
+
     /// Handles a key; [`Effect::Pass`] when it is not the view's (Esc with
     /// no detail open goes back to the ranks, which the Ranks pane does).
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {

@@ -19,7 +19,7 @@ use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::slot::{Slot, display_name};
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 /// Lines the scroll may go down (a comparison is never longer).
 const MAX_SCROLL: usize = 2000;
@@ -31,6 +31,13 @@ pub struct ComparePane {
 }
 
 impl Component for ComparePane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![hint(
+            &[Action::OpenOther, Action::Enter],
+            "open a second profile (Enter too, before one is open)",
+        )]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         if let Some(delta) = super::movement(a, ctx.page) {
             self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;

@@ -23,7 +23,7 @@ use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
 use crate::slot::Loaded;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 #[derive(Debug, Clone, Default)]
 pub struct KernelsPane {
@@ -58,6 +58,19 @@ pub struct Call {
 }
 
 impl Component for KernelsPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::Enter], "details of the kernel (Esc closes them)"),
+            hint(&[Action::StartRegex], "regex filter, applied as you type"),
+            hint(&[Action::CycleSort], "cycle sort"),
+            hint(&[Action::CycleCategory], "cycle category filter"),
+            hint(&[Action::CyclePhase], "cycle phase filter"),
+            hint(&[Action::ToggleTensorCore], "Tensor Core kernels only"),
+            hint(&[Action::ClearFilters], "clear every filter"),
+            hint(&[Action::OpenOther], "the kernel's callers in the Tree pane"),
+        ]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         if let Some(delta) = super::movement(a, ctx.page) {
             let len = self.result.as_ref().map_or(0, |k| k.kernels.len());

@@ -22,7 +22,7 @@ use ratatui::widgets::{Axis, Chart, Dataset, GraphType, Paragraph, Row, Table, W
 use super::{clip, header, opt, right};
 use crate::input::Action;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 #[derive(Debug, Clone, Default)]
 pub struct MemoryPane {
@@ -31,6 +31,10 @@ pub struct MemoryPane {
 }
 
 impl Component for MemoryPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![hint(&[Action::Up, Action::Down], "previous / next device")]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         let n = ctx.data.map_or(0, |d| d.profile().memory.len());
         match super::movement(a, ctx.page) {

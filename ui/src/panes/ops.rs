@@ -18,7 +18,7 @@ use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 #[derive(Debug, Clone, Default)]
 pub struct OpsPane {
@@ -29,6 +29,16 @@ pub struct OpsPane {
 }
 
 impl Component for OpsPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::StartRegex], "regex filter, applied as you type"),
+            hint(&[Action::CycleSort], "cycle sort"),
+            hint(&[Action::CyclePhase], "cycle phase filter"),
+            hint(&[Action::ClearFilters], "clear every filter"),
+            hint(&[Action::OpenOther], "the op's callers in the Tree pane"),
+        ]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         if let Some(delta) = super::movement(a, ctx.page) {
             let len = self.result.as_ref().map_or(0, |o| o.ops.len());

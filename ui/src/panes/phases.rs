@@ -11,7 +11,7 @@ use ratatui::widgets::{Cell, Paragraph, Row, Table};
 
 use super::{fixed, header, moved, right, window};
 use crate::input::Action;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 #[derive(Debug, Clone, Default)]
 pub struct PhasesPane {
@@ -19,6 +19,10 @@ pub struct PhasesPane {
 }
 
 impl Component for PhasesPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![hint(&[Action::Enter], "the phase's kernels (its ops when it launched none)")]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         let Some(d) = ctx.data else { return Effect::Pass };
         if let Some(delta) = super::movement(a, ctx.page) {

@@ -24,7 +24,7 @@ use super::{clip, header, moved, pct, right, window};
 use crate::input::Action;
 use crate::job::OpenJob;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 /// The column the rows are sorted by: rank order, or a figure largest
 /// first (ties in rank order).
@@ -129,6 +129,21 @@ pub struct RanksPane {
 }
 
 impl Component for RanksPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        match self.view {
+            JobView::Ranks => vec![
+                hint(&[Action::Enter], "the rank in the other panes"),
+                hint(&[Action::CycleSort], "cycle sort"),
+                hint(&[Action::CycleCategory], "the job's collectives"),
+            ],
+            JobView::Collectives => {
+                let mut keys = vec![hint(&[Action::CycleCategory], "back to the ranks (also Esc)")];
+                keys.extend(self.collectives.keys());
+                keys
+            }
+        }
+    }
+
     /// Handles a key; [`Effect::Pass`] when it is not the pane's (Esc on
     /// the ranks view, which the app turns into quitting).
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {

@@ -14,7 +14,7 @@ use ratatui::widgets::{Paragraph, Wrap};
 use super::{bar, clip, fixed, moved, opt, pct};
 use crate::input::Action;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View};
 
 /// Lines the scroll may go past the top (the text is never longer).
 const MAX_SCROLL: usize = 200;
@@ -25,6 +25,11 @@ pub struct SummaryPane {
 }
 
 impl Component for SummaryPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        // Moving scrolls it; no key of its own.
+        Vec::new()
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         let Some(delta) = super::movement(a, ctx.page) else { return Effect::Pass };
         self.scroll = moved(self.scroll as usize, MAX_SCROLL, delta) as u16;

@@ -26,7 +26,7 @@ use super::{clip, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 /// The narrowest window a zoom reaches (ns).
 const MIN_VIEW: i64 = 1_000;
@@ -56,6 +56,18 @@ pub struct TimelinePane {
 }
 
 impl Component for TimelinePane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::PrevStep, Action::NextStep], "previous / next step"),
+            hint(&[Action::Top], "type a step number"),
+            hint(&[Action::ZoomIn, Action::ZoomOut], "zoom in / out"),
+            hint(&[Action::Up, Action::Down], "lane above / below"),
+            hint(&[Action::Left, Action::Right], "previous / next span in the lane"),
+            hint(&[Action::PageUp, Action::PageDown], "pan by a screen"),
+            hint(&[Action::Enter], "details of the kernel call (Esc comes back)"),
+        ]
+    }
+
     fn update(&mut self, a: Action, _ctx: &Ctx<'_>) -> Effect {
         let steps = self.index.as_ref().map_or(0, |ix| ix.steps.len());
         let at = self.requested.unwrap_or(self.step);

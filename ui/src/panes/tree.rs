@@ -22,7 +22,7 @@ use super::{clip, cycle, exactly, fixed, header, moved, right, window};
 use crate::editor::{Editor, Field};
 use crate::input::Action;
 use crate::pane::Pane;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 /// Nodes under this share of both the GPU and the CPU total are left out
 /// (the lens's `--min-pct`): an open node lists what costs, not every
@@ -90,6 +90,20 @@ fn default_query() -> TreeQuery {
 }
 
 impl Component for TreePane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::Enter], "fold / unfold; on a leaf: its kernel or op"),
+            hint(&[Action::Left, Action::Right], "close, to the parent / open, to the child"),
+            hint(&[Action::OpenOther], "the row's kernel in Kernels, its op in Ops"),
+            hint(&[Action::StartRegex], "focus: the paths through matching rows"),
+            hint(&[Action::CycleSort], "siblings by GPU / CPU time"),
+            hint(&[Action::CycleCategory], "by module, frame or op"),
+            hint(&[Action::ToggleTensorCore], "bottom-up: the callers of each name"),
+            hint(&[Action::CyclePhase], "cycle phase filter"),
+            hint(&[Action::ClearFilters], "clear every filter and the sort"),
+        ]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         if let Some(delta) = super::movement(a, ctx.page) {
             self.selected = moved(self.selected, self.visible.len(), delta);

@@ -20,7 +20,7 @@ use crate::input::Action;
 use crate::job::OpenJob;
 use crate::slot::Loaded;
 use crate::theme::Theme;
-use crate::view::{Component, Ctx, Effect, View};
+use crate::view::{Component, Ctx, Effect, KeyHint, View, hint};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WhatIfChoice {
@@ -39,6 +39,14 @@ pub struct WhatIfPane {
 }
 
 impl Component for WhatIfPane {
+    fn keys(&self) -> Vec<KeyHint> {
+        vec![
+            hint(&[Action::Left, Action::Right], "previous / next change (also c, Up, Down)"),
+            hint(&[Action::CycleCategory], "next change"),
+            hint(&[Action::StartLaunches], "type a launch count to remove"),
+        ]
+    }
+
     fn update(&mut self, a: Action, ctx: &Ctx<'_>) -> Effect {
         let data = ctx.data;
         let delta = match a {

@@ -52,6 +52,12 @@ pub const TIMESFORMER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
 );
+/// HTA's NCCL trace (A100): compute on stream 7, NCCL on stream 40, three
+/// steps.
+pub const NCCL: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/hta_nccl_a100_2024/nccl_data.json.gz"
+);
 
 /// Loads a real input once per test binary.
 pub fn input(path: &'static str) -> Input {
@@ -91,4 +97,42 @@ pub fn screen(app: &mut App, w: u16, h: u16) -> String {
         out.push('\n');
     }
     out
+}
+
+/// What the pane on screen does with each key the app hands to panes, in
+/// the app's state now: the keys it answers (does not pass on). Its state
+/// is put back after each key.
+pub fn answered(app: &mut App) -> Vec<libreyolo_ui::input::Action> {
+    let saved = app.panes.clone();
+    let mut out = Vec::new();
+    for a in libreyolo_ui::input::pane_actions() {
+        app.panes = saved.clone();
+        if app.pane_update(a) != libreyolo_ui::view::Effect::Pass {
+            out.push(a);
+        }
+    }
+    app.panes = saved;
+    out
+}
+
+/// The pane's help and its key handling agree over the states in which
+/// `answered` was taken: a key it lists is answered in one of them at
+/// least, and a key it does not list (other than a move, which the app's
+/// rows describe) is answered in none.
+pub fn assert_keys_match_help(
+    pane: libreyolo_ui::app::Pane,
+    listed: &[libreyolo_ui::view::KeyHint],
+    answered: &[libreyolo_ui::input::Action],
+) {
+    use libreyolo_ui::input::MOVES;
+    let listed: Vec<_> = listed.iter().flat_map(|h| h.actions.iter().copied()).collect();
+    for a in &listed {
+        assert!(answered.contains(a), "{pane:?} lists {a:?} in its help but never answers it");
+    }
+    for a in answered {
+        assert!(
+            listed.contains(a) || MOVES.contains(a),
+            "{pane:?} answers {a:?}, which its help does not list"
+        );
+    }
 }
