@@ -32,7 +32,7 @@ use serde::Serialize;
 use crate::error::{Error, Result};
 use crate::profile::ranks::RankSet;
 use crate::trace::ReadOptions;
-use crate::trace::event::skip_ws;
+use crate::trace::lex::{sanitize_nonfinite, skip_ws, string_end};
 use crate::trace::scan::Scanner;
 
 /// What was merged, for the text and `--json` outputs.
@@ -661,19 +661,6 @@ struct Field {
     val: (usize, usize),
 }
 
-/// The index of the quote that closes the string opening at `at`.
-fn string_end(b: &[u8], at: usize) -> Option<usize> {
-    let mut i = at + 1;
-    loop {
-        i += memchr::memchr2(b'"', b'\\', b.get(i..)?)?;
-        if b[i] == b'\\' {
-            i += 2;
-        } else {
-            return Some(i);
-        }
-    }
-}
-
 /// What [`split`] found.
 #[derive(Debug, PartialEq)]
 enum Split {
@@ -747,33 +734,6 @@ fn split(raw: &[u8], fields: &mut Vec<Field>) -> Split {
         }
         fields.push(Field { key, val: (start, end) });
         i = j;
-    }
-}
-
-/// `raw` with bare `NaN`, `Infinity` and `-Infinity` (outside strings) as `null`.
-fn sanitize_nonfinite(raw: &[u8], out: &mut Vec<u8>) {
-    out.clear();
-    let mut i = 0;
-    while i < raw.len() {
-        let c = raw[i];
-        if c == b'"' {
-            let end = string_end(raw, i).map_or(raw.len(), |e| e + 1);
-            out.extend_from_slice(&raw[i..end]);
-            i = end;
-            continue;
-        }
-        let word =
-            [&b"-Infinity"[..], b"Infinity", b"NaN"].into_iter().find(|w| raw[i..].starts_with(w));
-        match word {
-            Some(w) => {
-                out.extend_from_slice(b"null");
-                i += w.len();
-            }
-            None => {
-                out.push(c);
-                i += 1;
-            }
-        }
     }
 }
 

@@ -6,6 +6,7 @@ pub mod foreign;
 mod inflate;
 pub mod input;
 pub mod kind;
+pub(crate) mod lex;
 mod options;
 pub mod parallel;
 pub mod scan;
@@ -334,12 +335,12 @@ fn events_in_window<R: std::io::Read>(
     // Up to the end of the last event read.
     let mut done = 0;
     loop {
-        let mut at = event::skip_ws(bytes, done);
+        let mut at = lex::skip_ws(bytes, done);
         if !first {
             if bytes.get(at) != Some(&b',') {
                 break;
             }
-            at = event::skip_ws(bytes, at + 1);
+            at = lex::skip_ws(bytes, at + 1);
         }
         if bytes.get(at) != Some(&b'{') {
             break;

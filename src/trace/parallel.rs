@@ -27,8 +27,9 @@ use std::sync::mpsc;
 use yoke::either::EitherCart;
 use yoke::{Yoke, Yokeable};
 
-use super::event::{Event, ParseError, skip_ws};
+use super::event::{Event, ParseError};
 use super::input::MappedFile;
+use super::lex::skip_ws;
 use super::options::ReadOptions;
 use super::scan::{MAX_VALUE, Scanner, Unread};
 use super::{EventSink, TraceInfo};

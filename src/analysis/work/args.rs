@@ -3,6 +3,7 @@
 //! tensor, a tensor list or a concrete value, for the formulas to read.
 
 use super::{Dtype, OpShapes};
+use crate::trace::lex::{skip_ws, string_end};
 
 impl Dtype {
     /// The dtype an `Input type` string names; `None` for the ones the
@@ -372,9 +373,7 @@ struct Cursor<'a> {
 
 impl Cursor<'_> {
     fn skip_ws(&mut self) {
-        while matches!(self.s.get(self.i), Some(b' ' | b'\t' | b'\n' | b'\r')) {
-            self.i += 1;
-        }
+        self.i = skip_ws(self.s, self.i);
     }
 
     fn peek(&mut self) -> Option<u8> {
@@ -413,18 +412,13 @@ impl Cursor<'_> {
     /// A JSON string: the byte range of its contents (escapes left as they
     /// are; nothing the model reads is escaped).
     fn string(&mut self) -> Option<(usize, usize)> {
-        self.eat(b'"')?;
-        let start = self.i;
-        loop {
-            match *self.s.get(self.i)? {
-                b'"' => {
-                    self.i += 1;
-                    return Some((start, self.i - 1));
-                }
-                b'\\' => self.i += 2,
-                _ => self.i += 1,
-            }
+        if self.peek()? != b'"' {
+            return None;
         }
+        let end = string_end(self.s, self.i)?;
+        let start = self.i + 1;
+        self.i = end + 1;
+        Some((start, end))
     }
 }
 
