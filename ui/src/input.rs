@@ -162,16 +162,20 @@ const EDITING: &[Binding] = &[
 pub fn help() -> Vec<(String, String)> {
     // The pane keys in two rows (one is wider than the help): `0` is
     // Ranks, only in a distributed job.
-    let (first, rest) = Pane::JOB.split_at(Pane::JOB.len().div_ceil(2));
+    let keyed: Vec<Pane> = Pane::JOB.into_iter().filter(|p| p.key().is_some()).collect();
+    let (first, rest) = keyed.split_at(keyed.len().div_ceil(2));
     let keys = |from: usize, to: usize| format!("{from}-{}", to - 1);
     let names = |ps: &[Pane]| -> String {
         let names: Vec<&str> = ps.iter().map(|p| p.title()).collect();
         names.join(" ").replacen("Ranks", "Ranks (c: its collectives)", 1)
     };
-    let mut rows = vec![
-        (keys(0, first.len()), names(first)),
-        (keys(first.len(), Pane::JOB.len()), names(rest)),
-    ];
+    let mut rows =
+        vec![(keys(0, first.len()), names(first)), (keys(first.len(), keyed.len()), names(rest))];
+    // The panes past `9`, which only Tab reaches.
+    let tabbed: Vec<Pane> = Pane::JOB.into_iter().filter(|p| p.key().is_none()).collect();
+    if !tabbed.is_empty() {
+        rows[1].1.push_str(&format!(" · Tab: {}", names(&tabbed)));
+    }
     for b in BINDINGS.iter().chain(EDITING) {
         match rows.last_mut() {
             Some((keys, _)) if b.help.is_empty() => *keys = format!("{keys} / {}", b.shown),
