@@ -105,6 +105,9 @@ pub enum Effect {
     /// Kernels, Ops → the Tree pane, bottom-up: the callers of the kernel
     /// label or op with this name.
     Callers(String),
+    /// Modules → the Tree pane, top-down, focused on the module or
+    /// annotation with this name: what runs under it.
+    InTree(String),
 }
 
 /// A pane: its key handling and its drawing, with the same two signatures
