@@ -129,6 +129,11 @@ fn explorer_in_a_real_terminal() {
     t.keys(&["9"]);
     let s = t.wait("the tree", |s| s.contains("by:module top-down") && s.contains("▾ unphased"));
     assert!(s.contains("self ms") && s.contains(" kernel "), "{s}");
+    // Tab past the Tree: the modules, forward and backward side by side.
+    t.keys(&["Tab"]);
+    let s =
+        t.wait("the modules", |s| s.contains("per step GPU") && s.contains("BertLMHeadModel_0"));
+    assert!(s.contains("fwd ms") && s.contains("bwd ms") && s.contains("Modules"), "{s}");
 
     // Quit: the process exits 0 and the terminal is back to normal.
     t.keys(&["q"]);

@@ -352,10 +352,10 @@ impl App {
             Action::NextPane => self.switch(self.pane.next(self.job.is_some())),
             Action::PrevPane => self.switch(self.pane.prev(self.job.is_some())),
             Action::StartRegex => {
-                // The Kernels pane's regex, unless the Ops or Tree pane is
-                // on screen (the Tree's is its focus).
+                // The Kernels pane's regex, unless the Ops, Tree or
+                // Modules pane is on screen (the last two's is their focus).
                 let pane = match self.pane {
-                    p @ (Pane::Ops | Pane::Tree) => p,
+                    p @ (Pane::Ops | Pane::Tree | Pane::Modules) => p,
                     _ => Pane::Kernels,
                 };
                 self.switch(pane);
@@ -438,6 +438,10 @@ impl App {
             }
             Effect::Callers(name) => {
                 self.panes.tree.callers(&name, &ctx!(self));
+                self.switch(Pane::Tree);
+            }
+            Effect::InTree(name) => {
+                self.panes.tree.under(&name, &ctx!(self));
                 self.switch(Pane::Tree);
             }
         }

@@ -7,7 +7,8 @@ use crate::pane::Pane;
 /// A text field being edited.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Field {
-    /// The regex of the Kernels or Ops pane; `before` is restored on Esc.
+    /// The regex of a pane (Kernels, Ops; the focus of Tree and Modules);
+    /// `before` is restored on Esc.
     Regex { pane: Pane, before: Option<String> },
     /// The path of a second profile.
     Path,

@@ -162,7 +162,8 @@ fn row(h: &KeyHint) -> HelpRow {
 pub fn help(pane: Pane, keys: &[KeyHint]) -> Vec<HelpRow> {
     // The pane keys in two rows (one is wider than the help): `0` is
     // Ranks, only in a distributed job.
-    let (first, rest) = Pane::JOB.split_at(Pane::JOB.len().div_ceil(2));
+    let keyed: Vec<Pane> = Pane::JOB.into_iter().filter(|p| p.key().is_some()).collect();
+    let (first, rest) = keyed.split_at(keyed.len().div_ceil(2));
     let numbers = |from: usize, to: usize| format!("{from}-{}", to - 1);
     let names = |ps: &[Pane]| -> String {
         let names: Vec<&str> = ps.iter().map(|p| p.title()).collect();
@@ -171,8 +172,13 @@ pub fn help(pane: Pane, keys: &[KeyHint]) -> Vec<HelpRow> {
     let plain = |keys: String, what: String| HelpRow { keys, what, heading: false };
     let mut rows = vec![
         plain(numbers(0, first.len()), names(first)),
-        plain(numbers(first.len(), Pane::JOB.len()), names(rest)),
+        plain(numbers(first.len(), keyed.len()), names(rest)),
     ];
+    // The panes past `9`, which only Tab reaches.
+    let tabbed: Vec<Pane> = Pane::JOB.into_iter().filter(|p| p.key().is_none()).collect();
+    if !tabbed.is_empty() {
+        rows[1].what.push_str(&format!(" · Tab: {}", names(&tabbed)));
+    }
     rows.extend(APP_KEYS.iter().map(row));
     let what = if keys.is_empty() { "no keys of its own" } else { "its own keys" };
     rows.push(HelpRow { keys: pane.title().to_string(), what: what.to_string(), heading: true });

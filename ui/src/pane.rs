@@ -5,7 +5,7 @@
 pub use crate::panes::Pane;
 
 impl Pane {
-    /// The panes of one profile, keys `1`–`9`.
+    /// The panes of one profile: keys `1`–`9`, then those only Tab reaches.
     pub const ALL: &'static [Pane] = Pane::JOB.split_at(1).1;
 
     /// The tabs, in Tab order: with Ranks first when a job is open.
@@ -13,11 +13,13 @@ impl Pane {
         if job { &Pane::JOB } else { Pane::ALL }
     }
 
-    /// The number key that shows the pane (`0` for Ranks).
-    pub fn key(self) -> char {
+    /// The number key that shows the pane (`0` for Ranks); `None` past
+    /// `9` (Tab reaches those).
+    pub fn key(self) -> Option<char> {
         match Pane::ALL.iter().position(|p| *p == self) {
-            Some(i) => char::from(b'1' + i as u8),
-            None => '0',
+            Some(i) if i < 9 => Some(char::from(b'1' + i as u8)),
+            Some(_) => None,
+            None => Some('0'),
         }
     }
     pub fn next(self, job: bool) -> Pane {

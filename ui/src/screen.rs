@@ -38,12 +38,15 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
     let t = &app.theme;
     let tabs = Pane::tabs(app.job.is_some());
     // Padded labels when they fit, else a single space between them, else
-    // (80 columns and a job) no space between a tab's key and its title.
+    // (80 columns) no space between a tab's key and its title, else (80
+    // columns and a job) the tabs around the pane on screen, `…` marking
+    // those left out. A pane past `9` has no key.
     let width = |label: &dyn Fn(Pane) -> String, extra: usize| -> usize {
         tabs.iter().map(|p| label(*p).chars().count() + extra).sum()
     };
-    let spaced = |p: Pane| format!("{} {}", p.key(), p.title());
-    let tight = |p: Pane| format!("{}{}", p.key(), p.title());
+    let keyed = |p: Pane, sep: &str| p.key().map_or(String::new(), |k| format!("{k}{sep}"));
+    let spaced = |p: Pane| format!("{}{}", keyed(p, " "), p.title());
+    let tight = |p: Pane| format!("{}{}", keyed(p, ""), p.title());
     let w = area.width as usize;
     let (label, pad): (&dyn Fn(Pane) -> String, &str) = if width(&spaced, 2) <= w {
         (&spaced, " ")
@@ -52,10 +55,30 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
     } else {
         (&tight, "")
     };
+    let n = tabs.len();
+    let lens: Vec<usize> = tabs.iter().map(|p| label(*p).chars().count() + 2 * pad.len()).collect();
+    let sep = usize::from(pad.is_empty());
+    let shown_w = |lo: usize, hi: usize| {
+        let marks = usize::from(lo > 0) + usize::from(hi < n);
+        lens[lo..hi].iter().sum::<usize>() + (hi - lo - 1) * sep + marks
+    };
+    let at = tabs.iter().position(|p| *p == app.pane).unwrap_or(0);
+    let (mut lo, mut hi) = (0, n);
+    while hi > at + 1 && shown_w(lo, hi) > w {
+        hi -= 1;
+    }
+    while lo < at && shown_w(lo, hi) > w {
+        lo += 1;
+    }
     let mut spans = Vec::new();
-    for &p in tabs {
+    if lo > 0 {
+        spans.push(Span::styled("…", t.muted()));
+    }
+    for (i, &p) in tabs.iter().enumerate().take(hi).skip(lo) {
         let label = format!("{pad}{}{pad}", label(p));
-        if pad.is_empty() {
+        // One space before each tight label, but the first's where it
+        // would not fit.
+        if pad.is_empty() && (i > lo || (lo, hi) == (0, n) && shown_w(0, n) < w) {
             spans.push(Span::raw(" "));
         }
         spans.push(if p == app.pane {
@@ -63,6 +86,9 @@ fn tabs(f: &mut Frame, app: &App, area: Rect) {
         } else {
             Span::styled(label, t.muted())
         });
+    }
+    if hi < n {
+        spans.push(Span::styled("…", t.muted()));
     }
     let used: usize = spans.iter().map(|s| s.width()).sum();
     let mut name = display_name(&app.main.arg);

@@ -105,6 +105,9 @@ pub enum Effect {
     /// Kernels, Ops → the Tree pane, bottom-up: the callers of the kernel
     /// label or op with this name.
     Callers(String),
+    /// Modules → the Tree pane, top-down, focused on the module or
+    /// annotation with this name: what runs under it.
+    InTree(String),
 }
 
 /// Keys a pane gives a meaning of its own, as its part of the help shows

@@ -77,9 +77,11 @@ fn number_keys_and_tab_switch_panes() {
     key(&mut a, KeyCode::Tab);
     assert_eq!(a.pane, Pane::Tree);
     key(&mut a, KeyCode::Tab);
+    assert_eq!(a.pane, Pane::Modules, "past the number keys");
+    key(&mut a, KeyCode::Tab);
     assert_eq!(a.pane, Pane::Summary, "Tab wraps around");
     key(&mut a, KeyCode::BackTab);
-    assert_eq!(a.pane, Pane::Tree);
+    assert_eq!(a.pane, Pane::Modules);
     assert!(!a.quit);
 }
 

@@ -9,6 +9,7 @@ pub mod collectives;
 pub mod compare;
 pub mod kernels;
 pub mod memory;
+pub mod modules;
 pub mod ops;
 pub mod phases;
 pub mod ranks;
@@ -89,6 +90,9 @@ pane_table! {
     Memory "Memory" => memory: memory::MemoryPane,
     /// The call tree of a step (the `tree` lens).
     Tree "Tree" => tree: tree::TreePane,
+    /// The model's modules, forward and backward (the `modules` lens);
+    /// past the number keys: Tab reaches it.
+    Modules "Modules" => modules: modules::ModulesPane,
 }
 
 /// How far a movement key moves a selection or scroll, `page` rows being a

@@ -354,6 +354,18 @@ impl TreePane {
         self.requery(ctx);
     }
 
+    /// Modules → what runs under the module or annotation `name`:
+    /// top-down, focused on it alone, the cursor on its first row, opened.
+    pub fn under(&mut self, name: &str, ctx: &Ctx<'_>) {
+        self.query = TreeQuery { focus: Some(exactly(name)), ..default_query() };
+        self.sort = TreeSort::default();
+        self.requery(ctx);
+        let rows = self.rows();
+        if let Some(i) = self.visible.iter().copied().find(|i| rows[*i].name == name) {
+            self.fold(i, true);
+        }
+    }
+
     /// Runs the lens; on success lays the rows out with the default ones
     /// open. A refused query keeps the previous result.
     fn rerun(&mut self, ctx: &Ctx<'_>) {
