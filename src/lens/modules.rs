@@ -1,5 +1,5 @@
 //! `profile modules`: the model's modules and annotations, forward and
-//! backward side by side (docs/analysis.md §17.4). The call tree by scope
+//! backward side by side (docs/analysis.md §17). The call tree by scope
 //! (ops, frames and kernels see-through) with each phase's subtree merged
 //! by path: a backward op already sits under its forward op's modules, so
 //! one row holds a module's forward and backward time.
