@@ -10,7 +10,7 @@ use super::busy::{OverlapSum, intersect, merge_sorted, overlap_each};
 use super::calltree::{OpAccount, OpTotals};
 use super::cpulog::HostKind;
 use super::gpulog::{KernelClasses, KernelSpan};
-use super::idle::{Beside, Share};
+use super::idle::{Beside, GroupSweeps};
 use super::kernel_index::{DeviceSpans, KernelIndex};
 use super::kernels::classify;
 use super::placed::Agg;
@@ -71,7 +71,7 @@ pub(super) fn build(
     };
     // The idle account's device groups after the first, for the main
     // thread too once its part is done (a merged trace's processes).
-    let share = Share::default();
+    let share = GroupSweeps::default();
     let (busy, roof, idle, op_tables, lead_ins, tree) = std::thread::scope(|s| {
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (threads > 1).then(|| {
@@ -112,7 +112,7 @@ pub(super) fn build(
         // The collectives' kernel lead-ins too (their idle part needs the
         // idle account's gaps).
         let lead_ins = collector.finish(&a, index(), &compute_label);
-        share.help();
+        share.sweep_pending();
         let (busy, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
@@ -1126,7 +1126,7 @@ fn phase_mode(phases: &PhaseNames) -> Option<Mode> {
 /// Training, inference or unknown from what the trace recorded (docs/analysis.md §10):
 /// backward or optimizer work means training; CPU ops without any means
 /// inference; no CPU side at all (a GPU-only trace) says nothing.
-fn evidence_mode(e: &super::counts::Evidence) -> Mode {
+fn evidence_mode(e: &super::counts::WorkSigns) -> Mode {
     if e.backward_ops > 0 || e.optimizer_marks > 0 {
         Mode::Training
     } else if e.cpu_ops > 0 {

@@ -22,7 +22,7 @@ pub struct Counts {
 
 /// What the trace shows about the work it recorded (docs/analysis.md §10, mode).
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Evidence {
+pub struct WorkSigns {
     /// CPU ops of any kind, anywhere in the trace.
     pub cpu_ops: u64,
     /// Autograd backward work: `*Backward*` ops, the autograd engine.

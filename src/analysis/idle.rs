@@ -83,7 +83,7 @@ type ThreadSpans = Vec<(u32, Vec<HostSpan>)>;
 /// every record on the way (and the log is read even with no windows).
 fn overlapping(
     log: &CpuLog,
-    windows: &[Window],
+    windows: &[ThreadStretch],
     mut each: Option<&mut dyn FnMut(&CpuRec)>,
 ) -> ThreadSpans {
     if windows.is_empty() && each.is_none() {
@@ -160,7 +160,7 @@ struct Slot {
 /// Where idle time went: a key made of interned names, formatted once at
 /// the end.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-enum Place {
+enum PlaceKey {
     /// Outermost and innermost op, and the runtime call inside them.
     Ops {
         outer: Option<u32>,
@@ -187,7 +187,7 @@ const NOT_LAUNCHED: &str = "kernels whose launch the trace does not hold";
 
 /// How a stretch of a gap is to be explained.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Mode {
+enum Explain {
     /// By what the thread was doing; `short` gaps count as launch cost.
     Classify { short: bool },
     /// The launch call and its latency: `launch`, placed at the op.
@@ -199,11 +199,11 @@ enum Mode {
 
 /// A stretch of a gap to explain from one thread's records.
 #[derive(Debug, Clone, Copy)]
-struct Window {
+struct ThreadStretch {
     thread: u32,
     start: i64,
     end: i64,
-    mode: Mode,
+    mode: Explain,
     gap: u32,
 }
 
@@ -226,7 +226,7 @@ struct Tally {
     causes: HashMap<IdleCause, i64>,
     /// Gaps each cause took part in (counted once per gap).
     cause_gaps: HashMap<IdleCause, (u64, u32)>,
-    places: HashMap<(IdleCause, Place), i64>,
+    places: HashMap<(IdleCause, PlaceKey), i64>,
     phases: HashMap<u16, i64>,
     /// Whether each gap (by id) is a step's first; time per cause in those.
     leading_gap: Vec<bool>,
@@ -251,8 +251,8 @@ struct Tally {
 struct GapCauses {
     stretches: Vec<Stretch>,
     /// Each distinct (cause, place), by the id the stretches carry.
-    keys: Vec<(IdleCause, Place)>,
-    ids: HashMap<(IdleCause, Place), u32>,
+    keys: Vec<(IdleCause, PlaceKey)>,
+    ids: HashMap<(IdleCause, PlaceKey), u32>,
 }
 
 /// Time explained in a gap, by a (cause, place) of [`GapCauses::keys`].
@@ -264,7 +264,7 @@ struct Stretch {
 }
 
 impl Tally {
-    fn add(&mut self, cause: IdleCause, place: Place, gap: u32, phase: u16, ns: i64) {
+    fn add(&mut self, cause: IdleCause, place: PlaceKey, gap: u32, phase: u16, ns: i64) {
         if ns <= 0 {
             return;
         }
@@ -389,20 +389,20 @@ impl Gaps {
 }
 
 /// A cause's time in one gap, and its time per place.
-type CauseIn = (IdleCause, i64, Vec<(Place, i64)>);
+type CauseIn = (IdleCause, i64, Vec<(PlaceKey, i64)>);
 
 /// A place's name: ops joined `outer > inner > call`, a frame's or
 /// annotation's name, a kernel's label.
-fn place_name(place: Place, names: &Names, label: &dyn Fn(u32) -> String) -> String {
+fn place_name(place: PlaceKey, names: &Names, label: &dyn Fn(u32) -> String) -> String {
     match place {
-        Place::Ops { outer, inner, call } => {
+        PlaceKey::Ops { outer, inner, call } => {
             let parts: Vec<&str> =
                 [outer, inner, call].into_iter().flatten().map(|n| names.get(n)).collect();
             if parts.is_empty() { OUTSIDE_OPS.to_string() } else { parts.join(" > ") }
         }
-        Place::Name(n) | Place::Frame(n) => names.get(n).to_string(),
-        Place::Kernel(n) => label(n),
-        Place::Text(t) => t.to_string(),
+        PlaceKey::Name(n) | PlaceKey::Frame(n) => names.get(n).to_string(),
+        PlaceKey::Kernel(n) => label(n),
+        PlaceKey::Text(t) => t.to_string(),
     }
 }
 
@@ -418,7 +418,7 @@ pub struct Gaps {
     stretches: Vec<Stretch>,
     /// The (cause, place) of each stretch's key (a frame's place: by its
     /// name id).
-    keys: Vec<(IdleCause, Place)>,
+    keys: Vec<(IdleCause, PlaceKey)>,
 }
 
 impl Gaps {
@@ -536,7 +536,7 @@ pub(super) fn account<'a>(
         })
         .collect();
     if !rest.is_empty() {
-        let rest = share.rest.get_or_init(|| Rest {
+        let rest = share.pending.get_or_init(|| PendingGroups {
             a,
             steps: steps.to_vec(),
             host,
@@ -603,7 +603,7 @@ struct DeviceAccount {
 /// end), and the groups it shares with a thread that is free.
 pub(super) struct Beside<'s, 'a> {
     pub before_sweep: &'s dyn Fn(),
-    pub share: &'s Share<'a>,
+    pub share: &'s GroupSweeps<'a>,
 }
 
 /// A group's devices: index, kernels, launching threads.
@@ -615,21 +615,21 @@ type Group<'a> = Vec<(usize, DeviceKernels<'a>, HashMap<u32, u64>)>;
 /// that ends the rest of the analysis (build.rs). A group's sweep reads
 /// nothing of another's, so who sweeps it changes no figure.
 #[derive(Default)]
-pub(super) struct Share<'a> {
-    rest: OnceLock<Rest<'a>>,
+pub(super) struct GroupSweeps<'a> {
+    pending: OnceLock<PendingGroups<'a>>,
 }
 
-impl Share<'_> {
+impl GroupSweeps<'_> {
     /// Sweeps the groups left, if the first one is done (else the
     /// account's thread sweeps them all).
-    pub fn help(&self) {
-        if let Some(rest) = self.rest.get() {
+    pub fn sweep_pending(&self) {
+        if let Some(rest) = self.pending.get() {
             rest.work();
         }
     }
 }
 
-struct Rest<'a> {
+struct PendingGroups<'a> {
     a: &'a PassRecord,
     steps: Vec<(i64, i64)>,
     host: HostFacts,
@@ -641,7 +641,7 @@ struct Rest<'a> {
     all_swept: Condvar,
 }
 
-impl Rest<'_> {
+impl PendingGroups<'_> {
     fn work(&self) {
         loop {
             let g = self.next.fetch_add(1, Ordering::Relaxed);
@@ -683,7 +683,7 @@ impl Rest<'_> {
 }
 
 /// A group done: counted and said on drop.
-struct Counted<'r, 'a>(&'r Rest<'a>);
+struct Counted<'r, 'a>(&'r PendingGroups<'a>);
 
 impl Drop for Counted<'_, '_> {
     fn drop(&mut self) {
@@ -704,7 +704,7 @@ fn near_gaps(
     match plans {
         [(_, one)] => overlapping(&a.cpu, &one.windows, each),
         all => {
-            let mut windows: Vec<Window> =
+            let mut windows: Vec<ThreadStretch> =
                 all.iter().flat_map(|(_, p)| p.windows.iter().copied()).collect();
             windows.sort_by_key(|w| (w.thread, w.start));
             overlapping(&a.cpu, &windows, each)
@@ -763,7 +763,7 @@ fn sharing_threads(launchers: &[HashMap<u32, u64>]) -> Vec<Vec<usize>> {
 struct GapPlan {
     tally: Tally,
     /// By thread, then start, as the sweep reads them.
-    windows: Vec<Window>,
+    windows: Vec<ThreadStretch>,
     gaps: u32,
     leading: i64,
     trailing: i64,
@@ -789,7 +789,7 @@ impl GapPlan {
 
         let mut tally =
             Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
-        let mut windows: Vec<Window> = Vec::new();
+        let mut windows: Vec<ThreadStretch> = Vec::new();
         let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
         // Where the last gap's next kernels were: gaps come in time order.
         let mut next_hint = 0;
@@ -878,8 +878,8 @@ impl GapPlan {
                 |GapCauses { mut stretches, mut keys, .. }| {
                     stretches.sort_by_key(|c| c.gap);
                     for k in &mut keys {
-                        if let Place::Frame(f) = k.1 {
-                            k.1 = Place::Frame(tally.frames[f as usize].name);
+                        if let PlaceKey::Frame(f) = k.1 {
+                            k.1 = PlaceKey::Frame(tally.frames[f as usize].name);
                         }
                     }
                     Gaps { device, spans: std::mem::take(&mut tally.gap_spans), stretches, keys }
@@ -908,11 +908,11 @@ fn explain_gap(
     main_thread: Option<u32>,
     host_side: bool,
     tally: &mut Tally,
-    windows: &mut Vec<Window>,
+    windows: &mut Vec<ThreadStretch>,
 ) {
     // Charged to each phase the stretch crosses, so no phase's idle time
     // exceeds its wall time.
-    let mut charge = |cause: IdleCause, place: Place, (mut t, end): (i64, i64)| {
+    let mut charge = |cause: IdleCause, place: PlaceKey, (mut t, end): (i64, i64)| {
         while t < end {
             let (phase, until) = a.ranges.gpu_phase_span(device, t);
             let t1 = until.min(end);
@@ -932,47 +932,47 @@ fn explain_gap(
     let short = g1 - g0 < LAUNCH_GAP_NS;
     match launched {
         Some((k, l)) if l.end <= g0 => {
-            charge(IdleCause::Dependency, Place::Kernel(k.name), (g0, g1))
+            charge(IdleCause::Dependency, PlaceKey::Kernel(k.name), (g0, g1))
         }
         Some((k, l)) => {
-            let mut push = |start: i64, end: i64, mode: Mode| {
+            let mut push = |start: i64, end: i64, mode: Explain| {
                 if end > start {
-                    windows.push(Window { thread: l.thread, start, end, mode, gap });
+                    windows.push(ThreadStretch { thread: l.thread, start, end, mode, gap });
                 }
             };
             // Before the launch: what the host was doing instead.
-            push(g0, l.start, Mode::Classify { short });
+            push(g0, l.start, Explain::Classify { short });
             let call = (l.start.max(g0), l.end.min(g1));
             let after = (l.end.max(g0), g1);
             if l.end - l.start >= LAUNCH_GAP_NS {
-                push(call.0, call.1, Mode::SlowCall(l.name));
+                push(call.0, call.1, Explain::SlowCall(l.name));
             } else if after.1 - after.0 < LAUNCH_GAP_NS {
-                push(call.0, g1, Mode::Launch);
+                push(call.0, g1, Explain::Launch);
                 return;
             } else {
-                push(call.0, call.1, Mode::Launch);
+                push(call.0, call.1, Explain::Launch);
             }
             // Launched, yet the kernel started only later: it was queued
             // behind something else, or started within launch latency.
             if after.1 - after.0 >= LAUNCH_GAP_NS {
-                charge(IdleCause::Dependency, Place::Kernel(k.name), after);
+                charge(IdleCause::Dependency, PlaceKey::Kernel(k.name), after);
             } else {
-                push(after.0, after.1, Mode::Launch);
+                push(after.0, after.1, Explain::Launch);
             }
         }
         None => match main_thread.filter(|_| host_side) {
             // A step's tail (no kernel ends the gap), or kernels with no
             // launch: what the loop thread did.
-            Some(t) => windows.push(Window {
+            Some(t) => windows.push(ThreadStretch {
                 thread: t,
                 start: g0,
                 end: g1,
-                mode: Mode::Classify { short: short && next().next().is_some() },
+                mode: Explain::Classify { short: short && next().next().is_some() },
                 gap,
             }),
             None => {
                 let why = if host_side { NOT_LAUNCHED } else { NO_HOST };
-                charge(IdleCause::Other, Place::Text(why), (g0, g1));
+                charge(IdleCause::Other, PlaceKey::Text(why), (g0, g1));
             }
         },
     }
@@ -1022,7 +1022,7 @@ fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan:
                 if t1 > t {
                     let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
                     let place = match place {
-                        Place::Frame(which) => {
+                        PlaceKey::Frame(which) => {
                             let loader = active
                                 .iter()
                                 .find(|s| s.kind == HostKind::Dataload)
@@ -1040,12 +1040,14 @@ fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan:
                                     .map(|s| s.name),
                             );
                             match tally.frame_path(&path, t1 - t) {
-                                Some(node) => Place::Frame(node),
+                                Some(node) => PlaceKey::Frame(node),
                                 // Only wrappers of the whole step: the step's own
                                 // code, named by the innermost of them.
-                                None => frames
-                                    .next_back()
-                                    .map_or(Place::Text(OUTSIDE_OPS), |f| Place::Name(f.name)),
+                                None => {
+                                    frames.next_back().map_or(PlaceKey::Text(OUTSIDE_OPS), |f| {
+                                        PlaceKey::Name(f.name)
+                                    })
+                                }
                             }
                         }
                         p => p,
@@ -1105,10 +1107,10 @@ impl FrameCover {
 /// (outermost first), and the place to charge it to.
 fn classify(
     active: &[HostSpan],
-    mode: Mode,
+    mode: Explain,
     cpu_side: bool,
     is_sync_op: &mut dyn FnMut(u32) -> bool,
-) -> (IdleCause, Place) {
+) -> (IdleCause, PlaceKey) {
     // The outermost and (of two or more) innermost op; no list is built,
     // as this runs for every stretch of every gap.
     let ops = || active.iter().filter(|s| s.kind == HostKind::Op);
@@ -1120,7 +1122,7 @@ fn classify(
         }
     }
     let has_ops = outer.is_some();
-    let op_place = |call: Option<u32>| Place::Ops { outer, inner, call };
+    let op_place = |call: Option<u32>| PlaceKey::Ops { outer, inner, call };
     let innermost = |kind: HostKind| active.iter().rev().find(|s| s.kind == kind);
     let python = innermost(HostKind::Python);
     // The op, else the Python frames (the tree, or for launch cost just the
@@ -1129,25 +1131,25 @@ fn classify(
         if has_ops {
             op_place(None)
         } else if let Some(f) = python {
-            if tree { Place::Frame(ALL_FRAMES) } else { Place::Name(f.name) }
+            if tree { PlaceKey::Frame(ALL_FRAMES) } else { PlaceKey::Name(f.name) }
         } else if let Some(an) = innermost(HostKind::Annotation) {
-            Place::Name(an.name)
+            PlaceKey::Name(an.name)
         } else {
-            Place::Text(OUTSIDE_OPS)
+            PlaceKey::Text(OUTSIDE_OPS)
         }
     };
     match mode {
-        Mode::Launch => return (IdleCause::Launch, place(false)),
-        Mode::SlowCall(call) => return (IdleCause::CpuOp, op_place(Some(call))),
-        Mode::Classify { .. } => {}
+        Explain::Launch => return (IdleCause::Launch, place(false)),
+        Explain::SlowCall(call) => return (IdleCause::CpuOp, op_place(Some(call))),
+        Explain::Classify { .. } => {}
     }
     if let Some(i) = active.iter().position(|s| s.kind == HostKind::Dataload) {
         // Python frames recorded under the loader (`with_stack`): its
         // time is named frame by frame, as the Python cause's is.
         if active[i + 1..].iter().any(|s| s.kind == HostKind::Python) {
-            return (IdleCause::Dataloader, Place::Frame(UNDER_LOADER));
+            return (IdleCause::Dataloader, PlaceKey::Frame(UNDER_LOADER));
         }
-        return (IdleCause::Dataloader, Place::Name(active[i].name));
+        return (IdleCause::Dataloader, PlaceKey::Name(active[i].name));
     }
     let sync_call = innermost(HostKind::Sync);
     if sync_call.is_some() || ops().any(|s| is_sync_op(s.name)) {
@@ -1156,7 +1158,7 @@ fn classify(
     if let Some(call) = innermost(HostKind::Alloc) {
         return (IdleCause::Allocator, op_place(Some(call.name)));
     }
-    if mode == (Mode::Classify { short: true }) {
+    if mode == (Explain::Classify { short: true }) {
         return (IdleCause::Launch, place(false));
     }
     if has_ops {
@@ -1166,9 +1168,9 @@ fn classify(
         return (IdleCause::Python, place(true));
     }
     if cpu_side {
-        (IdleCause::Python, Place::Text(OUTSIDE_OPS))
+        (IdleCause::Python, PlaceKey::Text(OUTSIDE_OPS))
     } else {
-        (IdleCause::Other, Place::Text(NO_HOST))
+        (IdleCause::Other, PlaceKey::Text(NO_HOST))
     }
 }
 
@@ -1182,23 +1184,23 @@ fn places(
     per_step: &dyn Fn(i64) -> f64,
     label: &dyn Fn(u32) -> String,
 ) -> Vec<IdlePlace> {
-    let name = |place: &Place| -> String {
+    let name = |place: &PlaceKey| -> String {
         match *place {
-            Place::Frame(f) => a.names.get(tally.frames[f as usize].name).to_string(),
+            PlaceKey::Frame(f) => a.names.get(tally.frames[f as usize].name).to_string(),
             p => place_name(p, &a.names, label),
         }
     };
-    let mut flat: Vec<(Place, i64)> = tally
+    let mut flat: Vec<(PlaceKey, i64)> = tally
         .places
         .iter()
-        .filter(|((c, p), _)| *c == cause && !matches!(p, Place::Frame(_)))
+        .filter(|((c, p), _)| *c == cause && !matches!(p, PlaceKey::Frame(_)))
         .map(|((_, p), ns)| (*p, *ns))
         .collect();
     // Python frames: the tree of the frames the cause's time was spent in.
     let frame_ns: i64 = tally
         .places
         .iter()
-        .filter(|((c, p), _)| *c == cause && matches!(p, Place::Frame(_)))
+        .filter(|((c, p), _)| *c == cause && matches!(p, PlaceKey::Frame(_)))
         .map(|(_, ns)| *ns)
         .sum();
     let mut out: Vec<IdlePlace> = Vec::new();
@@ -1215,7 +1217,7 @@ fn places(
             .places
             .iter()
             .filter_map(|((c, p), _)| match p {
-                Place::Frame(node) if *c == cause => Some(root_of(*node)),
+                PlaceKey::Frame(node) if *c == cause => Some(root_of(*node)),
                 _ => None,
             })
             .collect();
@@ -1369,14 +1371,14 @@ mod tests {
                     written.push((thread, start, start + dur, name));
                 }
             }
-            let mut windows: Vec<Window> = (0..next(20))
+            let mut windows: Vec<ThreadStretch> = (0..next(20))
                 .map(|_| {
                     let start = next(10_000) as i64;
-                    Window {
+                    ThreadStretch {
                         thread: next(4) as u32,
                         start,
                         end: start + 1 + next(200) as i64,
-                        mode: Mode::Launch,
+                        mode: Explain::Launch,
                         gap: 0,
                     }
                 })

@@ -52,7 +52,7 @@ use crate::trace::kind::span_ns;
 use crate::trace::{
     self, Document, Event, EventKind, EventSink, GpuWork, RuntimeCall, SyncKind, TraceInfo,
 };
-use counts::{Counts, Evidence};
+use counts::{Counts, WorkSigns};
 use gpulog::{CopySpan, GpuLog, Launch};
 use inference::{INFERRED_HOW, PhaseInference};
 use launches::{GpuEvent, Launches, PendingLaunch, Placed};
@@ -84,7 +84,7 @@ pub struct PassRecord {
     op_tables: OpTables,
     gpu_tables: GpuTables,
     counts: Counts,
-    evidence: Evidence,
+    evidence: WorkSigns,
     /// Phase evidence in traces without `step/<phase>` ranges.
     inference: PhaseInference,
     pricing: OpPricing,

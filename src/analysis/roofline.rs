@@ -142,8 +142,8 @@ fn sweep_ops(
     a: &PassRecord,
     launches: &[(u32, i64, u32)],
     tensor_core: &dyn Fn(u32) -> bool,
-) -> Given {
-    let with = With { a, launches, tensor_core };
+) -> PricedCalls {
+    let with = SweepInput { a, launches, tensor_core };
     match sweep_in_log_order(&with) {
         Some(given) => given,
         None => sweep_sorted(&with),
@@ -152,14 +152,14 @@ fn sweep_ops(
 
 /// What the sweep reads: the pass, its in-step launches by thread and
 /// time, and whether a kernel (by name) ran on tensor cores.
-struct With<'w> {
+struct SweepInput<'w> {
     a: &'w PassRecord,
     launches: &'w [(u32, i64, u32)],
     tensor_core: &'w dyn Fn(u32) -> bool,
 }
 
 /// What the sweep gives.
-struct Given {
+struct PricedCalls {
     /// Each priced call around a launch, in the pass's order.
     calls: Vec<Call>,
     /// By launch: its outermost priced call ([`NO_CALL`]: none).
@@ -188,9 +188,9 @@ fn thread_sweeps(launches: &[(u32, i64, u32)]) -> HashMap<u32, ThreadSweep> {
 
 /// [`sweep_ops`] on the log's order; None when a thread's ops go back in
 /// time.
-fn sweep_in_log_order(with: &With<'_>) -> Option<Given> {
+fn sweep_in_log_order(with: &SweepInput<'_>) -> Option<PricedCalls> {
     let mut threads = thread_sweeps(with.launches);
-    let mut given = Given::new(with.launches.len());
+    let mut given = PricedCalls::new(with.launches.len());
     let mut places = PlaceCache::default();
     for o in with.a.op_records() {
         let Some(t) = threads.get_mut(&o.thread) else { continue };
@@ -206,9 +206,9 @@ fn sweep_in_log_order(with: &With<'_>) -> Option<Given> {
 }
 
 /// [`sweep_ops`] on each thread's ops sorted: all of them held at once.
-fn sweep_sorted(with: &With<'_>) -> Given {
+fn sweep_sorted(with: &SweepInput<'_>) -> PricedCalls {
     let mut threads = thread_sweeps(with.launches);
-    let mut given = Given::new(with.launches.len());
+    let mut given = PricedCalls::new(with.launches.len());
     let mut ops: HashMap<u32, Vec<RoofOp>> = HashMap::default();
     let mut places = PlaceCache::default();
     for o in with.a.op_records() {
@@ -232,9 +232,13 @@ fn sweep_sorted(with: &With<'_>) -> Given {
     given
 }
 
-impl Given {
-    fn new(launches: usize) -> Given {
-        Given { calls: Vec::new(), owner: vec![NO_CALL; launches], unmodelled: HashMap::default() }
+impl PricedCalls {
+    fn new(launches: usize) -> PricedCalls {
+        PricedCalls {
+            calls: Vec::new(),
+            owner: vec![NO_CALL; launches],
+            unmodelled: HashMap::default(),
+        }
     }
 }
 
@@ -264,7 +268,7 @@ impl ThreadSweep {
     /// thread's launches; its call, when priced, added to `calls`.
     fn enclosing(
         &mut self,
-        with: &With<'_>,
+        with: &SweepInput<'_>,
         o: &super::cpulog::CpuRec,
         places: &mut PlaceCache,
         calls: &mut Vec<Call>,
@@ -286,7 +290,7 @@ impl ThreadSweep {
     /// Takes this thread's next op; false when it starts before the last
     /// one taken, or would go under more than [`MAX_TIE`] ops from its
     /// start.
-    fn take(&mut self, op: RoofOp, with: &With<'_>, given: &mut Given) -> bool {
+    fn take(&mut self, op: RoofOp, with: &SweepInput<'_>, given: &mut PricedCalls) -> bool {
         if op.start < self.last_start {
             return false;
         }
@@ -319,7 +323,7 @@ impl ThreadSweep {
     /// them: each priced call around a launch adds its kernel's time, the
     /// outermost owns it; without one, the innermost op is where the time
     /// goes unmodelled.
-    fn give(&mut self, until: i64, with: &With<'_>, given: &mut Given) {
+    fn give(&mut self, until: i64, with: &SweepInput<'_>, given: &mut PricedCalls) {
         while self.next < self.end && with.launches[self.next].1 < until {
             let (_, at, k) = with.launches[self.next];
             let stack = &mut self.stack;
@@ -428,7 +432,7 @@ pub fn account(
         return None;
     }
     let (launches, unlaunched) = in_step_launches(a);
-    let Given { calls, owner, mut unmodelled } = sweep_ops(a, &launches, tensor_core);
+    let PricedCalls { calls, owner, mut unmodelled } = sweep_ops(a, &launches, tensor_core);
     let priced = calls.len();
     if unlaunched > 0.0 {
         *unmodelled.entry(None).or_insert(0.0) += unlaunched;
@@ -823,7 +827,7 @@ mod tests {
 
     /// Each launch's owner as the op's name with the call's kernel time,
     /// and the time not owned by the op around it.
-    fn owners(a: &PassRecord, given: &Given) -> (Vec<String>, Vec<String>) {
+    fn owners(a: &PassRecord, given: &PricedCalls) -> (Vec<String>, Vec<String>) {
         let owned = given
             .owner
             .iter()
@@ -859,7 +863,7 @@ mod tests {
         events.push(r#"{"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 5, "args": {"correlation": 1}}"#.to_string());
         let a = pass(&format!("[{}]", events.join(",\n")));
         let (launches, _) = in_step_launches(&a);
-        let with = With { a: &a, launches: &launches, tensor_core: &|_| false };
+        let with = SweepInput { a: &a, launches: &launches, tensor_core: &|_| false };
         assert!(sweep_in_log_order(&with).is_none());
         let given = sweep_ops(&a, &launches, &|_| false);
         assert_eq!(
@@ -883,7 +887,7 @@ mod tests {
             let a = pass(&trace(ops));
             let (launches, unlaunched) = in_step_launches(&a);
             assert_eq!((launches.len(), unlaunched), (3, 0.0), "{ops:?}");
-            let with = With { a: &a, launches: &launches, tensor_core: &|_| false };
+            let with = SweepInput { a: &a, launches: &launches, tensor_core: &|_| false };
             let sorted = sweep_sorted(&with);
             assert_eq!(owners(&a, &sorted), want, "{ops:?}");
             // The mm's call has its one kernel (50 us).

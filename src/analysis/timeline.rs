@@ -752,7 +752,7 @@ impl Analyzer {
     pub fn idle_gaps(&self, start: i64, end: i64) -> Vec<IdleGap> {
         let label = |n: u32| self.rec.names.get(n).to_string();
         let index = kernel_index::KernelIndex::of(&self.rec.gpu);
-        let beside = idle::Beside { before_sweep: &|| (), share: &idle::Share::default() };
+        let beside = idle::Beside { before_sweep: &|| (), share: &idle::GroupSweeps::default() };
         idle::account(&self.rec, &index, &[(start, end)], 1.0, &label, true, beside)
             .and_then(|a| a.gaps)
             .map_or_else(Vec::new, |g| g.each(&self.rec.names, &label))

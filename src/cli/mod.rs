@@ -361,8 +361,8 @@ pub fn run_reader_saying(
                 lens::get::get(&input.profile, a.field.as_deref(), &a.trace.to_string_lossy())?;
             if a.json {
                 match &got {
-                    lens::get::Got::Names(n) => render::json(n)?,
-                    lens::get::Got::Value(m) => render::json(m)?,
+                    lens::get::GetAnswer::Names(n) => render::json(n)?,
+                    lens::get::GetAnswer::Value(m) => render::json(m)?,
                 }
             } else {
                 text::get(&got)

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::profile::{Profile, metrics};
 
 #[derive(Debug, Clone, PartialEq)]
-pub enum Got {
+pub enum GetAnswer {
     /// Every metric name, sorted.
     Names(MetricNames),
     /// One metric.
@@ -55,17 +55,17 @@ impl JsonSchema for Metric {
 
 /// `field = None` lists the names. An unknown field is a usage error that
 /// points at the listing form (`input` is the path as the user typed it).
-pub fn get(p: &Profile, field: Option<&str>, input: &str) -> Result<Got> {
+pub fn get(p: &Profile, field: Option<&str>, input: &str) -> Result<GetAnswer> {
     let m = metrics::of(p);
     match field {
         None => {
             let mut names: Vec<String> = m.keys().cloned().collect();
             names.sort();
-            Ok(Got::Names(MetricNames { metrics: names }))
+            Ok(GetAnswer::Names(MetricNames { metrics: names }))
         }
         Some(f) => m
             .get(f)
-            .map(|v| Got::Value(Metric { name: f.to_string(), value: v.clone() }))
+            .map(|v| GetAnswer::Value(Metric { name: f.to_string(), value: v.clone() }))
             .ok_or_else(|| {
                 Error::usage(format!(
                     "unknown metric '{f}'. run 'libreyolo profile get {input}' to list metrics."

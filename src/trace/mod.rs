@@ -285,8 +285,8 @@ fn stream_events_after_bracket(
     let mut first = true;
     if opts.threads > 1 {
         match parallel::stream_events(s, sink, info, opts)? {
-            parallel::Rest::Closed => return Ok(()),
-            parallel::Rest::Elements { first: f } => first = f,
+            parallel::AfterEvents::Closed => return Ok(()),
+            parallel::AfterEvents::Elements { first: f } => first = f,
         }
     }
     stream_elements(s, sink, info, first, &opts.budget)

@@ -57,7 +57,7 @@ const NO_CUT: usize = MAX_VALUE + BLOCK;
 
 /// Where the caller goes on after [`stream_events`], on the scanner it
 /// was given (now over the input's remaining bytes).
-pub(super) enum Rest {
+pub(super) enum AfterEvents {
     /// The array ended: the scanner is at the byte after its `]`.
     Closed,
     /// The one-thread scanner reads on, at an element boundary: `first`
@@ -369,13 +369,13 @@ impl Read for Failed {
 
 /// Streams the elements of `traceEvents` after its `[` from `s` into
 /// `sink`, parsed on the thread budget's threads (this one among them),
-/// then leaves `s` over the rest of the input (see [`Rest`]).
+/// then leaves `s` over the rest of the input (see [`AfterEvents`]).
 pub(super) fn stream_events(
     s: &mut Scanner<Box<dyn Read>>,
     sink: &mut dyn EventSink,
     info: &mut TraceInfo,
     opts: &ReadOptions,
-) -> Result<Rest> {
+) -> Result<AfterEvents> {
     let (threads, block, budget) = (opts.threads, opts.block, opts.budget.clone());
     // The calling thread parses too, whenever its next block is not ready
     // (`Driver::take`): on two cores, two parsers beside it shared the
@@ -469,8 +469,8 @@ pub(super) fn stream_events(
         (None, None) => Scanner::starting_at(Box::new(Cursor::new(bytes).chain(reader)), base),
     };
     Ok(match first {
-        None => Rest::Closed,
-        Some(first) => Rest::Elements { first },
+        None => AfterEvents::Closed,
+        Some(first) => AfterEvents::Elements { first },
     })
 }
 

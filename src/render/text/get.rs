@@ -5,18 +5,18 @@ use std::fmt::Write;
 
 use serde_json::Value;
 
-use crate::lens::get::Got;
+use crate::lens::get::GetAnswer;
 
-pub fn get(g: &Got) -> String {
+pub fn get(g: &GetAnswer) -> String {
     match g {
-        Got::Names(names) => {
+        GetAnswer::Names(names) => {
             let mut o = String::from("available metrics:\n");
             for n in &names.metrics {
                 let _ = writeln!(o, "  {n}");
             }
             o
         }
-        Got::Value(m) => format!("{}\n", scalar(&m.value)),
+        GetAnswer::Value(m) => format!("{}\n", scalar(&m.value)),
     }
 }
 
