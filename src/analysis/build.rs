@@ -12,7 +12,7 @@ use super::cpulog::HostKind;
 use super::gpulog::{KernelClasses, KernelSpan};
 use super::idle::{Beside, GroupSweeps};
 use super::kernel_index::{DeviceSpans, KernelIndex};
-use super::kernels::classify;
+use super::kernels::{KernelClass, classify};
 use super::placed::Agg;
 use super::ranges::{PHASE_ORDER, PhaseNames, Ranges, UNPHASED, UNPHASED_NAME};
 use super::verdict::{self, Evidence, model_sentence};
@@ -27,8 +27,6 @@ use crate::util::round;
 
 const MS: f64 = 1e6; // ns per ms
 const TOP_KERNELS: usize = 8;
-
-type KernelInfo = KernelClasses;
 
 /// What the accounts after the pass (idle, busy union, roofline, call
 /// tree, each kernel's calls) hold at once while they run, per GPU event:
@@ -67,7 +65,7 @@ pub(super) fn build(
     let sorted = std::sync::OnceLock::new();
     let index = || sorted.get_or_init(|| KernelIndex::of(&a.gpu));
     let compute_label = |name: u32| {
-        kinfo.get(&name).filter(|k| k.0 != Category::Communication).map(|k| k.2.clone())
+        kinfo.get(&name).filter(|k| k.category != Category::Communication).map(|k| k.label.clone())
     };
     // The idle account's device groups after the first, for the main
     // thread too once its part is done (a merged trace's processes).
@@ -95,11 +93,13 @@ pub(super) fn build(
         });
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
         let arithmetic = |k: u32| {
-            kinfo.get(&k).is_some_and(|i| matches!(i.0, Category::GemmConv | Category::Attention))
+            kinfo
+                .get(&k)
+                .is_some_and(|i| matches!(i.category, Category::GemmConv | Category::Attention))
         };
         let roof = super::roofline::account(
             &a,
-            &|k| kinfo.get(&k).is_some_and(|i| i.1),
+            &|k| kinfo.get(&k).is_some_and(|i| i.tensor_core),
             &arithmetic,
             &peaks,
         );
@@ -138,7 +138,7 @@ pub(super) fn build(
         super::roofline::efficiency(
             &a,
             roof.as_ref(),
-            &|k| kinfo.get(&k).map_or(Category::Other, |i| i.0.clone()),
+            &|k| kinfo.get(&k).map_or(Category::Other, |i| i.category.clone()),
             device,
             win.n_steps,
             busy.kernel_total.ns,
@@ -430,7 +430,7 @@ fn step_times(ranges: &Ranges) -> Vec<StepTime> {
 /// Category, Tensor Core flag and label once per kernel name, for all the
 /// GPU work the trace holds: the kernels' were worked out (demangled) in
 /// the pass; the other GPU work's (copies, sets) here.
-fn kernel_info(a: &mut PassRecord) -> KernelInfo {
+fn kernel_info(a: &mut PassRecord) -> KernelClasses {
     let mut kinfo = std::mem::take(&mut a.gpu.kernel_classes);
     for &n in a.gpu_tables.kernels.keys() {
         kinfo.entry(n).or_insert_with(|| classify(a.names.get(n)));
@@ -495,7 +495,7 @@ fn gpu_busy(
     a: &PassRecord,
     info: &TraceInfo,
     win: &Span,
-    kinfo: &KernelInfo,
+    kinfo: &KernelClasses,
     index: &KernelIndex,
 ) -> Busy {
     let (steps, n_steps, wall_ns) = (&win.steps, win.n_steps, win.wall_ns);
@@ -506,8 +506,8 @@ fn gpu_busy(
     let mut places = super::ranges::PlaceCache::default();
     // Communication and the rest, per device: how much communication the
     // compute kernels hide (only traces with communication split them).
-    let has_comm = kinfo.values().any(|k| k.0 == Category::Communication);
-    let is_comm = |k: &KernelSpan| kinfo[&k.name].0 == Category::Communication;
+    let has_comm = kinfo.values().any(|k| k.category == Category::Communication);
+    let is_comm = |k: &KernelSpan| kinfo[&k.name].category == Category::Communication;
     let mut comm_total = (0i64, 0i64);
     let mut devices: Vec<DeviceRow> = Vec::new();
     // Each stream's busy time in the steps, and its kernels there: its
@@ -591,7 +591,7 @@ fn gpu_busy(
 fn idle_account<'a>(
     a: &'a PassRecord,
     win: &Span,
-    kinfo: &KernelInfo,
+    kinfo: &KernelClasses,
     index: &'a KernelIndex,
     keep_gaps: bool,
     beside: Beside<'_, 'a>,
@@ -608,8 +608,9 @@ fn idle_account<'a>(
     if steps.is_empty() {
         steps.clone_from(&win.steps);
     }
-    let label =
-        |name: u32| kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.2.clone());
+    let label = |name: u32| {
+        kinfo.get(&name).map_or_else(|| a.names.get(name).to_string(), |k| k.label.clone())
+    };
     super::idle::account(a, index, &steps, win.n_steps, &label, keep_gaps, beside)
 }
 
@@ -648,7 +649,7 @@ fn headline(
     a: &PassRecord,
     win: &Span,
     busy: &Busy,
-    kinfo: &KernelInfo,
+    kinfo: &KernelClasses,
     measured: Option<&Measurements>,
 ) -> Headline {
     let n_steps = win.n_steps;
@@ -718,7 +719,7 @@ fn headline(
             .gpu_tables
             .kernels
             .iter()
-            .filter(|(n, _)| kinfo[*n].1)
+            .filter(|(n, _)| kinfo[*n].tensor_core)
             .map(|(_, k)| k.ns)
             .fold(0, i64::saturating_add),
         graph_captures: a.evidence.graph_captures,
@@ -737,7 +738,7 @@ fn headline(
 /// Builds kernel and op rows per step over the window.
 struct Rows<'x> {
     a: &'x PassRecord,
-    kinfo: &'x KernelInfo,
+    kinfo: &'x KernelClasses,
     win: &'x Span,
     roof: Option<&'x super::roofline::Roofline>,
     /// The ops' figures, from the call tree.
@@ -765,7 +766,7 @@ impl Rows<'_> {
             None => r.kernels.get(&name),
         });
         let raw = self.a.names.get(name);
-        let (cat, tc, label) = &self.kinfo[&name];
+        let KernelClass { category: cat, tensor_core: tc, label } = &self.kinfo[&name];
         KernelRow {
             kernel: label.clone(),
             raw_name: raw.to_string(),
@@ -820,7 +821,7 @@ impl Rows<'_> {
         sort_kernels(&mut kernels);
         let mut cat_ns: IndexMap<&Category, i64> = IndexMap::new();
         for (n, k) in &a.gpu_tables.kernels {
-            let c = cat_ns.entry(&self.kinfo[n].0).or_insert(0);
+            let c = cat_ns.entry(&self.kinfo[n].category).or_insert(0);
             *c = c.saturating_add(k.ns);
         }
         let mut categories: Vec<CategoryRow> = cat_ns

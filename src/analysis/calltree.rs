@@ -167,7 +167,7 @@ impl<'a> Builder<'a> {
 
     fn label(&mut self, name: u32) -> u32 {
         let label: &'a str =
-            self.kinfo.get(&name).map_or_else(|| self.a.names.get(name), |k| k.2.as_str());
+            self.kinfo.get(&name).map_or_else(|| self.a.names.get(name), |k| k.label.as_str());
         let next = self.labels.len() as u32;
         let id = *self.label_ids.entry(label).or_insert(next);
         if id == next {

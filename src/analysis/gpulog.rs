@@ -6,6 +6,7 @@ use rustc_hash::FxHashMap as HashMap;
 use crate::profile::Category;
 use crate::trace::Event;
 
+use super::kernels::KernelClass;
 use super::{kernel_calls, kernels};
 
 /// Every kernel and copy the pass met, each with its queue and launch: the
@@ -86,7 +87,7 @@ impl GpuLog {
         let args = ev.args.as_ref();
         self.kernel_calls.kernel(args.and_then(|a| a.grid), args.and_then(|a| a.block));
         let class = self.kernel_classes.entry(name).or_insert_with(|| kernels::classify(ev.name()));
-        (span, class.0 == Category::Communication)
+        (span, class.category == Category::Communication)
     }
 
     /// Gives the kernel or copy at `span` its launch.
@@ -118,7 +119,7 @@ pub struct Launch {
 }
 
 /// Kernel name id → (category, Tensor Core flag, short label).
-pub(crate) type KernelClasses = HashMap<u32, (Category, bool, String)>;
+pub(crate) type KernelClasses = HashMap<u32, KernelClass>;
 
 /// A kernel's interval on its device and stream, 48 bytes (a trace holds
 /// one per kernel).

@@ -285,12 +285,22 @@ pub fn label_within(name: &str, max: usize) -> String {
     short_name_within(&demangle(name), max)
 }
 
+/// What a kernel's name says of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KernelClass {
+    pub category: Category,
+    pub tensor_core: bool,
+    /// The name as the tables show it (demangled, shortened).
+    pub label: String,
+}
+
 /// Category, Tensor Core flag and label of one kernel name, demangling once.
-pub fn classify(name: &str) -> (Category, bool, String) {
+pub fn classify(name: &str) -> KernelClass {
     let shown = demangle(name);
     let lower = shown.to_lowercase();
-    let cat = category_of(&lower);
-    (cat.clone(), tensor_core_of(&lower, cat), short_name(&shown))
+    let category = category_of(&lower);
+    let tensor_core = tensor_core_of(&lower, category);
+    KernelClass { category: category.clone(), tensor_core, label: short_name(&shown) }
 }
 
 static NAMESPACE: LazyLock<Regex> = LazyLock::new(|| {
@@ -743,9 +753,9 @@ mod tests {
         assert!(shown.contains("ck_tile::kentry<1, ck_tile::FmhaFwdKernel>"), "{shown}");
         assert_eq!(category(raw), Category::Attention);
         assert!(is_tensor_core(raw));
-        let (cat, tc, label) = classify(raw);
-        assert_eq!((cat, tc), (Category::Attention, true));
-        assert_eq!(label, "ck_tile::kentry<1, ck_tile::FmhaFwdKernel>");
+        let class = classify(raw);
+        assert_eq!((class.category, class.tensor_core), (Category::Attention, true));
+        assert_eq!(class.label, "ck_tile::kentry<1, ck_tile::FmhaFwdKernel>");
         // Not mangled, or not valid: unchanged.
         assert_eq!(demangle("attn_fwd"), "attn_fwd");
         assert_eq!(demangle("_Znot a symbol"), "_Znot a symbol");
@@ -765,7 +775,7 @@ mod tests {
             let Some(want) = Category::ALL.into_iter().find(|c| c.as_str() == want_cat) else {
                 panic!("{want_cat}")
             };
-            let (cat, tc, _) = classify(name);
+            let KernelClass { category: cat, tensor_core: tc, .. } = classify(name);
             if cat != want || tc != want_tc {
                 wrong.push(format!("{name}: got {cat}/{tc}, want {want_cat}/{want_tc}"));
             }
@@ -875,7 +885,7 @@ mod tests {
         let table = include_str!("../../tests/fixtures/kernel_names.tsv");
         for line in table.lines().skip(1).filter(|l| !l.trim().is_empty() && !l.starts_with('#')) {
             let name = line.rsplit('\t').next().unwrap();
-            let (_, _, label) = classify(name);
+            let label = classify(name).label;
             assert!(label.chars().count() <= LABEL_MAX, "{label}");
             let shown = demangle(name).replace("(anonymous namespace)::", "");
             let head = shown.strip_prefix("void ").unwrap_or(&shown);

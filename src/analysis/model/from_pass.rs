@@ -48,7 +48,7 @@ fn built(
     keep_ops: bool,
 ) -> Option<StepModel> {
     let class_of = |name: u32| {
-        let c = kinfo.get(&name).map_or(Category::Other, |k| k.0.clone());
+        let c = kinfo.get(&name).map_or(Category::Other, |k| k.category.clone());
         Category::ALL.iter().position(|x| *x == c).unwrap_or(Category::ALL.len() - 1) as u8
     };
     let (w0, w1) = (steps.first()?.0, steps.last()?.1);
