@@ -187,18 +187,9 @@ pub fn summary(s: &Summary) -> String {
             })
             .collect();
         if !s.levers.is_empty() {
-            // The levers the trace supports, by the saving the model
-            // projects (analysis.md §16); the what-ifs behind them in --json.
-            let shown: Vec<String> = s
-                .levers
-                .iter()
-                .take(3)
-                .map(|l| {
-                    format!("{} −{} ms ({:.1}%)", l.lever, num(l.saves_ms_per_step, 3), l.saves_pct)
-                })
-                .collect();
-            let _ =
-                writeln!(o, "levers         {}  (--json: evidence, what-if)", shown.join(" · "));
+            for line in lever_lines(&s.levers, 3) {
+                let _ = writeln!(o, "{line}");
+            }
         } else if !levers.is_empty() {
             let _ = writeln!(o, "what-if        {}  (what-if --all)", levers.join(" · "));
         }
@@ -241,6 +232,29 @@ pub fn summary(s: &Summary) -> String {
 
 /// The idle account as the summary and the explorer print it: the total,
 /// then each cause with its `places` largest places.
+/// The first `n` levers the trace supports, by the saving the step model
+/// projects (analysis.md §16), each with the measured figures it rests on:
+/// a printed lever carries its evidence in the same output. The what-if
+/// behind each and the facts that allow it are in `--json`.
+pub fn lever_lines(levers: &[crate::profile::LeverRow], n: usize) -> Vec<String> {
+    let shown = &levers[..levers.len().min(n)];
+    let name_w = shown.iter().map(|l| l.lever.as_str().len()).max().unwrap_or(0);
+    let mut out = vec![format!(
+        "levers         by the saving the step model projects (--json: facts, what-if){}",
+        if levers.len() > n { format!("; {} more", levers.len() - n) } else { String::new() }
+    )];
+    for l in shown {
+        out.push(format!(
+            "  {:<name_w$} {:>9} ms {:>5.1}%  {}",
+            l.lever.as_str(),
+            format!("−{}", num(l.saves_ms_per_step, 3)),
+            l.saves_pct,
+            l.evidence
+        ));
+    }
+    out
+}
+
 pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<String> {
     let lead = if idle.before_first_kernel_ms_per_step > 0.0 {
         format!(", {} before the first kernel", num(idle.before_first_kernel_ms_per_step, 2))

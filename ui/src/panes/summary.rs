@@ -188,6 +188,17 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         ]));
     }
 
+    if !s.levers.is_empty() {
+        // The same lines as `profile summary`'s: each lever with the
+        // figures it rests on, wrapped rather than cut (the What-if pane
+        // re-times them).
+        out.push(Line::raw(""));
+        out.push(Line::styled("Levers, by what the step model says each saves", t.header()));
+        for line in libreyolo_core::render::text::lever_lines(&s.levers, 3).into_iter().skip(1) {
+            out.push(Line::raw(line));
+        }
+    }
+
     if let Some(idle) = &s.idle {
         // The same block as `profile summary`'s, with one place per cause.
         out.push(Line::raw(""));
