@@ -179,3 +179,57 @@ fn headline_figures_agree_in_text_json_md_csv_and_the_explorer() {
     }
     assert!(checked >= 7 * 20, "{checked} figures checked");
 }
+
+/// A printed lever carries the figures it rests on (issue #52): on every
+/// fixture trace, each of the first three levers of `summary --json` is
+/// printed by `summary` with its saving (to the digits shown) and its
+/// whole evidence, the Markdown table has its row with the evidence, and
+/// the explorer's Summary pane shows it with its saving.
+#[test]
+fn each_printed_lever_carries_its_saving_and_evidence_everywhere() {
+    let mut checked = 0;
+    for path in traces() {
+        let p = path.to_str().unwrap();
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        let json: Value = serde_json::from_str(&cli(&["summary", p, "--json"])).unwrap();
+        let Some(levers) = json["levers"].as_array().filter(|l| !l.is_empty()) else { continue };
+        let text = cli(&["summary", p]);
+        let md = cli(&["summary", p, "--format", "md"]);
+        let mut app = App::with_inputs(
+            theme(),
+            libreyolo_core::input::load(p, Default::default()).unwrap().input,
+            None,
+        );
+        let pane = screen(&mut app, 200, 80);
+        for l in levers.iter().take(3) {
+            let (lever, evidence) = (l["lever"].as_str().unwrap(), l["evidence"].as_str().unwrap());
+            let saves = l["saves_ms_per_step"].as_f64().unwrap();
+            let what = format!("{name} {lever}");
+            assert!(!evidence.is_empty(), "{what}: a lever without evidence");
+            let line = text
+                .lines()
+                .find(|s| s.trim_start().starts_with(&format!("{lever} ")))
+                .unwrap_or_else(|| panic!("{what}: no line in\n{text}"));
+            assert!(line.ends_with(evidence), "{what}: the text line lacks its evidence: {line}");
+            shows(line, At::After("−"), saves, &format!("{what}: text"));
+            let row = md
+                .lines()
+                .find(|s| s.starts_with(&format!("| {lever} ")))
+                .unwrap_or_else(|| panic!("{what}: no md row"));
+            // (A table cell escapes `|`.)
+            let cell = evidence.replace('|', "\\|");
+            assert!(row.contains(&cell), "{what}: the md row lacks its evidence: {row}");
+            let shown = pane
+                .lines()
+                .find(|s| s.trim_start().starts_with(&format!("{lever} ")))
+                .unwrap_or_else(|| panic!("{what}: not on the Summary pane\n{pane}"));
+            shows(shown, At::After("−"), saves, &format!("{what}: explorer"));
+            checked += 1;
+        }
+        // Beyond the third, the text says how many more (all in --json).
+        if levers.len() > 3 {
+            assert!(text.contains(&format!("; {} more", levers.len() - 3)), "{name}");
+        }
+    }
+    assert!(checked >= 10, "{checked} levers checked");
+}
