@@ -117,6 +117,60 @@ fn removing_kernels_on_a_busy_gpu_saves_their_time() {
     assert!((f(&half["saved_ms_per_step"]) - saved / 2.0).abs() <= 0.01 * saved, "{half}");
 }
 
+/// `--op` names an annotation as it names an op (a module scope, a
+/// `record_function` range): on the A100 control trace, `## forward ##`
+/// takes away its own host time and the GPU work launched inside it, both
+/// summed here from the raw events (launch by correlation, on the
+/// annotation's thread, in a step); a name nothing bears is refused.
+#[test]
+fn an_annotation_is_changed_as_an_op_is() {
+    let t = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let events = common::trace_events(&common::read_json(&t));
+    let s = |e: &Value, k: &str| e[k].as_str().unwrap_or("").to_string();
+    let cpu_range = |e: &Value| s(e, "ph") == "X" && s(e, "cat") != "gpu_user_annotation";
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| cpu_range(e) && s(e, "name").starts_with("ProfilerStep#"))
+        .map(|e| (f(&e["ts"]), f(&e["ts"]) + f(&e["dur"])))
+        .collect();
+    let in_step = |t: f64| steps.iter().any(|&(a, b)| a <= t && t < b);
+    let forward: Vec<(String, f64, f64)> = events
+        .iter()
+        .filter(|e| cpu_range(e) && s(e, "name") == "## forward ##" && in_step(f(&e["ts"])))
+        .map(|e| (e["tid"].to_string(), f(&e["ts"]), f(&e["ts"]) + f(&e["dur"])))
+        .collect();
+    let inside =
+        |tid: &str, t: f64| forward.iter().any(|(ft, a, b)| ft == tid && *a <= t && t < *b);
+    let launches: std::collections::HashMap<i64, (String, f64)> = events
+        .iter()
+        .filter(|e| s(e, "cat") == "cuda_runtime" && e["args"]["correlation"].is_i64())
+        .map(|e| (e["args"]["correlation"].as_i64().unwrap(), (e["tid"].to_string(), f(&e["ts"]))))
+        .collect();
+    let gpu_us: f64 = events
+        .iter()
+        .filter(|e| matches!(s(e, "cat").as_str(), "kernel" | "gpu_memcpy" | "gpu_memset"))
+        .filter(|e| {
+            let c = e["args"]["correlation"].as_i64();
+            c.and_then(|c| launches.get(&c)).is_some_and(|(tid, ts)| inside(tid, *ts))
+        })
+        .map(|e| f(&e["dur"]))
+        .sum();
+    let host_us: f64 = forward.iter().map(|(_, a, b)| b - a).sum();
+    let n = steps.len() as f64;
+    assert_eq!((steps.len(), forward.len()), (6, 6), "one forward a step");
+    let want = (host_us + gpu_us) / n / 1000.0;
+
+    let p = t.to_str().unwrap();
+    let w = json(&["what-if", p, "--op", "## forward ##"]);
+    assert!((f(&w["removes_ms_per_step"]) - want).abs() <= 0.001 * want, "{w} vs {want} ms");
+    let saved = f(&w["saved_ms_per_step"]);
+    assert!(saved > 0.0 && saved <= want, "{w}");
+    assert!(w["what"].as_str().unwrap().contains("(1 calls per step"), "{w}");
+    let r = common::run(&["profile", "what-if", p, "--op", "no such scope"]);
+    assert_eq!(r.code, 2);
+    assert!(r.stderr.contains("no CPU op or annotation in the model matches"), "{}", r.stderr);
+}
+
 /// Qwen inference on an H100: its unfused elementwise kernels (RMSNorm,
 /// rotary, casts) are the largest part of the critical path and the
 /// largest GPU lever; the SDPA and `contiguous` the rules named are not.

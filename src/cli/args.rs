@@ -610,8 +610,9 @@ pub struct WhatIfArgs {
     /// Remove the GPU work whose kernel name matches REGEX
     #[arg(long, value_name = "REGEX")]
     pub grep: Option<String>,
-    /// Remove the CPU ops whose name matches REGEX: their host time, their launches and the
-    /// GPU work they launched (a trace, not a profile)
+    /// Remove the CPU ops or annotations (module scopes, record_function ranges) whose name
+    /// matches REGEX: their host time, their launches and the GPU work they launched (a trace,
+    /// not a profile)
     #[arg(long, value_name = "REGEX")]
     pub op: Option<String>,
     /// With --remove-category, --grep or --op: keep this share of the work's time instead of

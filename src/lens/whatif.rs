@@ -296,7 +296,7 @@ fn change_of(
         let n = op_change(m, pattern, keep, &mut change, &mut node_factor)?;
         flags.push(format!("--op '{pattern}'{scale_flag}"));
         what.push(verb(format!(
-            "CPU ops matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
+            "CPU ops or annotations matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
         )));
     }
     if r.fuse_chains {
@@ -406,7 +406,7 @@ fn class_matching(m: &StepModel, needle: &str, what: &str) -> Result<u8> {
     }
 }
 
-/// `--op`: the host time inside matching ops cut, and their launches and
+/// `--op`: the host time inside matching ops (or annotations) cut, and their launches and
 /// the GPU work those launched scaled by `keep`. Returns the calls matched.
 fn op_change(
     m: &StepModel,
@@ -427,7 +427,9 @@ fn op_change(
         }
     }
     if per.is_empty() {
-        return Err(Error::usage(format!("--op '{pattern}': no CPU op in the model matches")));
+        return Err(Error::usage(format!(
+            "--op '{pattern}': no CPU op or annotation in the model matches"
+        )));
     }
     for iv in per.values_mut() {
         *iv = crate::analysis::busy::merge(iv);

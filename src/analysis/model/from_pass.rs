@@ -125,16 +125,20 @@ fn built(
             }
             RecKind::Op { .. } => {
                 if let Some(log) = ops.as_mut() {
-                    let n = *op_name.entry(r.name).or_insert_with(|| {
-                        log.names.push(a.names.get(r.name).to_string());
-                        log.names.len() as u32 - 1
-                    });
-                    log.spans.push((r.thread, r.start, end, n));
+                    log.push(r.thread, r.start, end, a.names.get(r.name), r.name, &mut op_name);
                 }
                 HostCause::CpuOp
             }
             RecKind::Host(HostKind::Alloc) => HostCause::Allocator,
-            RecKind::Host(HostKind::Python | HostKind::Annotation) => HostCause::Python,
+            // `--op` names annotations too: a module scope or a
+            // `record_function` range selects the ops and launches inside.
+            RecKind::Host(HostKind::Annotation) => {
+                if let Some(log) = ops.as_mut() {
+                    log.push(r.thread, r.start, end, a.names.get(r.name), r.name, &mut op_name);
+                }
+                HostCause::Python
+            }
+            RecKind::Host(HostKind::Python) => HostCause::Python,
             RecKind::Host(HostKind::Op) => continue,
         };
         records.push((r.thread, r.start, end, cause));

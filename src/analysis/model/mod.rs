@@ -224,11 +224,32 @@ pub struct Inputs {
     pub recorded: Recorded,
 }
 
-/// CPU ops as `--op` reads them: (thread, start, end, name index).
+/// CPU ops and annotations as `--op` reads them: (thread, start, end,
+/// name index).
 #[derive(Debug, Clone, Default)]
 pub struct OpLog {
     pub spans: Vec<(u32, i64, i64, u32)>,
     pub names: Vec<String>,
+}
+
+impl OpLog {
+    /// Notes one span of `name` (`id` in the pass's names; `local` maps
+    /// those to this log's).
+    fn push(
+        &mut self,
+        thread: u32,
+        start: i64,
+        end: i64,
+        name: &str,
+        id: u32,
+        local: &mut rustc_hash::FxHashMap<u32, u32>,
+    ) {
+        let n = *local.entry(id).or_insert_with(|| {
+            self.names.push(name.to_string());
+            self.names.len() as u32 - 1
+        });
+        self.spans.push((thread, start, end, n));
+    }
 }
 
 /// Latencies the trace shows, per device: what a constraint that did not
