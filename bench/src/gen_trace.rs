@@ -161,6 +161,11 @@ fn parse_size(s: &str) -> std::result::Result<u64, String> {
 struct Rng(u64);
 
 impl Rng {
+    /// The stream for `seed`. The model is drawn first, so a job's summary
+    /// rebuilds the ranks' model from the seed alone.
+    fn new(seed: u64) -> Rng {
+        Rng(seed ^ 0x5EED_CAFE_F00D_D00D)
+    }
     fn next(&mut self) -> u64 {
         self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
         let mut z = self.0;
@@ -793,6 +798,43 @@ struct Truth {
     names: BTreeSet<u32>,
 }
 
+impl Truth {
+    fn new(seed: u64) -> Truth {
+        let mut truth =
+            Truth { generator: "libreyolo-bench gen-trace", seed, ..Default::default() };
+        truth.phases = PHASES
+            .iter()
+            .map(|p| PhaseTruth { phase: p.to_string(), ..Default::default() })
+            .collect();
+        truth
+    }
+
+    /// The figures derived from the counts, once the trace is written.
+    fn finish(&mut self) {
+        let n = self.steps as f64;
+        self.device = DEVICE;
+        self.device_name = DEVICE_NAME;
+        self.total_global_mem = TOTAL_GLOBAL_MEM;
+        self.streams = STREAMS.to_vec();
+        self.kernels_per_step = self.kernels as f64 / n;
+        self.unique_kernels = self.names.len() as u64;
+        self.kernel_ms_per_step = self.kernel_ns as f64 / 1e6 / n;
+        self.mean_kernel_us =
+            if self.kernels > 0 { self.kernel_ns as f64 / 1e3 / self.kernels as f64 } else { 0.0 };
+        self.tensorcore_pct = 100.0 * self.tensorcore_ns as f64 / self.kernel_ns.max(1) as f64;
+        self.ops_per_step = self.cpu_ops as f64 / n;
+        self.step_ms = self.step_wall_ns as f64 / 1e6 / n;
+        self.gpu_busy_ms_per_step = self.gpu_busy_ns as f64 / 1e6 / n;
+        self.gpu_util = self.gpu_busy_ns as f64 / self.step_wall_ns as f64;
+        self.gpu_util_raw = self.kernel_ns as f64 / self.step_wall_ns as f64;
+        for p in &mut self.phases {
+            p.kernels_per_step = p.kernels as f64 / n;
+            p.ops_per_step = p.ops as f64 / n;
+            p.unique_kernels = p.names.len() as u64;
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------
 // The generator.
 
@@ -846,7 +888,7 @@ struct Gen {
 
 impl Gen {
     fn new(seed: u64, job: Option<JobSpec>) -> Gen {
-        let mut rng = Rng(seed ^ 0x5EED_CAFE_F00D_D00D);
+        let mut rng = Rng::new(seed);
         let mut model = Model::build(&mut rng);
         let slow_kernel = job.and_then(|j| j.slow).map(|(_, ns)| {
             let name = model.name(SLOW_KERNEL.into(), false);
@@ -863,12 +905,6 @@ impl Gen {
         });
         let pid = rng.range(1_000_000, 3_999_999);
         let start = rng.range(40_000_000, 90_000_000) * 1_000_000 + rng.range(0, 999_999); // ns, like Kineto 2.x relative ts
-        let mut truth =
-            Truth { generator: "libreyolo-bench gen-trace", seed, ..Default::default() };
-        truth.phases = PHASES
-            .iter()
-            .map(|p| PhaseTruth { phase: p.to_string(), ..Default::default() })
-            .collect();
         Gen {
             rng,
             model,
@@ -894,7 +930,7 @@ impl Gen {
             ann: Vec::new(),
             spans: Vec::new(),
             phase_gpu: [None; 5],
-            truth,
+            truth: Truth::new(seed),
             job,
             slow_kernel,
             stretch_next: 0,
@@ -1628,7 +1664,9 @@ fn put_us(out: &mut Vec<u8>, ns: i64) {
     }
 }
 
+#[derive(Default)]
 struct Renderer {
+    /// The CPU events' `Ev Idx`, counted across chunks.
     ev_idx: u64,
 }
 
@@ -1805,6 +1843,9 @@ struct Out {
 }
 
 impl Out {
+    fn new(w: Box<dyn Write>) -> Out {
+        Out { w, bytes: 0, events: 0, by_kind: BTreeMap::new() }
+    }
     fn raw(&mut self, b: &[u8]) -> Result<()> {
         self.w.write_all(b)?;
         self.bytes += b.len() as u64;
@@ -1951,7 +1992,7 @@ fn generate(
     } else {
         Box::new(buffered)
     };
-    let mut out = Out { w, bytes: 0, events: 0, by_kind: BTreeMap::new() };
+    let mut out = Out::new(w);
     let mut buf = Vec::with_capacity(4096);
     let mut errors: Option<anyhow::Error> = None;
     macro_rules! emit {
@@ -1969,7 +2010,7 @@ fn generate(
     // Pass 1: the CPU section; count the bytes of the rest to know when to stop.
     out.raw(header(DEVICE_NAME, job).as_bytes())?;
     let mut g = new_gen();
-    let mut r = Renderer { ev_idx: 0 };
+    let mut r = Renderer::default();
     let mut rest_bytes: u64 = 0;
     let meta_bytes: u64 = metadata(&g, g.start_ts).iter().map(|s| s.len() as u64 + 2).sum::<u64>()
         + TRAILER.len() as u64;
@@ -2040,31 +2081,11 @@ fn generate(
     drop(out.w);
 
     // Ground truth.
-    let n = truth.steps as f64;
     truth.gzip = cli.gzip;
     truth.bytes = out.bytes;
     truth.events = out.events;
     truth.events_by_kind = out.by_kind;
-    truth.device = DEVICE;
-    truth.device_name = DEVICE_NAME;
-    truth.total_global_mem = TOTAL_GLOBAL_MEM;
-    truth.streams = STREAMS.to_vec();
-    truth.kernels_per_step = truth.kernels as f64 / n;
-    truth.unique_kernels = truth.names.len() as u64;
-    truth.kernel_ms_per_step = truth.kernel_ns as f64 / 1e6 / n;
-    truth.mean_kernel_us =
-        if truth.kernels > 0 { truth.kernel_ns as f64 / 1e3 / truth.kernels as f64 } else { 0.0 };
-    truth.tensorcore_pct = 100.0 * truth.tensorcore_ns as f64 / truth.kernel_ns.max(1) as f64;
-    truth.ops_per_step = truth.cpu_ops as f64 / n;
-    truth.step_ms = truth.step_wall_ns as f64 / 1e6 / n;
-    truth.gpu_busy_ms_per_step = truth.gpu_busy_ns as f64 / 1e6 / n;
-    truth.gpu_util = truth.gpu_busy_ns as f64 / truth.step_wall_ns as f64;
-    truth.gpu_util_raw = truth.kernel_ns as f64 / truth.step_wall_ns as f64;
-    for p in &mut truth.phases {
-        p.kernels_per_step = p.kernels as f64 / n;
-        p.ops_per_step = p.ops as f64 / n;
-        p.unique_kernels = p.names.len() as u64;
-    }
+    truth.finish();
     debug_assert!(truth.names.iter().all(|&i| (i as usize) < model_names.len()));
     Ok(truth)
 }
@@ -2123,7 +2144,7 @@ fn generate_job(cli: &Cli) -> Result<()> {
             );
         }
     }
-    let model = Model::build(&mut Rng(cli.seed ^ 0x5EED_CAFE_F00D_D00D));
+    let model = Model::build(&mut Rng::new(cli.seed));
     let n_steps = steps.unwrap_or(0);
     let truth = JobTruth {
         ranks: cli.ranks,
