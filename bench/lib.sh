@@ -1,4 +1,5 @@
-# Shared by the bench scripts (sourced): timing with peak RSS.
+# Shared by the bench scripts (sourced): timing with peak RSS, and the
+# verdict on two folders of outputs.
 
 # best_of RUNS CPUS CMD...: runs CMD RUNS times pinned to CPUS (taskset),
 # stdout to $BEST_OF_OUT (default /dev/null), stderr dropped; prints the
@@ -23,4 +24,18 @@ best_of() {
     done
     rm -f "$f"
     echo "$best $rss"
+}
+
+# same_outputs NAME BEFORE AFTER: whether two folders of outputs are the
+# same byte for byte, said as NAME; returns 1 (and lists the files that
+# differ) unless they are.
+same_outputs() {
+    local n
+    n=$(find "$2" -type f | wc -l)
+    if diff -rq "$2" "$3"; then
+        echo "$1: $n outputs, all byte-identical" >&2
+    else
+        echo "$1: outputs differ (of $n)" >&2
+        return 1
+    fi
 }

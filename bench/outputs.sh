@@ -20,13 +20,8 @@ if [[ "${1:-}" == "--diff" ]]; then
     trap 'rm -rf "$tmp"' EXIT
     "$0" "$2" "$tmp/before"
     "$0" "$3" "$tmp/after"
-    n=$(find "$tmp/before" -type f | wc -l)
-    if diff -rq "$tmp/before" "$tmp/after"; then
-        echo "outputs.sh: $n outputs, all byte-identical" >&2
-    else
-        echo "outputs.sh: outputs differ (of $n)" >&2
-        exit 1
-    fi
+    source bench/lib.sh
+    same_outputs outputs.sh "$tmp/before" "$tmp/after"
     exit 0
 fi
 [[ $# -eq 2 ]] || { echo "usage: bench/outputs.sh BINARY OUT_DIR | --diff BEFORE AFTER" >&2; exit 2; }
