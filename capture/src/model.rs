@@ -29,7 +29,10 @@
 //! DDetect head; in inference its box decoding too, as LibreYOLO's DDetect
 //! decodes in eval mode). A training forward adds the group `aux` with
 //! `aux AuxNeck` and `aux_head DDetect`, LibreYOLO's attribute names of the
-//! PGI branch. With no such session a scope costs one atomic load.
+//! PGI branch. Inside the layers, each unfused RepConvN's 1×1 branch and
+//! its sums are a range of their own ([`REPCONV_BRANCH`]): what `--fuse`
+//! removes, so that a what-if can name it. With no such session a scope
+//! costs one atomic load.
 
 use std::collections::HashMap;
 use std::ffi::CStr;
@@ -349,7 +352,13 @@ impl RepConvN {
     fn forward(&self, x: &Tensor) -> Tensor {
         match &self.fused {
             Some((w, b)) => x.conv2d(w, Some(b), [1], [1], [1], 1).silu(),
-            None => (self.conv1.forward(x) + self.conv2.forward(x) + &self.id_out).silu(),
+            None => {
+                let y = self.conv1.forward(x);
+                // The ops in the same order as one expression; the scope
+                // holds what `--fuse` merges away besides the 3×3 branch's
+                // BatchNorm ([`REPCONV_BRANCH`]).
+                scoped(REPCONV_BRANCH, || y + self.conv2.forward(x) + &self.id_out).silu()
+            }
         }
     }
 }
@@ -717,6 +726,13 @@ pub const AUX: &CStr = c"aux";
 /// The auxiliary branch's two modules, by LibreYOLO's attribute names.
 pub const AUX_NECK: &CStr = c"aux AuxNeck";
 pub const AUX_HEAD: &CStr = c"aux_head DDetect";
+
+/// Inside each unfused RepConvN: its 1×1 branch (conv + BatchNorm) and
+/// the sums of the branches, which `--fuse` merges into the 3×3
+/// convolution. With BatchNorm, what a fused graph no longer runs, so that
+/// `what-if --op 'batch_norm|RepConvN 1x1'` predicts `--fuse` from the
+/// unfused profile alone.
+pub const REPCONV_BRANCH: &CStr = c"RepConvN 1x1 branch";
 
 /// Top-level layers of YOLOv9 (`model.0` … `model.22`).
 pub const LAYERS: usize = 23;

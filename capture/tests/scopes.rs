@@ -336,3 +336,47 @@ fn the_training_forward_records_the_layers_and_the_aux_branch() {
         assert!(row.calls_per_step >= 1.0, "{row:?}");
     }
 }
+
+/// Each unfused RepConvN's 1×1 branch and sums are a range
+/// (`RepConvN 1x1 branch`, inside a layer range) holding one convolution,
+/// one BatchNorm and the two adds; the fused graph records none, and runs
+/// exactly one convolution fewer per range: what `--fuse` removes besides
+/// the BatchNorms, read from the two captures' raw events.
+#[test]
+fn the_repconv_branch_ranges_hold_what_fuse_removes() {
+    const BRANCH: &str = "RepConvN 1x1 branch";
+    let dir = tempfile::tempdir().unwrap();
+    let capture = |fuse: &str| -> Vec<Span> {
+        let project = dir.path().join(if fuse.is_empty() { "unfused" } else { "fused" });
+        infer(&format!(
+            "--device cpu --imgsz 64 --warmup 1 --runs 2 {fuse} --weights no-such-weights.pt --project {}",
+            project.display()
+        ));
+        spans(&project.join("infer/profile_trace.json"))
+    };
+    let (unfused, fused) = (capture(""), capture("--fuse"));
+    let count = |all: &[Span], f: &Span, op: &str| {
+        all.iter().filter(|s| s.cat == "cpu_op" && s.name == op && s.inside(f)).count()
+    };
+    let (uf, ff) = (forwards(&unfused)[0], forwards(&fused)[0]);
+    let branches = ranges_in(&unfused, uf, |n| n == BRANCH);
+    let layers = ranges_in(&unfused, uf, |n| n.starts_with("model."));
+    assert!(branches.len() >= 20, "{} branch ranges", branches.len());
+    for b in &branches {
+        assert_eq!(layers.iter().filter(|l| b.inside(l)).count(), 1, "in one layer");
+        let ops = |op: &str| count(&unfused, b, op);
+        assert_eq!(
+            (ops("aten::conv2d"), ops("aten::batch_norm"), ops("aten::add")),
+            (1, 1, 2),
+            "a branch at {} ns",
+            b.start
+        );
+    }
+    assert!(ranges_in(&fused, ff, |n| n == BRANCH).is_empty(), "the fused graph has none");
+    assert_eq!(
+        count(&unfused, uf, "aten::conv2d") - count(&fused, ff, "aten::conv2d"),
+        branches.len(),
+        "one convolution fewer per branch"
+    );
+    assert_eq!(count(&fused, ff, "aten::batch_norm"), 0);
+}
