@@ -278,15 +278,15 @@ pub fn threads_we_can_have(cpus: usize, busy_cores: f64) -> usize {
 }
 
 /// A measured window in progress: the counters at its start.
-pub struct Window {
+pub struct HostWindow {
     started: Instant,
     cpu: Option<CpuTimes>,
     load: Option<[f64; 3]>,
 }
 
-impl Window {
-    pub fn start() -> Window {
-        Window { started: Instant::now(), cpu: cpu_times(), load: load_avg() }
+impl HostWindow {
+    pub fn start() -> HostWindow {
+        HostWindow { started: Instant::now(), cpu: cpu_times(), load: load_avg() }
     }
 
     /// The conditions of the window from its start to now, judged.

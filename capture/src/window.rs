@@ -1,5 +1,5 @@
 //! The measured window's conditions (docs/analysis.md, "Conditions"): the
-//! host's (the core's `conditions::Window`) and, on CUDA, the GPU's: other
+//! host's (the core's `conditions::HostWindow`) and, on CUDA, the GPU's: other
 //! compute processes on the device and clocks the driver held down,
 //! sampled through NVML when the window starts and when it ends. NVML is
 //! opened at run time (nvml-wrapper loads libnvidia-ml.so), so a machine
@@ -23,7 +23,7 @@ const SLOWDOWNS: [(ThrottleReasons, &str); 6] = [
 
 /// A measured window in progress.
 pub struct Window {
-    host: conditions::Window,
+    host: conditions::HostWindow,
     gpu: Option<GpuWindow>,
 }
 
@@ -33,7 +33,7 @@ impl Window {
             tch::Device::Cuda(i) => GpuWindow::start(i),
             _ => None,
         };
-        Window { host: conditions::Window::start(), gpu }
+        Window { host: conditions::HostWindow::start(), gpu }
     }
 
     /// The window's conditions, judged, with the intra-op threads it ran.

@@ -1026,7 +1026,7 @@ fn host_ranges(a: &PassRecord) -> Vec<(String, u64, f64)> {
 /// The trace-health findings (docs/analysis.md §15) from what the pass saw.
 fn health(a: &PassRecord, win: &Span) -> Vec<HealthRow> {
     let numbered = a.ranges.numbered_steps();
-    let w = super::health::Window {
+    let w = super::health::CheckedWindow {
         numbered: &numbered,
         steps: &win.steps,
         gpu_events: a.counts.gpu_in_steps + a.counts.gpu_outside,

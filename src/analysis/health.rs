@@ -128,7 +128,7 @@ pub struct Work {
 }
 
 /// The window the checks read.
-pub struct Window<'a> {
+pub struct CheckedWindow<'a> {
     /// `ProfilerStep#N`: (N, start, end), in time order (empty: no steps).
     pub numbered: &'a [(u64, i64, i64)],
     /// The measured steps as intervals (the whole trace as one without
@@ -139,7 +139,7 @@ pub struct Window<'a> {
 }
 
 /// Every finding, most severe first.
-pub fn check<I>(seen: &Seen, w: &Window<'_>, work: impl Fn() -> I) -> Vec<HealthRow>
+pub fn check<I>(seen: &Seen, w: &CheckedWindow<'_>, work: impl Fn() -> I) -> Vec<HealthRow>
 where
     I: Iterator<Item = Work>,
 {
@@ -193,7 +193,7 @@ const WARM_UP: &str = "record after a warm-up step, with the GPU idle when recor
 
 /// Launches recorded, and not one GPU event: the GPU side is missing
 /// (CUPTI counter profiling, or CUDA activity not recorded).
-fn no_gpu_timings(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
+fn no_gpu_timings(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
     if w.gpu_events > 0 || seen.launch_calls < UNTIMED_LAUNCHES {
         return None;
     }
@@ -217,7 +217,7 @@ fn no_gpu_timings(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
     ))
 }
 
-fn unread_device(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
+fn unread_device(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
     let found: Vec<(&str, &str, u64)> = seen
         .unread
         .iter()
@@ -254,7 +254,11 @@ fn unread_device(seen: &Seen, w: &Window<'_>) -> Option<HealthRow> {
 /// GPU work launched before the recording (or before the first step) that
 /// ran inside the first step, and a first kernel that waited with nothing
 /// recorded running: work queued before the window.
-fn backlog(w: &Window<'_>, wall: i64, work: impl Iterator<Item = Work>) -> Option<HealthRow> {
+fn backlog(
+    w: &CheckedWindow<'_>,
+    wall: i64,
+    work: impl Iterator<Item = Work>,
+) -> Option<HealthRow> {
     let &(s0, e0) = w.steps.first()?;
     let mut earlier: Vec<(i64, i64)> = Vec::new();
     // The first piece of work launched in the window, by start.
@@ -326,7 +330,11 @@ fn union_ns(v: &mut [(i64, i64)]) -> i64 {
 /// step: the host's markers understate the step. From the GPU side, a
 /// step lasts from the end of one step's work to the end of the next's
 /// (or between the GPU-side step annotations, when recorded).
-fn gpu_behind(seen: &Seen, w: &Window<'_>, work: impl Iterator<Item = Work>) -> Option<HealthRow> {
+fn gpu_behind(
+    seen: &Seen,
+    w: &CheckedWindow<'_>,
+    work: impl Iterator<Item = Work>,
+) -> Option<HealthRow> {
     let steps = w.numbered;
     if steps.is_empty() {
         return None;
@@ -420,7 +428,7 @@ fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
         .collect()
 }
 
-fn slow_first_step(w: &Window<'_>) -> Option<HealthRow> {
+fn slow_first_step(w: &CheckedWindow<'_>) -> Option<HealthRow> {
     let (first, rest) = w.numbered.split_first()?;
     if rest.len() < 2 {
         return None;
@@ -447,7 +455,7 @@ fn slow_first_step(w: &Window<'_>) -> Option<HealthRow> {
     ))
 }
 
-fn graph_capture(w: &Window<'_>) -> Option<HealthRow> {
+fn graph_capture(w: &CheckedWindow<'_>) -> Option<HealthRow> {
     (w.graph_captures > 0).then(|| {
         row(
             HealthCheck::GraphCapture,
@@ -462,7 +470,7 @@ fn graph_capture(w: &Window<'_>) -> Option<HealthRow> {
     })
 }
 
-fn compilation(seen: &Seen, w: &Window<'_>, wall: i64) -> Option<HealthRow> {
+fn compilation(seen: &Seen, w: &CheckedWindow<'_>, wall: i64) -> Option<HealthRow> {
     let mut inside: Vec<(i64, i64)> = seen
         .compiling
         .iter()
@@ -493,8 +501,8 @@ fn compilation(seen: &Seen, w: &Window<'_>, wall: i64) -> Option<HealthRow> {
 mod tests {
     use super::*;
 
-    fn window<'a>(numbered: &'a [(u64, i64, i64)], steps: &'a [(i64, i64)]) -> Window<'a> {
-        Window { numbered, steps, gpu_events: 1, graph_captures: 0 }
+    fn window<'a>(numbered: &'a [(u64, i64, i64)], steps: &'a [(i64, i64)]) -> CheckedWindow<'a> {
+        CheckedWindow { numbered, steps, gpu_events: 1, graph_captures: 0 }
     }
 
     #[test]
@@ -555,7 +563,7 @@ mod tests {
     #[test]
     fn launches_without_gpu_events_cannot_tell() {
         let seen = Seen { launch_calls: 400, ..Seen::default() };
-        let w = Window { gpu_events: 0, ..window(&[], &[(0, 1)]) };
+        let w = CheckedWindow { gpu_events: 0, ..window(&[], &[(0, 1)]) };
         let r = no_gpu_timings(&seen, &w).unwrap();
         assert_eq!(r.severity, Severity::CannotTell);
         assert!(r.says.starts_with("400 kernel launches"), "{}", r.says);
@@ -569,7 +577,7 @@ mod tests {
             seen.note_unread("mtia_ccp_events");
         }
         seen.note_unread("Trace");
-        let w = Window { gpu_events: 0, ..window(&[], &[(0, 1)]) };
+        let w = CheckedWindow { gpu_events: 0, ..window(&[], &[(0, 1)]) };
         let r = unread_device(&seen, &w).unwrap();
         assert_eq!(r.severity, Severity::CannotTell);
         assert!(r.says.contains("MTIA: 3 `mtia_ccp_events`"), "{}", r.says);
