@@ -6,12 +6,12 @@
 //! formatted as `profile modules` prints them; the way from a module to
 //! its subtree in the Tree pane; the tab bar and help with a pane past `9`.
 
+#[macro_use]
 mod common;
 
 use std::path::PathBuf;
 
 use common::*;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::modules::{ModuleRow, Modules, ModulesQuery, modules};
 use libreyolo_core::profile::NodeKind;
 use libreyolo_core::render::text::num;
@@ -19,8 +19,6 @@ use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::job::OpenJob;
 use libreyolo_ui::panes::exactly;
 use libreyolo_ui::panes::modules::{ModulesSort, name_of};
-
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
 
 /// A DLRM training step on A100s (HTA's trace-diff control): forward and
 /// backward under `record_function` annotations, no `nn.Module` frames.
@@ -35,35 +33,6 @@ const RESNET: &str = concat!(
 );
 const DLRM: &str =
     concat!(env!("CARGO_MANIFEST_DIR"), "/../tests/fixtures/traces/param_dlrm_v100_8rank");
-
-fn press(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '\t' => KeyCode::Tab,
-            '⇤' => KeyCode::BackTab,
-            '↓' => KeyCode::Down,
-            '↑' => KeyCode::Up,
-            c => KeyCode::Char(c),
-        };
-        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-}
-
-/// Snapshots the app at both sizes; returns the screens.
-fn snap(name: &str, app: &mut App) -> Vec<String> {
-    SIZES
-        .iter()
-        .map(|&(w, h)| {
-            let s = screen(app, w, h);
-            insta::assert_snapshot!(format!("{name}_{w}x{h}"), s);
-            assert_eq!(s.lines().count(), h as usize);
-            assert!(s.lines().all(|l| l.chars().count() <= w as usize), "{s}");
-            s
-        })
-        .collect()
-}
 
 /// The app on the Modules pane: Tab after Tree (no number key).
 fn modules_app(path: &'static str) -> App {
@@ -131,7 +100,7 @@ fn the_modules_on_screen_are_the_lens() {
     // Inference: no backward, so no backward TFLOP/s column.
     assert!(m.rows.iter().all(|r| r.backward_tflops.is_none() && r.forward_tflops.is_some()));
 
-    let s = snap("timesformer_modules", &mut a);
+    let s = snap!("timesformer_modules", &mut a);
     let cli = libreyolo_core::render::text::modules(&m);
     for (screen, (w, _)) in s.iter().zip(SIZES) {
         let head = format!(
@@ -215,7 +184,7 @@ fn forward_and_backward_side_by_side_and_the_sort() {
         }
         assert_eq!(a.panes.modules.selected_row(), Some(&at), "the cursor stays on its row");
         if sort == ModulesSort::Backward {
-            let s = snap("control_modules_bwd", &mut a);
+            let s = snap!("control_modules_bwd", &mut a);
             assert!(s[1].contains("sort:bwd"), "{}", s[1]);
         }
     }
@@ -276,7 +245,7 @@ fn a_trace_without_module_frames_says_so() {
     let mut a = modules_app(TRAIN_B4_TRACE);
     let m = lens(&a, &ModulesQuery::default());
     assert_eq!(m.gpu_ms_per_step, 0.0);
-    let s = snap("train_b4_trace_modules", &mut a);
+    let s = snap!("train_b4_trace_modules", &mut a);
     for screen in &s {
         let head = format!("per step CPU {:.3} ms (no GPU kernels: host time)", m.cpu_ms_per_step);
         assert!(screen.contains(&head), "{screen}");

@@ -3,58 +3,28 @@
 //! filters applied. Snapshots hold the screens; the assertions name what a
 //! person must be able to read on them.
 
+#[macro_use]
 mod common;
 
 use common::*;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_ui::app::{App, Pane};
-
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
-
-fn press(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '\t' => KeyCode::Tab,
-            '↓' => KeyCode::Down,
-            '→' => KeyCode::Right,
-            c => KeyCode::Char(c),
-        };
-        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-}
-
-/// Snapshots the app at both sizes; returns the screens.
-fn snap(name: &str, app: &mut App) -> Vec<String> {
-    SIZES
-        .iter()
-        .map(|&(w, h)| {
-            let s = screen(app, w, h);
-            insta::assert_snapshot!(format!("{name}_{w}x{h}"), s);
-            // Nothing is drawn past the screen and every line fits.
-            assert_eq!(s.lines().count(), h as usize);
-            s
-        })
-        .collect()
-}
 
 #[test]
 fn summary_pane() {
     let mut a = app(TRAIN_B4, None);
-    let s = snap("train_b4_summary", &mut a);
+    let s = snap!("train_b4_summary", &mut a);
     // LibreYOLO 1.6's `host / launch` on this CPU run, decided again.
     assert!(s[0].contains(">> COMPUTE: CPU run: forward dominates"), "{}", s[0]);
     assert!(s[0].contains("4.44 img/s"));
 
     let mut a = app(INFER_B1, None);
-    let s = snap("infer_b1_summary", &mut a);
+    let s = snap!("infer_b1_summary", &mut a);
     assert!(s[1].contains("latency") && s[1].contains("p50"), "inference shows latency:\n{}", s[1]);
     assert!(s[1].contains("stages") && s[1].contains("NMS"));
     assert!(s[1].contains("no GPU kernels in this profile"));
 
     let mut a = app(BERT_TRACE, None);
-    let s = snap("bert_trace_summary", &mut a);
+    let s = snap!("bert_trace_summary", &mut a);
     assert!(s[1].contains("Kernel mix") && s[1].contains("gemm / conv") && s[1].contains("█"));
     assert!(s[1].contains("[TC]"));
     assert!(
@@ -83,7 +53,7 @@ fn summary_pane() {
 fn phases_pane() {
     let mut a = app(TRAIN_B4, None);
     press(&mut a, "2↓↓");
-    let s = snap("train_b4_phases", &mut a);
+    let s = snap!("train_b4_phases", &mut a);
     for ph in ["dataload", "to_device", "forward", "backward", "optimizer"] {
         assert!(s[0].contains(ph), "{ph} missing:\n{}", s[0]);
     }
@@ -92,10 +62,10 @@ fn phases_pane() {
 
     let mut a = app(INFER_B1, None);
     press(&mut a, "2");
-    snap("infer_b1_phases", &mut a);
+    let _ = snap!("infer_b1_phases", &mut a);
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "2");
-    let s = snap("bert_trace_phases", &mut a);
+    let s = snap!("bert_trace_phases", &mut a);
     assert!(s[0].contains("unphased"));
     // The GPU's idle time per phase, as `profile phases` gives it.
     let row = &a.profile().unwrap().phases[0];
@@ -109,14 +79,14 @@ fn kernels_pane_with_filters() {
     // Category cycle + Tensor Core only.
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "3ct");
-    let s = snap("bert_trace_kernels_gemm_tc", &mut a);
+    let s = snap!("bert_trace_kernels_gemm_tc", &mut a);
     assert!(s[0].contains("cat:gemm / conv") && s[0].contains("TC-only"), "{}", s[0]);
     assert!(s[0].contains("4 of 11 match"), "{}", s[0]);
 
     // Live regex and count sort.
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "3s/norm|elementwise\n");
-    let s = snap("bert_trace_kernels_regex_count", &mut a);
+    let s = snap!("bert_trace_kernels_regex_count", &mut a);
     assert!(s[0].contains("sort:count") && s[0].contains("/norm|elementwise/"), "{}", s[0]);
     assert!(!s[0].contains("cutlass"), "the regex hides GEMMs:\n{}", s[0]);
     // A wide screen shortens a label only as far as it needs: what the
@@ -128,7 +98,7 @@ fn kernels_pane_with_filters() {
     // A CPU profile has no kernels: the pane says so.
     let mut a = app(TRAIN_B4, None);
     press(&mut a, "3p");
-    let s = snap("train_b4_kernels_phase", &mut a);
+    let s = snap!("train_b4_kernels_phase", &mut a);
     assert!(s[0].contains("phase:dataload") && s[0].contains("no GPU kernels"), "{}", s[0]);
 }
 
@@ -136,7 +106,7 @@ fn kernels_pane_with_filters() {
 fn kernel_detail_view() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "3t\n");
-    let s = snap("bert_trace_kernel_detail", &mut a);
+    let s = snap!("bert_trace_kernel_detail", &mut a);
     let k = a.panes.kernels.selected_kernel().unwrap().clone();
     // The full name is shown (wrapped at 80 columns, whole at 160).
     for screen in &s {
@@ -157,7 +127,7 @@ fn kernel_detail_view() {
 fn ops_pane_with_filters() {
     let mut a = app(TRAIN_B4, None);
     press(&mut a, "4ppp/conv|addmm\ns");
-    let s = snap("train_b4_ops_forward_regex", &mut a);
+    let s = snap!("train_b4_ops_forward_regex", &mut a);
     assert!(
         s[0].contains("phase:forward")
             && s[0].contains("/conv|addmm/")
@@ -169,10 +139,10 @@ fn ops_pane_with_filters() {
 
     let mut a = app(INFER_B1, None);
     press(&mut a, "4");
-    snap("infer_b1_ops", &mut a);
+    let _ = snap!("infer_b1_ops", &mut a);
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "4/linear|matmul\n");
-    let s = snap("bert_trace_ops_regex", &mut a);
+    let s = snap!("bert_trace_ops_regex", &mut a);
     assert!(s[0].contains("ops match"));
 }
 
@@ -181,23 +151,23 @@ fn compare_pane() {
     // Repeated runs: a significance call is made.
     let mut a = app(INFER_REPEAT3, Some(INFER_REPEAT3_B4));
     press(&mut a, "5");
-    let s = snap("infer_repeat3_compare", &mut a);
+    let s = snap!("infer_repeat3_compare", &mut a);
     assert!(s[1].contains("significant"), "{}", s[1]);
     assert!(s[0].contains("before") && s[0].contains("after"));
 
     let mut a = app(TRAIN_B4, Some(TRAIN_REPEAT3));
     press(&mut a, "5");
-    let s = snap("train_b4_compare", &mut a);
+    let s = snap!("train_b4_compare", &mut a);
     assert!(s[1].contains("Phases (ms/step)"), "{}", s[1]);
 
     let mut a = app(INFER_B1, Some(INFER_B4));
     press(&mut a, "5↓↓");
-    snap("infer_b1_compare_scrolled", &mut a);
+    let _ = snap!("infer_b1_compare_scrolled", &mut a);
 
     // One profile: the prompt for a second.
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "5o/tmp/x");
-    let s = snap("bert_trace_compare_prompt", &mut a);
+    let s = snap!("bert_trace_compare_prompt", &mut a);
     assert!(
         s[0].contains("Compare needs a second profile") && s[0].contains("path: /tmp/x"),
         "{}",
@@ -209,7 +179,7 @@ fn compare_pane() {
 fn whatif_pane() {
     let mut a = app(BERT_TRACE, None);
     press(&mut a, "6→");
-    let s = snap("bert_trace_whatif_category", &mut a);
+    let s = snap!("bert_trace_whatif_category", &mut a);
     // The second of the standard what-ifs, largest saving first, as the
     // profile keeps them.
     let second = &a.main.data.as_ref().unwrap().profile().step_model.as_ref().unwrap().scenarios[1];
@@ -218,12 +188,12 @@ fn whatif_pane() {
 
     let mut a = app(TRAIN_B4, None);
     press(&mut a, "6n500\n");
-    let s = snap("train_b4_whatif_launches", &mut a);
+    let s = snap!("train_b4_whatif_launches", &mut a);
     assert!(s[0].contains("remove launches/step: 500"), "{}", s[0]);
 
     let mut a = app(INFER_B1, None);
     press(&mut a, "6");
-    snap("infer_b1_whatif", &mut a);
+    let _ = snap!("infer_b1_whatif", &mut a);
 }
 
 #[test]

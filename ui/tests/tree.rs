@@ -4,49 +4,18 @@
 //! (docs/analysis.md §17); the ways between it and the Kernels and Ops
 //! panes; the callers in a kernel's details.
 
+#[macro_use]
 mod common;
 
 use std::collections::HashSet;
 
 use common::*;
-use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::NodeKind;
 use libreyolo_core::render::text::node_tag;
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::panes::exactly;
 use libreyolo_ui::panes::tree::{MIN_PCT, callers, name_of};
-
-const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
-
-fn press(app: &mut App, keys: &str) {
-    for c in keys.chars() {
-        let code = match c {
-            '\n' => KeyCode::Enter,
-            '\x1b' => KeyCode::Esc,
-            '↓' => KeyCode::Down,
-            '↑' => KeyCode::Up,
-            '→' => KeyCode::Right,
-            '←' => KeyCode::Left,
-            c => KeyCode::Char(c),
-        };
-        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
-    }
-}
-
-/// Snapshots the app at both sizes; returns the screens.
-fn snap(name: &str, app: &mut App) -> Vec<String> {
-    SIZES
-        .iter()
-        .map(|&(w, h)| {
-            let s = screen(app, w, h);
-            insta::assert_snapshot!(format!("{name}_{w}x{h}"), s);
-            assert_eq!(s.lines().count(), h as usize);
-            assert!(s.lines().all(|l| l.chars().count() <= w as usize), "{s}");
-            s
-        })
-        .collect()
-}
 
 fn tree_app(path: &'static str) -> App {
     let mut a = app(path, None);
@@ -82,7 +51,7 @@ fn the_tree_on_screen_is_the_lens() {
     assert_eq!((root.kind, root.name.as_str()), (NodeKind::Phase, "unphased"));
     assert!(root.gpu_ms_per_step > 150.0, "{root:?}");
 
-    let s = snap("timesformer_tree", &mut a);
+    let s = snap!("timesformer_tree", &mut a);
     for screen in &s {
         // The root row: its GPU ms, share and CPU ms as the lens gives them.
         let line = screen.lines().find(|l| l.contains("unphased")).unwrap();
@@ -186,7 +155,7 @@ fn by_cycles_module_frame_op() {
     // The CPU training trace has no nn.Module frames: the note says so,
     // and the columns are the CPU's.
     let mut a = tree_app(TRAIN_B4_TRACE);
-    let s = snap("train_b4_trace_tree", &mut a);
+    let s = snap!("train_b4_trace_tree", &mut a);
     assert!(s[0].contains("note: the trace records no nn.Module frames"), "{}", s[0]);
     assert!(s[0].contains("%CPU") && !s[0].contains("GPU ms"), "{}", s[0]);
 }
@@ -260,7 +229,7 @@ fn bottom_up_shows_a_kernels_callers() {
         (v[1].kind, v[1].name.as_str(), v[1].pct_of_gpu),
         (NodeKind::Op, "aten::_softmax", 100.0)
     );
-    let s = snap("timesformer_tree_callers", &mut a);
+    let s = snap!("timesformer_tree_callers", &mut a);
     assert!(s[0].contains("aten::_softmax") && s[0].contains("bottom-up"), "{}", s[0]);
 }
 
@@ -305,7 +274,7 @@ fn kernel_details_say_where_it_was_launched_from() {
     let mut a = app(TIMESFORMER, None);
     press(&mut a, "3\n");
     let k = a.panes.kernels.selected_kernel().unwrap().clone();
-    let s = snap("timesformer_kernel_detail", &mut a);
+    let s = snap!("timesformer_kernel_detail", &mut a);
     // The lens bottom-up, by frame, focused on this kernel's label alone.
     let q = TreeQuery {
         by: By::Frame,

@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use libreyolo_core::profile::Input;
 use libreyolo_ui::app::App;
 use libreyolo_ui::screen;
@@ -135,4 +136,45 @@ pub fn assert_keys_match_help(
             "{pane:?} answers {a:?}, which its help does not list"
         );
     }
+}
+
+/// The two screen sizes the pane snapshots are taken at.
+pub const SIZES: [(u16, u16); 2] = [(80, 24), (160, 48)];
+
+/// Presses `keys` in order: a character is its key, but `\n` Enter,
+/// `\x1b` Esc, `\t` Tab, `⇤` Shift-Tab and the arrows their keys.
+pub fn press(app: &mut App, keys: &str) {
+    for c in keys.chars() {
+        let code = match c {
+            '\n' => KeyCode::Enter,
+            '\x1b' => KeyCode::Esc,
+            '\t' => KeyCode::Tab,
+            '⇤' => KeyCode::BackTab,
+            '↓' => KeyCode::Down,
+            '↑' => KeyCode::Up,
+            '→' => KeyCode::Right,
+            '←' => KeyCode::Left,
+            c => KeyCode::Char(c),
+        };
+        app.handle_key(KeyEvent::new(code, KeyModifiers::NONE));
+    }
+}
+
+/// Snapshots the app at both [`SIZES`] under `NAME_WxH` and returns the
+/// screens; nothing is drawn past the screen and every line fits. A macro,
+/// so that the snapshots keep the calling test file's name.
+#[macro_export]
+macro_rules! snap {
+    ($name:expr, $app:expr) => {
+        $crate::common::SIZES
+            .iter()
+            .map(|&(w, h)| {
+                let s = $crate::common::screen($app, w, h);
+                insta::assert_snapshot!(format!("{}_{w}x{h}", $name), s);
+                assert_eq!(s.lines().count(), h as usize);
+                assert!(s.lines().all(|l| l.chars().count() <= w as usize), "{s}");
+                s
+            })
+            .collect::<Vec<String>>()
+    };
 }
