@@ -731,7 +731,8 @@ pub const AUX_HEAD: &CStr = c"aux_head DDetect";
 /// the sums of the branches, which `--fuse` merges into the 3×3
 /// convolution. With BatchNorm, what a fused graph no longer runs, so that
 /// `what-if --op 'batch_norm|RepConvN 1x1'` predicts `--fuse` from the
-/// unfused profile alone.
+/// unfused profile alone; the verdict counts these ranges by this name
+/// (`libreyolo_core::analysis::verdict::REPCONV_BRANCH`).
 pub const REPCONV_BRANCH: &CStr = c"RepConvN 1x1 branch";
 
 /// Top-level layers of YOLOv9 (`model.0` … `model.22`).
@@ -1267,6 +1268,15 @@ mod tests {
     fn batch_stats<T>(f: impl FnOnce() -> T) -> T {
         let _training = training();
         f()
+    }
+
+    /// The branch range is the name the readers' `--fuse` lever looks for.
+    #[test]
+    fn the_branch_range_is_the_name_the_verdict_reads() {
+        assert_eq!(
+            REPCONV_BRANCH.to_str().unwrap(),
+            libreyolo_core::analysis::verdict::REPCONV_BRANCH
+        );
     }
 
     fn aux_keys(m: &Yolo9) -> usize {

@@ -379,4 +379,19 @@ fn the_repconv_branch_ranges_hold_what_fuse_removes() {
         "one convolution fewer per branch"
     );
     assert_eq!(count(&fused, ff, "aten::batch_norm"), 0);
+    // The unfused profile's verdict names the branches it counted and the
+    // what-if that takes them away (one image a forward here).
+    let why = |side: &str| -> String {
+        let p = dir.path().join(side).join("infer/profile.json");
+        let v: Value = serde_json::from_str(&std::fs::read_to_string(p).unwrap()).unwrap();
+        v["bound_why"].as_str().unwrap_or_default().to_string()
+    };
+    let unfused_why = why("unfused");
+    assert!(
+        unfused_why.contains("Lever: `--fuse` folds 221 BatchNorm launches per image"),
+        "{unfused_why}"
+    );
+    let said = format!("merges {} RepConvN 1×1 branches", branches.len());
+    assert!(unfused_why.contains(&said), "{unfused_why}");
+    assert!(!why("fused").contains("RepConvN"));
 }

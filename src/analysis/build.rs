@@ -164,7 +164,14 @@ pub(super) fn build(
         graph_launches_per_step: head.graph_launches_per_step,
         steps: win.n_steps,
     };
-    let mut facts = super::facts::of_parts(&parts, &host_ranges(&a));
+    let ranges = host_ranges(&a);
+    let mut facts = super::facts::of_parts(&parts, &ranges);
+    // Our capture's RepConvN branch ranges (what `--fuse` merges away
+    // besides BatchNorm), per step, for the fusion lever.
+    let repconv_branches = ranges
+        .iter()
+        .find(|r| r.0 == verdict::REPCONV_BRANCH)
+        .map_or(0.0, |r| r.1 as f64 / win.n_steps.max(1.0));
     let mut warnings = caveats(&a, measured);
     budget.check_analysis("the step model", 0)?;
     // One model of the step (§14), once every account is done with its
@@ -254,7 +261,7 @@ pub(super) fn build(
         idle.as_ref().map(|i| &i.account),
         efficiency.as_ref(),
         measured,
-        (&facts, &levers),
+        (&facts, &levers, repconv_branches),
     );
     // The verdict with what the model says of it: one set of figures.
     if let Some(said) =
@@ -958,7 +965,13 @@ fn decide(
     idle: Option<&IdleAccount>,
     efficiency: Option<&crate::profile::Efficiency>,
     measured: Option<&Measurements>,
-    (facts, levers): (&crate::profile::TraceFacts, &[crate::profile::LeverRow]),
+    // The trace's facts, its levers, and our capture's RepConvN branch
+    // ranges per step.
+    (facts, levers, repconv_branches_per_step): (
+        &crate::profile::TraceFacts,
+        &[crate::profile::LeverRow],
+        f64,
+    ),
 ) -> (Verdict, String) {
     let phase_wall: Vec<(String, f64)> = by_phase
         .phases
@@ -990,7 +1003,12 @@ fn decide(
             &by_phase.ops,
             &by_phase.kernels,
             head.cuda,
-        ),
+        )
+        .map(|u| verdict::Unfused {
+            repconv_branches_per_image: repconv_branches_per_step
+                / head.config.batch().unwrap_or(1.0).max(1.0),
+            ..u
+        }),
         idle,
         graph_captures: head.graph_captures,
         efficiency,
@@ -1109,7 +1127,11 @@ fn unfused_batch_norm(
         ratio(bn.ms_per_step, phases.iter().find(|p| p.phase == forward)?.wall_ms_per_step?)
     };
     let batch = config.batch().unwrap_or(1.0).max(1.0);
-    Some(verdict::Unfused { batch_norms_per_image: bn.count_per_step / batch, share })
+    Some(verdict::Unfused {
+        batch_norms_per_image: bn.count_per_step / batch,
+        share,
+        repconv_branches_per_image: 0.0,
+    })
 }
 
 /// Training or inference from the phases a trace recorded, if it says.

@@ -24,6 +24,11 @@ pub const SECOND_CAUSE_SHARE: f64 = 0.15;
 /// A fusion lever is named from this share of the forward up.
 pub const FUSION_SHARE: f64 = 0.02;
 
+/// The range our capture records around each unfused RepConvN's 1×1
+/// branch and sums (the capture's `model::REPCONV_BRANCH`, held equal by
+/// its test): what `--fuse` merges away besides BatchNorm.
+pub const REPCONV_BRANCH: &str = "RepConvN 1x1 branch";
+
 /// BatchNorm left in an inference forward: what `--fuse` would fold into
 /// the convolutions.
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,6 +37,9 @@ pub struct Unfused {
     pub batch_norms_per_image: f64,
     /// Their share of the forward: CPU time on CPU, kernel time on CUDA.
     pub share: f64,
+    /// RepConvN 1×1 branches per image our capture recorded as ranges
+    /// (0: none recorded): `--fuse` merges them into their 3×3.
+    pub repconv_branches_per_image: f64,
 }
 
 /// The numbers a verdict is decided from.
@@ -120,12 +128,22 @@ pub fn decide(e: &Evidence<'_>) -> (Verdict, String) {
                 && u.batch_norms_per_image >= 1.0
                 && u.share >= FUSION_SHARE =>
         {
-            format!(
-                "{}. Lever: `--fuse` folds {:.0} BatchNorm launches per image into their convolutions (BatchNorm is {:.0}% of the forward here); compare the two profiles for the gain.",
+            let lever = format!(
+                "{}. Lever: `--fuse` folds {:.0} BatchNorm launches per image into their convolutions (BatchNorm is {:.0}% of the forward here)",
                 why.trim_end_matches('.'),
                 u.batch_norms_per_image,
                 u.share * 100.0
-            )
+            );
+            if u.repconv_branches_per_image >= 1.0 {
+                // Our capture named the branches: the what-if can take
+                // them away too.
+                format!(
+                    "{lever} and merges {:.0} RepConvN 1×1 branches into their 3×3; `what-if --op 'batch_norm|RepConvN 1x1'` re-times the ops it removes, and comparing the two profiles shows the gain.",
+                    u.repconv_branches_per_image
+                )
+            } else {
+                format!("{lever}; compare the two profiles for the gain.")
+            }
         }
         _ => why,
     };
@@ -784,7 +802,8 @@ mod tests {
             step_ms: 93.0,
             ..Default::default()
         };
-        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
+        e.unfused =
+            Some(Unfused { batch_norms_per_image: 221.0, share: 0.07, ..Default::default() });
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::Compute);
         assert!(
@@ -792,18 +811,33 @@ mod tests {
                 && why.contains("7% of the forward"),
             "{why}"
         );
+        assert!(!why.contains("RepConvN"), "no branch ranges recorded: {why}");
+        // Our capture's branch ranges: the lever names them and the what-if.
+        e.unfused = Some(Unfused {
+            batch_norms_per_image: 221.0,
+            share: 0.07,
+            repconv_branches_per_image: 42.0,
+        });
+        let why = decide(&e).1;
+        assert!(
+            why.contains("and merges 42 RepConvN 1×1 branches into their 3×3; `what-if --op 'batch_norm|RepConvN 1x1'`"),
+            "{why}"
+        );
         // Too small a share to matter, a fused graph, or training: no lever.
-        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.01 });
+        e.unfused =
+            Some(Unfused { batch_norms_per_image: 221.0, share: 0.01, ..Default::default() });
         assert!(!decide(&e).1.contains("--fuse"));
         e.unfused = None;
         assert!(!decide(&e).1.contains("--fuse"));
-        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.07 });
+        e.unfused =
+            Some(Unfused { batch_norms_per_image: 221.0, share: 0.07, ..Default::default() });
         e.mode = Some(Mode::Training);
         assert!(!decide(&e).1.contains("--fuse"));
         // A CUDA inference fed too slowly: fusion also removes launches.
         let mut e = cuda(0.3);
         e.mode = Some(Mode::Inference);
-        e.unfused = Some(Unfused { batch_norms_per_image: 221.0, share: 0.2 });
+        e.unfused =
+            Some(Unfused { batch_norms_per_image: 221.0, share: 0.2, ..Default::default() });
         let (bound, why) = decide(&e);
         assert_eq!(bound, Verdict::HostLaunch);
         assert!(why.contains("a larger batch. Lever: `--fuse` folds 221"), "{why}");
