@@ -87,10 +87,13 @@ fn explorer_in_a_real_terminal() {
     let started = t.cmd(&["new-session", "-d", "-x", "120", "-y", "40", "-s", "e2e", &line]);
     assert!(started.status.success(), "{}", String::from_utf8_lossy(&started.stderr));
 
-    // Summary first: the verdict and the kernel mix.
-    let s = t.wait("the summary", |s| s.contains("Kernel mix"));
+    // Summary first: the verdict and the levers with their evidence, then
+    // (a page down) the kernel mix.
+    let s = t.wait("the summary", |s| s.contains("Levers, by what"));
     assert!(s.contains("1 Summary") && s.contains(">> HOST / LAUNCH"), "{s}");
-    assert!(s.contains("gemm / conv"), "{s}");
+    assert!(s.contains("cuda-graphs") && s.contains("ms/step of launch gaps"), "{s}");
+    t.keys(&["PageDown"]);
+    t.wait("the kernel mix", |s| s.contains("Kernel mix") && s.contains("gemm / conv"));
     assert_eq!(t.format("#{alternate_on}"), "1", "the explorer draws on the alternate screen");
 
     // Kernels, then a live regex filter.
@@ -174,9 +177,10 @@ fn a_folder_of_rank_traces_opens_the_ranks_pane() {
     let s = t.wait("the step sort", |s| s.contains("sort: step"));
     assert!(first_row(&s).contains("19.90") && !first_row(&s).contains("awaited"), "{s}");
     t.keys(&["Home", "Down", "Enter"]);
-    // (At 80x24 the idle account fills the screen above the kernel mix.)
-    let s = t
-        .wait("rank 3's summary", |s| s.contains("rank 3 of 8") && s.contains("Why the GPU waits"));
+    // (At 80x24 the levers fill the screen above the idle account.)
+    let s = t.wait("rank 3's summary", |s| {
+        s.contains("rank 3 of 8") && s.contains("Levers, by what the step model says each saves")
+    });
     assert!(s.contains("19.31 ms"), "rank 3's step:\n{s}");
 
     // Its kernels, then Esc back to the ranks, then quit.
