@@ -1003,12 +1003,8 @@ fn decide(
             &by_phase.ops,
             &by_phase.kernels,
             head.cuda,
-        )
-        .map(|u| verdict::Unfused {
-            repconv_branches_per_image: repconv_branches_per_step
-                / head.config.batch().unwrap_or(1.0).max(1.0),
-            ..u
-        }),
+            repconv_branches_per_step,
+        ),
         idle,
         graph_captures: head.graph_captures,
         efficiency,
@@ -1102,13 +1098,15 @@ fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<String> {
 /// The forward's BatchNorm, unless the capture says its graph was fused:
 /// launches per image and their share of the forward (CPU op time over the
 /// forward's wall time on CPU, BatchNorm kernel time over the forward's
-/// kernel time on CUDA).
+/// kernel time on CUDA); with the RepConvN branch ranges our capture
+/// recorded per step, per image too.
 fn unfused_batch_norm(
     config: &RunConfig,
     phases: &[PhaseRow],
     ops_by_phase: &IndexMap<String, Vec<OpRow>>,
     kernels_by_phase: &IndexMap<String, Vec<KernelRow>>,
     cuda: bool,
+    repconv_branches_per_step: f64,
 ) -> Option<verdict::Unfused> {
     if config.fused() == Some(true) {
         return None;
@@ -1130,7 +1128,7 @@ fn unfused_batch_norm(
     Some(verdict::Unfused {
         batch_norms_per_image: bn.count_per_step / batch,
         share,
-        repconv_branches_per_image: 0.0,
+        repconv_branches_per_image: repconv_branches_per_step / batch,
     })
 }
 

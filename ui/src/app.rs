@@ -352,12 +352,10 @@ impl App {
             Action::NextPane => self.switch(self.pane.next(self.job.is_some())),
             Action::PrevPane => self.switch(self.pane.prev(self.job.is_some())),
             Action::StartRegex => {
-                // The Kernels pane's regex, unless the Ops, Tree or
-                // Modules pane is on screen (the last two's is their focus).
-                let pane = match self.pane {
-                    p @ (Pane::Ops | Pane::Tree | Pane::Modules) => p,
-                    _ => Pane::Kernels,
-                };
+                // The regex of the pane on screen where it has one (its
+                // keys say so: Ops, Tree, Modules…), else the Kernels pane's.
+                let own = self.panes.get(self.pane).keys().iter().any(|h| h.actions.contains(&a));
+                let pane = if own { self.pane } else { Pane::Kernels };
                 self.switch(pane);
                 let effect = self.pane_update(a);
                 self.effect(effect);

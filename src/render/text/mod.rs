@@ -32,7 +32,7 @@ pub use job::{job, slowest, straggler_line, stragglers_head, why};
 pub use kernels::{job_kernels, kernels};
 pub use memory::{memory, memory_peak_at, memory_peaks};
 pub use merge::merge;
-pub use modules::modules;
+pub use modules::{modules, modules_total};
 pub use ops::ops;
 pub use phases::phases;
 pub use summary::{idle_lines, lever_lines, step_line, stream_line, summary};

@@ -7,20 +7,24 @@ use super::num;
 use super::tree::shown_footer;
 use crate::lens::modules::Modules;
 
+/// The per-step total `profile modules` heads its table with (the
+/// explorer's Modules pane shows the same line): GPU time and the part in
+/// no module, or a CPU run's host time.
+pub fn modules_total(m: &Modules) -> String {
+    if m.gpu_ms_per_step <= 0.0 {
+        format!("per step CPU {:.3} ms (no GPU kernels: host time)", m.cpu_ms_per_step)
+    } else {
+        format!(
+            "per step GPU {:.3} ms, {:.3} ms of it in no module",
+            m.gpu_ms_per_step, m.outside_ms_per_step
+        )
+    }
+}
+
 pub fn modules(m: &Modules) -> String {
     // A CPU run has no kernel time: its modules by host time.
     let cpu = m.gpu_ms_per_step <= 0.0;
-    let mut o = if cpu {
-        format!(
-            "modules, forward and backward: per step CPU {:.3} ms (no GPU kernels: host time)\n",
-            m.cpu_ms_per_step
-        )
-    } else {
-        format!(
-            "modules, forward and backward: per step GPU {:.3} ms, {:.3} ms of it in no module\n",
-            m.gpu_ms_per_step, m.outside_ms_per_step
-        )
-    };
+    let mut o = format!("modules, forward and backward: {}\n", modules_total(m));
     // A column for another phase only where a module has time in one.
     let other = !cpu && m.rows.iter().any(|r| r.other_gpu_ms_per_step > 0.0);
     let (unit, share) = if cpu { ("CPU ms", "%cpu") } else { ("GPU ms", "%gpu") };

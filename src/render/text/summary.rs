@@ -187,6 +187,12 @@ pub fn summary(s: &Summary) -> String {
             })
             .collect();
         if !s.levers.is_empty() {
+            let more = s.levers.len().saturating_sub(3);
+            let more = if more > 0 { format!("; {more} more") } else { String::new() };
+            let _ = writeln!(
+                o,
+                "levers         by the saving the step model projects (--json: facts, what-if){more}"
+            );
             for line in lever_lines(&s.levers, 3) {
                 let _ = writeln!(o, "{line}");
             }
@@ -239,20 +245,18 @@ pub fn summary(s: &Summary) -> String {
 pub fn lever_lines(levers: &[crate::profile::LeverRow], n: usize) -> Vec<String> {
     let shown = &levers[..levers.len().min(n)];
     let name_w = shown.iter().map(|l| l.lever.as_str().len()).max().unwrap_or(0);
-    let mut out = vec![format!(
-        "levers         by the saving the step model projects (--json: facts, what-if){}",
-        if levers.len() > n { format!("; {} more", levers.len() - n) } else { String::new() }
-    )];
-    for l in shown {
-        out.push(format!(
-            "  {:<name_w$} {:>9} ms {:>5.1}%  {}",
-            l.lever.as_str(),
-            format!("−{}", num(l.saves_ms_per_step, 3)),
-            l.saves_pct,
-            l.evidence
-        ));
-    }
-    out
+    shown
+        .iter()
+        .map(|l| {
+            format!(
+                "  {:<name_w$} {:>9} ms {:>5.1}%  {}",
+                l.lever.as_str(),
+                format!("−{}", num(l.saves_ms_per_step, 3)),
+                l.saves_pct,
+                l.evidence
+            )
+        })
+        .collect()
 }
 
 pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<String> {

@@ -171,14 +171,7 @@ impl Component for ModulesPane {
         // A CPU run has no kernel time: its modules by host time, as
         // `profile modules` prints them.
         let cpu = m.gpu_ms_per_step <= 0.0;
-        let head = if cpu {
-            format!("per step CPU {:.3} ms (no GPU kernels: host time)", m.cpu_ms_per_step)
-        } else {
-            format!(
-                "per step GPU {:.3} ms, {:.3} ms of it in no module",
-                m.gpu_ms_per_step, m.outside_ms_per_step
-            )
-        };
+        let head = libreyolo_core::render::text::modules_total(m);
         // The lens's notes, wrapped, at most a third of the pane.
         let notes: Vec<String> = m.notes.iter().map(|n| format!("note: {n}")).collect();
         let notes_h = notes.iter().map(|n| n.chars().count().div_ceil(w.max(1))).sum::<usize>();

@@ -194,7 +194,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         // re-times them).
         out.push(Line::raw(""));
         out.push(Line::styled("Levers, by what the step model says each saves", t.header()));
-        for line in libreyolo_core::render::text::lever_lines(&s.levers, 3).into_iter().skip(1) {
+        for line in libreyolo_core::render::text::lever_lines(&s.levers, 3) {
             out.push(Line::raw(line));
         }
     }
