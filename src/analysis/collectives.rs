@@ -94,7 +94,7 @@ impl Collector {
     /// collective to this one's start. Without launches in the trace, the
     /// kernels that ran in that time.
     pub(super) fn finish(
-        self,
+        &self,
         a: &PassRecord,
         index: &KernelIndex,
         label: &dyn Fn(u32) -> Option<String>,
@@ -104,8 +104,8 @@ impl Collector {
             // index to build (a list as long as the kernels).
             return LeadIns::default();
         }
-        let mut calls: Vec<(CollectiveCall, Option<u32>)> =
-            self.calls.into_iter().zip(self.spans).collect();
+        let mut calls: Vec<(&CollectiveCall, Option<u32>)> =
+            self.calls.iter().zip(self.spans.iter().copied()).collect();
         calls.sort_by_key(|(c, _)| (c.start_ns, c.device));
         let steps = a.ranges.numbered_steps();
         let launch_of = |span: Option<u32>| {
@@ -141,7 +141,7 @@ impl Collector {
                 .map(|k| steps[k])
                 .filter(|(_, _, e)| at_ts < *e)
                 .map(|(n, _, _)| n);
-            let before: Vec<&(CollectiveCall, Option<u32>)> = calls[..i]
+            let before: Vec<&(&CollectiveCall, Option<u32>)> = calls[..i]
                 .iter()
                 .rev()
                 .take(LOOK_BACK)
@@ -171,7 +171,12 @@ impl Collector {
                     lead_in_kernels(ks.map(|k| (k.name, k.end.min(c.start_ns) - k.start)), label)
                 }
             };
-            out.calls.push(CollectiveCall { step, lead_in, lead_in_floor_us: floor, ..c.clone() });
+            out.calls.push(CollectiveCall {
+                step,
+                lead_in,
+                lead_in_floor_us: floor,
+                ..(*c).clone()
+            });
             out.from.push(from);
         }
         out

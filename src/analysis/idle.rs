@@ -612,7 +612,7 @@ type Group<'a> = Vec<(usize, DeviceKernels<'a>, HashMap<u32, u64>)>;
 /// The device groups after the first (processes whose host threads are
 /// their own: a merged trace's), each read and swept on its own, for
 /// whichever thread is free: the account's, and on two threads the one
-/// that ends the rest of the analysis (build.rs). A group's sweep reads
+/// that ends the rest of the analysis (build/accounts.rs). A group's sweep reads
 /// nothing of another's, so who sweeps it changes no figure.
 #[derive(Default)]
 pub(super) struct GroupSweeps<'a> {

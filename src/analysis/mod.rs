@@ -123,8 +123,6 @@ pub struct Analyzer {
     rec: PassRecord,
     /// The lookups [`Analyzer::place`] remembers once the ranges are final.
     place_cache: ranges::PlaceCache,
-    /// Latest timestamp placed so far (the ordering check).
-    hi_ts: Option<i64>,
     /// Where the analysis stands: what placing an event does.
     stage: Stage,
     launches: Launches,
@@ -140,8 +138,9 @@ enum Stage {
     /// the counting to the end (nearly every real trace has none, and
     /// their phases, inferred at the end, mean counting everything again
     /// there anyway); `late`: a range arrived that could enclose work
-    /// placed before it, which is counted again at the end.
-    Pass { deferred: bool, late: bool },
+    /// placed before it, which is counted again at the end; `placed_to`:
+    /// the latest time placed so far (what `late` is checked against).
+    Pass { deferred: bool, late: bool, placed_to: Option<i64> },
     /// The pass is over: what is placed from now on (`finish`'s leftovers)
     /// is counted at once.
     Ended,
@@ -151,7 +150,7 @@ enum Stage {
 
 impl Default for Stage {
     fn default() -> Stage {
-        Stage::Pass { deferred: false, late: false }
+        Stage::Pass { deferred: false, late: false, placed_to: None }
     }
 }
 
@@ -169,7 +168,9 @@ impl Analyzer {
 
     /// Remembers how far the pass has got (the ordering check).
     fn note_ts(&mut self, ts: i64) {
-        self.hi_ts = Some(self.hi_ts.map_or(ts, |h| h.max(ts)));
+        if let Stage::Pass { placed_to, .. } = &mut self.stage {
+            *placed_to = Some(placed_to.map_or(ts, |h| h.max(ts)));
+        }
     }
 
     /// Places CPU-side work, remembering how far the pass has got.
@@ -184,8 +185,8 @@ impl Analyzer {
 
     /// A range starting at or before work already placed may enclose it.
     fn note_range(&mut self, start: i64) {
-        if let Stage::Pass { late, .. } = &mut self.stage {
-            *late |= self.hi_ts.is_some_and(|h| start <= h);
+        if let Stage::Pass { late, placed_to, .. } = &mut self.stage {
+            *late |= placed_to.is_some_and(|h| start <= h);
         }
     }
 
@@ -735,7 +736,7 @@ pub fn analyze_read(
     // different at the end, or the pass left them uncounted, they are
     // counted (again) from what the pass kept.
     let stale = match analyzer.stage {
-        Stage::Pass { deferred, late } => deferred || late,
+        Stage::Pass { deferred, late, .. } => deferred || late,
         Stage::Ended | Stage::Replaying => false,
     };
     analyzer.stage = Stage::Ended;
@@ -845,7 +846,7 @@ impl Analyzer {
         self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
         self.rec.ranges.freeze();
-        build::build(self.rec, info, measured, path, read, keep_model)
+        build::build(&self.rec, info, measured, path, read, keep_model)
     }
 }
 
