@@ -171,6 +171,40 @@ fn an_annotation_is_changed_as_an_op_is() {
     assert!(r.stderr.contains("no CPU op or annotation in the model matches"), "{}", r.stderr);
 }
 
+/// What the re-timing cannot project is refused, not shown as "no
+/// change": a slowdown (`--scale` above 1), more launches removed than the
+/// model holds (counted here from its own answer), and the standard
+/// what-ifs of a run without GPU work (LibreYOLO 1.6's CPU training trace),
+/// which names `--op` instead; `--op` on that trace is re-timed.
+#[test]
+fn what_the_model_cannot_project_is_refused() {
+    let t = fixtures().join("traces/kineto_resnet50_v100_2021jun");
+    let p = t.to_str().unwrap();
+    let r = common::run(&["profile", "what-if", p, "--remove-category", "gemm", "--scale", "2"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("from 0 to 1"), "{}", r.stderr);
+    let half = json(&["what-if", p, "--remove-category", "gemm", "--scale", "0.5"]);
+    assert!(f(&half["saved_ms_per_step"]) > 0.0, "{half}");
+    let w = json(&["what-if", p, "--remove-launches", "1"]);
+    let what = w["what"].as_str().unwrap();
+    let held: u64 =
+        what.split(" of ").nth(1).and_then(|x| x.split(' ').next()).unwrap().parse().unwrap();
+    let ok = common::run(&["profile", "what-if", p, "--remove-launches", &held.to_string()]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+    let over =
+        common::run(&["profile", "what-if", p, "--remove-launches", &(held + 1).to_string()]);
+    assert_eq!(over.code, 2, "{}", over.stdout);
+    assert!(over.stderr.contains(&format!("holds {held} launches")), "{}", over.stderr);
+
+    let cpu = fixtures().join("reference/train_b4/profile_trace.json.gz");
+    let c = cpu.to_str().unwrap();
+    let r = common::run(&["profile", "what-if", c, "--all"]);
+    assert_eq!(r.code, 2, "{}", r.stdout);
+    assert!(r.stderr.contains("no GPU work") && r.stderr.contains("--op"), "{}", r.stderr);
+    let op = json(&["what-if", c, "--op", "batch_norm"]);
+    assert!(f(&op["removes_ms_per_step"]) > 0.0, "{op}");
+}
+
 /// Qwen inference on an H100: its unfused elementwise kernels (RMSNorm,
 /// rotary, casts) are the largest part of the critical path and the
 /// largest GPU lever; the SDPA and `contiguous` the rules named are not.

@@ -615,8 +615,8 @@ pub struct WhatIfArgs {
     /// not a profile)
     #[arg(long, value_name = "REGEX")]
     pub op: Option<String>,
-    /// With --remove-category, --grep or --op: keep this share of the work's time instead of
-    /// removing it (0.5: twice as fast)
+    /// With --remove-category, --grep or --op: keep this share (0 to 1) of the work's time
+    /// instead of removing it (0.5: twice as fast)
     #[arg(long, value_name = "F")]
     pub scale: Option<f64>,
     /// Remove N kernel launches per step and the dispatch between them (e.g. an op-fusion win)

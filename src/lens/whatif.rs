@@ -123,6 +123,9 @@ pub fn caveat(p: &Profile) -> String {
     )
 }
 
+/// Said when a run without GPU work is asked for a standard what-if.
+const NO_GPU_WORK: &str = "no GPU work in this run: the standard what-ifs re-time GPU work; re-time the host's ops instead with `what-if --op REGEX` (e.g. --op 'batch_norm'), given the trace";
+
 /// Said when a profile has no step model.
 const NO_MODEL: &str = "this profile has no step model (a CPU run, or a profile written before it): give the trace itself, or a profile whose trace lies beside it";
 
@@ -142,7 +145,15 @@ pub fn all(p: &Profile) -> Result<WhatIfAll> {
 }
 
 fn view(p: &Profile) -> Result<&StepModelView> {
-    p.step_model.as_ref().ok_or_else(|| Error::usage(NO_MODEL))
+    p.step_model.as_ref().ok_or_else(|| {
+        // A CPU run's trace is modelled too, but its standard what-ifs
+        // would all re-time GPU work it does not have.
+        if p.kernels.is_empty() && p.figures.kernels_per_step == 0.0 {
+            Error::usage(NO_GPU_WORK)
+        } else {
+            Error::usage(NO_MODEL)
+        }
+    })
 }
 
 /// What-if `r` on `p`: re-timed on `model` when there is one (a trace),
@@ -179,8 +190,12 @@ fn checked(r: &Request) -> Result<()> {
             "specify a change: --remove-category C, --grep REGEX, --op REGEX (each with --scale F to keep part), --remove-launches N, --remove-idle CAUSE, --at-roofline C or --fuse-chains; or --all",
         ));
     }
-    if let Some(f) = r.scale.filter(|f| !(f.is_finite() && *f >= 0.0)) {
-        return Err(Error::usage(format!("--scale {f}: expected a factor of 0 or more")));
+    // A slowdown would lengthen the step, which the re-timing does not
+    // project (it counts savings): refused rather than shown as no change.
+    if let Some(f) = r.scale.filter(|f| !(f.is_finite() && (0.0..=1.0).contains(f))) {
+        return Err(Error::usage(format!(
+            "--scale {f}: expected the share of the work's time to keep, from 0 to 1"
+        )));
     }
     Ok(())
 }
@@ -316,6 +331,11 @@ fn change_of(
             / m.n_steps.max(1) as f64;
         if launches <= 0.0 {
             return Err(Error::usage("no kernel launches in the model: nothing to remove"));
+        }
+        if n as f64 > launches.round() {
+            return Err(Error::usage(format!(
+                "--remove-launches {n}: the model holds {launches:.0} launches per step"
+            )));
         }
         change.launch_factor *= (1.0 - n as f64 / launches).max(0.0);
         flags.push(format!("--remove-launches {n}"));
