@@ -205,6 +205,45 @@ fn what_the_model_cannot_project_is_refused() {
     assert!(f(&op["removes_ms_per_step"]) > 0.0, "{op}");
 }
 
+/// A trace without step markers whose helper thread (autograd's) launched
+/// most kernels: the window closes on the thread that synchronises last,
+/// so taking away the GPU work saves the synchronise's wait for it (from
+/// its start to the last kernel's end, read here from the raw events);
+/// the helper thread's idle time after its last launch is not host work
+/// that holds the step. The verdict agrees with the model.
+#[test]
+fn a_stepless_trace_closes_on_the_thread_that_ends_it() {
+    let t = fixtures().join("traces/tracelens_mi210_gpu_only/gpu_only_trace.json.gz");
+    let events = common::trace_events(&common::read_json(&t));
+    let s = |e: &Value, k: &str| e[k].as_str().unwrap_or("").to_string();
+    let sync = events
+        .iter()
+        .filter(|e| s(e, "cat") == "cuda_runtime" && s(e, "name").contains("Synchronize"))
+        .max_by(|a, b| f(&a["ts"]).total_cmp(&f(&b["ts"])))
+        .unwrap();
+    let last_kernel_end = events
+        .iter()
+        .filter(|e| s(e, "cat") == "kernel")
+        .map(|e| f(&e["ts"]) + f(&e["dur"]))
+        .fold(f64::MIN, f64::max);
+    let waited_ms = (last_kernel_end - f(&sync["ts"])) / 1000.0;
+    assert!(waited_ms > 1.0, "{waited_ms}");
+    let p = profile(&t);
+    let m = &p["step_model"];
+    let saves = f(&m["without_gpu_work_saves_ms_per_step"]);
+    assert!((saves - waited_ms).abs() <= 0.05 * waited_ms, "{saves} vs {waited_ms} ms");
+    let host_alone = f(&m["span_ms_per_step"]) - saves;
+    assert!(host_alone < f(&p["gpu_busy_ms_per_step"]), "{p}");
+    assert_eq!(p["bound"], "compute");
+    let reduction = m["scenarios"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["flags"] == "--remove-category 'reduction / norm'")
+        .unwrap();
+    assert!(f(&reduction["saved_ms_per_step"]) > 0.0, "{reduction}");
+}
+
 /// Qwen inference on an H100: its unfused elementwise kernels (RMSNorm,
 /// rotary, casts) are the largest part of the critical path and the
 /// largest GPU lever; the SDPA and `contiguous` the rules named are not.
@@ -498,7 +537,7 @@ fn a_change_on_every_rank_re_times_the_job() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     let r = common::run(&["profile", "what-if", d, "--remove-category", "gemm", "--scale=-1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);
-    assert!(r.stderr.contains("expected a factor of 0 or more"), "{}", r.stderr);
+    assert!(r.stderr.contains("from 0 to 1"), "{}", r.stderr);
     let text = common::run(&["profile", "what-if", d, "--remove-category", "gemm"]);
     assert_eq!(text.code, 0, "{}", text.stderr);
     assert!(text.stdout.starts_with("what-if --remove-category 'gemm / conv' on every rank"));

@@ -85,6 +85,10 @@ pub struct Evidence<'a> {
     /// (§16): where there are any, the verdict names those instead of its
     /// cause's rule-written ones.
     pub levers: &'a [LeverRow],
+    /// The step with all GPU work taken away, as the step model re-times
+    /// it (§14): the host's own path. A busy GPU whose work is shorter than
+    /// that is paced by its host.
+    pub host_alone_ms: Option<f64>,
 }
 
 /// Ranked levers the verdict names.
@@ -201,6 +205,21 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
         }
     }
     if e.gpu_util >= COMPUTE_UTIL {
+        // Busy is not the limit where the host's own path is as long.
+        if let Some(host) = e.host_alone_ms.filter(|h| *h >= e.gpu_busy_ms) {
+            return (
+                Verdict::HostLaunch,
+                format!(
+                    "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step), but the host paces it: re-timed on the step model with no GPU work at all, the host's own path still takes {host:.2} ms/step, as long as the GPU's work ({:.0} kernel launches/step, mean kernel {:.0} µs). {}",
+                    e.gpu_util * 100.0,
+                    e.gpu_busy_ms,
+                    e.step_ms,
+                    e.launches_per_step,
+                    e.mean_kernel_us,
+                    ranked_or(e, launch_levers(e))
+                ),
+            );
+        }
         let head = format!(
             "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step) — the GPU is the limit",
             e.gpu_util * 100.0,
@@ -867,6 +886,29 @@ mod tests {
             decide(&e).1,
             "forward dominates the step (8.00 ms) — CPU-bound; 94% of it inside framework ops, 6% between them"
         );
+    }
+
+    /// A busy GPU is the limit only where its work is longer than the
+    /// host's own path, as the step model re-times it without GPU work.
+    #[test]
+    fn a_busy_gpu_the_host_paces_is_not_the_limit() {
+        let e = Evidence {
+            cuda: true,
+            mode: Some(Mode::Training),
+            gpu_util: 0.89,
+            gpu_busy_ms: 5.34,
+            step_ms: 6.02,
+            launches_per_step: 562.0,
+            mean_kernel_us: 10.0,
+            host_alone_ms: Some(4.7),
+            ..Default::default()
+        };
+        assert_eq!(decide(&e).0, Verdict::Compute);
+        let paced = Evidence { host_alone_ms: Some(6.02), ..e };
+        let (bound, why) = decide(&paced);
+        assert_eq!(bound, Verdict::HostLaunch);
+        assert!(why.contains("the host's own path still takes 6.02 ms/step"), "{why}");
+        assert_eq!(decide(&Evidence { host_alone_ms: None, ..paced }).0, Verdict::Compute);
     }
 
     #[test]

@@ -763,6 +763,12 @@ pub struct StepModelView {
     pub critical_path: Vec<PathShare>,
     /// The standard what-ifs (`what-if --all`), largest saving first.
     pub scenarios: Vec<ScenarioRow>,
+    /// What taking away all GPU work (kernels, copies, sets) would save
+    /// per step, re-timed: the part of the step the GPU paces. The host's
+    /// own path stays; a busy GPU that saves little here is paced by its
+    /// host (docs/analysis.md §10).
+    #[serde(default)]
+    pub without_gpu_work_saves_ms_per_step: f64,
     /// GPU starts explained by a wait on another stream's work, inferred
     /// from the times (on devices whose trace records no event waits).
     pub inferred_waits: u64,

@@ -69,10 +69,9 @@ pub(super) fn decide(
     idle: Option<&IdleAccount>,
     efficiency: Option<&Efficiency>,
     measured: Option<&Measurements>,
-    // The trace's facts, its levers, and our capture's RepConvN branch
-    // ranges per step.
-    (facts, levers, repconv_branches_per_step): (&TraceFacts, &[LeverRow], f64),
+    said: &ModelSays<'_>,
 ) -> (Verdict, String) {
+    let ModelSays { facts, levers, repconv_branches_per_step, host_alone_ms } = *said;
     let phase_wall: Vec<(String, f64)> = by_phase
         .phases
         .iter()
@@ -110,8 +109,21 @@ pub(super) fn decide(
         efficiency,
         facts: Some(facts),
         levers,
+        host_alone_ms,
     };
     verdict::decide(&evidence)
+}
+
+/// What the verdict reads besides the figures: the trace's facts, the
+/// levers and what the step model says.
+#[derive(Clone, Copy)]
+pub(super) struct ModelSays<'a> {
+    pub facts: &'a TraceFacts,
+    pub levers: &'a [LeverRow],
+    /// Our capture's RepConvN branch ranges per step.
+    pub repconv_branches_per_step: f64,
+    /// The step with all GPU work taken away (the step model).
+    pub host_alone_ms: Option<f64>,
 }
 
 /// The host annotations (`record_function` ranges, the DataLoader's)

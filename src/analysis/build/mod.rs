@@ -153,7 +153,14 @@ pub(super) fn build(
         idle.as_ref().map(|i| &i.account),
         efficiency.as_ref(),
         measured,
-        (&facts, &levers, repconv_branches),
+        &decide::ModelSays {
+            facts: &facts,
+            levers: &levers,
+            repconv_branches_per_step: repconv_branches,
+            host_alone_ms: step_model
+                .as_ref()
+                .map(|v| v.span_ms_per_step - v.without_gpu_work_saves_ms_per_step),
+        },
     );
     // The verdict with what the model says of it: one set of figures.
     if let Some(said) =

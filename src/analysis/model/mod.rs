@@ -372,8 +372,12 @@ impl StepModel {
         if gpu_nodes == 0 && (loop_thread.is_none() || ops.is_none()) {
             return None;
         }
-        // Step boundaries on the loop thread (or the busiest launcher).
-        let marks_on = loop_thread.or_else(|| busiest_thread(&nodes, &lanes));
+        // Step boundaries on the loop thread; without one (no step
+        // markers), on the thread whose calls end last: the window ends
+        // with it. The busiest launcher may be a helper thread (autograd's)
+        // whose time after its last call, until the window's end, is idle,
+        // not host work the step waits for.
+        let marks_on = loop_thread.or_else(|| closing_thread(&nodes, &lanes));
         let mut loop_lane = None;
         if let Some(t) = marks_on {
             let l = lane!(Lane::Thread(t));
@@ -887,15 +891,14 @@ impl StepModel {
     }
 }
 
-/// The thread that launched the most GPU work.
-fn busiest_thread(nodes: &[Node], lanes: &[Lane]) -> Option<u32> {
-    let mut count: HashMap<u32, usize> = HashMap::default();
-    for n in nodes {
-        if n.kind == NodeKind::Gpu && n.cross != NONE {
-            if let Lane::Thread(t) = lanes[nodes[n.cross as usize].lane as usize] {
-                *count.entry(t).or_default() += 1;
-            }
+/// The host thread whose last call ends latest.
+fn closing_thread(nodes: &[Node], lanes: &[Lane]) -> Option<u32> {
+    let mut last: HashMap<u32, i64> = HashMap::default();
+    for n in nodes.iter().filter(|n| n.kind != NodeKind::Gpu) {
+        if let Lane::Thread(t) = lanes[n.lane as usize] {
+            let e = last.entry(t).or_insert(n.end);
+            *e = (*e).max(n.end);
         }
     }
-    count.into_iter().max_by_key(|&(t, c)| (c, std::cmp::Reverse(t))).map(|(t, _)| t)
+    last.into_iter().max_by_key(|&(t, e)| (e, std::cmp::Reverse(t))).map(|(t, _)| t)
 }

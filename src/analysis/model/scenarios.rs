@@ -264,6 +264,15 @@ impl StepModel {
         })
     }
 
+    /// What taking away every piece of GPU work (kernels and copies) would
+    /// save over the window (ns): how much of the step the GPU paces. The
+    /// host's own path stays, so a host that issues work no faster than
+    /// the GPU runs it leaves little to save.
+    pub fn saved_without_gpu_work(&self) -> i64 {
+        let change = Change { class_factor: [0.0; CLASSES], ..Change::default() };
+        (self.end() - self.window.0 - self.replay(&change).span).max(0)
+    }
+
     /// Every scenario replayed, largest saving first.
     pub fn outcomes(&self, scenarios: Vec<Scenario>) -> Vec<Outcome> {
         let mut out: Vec<Outcome> = scenarios

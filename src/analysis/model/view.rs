@@ -70,6 +70,7 @@ pub fn view(
         steps: m.n_steps as u64,
         critical_path,
         scenarios,
+        without_gpu_work_saves_ms_per_step: round(per_step(m.saved_without_gpu_work()), 3),
         inferred_waits: m.inferred_waits as u64,
         recorded_waits: m.recorded_waits as u64,
         recorded_syncs: m.recorded_syncs as u64,
