@@ -168,6 +168,10 @@ pub fn levers(ctx: &Ctx<'_>) -> Vec<LeverRow> {
     out
 }
 
+/// A lever from its what-if `row`. Its evidence ends with the work that
+/// what-if takes away: the figure its saving cannot exceed, which the
+/// cause's GPU-idle figure before it can be far below (host work on the
+/// critical path idles the GPU only where nothing else is queued).
 fn lever(
     kind: LeverKind,
     change: String,
@@ -175,13 +179,18 @@ fn lever(
     evidence: String,
     rests_on: Vec<String>,
 ) -> Option<LeverRow> {
+    let takes = row.removes_ms_per_step;
     Some(LeverRow {
         lever: kind,
         change,
         what_if: row.flags.clone(),
         saves_ms_per_step: row.saved_ms_per_step,
         saves_pct: row.saved_pct,
-        evidence,
+        evidence: if takes > 0.0 {
+            format!("{evidence}; its what-if takes away {takes:.2} ms/step")
+        } else {
+            evidence
+        },
         rests_on,
     })
 }
