@@ -104,7 +104,7 @@ fn every_reader_answers_on_every_shared_trace() {
         assert_eq!(got["kernels_per_step"], s["kernels_per_step"]);
         let cmp = json(&["compare", t, t]);
         assert_eq!(cmp["bound"][0], cmp["bound"][1]);
-        let w = json(&["what-if", t, "--remove-launches", "10"]);
+        let w = json(&["what-if", t, "--remove-launches", "1"]);
         assert!(
             w["step_ms"]["projected"].as_f64().unwrap() <= w["step_ms"]["now"].as_f64().unwrap()
         );

@@ -131,6 +131,11 @@ const NO_MODEL: &str = "this profile has no step model (a CPU run, or a profile 
 
 /// The standard what-ifs of a profile, largest saving first.
 pub fn all(p: &Profile) -> Result<WhatIfAll> {
+    // A CPU run's trace is modelled too, but its standard what-ifs would
+    // all re-time GPU work it does not have.
+    if p.step_model.is_none() && p.kernels.is_empty() && p.figures.kernels_per_step == 0.0 {
+        return Err(Error::usage(NO_GPU_WORK));
+    }
     let m = view(p)?;
     Ok(WhatIfAll {
         trace: p.trace.clone(),
@@ -145,15 +150,7 @@ pub fn all(p: &Profile) -> Result<WhatIfAll> {
 }
 
 fn view(p: &Profile) -> Result<&StepModelView> {
-    p.step_model.as_ref().ok_or_else(|| {
-        // A CPU run's trace is modelled too, but its standard what-ifs
-        // would all re-time GPU work it does not have.
-        if p.kernels.is_empty() && p.figures.kernels_per_step == 0.0 {
-            Error::usage(NO_GPU_WORK)
-        } else {
-            Error::usage(NO_MODEL)
-        }
-    })
+    p.step_model.as_ref().ok_or_else(|| Error::usage(NO_MODEL))
 }
 
 /// What-if `r` on `p`: re-timed on `model` when there is one (a trace),
