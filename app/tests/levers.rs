@@ -167,6 +167,44 @@ fn eager_attention_gets_sdpa_worth_its_softmax() {
     assert!(saves <= softmax_ms + 0.001 && saves >= 0.95 * softmax_ms, "{saves} vs {softmax_ms}");
 }
 
+/// TimeSformer on an MI300X converts its input on the host before the
+/// first kernel (`aten::to` of the 5-D video tensor, found here in the raw
+/// trace): a cast every step repeats, so the lever is to prepare the input
+/// on the GPU, not to warm up. The MI250 trace's time before its first
+/// kernel is in launch calls loading GPU code: warm-up stays.
+#[test]
+fn a_host_cast_before_the_first_kernel_is_input_work_not_warm_up() {
+    let t = common::fixtures().join(
+        "traces/tracelens_mi300_inference/facebook_timesformer-base-finetuned-k400__1016002.json.gz",
+    );
+    let evs = events(&read_json(&t));
+    let first_kernel =
+        evs.iter().filter(|e| e["cat"] == "kernel").map(|e| f(&e["ts"])).fold(f64::MAX, f64::min);
+    let cast_ms: f64 = evs
+        .iter()
+        .filter(|e| e["cat"] == "cpu_op" && e["name"] == "aten::to")
+        .filter(|e| f(&e["ts"]) + f(&e["dur"]) <= first_kernel)
+        .map(|e| f(&e["dur"]))
+        .fold(0.0, f64::max)
+        / 1000.0;
+    assert!(cast_ms > 10.0, "{cast_ms} ms");
+    let s = summary(&t);
+    let levers = s["levers"].as_array().unwrap();
+    let l = levers.iter().find(|l| l["lever"] == "input-on-gpu").expect("input-on-gpu");
+    assert!(levers.iter().all(|l| l["lever"] != "warm-up"), "{levers:?}");
+    let evidence = l["evidence"].as_str().unwrap();
+    assert!(evidence.contains("`aten::to > aten::copy_`"), "{evidence}");
+    let saves = f(&l["saves_ms_per_step"]);
+    assert!(saves >= 0.9 * cast_ms, "{saves} vs {cast_ms} ms");
+
+    let mi250 = common::fixtures()
+        .join("traces/hta_amd_mi250_rocm62/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let s = summary(&mi250);
+    let kinds: Vec<&str> =
+        s["levers"].as_array().unwrap().iter().filter_map(|l| l["lever"].as_str()).collect();
+    assert!(kinds.contains(&"warm-up") && !kinds.contains(&"input-on-gpu"), "{kinds:?}");
+}
+
 /// The ResNet-50 V100 trace loads in the loop's process: the DataLoader
 /// lever says workers first, and it is the largest.
 #[test]

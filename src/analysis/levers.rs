@@ -264,14 +264,31 @@ fn per_op_host_work(ctx: &Ctx<'_>) -> Option<LeverRow> {
     // code lazily (the verdict's reading too): start-up work, not per-op
     // overhead.
     let cause = ctx.cause(IdleCause::CpuOp);
-    let lazy =
-        cause.and_then(|c| c.places.first()).is_some_and(|p| p.name.contains("LaunchKernel"));
+    let first = cause.and_then(|c| c.places.first());
+    let lazy = first.is_some_and(|p| p.name.contains("LaunchKernel"));
+    // A copy or cast on the host before the first kernel is the input's
+    // own preparation, which every step repeats: not start-up work.
+    let input = first.is_some_and(|p| {
+        let leaf = p.name.rsplit(" > ").next().unwrap_or(&p.name);
+        matches!(leaf, "aten::copy_" | "aten::_to_copy" | "aten::to")
+    });
+    if let Some(c) =
+        cause.filter(|c| !lazy && input && c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step)
+    {
+        return lever(
+            LeverKind::InputOnGpu,
+            "prepare the input on the GPU: copy it as loaded (pinned memory, non_blocking) and convert its dtype or layout there".into(),
+            row,
+            format!("{evidence}, {:.2} ms/step of it before the first kernel", c.before_first_kernel_ms_per_step),
+            vec!["its largest place a host copy or cast before the step's first kernel".into()],
+        );
+    }
     if let Some(c) =
         cause.filter(|c| lazy || c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step)
     {
         return lever(
             LeverKind::WarmUp,
-            "warm up before the profiled window: start-up work (CUDA context, cuDNN/MIOpen algorithm search, lazy module loading, first allocations)".into(),
+            "warm up before the profiled window: start-up work (GPU context, cuDNN/MIOpen algorithm search, lazy module loading, first allocations)".into(),
             row,
             format!("{evidence}, {:.2} ms/step of it before the first kernel", c.before_first_kernel_ms_per_step),
             vec![if lazy {

@@ -548,7 +548,7 @@ fn cpu_op_levers(e: &Evidence<'_>, c: &IdleCauseRow) -> String {
     }
     let mut levers: Vec<&str> = Vec::new();
     if c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step {
-        levers.push("most of it comes before the first kernel, one-off start-up work (CUDA context, first allocations, module loading): warm up before the profiled window");
+        levers.push("most of it comes before the first kernel, one-off start-up work (GPU context, first allocations, module loading): warm up before the profiled window");
     }
     // Places too small to matter get no lever of their own.
     for p in c.places.iter().take(3).filter(|p| p.ms_per_step >= 0.05 * c.ms_per_step) {

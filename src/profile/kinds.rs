@@ -222,6 +222,7 @@ named_values! {
         ChannelsLast = "channels-last",
         StreamStructure = "stream-structure",
         WarmUp = "warm-up",
+        InputOnGpu = "input-on-gpu",
     }
 }
 
