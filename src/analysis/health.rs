@@ -74,6 +74,8 @@ pub struct Seen {
     pub compiling: Vec<(i64, i64)>,
     /// Steps cut back to the last recorded event: (N, ns cut).
     pub cut: Vec<(u64, i64)>,
+    /// The last step left out as the profiler stopping: (N, its ns).
+    pub stub: Option<(u64, i64)>,
 }
 
 impl Seen {
@@ -155,6 +157,7 @@ where
     .into_iter()
     .flatten()
     .chain(step_past_end(seen))
+    .chain(stub_step(seen, w))
     .chain(slow_first_step(w))
     .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(rank(&r.severity)));
@@ -426,6 +429,25 @@ fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
             )
         })
         .collect()
+}
+
+fn stub_step(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
+    let (n, len) = seen.stub?;
+    let mut lens: Vec<i64> = w.numbered.iter().map(|&(_, s, e)| e - s).collect();
+    lens.sort_unstable();
+    let median = lens.get(lens.len() / 2).copied().unwrap_or(0);
+    Some(row(
+        HealthCheck::StepStub,
+        Severity::Caution,
+        format!(
+            "ProfilerStep#{n} lasts {:.3} ms, under {:.0}% of the other steps' median ({:.2} ms), and ends the recording: the profiler stopped as it began; it is left out of the window",
+            len as f64 / MS,
+            crate::analysis::ranges::STUB_STEP_SHARE * 100.0,
+            median as f64 / MS
+        ),
+        Some(len as f64 / MS),
+        "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)",
+    ))
 }
 
 fn slow_first_step(w: &CheckedWindow<'_>) -> Option<HealthRow> {

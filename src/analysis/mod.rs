@@ -831,6 +831,7 @@ impl Analyzer {
             past >= 1_000_000 && if session { past * 10 >= len } else { 2 * past > len }
         };
         self.rec.health.cut = self.rec.ranges.cut_steps_at(end, worth);
+        self.rec.health.stub = self.rec.ranges.drop_stub_last_step(end);
     }
 
     /// Turns the aggregates into a profile, on up to `threads` threads;

@@ -142,6 +142,10 @@ pub struct Ranges {
     step_changes: u64,
 }
 
+/// A last step shorter than this share of the others' median, ending with
+/// the recording, is the profiler stopping ([`Ranges::drop_stub_last_step`]).
+pub const STUB_STEP_SHARE: f64 = 0.05;
+
 /// The last generation [`Ranges::freeze`] gave.
 static GENERATIONS: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -242,6 +246,31 @@ impl Ranges {
         self.generation = 0;
         cut.sort_unstable();
         cut
+    }
+
+    /// The last step, when the recording ended as it began: shorter than
+    /// [`STUB_STEP_SHARE`] of the other steps' median and ending within a
+    /// millisecond of `end` (the last event recorded). Kineto writes such a
+    /// `ProfilerStep#N` when the profiler stops just after `prof.step()`;
+    /// averaged in, it halves every per-step figure of a two-step window.
+    /// Removed from the steps: (N, its length in ns).
+    pub fn drop_stub_last_step(&mut self, end: i64) -> Option<(u64, i64)> {
+        let steps = self.numbered_steps();
+        let (&(n, s, e), rest) = steps.split_last()?;
+        let mut lens: Vec<i64> = rest.iter().map(|&(_, s, e)| e - s).collect();
+        lens.sort_unstable();
+        let median = *lens.get(lens.len() / 2)?;
+        if (e - s) as f64 >= STUB_STEP_SHARE * median as f64 || e < end - 1_000_000 {
+            return None;
+        }
+        self.steps.remove(&n);
+        self.step_index.clear();
+        let hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
+        for h in hulls {
+            self.merge_into_step_index(h);
+        }
+        self.generation = 0;
+        Some((n, e - s))
     }
 
     /// Readies the lookups for ranges that will not change any more (the

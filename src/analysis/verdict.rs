@@ -445,7 +445,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         IdleCause::Launch => (
             Verdict::HostLaunch,
             format!(
-                "{:.0} short gaps (< {} µs) while the host dispatched kernels ({:.0} launches/step, mean kernel {:.0} µs){}",
+                "{:.0} gaps in which the host dispatched kernels (launch calls, and gaps under {} µs with no other host work; {:.0} launches/step, mean kernel {:.0} µs){}",
                 top.gaps_per_step,
                 super::idle::LAUNCH_GAP_NS / 1000,
                 e.launches_per_step,

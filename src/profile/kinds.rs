@@ -190,6 +190,8 @@ named_values! {
         GpuBehind = "gpu-behind",
         /// A step marker runs past the last recorded event.
         StepPastEnd = "step-past-end",
+        /// The last step is a stub: the profiler stopped as it began.
+        StepStub = "step-stub",
         /// The first step is much slower than the others (warm-up).
         SlowFirstStep = "slow-first-step",
         /// The window records CUDA/HIP graph captures.

@@ -332,7 +332,7 @@ impl IdleCause {
     /// What it means, in a few words, for people.
     pub fn meaning(self) -> &'static str {
         match self {
-            IdleCause::Launch => "short gaps while the host dispatches kernels",
+            IdleCause::Launch => "the host dispatching kernels: launch calls, short gaps",
             IdleCause::Sync => "host blocked in a synchronising call",
             IdleCause::CpuOp => "inside ops' own CPU work",
             IdleCause::Python => "Python / framework code outside any op",
