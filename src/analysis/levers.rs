@@ -380,7 +380,7 @@ fn allocator(ctx: &Ctx<'_>) -> Option<LeverRow> {
         LeverKind::WarmUpAllocator,
         "warm up before the window; fixed shapes or PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True".into(),
         row,
-        format!("{:.2} ms/step in cudaMalloc/cudaFree{}", ctx.idle_ms(IdleCause::Allocator), ctx.place(IdleCause::Allocator)),
+        format!("{:.2} ms/step in device malloc/free calls{}", ctx.idle_ms(IdleCause::Allocator), ctx.place(IdleCause::Allocator)),
         Vec::new(),
     )
 }

@@ -157,7 +157,7 @@ pub fn decide(e: &Evidence<'_>) -> (Verdict, String) {
 fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
     if e.memory_pressure {
         let mut why = format!(
-            "allocator thrash: ~{:.0} cudaMalloc/cudaFree calls per step",
+            "allocator thrash: ~{:.0} device malloc/free calls (cudaMalloc, hipFree, …) per step",
             e.mallocs_per_step
         );
         if let Some(a) = e.idle.and_then(|i| i.cause(IdleCause::Allocator)) {
@@ -439,7 +439,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         ),
         IdleCause::Allocator => (
             Verdict::HostAllocator,
-            format!("the host is in cudaMalloc/cudaFree{lead}{}", flat_places(top, 2)),
+            format!("the host is in device malloc/free calls{lead}{}", flat_places(top, 2)),
             "The caching allocator is still growing, so this window is not a steady step. Levers: warm up before the profiled window; if it persists, keep tensor shapes fixed or set PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True.".to_string(),
         ),
         IdleCause::Launch => (

@@ -337,7 +337,7 @@ impl IdleCause {
             IdleCause::CpuOp => "inside ops' own CPU work",
             IdleCause::Python => "Python / framework code outside any op",
             IdleCause::Dataloader => "waiting on the DataLoader",
-            IdleCause::Allocator => "cudaMalloc / cudaFree",
+            IdleCause::Allocator => "device malloc / free calls (cudaMalloc, hipFree, …)",
             IdleCause::Dependency => "work already queued, waiting on a dependency",
             IdleCause::Other => "no host events to explain it",
         }

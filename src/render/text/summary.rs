@@ -77,15 +77,20 @@ pub fn summary(s: &Summary) -> String {
         (Some(g), Some(ms)) => {
             let all: f64 = s.categories.iter().map(|c| c.ms_per_step).sum();
             format!(
-                " ({} CUDA/HIP graph launches replaying their kernels: {} ms/step, {} of the kernel time, {})",
+                " ({} CUDA/HIP graph launch{} replaying their kernels: {} ms/step, {} of the kernel time, {})",
                 num(g, 1),
+                if g == 1.0 { "" } else { "es" },
                 num(ms, 2),
                 pct(if all > 0.0 { ms / all } else { 0.0 }),
                 graph_attribution(ms, s.extras.graph_replay_attributed_ms_per_step)
             )
         }
         (Some(g), None) => {
-            format!(" ({} CUDA/HIP graph launches replaying their kernels)", num(g, 1))
+            format!(
+                " ({} CUDA/HIP graph launch{} replaying their kernels)",
+                num(g, 1),
+                if g == 1.0 { "" } else { "es" }
+            )
         }
         _ => String::new(),
     };

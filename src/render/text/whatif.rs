@@ -88,7 +88,8 @@ pub fn what_if_all(w: &WhatIfAll) -> String {
             o,
             "  {:>9}  {:>5}%  {:>9}  {}: {}",
             num(r.saved_ms_per_step, 3),
-            format!("{:.1}", -r.saved_pct),
+            // No "-0.0" where (nearly) nothing is saved.
+            format!("{:.1}", (-r.saved_pct * 10.0).round() / 10.0 + 0.0),
             num(r.removes_ms_per_step, 3),
             r.flags,
             r.what
