@@ -1009,7 +1009,9 @@ mod idle_tests {
         let (b, why) = host_bound(&idle);
         assert_eq!(b, Verdict::HostLaunch);
         assert!(
-            why.contains("CUDA graphs") && why.contains("3 short gaps") && !why.contains("Next:"),
+            why.contains("CUDA graphs")
+                && why.contains("3 gaps in which the host dispatched kernels")
+                && !why.contains("Next:"),
             "{why}"
         );
     }
