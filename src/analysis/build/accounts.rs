@@ -189,6 +189,8 @@ fn gpu_busy(
     let has_comm = kinfo.values().any(|k| k.category == Category::Communication);
     let is_comm = |k: &KernelSpan| kinfo[&k.name].category == Category::Communication;
     let mut comm_total = (0i64, 0i64);
+    // Each device's kernel time clipped to the steps, summed (not a union).
+    let mut raw_total = 0f64;
     let mut devices: Vec<DeviceRow> = Vec::new();
     // Each stream's busy time in the steps, and its kernels there: its
     // kernels come in time order, so no list of its union is kept.
@@ -196,6 +198,7 @@ fn gpu_busy(
     for (device, ks) in index.devices() {
         let spans = DeviceSpans { ks, all: &a.gpu.kernel_spans }.iter(0);
         let raw = overlap_each(spans.clone().map(|k| (k.start, k.end)), steps);
+        raw_total += raw as f64;
         let (comm_ns, hidden) = if has_comm {
             let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(|k| (k.start, k.end)));
             let comm = intersect(&comm, steps);
@@ -260,7 +263,9 @@ fn gpu_busy(
     let n_dev = devices.len().max(1) as f64;
     let busy_ms = devices.iter().fold(0.0, |acc, d| acc + d.busy_ms_per_step) / n_dev;
     let gpu_util = devices.iter().fold(0.0, |acc, d| acc + d.util) / n_dev;
-    let gpu_util_raw = ratio(kernel_total.ns as f64, wall_ns as f64) / n_dev;
+    // The same kernel time as each device's `util_raw`: clipped to the
+    // steps, so that it is the union where no two kernels overlap.
+    let gpu_util_raw = ratio(raw_total, wall_ns as f64) / n_dev;
     Busy { devices, streams, kernel_total, comm_total, n_dev, busy_ms, gpu_util, gpu_util_raw }
 }
 

@@ -59,11 +59,11 @@ pub fn summary(s: &Summary) -> String {
             num(s.figures.memcpy_ms_per_step, 3)
         );
     }
-    if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
+    if let Some(raw) = s.stream_concurrency() {
         let _ = writeln!(
             o,
             "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)",
-            pct(s.figures.gpu_util_raw)
+            pct(raw)
         );
     }
     let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
