@@ -170,3 +170,51 @@ fn raw_gpu_share_is_the_kernel_time_clipped_to_the_steps_everywhere() {
     let text = common::profile_out(&["summary", a100.to_str().unwrap()]);
     assert!(text.contains("streams overlap: kernel time sums to 96%"), "{text}");
 }
+
+#[test]
+fn device_and_stream_rows_count_the_kernels_the_header_counts() {
+    for path in audited() {
+        let p = path.to_str().unwrap();
+        // From the raw events: each kernel by its launch's step (without
+        // a launch, its own start), per (device, stream).
+        let events = common::trace_events(&common::read_json(&path));
+        let (steps, launches) = common::steps_and_launches(&events);
+        let in_step = |t: f64| steps.values().any(|(s, e)| *s <= t && t < *e);
+        let mut by_stream: std::collections::BTreeMap<(i64, i64), f64> = Default::default();
+        for e in &events {
+            if e["ph"] != "X" || !matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {
+                continue;
+            }
+            let ts = e["ts"].as_f64().unwrap();
+            let at = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c)).copied();
+            if in_step(at.unwrap_or(ts)) {
+                let device = e["args"]["device"].as_i64().or_else(|| e["pid"].as_i64()).unwrap();
+                let stream = e["args"]["stream"].as_i64().or_else(|| e["tid"].as_i64()).unwrap();
+                *by_stream.entry((device, stream)).or_default() += 1.0 / steps.len() as f64;
+            }
+        }
+        let s = json(&["summary", p]);
+        let header = s["kernels_per_step"].as_f64().unwrap();
+        let all: f64 = by_stream.values().sum();
+        assert!((header - all).abs() < 0.01, "{p}: header {header}, the raw events {all}");
+        let mut rows = 0.0;
+        for st in s["streams"].as_array().unwrap() {
+            let key = (st["device"].as_i64().unwrap(), st["stream"].as_i64().unwrap());
+            let shown = st["kernels_per_step"].as_f64().unwrap();
+            let raw = by_stream.get(&key).copied().unwrap_or(0.0);
+            assert!((shown - raw).abs() < 0.01, "{p}: stream {key:?} {shown} vs {raw}");
+            rows += shown;
+        }
+        assert!(
+            (rows - header).abs() < 0.02,
+            "{p}: the streams sum to {rows}, the header {header}"
+        );
+        let devices: f64 = s["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["kernels_per_step"].as_f64().unwrap())
+            .sum();
+        assert!((devices - header).abs() < 0.01, "{p}: the devices {devices}, the header {header}");
+    }
+}

@@ -183,7 +183,15 @@ fn gpu_busy(
         ns: acc.ns.saturating_add(k.ns),
         count: acc.count + k.count,
     });
-    let mut places = crate::analysis::ranges::PlaceCache::default();
+    // The kernels the tables count (those launched in the steps, or with
+    // no launch starting in them), per queue: the device and stream rows
+    // count the same kernels as the header and the kernels table.
+    let mut counted = vec![0u64; a.gpu.queues.len()];
+    for &span in a.gpu.kernel_calls.counted_spans() {
+        if let Some(k) = a.gpu.kernel_spans.get(span as usize) {
+            counted[k.queue as usize] += 1;
+        }
+    }
     // Communication and the rest, per device: how much communication the
     // compute kernels hide (only traces with communication split them).
     let has_comm = kinfo.values().any(|k| k.category == Category::Communication);
@@ -192,7 +200,7 @@ fn gpu_busy(
     // Each device's kernel time clipped to the steps, summed (not a union).
     let mut raw_total = 0f64;
     let mut devices: Vec<DeviceRow> = Vec::new();
-    // Each stream's busy time in the steps, and its kernels there: its
+    // Each stream's busy time in the steps, and its counted kernels: its
     // kernels come in time order, so no list of its union is kept.
     let mut by_stream: HashMap<(i64, i64), (OverlapSum, u64)> = HashMap::default();
     for (device, ks) in index.devices() {
@@ -215,11 +223,13 @@ fn gpu_busy(
             busy.push(k.start, k.end);
             let stream = by_stream
                 .entry((device, a.gpu.stream(k)))
-                .or_insert_with(|| (OverlapSum::new(steps), 0));
+                .or_insert_with(|| (OverlapSum::new(steps), counted[k.queue as usize]));
             stream.0.push(k.start, k.end);
-            let counted = u64::from(a.ranges.in_step_cached(&mut places, k.start));
-            stream.1 += counted;
-            in_steps += counted;
+        }
+        for (q, &(d, _)) in a.gpu.queues.iter().enumerate() {
+            if d == device {
+                in_steps += counted[q];
+            }
         }
         let busy = busy.total();
         let props = device_props(info, device);
