@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::efficiency::{efficiency_line, graph_attribution};
-use super::{count, num, opt, path_line, pct, size_mb, sparkline, throughput};
+use super::{count, num, opt, path_line, path_span, pct, size_mb, sparkline, throughput};
 use crate::lens::summary::Summary;
 use crate::profile::Mode;
 
@@ -177,6 +177,9 @@ pub fn summary(s: &Summary) -> String {
     }
     if let Some(m) = &s.step_model {
         let _ = writeln!(o, "critical path  {}", path_line(&m.critical_path, 4));
+        if let Some(span) = path_span(&m.span, m.steps) {
+            let _ = writeln!(o, "               spans {span}");
+        }
         let levers: Vec<String> = m
             .scenarios
             .iter()
