@@ -6,8 +6,9 @@
 //! Nodes are keyed by their path (a calling-context tree): a name called
 //! from two places is two nodes. A kernel's time counts for its node and
 //! every ancestor; a node's CPU self time is its time in none of its
-//! children. A record counts until the end of the step it started in. The same pass gives the ops table its figures with a nested
-//! same-name op (`aten::copy_` inside `aten::copy_`) counted once.
+//! children; a record counts until the end of the step it started in.
+//! The same pass gives the ops table its figures with a nested same-name
+//! op (`aten::copy_` inside `aten::copy_`) counted once.
 
 use rustc_hash::FxHashMap as HashMap;
 

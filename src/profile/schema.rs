@@ -795,9 +795,9 @@ pub struct PathSpan {
     /// Of it, the time between the modelled steps (one beginning after the
     /// one before ended).
     pub between_steps_ms_per_step: f64,
-    /// Of it, GPU work launched in the steps that ran past the last step's
-    /// end: the host had moved on (or stopped recording) while the GPU
-    /// still worked.
+    /// Of it, work launched in the steps that ran past the last step's
+    /// end — GPU work, or a call waiting for it: the step's range had
+    /// closed while the GPU still worked.
     pub after_steps_ms_per_step: f64,
 }
 
