@@ -100,3 +100,121 @@ fn no_part_is_larger_than_its_whole() {
         }
     }
 }
+
+/// The traces issue #54 found a figure counted two ways on.
+const AUDITED: [&str; 4] = [
+    "kineto_resnet50_v100_2021jun",
+    "hta_trace_diff_a100_2022",
+    "tracelens_h100_qwen_inference",
+    "tracelens_mi300_inference",
+];
+
+/// The audited traces: each folder's Qwen trace where it has several.
+fn audited() -> Vec<std::path::PathBuf> {
+    AUDITED
+        .iter()
+        .map(|folder| {
+            let dir = common::fixtures().join("traces").join(folder);
+            let mut files: Vec<_> = std::fs::read_dir(&dir)
+                .unwrap()
+                .map(|f| f.unwrap().path())
+                .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+                .collect();
+            files.sort();
+            let qwen = files.iter().find(|p| p.to_string_lossy().contains("Qwen"));
+            qwen.unwrap_or(&files[0]).clone()
+        })
+        .collect()
+}
+
+#[test]
+fn raw_gpu_share_is_the_kernel_time_clipped_to_the_steps_everywhere() {
+    for path in audited() {
+        let p = path.to_str().unwrap();
+        // From the raw events: per device, each kernel's time inside the
+        // steps, summed (overlaps counted twice), over the steps' wall.
+        let t = common::truth(&path);
+        let wall: f64 = t.windows.iter().map(|(s, e)| e - s).sum();
+        let mut by_device: std::collections::BTreeMap<i64, f64> = Default::default();
+        for (_, device, s, e) in &t.spans {
+            let inside: f64 =
+                common::clip(&[(*s, *e)], &t.windows).iter().map(|(a, b)| b - a).sum();
+            *by_device.entry(*device).or_default() += inside;
+        }
+        let s = json(&["summary", p]);
+        let devices = s["devices"].as_array().unwrap();
+        assert_eq!(devices.len(), by_device.len(), "{p}");
+        let mut mean = 0.0;
+        for d in devices {
+            let raw = by_device[&d["device"].as_i64().unwrap()] / wall;
+            let shown = d["util_raw"].as_f64().unwrap();
+            assert!(
+                (shown - raw).abs() < 6e-4,
+                "{p}: device {} util_raw {shown} vs {raw}",
+                d["device"]
+            );
+            mean += raw / devices.len() as f64;
+        }
+        let top = s["gpu_util_raw"].as_f64().unwrap();
+        assert!((top - mean).abs() < 6e-4, "{p}: gpu_util_raw {top}, the devices' {mean}");
+        // No more than the union where one stream runs: nothing overlaps.
+        let streams = s["streams"].as_array().unwrap();
+        let text = common::profile_out(&["summary", p]);
+        if streams.len() == 1 {
+            assert!(top <= s["gpu_util"].as_f64().unwrap() + 1e-3, "{p}: {top} on one stream");
+            assert!(!text.contains("streams overlap"), "{p}: one stream, yet\n{text}");
+        }
+    }
+    // The A100 trace's NCCL stream overlaps its compute stream: said.
+    let a100 = common::first_trace("hta_trace_diff_a100_2022");
+    let text = common::profile_out(&["summary", a100.to_str().unwrap()]);
+    assert!(text.contains("streams overlap: kernel time sums to 96%"), "{text}");
+}
+
+#[test]
+fn device_and_stream_rows_count_the_kernels_the_header_counts() {
+    for path in audited() {
+        let p = path.to_str().unwrap();
+        // From the raw events: each kernel by its launch's step (without
+        // a launch, its own start), per (device, stream).
+        let events = common::trace_events(&common::read_json(&path));
+        let (steps, launches) = common::steps_and_launches(&events);
+        let in_step = |t: f64| steps.values().any(|(s, e)| *s <= t && t < *e);
+        let mut by_stream: std::collections::BTreeMap<(i64, i64), f64> = Default::default();
+        for e in &events {
+            if e["ph"] != "X" || !matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {
+                continue;
+            }
+            let ts = e["ts"].as_f64().unwrap();
+            let at = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c)).copied();
+            if in_step(at.unwrap_or(ts)) {
+                let device = e["args"]["device"].as_i64().or_else(|| e["pid"].as_i64()).unwrap();
+                let stream = e["args"]["stream"].as_i64().or_else(|| e["tid"].as_i64()).unwrap();
+                *by_stream.entry((device, stream)).or_default() += 1.0 / steps.len() as f64;
+            }
+        }
+        let s = json(&["summary", p]);
+        let header = s["kernels_per_step"].as_f64().unwrap();
+        let all: f64 = by_stream.values().sum();
+        assert!((header - all).abs() < 0.01, "{p}: header {header}, the raw events {all}");
+        let mut rows = 0.0;
+        for st in s["streams"].as_array().unwrap() {
+            let key = (st["device"].as_i64().unwrap(), st["stream"].as_i64().unwrap());
+            let shown = st["kernels_per_step"].as_f64().unwrap();
+            let raw = by_stream.get(&key).copied().unwrap_or(0.0);
+            assert!((shown - raw).abs() < 0.01, "{p}: stream {key:?} {shown} vs {raw}");
+            rows += shown;
+        }
+        assert!(
+            (rows - header).abs() < 0.02,
+            "{p}: the streams sum to {rows}, the header {header}"
+        );
+        let devices: f64 = s["devices"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|d| d["kernels_per_step"].as_f64().unwrap())
+            .sum();
+        assert!((devices - header).abs() < 0.01, "{p}: the devices {devices}, the header {header}");
+    }
+}

@@ -571,3 +571,69 @@ fn a_job_s_standard_changes_are_ranked_by_the_job_s_saving() {
     assert!(all["through"].as_array().is_some_and(|t| t.len() >= 2), "{all}");
     assert_eq!(all["through"], summary["path"]["through"]);
 }
+
+/// The critical path can be longer than the step (issue #54): it runs
+/// from the first step's start to the end of the last work launched in
+/// the steps. The span's parts, derived here from the raw events — the
+/// steps' own time, the time between them, the GPU work after the last
+/// one's end — are what `what-if --all` says, and they sum to the span.
+#[test]
+fn the_path_spans_the_steps_and_the_gpu_work_after_them() {
+    let folders = [
+        "kineto_resnet50_v100_2021jun",
+        "hta_trace_diff_a100_2022",
+        "tracelens_h100_qwen_inference",
+        "tracelens_mi300_inference",
+    ];
+    for folder in folders {
+        let dir = fixtures().join("traces").join(folder);
+        let mut files: Vec<_> = std::fs::read_dir(&dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .filter(|p| p.to_string_lossy().ends_with(".json.gz"))
+            .collect();
+        files.sort();
+        let t = files.iter().find(|p| p.to_string_lossy().contains("Qwen")).unwrap_or(&files[0]);
+        let events = common::trace_events(&common::read_json(t));
+        let (steps, launches) = common::steps_and_launches(&events);
+        let n = steps.len() as f64;
+        let (w0, w1) = (steps.values().next().unwrap().0, steps.values().last().unwrap().1);
+        let own: f64 = steps.values().map(|(s, e)| e - s).sum();
+        // The last GPU work launched in the window (without a launch:
+        // starting in it) ends when?
+        let mut last = w1;
+        for e in events.iter().filter(|e| e["ph"] == "X") {
+            let gpu = matches!(
+                e["cat"].as_str(),
+                Some("kernel" | "Kernel" | "gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset")
+            );
+            if !gpu {
+                continue;
+            }
+            let ts = f(&e["ts"]);
+            let at = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c)).copied();
+            if (w0..=w1).contains(&at.unwrap_or(ts)) {
+                last = last.max(ts + f(&e["dur"]));
+            }
+        }
+        let per_step = |us: f64| us / 1e3 / n;
+        let w = json(&["what-if", t.to_str().unwrap(), "--all"]);
+        let name = t.display().to_string();
+        let close = |key: &str, want: f64| {
+            let got = f(&w[key]);
+            assert!((got - want).abs() < 0.002, "{name}: {key} {got}, the raw events {want}");
+        };
+        close("steps_ms_per_step", per_step(own));
+        close("between_steps_ms_per_step", per_step(w1 - w0 - own));
+        close("after_steps_ms_per_step", per_step(last - w1));
+        close("span_ms_per_step", per_step(last - w0));
+        let parts: f64 =
+            w["critical_path"].as_array().unwrap().iter().map(|p| f(&p["ms_per_step"])).sum();
+        assert!((parts - f(&w["span_ms_per_step"])).abs() < 0.01, "{name}: parts {parts}");
+        // And the text says what the extra is, where there is one.
+        let text = common::profile_out(&["what-if", t.to_str().unwrap(), "--all"]);
+        if per_step(last - w1) >= 0.001 {
+            assert!(text.contains("ms of GPU work after "), "{name}: {text}");
+        }
+    }
+}

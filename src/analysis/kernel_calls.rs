@@ -56,6 +56,12 @@ impl Log {
         self.counted.push(span);
     }
 
+    /// The kernel spans (by index) the tables counted: the kernels of the
+    /// window's steps, placed by their launch.
+    pub fn counted_spans(&self) -> &[u32] {
+        &self.counted
+    }
+
     /// The counting starts again (a replay of the pass).
     pub fn recount(&mut self) {
         self.counted.clear();

@@ -360,6 +360,29 @@ impl Ranges {
         }
     }
 
+    /// The end of the measured step `ts` falls in (of its merged
+    /// interval: steps that overlap end together); None outside every
+    /// step, `i64::MAX` without step markers (the whole trace is one).
+    pub fn step_end_cached(&self, cache: &mut PlaceCache, ts: i64) -> Option<i64> {
+        if self.steps.is_empty() {
+            return Some(i64::MAX);
+        }
+        if self.generation == 0 {
+            let (_, &end) = self.step_index.range(..=ts).next_back()?;
+            return (ts < end).then_some(end);
+        }
+        cache.check(self);
+        // Within a step, the time the answer holds is the step's end.
+        match cache.step {
+            Some((from, until, v)) if from <= ts && ts < until => v.then_some(until),
+            _ => {
+                let (v, until) = self.in_step_until(ts);
+                cache.step = Some((ts, until, v));
+                v.then_some(until)
+            }
+        }
+    }
+
     /// [`Ranges::in_step_cached`] while steps are still added: remembered
     /// until the steps change or `ts` leaves the step (or the gap between
     /// steps) it fell in.

@@ -85,6 +85,19 @@ impl Summary {
     pub fn threads(&self) -> Option<u64> {
         self.config.threads()
     }
+
+    /// `gpu_util_raw`, where it says something the union does not: two
+    /// streams of one device ran kernels in the window, and their kernel
+    /// time sums to more than its union (concurrency, counted once in
+    /// `gpu_util`). None on a trace whose devices each ran one stream.
+    pub fn stream_concurrency(&self) -> Option<f64> {
+        let mut busy: Vec<i64> =
+            self.streams.iter().filter(|s| s.busy_ms_per_step > 0.0).map(|s| s.device).collect();
+        busy.sort_unstable();
+        let two_on_one = busy.windows(2).any(|w| w[0] == w[1]);
+        (two_on_one && self.figures.gpu_util_raw > self.figures.gpu_util + 0.005)
+            .then_some(self.figures.gpu_util_raw)
+    }
 }
 
 /// A step this far from the median (as a ratio, either way) is an outlier.

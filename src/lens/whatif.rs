@@ -15,7 +15,7 @@ use crate::analysis::model::scenarios::{
 };
 use crate::analysis::model::{CLASSES, Change, NodeKind, StepModel};
 use crate::error::{Error, Result};
-use crate::profile::{IdleCause, PathShare, Profile, ScenarioRow, StepModelView};
+use crate::profile::{IdleCause, PathShare, PathSpan, Profile, ScenarioRow, StepModelView};
 use crate::util::round;
 
 /// What to change. Several changes are one change: their factors multiply.
@@ -101,6 +101,10 @@ pub struct WhatIfAll {
     pub trace: Option<String>,
     pub step_ms: f64,
     pub steps_modelled: u64,
+    /// What `critical_path` covers per step: the steps, the time between
+    /// them, and GPU work past the last one's end.
+    #[serde(flatten)]
+    pub span: PathSpan,
     pub scenarios: Vec<ScenarioRow>,
     pub critical_path: Vec<PathShare>,
     /// Of a job: the critical path through its ranks joined at their
@@ -141,6 +145,7 @@ pub fn all(p: &Profile) -> Result<WhatIfAll> {
         trace: p.trace.clone(),
         step_ms: p.figures.step_ms,
         steps_modelled: m.steps,
+        span: m.span.clone(),
         scenarios: m.scenarios.clone(),
         critical_path: m.critical_path.clone(),
         through: Vec::new(),
@@ -789,6 +794,7 @@ pub fn job_all(
         trace: label,
         step_ms: slowest.map_or(0.0, |r| r.input.profile.figures.step_ms),
         steps_modelled: path.map_or(0, |m| m.steps),
+        span: path.map(|m| m.span.clone()).unwrap_or_default(),
         scenarios,
         critical_path: path.map(|m| m.critical_path.clone()).unwrap_or_default(),
         through: crate::lens::job::legs(&job, set, models, matched),

@@ -753,9 +753,10 @@ pub use crate::trace::Distributed;
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
 pub struct StepModelView {
-    /// What the model covers per step (ms): from a step's start to the
-    /// end of the last work it launched, which can run past the step.
-    pub span_ms_per_step: f64,
+    /// What the critical path covers per step, and why that can be longer
+    /// than the step.
+    #[serde(flatten)]
+    pub span: PathSpan,
     /// Steps modelled.
     pub steps: u64,
     /// The critical path by part, largest first: its `ms_per_step` sum to
@@ -784,6 +785,26 @@ pub struct StepModelView {
     pub thread_waits: u64,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+}
+
+/// What the critical path covers, per modelled step (ms): `span_ms_per_step`
+/// = `steps_ms_per_step` + `between_steps_ms_per_step` +
+/// `after_steps_ms_per_step`.
+#[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
+#[serde(default)]
+pub struct PathSpan {
+    /// From the first modelled step's start to the end of the last work
+    /// launched in the steps: what the critical path's parts sum to.
+    pub span_ms_per_step: f64,
+    /// Of it, the modelled steps' own wall time.
+    pub steps_ms_per_step: f64,
+    /// Of it, the time between the modelled steps (one beginning after the
+    /// one before ended).
+    pub between_steps_ms_per_step: f64,
+    /// Of it, work launched in the steps that ran past the last step's
+    /// end — GPU work, or a call waiting for it: the step's range had
+    /// closed while the GPU still worked.
+    pub after_steps_ms_per_step: f64,
 }
 
 /// One part of the critical path.

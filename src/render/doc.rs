@@ -288,7 +288,7 @@ pub fn summary(s: &Summary) -> Result<Vec<Part>> {
     }
     if let Some(m) = &s.step_model {
         let t = rows_of(&m.critical_path, &[])?;
-        parts.push(Part::Table(captioned(t, "Critical path, per step".into())));
+        parts.push(Part::Table(captioned(t, path_caption(&m.span, m.steps))));
     }
     parts.push(Part::Table(captioned(rows_of(&s.categories, &[])?, "Kernel mix".into())));
     let kernels = only(
@@ -402,6 +402,15 @@ pub fn what_if_scenarios(w: &WhatIfAll) -> Result<Table> {
     Table::of(&w.scenarios)
 }
 
+/// The critical path table's caption: what it spans, where that is more
+/// than the steps.
+fn path_caption(span: &crate::profile::PathSpan, steps: u64) -> String {
+    match text::path_span(span, steps) {
+        Some(s) => format!("Critical path, per step ({s})"),
+        None => "Critical path, per step".into(),
+    }
+}
+
 /// `what-if --all --format md`.
 pub fn what_if_all(w: &WhatIfAll) -> Result<Vec<Part>> {
     let of = w.trace.as_deref().map_or(String::new(), |t| format!("{}: ", code_span(t)));
@@ -416,7 +425,7 @@ pub fn what_if_all(w: &WhatIfAll) -> Result<Vec<Part>> {
     )));
     parts.push(Part::Table(captioned(
         rows_of(&w.critical_path, &[])?,
-        "Critical path, per step".into(),
+        path_caption(&w.span, w.steps_modelled),
     )));
     if !w.through.is_empty() {
         parts.push(Part::Table(through(&w.through)?));

@@ -183,19 +183,30 @@ fn gpu_busy(
         ns: acc.ns.saturating_add(k.ns),
         count: acc.count + k.count,
     });
-    let mut places = crate::analysis::ranges::PlaceCache::default();
+    // The kernels the tables count (those launched in the steps, or with
+    // no launch starting in them), per queue: the device and stream rows
+    // count the same kernels as the header and the kernels table.
+    let mut counted = vec![0u64; a.gpu.queues.len()];
+    for &span in a.gpu.kernel_calls.counted_spans() {
+        if let Some(k) = a.gpu.kernel_spans.get(span as usize) {
+            counted[k.queue as usize] += 1;
+        }
+    }
     // Communication and the rest, per device: how much communication the
     // compute kernels hide (only traces with communication split them).
     let has_comm = kinfo.values().any(|k| k.category == Category::Communication);
     let is_comm = |k: &KernelSpan| kinfo[&k.name].category == Category::Communication;
     let mut comm_total = (0i64, 0i64);
+    // Each device's kernel time clipped to the steps, summed (not a union).
+    let mut raw_total = 0f64;
     let mut devices: Vec<DeviceRow> = Vec::new();
-    // Each stream's busy time in the steps, and its kernels there: its
+    // Each stream's busy time in the steps, and its counted kernels: its
     // kernels come in time order, so no list of its union is kept.
     let mut by_stream: HashMap<(i64, i64), (OverlapSum, u64)> = HashMap::default();
     for (device, ks) in index.devices() {
         let spans = DeviceSpans { ks, all: &a.gpu.kernel_spans }.iter(0);
         let raw = overlap_each(spans.clone().map(|k| (k.start, k.end)), steps);
+        raw_total += raw as f64;
         let (comm_ns, hidden) = if has_comm {
             let comm = merge_sorted(spans.clone().filter(|k| is_comm(k)).map(|k| (k.start, k.end)));
             let comm = intersect(&comm, steps);
@@ -212,11 +223,13 @@ fn gpu_busy(
             busy.push(k.start, k.end);
             let stream = by_stream
                 .entry((device, a.gpu.stream(k)))
-                .or_insert_with(|| (OverlapSum::new(steps), 0));
+                .or_insert_with(|| (OverlapSum::new(steps), counted[k.queue as usize]));
             stream.0.push(k.start, k.end);
-            let counted = u64::from(a.ranges.in_step_cached(&mut places, k.start));
-            stream.1 += counted;
-            in_steps += counted;
+        }
+        for (q, &(d, _)) in a.gpu.queues.iter().enumerate() {
+            if d == device {
+                in_steps += counted[q];
+            }
         }
         let busy = busy.total();
         let props = device_props(info, device);
@@ -260,7 +273,9 @@ fn gpu_busy(
     let n_dev = devices.len().max(1) as f64;
     let busy_ms = devices.iter().fold(0.0, |acc, d| acc + d.busy_ms_per_step) / n_dev;
     let gpu_util = devices.iter().fold(0.0, |acc, d| acc + d.util) / n_dev;
-    let gpu_util_raw = ratio(kernel_total.ns as f64, wall_ns as f64) / n_dev;
+    // The same kernel time as each device's `util_raw`: clipped to the
+    // steps, so that it is the union where no two kernels overlap.
+    let gpu_util_raw = ratio(raw_total, wall_ns as f64) / n_dev;
     Busy { devices, streams, kernel_total, comm_total, n_dev, busy_ms, gpu_util, gpu_util_raw }
 }
 

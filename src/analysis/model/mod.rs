@@ -271,6 +271,9 @@ pub struct StepModel {
     /// The window: first step start, last step end.
     pub window: (i64, i64),
     pub n_steps: usize,
+    /// The steps' own wall time (their union): the window less the time
+    /// between them.
+    pub steps_ns: i64,
     /// Host work between calls, per thread.
     pub host: HostCauses,
     /// GPU nodes' names and their ops' ([`Node::name`], [`Node::op`]
@@ -394,6 +397,7 @@ impl StepModel {
             usual: Vec::new(),
             window: (w0, w1),
             n_steps: steps.len(),
+            steps_ns: union_len(&steps),
             host,
             names,
             ops,
@@ -889,6 +893,21 @@ impl StepModel {
             + self.host.heap_bytes()
             + self.also_waits.values().map(|v| v.capacity() * 4).sum::<usize>()
     }
+}
+
+/// The length of the union of `steps`.
+fn union_len(steps: &[(i64, i64)]) -> i64 {
+    let mut v = steps.to_vec();
+    v.sort_unstable();
+    let (mut total, mut at) = (0i64, i64::MIN);
+    for (s, e) in v {
+        let s = s.max(at);
+        if e > s {
+            total = total.saturating_add(e - s);
+            at = e;
+        }
+    }
+    total
 }
 
 /// The host thread whose last call ends latest.

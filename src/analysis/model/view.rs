@@ -4,7 +4,7 @@
 use super::StepModel;
 use super::path::PathPart;
 use super::scenarios::class_name;
-use crate::profile::{PathShare, ScenarioRow, StepModelView};
+use crate::profile::{PathShare, PathSpan, ScenarioRow, StepModelView};
 use crate::util::round;
 
 impl PathPart {
@@ -65,8 +65,21 @@ pub fn view(
             m.unordered
         ));
     }
+    // The path runs from the first step's start to the last work's end:
+    // the steps, the time between them, and GPU work past the last one
+    // (the time between is what the others leave of the rounded span, so
+    // that the three printed figures add up to it).
+    let span_ms = round(per_step(path.span), 3);
+    let steps_ms = round(per_step(m.steps_ns), 3);
+    let after_ms = round(per_step((m.end() - m.window.1).max(0)), 3);
+    let span = PathSpan {
+        span_ms_per_step: span_ms,
+        steps_ms_per_step: steps_ms,
+        between_steps_ms_per_step: round((span_ms - steps_ms - after_ms).max(0.0), 3),
+        after_steps_ms_per_step: after_ms,
+    };
     StepModelView {
-        span_ms_per_step: round(per_step(path.span), 3),
+        span,
         steps: m.n_steps as u64,
         critical_path,
         scenarios,

@@ -97,6 +97,33 @@ pub fn path_line(parts: &[crate::profile::PathShare], top: usize) -> String {
     format!("{}{more}", shown.join(" · "))
 }
 
+/// What the critical path spans per step where that is more than the
+/// steps (`steps` modelled): "177.592 ms: the steps' 174.829 ms, 0.057 ms
+/// between them and 2.706 ms of GPU work after the last one's end". None
+/// where it is the steps' time (or a profile written before the split
+/// was kept).
+pub fn path_span(s: &crate::profile::PathSpan, steps: u64) -> Option<String> {
+    let (between, after) = (s.between_steps_ms_per_step, s.after_steps_ms_per_step);
+    if s.steps_ms_per_step <= 0.0 || between + after <= 0.0 {
+        return None;
+    }
+    let one = steps <= 1;
+    let mut parts = vec![format!(
+        "the step{} {} ms",
+        if one { "'s" } else { "s'" },
+        num(s.steps_ms_per_step, 3)
+    )];
+    if between > 0.0 {
+        parts.push(format!("{} ms between them", num(between, 3)));
+    }
+    if after > 0.0 {
+        let end = if one { "its end" } else { "the last one's end" };
+        parts.push(format!("{} ms of GPU work after {end}", num(after, 3)));
+    }
+    let last = parts.pop().expect("the steps");
+    Some(format!("{} ms: {} and {last}", num(s.span_ms_per_step, 3), parts.join(", ")))
+}
+
 /// Eight-level block sparkline of `values`, at most `width` cells (a wider
 /// series is bucketed, each cell its bucket's maximum, so a slow step
 /// always shows). Scaled from 0 so equal steps draw as equal bars.

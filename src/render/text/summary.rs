@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use super::efficiency::{efficiency_line, graph_attribution};
-use super::{count, num, opt, path_line, pct, size_mb, sparkline, throughput};
+use super::{count, num, opt, path_line, path_span, pct, size_mb, sparkline, throughput};
 use crate::lens::summary::Summary;
 use crate::profile::Mode;
 
@@ -59,11 +59,11 @@ pub fn summary(s: &Summary) -> String {
             num(s.figures.memcpy_ms_per_step, 3)
         );
     }
-    if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
+    if let Some(raw) = s.stream_concurrency() {
         let _ = writeln!(
             o,
             "streams overlap: kernel time sums to {} of the window (concurrency, counted once above)",
-            pct(s.figures.gpu_util_raw)
+            pct(raw)
         );
     }
     let dataload = match (s.figures.dataload_ms, s.figures.dataload_frac) {
@@ -182,6 +182,9 @@ pub fn summary(s: &Summary) -> String {
     }
     if let Some(m) = &s.step_model {
         let _ = writeln!(o, "critical path  {}", path_line(&m.critical_path, 4));
+        if let Some(span) = path_span(&m.span, m.steps) {
+            let _ = writeln!(o, "               spans {span}");
+        }
         let levers: Vec<String> = m
             .scenarios
             .iter()

@@ -4,7 +4,7 @@
 use std::fmt::Write;
 
 use super::job::through;
-use super::{change, num, opt, path_line};
+use super::{change, num, opt, path_line, path_span};
 use crate::lens::whatif::{JobWhatIf, Model, WhatIf, WhatIfAll};
 
 pub fn what_if(w: &WhatIf) -> String {
@@ -95,7 +95,8 @@ pub fn what_if_all(w: &WhatIfAll) -> String {
             r.what
         );
     }
-    let _ = writeln!(o, "critical path per step: {}", path_line(&w.critical_path, 8));
+    let span = path_span(&w.span, w.steps_modelled).map_or(String::new(), |s| format!(" ({s})"));
+    let _ = writeln!(o, "critical path per step{span}: {}", path_line(&w.critical_path, 8));
     through(&mut o, &w.through);
     for n in &w.notes {
         let _ = writeln!(o, "note: {n}");

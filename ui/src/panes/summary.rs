@@ -155,12 +155,9 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         }
         out.push(Line::from(spans));
     }
-    if s.figures.gpu_util_raw > s.figures.gpu_util + 0.005 {
+    if let Some(raw) = s.stream_concurrency() {
         out.push(Line::styled(
-            format!(
-                "streams overlap: kernel time sums to {} of the window",
-                pct(s.figures.gpu_util_raw)
-            ),
+            format!("streams overlap: kernel time sums to {} of the window", pct(raw)),
             t.muted(),
         ));
     }
