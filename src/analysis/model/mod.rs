@@ -397,7 +397,10 @@ impl StepModel {
             usual: Vec::new(),
             window: (w0, w1),
             n_steps: steps.len(),
-            steps_ns: union_len(&steps),
+            steps_ns: crate::analysis::busy::merge(&mut steps.clone())
+                .iter()
+                .map(|(s, e)| e - s)
+                .sum(),
             host,
             names,
             ops,
@@ -893,21 +896,6 @@ impl StepModel {
             + self.host.heap_bytes()
             + self.also_waits.values().map(|v| v.capacity() * 4).sum::<usize>()
     }
-}
-
-/// The length of the union of `steps`.
-fn union_len(steps: &[(i64, i64)]) -> i64 {
-    let mut v = steps.to_vec();
-    v.sort_unstable();
-    let (mut total, mut at) = (0i64, i64::MIN);
-    for (s, e) in v {
-        let s = s.max(at);
-        if e > s {
-            total = total.saturating_add(e - s);
-            at = e;
-        }
-    }
-    total
 }
 
 /// The host thread whose last call ends latest.
