@@ -312,9 +312,16 @@ fn change_of(
     if let Some(pattern) = &r.op {
         let n = op_change(m, pattern, keep, &mut change, &mut node_factor)?;
         flags.push(format!("--op '{pattern}'{scale_flag}"));
-        what.push(verb(format!(
-            "CPU ops or annotations matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
-        )));
+        // Said as what is taken away: "no CPU ops matching" reads as if
+        // none had matched.
+        what.push(match r.scale {
+            None => format!(
+                "the CPU ops or annotations matching '{pattern}' taken away ({n} calls per step: their host time, launches and GPU work)"
+            ),
+            Some(_) => verb(format!(
+                "CPU ops or annotations matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
+            )),
+        });
     }
     if r.fuse_chains {
         let fused = m.chains_fused().ok_or_else(|| {

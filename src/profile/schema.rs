@@ -589,6 +589,10 @@ pub struct MatrixEfficiency {
     /// The work's roofline time over its actual time, in percent (its
     /// memory-bound calls judged against the bandwidth).
     pub pct_of_roofline: f64,
+    /// The priced matrix ops' kernel time per step, their helper kernels
+    /// (layout transposes, split-K reductions) included: the time the
+    /// rates above are over. It can exceed the `gemm / conv` category's
+    /// time, which holds the arithmetic kernels alone.
     pub ms_per_step: f64,
     /// The share of all GEMM/conv/attention kernel time these figures rest
     /// on (the arithmetic kernels of priced matrix ops), in percent.
