@@ -433,17 +433,15 @@ fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
 
 fn stub_step(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
     let (n, len) = seen.stub?;
-    let mut lens: Vec<i64> = w.numbered.iter().map(|&(_, s, e)| e - s).collect();
-    lens.sort_unstable();
-    let median = lens.get(lens.len() / 2).copied().unwrap_or(0);
+    let shortest = w.numbered.iter().map(|&(_, s, e)| e - s).min().unwrap_or(0);
     Some(row(
         HealthCheck::StepStub,
         Severity::Caution,
         format!(
-            "ProfilerStep#{n} lasts {:.3} ms, under {:.0}% of the other steps' median ({:.2} ms), and ends the recording: the profiler stopped as it began; it is left out of the window",
+            "ProfilerStep#{n} lasts {:.3} ms, under {:.0}% of the shortest other step ({:.2} ms), and ends the recording: the profiler stopped as it began; it is left out of the window",
             len as f64 / MS,
             crate::analysis::ranges::STUB_STEP_SHARE * 100.0,
-            median as f64 / MS
+            shortest as f64 / MS
         ),
         Some(len as f64 / MS),
         "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)",

@@ -831,7 +831,22 @@ impl Analyzer {
             past >= 1_000_000 && if session { past * 10 >= len } else { 2 * past > len }
         };
         self.rec.health.cut = self.rec.ranges.cut_steps_at(end, worth);
-        self.rec.health.stub = self.rec.ranges.drop_stub_last_step(end);
+        // A stub holds nothing: checked (one scan) only for a candidate.
+        if let Some((n, s, e)) = self.rec.ranges.stub_last_step(end) {
+            let starts_in = |t: i64| t >= s && t < e;
+            let cpu = self.rec.cpu.iter().any(|r| starts_in(r.start));
+            let gpu = self
+                .rec
+                .gpu
+                .kernel_spans
+                .iter()
+                .any(|k| starts_in(k.start) || k.launch().is_some_and(|l| starts_in(l.start)))
+                || self.rec.gpu.copy_spans.iter().any(|c| starts_in(c.start));
+            if !cpu && !gpu {
+                self.rec.ranges.drop_step(n);
+                self.rec.health.stub = Some((n, e - s));
+            }
+        }
     }
 
     /// Turns the aggregates into a profile, on up to `threads` threads;

@@ -142,8 +142,9 @@ pub struct Ranges {
     step_changes: u64,
 }
 
-/// A last step shorter than this share of the others' median, ending with
-/// the recording, is the profiler stopping ([`Ranges::drop_stub_last_step`]).
+/// A last step shorter than this share of every other step, ending with
+/// the recording and holds nothing, is the profiler stopping
+/// ([`Ranges::stub_last_step`]).
 pub const STUB_STEP_SHARE: f64 = 0.05;
 
 /// The last generation [`Ranges::freeze`] gave.
@@ -248,21 +249,25 @@ impl Ranges {
         cut
     }
 
-    /// The last step, when the recording ended as it began: shorter than
-    /// [`STUB_STEP_SHARE`] of the other steps' median and ending within a
-    /// millisecond of `end` (the last event recorded). Kineto writes such a
-    /// `ProfilerStep#N` when the profiler stops just after `prof.step()`;
-    /// averaged in, it halves every per-step figure of a two-step window.
-    /// Removed from the steps: (N, its length in ns).
-    pub fn drop_stub_last_step(&mut self, end: i64) -> Option<(u64, i64)> {
+    /// The last step, if it may be the recording ending as it began:
+    /// shorter than [`STUB_STEP_SHARE`] of every other step and ending
+    /// within a millisecond of `end` (the last event recorded). Kineto
+    /// writes such a `ProfilerStep#N` when the profiler stops just after
+    /// `prof.step()`; averaged in, it halves every per-step figure of a
+    /// two-step window. It is one when nothing starts in it (the caller
+    /// checks). (N, start, end).
+    pub fn stub_last_step(&self, end: i64) -> Option<(u64, i64, i64)> {
         let steps = self.numbered_steps();
         let (&(n, s, e), rest) = steps.split_last()?;
-        let mut lens: Vec<i64> = rest.iter().map(|&(_, s, e)| e - s).collect();
-        lens.sort_unstable();
-        let median = *lens.get(lens.len() / 2)?;
-        if (e - s) as f64 >= STUB_STEP_SHARE * median as f64 || e < end - 1_000_000 {
-            return None;
-        }
+        // Against the shortest: a slow first step (warm-up) says nothing
+        // of how long a steady one is.
+        let shortest = rest.iter().map(|&(_, s, e)| e - s).min()?;
+        let short = ((e - s) as f64) < STUB_STEP_SHARE * shortest as f64;
+        (short && e >= end - 1_000_000).then_some((n, s, e))
+    }
+
+    /// Removes step `n` from the window.
+    pub fn drop_step(&mut self, n: u64) {
         self.steps.remove(&n);
         self.step_index.clear();
         let hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
@@ -270,7 +275,6 @@ impl Ranges {
             self.merge_into_step_index(h);
         }
         self.generation = 0;
-        Some((n, e - s))
     }
 
     /// Readies the lookups for ranges that will not change any more (the

@@ -199,7 +199,7 @@ pub fn steps_and_launches(events: &[Value]) -> (BTreeMap<u64, (f64, f64)>, HashM
             }
         }
     }
-    // A last step under 5% of the others' median that ends with the
+    // An empty last step under 5% of every other step that ends with the
     // recording is the profiler stopping (docs/analysis.md §15, `step-stub`).
     let recorded_end = events
         .iter()
@@ -209,11 +209,16 @@ pub fn steps_and_launches(events: &[Value]) -> (BTreeMap<u64, (f64, f64)>, HashM
         .map(|e| e["ts"].as_f64().unwrap_or(0.0) + e["dur"].as_f64().unwrap_or(0.0))
         .fold(f64::MIN, f64::max);
     if let Some((&last, &(s, e))) = steps.iter().next_back().filter(|_| steps.len() >= 2) {
-        let mut lens: Vec<f64> = steps.values().map(|(s, e)| e - s).collect();
-        lens.pop();
-        lens.sort_by(f64::total_cmp);
-        let median = lens[lens.len() / 2];
-        if e - s < 0.05 * median && e >= recorded_end - 1000.0 {
+        let shortest = steps.values().rev().skip(1).map(|(s, e)| e - s).fold(f64::MAX, f64::min);
+        let empty = !events.iter().any(|x| {
+            let t = x["ts"].as_f64().unwrap_or(f64::MIN);
+            x["ph"] == "X"
+                && x["cat"] != "Trace"
+                && !x["name"].as_str().unwrap_or("").starts_with("ProfilerStep#")
+                && t >= s
+                && t < e
+        });
+        if empty && e - s < 0.05 * shortest && e >= recorded_end - 1000.0 {
             steps.remove(&last);
         }
     }
