@@ -413,6 +413,9 @@ fn spacing(t: &[i64]) -> Option<f64> {
     (t.len() >= 2).then(|| (t[t.len() - 1] - t[0]) as f64 / (t.len() - 1) as f64)
 }
 
+/// How to re-capture a window whose last step the recording cut.
+const STOP_AFTER_THE_LAST_STEP: &str = "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)";
+
 fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
     seen.cut
         .iter()
@@ -425,7 +428,7 @@ fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
                     cut as f64 / MS
                 ),
                 Some(cut as f64 / MS),
-                "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)",
+                STOP_AFTER_THE_LAST_STEP,
             )
         })
         .collect()
@@ -444,7 +447,7 @@ fn stub_step(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
             shortest as f64 / MS
         ),
         Some(len as f64 / MS),
-        "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)",
+        STOP_AFTER_THE_LAST_STEP,
     ))
 }
 

@@ -239,12 +239,7 @@ impl Ranges {
             return cut;
         }
         self.steps.retain(|_, (s, e)| e > s);
-        self.step_index.clear();
-        let hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
-        for h in hulls {
-            self.merge_into_step_index(h);
-        }
-        self.generation = 0;
+        self.index_steps_again();
         cut.sort_unstable();
         cut
     }
@@ -269,6 +264,11 @@ impl Ranges {
     /// Removes step `n` from the window.
     pub fn drop_step(&mut self, n: u64) {
         self.steps.remove(&n);
+        self.index_steps_again();
+    }
+
+    /// The step index built again from the steps, after some changed.
+    fn index_steps_again(&mut self) {
         self.step_index.clear();
         let hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
         for h in hulls {
