@@ -218,3 +218,47 @@ fn device_and_stream_rows_count_the_kernels_the_header_counts() {
         assert!((devices - header).abs() < 0.01, "{p}: the devices {devices}, the header {header}");
     }
 }
+
+#[test]
+fn launches_the_trace_did_not_record_are_said() {
+    // The Qwen traces and a DLRM rank launch some kernels through calls the
+    // profiler missed (audit H3): every kernel was launched, but the trace
+    // holds fewer launch calls, and the summary says how many.
+    let dlrm = common::fixtures().join("traces/param_dlrm_v100_8rank");
+    let worker1 = std::fs::read_dir(&dlrm)
+        .unwrap()
+        .map(|f| f.unwrap().path())
+        .find(|p| p.to_string_lossy().contains("worker1_"))
+        .unwrap();
+    for path in audited().into_iter().chain([worker1]) {
+        let p = path.to_str().unwrap();
+        // From the raw events: kernels in the steps, and those of them
+        // whose correlation names a launch call in the trace.
+        let events = common::trace_events(&common::read_json(&path));
+        let (steps, launches) = common::steps_and_launches(&events);
+        let in_step = |t: f64| steps.values().any(|(s, e)| *s <= t && t < *e);
+        let (mut all, mut recorded) = (0.0, 0.0);
+        for e in &events {
+            if e["ph"] != "X" || !matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {
+                continue;
+            }
+            let at = e["args"]["correlation"].as_i64().and_then(|c| launches.get(&c)).copied();
+            if in_step(at.unwrap_or(e["ts"].as_f64().unwrap())) {
+                all += 1.0 / steps.len() as f64;
+                recorded += at.map_or(0.0, |_| 1.0 / steps.len() as f64);
+            }
+        }
+        let s = json(&["summary", p]);
+        assert!((s["launches_per_step"].as_f64().unwrap() - all).abs() < 0.01, "{p}");
+        let text = common::profile_out(&["summary", p]);
+        if recorded < all {
+            let shown = s["launches_recorded_per_step"].as_f64().unwrap();
+            assert!((shown - recorded).abs() < 0.01, "{p}: {shown} recorded, the raw {recorded}");
+            let said = format!("({recorded:.0} of them recorded in the trace)");
+            assert!(text.contains(&said), "{p}: no '{said}' in\n{text}");
+        } else {
+            assert!(s.get("launches_recorded_per_step").is_none(), "{p}");
+            assert!(!text.contains("recorded in the trace"), "{p}");
+        }
+    }
+}

@@ -15,6 +15,9 @@ pub struct Counts {
     pub graph_kernels: u64,
     /// `cudaGraphLaunch` / `hipGraphLaunch` calls inside the steps.
     pub graph_launches: u64,
+    /// Kernels in the steps whose launch the trace did not record (placed
+    /// by time): the host launched them through a call the profiler missed.
+    pub kernels_via_time: u64,
     /// GPU work whose correlation named a launch that began after it: ids
     /// of another process (a merged trace), not paired.
     pub launch_after_work: u64,

@@ -462,6 +462,9 @@ impl Analyzer {
                 if via_graph {
                     self.rec.counts.graph_kernels += 1;
                 }
+                if !via_launch {
+                    self.rec.counts.kernels_via_time += 1;
+                }
                 self.rec.gpu_tables.kernels.entry(gpu.name).or_default().add(gpu.dur);
                 if let Some(span) = gpu.span {
                     self.rec.gpu.kernel_calls.counted(span);

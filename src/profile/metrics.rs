@@ -46,6 +46,9 @@ pub fn of(p: &Profile) -> Map<String, Value> {
     if let Some(g) = p.extras.graph_launches_per_step {
         put("graph_launches_per_step", json!(g));
     }
+    if let Some(r) = p.extras.launches_recorded_per_step {
+        put("launches_recorded_per_step", json!(r));
+    }
     if let Some(g) = p.extras.graph_replay_ms_per_step {
         put("graph_replay_ms_per_step", json!(g));
     }

@@ -184,6 +184,12 @@ pub struct ExtraFigures {
     /// kernels count as kernels).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_launches_per_step: Option<f64>,
+    /// Where the trace lacks some kernels' launch calls (kernels launched
+    /// through an API the profiler did not record, e.g. the driver's): the
+    /// launches it did record, per step. `launches_per_step` counts every
+    /// kernel's launch all the same: the host launched each one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub launches_recorded_per_step: Option<f64>,
     /// The kernel time of those replays: it belongs to no op, shape or
     /// module of this trace (docs/analysis.md §17).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -961,7 +967,7 @@ mod tests {
 
     /// Every key of `profile.json` in the order it has always been written;
     /// [`Figures`] and [`ExtraFigures`] are flattened into it in place.
-    const KEYS: [&str; 60] = [
+    const KEYS: [&str; 61] = [
         "schema",
         "mode",
         "trace",
@@ -1011,6 +1017,7 @@ mod tests {
         "comm_exposed_ms_per_step",
         "comm_overlap_pct",
         "graph_launches_per_step",
+        "launches_recorded_per_step",
         "graph_replay_ms_per_step",
         "graph_replay_attributed_ms_per_step",
         "phases_inferred",
@@ -1049,6 +1056,7 @@ mod tests {
                 comm_exposed_ms_per_step: Some(0.5),
                 comm_overlap_pct: Some(50.0),
                 graph_launches_per_step: Some(2.0),
+                launches_recorded_per_step: Some(3.0),
                 graph_replay_ms_per_step: Some(1.5),
                 graph_replay_attributed_ms_per_step: Some(1.2),
                 phases_inferred: Some("from PyTorch's annotations".into()),

@@ -135,7 +135,7 @@ fn headline_figures_agree_in_text_json_md_csv_and_the_explorer() {
         ("launches_per_step", Before(" kernel launches/step"), After("launches/step ")),
         ("kernels_per_step", Before(" kernels/step"), After("kernels/step ")),
     ];
-    let mut checked = 0;
+    let (mut checked, mut recorded) = (0, 0);
     for path in traces() {
         let p = path.to_str().unwrap();
         let name = path.file_name().unwrap().to_string_lossy().into_owned();
@@ -170,6 +170,15 @@ fn headline_figures_agree_in_text_json_md_csv_and_the_explorer() {
             shows(&pane, *pane_at, v, &format!("{what}: explorer"));
             checked += 1;
         }
+        // The launches the trace recorded, where it lacks some.
+        if let Some(r) = at(&json, "launches_recorded_per_step").as_f64() {
+            let what = format!("{name} launches_recorded_per_step");
+            shows(&text, Before(" of them recorded in the trace"), r, &format!("{what}: text"));
+            shows(&pane, Before(" recorded)"), r, &format!("{what}: explorer"));
+            let i = head.iter().position(|h| h == "launches_recorded_per_step").unwrap();
+            assert_eq!(row[i].parse::<f64>().unwrap(), r, "{what}: csv");
+            recorded += 1;
+        }
         // The idle account's total, in the text's `idle` line and the JSON.
         if let Some(idle) = at(&json, "idle.ms_per_step").as_f64() {
             shows(&text, After("idle "), idle, &format!("{name} idle: text"));
@@ -178,6 +187,7 @@ fn headline_figures_agree_in_text_json_md_csv_and_the_explorer() {
         }
     }
     assert!(checked >= 7 * 20, "{checked} figures checked");
+    assert!(recorded >= 2, "the Qwen traces lack launch calls: {recorded} checked");
 }
 
 /// A printed lever carries the figures it rests on (issue #52): on every

@@ -27,6 +27,9 @@ pub(super) struct Headline {
     pub launches_per_step: f64,
     pub kernels_per_step: f64,
     pub graph_launches_per_step: Option<f64>,
+    /// Where some kernels' launches are not in the trace: the launches it
+    /// did record, per step.
+    pub launches_recorded_per_step: Option<f64>,
     pub comm_ms: Option<f64>,
     pub comm_exposed_ms: Option<f64>,
     pub mean_kernel_us: f64,
@@ -105,6 +108,8 @@ pub(super) fn headline(
         kernels_per_step: kernel_total.count as f64 / n_steps,
         graph_launches_per_step: (a.counts.graph_launches > 0)
             .then(|| round(a.counts.graph_launches as f64 / n_steps, 2)),
+        launches_recorded_per_step: (a.counts.kernels_via_time > 0)
+            .then(|| round(launches.saturating_sub(a.counts.kernels_via_time) as f64 / n_steps, 2)),
         comm_ms,
         comm_exposed_ms,
         mean_kernel_us: if kernel_total.count > 0 {

@@ -254,6 +254,7 @@ pub(super) fn build(
             comm_overlap_pct: (busy.comm_total.0 > 0)
                 .then(|| round(pct(busy.comm_total.1, busy.comm_total.0), 1)),
             graph_launches_per_step: head.graph_launches_per_step,
+            launches_recorded_per_step: head.launches_recorded_per_step,
             graph_replay_ms_per_step: Some(tree.graph_ns())
                 .filter(|ns| *ns > 0)
                 .map(|ns| round(win.per_step_ms(ns), 3)),

@@ -94,6 +94,11 @@ pub fn summary(s: &Summary) -> String {
         }
         _ => String::new(),
     };
+    // Kernels whose launch the profiler missed were launched all the same.
+    let recorded = match s.extras.launches_recorded_per_step {
+        Some(r) => format!(" ({} of them recorded in the trace)", num(r, 1)),
+        None => String::new(),
+    };
     match s.extras.host_in_ops_frac {
         Some(f) => {
             let _ = writeln!(
@@ -112,7 +117,7 @@ pub fn summary(s: &Summary) -> String {
         None => {
             let _ = writeln!(
                 o,
-                "host overhead {} ms/step  |  {} kernel launches/step{graphs}{and_dataload}",
+                "host overhead {} ms/step  |  {} kernel launches/step{recorded}{graphs}{and_dataload}",
                 num(s.figures.host_overhead_ms_per_step, 2),
                 num(s.figures.launches_per_step, 1)
             );

@@ -126,7 +126,15 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
                     num(s.figures.mean_kernel_us.round(), 0)
                 ),
             ),
-            ("launches/step", num(s.figures.launches_per_step, 1)),
+            (
+                "launches/step",
+                match s.extras.launches_recorded_per_step {
+                    Some(r) => {
+                        format!("{} ({} recorded)", num(s.figures.launches_per_step, 1), num(r, 1))
+                    }
+                    None => num(s.figures.launches_per_step, 1),
+                },
+            ),
             ("host overhead", format!("{} ms/step", num(s.figures.host_overhead_ms_per_step, 2))),
             ("dataload", dataload),
             (
