@@ -13,15 +13,21 @@ use serde_json::{Value, json};
 /// The idle intervals of the busiest device inside the steps, in µs, as a
 /// whole-file reading finds them: each step minus the union of the kernels.
 fn idle_intervals(path: &Path) -> (Vec<(f64, f64)>, usize) {
+    let (idle, steps, _) = idle_of_busiest(path);
+    (idle, steps)
+}
+
+/// [`idle_intervals`], and the busiest device.
+fn idle_of_busiest(path: &Path) -> (Vec<(f64, f64)>, usize, i64) {
     let t = truth(path);
     let mut by_device: HashMap<i64, Vec<(f64, f64)>> = HashMap::new();
     for (_, d, s, e) in &t.spans {
         by_device.entry(*d).or_default().push((*s, *e));
     }
-    let busiest = by_device
-        .values()
-        .map(|iv| clip(iv, &t.windows))
-        .max_by(|a, b| union_len(a).total_cmp(&union_len(b)))
+    let (device, busiest) = by_device
+        .iter()
+        .map(|(d, iv)| (*d, clip(iv, &t.windows)))
+        .max_by(|a, b| union_len(&a.1).total_cmp(&union_len(&b.1)))
         .unwrap_or_default();
     let mut busy = busiest.clone();
     busy.sort_by(|a, b| a.0.total_cmp(&b.0));
@@ -38,7 +44,7 @@ fn idle_intervals(path: &Path) -> (Vec<(f64, f64)>, usize) {
             idle.push((at, we));
         }
     }
-    (idle, t.steps)
+    (idle, t.steps, device)
 }
 
 /// The (start, end) µs of the raw events `keep` picks, read whole.
@@ -85,10 +91,10 @@ fn close(got: f64, want: f64, rel: f64, what: &str) {
 
 #[test]
 fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
-    let mut checked = 0;
+    let (mut checked, mut copied) = (0, 0);
     for path in traces() {
         let v = json(&["summary", path.to_str().unwrap()]);
-        let (idle, steps) = idle_intervals(&path);
+        let (idle, steps, device) = idle_of_busiest(&path);
         if v["idle"].is_null() {
             assert_eq!(
                 v["gpu_busy_ms_per_step"],
@@ -116,6 +122,25 @@ fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
             "{}: causes not largest first: {ms:?}",
             path.display()
         );
+        // The device's memcpy/memset time inside that idle time is each
+        // cause's `copy_ms_per_step`, added up (none larger than its cause).
+        let copies = spans_of(&path, &|e| {
+            matches!(e["cat"].as_str(), Some("gpu_memcpy" | "gpu_memset" | "Memcpy" | "Memset"))
+                && e["ph"] == "X"
+                && e["args"]["device"].as_i64().or_else(|| e["pid"].as_i64()) == Some(device)
+        });
+        let want_copy = common_len(&idle, &copies) / 1e3 / steps as f64;
+        let copy: f64 = causes.iter().filter_map(|c| c["copy_ms_per_step"].as_f64()).sum();
+        assert!(
+            (copy - want_copy).abs() <= 0.001 * causes.len() as f64 + want_copy * 1e-3,
+            "{}: copies under the idle time {copy}, the raw events {want_copy}",
+            path.display()
+        );
+        for c in causes {
+            let under = c["copy_ms_per_step"].as_f64().unwrap_or(0.0);
+            assert!(under <= c["ms_per_step"].as_f64().unwrap() + 1e-9, "{}: {c}", path.display());
+        }
+        copied += (want_copy > 0.01) as usize;
         // Idle per phase sums to the account too.
         let phases = json(&["phases", path.to_str().unwrap()]);
         let by_phase: f64 = phases["phases"]
@@ -150,6 +175,7 @@ fn idle_time_equals_the_union_complement_and_causes_sum_to_it_on_every_trace() {
         checked += 1;
     }
     assert!(checked >= 15, "only {checked} traces had an idle account");
+    assert!(copied >= 5, "only {copied} traces copied while idle");
 }
 
 /// The Python frame's idle time in the stretch before the first kernel,

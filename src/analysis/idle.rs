@@ -243,6 +243,11 @@ struct Tally {
     /// for the collectives' lead-ins and the Timeline.
     gap_spans: Vec<(i64, i64)>,
     gap_causes: Option<GapCauses>,
+    /// The device's memcpy/memset intervals, merged: GPU work that is no
+    /// kernel, so the idle account counts it as idle time. Each cause's
+    /// time under them is kept (a sync waiting for a copy waits for work).
+    copies: Vec<(i64, i64)>,
+    copying: HashMap<IdleCause, i64>,
 }
 
 /// The stretches of the gaps, each 16 bytes: a trace has a few per gap and
@@ -264,11 +269,25 @@ struct Stretch {
 }
 
 impl Tally {
-    fn add(&mut self, cause: IdleCause, place: PlaceKey, gap: u32, phase: u16, ns: i64) {
+    fn add(
+        &mut self,
+        cause: IdleCause,
+        place: PlaceKey,
+        gap: u32,
+        phase: u16,
+        (t0, t1): (i64, i64),
+    ) {
+        let ns = t1 - t0;
         if ns <= 0 {
             return;
         }
         *self.causes.entry(cause).or_insert(0) += ns;
+        if !self.copies.is_empty() {
+            let under = super::busy::overlap_one(t0, t1, &self.copies);
+            if under > 0 {
+                *self.copying.entry(cause).or_insert(0) += under;
+            }
+        }
         let g = self.cause_gaps.entry(cause).or_insert((0, u32::MAX));
         if g.1 != gap {
             *g = (g.0 + 1, gap);
@@ -787,8 +806,18 @@ impl GapPlan {
         let main_thread =
             launchers.iter().max_by_key(|(t, n)| (**n, std::cmp::Reverse(**t))).map(|(t, _)| *t);
 
-        let mut tally =
-            Tally { gap_causes: keep_gaps.then(GapCauses::default), ..Tally::default() };
+        let mut copies: Vec<(i64, i64)> = a
+            .gpu
+            .copy_spans
+            .iter()
+            .filter(|c| c.device == *device)
+            .map(|c| (c.start, c.end))
+            .collect();
+        let mut tally = Tally {
+            gap_causes: keep_gaps.then(GapCauses::default),
+            copies: merge(&mut copies),
+            ..Tally::default()
+        };
         let mut windows: Vec<ThreadStretch> = Vec::new();
         let (mut gaps, mut leading, mut trailing) = (0u32, 0i64, 0i64);
         // Where the last gap's next kernels were: gaps come in time order.
@@ -863,6 +892,11 @@ impl GapPlan {
                 before_first_kernel_ms_per_step: per_step(
                     tally.leading.get(&cause).copied().unwrap_or(0),
                 ),
+                copy_ms_per_step: tally
+                    .copying
+                    .get(&cause)
+                    .map(|&ns| per_step(ns))
+                    .filter(|ms| *ms > 0.0),
                 places: places(a, &tally, cause, ns, &per_step, label),
             })
             .collect();
@@ -916,7 +950,7 @@ fn explain_gap(
         while t < end {
             let (phase, until) = a.ranges.gpu_phase_span(device, t);
             let t1 = until.min(end);
-            tally.add(cause, place, gap, phase, t1 - t);
+            tally.add(cause, place, gap, phase, (t, t1));
             t = t1;
         }
     };
@@ -1052,7 +1086,7 @@ fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan:
                         }
                         p => p,
                     };
-                    tally.add(cause, place, win.gap, phase, t1 - t);
+                    tally.add(cause, place, win.gap, phase, (t, t1));
                 }
                 t = t1;
                 if t >= win.end {

@@ -954,6 +954,7 @@ mod idle_tests {
                     ms_per_step: ms,
                     gaps_per_step: 3.0,
                     before_first_kernel_ms_per_step: 0.0,
+                    copy_ms_per_step: None,
                     places: vec![IdlePlace {
                         name: place.into(),
                         ms_per_step: ms,

@@ -366,6 +366,11 @@ pub struct IdleCauseRow {
     /// The part of it before each step's first kernel.
     #[serde(default)]
     pub before_first_kernel_ms_per_step: f64,
+    /// The part of it in which the device ran a memcpy or memset (GPU work
+    /// that is no kernel, which the account counts as idle): for `sync`,
+    /// mostly the copy the host waited for. Absent when none ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub copy_ms_per_step: Option<f64>,
     /// The places that account for it, largest first: ops (`outer > inner`),
     /// runtime calls, annotations, kernels; for `python`, frames from the
     /// outermost one that is not a wrapper of the whole step down to the
@@ -373,6 +378,18 @@ pub struct IdleCauseRow {
     /// nest: each includes its callees, so those do not add up).
     #[serde(default, rename = "where")]
     pub places: Vec<IdlePlace>,
+}
+
+impl IdleCauseRow {
+    /// The share of the cause's time under memcpy/memset from which the
+    /// text says it (the JSON has every one).
+    pub const COPY_SHARE_SAID: f64 = 0.1;
+
+    /// Its time under memcpy/memset, where that is worth saying: a tenth
+    /// of the cause's time or more.
+    pub fn copy_said(&self) -> Option<f64> {
+        self.copy_ms_per_step.filter(|c| *c >= Self::COPY_SHARE_SAID * self.ms_per_step)
+    }
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, Deserialize, PartialEq)]

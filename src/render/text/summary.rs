@@ -285,8 +285,13 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
         idle.device
     )];
     for c in &idle.causes {
+        // Copies are GPU work with no kernel.
+        let copying = c
+            .copy_said()
+            .map(|copy| format!(" (a memcpy/memset ran for {} of it)", num(copy, 3)))
+            .unwrap_or_default();
         out.push(format!(
-            "  {:<11} {:>9} ms  {}",
+            "  {:<11} {:>9} ms  {}{copying}",
             c.cause.as_str(),
             num(c.ms_per_step, 3),
             c.cause.meaning()
