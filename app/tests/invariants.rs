@@ -89,6 +89,29 @@ fn no_part_is_larger_than_its_whole() {
             wall += w;
         }
         within("the phases' wall time", wall);
+        // A phase's GPU time (the kernels launched in it) may exceed its
+        // wall time: then the text says so, naming the phase.
+        let text = common::profile_out(&["phases", p]);
+        let past: Vec<&Value> = phases["phases"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|ph| {
+                ph["wall_ms_per_step"]
+                    .as_f64()
+                    .is_some_and(|w| ph["gpu_ms_per_step"].as_f64().unwrap() > w + 0.005)
+            })
+            .collect();
+        assert_eq!(past.is_empty(), !text.contains("GPU time above wall time"), "{p}:\n{text}");
+        for ph in past {
+            let said = format!(
+                "{} {:.2} ms in {:.2}",
+                ph["phase"].as_str().unwrap(),
+                ph["gpu_ms_per_step"].as_f64().unwrap(),
+                ph["wall_ms_per_step"].as_f64().unwrap()
+            );
+            assert!(text.contains(&said), "{p}: no '{said}' in\n{text}");
+        }
         // The roofline: no row's time at its roofline exceeds its time.
         for (lens, rows) in [("kernels", "kernels"), ("ops", "ops")] {
             let v = json(&[lens, p, "--top", "100000"]);

@@ -31,6 +31,29 @@ impl Phases {
         let max = self.phases.iter().map(time).fold(0.0, f64::max);
         self.phases.iter().map(|r| if max > 0.0 { time(r) / max } else { 0.0 }).collect()
     }
+
+    /// A phase's GPU time counts the kernels launched in it, wherever and
+    /// however they ran: where it is longer than the phase's wall time,
+    /// they ran on after the phase or side by side on several streams
+    /// (docs/analysis.md §6). Said, per such phase, so the two columns do
+    /// not read as a contradiction.
+    pub fn gpu_past_wall(&self) -> Option<String> {
+        let past: Vec<String> = self
+            .phases
+            .iter()
+            .filter_map(|r| {
+                let wall = r.wall_ms_per_step?;
+                (r.gpu_ms_per_step > wall + 0.005)
+                    .then(|| format!("{} {:.2} ms in {:.2}", r.phase, r.gpu_ms_per_step, wall))
+            })
+            .collect();
+        (!past.is_empty()).then(|| {
+            format!(
+                "GPU time above wall time ({}): a phase's GPU time is the kernel time launched in it, run after the phase ends (queued) or on several streams at once",
+                past.join(", ")
+            )
+        })
+    }
 }
 
 /// Checks a `--phase` argument against the profile's phases (exit 2 with

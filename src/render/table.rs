@@ -228,6 +228,7 @@ pub fn phases(p: &Phases) -> Result<Table> {
         None => p.inferred.as_ref().map(|_| "phases inferred".to_string()),
     };
     t.notes.extend(p.inferred.iter().map(|how| format!("phases inferred: {how}")));
+    t.notes.extend(p.gpu_past_wall());
     if p.phases.is_empty() {
         t.notes.push("no phases: the trace has no step/<phase> ranges and no GPU work".to_string());
     }

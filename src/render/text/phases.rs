@@ -36,5 +36,8 @@ pub fn phases(p: &Phases) -> String {
     if let Some(how) = &p.inferred {
         let _ = writeln!(o, "phases inferred: {how}");
     }
+    if let Some(note) = p.gpu_past_wall() {
+        let _ = writeln!(o, "{note}");
+    }
     o
 }

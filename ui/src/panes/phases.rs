@@ -48,8 +48,17 @@ impl Component for PhasesPane {
     fn render(&self, f: &mut Frame, area: Rect, view: &View<'_>) {
         let t = view.theme;
         let Some(d) = view.data() else { return };
-        let [table_area, hint] =
-            Layout::vertical([Constraint::Min(1), Constraint::Length(1)]).areas(area);
+        // GPU time above a phase's wall time, said as `phases` says it.
+        let past_wall = d.phases.gpu_past_wall();
+        let [table_area, note, hint] = Layout::vertical([
+            Constraint::Min(1),
+            Constraint::Length(past_wall.is_some() as u16),
+            Constraint::Length(1),
+        ])
+        .areas(area);
+        if let Some(past) = past_wall {
+            f.render_widget(Paragraph::new(Line::styled(past, t.muted())), note);
+        }
         let rows_h = table_area.height.saturating_sub(1) as usize;
         let ph = &d.phases.phases;
         if ph.is_empty() {
@@ -185,5 +194,28 @@ mod tests {
             screen.contains(&format!("of {}", phases[phases.len() - 1])),
             "the hint names the selected phase: {screen}"
         );
+    }
+
+    #[test]
+    fn gpu_time_above_a_phases_wall_is_said_as_the_cli_says_it() {
+        // ResNet-50's backward launches more kernel time than it lasts.
+        let dir = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../tests/fixtures/traces/kineto_resnet50_v100_2021jun"
+        );
+        let path = std::fs::read_dir(dir).unwrap().next().unwrap().unwrap().path();
+        let data = Loaded::new(
+            libreyolo_core::input::load(path.to_str().unwrap(), Default::default()).unwrap().input,
+        );
+        let note = data.phases.gpu_past_wall().expect("backward runs past its wall");
+        assert!(note.starts_with("GPU time above wall time (backward"), "{note}");
+        let theme = Theme::builtin_dark(Depth::Ansi16);
+        let (main, other) =
+            (Slot { arg: "t".into(), data: Some(data), ..Default::default() }, Slot::default());
+        let view = View { theme: &theme, main: &main, other: &other, job: None, editor: None };
+        let mut term = Terminal::new(TestBackend::new(240, 12)).unwrap();
+        term.draw(|f| PhasesPane::default().render(f, f.area(), &view)).unwrap();
+        let screen: String = term.backend().buffer().content().iter().map(|c| c.symbol()).collect();
+        assert!(screen.contains(&note), "{screen}");
     }
 }
