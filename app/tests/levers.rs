@@ -282,3 +282,78 @@ fn tf32_matrix_work_gets_amp_from_its_roofline() {
         }
     }
 }
+
+/// The intervals in both `a` and `b` (each merged first).
+fn both(a: &[(f64, f64)], b: &[(f64, f64)]) -> Vec<(f64, f64)> {
+    let merged = |v: &[(f64, f64)]| {
+        let mut v = v.to_vec();
+        v.sort_by(|x, y| x.0.total_cmp(&y.0));
+        let mut out: Vec<(f64, f64)> = Vec::new();
+        for (s, e) in v {
+            match out.last_mut() {
+                Some(l) if s <= l.1 => l.1 = l.1.max(e),
+                _ => out.push((s, e)),
+            }
+        }
+        out
+    };
+    let (a, b) = (merged(a), merged(b));
+    let (mut i, mut j, mut out) = (0, 0, Vec::new());
+    while i < a.len() && j < b.len() {
+        let (s, e) = (a[i].0.max(b[j].0), a[i].1.min(b[j].1));
+        if e > s {
+            out.push((s, e));
+        }
+        if a[i].1 < b[j].1 { i += 1 } else { j += 1 }
+    }
+    out
+}
+
+#[test]
+fn a_sync_waiting_for_a_copy_is_said_to_copy() {
+    // ResNet-50's syncs wait for host-to-device copies: under them no
+    // kernel runs, but the copy engine works (audit M11). From the raw
+    // events: sync calls ∩ copies ∩ no kernel, inside the steps.
+    let t = common::first_trace("kineto_resnet50_v100_2021jun");
+    let evs = events(&read_json(&t));
+    let truth = common::truth(&t);
+    let spans = |keep: &dyn Fn(&Value) -> bool| -> Vec<(f64, f64)> {
+        evs.iter()
+            .filter(|e| e["ph"] == "X" && keep(e))
+            .map(|e| (f(&e["ts"]), f(&e["ts"]) + f(&e["dur"])))
+            .collect()
+    };
+    let kernels: Vec<(f64, f64)> = truth.spans.iter().map(|(_, _, s, e)| (*s, *e)).collect();
+    let mut idle = Vec::new();
+    for &(s, e) in &truth.windows {
+        let mut at = s;
+        for (k0, k1) in both(&kernels, &[(s, e)]) {
+            if k0 > at {
+                idle.push((at, k0));
+            }
+            at = at.max(k1);
+        }
+        if e > at {
+            idle.push((at, e));
+        }
+    }
+    let syncs =
+        spans(&|e| e["cat"] == "Runtime" && e["name"].as_str().unwrap().contains("Synchronize"));
+    let copies = spans(&|e| matches!(e["cat"].as_str(), Some("Memcpy" | "Memset")));
+    let per_step = |iv: &[(f64, f64)]| common::union_len(iv) / 1e3 / truth.steps as f64;
+    let (under, copying) =
+        (per_step(&both(&syncs, &idle)), per_step(&both(&both(&syncs, &idle), &copies)));
+    assert!(copying > 0.5 * under, "the syncs wait mostly on copies: {copying} of {under}");
+    let v = summary(&t);
+    let lever = v["levers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|l| l["lever"] == "remove-syncs")
+        .expect("a remove-syncs lever");
+    let said = format!(
+        "the GPU runs no kernel for {under:.2} ms/step under them (a memcpy/memset runs for {copying:.2} of it)"
+    );
+    let evidence = lever["evidence"].as_str().unwrap();
+    assert!(evidence.contains(&said), "'{said}' not in '{evidence}'");
+}

@@ -354,20 +354,18 @@ fn syncs(ctx: &Ctx<'_>) -> Option<LeverRow> {
         // The host's wait (what the what-if takes away) delays every launch
         // after it: the GPU's idle then shows up later, as launch gaps.
         // A copy the host waits for is work, though no kernel runs.
-        match ctx.cause(IdleCause::Sync).and_then(|c| c.copy_said()) {
-            Some(copy) => format!(
-                "the host waits {:.2} ms/step in synchronising calls; the GPU runs no kernel for {:.2} ms/step under them (a memcpy/memset runs for {copy:.2} of it){}",
-                row.removes_ms_per_step,
-                ctx.idle_ms(IdleCause::Sync),
-                ctx.place(IdleCause::Sync)
-            ),
-            None => format!(
-                "the host waits {:.2} ms/step in synchronising calls; the GPU idles {:.2} ms/step under them{}",
-                row.removes_ms_per_step,
-                ctx.idle_ms(IdleCause::Sync),
-                ctx.place(IdleCause::Sync)
-            ),
-        },
+        format!(
+            "the host waits {:.2} ms/step in synchronising calls; {}{}",
+            row.removes_ms_per_step,
+            match ctx.cause(IdleCause::Sync).and_then(|c| c.copy_said()) {
+                Some(copy) => format!(
+                    "the GPU runs no kernel for {:.2} ms/step under them (a memcpy/memset runs for {copy:.2} of it)",
+                    ctx.idle_ms(IdleCause::Sync)
+                ),
+                None => format!("the GPU idles {:.2} ms/step under them", ctx.idle_ms(IdleCause::Sync)),
+            },
+            ctx.place(IdleCause::Sync)
+        ),
         Vec::new(),
     )
 }
