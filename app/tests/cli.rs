@@ -531,6 +531,33 @@ fn expected_kind(trace: &std::path::Path) -> (&'static str, &'static str) {
 }
 
 #[test]
+fn a_capture_without_weights_is_not_labelled_with_a_weights_file() {
+    // LibreYOLO 1.6's real inference profile, and the same profile as our
+    // capture writes it when no weights file was found
+    // (`weights_source: random-init`, `model` still the --weights string
+    // in profiles written before the label): the summary says what ran.
+    let src = shared().join("reference/infer_b1/profile.json");
+    let mut p: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+    assert_eq!(p["model"], "LibreYOLO9t.pt");
+    let head = |path: &std::path::Path| {
+        let r = run(&["profile", "summary", path.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout.lines().next().unwrap().to_string()
+    };
+    assert!(head(&src).starts_with("model LibreYOLO9t.pt  |"), "{}", head(&src));
+    p["config"]["weights_source"] = "random-init".into();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profile.json");
+    std::fs::write(&file, serde_json::to_string(&p).unwrap()).unwrap();
+    assert!(head(&file).starts_with("model LibreYOLO9t (random init)  |"), "{}", head(&file));
+    let s = json(&["summary", file.to_str().unwrap()]);
+    assert_eq!(s["model"], "LibreYOLO9t (random init)");
+    assert_eq!(s["config"]["weights"], p["config"]["weights"], "the config keeps what was asked");
+    let md = run(&["profile", "summary", file.to_str().unwrap(), "--format", "md"]);
+    assert!(md.stdout.contains("model LibreYOLO9t (random init)"), "{}", md.stdout);
+}
+
+#[test]
 fn fbgemm_embedding_backward_with_its_optimizer_is_elementwise() {
     // DLRM's fused embedding backward + Adagrad update
     // (`split_embedding_backward_codegen_adagrad_…_kernel_*_per_row`)
