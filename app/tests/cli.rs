@@ -531,6 +531,65 @@ fn expected_kind(trace: &std::path::Path) -> (&'static str, &'static str) {
 }
 
 #[test]
+fn a_capture_without_weights_is_not_labelled_with_a_weights_file() {
+    // LibreYOLO 1.6's real inference profile, and the same profile as our
+    // capture writes it when no weights file was found
+    // (`weights_source: random-init`, `model` still the --weights string
+    // in profiles written before the label): the summary says what ran.
+    let src = shared().join("reference/infer_b1/profile.json");
+    let mut p: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
+    assert_eq!(p["model"], "LibreYOLO9t.pt");
+    let head = |path: &std::path::Path| {
+        let r = run(&["profile", "summary", path.to_str().unwrap()]);
+        assert_eq!(r.code, 0, "{}", r.stderr);
+        r.stdout.lines().next().unwrap().to_string()
+    };
+    assert!(head(&src).starts_with("model LibreYOLO9t.pt  |"), "{}", head(&src));
+    p["config"]["weights_source"] = "random-init".into();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("profile.json");
+    std::fs::write(&file, serde_json::to_string(&p).unwrap()).unwrap();
+    assert!(head(&file).starts_with("model LibreYOLO9t (random init)  |"), "{}", head(&file));
+    let s = json(&["summary", file.to_str().unwrap()]);
+    assert_eq!(s["model"], "LibreYOLO9t (random init)");
+    assert_eq!(s["config"]["weights"], p["config"]["weights"], "the config keeps what was asked");
+    let md = run(&["profile", "summary", file.to_str().unwrap(), "--format", "md"]);
+    assert!(md.stdout.contains("model LibreYOLO9t (random init)"), "{}", md.stdout);
+}
+
+#[test]
+fn fbgemm_embedding_backward_with_its_optimizer_is_elementwise() {
+    // DLRM's fused embedding backward + Adagrad update
+    // (`split_embedding_backward_codegen_adagrad_…_kernel_*_per_row`)
+    // applies each touched row's update: arithmetic on rows, as an
+    // optimizer's `multi_tensor_apply` is, not a copy. Its time here is
+    // summed from the raw kernel events; the `dense` backward (a
+    // scatter-add, no optimizer) stays a copy.
+    for trace in traces().iter().filter(|p| p.to_string_lossy().contains("param_dlrm")) {
+        let t = trace.to_str().unwrap();
+        let truth = truth(trace);
+        let fused = |n: &str| {
+            n.contains("split_embedding_backward_codegen_adagrad_") && n.contains("_kernel_")
+        };
+        let want_us: f64 =
+            truth.per_kernel.iter().filter(|(n, _)| fused(n)).map(|(_, (_, us))| us).sum();
+        assert!(want_us > 0.0, "{t}: no fused embedding backward kernel");
+        let k = json(&["kernels", "--grep", "split_embedding_backward_codegen", t]);
+        let mut got_ms = 0.0;
+        for r in k["kernels"].as_array().unwrap() {
+            let raw = r["raw_name"].as_str().unwrap();
+            let want = if fused(raw) { "elementwise" } else { "layout / copy" };
+            assert_eq!(r["category"], want, "{t}: {raw}");
+            if fused(raw) {
+                got_ms += r["ms_per_step"].as_f64().unwrap();
+            }
+        }
+        let want_ms = want_us / 1e3 / truth.steps as f64;
+        assert!(close(got_ms, want_ms, 0.001), "{t}: {got_ms} vs {want_ms} ms/step");
+    }
+}
+
+#[test]
 fn kernel_mix_and_tensor_cores_match_the_reviewed_name_table() {
     // The shares each category and the Tensor Cores take, recomputed from
     // the trace's own kernel durations and the reviewed table of names

@@ -123,6 +123,53 @@ fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_ow
 }
 
 #[test]
+fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so() {
+    // Independently: at each collective a rank was last at, how much
+    // later than the median of the other seven ranks' starts it started;
+    // `late_ms` is the worst of them (one step per trace), and the text
+    // names what it is measured against.
+    let truth: Vec<Vec<(String, f64, f64)>> =
+        rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let mut late = [0.0f64; 8];
+    for i in 0..truth[0].len() {
+        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
+        let last = starts.iter().cloned().fold(f64::MIN, f64::max);
+        let r = starts.iter().position(|s| *s == last).unwrap();
+        let mut others: Vec<f64> =
+            starts.iter().enumerate().filter(|(j, _)| *j != r).map(|(_, s)| *s).collect();
+        others.sort_by(f64::total_cmp);
+        let median = others[others.len() / 2]; // seven: the middle one
+        late[r] = late[r].max((last - median) / 1e3);
+    }
+    let job = json(&["summary", dlrm().to_str().unwrap()]);
+    let stragglers = job["stragglers"].as_array().unwrap();
+    assert!(!stragglers.is_empty());
+    let text = run(&["profile", "summary", dlrm().to_str().unwrap()]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    for s in stragglers {
+        let r = s["rank"].as_u64().unwrap() as usize;
+        let got = s["late_ms"].as_f64().unwrap();
+        assert!((got - late[r]).abs() < 2e-3, "rank {r}: late {got} vs {}", late[r]);
+        let said = format!(
+            "rank {r} makes the others wait {:.2} ms/step in all",
+            s["wait_caused_ms_per_step"].as_f64().unwrap()
+        );
+        let line = text
+            .stdout
+            .lines()
+            .find(|l| l.contains(&said))
+            .unwrap_or_else(|| panic!("no line for rank {r} ({said}):\n{}", text.stdout));
+        assert!(
+            line.contains(&format!(
+                "arriving up to {:.2} ms after the others' median arrival",
+                late[r]
+            )),
+            "{line}"
+        );
+    }
+}
+
+#[test]
 fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
     let files = rank_files();
     let args: Vec<&str> = ["profile", "summary"]

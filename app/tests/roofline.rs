@@ -537,3 +537,99 @@ fn each_category_s_unpriced_time_is_its_kernels_outside_priced_ops() {
     }
     assert!(seen >= 5, "{seen} categories with unpriced time");
 }
+
+/// M15: ResNet-50's `volta_sgemm_128x32_nt` (V100) runs 24 times in the
+/// window: 4 under `aten::mm` (the FC layer's backward GEMM, priced from
+/// its `Input Dims`) and 20 under `aten::cudnn_convolution_backward_weight`
+/// (no FLOPs in the model). Its rates describe the first part only, which
+/// this test measures from the raw events — each kernel joined to the
+/// innermost op enclosing its runtime call on the call's thread — and the
+/// text marks them, with the legend; a kernel whose every call is priced
+/// is not marked.
+#[test]
+fn a_kernels_rates_on_a_small_priced_share_are_marked_with_the_share() {
+    let path = common::first_trace("kineto_resnet50_v100_2021jun");
+    let doc = read_json(&path);
+    let events = doc["traceEvents"].as_array().unwrap();
+    let f = |e: &Value, k: &str| e[k].as_f64().unwrap();
+    let steps: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .map(|e| (f(e, "ts"), f(e, "ts") + f(e, "dur")))
+        .collect();
+    let runtime: HashMap<i64, &Value> = events
+        .iter()
+        .filter(|e| e["cat"] == "Runtime")
+        .filter_map(|e| Some((e["args"]["correlation"].as_i64()?, e)))
+        .collect();
+    let ops: Vec<&Value> = events.iter().filter(|e| e["cat"] == "Operator").collect();
+    let (mut under_mm, mut total) = (0.0, 0.0);
+    for k in events.iter().filter(|e| e["cat"] == "Kernel" && e["name"] == "volta_sgemm_128x32_nt")
+    {
+        let call = runtime[&k["args"]["correlation"].as_i64().unwrap()];
+        let at = f(call, "ts");
+        if !steps.iter().any(|(s, e)| *s <= at && at < *e) {
+            continue;
+        }
+        let innermost = ops
+            .iter()
+            .filter(|o| {
+                o["tid"] == call["tid"] && f(o, "ts") <= at && at <= f(o, "ts") + f(o, "dur")
+            })
+            .max_by(|a, b| f(a, "ts").total_cmp(&f(b, "ts")))
+            .unwrap();
+        let dur = f(k, "dur");
+        total += dur;
+        match innermost["name"].as_str().unwrap() {
+            "aten::mm" => under_mm += dur,
+            "aten::cudnn_convolution_backward_weight" => {}
+            other => panic!("an op this test does not expect: {other}"),
+        }
+    }
+    let want = under_mm / total * 100.0;
+    assert!(want > 0.5 && want < 5.0, "{want}% of its time under aten::mm");
+
+    let p = path.to_str().unwrap();
+    let k = json(&["kernels", p]);
+    let rows = &k["kernels"];
+    let sgemm = row(rows, "kernel", "volta_sgemm_128x32_nt");
+    close(sgemm["priced_pct"].as_f64().unwrap(), want, 0.01, "priced share");
+    assert!(sgemm["tflops"].as_f64().unwrap() > 1.0, "its rate is still given in --json: {sgemm}");
+    // Every priced row's share is its modelled time over its time.
+    for r in rows.as_array().unwrap().iter().filter(|r| r.get("tflops").is_some()) {
+        let share =
+            r["modelled_ms_per_step"].as_f64().unwrap() / r["ms_per_step"].as_f64().unwrap();
+        close(r["priced_pct"].as_f64().unwrap(), (share * 100.0).min(100.0), 0.001, "share");
+    }
+    let text = common::profile_out(&["kernels", p]);
+    let line = |name: &str| {
+        text.lines()
+            .find(|l| l.contains(&format!("  {name}  [")))
+            .unwrap_or_else(|| panic!("no row {name}:\n{text}"))
+            .to_string()
+    };
+    let l = line("volta_sgemm_128x32_nt");
+    let tflops = sgemm["tflops"].as_f64().unwrap();
+    assert!(l.contains(&format!(" {tflops:.1}* ")), "{l}");
+    assert!(l.contains(&format!(" {:.0}%* ", sgemm["pct_of_peak"].as_f64().unwrap())), "{l}");
+    assert!(
+        text.contains(
+            "* rates over under 50% of the kernel's time, the part launched by priced ops"
+        ),
+        "{text}"
+    );
+    // A kernel priced on all of its time: no mark.
+    let full = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["priced_pct"].as_f64() == Some(100.0))
+        .expect("a fully priced kernel");
+    let l = line(full["kernel"].as_str().unwrap());
+    assert!(!l.contains('*'), "{l}");
+    // The tables say the rule beside their `priced_pct` column.
+    let md = run(&["profile", "kernels", p, "--format", "md"]);
+    assert_eq!(md.code, 0);
+    assert!(md.stdout.contains("priced_pct"), "{}", md.stdout);
+    assert!(md.stderr.contains("rows with `priced_pct` under 50%"), "{}", md.stderr);
+}

@@ -690,3 +690,70 @@ fn cpu_time_stays_inside_the_steps() {
         }
     }
 }
+
+/// M14: a capture's tree reads the trace's records over every step, while
+/// `phases` shows the capture's own synced timing of the second half of
+/// the runs (docs/spec.md §2.1). On LibreYOLO 1.6's CPU inference capture
+/// (tests/fixtures/reference/infer_b1) the two forwards differ by a
+/// quarter; the tree says where each comes from, with both figures. Here
+/// from the raw files: the sidecar's `stages_ms.forward` is the mean of the
+/// last (steps − latency n) `step/forward` ranges, the mean over all steps
+/// is far from it.
+#[test]
+fn a_captures_tree_says_its_times_are_the_traces_not_the_synced_stages() {
+    let dir = common::fixtures().join("reference/infer_b1");
+    let sidecar = read_json(&dir.join("profile_summary.json"));
+    let stage = sidecar["stages_ms"]["forward"].as_f64().unwrap();
+    let unsynced = sidecar["latency"]["n"].as_u64().unwrap() as usize;
+    let events = trace_events(&read_json(&dir.join("profile_trace.json.gz")));
+    let steps = events
+        .iter()
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .count();
+    let mut forward: Vec<(f64, f64)> = events
+        .iter()
+        .filter(|e| e["name"] == "step/forward" && e["ph"] == "X")
+        .map(|e| (f(e, "ts"), f(e, "dur") / 1e3))
+        .collect();
+    forward.sort_by(|a, b| a.0.total_cmp(&b.0));
+    assert_eq!(forward.len(), steps);
+    let synced = steps - unsynced;
+    let mean = |v: &[(f64, f64)]| v.iter().map(|x| x.1).sum::<f64>() / v.len() as f64;
+    assert!(close(mean(&forward[unsynced..]), stage, 0.01 * stage), "the synced half is the stage");
+    assert!((mean(&forward) - stage).abs() > 0.1 * stage, "over every step it is not");
+
+    let trace = dir.join("profile_trace.json.gz");
+    let t = common::json(&["tree", trace.to_str().unwrap()]);
+    let here = t["rows"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["kind"] == "phase" && r["name"] == "forward")
+        .map(|r| f(r, "cpu_ms_per_step"))
+        .unwrap();
+    // The tree's forward: the records inside the ranges, at most the ranges.
+    assert!(here <= mean(&forward) + 1e-3 && here > stage, "{here}");
+    let note = t["notes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(Value::as_str)
+        .find(|n| n.starts_with("CPU times here are the trace's records"))
+        .unwrap_or_else(|| panic!("{:#}", t["notes"]));
+    let said = format!(
+        "over its {steps} steps; `phases` and `summary` give the capture's own timing of the {synced} synced steps of {steps}"
+    );
+    assert!(note.contains(&said), "{note}");
+    assert!(note.contains(&format!("forward {stage:.2} ms there, {here:.2} here")), "{note}");
+    let text = common::profile_out(&["tree", trace.to_str().unwrap()]);
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+    // A foreign trace (no capture's timing): no such note.
+    let foreign = common::json(&["tree", timesformer().to_str().unwrap()]);
+    assert!(
+        foreign["notes"]
+            .as_array()
+            .is_none_or(|n| n.iter().all(|n| !n.as_str().unwrap().starts_with("CPU times here"))),
+        "{:#}",
+        foreign["notes"]
+    );
+}

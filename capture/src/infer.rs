@@ -318,7 +318,9 @@ fn measurements(p: &Plan, m: &Loaded, images: &[Image], t: &Trial) -> Measuremen
     };
     let mut meta = Map::new();
     // The reference's keys, in its order, then ours.
-    meta.insert("model".into(), json!(p.weights));
+    // No weights loaded: the label says so, not the file name that was
+    // not read (docs/profile-schema.md §1 `model`).
+    meta.insert("model".into(), json!(model_label(&p.weights, m.weights_source)));
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));
     meta.insert("half".into(), json!(p.half));
@@ -508,9 +510,24 @@ pub fn capture(p: &Plan) -> Result<Capture> {
     Ok(Capture::inference(&shown, &shown_path))
 }
 
+/// `model` as the profile records it: the weights' name, `(random init)`
+/// where none were loaded (the readers' label, one rule).
+pub(crate) fn model_label(model: &str, weights_source: &str) -> String {
+    let mut c = profile::RunConfig::default();
+    c.insert("weights_source", json!(weights_source));
+    c.model_label(model)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_model_field_says_random_init_where_no_weights_were_loaded() {
+        // What `profile infer` with no weights file writes, and with one.
+        assert_eq!(model_label("LibreYOLO9t.pt", "random-init"), "LibreYOLO9t (random init)");
+        assert_eq!(model_label("LibreYOLO9t.pt", "file"), "LibreYOLO9t.pt");
+    }
 
     #[test]
     fn percentiles_follow_the_reference_rule() {

@@ -49,11 +49,19 @@ const CATEGORY_PATTERNS: &[(Category, &str)] = &[
         r"flash_fwd|flash_bwd|flash_fprop|flash_bprop|flash::|flash_attn|flashattn|fmha|attn_fwd|attn_bwd|attention|_sdpa_|sageattn|(?:^|_)sage_(?:fwd|bwd)|qk_int\d*_sv_|mha_fwd|mha_bwd|batchprefill|batchdecode",
     ),
     // Names whose other words would pull them elsewhere: rotary embeddings
-    // are pointwise; embedding lookups, scatter-adds, KV-cache writes and
+    // are pointwise, and so is FBGEMM's embedding backward fused with its
+    // optimizer (`split_embedding_backward_codegen_<optimizer>_…_kernel_*`:
+    // each touched row's gradient applied by the optimizer's update, as
+    // `multi_tensor_apply` optimizers are; its `dense` backward, a
+    // scatter-add, and its `find_long_segments` helper are not);
+    // embedding lookups, scatter-adds, KV-cache writes and
     // MoE's finalize scatter are data movement; cuDNN's FFT and split-K
     // helpers and im2col/col2im (MIOpen's `Im2d2Col`) are parts of a
     // convolution.
-    (Category::Elementwise, r"rotary_emb"),
+    (
+        Category::Elementwise,
+        r"rotary_emb|split_embedding_backward_codegen_\w*(?:adagrad|sgd|adam|lamb)\w*_kernel_",
+    ),
     (
         Category::LayoutCopy,
         r"nchwtonhwc|nhwctonchw|batched_transpose|embedding|scatter_gather|indexfunclargeindex|reshape_and_cache|kv_?cache|matmul_scatter",

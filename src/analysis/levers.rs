@@ -82,10 +82,63 @@ impl Amp {
     }
 }
 
+/// SDPA's projection for eager attention: the softmax kernels go, but
+/// the fused kernel still does the softmax's arithmetic (on chip, without
+/// their memory traffic), so they keep the time their FLOPs take at the
+/// device's vector fp32 peak — the compute roof of the priced softmax
+/// work, as a share of its time — and the batched matmuls stay as
+/// measured. The saving is then at most what the what-if takes away: the
+/// fused kernel's arithmetic runs below its peak.
+#[derive(Debug, Clone)]
+pub struct Sdpa {
+    /// The share of the softmax kernels' time kept (0 where the model
+    /// priced none of them or the device's peak is unknown).
+    pub scale: f64,
+    /// What it rests on: the priced softmax work's GFLOP per step, the
+    /// time they take at the peak (ms per step) and that peak (TFLOP/s).
+    pub kept: Option<(f64, f64, f64)>,
+    /// The softmax kernels' time per step.
+    pub softmax_ms: f64,
+}
+
+impl Sdpa {
+    /// The what-if that asks for it.
+    pub fn flags(&self) -> String {
+        if self.scale > 0.0 {
+            format!("--grep '{SOFTMAX}' --scale {:.3}", self.scale)
+        } else {
+            format!("--grep '{SOFTMAX}'")
+        }
+    }
+
+    /// None where attention is not eager.
+    pub fn of(eff: Option<&Efficiency>, facts: &TraceFacts) -> Option<Sdpa> {
+        let a = facts.attention.as_ref().filter(|a| a.kind == AttentionKind::Eager)?;
+        let kept = eff.and_then(|e| {
+            let peak = *e.peak_tflops.get("fp32")?;
+            let c = e.categories.iter().find(|c| c.category == Category::Softmax)?;
+            let (gflop, priced) = (c.achieved.gflop_per_step?, c.achieved.modelled_ms_per_step?);
+            // GFLOP over TFLOP/s is ms.
+            (peak > 0.0 && priced > 0.0).then(|| (gflop, gflop / peak, peak, priced))
+        });
+        // The priced part's compute roof as a share of its time, for all
+        // the softmax kernels; 3 decimals, as the flags say it.
+        let scale =
+            kept.map_or(0.0, |(_, ms, _, priced)| ((ms / priced).min(1.0) * 1e3).round() / 1e3);
+        Some(Sdpa {
+            scale,
+            kept: kept.map(|(g, ms, peak, _)| (g, ms, peak)),
+            softmax_ms: a.eager_softmax_ms_per_step,
+        })
+    }
+}
+
 /// What the levers are decided from.
 pub struct Ctx<'a> {
     /// AMP's projection, where it has one ([`Amp::of`]).
     pub amp: Option<&'a Amp>,
+    /// SDPA's, where attention is eager ([`Sdpa::of`]).
+    pub sdpa: Option<&'a Sdpa>,
     /// The step model's what-ifs: the standard set and [`extra`]'s.
     pub scenarios: &'a [ScenarioRow],
     pub facts: &'a TraceFacts,
@@ -121,14 +174,16 @@ impl Ctx<'_> {
 }
 
 /// The what-ifs the levers need beyond the standard set: (flags, what,
-/// the kernel-name pattern they remove), where the facts call for them.
-pub fn extra(facts: &TraceFacts) -> Vec<(String, String, &'static str)> {
+/// the kernel-name pattern they scale, the share of its time kept), where
+/// the facts call for them.
+pub fn extra(facts: &TraceFacts, sdpa: Option<&Sdpa>) -> Vec<(String, String, &'static str, f64)> {
     let mut out = Vec::new();
-    if facts.attention.as_ref().is_some_and(|a| a.kind == AttentionKind::Eager) {
+    if let Some(s) = sdpa {
         out.push((
-            format!("--grep '{SOFTMAX}'"),
-            "no softmax kernels: attention fused into one kernel".into(),
+            s.flags(),
+            "softmax kernels down to their arithmetic: attention fused into one kernel".into(),
             SOFTMAX,
+            s.scale,
         ));
     }
     if facts.channels_last.as_ref().is_some_and(|c| c.transpose_ms_per_step > 0.0) {
@@ -136,6 +191,7 @@ pub fn extra(facts: &TraceFacts) -> Vec<(String, String, &'static str)> {
             format!("--grep '{TRANSPOSES}'"),
             "no layout transposes around the convolutions".into(),
             TRANSPOSES,
+            0.0,
         ));
     }
     out
@@ -469,16 +525,23 @@ fn elementwise(ctx: &Ctx<'_>) -> Option<LeverRow> {
 }
 
 /// Eager attention (softmax between batched matmuls) → SDPA: the softmax
-/// kernels go.
+/// kernels go, their arithmetic stays in the fused kernel ([`Sdpa`]); an
+/// upper bound, said as one.
 fn sdpa(ctx: &Ctx<'_>) -> Option<LeverRow> {
-    let a = ctx.facts.attention.as_ref().filter(|a| a.kind == AttentionKind::Eager)?;
-    let row = ctx.saving(&format!("--grep '{SOFTMAX}'"))?;
+    let s = ctx.sdpa?;
+    let row = ctx.saving(&s.flags())?;
+    let kept = match s.kept {
+        Some((gflop, ms, peak)) => format!(
+            "fused, their {gflop:.2} GFLOP/step still take at least {ms:.2} ms/step (at the {peak:.0} TFLOP/s fp32 peak) and the batched matmuls stay as measured, so it saves at most the rest"
+        ),
+        None => "fused, the kernel still does their arithmetic, which the model could not price here (no shapes or peaks), so it saves at most their time".into(),
+    };
     lever(
         LeverKind::Sdpa,
         "torch.nn.functional.scaled_dot_product_attention instead of softmax between matmuls"
             .into(),
         row,
-        format!("{:.2} ms/step of softmax kernels in eager attention", a.eager_softmax_ms_per_step),
+        format!("{:.2} ms/step of softmax kernels in eager attention; {kept}", s.softmax_ms),
         vec![
             "eager attention (softmax with bmm/baddbmm), no fused attention kernel leading".into(),
         ],

@@ -192,7 +192,11 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     }
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
-    let kernels = rows[..shown].iter().map(|k| (*k).clone()).collect();
+    // A profile written before `priced_pct` gets it from its own figures.
+    let kernels = rows[..shown]
+        .iter()
+        .map(|k| KernelRow { priced_pct: k.priced_share(), ..(*k).clone() })
+        .collect();
     Ok(Kernels {
         trace: p.trace.clone(),
         none: p.kernels.is_empty().then_some(NO_KERNELS),
@@ -258,6 +262,7 @@ fn merge_rows(ranks: &[(u32, &[KernelRow])]) -> (Vec<KernelRow>, Vec<Vec<(u32, f
                     ms_per_step: 0.0,
                     pct_of_gpu: 0.0,
                     count_per_step: 0.0,
+                    priced_pct: None,
                     achieved: Default::default(),
                     calls: None,
                     ..k.clone()

@@ -19,6 +19,8 @@ use crate::profile::{
 pub struct Summary {
     pub trace: Option<String>,
     pub mode: Mode,
+    /// The profile's `model` as labelled: `(random init)` added where the
+    /// capture loaded no weights (`config.weights_source`).
     pub model: Option<String>,
     pub config: RunConfig,
     pub bound: Verdict,
@@ -150,7 +152,7 @@ pub fn summary(p: &Profile) -> Summary {
     Summary {
         trace: p.trace.clone(),
         mode: p.mode(),
-        model: p.model.clone(),
+        model: p.model.as_deref().map(|m| p.config.model_label(m)),
         config: p.config.clone(),
         bound: p.bound.clone(),
         bound_why: p.bound_why.clone(),

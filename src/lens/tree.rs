@@ -278,8 +278,46 @@ pub fn tree(p: &Profile, q: &TreeQuery) -> Result<Tree> {
         cpu_ms_per_step: round(cpu_all, 4),
         rows,
         hidden: s.hidden,
-        notes: notes(&s, q),
+        notes: notes(&s, q).into_iter().chain(measured_note(p, &s, q)).collect(),
     })
+}
+
+/// Where a capture timed its phases itself (synced, `stages_ms` or the
+/// training composition), `phases` shows that timing, and the tree — the
+/// trace's records, over every step of the window — can differ from it:
+/// said, with the phases that differ by more than 2% (and 0.05 ms).
+fn measured_note(p: &Profile, s: &Selected, q: &TreeQuery) -> Option<String> {
+    if q.bottom_up || p.config.as_map().is_empty() {
+        return None;
+    }
+    let differ: Vec<String> = s
+        .view
+        .roots()
+        .into_iter()
+        .map(|r| &s.view.nodes[r])
+        .filter(|n| n.kind == NodeKind::Phase)
+        .filter_map(|n| {
+            let wall = p.phases.iter().find(|ph| ph.phase == n.name)?.wall_ms_per_step?;
+            ((n.cpu - wall).abs() > (0.02 * wall).max(0.05))
+                .then(|| format!("{} {:.2} ms there, {:.2} here", n.name, wall, n.cpu))
+        })
+        .collect();
+    if differ.is_empty() {
+        return None;
+    }
+    let steps = p.figures.window.real_steps;
+    // Inference: the first half of the measured runs gives the latency,
+    // the second, synced, the stages (docs/spec.md §2.1).
+    let synced = match (&p.figures.latency, &p.figures.stages_ms) {
+        (Some(l), Some(_)) if l.n > 0 && steps > l.n => {
+            format!("the {} synced steps of {steps}", steps - l.n)
+        }
+        _ => "its synced steps".to_string(),
+    };
+    Some(format!(
+        "CPU times here are the trace's records (ops and ranges) over its {steps} steps; `phases` and `summary` give the capture's own timing of {synced}, so they can differ ({})",
+        differ.join("; ")
+    ))
 }
 
 /// What the tree says under its rows: frames left out, no modules, the

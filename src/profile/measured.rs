@@ -84,6 +84,11 @@ impl From<Map<String, Value>> for RunConfig {
     }
 }
 
+/// `weights_source` of a capture that loaded no weights.
+pub const RANDOM_INIT: &str = "random-init";
+/// What a model's label says of it.
+const RANDOM_INIT_SAID: &str = " (random init)";
+
 impl RunConfig {
     /// The object as written (to show or copy it whole).
     pub fn as_map(&self) -> &Map<String, Value> {
@@ -95,6 +100,19 @@ impl RunConfig {
     }
     fn str_of(&self, key: &str) -> Option<&str> {
         self.0.get(key).and_then(Value::as_str)
+    }
+
+    /// The model as readers label it: `model` as written, but where the
+    /// capture loaded no weights (`weights_source: random-init`) the name
+    /// without its file extension and `(random init)` — no weights file
+    /// was read, so `LibreYOLO9t.pt` would say what did not happen.
+    pub fn model_label(&self, model: &str) -> String {
+        if self.str_of("weights_source") != Some(RANDOM_INIT) || model.ends_with(RANDOM_INIT_SAID) {
+            return model.to_string();
+        }
+        let stem =
+            model.strip_suffix(".pt").or_else(|| model.strip_suffix(".pth")).unwrap_or(model);
+        format!("{stem}{RANDOM_INIT_SAID}")
     }
 
     /// Images per step (`batch`), as written (a number, for display).
@@ -305,5 +323,24 @@ mod tests {
             none.belongs_to(&info(None, Some("/w/worker0.pt.trace.json")), Some(ours)).is_err()
         );
         assert!(none.belongs_to(&info(None, None), None).is_err(), "a stream has no sidecar");
+    }
+}
+
+#[cfg(test)]
+mod model_label_tests {
+    use super::*;
+
+    #[test]
+    fn a_model_without_weights_is_labelled_random_init() {
+        let mut c = RunConfig::default();
+        // LibreYOLO 1.6 and foreign profiles say nothing: as written.
+        assert_eq!(c.model_label("LibreYOLO9t.pt"), "LibreYOLO9t.pt");
+        c.insert("weights_source", Value::from("file"));
+        assert_eq!(c.model_label("LibreYOLO9t.pt"), "LibreYOLO9t.pt");
+        c.insert("weights_source", Value::from(RANDOM_INIT));
+        assert_eq!(c.model_label("LibreYOLO9t.pt"), "LibreYOLO9t (random init)");
+        assert_eq!(c.model_label("YOLOv9-t"), "YOLOv9-t (random init)");
+        // A capture that wrote the label already: once.
+        assert_eq!(c.model_label("LibreYOLO9t (random init)"), "LibreYOLO9t (random init)");
     }
 }

@@ -435,6 +435,13 @@ pub struct KernelRow {
     pub ms_per_step: f64,
     pub pct_of_gpu: f64,
     pub count_per_step: f64,
+    /// The share of its time its rates rest on: `modelled_ms_per_step`
+    /// over `ms_per_step`, in percent (its calls under no priced op are
+    /// not in them); absent where the model priced none of it. Below
+    /// [`RATES_PRICED_PCT`] the tables mark its rates (docs/analysis.md
+    /// §13.2).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub priced_pct: Option<f64>,
     /// Its share of the work of the ops that launched it (docs/analysis.md §13).
     #[serde(flatten)]
     pub achieved: Achieved,
@@ -442,6 +449,27 @@ pub struct KernelRow {
     /// (docs/analysis.md §7.1). Only on a trace's whole-window rows.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub calls: Option<KernelCalls>,
+}
+
+/// A kernel whose rates rest on less than this share of its time (%)
+/// has them marked: they describe the priced part, not the kernel.
+pub const RATES_PRICED_PCT: f64 = 50.0;
+
+impl KernelRow {
+    /// Its priced share in percent ([`KernelRow::priced_pct`]), from the
+    /// row's own figures where a profile written before the field lacks it.
+    pub fn priced_share(&self) -> Option<f64> {
+        self.priced_pct.or_else(|| {
+            let m = self.achieved.modelled_ms_per_step?;
+            (self.ms_per_step > 0.0)
+                .then(|| crate::util::round((m / self.ms_per_step * 100.0).min(100.0), 2))
+        })
+    }
+
+    /// Its rates rest on under [`RATES_PRICED_PCT`] of its time.
+    pub fn rates_thin(&self) -> bool {
+        self.priced_share().is_some_and(|p| p < RATES_PRICED_PCT)
+    }
 }
 
 /// How one kernel's calls in the window ran (docs/analysis.md §7.1).

@@ -158,6 +158,9 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
         k.kernels.len()
     ));
     t.notes = k.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
+    if k.kernels.iter().any(|r| r.rates_thin()) {
+        t.notes.push(text::thin_rates_note(false));
+    }
     t.notes.extend(
         k.graph_replay_ms_per_step
             .map(|ms| text::graph_replay_note(ms, k.graph_replay_attributed_ms_per_step)),

@@ -123,6 +123,7 @@ fn generated(n: usize) -> Profile {
             ms_per_step: ms,
             pct_of_gpu: ms / 10.0,
             count_per_step: (i % 50 + 1) as f64,
+            priced_pct: None,
             achieved: Default::default(),
             calls: None,
         });

@@ -562,7 +562,10 @@ fn measurements(p: &Plan, m: &TrainModel, ds: &Dataset, t: &Trial) -> Measuremen
         (step_ms > 0.0).then(|| libreyolo_core::util::round(p.batch as f64 * 1e3 / step_ms, 2));
     let mut meta = Map::new();
     // The reference's keys, in its order, then ours.
-    meta.insert("model".into(), json!(format!("YOLOv9-{}", m.size)));
+    meta.insert(
+        "model".into(),
+        json!(crate::infer::model_label(&format!("YOLOv9-{}", m.size), m.weights_source)),
+    );
     meta.insert("device".into(), json!(device::name(p.device)));
     meta.insert("batch".into(), json!(p.batch));
     meta.insert("imgsz".into(), json!(p.imgsz));

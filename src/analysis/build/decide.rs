@@ -28,10 +28,13 @@ pub(super) fn levers(
     idle: Option<&IdleAccount>,
 ) -> Vec<LeverRow> {
     use crate::analysis::levers;
-    let extra = levers::extra(facts).into_iter().filter_map(|(flags, what, pattern)| {
-        let re = regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok()?;
-        m.kernels_removed(flags, what, |n| re.is_match(n))
-    });
+    let sdpa = levers::Sdpa::of(efficiency, facts);
+    let extra = levers::extra(facts, sdpa.as_ref()).into_iter().filter_map(
+        |(flags, what, pattern, factor)| {
+            let re = regex::RegexBuilder::new(pattern).case_insensitive(true).build().ok()?;
+            m.kernels_scaled(flags, what, |n| re.is_match(n), factor)
+        },
+    );
     let mut extra: Vec<Scenario> = extra.collect();
     extra.extend(facts.fusable_chains.as_ref().and_then(|_| m.chains_fused()));
     let gemm_ms =
@@ -51,6 +54,7 @@ pub(super) fn levers(
     rows.extend(crate::analysis::model::rows(m, head.step_ms, extra));
     levers::levers(&levers::Ctx {
         amp: amp.as_ref(),
+        sdpa: sdpa.as_ref(),
         scenarios: &rows,
         facts,
         idle,

@@ -56,6 +56,9 @@ impl Rows<'_> {
             ms_per_step: round(self.win.per_step_ms(k.ns), 4),
             pct_of_gpu: round(pct(k.ns, denom), 2),
             count_per_step: round(k.count as f64 / self.win.n_steps, 2),
+            priced_pct: perf
+                .filter(|r| r.ns > 0.0 && k.ns > 0)
+                .map(|r| round((r.ns / k.ns as f64 * 100.0).min(100.0), 2)),
             achieved: crate::analysis::roofline::achieved(perf, self.win.n_steps),
             calls: None,
         }

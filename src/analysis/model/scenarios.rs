@@ -240,13 +240,15 @@ impl StepModel {
         out
     }
 
-    /// The GPU work whose name `hit` matches removed, as `what-if --grep
-    /// PATTERN` asks (`flags` says so); None when nothing matches.
-    pub fn kernels_removed(
+    /// The GPU work whose name `hit` matches kept at `factor` of its time
+    /// (0: removed), as `what-if --grep PATTERN [--scale F]` asks (`flags`
+    /// says so); None when nothing matches.
+    pub fn kernels_scaled(
         &self,
         flags: String,
         what: String,
         hit: impl Fn(&str) -> bool,
+        factor: f64,
     ) -> Option<Scenario> {
         let hits: Vec<bool> = self.names.iter().map(|n| hit(n)).collect();
         let node_factor: Vec<(u32, f64)> = (0..self.nodes.len() as u32)
@@ -254,7 +256,7 @@ impl StepModel {
                 let n = &self.nodes[i as usize];
                 n.kind == NodeKind::Gpu && hits.get(n.name as usize).copied().unwrap_or(false)
             })
-            .map(|i| (i, 0.0))
+            .map(|i| (i, factor))
             .collect();
         (!node_factor.is_empty()).then(|| Scenario {
             flags,

@@ -77,17 +77,38 @@ fn small_pct(p: f64) -> String {
 pub(super) const RATES_HEADER: &str = "TFLOP/s    TB/s  %roof   bound ";
 
 /// One row's rate columns under [`RATES_HEADER`]; dashes where unpriced.
-pub(super) fn rate_columns(a: &Achieved) -> String {
+/// `thin`: the rates rest on under half of the row's time, and each carries
+/// [`THIN_MARK`] ([`thin_rates_note`] says so under the table).
+pub(super) fn rate_columns(a: &Achieved, thin: bool) -> String {
     if !a.is_priced() {
         return format!("{:>7} {:>7} {:>6} {:>7}", "-", "-", "-", "-");
     }
+    let mark = if thin { THIN_MARK } else { "" };
     format!(
         "{:>7} {:>7} {:>6} {:>7}",
-        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}")),
-        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}")),
-        a.pct_of_peak.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%")),
+        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}{mark}")),
+        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}{mark}")),
+        a.pct_of_peak.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%{mark}")),
         a.roofline_bound.map_or("-", RooflineBound::as_str)
     )
+}
+
+/// The mark on a kernel's rates that rest on under half of its time.
+pub const THIN_MARK: &str = "*";
+
+/// What [`THIN_MARK`] means, said under a table that shows it
+/// (docs/analysis.md §13.2); `marked`: the text table's, else the
+/// Markdown/CSV tables' (which carry `priced_pct` as a column).
+pub fn thin_rates_note(marked: bool) -> String {
+    let pct = crate::profile::RATES_PRICED_PCT;
+    let what = format!(
+        "rates over under {pct:.0}% of the kernel's time, the part launched by priced ops (its other calls ran under ops without FLOPs or shapes)"
+    );
+    if marked {
+        format!("{THIN_MARK} {what}; `priced_pct` in --json")
+    } else {
+        format!("rows with `priced_pct` under {pct:.0}%: {what}")
+    }
 }
 
 /// What the kernel tables say of graph replays (docs/analysis.md §17).

@@ -52,9 +52,11 @@ pub fn straggler_line(s: &Straggler, others: usize) -> String {
         .late_steps
         .filter(|[_, n]| *n > 1)
         .map_or(String::new(), |[k, n]| format!(" ({k} of {n} steps)"));
-    let late = s
-        .late_ms
-        .map_or(String::new(), |l| format!(", arriving up to {} ms after them", num(l, 2)));
+    // Lateness is against the other ranks' median arrival at the same
+    // collective (docs/analysis.md §11), not their earliest.
+    let late = s.late_ms.map_or(String::new(), |l| {
+        format!(", arriving up to {} ms after the others' median arrival", num(l, 2))
+    });
     let at: Vec<String> =
         s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
     // A sum over the others: it can exceed the step, so the mean is said.

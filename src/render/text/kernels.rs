@@ -2,7 +2,9 @@
 
 use std::fmt::Write;
 
-use super::efficiency::{RATES_HEADER, efficiency_notes, graph_replay_note, rate_columns};
+use super::efficiency::{
+    RATES_HEADER, efficiency_notes, graph_replay_note, rate_columns, thin_rates_note,
+};
 use super::num;
 use crate::lens::kernels::{JobKernels, KernelQuery, Kernels};
 
@@ -21,13 +23,16 @@ pub fn kernels(k: &Kernels) -> String {
             r.pct_of_gpu,
             format!("{:.3}", r.ms_per_step),
             num(r.count_per_step, 1),
-            if priced { rate_columns(&r.achieved) } else { String::new() },
+            if priced { rate_columns(&r.achieved, r.rates_thin()) } else { String::new() },
             if r.tensorcore { "Y" } else { " " },
             r.kernel,
             r.category
         );
     }
     matched_line(&mut o, &k.query, k.matched, k.total, k.kernels.len());
+    if k.kernels.iter().any(|r| r.rates_thin()) {
+        let _ = writeln!(o, "{}", thin_rates_note(true));
+    }
     if let Some(ms) = k.graph_replay_ms_per_step {
         let _ =
             writeln!(o, "note: {}", graph_replay_note(ms, k.graph_replay_attributed_ms_per_step));

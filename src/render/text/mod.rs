@@ -26,7 +26,9 @@ mod whatif;
 pub use capture::capture;
 pub use collectives::collectives;
 pub use compare::{compare, compare_jobs, metric_value};
-pub use efficiency::{efficiency_line, efficiency_parts, graph_replay_note, rates_note};
+pub use efficiency::{
+    THIN_MARK, efficiency_line, efficiency_parts, graph_replay_note, rates_note, thin_rates_note,
+};
 pub use get::{get, scalar};
 pub use job::{job, slowest, straggler_line, stragglers_head, why};
 pub use kernels::{job_kernels, kernels};

@@ -35,7 +35,7 @@ pub fn ops(x: &Ops) -> String {
         }
         if priced {
             let shape = r.shape.as_deref().map_or(String::new(), |s| format!("  ({s})"));
-            let _ = writeln!(o, " {}  {}{shape}", rate_columns(&r.achieved), r.op);
+            let _ = writeln!(o, " {}  {}{shape}", rate_columns(&r.achieved, false), r.op);
         } else {
             let _ = writeln!(o, "  {}", r.op);
         }

@@ -11,7 +11,7 @@ use libreyolo_core::analysis::kernels::label_within;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::{Achieved, KernelRow, NodeKind, Profile, RooflineBound};
-use libreyolo_core::render::text::{node_tag, num};
+use libreyolo_core::render::text::{THIN_MARK, node_tag, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -221,7 +221,7 @@ impl Component for KernelsPane {
                 right(fixed(r.ms_per_step, 3)),
                 right(num(r.count_per_step, 1)),
             ];
-            cells.extend(rates.cells(&r.achieved));
+            cells.extend(rates.cells(&r.achieved, r.rates_thin()));
             cells.extend([
                 Cell::from(if r.tensorcore {
                     Span::styled("TC", t.accent())
@@ -379,6 +379,15 @@ impl KernelsPane {
         lines.extend(launch.map(|l| field("launch", l)));
         for (label, value) in rate_lines(&k.achieved, None) {
             lines.push(field(label, value));
+        }
+        if let Some(p) = k.priced_share().filter(|p| *p < 100.0) {
+            // The rates describe the priced part only (docs/analysis.md §13.2).
+            let thin = if k.rates_thin() {
+                format!(" {} (rates over that part only)", THIN_MARK)
+            } else {
+                String::new()
+            };
+            lines.push(field("priced", format!("{}% of its time{thin}", fixed(p, 1))));
         }
         let mut phases = vec![Line::raw("")];
         let split = phase_split(p, &k.raw_name);
@@ -598,16 +607,19 @@ impl RateColumns {
         }
         w
     }
-    pub fn cells(self, a: &Achieved) -> Vec<Cell<'static>> {
+    /// `thin`: the rates rest on under half of the row's time
+    /// (docs/analysis.md §13.2), marked as the text table marks them.
+    pub fn cells(self, a: &Achieved, thin: bool) -> Vec<Cell<'static>> {
         if !self.shown {
             return Vec::new();
         }
         let dash = || "-".to_string();
+        let mark = if thin { THIN_MARK } else { "" };
         let mut c = Vec::new();
         if self.wide {
-            c.push(right(a.tflops.map_or_else(dash, |v| fixed(v, 1))));
+            c.push(right(a.tflops.map_or_else(dash, |v| format!("{}{mark}", fixed(v, 1)))));
         }
-        c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%"))));
+        c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%{mark}"))));
         c.push(Cell::from(
             a.roofline_bound
                 .map_or("", |b| if b == RooflineBound::Compute { "cmp" } else { "mem" }),

@@ -164,7 +164,7 @@ impl Component for OpsPane {
                 cells.push(right(dash(r.gpu_ms_per_step)));
             }
             cells.push(right(num(r.count_per_step, 1)));
-            cells.extend(rates.cells(&r.achieved));
+            cells.extend(rates.cells(&r.achieved, false));
             cells.push(Cell::from(clip(&r.op, name_w)));
             let row = Row::new(cells);
             if first + i == self.selected { row.style(t.selected()) } else { row }
