@@ -213,6 +213,36 @@ fn reference(rel: &str) -> String {
 }
 
 #[test]
+fn latency_says_what_its_samples_can_tell() {
+    // Nearest-rank percentiles of a few samples: p99 of 10 is the slowest
+    // one. The text says how many samples, and which percentiles are just
+    // the slowest (read from the profile as written, issue #54).
+    let mut said = 0;
+    for rel in ["infer_b1", "infer_b4", "infer_notrace"] {
+        let p = reference(&format!("{rel}/profile.json"));
+        let raw: Value = serde_json::from_str(&std::fs::read_to_string(&p).unwrap()).unwrap();
+        let l = &raw["latency"];
+        let max = l["max_ms"].as_f64().unwrap();
+        let slowest: Vec<&str> = ["p90", "p99"]
+            .into_iter()
+            .filter(|q| l[format!("{q}_ms")].as_f64().unwrap() >= max)
+            .collect();
+        let text = common::profile_out(&["summary", &p]);
+        let n = l["n"].as_u64().unwrap();
+        let want = match slowest[..] {
+            [] => format!("({n} samples)"),
+            [one] => format!("({n} samples; {one} is the slowest sample: too few samples for it)"),
+            _ => format!(
+                "({n} samples; p90 and p99 are the slowest sample: too few samples for them)"
+            ),
+        };
+        assert!(text.contains(&want), "{rel}: no '{want}' in\n{text}");
+        said += (!slowest.is_empty()) as usize;
+    }
+    assert!(said >= 2, "the references' p99 of 10 samples is their slowest");
+}
+
+#[test]
 fn reference_profiles_read_as_written() {
     for (rel, step_ms, img_per_s, bound) in [
         ("infer_b1/profile.json", 241.4, 4.14, "compute"),

@@ -60,6 +60,19 @@ pub struct Latency {
     pub n: u64,
 }
 
+impl Latency {
+    /// What the samples can say of the tail: the percentiles that are the
+    /// slowest sample itself (nearest rank, so every high percentile of a
+    /// few samples is), named for the text; empty where none is.
+    pub fn at_the_slowest(&self) -> Vec<&'static str> {
+        [("p90", self.p90_ms), ("p99", self.p99_ms)]
+            .into_iter()
+            .filter(|(_, v)| self.n > 0 && *v >= self.max_ms)
+            .map(|(name, _)| name)
+            .collect()
+    }
+}
+
 /// Wall time per inference stage, as the capture timed it.
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, Deserialize, PartialEq)]
 #[serde(default)]
@@ -122,6 +135,10 @@ impl RunConfig {
     /// Images per step (`batch`), when it is a number.
     pub fn batch(&self) -> Option<f64> {
         self.batch_value().and_then(Value::as_f64)
+    }
+    /// The measured runs asked for (`runs`), when written.
+    pub fn runs(&self) -> Option<u64> {
+        self.0.get("runs").and_then(Value::as_u64)
     }
     /// `cpu`, or the CUDA device's name.
     pub fn device(&self) -> Option<&str> {

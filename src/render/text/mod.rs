@@ -37,7 +37,7 @@ pub use merge::merge;
 pub use modules::{modules, modules_total};
 pub use ops::ops;
 pub use phases::phases;
-pub use summary::{idle_lines, lever_lines, step_line, stream_line, summary};
+pub use summary::{idle_lines, latency_samples, lever_lines, step_line, stream_line, summary};
 pub use tree::{node_tag, tree};
 pub use whatif::{job_what_if, what_if, what_if_all};
 

@@ -32,11 +32,11 @@ pub fn summary(s: &Summary) -> String {
     if let Some(l) = &s.figures.latency {
         let _ = writeln!(
             o,
-            "latency  p50 {} ms | p90 {} ms | p99 {} ms  ({} samples)",
+            "latency  p50 {} ms | p90 {} ms | p99 {} ms  ({})",
             num(l.p50_ms, 3),
             num(l.p90_ms, 3),
             num(l.p99_ms, 3),
-            l.n
+            latency_samples(l, s.config.runs())
         );
     }
     if let Some(st) = &s.figures.stages_ms {
@@ -270,6 +270,24 @@ pub fn lever_lines(levers: &[crate::profile::LeverRow], n: usize) -> Vec<String>
             )
         })
         .collect()
+}
+
+/// What the latency percentiles rest on: how many samples, from which of
+/// the measured runs (the first half: the rest time the stages), and the
+/// percentiles too few samples make the slowest one.
+pub fn latency_samples(l: &crate::profile::Latency, runs: Option<u64>) -> String {
+    let of_runs = match runs.filter(|r| *r > l.n) {
+        Some(r) => format!(", the first {} of {r} runs", l.n),
+        None => String::new(),
+    };
+    let tail = match l.at_the_slowest()[..] {
+        [] => String::new(),
+        [one] => format!("; {one} is the slowest sample: too few samples for it"),
+        ref all => {
+            format!("; {} are the slowest sample: too few samples for them", all.join(" and "))
+        }
+    };
+    format!("{} samples{of_runs}{tail}", l.n)
 }
 
 pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<String> {

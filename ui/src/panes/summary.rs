@@ -173,11 +173,11 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         out.push(Line::from(vec![
             Span::styled(format!("{:<14}", "latency"), t.header()),
             Span::raw(format!(
-                "p50 {} · p90 {} · p99 {} ms ({} samples)",
+                "p50 {} · p90 {} · p99 {} ms ({})",
                 num(l.p50_ms, 3),
                 num(l.p90_ms, 3),
                 num(l.p99_ms, 3),
-                l.n
+                libreyolo_core::render::text::latency_samples(l, s.config.runs())
             )),
         ]));
     }
