@@ -73,27 +73,25 @@ pub fn summary(s: &Summary) -> String {
         _ => None,
     };
     let and_dataload = dataload.as_ref().map(|d| format!("  |  {d}")).unwrap_or_default();
-    let graphs = match (s.extras.graph_launches_per_step, s.extras.graph_replay_ms_per_step) {
-        (Some(g), Some(ms)) => {
-            let all: f64 = s.categories.iter().map(|c| c.ms_per_step).sum();
-            format!(
-                " ({} CUDA/HIP graph launch{} replaying their kernels: {} ms/step, {} of the kernel time, {})",
-                num(g, 1),
-                if g == 1.0 { "" } else { "es" },
-                num(ms, 2),
-                pct(if all > 0.0 { ms / all } else { 0.0 }),
-                graph_attribution(ms, s.extras.graph_replay_attributed_ms_per_step)
-            )
+    let graphs = s.extras.graph_launches_per_step.map_or_else(String::new, |g| {
+        let launches = format!(
+            "{} CUDA/HIP graph launch{} replaying their kernels",
+            num(g, 1),
+            if g == 1.0 { "" } else { "es" }
+        );
+        match s.extras.graph_replay_ms_per_step {
+            Some(ms) => {
+                let all: f64 = s.categories.iter().map(|c| c.ms_per_step).sum();
+                format!(
+                    " ({launches}: {} ms/step, {} of the kernel time, {})",
+                    num(ms, 2),
+                    pct(if all > 0.0 { ms / all } else { 0.0 }),
+                    graph_attribution(ms, s.extras.graph_replay_attributed_ms_per_step)
+                )
+            }
+            None => format!(" ({launches})"),
         }
-        (Some(g), None) => {
-            format!(
-                " ({} CUDA/HIP graph launch{} replaying their kernels)",
-                num(g, 1),
-                if g == 1.0 { "" } else { "es" }
-            )
-        }
-        _ => String::new(),
-    };
+    });
     // Kernels whose launch the profiler missed were launched all the same.
     let recorded = match s.extras.launches_recorded_per_step {
         Some(r) => format!(" ({} of them recorded in the trace)", num(r, 1)),
