@@ -39,13 +39,15 @@ pub(super) fn run(
     kinfo: &KernelClasses,
     threads: usize,
 ) -> Accounts {
-    // The idle account, the busy union, the roofline and the ops' count
-    // each read the pass's records and nothing of each other: with a
-    // spare thread, the idle account and the busy union run beside the
-    // roofline and the ops' count. The idle sweep (its largest lists)
-    // waits for the roofline to be done, so that their peaks come one
-    // after the other (4 MB less at 1 GB; BENCHMARKS.md); the busy union,
-    // which keeps no list, fills that wait.
+    // The accounts each read the pass's records and nothing of each other.
+    // With a spare thread, the main thread builds the roofline and the
+    // call tree (the two longest, ~70 and ~120 ms at 1 GB) while the side
+    // thread sorts the kernels, takes the busy union, counts the ops and
+    // the collectives' lead-ins, then sweeps the idle account: about even
+    // halves (BENCHMARKS.md). The idle sweep (its largest lists) waits
+    // for the roofline to be done, so that their peaks come one after the
+    // other (4 MB less at 1 GB); the side's other accounts, which keep
+    // small tables, fill that wait.
     let keep_gaps = !a.collectives.is_empty();
     // Sorted by the side thread first thing (the roofline needs none of
     // it); whoever asks first sorts it, the other waits.
@@ -54,6 +56,16 @@ pub(super) fn run(
     let compute_label = |name: u32| {
         kinfo.get(&name).filter(|k| k.category != Category::Communication).map(|k| k.label.clone())
     };
+    // The side's accounts before the idle sweep.
+    let small = |index: &KernelIndex| SideAccounts {
+        busy: gpu_busy(a, info, win, kinfo, index),
+        // The ops' tables, counted again under the final ranges where the
+        // pass left them to be.
+        op_tables: a.op_tables.stale.then(|| a.count_ops()),
+        // The collectives' kernel lead-ins (their idle part is added once
+        // the idle account is done).
+        lead_ins: a.collectives.finish(a, index, &compute_label),
+    };
     // The idle account's device groups after the first, for the main
     // thread too once its part is done (a merged trace's processes).
     let share = GroupSweeps::default();
@@ -61,11 +73,12 @@ pub(super) fn run(
         let (roof_done, roof_wait) = std::sync::mpsc::channel::<()>();
         let side = (threads > 1).then(|| {
             let share = &share;
+            let small = &small;
             s.spawn(move || {
                 let index = index();
-                let busy = std::cell::OnceCell::new();
+                let before = std::cell::OnceCell::new();
                 let before_sweep = || {
-                    busy.get_or_init(|| gpu_busy(a, info, win, kinfo, index));
+                    before.get_or_init(|| small(index));
                     // Err once the roofline is done (or gone): the sender
                     // is dropped, never used.
                     let _ = roof_wait.recv();
@@ -73,9 +86,7 @@ pub(super) fn run(
                 let beside = Beside { before_sweep: &before_sweep, share };
                 let idle = idle_account(a, win, kinfo, index, keep_gaps, beside);
                 // (No sweep without kernels.)
-                let busy =
-                    busy.into_inner().unwrap_or_else(|| gpu_busy(a, info, win, kinfo, index));
-                (busy, idle)
+                (before.into_inner().unwrap_or_else(|| small(index)), idle)
             })
         });
         let peaks = |device: i64| device_props(info, device).and_then(crate::hardware::recognise);
@@ -91,19 +102,13 @@ pub(super) fn run(
             &peaks,
         );
         drop(roof_done);
-        // The ops, counted while the idle account sweeps (their tables
-        // are small: the peak stays the sweep's).
-        let op_tables = a.op_tables.stale.then(|| a.count_ops());
         // The call tree, from the same records (§17).
         let tree = crate::analysis::calltree::build(a, kinfo);
-        // The collectives' kernel lead-ins too (their idle part needs the
-        // idle account's gaps).
-        let lead_ins = a.collectives.finish(a, index(), &compute_label);
         share.sweep_pending();
-        let (busy, idle) = match side {
+        let (side, idle) = match side {
             Some(h) => h.join().unwrap_or_else(|e| std::panic::resume_unwind(e)),
             None => (
-                gpu_busy(a, info, win, kinfo, index()),
+                small(index()),
                 idle_account(
                     a,
                     win,
@@ -114,8 +119,16 @@ pub(super) fn run(
                 ),
             ),
         };
+        let SideAccounts { busy, op_tables, lead_ins } = side;
         Accounts { busy, roof, idle, op_tables, lead_ins, tree }
     })
+}
+
+/// The side thread's accounts before its idle sweep.
+struct SideAccounts {
+    busy: Busy,
+    op_tables: Option<OpTables>,
+    lead_ins: LeadIns,
 }
 
 /// Busy time per device and stream, communication overlap, utilisation.
