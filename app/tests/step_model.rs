@@ -117,6 +117,53 @@ fn removing_kernels_on_a_busy_gpu_saves_their_time() {
     assert!((f(&half["saved_ms_per_step"]) - saved / 2.0).abs() <= 0.01 * saved, "{half}");
 }
 
+/// HTA's MI250 training step: the autograd thread's first
+/// `AccumulateGrad` spends 6.5 ms in one `hipLaunchKernel` (lazy code
+/// loading) while the loop thread, in `backward()`, records nothing until
+/// that thread is done. Taking the loading away — the op (`--op`) or the
+/// host cause it is (`warm-up`'s `--remove-idle cpu_op`) — shortens the
+/// step by about that call, both figures derived here from the raw events.
+#[test]
+fn a_lazily_loading_launch_taken_away_shortens_the_step() {
+    let t =
+        fixtures().join("traces/hta_amd_mi250_rocm62/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&t).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let v: Value = serde_json::from_str(&text).unwrap();
+    let events = v["traceEvents"].as_array().unwrap();
+    let x = |e: &&Value| e["ph"] == "X";
+    let step = events.iter().filter(x).find(|e| e["name"] == "ProfilerStep#1").unwrap();
+    let (s0, s1) = (f(&step["ts"]), f(&step["ts"]) + f(&step["dur"]));
+    let lazy = events
+        .iter()
+        .filter(x)
+        .filter(|e| e["cat"] == "cuda_runtime" && e["name"] == "hipLaunchKernel")
+        .filter(|e| (s0..s1).contains(&f(&e["ts"])))
+        .max_by(|a, b| f(&a["dur"]).total_cmp(&f(&b["dur"])))
+        .unwrap();
+    let (l0, l1) = (f(&lazy["ts"]), f(&lazy["ts"]) + f(&lazy["dur"]));
+    let lazy_ms = (l1 - l0) / 1000.0;
+    assert!(lazy_ms > 6.0, "{lazy}");
+    // The loop thread (the step's) records nothing while the call runs:
+    // it waits, in `backward()`, for the autograd thread.
+    assert_ne!(lazy["tid"], step["tid"]);
+    let loop_busy = events.iter().filter(x).filter(|e| e["tid"] == step["tid"]).any(|e| {
+        let (a, b) = (f(&e["ts"]), f(&e["ts"]) + f(&e["dur"]));
+        e["name"] != "ProfilerStep#1" && a < l1 && b > l0
+    });
+    assert!(!loop_busy);
+    let p = t.to_str().unwrap();
+    let w = json(&["what-if", p, "--op", "AccumulateGrad"]);
+    let (saved, removes) = (f(&w["saved_ms_per_step"]), f(&w["removes_ms_per_step"]));
+    assert!(saved >= 0.98 * lazy_ms && saved <= removes + 0.001, "{lazy_ms} ms: {w}");
+    let s = json(&["summary", p]);
+    let warm = s["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "warm-up").unwrap();
+    assert_eq!(s["levers"][0]["lever"], "warm-up", "{s}");
+    assert!(f(&warm["saves_ms_per_step"]) >= 0.98 * lazy_ms, "{lazy_ms} ms: {warm}");
+}
+
 /// `--op` names an annotation as it names an op (a module scope, a
 /// `record_function` range): on the A100 control trace, `## forward ##`
 /// takes away its own host time and the GPU work launched inside it, both

@@ -198,13 +198,24 @@ impl StepModel {
         }
         if node.cross != NONE {
             let l = node.cross;
-            let slack = node.start - self.nodes[l as usize].start;
+            let call = &self.nodes[l as usize];
             let usual = self.usual[node.lane as usize].launch;
-            let lat = if node.bind == Bind::Launch { slack } else { slack.min(usual) };
-            // The launch's start, from its lane's previous node (placed
-            // before this one): a blocking call itself is placed after the
-            // work it waits for.
-            take(self.host_start(l, change, end) + lat);
+            let after_return = node.start - call.end;
+            if call.kind == NodeKind::Launch && call.dur() >= BLOCKED_CALL && after_return >= 0 {
+                // A launch that loaded GPU code lazily (placed before this
+                // one): its work went when the call returned, so a call
+                // the change shortens launches it that much sooner.
+                let lat =
+                    if node.bind == Bind::Launch { after_return } else { after_return.min(usual) };
+                take(end[l as usize] + lat);
+            } else {
+                let slack = node.start - call.start;
+                let lat = if node.bind == Bind::Launch { slack } else { slack.min(usual) };
+                // The launch's start, from its lane's previous node (placed
+                // before this one): a blocking call itself is placed after
+                // the work it waits for.
+                take(self.host_start(l, change, end) + lat);
+            }
         }
         if node.wait != NONE && self.wait_holds(node, change) {
             let slack = node.start - self.nodes[node.wait as usize].end;

@@ -311,6 +311,27 @@ fn a_thread_that_waits_for_another_follows_it() {
     assert_eq!(saved_us(&m, &no_python), 6000 - 5015);
 }
 
+/// A launch call that loads GPU code lazily (5 ms, no GPU work ending
+/// while it runs) holds back its own kernel, which starts 8 µs after the
+/// call returns. Removing the loading (the `cpu_op` cause, as `warm-up`
+/// would) launches that kernel 5 ms sooner, and the step after it.
+#[test]
+fn a_kernel_loaded_lazily_goes_when_its_launch_returns() {
+    let mut lazy = kernel(7, ELT, 5108, 5, 100);
+    lazy.launch = Some((1, 100 * US, 5100 * US));
+    let gpu = vec![kernel(7, ELT, 10, 5, 0), lazy, kernel(7, ELT, 5210, 5, 5200)];
+    let m = model(gpu, vec![], (0, 5300), HostCauses::default());
+    check_null(&m);
+    let mut no_loading = Change::default();
+    no_loading.host_removed[HostCause::CpuOp as usize] = 1.0;
+    // Every call and kernel after the loading moves 5 ms earlier, the
+    // step's end with them.
+    assert_eq!(saved_us(&m, &no_loading), 5000);
+    let r = m.replay(&no_loading);
+    let (i, _) = m.nodes.iter().enumerate().find(|(_, n)| n.start == 5108 * US).unwrap();
+    assert_eq!(r.start[i], 108 * US);
+}
+
 /// The inferred case's window, with the wait recorded: the same edge, now
 /// from the trace, which only a change to the recorded waits drops.
 #[test]
