@@ -194,6 +194,16 @@ fn a_rank_folder_is_read_by_every_reader_one_rank_or_the_job() {
         assert_eq!(rank3, with(&[cmd, s(&three)]), "{cmd} --rank 3");
         assert_ne!(job, rank3, "{cmd}: without --rank, the job");
     }
+    // A rank read alone for a verdict says that its waits for later ranks
+    // read as its own communication, and where the job tells them apart.
+    for args in [vec!["summary", d, "--rank", "3"], vec!["what-if", d, "--rank", "3", "--all"]] {
+        let r = profile(&args);
+        assert_eq!(r.code, 0, "{args:?}: {}", r.stderr);
+        let note = format!(
+            "note: rank 3 read alone: the time it waited at collectives for later ranks reads here as its own communication (`profile summary {d}`"
+        );
+        assert!(r.stderr.contains(&note), "{args:?}: {}", r.stderr);
+    }
     // compare: rank 2 of each side (the sides named as given).
     let two = rank_file(2);
     let mut of_dirs = json_of(&profile(&["compare", d, d, "--rank", "2", "--json"]), "compare");

@@ -632,7 +632,11 @@ pub fn run_reader_saying(
                     "--straggler is for a rank set: give several rank traces or a folder of them",
                 ));
             }
-            let (chosen, notes) = inputs.choose(a.rank, Reads::OneRank)?;
+            let job = matches!(inputs.what, What::Ranks(_));
+            let (chosen, mut notes) = inputs.choose(a.rank, Reads::OneRank)?;
+            if let Some(n) = a.rank.filter(|_| job) {
+                notes.push(input::rank_alone(n, &a.trace.display().to_string()));
+            }
             for n in &notes {
                 said(&format!("note: {n}"));
             }

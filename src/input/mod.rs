@@ -11,8 +11,8 @@ pub mod ranks;
 mod what;
 
 pub use what::{
-    Chosen, Inputs, RankFile, Reads, What, folders_looked_into, json_files_in, rank_from_name,
-    resolve_input, what,
+    Chosen, Inputs, RankFile, Reads, What, folders_looked_into, json_files_in, rank_alone,
+    rank_from_name, resolve_input, what,
 };
 
 use std::io::Read;

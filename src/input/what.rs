@@ -93,7 +93,12 @@ impl Inputs {
                 )));
             }
             (What::Ranks(ranks), Some(n)) => match ranks.iter().find(|r| r.rank == n) {
-                Some(r) => Chosen::One(r.path.clone()),
+                Some(r) => {
+                    if reads == Reads::Job {
+                        notes.push(rank_alone(n, &named));
+                    }
+                    Chosen::One(r.path.clone())
+                }
                 None => {
                     return Err(Error::usage(format!(
                         "--rank {n}: {named} holds ranks {}",
@@ -114,6 +119,16 @@ impl Inputs {
         };
         Ok((chosen, notes))
     }
+}
+
+/// Said where a job's rank is read alone for a verdict (`summary`,
+/// `what-if`, … `--rank N`): its waits for later ranks at collectives,
+/// which only the job's ranks together tell apart (docs/spec.md §3.2),
+/// read as its own communication.
+pub fn rank_alone(rank: u32, named: &str) -> String {
+    format!(
+        "rank {rank} read alone: the time it waited at collectives for later ranks reads here as its own communication (`profile summary {named}` says which rank it waits for)"
+    )
 }
 
 /// `0-7`, `0, 2, 5`: the ranks of a job, for messages.
