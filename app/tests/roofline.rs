@@ -370,6 +370,37 @@ fn no_kernel_or_category_rate_above_the_devices_peak() {
     }
 }
 
+/// A byte rate past the device's bandwidth is marked, never passed off as
+/// 100 % of the roofline: on every fixture, each kernel and op row whose
+/// TB/s exceeds the device's peak (the summary's `peak_tbps`) carries
+/// `past_roofline` and the text's `^`; ResNet-50's V100 `aten::div`
+/// (1.07 TB/s on a 0.9 TB/s device) is one.
+#[test]
+fn a_rate_past_the_bandwidth_is_marked() {
+    let mut marked = 0;
+    for t in common::traces() {
+        let p = t.to_str().unwrap();
+        let s = json(&["summary", p]);
+        let Some(peak) = s["efficiency"]["peak_tbps"].as_f64() else { continue };
+        let k = json(&["kernels", p, "--top", "100000"]);
+        let o = json(&["ops", p, "--top", "100000"]);
+        let rows = k["kernels"].as_array().unwrap().iter().chain(o["ops"].as_array().unwrap());
+        for r in rows {
+            let Some(tb) = r["tbps"].as_f64() else { continue };
+            if tb > 1.02 * peak {
+                assert_eq!(r["past_roofline"], true, "{}: {tb} TB/s > {peak}: {r}", t.display());
+                marked += 1;
+            }
+        }
+    }
+    assert!(marked >= 1, "no fixture has a rate past its bandwidth");
+    let resnet = trace("kineto_resnet50_v100_2021jun", "worker0.1623143089861.pt.trace.json.gz");
+    let r = run(&["profile", "ops", resnet.to_str().unwrap(), "--grep", "^aten::div$"]);
+    let row = r.stdout.lines().find(|l| l.ends_with("aten::div  (3.21M elements)")).unwrap();
+    assert!(row.contains(" 1.07^ "), "{}", r.stdout);
+    assert!(r.stdout.contains("^ faster than the device's roofline"), "{}", r.stdout);
+}
+
 /// The matrix headline's "% of peak" is its rate over the peak (TimeSformer
 /// H100: 149.5 of 989.5 TFLOP/s is 15%, not the 35% of its roofline it
 /// used to print as such), and the roofline share is named as one.

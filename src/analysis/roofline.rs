@@ -33,6 +33,10 @@ pub struct Rates {
     pub roof_ns: f64,
     /// The part of `roof_ns` where compute, not memory, is the limit.
     pub compute_roof_ns: f64,
+    /// Roofline time past the calls' own time, which `roof_ns` leaves out:
+    /// work the model counts that ran faster than the device's roofline
+    /// allows (the cache served part of its bytes).
+    pub past_roof_ns: f64,
     /// Whether every call had the device's peaks.
     pub peaked: bool,
     pub calls: u64,
@@ -46,6 +50,7 @@ impl Rates {
         self.ns += other.ns;
         self.roof_ns += other.roof_ns;
         self.compute_roof_ns += other.compute_roof_ns;
+        self.past_roof_ns += other.past_roof_ns;
         self.calls += other.calls;
     }
 
@@ -66,6 +71,11 @@ impl Rates {
     }
     pub fn compute_bound(&self) -> Option<bool> {
         (self.peaked && self.roof_ns > 0.0).then_some(self.compute_roof_ns * 2.0 >= self.roof_ns)
+    }
+    /// Its rates are past its roofline (by more than 1 %: not rounding):
+    /// its work, as the model counts it, could not have run in its time.
+    pub fn past_roofline(&self) -> bool {
+        self.peaked && self.roof_ns + self.past_roof_ns > 1.01 * self.ns
     }
 }
 
@@ -468,6 +478,7 @@ pub fn account(
             // data through the cache, which the byte count leaves out: it
             // is at its roofline, not beyond it (docs/analysis.md §13.2).
             r.roof_ns = compute.max(memory).min(c.ns);
+            r.past_roof_ns = compute.max(memory) - r.roof_ns;
             r.compute_roof_ns = if compute >= memory { r.roof_ns } else { 0.0 };
             terms = (compute, memory);
             cl
@@ -563,6 +574,7 @@ fn kernel_part(
         bytes: r.bytes * share,
         ns,
         roof_ns,
+        past_roof_ns: compute.max(memory) - roof_ns,
         compute_roof_ns: if compute >= memory { roof_ns } else { 0.0 },
         ..*r
     }
@@ -588,6 +600,7 @@ pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
         roofline_bound: r
             .compute_bound()
             .map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
+        past_roofline: r.past_roofline(),
     }
 }
 

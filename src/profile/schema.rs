@@ -559,6 +559,11 @@ pub struct Achieved {
     pub lost_ms_per_step: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub roofline_bound: Option<RooflineBound>,
+    /// Its rates are past its roofline: the bytes the model counts (each
+    /// from memory) could not have moved in its time, so the cache served
+    /// part of them; `pct_of_peak` stays at 100 (docs/analysis.md §13.2).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub past_roofline: bool,
 }
 
 impl Achieved {

@@ -161,6 +161,9 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
     if k.kernels.iter().any(|r| r.rates_thin()) {
         t.notes.push(text::thin_rates_note(false));
     }
+    if k.kernels.iter().any(|r| r.achieved.past_roofline) {
+        t.notes.push(text::past_roofline_note(false));
+    }
     t.notes.extend(
         k.graph_replay_ms_per_step
             .map(|ms| text::graph_replay_note(ms, k.graph_replay_attributed_ms_per_step)),
@@ -189,6 +192,9 @@ pub fn ops(o: &Ops) -> Result<Table> {
         o.ops.len()
     ));
     t.notes = o.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
+    if o.ops.iter().any(|r| r.achieved.past_roofline) {
+        t.notes.push(text::past_roofline_note(false));
+    }
     Ok(t)
 }
 

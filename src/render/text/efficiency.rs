@@ -84,10 +84,11 @@ pub(super) fn rate_columns(a: &Achieved, thin: bool) -> String {
         return format!("{:>7} {:>7} {:>6} {:>7}", "-", "-", "-", "-");
     }
     let mark = if thin { THIN_MARK } else { "" };
+    let (flop_mark, byte_mark) = past_marks(a);
     format!(
         "{:>7} {:>7} {:>6} {:>7}",
-        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}{mark}")),
-        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}{mark}")),
+        a.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}{flop_mark}{mark}")),
+        a.tbps.map_or_else(|| "-".to_string(), |v| format!("{v:.2}{byte_mark}{mark}")),
         a.pct_of_peak.map_or_else(|| "-".to_string(), |p| format!("{p:.0}%{mark}")),
         a.roofline_bound.map_or("-", RooflineBound::as_str)
     )
@@ -95,6 +96,33 @@ pub(super) fn rate_columns(a: &Achieved, thin: bool) -> String {
 
 /// The mark on a kernel's rates that rest on under half of its time.
 pub const THIN_MARK: &str = "*";
+
+/// The mark on a rate past the device's roofline ([`past_roofline_note`]).
+pub const PAST_MARK: &str = "^";
+
+/// [`PAST_MARK`] on the rate that bounds a row past its roofline: (on its
+/// TFLOP/s, on its TB/s).
+pub fn past_marks(a: &Achieved) -> (&'static str, &'static str) {
+    match (a.past_roofline, a.roofline_bound) {
+        (true, Some(RooflineBound::Compute)) => (PAST_MARK, ""),
+        (true, _) => ("", PAST_MARK),
+        _ => ("", ""),
+    }
+}
+
+/// What [`PAST_MARK`] means, said under a table that shows it
+/// (docs/analysis.md §13.2); `marked`: the text table's, else the
+/// Markdown/CSV tables' (which carry `past_roofline` as a column).
+pub fn past_roofline_note(marked: bool) -> String {
+    if marked {
+        format!("{PAST_MARK} {PAST_ROOFLINE}; `past_roofline` in --json")
+    } else {
+        format!("rows with `past_roofline`: {PAST_ROOFLINE}")
+    }
+}
+
+/// What a rate past the roofline means.
+pub const PAST_ROOFLINE: &str = "faster than the device's roofline for the work the model counts: it counts every byte from memory, and the cache served part of them (its % of roofline shows 100)";
 
 /// What [`THIN_MARK`] means, said under a table that shows it
 /// (docs/analysis.md §13.2); `marked`: the text table's, else the

@@ -3,7 +3,8 @@
 use std::fmt::Write;
 
 use super::efficiency::{
-    RATES_HEADER, efficiency_notes, graph_replay_note, rate_columns, thin_rates_note,
+    RATES_HEADER, efficiency_notes, graph_replay_note, past_roofline_note, rate_columns,
+    thin_rates_note,
 };
 use super::num;
 use crate::lens::kernels::{JobKernels, KernelQuery, Kernels};
@@ -32,6 +33,9 @@ pub fn kernels(k: &Kernels) -> String {
     matched_line(&mut o, &k.query, k.matched, k.total, k.kernels.len());
     if k.kernels.iter().any(|r| r.rates_thin()) {
         let _ = writeln!(o, "{}", thin_rates_note(true));
+    }
+    if k.kernels.iter().any(|r| r.achieved.past_roofline) {
+        let _ = writeln!(o, "{}", past_roofline_note(true));
     }
     if let Some(ms) = k.graph_replay_ms_per_step {
         let _ =

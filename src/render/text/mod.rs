@@ -27,7 +27,8 @@ pub use capture::capture;
 pub use collectives::collectives;
 pub use compare::{compare, compare_jobs, metric_value};
 pub use efficiency::{
-    THIN_MARK, efficiency_line, efficiency_parts, graph_replay_note, rates_note, thin_rates_note,
+    PAST_MARK, PAST_ROOFLINE, THIN_MARK, efficiency_line, efficiency_parts, graph_replay_note,
+    past_marks, past_roofline_note, rates_note, thin_rates_note,
 };
 pub use get::{get, scalar};
 pub use job::{job, slowest, straggler_line, stragglers_head, why};

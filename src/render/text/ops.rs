@@ -3,7 +3,7 @@
 
 use std::fmt::Write;
 
-use super::efficiency::{RATES_HEADER, efficiency_notes, rate_columns};
+use super::efficiency::{RATES_HEADER, efficiency_notes, past_roofline_note, rate_columns};
 use super::num;
 use crate::lens::ops::Ops;
 
@@ -42,6 +42,9 @@ pub fn ops(x: &Ops) -> String {
     }
     let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
     let _ = writeln!(o, "({} of {} ops{scope}; {} shown)", x.matched, x.total, x.ops.len());
+    if x.ops.iter().any(|r| r.achieved.past_roofline) {
+        let _ = writeln!(o, "{}", past_roofline_note(true));
+    }
     efficiency_notes(&mut o, &x.efficiency_notes);
     o
 }

@@ -11,7 +11,7 @@ use libreyolo_core::analysis::kernels::label_within;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::{Achieved, KernelRow, NodeKind, Profile, RooflineBound};
-use libreyolo_core::render::text::{THIN_MARK, node_tag, num};
+use libreyolo_core::render::text::{PAST_MARK, PAST_ROOFLINE, THIN_MARK, node_tag, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -615,11 +615,13 @@ impl RateColumns {
         }
         let dash = || "-".to_string();
         let mark = if thin { THIN_MARK } else { "" };
+        // Past its roofline: marked on the % (the pane shows no TB/s).
+        let past = if a.past_roofline { PAST_MARK } else { "" };
         let mut c = Vec::new();
         if self.wide {
             c.push(right(a.tflops.map_or_else(dash, |v| format!("{}{mark}", fixed(v, 1)))));
         }
-        c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%{mark}"))));
+        c.push(right(a.pct_of_peak.map_or_else(dash, |v| format!("{v:.0}%{past}{mark}"))));
         c.push(Cell::from(
             a.roofline_bound
                 .map_or("", |b| if b == RooflineBound::Compute { "cmp" } else { "mem" }),
@@ -650,6 +652,9 @@ pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, Strin
         ),
     ));
     let roof = match (a.pct_of_peak, a.roofline_bound, a.lost_ms_per_step) {
+        (Some(p), Some(b), Some(_)) if a.past_roofline => {
+            format!("at {p:.0}% of it ({}-bound) {PAST_MARK} {PAST_ROOFLINE}", b.as_str())
+        }
         (Some(p), Some(b), Some(l)) => {
             format!("at {p:.0}% of it ({}-bound), {} ms/step lost", b.as_str(), fixed(l, 4))
         }
