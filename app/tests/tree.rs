@@ -308,6 +308,39 @@ fn ops_count_a_call_nested_in_a_same_name_call_once() {
     assert!(close(f(first, "gpu_ms_per_step"), most, 0.001), "{first}");
 }
 
+/// `%cpu` is a share of the time inside ops — on each thread the union of
+/// its op calls (its outermost calls), summed over the threads, derived
+/// here from the raw events — and the text table says so; nested rows
+/// make the column add up past 100.
+#[test]
+fn ops_pct_is_of_the_time_inside_ops() {
+    for path in [timesformer(), trace("hta_trace_diff_a100_2022", "control")] {
+        let raw = read(&path);
+        let mut by_thread: HashMap<&str, Vec<(f64, f64)>> = HashMap::new();
+        for r in raw.recs.iter().filter(|r| r.kind == "op") {
+            by_thread.entry(&r.thread).or_default().push((r.start, r.end));
+        }
+        let inside: f64 =
+            by_thread.values().map(|v| common::union_len(v)).sum::<f64>() / 1000.0 / raw.steps;
+        let got = common::json(&["ops", path.to_str().unwrap(), "--top", "100000"]);
+        let rows = got["ops"].as_array().unwrap();
+        let top = &rows[0];
+        let denominator = f(top, "ms_per_step") / f(top, "pct_of_cpu_ops") * 100.0;
+        assert!(
+            close(denominator, inside, 0.005 * inside),
+            "{}: {denominator} vs {inside}",
+            path.display()
+        );
+        let sum: f64 = rows.iter().map(|r| f(r, "pct_of_cpu_ops")).sum();
+        assert!(sum > 100.0, "{sum}");
+        let text = common::profile_out(&["ops", path.to_str().unwrap()]);
+        assert!(
+            text.contains("%cpu: of the time inside ops, every thread's outermost calls"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn bottom_up_a_kernel_lists_its_callers_with_its_time() {
     let path = timesformer();

@@ -41,10 +41,19 @@ pub fn ops(x: &Ops) -> String {
         }
     }
     let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(o, "({} of {} ops{scope}; {} shown)", x.matched, x.total, x.ops.len());
+    let _ = writeln!(
+        o,
+        "({} of {} ops{scope}; {} shown; %cpu: {PCT_OF_CPU_OPS})",
+        x.matched,
+        x.total,
+        x.ops.len()
+    );
     if x.ops.iter().any(|r| r.achieved.past_roofline) {
         let _ = writeln!(o, "{}", past_roofline_note(true));
     }
     efficiency_notes(&mut o, &x.efficiency_notes);
     o
 }
+
+/// What the `%cpu` column is a share of (docs/analysis.md §17).
+pub const PCT_OF_CPU_OPS: &str = "of the time inside ops, every thread's outermost calls; a row holds the ops nested in it, so the column adds up past 100";
