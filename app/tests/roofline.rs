@@ -10,6 +10,7 @@
 mod common;
 
 use std::collections::HashMap;
+use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::{fixtures, json, read_json, run};
@@ -663,4 +664,27 @@ fn a_kernels_rates_on_a_small_priced_share_are_marked_with_the_share() {
     assert_eq!(md.code, 0);
     assert!(md.stdout.contains("priced_pct"), "{}", md.stdout);
     assert!(md.stderr.contains("rows with `priced_pct` under 50%"), "{}", md.stderr);
+}
+
+/// A device the trace leaves unnamed (vLLM's ROCm capture: every
+/// `deviceProperties` name empty) is named as the efficiency account
+/// recognised it from its properties, on the devices line and in JSON.
+#[test]
+fn a_device_the_trace_leaves_unnamed_is_named_as_recognised() {
+    let t = trace("tracelens_vllm_cuda_graph_capture", "graph_capture_rank_0.pt.trace.json.gz");
+    let mut text = String::new();
+    flate2::read::GzDecoder::new(std::fs::File::open(&t).unwrap())
+        .read_to_string(&mut text)
+        .unwrap();
+    let raw: Value = serde_json::from_str(&text).unwrap();
+    let props = raw["deviceProperties"].as_array().unwrap();
+    assert!(!props.is_empty() && props.iter().all(|p| p["name"] == ""), "{props:?}");
+    let s = json(&["summary", t.to_str().unwrap()]);
+    let named = s["efficiency"]["device"].as_str().unwrap();
+    assert!(named.contains("MI300X"), "{named}");
+    for d in s["devices"].as_array().unwrap() {
+        assert_eq!(d["name"], named, "{d}");
+    }
+    let out = common::profile_out(&["summary", t.to_str().unwrap()]);
+    assert!(out.lines().any(|l| l.starts_with("devices") && l.contains(named)), "{out}");
 }

@@ -192,7 +192,9 @@ pub fn ops(o: &Ops) -> Result<Table> {
         o.ops.len()
     ));
     t.notes = o.efficiency_notes.iter().map(|n| text::rates_note(n)).collect();
-    t.notes.push(format!("pct_of_cpu_ops: {}", text::PCT_OF_CPU_OPS));
+    if !o.ops.is_empty() {
+        t.notes.push(format!("pct_of_cpu_ops: {}", text::PCT_OF_CPU_OPS));
+    }
     if o.ops.iter().any(|r| r.achieved.past_roofline) {
         t.notes.push(text::past_roofline_note(false));
     }

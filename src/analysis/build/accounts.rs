@@ -251,7 +251,17 @@ fn gpu_busy(
         comm_total.1 = comm_total.1.saturating_add(hidden);
         devices.push(DeviceRow {
             vendor: vendor(a, info, props),
-            name: props.map(|p| p.name.trim().to_string()).filter(|n| !n.is_empty()),
+            // The trace's name; where it left it empty (vLLM's ROCm
+            // traces), the device table's for the properties it gave, as
+            // the efficiency account names it.
+            name: props.and_then(|p| {
+                let name = p.name.trim();
+                if name.is_empty() {
+                    crate::hardware::recognise(p).map(|peaks| peaks.name)
+                } else {
+                    Some(name.to_string())
+                }
+            }),
             comm_ms_per_step: (comm_ns > 0).then(|| round(win.per_step_ms(comm_ns), 3)),
             comm_exposed_ms_per_step: (comm_ns > 0)
                 .then(|| round(win.per_step_ms(comm_ns - hidden), 3)),

@@ -41,13 +41,9 @@ pub fn ops(x: &Ops) -> String {
         }
     }
     let scope = x.query.phase.as_deref().map_or(String::new(), |p| format!(" in phase {p}"));
-    let _ = writeln!(
-        o,
-        "({} of {} ops{scope}; {} shown; %cpu: {PCT_OF_CPU_OPS})",
-        x.matched,
-        x.total,
-        x.ops.len()
-    );
+    // (What `%cpu` is a share of, under a table that shows it.)
+    let pct = if x.ops.is_empty() { String::new() } else { format!("; %cpu: {PCT_OF_CPU_OPS}") };
+    let _ = writeln!(o, "({} of {} ops{scope}; {} shown{pct})", x.matched, x.total, x.ops.len());
     if x.ops.iter().any(|r| r.achieved.past_roofline) {
         let _ = writeln!(o, "{}", past_roofline_note(true));
     }
@@ -56,4 +52,4 @@ pub fn ops(x: &Ops) -> String {
 }
 
 /// What the `%cpu` column is a share of (docs/analysis.md §17).
-pub const PCT_OF_CPU_OPS: &str = "of the time inside ops, every thread's outermost calls; a row holds the ops nested in it, so the column adds up past 100";
+pub const PCT_OF_CPU_OPS: &str = "of the time inside ops, every thread's outermost calls; a row includes the ops nested in it, so rows overlap";
