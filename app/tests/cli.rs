@@ -410,7 +410,31 @@ fn directories_stand_for_the_profile_inside() {
     let empty = tempfile::tempdir().unwrap();
     let r = run(&["profile", "summary", empty.path().to_str().unwrap()]);
     assert_eq!(r.code, 2);
-    assert!(r.stderr.contains("is a directory with no profile.json"));
+    assert!(
+        r.stderr.contains("is a directory with no trace or profile in it: give"),
+        "{}",
+        r.stderr
+    );
+    // A folder whose only JSON is not a trace names that file; beside a
+    // trace, that file is left out, said, and the trace read.
+    std::fs::write(empty.path().join("config.json"), b"{\"lr\": 0.1}").unwrap();
+    let r = run(&["profile", "summary", empty.path().to_str().unwrap()]);
+    assert_eq!(r.code, 2, "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("config.json is a JSON object with no `traceEvents` (not a PyTorch trace)"),
+        "{}",
+        r.stderr
+    );
+    let trace = common::first_trace("hta_amd_mi250_rocm62");
+    std::fs::copy(&trace, empty.path().join(trace.file_name().unwrap())).unwrap();
+    let r = run(&["profile", "summary", empty.path().to_str().unwrap(), "--json"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    assert!(
+        r.stderr.contains("config.json left out: a JSON object with no `traceEvents`"),
+        "{}",
+        r.stderr
+    );
 }
 
 // ---- bad input: one clear line, the right code, never a panic ----

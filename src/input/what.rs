@@ -227,12 +227,17 @@ fn what_one(path: &Path) -> Result<(What, Vec<String>)> {
     let mut kept = Vec::new();
     let mut notes = Vec::new();
     let mut first_foreign = None;
+    let mut not_traces = Vec::new();
     for f in json_files_in(path)? {
         let s = sniff(&f);
         match s.kind {
             Kind::Foreign(x) => {
                 notes.push(format!("{} left out: it is {}", f.display(), x.what()));
                 first_foreign.get_or_insert((f, x));
+            }
+            Kind::NotTrace => {
+                notes.push(format!("{} left out: {NOT_A_TRACE}", f.display()));
+                not_traces.push(f);
             }
             _ => kept.push((f, s)),
         }
@@ -241,16 +246,21 @@ fn what_one(path: &Path) -> Result<(What, Vec<String>)> {
         0 => match first_foreign {
             // Only another tool's files: the refusal of the first, as if named.
             Some((f, x)) => Err(foreign(&f, x)),
-            None => capture_folder(path).map(|p| (What::One(p), notes)),
+            None => capture_folder(path, &not_traces).map(|p| (What::One(p), notes)),
         },
         1 => Ok((What::One(kept.remove(0).0), notes)),
         _ => Ok((What::Ranks(one_job(kept, Some(path))?), notes)),
     }
 }
 
+/// What a JSON object with no `traceEvents` and no profile `schema` is not.
+const NOT_A_TRACE: &str =
+    "a JSON object with no `traceEvents` (not a PyTorch trace) and no libreyolo `schema`";
+
 /// A capture's `--project` folder: the one profile in its `infer/` or
-/// `train/` (both: exit 2, naming them).
-fn capture_folder(path: &Path) -> Result<PathBuf> {
+/// `train/` (both: exit 2, naming them). `not_traces`: the folder's JSON
+/// files that are neither a trace nor a profile, named when nothing is.
+fn capture_folder(path: &Path, not_traces: &[PathBuf]) -> Result<PathBuf> {
     let arg = path.display();
     let mut inside: Vec<PathBuf> = CAPTURE_SUBDIRS
         .iter()
@@ -260,9 +270,20 @@ fn capture_folder(path: &Path) -> Result<PathBuf> {
         .collect();
     match inside.len() {
         1 => Ok(inside.remove(0)),
-        0 => Err(Error::usage(format!(
-            "{arg} is a directory with no profile.json or profile_trace.json in it"
-        ))),
+        0 => {
+            let seen = match not_traces {
+                [] => String::new(),
+                [one] => format!(" ({} is {NOT_A_TRACE})", one.display()),
+                [one, ..] => format!(
+                    " ({} and {} other JSON files are {NOT_A_TRACE})",
+                    one.display(),
+                    not_traces.len() - 1
+                ),
+            };
+            Err(Error::usage(format!(
+                "{arg} is a directory with no trace or profile in it{seen}: give a PyTorch trace (*.json or *.json.gz), a folder of a job's rank traces, or a capture's folder (profile.json, or its infer/ or train/)"
+            )))
+        }
         _ => {
             let names: Vec<String> = inside.iter().map(|p| p.display().to_string()).collect();
             Err(Error::usage(format!(
@@ -406,6 +427,9 @@ enum Kind {
     Profile,
     /// Another tool's JSON.
     Foreign(Foreign),
+    /// A JSON object read to its end with no key that makes it a trace or
+    /// a profile (a config file beside the traces).
+    NotTrace,
     /// Not told (not JSON, unreadable, no key that tells): the full read
     /// will say.
     #[default]
@@ -475,6 +499,9 @@ fn sniff_into(path: &Path, out: &mut Sniffed) -> Option<()> {
                 if s.offset() > SNIFF_LIMIT {
                     return None;
                 }
+            }
+            if out.kind == Kind::Unknown {
+                out.kind = Kind::NotTrace;
             }
         }
         _ => {}

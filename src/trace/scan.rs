@@ -151,11 +151,15 @@ impl<R: Read> Scanner<R> {
                 }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 // After how much input, not the start of the value being
-                // read (which was "byte 0" for a gzip header's error).
+                // read (which was "byte 0" for a gzip header's error): the
+                // JSON's bytes (a .gz file's inflated ones), a buffer's worth.
                 Err(e) => {
                     let read = self.base + self.end as u64;
-                    let after =
-                        if read > 0 { format!(" after {read} bytes") } else { String::new() };
+                    let after = if read > 0 {
+                        format!(" after {read} bytes of JSON")
+                    } else {
+                        String::new()
+                    };
                     return Err(Error::failed(format!("read error{after}: {e}")).caused_by(e));
                 }
             }
