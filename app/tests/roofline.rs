@@ -10,7 +10,6 @@
 mod common;
 
 use std::collections::HashMap;
-use std::io::Read;
 use std::path::{Path, PathBuf};
 
 use common::{fixtures, json, read_json, run};
@@ -672,11 +671,7 @@ fn a_kernels_rates_on_a_small_priced_share_are_marked_with_the_share() {
 #[test]
 fn a_device_the_trace_leaves_unnamed_is_named_as_recognised() {
     let t = trace("tracelens_vllm_cuda_graph_capture", "graph_capture_rank_0.pt.trace.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&t).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    let raw: Value = serde_json::from_str(&text).unwrap();
+    let raw = read_json(&t);
     let props = raw["deviceProperties"].as_array().unwrap();
     assert!(!props.is_empty() && props.iter().all(|p| p["name"] == ""), "{props:?}");
     let s = json(&["summary", t.to_str().unwrap()]);

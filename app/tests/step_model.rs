@@ -127,12 +127,7 @@ fn removing_kernels_on_a_busy_gpu_saves_their_time() {
 fn a_lazily_loading_launch_taken_away_shortens_the_step() {
     let t =
         fixtures().join("traces/hta_amd_mi250_rocm62/mi250_minitoy_train_ROCm6_2_kineto.json.gz");
-    let mut text = String::new();
-    flate2::read::GzDecoder::new(std::fs::File::open(&t).unwrap())
-        .read_to_string(&mut text)
-        .unwrap();
-    let v: Value = serde_json::from_str(&text).unwrap();
-    let events = v["traceEvents"].as_array().unwrap();
+    let events = common::trace_events(&common::read_json(&t));
     let x = |e: &&Value| e["ph"] == "X";
     let step = events.iter().filter(x).find(|e| e["name"] == "ProfilerStep#1").unwrap();
     let (s0, s1) = (f(&step["ts"]), f(&step["ts"]) + f(&step["dur"]));
