@@ -54,7 +54,8 @@ pub struct Job {
     /// straggler by compute, else the one with the longest step. None:
     /// nobody is waited for.
     pub critical_rank: Option<u32>,
-    /// GPU busy time over step time, all ranks together.
+    /// The ranks' GPU busy time over the job's step on every rank:
+    /// Σ busy ÷ (ranks × `step_ms`).
     pub gpu_util: f64,
     pub ranks: Vec<RankRow>,
     /// How stragglers were found: from who waits for whom at collectives,
@@ -536,9 +537,11 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
     let ranks: Vec<RankRow> =
         profiles.iter().map(|(k, p)| rank_row(*k, p, by_waits, &longest)).collect();
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
-    let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| {
-        (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms)
-    });
+    // Over the job's step on every rank, the step the job line prints: a
+    // rank whose own window is shorter idles for the rest of it
+    // (docs/analysis.md §11).
+    let busy: f64 = profiles.iter().map(|(_, p)| p.figures.gpu_busy_ms_per_step).sum();
+    let steps = step_ms * profiles.len() as f64;
     let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
     let phases: Vec<Vec<(String, f64)>> = profiles
         .iter()
