@@ -205,6 +205,59 @@ fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so()
     }
 }
 
+/// A straggler's items are parts of its lateness (audit s12 M4): rank 5
+/// arrives 0.58 ms after the others' median (from the raw NCCL kernels, as
+/// above) and its lead-in items, with the part older than its lead-ins,
+/// add up to that, none larger (it read +0.73 ms launch, summed over its
+/// collectives). Every straggler's listed items stay within its lateness.
+#[test]
+fn a_stragglers_items_are_parts_of_its_lateness() {
+    let truth: Vec<Vec<(String, f64, f64)>> =
+        rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let mut late = [0.0f64; 8];
+    for i in 0..truth[0].len() {
+        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
+        let last = starts.iter().cloned().fold(f64::MIN, f64::max);
+        let r = starts.iter().position(|s| *s == last).unwrap();
+        let mut others: Vec<f64> =
+            starts.iter().enumerate().filter(|(j, _)| *j != r).map(|(_, s)| *s).collect();
+        others.sort_by(f64::total_cmp);
+        late[r] = late[r].max((last - others[others.len() / 2]) / 1e3);
+    }
+    assert!((late[5] - 0.58).abs() < 0.005, "{}", late[5]);
+    let job = json(&["summary", dlrm().to_str().unwrap()]);
+    let text = run(&["profile", "summary", dlrm().to_str().unwrap()]).stdout;
+    for s in job["stragglers"].as_array().unwrap() {
+        let r = s["rank"].as_u64().unwrap() as usize;
+        let items: Vec<f64> = s["why"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["excess_ms_per_step"].as_f64().unwrap())
+            .collect();
+        let rest = s["unexplained_ms"].as_f64().unwrap_or(0.0);
+        assert!(items.iter().sum::<f64>() <= late[r] + 0.005, "rank {r}: {items:?} of {}", late[r]);
+        if r == 5 {
+            assert!(!items.is_empty());
+            let whole = items.iter().sum::<f64>() + rest;
+            assert!((whole - late[5]).abs() < 0.01, "rank 5: {items:?} + {rest} vs {}", late[5]);
+        }
+    }
+    // The text's items under rank 5, each within its 0.58 ms.
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  rank 5 makes the others wait"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      +"))
+        .collect();
+    assert!(!lines.is_empty(), "{text}");
+    for l in lines {
+        let ms: f64 =
+            l.trim_start().trim_start_matches('+').split(' ').next().unwrap().parse().unwrap();
+        assert!(ms <= late[5], "{l}");
+    }
+}
+
 #[test]
 fn several_files_are_ranks_and_gaps_or_duplicates_are_said() {
     let files = rank_files();
