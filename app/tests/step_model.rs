@@ -262,6 +262,29 @@ fn remove_launches_says_what_it_counts() {
     assert!(over.stderr.contains(&format!("the model holds {held}")), "{}", over.stderr);
 }
 
+/// A saving too small for a whole percent is not signed as a slowdown
+/// (audit s12 L3): on the A100 control trace (a 77.49 ms step from its raw
+/// ProfilerSteps) GEMMs 1% faster save 0.026 ms, which read "(+0%)"; the
+/// step line now says "(0.0%)", as `--all` does.
+#[test]
+fn a_small_saving_is_not_signed_as_a_slowdown() {
+    let t = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let truth = common::truth(&t);
+    let step = truth.windows.iter().map(|(s, e)| e - s).sum::<f64>() / truth.steps as f64 / 1e3;
+    let p = t.to_str().unwrap();
+    let args = ["what-if", p, "--remove-category", "gemm", "--scale", "0.99"];
+    let w = json(&args);
+    let saved = f(&w["saved_ms_per_step"]);
+    assert!(saved > 0.0 && saved / step < 0.0005, "{w}");
+    let text = common::profile_out(&args);
+    let line = text.lines().find(|l| l.starts_with("  step ")).unwrap();
+    assert_eq!(
+        line,
+        format!("  step   {step:.2} -> ~{:.2} ms (0.0%)", f(&w["step_ms"]["projected"])),
+        "{text}"
+    );
+}
+
 /// A trace without step markers whose helper thread (autograd's) launched
 /// most kernels: the window closes on the thread that synchronises last,
 /// so taking away the GPU work saves the synchronise's wait for it (from
