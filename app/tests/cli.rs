@@ -1338,3 +1338,21 @@ fn cpu_captures_say_why_there_are_no_kernels_and_compare_no_gpu_rows() {
         assert!(!text.contains(label), "{label}: {text}");
     }
 }
+
+/// One step, one rounding (audit s12 L4): the MI210 trace (no step
+/// markers: the window is its first to last GPU or host event, from the raw
+/// JSON) printed "step 6.03 ms" in its header and "of 6.02 ms per step" in
+/// its verdict. Both now give the same figure.
+#[test]
+fn the_header_and_the_verdict_print_one_step() {
+    let t = common::first_trace("tracelens_mi210_gpu_only");
+    let truth = truth(&t);
+    let (lo, hi) = truth.windows[0];
+    let step = ((hi - lo) / 1e3 * 1e3).round() / 1e3;
+    let said = format!("{step:.2}");
+    assert_eq!(said, "6.03");
+    let text = common::profile_out(&["summary", t.to_str().unwrap()]);
+    let head = text.lines().next().unwrap();
+    assert!(head.contains(&format!("|  step {said} ms  |")), "{head}");
+    assert!(text.contains(&format!(" ms of {said} ms per step)")), "{text}");
+}
