@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{json, run, shared, traces, truth};
+use common::{fixtures, json, run, shared, traces, truth};
 use serde_json::Value;
 use std::collections::HashMap;
 
@@ -319,7 +319,9 @@ fn reference_repeat_files_give_the_mean_and_its_spread() {
     let img =
         single["metrics"].as_array().unwrap().iter().find(|m| m["metric"] == "img_per_s").unwrap();
     assert_eq!(img["significance"]["significant"], Value::Null);
-    assert!(img["significance"]["significance"].as_str().unwrap().starts_with("single run"));
+    assert!(
+        img["significance"]["significance"].as_str().unwrap().starts_with("one run on each side")
+    );
     let text = run(&["profile", "compare", &p, &reference("infer_repeat3/infer_repeat_b4.json")]);
     assert!(text.stdout.contains("[significant: |d|=2.960 vs 2*SE=2.484]"), "{}", text.stdout);
 }
@@ -1361,4 +1363,64 @@ fn cpu_captures_say_why_there_are_no_kernels_and_compare_no_gpu_rows() {
     for label in ["GPU util", "GPU busy", "Tensor Cores", "launches/step"] {
         assert!(!text.contains(label), "{label}: {text}");
     }
+}
+
+/// One step, one rounding (audit s12 L4): the MI210 trace (no step
+/// markers: the window is its first to last GPU or host event, from the raw
+/// JSON) printed "step 6.03 ms" in its header and "of 6.02 ms per step" in
+/// its verdict. Both now give the same figure.
+#[test]
+fn the_header_and_the_verdict_print_one_step() {
+    let t = common::first_trace("tracelens_mi210_gpu_only");
+    let truth = truth(&t);
+    let (lo, hi) = truth.windows[0];
+    let step = ((hi - lo) / 1e3 * 1e3).round() / 1e3;
+    let said = format!("{step:.2}");
+    assert_eq!(said, "6.03");
+    let text = common::profile_out(&["summary", t.to_str().unwrap()]);
+    let head = text.lines().next().unwrap();
+    assert!(head.contains(&format!("|  step {said} ms  |")), "{head}");
+    assert!(text.contains(&format!(" ms of {said} ms per step)")), "{text}");
+}
+
+/// `compare` says what it cannot call and what differs (audit s12 M6):
+/// the A100 control trace (6 ProfilerSteps, from the raw events) against
+/// the A100 NCCL trace (3) is one run on each side, not a "single run" of
+/// one step; the gate stays undecided, and says why truthfully. Against
+/// the H100 TimesFormer trace the devices differ (their device
+/// properties, read from the raw JSON), and a note says so, in the text
+/// (stderr) and in `--json`'s `notes`.
+#[test]
+fn compare_says_one_run_a_side_and_when_the_devices_differ() {
+    let control = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let nccl = fixtures().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let h100 = common::first_trace("tracelens_h100_timesformer");
+    assert_eq!(truth(&control).steps, 6);
+    assert_eq!(truth(&nccl).steps, 3);
+    let (a, b) = (control.to_str().unwrap(), nccl.to_str().unwrap());
+    let r = run(&["profile", "compare", a, b, "--fail-on", "step_ms:+5%"]);
+    assert_eq!(r.code, 0, "{}", r.stderr);
+    let gate = r.stdout.lines().find(|l| l.contains("step_ms:+5%")).unwrap();
+    assert!(gate.contains("undecided"), "{gate}");
+    assert!(
+        gate.contains("[one run on each side (a run's steps are not independent runs): measure both sides with --repeat N (N >= 2) for a significance call]"),
+        "{gate}"
+    );
+    assert!(!r.stdout.contains("single run"), "{}", r.stdout);
+    // Same device on both sides: no note.
+    assert!(json(&["compare", a, b]).get("notes").is_none());
+
+    let name = |t: &std::path::Path| {
+        let v = common::read_json(t);
+        v["deviceProperties"][0]["name"].as_str().unwrap().to_string()
+    };
+    assert_ne!(name(&control), name(&h100));
+    let c = json(&["compare", a, h100.to_str().unwrap()]);
+    let notes: Vec<&str> =
+        c["notes"].as_array().unwrap().iter().map(|n| n.as_str().unwrap()).collect();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].starts_with("the two sides ran on different devices ("), "{notes:?}");
+    assert!(notes[0].contains("A100") && notes[0].contains("H100"), "{notes:?}");
+    let r = run(&["profile", "compare", a, h100.to_str().unwrap()]);
+    assert!(r.stderr.contains(&format!("note: {}", notes[0])), "{}", r.stderr);
 }

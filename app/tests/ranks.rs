@@ -34,7 +34,7 @@ fn a_folder_of_rank_traces_is_one_job() {
     );
 
     // Each rank's row is what `summary` says of that file alone.
-    let (mut busy, mut steps, mut slowest) = (0.0, 0.0, (0u64, 0.0f64));
+    let (mut busy, mut slowest) = (0.0, (0u64, 0.0f64));
     for (row, file) in rows.iter().zip(rank_files()) {
         let alone = json(&["summary", file.to_str().unwrap()]);
         let rank = row["rank"].as_u64().unwrap();
@@ -55,7 +55,6 @@ fn a_folder_of_rank_traces_is_one_job() {
         assert!((row["idle_ms"].as_f64().unwrap() - (step - b)).abs() < 1e-3);
         assert_eq!(row["bound"], alone["bound"]);
         busy += b;
-        steps += step;
         if step > slowest.1 {
             slowest = (rank, step);
         }
@@ -66,7 +65,7 @@ fn a_folder_of_rank_traces_is_one_job() {
         slowest.0,
         "the longest step is the rank that waits most, not the one waited for"
     );
-    assert!((job["gpu_util"].as_f64().unwrap() - busy / steps).abs() < 1e-3);
+    assert!((job["gpu_util"].as_f64().unwrap() - busy / (8.0 * slowest.1)).abs() < 1e-3);
     assert_eq!(job["straggler_rule"], "waits");
 
     let text = run(&["profile", "summary", dir.to_str().unwrap()]);
@@ -77,6 +76,43 @@ fn a_folder_of_rank_traces_is_one_job() {
         text.stdout
     );
     assert!(text.stdout.contains("(the others wait for rank 7)"), "{}", text.stdout);
+}
+
+/// The job line's utilisation is over the step it prints (audit s12 M3):
+/// the ranks' kernel time in their steps (from the raw events: each rank's
+/// kernels clipped to its ProfilerSteps, as a union, per step) over the
+/// job's step — the longest rank's — on all 8 ranks, not over each rank's
+/// own shorter window (44%). Text, JSON and md say the same figure.
+#[test]
+fn the_job_s_utilisation_is_over_the_job_s_step() {
+    let (mut busy, mut job_step) = (0.0, 0.0f64);
+    for file in rank_files() {
+        let t = common::truth(&file);
+        let n = t.windows.len() as f64;
+        let kernels: Vec<(f64, f64)> = t.spans.iter().map(|s| (s.2, s.3)).collect();
+        busy += common::union_len(&common::clip(&kernels, &t.windows)) / n / 1000.0;
+        let step = t.windows.iter().map(|(s, e)| e - s).sum::<f64>() / n / 1000.0;
+        job_step = job_step.max(step);
+    }
+    let util = busy / (8.0 * job_step);
+    assert!((util - 0.35).abs() < 0.005, "{busy} ms busy, job step {job_step} ms: {util}");
+    let dir = dlrm();
+    let d = dir.to_str().unwrap();
+    let job = json(&["summary", d]);
+    assert!((job["step_ms"].as_f64().unwrap() - job_step).abs() < 1e-3, "{}", job["step_ms"]);
+    assert!((job["gpu_util"].as_f64().unwrap() - util).abs() < 1e-3, "{}", job["gpu_util"]);
+    let line = format!(
+        "step {job_step:.2} ms (the others wait for rank 7)  |  GPU util {:.0}% over all ranks",
+        util * 100.0
+    );
+    let text = run(&["profile", "summary", d]);
+    assert!(text.stdout.lines().next().unwrap().ends_with(&line), "{}", text.stdout);
+    let md = run(&["profile", "summary", d, "--format", "md"]);
+    assert!(
+        md.stdout.contains(&format!("GPU util {:.0}% over all ranks", util * 100.0)),
+        "{}",
+        md.stdout
+    );
 }
 
 #[test]
@@ -166,6 +202,59 @@ fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so()
             )),
             "{line}"
         );
+    }
+}
+
+/// A straggler's items are parts of its lateness (audit s12 M4): rank 5
+/// arrives 0.58 ms after the others' median (from the raw NCCL kernels, as
+/// above) and its lead-in items, with the part older than its lead-ins,
+/// add up to that, none larger (it read +0.73 ms launch, summed over its
+/// collectives). Every straggler's listed items stay within its lateness.
+#[test]
+fn a_stragglers_items_are_parts_of_its_lateness() {
+    let truth: Vec<Vec<(String, f64, f64)>> =
+        rank_files().iter().map(|f| nccl_kernels(f)).collect();
+    let mut late = [0.0f64; 8];
+    for i in 0..truth[0].len() {
+        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
+        let last = starts.iter().cloned().fold(f64::MIN, f64::max);
+        let r = starts.iter().position(|s| *s == last).unwrap();
+        let mut others: Vec<f64> =
+            starts.iter().enumerate().filter(|(j, _)| *j != r).map(|(_, s)| *s).collect();
+        others.sort_by(f64::total_cmp);
+        late[r] = late[r].max((last - others[others.len() / 2]) / 1e3);
+    }
+    assert!((late[5] - 0.58).abs() < 0.005, "{}", late[5]);
+    let job = json(&["summary", dlrm().to_str().unwrap()]);
+    let text = run(&["profile", "summary", dlrm().to_str().unwrap()]).stdout;
+    for s in job["stragglers"].as_array().unwrap() {
+        let r = s["rank"].as_u64().unwrap() as usize;
+        let items: Vec<f64> = s["why"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|w| w["excess_ms_per_step"].as_f64().unwrap())
+            .collect();
+        let rest = s["unexplained_ms"].as_f64().unwrap_or(0.0);
+        assert!(items.iter().sum::<f64>() <= late[r] + 0.005, "rank {r}: {items:?} of {}", late[r]);
+        if r == 5 {
+            assert!(!items.is_empty());
+            let whole = items.iter().sum::<f64>() + rest;
+            assert!((whole - late[5]).abs() < 0.01, "rank 5: {items:?} + {rest} vs {}", late[5]);
+        }
+    }
+    // The text's items under rank 5, each within its 0.58 ms.
+    let lines: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("  rank 5 makes the others wait"))
+        .skip(1)
+        .take_while(|l| l.starts_with("      +"))
+        .collect();
+    assert!(!lines.is_empty(), "{text}");
+    for l in lines {
+        let ms: f64 =
+            l.trim_start().trim_start_matches('+').split(' ').next().unwrap().parse().unwrap();
+        assert!(ms <= late[5], "{l}");
     }
 }
 

@@ -790,3 +790,32 @@ fn a_captures_tree_says_its_times_are_the_traces_not_the_synced_stages() {
         foreign["notes"]
     );
 }
+
+/// `--by frame` on a trace without Python frames says so (audit s12 L1):
+/// the A100 control trace records no `python_function` event (counted in
+/// its raw JSON), so its frame tree is the op tree, row for row, and a
+/// note names what is missing and how to record it. TimesFormer, which
+/// records frames, has no such note.
+#[test]
+fn a_frame_tree_without_frames_says_so() {
+    let control = common::fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let frames = |p: &Path| {
+        trace_events(&read_json(p)).iter().filter(|e| e["cat"] == "python_function").count()
+    };
+    assert_eq!(frames(&control), 0);
+    let c = control.to_str().unwrap();
+    let note = "the trace records no Python frames (record with with_stack=True): by annotation and op, as `--by op`";
+    let by_frame = common::json(&["tree", c, "--by", "frame"]);
+    let by_op = common::json(&["tree", c, "--by", "op"]);
+    assert_eq!(by_frame["rows"], by_op["rows"]);
+    let notes = by_frame["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n == note), "{notes:?}");
+    let text = common::profile_out(&["tree", c, "--by", "frame"]);
+    assert!(text.contains(&format!("note: {note}")), "{text}");
+
+    let t = timesformer();
+    assert!(frames(&t) > 0);
+    let with = common::json(&["tree", t.to_str().unwrap(), "--by", "frame"]);
+    let notes = with["notes"].as_array().map(|v| v.to_vec()).unwrap_or_default();
+    assert!(!notes.iter().any(|n| n == note), "{notes:?}");
+}

@@ -307,7 +307,7 @@ pub struct WhatIf {
     pub op: Option<String>,
     /// With remove_category, grep or op: keep this share of the work's time instead of removing it (0.5: twice as fast)
     pub scale: Option<f64>,
-    /// Remove N kernel launches per step and the dispatch between them (an op-fusion win)
+    /// Remove N launch calls per step (kernel launches and memcpy/memset calls) and the dispatch between them (an op-fusion win)
     pub remove_launches: Option<u64>,
     /// Set one idle cause to zero (python, cpu_op, dataloader, allocator: that host time; sync: syncs return at once; launch: no launch overhead; dependency: no cross-stream waits)
     #[serde(default)]

@@ -619,7 +619,8 @@ pub struct WhatIfArgs {
     /// instead of removing it (0.5: twice as fast)
     #[arg(long, value_name = "F")]
     pub scale: Option<f64>,
-    /// Remove N kernel launches per step and the dispatch between them (e.g. an op-fusion win)
+    /// Remove N launch calls per step (kernel launches and memcpy/memset calls, as the
+    /// what-if counts them) and the dispatch between them (e.g. an op-fusion win)
     #[arg(long)]
     pub remove_launches: Option<u64>,
     /// Set one idle cause to zero (python, cpu_op, dataloader, allocator: that host time;

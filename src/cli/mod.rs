@@ -521,6 +521,9 @@ pub fn run_reader_saying(
                 if let Some(w) = &c.warning {
                     said(&format!("warning: {w}"));
                 }
+                for n in &c.notes {
+                    said(&format!("note: {n}"));
+                }
                 let contended = lens::compare::contended_refusal(&before.profile, &after.profile);
                 c.gates = lens::gate::evaluate(
                     &before.profile,

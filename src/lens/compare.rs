@@ -119,6 +119,10 @@ pub struct Comparison {
     pub mode: [Mode; 2],
     #[serde(skip_serializing_if = "Option::is_none")]
     pub warning: Option<String>,
+    /// What differs between the two sides beside the change under test:
+    /// the device, the model (where both name theirs).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
     pub metrics: Vec<MetricDelta>,
     pub bound: [Verdict; 2],
     pub categories: Vec<RowDelta>,
@@ -129,6 +133,37 @@ pub struct Comparison {
     /// `--fail-on` gates, when given.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub gates: Vec<super::gate::Gate>,
+}
+
+/// The device a profile ran on, as the peak table names it, else as the
+/// trace does.
+fn device_of(p: &Profile) -> Option<&str> {
+    p.efficiency
+        .as_ref()
+        .and_then(|e| e.device.as_deref())
+        .or_else(|| p.devices.iter().find_map(|d| d.name.as_deref()))
+        .filter(|d| !d.is_empty())
+}
+
+/// The two sides' devices and models, where they differ: the change then
+/// is not the code's alone.
+fn differences(a: &Profile, b: &Profile) -> Vec<String> {
+    let mut notes = Vec::new();
+    if let (Some(x), Some(y)) = (device_of(a), device_of(b)) {
+        if x != y {
+            notes.push(format!(
+                "the two sides ran on different devices ({x} -> {y}): the change is not the code's alone"
+            ));
+        }
+    }
+    if let (Some(x), Some(y)) = (a.model.as_deref(), b.model.as_deref()) {
+        if x != y {
+            notes.push(format!(
+                "the two sides ran different models ({x} -> {y}): their steps measure different work"
+            ));
+        }
+    }
+    notes
 }
 
 /// Changes below this share are reported as "same".
@@ -359,6 +394,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
         after: after.to_string(),
         mode: [ma, mb],
         warning,
+        notes: differences(a, b),
         metrics,
         bound: [a.bound.clone(), b.bound.clone()],
         categories: rows(
@@ -455,10 +491,14 @@ mod tests {
         assert_eq!(s.significance, "|d|=2.960 vs 2*SE=2.484");
         // Same mean: not significant.
         assert_eq!(significance(4.4, 4.4, Some(0.1), Some(0.1), 3, 3).significant, Some(false));
-        // One side single: no call.
+        // One side single: no call, and that side named.
         let single = significance(4.4, 5.0, Some(0.1), None, 3, 1);
         assert_eq!(single.significant, None);
-        assert_eq!(single.significance, SINGLE_RUN);
+        assert!(single.significance.starts_with("one run on the after side ("), "{single:?}");
+        // Both: one run on each side.
+        let both = significance(4.4, 5.0, None, None, 1, 1);
+        assert_eq!(both.significant, None);
+        assert_eq!(both.significance, SINGLE_RUN);
     }
 
     /// A repeat profile: img/s 10 ± 0.1 or 12 ± 0.1 over 3 trials, ran

@@ -54,7 +54,8 @@ pub struct Job {
     /// straggler by compute, else the one with the longest step. None:
     /// nobody is waited for.
     pub critical_rank: Option<u32>,
-    /// GPU busy time over step time, all ranks together.
+    /// The ranks' GPU busy time over the job's step on every rank:
+    /// Σ busy ÷ (ranks × `step_ms`).
     pub gpu_util: f64,
     pub ranks: Vec<RankRow>,
     /// How stragglers were found: from who waits for whom at collectives,
@@ -356,7 +357,8 @@ pub struct Straggler {
     pub late_steps: Option<[u64; 2]>,
     /// The collectives it was last at, the most wait first.
     pub late_at: Vec<LateAt>,
-    /// What it did before those collectives in excess of the other ranks
+    /// What it did before the collective it was latest at in a step, in
+    /// excess of the other ranks, mean over the steps: parts of `late_ms`
     /// (under the compute rule: its kernels' time above the median rank's).
     pub why: Vec<Why>,
     /// The part of `late_ms` its `why` does not cover, when a tenth of it
@@ -471,14 +473,30 @@ fn lead_us(call: &CollectiveCall, kind: LeadKind, name: &str) -> f64 {
 /// collectives lens: per rank, the wait it caused per step number (None:
 /// launched outside any step), per collective kind, and its lead-in
 /// excess over the other ranks' at those collectives, µs over the window.
+/// Each item of a lead-in and its excess over the other ranks' (µs).
+type LeadExcess = Vec<((LeadKind, String), f64)>;
+
 #[derive(Default)]
 struct Caused {
     total_us: f64,
-    /// Per step, the most it arrived after the others' median.
-    late_us: BTreeMap<Option<u64>, f64>,
+    /// Per step, the most it arrived after the others' median, and its
+    /// lead-in excess at that collective (what made that lateness).
+    late_us: BTreeMap<Option<u64>, (f64, LeadExcess)>,
     by_step: BTreeMap<Option<u64>, f64>,
     by_kind: Vec<(String, String, usize, f64)>,
-    excess_us: BTreeMap<(LeadKind, String), f64>,
+}
+
+impl Caused {
+    /// The lead-in excess at each step's latest collective, summed over
+    /// the steps: a decomposition of the lateness, not a sum over every
+    /// collective it was last at (audit s12 M4).
+    fn excess_us(&self) -> BTreeMap<(LeadKind, String), f64> {
+        let mut out: BTreeMap<(LeadKind, String), f64> = BTreeMap::new();
+        for (key, us) in self.late_us.values().flat_map(|(_, x)| x) {
+            *out.entry(key.clone()).or_insert(0.0) += us;
+        }
+        out
+    }
 }
 
 fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
@@ -499,8 +517,6 @@ fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
             m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
         let late = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us)
             - median(&arrivals);
-        let worst = e.late_us.entry(mine.step).or_insert(0.0);
-        *worst = worst.max(late);
         *e.by_step.entry(mine.step).or_insert(0.0) += m.wait_us;
         match e.by_kind.iter_mut().find(|k| k.0 == m.group && k.1 == m.collective) {
             Some(k) => {
@@ -515,9 +531,13 @@ fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
             .filter(|r| r.rank != last)
             .filter_map(|r| calls(r.rank)?.get(r.call))
             .collect();
-        for l in &mine.lead_in {
-            let theirs: Vec<f64> = others.iter().map(|o| lead_us(o, l.kind, &l.name)).collect();
-            *e.excess_us.entry((l.kind, l.name.clone())).or_insert(0.0) += l.us - median(&theirs);
+        let worst = e.late_us.entry(mine.step).or_insert((f64::NEG_INFINITY, Vec::new()));
+        if late > worst.0 {
+            let excess = mine.lead_in.iter().map(|l| {
+                let theirs: Vec<f64> = others.iter().map(|o| lead_us(o, l.kind, &l.name)).collect();
+                ((l.kind, l.name.clone()), l.us - median(&theirs))
+            });
+            *worst = (late, excess.collect());
         }
     }
     out
@@ -536,9 +556,11 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
     let ranks: Vec<RankRow> =
         profiles.iter().map(|(k, p)| rank_row(*k, p, by_waits, &longest)).collect();
     let step_ms = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
-    let (busy, steps): (f64, f64) = profiles.iter().fold((0.0, 0.0), |(b, s), (_, p)| {
-        (b + p.figures.gpu_busy_ms_per_step, s + p.figures.step_ms)
-    });
+    // Over the job's step on every rank, the step the job line prints: a
+    // rank whose own window is shorter idles for the rest of it
+    // (docs/analysis.md §11).
+    let busy: f64 = profiles.iter().map(|(_, p)| p.figures.gpu_busy_ms_per_step).sum();
+    let steps = step_ms * profiles.len() as f64;
     let median_compute = median(&ranks.iter().map(|r| r.compute_ms).collect::<Vec<_>>());
     let phases: Vec<Vec<(String, f64)>> = profiles
         .iter()
@@ -581,14 +603,17 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
                     .then_with(|| a.collective.cmp(&b.collective))
             });
             late_at.truncate(TOP_LATE_AT);
-            let late = w.late_us.values().sum::<f64>() / 1e3 / w.late_us.len().max(1) as f64;
+            // Both over the steps with a latest collective: the items
+            // decompose the lateness (docs/analysis.md §11).
+            let late_n = w.late_us.len().max(1) as f64;
+            let late = w.late_us.values().map(|(us, _)| us).sum::<f64>() / 1e3 / late_n;
             let mut why: Vec<Why> = w
-                .excess_us
+                .excess_us()
                 .iter()
                 .map(|((kind, name), us)| Why {
                     name: name.clone(),
                     kind: *kind,
-                    excess_ms_per_step: round(us / 1e3 / n, 3),
+                    excess_ms_per_step: round(us / 1e3 / late_n, 3),
                 })
                 .filter(|y| y.excess_ms_per_step >= (WHY_SHARE * late).max(MIN_MS))
                 .collect();

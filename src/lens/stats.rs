@@ -14,8 +14,10 @@ pub struct Significance {
     pub significance: String,
 }
 
-pub const SINGLE_RUN: &str =
-    "single run: measure both sides with --repeat N (N >= 2) for a significance call";
+/// No call: one run on each side. A run's steps are not independent runs
+/// (they share its process, warm-up and contention), so a trace of many
+/// steps is still one run (docs/spec.md §4).
+pub const SINGLE_RUN: &str = "one run on each side (a run's steps are not independent runs): measure both sides with --repeat N (N >= 2) for a significance call";
 
 /// The 2·SE rule: significant when |Δmean| > 2·sqrt(sa²/na + sb²/nb).
 pub fn significance(
@@ -32,10 +34,20 @@ pub fn significance(
         significant: None,
         significance: SINGLE_RUN.to_string(),
     };
-    let (Some(sa), Some(sb)) = (sa, sb) else { return base };
-    if na < 2 || nb < 2 {
-        return base;
+    // One side measured more than once: said of the other alone.
+    let one_side = |side: &str| Significance {
+        significance: format!(
+            "one run on the {side} side (a run's steps are not independent runs): measure it with --repeat N (N >= 2) for a significance call"
+        ),
+        ..base.clone()
+    };
+    match (na >= 2 && sa.is_some(), nb >= 2 && sb.is_some()) {
+        (true, false) => return one_side("after"),
+        (false, true) => return one_side("before"),
+        (false, false) => return base,
+        (true, true) => {}
     }
+    let (Some(sa), Some(sb)) = (sa, sb) else { return base };
     let se = (sa * sa / f64::from(na) + sb * sb / f64::from(nb)).sqrt();
     let d = (b - a).abs();
     Significance {

@@ -180,8 +180,31 @@ pub fn summary(p: &Profile) -> Summary {
             .iter()
             .cloned()
             .chain(crate::conditions::Conditions::neighbours_in(p.host.as_ref()))
+            .chain(vram_counted(p))
             .collect(),
     }
+}
+
+/// Where `peak VRAM` is n/a but the trace's memory events give a peak
+/// counted from their first event (sizes without totals: PyTorch before
+/// 1.10), which is not the allocated total (docs/spec.md, `peak_vram_mb`):
+/// said, with that figure and where it is (audit s12 L5).
+fn vram_counted(p: &Profile) -> Option<String> {
+    if p.figures.peak_vram_mb.is_some() {
+        return None;
+    }
+    let counted: Vec<String> = p
+        .memory
+        .iter()
+        .filter(|d| !d.totals && d.device != "cpu" && d.peak_allocated_mb > 0.0)
+        .map(|d| format!("{} {:.1} MB", d.device, d.peak_allocated_mb))
+        .collect();
+    (!counted.is_empty()).then(|| {
+        format!(
+            "peak VRAM n/a: the trace's memory events record sizes, not totals, so what was allocated before its first event is unknown; counted from that event, `profile memory` gives a peak of {}",
+            counted.join(", ")
+        )
+    })
 }
 
 #[cfg(test)]

@@ -332,6 +332,17 @@ fn notes(s: &Selected, q: &TreeQuery) -> Vec<String> {
             crate::analysis::idle::PYTHON_MIN_NS / 1000
         ));
     }
+    // Without frames `--by frame` is the op tree: said, not left to look
+    // like a frame tree (audit s12 L1).
+    if q.by == By::Frame
+        && stored.short_frames_left_out == 0
+        && !stored.nodes.iter().any(|n| n.kind == NodeKind::Frame)
+    {
+        notes.push(
+            "the trace records no Python frames (record with with_stack=True): by annotation and op, as `--by op`"
+                .to_string(),
+        );
+    }
     if q.by == By::Module && !stored.nodes.iter().any(|n| n.kind == NodeKind::Module) {
         notes.push(
             "the trace records no nn.Module frames (record with_modules=True or with_stack=True): by annotation and op"

@@ -320,6 +320,9 @@ pub fn compare(c: &Comparison) -> Result<Vec<Part>> {
     if let Some(w) = &c.warning {
         parts.push(Part::Text(format!("**Warning**: {}", md_prose(w))));
     }
+    if !c.notes.is_empty() {
+        parts.push(Part::List(c.notes.iter().map(|n| format!("note: {}", md_prose(n))).collect()));
+    }
     let metrics = only(
         compare_metrics(c)?,
         &[

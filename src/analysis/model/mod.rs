@@ -875,6 +875,21 @@ impl StepModel {
         &self.order
     }
 
+    /// The launch calls the model holds (those that returned: a blocked
+    /// one is a Sync), by what they put on the GPU: (calls launching
+    /// kernels — a graph launch once —, calls of copies or sets alone).
+    pub fn launch_calls(&self) -> (usize, usize) {
+        let mut kernels = vec![false; self.nodes.len()];
+        for n in &self.nodes {
+            if n.kind == NodeKind::Gpu && n.cross != NONE && n.class != COPY_CLASS {
+                kernels[n.cross as usize] = true;
+            }
+        }
+        let launches = self.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Launch);
+        let with_kernels = launches.clone().filter(|(i, _)| kernels[*i]).count();
+        (with_kernels, launches.count() - with_kernels)
+    }
+
     /// The host gap before host node `i`: from its lane's previous node's
     /// end to its start (ns; negative where calls overlap).
     pub fn gap(&self, i: u32) -> Option<(i64, i64)> {

@@ -165,6 +165,18 @@ pub fn job(j: &Job) -> String {
                 num(rest, 2)
             );
         }
+        // The items decompose the lateness; where those listed add up to
+        // more, the rest of its lead-ins (shorter than the others', or
+        // begun earlier) made up the difference: said, so that no part
+        // reads larger than the whole.
+        let listed: f64 = s.why.iter().map(|w| w.excess_ms_per_step).sum();
+        if let Some(late) = s.late_ms.filter(|l| listed > l + 0.005) {
+            let _ = writeln!(
+                o,
+                "      of these, {} ms was made up by the rest of its lead-ins (shorter than the others', or begun earlier)",
+                num(listed - late, 2)
+            );
+        }
         if let Some(p) = &s.phase {
             let _ = writeln!(
                 o,

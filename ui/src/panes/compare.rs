@@ -130,6 +130,9 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
     if let Some(w) = &c.warning {
         out.push(Line::styled(format!("warning: {w}"), t.warn()));
     }
+    for n in &c.notes {
+        out.push(Line::styled(clip(&format!("note: {n}"), width), t.muted()));
+    }
     out.push(Line::raw(""));
     let wide = width >= 100;
     let vw = if wide { 16 } else { 15 };
