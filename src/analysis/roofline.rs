@@ -600,7 +600,7 @@ pub fn achieved(r: Option<&Rates>, n_steps: f64) -> Achieved {
         roofline_bound: r
             .compute_bound()
             .map(|c| if c { RooflineBound::Compute } else { RooflineBound::Memory }),
-        past_roofline: r.past_roofline(),
+        past_roofline: r.past_roofline().then_some(true),
     }
 }
 

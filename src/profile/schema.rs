@@ -559,16 +559,22 @@ pub struct Achieved {
     pub lost_ms_per_step: Option<f64>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub roofline_bound: Option<RooflineBound>,
-    /// Its rates are past its roofline: the bytes the model counts (each
-    /// from memory) could not have moved in its time, so the cache served
-    /// part of them; `pct_of_peak` stays at 100 (docs/analysis.md §13.2).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
-    pub past_roofline: bool,
+    /// `true` where its rates are past its roofline: the bytes the model
+    /// counts (each from memory) could not have moved in its time, so the
+    /// cache served part of them; `pct_of_peak` stays at 100
+    /// (docs/analysis.md §13.2). Absent otherwise (nullable, as the
+    /// Parquet tables need).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub past_roofline: Option<bool>,
 }
 
 impl Achieved {
     pub fn is_priced(&self) -> bool {
         self.modelled_ms_per_step.is_some()
+    }
+    /// Its rates are past its roofline ([`Achieved::past_roofline`]).
+    pub fn is_past_roofline(&self) -> bool {
+        self.past_roofline == Some(true)
     }
 }
 

@@ -161,7 +161,7 @@ pub fn kernels(k: &Kernels) -> Result<Table> {
     if k.kernels.iter().any(|r| r.rates_thin()) {
         t.notes.push(text::thin_rates_note(false));
     }
-    if k.kernels.iter().any(|r| r.achieved.past_roofline) {
+    if k.kernels.iter().any(|r| r.achieved.is_past_roofline()) {
         t.notes.push(text::past_roofline_note(false));
     }
     t.notes.extend(
@@ -195,7 +195,7 @@ pub fn ops(o: &Ops) -> Result<Table> {
     if !o.ops.is_empty() {
         t.notes.push(format!("pct_of_cpu_ops: {}", text::PCT_OF_CPU_OPS));
     }
-    if o.ops.iter().any(|r| r.achieved.past_roofline) {
+    if o.ops.iter().any(|r| r.achieved.is_past_roofline()) {
         t.notes.push(text::past_roofline_note(false));
     }
     Ok(t)

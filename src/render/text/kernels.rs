@@ -34,7 +34,7 @@ pub fn kernels(k: &Kernels) -> String {
     if k.kernels.iter().any(|r| r.rates_thin()) {
         let _ = writeln!(o, "{}", thin_rates_note(true));
     }
-    if k.kernels.iter().any(|r| r.achieved.past_roofline) {
+    if k.kernels.iter().any(|r| r.achieved.is_past_roofline()) {
         let _ = writeln!(o, "{}", past_roofline_note(true));
     }
     if let Some(ms) = k.graph_replay_ms_per_step {

@@ -44,7 +44,7 @@ pub fn ops(x: &Ops) -> String {
     // (What `%cpu` is a share of, under a table that shows it.)
     let pct = if x.ops.is_empty() { String::new() } else { format!("; %cpu: {PCT_OF_CPU_OPS}") };
     let _ = writeln!(o, "({} of {} ops{scope}; {} shown{pct})", x.matched, x.total, x.ops.len());
-    if x.ops.iter().any(|r| r.achieved.past_roofline) {
+    if x.ops.iter().any(|r| r.achieved.is_past_roofline()) {
         let _ = writeln!(o, "{}", past_roofline_note(true));
     }
     efficiency_notes(&mut o, &x.efficiency_notes);

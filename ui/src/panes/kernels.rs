@@ -616,7 +616,7 @@ impl RateColumns {
         let dash = || "-".to_string();
         let mark = if thin { THIN_MARK } else { "" };
         // Past its roofline: marked on the % (the pane shows no TB/s).
-        let past = if a.past_roofline { PAST_MARK } else { "" };
+        let past = if a.is_past_roofline() { PAST_MARK } else { "" };
         let mut c = Vec::new();
         if self.wide {
             c.push(right(a.tflops.map_or_else(dash, |v| format!("{}{mark}", fixed(v, 1)))));
@@ -652,7 +652,7 @@ pub fn rate_lines(a: &Achieved, shape: Option<&str>) -> Vec<(&'static str, Strin
         ),
     ));
     let roof = match (a.pct_of_peak, a.roofline_bound, a.lost_ms_per_step) {
-        (Some(p), Some(b), Some(_)) if a.past_roofline => {
+        (Some(p), Some(b), Some(_)) if a.is_past_roofline() => {
             format!("at {p:.0}% of it ({}-bound) {PAST_MARK} {PAST_ROOFLINE}", b.as_str())
         }
         (Some(p), Some(b), Some(l)) => {
