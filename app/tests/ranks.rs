@@ -158,12 +158,10 @@ fn the_dlrm_stragglers_are_the_ranks_the_others_wait_for_with_the_collectives_ow
     }
 }
 
-#[test]
-fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so() {
-    // Independently: at each collective a rank was last at, how much
-    // later than the median of the other seven ranks' starts it started;
-    // `late_ms` is the worst of them (one step per trace), and the text
-    // names what it is measured against.
+/// Independently, from the raw NCCL kernels: at each collective a rank
+/// was last at, how much later than the median of the other seven ranks'
+/// starts it started; per rank the worst of them (ms).
+fn lateness() -> [f64; 8] {
     let truth: Vec<Vec<(String, f64, f64)>> =
         rank_files().iter().map(|f| nccl_kernels(f)).collect();
     let mut late = [0.0f64; 8];
@@ -177,6 +175,14 @@ fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so()
         let median = others[others.len() / 2]; // seven: the middle one
         late[r] = late[r].max((last - median) / 1e3);
     }
+    late
+}
+
+#[test]
+fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so() {
+    // `late_ms` is the worst lateness (one step per trace), and the text
+    // names what it is measured against.
+    let late = lateness();
     let job = json(&["summary", dlrm().to_str().unwrap()]);
     let stragglers = job["stragglers"].as_array().unwrap();
     assert!(!stragglers.is_empty());
@@ -212,18 +218,7 @@ fn a_stragglers_lateness_is_against_the_other_ranks_median_arrival_and_says_so()
 /// collectives). Every straggler's listed items stay within its lateness.
 #[test]
 fn a_stragglers_items_are_parts_of_its_lateness() {
-    let truth: Vec<Vec<(String, f64, f64)>> =
-        rank_files().iter().map(|f| nccl_kernels(f)).collect();
-    let mut late = [0.0f64; 8];
-    for i in 0..truth[0].len() {
-        let starts: Vec<f64> = truth.iter().map(|t| t[i].1).collect();
-        let last = starts.iter().cloned().fold(f64::MIN, f64::max);
-        let r = starts.iter().position(|s| *s == last).unwrap();
-        let mut others: Vec<f64> =
-            starts.iter().enumerate().filter(|(j, _)| *j != r).map(|(_, s)| *s).collect();
-        others.sort_by(f64::total_cmp);
-        late[r] = late[r].max((last - others[others.len() / 2]) / 1e3);
-    }
+    let late = lateness();
     assert!((late[5] - 0.58).abs() < 0.005, "{}", late[5]);
     let job = json(&["summary", dlrm().to_str().unwrap()]);
     let text = run(&["profile", "summary", dlrm().to_str().unwrap()]).stdout;

@@ -102,7 +102,7 @@ pub const PAST_MARK: &str = "^";
 
 /// [`PAST_MARK`] on the rate that bounds a row past its roofline: (on its
 /// TFLOP/s, on its TB/s).
-pub fn past_marks(a: &Achieved) -> (&'static str, &'static str) {
+fn past_marks(a: &Achieved) -> (&'static str, &'static str) {
     match (a.is_past_roofline(), a.roofline_bound) {
         (true, Some(RooflineBound::Compute)) => (PAST_MARK, ""),
         (true, _) => ("", PAST_MARK),

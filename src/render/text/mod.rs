@@ -28,7 +28,7 @@ pub use collectives::collectives;
 pub use compare::{compare, compare_jobs, metric_value};
 pub use efficiency::{
     PAST_MARK, PAST_ROOFLINE, THIN_MARK, efficiency_line, efficiency_parts, graph_replay_note,
-    past_marks, past_roofline_note, rates_note, thin_rates_note,
+    past_roofline_note, rates_note, thin_rates_note,
 };
 pub use get::{get, scalar};
 pub use job::{job, slowest, straggler_line, stragglers_head, why};
