@@ -304,3 +304,39 @@ fn findings_on_the_fixtures_are_the_ones_they_have() {
         assert_eq!(cannot, has, "{name}: cannot tell exactly when a finding says so");
     }
 }
+
+/// A real training trace with every GPU-side event taken out (kernels,
+/// copies, runtime calls, memory records) is a CPU run: no GPU line in
+/// the summary, and its verdict is the dataloader's, the loop spending
+/// ≥ 20% of the step in `enumerate(DataLoader)#…__next__` (derived here:
+/// those ranges' time inside the steps).
+#[test]
+fn a_trace_without_gpu_events_is_a_cpu_run_that_waits_on_its_loader() {
+    let path = fixtures().join("traces/kineto_resnet50_v100_2021jun");
+    let path = std::fs::read_dir(path).unwrap().next().unwrap().unwrap().path();
+    let v = read_json(&path);
+    let raw = events(&v);
+    let kept: Vec<Value> = raw
+        .into_iter()
+        .filter(|x| !is_gpu(x) && !is_runtime(x) && x["name"] != "[memory]")
+        .collect();
+    let st = steps(&kept);
+    let step_us: f64 = st.iter().map(|s| s.2 - s.1).sum::<f64>() / st.len() as f64;
+    let loader_us: f64 = kept
+        .iter()
+        .filter(|x| x["ph"] == "X")
+        .filter(|x| x["name"].as_str().is_some_and(|n| n.starts_with("enumerate(DataLoader)#")))
+        .map(|x| st.iter().map(|s| (end(x).min(s.2) - ts(x).max(s.1)).max(0.0)).sum::<f64>())
+        .sum::<f64>()
+        / st.len() as f64;
+    assert!(loader_us >= 0.2 * step_us, "{loader_us} of {step_us} µs");
+    let dir = tempfile::tempdir().unwrap();
+    let p = write(dir.path(), "cpu.json", &with_events(&v, kept));
+    let out = summary(&p);
+    assert_eq!(out["bound"], "dataloader", "{}", out["bound_why"]);
+    let why = out["bound_why"].as_str().unwrap();
+    let said = format!("the step waits {:.1} ms of {:.1} ms", loader_us / 1e3, step_us / 1e3);
+    assert!(why.starts_with(&said), "{why} (derived: {said})");
+    let text = common::profile_out(&["summary", p.to_str().unwrap()]);
+    assert!(!text.lines().any(|l| l.starts_with("GPU util")), "{text}");
+}

@@ -156,12 +156,12 @@ fn summary_of_one_trace_is_a_document_of_its_figures() {
     let mix = table(&tables, &["name", "pct", "ms_per_step"]);
     rows_are_the_json(mix, doc["categories"].as_array().unwrap(), "name", &["pct", "ms_per_step"]);
     assert_eq!(mix.rows.len(), doc["categories"].as_array().unwrap().len());
-    let levers = table(&tables, &["lever", "saves_ms_per_step"]);
+    let levers = table(&tables, &["lever", "saved_ms_per_step"]);
     rows_are_the_json(
         levers,
         doc["levers"].as_array().unwrap(),
         "lever",
-        &["saves_ms_per_step", "saves_pct"],
+        &["saved_ms_per_step", "saved_pct"],
     );
     let idle = table(&tables, &["cause", "ms_per_step"]);
     rows_are_the_json(idle, doc["idle"]["causes"].as_array().unwrap(), "cause", &["ms_per_step"]);

@@ -683,3 +683,29 @@ fn a_device_the_trace_leaves_unnamed_is_named_as_recognised() {
     let out = common::profile_out(&["summary", t.to_str().unwrap()]);
     assert!(out.lines().any(|l| l.starts_with("devices") && l.contains(named)), "{out}");
 }
+
+/// The summary names the matrix units as the device's maker does: Matrix
+/// Cores on AMD, Tensor Cores on NVIDIA. Which maker is read from the raw
+/// trace: HIP runtime calls or an AMD device name.
+#[test]
+fn matrix_units_are_named_as_the_maker_names_them() {
+    let mut seen = [0, 0];
+    for dir in std::fs::read_dir(fixtures().join("traces")).unwrap() {
+        let dir = dir.unwrap().file_name().into_string().unwrap();
+        let t = common::first_trace(&dir);
+        let raw = read_json(&t);
+        let hip = common::trace_events(&raw)
+            .iter()
+            .any(|e| e["name"].as_str().is_some_and(|n| n.starts_with("hip")));
+        let amd_name = raw["deviceProperties"].as_array().is_some_and(|ps| {
+            ps.iter().any(|p| p["name"].as_str().is_some_and(|n| n.contains("AMD")))
+        });
+        let out = common::profile_out(&["summary", t.to_str().unwrap()]);
+        let Some(line) = out.lines().find(|l| l.starts_with("GPU util")) else { continue };
+        let amd = hip || amd_name;
+        let want = if amd { "|  Matrix Cores " } else { "|  Tensor Cores " };
+        assert!(line.contains(want), "{dir}: {line}");
+        seen[amd as usize] += 1;
+    }
+    assert!(seen[0] > 0 && seen[1] > 0, "both makers among the fixtures: {seen:?}");
+}

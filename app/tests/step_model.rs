@@ -156,7 +156,7 @@ fn a_lazily_loading_launch_taken_away_shortens_the_step() {
     let s = json(&["summary", p]);
     let warm = s["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "warm-up").unwrap();
     assert_eq!(s["levers"][0]["lever"], "warm-up", "{s}");
-    assert!(f(&warm["saves_ms_per_step"]) >= 0.98 * lazy_ms, "{lazy_ms} ms: {warm}");
+    assert!(f(&warm["saved_ms_per_step"]) >= 0.98 * lazy_ms, "{lazy_ms} ms: {warm}");
 }
 
 /// `--op` names an annotation as it names an op (a module scope, a
@@ -352,7 +352,7 @@ fn a_stepless_trace_closes_on_the_thread_that_ends_it() {
     assert!(waited_ms > 1.0, "{waited_ms}");
     let p = profile(&t);
     let m = &p["step_model"];
-    let saves = f(&m["without_gpu_work_saves_ms_per_step"]);
+    let saves = f(&m["without_gpu_work_saved_ms_per_step"]);
     assert!((saves - waited_ms).abs() <= 0.05 * waited_ms, "{saves} vs {waited_ms} ms");
     let host_alone = f(&m["span_ms_per_step"]) - saves;
     assert!(host_alone < f(&p["gpu_busy_ms_per_step"]), "{p}");
@@ -757,5 +757,65 @@ fn the_path_spans_the_steps_and_the_gpu_work_after_them() {
         if per_step(last - w1) >= 0.001 {
             assert!(text.contains("ms of GPU work after "), "{name}: {text}");
         }
+    }
+}
+
+/// Two recordings of one job joined into one trace (the A100 control trace
+/// and itself 10 s later): the time between them is no step's work. The
+/// path crosses it as `between steps`, not as host Python, and no change
+/// saves more than the steps' own time (it once "saved" 798.8 ms of a
+/// 77.5 ms step, the 10 s read as Python that `--remove-idle python` cut).
+#[test]
+fn the_time_between_two_joined_recordings_is_no_step_s_work() {
+    let t = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let mut raw = common::read_json(&t);
+    let first = common::trace_events(&raw);
+    const SHIFT_US: f64 = 10e6;
+    let mut second = first.clone();
+    for e in &mut second {
+        if let Some(ts) = e["ts"].as_f64() {
+            e["ts"] = Value::from(ts + SHIFT_US);
+        }
+        if let Some(args) = e.get_mut("args").and_then(Value::as_object_mut) {
+            for k in ["correlation", "External id", "external id"] {
+                if let Some(v) = args.get(k).and_then(Value::as_i64) {
+                    args.insert(k.into(), Value::from(v + 10_000_000));
+                }
+            }
+        }
+        if let Some(n) = e["name"].as_str().and_then(|n| n.strip_prefix("ProfilerStep#")) {
+            e["name"] = Value::from(format!("ProfilerStep#{}", n.parse::<u64>().unwrap() + 100));
+        }
+        if matches!(e["ph"].as_str(), Some("s" | "f")) {
+            if let Some(id) = e["id"].as_i64() {
+                e["id"] = Value::from(id + 10_000_000);
+            }
+        }
+    }
+    let (steps_a, _) = common::steps_and_launches(&first);
+    let (steps_b, _) = common::steps_and_launches(&second);
+    // The gap between the recordings: the second's first step's start
+    // less the first's last step's end, per step of the joined window.
+    let gap_us = steps_b.values().next().unwrap().0 - steps_a.values().last().unwrap().1;
+    let n = (steps_a.len() + steps_b.len()) as f64;
+    let mut all = first;
+    all.extend(second);
+    raw["traceEvents"] = Value::Array(all);
+    let dir = tempfile::tempdir().unwrap();
+    let joined = dir.path().join("joined.json");
+    std::fs::write(&joined, serde_json::to_vec(&raw).unwrap()).unwrap();
+    let w = json(&["what-if", joined.to_str().unwrap(), "--all"]);
+    assert_eq!(f(&w["steps_modelled"]), n, "every step modelled: {w}");
+    let between: f64 = w["critical_path"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["part"] == "between steps")
+        .map(|p| f(&p["ms_per_step"]))
+        .sum();
+    assert!(between >= 0.99 * gap_us / 1e3 / n, "between steps {between} ms, the gap {gap_us} µs");
+    let own = f(&w["steps_ms_per_step"]);
+    for r in w["scenarios"].as_array().unwrap() {
+        assert!(f(&r["saved_ms_per_step"]) <= own, "{r} saves more than the steps' {own} ms");
     }
 }

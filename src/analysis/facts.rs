@@ -74,7 +74,7 @@ pub const LAYOUT_TRANSPOSE: &str = r"nchwtonhwc|nhwctonchw|batched_transpose";
 /// is Inductor's annotation around the compiled graph (a
 /// `user_annotation`). `CompiledFunctionBackward` is left out: it runs in
 /// the backward, outside the forward's regions.
-const COMPILED_RANGES: &[&str] =
+pub(crate) const COMPILED_RANGES: &[&str] =
     &["Torch-Compiled Region", "CompiledFunction", "## Call CompiledFxGraph"];
 
 /// Inductor's generated kernels (`triton_poi_`, `triton_red_`,

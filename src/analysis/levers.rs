@@ -12,7 +12,7 @@
 // transposes around NHWC kernels fed NCHW tensors (what channels-last
 // tensors do without): the facts' own patterns, lower case (`--grep`
 // matches without case).
-use super::facts::{LAYOUT_TRANSPOSE as TRANSPOSES, SOFTMAX_KERNEL as SOFTMAX};
+use super::facts::{COMPILED_RANGES, LAYOUT_TRANSPOSE as TRANSPOSES, SOFTMAX_KERNEL as SOFTMAX};
 use crate::profile::facts::{AttentionKind, DataloaderKind, Precision};
 use crate::profile::{
     Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts,
@@ -148,6 +148,8 @@ pub struct Ctx<'a> {
     pub comm_exposed_ms: Option<f64>,
     /// Whether the model's waits on other streams are the trace's records.
     pub waits_recorded: bool,
+    /// Whether the window compiles (the `compilation` health check).
+    pub compiling: bool,
 }
 
 impl Ctx<'_> {
@@ -219,7 +221,7 @@ pub const LEVERS: [Def; 12] = [
 pub fn levers(ctx: &Ctx<'_>) -> Vec<LeverRow> {
     let mut out: Vec<LeverRow> = LEVERS.iter().filter_map(|l| l(ctx)).collect();
     out.sort_by(|a, b| {
-        b.saves_ms_per_step.total_cmp(&a.saves_ms_per_step).then(a.lever.cmp(&b.lever))
+        b.saved_ms_per_step.total_cmp(&a.saved_ms_per_step).then(a.lever.cmp(&b.lever))
     });
     out
 }
@@ -236,19 +238,25 @@ fn lever(
     rests_on: Vec<String>,
 ) -> Option<LeverRow> {
     let takes = row.removes_ms_per_step;
-    Some(LeverRow {
+    let mut l = LeverRow {
         lever: kind,
         change,
         what_if: row.flags.clone(),
-        saves_ms_per_step: row.saved_ms_per_step,
-        saves_pct: row.saved_pct,
+        saved_ms_per_step: row.saved_ms_per_step,
+        saved_pct: row.saved_pct,
+        saved_without_inferred_ms_per_step: row.saved_without_inferred_ms_per_step,
         evidence: if takes > 0.0 {
             format!("{evidence}; its what-if takes away {takes:.2} ms/step")
         } else {
             evidence
         },
         rests_on,
-    })
+    };
+    if let Some(b) = l.mostly_inferred() {
+        l.evidence =
+            format!("{}; without the waits the model inferred it saves {b:.3} ms/step", l.evidence);
+    }
+    Some(l)
 }
 
 /// fp32/TF32 matrix work → bf16/fp16 (AMP), at its measured share of
@@ -339,9 +347,14 @@ fn per_op_host_work(ctx: &Ctx<'_>) -> Option<LeverRow> {
             vec!["its largest place a host copy or cast before the step's first kernel".into()],
         );
     }
-    if let Some(c) =
-        cause.filter(|c| lazy || c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step)
-    {
+    // A compiled region entered from its cache (nothing compiles in the
+    // window): its per-call entry cost (guards, wrappers), every step's.
+    let cached_region = !ctx.compiling
+        && compiled(ctx).is_some()
+        && first.is_some_and(|p| COMPILED_RANGES.iter().any(|r| p.name.contains(r)));
+    if let Some(c) = cause.filter(|c| {
+        !cached_region && (lazy || c.before_first_kernel_ms_per_step >= 0.5 * c.ms_per_step)
+    }) {
         return lever(
             LeverKind::WarmUp,
             "warm up before the profiled window: start-up work (GPU context, cuDNN/MIOpen algorithm search, lazy module loading, first allocations)".into(),

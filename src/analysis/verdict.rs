@@ -105,9 +105,12 @@ fn ranked_or(e: &Evidence<'_>, rule: String) -> String {
         .iter()
         .take(RANKED_LEVERS)
         .map(|l| {
+            let bound = l.mostly_inferred().map_or(String::new(), |b| {
+                format!(", {b:.3} without the waits the model inferred")
+            });
             format!(
-                "`{}` −{:.3} ms/step ({:.1}%): {}",
-                l.lever, l.saves_ms_per_step, l.saves_pct, l.change
+                "`{}` −{:.3} ms/step ({:.1}%{bound}): {}",
+                l.lever, l.saved_ms_per_step, l.saved_pct, l.change
             )
         })
         .collect();
@@ -178,23 +181,8 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             return v;
         }
     }
-    if let Some(dl) = e.dataload_ms.filter(|_| e.step_ms > 0.0) {
-        let frac = dl / e.step_ms;
-        if frac >= DATALOADER_FRAC {
-            return (
-                Verdict::Dataloader,
-                format!(
-                    "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. {}",
-                    e.step_ms,
-                    frac * 100.0,
-                    ranked_or(e, if single_process(e) {
-                        "Levers: DataLoader workers first — the loader runs in the loop's process (`_SingleProcessDataLoaderIter`): more --workers; then caching decoded images, lighter augmentation, a larger batch."
-                    } else {
-                        "Levers: more --workers, caching decoded images, lighter augmentation, a larger batch."
-                    }.into())
-                ),
-            );
-        }
+    if let Some(v) = e.dataload_ms.and_then(|dl| dataloader_verdict(e, dl)) {
+        return v;
     }
     if !e.cuda {
         return cpu_verdict(e);
@@ -648,9 +636,37 @@ fn in_ops(e: &Evidence<'_>) -> String {
     })
 }
 
+/// The dataloader verdict, when the step waits `dl` ms, at least
+/// [`DATALOADER_FRAC`] of it, on the loader.
+fn dataloader_verdict(e: &Evidence<'_>, dl: f64) -> Option<(Verdict, String)> {
+    let frac = dl / e.step_ms;
+    (e.step_ms > 0.0 && frac >= DATALOADER_FRAC).then(|| {
+        (
+            Verdict::Dataloader,
+            format!(
+                "the step waits {dl:.1} ms of {:.1} ms ({:.0}%) on the dataloader. {}",
+                e.step_ms,
+                frac * 100.0,
+                ranked_or(e, if single_process(e) {
+                    "Levers: DataLoader workers first — the loader runs in the loop's process (`_SingleProcessDataLoaderIter`): more --workers; then caching decoded images, lighter augmentation, a larger batch."
+                } else {
+                    "Levers: more --workers, caching decoded images, lighter augmentation, a larger batch."
+                }.into())
+            ),
+        )
+    })
+}
+
 /// On CPU there is no launch queue to starve: the step is compute, and the
-/// phase that dominates it is the thing to look at.
+/// phase that dominates it is the thing to look at; unless the loop waits
+/// on its dataloader (the `dataload` phase, where no wait was measured).
 fn cpu_verdict(e: &Evidence<'_>) -> (Verdict, String) {
+    let dataload = e.phase_wall.iter().find(|(p, _)| p == "dataload").map(|(_, ms)| *ms);
+    if let Some(v) =
+        dataload.filter(|_| e.dataload_ms.is_none()).and_then(|dl| dataloader_verdict(e, dl))
+    {
+        return v;
+    }
     let total: f64 = e.phase_wall.iter().map(|(_, ms)| ms).sum();
     let top =
         e.phase_wall.iter().filter(|(p, _)| p != "dataload").max_by(|a, b| a.1.total_cmp(&b.1));

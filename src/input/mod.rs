@@ -172,7 +172,7 @@ fn cpu_verdict_again(p: &mut Profile) -> Option<String> {
     use crate::profile::Verdict;
     let about_a_gpu =
         p.bound.is_host() || matches!(p.bound, Verdict::Dependency | Verdict::IdleUnexplained);
-    if !about_a_gpu || !crate::profile::cpu_run(&p.config, &p.extras) {
+    if !about_a_gpu || !crate::profile::cpu_run(&p.config, &p.extras, &p.figures, &p.health) {
         return None;
     }
     let evidence = analysis::verdict::Evidence {

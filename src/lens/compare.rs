@@ -181,7 +181,7 @@ struct Spec {
 
 /// Not a CPU run: a CPU run has no GPU figures to compare, only zeros.
 fn on_gpu(p: &Profile) -> bool {
-    !crate::profile::schema::cpu_run(&p.config, &p.extras)
+    !crate::profile::schema::cpu_run(&p.config, &p.extras, &p.figures, &p.health)
 }
 
 fn ms_per_image(p: &Profile) -> Option<f64> {
@@ -366,9 +366,14 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 }),
                 _ => None,
             };
+            // Both sides AMD: their matrix units are Matrix Cores.
+            let label = match s.metric {
+                "tensorcore_pct" if a.matrix_units() == b.matrix_units() => a.matrix_units(),
+                _ => s.label,
+            };
             Some(MetricDelta {
                 metric: s.metric,
-                label: s.label,
+                label,
                 unit: s.unit,
                 before: x,
                 after: y,

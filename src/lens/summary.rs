@@ -76,11 +76,16 @@ pub struct Summary {
 }
 
 impl Summary {
+    /// What its devices call their matrix units (Tensor or Matrix Cores).
+    pub fn matrix_units(&self) -> &'static str {
+        crate::profile::schema::matrix_units(&self.devices)
+    }
+
     /// A run on the CPU: its capture says so, or its trace has CPU ops and
     /// no GPU work. GPU utilisation, kernels and host overhead say nothing
     /// about it.
     pub fn cpu_run(&self) -> bool {
-        crate::profile::schema::cpu_run(&self.config, &self.extras)
+        crate::profile::schema::cpu_run(&self.config, &self.extras, &self.figures, &self.health)
     }
 
     /// The intra-op threads the capture used, where it says.

@@ -83,8 +83,8 @@ pub struct WhatIf {
     /// The work it takes away and the step time it saves, per step.
     pub removes_ms_per_step: f64,
     pub saved_ms_per_step: f64,
-    /// Where the model inferred waits (on other streams, of one thread on
-    /// another): the saving with none of them, as a bound beside it.
+    /// Where the model inferred waits on other streams: the saving with
+    /// none of them, as a bound beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved_without_inferred_ms: Option<f64>,
     pub step_ms: NowProjected,
@@ -173,10 +173,8 @@ pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<Wh
         projection(p, Model::StepModel, scenario, what, per_step(removes), per_step(saved), notes);
     // The inferred waits may be wrong either way: the same change with
     // none of them bounds what the inference decides.
-    if m.inferred_waits + m.thread_waits > 0 {
-        let plain = Change { dependencies: false, thread_waits: false, ..change };
-        let base = Change { dependencies: false, thread_waits: false, ..Change::default() };
-        let bound = (m.replay(&base).span - m.replay(&plain).span).max(0);
+    if let Some(base) = m.span_without_inferred() {
+        let bound = m.saved_without_inferred(&change, base);
         w.saved_without_inferred_ms = Some(round(per_step(bound), 3));
     }
     Ok(w)
@@ -766,6 +764,7 @@ impl JobWhatIf {
                 .iter()
                 .map(|r| r.removes_ms_per_step)
                 .fold(0.0, f64::max),
+            saved_without_inferred_ms_per_step: None,
         }
     }
 }

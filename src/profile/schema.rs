@@ -761,10 +761,24 @@ pub struct StreamRow {
 }
 
 /// A run on the CPU: its capture says so, or its trace has CPU ops and no
-/// GPU work (the share of the step in CPU ops is then known). GPU
-/// utilisation, kernels and host overhead say nothing about it.
-pub fn cpu_run(config: &RunConfig, extras: &ExtraFigures) -> bool {
-    config.on_cpu() == Some(true) || extras.host_in_ops_frac.is_some()
+/// GPU work (the share of the step in CPU ops is then known, unless the
+/// ops' order hid it: no kernel and no GPU time says the same, where the
+/// trace's health does not say GPU work went unread). GPU utilisation,
+/// kernels and host overhead say nothing about it.
+pub fn cpu_run(
+    config: &RunConfig,
+    extras: &ExtraFigures,
+    figures: &Figures,
+    health: &[HealthRow],
+) -> bool {
+    let unread =
+        |h: &HealthRow| matches!(h.check, HealthCheck::NoGpuTimings | HealthCheck::UnreadDevice);
+    let no_gpu_work = figures.kernels_per_step == 0.0
+        && figures.gpu_busy_ms_per_step == 0.0
+        && !health.iter().any(unread);
+    config.on_cpu() == Some(true)
+        || extras.host_in_ops_frac.is_some()
+        || (config.on_cpu().is_none() && no_gpu_work)
 }
 
 impl Profile {
@@ -810,6 +824,22 @@ impl Profile {
     pub fn img_per_s_n(&self) -> u32 {
         self.img_per_s_n.unwrap_or(1).max(1)
     }
+
+    /// What its devices call their matrix units ([`matrix_units`]).
+    pub fn matrix_units(&self) -> &'static str {
+        matrix_units(&self.devices)
+    }
+}
+
+/// What the devices call their matrix units: AMD's are Matrix Cores,
+/// NVIDIA's (and unknown devices') Tensor Cores.
+pub fn matrix_units(devices: &[DeviceRow]) -> &'static str {
+    let mut vendors = devices.iter().filter_map(|d| d.vendor.as_deref()).peekable();
+    if vendors.peek().is_some() && vendors.all(|v| v == "AMD") {
+        "Matrix Cores"
+    } else {
+        "Tensor Cores"
+    }
 }
 
 /// A trace's `distributedInfo`, as the reader read it.
@@ -835,7 +865,7 @@ pub struct StepModelView {
     /// own path stays; a busy GPU that saves little here is paced by its
     /// host (docs/analysis.md §10).
     #[serde(default)]
-    pub without_gpu_work_saves_ms_per_step: f64,
+    pub without_gpu_work_saved_ms_per_step: f64,
     /// GPU starts explained by a wait on another stream's work, inferred
     /// from the times (on devices whose trace records no event waits).
     pub inferred_waits: u64,
@@ -900,6 +930,10 @@ pub struct ScenarioRow {
     pub saved_pct: f64,
     /// The work the change takes away, per step: no saving exceeds it.
     pub removes_ms_per_step: f64,
+    /// Where the model inferred waits on other streams: the saving with
+    /// none of them, the bound beside it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_without_inferred_ms_per_step: Option<f64>,
 }
 
 /// One communication kernel of a rank's trace (docs/analysis.md §11).
@@ -982,12 +1016,24 @@ pub struct LeverRow {
     pub change: String,
     /// The what-if whose re-timing on the step model is its saving.
     pub what_if: String,
-    pub saves_ms_per_step: f64,
-    pub saves_pct: f64,
+    pub saved_ms_per_step: f64,
+    pub saved_pct: f64,
+    /// Its what-if's saving with none of the waits the model inferred,
+    /// where it inferred any ([`ScenarioRow`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub saved_without_inferred_ms_per_step: Option<f64>,
     /// The measured figures it rests on, and where.
     pub evidence: String,
     /// The trace facts that allow it (what would contradict it is absent).
     pub rests_on: Vec<String>,
+}
+
+impl LeverRow {
+    /// Its saving without the waits the model inferred, where that is
+    /// under half the saving: a saving that rests mostly on them.
+    pub fn mostly_inferred(&self) -> Option<f64> {
+        self.saved_without_inferred_ms_per_step.filter(|b| *b < 0.5 * self.saved_ms_per_step)
+    }
 }
 
 /// One trace-health finding (docs/analysis.md §15).

@@ -271,7 +271,7 @@ pub fn summary(s: &Summary) -> Result<Vec<Part>> {
     if !s.levers.is_empty() {
         let t = only(
             rows_of(&s.levers, &[])?,
-            &["lever", "saves_ms_per_step", "saves_pct", "evidence", "change", "what_if"],
+            &["lever", "saved_ms_per_step", "saved_pct", "evidence", "change", "what_if"],
         );
         parts.push(Part::Table(captioned(
             t,

@@ -213,7 +213,7 @@ fn each_printed_lever_carries_its_saving_and_evidence_everywhere() {
         let pane = screen(&mut app, 200, 80);
         for l in levers.iter().take(3) {
             let (lever, evidence) = (l["lever"].as_str().unwrap(), l["evidence"].as_str().unwrap());
-            let saves = l["saves_ms_per_step"].as_f64().unwrap();
+            let saves = l["saved_ms_per_step"].as_f64().unwrap();
             let what = format!("{name} {lever}");
             assert!(!evidence.is_empty(), "{what}: a lever without evidence");
             let line = text

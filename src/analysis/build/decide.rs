@@ -26,6 +26,7 @@ pub(super) fn levers(
     categories: &[CategoryRow],
     efficiency: Option<&Efficiency>,
     idle: Option<&IdleAccount>,
+    compiling: bool,
 ) -> Vec<LeverRow> {
     use crate::analysis::levers;
     let sdpa = levers::Sdpa::of(efficiency, facts);
@@ -62,6 +63,7 @@ pub(super) fn levers(
         mean_kernel_us: head.mean_kernel_us,
         comm_exposed_ms: head.comm_exposed_ms,
         waits_recorded: m.recorded_waits > 0,
+        compiling,
     })
 }
 

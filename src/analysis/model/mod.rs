@@ -274,6 +274,9 @@ pub struct StepModel {
     /// The steps' own wall time (their union): the window less the time
     /// between them.
     pub steps_ns: i64,
+    /// The steps, merged, in order: host time outside them (between two
+    /// steps) is no step's work, which no change takes away.
+    steps: Vec<(i64, i64)>,
     /// Host work between calls, per thread.
     pub host: HostCauses,
     /// GPU nodes' names and their ops' ([`Node::name`], [`Node::op`]
@@ -390,6 +393,7 @@ impl StepModel {
                 nodes.push(node(e, e, NodeKind::Mark, l, 0, t));
             }
         }
+        let merged = crate::analysis::busy::merge(&mut steps.clone());
         let mut model = StepModel {
             nodes,
             lanes,
@@ -397,10 +401,8 @@ impl StepModel {
             usual: Vec::new(),
             window: (w0, w1),
             n_steps: steps.len(),
-            steps_ns: crate::analysis::busy::merge(&mut steps.clone())
-                .iter()
-                .map(|(s, e)| e - s)
-                .sum(),
+            steps_ns: merged.iter().map(|(s, e)| e - s).sum(),
+            steps: merged,
             host,
             names,
             ops,
@@ -418,6 +420,27 @@ impl StepModel {
         model.bind();
         model.order();
         Some(model)
+    }
+
+    /// The parts of `[a, b)` inside the steps, in order.
+    pub(super) fn in_steps(&self, a: i64, b: i64) -> impl Iterator<Item = (i64, i64)> + '_ {
+        let first = self.steps.partition_point(|&(_, e)| e <= a);
+        self.steps[first..]
+            .iter()
+            .take_while(move |&&(s, _)| s < b)
+            .map(move |&(s, e)| (s.max(a), e.min(b)))
+            .filter(|(s, e)| e > s)
+    }
+
+    /// `thread`'s host time in `[a, b)` by cause, inside the steps only.
+    pub(super) fn split_in_steps(&self, thread: u32, a: i64, b: i64) -> ByCause {
+        let mut by = [0; 5];
+        for (s, e) in self.in_steps(a, b) {
+            for (x, y) in by.iter_mut().zip(self.host.split(thread, s, e)) {
+                *x += y;
+            }
+        }
+        by
     }
 
     /// Each node's previous node on its lane.
@@ -700,7 +723,7 @@ impl StepModel {
         let (Some((a, b)), Lane::Thread(t)) = (self.gap(i), self.lanes[n.lane as usize]) else {
             return [0; 5];
         };
-        let mut by = self.host.split(t, a, b);
+        let mut by = self.split_in_steps(t, a, b);
         by[HostCause::Python as usize] = 0;
         by[HostCause::Other as usize] = 0;
         by

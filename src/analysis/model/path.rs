@@ -33,6 +33,8 @@ pub enum PathPart {
     ThreadWait,
     /// Between consecutive work on one stream.
     StreamGap,
+    /// Host time outside every step (between two steps): no step's work.
+    BetweenSteps,
 }
 
 /// The critical path, summed by part.
@@ -194,7 +196,9 @@ impl StepModel {
             return;
         }
         if b - a < LAUNCH_GAP {
-            return add(PathPart::Dispatch, a, b);
+            let inside: i64 = self.in_steps(a, b).map(|(s, e)| e - s).sum();
+            add(PathPart::Dispatch, a, a + inside);
+            return add(PathPart::BetweenSteps, a + inside, b);
         }
         self.host_before(lane, a, b, add);
     }
@@ -206,9 +210,9 @@ impl StepModel {
             return;
         }
         let by = match self.lanes[lane as usize] {
-            Lane::Thread(t) => self.host.split(t, a, b),
+            Lane::Thread(t) => self.split_in_steps(t, a, b),
             // Before a GPU lane's first work: nothing recorded explains it.
-            Lane::Stream { .. } => [0, 0, 0, 0, b - a],
+            Lane::Stream { .. } => [0, 0, 0, 0, self.in_steps(a, b).map(|(s, e)| e - s).sum()],
         };
         // Laid end to end from `a`: only their lengths matter.
         let mut at = a;
@@ -219,5 +223,6 @@ impl StepModel {
                 at += d;
             }
         }
+        add(PathPart::BetweenSteps, at, b);
     }
 }

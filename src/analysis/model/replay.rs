@@ -161,25 +161,31 @@ impl StepModel {
         let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
         let mut removed = 0.0;
         let waited = self.nodes[i as usize].wait != NONE && change.thread_waits;
+        // Only the part inside the steps: the time between two steps is
+        // no step's work (two windows joined can leave seconds there).
+        let inside: i64 = self.in_steps(a, b).map(|(s, e)| e - s).sum();
         if b - a < LAUNCH_GAP {
-            removed += (b - a) as f64 * (1.0 - change.launch_factor);
+            removed += inside as f64 * (1.0 - change.launch_factor);
         } else if causes {
             // A gap spent waiting for another thread: only its own work.
-            let by: ByCause = if waited { self.own_work(i) } else { self.host.split(t, a, b) };
+            let by: ByCause = if waited { self.own_work(i) } else { self.split_in_steps(t, a, b) };
             for c in HostCause::ALL {
                 removed += by[c as usize] as f64 * change.host_removed[c as usize];
             }
         }
         if let Some(iv) = change.host_cut.get(&t) {
-            let first = iv.partition_point(|&(_, e)| e <= a);
-            let covered: i64 = iv[first..]
-                .iter()
-                .take_while(|&&(s, _)| s < b)
-                .map(|&(s, e)| e.min(b) - s.max(a))
-                .sum();
+            let mut covered = 0;
+            for (a, b) in self.in_steps(a, b) {
+                let first = iv.partition_point(|&(_, e)| e <= a);
+                covered += iv[first..]
+                    .iter()
+                    .take_while(|&&(s, _)| s < b)
+                    .map(|&(s, e)| e.min(b) - s.max(a))
+                    .sum::<i64>();
+            }
             removed += covered as f64 * (1.0 - change.cut_keep);
         }
-        let cap = if waited { self.own_work(i).iter().sum() } else { b - a };
+        let cap = if waited { self.own_work(i).iter().sum() } else { inside };
         (removed.round() as i64).min(cap)
     }
 

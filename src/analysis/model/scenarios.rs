@@ -25,6 +25,9 @@ pub struct Outcome {
     pub scenario: Scenario,
     /// The window's span saved (ns over the window; never negative).
     pub saved_ns: i64,
+    /// Where the model inferred waits: the saving with none of them, the
+    /// bound beside it ([`StepModel::saved_without_inferred`]).
+    pub without_inferred_ns: Option<i64>,
 }
 
 /// The name of a GPU class.
@@ -275,15 +278,36 @@ impl StepModel {
         (self.end() - self.window.0 - self.replay(&change).span).max(0)
     }
 
+    /// The span without the waits on other streams the model inferred
+    /// from the times, where it inferred any: the base that
+    /// [`StepModel::saved_without_inferred`] measures from. A thread's
+    /// wait on another stays: without it, the waiting thread's idle time
+    /// would count as its own work (the autograd thread's between two
+    /// backward passes), which no change could shorten.
+    pub fn span_without_inferred(&self) -> Option<i64> {
+        (self.inferred_waits > 0)
+            .then(|| self.replay(&Change { dependencies: false, ..Change::default() }).span)
+    }
+
+    /// What `change` saves with none of the inferred stream waits (ns;
+    /// `base`: [`StepModel::span_without_inferred`]): the inference may be
+    /// wrong either way, so the two savings bound what it decides.
+    pub fn saved_without_inferred(&self, change: &Change, base: i64) -> i64 {
+        let plain = Change { dependencies: false, ..change.clone() };
+        (base - self.replay(&plain).span).max(0)
+    }
+
     /// Every scenario replayed, largest saving first.
     pub fn outcomes(&self, scenarios: Vec<Scenario>) -> Vec<Outcome> {
+        let base = self.span_without_inferred();
         let mut out: Vec<Outcome> = scenarios
             .into_iter()
             .map(|mut s| {
                 let r = self.replay(&s.change);
                 s.removes_ns = self.removed_by(&s.change, &r);
                 let saved_ns = (self.end() - self.window.0 - r.span).max(0);
-                Outcome { saved_ns, scenario: s }
+                let without_inferred_ns = base.map(|b| self.saved_without_inferred(&s.change, b));
+                Outcome { saved_ns, without_inferred_ns, scenario: s }
             })
             .collect();
         out.sort_by(|a, b| {

@@ -19,6 +19,7 @@ impl PathPart {
             PathPart::Dependency => "dependency".into(),
             PathPart::ThreadWait => "other thread".into(),
             PathPart::StreamGap => "stream gaps".into(),
+            PathPart::BetweenSteps => "between steps".into(),
         }
     }
 
@@ -26,7 +27,9 @@ impl PathPart {
     pub fn kind(&self) -> &'static str {
         match self {
             PathPart::Gpu(_) => "gpu",
-            PathPart::Host(_) | PathPart::Dispatch | PathPart::Sync => "host",
+            PathPart::Host(_) | PathPart::Dispatch | PathPart::Sync | PathPart::BetweenSteps => {
+                "host"
+            }
             PathPart::Launch
             | PathPart::Dependency
             | PathPart::ThreadWait
@@ -83,7 +86,7 @@ pub fn view(
         steps: m.n_steps as u64,
         critical_path,
         scenarios,
-        without_gpu_work_saves_ms_per_step: round(per_step(m.saved_without_gpu_work()), 3),
+        without_gpu_work_saved_ms_per_step: round(per_step(m.saved_without_gpu_work()), 3),
         inferred_waits: m.inferred_waits as u64,
         recorded_waits: m.recorded_waits as u64,
         recorded_syncs: m.recorded_syncs as u64,
@@ -111,6 +114,9 @@ pub fn rows(
                 0.0
             },
             removes_ms_per_step: round(per_step(o.scenario.removes_ns), 3),
+            saved_without_inferred_ms_per_step: o
+                .without_inferred_ns
+                .map(|b| round(per_step(b), 3)),
         })
         .collect()
 }

@@ -105,7 +105,6 @@ fn section(o: &mut String, title: &str, rows: &[RowDelta], limit: usize) {
 /// Two runs of a distributed job, before → after.
 pub fn compare_jobs(c: &JobComparison) -> String {
     let mut o = String::new();
-    let change = |p: Option<f64>| p.map_or(String::new(), |p| format!(" ({p:+.0}%)"));
     let _ = writeln!(
         o,
         "job step      {} ms -> {} ms{}  (waited for: {} -> {})",

@@ -83,9 +83,15 @@ pub fn throughput(img_per_s: Option<f64>, std: Option<f64>, n: u32) -> String {
     }
 }
 
-/// A change in per cent, bracketed: ` (+12%)`; empty when there is none.
+/// A change in per cent, bracketed: ` (+12%)`, a tenth below 1% (` (-0.4%)`,
+/// not ` (-0%)`) and unsigned when it rounds to nothing (` (0.0%)`); empty
+/// when there is none.
 fn change(c: Option<f64>) -> String {
-    c.map_or(String::new(), |c| format!(" ({c:+.0}%)"))
+    c.map_or(String::new(), |c| {
+        let digits = if c.abs() < 0.95 { 1 } else { 0 };
+        let r = crate::util::round(c, digits as i32);
+        if r == 0.0 { format!(" ({:.digits$}%)", 0.0) } else { format!(" ({r:+.digits$}%)") }
+    })
 }
 
 /// The critical path's largest parts on one line.

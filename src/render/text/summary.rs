@@ -52,9 +52,10 @@ pub fn summary(s: &Summary) -> String {
         let vram = s.figures.peak_vram_mb.map_or_else(|| "n/a".to_string(), size_mb);
         let _ = writeln!(
             o,
-            "GPU util {}  ({} ms busy)  |  Tensor Cores {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
+            "GPU util {}  ({} ms busy)  |  {} {:.0}%  |  peak VRAM {vram}  |  memcpy {} ms",
             pct(s.figures.gpu_util),
             num(s.figures.gpu_busy_ms_per_step, 2),
+            s.matrix_units(),
             s.figures.tensorcore_pct,
             num(s.figures.memcpy_ms_per_step, 3)
         );
@@ -262,8 +263,8 @@ pub fn lever_lines(levers: &[crate::profile::LeverRow], n: usize) -> Vec<String>
             format!(
                 "  {:<name_w$} {:>9} ms {:>5.1}%  {}",
                 l.lever.as_str(),
-                format!("−{}", num(l.saves_ms_per_step, 3)),
-                l.saves_pct,
+                format!("−{}", num(l.saved_ms_per_step, 3)),
+                l.saved_pct,
                 l.evidence
             )
         })

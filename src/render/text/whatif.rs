@@ -4,19 +4,8 @@
 use std::fmt::Write;
 
 use super::job::through;
-use super::{num, opt, path_line, path_span};
+use super::{change, num, opt, path_line, path_span};
 use crate::lens::whatif::{JobWhatIf, Model, WhatIf, WhatIfAll};
-
-/// A projected change in percent: whole percents, one decimal under 1%
-/// (as `--all` gives them), and no sign where it rounds to zero: a small
-/// saving read "+0%", as if a slowdown.
-fn change(c: Option<f64>) -> String {
-    c.map_or(String::new(), |c| {
-        let digits = if c.abs() < 0.95 { 1 } else { 0 };
-        let r = crate::util::round(c, digits as i32);
-        if r == 0.0 { format!(" ({r:.digits$}%)") } else { format!(" ({r:+.digits$}%)") }
-    })
-}
 
 pub fn what_if(w: &WhatIf) -> String {
     let mut o = format!("what-if {}: {}\n", w.scenario, w.what);

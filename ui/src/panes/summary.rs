@@ -117,7 +117,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
                     num(s.figures.gpu_busy_ms_per_step, 2)
                 ),
             ),
-            ("Tensor Cores", format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
+            (s.matrix_units(), format!("{}%", fixed(s.figures.tensorcore_pct, 0))),
             (
                 "kernels/step",
                 format!(
