@@ -945,3 +945,14 @@ fn the_optimizer_phase_holds_the_optimizers_work_in_tree_ops_and_phases() {
         }
     }
 }
+
+#[test]
+fn a_floor_of_0_pct_is_not_given_as_why_nodes_are_hidden() {
+    let path = trace("kineto_resnet50_v100_2021jun", "");
+    let p = path.to_str().unwrap();
+    let text = common::profile_out(&["tree", p, "--depth", "0", "--min-pct", "0"]);
+    let footer = text.lines().find(|l| l.contains(" hidden")).unwrap();
+    assert!(footer.ends_with("hidden: depth 0)") && !footer.contains("under 0%"), "{footer}");
+    let text = common::profile_out(&["tree", p, "--depth", "0"]);
+    assert!(text.contains("hidden: under 1% of both totals, depth 0)"), "{text}");
+}
