@@ -22,6 +22,21 @@ pub fn round(v: f64, digits: i32) -> f64 {
     (v * f).round() / f + 0.0
 }
 
+/// A percentage rounded to `digits` decimals, or to as many more as it
+/// takes (up to 6) not to read 0 or 100 when it is neither: 0.04 → 0.04,
+/// 99.96 → 99.96 at one decimal.
+pub fn round_share(pct: f64, digits: i32) -> f64 {
+    let mut d = digits;
+    loop {
+        let r = round(pct, d);
+        let off_bounds = (r <= 0.0 && pct > 0.0) || (r >= 100.0 && pct < 100.0);
+        if !off_bounds || d >= 6 {
+            return r;
+        }
+        d += 1;
+    }
+}
+
 /// A list of numbers and ranges as Linux and `--ranks` write them:
 /// `0-3,7` → [0, 1, 2, 3, 7], sorted, each once; `None` when malformed.
 pub fn parse_ranges(s: &str) -> Option<Vec<u32>> {
@@ -84,5 +99,15 @@ mod tests {
             }
         }
         assert_eq!(partition_point_from(&[] as &[i64], 5, |&k| k < 1), 0);
+    }
+
+    #[test]
+    fn a_share_rounds_to_0_or_100_only_when_it_is() {
+        assert_eq!(round_share(99.88, 1), 99.9);
+        assert_eq!(round_share(99.96, 1), 99.96);
+        assert_eq!(round_share(0.04, 1), 0.04);
+        assert_eq!(round_share(0.0004, 1), 0.0004);
+        assert_eq!((round_share(0.0, 1), round_share(100.0, 1)), (0.0, 100.0));
+        assert_eq!(round_share(42.26, 1), 42.3);
     }
 }

@@ -683,3 +683,41 @@ fn a_dataload_phase_is_dataloader_time_in_the_step_model() {
     close(saved, 30.0, 0.0005, "saved");
     close(w["removes_ms_per_step"].as_f64().unwrap(), 30.0, 0.0005, "taken away");
 }
+
+#[test]
+fn the_summary_text_leaves_out_causes_and_places_of_0_ms() {
+    // The ROCm Triton trace's dependency stretches are 11 sub-µs gaps:
+    // 0 ms/step at the text's three decimals. Its places, two GEMM
+    // kernels whose labels are cut alike, keep names that differ.
+    let trace = fixtures().join("traces/tracelens_rocm_triton_compile/trace.json.gz");
+    let p = trace.to_str().unwrap();
+    let j = json(&["summary", p]);
+    let causes = j["idle"]["causes"].as_array().unwrap();
+    let tiny: Vec<&str> = causes
+        .iter()
+        .filter(|c| c["ms_per_step"].as_f64().unwrap() < 0.0005)
+        .map(|c| c["cause"].as_str().unwrap())
+        .collect();
+    assert!(tiny.contains(&"dependency"), "{causes:?}");
+    for c in causes {
+        let names: Vec<&str> =
+            c["where"].as_array().unwrap().iter().map(|w| w["name"].as_str().unwrap()).collect();
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "places that read the same: {c}");
+    }
+    let text = common::profile_out(&["summary", p]);
+    let idle: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.starts_with("idle "))
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .collect();
+    assert!(!idle.is_empty(), "{text}");
+    for line in &idle {
+        let words: Vec<&str> = line.split_whitespace().collect();
+        assert!(!tiny.contains(&words[0]), "a cause of 0 ms: {line}");
+        assert_ne!(words.first(), Some(&"0"), "a place of 0 ms: {line}");
+    }
+}

@@ -179,6 +179,31 @@ fn every_tool_answers_what_the_command_line_prints() {
         assert_eq!(t["annotations"]["readOnlyHint"], true, "{t}");
         assert_eq!(t["outputSchema"]["type"], "object", "an output schema: {t}");
     }
+    // spec.md §9's table lists each tool's parameters: those of its
+    // input schema, no more, no fewer.
+    let spec =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/spec.md")).unwrap();
+    let table = spec.split("| tool | parameters").nth(1).expect("spec.md §9's tool table");
+    let ticked = |cell: &str| -> Vec<String> {
+        let mut v: Vec<String> = cell.split('`').skip(1).step_by(2).map(String::from).collect();
+        v.sort();
+        v
+    };
+    let mut listed = 0;
+    for row in table.lines().skip(2).take_while(|l| l.starts_with('|')) {
+        let cells: Vec<&str> = row.split('|').collect();
+        for name in ticked(cells[1]) {
+            let t = tools.iter().find(|t| t["name"] == name.as_str());
+            let t =
+                t.unwrap_or_else(|| panic!("spec.md lists `{name}`, the server has no such tool"));
+            let mut props: Vec<String> =
+                t["inputSchema"]["properties"].as_object().unwrap().keys().cloned().collect();
+            props.sort();
+            assert_eq!(ticked(cells[2]), props, "spec.md §9's parameters of `{name}`");
+            listed += 1;
+        }
+    }
+    assert_eq!(listed, tools.len(), "spec.md §9 lists every tool");
     // Each tool's output schema, compiled: every answer's structured copy
     // must satisfy it.
     let mut compiled = boon::Schemas::new();

@@ -635,15 +635,17 @@ fn per_rank_profiles_reduce_to_the_same_job_as_the_traces() {
             p.to_str().unwrap(),
         ]);
         assert_eq!(res.code, 0, "{}", res.stderr);
-        // Half the trace it summarises at most: the rows of kernels and
-        // ops, per phase too, with their roofline figures (§13), and the
-        // call tree (§17), whose size follows the code's structure, not
-        // the trace's length (this trace is 12 steps).
+        // About half the trace it summarises at most: the rows of kernels
+        // and ops, per phase too (each of the loop's phases, optimizer and
+        // dataload included, with its own op table: 0.50 of the trace on
+        // rank 5), with their roofline figures (§13), and the call tree
+        // (§17), whose size follows the code's structure, not the trace's
+        // length (this trace is 12 steps).
         let size = std::fs::metadata(&p).unwrap().len();
         let mut raw = 0u64;
         let mut gz = flate2::read::GzDecoder::new(std::fs::File::open(f).unwrap());
         raw += std::io::copy(&mut gz, &mut std::io::sink()).unwrap();
-        assert!(size * 2 < raw, "a profile is small: {size} bytes for a {raw}-byte trace");
+        assert!(size * 100 < raw * 55, "a profile is small: {size} bytes for a {raw}-byte trace");
     }
     let d = dlrm();
     let o = out.path().to_str().unwrap();

@@ -709,3 +709,26 @@ fn matrix_units_are_named_as_the_maker_names_them() {
     }
     assert!(seen[0] > 0 && seen[1] > 0, "both makers among the fixtures: {seen:?}");
 }
+
+#[test]
+fn the_efficiency_line_never_reads_0_or_100_pct_of_a_share_that_is_neither() {
+    // ResNet-50 on the V100: almost all of its GEMM/conv time is unpriced
+    // (its convolutions record no shapes the model prices), not all.
+    let trace = common::first_trace("kineto_resnet50_v100_2021jun");
+    let p = trace.to_str().unwrap();
+    let e = json(&["summary", p])["efficiency"].clone();
+    let unpriced = e["unpriced_by_category"].as_array().unwrap();
+    let text = common::profile_out(&["summary", p]);
+    let line = text.lines().find(|l| l.starts_with("efficiency")).unwrap();
+    let mut partial = 0;
+    for u in unpriced {
+        let (name, pct) = (u["category"].as_str().unwrap(), u["pct_of_category"].as_f64().unwrap());
+        let Some(said) = line.split(&format!("{name} ")).nth(1) else { continue };
+        let share = said.split('(').nth(1).unwrap().split(')').next().unwrap();
+        if pct > 0.0 && pct < 100.0 {
+            partial += 1;
+            assert!(share != "100%" && share != "0%", "{name} {pct}% said {share}: {line}");
+        }
+    }
+    assert!(partial > 0, "{unpriced:?}");
+}

@@ -550,6 +550,15 @@ fn a_straggler_s_lateness_removed_from_a_rank_set() {
         assert!((f(&r["wait_us"]) / 1000.0 - f(&at["wait_ms"])).abs() < 0.002, "{r} vs {at}");
     }
     assert!(through.last().unwrap().get("waits_at").is_none(), "{path}");
+    // Each leg's parts are shares of that leg, as its line reads ("rank 4
+    // 7.318 ms: host python 5.626 ms (77%)"), not of the whole path.
+    for leg in through {
+        let ms = f(&leg["ms_per_step"]);
+        for p in leg["parts"].as_array().unwrap() {
+            let want = f(&p["ms_per_step"]) / ms * 100.0;
+            assert!((f(&p["pct"]) - want).abs() <= 0.1, "{want:.1}% of the leg: {leg}");
+        }
+    }
     // Nobody waits for rank 1; one trace takes no --straggler.
     let r = common::run(&["profile", "what-if", d, "--straggler", "1"]);
     assert_eq!(r.code, 2, "{}", r.stderr);

@@ -819,3 +819,140 @@ fn a_frame_tree_without_frames_says_so() {
     let notes = with["notes"].as_array().map(|v| v.to_vec()).unwrap_or_default();
     assert!(!notes.iter().any(|n| n == note), "{notes:?}");
 }
+
+/// A trace's optimizer phase from its raw events (docs/analysis.md §6):
+/// the `Optimizer.step#…`/`Optimizer.zero_grad#…` ranges on their thread,
+/// and the kernels launched there (by `correlation`) and the ops started
+/// there, inside the steps. Per step: the kernels, their ms, and per op
+/// name its outermost calls of each same-name nest with the kernel ms
+/// launched inside them.
+struct OptimizerPhase {
+    kernels: f64,
+    gpu_ms: f64,
+    ops: HashMap<String, (f64, f64)>,
+}
+
+fn optimizer_phase(path: &Path) -> OptimizerPhase {
+    let events = trace_events(&read_json(path));
+    let (steps, _) = common::steps_and_launches(&events);
+    let n_steps = steps.len().max(1) as f64;
+    let in_step = |ts: f64| steps.is_empty() || steps.values().any(|(s, e)| *s <= ts && ts < *e);
+    let span = |e: &Value| {
+        let ts = e["ts"].as_f64().unwrap_or(0.0);
+        (ts, ts + e["dur"].as_f64().unwrap_or(0.0))
+    };
+    let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let ranges: Vec<(String, f64, f64)> = xs
+        .iter()
+        .filter(|e| e["cat"] == "user_annotation")
+        .filter(|e| {
+            let name = e["name"].as_str().unwrap_or("");
+            name.starts_with("Optimizer.step#") || name.starts_with("Optimizer.zero_grad#")
+        })
+        .map(|e| (thread_of(e), span(e).0, span(e).1))
+        .collect();
+    let in_optimizer = |thread: &str, ts: f64| {
+        in_step(ts) && ranges.iter().any(|(t, s, e)| t == thread && *s <= ts && ts < *e)
+    };
+    let mut launches: HashMap<i64, (String, f64)> = HashMap::new();
+    for e in &xs {
+        if matches!(e["cat"].as_str(), Some("cuda_runtime" | "cuda_driver" | "Runtime")) {
+            if let Some(c) = e["args"]["correlation"].as_i64() {
+                launches.insert(c, (thread_of(e), span(e).0));
+            }
+        }
+    }
+    // Each optimizer kernel: its launch's thread and time, its µs.
+    let kernels: Vec<(String, f64, f64)> = xs
+        .iter()
+        .filter(|e| matches!(e["cat"].as_str(), Some("kernel" | "Kernel")))
+        .filter_map(|e| {
+            let (thread, at) = launches.get(&e["args"]["correlation"].as_i64()?)?;
+            let dur = e["dur"].as_f64().unwrap_or(0.0);
+            in_optimizer(thread, *at).then(|| (thread.clone(), *at, dur))
+        })
+        .collect();
+    let ops: Vec<(String, String, f64, f64)> = xs
+        .iter()
+        .filter(|e| matches!(e["cat"].as_str(), Some("cpu_op" | "Operator")))
+        .filter(|e| !e["name"].as_str().unwrap_or("").starts_with("ProfilerStep#"))
+        .map(|e| (thread_of(e), e["name"].as_str().unwrap().to_string(), span(e).0, span(e).1))
+        .filter(|(thread, _, start, _)| in_optimizer(thread, *start))
+        .collect();
+    let mut by_op: HashMap<String, (f64, f64)> = HashMap::new();
+    for (i, (thread, name, start, end)) in ops.iter().enumerate() {
+        let nested = ops.iter().enumerate().any(|(j, (t, n, s, e))| {
+            j != i && t == thread && n == name && s <= start && end <= e && (s, j) < (start, i)
+        });
+        if nested {
+            continue;
+        }
+        let gpu: f64 = kernels
+            .iter()
+            .filter(|(t, at, _)| t == thread && start <= at && at <= end)
+            .map(|k| k.2)
+            .sum();
+        let row = by_op.entry(name.clone()).or_default();
+        row.0 += 1.0 / n_steps;
+        row.1 += gpu / 1000.0 / n_steps;
+    }
+    OptimizerPhase {
+        kernels: kernels.len() as f64 / n_steps,
+        gpu_ms: kernels.iter().map(|k| k.2).sum::<f64>() / 1000.0 / n_steps,
+        ops: by_op,
+    }
+}
+
+#[test]
+fn the_optimizer_phase_holds_the_optimizers_work_in_tree_ops_and_phases() {
+    // These traces wrap `Optimizer.step#…` in a user range
+    // (`## optimizer ##`) that opens ~100 µs before it, in forward: each
+    // record and kernel still goes to its own phase, under a copy of the
+    // ranges open around it.
+    for path in [
+        trace("hta_trace_diff_a100_2022", "control"),
+        trace("hta_nccl_a100_2024", "nccl_data"),
+        trace("param_dlrm_v100_8rank", "worker0"),
+    ] {
+        let want = optimizer_phase(&path);
+        let p = path.to_str().unwrap();
+        assert!(want.kernels >= 8.0 && want.gpu_ms > 0.2, "{p}: {} kernels", want.kernels);
+
+        let rows = tree(&path, &["--phase", "optimizer"]);
+        let root = rows.iter().find(|r| r["depth"] == 0 && r["name"] == "optimizer");
+        let root = root.unwrap_or_else(|| panic!("{p}: no optimizer phase in the tree: {rows:?}"));
+        assert!(close(f(root, "gpu_ms_per_step"), want.gpu_ms, 0.001), "{p}: tree {root}");
+        assert!(close(f(root, "kernels_per_step"), want.kernels, 0.001), "{p}: tree {root}");
+        let leaves: f64 =
+            rows.iter().filter(|r| r["kind"] == "kernel").map(|r| f(r, "kernels_per_step")).sum();
+        assert!(close(leaves, want.kernels, 0.01), "{p}: {leaves} kernels under the leaves");
+
+        let phases = common::json(&["phases", p]);
+        let row = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "optimizer");
+        let row = row.unwrap_or_else(|| panic!("{p}: {phases}"));
+        assert!(close(f(row, "gpu_ms_per_step"), want.gpu_ms, 0.001), "{p}: phases {row}");
+        assert!(close(f(row, "kernels_per_step"), want.kernels, 0.01), "{p}: phases {row}");
+
+        let ops = common::json(&["ops", p, "--phase", "optimizer", "--top", "100000"]);
+        let ops = ops["ops"].as_array().unwrap();
+        assert!(!want.ops.is_empty(), "{p}: no op in the optimizer's ranges");
+        assert_eq!(ops.len(), want.ops.len(), "{p}: ops {ops:?} vs {:?}", want.ops);
+        for (name, (calls, gpu)) in &want.ops {
+            let o = ops.iter().find(|o| o["op"] == name.as_str());
+            let o = o.unwrap_or_else(|| panic!("{p}: {name} not in the optimizer's ops"));
+            assert!(close(f(o, "count_per_step"), *calls, 0.01), "{p}: {o} vs {calls} calls");
+            assert!(close(f(o, "gpu_ms_per_step"), *gpu, 0.001), "{p}: {o} vs {gpu} GPU ms");
+        }
+    }
+}
+
+#[test]
+fn a_floor_of_0_pct_is_not_given_as_why_nodes_are_hidden() {
+    let path = trace("kineto_resnet50_v100_2021jun", "");
+    let p = path.to_str().unwrap();
+    let text = common::profile_out(&["tree", p, "--depth", "0", "--min-pct", "0"]);
+    let footer = text.lines().find(|l| l.contains(" hidden")).unwrap();
+    assert!(footer.ends_with("hidden: depth 0)") && !footer.contains("under 0%"), "{footer}");
+    let text = common::profile_out(&["tree", p, "--depth", "0"]);
+    assert!(text.contains("hidden: under 1% of both totals, depth 0)"), "{text}");
+}

@@ -1,7 +1,9 @@
 //! The call tree of the measured steps (docs/analysis.md §17), from what
 //! the single pass kept: each thread's host records (ops, annotations,
 //! `nn.Module` and Python frames) nested by time, and each in-step kernel
-//! under the innermost record open at its launch on the launching thread.
+//! under the innermost record open at its launch on the launching thread,
+//! each in its own phase (the records open around it re-created there
+//! when they started in another).
 //!
 //! Nodes are keyed by their path (a calling-context tree): a name called
 //! from two places is two nodes. A kernel's time counts for its node and
@@ -190,6 +192,34 @@ impl<'a> Builder<'a> {
         n.calls += 1;
     }
 
+    /// Where a record or kernel of `phase` goes inside `top`, the
+    /// innermost record open around it: `top` when it is in that phase,
+    /// else a copy of `top`'s chain (from its phase's root down: the
+    /// annotations, modules, frames and ops open around it) under
+    /// `phase`'s root. The copies hold no calls of their own; `ns` of CPU
+    /// time moves from the chain to its copy, so that time counts in one
+    /// phase only.
+    fn in_phase(&mut self, top: Option<u32>, phase: u16, ns: i64) -> u32 {
+        let Some(top) = top.filter(|t| self.nodes[*t as usize].phase != phase) else {
+            return top.unwrap_or_else(|| self.root(phase));
+        };
+        let mut chain = Vec::new();
+        let mut at = top;
+        while at != ROOT && self.nodes[at as usize].kind != NodeKind::Phase {
+            let n = &mut self.nodes[at as usize];
+            n.cpu_ns = n.cpu_ns.saturating_sub(ns);
+            chain.push((n.kind, n.key));
+            at = n.parent;
+        }
+        let mut parent = self.root(phase);
+        for (kind, key) in chain.into_iter().rev() {
+            parent = self.node(parent, kind, key, phase);
+            let n = &mut self.nodes[parent as usize];
+            n.cpu_ns = n.cpu_ns.saturating_add(ns);
+        }
+        parent
+    }
+
     /// The modules and annotations above a node, outermost first.
     fn scopes_of(&self, node: u32) -> Vec<(NodeKind, u32)> {
         let mut out = Vec::new();
@@ -250,11 +280,8 @@ impl Sweep<'_> {
             }
             let span = &b.a.gpu.kernel_spans[k as usize];
             let dur = span.end - span.start;
-            let mut parent = match self.stack.last() {
-                Some(o) => o.node,
-                None => b.root(phase),
-            };
-            let phase = b.nodes[parent as usize].phase;
+            // In the launch's own phase, under the records open around it.
+            let mut parent = b.in_phase(self.stack.last().map(|o| o.node), phase, 0);
             let launch = span.launch().map_or(0, |l| l.name);
             if b.is_graph_launch(launch) {
                 parent = b.node(parent, NodeKind::Graph, launch, phase);
@@ -273,11 +300,12 @@ impl Sweep<'_> {
         while self.stack.last().is_some_and(|o| o.end <= r.start) {
             close(self.stack.pop().expect("a top"), b);
         }
-        let mut parent = match self.stack.last() {
-            Some(o) => o.node,
-            None => b.root(phase),
-        };
-        let phase = b.nodes[parent as usize].phase;
+        // In its own phase (that of its start), under the records open
+        // around it: those that started in another phase, the optimizer's
+        // step inside a user range that opened in forward, copied there.
+        let top = self.stack.last().map(|o| (o.node, o.end.saturating_sub(r.start)));
+        let moved = top.map_or(0, |(_, left)| r.dur.min(left).max(0));
+        let mut parent = b.in_phase(top.map(|t| t.0), phase, moved);
         // A forward op: where its backward ops go. A backward op, the
         // outermost of its nest: under its forward op's modules and
         // annotations (the chain made in its own phase).

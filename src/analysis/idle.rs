@@ -1312,11 +1312,22 @@ fn places(
     }
     flat.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| name(&x.0).cmp(&name(&y.0))));
     let room = TOP_PLACES.saturating_sub(out.len()).max(1);
+    let flat = &flat[..flat.len().min(room)];
+    let mut named: Vec<String> = flat.iter().map(|(p, _)| name(p)).collect();
+    // Kernels whose labels are cut the same: their whole names.
+    for (i, (p, _)) in flat.iter().enumerate() {
+        let same = |j: usize| j != i && named[j] == named[i];
+        if let PlaceKey::Kernel(n) = p {
+            if (0..named.len()).any(same) {
+                named[i] = a.names.get(*n).to_string();
+            }
+        }
+    }
     let flat: Vec<IdlePlace> = flat
         .iter()
-        .take(room)
-        .map(|(p, ns)| IdlePlace {
-            name: name(p),
+        .zip(named)
+        .map(|((_, ns), name)| IdlePlace {
+            name,
             ms_per_step: per_step(*ns),
             depth: None,
             path: false,

@@ -20,7 +20,7 @@ use crate::profile::{
     RooflineBound, UnmodelledRow, UnpricedCategory,
 };
 use crate::trace::DeviceProps;
-use crate::util::{partition_point_from, round};
+use crate::util::{partition_point_from, round, round_share};
 
 /// Achieved work over some GPU time, and its roofline time.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
@@ -649,7 +649,8 @@ pub fn efficiency(
             .push("the trace names no device (deviceProperties), so no % of peak".to_string()),
     }
     let Some(roof) = roof else { return e };
-    let share = |ns: f64| if kernel_ns > 0 { round(ns / kernel_ns as f64 * 100.0, 1) } else { 0.0 };
+    let share =
+        |ns: f64| if kernel_ns > 0 { round_share(ns / kernel_ns as f64 * 100.0, 1) } else { 0.0 };
     e.modelled_pct_of_gpu = share(roof.modelled_ns);
     let matrix = roof.matrix.iter().fold(Rates::default(), |mut acc, (_, r)| {
         acc.add(r);
@@ -768,7 +769,7 @@ fn unpriced_by_category(
         .map(|(category, (total, unpriced))| UnpricedCategory {
             category,
             ms_per_step: round(unpriced / MS / n_steps, 4),
-            pct_of_category: round(unpriced / total * 100.0, 1),
+            pct_of_category: round_share(unpriced / total * 100.0, 1),
         })
         .filter(|u| u.ms_per_step > 0.0)
         .collect();

@@ -81,6 +81,8 @@ pub struct Job {
 pub struct PathLeg {
     pub rank: u32,
     pub ms_per_step: f64,
+    /// Its largest parts, each `pct` of this leg's time (`ms_per_step`),
+    /// not of the whole path.
     pub parts: Vec<PathShare>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub waits_at: Option<LegWait>,
@@ -146,7 +148,6 @@ pub fn legs(
         return Vec::new();
     }
     let Some(path) = job.critical_path() else { return Vec::new() };
-    let span = path.span.max(1) as f64;
     path.legs
         .iter()
         .enumerate()
@@ -154,6 +155,8 @@ pub fn legs(
             let steps = models[leg.rank].as_ref().map_or(1, |m| m.n_steps.max(1)) as f64;
             let per_step = |ns: i64| round(ns as f64 / 1e6 / steps, 3);
             let total: i64 = leg.parts.iter().map(|p| p.1).sum();
+            // Each part's share of its own leg, as the leg's line reads.
+            let leg_ns = total.max(1) as f64;
             let parts = leg
                 .parts
                 .iter()
@@ -162,7 +165,7 @@ pub fn legs(
                     part: p.label(),
                     kind: p.kind().to_string(),
                     ms_per_step: per_step(ns),
-                    pct: round(ns as f64 * 100.0 / span, 1),
+                    pct: round(ns as f64 * 100.0 / leg_ns, 1),
                 })
                 .collect();
             let next = path.legs.get(k + 1);

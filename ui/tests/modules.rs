@@ -56,7 +56,9 @@ fn shown(a: &App) -> Vec<ModuleRow> {
 /// A row as `profile modules` formats its figures, then its name as the
 /// pane shows it: GPU (or CPU) ms, share, forward and backward ms, calls,
 /// and the TFLOP/s columns asked for.
-fn tokens(r: &ModuleRow, cpu: bool, tf: (bool, bool)) -> Vec<String> {
+/// `other`: the row's GPU time in the loop's other phases (optimizer,
+/// dataload, …), where the pane shows that column.
+fn tokens(r: &ModuleRow, cpu: bool, tf: (bool, bool), other: Option<f64>) -> Vec<String> {
     let (all, share, fwd, bwd) = if cpu {
         (r.cpu_ms_per_step, r.pct_of_cpu, r.forward_cpu_ms_per_step, r.backward_cpu_ms_per_step)
     } else {
@@ -73,6 +75,7 @@ fn tokens(r: &ModuleRow, cpu: bool, tf: (bool, bool)) -> Vec<String> {
     if tf.1 {
         t.push(rate(r.backward_tflops));
     }
+    t.extend(other.map(|o| format!("{o:.3}")));
     t.extend(name_of(r).split_whitespace().map(String::from));
     t
 }
@@ -119,7 +122,7 @@ fn the_modules_on_screen_are_the_lens() {
         for (i, r) in m.rows.iter().take(6).enumerate() {
             let line = screen.lines().nth(3 + i).unwrap();
             let got: Vec<&str> = line.split_whitespace().collect();
-            let want = tokens(r, false, (true, false));
+            let want = tokens(r, false, (true, false), None);
             assert_eq!(got[..6], want[..6], "row {i}: {line}");
             let printed: Vec<&str> = cli.lines().nth(2 + i).unwrap().split_whitespace().collect();
             assert_eq!(printed[..6], want[..6], "as `profile modules` prints row {i}");
@@ -148,10 +151,14 @@ fn forward_and_backward_side_by_side_and_the_sort() {
     let s = screen(&mut a, 160, 48);
     assert!(s.contains("fwd TF") && s.contains("bwd TF") && !s.contains(" kind "), "{s}");
     assert!(s.contains("note: the trace records no nn.Module frames"), "{s}");
+    // `## optimizer ##` holds the optimizer's 1.27 ms: other than forward.
+    assert!(m.rows.iter().any(|r| r.other_gpu_ms_per_step > 1.0) && s.contains("other ms"), "{s}");
     for (i, r) in m.rows.iter().take(4).enumerate() {
         let line = s.lines().nth(3 + i).unwrap();
         let got: Vec<&str> = line.split_whitespace().collect();
-        assert_eq!(got, tokens(r, false, (true, true)), "{line}");
+        // The control trace's optimizer (and dataload) phase: other time.
+        let other = Some(r.other_gpu_ms_per_step);
+        assert_eq!(got, tokens(r, false, (true, true), other), "{line}");
     }
 
     // `s`: siblings by forward, then backward time, then the lens's order
@@ -254,7 +261,7 @@ fn a_trace_without_module_frames_says_so() {
         let line = screen.lines().nth(3).unwrap();
         assert_eq!(
             line.split_whitespace().collect::<Vec<_>>(),
-            tokens(&m.rows[0], true, (false, false))
+            tokens(&m.rows[0], true, (false, false), None)
         );
         assert!(
             screen.contains(

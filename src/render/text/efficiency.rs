@@ -23,23 +23,23 @@ pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
         // A % of peak is the rate over the peak; the roofline share (which
         // judges memory-bound calls by the bandwidth) is said as such.
         let mut part = format!(
-            "GEMM/conv/attention at {} TFLOP/s, {} of {device} {} peak ({} TFLOP/s), {:.0}% of its roofline (time-weighted)",
+            "GEMM/conv/attention at {} TFLOP/s, {} of {device} {} peak ({} TFLOP/s), {} of its roofline (time-weighted)",
             num(m.tflops, 1),
-            small_pct(m.pct_of_peak),
+            share(m.pct_of_peak),
             m.format,
             num(m.peak_tflops, 1),
-            m.pct_of_roofline,
+            share(m.pct_of_roofline),
         );
         if m.pct_of_matrix_time < MATRIX_TIME_SAID {
             part.push_str(&format!(
                 ", over {} of the GEMM/conv/attention kernel time (the rest unpriced)",
-                small_pct(m.pct_of_matrix_time)
+                share(m.pct_of_matrix_time)
             ));
         }
         parts.push(part);
     }
     if let Some(low) = e.below_30_pct_of_gpu {
-        parts.push(format!("{low:.0}% of GPU time in ops below 30% of their roofline"));
+        parts.push(format!("{} of GPU time in ops below 30% of their roofline", share(low)));
     }
     if e.priced_calls > 0 {
         let unpriced: Vec<String> = e
@@ -47,7 +47,12 @@ pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
             .iter()
             .take(UNPRICED_SAID)
             .map(|u| {
-                format!("{} {} ms ({:.0}%)", u.category, num(u.ms_per_step, 2), u.pct_of_category)
+                format!(
+                    "{} {} ms ({})",
+                    u.category,
+                    num(u.ms_per_step, 2),
+                    share(u.pct_of_category)
+                )
             })
             .collect();
         let unpriced = if unpriced.is_empty() {
@@ -55,7 +60,7 @@ pub fn efficiency_parts(e: &Efficiency) -> Vec<String> {
         } else {
             format!(" (unpriced: {})", unpriced.join(", "))
         };
-        parts.push(format!("{:.0}% of GPU time priced{unpriced}", e.modelled_pct_of_gpu));
+        parts.push(format!("{} of GPU time priced{unpriced}", share(e.modelled_pct_of_gpu)));
     }
     parts.extend(e.notes.iter().cloned());
     parts
@@ -68,9 +73,19 @@ const UNPRICED_SAID: usize = 3;
 /// says what it rests on.
 const MATRIX_TIME_SAID: f64 = 50.0;
 
-/// A percentage, with a decimal below 10% ("0.2%", "3.5%", "15%").
-fn small_pct(p: f64) -> String {
-    if p < 9.95 { format!("{p:.1}%") } else { format!("{p:.0}%") }
+/// Every share on the efficiency line: a decimal below 10% ("0.2%",
+/// "3.5%", "15%"), and never 0% or 100% for one that is neither: "<0.1%",
+/// "99.7%", ">99.9%".
+fn share(p: f64) -> String {
+    match p {
+        p if p <= 0.0 => "0%".to_string(),
+        p if p >= 100.0 => "100%".to_string(),
+        p if p < 0.05 => "<0.1%".to_string(),
+        p if p < 9.95 => format!("{p:.1}%"),
+        p if p < 99.5 => format!("{p:.0}%"),
+        p if p < 99.95 => format!("{p:.1}%"),
+        _ => ">99.9%".to_string(),
+    }
 }
 
 /// The rate columns of the kernels and ops tables (docs/analysis.md §13).
@@ -176,5 +191,20 @@ pub fn rates_note(note: &str) -> String {
 pub(super) fn efficiency_notes(o: &mut String, notes: &[String]) {
     for n in notes {
         let _ = writeln!(o, "{}", rates_note(n));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::share;
+
+    #[test]
+    fn a_share_never_reads_0_or_100_when_it_is_neither() {
+        let said: Vec<String> =
+            [0.0, 0.04, 0.12, 9.94, 9.96, 42.4, 99.49, 99.88, 99.96, 100.0].map(share).into();
+        assert_eq!(
+            said,
+            ["0%", "<0.1%", "0.1%", "9.9%", "10%", "42%", "99%", "99.9%", ">99.9%", "100%"]
+        );
     }
 }

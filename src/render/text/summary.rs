@@ -8,6 +8,7 @@ use super::efficiency::{efficiency_line, graph_attribution};
 use super::{count, num, opt, path_line, path_span, pct, size_mb, sparkline, throughput};
 use crate::lens::summary::Summary;
 use crate::profile::Mode;
+use crate::util::round;
 
 pub fn summary(s: &Summary) -> String {
     let mut o = String::new();
@@ -301,7 +302,9 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
         num(idle.gaps_per_step, 1),
         idle.device
     )];
-    for c in &idle.causes {
+    // A cause or place that rounds to 0 ms is left out (`--json` keeps it).
+    let said = |ms: f64| round(ms, 3) > 0.0;
+    for c in idle.causes.iter().filter(|c| said(c.ms_per_step)) {
         // Copies are GPU work with no kernel.
         let copying = c
             .copy_said()
@@ -313,7 +316,7 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
             num(c.ms_per_step, 3),
             c.cause.meaning()
         ));
-        for p in c.places.iter().take(places) {
+        for p in c.places.iter().take(places).filter(|p| said(p.ms_per_step)) {
             out.push(format!("  {:<11} {:>9}     {}", "", num(p.ms_per_step, 3), p.name));
         }
     }

@@ -98,12 +98,15 @@ pub(super) fn shown_footer(
     (min_pct, depth, focus): (f64, Option<usize>, Option<&str>),
     notes: &[String],
 ) {
-    let focus = focus.map_or(String::new(), |f| format!(", focus /{f}/"));
-    let depth = depth.map_or(String::new(), |d| format!(", depth {d}"));
-    let _ = writeln!(
-        o,
-        "({shown} {shown_what}, {hidden} hidden: under {min_pct}% of both totals{depth}{focus})"
-    );
+    // Why nodes are hidden: a floor of 0% hides none, so is not said.
+    let mut why: Vec<String> = Vec::new();
+    if min_pct > 0.0 {
+        why.push(format!("under {min_pct}% of both totals"));
+    }
+    why.extend(depth.map(|d| format!("depth {d}")));
+    why.extend(focus.map(|f| format!("focus /{f}/")));
+    let why = if why.is_empty() { String::new() } else { format!(": {}", why.join(", ")) };
+    let _ = writeln!(o, "({shown} {shown_what}, {hidden} hidden{why})");
     for n in notes {
         let _ = writeln!(o, "note: {n}");
     }
