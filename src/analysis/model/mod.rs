@@ -432,6 +432,11 @@ impl StepModel {
             .filter(|(s, e)| e > s)
     }
 
+    /// How much of `[a, b)` lies inside the steps (ns).
+    pub(super) fn in_steps_ns(&self, a: i64, b: i64) -> i64 {
+        self.in_steps(a, b).map(|(s, e)| e - s).sum()
+    }
+
     /// `thread`'s host time in `[a, b)` by cause, inside the steps only.
     pub(super) fn split_in_steps(&self, thread: u32, a: i64, b: i64) -> ByCause {
         let mut by = [0; 5];

@@ -196,7 +196,7 @@ impl StepModel {
             return;
         }
         if b - a < LAUNCH_GAP {
-            let inside: i64 = self.in_steps(a, b).map(|(s, e)| e - s).sum();
+            let inside = self.in_steps_ns(a, b);
             add(PathPart::Dispatch, a, a + inside);
             return add(PathPart::BetweenSteps, a + inside, b);
         }
@@ -212,7 +212,7 @@ impl StepModel {
         let by = match self.lanes[lane as usize] {
             Lane::Thread(t) => self.split_in_steps(t, a, b),
             // Before a GPU lane's first work: nothing recorded explains it.
-            Lane::Stream { .. } => [0, 0, 0, 0, self.in_steps(a, b).map(|(s, e)| e - s).sum()],
+            Lane::Stream { .. } => [0, 0, 0, 0, self.in_steps_ns(a, b)],
         };
         // Laid end to end from `a`: only their lengths matter.
         let mut at = a;

@@ -163,7 +163,7 @@ impl StepModel {
         let waited = self.nodes[i as usize].wait != NONE && change.thread_waits;
         // Only the part inside the steps: the time between two steps is
         // no step's work (two windows joined can leave seconds there).
-        let inside: i64 = self.in_steps(a, b).map(|(s, e)| e - s).sum();
+        let inside = self.in_steps_ns(a, b);
         if b - a < LAUNCH_GAP {
             removed += inside as f64 * (1.0 - change.launch_factor);
         } else if causes {
