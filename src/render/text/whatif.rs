@@ -6,6 +6,7 @@ use std::fmt::Write;
 use super::job::through;
 use super::{change, num, opt, path_line, path_span};
 use crate::lens::whatif::{JobWhatIf, Model, WhatIf, WhatIfAll};
+use crate::profile::ScenarioRow;
 
 pub fn what_if(w: &WhatIf) -> String {
     let mut o = format!("what-if {}: {}\n", w.scenario, w.what);
@@ -82,17 +83,35 @@ pub fn what_if_all(w: &WhatIfAll) -> String {
         if w.steps_modelled == 1 { "" } else { "s" },
         num(w.step_ms, 2)
     );
-    let _ = writeln!(o, "  {:>9}  {:>6}  {:>9}  change", "saves ms", "step", "takes ms");
+    // The bound beside each saving, only where the model inferred waits.
+    let inferred = w.scenarios.iter().any(|r| r.saved_without_inferred_ms_per_step.is_some());
+    let bound = |r: &ScenarioRow| {
+        if !inferred {
+            return String::new();
+        }
+        let b = r.saved_without_inferred_ms_per_step.map_or("-".into(), |b| num(b, 3));
+        format!("  {b:>11}")
+    };
+    let bound_head = if inferred { format!("  {:>11}", "no-infer ms") } else { String::new() };
+    let _ =
+        writeln!(o, "  {:>9}  {:>6}{bound_head}  {:>9}  change", "saves ms", "step", "takes ms");
     for r in &w.scenarios {
         let _ = writeln!(
             o,
-            "  {:>9}  {:>5}%  {:>9}  {}: {}",
+            "  {:>9}  {:>5}%{}  {:>9}  {}: {}",
             num(r.saved_ms_per_step, 3),
             // No "-0.0" where (nearly) nothing is saved.
             format!("{:.1}", (-r.saved_pct * 10.0).round() / 10.0 + 0.0),
+            bound(r),
             num(r.removes_ms_per_step, 3),
             r.flags,
             r.what
+        );
+    }
+    if inferred {
+        let _ = writeln!(
+            o,
+            "no-infer ms: the saving with none of the waits on other streams the model inferred from the times (a lever well above it rests on them)"
         );
     }
     let span = path_span(&w.span, w.steps_modelled).map_or(String::new(), |s| format!(" ({s})"));
