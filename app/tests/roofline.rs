@@ -705,6 +705,11 @@ fn matrix_units_are_named_as_the_maker_names_them() {
         let amd = hip || amd_name;
         let want = if amd { "|  Matrix Cores " } else { "|  Tensor Cores " };
         assert!(line.contains(want), "{dir}: {line}");
+        // The kernels table's flag column says the same, by its initials.
+        let kernels = common::profile_out(&["kernels", t.to_str().unwrap(), "--top", "1"]);
+        let head = kernels.lines().next().unwrap();
+        let col = if amd { " MC  kernel" } else { " TC  kernel" };
+        assert!(head.contains(col), "{dir}: {head}");
         seen[amd as usize] += 1;
     }
     assert!(seen[0] > 0 && seen[1] > 0, "both makers among the fixtures: {seen:?}");

@@ -114,6 +114,10 @@ pub struct Kernels {
     /// §17.1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_attributed_ms_per_step: Option<f64>,
+    /// What the devices call the matrix units the `tensorcore` flag marks
+    /// (Tensor or Matrix Cores): a label, not a figure.
+    #[serde(skip)]
+    pub matrix_units: &'static str,
 }
 
 /// What a profile without kernels says instead of an empty table
@@ -207,6 +211,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         efficiency_notes: efficiency_notes(p),
         graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
         graph_replay_attributed_ms_per_step: p.extras.graph_replay_attributed_ms_per_step,
+        matrix_units: p.matrix_units(),
     })
 }
 
@@ -231,6 +236,9 @@ pub struct JobKernels {
     pub matched: usize,
     pub total: usize,
     pub kernels: Vec<JobKernelRow>,
+    /// The ranks' devices' name for their matrix units ([`Kernels`]).
+    #[serde(skip)]
+    pub matrix_units: &'static str,
 }
 
 #[derive(Debug, Clone, Default, Serialize, JsonSchema, PartialEq)]
@@ -351,5 +359,8 @@ pub fn job_kernels(profiles: &[(u32, &Profile)], q: &KernelQuery) -> Result<JobK
         matched: k.matched,
         total: k.total,
         kernels: rows,
+        matrix_units: crate::profile::schema::matrix_units(
+            &profiles.iter().flat_map(|(_, p)| p.devices.iter().cloned()).collect::<Vec<_>>(),
+        ),
     })
 }

@@ -842,6 +842,11 @@ pub fn matrix_units(devices: &[DeviceRow]) -> &'static str {
     }
 }
 
+/// The short column label of [`matrix_units`]: "TC" or "MC".
+pub fn matrix_units_initials(units: &str) -> String {
+    units.split_whitespace().filter_map(|w| w.chars().next()).collect()
+}
+
 /// A trace's `distributedInfo`, as the reader read it.
 pub use crate::trace::Distributed;
 

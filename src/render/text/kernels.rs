@@ -8,6 +8,7 @@ use super::efficiency::{
 };
 use super::num;
 use crate::lens::kernels::{JobKernels, KernelQuery, Kernels};
+use crate::profile::schema::matrix_units_initials;
 
 pub fn kernels(k: &Kernels) -> String {
     if let Some(none) = k.none {
@@ -15,8 +16,9 @@ pub fn kernels(k: &Kernels) -> String {
     }
     let priced = k.kernels.iter().any(|r| r.achieved.is_priced());
     let rates = if priced { RATES_HEADER } else { "" };
+    let tc = matrix_units_initials(k.matrix_units);
     let mut o =
-        format!("{:>6} {:>9} {:>7} {rates}TC  kernel  [category]\n", "%GPU", "ms/step", "x/step");
+        format!("{:>6} {:>9} {:>7} {rates}{tc}  kernel  [category]\n", "%GPU", "ms/step", "x/step");
     for r in &k.kernels {
         let _ = writeln!(
             o,
@@ -53,8 +55,14 @@ pub fn job_kernels(k: &JobKernels) -> String {
     );
     let _ = writeln!(
         o,
-        "{:>6} {:>9} {:>7} {:>9} {:>9} {:>5} TC  kernel  [category]",
-        "%GPU", "ms/step", "x/step", "min", "max", "rank"
+        "{:>6} {:>9} {:>7} {:>9} {:>9} {:>5} {}  kernel  [category]",
+        "%GPU",
+        "ms/step",
+        "x/step",
+        "min",
+        "max",
+        "rank",
+        matrix_units_initials(k.matrix_units)
     );
     for r in &k.kernels {
         let m = &r.mean;

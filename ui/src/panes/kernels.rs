@@ -10,7 +10,9 @@ use std::sync::Arc;
 use libreyolo_core::analysis::kernels::label_within;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
-use libreyolo_core::profile::{Achieved, KernelRow, NodeKind, Profile, RooflineBound};
+use libreyolo_core::profile::{
+    Achieved, KernelRow, NodeKind, Profile, RooflineBound, matrix_units_initials,
+};
 use libreyolo_core::render::text::{PAST_MARK, PAST_ROOFLINE, THIN_MARK, node_tag, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
@@ -65,7 +67,14 @@ impl Component for KernelsPane {
             hint(&[Action::CycleSort], "cycle sort"),
             hint(&[Action::CycleCategory], "cycle category filter"),
             hint(&[Action::CyclePhase], "cycle phase filter"),
-            hint(&[Action::ToggleTensorCore], "Tensor Core kernels only"),
+            hint(
+                &[Action::ToggleTensorCore],
+                if self.units() == "Matrix Cores" {
+                    "Matrix Core kernels only"
+                } else {
+                    "Tensor Core kernels only"
+                },
+            ),
             hint(&[Action::ClearFilters], "clear every filter"),
             hint(&[Action::OpenOther], "the kernel's callers in the Tree pane"),
         ]
@@ -162,7 +171,10 @@ impl Component for KernelsPane {
             s.push(Span::styled(format!(" /{g}/"), t.accent()));
         }
         if q.tensorcore {
-            s.push(Span::styled(" TC-only", t.accent()));
+            s.push(Span::styled(
+                format!(" {}-only", matrix_units_initials(self.units())),
+                t.accent(),
+            ));
         }
         if let Some(p) = &q.phase {
             s.push(Span::styled(format!(" phase:{p}"), t.accent()));
@@ -212,6 +224,7 @@ impl Component for KernelsPane {
         // The roofline's columns where the model priced a row (§13): % of
         // peak always, the achieved rate on wide screens.
         let rates = RateColumns::of(k.kernels.iter().map(|r| &r.achieved), wide);
+        let tc = matrix_units_initials(k.matrix_units);
         // Fixed columns: 6 + 9 + 7 + 2 + cat + spacing.
         let name_w =
             area.width.saturating_sub(6 + 9 + 7 + 2 + cat_w + 5 + rates.width()).max(10) as usize;
@@ -224,7 +237,7 @@ impl Component for KernelsPane {
             cells.extend(rates.cells(&r.achieved, r.rates_thin()));
             cells.extend([
                 Cell::from(if r.tensorcore {
-                    Span::styled("TC", t.accent())
+                    Span::styled(tc.clone(), t.accent())
                 } else {
                     Span::raw("")
                 }),
@@ -236,7 +249,7 @@ impl Component for KernelsPane {
         });
         let mut head = vec![("%GPU", true), ("ms/step", true), ("x/step", true)];
         head.extend(rates.headers());
-        head.extend([("TC", false), ("kernel", false), ("category", false)]);
+        head.extend([(tc.as_str(), false), ("kernel", false), ("category", false)]);
         let mut widths = vec![Constraint::Length(6), Constraint::Length(9), Constraint::Length(7)];
         widths.extend(rates.widths());
         widths.extend([Constraint::Length(2), Constraint::Fill(1), Constraint::Length(cat_w)]);
@@ -248,6 +261,12 @@ impl Component for KernelsPane {
 }
 
 impl KernelsPane {
+    /// What the profile's devices call the units the `tensorcore` flag
+    /// marks: "Tensor Cores" until a result is in.
+    fn units(&self) -> &'static str {
+        self.result.as_ref().map_or("Tensor Cores", |k| k.matrix_units)
+    }
+
     /// A new query from the first row (filters, regex, drill-down).
     pub fn requery(&mut self, ctx: &Ctx<'_>) {
         self.selected = 0;
@@ -370,7 +389,10 @@ impl KernelsPane {
         lines.extend([
             Line::raw(""),
             field("category", k.category.to_string()),
-            field("Tensor Core", if k.tensorcore { "yes".into() } else { "no".into() }),
+            field(
+                self.units().trim_end_matches('s'),
+                if k.tensorcore { "yes".into() } else { "no".into() },
+            ),
             field("share of GPU", format!("{}%", fixed(k.pct_of_gpu, 2))),
             field("ms per step", fixed(k.ms_per_step, 4)),
         ]);
