@@ -956,3 +956,71 @@ fn a_floor_of_0_pct_is_not_given_as_why_nodes_are_hidden() {
     let text = common::profile_out(&["tree", p, "--depth", "0"]);
     assert!(text.contains("hidden: under 1% of both totals, depth 0)"), "{text}");
 }
+
+#[test]
+fn a_record_s_cpu_time_goes_to_each_phase_it_runs_in() {
+    // The A100 trace's loop thread opens `## backward ##` ~0.6 ms before
+    // the autograd engine's first backward op (where its backward phase
+    // starts, docs/analysis.md §6), waits in it for the whole backward
+    // pass and closes it after the last: its time is backward's, but for
+    // those ends.
+    let path = trace("hta_trace_diff_a100_2022", "control");
+    let events = trace_events(&read_json(&path));
+    let (steps, _) = common::steps_and_launches(&events);
+    let span = |e: &Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap_or(0.0))
+    };
+    let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    // Per step, the backward window: the first to the last backward op.
+    let window = |(s, e): (f64, f64)| {
+        let ops = xs.iter().filter(|x| {
+            x["name"].as_str().is_some_and(|n| n.starts_with("autograd::engine::evaluate_function"))
+                && (s..e).contains(&span(x).0)
+        });
+        let (lo, hi) = ops.fold((f64::MAX, f64::MIN), |(lo, hi), x| {
+            (lo.min(span(x).0), hi.max(span(x).1.min(e)))
+        });
+        (lo, hi)
+    };
+    let (mut in_backward, mut outside) = (0.0, 0.0);
+    for &(s, e) in steps.values() {
+        let (lo, hi) = window((s, e));
+        assert!(lo < hi, "a backward pass in step {s}");
+        for r in
+            xs.iter().filter(|x| x["name"] == "## backward ##" && x["cat"] == "user_annotation")
+        {
+            let (a, b) = span(r);
+            if !(s..e).contains(&a) {
+                continue;
+            }
+            let b = b.min(e);
+            in_backward += (b.min(hi) - a.max(lo)).max(0.0);
+            // Before the first backward op and after the last: forward.
+            outside += (b.min(lo) - a).max(0.0) + (b - a.max(hi)).max(0.0);
+        }
+    }
+    let n = steps.len() as f64;
+    let (in_backward, outside) = (in_backward / 1000.0 / n, outside / 1000.0 / n);
+    assert!(in_backward > 30.0 && outside < 2.0, "{in_backward} ms in backward, {outside} out");
+
+    let range_in = |phase: &str| {
+        let rows = tree(&path, &["--phase", phase, "--depth", "1"]);
+        rows.iter()
+            .filter(|r| r["depth"] == 1 && r["name"] == "## backward ##")
+            .map(|r| f(r, "cpu_ms_per_step"))
+            .sum::<f64>()
+    };
+    let (got_backward, got_forward) = (range_in("backward"), range_in("forward"));
+    assert!(close(got_backward, in_backward, 0.05), "{got_backward} vs {in_backward} in backward");
+    assert!(close(got_forward, outside, 0.05), "{got_forward} vs {outside} in forward");
+
+    // Only the loop thread works in forward here: its CPU time there is
+    // within the phase's wall time.
+    let phases = common::json(&["phases", path.to_str().unwrap()]);
+    let wall = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "forward");
+    let wall = f(wall.unwrap(), "wall_ms_per_step");
+    let rows = tree(&path, &["--phase", "forward", "--depth", "0"]);
+    let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
+    assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
+}

@@ -18,7 +18,7 @@ use super::PassRecord;
 use super::cpulog::{CpuRec, HostKind, RecPos, is_module_frame, thread_bit};
 use super::gpulog::KernelClasses;
 use super::graphs::{Matches, match_replays};
-use super::ranges::{PlaceCache, UNPHASED, UNPHASED_NAME};
+use super::ranges::{PlaceCache, Ranges, UNPHASED, UNPHASED_NAME};
 use crate::profile::{CallNode, CallTree, NodeKind};
 use crate::trace::RuntimeCall;
 use crate::util::round;
@@ -294,18 +294,20 @@ impl Sweep<'_> {
         }
     }
 
-    /// Takes the thread's next record (in start order, the longer first).
-    fn take(&mut self, r: &CpuRec, kind: NodeKind, phase: u16, b: &mut Builder<'_>) {
+    /// Takes the thread's next record (in start order, the longer first),
+    /// in the phases its time falls in.
+    fn take(&mut self, r: &CpuRec, kind: NodeKind, phases: &Phases, b: &mut Builder<'_>) {
+        let phase = phases.start;
         self.give(r.start, b);
         while self.stack.last().is_some_and(|o| o.end <= r.start) {
             close(self.stack.pop().expect("a top"), b);
         }
         // In its own phase (that of its start), under the records open
         // around it: those that started in another phase, the optimizer's
-        // step inside a user range that opened in forward, copied there.
-        let top = self.stack.last().map(|o| (o.node, o.end.saturating_sub(r.start)));
-        let moved = top.map_or(0, |(_, left)| r.dur.min(left).max(0));
-        let mut parent = b.in_phase(top.map(|t| t.0), phase, moved);
+        // step inside a user range that opened in forward, copied there
+        // (their time in this phase moved there when they were taken).
+        let top = self.stack.last().map(|o| o.node);
+        let mut parent = b.in_phase(top, phase, 0);
         // A forward op: where its backward ops go. A backward op, the
         // outermost of its nest: under its forward op's modules and
         // annotations (the chain made in its own phase).
@@ -332,6 +334,12 @@ impl Sweep<'_> {
         let n = &mut b.nodes[node as usize];
         n.calls += 1;
         n.cpu_ns = n.cpu_ns.saturating_add(r.dur);
+        // Its time in the phases after its start goes there, with the
+        // chain above it: a thread's time in a phase never exceeds the
+        // phase's (the loop thread's `## backward ##` opens in forward).
+        for &(p, ns) in &phases.later {
+            b.in_phase(Some(node), p, ns);
+        }
         if let Some(a) = autograd.filter(|a| a.fwd_thread.is_none()) {
             // The last op of a sequence number to start is the one that
             // made its autograd node, or one inside it.
@@ -351,6 +359,37 @@ impl Sweep<'_> {
         while let Some(o) = self.stack.pop() {
             close(o, b);
         }
+    }
+}
+
+/// The phases a record's time falls in: that of its start, and its time
+/// (ns) in each other phase it runs into, in order of first entry.
+struct Phases {
+    start: u16,
+    later: Vec<(u16, i64)>,
+}
+
+impl Phases {
+    /// `r`'s phases on its thread's phase timeline.
+    fn of(ranges: &Ranges, cache: &mut PlaceCache, r: &CpuRec) -> Phases {
+        let (start, mut until) = ranges.cpu_phase_span(cache, r.thread, r.start);
+        let end = r.start.saturating_add(r.dur);
+        let mut later: Vec<(u16, i64)> = Vec::new();
+        while until < end {
+            let (p, next) = ranges.cpu_phase_span(cache, r.thread, until);
+            let ns = next.min(end) - until;
+            if p != start {
+                match later.iter_mut().find(|(q, _)| *q == p) {
+                    Some((_, t)) => *t += ns,
+                    None => later.push((p, ns)),
+                }
+            }
+            if next <= until {
+                break;
+            }
+            until = next;
+        }
+        Phases { start, later }
     }
 }
 
@@ -403,8 +442,9 @@ impl<'l> Sweeps<'l> {
             self.sorted.entry(r.thread).or_default().push(p);
             return;
         }
-        let phase = b.a.ranges.cpu_phase_cached(&mut self.places, r.thread, r.start);
-        self.of(r.thread).take(&within(*r, end), kind, phase, b);
+        let r = within(*r, end);
+        let phases = Phases::of(&b.a.ranges, &mut self.places, &r);
+        self.of(r.thread).take(&r, kind, &phases, b);
     }
 
     /// Takes an out-of-order thread's records, sorted.
@@ -418,8 +458,8 @@ impl<'l> Sweeps<'l> {
             let kind = r.tree_kind().expect("a nesting record was set aside");
             let end = b.a.ranges.step_end_cached(&mut self.places, r.start);
             let r = within(r, end.expect("set aside in a step"));
-            let phase = b.a.ranges.cpu_phase_cached(&mut self.places, r.thread, r.start);
-            self.of(thread).take(&r, kind, phase, b);
+            let phases = Phases::of(&b.a.ranges, &mut self.places, &r);
+            self.of(thread).take(&r, kind, &phases, b);
         }
     }
 }
