@@ -364,6 +364,8 @@ fn reference_cpu_traces_reproduce_the_reference_counts() {
 #[test]
 fn usage_errors_exit_2_with_one_clear_line() {
     let p = reference("infer_b1/profile.json");
+    // The reference capture's trace: the call tree and the ops the what-if reads.
+    let t = reference("infer_b1/profile_trace.json.gz");
     let cases: Vec<(Vec<&str>, &str)> = vec![
         (vec!["profile", "summary", "nope/profile.json"], "not found: nope/profile.json"),
         (vec!["profile", "get", &p, "no_such_metric"], "unknown metric 'no_such_metric'"),
@@ -377,6 +379,8 @@ fn usage_errors_exit_2_with_one_clear_line() {
         (vec!["profile", "what-if", &p, "--remove-launches", "abc"], "invalid value"),
         (vec!["profile", "kernels", &p, "--sort", "bogus"], "invalid value"),
         (vec!["profile", "kernels", &p, "--grep", "(unclosed"], "invalid --grep regex"),
+        (vec!["profile", "tree", &t, "--focus", "(unclosed"], "invalid --focus regex"),
+        (vec!["profile", "what-if", &t, "--op", "(unclosed"], "invalid --op regex"),
         (vec!["profile", "bogus"], "unrecognized subcommand"),
         (vec!["profile", "summary"], "required"),
         (vec!["profile", "infer", "weights=x.pt"], "use `--weights x.pt`"),
@@ -1295,6 +1299,23 @@ fn compare_gives_a_share_change_in_points_and_a_fraction_as_one() {
     let r = run(&["profile", "compare", a.to_str().unwrap(), b.to_str().unwrap()]);
     let line = r.stdout.lines().find(|l| l.starts_with("Tensor Cores")).unwrap();
     assert!(line.ends_with(&format!("({:+.1} pts)", tb - ta)), "{line}");
+}
+
+#[test]
+fn a_trace_compared_with_itself_lists_no_kernel_as_a_change() {
+    let t = shared().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let t = t.to_str().unwrap();
+    let c = json(&["compare", t, t]);
+    let kernels = c["kernels"].as_array().unwrap();
+    assert!(kernels.len() > 8, "{}", kernels.len());
+    assert!(kernels.iter().all(|k| k["delta_ms"] == 0.0), "a trace against itself");
+    let text = run(&["profile", "compare", t, t]).stdout;
+    assert!(!text.contains("largest changes"), "{text}");
+    let said = format!("kernels: none of the {} kernels changed its ms/step", kernels.len());
+    assert!(text.contains(&said), "{text}");
+    let md = run(&["profile", "compare", t, t, "--format", "md"]).stdout;
+    assert!(!md.contains("Kernels, largest changes"), "{md}");
+    assert!(md.contains(&format!("Kernels: none of the {} kernels", kernels.len())), "{md}");
 }
 
 #[test]

@@ -131,11 +131,17 @@ pub fn efficiency_notes(p: &Profile) -> Vec<String> {
 
 /// Compiles a `--grep` pattern (exit 2 on a bad one).
 pub fn compile_grep(pattern: &str) -> Result<Regex> {
+    compile_pattern("--grep", pattern)
+}
+
+/// Compiles the pattern of option `flag` (`--grep`, `--focus`, `--op`):
+/// case-insensitive, size-limited; a bad one is a usage error naming it.
+pub fn compile_pattern(flag: &str, pattern: &str) -> Result<Regex> {
     RegexBuilder::new(pattern)
         .case_insensitive(true)
         .size_limit(1 << 20)
         .build()
-        .map_err(|e| Error::usage(format!("invalid --grep regex '{pattern}': {e}")).caused_by(e))
+        .map_err(|e| Error::usage(format!("invalid {flag} regex '{pattern}': {e}")).caused_by(e))
 }
 
 /// A `--category` that names no category (exit 2, listing them): every

@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::kernels::compile_grep;
+use super::kernels::compile_pattern;
 use super::tree::{View, on_focused_paths, pct, stored_tree, top_down};
 use crate::analysis::ranges::PHASE_ORDER;
 use crate::error::{Error, Result};
@@ -113,7 +113,7 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
     if !q.min_pct.is_finite() || q.min_pct < 0.0 {
         return Err(Error::usage("--min-pct takes a share in percent, 0 or more"));
     }
-    let focus = q.focus.as_deref().map(compile_grep).transpose()?;
+    let focus = q.focus.as_deref().map(|f| compile_pattern("--focus", f)).transpose()?;
     let every = vec![true; stored.nodes.len()];
     let view = top_down(stored, |k| k == NodeKind::Phase || is_scope(k), &every);
     let roots = view.roots();

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::kernels::compile_grep;
+use super::kernels::compile_pattern;
 use super::phases::check_phase;
 use crate::error::{Error, Result};
 use crate::profile::{CallNode, CallTree, NodeKind, Profile};
@@ -223,7 +223,7 @@ fn select<'a>(p: &'a Profile, q: &TreeQuery) -> Result<Selected<'a>> {
     if !q.min_pct.is_finite() || q.min_pct < 0.0 {
         return Err(Error::usage("--min-pct takes a share in percent, 0 or more"));
     }
-    let focus = q.focus.as_deref().map(compile_grep).transpose()?;
+    let focus = q.focus.as_deref().map(|f| compile_pattern("--focus", f)).transpose()?;
     let in_phase = phase_filter(stored, q.phase.as_deref());
     let view = if q.bottom_up {
         bottom_up(stored, q.by, &in_phase, focus.as_ref())

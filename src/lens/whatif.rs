@@ -451,7 +451,7 @@ fn op_change(
     let Some(log) = &m.ops else {
         return Err(Error::usage("--op needs the trace's CPU ops: give the trace itself"));
     };
-    let re: Regex = crate::lens::kernels::compile_grep(pattern)?;
+    let re: Regex = crate::lens::kernels::compile_pattern("--op", pattern)?;
     let hit: Vec<bool> = log.names.iter().map(|n| re.is_match(n)).collect();
     let mut per: HashMap<u32, Vec<(i64, i64)>> = HashMap::default();
     for &(t, s, e, n) in &log.spans {
