@@ -388,7 +388,7 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
     let (ma, mb) = (a.mode(), b.mode());
     let warning = (ma != mb).then(|| {
         format!(
-            "comparing a {} profile with a {} profile: their steps measure different work",
+            "the two profiles' steps measure different work: {} before, {} after",
             ma.as_str(),
             mb.as_str()
         )
@@ -472,6 +472,22 @@ fn row_deltas(before: Vec<(String, f64)>, after: Vec<(String, f64)>) -> Vec<RowD
 }
 
 impl Comparison {
+    /// The kernels whose time changed, largest change first: what the
+    /// "largest changes" list shows (unchanged ones would fill it by name).
+    pub fn changed_kernels(&self) -> Vec<RowDelta> {
+        self.kernels
+            .iter()
+            .filter(|r| r.delta_ms != 0.0 || r.before_ms.is_none() || r.after_ms.is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// Said instead of the list where no kernel changed.
+    pub fn no_kernel_changed(&self) -> Option<String> {
+        (!self.kernels.is_empty() && self.changed_kernels().is_empty())
+            .then(|| format!("none of the {} kernels changed its ms/step", self.kernels.len()))
+    }
+
     /// Compares img/s, the headline figure.
     pub fn throughput(&self) -> Option<&MetricDelta> {
         self.metrics.iter().find(|m| m.metric == "img_per_s")

@@ -347,9 +347,15 @@ pub fn compare(c: &Comparison) -> Result<Vec<Part>> {
         ("Phases (ms per step)", &c.phases),
         ("Kernel mix (ms per step)", &c.categories),
         ("GPU idle by cause (ms per step)", &c.idle),
-        ("Kernels, largest changes (ms per step)", &c.kernels),
     ] {
         parts.push(Part::Table(deltas(title, rows)?));
+    }
+    match c.no_kernel_changed() {
+        Some(none) => parts.push(Part::Text(format!("Kernels: {none}."))),
+        None => parts.push(Part::Table(deltas(
+            "Kernels, largest changes (ms per step)",
+            &c.changed_kernels(),
+        )?)),
     }
     if !c.gates.is_empty() {
         parts.push(Part::Table(captioned(rows_of(&c.gates, &[])?, "Gates (`--fail-on`)".into())));

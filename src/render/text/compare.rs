@@ -44,7 +44,10 @@ pub fn compare(c: &Comparison) -> String {
     section(&mut o, "phases (ms/step)", &c.phases, 8);
     section(&mut o, "kernel mix (ms/step)", &c.categories, 8);
     section(&mut o, "GPU idle by cause (ms/step)", &c.idle, 8);
-    section(&mut o, "kernels, largest changes (ms/step)", &c.kernels, 8);
+    section(&mut o, "kernels, largest changes (ms/step)", &c.changed_kernels(), 8);
+    if let Some(none) = c.no_kernel_changed() {
+        let _ = writeln!(o, "kernels: {none}");
+    }
     if !c.gates.is_empty() {
         let _ = writeln!(o, "gates:");
         for g in &c.gates {
