@@ -118,7 +118,7 @@ fn kernel_detail_view() {
     assert!(s[0].contains("unphased"), "per-phase split:\n{}", s[0]);
     // Where it was launched from: the op, then (on a tall screen) the
     // Python line and the modules calling it (tree.rs checks the figures).
-    assert!(s[0].contains("launched from 100.0% op     aten::addmm"), "{}", s[0]);
+    assert!(s[0].contains("launched from 100.0% op        aten::addmm"), "{}", s[0]);
     assert!(s[1].contains("torch/nn/modules/linear.py(124): forward"), "{}", s[1]);
     assert!(s[1].contains("from 17 callers, costliest first"), "{}", s[1]);
 }

@@ -12,7 +12,6 @@ use std::collections::HashSet;
 use common::*;
 use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::NodeKind;
-use libreyolo_core::render::text::node_tag;
 use libreyolo_ui::app::{App, Pane};
 use libreyolo_ui::panes::exactly;
 use libreyolo_ui::panes::tree::{MIN_PCT, callers, name_of};
@@ -296,7 +295,7 @@ fn kernel_details_say_where_it_was_launched_from() {
     let sum: f64 = c.branch.iter().map(|r| r.pct_of_gpu).sum();
     assert!((sum - 100.0).abs() < 0.1, "the callers share its time: {sum}");
     let line =
-        |r: &TreeRow| format!("{:>5.1}% {:<7}{}", r.pct_of_gpu, node_tag(r.kind), name_of(r, 130));
+        |r: &TreeRow| format!("{:>5.1}% {:<10}{}", r.pct_of_gpu, r.kind.as_str(), name_of(r, 130));
     assert!(s[0].contains(&format!("launched from {}", line(c.chain[0]))), "{}", s[0]);
     // How its calls ran (app/tests/kernel_calls.rs checks the figures
     // against the raw events): 12 calls, so no 99th percentile apart from

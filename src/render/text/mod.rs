@@ -39,7 +39,7 @@ pub use modules::{modules, modules_total};
 pub use ops::{PCT_OF_CPU_OPS, ops};
 pub use phases::phases;
 pub use summary::{idle_lines, latency_samples, lever_lines, step_line, stream_line, summary};
-pub use tree::{node_tag, tree};
+pub use tree::tree;
 pub use whatif::{job_what_if, what_if, what_if_all};
 
 /// `12.3456` → "12.35"; integers print without decimals.

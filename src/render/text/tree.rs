@@ -6,20 +6,6 @@ use std::fmt::Write;
 use super::num;
 use crate::lens::tree::Tree;
 
-/// The kind of a tree node, in a few letters.
-pub fn node_tag(kind: crate::profile::NodeKind) -> &'static str {
-    use crate::profile::NodeKind as K;
-    match kind {
-        K::Phase => "phase",
-        K::Annotation => "range",
-        K::Module => "module",
-        K::Frame => "py",
-        K::Op => "op",
-        K::Graph => "graph",
-        K::Kernel => "kernel",
-    }
-}
-
 pub fn tree(t: &Tree) -> String {
     let q = &t.query;
     let how = if q.bottom_up { "bottom-up (callers under each node)" } else { "top-down" };
@@ -44,13 +30,13 @@ pub fn tree(t: &Tree) -> String {
     if cpu {
         let _ = writeln!(
             o,
-            "{:>9} {:>6} {:>9} {:>8}  {:<6} name",
+            "{:>9} {:>6} {:>9} {:>8}  {:<10} name",
             "CPU ms", "%cpu", "self ms", "x/step", "kind"
         );
     } else {
         let _ = writeln!(
             o,
-            "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<6} name",
+            "{:>9} {:>6} {:>9} {:>9} {:>8} {:>8} {:>7}  {:<10} name",
             "GPU ms", "%gpu", "CPU ms", "self ms", "x/step", "kernels", "TFLOP/s", "kind"
         );
     }
@@ -62,17 +48,17 @@ pub fn tree(t: &Tree) -> String {
         let _ = if cpu {
             writeln!(
                 o,
-                "{:>9.3} {:>6.1} {:>9.3} {:>8}  {:<6} {name}",
+                "{:>9.3} {:>6.1} {:>9.3} {:>8}  {:<10} {name}",
                 r.cpu_ms_per_step,
                 r.pct_of_cpu,
                 r.cpu_self_ms_per_step,
                 calls,
-                node_tag(r.kind),
+                r.kind.as_str(),
             )
         } else {
             writeln!(
                 o,
-                "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<6} {name}",
+                "{:>9.3} {:>6.1} {:>9.3} {:>9.3} {:>8} {:>8} {:>7}  {:<10} {name}",
                 r.gpu_ms_per_step,
                 r.pct_of_gpu,
                 r.cpu_ms_per_step,
@@ -80,7 +66,7 @@ pub fn tree(t: &Tree) -> String {
                 calls,
                 num(r.kernels_per_step, 1),
                 tflops,
-                node_tag(r.kind),
+                r.kind.as_str(),
             )
         };
     }

@@ -13,7 +13,7 @@ use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::{
     Achieved, KernelRow, NodeKind, Profile, RooflineBound, matrix_units_initials,
 };
-use libreyolo_core::render::text::{PAST_MARK, PAST_ROOFLINE, THIN_MARK, node_tag, num};
+use libreyolo_core::render::text::{PAST_MARK, PAST_ROOFLINE, THIN_MARK, num};
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -566,7 +566,7 @@ fn launched_from(
 
 /// `  8.4% module nn.Module: Attention_3` after `head`, in `width` columns.
 fn caller_line(head: Span<'static>, r: &TreeRow, indent: &str, width: usize) -> Line<'static> {
-    let lead = format!("{indent}{:>5}% {:<7}", fixed(r.pct_of_gpu, 1), node_tag(r.kind));
+    let lead = format!("{indent}{:>5}% {:<10}", fixed(r.pct_of_gpu, 1), r.kind.as_str());
     let name_w = width.saturating_sub(lead.chars().count()).max(12);
     Line::from(vec![head, Span::raw(lead), Span::raw(name_of(r, name_w))])
 }

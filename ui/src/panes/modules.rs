@@ -8,7 +8,7 @@
 
 use libreyolo_core::lens::modules::{ModuleRow, Modules, ModulesQuery, modules};
 use libreyolo_core::profile::NodeKind;
-use libreyolo_core::render::text::{node_tag, num};
+use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -229,7 +229,8 @@ impl Component for ModulesPane {
             .iter()
             .map(|(h, _)| match *h {
                 "%gpu" | "%cpu" => Constraint::Length(5),
-                "x/step" | "fwd TF" | "bwd TF" | "kind" => Constraint::Length(6),
+                "x/step" | "fwd TF" | "bwd TF" => Constraint::Length(6),
+                "kind" => Constraint::Length(10),
                 _ => Constraint::Length(8),
             })
             .collect();
@@ -278,7 +279,7 @@ impl Component for ModulesPane {
                 cells.push(right(fixed(r.other_gpu_ms_per_step, 3)));
             }
             if mixed {
-                cells.push(Cell::from(Span::styled(node_tag(r.kind), t.muted())));
+                cells.push(Cell::from(Span::styled(r.kind.as_str(), t.muted())));
             }
             // Deep rows keep 12 columns of their name.
             let indent = (r.depth * step).min(name_w.saturating_sub(12));

@@ -11,7 +11,7 @@
 use libreyolo_core::lens::kernels::compile_grep;
 use libreyolo_core::lens::tree::{By, Tree, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::NodeKind;
-use libreyolo_core::render::text::{node_tag, num};
+use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
@@ -288,7 +288,8 @@ impl Component for TreePane {
             .iter()
             .map(|(h, _)| match *h {
                 "%GPU" | "%CPU" => Constraint::Length(5),
-                "x/step" | "kind" => Constraint::Length(6),
+                "x/step" => Constraint::Length(6),
+                "kind" => Constraint::Length(10),
                 _ => Constraint::Length(8),
             })
             .collect();
@@ -325,7 +326,7 @@ impl Component for TreePane {
             // Deep rows keep 12 columns of their name.
             let indent = (r.depth * step).min(name_w.saturating_sub(14));
             let name = name_of(r, name_w - indent - 2);
-            cells.push(Cell::from(Span::styled(node_tag(r.kind), t.muted())));
+            cells.push(Cell::from(Span::styled(r.kind.as_str(), t.muted())));
             cells.push(Cell::from(format!("{}{fold}{name}", " ".repeat(indent))));
             let row = Row::new(cells);
             if first + k == self.selected { row.style(t.selected()) } else { row }
