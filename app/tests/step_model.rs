@@ -828,3 +828,55 @@ fn the_time_between_two_joined_recordings_is_no_step_s_work() {
         assert!(f(&r["saved_ms_per_step"]) <= own, "{r} saves more than the steps' {own} ms");
     }
 }
+
+#[test]
+fn a_window_too_short_to_overlap_steps_says_so() {
+    // The A100 trace's sync waits: the GPU idles 0.08 ms/step under them,
+    // yet taking them out saves 11.6 ms/step over its six steps, as the
+    // host starts the next step while the GPU finishes this one. One step
+    // cut out of it (the host's events in the step, the GPU's that end in
+    // it) has no next step to start.
+    let t = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let mut raw = common::read_json(&t);
+    let events = common::trace_events(&raw);
+    let (steps, _) = common::steps_and_launches(&events);
+    assert!(steps.len() >= 3, "{} steps", steps.len());
+    let &(s, e) = steps.values().nth(2).unwrap();
+    let ts = |x: &Value| x["ts"].as_f64().unwrap_or(0.0);
+    let kept: Vec<Value> =
+        events.iter().filter(|x| x["ph"] != "X" || (s <= ts(x) && ts(x) < e)).cloned().collect();
+    raw["traceEvents"] = Value::Array(kept);
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("one_step.json");
+    std::fs::write(&cut, serde_json::to_vec(&raw).unwrap()).unwrap();
+    let cut = cut.to_str().unwrap();
+
+    let one = json(&["what-if", cut, "--remove-idle", "sync"]);
+    let notes = one["notes"].as_array().unwrap();
+    assert!(notes.iter().any(|n| n.as_str().unwrap().starts_with("one step modelled:")), "{one}");
+    let all = json(&["what-if", cut, "--all"]);
+    assert_eq!(f(&all["steps_modelled"]), 1.0);
+    assert!(all["notes"].to_string().contains("one step modelled:"), "{all}");
+
+    // The whole trace: six steps, no such note; its lever says why it
+    // saves more than the idle under the syncs.
+    let t = t.to_str().unwrap();
+    let whole = json(&["what-if", t, "--remove-idle", "sync"]);
+    assert!(!whole["notes"].to_string().contains("modelled:"), "{whole}");
+    let p = json(&["summary", t]);
+    let idle = p["idle"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["cause"] == "sync")
+        .map_or(0.0, |c| f(&c["ms_per_step"]));
+    let lever = p["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "remove-syncs");
+    let lever = lever.unwrap_or_else(|| panic!("{}", p["levers"]));
+    let saved = f(&lever["saved_ms_per_step"]);
+    assert!(saved > 2.0 * idle + 0.1, "{saved} ms/step saved, {idle} idle under the syncs");
+    let evidence = lever["evidence"].as_str().unwrap();
+    assert!(
+        evidence.contains("starts the next step while the GPU finishes this one"),
+        "{evidence}"
+    );
+}

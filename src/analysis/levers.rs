@@ -434,7 +434,12 @@ fn syncs(ctx: &Ctx<'_>) -> Option<LeverRow> {
                 None => format!("the GPU idles {:.2} ms/step under them", ctx.idle_ms(IdleCause::Sync)),
             },
             ctx.place(IdleCause::Sync)
-        ),
+        ) + if row.saved_ms_per_step > 2.0 * ctx.idle_ms(IdleCause::Sync) + 0.1 {
+            // The A100 trace: 0.08 ms/step idle under them, 11.6 saved.
+            "; it saves more: the host, no longer waiting, launches sooner and starts the next step while the GPU finishes this one"
+        } else {
+            ""
+        },
         Vec::new(),
     )
 }

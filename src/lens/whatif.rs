@@ -163,7 +163,10 @@ fn view(p: &Profile) -> Result<&StepModelView> {
 pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<WhatIf> {
     checked(r)?;
     let Some(m) = model else { return stored(p, r) };
-    let (change, scenario, what, notes) = change_of(p, m, r)?;
+    let (change, scenario, what, mut notes) = change_of(p, m, r)?;
+    if change.frees_host() {
+        notes.extend(crate::analysis::model::few_steps_note(m.n_steps));
+    }
     let replayed = m.replay(&change);
     let steps = m.n_steps.max(1) as f64;
     let per_step = |ns: i64| ns as f64 / 1e6 / steps;

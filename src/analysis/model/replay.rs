@@ -40,6 +40,19 @@ pub struct Change {
     pub arrivals: HashMap<u32, (i64, i64)>,
 }
 
+impl Change {
+    /// Whether it takes host time out (a cause's gaps, an op's own time,
+    /// launch cost, sync or thread waits): what lets the host run ahead,
+    /// into the next step where the window holds one.
+    pub fn frees_host(&self) -> bool {
+        self.host_removed.iter().any(|&r| r > 0.0)
+            || !self.host_cut.is_empty()
+            || self.launch_factor < 1.0
+            || !self.sync_waits
+            || !self.thread_waits
+    }
+}
+
 impl Default for Change {
     /// No change: the trace's own times.
     fn default() -> Change {
