@@ -721,3 +721,66 @@ fn the_summary_text_leaves_out_causes_and_places_of_0_ms() {
         assert_ne!(words.first(), Some(&"0"), "a place of 0 ms: {line}");
     }
 }
+
+#[test]
+fn a_thread_waiting_in_backward_is_charged_what_the_engine_did() {
+    // HTA's NCCL (DDP) trace: after the last backward op the loop thread
+    // is still in `## backward ##` (in `backward()`), while the autograd
+    // engine's thread runs the DDP reducer's `copy_bucket_to_grad` ops and
+    // the GPU idles until the optimizer's first kernel. That is op work on
+    // the engine's thread, not Python on the loop thread.
+    let path = fixtures().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let events = common::trace_events(&read_json(&path));
+    let (steps, _) = common::steps_and_launches(&events);
+    let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let span = |e: &Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap_or(0.0))
+    };
+    let named = |prefix: &str, (s, e): (f64, f64)| -> Vec<(f64, f64)> {
+        xs.iter()
+            .filter(|x| x["name"].as_str().is_some_and(|n| n.starts_with(prefix)))
+            .map(|x| span(x))
+            .filter(|&(a, _)| s <= a && a < e)
+            .collect()
+    };
+    // Per step: from the last backward op to the range's end, and the
+    // reducer's copies inside it.
+    let (mut after_backward, mut copies) = (0.0, 0.0);
+    for &step in steps.values() {
+        let last = named("autograd::engine::evaluate_function", step)
+            .iter()
+            .map(|s| s.1)
+            .fold(f64::MIN, f64::max);
+        let range = named("## backward ##", step);
+        let end = range.iter().map(|s| s.1).fold(f64::MIN, f64::max);
+        after_backward += end - last;
+        copies += named("torch.distributed.ddp.reducer::copy_bucket_to_grad", step)
+            .iter()
+            .map(|&(a, b)| (b.min(end) - a.max(last)).max(0.0))
+            .sum::<f64>();
+    }
+    let n = steps.len() as f64;
+    let (after_backward, copies) = (after_backward / 1e3 / n, copies / 1e3 / n);
+    assert!(copies > 5.0 && after_backward > copies, "{copies} of {after_backward} ms/step");
+
+    let s = json(&["summary", path.to_str().unwrap()]);
+    let idle = idle_of(&s);
+    let reducer: f64 = idle["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["cause"] == "cpu_op")
+        .flat_map(|c| c["where"].as_array().unwrap())
+        .filter(|p| {
+            p["name"].as_str().unwrap().starts_with("torch.distributed.ddp.reducer::copy_bucket")
+        })
+        .map(|p| p["ms_per_step"].as_f64().unwrap())
+        .sum();
+    assert!(reducer >= 0.5 * copies, "{reducer} ms/step of idle in the copies, {copies} of them");
+    let waiting = place_ms(idle, "python", "## backward ##").unwrap_or(0.0);
+    assert!(
+        waiting <= after_backward - copies,
+        "{waiting} ms/step of Python in `## backward ##`; the engine's copies took {copies} of {after_backward}"
+    );
+}

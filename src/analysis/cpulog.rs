@@ -298,6 +298,11 @@ impl CpuLog {
 
     /// How a thread's nesting records came: in start order (the longer
     /// first on a tie) unless `unsorted`, which a thread past the table is.
+    /// The threads that ran backward ops (the autograd engine's).
+    pub fn backward_threads(&self) -> impl Iterator<Item = u32> + '_ {
+        self.order.iter().enumerate().filter(|(_, o)| o.backward).map(|(i, _)| i as u32)
+    }
+
     pub fn thread_order(&self, thread: u32) -> ThreadOrder {
         match self.order.get(thread as usize) {
             Some(o) if thread < MAX_ORDERED_THREAD => *o,

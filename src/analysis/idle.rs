@@ -720,11 +720,18 @@ fn near_gaps(
     plans: &[(usize, GapPlan)],
     each: Option<&mut dyn FnMut(&CpuRec)>,
 ) -> ThreadSpans {
+    fn on_backward(p: &GapPlan) -> impl Iterator<Item = ThreadStretch> + '_ {
+        p.backward.iter().flat_map(|e| e.windows.iter().copied())
+    }
     match plans {
-        [(_, one)] => overlapping(&a.cpu, &one.windows, each),
+        [(_, one)] if one.backward.as_ref().is_none_or(|e| e.windows.is_empty()) => {
+            overlapping(&a.cpu, &one.windows, each)
+        }
         all => {
-            let mut windows: Vec<ThreadStretch> =
-                all.iter().flat_map(|(_, p)| p.windows.iter().copied()).collect();
+            let mut windows: Vec<ThreadStretch> = all
+                .iter()
+                .flat_map(|(_, p)| p.windows.iter().copied().chain(on_backward(p)))
+                .collect();
             windows.sort_by_key(|w| (w.thread, w.start));
             overlapping(&a.cpu, &windows, each)
         }
@@ -777,12 +784,36 @@ fn sharing_threads(launchers: &[HashMap<u32, u64>]) -> Vec<Vec<usize>> {
     groups
 }
 
+/// The autograd engine's thread that launched most of a device's
+/// kernels: while another thread only waits in `backward()` (its
+/// innermost record, a range or frame around a whole backward pass), a gap
+/// is what the engine's thread did — the DDP reducer's copies after the
+/// last backward op on HTA's NCCL trace, 15 ms/step once read as Python.
+struct Engine {
+    thread: u32,
+    /// The backward phase's ranges, by start, merged.
+    passes: Vec<(i64, i64)>,
+    /// The other threads' windows again, on the engine's thread, by start:
+    /// its records near them are read with the windows'.
+    windows: Vec<ThreadStretch>,
+}
+
+impl Engine {
+    /// Whether `[s, e)` holds a whole backward pass.
+    fn around_a_pass(&self, s: i64, e: i64) -> bool {
+        let i = self.passes.partition_point(|p| p.0 < s);
+        self.passes.get(i).is_some_and(|p| p.1 <= e)
+    }
+}
+
 /// One device's gaps, those already explained in `tally`, and the windows
 /// of host time the sweep is to explain.
 struct GapPlan {
     tally: Tally,
     /// By thread, then start, as the sweep reads them.
     windows: Vec<ThreadStretch>,
+    /// Where the loop thread waits in `backward()`: the engine's thread.
+    backward: Option<Engine>,
     gaps: u32,
     leading: i64,
     trailing: i64,
@@ -864,7 +895,27 @@ impl GapPlan {
             }
         }
         windows.sort_by_key(|w| (w.thread, w.start));
-        GapPlan { tally, windows, gaps, leading, trailing }
+        let backward = a.phases.get("backward").and_then(|bw| {
+            let thread = a
+                .cpu
+                .backward_threads()
+                .max_by_key(|t| (launchers.get(t).copied().unwrap_or(0), std::cmp::Reverse(*t)))?;
+            let mut passes: Vec<(i64, i64)> = a
+                .ranges
+                .cpu_phase_spans()
+                .filter(|&(_, _, _, p)| p == bw)
+                .map(|(_, s, e, _)| (s, e))
+                .collect();
+            let passes = merge(&mut passes);
+            let mut on_engine: Vec<ThreadStretch> = windows
+                .iter()
+                .filter(|w| w.thread != thread && matches!(w.mode, Explain::Classify { .. }))
+                .map(|w| ThreadStretch { thread, ..*w })
+                .collect();
+            on_engine.sort_by_key(|w| w.start);
+            (!passes.is_empty()).then_some(Engine { thread, passes, windows: on_engine })
+        });
+        GapPlan { tally, windows, backward, gaps, leading, trailing }
     }
 
     /// The account of `device`, once the sweep has explained the windows.
@@ -1015,88 +1066,167 @@ fn explain_gap(
 /// Reads each window's thread records, instant by instant, and adds what
 /// it finds to `tally`.
 fn sweep(a: &PassRecord, host: &HostFacts, spans: &[(u32, Vec<HostSpan>)], plan: &mut GapPlan) {
-    let GapPlan { windows, tally, .. } = plan;
-    let cpu_side = host.cpu_side;
-    let wrappers = &host.wrappers;
-    let mut sync_ops: HashMap<u32, bool> = HashMap::default();
-    let mut places = super::ranges::PlaceCache::default();
-    let mut is_sync_op =
-        |name: u32| *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)));
+    let GapPlan { windows, tally, backward, .. } = plan;
+    let mut sweep = Sweep::new(a, host, spans);
+    let mut waits = Vec::new();
+    sweep.windows(windows, tally, Pass::Waits(backward.as_ref(), &mut waits));
+    if !waits.is_empty() {
+        // What the engine's thread did while another waited for it; where
+        // it did nothing recorded, the waiting thread's own account.
+        waits.sort_by_key(|(w, _)| w.start);
+        let (on_engine, from): (Vec<ThreadStretch>, Vec<u32>) = waits.into_iter().unzip();
+        let mut back = Vec::new();
+        sweep.windows(&on_engine, tally, Pass::Engine(&from, &mut back));
+        back.sort_by_key(|w| (w.thread, w.start));
+        sweep.windows(&back, tally, Pass::Last);
+    }
+    // The windows serve only the sweep (plans wait for the other groups).
+    *windows = Vec::new();
+    *backward = None;
+}
 
-    let mut w = 0;
-    while w < windows.len() {
-        let thread = windows[w].thread;
-        let spans = match spans.binary_search_by_key(&thread, |t| t.0) {
-            Ok(i) => &spans[i].1[..],
-            Err(_) => &[],
+/// What a sweep over a list of windows does besides explaining them.
+enum Pass<'p> {
+    /// Sets aside, on the engine's thread, the stretches a thread only
+    /// waits in `backward()`, with that thread.
+    Waits(Option<&'p Engine>, &'p mut Vec<(ThreadStretch, u32)>),
+    /// On the engine's thread (each window's waiting thread beside it):
+    /// gives back, on the waiting thread, what the engine did not record.
+    Engine(&'p [u32], &'p mut Vec<ThreadStretch>),
+    Last,
+}
+
+/// The sweep's reading of the host records, over one list of windows at
+/// a time.
+struct Sweep<'s, 'a> {
+    a: &'a PassRecord,
+    host: &'s HostFacts,
+    spans: &'s [(u32, Vec<HostSpan>)],
+    sync_ops: HashMap<u32, bool>,
+    places: super::ranges::PlaceCache,
+}
+
+impl<'s, 'a> Sweep<'s, 'a> {
+    fn new(a: &'a PassRecord, host: &'s HostFacts, spans: &'s [(u32, Vec<HostSpan>)]) -> Self {
+        Sweep { a, host, spans, sync_ops: HashMap::default(), places: Default::default() }
+    }
+
+    /// Explains `windows` (by thread, then start) into `tally`, with
+    /// what `pass` asks besides.
+    fn windows(&mut self, windows: &[ThreadStretch], tally: &mut Tally, mut pass: Pass<'_>) {
+        let (a, spans) = (self.a, self.spans);
+        let cpu_side = self.host.cpu_side;
+        let wrappers = &self.host.wrappers;
+        let places = &mut self.places;
+        let sync_ops = &mut self.sync_ops;
+        let mut is_sync_op = |name: u32| {
+            *sync_ops.entry(name).or_insert_with(|| SYNC_OPS.contains(&a.names.get(name)))
         };
-        let mut p = 0;
-        let mut active: Vec<HostSpan> = Vec::new();
-        let mut path: Vec<u32> = Vec::new();
-        while w < windows.len() && windows[w].thread == thread {
-            let win = windows[w];
-            w += 1;
-            let mut t = win.start;
-            loop {
-                while p < spans.len() && spans[p].start <= t {
-                    // Deeper nesting than any real stack is a hostile trace:
-                    // the records beyond it are ignored, not swept forever.
-                    if spans[p].end > t && active.len() < MAX_DEPTH {
-                        active.push(spans[p]);
+        let mut w = 0;
+        while w < windows.len() {
+            let thread = windows[w].thread;
+            let spans = match spans.binary_search_by_key(&thread, |t| t.0) {
+                Ok(i) => &spans[i].1[..],
+                Err(_) => &[],
+            };
+            let mut p = 0;
+            let mut active: Vec<HostSpan> = Vec::new();
+            let mut path: Vec<u32> = Vec::new();
+            while w < windows.len() && windows[w].thread == thread {
+                let win = windows[w];
+                w += 1;
+                let mut t = win.start;
+                loop {
+                    while p < spans.len() && spans[p].start <= t {
+                        // Deeper nesting than any real stack is a hostile trace:
+                        // the records beyond it are ignored, not swept forever.
+                        if spans[p].end > t && active.len() < MAX_DEPTH {
+                            active.push(spans[p]);
+                        }
+                        p += 1;
                     }
-                    p += 1;
-                }
-                active.retain(|s| s.end > t);
-                let next_start = spans.get(p).map_or(i64::MAX, |s| s.start);
-                let next_end = active.iter().map(|s| s.end).min().unwrap_or(i64::MAX);
-                // A stretch stops at a phase boundary too: each phase is
-                // charged what fell inside it.
-                let (phase, phase_end) = a.ranges.cpu_phase_span(&mut places, thread, t);
-                let t1 = win.end.min(next_start).min(next_end).min(phase_end);
-                if t1 > t {
-                    let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
-                    let place = match place {
-                        PlaceKey::Frame(which) => {
-                            let loader = active
-                                .iter()
-                                .find(|s| s.kind == HostKind::Dataload)
-                                .filter(|_| which == UNDER_LOADER);
-                            let mut frames = active.iter().filter(|s| {
-                                s.kind == HostKind::Python
-                                    && loader.is_none_or(|l| s.start >= l.start)
-                            });
-                            path.clear();
-                            path.extend(loader.map(|l| l.name));
-                            path.extend(
-                                frames
-                                    .clone()
-                                    .filter(|s| !wrappers.contains(&s.name))
-                                    .map(|s| s.name),
-                            );
-                            match tally.frame_path(&path, t1 - t) {
-                                Some(node) => PlaceKey::Frame(node),
-                                // Only wrappers of the whole step: the step's own
-                                // code, named by the innermost of them.
-                                None => {
-                                    frames.next_back().map_or(PlaceKey::Text(OUTSIDE_OPS), |f| {
-                                        PlaceKey::Name(f.name)
-                                    })
+                    active.retain(|s| s.end > t);
+                    let next_start = spans.get(p).map_or(i64::MAX, |s| s.start);
+                    let next_end = active.iter().map(|s| s.end).min().unwrap_or(i64::MAX);
+                    // A stretch stops at a phase boundary too: each phase is
+                    // charged what fell inside it.
+                    let (phase, phase_end) = a.ranges.cpu_phase_span(places, thread, t);
+                    let t1 = win.end.min(next_start).min(next_end).min(phase_end);
+                    if t1 > t {
+                        let (cause, place) = classify(&active, win.mode, cpu_side, &mut is_sync_op);
+                        let set_aside = match &mut pass {
+                            Pass::Waits(Some(e), waits)
+                                if thread != e.thread
+                                    && cause == IdleCause::Python
+                                    && matches!(win.mode, Explain::Classify { .. })
+                                    && active
+                                        .last()
+                                        .is_some_and(|s| e.around_a_pass(s.start, s.end)) =>
+                            {
+                                let on_engine =
+                                    ThreadStretch { thread: e.thread, start: t, end: t1, ..win };
+                                waits.push((on_engine, thread));
+                                true
+                            }
+                            Pass::Engine(from, back) if active.is_empty() => {
+                                back.push(ThreadStretch {
+                                    thread: from[w - 1],
+                                    start: t,
+                                    end: t1,
+                                    ..win
+                                });
+                                true
+                            }
+                            _ => false,
+                        };
+                        if set_aside {
+                            t = t1;
+                            if t >= win.end {
+                                break;
+                            }
+                            continue;
+                        }
+                        let place = match place {
+                            PlaceKey::Frame(which) => {
+                                let loader = active
+                                    .iter()
+                                    .find(|s| s.kind == HostKind::Dataload)
+                                    .filter(|_| which == UNDER_LOADER);
+                                let mut frames = active.iter().filter(|s| {
+                                    s.kind == HostKind::Python
+                                        && loader.is_none_or(|l| s.start >= l.start)
+                                });
+                                path.clear();
+                                path.extend(loader.map(|l| l.name));
+                                path.extend(
+                                    frames
+                                        .clone()
+                                        .filter(|s| !wrappers.contains(&s.name))
+                                        .map(|s| s.name),
+                                );
+                                match tally.frame_path(&path, t1 - t) {
+                                    Some(node) => PlaceKey::Frame(node),
+                                    // Only wrappers of the whole step: the step's own
+                                    // code, named by the innermost of them.
+                                    None => frames
+                                        .next_back()
+                                        .map_or(PlaceKey::Text(OUTSIDE_OPS), |f| {
+                                            PlaceKey::Name(f.name)
+                                        }),
                                 }
                             }
-                        }
-                        p => p,
-                    };
-                    tally.add(cause, place, win.gap, phase, (t, t1));
-                }
-                t = t1;
-                if t >= win.end {
-                    break;
+                            p => p,
+                        };
+                        tally.add(cause, place, win.gap, phase, (t, t1));
+                    }
+                    t = t1;
+                    if t >= win.end {
+                        break;
+                    }
                 }
             }
         }
     }
-    // The windows serve only the sweep (plans wait for the other groups).
-    *windows = Vec::new();
 }
 
 /// What the sweep asks of all the host records, not only those near a gap.

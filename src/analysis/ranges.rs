@@ -38,6 +38,10 @@ impl PhaseNames {
         self.ids.insert(name.to_string(), id);
         id
     }
+    /// The id of `name`, if it is one.
+    pub fn get(&self, name: &str) -> Option<u16> {
+        self.ids.get(name).copied()
+    }
     pub fn name(&self, id: u16) -> &str {
         self.names.get(usize::from(id)).map_or(UNPHASED_NAME, String::as_str)
     }
