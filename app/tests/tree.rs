@@ -1024,3 +1024,81 @@ fn a_record_s_cpu_time_goes_to_each_phase_it_runs_in() {
     let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
     assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
 }
+
+#[test]
+fn nested_records_that_cross_a_phase_each_move_their_own_time() {
+    // The A100 trace with a range of its own around each `## backward ##`
+    // (on the same thread): both cross into backward and back. Each row holds its own time in each phase, a parent no
+    // less than its child, and forward's CPU stays within its wall time.
+    let path = trace("hta_trace_diff_a100_2022", "control");
+    let mut raw = read_json(&path);
+    let events = trace_events(&raw);
+    let (steps, _) = common::steps_and_launches(&events);
+    let mut wrapped = events.clone();
+    let mut outer = Vec::new();
+    for e in events.iter().filter(|e| e["name"] == "## backward ##" && e["ph"] == "X") {
+        if e["cat"] != "user_annotation" {
+            continue;
+        }
+        let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap());
+        let mut o = e.clone();
+        o["name"] = Value::from("## outer ##");
+        // 1 ns longer, so that it is the outer of the two (a wider range
+        // would overlap the ranges around it without nesting).
+        o["dur"] = Value::from(dur + 0.001);
+        outer.push((ts, ts + dur));
+        wrapped.push(o);
+    }
+    assert_eq!(outer.len(), steps.len());
+    raw["traceEvents"] = Value::Array(wrapped);
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("wrapped.json");
+    std::fs::write(&out, serde_json::to_vec(&raw).unwrap()).unwrap();
+
+    // The backward window per step, as the tool infers it (§6): the first
+    // to the last backward op.
+    let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let n = steps.len() as f64;
+    let mut want_backward = 0.0;
+    for (&(s, e), &(a, b)) in steps.values().zip(&outer) {
+        let ops: Vec<(f64, f64)> = xs
+            .iter()
+            .filter(|x| {
+                x["name"]
+                    .as_str()
+                    .is_some_and(|n| n.starts_with("autograd::engine::evaluate_function"))
+            })
+            .map(|x| {
+                let ts = x["ts"].as_f64().unwrap();
+                (ts, ts + x["dur"].as_f64().unwrap())
+            })
+            .filter(|&(t, _)| s <= t && t < e)
+            .collect();
+        let lo = ops.iter().map(|o| o.0).fold(f64::MAX, f64::min);
+        let hi = ops.iter().map(|o| o.1.min(e)).fold(f64::MIN, f64::max);
+        want_backward += (b.min(hi) - a.max(lo)).max(0.0);
+    }
+    let want_backward = want_backward / 1e3 / n;
+    let total = outer.iter().map(|(a, b)| b - a).sum::<f64>() / 1e3 / n;
+
+    let row = |phase: &str| {
+        let rows = tree(&out, &["--phase", phase, "--depth", "2"]);
+        let outer = rows.iter().find(|r| r["depth"] == 1 && r["name"] == "## outer ##").cloned();
+        let inner = rows.iter().find(|r| r["depth"] == 2 && r["name"] == "## backward ##").cloned();
+        (
+            outer.map_or(0.0, |r| f(&r, "cpu_ms_per_step")),
+            inner.map_or(0.0, |r| f(&r, "cpu_ms_per_step")),
+        )
+    };
+    let (bw_outer, bw_inner) = row("backward");
+    let (fw_outer, fw_inner) = row("forward");
+    assert!(close(bw_outer, want_backward, 0.05), "backward: {bw_outer} vs {want_backward}");
+    assert!(close(bw_outer + fw_outer, total, 0.05), "{bw_outer} + {fw_outer} vs {total}");
+    assert!(bw_inner <= bw_outer + 0.001 && fw_inner <= fw_outer + 0.001, "child above parent");
+    let phases = common::json(&["phases", out.to_str().unwrap()]);
+    let wall = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "forward");
+    let wall = f(wall.unwrap(), "wall_ms_per_step");
+    let rows = tree(&out, &["--phase", "forward", "--depth", "0"]);
+    let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
+    assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
+}

@@ -220,6 +220,24 @@ impl<'a> Builder<'a> {
         parent
     }
 
+    /// Moves `ns` of a record's time from its node `from`, and the scopes
+    /// made for it alone between it and `stop` (a backward op's forward
+    /// scopes), to their copies under `phase`. The records around it
+    /// move their own time in each phase (the chain is copied, not
+    /// charged): theirs holds its.
+    fn move_later(&mut self, from: u32, stop: u32, phase: u16, ns: i64) {
+        let mut copy = self.in_phase(Some(from), phase, 0);
+        let mut at = from;
+        while at != stop && at != ROOT && copy != ROOT {
+            let n = &mut self.nodes[at as usize];
+            n.cpu_ns = n.cpu_ns.saturating_sub(ns);
+            at = n.parent;
+            let c = &mut self.nodes[copy as usize];
+            c.cpu_ns = c.cpu_ns.saturating_add(ns);
+            copy = c.parent;
+        }
+    }
+
     /// The modules and annotations above a node, outermost first.
     fn scopes_of(&self, node: u32) -> Vec<(NodeKind, u32)> {
         let mut out = Vec::new();
@@ -307,7 +325,8 @@ impl Sweep<'_> {
         // step inside a user range that opened in forward, copied there
         // (their time in this phase moved there when they were taken).
         let top = self.stack.last().map(|o| o.node);
-        let mut parent = b.in_phase(top, phase, 0);
+        let under = b.in_phase(top, phase, 0);
+        let mut parent = under;
         // A forward op: where its backward ops go. A backward op, the
         // outermost of its nest: under its forward op's modules and
         // annotations (the chain made in its own phase).
@@ -334,11 +353,11 @@ impl Sweep<'_> {
         let n = &mut b.nodes[node as usize];
         n.calls += 1;
         n.cpu_ns = n.cpu_ns.saturating_add(r.dur);
-        // Its time in the phases after its start goes there, with the
-        // chain above it: a thread's time in a phase never exceeds the
-        // phase's (the loop thread's `## backward ##` opens in forward).
+        // Its time in the phases after its start goes there: a thread's
+        // time in a phase never exceeds the phase's (the loop thread's
+        // `## backward ##` opens in forward).
         for &(p, ns) in &phases.later {
-            b.in_phase(Some(node), p, ns);
+            b.move_later(node, under, p, ns);
         }
         if let Some(a) = autograd.filter(|a| a.fwd_thread.is_none()) {
             // The last op of a sequence number to start is the one that
