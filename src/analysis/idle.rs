@@ -224,8 +224,9 @@ const ROOT: u32 = u32::MAX;
 #[derive(Debug, Default)]
 struct Tally {
     causes: HashMap<IdleCause, i64>,
-    /// Gaps each cause took part in (counted once per gap).
-    cause_gaps: HashMap<IdleCause, (u64, u32)>,
+    /// Gaps each cause took part in (counted once per gap), and a bit per
+    /// gap id saying it is counted.
+    cause_gaps: HashMap<IdleCause, (u64, Vec<u64>)>,
     places: HashMap<(IdleCause, PlaceKey), i64>,
     phases: HashMap<u16, i64>,
     /// Whether each gap (by id) is a step's first; time per cause in those.
@@ -288,9 +289,16 @@ impl Tally {
                 *self.copying.entry(cause).or_insert(0) += under;
             }
         }
-        let g = self.cause_gaps.entry(cause).or_insert((0, u32::MAX));
-        if g.1 != gap {
-            *g = (g.0 + 1, gap);
+        // Each gap once per cause, however often the sweep's passes and
+        // threads come back to it: a bit per gap.
+        let g = self.cause_gaps.entry(cause).or_default();
+        let (word, bit) = (gap as usize / 64, 1u64 << (gap % 64));
+        if g.1.len() <= word {
+            g.1.resize(word + 1, 0);
+        }
+        if g.1[word] & bit == 0 {
+            g.1[word] |= bit;
+            g.0 += 1;
         }
         *self.places.entry((cause, place)).or_insert(0) += ns;
         *self.phases.entry(phase).or_insert(0) += ns;
