@@ -64,6 +64,7 @@ pub(super) fn levers(
         comm_exposed_ms: head.comm_exposed_ms,
         waits_recorded: m.recorded_waits > 0,
         compiling,
+        steps_modelled: m.n_steps,
     })
 }
 
