@@ -581,16 +581,19 @@ fn an_all_kernel_step_keeps_to_the_budget_and_is_not_modelled() {
     assert_eq!(r.code, 2, "{}", r.stderr);
     assert!(r.stderr.contains("no step model"), "{}", r.stderr);
     // Budgets below and about the peak: within each, plus one check's
-    // growth (65 536 events, ~7 MiB here).
+    // growth (65 536 events, ~7 MiB here) on each of the two parsing
+    // threads (a CI run under load peaked 11 MiB over a 40 MiB budget).
     for share in [0.6, 0.9, 1.0] {
         let budget = (free.peak_rss as f64 * share) as u64;
-        let r = measure(&["summary", path(&t), "--json", "--max-memory", &budget.to_string()], &[]);
+        let args =
+            ["summary", path(&t), "--json", "--threads", "2", "--max-memory", &budget.to_string()];
+        let r = measure(&args, &[]);
         assert!(r.code == 0 || r.code == 1, "{share}: {}", r.stderr);
         if r.code == 1 {
             assert!(r.stderr.contains("--max-memory SIZE"), "{}", r.stderr);
         }
         assert!(
-            r.peak_rss <= budget + 10 * MIB,
+            r.peak_rss <= budget + 16 * MIB,
             "budget {} MiB ({share} of the peak {} MiB): exit {}, peak {} MiB",
             budget / MIB,
             free.peak_rss / MIB,
