@@ -879,4 +879,22 @@ fn a_window_too_short_to_overlap_steps_says_so() {
         evidence.contains("starts the next step while the GPU finishes this one"),
         "{evidence}"
     );
+
+    // A one-step window has no next step to start: no lever says it does.
+    let one = json(&["summary", cut]);
+    assert_eq!(f(&one["step_model"]["steps"]), 1.0, "{}", one["step_model"]);
+    for l in one["levers"].as_array().unwrap() {
+        assert!(!l["evidence"].as_str().unwrap().contains("next step"), "{l}");
+    }
+    let dlrm = fixtures().join("traces/param_dlrm_v100_8rank");
+    let rank0 = std::fs::read_dir(&dlrm)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("worker0"))
+        .unwrap();
+    let s = json(&["summary", rank0.to_str().unwrap()]);
+    assert_eq!(f(&s["step_model"]["steps"]), 1.0);
+    for l in s["levers"].as_array().unwrap() {
+        assert!(!l["evidence"].as_str().unwrap().contains("next step"), "{l}");
+    }
 }
