@@ -196,26 +196,22 @@ impl<'a> Builder<'a> {
     /// innermost record open around it: `top` when it is in that phase,
     /// else a copy of `top`'s chain (from its phase's root down: the
     /// annotations, modules, frames and ops open around it) under
-    /// `phase`'s root. The copies hold no calls of their own; `ns` of CPU
-    /// time moves from the chain to its copy, so that time counts in one
-    /// phase only.
-    fn in_phase(&mut self, top: Option<u32>, phase: u16, ns: i64) -> u32 {
+    /// `phase`'s root. The copies hold no calls of their own, and no time
+    /// but what records move there ([`Builder::move_later`]).
+    fn in_phase(&mut self, top: Option<u32>, phase: u16) -> u32 {
         let Some(top) = top.filter(|t| self.nodes[*t as usize].phase != phase) else {
             return top.unwrap_or_else(|| self.root(phase));
         };
         let mut chain = Vec::new();
         let mut at = top;
         while at != ROOT && self.nodes[at as usize].kind != NodeKind::Phase {
-            let n = &mut self.nodes[at as usize];
-            n.cpu_ns = n.cpu_ns.saturating_sub(ns);
+            let n = &self.nodes[at as usize];
             chain.push((n.kind, n.key));
             at = n.parent;
         }
         let mut parent = self.root(phase);
         for (kind, key) in chain.into_iter().rev() {
             parent = self.node(parent, kind, key, phase);
-            let n = &mut self.nodes[parent as usize];
-            n.cpu_ns = n.cpu_ns.saturating_add(ns);
         }
         parent
     }
@@ -226,7 +222,7 @@ impl<'a> Builder<'a> {
     /// move their own time in each phase (the chain is copied, not
     /// charged): theirs holds its.
     fn move_later(&mut self, from: u32, stop: u32, phase: u16, ns: i64) {
-        let mut copy = self.in_phase(Some(from), phase, 0);
+        let mut copy = self.in_phase(Some(from), phase);
         let mut at = from;
         while at != stop && at != ROOT && copy != ROOT {
             let n = &mut self.nodes[at as usize];
@@ -299,7 +295,7 @@ impl Sweep<'_> {
             let span = &b.a.gpu.kernel_spans[k as usize];
             let dur = span.end - span.start;
             // In the launch's own phase, under the records open around it.
-            let mut parent = b.in_phase(self.stack.last().map(|o| o.node), phase, 0);
+            let mut parent = b.in_phase(self.stack.last().map(|o| o.node), phase);
             let launch = span.launch().map_or(0, |l| l.name);
             if b.is_graph_launch(launch) {
                 parent = b.node(parent, NodeKind::Graph, launch, phase);
@@ -325,7 +321,7 @@ impl Sweep<'_> {
         // step inside a user range that opened in forward, copied there
         // (their time in this phase moved there when they were taken).
         let top = self.stack.last().map(|o| o.node);
-        let under = b.in_phase(top, phase, 0);
+        let under = b.in_phase(top, phase);
         let mut parent = under;
         // A forward op: where its backward ops go. A backward op, the
         // outermost of its nest: under its forward op's modules and
