@@ -957,6 +957,34 @@ fn a_floor_of_0_pct_is_not_given_as_why_nodes_are_hidden() {
     assert!(text.contains("hidden: under 1% of both totals, depth 0)"), "{text}");
 }
 
+/// The backward window of the step `[s, e)`, as the tool infers it
+/// (docs/analysis.md §6): the first backward op's start to the last's end.
+fn backward_window(events: &[Value], (s, e): (f64, f64)) -> (f64, f64) {
+    events
+        .iter()
+        .filter(|x| x["ph"] == "X")
+        .filter(|x| {
+            x["name"].as_str().is_some_and(|n| n.starts_with("autograd::engine::evaluate_function"))
+        })
+        .map(|x| {
+            let ts = x["ts"].as_f64().unwrap();
+            (ts, ts + x["dur"].as_f64().unwrap_or(0.0))
+        })
+        .filter(|&(t, _)| s <= t && t < e)
+        .fold((f64::MAX, f64::MIN), |(lo, hi), (a, b)| (lo.min(a), hi.max(b.min(e))))
+}
+
+/// Where only the loop thread works in forward: its CPU time there is
+/// within the phase's wall time.
+fn assert_forward_within_its_wall(path: &Path) {
+    let phases = common::json(&["phases", path.to_str().unwrap()]);
+    let wall = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "forward");
+    let wall = f(wall.unwrap(), "wall_ms_per_step");
+    let rows = tree(path, &["--phase", "forward", "--depth", "0"]);
+    let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
+    assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
+}
+
 #[test]
 fn a_record_s_cpu_time_goes_to_each_phase_it_runs_in() {
     // The A100 trace's loop thread opens `## backward ##` ~0.6 ms before
@@ -972,20 +1000,9 @@ fn a_record_s_cpu_time_goes_to_each_phase_it_runs_in() {
         (ts, ts + e["dur"].as_f64().unwrap_or(0.0))
     };
     let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
-    // Per step, the backward window: the first to the last backward op.
-    let window = |(s, e): (f64, f64)| {
-        let ops = xs.iter().filter(|x| {
-            x["name"].as_str().is_some_and(|n| n.starts_with("autograd::engine::evaluate_function"))
-                && (s..e).contains(&span(x).0)
-        });
-        let (lo, hi) = ops.fold((f64::MAX, f64::MIN), |(lo, hi), x| {
-            (lo.min(span(x).0), hi.max(span(x).1.min(e)))
-        });
-        (lo, hi)
-    };
     let (mut in_backward, mut outside) = (0.0, 0.0);
     for &(s, e) in steps.values() {
-        let (lo, hi) = window((s, e));
+        let (lo, hi) = backward_window(&events, (s, e));
         assert!(lo < hi, "a backward pass in step {s}");
         for r in
             xs.iter().filter(|x| x["name"] == "## backward ##" && x["cat"] == "user_annotation")
@@ -1014,15 +1031,7 @@ fn a_record_s_cpu_time_goes_to_each_phase_it_runs_in() {
     let (got_backward, got_forward) = (range_in("backward"), range_in("forward"));
     assert!(close(got_backward, in_backward, 0.05), "{got_backward} vs {in_backward} in backward");
     assert!(close(got_forward, outside, 0.05), "{got_forward} vs {outside} in forward");
-
-    // Only the loop thread works in forward here: its CPU time there is
-    // within the phase's wall time.
-    let phases = common::json(&["phases", path.to_str().unwrap()]);
-    let wall = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "forward");
-    let wall = f(wall.unwrap(), "wall_ms_per_step");
-    let rows = tree(&path, &["--phase", "forward", "--depth", "0"]);
-    let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
-    assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
+    assert_forward_within_its_wall(&path);
 }
 
 #[test]
@@ -1055,27 +1064,10 @@ fn nested_records_that_cross_a_phase_each_move_their_own_time() {
     let out = dir.path().join("wrapped.json");
     std::fs::write(&out, serde_json::to_vec(&raw).unwrap()).unwrap();
 
-    // The backward window per step, as the tool infers it (§6): the first
-    // to the last backward op.
-    let xs: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
     let n = steps.len() as f64;
     let mut want_backward = 0.0;
-    for (&(s, e), &(a, b)) in steps.values().zip(&outer) {
-        let ops: Vec<(f64, f64)> = xs
-            .iter()
-            .filter(|x| {
-                x["name"]
-                    .as_str()
-                    .is_some_and(|n| n.starts_with("autograd::engine::evaluate_function"))
-            })
-            .map(|x| {
-                let ts = x["ts"].as_f64().unwrap();
-                (ts, ts + x["dur"].as_f64().unwrap())
-            })
-            .filter(|&(t, _)| s <= t && t < e)
-            .collect();
-        let lo = ops.iter().map(|o| o.0).fold(f64::MAX, f64::min);
-        let hi = ops.iter().map(|o| o.1.min(e)).fold(f64::MIN, f64::max);
+    for (&step, &(a, b)) in steps.values().zip(&outer) {
+        let (lo, hi) = backward_window(&events, step);
         want_backward += (b.min(hi) - a.max(lo)).max(0.0);
     }
     let want_backward = want_backward / 1e3 / n;
@@ -1095,10 +1087,5 @@ fn nested_records_that_cross_a_phase_each_move_their_own_time() {
     assert!(close(bw_outer, want_backward, 0.05), "backward: {bw_outer} vs {want_backward}");
     assert!(close(bw_outer + fw_outer, total, 0.05), "{bw_outer} + {fw_outer} vs {total}");
     assert!(bw_inner <= bw_outer + 0.001 && fw_inner <= fw_outer + 0.001, "child above parent");
-    let phases = common::json(&["phases", out.to_str().unwrap()]);
-    let wall = phases["phases"].as_array().unwrap().iter().find(|r| r["phase"] == "forward");
-    let wall = f(wall.unwrap(), "wall_ms_per_step");
-    let rows = tree(&out, &["--phase", "forward", "--depth", "0"]);
-    let cpu = f(rows.iter().find(|r| r["depth"] == 0).unwrap(), "cpu_ms_per_step");
-    assert!(cpu <= wall + 0.01, "forward: {cpu} ms of CPU in {wall} ms");
+    assert_forward_within_its_wall(&out);
 }
