@@ -1089,3 +1089,47 @@ fn nested_records_that_cross_a_phase_each_move_their_own_time() {
     assert!(bw_inner <= bw_outer + 0.001 && fw_inner <= fw_outer + 0.001, "child above parent");
     assert_forward_within_its_wall(&out);
 }
+
+#[test]
+fn a_record_that_outlives_the_frame_it_starts_in_is_not_its_child() {
+    // vLLM's graph capture: each `record_function` range opens inside the
+    // Python frame that enters it (`_record_function_enter_new`, 0.07 ms)
+    // and closes inside the one that exits it.
+    let path = trace("tracelens_vllm_cuda_graph_capture", "graph_capture");
+    let events = trace_events(&read_json(&path));
+    let span = |e: &Value| {
+        let ts = e["ts"].as_f64().unwrap();
+        (ts, ts + e["dur"].as_f64().unwrap_or(0.0))
+    };
+    let capture = events.iter().find(|e| e["name"] == "capture_32_FULL").unwrap();
+    let (s, e) = span(capture);
+    // Its caller: the innermost frame on its thread that holds all of it.
+    let caller = events
+        .iter()
+        .filter(|x| x["cat"] == "python_function" && thread_of(x) == thread_of(capture))
+        .filter(|x| span(x).0 <= s && e <= span(x).1)
+        .max_by(|a, b| span(a).0.total_cmp(&span(b).0))
+        .unwrap();
+    let enter = events
+        .iter()
+        .filter(|x| x["cat"] == "python_function" && thread_of(x) == thread_of(capture))
+        .filter(|x| span(x).0 <= s && s < span(x).1 && span(x).1 < e)
+        .max_by(|a, b| span(a).0.total_cmp(&span(b).0))
+        .expect("the range starts inside a frame it outlives");
+    assert!(enter["name"].as_str().unwrap().contains("_record_function_enter_new"), "{enter}");
+
+    let rows = tree(&path, &["--by", "frame"]);
+    let up = parents(&rows);
+    let at = rows.iter().position(|r| r["name"] == "capture_32_FULL").unwrap();
+    assert_eq!(rows[up[at].unwrap()]["name"], caller["name"], "{}", rows[at]);
+    for (i, r) in rows.iter().enumerate() {
+        let Some(p) = up[i] else { continue };
+        let parent = &rows[p];
+        assert!(
+            f(r, "cpu_ms_per_step") <= f(parent, "cpu_ms_per_step") + 0.002,
+            "{r} under {parent}"
+        );
+        let entering = parent["name"].as_str().unwrap().contains("_record_function_enter_new");
+        assert!(!(entering && r["kind"] == "annotation"), "{r} under {parent}");
+    }
+}
