@@ -62,7 +62,12 @@ fn every_trace_s_model_is_consistent() {
             }
             let pct = s / f(&p["step_ms"]) * 100.0;
             assert!((pct - f(&r["saved_pct"])).abs() <= 0.06, "{name}: {r}");
+            // GPU work after the last step is no step's: no saving
+            // exceeds the steps.
+            assert!(s <= f(&m["steps_ms_per_step"]) + 0.002, "{name}: {r}");
         }
+        let gpu_paces = f(&m["without_gpu_work_saved_ms_per_step"]);
+        assert!(gpu_paces <= f(&m["steps_ms_per_step"]) + 0.002, "{name}: {m}");
     }
     assert!(models >= 15, "{models} models");
 }
@@ -226,7 +231,10 @@ fn what_the_model_cannot_project_is_refused() {
     assert_eq!(r.code, 2, "{}", r.stdout);
     assert!(r.stderr.contains("from 0 to 1"), "{}", r.stderr);
     let half = json(&["what-if", p, "--remove-category", "gemm", "--scale", "0.5"]);
-    assert!(f(&half["saved_ms_per_step"]) > 0.0, "{half}");
+    // Projected (its loop waits on the DataLoader: halving its GEMMs
+    // saves nothing of the steps).
+    assert!(f(&half["removes_ms_per_step"]) > 0.0, "{half}");
+    assert!(f(&half["saved_ms_per_step"]) <= f(&half["removes_ms_per_step"]), "{half}");
     let w = json(&["what-if", p, "--remove-launches", "1"]);
     let what = w["what"].as_str().unwrap();
     let held: u64 =
@@ -896,5 +904,104 @@ fn a_window_too_short_to_overlap_steps_says_so() {
     assert_eq!(f(&s["step_model"]["steps"]), 1.0);
     for l in s["levers"].as_array().unwrap() {
         assert!(!l["evidence"].as_str().unwrap().contains("next step"), "{l}");
+    }
+}
+
+/// vLLM's CUDA-graph replay on an MI300X, recorded without step markers:
+/// the host's work ends 2.4 ms in, the graph's kernels run until 19.1 ms.
+/// The window ends with its last work, so taking its last kernel away
+/// saves at least how far it ran past everything else (it once saved
+/// nothing: the window's end was held as the host's own time, and the
+/// verdict said the host paced a GPU busy to the end).
+#[test]
+fn a_window_without_markers_ends_with_its_last_work() {
+    let t =
+        fixtures().join("traces/tracelens_vllm_cuda_graph_capture/replay/graph_execution.json.gz");
+    let events = common::trace_events(&common::read_json(&t));
+    let gpu = |e: &Value| matches!(e["cat"].as_str(), Some("kernel" | "gpu_memcpy" | "gpu_memset"));
+    let end = |e: &Value| f(&e["ts"]) + e["dur"].as_f64().unwrap_or(0.0);
+    let spans: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let last = spans.iter().filter(|e| gpu(e)).max_by(|a, b| end(a).total_cmp(&end(b))).unwrap();
+    let name = last["name"].as_str().unwrap();
+    assert!(name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'), "{name}");
+    // Everything else, GPU work of other names and every host record.
+    let rest = spans
+        .iter()
+        .filter(|e| !(gpu(e) && e["name"] == name) && e["cat"] != "gpu_user_annotation")
+        .map(|e| end(e))
+        .fold(f64::MIN, f64::max);
+    let host_end = spans.iter().filter(|e| !gpu(e)).map(|e| end(e)).fold(f64::MIN, f64::max);
+    let past_ms = (end(last) - rest) / 1e3;
+    assert!(past_ms > 0.2, "{past_ms}");
+    let w = json(&["what-if", t.to_str().unwrap(), "--grep", name]);
+    let saved = f(&w["saved_ms_per_step"]);
+    let removes = f(&w["removes_ms_per_step"]);
+    assert!(
+        saved >= past_ms - 0.001 && saved <= removes + 0.001,
+        "{saved} vs {past_ms}, {removes}"
+    );
+    // The GPU paces the window from the host's end on: without GPU work
+    // it saves the GPU's busy time there (its kernels still start as long
+    // after their launch as the trace shows), and the verdict does not
+    // say the host paces it.
+    let p = profile(&t);
+    let busy: Vec<(f64, f64)> = spans
+        .iter()
+        .filter(|e| gpu(e))
+        .map(|e| (f(&e["ts"]).max(host_end), end(e)))
+        .filter(|(s, e)| e > s)
+        .collect();
+    let busy_ms = common::union_len(&busy) / 1e3;
+    let saves = f(&p["step_model"]["without_gpu_work_saved_ms_per_step"]);
+    assert!((saves - busy_ms).abs() <= 0.02 * busy_ms, "{saves} vs {busy_ms}");
+    assert_ne!(p["bound"], "host / launch", "{}", p["bound_why"]);
+}
+
+/// A 5 ms cut of the ResNet-50 trace in which no thread launches or
+/// syncs (its runtime calls left out: the kernels' launches are not in
+/// the window) and the host's ops run on after the GPU's last kernel: the
+/// host's last thread holds the window's end. No change saves more than it
+/// takes away (the memcpy removal once "saved" the host's 1 ms tail), and
+/// the path covers the window.
+#[test]
+fn a_window_without_calls_ends_with_its_host_s_work() {
+    let mut doc = common::read_json(&common::first_trace("kineto_resnet50_v100_2021jun"));
+    let events = doc["traceEvents"].as_array_mut().unwrap();
+    let step = events
+        .iter()
+        .find(|e| e["name"] == "ProfilerStep#7")
+        .map(|e| f(&e["ts"]))
+        .expect("a seventh step");
+    let (a, b) = (step + 10_000.0, step + 15_000.0);
+    events.retain(|e| {
+        if e["ph"] != "X" {
+            return e["ph"] == "M";
+        }
+        let ts = f(&e["ts"]);
+        let name = e["name"].as_str().unwrap_or("");
+        (a..b).contains(&ts) && e["cat"] != "Runtime" && !name.starts_with("ProfilerStep#")
+    });
+    let spans: Vec<&Value> = events.iter().filter(|e| e["ph"] == "X").collect();
+    let end = |e: &Value| f(&e["ts"]) + e["dur"].as_f64().unwrap_or(0.0);
+    let gpu = |e: &Value| matches!(e["cat"].as_str(), Some("Kernel" | "Memcpy" | "Memset"));
+    let first = spans.iter().map(|e| f(&e["ts"])).fold(f64::MAX, f64::min);
+    let host_end = spans.iter().filter(|e| !gpu(e)).map(|e| end(e)).fold(f64::MIN, f64::max);
+    let gpu_end = spans.iter().filter(|e| gpu(e)).map(|e| end(e)).fold(f64::MIN, f64::max);
+    assert!(host_end > gpu_end + 100.0, "{host_end} {gpu_end}");
+    let dir = tempfile::tempdir().unwrap();
+    let cut = dir.path().join("cut.json");
+    std::fs::write(&cut, serde_json::to_vec(&doc).unwrap()).unwrap();
+    let w = json(&["what-if", cut.to_str().unwrap(), "--all"]);
+    let span = f(&w["span_ms_per_step"]);
+    assert!((span - (host_end - first) / 1e3).abs() < 0.002, "{span}");
+    let parts: f64 =
+        w["critical_path"].as_array().unwrap().iter().map(|p| f(&p["ms_per_step"])).sum();
+    assert!((parts - span).abs() < 0.01, "parts {parts} of {span}");
+    for r in w["scenarios"].as_array().unwrap() {
+        let (s, removes) = (f(&r["saved_ms_per_step"]), f(&r["removes_ms_per_step"]));
+        assert!(s <= removes + 0.002, "{r}");
+        if r["flags"].as_str().unwrap().starts_with("--remove-category") {
+            assert_eq!(s, 0.0, "the host ends the window: {r}");
+        }
     }
 }

@@ -170,13 +170,13 @@ pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<Wh
     let replayed = m.replay(&change);
     let steps = m.n_steps.max(1) as f64;
     let per_step = |ns: i64| ns as f64 / 1e6 / steps;
-    let saved = (m.end() - m.window.0 - replayed.span).max(0);
+    let saved = m.saved_by(&replayed);
     let removes = m.removed_by(&change, &replayed);
     let mut w =
         projection(p, Model::StepModel, scenario, what, per_step(removes), per_step(saved), notes);
     // The inferred waits may be wrong either way: the same change with
     // none of them bounds what the inference decides.
-    if let Some(base) = m.span_without_inferred() {
+    if let Some(base) = m.close_without_inferred() {
         let bound = m.saved_without_inferred(&change, base);
         w.saved_without_inferred_ms = Some(round(per_step(bound), 3));
     }
@@ -866,7 +866,7 @@ fn job_rows(
                 let per_step = |ns: i64| ns as f64 / 1e6 / model.n_steps.max(1) as f64;
                 let own = model.removed_by(changes.get(pos).unwrap_or(&none), x);
                 removes = per_step(own + replayed.waits_removed[pos]);
-                saved = per_step((model.end() - model.window.0 - x.span).max(0));
+                saved = per_step(model.saved_by(x));
             }
             _ => notes
                 .push(format!("rank {}: no trace to re-time (a profile): left as it is", r.rank)),

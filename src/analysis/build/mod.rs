@@ -160,7 +160,7 @@ pub(super) fn build(
             repconv_branches_per_step: repconv_branches,
             host_alone_ms: step_model
                 .as_ref()
-                .map(|v| v.span.span_ms_per_step - v.without_gpu_work_saved_ms_per_step),
+                .map(|v| v.span.steps_ms_per_step - v.without_gpu_work_saved_ms_per_step),
         },
     );
     // The verdict with what the model says of it: one set of figures.

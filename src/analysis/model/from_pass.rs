@@ -97,6 +97,11 @@ fn built(
     let loop_thread = a.ranges.loop_threads().min();
     let mut threads: HashSet<u32> = gpu.iter().filter_map(|g| g.launch.map(|l| l.0)).collect();
     threads.extend(loop_thread);
+    if threads.is_empty() {
+        // No launch in the window and no step markers (a cut of a longer
+        // recording): the thread whose records end last holds its end.
+        threads.extend(last_active(a, w0, w1));
+    }
     // One walk of the CPU log: the syncs in the window, and what the
     // threads with calls did around them.
     let mut syncs = Vec::new();
@@ -161,6 +166,17 @@ fn built(
     let recorded = a.sync_log.resolve();
     let inputs = Inputs { gpu, syncs, steps, loop_thread, host, names, ops, recorded };
     StepModel::build(inputs)
+}
+
+/// The thread whose host record (op, annotation, frame) in `[w0, w1]`
+/// ends last.
+fn last_active(a: &PassRecord, w0: i64, w1: i64) -> Option<u32> {
+    a.cpu
+        .iter()
+        .filter(|r| r.dur > 0 && r.start <= w1 && r.start + r.dur >= w0)
+        .filter(|r| !matches!(r.kind, RecKind::Host(HostKind::Sync)))
+        .max_by_key(|r| ((r.start + r.dur).min(w1), std::cmp::Reverse(r.thread)))
+        .map(|r| r.thread)
 }
 
 /// The innermost CPU op around each piece of GPU work's launch, found in

@@ -134,6 +134,11 @@ impl HostCauses {
         Some(at)
     }
 
+    /// The threads with records.
+    pub fn threads(&self) -> impl Iterator<Item = u32> + '_ {
+        self.threads.keys().copied()
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.threads.values().map(|v| v.capacity() * size_of::<Seg>()).sum()
     }

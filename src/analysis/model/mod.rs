@@ -299,6 +299,9 @@ pub struct StepModel {
     pub thread_waits: usize,
     /// The loop thread's lane (the step markers'), if any.
     loop_lane: Option<u32>,
+    /// The last step's end marker, where the trace marks its steps: the
+    /// window closes there, GPU work after it being no step's.
+    last_mark: Option<u32>,
     /// Nodes whose order had to be broken (clock skew): kept at their
     /// trace times.
     pub unordered: usize,
@@ -379,19 +382,29 @@ impl StepModel {
             return None;
         }
         // Step boundaries on the loop thread; without one (no step
-        // markers), on the thread whose calls end last: the window ends
-        // with it. The busiest launcher may be a helper thread (autograd's)
-        // whose time after its last call, until the window's end, is idle,
-        // not host work the step waits for.
-        let marks_on = loop_thread.or_else(|| closing_thread(&nodes, &lanes));
-        let mut loop_lane = None;
+        // markers), on the thread whose calls end last (or, with no call in
+        // the window, whose records do). The busiest launcher may be a
+        // helper thread (autograd's) whose time after its last call, until
+        // the window's end, is idle, not host work the step waits for.
+        // Without markers the window's end is its last event's, often GPU
+        // work the host launched long before: the last mark goes where the
+        // thread's own activity ends, so that no change holds the GPU's
+        // tail as host time.
+        let (marks_on, closing) = match loop_thread {
+            Some(t) => (Some(t), None),
+            None => closing_thread(&nodes, &lanes, &host, w1).unzip(),
+        };
+        let (mut loop_lane, mut last_mark) = (None, None);
         if let Some(t) = marks_on {
             let l = lane!(Lane::Thread(t));
             loop_lane = Some(l);
-            for &(s, e) in &steps {
+            for (i, &(s, e)) in steps.iter().enumerate() {
+                let last = i + 1 == steps.len();
+                let e = closing.filter(|_| last).map_or(e, |c| c.clamp(s, e));
                 nodes.push(node(s, s, NodeKind::Mark, l, 0, t));
                 nodes.push(node(e, e, NodeKind::Mark, l, 0, t));
             }
+            last_mark = loop_thread.map(|_| nodes.len() as u32 - 1);
         }
         let merged = crate::analysis::busy::merge(&mut steps.clone());
         let mut model = StepModel {
@@ -413,6 +426,7 @@ impl StepModel {
             also_waits: HashMap::default(),
             thread_waits: 0,
             loop_lane,
+            last_mark,
             unordered: 0,
         };
         model.link_lanes();
@@ -941,8 +955,15 @@ impl StepModel {
     }
 }
 
-/// The host thread whose last call ends latest.
-fn closing_thread(nodes: &[Node], lanes: &[Lane]) -> Option<u32> {
+/// The host thread whose last call ends latest (with no call, whose last
+/// record before `w1` does), and where its activity ends: its last call's
+/// or record's end, whichever is later.
+fn closing_thread(
+    nodes: &[Node],
+    lanes: &[Lane],
+    host: &HostCauses,
+    w1: i64,
+) -> Option<(u32, i64)> {
     let mut last: HashMap<u32, i64> = HashMap::default();
     for n in nodes.iter().filter(|n| n.kind != NodeKind::Gpu) {
         if let Lane::Thread(t) = lanes[n.lane as usize] {
@@ -950,5 +971,9 @@ fn closing_thread(nodes: &[Node], lanes: &[Lane]) -> Option<u32> {
             *e = (*e).max(n.end);
         }
     }
-    last.into_iter().max_by_key(|&(t, e)| (e, std::cmp::Reverse(t))).map(|(t, _)| t)
+    if last.is_empty() {
+        last.extend(host.threads().filter_map(|t| Some((t, host.active_until(t, w1)?))));
+    }
+    let (t, e) = last.into_iter().max_by_key(|&(t, e)| (e, std::cmp::Reverse(t)))?;
+    Some((t, host.active_until(t, w1).map_or(e, |r| r.max(e))))
 }

@@ -3,7 +3,7 @@
 //! `what-if --all` ranks and the profile keeps.
 
 use super::host::HostCause;
-use super::replay::Change;
+use super::replay::{Change, Replayed};
 use super::{CLASSES, COPY_CLASS, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
 use crate::profile::{Category, IdleCause};
 
@@ -97,8 +97,29 @@ impl StepModel {
 
     /// The window's span saved by `change` (ns).
     pub fn saving(&self, change: &Change) -> i64 {
-        let now = self.end() - self.window.0;
-        (now - self.replay(change).span).max(0)
+        self.saved_by(&self.replay(change))
+    }
+
+    /// What a re-timing saves (ns): how much earlier the window closes.
+    pub fn saved_by(&self, r: &Replayed) -> i64 {
+        saved_between(self.closes(None), self.closes(Some(r)))
+    }
+
+    /// Where the window closes, in the trace (`None`) or re-timed: (its
+    /// last step's end marker, the end of its last work). Where the trace
+    /// marks its steps, a change saves what moves both: GPU work running
+    /// past the last marker (an asynchronous inference's tail) is no
+    /// step's, so taking it away saves nothing and a saving never exceeds
+    /// the steps; a host that ends its step sooner while the GPU still
+    /// runs saves only what the GPU's end moves.
+    fn closes(&self, r: Option<&Replayed>) -> (i64, i64) {
+        let end = r.map_or_else(|| self.end(), |r| self.window.0 + r.span);
+        let mark = match (self.last_mark, r) {
+            (Some(m), Some(r)) => r.end[m as usize],
+            (Some(m), None) => self.nodes[m as usize].end,
+            (None, _) => end,
+        };
+        (mark, end)
     }
 
     /// GPU time per class in the model (ns).
@@ -139,7 +160,7 @@ impl StepModel {
     /// The work `change` takes away in the trace (ns over the window):
     /// the durations it shortens, the host gaps it cuts, the waits it
     /// drops — no re-timing can save more than that.
-    pub fn removed_by(&self, change: &Change, replayed: &super::Replayed) -> i64 {
+    pub fn removed_by(&self, change: &Change, replayed: &Replayed) -> i64 {
         let mut ns = 0;
         for (i, n) in self.nodes.iter().enumerate() {
             // A sync's wait shrinks with the work it waits for: only a
@@ -275,37 +296,39 @@ impl StepModel {
     /// the GPU runs it leaves little to save.
     pub fn saved_without_gpu_work(&self) -> i64 {
         let change = Change { class_factor: [0.0; CLASSES], ..Change::default() };
-        (self.end() - self.window.0 - self.replay(&change).span).max(0)
+        self.saving(&change)
     }
 
-    /// The span without the waits on other streams the model inferred
-    /// from the times, where it inferred any: the base that
+    /// Where the window closes without the waits on other streams the
+    /// model inferred from the times, where it inferred any: the base that
     /// [`StepModel::saved_without_inferred`] measures from. A thread's
     /// wait on another stays: without it, the waiting thread's idle time
     /// would count as its own work (the autograd thread's between two
     /// backward passes), which no change could shorten.
-    pub fn span_without_inferred(&self) -> Option<i64> {
-        (self.inferred_waits > 0)
-            .then(|| self.replay(&Change { dependencies: false, ..Change::default() }).span)
+    pub fn close_without_inferred(&self) -> Option<(i64, i64)> {
+        (self.inferred_waits > 0).then(|| {
+            let r = self.replay(&Change { dependencies: false, ..Change::default() });
+            self.closes(Some(&r))
+        })
     }
 
     /// What `change` saves with none of the inferred stream waits (ns;
-    /// `base`: [`StepModel::span_without_inferred`]): the inference may be
+    /// `base`: [`StepModel::close_without_inferred`]): the inference may be
     /// wrong either way, so the two savings bound what it decides.
-    pub fn saved_without_inferred(&self, change: &Change, base: i64) -> i64 {
+    pub fn saved_without_inferred(&self, change: &Change, base: (i64, i64)) -> i64 {
         let plain = Change { dependencies: false, ..change.clone() };
-        (base - self.replay(&plain).span).max(0)
+        saved_between(base, self.closes(Some(&self.replay(&plain))))
     }
 
     /// Every scenario replayed, largest saving first.
     pub fn outcomes(&self, scenarios: Vec<Scenario>) -> Vec<Outcome> {
-        let base = self.span_without_inferred();
+        let base = self.close_without_inferred();
         let mut out: Vec<Outcome> = scenarios
             .into_iter()
             .map(|mut s| {
                 let r = self.replay(&s.change);
                 s.removes_ns = self.removed_by(&s.change, &r);
-                let saved_ns = (self.end() - self.window.0 - r.span).max(0);
+                let saved_ns = self.saved_by(&r);
                 let without_inferred_ns = base.map(|b| self.saved_without_inferred(&s.change, b));
                 Outcome { saved_ns, without_inferred_ns, scenario: s }
             })
@@ -315,4 +338,10 @@ impl StepModel {
         });
         out
     }
+}
+
+/// What moving the window's close from `now` to `new` saves: the lesser
+/// move of its marker and of its work's end ([`StepModel::closes`]).
+fn saved_between(now: (i64, i64), new: (i64, i64)) -> i64 {
+    (now.0 - new.0).min(now.1 - new.1).max(0)
 }

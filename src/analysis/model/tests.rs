@@ -40,15 +40,24 @@ fn recorded_model(
     build(gpu, syncs, step, HostCauses::default(), recorded)
 }
 
-/// A window; device 0 records its waits where `recorded` has any.
+/// A window; device 0 records its waits where `recorded` has any. Where
+/// the GPU works past the step's end, thread 1 waits for it there (a
+/// `cudaDeviceSynchronize` returning as the last work ends), and the step
+/// ends as it returns: GPU work after the step's end is no step's
+/// ([`StepModel::saved_by`]), so a GPU-bound step is one the host waits in.
 fn build(
     gpu: Vec<GpuWork>,
-    syncs: Vec<SyncCall>,
+    mut syncs: Vec<SyncCall>,
     step: (i64, i64),
     host: HostCauses,
     mut recorded: Recorded,
 ) -> StepModel {
-    let steps = vec![(step.0 * US, step.1 * US)];
+    let mut steps = vec![(step.0 * US, step.1 * US)];
+    let last = gpu.iter().map(|g| g.end).max().unwrap_or(0);
+    if last > steps[0].1 {
+        syncs.push((1, steps[0].1, last));
+        steps[0].1 = last;
+    }
     let names = (0..8).map(|c| format!("kernel{c}")).collect();
     if !recorded.waits.is_empty() || !recorded.sync_on.is_empty() {
         recorded.devices = vec![0];
@@ -112,6 +121,61 @@ fn a_gpu_bound_stretch_saves_the_kernels_removed() {
     assert!(saved_us(&m, &fast_host) <= 20);
 }
 
+/// Inputs of one window as the trace gives it, without [`build`]'s wait
+/// at the end: `loop_thread` marks the steps where it is given.
+fn window(gpu: Vec<GpuWork>, step: (i64, i64), host: HostCauses, marked: bool) -> StepModel {
+    let names = (0..8).map(|c| format!("kernel{c}")).collect();
+    StepModel::build(Inputs {
+        gpu,
+        syncs: vec![],
+        steps: vec![(step.0 * US, step.1 * US)],
+        loop_thread: marked.then_some(1),
+        host,
+        names,
+        ops: None,
+        recorded: Recorded::default(),
+    })
+    .unwrap()
+}
+
+/// An asynchronous inference step: the host launches three 900 µs GEMMs
+/// in its first 35 µs and ends its 1 ms step while the GPU runs on until
+/// 2.8 ms. That tail is no step's: taking the GEMMs away saves nothing
+/// of the step (it once "saved" 1.8 ms of the 1 ms step), and no change
+/// saves more than the step.
+#[test]
+fn gpu_work_after_the_last_step_is_no_step_s_saving() {
+    let gpu: Vec<GpuWork> =
+        (0..3).map(|k| kernel(7, GEMM, 100 + k * 900, 900, 5 + k * 10)).collect();
+    let host = HostCauses::of(std::iter::once((1, 0, 40 * US, HostCause::CpuOp)), true);
+    let m = window(gpu, (0, 1000), host, true);
+    check_null(&m);
+    assert_eq!(m.end(), 2800 * US);
+    assert_eq!(saved_us(&m, &without(GEMM)), 0);
+    let mut all = Change { launch_factor: 0.0, sync_waits: false, ..Change::default() };
+    all.host_removed = [1.0; 5];
+    all.class_factor = [0.0; CLASSES];
+    assert!(saved_us(&m, &all) <= 1000, "{}", saved_us(&m, &all));
+}
+
+/// A window without step markers is the span of its events: here the
+/// host's work ends at 60 µs and the GPU's at 3.1 ms. Its end is the
+/// GPU's, so taking the GEMMs away saves their time (it once saved
+/// nothing: the window's end was held as the host's own time).
+#[test]
+fn a_window_without_markers_ends_with_its_last_work() {
+    let gpu: Vec<GpuWork> =
+        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let host = HostCauses::of(std::iter::once((1, 0, 60 * US, HostCause::CpuOp)), true);
+    let m = window(gpu, (0, 3100), host, false);
+    check_null(&m);
+    // Without the GEMMs the window ends with the last (now empty) kernel,
+    // after its launch (25 µs) and the latency the trace shows (75 µs),
+    // or with the host's work at 60 µs.
+    assert_eq!(saved_us(&m, &without(GEMM)), 3100 - 120);
+    assert_eq!(m.critical_path().parts[0], (PathPart::Gpu(GEMM), 3000 * US));
+}
+
 /// Host-bound: a kernel every millisecond, 10 µs each, Python between
 /// the launches. Removing the kernels saves nothing; removing the Python
 /// saves the gaps.
@@ -168,7 +232,8 @@ fn two_overlapped_streams_hide_each_other() {
     assert_eq!(saved_us(&m, &without(ELT)), 5);
     let mut both = without(GEMM);
     both.class_factor[usize::from(ELT)] = 0.0;
-    assert_eq!(saved_us(&m, &both), 1015 - 50);
+    // The host's wait at the step's end (from 50 µs) keeps its own 5 µs.
+    assert_eq!(saved_us(&m, &both), 1015 - 55);
 }
 
 /// A kernel that starts long after its launch and its stream, when work
@@ -463,8 +528,9 @@ fn ranks_joined_at_collectives_wait_for_each_other() {
     assert!(free.settled);
     let second = m0.nodes.iter().position(|n| n.class == 0 && n.start == 1110 * US).unwrap();
     assert_eq!(free.ranks[0].as_ref().unwrap().end[second], 140 * US);
-    // (Rank 0's step still ends at its host's step marker, 1050 µs.)
-    assert_eq!(free.ranks[0].as_ref().unwrap().span, 1050 * US);
+    // (Rank 0's step still ends with its host's wait, begun at 1050 µs,
+    // which keeps its own 5 µs.)
+    assert_eq!(free.ranks[0].as_ref().unwrap().span, 1055 * US);
     assert_eq!(free.ranks[1].as_ref().unwrap().span, 1120 * US);
     // Its first collective waited 990 µs and now waits none; at the
     // second it arrives first (130 µs) and meets only itself.
