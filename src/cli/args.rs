@@ -607,12 +607,12 @@ pub struct WhatIfArgs {
     /// elementwise, other, memcpy; communication: fully overlapped with compute)
     #[arg(long, value_name = "CATEGORY")]
     pub remove_category: Option<String>,
-    /// Remove the GPU work whose kernel name matches REGEX
+    /// Remove the GPU work whose kernel name matches REGEX (case-insensitive)
     #[arg(long, value_name = "REGEX")]
     pub grep: Option<String>,
     /// Remove the CPU ops or annotations (module scopes, record_function ranges) whose name
-    /// matches REGEX: their host time, their launches and the GPU work they launched (a trace,
-    /// not a profile)
+    /// matches REGEX (case-insensitive): their host time, their launches and the GPU work they
+    /// launched (a trace, not a profile)
     #[arg(long, value_name = "REGEX")]
     pub op: Option<String>,
     /// With --remove-category, --grep or --op: keep this share (0 to 1) of the work's time

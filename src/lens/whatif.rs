@@ -11,7 +11,7 @@ use serde::Serialize;
 use crate::analysis::model::host::HostCause;
 use crate::analysis::model::job::{JobModel, JobReplayed};
 use crate::analysis::model::scenarios::{
-    class_flag, class_name, describe_class, describe_roofline, waits_from,
+    self, AtRoofline, class_flag, class_name, describe_class, describe_roofline, waits_from,
 };
 use crate::analysis::model::{CLASSES, Change, NodeKind, StepModel};
 use crate::error::{Error, Result};
@@ -392,10 +392,10 @@ fn change_of(
         }
     }
     if let Some(needle) = &r.at_roofline {
-        let (class, f) = roofline_factor(p, m, needle)?;
-        change.class_factor[usize::from(class)] *= f;
+        let (class, at) = roofline_factor(p, m, needle)?;
+        change.class_factor[usize::from(class)] *= at.factor;
         flags.push(format!("--at-roofline '{}'", class_flag(class)));
-        what.push(describe_roofline(class));
+        what.push(describe_roofline(class, at.priced_pct));
     }
     Ok((change, flags.join(" "), what.join("; "), notes))
 }
@@ -500,7 +500,7 @@ fn op_change(
 
 /// A category's roofline factor from the profile's efficiency account:
 /// what its time would be with no time lost against the roofline.
-fn roofline_factor(p: &Profile, m: &StepModel, needle: &str) -> Result<(u8, f64)> {
+fn roofline_factor(p: &Profile, m: &StepModel, needle: &str) -> Result<(u8, AtRoofline)> {
     let Some(e) = p.efficiency.as_ref().filter(|e| !e.categories.is_empty()) else {
         let why = p
             .efficiency
@@ -533,15 +533,15 @@ fn roofline_factor(p: &Profile, m: &StepModel, needle: &str) -> Result<(u8, f64)
             )));
         }
     };
-    let Some(lost) = cat.achieved.lost_ms_per_step else {
+    if cat.achieved.lost_ms_per_step.is_none() {
         let why =
             e.notes.first().cloned().unwrap_or_else(|| "the device's peaks are unknown".into());
         return Err(Error::usage(format!("no roofline for '{}': {why}", cat.category)));
-    };
+    }
     let class = class_matching(m, cat.category.as_str(), "priced category")?;
     let total = p.categories.iter().find(|r| r.name == cat.category).map_or(0.0, |r| r.ms_per_step);
-    let f = if total > 0.0 { ((total - lost) / total).clamp(0.0, 1.0) } else { 1.0 };
-    Ok((class, f))
+    let none = AtRoofline { factor: 1.0, priced_pct: 100.0 };
+    Ok((class, scenarios::roofline_factor(&cat.achieved, total).unwrap_or(none)))
 }
 
 /// The answer for a saving: the projected step and img/s.
@@ -710,6 +710,9 @@ fn changed_on(
     let (Some(scenario), Some(what)) = (scenario, what) else {
         return Err(first_error.unwrap_or_else(|| Error::usage(NO_MODEL)));
     };
+    if changes.iter().any(Change::frees_host) {
+        notes.extend(crate::analysis::model::few_steps_note(fewest_steps(models)));
+    }
     let replayed = job.replay(&changes, None);
     let (ranks, more) = job_rows(set, models, job, &replayed, &changes);
     notes.extend(more);
@@ -805,6 +808,7 @@ pub fn job_all(
             r.rank
         ));
     }
+    notes.extend(crate::analysis::model::few_steps_note(fewest_steps(models)));
     Ok(WhatIfAll {
         trace: label,
         step_ms: slowest.map_or(0.0, |r| r.input.profile.figures.step_ms),
@@ -816,6 +820,12 @@ pub fn job_all(
         notes,
         caveat: JOB_CAVEAT.into(),
     })
+}
+
+/// The fewest steps any rank's model holds: what a job's overlap of
+/// consecutive steps is credited with.
+fn fewest_steps(models: &[Option<StepModel>]) -> usize {
+    models.iter().flatten().map(|m| m.n_steps).min().unwrap_or(0)
 }
 
 /// The request a standard scenario's flags ask for

@@ -117,14 +117,16 @@ pub(super) fn build(
             crate::analysis::facts::chains(&m.chains(), &m.names, m.n_steps as f64, kernel_ms);
     }
     let step_model = model.as_ref().filter(|_| !a.gpu.kernel_spans.is_empty()).map(|(m, note)| {
-        let roofline: Vec<(u8, f64)> = efficiency
+        let roofline: Vec<_> = efficiency
             .iter()
             .flat_map(|e| &e.categories)
             .filter_map(|c| {
-                let lost = c.achieved.lost_ms_per_step?;
                 let total = tables.categories.iter().find(|r| r.name == c.category)?.ms_per_step;
                 let class = Category::ALL.iter().position(|x| *x == c.category)? as u8;
-                (total > 0.0).then(|| (class, ((total - lost) / total).clamp(0.0, 1.0)))
+                Some((
+                    class,
+                    crate::analysis::model::scenarios::roofline_factor(&c.achieved, total)?,
+                ))
             })
             .collect();
         crate::analysis::model::view(m, head.step_ms, &roofline, note.clone())

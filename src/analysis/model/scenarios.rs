@@ -5,7 +5,7 @@
 use super::host::HostCause;
 use super::replay::{Change, Replayed};
 use super::{CLASSES, COPY_CLASS, LAUNCH_GAP, Lane, NONE, NodeKind, StepModel};
-use crate::profile::{Category, IdleCause};
+use crate::profile::{Achieved, Category, IdleCause};
 
 /// A named change and the work it takes away in the trace (ns over the
 /// window, [`StepModel::removed_by`]): no re-timing can save more.
@@ -52,12 +52,52 @@ pub fn describe_class(class: u8) -> String {
     }
 }
 
-/// What a class at its roofline means.
-pub fn describe_roofline(class: u8) -> String {
+/// A category at its roofline: its kernel time (`total_ms`) shortened by
+/// what its priced work loses against the roofline (§13), as a factor of
+/// that time, and the share of the time that is priced (%), which the
+/// factor rests on.
+pub fn roofline_factor(achieved: &Achieved, total_ms: f64) -> Option<AtRoofline> {
+    let lost = achieved.lost_ms_per_step?;
+    (total_ms > 0.0).then(|| AtRoofline {
+        factor: ((total_ms - lost) / total_ms).clamp(0.0, 1.0),
+        priced_pct: (achieved.modelled_ms_per_step.unwrap_or(total_ms) / total_ms * 100.0)
+            .min(100.0),
+    })
+}
+
+/// A category's time at its roofline ([`roofline_factor`]).
+#[derive(Debug, Clone, Copy)]
+pub struct AtRoofline {
+    pub factor: f64,
+    pub priced_pct: f64,
+}
+
+/// What a class at its roofline means: an upper bound where all of its
+/// time is priced; where part is, what is not priced keeps its time, so
+/// the figure is a floor for the class (a GEMM whose shapes the trace
+/// does not record cannot be priced).
+pub fn describe_roofline(class: u8, priced_pct: f64) -> String {
+    let name = class_name(class);
+    if priced_pct >= 99.95 {
+        return format!(
+            "'{name}' kernels at their roofline (an upper bound: no kernel reaches it)"
+        );
+    }
     format!(
-        "'{}' kernels at their roofline (an upper bound: no kernel reaches it)",
-        class_name(class)
+        "'{name}' kernels at their roofline: the priced {} of their time (an upper bound for it; the rest, unpriced, keeps its time)",
+        pct_label(priced_pct)
     )
+}
+
+/// A share of priced time, to one decimal (two under 1%), never rounded to
+/// 0 or 100.
+fn pct_label(pct: f64) -> String {
+    let s = if pct < 1.0 { format!("{pct:.2}") } else { format!("{pct:.1}") };
+    match s.as_str() {
+        "0.00" => "<0.01%".into(),
+        "100.0" => ">99.9%".into(),
+        _ => format!("{s}%"),
+    }
 }
 
 /// What setting an idle cause to zero does.
@@ -198,7 +238,7 @@ impl StepModel {
     /// the gaps removed, syncs that do not wait, no launch overhead,
     /// inferred cross-stream waits dropped; and `at_roofline`'s
     /// categories at their roofline (category index, its factor).
-    pub fn standard(&self, at_roofline: &[(u8, f64)]) -> Vec<Scenario> {
+    pub fn standard(&self, at_roofline: &[(u8, AtRoofline)]) -> Vec<Scenario> {
         let mut out = Vec::new();
         let classes = self.class_time();
         for (class, &ns) in classes.iter().enumerate() {
@@ -247,16 +287,16 @@ impl StepModel {
                 removes_ns: 0,
             });
         }
-        for &(class, f) in at_roofline {
+        for &(class, at) in at_roofline {
             let ns = classes.get(usize::from(class)).copied().unwrap_or(0);
-            if ns <= 0 || !(0.0..1.0).contains(&f) {
+            if ns <= 0 || !(0.0..1.0).contains(&at.factor) {
                 continue;
             }
             let mut change = Change::default();
-            change.class_factor[usize::from(class)] = f;
+            change.class_factor[usize::from(class)] = at.factor;
             out.push(Scenario {
                 flags: format!("--at-roofline '{}'", class_flag(class)),
-                what: describe_roofline(class),
+                what: describe_roofline(class, at.priced_pct),
                 change,
                 removes_ns: 0,
             });

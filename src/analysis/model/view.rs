@@ -3,7 +3,7 @@
 
 use super::StepModel;
 use super::path::PathPart;
-use super::scenarios::class_name;
+use super::scenarios::{AtRoofline, class_name};
 use crate::profile::{PathShare, PathSpan, ScenarioRow, StepModelView};
 use crate::util::round;
 
@@ -44,7 +44,7 @@ impl PathPart {
 pub fn view(
     m: &StepModel,
     step_ms: f64,
-    at_roofline: &[(u8, f64)],
+    at_roofline: &[(u8, AtRoofline)],
     note: Option<String>,
 ) -> StepModelView {
     let steps = m.n_steps.max(1) as f64;
