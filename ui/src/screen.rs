@@ -153,7 +153,10 @@ fn status_line(f: &mut Frame, app: &App, area: Rect) {
     if app.is_loading() && app.main.data.is_some() {
         spans.push(Span::styled(" reloading…", t.warn()));
     }
-    if let Some(m) = &app.message {
+    // A message the pane's own status already gives (a refused regex) is
+    // said once.
+    let said = |m: &str| spans.iter().any(|s| s.content.contains(first_line(m)));
+    if let Some(m) = app.message.as_deref().filter(|m| !said(m)) {
         spans.push(Span::styled(format!(" {}", first_line(m)), t.warn()));
     }
     let hint = " ? help · q quit";

@@ -159,3 +159,34 @@ pub trait Component {
         Vec::new()
     }
 }
+
+/// Why a pane refused its query, in one line (the status line's room): a
+/// bad regex as the regex crate's last line says it ("unclosed group"),
+/// without the command line's option name (it was typed after `/`).
+pub fn refusal(e: &libreyolo_core::error::Error) -> String {
+    let msg = e.to_string();
+    let Some((_, rest)) = msg.strip_prefix("invalid --").and_then(|m| m.split_once(" regex '"))
+    else {
+        return msg.lines().next().unwrap_or("").to_string();
+    };
+    let why = match rest.split_once("': ") {
+        Some((_, why)) if why.lines().count() <= 1 => why.trim(),
+        _ => msg.lines().rev().map(str::trim).find(|l| !l.is_empty()).unwrap_or(""),
+    };
+    format!("invalid regex: {}", why.trim_start_matches("error: "))
+}
+
+#[cfg(test)]
+mod refusal_tests {
+    use super::refusal;
+
+    /// The Kernels pane's `/sgemm((` once read "invalid --grep regex
+    /// 'sgemm((': regex parse error:" twice in the status line.
+    #[test]
+    fn a_bad_regex_is_refused_in_one_line_without_an_option_name() {
+        let e = libreyolo_core::lens::kernels::compile_grep("sgemm((").unwrap_err();
+        assert_eq!(refusal(&e), "invalid regex: unclosed group");
+        let e = libreyolo_core::error::Error::usage("no kernel named x");
+        assert_eq!(refusal(&e), "no kernel named x");
+    }
+}

@@ -312,7 +312,7 @@ impl KernelsPane {
                 self.result = Some(k);
                 self.error = None;
             }
-            Err(e) => self.error = Some(e.to_string()),
+            Err(e) => self.error = Some(crate::view::refusal(&e)),
         }
         if self.result.as_ref().is_none_or(|k| k.kernels.is_empty()) {
             self.detail = false;

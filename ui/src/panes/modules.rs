@@ -308,7 +308,7 @@ impl ModulesPane {
                     self.result = Some(m);
                     self.error = None;
                 }
-                Err(e) => self.error = Some(e.to_string()),
+                Err(e) => self.error = Some(crate::view::refusal(&e)),
             }
         }
         self.layout();

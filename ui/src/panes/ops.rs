@@ -235,7 +235,7 @@ impl OpsPane {
                 self.result = Some(o);
                 self.error = None;
             }
-            Err(e) => self.error = Some(e.to_string()),
+            Err(e) => self.error = Some(crate::view::refusal(&e)),
         }
     }
 }

@@ -7,7 +7,7 @@ use libreyolo_core::render::text::num;
 use ratatui::Frame;
 use ratatui::layout::{Constraint, Layout, Rect};
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Cell, Paragraph, Row, Table};
+use ratatui::widgets::{Cell, Paragraph, Row, Table, Wrap};
 
 use super::{fixed, header, moved, right, window};
 use crate::input::Action;
@@ -50,14 +50,21 @@ impl Component for PhasesPane {
         let Some(d) = view.data() else { return };
         // GPU time above a phase's wall time, said as `phases` says it.
         let past_wall = d.phases.gpu_past_wall();
+        // The note wraps onto as many rows as it needs (two at 80 columns).
+        let note_rows = past_wall.as_ref().map_or(0, |p| {
+            // Words wrapped leave part of each row: a few columns to spare.
+            let w = usize::from(area.width.saturating_sub(8).max(1));
+            p.chars().count().div_ceil(w).min(3) as u16
+        });
         let [table_area, note, hint] = Layout::vertical([
             Constraint::Min(1),
-            Constraint::Length(past_wall.is_some() as u16),
+            Constraint::Length(note_rows),
             Constraint::Length(1),
         ])
         .areas(area);
         if let Some(past) = past_wall {
-            f.render_widget(Paragraph::new(Line::styled(past, t.muted())), note);
+            let para = Paragraph::new(Line::styled(past, t.muted())).wrap(Wrap { trim: true });
+            f.render_widget(para, note);
         }
         let rows_h = table_area.height.saturating_sub(1) as usize;
         let ph = &d.phases.phases;

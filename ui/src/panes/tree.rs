@@ -312,8 +312,11 @@ impl Component for TreePane {
             } else {
                 vec![right(fixed(r.cpu_ms_per_step, 3)), right(fixed(r.pct_of_cpu, 1))]
             };
-            cells
-                .extend([right(fixed(r.cpu_self_ms_per_step, 3)), right(num(r.calls_per_step, 1))]);
+            // A phase (or a scope copied into a later phase) is no call:
+            // `-`, as `profile tree` prints it.
+            let calls =
+                if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
+            cells.extend([right(fixed(r.cpu_self_ms_per_step, 3)), right(calls)]);
             if wide && gpu {
                 let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| fixed(v, 1));
                 cells.extend([right(num(r.kernels_per_step, 1)), right(tflops)]);
@@ -380,7 +383,7 @@ impl TreePane {
                 self.show();
             }
             Err(e) => {
-                self.error = Some(e.to_string());
+                self.error = Some(crate::view::refusal(&e));
                 if self.result.is_none() {
                     self.layout();
                     self.show();

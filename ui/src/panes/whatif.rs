@@ -97,7 +97,9 @@ impl Component for WhatIfPane {
         let t = view.theme;
         let Some(p) = view.profile() else { return };
         let (list_area, result_area) = if area.width >= 110 {
-            let [a, b] = Layout::horizontal([Constraint::Length(46), Constraint::Fill(1)])
+            // The list widens with the screen, so the flags show whole.
+            let list_w = (area.width * 2 / 5).clamp(46, 90);
+            let [a, b] = Layout::horizontal([Constraint::Length(list_w), Constraint::Fill(1)])
                 .spacing(2)
                 .areas(area);
             (a, b)
@@ -110,7 +112,10 @@ impl Component for WhatIfPane {
 
         // The choices: the job's what-ifs, each standard what-if, then a
         // launch count.
-        let mut lines = vec![Line::styled("change (Up/Down)          saves/step", t.header())];
+        // A row: the flags, then ` {pct:>5}% {ms:>8} ms` (19 columns).
+        let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 66);
+        let header = format!("{:<w$}{:>19}", "change (Up/Down)", "saves/step", w = name_w + 2);
+        let mut lines = vec![Line::styled(header, t.header())];
         let list = entries(view.data(), view.job);
         if list.is_empty() {
             lines.push(Line::styled(
@@ -124,7 +129,6 @@ impl Component for WhatIfPane {
         let headings = if view.job.is_some() { 2 } else { 0 };
         let rows = (list_area.height as usize).saturating_sub(3 + headings).max(1);
         let (first, last) = window(selected.unwrap_or(0), list.len(), rows);
-        let name_w = (list_area.width as usize).saturating_sub(24).clamp(8, 30);
         let mut part: Option<String> = None;
         for (i, e) in list[first..last].iter().enumerate() {
             let (c, heading) = match (*e, view.job) {
@@ -251,9 +255,18 @@ fn result_lines(w: &WhatIf, t: &Theme) -> Vec<Line<'static>> {
         Line::raw(w.what.clone()),
         Line::raw(""),
     ];
+    // The saving as `what-if` prints it, with its bound where the model
+    // inferred waits on other streams.
+    let bound = w.saved_without_inferred_ms.map_or(String::new(), |b| {
+        format!(" ({} ms without the waits the model inferred)", num(b, 3))
+    });
     out.push(Line::from(vec![
         Span::styled(format!("{:<12}", "takes away"), t.header()),
-        Span::raw(format!("{} ms of work per step", num(w.removes_ms_per_step, 3))),
+        Span::raw(format!(
+            "{} ms of work per step; saves {} ms{bound}",
+            num(w.removes_ms_per_step, 3),
+            num(w.saved_ms_per_step, 3)
+        )),
     ]));
     out.push(Line::from(vec![
         Span::styled(format!("{:<12}", "step"), t.header()),
