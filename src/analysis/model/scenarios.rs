@@ -135,7 +135,7 @@ impl StepModel {
         waits_from(self.recorded_waits as u64, self.inferred_waits as u64)
     }
 
-    /// The window's span saved by `change` (ns).
+    /// What `change` saves (ns, [`StepModel::saved_by`]).
     pub fn saving(&self, change: &Change) -> i64 {
         self.saved_by(&self.replay(change))
     }
