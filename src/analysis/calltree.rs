@@ -321,15 +321,20 @@ impl Sweep<'_> {
         // a `record_function` range opens inside the Python frame that
         // enters it and closes inside the one that exits it (vLLM's
         // 58 ms `capture_32_FULL` in a 0.07 ms `_record_function_enter_new`).
-        // The outrun record closes where this one starts; a child ending
-        // within the timestamps' rounding of its parent stays its child.
+        // The outrun record closes where this one starts, its time after
+        // that this one's, so the thread's time is counted once. A child
+        // ending within the timestamps' rounding of its parent stays its
+        // child.
         let end = r.start.saturating_add(r.dur);
         while self
             .stack
             .last()
             .is_some_and(|o| o.end <= r.start || o.end.saturating_add(OUTRUN_NS) < end)
         {
-            close(self.stack.pop().expect("a top"), b);
+            let o = self.stack.pop().expect("a top");
+            let n = &mut b.nodes[o.node as usize];
+            n.cpu_ns = n.cpu_ns.saturating_sub((o.end - r.start).max(0));
+            close(o, b);
         }
         // In its own phase (that of its start), under the records open
         // around it: those that started in another phase, the optimizer's

@@ -224,15 +224,22 @@ pub fn scenario(p: &Profile, i: usize) -> Result<WhatIf> {
 }
 
 fn from_row(p: &Profile, row: &ScenarioRow, m: &StepModelView) -> WhatIf {
-    projection(
+    // The few-steps note is said of changes that free the host, as the
+    // re-timed what-if says it ([`what_if`]), not of a GPU change.
+    let gpu_only = ["--remove-category", "--at-roofline"].iter().any(|f| row.flags.starts_with(f));
+    let few = crate::analysis::model::few_steps_note(m.steps as usize);
+    let notes = m.notes.iter().filter(|n| !(gpu_only && few.as_ref() == Some(*n))).cloned();
+    let mut w = projection(
         p,
         Model::Stored,
         row.flags.clone(),
         row.what.clone(),
         row.removes_ms_per_step,
         row.saved_ms_per_step,
-        m.notes.clone(),
-    )
+        notes.collect(),
+    );
+    w.saved_without_inferred_ms = row.saved_without_inferred_ms_per_step;
+    w
 }
 
 /// The standard scenario's flags a request is, if it is one.

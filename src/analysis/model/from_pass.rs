@@ -97,9 +97,11 @@ fn built(
     let loop_thread = a.ranges.loop_threads().min();
     let mut threads: HashSet<u32> = gpu.iter().filter_map(|g| g.launch.map(|l| l.0)).collect();
     threads.extend(loop_thread);
-    if threads.is_empty() {
-        // No launch in the window and no step markers (a cut of a longer
-        // recording): the thread whose records end last holds its end.
+    if loop_thread.is_none() {
+        // No step markers: the window is its events' span, and the thread
+        // whose records end last may hold its end without launching
+        // anything (a cut of a longer recording, a post-processing
+        // thread).
         threads.extend(last_active(a, w0, w1));
     }
     // One walk of the CPU log: the syncs in the window, and what the

@@ -139,6 +139,14 @@ impl HostCauses {
         self.threads.keys().copied()
     }
 
+    /// When `thread`'s records begin, from `t` on: the start of its first
+    /// record ending after `t` (no earlier than `t`), if any.
+    pub fn active_from(&self, thread: u32, t: i64) -> Option<i64> {
+        let segs = self.threads.get(&thread)?;
+        let k = segs.partition_point(|s| s.end <= t);
+        segs.get(k).map(|s| s.start.max(t))
+    }
+
     pub fn heap_bytes(&self) -> usize {
         self.threads.values().map(|v| v.capacity() * size_of::<Seg>()).sum()
     }

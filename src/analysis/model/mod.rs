@@ -381,26 +381,29 @@ impl StepModel {
         if gpu_nodes == 0 && (loop_thread.is_none() || ops.is_none()) {
             return None;
         }
-        // Step boundaries on the loop thread; without one (no step
-        // markers), on the thread whose calls end last (or, with no call in
-        // the window, whose records do). The busiest launcher may be a
-        // helper thread (autograd's) whose time after its last call, until
-        // the window's end, is idle, not host work the step waits for.
-        // Without markers the window's end is its last event's, often GPU
-        // work the host launched long before: the last mark goes where the
-        // thread's own activity ends, so that no change holds the GPU's
-        // tail as host time.
-        let (marks_on, closing) = match loop_thread {
+        // Step boundaries on the loop thread. Without one (no step
+        // markers) the window is its events' span, whose end is often GPU
+        // work the host launched long before: the marks go on the thread
+        // whose own calls and records end last, from where its activity
+        // begins to where it ends, so that no change holds the GPU's tail
+        // (or a thread's idle time before its first record) as host time.
+        let (marks_on, active) = match loop_thread {
             Some(t) => (Some(t), None),
-            None => closing_thread(&nodes, &lanes, &host, w1).unzip(),
+            None => closing_thread(&nodes, &lanes, &host, (w0, w1)).unzip(),
         };
         let (mut loop_lane, mut last_mark) = (None, None);
         if let Some(t) = marks_on {
             let l = lane!(Lane::Thread(t));
             loop_lane = Some(l);
+            let n = steps.len();
             for (i, &(s, e)) in steps.iter().enumerate() {
-                let last = i + 1 == steps.len();
-                let e = closing.filter(|_| last).map_or(e, |c| c.clamp(s, e));
+                let (s, e) = match active {
+                    Some((a, b)) => {
+                        let s = if i == 0 { a.clamp(s, e) } else { s };
+                        (s, if i + 1 == n { b.clamp(s, e) } else { e })
+                    }
+                    None => (s, e),
+                };
                 nodes.push(node(s, s, NodeKind::Mark, l, 0, t));
                 nodes.push(node(e, e, NodeKind::Mark, l, 0, t));
             }
@@ -955,25 +958,26 @@ impl StepModel {
     }
 }
 
-/// The host thread whose last call ends latest (with no call, whose last
-/// record before `w1` does), and where its activity ends: its last call's
-/// or record's end, whichever is later.
+/// The host thread whose activity — its calls and records in the window
+/// `w` — ends last, and when its activity begins and ends.
 fn closing_thread(
     nodes: &[Node],
     lanes: &[Lane],
     host: &HostCauses,
-    w1: i64,
-) -> Option<(u32, i64)> {
-    let mut last: HashMap<u32, i64> = HashMap::default();
+    (w0, w1): (i64, i64),
+) -> Option<(u32, (i64, i64))> {
+    let mut span: HashMap<u32, (i64, i64)> = HashMap::default();
     for n in nodes.iter().filter(|n| n.kind != NodeKind::Gpu) {
         if let Lane::Thread(t) = lanes[n.lane as usize] {
-            let e = last.entry(t).or_insert(n.end);
-            *e = (*e).max(n.end);
+            let e = span.entry(t).or_insert((n.start, n.end));
+            *e = (e.0.min(n.start), e.1.max(n.end));
         }
     }
-    if last.is_empty() {
-        last.extend(host.threads().filter_map(|t| Some((t, host.active_until(t, w1)?))));
+    for t in host.threads() {
+        if let (Some(a), Some(b)) = (host.active_from(t, w0), host.active_until(t, w1)) {
+            let e = span.entry(t).or_insert((a, b));
+            *e = (e.0.min(a), e.1.max(b));
+        }
     }
-    let (t, e) = last.into_iter().max_by_key(|&(t, e)| (e, std::cmp::Reverse(t)))?;
-    Some((t, host.active_until(t, w1).map_or(e, |r| r.max(e))))
+    span.into_iter().max_by_key(|&(t, (_, e))| (e, std::cmp::Reverse(t)))
 }

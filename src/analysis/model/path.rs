@@ -150,6 +150,13 @@ impl StepModel {
                             add(PathPart::Dependency, self.nodes[n.wait as usize].end, n.start);
                             At::End(n.wait)
                         }
+                        // A window without step markers begins before its
+                        // closing thread's first record: nothing recorded
+                        // there explains the time.
+                        (NodeKind::Mark, Bind::Free) => {
+                            add(PathPart::Host(HostCause::Other), w0, n.start);
+                            break;
+                        }
                         (_, Bind::Free) => {
                             self.host_before(n.lane, w0, n.start, &mut add);
                             break;

@@ -176,6 +176,27 @@ fn a_window_without_markers_ends_with_its_last_work() {
     assert_eq!(m.critical_path().parts[0], (PathPart::Gpu(GEMM), 3000 * US));
 }
 
+/// Without markers, a thread that launches nothing may end the window: a
+/// 2 ms op on thread 2 after the GPU's last kernel. It holds the window
+/// (the GEMMs taken away save nothing; its op taken away saves down to the
+/// GPU's end), and the time before its first record is no host cause.
+/// (Its op once went unmodelled: every change, none included, "saved"
+/// its 1.9 ms.)
+#[test]
+fn a_thread_that_ends_a_window_without_markers_holds_it() {
+    let gpu: Vec<GpuWork> =
+        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let recs = [(1, 0, 60 * US, HostCause::CpuOp), (2, 3000 * US, 5000 * US, HostCause::CpuOp)];
+    let m = window(gpu, (0, 5000), HostCauses::of(recs.into_iter(), true), false);
+    check_null(&m);
+    assert_eq!(saved_us(&m, &without(GEMM)), 0);
+    let mut no_ops = Change::default();
+    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    assert_eq!(saved_us(&m, &no_ops), 5000 - 3100);
+    let path = m.critical_path();
+    assert!(path.parts.contains(&(PathPart::Host(HostCause::Other), 3000 * US)), "{path:?}");
+}
+
 /// Host-bound: a kernel every millisecond, 10 µs each, Python between
 /// the launches. Removing the kernels saves nothing; removing the Python
 /// saves the gaps.
