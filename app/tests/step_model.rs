@@ -29,6 +29,12 @@ fn f(v: &Value) -> f64 {
     v.as_f64().unwrap_or_else(|| panic!("not a number: {v}"))
 }
 
+/// The row of a JSON list whose `key` is `name`.
+fn row<'a>(rows: &'a Value, key: &str, name: &str) -> &'a Value {
+    let list = rows.as_array().unwrap_or_else(|| panic!("not a list: {rows}"));
+    list.iter().find(|r| r[key] == name).unwrap_or_else(|| panic!("no {key} {name} in {rows}"))
+}
+
 /// Every GPU fixture has a step model whose critical path sums to its
 /// span; no what-if saves more than the work it takes away, nor more at
 /// the roofline than removing the category does; the list is ranked.
@@ -387,13 +393,7 @@ fn the_largest_lever_is_the_largest_part_of_the_path() {
     // Independently: elementwise kernels are the largest share of GPU time.
     let all: f64 = kernels(&t).iter().map(|k| k.2).sum();
     let summary = json(&["summary", t.to_str().unwrap()]);
-    let elt = summary["categories"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "elementwise")
-        .map(|c| f(&c["pct"]))
-        .unwrap();
+    let elt = f(&row(&summary["categories"], "name", "elementwise")["pct"]);
     assert!(elt > 45.0 && all > 0.0, "{elt}%");
 }
 
@@ -1031,20 +1031,9 @@ fn a_roofline_what_if_says_how_much_of_its_category_is_priced() {
         let t = common::first_trace(folder);
         let p = t.to_str().unwrap();
         let s = json(&["summary", p]);
-        let total = s["categories"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "gemm / conv")
-            .map(|c| f(&c["ms_per_step"]))
-            .unwrap();
-        let priced = s["efficiency"]["categories"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["category"] == "gemm / conv")
-            .map(|c| f(&c["modelled_ms_per_step"]))
-            .unwrap();
+        let total = f(&row(&s["categories"], "name", "gemm / conv")["ms_per_step"]);
+        let gemm = row(&s["efficiency"]["categories"], "category", "gemm / conv");
+        let priced = f(&gemm["modelled_ms_per_step"]);
         let w = json(&["what-if", p, "--at-roofline", "gemm"]);
         let what = w["what"].as_str().unwrap();
         if priced / total < 0.9995 {
