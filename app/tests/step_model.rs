@@ -865,6 +865,17 @@ fn a_window_too_short_to_overlap_steps_says_so() {
     let all = json(&["what-if", cut, "--all"]);
     assert_eq!(f(&all["steps_modelled"]), 1.0);
     assert!(all["notes"].to_string().contains("one step modelled:"), "{all}");
+    // The rows say which changes the note is said of: those that take
+    // host time out, not those that take GPU work away.
+    for r in all["scenarios"].as_array().unwrap() {
+        let flags = r["flags"].as_str().unwrap();
+        // (waits on other streams are the GPU's, not the host's)
+        let host = flags.starts_with("--remove-idle") && !flags.ends_with("dependency")
+            || flags.starts_with("--remove-launches");
+        let gpu = flags.starts_with("--remove-category") || flags.starts_with("--at-roofline");
+        assert!(!gpu || r.get("frees_host").is_none(), "{r}");
+        assert!(!host || r["frees_host"] == true, "{r}");
+    }
 
     // The whole trace: six steps, no such note; its lever says why it
     // saves more than the idle under the syncs.
@@ -916,7 +927,10 @@ fn a_window_too_short_to_overlap_steps_says_so() {
     let all = json(&["what-if", job, "--all"]);
     assert_eq!(f(&all["steps_modelled"]), 1.0);
     assert!(says(&all), "{}", all["notes"]);
-    assert!(says(&json(&["what-if", job, "--remove-idle", "launch"])));
+    let launch = json(&["what-if", job, "--remove-idle", "launch"]);
+    assert!(says(&launch) && launch["frees_host"] == true, "{launch}");
+    let gpu = json(&["what-if", job, "--remove-category", "gemm"]);
+    assert!(!says(&gpu) && gpu.get("frees_host").is_none(), "{gpu}");
 }
 
 /// vLLM's CUDA-graph replay on an MI300X, recorded without step markers:

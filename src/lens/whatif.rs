@@ -226,9 +226,8 @@ pub fn scenario(p: &Profile, i: usize) -> Result<WhatIf> {
 fn from_row(p: &Profile, row: &ScenarioRow, m: &StepModelView) -> WhatIf {
     // The few-steps note is said of changes that free the host, as the
     // re-timed what-if says it ([`what_if`]), not of a GPU change.
-    let gpu_only = ["--remove-category", "--at-roofline"].iter().any(|f| row.flags.starts_with(f));
     let few = crate::analysis::model::few_steps_note(m.steps as usize);
-    let notes = m.notes.iter().filter(|n| !(gpu_only && few.as_ref() == Some(*n))).cloned();
+    let notes = m.notes.iter().filter(|n| row.frees_host || few.as_ref() != Some(*n)).cloned();
     let mut w = projection(
         p,
         Model::Stored,
@@ -613,6 +612,9 @@ pub struct JobWhatIf {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
     pub caveat: String,
+    /// Some rank's change takes host time out ([`ScenarioRow::frees_host`]).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub frees_host: bool,
 }
 
 #[derive(Debug, Clone, Serialize, JsonSchema, PartialEq)]
@@ -665,6 +667,7 @@ pub fn straggler_removed(
         count,
         ranks,
         notes,
+        false,
     ))
 }
 
@@ -717,7 +720,8 @@ fn changed_on(
     let (Some(scenario), Some(what)) = (scenario, what) else {
         return Err(first_error.unwrap_or_else(|| Error::usage(NO_MODEL)));
     };
-    if changes.iter().any(Change::frees_host) {
+    let frees_host = changes.iter().any(Change::frees_host);
+    if frees_host {
         notes.extend(crate::analysis::model::few_steps_note(fewest_steps(models)));
     }
     let replayed = job.replay(&changes, None);
@@ -730,6 +734,7 @@ fn changed_on(
         job.links(),
         ranks,
         notes,
+        frees_host,
     ))
 }
 
@@ -778,6 +783,7 @@ impl JobWhatIf {
                 .map(|r| r.removes_ms_per_step)
                 .fold(0.0, f64::max),
             saved_without_inferred_ms_per_step: None,
+            frees_host: self.frees_host,
         }
     }
 }
@@ -907,6 +913,7 @@ fn job_what_if(
     collectives: usize,
     ranks: Vec<RankProjection>,
     notes: Vec<String>,
+    frees_host: bool,
 ) -> JobWhatIf {
     let now = ranks.iter().map(|r| r.step_ms).fold(0.0, f64::max);
     let projected = ranks.iter().map(|r| r.projected_ms).fold(0.0, f64::max);
@@ -920,6 +927,7 @@ fn job_what_if(
         change_pct: (now > 0.0).then(|| round((projected - now) / now * 100.0, 1)),
         notes,
         caveat: JOB_CAVEAT.into(),
+        frees_host,
     }
 }
 

@@ -939,6 +939,10 @@ pub struct ScenarioRow {
     /// none of them, the bound beside it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub saved_without_inferred_ms_per_step: Option<f64>,
+    /// The change takes host time out (it lets the host run ahead into
+    /// the next step): what the model's few-steps note is said of.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub frees_host: bool,
 }
 
 /// One communication kernel of a rank's trace (docs/analysis.md §11).

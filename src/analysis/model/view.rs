@@ -132,6 +132,7 @@ pub fn rows(
             saved_without_inferred_ms_per_step: o
                 .without_inferred_ns
                 .map(|b| round(per_step(b), 3)),
+            frees_host: o.scenario.change.frees_host(),
         })
         .collect()
 }
