@@ -94,6 +94,13 @@ fn kernels_pane_with_filters() {
     let gelu =
         "at::native::vectorized_elementwise_kernel<4, GeluCUDAKernelImpl, array<char*, 2ul>>";
     assert!(s[1].contains(gelu) && !s[0].contains(gelu), "{}", s[1]);
+    // A refused regex keeps the last answer's rows, but not its count as
+    // if it were the refused regex's.
+    let mut a = app(BERT_TRACE, None);
+    press(&mut a, "3/norm((\n");
+    let s = screen(&mut a, 160, 48);
+    assert!(s.contains("/norm((/") && s.contains("invalid regex"), "{s}");
+    assert!(!s.contains(" match"), "{s}");
 
     // A CPU profile has no kernels: the pane says so.
     let mut a = app(TRAIN_B4, None);

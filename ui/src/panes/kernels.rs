@@ -179,7 +179,9 @@ impl Component for KernelsPane {
         if let Some(p) = &q.phase {
             s.push(Span::styled(format!(" phase:{p}"), t.accent()));
         }
-        if let Some(k) = &self.result {
+        // A refused filter leaves the last answer's rows: their count
+        // would read as the refused filter's.
+        if let Some(k) = self.result.as_ref().filter(|_| self.error.is_none()) {
             s.push(Span::raw(format!(" · {} of {} match", k.matched, k.total)));
             if self.detail {
                 s.push(Span::raw(format!(" · #{}", self.selected + 1)));
