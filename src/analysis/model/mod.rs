@@ -682,7 +682,11 @@ impl StepModel {
         }
         for i in 0..self.nodes.len() {
             let h = self.nodes[i];
-            if h.kind == NodeKind::Gpu || h.prev == NONE {
+            if h.kind == NodeKind::Gpu {
+                continue;
+            }
+            if h.prev == NONE {
+                self.link_first_call(i as u32, &by_lane);
                 continue;
             }
             let prev_end = self.nodes[h.prev as usize].end;
@@ -702,9 +706,12 @@ impl StepModel {
                     Lane::Thread(own) => self.host.resumed_at(own, h.start, UNEXPLAINED),
                     Lane::Stream { .. } => None,
                 };
-                // (Returning from the wait to Python takes tens of µs.)
+                // (Returning from the wait to Python takes tens of µs;
+                // work taken up before the other thread stopped was not
+                // waiting for it.)
                 let near = |at: i64, within: i64| (at - active).abs() <= within;
-                let resumed = went_on.is_some_and(|at| near(at, LAUNCH_GAP));
+                let resumed = went_on
+                    .is_some_and(|at| at >= active - UNEXPLAINED && at - active <= LAUNCH_GAP);
                 if active <= prev_end || !(near(h.start, UNEXPLAINED) || resumed) {
                     continue;
                 }
@@ -737,6 +744,34 @@ impl StepModel {
         }
     }
 
+    /// A worker thread's first call in the window (the autograd engine's
+    /// first backward launch) after it sat idle from the window's start:
+    /// it went on when the loop thread handed it work, so it waits for
+    /// the loop thread's last call before, as a later call after a long
+    /// idle gap does. Pinned to its trace time, it would hold the step's
+    /// backward where it was however much sooner the forward ended.
+    fn link_first_call(&mut self, i: u32, by_lane: &HashMap<u32, Vec<u32>>) {
+        let (h, w0) = (self.nodes[i as usize], self.window.0);
+        let Lane::Thread(t) = self.lanes[h.lane as usize] else { return };
+        let Some(list) = self.loop_lane.filter(|&l| l != h.lane).and_then(|l| by_lane.get(&l))
+        else {
+            return;
+        };
+        if h.start - w0 < LAUNCH_GAP {
+            return;
+        }
+        let idle = (h.start - w0) - self.own_work_in(t, w0, h.start).iter().sum::<i64>();
+        if 2 * idle < h.start - w0 {
+            return;
+        }
+        let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
+        let x = upto.checked_sub(1).map(|k| list[k]);
+        if let Some(x) = x.filter(|&x| self.nodes[x as usize].end > w0) {
+            self.nodes[i as usize].wait = x;
+            self.thread_waits += 1;
+        }
+    }
+
     /// The host work a thread did itself in the gap before host node `i`
     /// (ops, loading, allocation): what a gap spent waiting for another
     /// thread still needs.
@@ -745,7 +780,12 @@ impl StepModel {
         let (Some((a, b)), Lane::Thread(t)) = (self.gap(i), self.lanes[n.lane as usize]) else {
             return [0; 5];
         };
-        let mut by = self.split_in_steps(t, a, b);
+        self.own_work_in(t, a, b)
+    }
+
+    /// [`Self::own_work`] of `thread` in `[a, b)`.
+    fn own_work_in(&self, thread: u32, a: i64, b: i64) -> ByCause {
+        let mut by = self.split_in_steps(thread, a, b);
         by[HostCause::Python as usize] = 0;
         by[HostCause::Other as usize] = 0;
         by

@@ -157,13 +157,15 @@ impl StepModel {
                             add(PathPart::Host(HostCause::Other), w0, n.start);
                             break;
                         }
-                        (_, Bind::Free) => {
-                            self.host_before(n.lane, w0, n.start, &mut add);
-                            break;
-                        }
+                        // (a worker's first call too: it waits for the
+                        // loop thread that handed it work)
                         _ if n.wait != NONE => {
                             add(PathPart::ThreadWait, self.nodes[n.wait as usize].end, n.start);
                             At::End(n.wait)
+                        }
+                        (_, Bind::Free) => {
+                            self.host_before(n.lane, w0, n.start, &mut add);
+                            break;
                         }
                         _ if n.prev == NONE => {
                             self.host_before(n.lane, w0, n.start, &mut add);

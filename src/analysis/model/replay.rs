@@ -144,10 +144,15 @@ impl StepModel {
     }
 
     /// When host node `i` starts: its lane's previous node's new end plus
-    /// the gap as the change leaves it; the first of its lane stays.
+    /// the gap as the change leaves it; the first of its lane stays, but
+    /// for a worker's first call handed work by the loop thread.
     pub(super) fn host_start(&self, i: u32, change: &Change, end: &[i64]) -> i64 {
         let node = &self.nodes[i as usize];
         if node.prev == NONE {
+            if node.wait != NONE && change.thread_waits {
+                let x = node.wait as usize;
+                return end[x] + node.start - self.nodes[x].end;
+            }
             return node.start;
         }
         let p = node.prev as usize;

@@ -197,6 +197,25 @@ fn a_thread_that_ends_a_window_without_markers_holds_it() {
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Other), 3000 * US)), "{path:?}");
 }
 
+/// The same window, thread 2's op running from the start (0–4 ms): it
+/// took up its work before thread 1 stopped (60 µs in), so it waited for
+/// nothing; its op taken away, the window ends with the GPU's work at
+/// 3.1 ms. (Work taken up 60 µs before the other stopped once counted as
+/// "resumed as it stopped": a wait on thread 1 held the window, and the
+/// op taken away saved nothing.)
+#[test]
+fn work_taken_up_before_another_thread_stops_waits_for_nothing() {
+    let gpu: Vec<GpuWork> =
+        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let recs = [(1, 0, 60 * US, HostCause::CpuOp), (2, 0, 4000 * US, HostCause::CpuOp)];
+    let m = window(gpu, (0, 4000), HostCauses::of(recs.into_iter(), true), false);
+    check_null(&m);
+    assert_eq!(m.thread_waits, 0);
+    let mut no_ops = Change::default();
+    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    assert_eq!(saved_us(&m, &no_ops), 4000 - 3100);
+}
+
 /// Host-bound: a kernel every millisecond, 10 µs each, Python between
 /// the launches. Removing the kernels saves nothing; removing the Python
 /// saves the gaps.
@@ -383,7 +402,9 @@ fn a_thread_that_waits_for_another_follows_it() {
     let host = HostCauses::of(recs.into_iter(), true);
     let m = model(gpu, vec![], (0, 6000), host);
     check_null(&m);
-    assert_eq!(m.thread_waits, 1);
+    // The loop thread waits for thread 2, whose first call, 100 µs in
+    // after sitting idle, went on from the loop thread's launch before.
+    assert_eq!(m.thread_waits, 2);
     assert!(m.critical_path().parts.iter().any(|p| p.0 == PathPart::ThreadWait));
     let mut no_ops = Change::default();
     no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
@@ -395,6 +416,28 @@ fn a_thread_that_waits_for_another_follows_it() {
     let mut no_python = Change::default();
     no_python.host_removed[HostCause::Python as usize] = 1.0;
     assert_eq!(saved_us(&m, &no_python), 6000 - 5015);
+}
+
+/// One training step: the loop thread waits 5 ms on its DataLoader,
+/// launches the forward and hands the backward to the autograd engine's
+/// thread, whose first call in the window (1 ms later) launches it.
+/// Without the wait the forward comes 5 ms sooner and the backward with
+/// it: the step saves 5 ms (the worker's first call once kept its trace
+/// time, and the window's end with it: nothing saved).
+#[test]
+fn a_worker_s_first_call_comes_when_the_loop_thread_hands_it_work() {
+    let mut backward = kernel(7, GEMM, 6010, 500, 6000);
+    backward.launch = Some((2, 6000 * US, 6005 * US));
+    let gpu = vec![kernel(7, GEMM, 5010, 500, 5000), backward];
+    let recs = [(1, 0, 5000 * US, HostCause::Dataloader)];
+    let m = model(gpu, vec![], (0, 7000), HostCauses::of(recs.into_iter(), true));
+    check_null(&m);
+    assert_eq!(m.thread_waits, 1);
+    let mut no_loader = Change::default();
+    no_loader.host_removed[HostCause::Dataloader as usize] = 1.0;
+    assert_eq!(saved_us(&m, &no_loader), 5000);
+    let path = m.critical_path();
+    assert!(path.parts.contains(&(PathPart::Host(HostCause::Dataloader), 5000 * US)), "{path:?}");
 }
 
 /// A launch call that loads GPU code lazily (5 ms, no GPU work ending
