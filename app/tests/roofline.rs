@@ -183,10 +183,11 @@ fn gemm_rates_and_percent_of_peak_match_the_raw_events() {
 }
 
 /// `--sort efficiency` orders by time lost against the roofline, and the
-/// compute verdict's levers are the priced ops far from their roofline,
-/// named with the figures `--json` carries.
+/// efficiency account lists the priced ops far from their roofline (the
+/// compute verdict names them as its levers where it has no ranked ones:
+/// `verdict.rs`'s `the_ops_far_from_their_roofline_are_the_compute_levers`).
 #[test]
-fn efficiency_sort_and_compute_levers() {
+fn efficiency_sort_and_the_ops_far_from_their_roofline() {
     let path = trace("tracelens_h100_qwen_inference", "Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
     let p = path.to_str().unwrap();
     let k = json(&["kernels", p, "--sort", "efficiency", "--top", "1000"]);
@@ -209,10 +210,14 @@ fn efficiency_sort_and_compute_levers() {
     }
     let s = json(&["summary", p]);
     // A third of the window is work queued before it (app/tests/health.rs):
-    // no verdict; the levers follow what the window as recorded reads.
+    // no verdict, and what the window reads as recorded names no levers
+    // (it once named SDPA, 6% of GPU time, first, beside an elementwise
+    // what-if saving 15% of the step); the ops far from their roofline
+    // are in the efficiency account.
     assert_eq!(s["bound"], "cannot tell");
     let why = s["bound_why"].as_str().unwrap();
     assert!(why.contains("As recorded, the window reads COMPUTE"), "{why}");
+    assert!(!why.contains("Levers") && !why.contains("roofline"), "{why}");
     let far: Vec<&Value> = s["efficiency"]["least_efficient"]
         .as_array()
         .unwrap()
@@ -222,18 +227,7 @@ fn efficiency_sort_and_compute_levers() {
         })
         .take(2)
         .collect();
-    assert!(!far.is_empty(), "{why}");
-    for o in far {
-        let named = format!(
-            "{} ({:.0}% of GPU time) runs at {:.0}% of its roofline",
-            o["op"].as_str().unwrap(),
-            o["pct_of_gpu"].as_f64().unwrap(),
-            o["pct_of_peak"].as_f64().unwrap()
-        );
-        assert!(why.contains(&named), "{named} in: {why}");
-    }
-    // bf16 already: AMP is not a lever here.
-    assert!(!why.contains("AMP"), "{why}");
+    assert!(!far.is_empty(), "{}", s["efficiency"]);
 }
 
 #[test]

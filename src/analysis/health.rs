@@ -76,6 +76,9 @@ pub struct Seen {
     pub cut: Vec<(u64, i64)>,
     /// The last step left out as the profiler stopping: (N, its ns).
     pub stub: Option<(u64, i64)>,
+    /// The longest runtime call that does not wait for the GPU: (name,
+    /// start, ns).
+    pub longest_call: Option<(String, i64, i64)>,
 }
 
 impl Seen {
@@ -102,6 +105,13 @@ impl Seen {
         match self.session_end {
             Some(s) => Some((end.map_or(s, |e| e.max(s)), true)),
             None => end.map(|e| (e, false)),
+        }
+    }
+
+    /// A runtime call that does not wait for the GPU.
+    pub fn note_call(&mut self, name: &str, start: i64, dur: i64) {
+        if self.longest_call.as_ref().is_none_or(|c| dur > c.2) {
+            self.longest_call = Some((name.to_string(), start, dur));
         }
     }
 
@@ -156,9 +166,10 @@ where
     ]
     .into_iter()
     .flatten()
-    .chain(step_past_end(seen))
+    .chain(step_past_end(seen, w))
     .chain(stub_step(seen, w))
     .chain(slow_first_step(w))
+    .chain(start_up(seen, w, wall, work()))
     .collect();
     rows.sort_by_key(|r| std::cmp::Reverse(rank(&r.severity)));
     rows
@@ -416,7 +427,31 @@ fn spacing(t: &[i64]) -> Option<f64> {
 /// How to re-capture a window whose last step the recording cut.
 const STOP_AFTER_THE_LAST_STEP: &str = "stop the profiler after the last profiled step ends (call prof.step() once more, or let the schedule end the active steps)";
 
-fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
+fn step_past_end(seen: &Seen, w: &CheckedWindow<'_>) -> Vec<HealthRow> {
+    // The cut step counts as a whole one in the per-step figures (its
+    // events are in the tables): say how far that moves the step.
+    let mean = |steps: &[i64]| steps.iter().sum::<i64>() as f64 / steps.len().max(1) as f64 / MS;
+    let all: Vec<i64> = w.numbered.iter().map(|&(_, s, e)| e - s).collect();
+    let whole: Vec<i64> = w
+        .numbered
+        .iter()
+        .filter(|&&(n, _, _)| !seen.cut.iter().any(|c| c.0 == n))
+        .map(|&(_, s, e)| e - s)
+        .collect();
+    let averaged = if whole.is_empty() || whole.len() == all.len() {
+        String::new()
+    } else {
+        format!(
+            "; it counts as a whole step in the per-step figures: the step's mean is {:.2} ms with it, {:.2} ms over {}",
+            mean(&all),
+            mean(&whole),
+            if whole.len() == 1 {
+                "the whole step".to_string()
+            } else {
+                format!("the {} whole steps", whole.len())
+            }
+        )
+    };
     seen.cut
         .iter()
         .map(|&(n, cut)| {
@@ -424,7 +459,7 @@ fn step_past_end(seen: &Seen) -> Vec<HealthRow> {
                 HealthCheck::StepPastEnd,
                 Severity::Caution,
                 format!(
-                    "ProfilerStep#{n} runs {:.2} ms past the last recorded event (the recording stopped first): the step is cut there",
+                    "ProfilerStep#{n} runs {:.2} ms past the last recorded event (the recording stopped first): the step is cut there{averaged}",
                     cut as f64 / MS
                 ),
                 Some(cut as f64 / MS),
@@ -475,6 +510,34 @@ fn slow_first_step(w: &CheckedWindow<'_>) -> Option<HealthRow> {
         ),
         Some((took - median) / MS),
         WARM_UP,
+    ))
+}
+
+/// A window without steps (the whole recording) whose one runtime call
+/// before any GPU work takes this share of it: creating the CUDA context
+/// (its first call) or loading modules lazily, not the step.
+pub const START_UP_SHARE: f64 = 0.25;
+
+fn start_up(
+    seen: &Seen,
+    w: &CheckedWindow<'_>,
+    wall: i64,
+    mut work: impl Iterator<Item = Work>,
+) -> Option<HealthRow> {
+    let (name, start, ns) = seen.longest_call.as_ref().filter(|_| w.numbered.is_empty())?;
+    if (*ns as f64) < START_UP_SHARE * wall as f64 || work.any(|g| g.start < start + ns) {
+        return None;
+    }
+    Some(row(
+        HealthCheck::StartUp,
+        Severity::Caution,
+        format!(
+            "`{name}` takes {:.1} ms ({:.0}% of the window) before any GPU work: the GPU's start-up (its context, code loaded lazily), which the per-step figures and the verdict read as the step's",
+            *ns as f64 / MS,
+            *ns as f64 * 100.0 / wall.max(1) as f64
+        ),
+        Some(*ns as f64 / MS),
+        "record steady steps after a warm-up: wrap the loop in torch.profiler with schedule(wait=1, warmup=1, active=N) and call prof.step() each step",
     ))
 }
 

@@ -325,6 +325,9 @@ impl Analyzer {
         if traits.launch {
             self.rec.health.launch_calls += 1;
         }
+        if !traits.sync {
+            self.rec.health.note_call(name, start, dur);
+        }
         if traits.event || traits.sync {
             if let Some(corr) = ev.correlation() {
                 let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());

@@ -89,6 +89,10 @@ pub struct Evidence<'a> {
     /// it (§14): the host's own path. A busy GPU whose work is shorter than
     /// that is paced by its host.
     pub host_alone_ms: Option<f64>,
+    /// The window cannot support a verdict (§15: a finding that cannot
+    /// tell): what it reads as recorded names no levers, not even its
+    /// cause's rule-written ones.
+    pub withhold_levers: bool,
 }
 
 /// Ranked levers the verdict names.
@@ -97,6 +101,9 @@ pub const RANKED_LEVERS: usize = 2;
 /// The verdict's levers: the ranked ones with their savings where the
 /// step model gave any, else the cause's own (`rule`).
 fn ranked_or(e: &Evidence<'_>, rule: String) -> String {
+    if e.withhold_levers {
+        return String::new();
+    }
     if e.levers.is_empty() {
         return rule;
     }
@@ -154,7 +161,8 @@ pub fn decide(e: &Evidence<'_>) -> (Verdict, String) {
         }
         _ => why,
     };
-    (bound, why)
+    // (a withheld lever leaves the sentence before it last)
+    (bound, why.trim_end().to_string())
 }
 
 fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
@@ -769,6 +777,35 @@ mod tests {
             mode: Some(Mode::Training),
             ..Default::default()
         }
+    }
+
+    /// A busy GPU without ranked levers names its priced ops far from
+    /// their roofline, with the lever their limit implies; a window that
+    /// cannot support a verdict names none of them.
+    #[test]
+    fn the_ops_far_from_their_roofline_are_the_compute_levers() {
+        use crate::profile::{Achieved, Efficiency, OpEfficiency, RooflineBound};
+        let sdpa = OpEfficiency {
+            op: "aten::scaled_dot_product_attention".into(),
+            matrix: true,
+            pct_of_gpu: 40.0,
+            achieved: Achieved {
+                pct_of_peak: Some(19.0),
+                roofline_bound: Some(RooflineBound::Memory),
+                ..Default::default()
+            },
+        };
+        let eff = Efficiency { least_efficient: vec![sdpa], ..Default::default() };
+        let e = Evidence { efficiency: Some(&eff), gpu_busy_ms: 9.5, ..cuda(0.95) };
+        let (bound, why) = decide(&e);
+        assert_eq!(bound, Verdict::Compute);
+        assert!(
+            why.contains("aten::scaled_dot_product_attention (40% of GPU time) runs at 19% of its roofline, memory-bound")
+                && why.contains("longer sequences"),
+            "{why}"
+        );
+        let (_, why) = decide(&Evidence { withhold_levers: true, ..e });
+        assert!(why.ends_with("the GPU is the limit."), "{why}");
     }
 
     #[test]

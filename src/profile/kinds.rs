@@ -194,6 +194,9 @@ named_values! {
         StepStub = "step-stub",
         /// The first step is much slower than the others (warm-up).
         SlowFirstStep = "slow-first-step",
+        /// A window without steps spends much of itself in one runtime
+        /// call before any GPU work: the GPU's start-up.
+        StartUp = "start-up",
         /// The window records CUDA/HIP graph captures.
         GraphCapture = "graph-capture",
         /// torch.compile compiling or autotuning inside the window.

@@ -78,7 +78,7 @@ pub(super) fn decide(
     measured: Option<&Measurements>,
     said: &ModelSays<'_>,
 ) -> (Verdict, String) {
-    let ModelSays { facts, levers, repconv_branches_per_step, host_alone_ms } = *said;
+    let ModelSays { facts, levers, repconv_branches_per_step, host_alone_ms, cannot_tell } = *said;
     let phase_wall: Vec<(String, f64)> = by_phase
         .phases
         .iter()
@@ -120,6 +120,7 @@ pub(super) fn decide(
         facts: Some(facts),
         levers,
         host_alone_ms,
+        withhold_levers: cannot_tell,
     };
     verdict::decide(&evidence)
 }
@@ -134,6 +135,8 @@ pub(super) struct ModelSays<'a> {
     pub repconv_branches_per_step: f64,
     /// The step with all GPU work taken away (the step model).
     pub host_alone_ms: Option<f64>,
+    /// A health finding says the window cannot support a verdict.
+    pub cannot_tell: bool,
 }
 
 /// The host annotations (`record_function` ranges, the DataLoader's)

@@ -163,6 +163,7 @@ pub(super) fn build(
             host_alone_ms: step_model
                 .as_ref()
                 .map(|v| v.span.steps_ms_per_step - v.without_gpu_work_saved_ms_per_step),
+            cannot_tell: health.iter().any(|r| r.severity == Severity::CannotTell),
         },
     );
     // The verdict with what the model says of it: one set of figures.
