@@ -430,7 +430,15 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         ),
         IdleCause::CpuOp => (
             Verdict::HostCpuOp,
-            format!("the host is inside ops' own CPU work, launching nothing{lead}{}", flat_places(top, 3)),
+            format!(
+                "the host is inside ops' own CPU work, launching nothing{lead}{}{}",
+                flat_places(top, 3),
+                if top.places.iter().take(3).any(|p| p.name.ends_with("LaunchKernel")) {
+                    " (a launch call that long loads the kernel's code first: its time is the op's own)"
+                } else {
+                    ""
+                }
+            ),
             cpu_op_levers(e, top),
         ),
         IdleCause::Allocator => (
