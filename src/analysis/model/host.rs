@@ -109,6 +109,17 @@ impl HostCauses {
         out
     }
 
+    /// The time `thread`'s records (of any cause) cover in `[a, b)`.
+    pub fn covered(&self, thread: u32, a: i64, b: i64) -> i64 {
+        let Some(segs) = self.threads.get(&thread).filter(|_| b > a) else { return 0 };
+        let first = segs.partition_point(|s| s.end <= a);
+        segs[first..]
+            .iter()
+            .take_while(|s| s.start < b)
+            .map(|s| (s.end.min(b) - s.start.max(a)).max(0))
+            .sum()
+    }
+
     /// Until when `thread`'s records ran, up to `t`: the end of its last
     /// record begun before `t` (capped at `t`), if any.
     pub fn active_until(&self, thread: u32, t: i64) -> Option<i64> {

@@ -70,6 +70,12 @@ const DEFAULT_SYNC_BASE: i64 = 5_000;
 /// something else.
 const UNEXPLAINED: i64 = 20_000;
 
+/// A worker thread handed work takes it up within this of the loop
+/// thread's call (the autograd engine: 0.08–0.61 ms after `backward()`'s
+/// seed on the fixtures); one that starts later began on its own (a
+/// prefetch thread's copy when its data was ready).
+const HANDOFF: i64 = 2_000_000;
+
 /// What a node is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum NodeKind {
@@ -731,9 +737,7 @@ impl StepModel {
             };
             let handed = if best.is_none() { worker_idle() } else { None };
             if let Some(list) = handed.and_then(|l| by_lane.get(&l)) {
-                let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
-                let x = upto.checked_sub(1).map(|k| list[k]);
-                if let Some(x) = x.filter(|&x| self.nodes[x as usize].end > prev_end) {
+                if let Some(x) = self.handed_by(i as u32, prev_end, list) {
                     best = Some((0, x));
                 }
             }
@@ -760,16 +764,42 @@ impl StepModel {
         if h.start - w0 < LAUNCH_GAP {
             return;
         }
-        let idle = (h.start - w0) - self.own_work_in(t, w0, h.start).iter().sum::<i64>();
+        // Idle: no record of its own (Python frames included) for most of
+        // the stretch; a thread busy in its own code went on by itself.
+        let idle = (h.start - w0) - self.host.covered(t, w0, h.start);
         if 2 * idle < h.start - w0 {
             return;
         }
-        let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
-        let x = upto.checked_sub(1).map(|k| list[k]);
-        if let Some(x) = x.filter(|&x| self.nodes[x as usize].end > w0) {
+        if let Some(x) = self.handed_by(i, w0, list) {
             self.nodes[i as usize].wait = x;
             self.thread_waits += 1;
         }
+    }
+
+    /// The loop thread's call (of `list`, by end) that handed host node
+    /// `i`'s thread its work: its last one ending after `after` and before
+    /// `i` starts, where the loop thread then waited — no call of its own
+    /// starting before `i` does, and mostly no work of its own (ops,
+    /// loading) — and the thread took up its work (its first record or
+    /// call after that call) within [`HANDOFF`] of it. In `backward()` the
+    /// loop thread sits exactly so while the autograd engine's thread
+    /// works; a loop thread still launching, syncing or in its ops did
+    /// not hand the other thread what it then did.
+    fn handed_by(&self, i: u32, after: i64, list: &[u32]) -> Option<u32> {
+        let h = self.nodes[i as usize];
+        let Lane::Thread(t) = self.lanes[h.lane as usize] else { return None };
+        let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
+        let x = upto.checked_sub(1).map(|k| list[k])?;
+        let handed_at = self.nodes[x as usize].end;
+        // (its calls do not overlap: the next by end is the next one)
+        let busy = list.get(upto).is_some_and(|&n| self.nodes[n as usize].start < h.start);
+        let Lane::Thread(by) = self.lanes[self.nodes[x as usize].lane as usize] else {
+            return None;
+        };
+        let own: i64 = self.own_work_in(by, handed_at, h.start).iter().sum();
+        let took_up = self.host.active_from(t, handed_at).map_or(h.start, |a| a.min(h.start));
+        let waited = !busy && 2 * own <= h.start - handed_at;
+        (handed_at > after && waited && took_up - handed_at <= HANDOFF).then_some(x)
     }
 
     /// The host work a thread did itself in the gap before host node `i`
@@ -987,6 +1017,21 @@ impl StepModel {
     /// end of the last GPU work launched in it.
     pub fn end(&self) -> i64 {
         self.nodes.iter().map(|n| n.end).max().unwrap_or(self.window.1).max(self.window.1)
+    }
+
+    /// A window without step markers that a thread launching and
+    /// waiting for nothing holds (a monitor's records running past every
+    /// other thread's and the GPU's work): how far past, ns. No change to
+    /// the GPU's work or the other threads' ends it sooner.
+    pub fn held_by_idle_thread(&self) -> Option<i64> {
+        let lane = self.loop_lane.filter(|_| self.last_mark.is_none())?;
+        let on = |n: &&Node| n.lane == lane;
+        if self.nodes.iter().filter(on).any(|n| n.kind != NodeKind::Mark) {
+            return None;
+        }
+        let held = self.nodes.iter().filter(on).map(|n| n.end).max()?;
+        let rest = self.nodes.iter().filter(|n| n.lane != lane).map(|n| n.end).max()?;
+        (held > rest).then_some(held - rest)
     }
 
     /// Bytes the graph holds.

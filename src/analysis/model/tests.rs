@@ -195,6 +195,9 @@ fn a_thread_that_ends_a_window_without_markers_holds_it() {
     assert_eq!(saved_us(&m, &no_ops), 5000 - 3100);
     let path = m.critical_path();
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Other), 3000 * US)), "{path:?}");
+    // Thread 2 launches nothing: the profile says it holds the window,
+    // 1.9 ms past the GPU's last work.
+    assert_eq!(m.held_by_idle_thread(), Some(1900 * US));
 }
 
 /// The same window, thread 2's op running from the start (0–4 ms): it
@@ -438,6 +441,26 @@ fn a_worker_s_first_call_comes_when_the_loop_thread_hands_it_work() {
     assert_eq!(saved_us(&m, &no_loader), 5000);
     let path = m.critical_path();
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Dataloader), 5000 * US)), "{path:?}");
+}
+
+/// A prefetch thread that copies its next batch when its own data is
+/// ready, 3 ms after the loop thread's last launch, while the loop thread
+/// waits in a sync for that copy: the loop thread handed it nothing, so
+/// taking the loop thread's 4.9 ms of ops away saves only what the copy
+/// leaves of them (it once moved the copy with them: 4.9 ms "saved").
+#[test]
+fn a_thread_the_loop_thread_hands_nothing_goes_on_by_itself() {
+    let mut copy = kernel(13, COPY_CLASS, 8020, 480, 8000);
+    copy.launch = Some((3, 8000 * US, 8005 * US));
+    let gpu = vec![kernel(7, GEMM, 4960, 500, 4950), copy];
+    let syncs = vec![(1, 5100 * US, 8520 * US)];
+    let recs = [(1, 10 * US, 4910 * US, HostCause::CpuOp)];
+    let m = model(gpu, syncs, (0, 8600), HostCauses::of(recs.into_iter(), true));
+    check_null(&m);
+    assert_eq!(m.thread_waits, 0);
+    let mut no_ops = Change::default();
+    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    assert!(saved_us(&m, &no_ops) < 500, "{}", saved_us(&m, &no_ops));
 }
 
 /// A launch call that loads GPU code lazily (5 ms, no GPU work ending

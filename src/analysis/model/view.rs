@@ -63,6 +63,12 @@ pub fn view(
     let scenarios = rows(m, step_ms, m.standard(at_roofline));
     let mut notes: Vec<String> = note.into_iter().collect();
     notes.extend(few_steps_note(m.n_steps));
+    if let Some(past) = m.held_by_idle_thread().filter(|&ns| ns * 50 >= path.span) {
+        notes.push(format!(
+            "no step markers: the window ends with the records of a thread that launches and waits for nothing, {:.3} ms after every other thread's and the GPU's last work; no change to them ends it sooner (where that thread is not the step's, a monitor's, record with prof.step() markers)",
+            past as f64 / 1e6
+        ));
+    }
     if m.unordered > 0 {
         notes.push(format!(
             "{} nodes could not be ordered by their dependencies (clocks out of step): kept at their trace times",
