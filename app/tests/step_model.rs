@@ -1113,3 +1113,33 @@ fn a_loader_s_wait_saves_all_but_the_gpu_tail_it_hid() {
     let saved = f(&w["saved_ms_per_step"]);
     assert!((saved - expect).abs() <= 0.01 * expect, "saved {saved}, derived {expect:.3} ms");
 }
+
+/// One rank's trace of the DLRM job: its first all-to-all ends at the
+/// same microsecond on all eight ranks, so most of rank 1's 7.6 ms
+/// kernel is its wait for rank 7 to arrive. Its own model cannot tell
+/// that from the transfer, and its savings say so, naming the world size
+/// the trace records; the job's what-if, which re-times the ranks
+/// together, needs no such note.
+#[test]
+fn one_rank_s_savings_say_the_other_ranks_must_keep_up() {
+    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+    let rank1 = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("worker1"))
+        .unwrap();
+    let info = &common::read_json(&rank1)["distributedInfo"];
+    let (rank, world) = (info["rank"].as_u64().unwrap(), info["world_size"].as_u64().unwrap());
+    assert!(world > 1);
+    let t = rank1.to_str().unwrap();
+    let says = format!("rank {rank} of {world}: its collectives' time holds its wait");
+    let w = json(&["what-if", t, "--remove-category", "communication"]);
+    assert!(w["notes"].to_string().contains(&says), "{}", w["notes"]);
+    let all = json(&["what-if", t, "--all"]);
+    assert!(all["notes"].to_string().contains(&says), "{}", all["notes"]);
+    let s = json(&["summary", t]);
+    let why = s["bound_why"].as_str().unwrap();
+    assert!(why.contains(&format!("One rank of {world}:")), "{why}");
+    let job = json(&["what-if", dir.to_str().unwrap(), "--remove-category", "communication"]);
+    assert!(!job.to_string().contains("its collectives' time holds"), "{job}");
+}

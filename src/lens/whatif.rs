@@ -167,6 +167,10 @@ pub fn what_if(p: &Profile, model: Option<&StepModel>, r: &Request) -> Result<Wh
     if change.frees_host() {
         notes.extend(crate::analysis::model::few_steps_note(m.n_steps));
     }
+    notes.extend(crate::analysis::model::rank_note(
+        p.distributed.as_ref(),
+        p.extras.comm_ms_per_step,
+    ));
     let replayed = m.replay(&change);
     let steps = m.n_steps.max(1) as f64;
     let per_step = |ns: i64| ns as f64 / 1e6 / steps;

@@ -129,7 +129,9 @@ pub(super) fn build(
                 ))
             })
             .collect();
-        crate::analysis::model::view(m, head.step_ms, &roofline, note.clone())
+        let mut v = crate::analysis::model::view(m, head.step_ms, &roofline, note.clone());
+        v.notes.extend(crate::analysis::model::rank_note(info.distributed.as_ref(), head.comm_ms));
+        v
     });
     // The levers the trace supports (§16), only on a steady step: not where the window cannot support a verdict
     // or records a graph capture (§15).
@@ -171,6 +173,13 @@ pub(super) fn build(
         step_model.as_ref().and_then(|m| model_sentence(&bound, m, !levers.is_empty()))
     {
         bound_why = format!("{bound_why} {said}");
+    }
+    // One rank of a job: its savings hold only if the others keep up.
+    let world = info.distributed.as_ref().and_then(|d| d.world_size).filter(|&w| w > 1);
+    if let Some(w) = world.filter(|_| !levers.is_empty() && head.comm_ms.is_some_and(|c| c > 0.0)) {
+        bound_why = format!(
+            "{bound_why} One rank of {w}: its collectives' time holds its wait for the others, so these savings hold only if their steps shrink too; `what-if` on the folder of every rank's trace re-times the job."
+        );
     }
     // The window's health before any verdict (§15): where it cannot
     // support one, the verdict says so, and what was recorded follows.

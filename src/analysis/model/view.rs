@@ -116,6 +116,19 @@ pub fn few_steps_note(steps: usize) -> Option<String> {
     })
 }
 
+/// Said of one rank's trace of a job (its `distributedInfo`), where it
+/// runs collectives: a collective kernel's time holds its rank's wait for
+/// the others to arrive, which one trace cannot tell from the transfer,
+/// so a saving here holds only if the others' steps shrink as much.
+pub fn rank_note(d: Option<&crate::profile::Distributed>, comm_ms: Option<f64>) -> Option<String> {
+    let world = d?.world_size.filter(|&w| w > 1)?;
+    comm_ms.filter(|&c| c > 0.0)?;
+    let rank = d?.rank.map_or(String::new(), |r| format!(" {r}"));
+    Some(format!(
+        "rank{rank} of {world}: its collectives' time holds its wait for the other ranks to arrive, which one trace cannot tell from the transfer; a saving here holds only if the other ranks' steps shrink as much (`what-if` on the folder of every rank's trace re-times the job)"
+    ))
+}
+
 /// Scenarios re-timed on `m`, as rows, largest saving first.
 pub fn rows(
     m: &StepModel,
