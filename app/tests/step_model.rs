@@ -30,6 +30,17 @@ fn f(v: &Value) -> f64 {
 }
 
 /// The row of a JSON list whose `key` is `name`.
+/// The PARAM DLRM job's folder and rank `n`'s trace in it.
+fn dlrm_rank(n: u32) -> (std::path::PathBuf, std::path::PathBuf) {
+    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+    let rank = std::fs::read_dir(&dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(&format!("worker{n}_")))
+        .unwrap();
+    (dir, rank)
+}
+
 fn row<'a>(rows: &'a Value, key: &str, name: &str) -> &'a Value {
     let list = rows.as_array().unwrap_or_else(|| panic!("not a list: {rows}"));
     list.iter().find(|r| r[key] == name).unwrap_or_else(|| panic!("no {key} {name} in {rows}"))
@@ -905,12 +916,7 @@ fn a_window_too_short_to_overlap_steps_says_so() {
     for l in one["levers"].as_array().unwrap() {
         assert!(!l["evidence"].as_str().unwrap().contains("next step"), "{l}");
     }
-    let dlrm = fixtures().join("traces/param_dlrm_v100_8rank");
-    let rank0 = std::fs::read_dir(&dlrm)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("worker0"))
-        .unwrap();
+    let (dlrm, rank0) = dlrm_rank(0);
     let s = json(&["summary", rank0.to_str().unwrap()]);
     assert_eq!(f(&s["step_model"]["steps"]), 1.0);
     for l in s["levers"].as_array().unwrap() {
@@ -1122,12 +1128,7 @@ fn a_loader_s_wait_saves_all_but_the_gpu_tail_it_hid() {
 /// together, needs no such note.
 #[test]
 fn one_rank_s_savings_say_the_other_ranks_must_keep_up() {
-    let dir = fixtures().join("traces/param_dlrm_v100_8rank");
-    let rank1 = std::fs::read_dir(&dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.file_name().unwrap().to_string_lossy().starts_with("worker1"))
-        .unwrap();
+    let (dir, rank1) = dlrm_rank(1);
     let info = &common::read_json(&rank1)["distributedInfo"];
     let (rank, world) = (info["rank"].as_u64().unwrap(), info["world_size"].as_u64().unwrap());
     assert!(world > 1);
