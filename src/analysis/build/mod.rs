@@ -175,8 +175,8 @@ pub(super) fn build(
         bound_why = format!("{bound_why} {said}");
     }
     // One rank of a job: its savings hold only if the others keep up.
-    let world = info.distributed.as_ref().and_then(|d| d.world_size).filter(|&w| w > 1);
-    if let Some(w) = world.filter(|_| !levers.is_empty() && head.comm_ms.is_some_and(|c| c > 0.0)) {
+    let world = crate::analysis::model::job_world(info.distributed.as_ref(), head.comm_ms);
+    if let Some(w) = world.filter(|_| !levers.is_empty()) {
         bound_why = format!(
             "{bound_why} One rank of {w}: its collectives' time holds its wait for the others, so these savings hold only if their steps shrink too; `what-if` on the folder of every rank's trace re-times the job."
         );

@@ -43,7 +43,7 @@ pub(crate) use from_pass::model as of_pass;
 pub use path::{CriticalPath, PathPart};
 pub use replay::{Change, Replayed};
 pub use scenarios::Scenario;
-pub use view::{few_steps_note, rank_note, rows, view};
+pub use view::{few_steps_note, job_world, rank_note, rows, view};
 
 use host::{ByCause, HostCause, HostCauses};
 

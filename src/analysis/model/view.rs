@@ -121,12 +121,18 @@ pub fn few_steps_note(steps: usize) -> Option<String> {
 /// the others to arrive, which one trace cannot tell from the transfer,
 /// so a saving here holds only if the others' steps shrink as much.
 pub fn rank_note(d: Option<&crate::profile::Distributed>, comm_ms: Option<f64>) -> Option<String> {
-    let world = d?.world_size.filter(|&w| w > 1)?;
-    comm_ms.filter(|&c| c > 0.0)?;
+    let world = job_world(d, comm_ms)?;
     let rank = d?.rank.map_or(String::new(), |r| format!(" {r}"));
     Some(format!(
         "rank{rank} of {world}: its collectives' time holds its wait for the other ranks to arrive, which one trace cannot tell from the transfer; a saving here holds only if the other ranks' steps shrink as much (`what-if` on the folder of every rank's trace re-times the job)"
     ))
+}
+
+/// The world size of the job whose rank's trace this is, where the trace
+/// runs collectives (what [`rank_note`] is said of).
+pub fn job_world(d: Option<&crate::profile::Distributed>, comm_ms: Option<f64>) -> Option<u32> {
+    comm_ms.filter(|&c| c > 0.0)?;
+    d?.world_size.filter(|&w| w > 1)
 }
 
 /// Scenarios re-timed on `m`, as rows, largest saving first.
