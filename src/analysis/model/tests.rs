@@ -82,6 +82,19 @@ fn without(class: u8) -> Change {
     c
 }
 
+/// No host time of `cause`.
+fn without_host(cause: HostCause) -> Change {
+    let mut c = Change::default();
+    c.host_removed[cause as usize] = 1.0;
+    c
+}
+
+/// Three 1 ms GEMMs on stream 7 from 100 µs on, launched in the first
+/// 30 µs: the GPU busy to 3.1 ms.
+fn three_gemms() -> Vec<GpuWork> {
+    (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect()
+}
+
 /// The replay with no change gives every node its own times, and the
 /// critical path's parts sum to the span.
 fn check_null(m: &StepModel) {
@@ -164,8 +177,7 @@ fn gpu_work_after_the_last_step_is_no_step_s_saving() {
 /// nothing: the window's end was held as the host's own time).
 #[test]
 fn a_window_without_markers_ends_with_its_last_work() {
-    let gpu: Vec<GpuWork> =
-        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let gpu = three_gemms();
     let host = HostCauses::of(std::iter::once((1, 0, 60 * US, HostCause::CpuOp)), true);
     let m = window(gpu, (0, 3100), host, false);
     check_null(&m);
@@ -184,14 +196,12 @@ fn a_window_without_markers_ends_with_its_last_work() {
 /// its 1.9 ms.)
 #[test]
 fn a_thread_that_ends_a_window_without_markers_holds_it() {
-    let gpu: Vec<GpuWork> =
-        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let gpu = three_gemms();
     let recs = [(1, 0, 60 * US, HostCause::CpuOp), (2, 3000 * US, 5000 * US, HostCause::CpuOp)];
     let m = window(gpu, (0, 5000), HostCauses::of(recs.into_iter(), true), false);
     check_null(&m);
     assert_eq!(saved_us(&m, &without(GEMM)), 0);
-    let mut no_ops = Change::default();
-    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    let no_ops = without_host(HostCause::CpuOp);
     assert_eq!(saved_us(&m, &no_ops), 5000 - 3100);
     let path = m.critical_path();
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Other), 3000 * US)), "{path:?}");
@@ -208,14 +218,12 @@ fn a_thread_that_ends_a_window_without_markers_holds_it() {
 /// op taken away saved nothing.)
 #[test]
 fn work_taken_up_before_another_thread_stops_waits_for_nothing() {
-    let gpu: Vec<GpuWork> =
-        (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect();
+    let gpu = three_gemms();
     let recs = [(1, 0, 60 * US, HostCause::CpuOp), (2, 0, 4000 * US, HostCause::CpuOp)];
     let m = window(gpu, (0, 4000), HostCauses::of(recs.into_iter(), true), false);
     check_null(&m);
     assert_eq!(m.thread_waits, 0);
-    let mut no_ops = Change::default();
-    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    let no_ops = without_host(HostCause::CpuOp);
     assert_eq!(saved_us(&m, &no_ops), 4000 - 3100);
 }
 
@@ -229,8 +237,7 @@ fn a_host_bound_stretch_saves_nothing_when_kernels_go() {
     let m = model(gpu, vec![], (0, 3000), host);
     check_null(&m);
     assert_eq!(saved_us(&m, &without(ELT)), 0);
-    let mut no_python = Change::default();
-    no_python.host_removed[HostCause::Python as usize] = 1.0;
+    let no_python = without_host(HostCause::Python);
     // The three gaps of 995 µs go: the step ends 38 µs in (the kernels,
     // each after its launch and the one before it) instead of at 3000.
     assert_eq!(saved_us(&m, &no_python), 3000 - 38);
@@ -409,15 +416,13 @@ fn a_thread_that_waits_for_another_follows_it() {
     // after sitting idle, went on from the loop thread's launch before.
     assert_eq!(m.thread_waits, 2);
     assert!(m.critical_path().parts.iter().any(|p| p.0 == PathPart::ThreadWait));
-    let mut no_ops = Change::default();
-    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    let no_ops = without_host(HostCause::CpuOp);
     // Thread 2's calls come back to back (100 … 165 µs), the loop thread
     // 95 µs after its last, and the step's end 995 µs after that.
     assert_eq!(saved_us(&m, &no_ops), 6000 - (165 + 95 + 5 + 995));
     // Without the 995 µs of Python at the end the step ends with its last
     // kernel, at 5015 µs.
-    let mut no_python = Change::default();
-    no_python.host_removed[HostCause::Python as usize] = 1.0;
+    let no_python = without_host(HostCause::Python);
     assert_eq!(saved_us(&m, &no_python), 6000 - 5015);
 }
 
@@ -436,8 +441,7 @@ fn a_worker_s_first_call_comes_when_the_loop_thread_hands_it_work() {
     let m = model(gpu, vec![], (0, 7000), HostCauses::of(recs.into_iter(), true));
     check_null(&m);
     assert_eq!(m.thread_waits, 1);
-    let mut no_loader = Change::default();
-    no_loader.host_removed[HostCause::Dataloader as usize] = 1.0;
+    let no_loader = without_host(HostCause::Dataloader);
     assert_eq!(saved_us(&m, &no_loader), 5000);
     let path = m.critical_path();
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Dataloader), 5000 * US)), "{path:?}");
@@ -458,8 +462,7 @@ fn a_thread_the_loop_thread_hands_nothing_goes_on_by_itself() {
     let m = model(gpu, syncs, (0, 8600), HostCauses::of(recs.into_iter(), true));
     check_null(&m);
     assert_eq!(m.thread_waits, 0);
-    let mut no_ops = Change::default();
-    no_ops.host_removed[HostCause::CpuOp as usize] = 1.0;
+    let no_ops = without_host(HostCause::CpuOp);
     assert!(saved_us(&m, &no_ops) < 500, "{}", saved_us(&m, &no_ops));
 }
 
@@ -474,8 +477,7 @@ fn a_kernel_loaded_lazily_goes_when_its_launch_returns() {
     let gpu = vec![kernel(7, ELT, 10, 5, 0), lazy, kernel(7, ELT, 5210, 5, 5200)];
     let m = model(gpu, vec![], (0, 5300), HostCauses::default());
     check_null(&m);
-    let mut no_loading = Change::default();
-    no_loading.host_removed[HostCause::CpuOp as usize] = 1.0;
+    let no_loading = without_host(HostCause::CpuOp);
     // Every call and kernel after the loading moves 5 ms earlier, the
     // step's end with them.
     assert_eq!(saved_us(&m, &no_loading), 5000);
