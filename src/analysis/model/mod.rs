@@ -303,6 +303,10 @@ pub struct StepModel {
     also_waits: HashMap<u32, Vec<u32>>,
     /// Host calls explained by an inferred wait on another thread.
     pub thread_waits: usize,
+    /// When each such call's thread went on (took up its own work again,
+    /// by its records): the wait ends there, and what it did after is
+    /// its own host time.
+    went_on: HashMap<u32, i64>,
     /// The loop thread's lane (the step markers'), if any.
     loop_lane: Option<u32>,
     /// The last step's end marker, where the trace marks its steps: the
@@ -434,6 +438,7 @@ impl StepModel {
             recorded_syncs: 0,
             also_waits: HashMap::default(),
             thread_waits: 0,
+            went_on: HashMap::default(),
             loop_lane,
             last_mark,
             unordered: 0,
@@ -699,7 +704,7 @@ impl StepModel {
             if h.start - prev_end < LAUNCH_GAP {
                 continue;
             }
-            let mut best: Option<(i64, u32)> = None;
+            let mut best: Option<(i64, u32, i64)> = None;
             for (&lane, list) in &by_lane {
                 let Lane::Thread(t) = self.lanes[lane as usize] else { continue };
                 if lane == h.lane {
@@ -721,10 +726,11 @@ impl StepModel {
                 if active <= prev_end || !(near(h.start, UNEXPLAINED) || resumed) {
                     continue;
                 }
+                let on = went_on.filter(|_| resumed).unwrap_or(h.start);
                 let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
                 let Some(&x) = upto.checked_sub(1).and_then(|k| list.get(k)) else { continue };
                 if self.nodes[x as usize].end > prev_end && best.is_none_or(|b| active > b.0) {
-                    best = Some((active, x));
+                    best = Some((active, x, on));
                 }
             }
             // A worker thread (the autograd engine's) that sat idle, doing
@@ -737,13 +743,87 @@ impl StepModel {
             };
             let handed = if best.is_none() { worker_idle() } else { None };
             if let Some(list) = handed.and_then(|l| by_lane.get(&l)) {
-                if let Some(x) = self.handed_by(i as u32, prev_end, list) {
-                    best = Some((0, x));
+                if let Some((x, on)) = self.handed_by(i as u32, prev_end, list) {
+                    best = Some((0, x, on));
                 }
             }
-            if let Some((_, x)) = best {
-                self.nodes[i].wait = x;
-                self.thread_waits += 1;
+            if let Some((_, x, on)) = best {
+                self.link_thread(i as u32, x, on);
+            }
+        }
+        self.link_returns(&by_lane);
+    }
+
+    /// Host node `i` waited for another thread's call `x` and went on at
+    /// `on`.
+    fn link_thread(&mut self, i: u32, x: u32, on: i64) {
+        self.nodes[i as usize].wait = x;
+        self.went_on.insert(i, on);
+        self.thread_waits += 1;
+    }
+
+    /// When host node `i`, which waited for another thread, went on:
+    /// between that thread's call's end and its own start.
+    pub(super) fn went_on(&self, i: u32) -> i64 {
+        let n = &self.nodes[i as usize];
+        let from = self.nodes[n.wait as usize].end;
+        let from = if n.prev == NONE { from } else { from.max(self.nodes[n.prev as usize].end) };
+        self.went_on.get(&i).map_or(n.start, |&on| on.clamp(from.min(n.start), n.start))
+    }
+
+    /// A thread that handed another thread work and then sat waiting —
+    /// no work of its own, a scope such as `## backward ##` open around
+    /// the wait — went on when that thread stopped: the loop thread's
+    /// return from `backward()` once the autograd engine's thread is
+    /// done. The open scope hides when it went on from
+    /// [`Self::link_thread_waits`]'s test; the handing over shows it
+    /// waited. What it did after that thread stopped is its own.
+    fn link_returns(&mut self, by_lane: &HashMap<u32, Vec<u32>>) {
+        // Host node → the lanes of the other threads' calls it handed work.
+        let mut handed: HashMap<u32, Vec<u32>> = HashMap::default();
+        for n in &self.nodes {
+            if n.kind != NodeKind::Gpu && n.wait != NONE {
+                let by = self.nodes[n.wait as usize].lane;
+                if by != n.lane {
+                    handed.entry(n.wait).or_default().push(n.lane);
+                }
+            }
+        }
+        for i in 0..self.nodes.len() {
+            let h = self.nodes[i];
+            if h.kind == NodeKind::Gpu || h.prev == NONE || h.wait != NONE {
+                continue;
+            }
+            let Some(lanes) = handed.get(&h.prev) else { continue };
+            let Lane::Thread(own) = self.lanes[h.lane as usize] else { continue };
+            let prev_end = self.nodes[h.prev as usize].end;
+            if h.start - prev_end < LAUNCH_GAP {
+                continue;
+            }
+            let mut best: Option<(i64, u32)> = None;
+            for &lane in lanes {
+                let (Lane::Thread(t), Some(list)) = (self.lanes[lane as usize], by_lane.get(&lane))
+                else {
+                    continue;
+                };
+                // It stopped before this thread went on; meanwhile this
+                // thread mostly did nothing of its own.
+                let Some(active) = self.host.active_until(t, h.start).filter(|&a| a < h.start)
+                else {
+                    continue;
+                };
+                let waited: i64 = self.own_work_in(own, prev_end, active).iter().sum();
+                if active <= prev_end || 2 * waited > active - prev_end {
+                    continue;
+                }
+                let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
+                let Some(&x) = upto.checked_sub(1).and_then(|k| list.get(k)) else { continue };
+                if self.nodes[x as usize].end > prev_end && best.is_none_or(|b| active > b.0) {
+                    best = Some((active, x));
+                }
+            }
+            if let Some((active, x)) = best {
+                self.link_thread(i as u32, x, active);
             }
         }
     }
@@ -770,9 +850,8 @@ impl StepModel {
         if 2 * idle < h.start - w0 {
             return;
         }
-        if let Some(x) = self.handed_by(i, w0, list) {
-            self.nodes[i as usize].wait = x;
-            self.thread_waits += 1;
+        if let Some((x, on)) = self.handed_by(i, w0, list) {
+            self.link_thread(i, x, on);
         }
     }
 
@@ -785,7 +864,7 @@ impl StepModel {
     /// loop thread sits exactly so while the autograd engine's thread
     /// works; a loop thread still launching, syncing or in its ops did
     /// not hand the other thread what it then did.
-    fn handed_by(&self, i: u32, after: i64, list: &[u32]) -> Option<u32> {
+    fn handed_by(&self, i: u32, after: i64, list: &[u32]) -> Option<(u32, i64)> {
         let h = self.nodes[i as usize];
         let Lane::Thread(t) = self.lanes[h.lane as usize] else { return None };
         let upto = list.partition_point(|&x| self.nodes[x as usize].end <= h.start);
@@ -799,7 +878,7 @@ impl StepModel {
         let own: i64 = self.own_work_in(by, handed_at, h.start).iter().sum();
         let took_up = self.host.active_from(t, handed_at).map_or(h.start, |a| a.min(h.start));
         let waited = !busy && 2 * own <= h.start - handed_at;
-        (handed_at > after && waited && took_up - handed_at <= HANDOFF).then_some(x)
+        (handed_at > after && waited && took_up - handed_at <= HANDOFF).then_some((x, took_up))
     }
 
     /// The host work a thread did itself in the gap before host node `i`
@@ -814,7 +893,7 @@ impl StepModel {
     }
 
     /// [`Self::own_work`] of `thread` in `[a, b)`.
-    fn own_work_in(&self, thread: u32, a: i64, b: i64) -> ByCause {
+    pub(super) fn own_work_in(&self, thread: u32, a: i64, b: i64) -> ByCause {
         let mut by = self.split_in_steps(thread, a, b);
         by[HostCause::Python as usize] = 0;
         by[HostCause::Other as usize] = 0;

@@ -160,7 +160,11 @@ impl StepModel {
                         // (a worker's first call too: it waits for the
                         // loop thread that handed it work)
                         _ if n.wait != NONE => {
-                            add(PathPart::ThreadWait, self.nodes[n.wait as usize].end, n.start);
+                            // Waiting until the thread went on; its own
+                            // time after that.
+                            let on = self.went_on(i);
+                            add(PathPart::ThreadWait, self.nodes[n.wait as usize].end, on);
+                            self.host_gap(n.lane, on, n.start, &mut add);
                             At::End(n.wait)
                         }
                         (_, Bind::Free) => {

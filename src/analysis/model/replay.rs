@@ -148,50 +148,71 @@ impl StepModel {
     /// for a worker's first call handed work by the loop thread.
     pub(super) fn host_start(&self, i: u32, change: &Change, end: &[i64]) -> i64 {
         let node = &self.nodes[i as usize];
-        if node.prev == NONE {
-            if node.wait != NONE && change.thread_waits {
-                let x = node.wait as usize;
-                return end[x] + node.start - self.nodes[x].end;
+        let Lane::Thread(t) = self.lanes[node.lane as usize] else { return node.start };
+        if node.wait != NONE && change.thread_waits {
+            // It went on when another thread's call ended (with the
+            // latency the trace shows); what it did after is its own.
+            let (x, on) = (node.wait as usize, self.went_on(i));
+            let after = node.start - on - self.removed_in(t, on, node.start, change, false);
+            let from_other = end[x] + on - self.nodes[x].end + after;
+            if node.prev == NONE {
+                return from_other;
             }
+            // Meanwhile it did its own work, which it still needs.
+            let p = node.prev as usize;
+            let a = self.nodes[p].end;
+            let own = self.own_work_in(t, a, on).iter().sum::<i64>()
+                - self.removed_in(t, a, on, change, true);
+            return from_other.max(end[p] + own + after);
+        }
+        if node.prev == NONE {
             return node.start;
         }
         let p = node.prev as usize;
-        if node.wait != NONE && change.thread_waits {
-            // It went on when another thread's call ended; meanwhile it
-            // did its own work, which it still needs.
-            let x = node.wait as usize;
-            let own: i64 = self.own_work(i).iter().sum();
-            let own = own - self.removed_from_gap(i, change);
-            return (end[x] + node.start - self.nodes[x].end).max(end[p] + own);
-        }
         let gap = node.start - self.nodes[p].end;
         end[p] + gap - self.removed_from_gap(i, change)
     }
 
     /// The host time `change` takes out of the gap before host node `i`.
     pub(super) fn removed_from_gap(&self, i: u32, change: &Change) -> i64 {
+        let n = &self.nodes[i as usize];
+        let Lane::Thread(t) = self.lanes[n.lane as usize] else { return 0 };
+        if n.wait != NONE && change.thread_waits {
+            // Waiting for another thread: only its own work, until it
+            // went on; after, all of its time.
+            let on = self.went_on(i);
+            let before = self.gap(i).map_or(0, |(a, _)| self.removed_in(t, a, on, change, true));
+            return before + self.removed_in(t, on, n.start, change, false);
+        }
+        self.gap(i).map_or(0, |(a, b)| self.removed_in(t, a, b, change, false))
+    }
+
+    /// The host time `change` takes out of `[a, b)` of `thread`'s time
+    /// between two calls; `own_only`: of its own work only (ops, loading,
+    /// allocation), the rest being a wait for another thread.
+    fn removed_in(&self, thread: u32, a: i64, b: i64, change: &Change, own_only: bool) -> i64 {
         let causes = change.host_removed.iter().any(|&r| r > 0.0);
         let cuts = change.launch_factor != 1.0 || !change.host_cut.is_empty() || causes;
-        let Some((a, b)) = self.gap(i).filter(|_| cuts) else { return 0 };
-        if b <= a {
+        if b <= a || !cuts {
             return 0;
         }
-        let Lane::Thread(t) = self.lanes[self.nodes[i as usize].lane as usize] else { return 0 };
         let mut removed = 0.0;
-        let waited = self.nodes[i as usize].wait != NONE && change.thread_waits;
         // Only the part inside the steps: the time between two steps is
         // no step's work (two windows joined can leave seconds there).
         let inside = self.in_steps_ns(a, b);
-        if b - a < LAUNCH_GAP {
+        if b - a < LAUNCH_GAP && !own_only {
             removed += inside as f64 * (1.0 - change.launch_factor);
         } else if causes {
-            // A gap spent waiting for another thread: only its own work.
-            let by: ByCause = if waited { self.own_work(i) } else { self.split_in_steps(t, a, b) };
+            let by: ByCause = if own_only {
+                self.own_work_in(thread, a, b)
+            } else {
+                self.split_in_steps(thread, a, b)
+            };
             for c in HostCause::ALL {
                 removed += by[c as usize] as f64 * change.host_removed[c as usize];
             }
         }
-        if let Some(iv) = change.host_cut.get(&t) {
+        if let Some(iv) = change.host_cut.get(&thread) {
             let mut covered = 0;
             for (a, b) in self.in_steps(a, b) {
                 let first = iv.partition_point(|&(_, e)| e <= a);
@@ -203,7 +224,7 @@ impl StepModel {
             }
             removed += covered as f64 * (1.0 - change.cut_keep);
         }
-        let cap = if waited { self.own_work(i).iter().sum() } else { inside };
+        let cap = if own_only { self.own_work_in(thread, a, b).iter().sum() } else { inside };
         (removed.round() as i64).min(cap)
     }
 

@@ -447,6 +447,53 @@ fn a_worker_s_first_call_comes_when_the_loop_thread_hands_it_work() {
     assert!(path.parts.contains(&(PathPart::Host(HostCause::Dataloader), 5000 * US)), "{path:?}");
 }
 
+/// `loss.backward()` with its `## backward ##` scope open: the loop
+/// thread hands the autograd thread its work (the seed's launch at 50 µs),
+/// sits in the scope while that thread runs ops and launches (100 … 3050
+/// µs), and goes on when it stops — 120 µs later it is in the optimizer's
+/// ops (1 ms) before its next launch. The open scope covers the wait, so
+/// only the handing over shows it: the wait is the other thread's, up to
+/// 3050 µs; the loop thread's Python and ops after that are its own.
+#[test]
+fn a_thread_in_an_open_scope_goes_on_when_the_thread_it_handed_work_stops() {
+    let mut gpu = vec![kernel(7, ELT, 10, 5, 0), kernel(7, ELT, 60, 5, 50)];
+    for k in 0..15 {
+        let at = 100 + k * 200;
+        let mut g = kernel(7, GEMM, at + 10, 5, at);
+        g.launch = Some((2, at * US, (at + 5) * US));
+        gpu.push(g);
+    }
+    gpu.push(kernel(7, ELT, 4160, 5, 4150));
+    let recs = [
+        (1, 55 * US, 3160 * US, HostCause::Python),
+        (1, 3170 * US, 4150 * US, HostCause::CpuOp),
+        (2, 100 * US, 3050 * US, HostCause::CpuOp),
+    ];
+    let m = model(gpu, vec![], (0, 5000), HostCauses::of(recs.into_iter(), true));
+    check_null(&m);
+    assert_eq!(m.thread_waits, 2);
+    // Walking back from the step's end: the loop thread's Python tail
+    // (845 µs), its launch, its own time after the autograd thread
+    // stopped (120 µs Python, 980 µs ops), the wait from that thread's
+    // last call (2905 µs) to its stop, that thread's 15 launches and 14
+    // gaps of ops (195 µs), its wait for the seed (45 µs), and the loop
+    // thread's two launches and the dispatch between them.
+    let path = m.critical_path();
+    let part = |p: PathPart| path.parts.iter().find(|x| x.0 == p).map_or(0, |x| x.1 / US);
+    assert_eq!(part(PathPart::ThreadWait), 145 + 45, "{path:?}");
+    assert_eq!(part(PathPart::Host(HostCause::Python)), 845 + 120, "{path:?}");
+    assert_eq!(part(PathPart::Host(HostCause::CpuOp)), 980 + 14 * 195, "{path:?}");
+    // Without ops the autograd thread's launches come back to back (the
+    // last ends at 175 µs); the loop thread follows 145 µs later plus its
+    // 120 µs of Python, and the step ends 5 + 845 µs after that: every
+    // µs of ops on the path is saved.
+    assert_eq!(saved_us(&m, &without_host(HostCause::CpuOp)), 5000 - (175 + 145 + 120 + 5 + 845));
+    // Without Python the loop thread still waits for the autograd thread
+    // (to 3050 µs) and its ops: its launch at 4030 µs, its kernel ends
+    // the step at 4045 µs.
+    assert_eq!(saved_us(&m, &without_host(HostCause::Python)), 5000 - 4045);
+}
+
 /// A prefetch thread that copies its next batch when its own data is
 /// ready, 3 ms after the loop thread's last launch, while the loop thread
 /// waits in a sync for that copy: the loop thread handed it nothing, so
