@@ -111,6 +111,19 @@ fn without_the_capture_the_replays_are_said_unattributed() {
     assert!(text.contains("attributed to no op"), "{text}");
     let k = common::run(&["profile", "kernels", p]).stdout;
     assert!(k.contains("graph replays") && k.contains("--graph-capture"), "{k}");
+    // The op and module views say it too: no op or module of this trace
+    // launched those kernels (audit s17 F3: `modules` said "0.000 ms of
+    // it in no module", `ops` nothing).
+    let o = common::json(&["ops", p]);
+    assert!((f(&o, "graph_replay_ms_per_step") - want).abs() < 0.002, "{o}");
+    let ops = common::run(&["profile", "ops", p]).stdout;
+    assert!(ops.contains("graph replays") && ops.contains("launched by no op"), "{ops}");
+    let m = common::json(&["modules", p]);
+    let notes: Vec<&str> =
+        m["notes"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    let note = notes.iter().find(|n| n.contains("graph replays")).unwrap_or_else(|| panic!("{m}"));
+    let said: f64 = note.split(" ms/step").next().unwrap().parse().unwrap();
+    assert!((said - want).abs() < 0.002, "{want}: {note}");
 }
 
 /// With the capture: every replayed kernel matched by name, in order, to
@@ -139,6 +152,10 @@ fn the_capture_gives_each_replayed_kernel_its_op() {
     assert!(text.contains("100% attributed to the ops that captured them"), "{text}");
     let k = common::run(&["profile", "kernels", p, "--graph-capture", c]).stdout;
     assert!(k.contains("100% attributed to the ops that captured them"), "{k}");
+    // `ops` rows of captured ops mix the replays' calls and GPU time with
+    // the rates of the trace's own calls: said.
+    let o = common::run(&["profile", "ops", p, "--graph-capture", c]).stdout;
+    assert!(o.contains("their rate columns and shape come from the calls this trace ran"), "{o}");
 
     // The tree: under the graph node, every kernel under exactly the ops
     // that were open around its captured launch (none: right under the

@@ -1144,3 +1144,87 @@ fn one_rank_s_savings_say_the_other_ranks_must_keep_up() {
     let job = json(&["what-if", dir.to_str().unwrap(), "--remove-category", "communication"]);
     assert!(!job.to_string().contains("its collectives' time holds"), "{job}");
 }
+
+/// DDP training on an A100 (HTA's NCCL trace): in each step the loop
+/// thread hands `backward()` to the autograd engine's thread and sits in
+/// its `## backward ##` scope for ~100 ms while that thread runs the
+/// backward's ops and launches; then it runs the optimizer. The step's
+/// chain is the loop thread up to its last call before the engine's
+/// first, the engine up to its last call, the loop thread after: the ops
+/// on it (derived here, each thread's op calls' union) are on the
+/// critical path as host ops and launches, and the Python on it is only
+/// what the chain spends outside ops — the loop thread's wait inside its
+/// open scope once read as 117 ms/step of "host python" in a 222 ms step
+/// where the chain ran ~30 ms outside ops (audit s16b L-1).
+#[test]
+fn the_loop_thread_in_backward_waits_for_the_engine_s_thread() {
+    let t = fixtures().join("traces/hta_nccl_a100_2024/nccl_data.json.gz");
+    let events = common::trace_events(&common::read_json(&t));
+    let ts = |e: &Value| e["ts"].as_f64().unwrap_or(0.0);
+    let end = |e: &Value| ts(e) + e["dur"].as_f64().unwrap_or(0.0);
+    let cat = |e: &Value| e["cat"].as_str().unwrap_or("").to_string();
+    let steps: Vec<&Value> = events
+        .iter()
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")))
+        .collect();
+    let main = steps[0]["tid"].clone();
+    let (mut ops_on_chain, mut outside_ops) = (0.0, 0.0);
+    for s in &steps {
+        let (a, b) = (ts(s), end(s));
+        let calls = |tid: &Value| -> Vec<(f64, f64)> {
+            let mut v: Vec<(f64, f64)> = events
+                .iter()
+                .filter(|e| cat(e) == "cuda_runtime" && e["tid"] == *tid && a <= ts(e) && ts(e) < b)
+                .map(|e| (ts(e), end(e)))
+                .collect();
+            v.sort_by(|x, y| x.0.total_cmp(&y.0));
+            v
+        };
+        // The engine: the other thread with the most runtime calls.
+        let mut others: Vec<Value> = events
+            .iter()
+            .filter(|e| cat(e) == "cuda_runtime" && e["tid"] != main && e["tid"].as_i64() > Some(0))
+            .map(|e| e["tid"].clone())
+            .collect();
+        others.sort_by_key(|t| t.as_i64());
+        others.dedup();
+        let engine = others.iter().max_by_key(|t| calls(t).len()).unwrap().clone();
+        let (mine, its) = (calls(&main), calls(&engine));
+        let (e0, e1) = (its[0].0, its.iter().map(|c| c.1).fold(0.0, f64::max));
+        let handed = mine.iter().filter(|c| c.1 <= e0).map(|c| c.1).fold(a, f64::max);
+        let ops_in = |tid: &Value, from: f64, to: f64| {
+            let iv: Vec<(f64, f64)> = events
+                .iter()
+                .filter(|e| cat(e) == "cpu_op" && e["tid"] == *tid)
+                .map(|e| (ts(e).max(from), end(e).min(to)))
+                .filter(|iv| iv.1 > iv.0)
+                .collect();
+            common::union_len(&iv)
+        };
+        let ops = ops_in(&main, a, handed) + ops_in(&engine, handed, e1) + ops_in(&main, e1, b);
+        ops_on_chain += ops;
+        outside_ops += (b - a) - ops;
+    }
+    let n = steps.len() as f64;
+    let (ops_on_chain, outside_ops) = (ops_on_chain / n / 1e3, outside_ops / n / 1e3);
+    let w = json(&["what-if", t.to_str().unwrap(), "--all"]);
+    let part = |name: &str| {
+        w["critical_path"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["part"] == name)
+            .map_or(0.0, |p| f(&p["ms_per_step"]))
+    };
+    let host_ops = part("cpu_op") + part("launch");
+    assert!(
+        host_ops >= 0.95 * ops_on_chain,
+        "{host_ops} ms of ops on the path, {ops_on_chain} on the chain"
+    );
+    assert!(
+        part("python") <= outside_ops,
+        "{} ms of Python on the path, {outside_ops} outside ops",
+        part("python")
+    );
+    assert!(part("other thread") > 0.0, "{w}");
+}

@@ -325,6 +325,16 @@ impl ThreadSweep {
                 stack.pop();
             }
             stack.push(op);
+            at = stack.len() - 1;
+        }
+        // A priced call under one of its own name (above it on the stack:
+        // inside it) is counted once, as the outermost.
+        let same = |o: &RoofOp| o.name == op.name && o.call != NO_CALL;
+        if op.call != NO_CALL && stack[..at].iter().any(same) {
+            given.calls[op.call as usize].nested = true;
+        }
+        for o in stack[at + 1..].iter().filter(|o| same(o)) {
+            given.calls[o.call as usize].nested = true;
         }
         true
     }
@@ -396,13 +406,25 @@ struct Call {
     /// The phase its start is placed in.
     phase: u16,
     tensor_core: bool,
+    /// Inside a priced call of the same name (`aten::div` calling
+    /// `aten::div`): the `ops` table counts the outermost once, so its
+    /// figures leave this one out.
+    nested: bool,
 }
 
 const NO_QUEUE: u32 = u32::MAX;
 
 impl Default for Call {
     fn default() -> Call {
-        Call { ns: 0.0, name: 0, model: 0, queue: NO_QUEUE, phase: 0, tensor_core: false }
+        Call {
+            ns: 0.0,
+            name: 0,
+            model: 0,
+            queue: NO_QUEUE,
+            phase: 0,
+            tensor_core: false,
+            nested: false,
+        }
     }
 }
 
@@ -489,8 +511,8 @@ pub fn account(
     let mut out = Roofline { unmodelled, ..Roofline::default() };
     let mut matrix: HashMap<PeakClass, Rates> = HashMap::default();
     for c in &calls {
-        if c.ns <= 0.0 {
-            continue; // launched nothing in the steps
+        if c.ns <= 0.0 || c.nested {
+            continue; // launched nothing in the steps, or counted in its own
         }
         let w = &a.pricing.works[c.model as usize];
         let (r, _, _) = rates_of(w, c);

@@ -657,6 +657,9 @@ pub struct ExploreArgs {
     /// different rank numbers (`rank3`, `worker3`)
     #[arg(required = true)]
     pub traces: Vec<PathBuf>,
+    /// Of a job's rank traces (a folder of them, or several): open rank N alone
+    #[arg(long, value_name = "N")]
+    pub rank: Option<u32>,
     /// Colour theme from themes/*.toml
     #[arg(long, default_value = "dark")]
     pub theme: String,

@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Serialize;
 
 use super::kernels::compile_pattern;
-use super::tree::{View, on_focused_paths, pct, stored_tree, top_down};
+use super::tree::{View, graph_note, on_focused_paths, pct, stored_tree, top_down};
 use crate::analysis::ranges::PHASE_ORDER;
 use crate::error::{Error, Result};
 use crate::profile::{NodeKind, Profile};
@@ -193,6 +193,9 @@ pub fn modules(p: &Profile, q: &ModulesQuery) -> Result<Modules> {
     if !roots.iter().any(|r| matches!(Side::of(&view.nodes[*r].name), Side::Backward)) {
         notes.push("no backward phase in the steps: forward only".to_string());
     }
+    // Replays sit under the scope around the graph launch, not under the
+    // modules that captured them unless a capture trace says which.
+    notes.extend(graph_note(stored, &every, gpu_all));
     Ok(Modules {
         trace: p.trace.clone(),
         query: q.clone(),

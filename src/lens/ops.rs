@@ -30,7 +30,20 @@ pub struct Ops {
     /// Why rates or % of peak are missing: GPU traces only.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub efficiency_notes: Vec<String>,
+    /// Why the table is empty: the trace records no CPU ops.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub none: Option<&'static str>,
+    /// As `kernels`: the kernel time in CUDA/HIP graph replays, which no
+    /// op of the trace launched, and of it the part a capture trace gave
+    /// its captured ops (docs/analysis.md §17.1).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_ms_per_step: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub graph_replay_attributed_ms_per_step: Option<f64>,
 }
+
+/// Why `ops` has no rows on a trace without CPU ops.
+pub const NO_OPS: &str = "none in this trace: it records no CPU ops (a GPU-only trace; record with ProfilerActivity.CPU); `profile kernels` on the same file shows the GPU work";
 
 pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
     let scope: &[OpRow] = match &q.phase {
@@ -62,5 +75,8 @@ pub fn ops(p: &Profile, q: &OpQuery) -> Result<Ops> {
         total: scope.len(),
         ops,
         efficiency_notes: efficiency_notes(p),
+        none: p.ops.is_empty().then_some(NO_OPS),
+        graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
+        graph_replay_attributed_ms_per_step: p.extras.graph_replay_attributed_ms_per_step,
     })
 }

@@ -225,14 +225,25 @@ fn select<'a>(p: &'a Profile, q: &TreeQuery) -> Result<Selected<'a>> {
     }
     let focus = q.focus.as_deref().map(|f| compile_pattern("--focus", f)).transpose()?;
     let in_phase = phase_filter(stored, q.phase.as_deref());
-    let view = if q.bottom_up {
-        bottom_up(stored, q.by, &in_phase, focus.as_ref())
-    } else {
-        top_down(stored, |k| q.by.shows(k), &in_phase)
+    let whole = top_down(stored, |k| q.by.shows(k), &in_phase);
+    let totals = |v: &View| {
+        v.roots().iter().fold((0.0, 0.0), |s, &r| (s.0 + v.nodes[r].gpu, s.1 + v.nodes[r].cpu))
+    };
+    // Shares are of the whole, whichever way the tree is read; bottom-up
+    // with a focus, of what matches (a kernel's callers: of its time).
+    let (view, (gpu_all, cpu_all)) = match (q.bottom_up, &focus) {
+        (true, Some(re)) => {
+            let up = bottom_up(&whole, Some(re));
+            let t = totals(&up);
+            (up, t)
+        }
+        (true, None) => (bottom_up(&whole, None), totals(&whole)),
+        (false, _) => {
+            let t = totals(&whole);
+            (whole, t)
+        }
     };
     let roots = view.roots();
-    let gpu_all: f64 = roots.iter().map(|r| view.nodes[*r].gpu).sum();
-    let cpu_all: f64 = roots.iter().map(|r| view.nodes[*r].cpu).sum();
     // Top-down with a focus: only the nodes on a path through a match.
     let (shown_by_focus, under_focus) = match (&focus, q.bottom_up) {
         (Some(re), false) => {
@@ -349,6 +360,14 @@ fn notes(s: &Selected, q: &TreeQuery) -> Vec<String> {
                 .to_string(),
         );
     }
+    notes.extend(graph_note(stored, in_phase, gpu_all));
+    notes
+}
+
+/// The share of GPU time in CUDA/HIP graph replays, and how much of it a
+/// capture trace put under the ops that captured it (docs/analysis.md
+/// §17.1): said by `tree` and `modules`.
+pub(super) fn graph_note(stored: &CallTree, in_phase: &[bool], gpu_all: f64) -> Option<String> {
     let graph = stored
         .nodes
         .iter()
@@ -369,21 +388,22 @@ fn notes(s: &Selected, q: &TreeQuery) -> Vec<String> {
         .map(|n| n.gpu_ms_per_step)
         .sum::<f64>();
     if graph > 0.0 && unattributed < graph - 1e-9 {
-        notes.push(format!(
+        Some(format!(
             "{:.3} ms/step ({:.1}%) of GPU time is in CUDA/HIP graph replays: {:.1}% of it under the ops that captured their kernels, {:.3} ms/step under no op",
             graph,
             pct(graph, gpu_all),
             pct(graph - unattributed, graph),
             unattributed
-        ));
+        ))
     } else if graph > 0.0 {
-        notes.push(format!(
+        Some(format!(
             "{:.3} ms/step ({:.1}%) of GPU time is in CUDA/HIP graph replays: their kernels were captured earlier and belong to no op here",
             graph,
             pct(graph, gpu_all)
-        ));
+        ))
+    } else {
+        None
     }
-    notes
 }
 
 /// What a flame graph's widths are: the kernel time launched inside each
@@ -580,14 +600,15 @@ pub(super) fn top_down(t: &CallTree, shows: impl Fn(NodeKind) -> bool, in_phase:
 }
 
 /// Callers under each node: every shown node's own cost (its self time,
-/// the kernels directly under it) goes up its chain of callers; with a
-/// focus, the matching nodes' whole cost (the outermost of each nest).
-fn bottom_up(t: &CallTree, by: By, in_phase: &[bool], focus: Option<&regex::Regex>) -> View {
-    let td = top_down(t, |k| by.shows(k), in_phase);
+/// the kernels directly under it) goes up its chain of callers — a
+/// phase's own (Python outside any op or module) is a root of its own;
+/// with a focus, the matching nodes' whole cost (the outermost of each
+/// nest).
+fn bottom_up(td: &View, focus: Option<&regex::Regex>) -> View {
     let mut view = View::default();
     let matches = |n: &ViewNode| focus.is_none_or(|re| re.is_match(&n.name));
     for (i, n) in td.nodes.iter().enumerate() {
-        if n.kind == NodeKind::Phase || !matches(n) {
+        if (n.kind == NodeKind::Phase && focus.is_some()) || !matches(n) {
             continue;
         }
         let own = match focus {

@@ -60,6 +60,12 @@ pub fn printable(s: &str) -> Cow<'_, str> {
     Cow::Owned(out)
 }
 
+/// A name on one row of a text table: a line break a trace put in it is
+/// shown escaped (`\n`), as [`printable`] shows the other controls.
+pub fn one_line(s: &str) -> Cow<'_, str> {
+    if s.contains('\n') { Cow::Owned(s.replace('\n', "\\n")) } else { Cow::Borrowed(s) }
+}
+
 /// Characters shown escaped: control characters but the line break, and
 /// the Unicode bidirectional controls, which reorder what a terminal shows
 /// (U+202E turns `evil_txt.exe` into something else): U+061C, U+200E/F,

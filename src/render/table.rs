@@ -198,6 +198,8 @@ pub fn ops(o: &Ops) -> Result<Table> {
     if o.ops.iter().any(|r| r.achieved.is_past_roofline()) {
         t.notes.push(text::past_roofline_note(false));
     }
+    t.notes.extend(text::ops_graph_notes(o));
+    t.notes.extend(o.none.map(str::to_string));
     Ok(t)
 }
 
@@ -220,7 +222,7 @@ pub fn tree(t: &Tree) -> Result<Table> {
 
 pub fn modules(m: &Modules) -> Result<Table> {
     let mut table = Table::of(&m.rows)?.caption(format!(
-        "{}modules, forward and backward: per step GPU {} ms ({} ms in no module); {} shown, {} hidden",
+        "{}modules, forward and backward: per step GPU {} ms ({} ms in no module or annotation); {} shown, {} hidden",
         of_trace(&m.trace),
         m.gpu_ms_per_step,
         m.outside_ms_per_step,

@@ -42,7 +42,7 @@ use crossterm::event::{Event, EventStream};
 use futures_util::StreamExt;
 use libreyolo_core::cli::ExploreArgs;
 use libreyolo_core::error::{Error, Result};
-use libreyolo_core::input::{LoadOptions, load, resolve_input};
+use libreyolo_core::input::{Chosen, LoadOptions, Reads, load, resolve_input, what};
 use libreyolo_core::trace::input::ProgressBar;
 use libreyolo_core::trace::{Progress, ReadOptions};
 use ratatui::DefaultTerminal;
@@ -66,7 +66,20 @@ const SETTLE: Duration = Duration::from_millis(150);
 /// panic (ratatui's panic hook).
 pub fn run(args: &ExploreArgs, read: &ReadOptions) -> Result<()> {
     let theme = Theme::load(&args.theme, Depth::from_env())?;
-    let opening = job::opening(&args.traces)?;
+    let opening = match args.rank {
+        // One rank of a job, as every reader's `--rank` picks it.
+        Some(n) => {
+            let (chosen, notes) = what(&args.traces)?.choose(Some(n), Reads::Job)?;
+            for note in notes {
+                eprintln!("note: {note}");
+            }
+            match chosen {
+                Chosen::One(main) => Opening::Profile { main, other: None },
+                Chosen::Job(_) => unreachable!("--rank picks one rank's file"),
+            }
+        }
+        None => job::opening(&args.traces)?,
+    };
     if !std::io::stdout().is_terminal() {
         return Err(Error::usage(
             "the explorer needs a terminal, and stdout is not one. For output a script can read, use \

@@ -36,7 +36,7 @@ pub use kernels::{job_kernels, kernels};
 pub use memory::{memory, memory_peak_at, memory_peaks};
 pub use merge::merge;
 pub use modules::{modules, modules_total};
-pub use ops::{PCT_OF_CPU_OPS, ops};
+pub use ops::{PCT_OF_CPU_OPS, graph_notes as ops_graph_notes, ops};
 pub use phases::phases;
 pub use summary::{idle_lines, latency_samples, lever_lines, step_line, stream_line, summary};
 pub use tree::tree;

@@ -15,7 +15,7 @@ pub fn modules_total(m: &Modules) -> String {
         format!("per step CPU {:.3} ms (no GPU kernels: host time)", m.cpu_ms_per_step)
     } else {
         format!(
-            "per step GPU {:.3} ms, {:.3} ms of it in no module",
+            "per step GPU {:.3} ms, {:.3} ms of it in no module or annotation",
             m.gpu_ms_per_step, m.outside_ms_per_step
         )
     }
@@ -52,7 +52,7 @@ pub fn modules(m: &Modules) -> String {
             let _ = write!(o, " {:>9.3}", r.other_gpu_ms_per_step);
         }
         let tag = if r.kind == crate::profile::NodeKind::Annotation { " [annotation]" } else { "" };
-        let _ = writeln!(o, "  {}{}{tag}", "  ".repeat(r.depth), r.name);
+        let _ = writeln!(o, "  {}{}{tag}", "  ".repeat(r.depth), crate::render::one_line(&r.name));
     }
     let q = &m.query;
     let view = (q.min_pct, q.depth, q.focus.as_deref());

@@ -117,9 +117,10 @@ pub fn summary(s: &Summary) -> String {
         None => {
             let _ = writeln!(
                 o,
-                "host overhead {} ms/step  |  {} kernel launches/step{recorded}{graphs}{and_dataload}",
+                "host overhead {} ms/step  |  {} kernel launch{}/step{recorded}{graphs}{and_dataload}",
                 num(s.figures.host_overhead_ms_per_step, 2),
-                num(s.figures.launches_per_step, 1)
+                num(s.figures.launches_per_step, 1),
+                if s.figures.launches_per_step == 1.0 { "" } else { "es" }
             );
         }
     }

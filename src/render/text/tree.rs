@@ -44,7 +44,7 @@ pub fn tree(t: &Tree) -> String {
         let tflops = r.tflops.map_or_else(|| "-".to_string(), |v| format!("{v:.1}"));
         // Phases and the forward scopes of backward ops are no calls.
         let calls = if r.calls_per_step > 0.0 { num(r.calls_per_step, 1) } else { "-".to_string() };
-        let name = format!("{}{}", "  ".repeat(r.depth), r.name);
+        let name = format!("{}{}", "  ".repeat(r.depth), crate::render::one_line(&r.name));
         let _ = if cpu {
             writeln!(
                 o,
@@ -92,7 +92,16 @@ pub(super) fn shown_footer(
     why.extend(depth.map(|d| format!("depth {d}")));
     why.extend(focus.map(|f| format!("focus /{f}/")));
     let why = if why.is_empty() { String::new() } else { format!(": {}", why.join(", ")) };
-    let _ = writeln!(o, "({shown} {shown_what}, {hidden} hidden{why})");
+    match focus {
+        // Nothing shown under a focus: it matched nothing, whatever else
+        // would have hidden.
+        Some(f) if shown == 0 => {
+            let _ = writeln!(o, "(no node matches focus /{f}/; {hidden} hidden)");
+        }
+        _ => {
+            let _ = writeln!(o, "({shown} {shown_what}, {hidden} hidden{why})");
+        }
+    }
     for n in notes {
         let _ = writeln!(o, "note: {n}");
     }

@@ -547,10 +547,12 @@ fn launched_from(
         }
     }
     if !c.branch.is_empty() {
+        let first = out.is_empty();
+        let from = if first { "" } else { "from " };
         out.push(Line::from(vec![
-            label(if out.is_empty() { "launched from" } else { "" }),
+            label(if first { "launched from" } else { "" }),
             Span::styled(
-                clip(&format!("from {} callers, costliest first:", c.branch.len()), w),
+                clip(&format!("{from}{} callers, costliest first:", c.branch.len()), w),
                 t.muted(),
             ),
         ]));
