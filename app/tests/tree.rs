@@ -1221,3 +1221,79 @@ fn a_record_that_outlives_the_frame_it_starts_in_is_not_its_child() {
         assert!(!(entering && r["kind"] == "annotation"), "{r} under {parent}");
     }
 }
+
+/// `kernels --json` says where each kernel was launched from: the chain
+/// of callers every call shares — its op, then the Python lines — and
+/// where the calls part, the callers there with their shares. Derived
+/// here for TimeSformer's softmax from the raw events: the records open
+/// on the launching thread around each launch (by correlation id).
+#[test]
+fn kernels_say_where_each_kernel_was_launched_from() {
+    let path = timesformer();
+    let events = trace_events(&read_json(&path));
+    let num = |e: &Value, k: &str| e[k].as_f64().unwrap_or(0.0);
+    let launches: HashMap<i64, (String, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime")
+        .filter_map(|e| Some((e["args"]["correlation"].as_i64()?, (thread_of(e), num(e, "ts")))))
+        .collect();
+    let at: Vec<(String, f64)> = events
+        .iter()
+        .filter(|e| e["cat"] == "kernel")
+        .filter(|e| e["name"].as_str().is_some_and(|n| n.contains("SoftMaxForward")))
+        .filter_map(|e| launches.get(&e["args"]["correlation"].as_i64()?).cloned())
+        .collect();
+    assert!(!at.is_empty());
+    // The records of `cat` open around a launch, by name.
+    let open = |(thread, t): &(String, f64), cat: &str| -> Vec<(String, f64, f64)> {
+        events
+            .iter()
+            .filter(|e| e["cat"] == cat && thread_of(e) == *thread)
+            .filter(|e| num(e, "ts") <= *t && *t <= num(e, "ts") + num(e, "dur"))
+            .map(|e| (e["name"].as_str().unwrap().to_string(), num(e, "ts"), num(e, "dur")))
+            .collect()
+    };
+    let innermost: std::collections::HashSet<String> = at
+        .iter()
+        .filter_map(|l| {
+            open(l, "cpu_op").into_iter().max_by(|a, b| a.1.total_cmp(&b.1)).map(|o| o.0)
+        })
+        .collect();
+    let k = common::json(&["kernels", path.to_str().unwrap(), "--grep", "SoftMaxForward"]);
+    let from = &k["launched_from"][0];
+    assert_eq!(from["kernel"], k["kernels"][0]["kernel"], "{k}");
+    let chain = from["chain"].as_array().unwrap();
+    assert_eq!(innermost.len(), 1, "{innermost:?}");
+    assert_eq!(
+        (&chain[0]["kind"], chain[0]["name"].as_str()),
+        (&Value::from("op"), innermost.iter().next().map(String::as_str))
+    );
+    // Every frame of the chain is open around every launch.
+    let frames: Vec<&str> = chain
+        .iter()
+        .filter(|c| c["kind"] == "frame")
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert!(frames.iter().any(|f| f.contains(".py(")), "{chain:?}");
+    for l in &at {
+        let names: Vec<String> = open(l, "python_function").into_iter().map(|o| o.0).collect();
+        for f in &frames {
+            assert!(names.iter().any(|n| n == f), "{f} not open at {l:?}");
+        }
+    }
+    for c in chain {
+        assert_eq!(f(c, "pct_of_kernel"), 100.0, "{c}");
+    }
+    // Where the calls part: each caller there is open around some launch,
+    // and their shares make up the kernel's time.
+    let branch = from["branch"].as_array().unwrap();
+    let total: f64 = branch.iter().map(|c| f(c, "pct_of_kernel")).sum();
+    assert!(close(total, 100.0, 0.2), "{total}: {branch:?}");
+    for c in branch {
+        let name = c["name"].as_str().unwrap();
+        assert!(
+            at.iter().any(|l| open(l, "python_function").iter().any(|o| o.0 == name)),
+            "{name}"
+        );
+    }
+}

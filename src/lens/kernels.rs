@@ -1,10 +1,11 @@
 //! `profile kernels`: individual GPU kernels, filtered and sorted.
 
-use regex::{Regex, RegexBuilder};
 use schemars::JsonSchema;
 use serde::Serialize;
 
+pub use super::pattern::{compile_grep, compile_pattern};
 use super::phases::check_phase;
+use super::tree::{LaunchedFrom, launched_from, stored_tree};
 use crate::error::{Error, Result};
 use crate::profile::{Category, KernelRow, Profile};
 
@@ -114,6 +115,10 @@ pub struct Kernels {
     /// §17.1).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_attributed_ms_per_step: Option<f64>,
+    /// Where each kernel of the table was launched from, in its order: its
+    /// op, modules and Python lines (a trace with a call tree).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub launched_from: Vec<LaunchedFrom>,
     /// What the devices call the matrix units the `tensorcore` flag marks
     /// (Tensor or Matrix Cores): a label, not a figure.
     #[serde(skip)]
@@ -127,21 +132,6 @@ pub const NO_KERNELS: &str = "none in this trace (a CPU run, or recorded without
 /// The profile's efficiency notes, for the tables that show rates.
 pub fn efficiency_notes(p: &Profile) -> Vec<String> {
     p.efficiency.as_ref().map(|e| e.notes.clone()).unwrap_or_default()
-}
-
-/// Compiles a `--grep` pattern (exit 2 on a bad one).
-pub fn compile_grep(pattern: &str) -> Result<Regex> {
-    compile_pattern("--grep", pattern)
-}
-
-/// Compiles the pattern of option `flag` (`--grep`, `--focus`, `--op`):
-/// case-insensitive, size-limited; a bad one is a usage error naming it.
-pub fn compile_pattern(flag: &str, pattern: &str) -> Result<Regex> {
-    RegexBuilder::new(pattern)
-        .case_insensitive(true)
-        .size_limit(1 << 20)
-        .build()
-        .map_err(|e| Error::usage(format!("invalid {flag} regex '{pattern}': {e}")).caused_by(e))
 }
 
 /// A `--category` that names no category (exit 2, listing them): every
@@ -203,10 +193,14 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
     let matched = rows.len();
     let shown = q.top.unwrap_or(matched).min(matched);
     // A profile written before `priced_pct` gets it from its own figures.
-    let kernels = rows[..shown]
+    let kernels: Vec<KernelRow> = rows[..shown]
         .iter()
         .map(|k| KernelRow { priced_pct: k.priced_share(), ..(*k).clone() })
         .collect();
+    let launched_from = match stored_tree(p) {
+        Ok(_) => kernels.iter().filter_map(|k| launched_from(p, &k.kernel)).collect(),
+        Err(_) => Vec::new(),
+    };
     Ok(Kernels {
         trace: p.trace.clone(),
         none: p.kernels.is_empty().then_some(NO_KERNELS),
@@ -217,6 +211,7 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         efficiency_notes: efficiency_notes(p),
         graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
         graph_replay_attributed_ms_per_step: p.extras.graph_replay_attributed_ms_per_step,
+        launched_from,
         matrix_units: p.matrix_units(),
     })
 }

@@ -12,6 +12,7 @@ pub mod kernels;
 pub mod memory;
 pub mod modules;
 pub mod ops;
+pub mod pattern;
 pub mod phases;
 pub mod stats;
 pub mod summary;

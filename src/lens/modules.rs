@@ -7,7 +7,7 @@
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::kernels::compile_pattern;
+use super::pattern::compile_pattern;
 use super::tree::{View, graph_note, on_focused_paths, pct, stored_tree, top_down};
 use crate::analysis::ranges::PHASE_ORDER;
 use crate::error::{Error, Result};

@@ -5,7 +5,7 @@ use rustc_hash::FxHashMap as HashMap;
 use schemars::JsonSchema;
 use serde::Serialize;
 
-use super::kernels::compile_pattern;
+use super::pattern::{compile_pattern, exactly};
 use super::phases::check_phase;
 use crate::error::{Error, Result};
 use crate::profile::{CallNode, CallTree, NodeKind, Profile};
@@ -404,6 +404,89 @@ pub(super) fn graph_note(stored: &CallTree, in_phase: &[bool], gpu_all: f64) -> 
     } else {
         None
     }
+}
+
+/// The callers of the first root of a bottom-up tree: the chain of its
+/// only callers, innermost first, then the callers of the last of them
+/// where it has several (costliest first, as the lens orders them).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Callers<'a> {
+    pub chain: Vec<&'a TreeRow>,
+    pub branch: Vec<&'a TreeRow>,
+}
+
+pub fn callers(t: &Tree) -> Callers<'_> {
+    let rows = &t.rows;
+    let mut out = Callers::default();
+    let mut at = 0;
+    while at < rows.len() {
+        let depth = rows[at].depth;
+        let kids: Vec<&TreeRow> = rows[at + 1..]
+            .iter()
+            .take_while(|r| r.depth > depth)
+            .filter(|r| r.depth == depth + 1)
+            .collect();
+        match kids.as_slice() {
+            [] => break,
+            [one] => {
+                out.chain.push(one);
+                at += 1;
+            }
+            _ => {
+                out.branch = kids;
+                break;
+            }
+        }
+    }
+    out
+}
+
+/// The bottom-up tree of kernel `label` alone, by frame: its callers, each
+/// with its share of the kernel's time (docs/analysis.md §17).
+pub fn kernel_callers(p: &Profile, label: &str) -> Result<Tree> {
+    let q = TreeQuery {
+        by: By::Frame,
+        focus: Some(exactly(label)),
+        bottom_up: true,
+        min_pct: 0.0,
+        ..TreeQuery::default()
+    };
+    tree(p, &q)
+}
+
+/// One caller of a kernel, as `kernels --json` gives it.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct Caller {
+    pub kind: NodeKind,
+    pub name: String,
+    /// Its share of the kernel's time per step, in percent.
+    pub pct_of_kernel: f64,
+}
+
+/// Where a kernel was launched from: the chain of its only callers,
+/// innermost first — the op, its modules, the Python lines — then, where
+/// the chain branches, the callers there, costliest first.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+pub struct LaunchedFrom {
+    /// The kernel's label, as its row names it.
+    pub kernel: String,
+    pub chain: Vec<Caller>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub branch: Vec<Caller>,
+}
+
+/// [`LaunchedFrom`] of kernel `label`; None where the profile has no call
+/// tree.
+pub fn launched_from(p: &Profile, label: &str) -> Option<LaunchedFrom> {
+    let t = kernel_callers(p, label).ok()?;
+    let c = callers(&t);
+    let caller =
+        |r: &&TreeRow| Caller { kind: r.kind, name: r.name.clone(), pct_of_kernel: r.pct_of_gpu };
+    Some(LaunchedFrom {
+        kernel: label.to_string(),
+        chain: c.chain.iter().map(caller).collect(),
+        branch: c.branch.iter().map(caller).collect(),
+    })
 }
 
 /// What a flame graph's widths are: the kernel time launched inside each

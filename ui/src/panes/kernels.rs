@@ -9,7 +9,7 @@ use std::sync::Arc;
 
 use libreyolo_core::analysis::kernels::label_within;
 use libreyolo_core::lens::kernels::{KernelQuery, Kernels, kernels, phase_split};
-use libreyolo_core::lens::tree::{By, TreeQuery, TreeRow, tree};
+use libreyolo_core::lens::tree::{TreeRow, kernel_callers};
 use libreyolo_core::profile::{
     Achieved, KernelRow, NodeKind, Profile, RooflineBound, matrix_units_initials,
 };
@@ -513,17 +513,10 @@ fn launched_from(
     room: usize,
 ) -> Vec<Line<'static>> {
     let t = view.theme;
-    let q = TreeQuery {
-        by: By::Frame,
-        focus: Some(exactly(&k.kernel)),
-        bottom_up: true,
-        min_pct: 0.0,
-        ..TreeQuery::default()
-    };
     let label = |text: &str| Span::styled(format!("{text:<14}"), t.header());
     let line =
         |text: String| Line::from(vec![label("launched from"), Span::styled(text, t.muted())]);
-    let tr = match tree(p, &q) {
+    let tr = match kernel_callers(p, &k.kernel) {
         Ok(tr) => tr,
         Err(e) => return vec![line(e.to_string())],
     };

@@ -135,11 +135,9 @@ pub fn cycle(options: &[String], current: Option<&str>) -> Option<String> {
     }
 }
 
-/// A regex that matches `name` alone (a kernel label, an op): how one
-/// pane shows another's row through its regex filter.
-pub fn exactly(name: &str) -> String {
-    format!("^{}$", regex::escape(name))
-}
+/// A regex that matches `name` alone: how one pane shows another's row
+/// through its regex filter.
+pub use libreyolo_core::lens::pattern::exactly;
 
 /// Rows of a table page for a terminal `height` rows high: the tabs and
 /// the status line take two, a table's header one more, and one is kept

@@ -9,6 +9,7 @@
 //! frames left out) stay under the table.
 
 use libreyolo_core::lens::kernels::compile_grep;
+pub use libreyolo_core::lens::tree::callers;
 use libreyolo_core::lens::tree::{By, Tree, TreeQuery, TreeRow, tree};
 use libreyolo_core::profile::NodeKind;
 use libreyolo_core::render::text::num;
@@ -553,41 +554,6 @@ pub fn name_of(r: &TreeRow, width: usize) -> String {
     }
     let tail: String = name.chars().skip(n + 1 - width).collect();
     format!("…{tail}")
-}
-
-/// The callers of the first root of a bottom-up tree: the chain of its
-/// only callers, innermost first, then the callers of the last of them
-/// where it has several (costliest first, as the lens orders them).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Callers<'a> {
-    pub chain: Vec<&'a TreeRow>,
-    pub branch: Vec<&'a TreeRow>,
-}
-
-pub fn callers(t: &Tree) -> Callers<'_> {
-    let rows = &t.rows;
-    let mut out = Callers::default();
-    let mut at = 0;
-    while at < rows.len() {
-        let depth = rows[at].depth;
-        let kids: Vec<&TreeRow> = rows[at + 1..]
-            .iter()
-            .take_while(|r| r.depth > depth)
-            .filter(|r| r.depth == depth + 1)
-            .collect();
-        match kids.as_slice() {
-            [] => break,
-            [one] => {
-                out.chain.push(one);
-                at += 1;
-            }
-            _ => {
-                out.branch = kids;
-                break;
-            }
-        }
-    }
-    out
 }
 
 #[cfg(test)]
