@@ -95,6 +95,20 @@ fn three_gemms() -> Vec<GpuWork> {
     (0..3).map(|k| kernel(7, GEMM, 100 + k * 1000, 1000, 5 + k * 10)).collect()
 }
 
+/// `n` 5 µs GEMMs on stream 7 launched by thread 2 (the autograd
+/// engine's, say) every `every` µs from `from` µs on, each 10 µs after its
+/// launch.
+fn launched_by_thread_2(n: i64, from: i64, every: i64) -> Vec<GpuWork> {
+    (0..n)
+        .map(|k| {
+            let at = from + k * every;
+            let mut g = kernel(7, GEMM, at + 10, 5, at);
+            g.launch = Some((2, at * US, (at + 5) * US));
+            g
+        })
+        .collect()
+}
+
 /// The replay with no change gives every node its own times, and the
 /// critical path's parts sum to the span.
 fn check_null(m: &StepModel) {
@@ -401,12 +415,7 @@ proptest! {
 #[test]
 fn a_thread_that_waits_for_another_follows_it() {
     let mut gpu = vec![kernel(7, ELT, 10, 5, 0)];
-    for k in 0..13 {
-        let at = 100 + k * 400;
-        let mut g = kernel(7, GEMM, at + 10, 5, at);
-        g.launch = Some((2, at * US, (at + 5) * US));
-        gpu.push(g);
-    }
+    gpu.extend(launched_by_thread_2(13, 100, 400));
     gpu.push(kernel(7, ELT, 5010, 5, 5000));
     let recs = vec![(2, 100 * US, 4990 * US, HostCause::CpuOp)];
     let host = HostCauses::of(recs.into_iter(), true);
@@ -457,12 +466,7 @@ fn a_worker_s_first_call_comes_when_the_loop_thread_hands_it_work() {
 #[test]
 fn a_thread_in_an_open_scope_goes_on_when_the_thread_it_handed_work_stops() {
     let mut gpu = vec![kernel(7, ELT, 10, 5, 0), kernel(7, ELT, 60, 5, 50)];
-    for k in 0..15 {
-        let at = 100 + k * 200;
-        let mut g = kernel(7, GEMM, at + 10, 5, at);
-        g.launch = Some((2, at * US, (at + 5) * US));
-        gpu.push(g);
-    }
+    gpu.extend(launched_by_thread_2(15, 100, 200));
     gpu.push(kernel(7, ELT, 4160, 5, 4150));
     let recs = [
         (1, 55 * US, 3160 * US, HostCause::Python),
