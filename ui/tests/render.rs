@@ -39,6 +39,11 @@ fn summary_pane() {
     let verdict = s.lines().position(|l| l.contains(">> CANNOT TELL"));
     assert!(health.is_some() && health < verdict, "{s}");
 
+    // Graph replays said as `profile summary` says them (audit s17 F3).
+    let mut a = app(GRAPH_REPLAY, None);
+    let s = screen(&mut a, 160, 48);
+    assert!(s.contains("10.39 ms/step of kernel time is in CUDA/HIP graph replays"), "{s}");
+
     // The raw trace of the CPU training run: no GPU waits on the host, so
     // the pane shows where the step went instead (88%: app/tests/cli.rs checks it).
     let mut a = app(TRAIN_B4_TRACE, None);

@@ -5,7 +5,7 @@
 
 use libreyolo_core::lens::summary::Summary;
 use libreyolo_core::profile::Severity;
-use libreyolo_core::render::text::{num, throughput};
+use libreyolo_core::render::text::{graph_replay_note, num, throughput};
 use ratatui::Frame;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -168,6 +168,12 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
             format!("streams overlap: kernel time sums to {} of the window", pct(raw)),
             t.muted(),
         ));
+    }
+    // As `profile summary` and `kernels` say it: replayed kernels belong
+    // to no op unless a capture trace gives them theirs.
+    if let Some(ms) = s.extras.graph_replay_ms_per_step {
+        let note = graph_replay_note(ms, s.extras.graph_replay_attributed_ms_per_step);
+        out.push(Line::styled(note, t.muted()));
     }
     if let Some(l) = &s.figures.latency {
         out.push(Line::from(vec![

@@ -53,6 +53,12 @@ pub const TIMESFORMER: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
     "/../tests/fixtures/traces/tracelens_h100_timesformer/facebook_timesformer-base-finetuned-k400__1016002.json.gz"
 );
+/// vLLM's decode step (TraceLens): nearly all of its kernels replayed
+/// from one CUDA/HIP graph, no capture trace beside it.
+pub const GRAPH_REPLAY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../tests/fixtures/traces/tracelens_vllm_cuda_graph_capture/replay/graph_execution.json.gz"
+);
 /// HTA's NCCL trace (A100): compute on stream 7, NCCL on stream 40, three
 /// steps.
 pub const NCCL: &str = concat!(
