@@ -396,7 +396,10 @@ pub fn run_reader_saying(
                     if let Some(c) = &a.category {
                         lens::kernels::check_category(&profile, c)?;
                     }
-                    let k = lens::kernels::kernels(&profile, &q)?;
+                    let mut k = lens::kernels::kernels(&profile, &q)?;
+                    if format == Format::Json {
+                        k = k.with_launched_from(&profile);
+                    }
                     emit(format, &k, || text::kernels(&k), || table::kernels(&k))?
                 }
             }

@@ -116,7 +116,8 @@ pub struct Kernels {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_attributed_ms_per_step: Option<f64>,
     /// Where each kernel of the table was launched from, in its order: its
-    /// op, modules and Python lines (a trace with a call tree).
+    /// op, modules and Python lines (a trace with a call tree; filled by
+    /// [`Kernels::with_launched_from`]).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub launched_from: Vec<LaunchedFrom>,
     /// What the devices call the matrix units the `tensorcore` flag marks
@@ -197,10 +198,6 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         .iter()
         .map(|k| KernelRow { priced_pct: k.priced_share(), ..(*k).clone() })
         .collect();
-    let launched_from = match stored_tree(p) {
-        Ok(_) => kernels.iter().filter_map(|k| launched_from(p, &k.kernel)).collect(),
-        Err(_) => Vec::new(),
-    };
     Ok(Kernels {
         trace: p.trace.clone(),
         none: p.kernels.is_empty().then_some(NO_KERNELS),
@@ -211,9 +208,22 @@ pub fn kernels(p: &Profile, q: &KernelQuery) -> Result<Kernels> {
         efficiency_notes: efficiency_notes(p),
         graph_replay_ms_per_step: p.extras.graph_replay_ms_per_step,
         graph_replay_attributed_ms_per_step: p.extras.graph_replay_attributed_ms_per_step,
-        launched_from,
+        launched_from: Vec::new(),
         matrix_units: p.matrix_units(),
     })
+}
+
+impl Kernels {
+    /// With where each row's kernel was launched from (`--json`): a walk
+    /// of the call tree per row, which the tables and the explorer's list
+    /// do not show, so only the renderer that writes it asks for it.
+    pub fn with_launched_from(mut self, p: &Profile) -> Self {
+        if stored_tree(p).is_ok() {
+            self.launched_from =
+                self.kernels.iter().filter_map(|k| launched_from(p, &k.kernel)).collect();
+        }
+        self
+    }
 }
 
 /// A kernel's share in each phase, for the explorer's detail view.
