@@ -465,7 +465,10 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         ),
         IdleCause::Dependency => (
             Verdict::Dependency,
-            format!("the next kernel was already queued, waiting on another stream or event{}", flat_places(top, 2)),
+            format!(
+                "the next kernel was already queued and did not start: it waited on another stream, an event, or work the trace does not show{}",
+                flat_places(top, 2)
+            ),
             "Levers: the stream and event structure: cross-stream waits that serialise work, events recorded too late.".to_string(),
         ),
         IdleCause::Other => (
