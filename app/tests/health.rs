@@ -313,6 +313,7 @@ fn findings_on_the_fixtures_are_the_ones_they_have() {
             .as_array()
             .is_some_and(|a| a.iter().any(|h| h["severity"] == "cannot tell"));
         assert_eq!(cannot, has, "{name}: cannot tell exactly when a finding says so");
+        assert_eq!(out["trustworthy"], !cannot, "{name}: a script gates on it");
         // A window that cannot support levers names none, not even as
         // what the window reads as recorded.
         if cannot {
@@ -388,4 +389,98 @@ fn a_window_that_is_mostly_the_gpu_s_start_up_says_so() {
     assert_eq!(h["severity"], "caution");
     // Its lever stays: warming up first is what the finding asks for.
     assert_eq!(s["levers"][0]["lever"], "warm-up", "{}", s["levers"]);
+}
+
+/// Windows made from the A100 trace whose figures are not the steps':
+/// the kernels of two of its six steps lost, its GPU clock 50 ms behind
+/// the host's, the file joined to itself 10 s later with the same step
+/// names, every step marker 0 µs long. Each cannot tell, with the figure
+/// derived here from the raw events, and gives no lever; `trustworthy`
+/// says so to a script.
+#[test]
+fn windows_whose_figures_are_not_the_steps_cannot_tell() {
+    let path = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let v = read_json(&path);
+    let raw = events(&v);
+    let marks = steps(&raw);
+    let in_steps = |t: f64| marks.iter().any(|(_, s, e)| t >= *s && t < *e);
+    let kernel_launch = |x: &&Value| {
+        let n = x["name"].as_str().unwrap_or("");
+        is_runtime(x) && x["ph"] == "X" && n.contains("Launch") && !n.contains("Graph")
+    };
+    let launches: Vec<&Value> =
+        raw.iter().filter(kernel_launch).filter(|x| in_steps(ts(x))).collect();
+    let dir = tempfile::tempdir().unwrap();
+    let cannot_tell = |out: &Value, check: &str| -> String {
+        let h = health(out, check).unwrap_or_else(|| panic!("{check}: {out}"));
+        assert_eq!(h["severity"], "cannot tell", "{h}");
+        assert_eq!(out["bound"], "cannot tell", "{check}");
+        assert_eq!(out["trustworthy"], false, "{check}");
+        assert!(out["levers"].as_array().is_none_or(|l| l.is_empty()), "{check}");
+        h["says"].as_str().unwrap().to_string()
+    };
+
+    // Lost: the kernels launched in the third and fourth steps.
+    let (s3, e4) = (marks[2].1, marks[3].2);
+    let lost: HashSet<i64> =
+        launches.iter().filter(|x| ts(x) >= s3 && ts(x) < e4).filter_map(|x| corr(x)).collect();
+    let kept: Vec<Value> = raw
+        .iter()
+        .filter(|x| !(cat(x) == "kernel" && corr(x).is_some_and(|c| lost.contains(&c))))
+        .cloned()
+        .collect();
+    let with_kernel: HashSet<i64> =
+        kept.iter().filter(|x| cat(x) == "kernel").filter_map(corr).collect();
+    let unmet = launches.iter().filter(|x| corr(x).is_none_or(|c| !with_kernel.contains(&c)));
+    let n = unmet.count();
+    assert!(n * 4 > launches.len(), "a third of the launches: {n} of {}", launches.len());
+    let out = summary(&write(dir.path(), "lost.json", &with_events(&v, kept)));
+    let says = cannot_tell(&out, "lost-gpu-events");
+    let want = format!("{n} of {} kernel launches in the steps", launches.len());
+    assert!(says.starts_with(&want), "{want}: {says}");
+
+    // Skew: every GPU event 50 ms earlier than recorded.
+    let launch_at: std::collections::HashMap<i64, f64> = raw
+        .iter()
+        .filter(|x| is_runtime(x) && x["ph"] == "X")
+        .filter_map(|x| corr(x).map(|c| (c, ts(x))))
+        .collect();
+    let mut skewed = raw.clone();
+    let (mut gpu, mut before) = (0, 0);
+    for x in skewed.iter_mut().filter(|x| is_gpu(x)) {
+        let t = ts(x) - 50_000.0;
+        x["ts"] = json!(t);
+        gpu += 1;
+        before += corr(x).and_then(|c| launch_at.get(&c)).is_some_and(|&l| l > t + 1.0) as usize;
+    }
+    let out = summary(&write(dir.path(), "skew.json", &with_events(&v, skewed)));
+    let says = cannot_tell(&out, "clock-skew");
+    assert!(says.starts_with(&format!("{before} of {gpu} GPU events")), "{before}/{gpu}: {says}");
+
+    // Joined: the file and itself 10 s later, step names unchanged.
+    let mut joined = raw.clone();
+    joined.extend(raw.iter().map(|x| {
+        let mut y = x.clone();
+        if let Some(t) = y["ts"].as_f64() {
+            y["ts"] = json!(t + 10_000_000.0);
+        }
+        y
+    }));
+    let out = summary(&write(dir.path(), "joined.json", &with_events(&v, joined)));
+    let says = cannot_tell(&out, "repeated-steps");
+    let (first, last) = (&marks[0].0, &marks[marks.len() - 1].0);
+    let last = last.trim_start_matches("ProfilerStep");
+    let want = format!("{first} to {last} ({} names) recorded 2 times", marks.len());
+    assert!(says.starts_with(&want), "{want}: {says}");
+
+    // Empty: every step marker 0 µs long.
+    let mut empty = raw.clone();
+    for x in empty.iter_mut().filter(|x| x["ph"] == "X" && cat(x) != "gpu_user_annotation") {
+        if x["name"].as_str().is_some_and(|n| n.starts_with("ProfilerStep#")) {
+            x["dur"] = json!(0);
+        }
+    }
+    let out = summary(&write(dir.path(), "empty.json", &with_events(&v, empty)));
+    let says = cannot_tell(&out, "empty-steps");
+    assert!(says.starts_with(&format!("all {} ProfilerStep markers last 0 µs", marks.len())));
 }

@@ -29,6 +29,17 @@ pub const COMPILE_CANNOT_TELL: f64 = 0.25;
 /// Launch calls without one GPU event from this many up: the GPU side
 /// was not recorded.
 pub const UNTIMED_LAUNCHES: u64 = 10;
+/// Launch calls in the steps without their GPU work, from this share of
+/// them (and [`UNTIMED_LAUNCHES`]) up: the GPU side was recorded in part.
+pub const LOST_SHARE: f64 = 0.02;
+/// From this share up the figures miss too much of the GPU's work for a
+/// verdict (lost records, or work that cannot be placed by its launch).
+pub const LOST_CANNOT_TELL: f64 = 0.25;
+/// GPU events starting before their launch call, from this share of
+/// them (and [`UNTIMED_LAUNCHES`]) up: the clocks disagree.
+pub const SKEW_SHARE: f64 = 0.01;
+/// From this share up no wait of the host on the GPU can be told.
+pub const SKEW_CANNOT_TELL: f64 = 0.10;
 
 /// Category prefixes of devices whose events this reader does not read
 /// (Kineto's activity types for them).
@@ -70,6 +81,11 @@ pub struct Seen {
     pub unread: Vec<(String, u64)>,
     /// Runtime calls that put work on the GPU.
     pub launch_calls: u64,
+    /// Kernel launch calls inside the steps that no kernel was met for
+    /// (graph launches and launches in a graph capture aside).
+    pub unmet_launches: u64,
+    /// Kernels whose launch call is inside the steps.
+    pub met_launches: u64,
     /// Host ranges and Python frames of compilation or autotuning.
     pub compiling: Vec<(i64, i64)>,
     /// Steps cut back to the last recorded event: (N, ns cut).
@@ -148,6 +164,11 @@ pub struct CheckedWindow<'a> {
     pub steps: &'a [(i64, i64)],
     pub gpu_events: u64,
     pub graph_captures: u64,
+    /// GPU events whose correlation id names a launch that began after
+    /// them: not paired with it.
+    pub launch_after_work: u64,
+    /// Step numbers recorded apart in time, with how many times.
+    pub repeated: &'a [(u64, u32)],
 }
 
 /// Every finding, most severe first.
@@ -157,7 +178,11 @@ where
 {
     let wall: i64 = w.steps.iter().map(|(s, e)| e - s).sum();
     let mut rows: Vec<HealthRow> = [
+        empty_steps(w),
+        repeated_steps(w),
         no_gpu_timings(seen, w),
+        clock_skew(w),
+        lost_gpu_events(seen, w),
         unread_device(seen, w),
         backlog(w, wall, work()),
         gpu_behind(seen, w, work()),
@@ -228,6 +253,93 @@ fn no_gpu_timings(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
         why,
         None,
         "record GPU activity: activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA], without CUPTI range or counter profiling",
+    ))
+}
+
+/// Every step marker lasts no time: there is no step to put a figure on.
+fn empty_steps(w: &CheckedWindow<'_>) -> Option<HealthRow> {
+    if w.numbered.is_empty() || w.numbered.iter().any(|&(_, s, e)| e > s) {
+        return None;
+    }
+    Some(row(
+        HealthCheck::EmptySteps,
+        Severity::CannotTell,
+        format!(
+            "all {} ProfilerStep markers last 0 µs: the steps hold no time, so no figure per step is a step's",
+            w.numbered.len()
+        ),
+        None,
+        "record with torch.profiler.profile(schedule=…) and call prof.step() once per iteration, so that each ProfilerStep range spans its iteration",
+    ))
+}
+
+/// Step names recorded again far from their first range: several
+/// recordings joined in one file (or a restarted step counter). Each
+/// name is one step spanning all its ranges, so a step's figures are
+/// those of a span that holds others' time.
+fn repeated_steps(w: &CheckedWindow<'_>) -> Option<HealthRow> {
+    let (&(first, k), rest) = w.repeated.split_first()?;
+    let shown = match rest.last() {
+        Some(&(last, _)) => format!("ProfilerStep#{first} to #{last} ({} names)", w.repeated.len()),
+        None => format!("ProfilerStep#{first}"),
+    };
+    Some(row(
+        HealthCheck::RepeatedSteps,
+        Severity::CannotTell,
+        format!(
+            "{shown} recorded {k} times at different times: the file joins several recordings (or the step counter restarted); each name is read as one step spanning all of its ranges, so no figure per step is a step's"
+        ),
+        None,
+        "analyse each recording on its own (one trace per file; a folder of one trace per rank reads as a job)",
+    ))
+}
+
+/// GPU work that starts before the call carrying its correlation id:
+/// impossible on one clock, so the host's and the GPU's clocks disagree
+/// (or the file merges processes whose ids collide). Such work is placed
+/// by its own time, and the step model cannot order host and GPU.
+fn clock_skew(w: &CheckedWindow<'_>) -> Option<HealthRow> {
+    let n = w.launch_after_work;
+    let share = n as f64 / w.gpu_events.max(1) as f64;
+    if n < UNTIMED_LAUNCHES || share < SKEW_SHARE {
+        return None;
+    }
+    let severity = if share >= SKEW_CANNOT_TELL { Severity::CannotTell } else { Severity::Caution };
+    Some(row(
+        HealthCheck::ClockSkew,
+        severity,
+        format!(
+            "{n} of {} GPU events ({:.0}%) start before the launch call that carries their correlation id: the host's and the GPU's clocks disagree (or the file merges processes whose ids collide); they are placed by their own time, and what the host waited for cannot be told from the times",
+            w.gpu_events,
+            share * 100.0
+        ),
+        None,
+        "record the host and the GPU in one profiler session, on one machine; a merged file: analyse each process's trace on its own",
+    ))
+}
+
+/// Launch calls in the steps without the GPU work they put on a queue:
+/// the GPU side was recorded in part (CUPTI dropped activity records, or
+/// they were taken out), so busy time, idle and the step model miss it.
+fn lost_gpu_events(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
+    // Work that began before its launch is the skew's finding: its calls
+    // are unmet too.
+    let n = seen.unmet_launches.saturating_sub(w.launch_after_work);
+    let all = n + seen.met_launches;
+    let share = n as f64 / all.max(1) as f64;
+    if w.gpu_events == 0 || n < UNTIMED_LAUNCHES || share < LOST_SHARE {
+        return None;
+    }
+    let severity = if share >= LOST_CANNOT_TELL { Severity::CannotTell } else { Severity::Caution };
+    Some(row(
+        HealthCheck::LostGpuEvents,
+        severity,
+        format!(
+            "{n} of {all} kernel launches in the steps ({:.0}%) have no kernel: the GPU side was recorded in part, so GPU busy time, idle time and the step model miss that work",
+            share * 100.0
+        ),
+        None,
+        "record again with fewer active steps (torch.profiler.schedule(active=N)) so that CUPTI's activity buffers do not overflow, and keep the GPU events when trimming a trace",
     ))
 }
 
@@ -588,7 +700,14 @@ mod tests {
     use super::*;
 
     fn window<'a>(numbered: &'a [(u64, i64, i64)], steps: &'a [(i64, i64)]) -> CheckedWindow<'a> {
-        CheckedWindow { numbered, steps, gpu_events: 1, graph_captures: 0 }
+        CheckedWindow {
+            numbered,
+            steps,
+            gpu_events: 1,
+            graph_captures: 0,
+            launch_after_work: 0,
+            repeated: &[],
+        }
     }
 
     #[test]
@@ -667,5 +786,52 @@ mod tests {
         let r = unread_device(&seen, &w).unwrap();
         assert_eq!(r.severity, Severity::CannotTell);
         assert!(r.says.contains("MTIA: 3 `mtia_ccp_events`"), "{}", r.says);
+    }
+
+    #[test]
+    fn lost_kernels_weigh_by_their_share_of_the_launches() {
+        let w = window(&[], &[(0, 1)]);
+        let lost =
+            |unmet, met| Seen { unmet_launches: unmet, met_launches: met, ..Seen::default() };
+        // 1 % of the launches, or fewer than 10: nothing said.
+        assert!(lost_gpu_events(&lost(10, 990), &w).is_none());
+        assert!(lost_gpu_events(&lost(9, 0), &w).is_none());
+        let r = lost_gpu_events(&lost(30, 970), &w).unwrap();
+        assert_eq!(r.severity, Severity::Caution);
+        assert!(r.says.starts_with("30 of 1000 kernel launches in the steps (3%)"), "{}", r.says);
+        assert_eq!(lost_gpu_events(&lost(250, 750), &w).unwrap().severity, Severity::CannotTell);
+        // Calls whose work began before them are the skew's, not lost.
+        let skewed = CheckedWindow { launch_after_work: 250, ..window(&[], &[(0, 1)]) };
+        assert!(lost_gpu_events(&lost(250, 750), &skewed).is_none());
+    }
+
+    #[test]
+    fn work_before_its_launch_is_a_clock_skew() {
+        let skew = |n, of| CheckedWindow {
+            launch_after_work: n,
+            gpu_events: of,
+            ..window(&[], &[(0, 1)])
+        };
+        assert!(clock_skew(&skew(10, 2000)).is_none());
+        assert_eq!(clock_skew(&skew(40, 2000)).unwrap().severity, Severity::Caution);
+        let r = clock_skew(&skew(300, 2000)).unwrap();
+        assert_eq!(r.severity, Severity::CannotTell);
+        assert!(r.says.starts_with("300 of 2000 GPU events (15%)"), "{}", r.says);
+    }
+
+    #[test]
+    fn repeated_and_empty_steps_leave_no_step_to_read() {
+        let repeated = [(7, 2), (8, 2), (9, 2)];
+        let w = CheckedWindow { repeated: &repeated, ..window(&[], &[(0, 1)]) };
+        let r = repeated_steps(&w).unwrap();
+        assert!(
+            r.says.starts_with("ProfilerStep#7 to #9 (3 names) recorded 2 times"),
+            "{}",
+            r.says
+        );
+        assert!(repeated_steps(&window(&[], &[(0, 1)])).is_none());
+        assert!(empty_steps(&window(&[(1, 5, 5), (2, 9, 9)], &[])).is_some());
+        assert!(empty_steps(&window(&[(1, 5, 5), (2, 9, 10)], &[(9, 10)])).is_none());
+        assert!(empty_steps(&window(&[], &[(0, 1)])).is_none());
     }
 }

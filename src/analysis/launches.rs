@@ -99,6 +99,11 @@ impl Launches {
         (left, order)
     }
 
+    /// The launch calls no GPU work was met for (graph launches aside).
+    pub(super) fn unmet(&self) -> impl Iterator<Item = &Launch> {
+        self.pending.values().map(|p| &p.launch)
+    }
+
     /// Whether the trace launched a CUDA/HIP graph.
     pub(super) fn has_graph_launches(&self) -> bool {
         !self.graphs.is_empty()

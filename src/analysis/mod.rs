@@ -855,6 +855,23 @@ impl Analyzer {
         }
     }
 
+    /// The kernel launch calls in the steps, with and without a kernel
+    /// (the `lost-gpu-events` check, §15): copies and sets aside (a trace
+    /// may record their calls without their activity), and launches in a
+    /// graph capture (recorded, not run).
+    fn count_kernel_launches(&mut self) {
+        let (ranges, names) = (&self.rec.ranges, &self.rec.names);
+        let captures = &self.rec.captures.windows;
+        let counted = |l: &Launch| {
+            ranges.in_step(l.start)
+                && !captures.iter().any(|w| w.start <= l.start && l.start < w.end)
+        };
+        let unmet = self.launches.unmet().filter(|l| names.get(l.name).contains("Launch"));
+        self.rec.health.unmet_launches = unmet.filter(|l| counted(l)).count() as u64;
+        let met = self.rec.gpu.kernel_spans.iter().filter_map(|k| k.launch());
+        self.rec.health.met_launches = met.filter(counted).count() as u64;
+    }
+
     /// Turns the aggregates into a profile, on up to `threads` threads;
     /// the step model too, when `keep_model`.
     pub fn finish(
@@ -868,6 +885,7 @@ impl Analyzer {
         self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
         self.rec.ranges.freeze();
+        self.count_kernel_launches();
         build::build(&self.rec, info, measured, path, read, keep_model)
     }
 }

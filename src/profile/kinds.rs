@@ -205,6 +205,16 @@ named_values! {
         UnreadDevice = "unread-device",
         /// Kernel launches without any GPU timing (a counter-only trace).
         NoGpuTimings = "no-gpu-timings",
+        /// Launch calls in the steps whose GPU work was not recorded.
+        LostGpuEvents = "lost-gpu-events",
+        /// GPU work that starts before the call that launched it: the
+        /// host's and the GPU's clocks disagree.
+        ClockSkew = "clock-skew",
+        /// Step names recorded at times far apart (recordings joined):
+        /// each is merged into one step spanning them.
+        RepeatedSteps = "repeated-steps",
+        /// Every step marker lasts no time.
+        EmptySteps = "empty-steps",
     }
 }
 

@@ -771,8 +771,12 @@ pub fn cpu_run(
     figures: &Figures,
     health: &[HealthRow],
 ) -> bool {
-    let unread =
-        |h: &HealthRow| matches!(h.check, HealthCheck::NoGpuTimings | HealthCheck::UnreadDevice);
+    let unread = |h: &HealthRow| {
+        matches!(
+            h.check,
+            HealthCheck::NoGpuTimings | HealthCheck::UnreadDevice | HealthCheck::LostGpuEvents
+        )
+    };
     let no_gpu_work = figures.kernels_per_step == 0.0
         && figures.gpu_busy_ms_per_step == 0.0
         && !health.iter().any(unread);

@@ -163,11 +163,15 @@ pub(super) fn host_ranges(a: &PassRecord) -> Vec<(String, u64, f64)> {
 /// The trace-health findings (docs/analysis.md §15) from what the pass saw.
 pub(super) fn health(a: &PassRecord, win: &Span) -> Vec<HealthRow> {
     let numbered = a.ranges.numbered_steps();
+    let repeated = a.ranges.repeated_steps();
+    let c = &a.counts;
     let w = crate::analysis::health::CheckedWindow {
         numbered: &numbered,
         steps: &win.steps,
-        gpu_events: a.counts.gpu_in_steps + a.counts.gpu_outside,
+        gpu_events: c.gpu_in_steps + c.gpu_outside,
         graph_captures: a.evidence.graph_captures,
+        launch_after_work: c.launch_after_work,
+        repeated: &repeated,
     };
     let work = || {
         let kernels = a.gpu.kernel_spans.iter().map(|k| crate::analysis::health::Work {
