@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::profile::{
     Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, HealthRow, IdleAccount,
-    KernelRow, LeverRow, Mode, PhaseGpuRow, Profile, RunConfig, StepModelView, StepTime, StreamRow,
-    TraceFacts, Verdict,
+    KernelRow, LeverRow, Mode, PhaseGpuRow, Profile, RunConfig, Severity, StepModelView, StepTime,
+    StreamRow, TraceFacts, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -25,7 +25,9 @@ pub struct Summary {
     pub config: RunConfig,
     pub bound: Verdict,
     pub bound_why: String,
-    /// False when the profile was taken under VRAM thrash.
+    /// False when the profile was taken under VRAM thrash
+    /// (`figures.memory_pressure`), or a health finding says the window
+    /// cannot support a verdict (`cannot tell`): what a script gates on.
     pub trustworthy: bool,
     /// How the window's step times spread (two or more steps).
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -161,7 +163,8 @@ pub fn summary(p: &Profile) -> Summary {
         config: p.config.clone(),
         bound: p.bound.clone(),
         bound_why: p.bound_why.clone(),
-        trustworthy: !p.untrustworthy(),
+        trustworthy: !p.untrustworthy()
+            && !p.health.iter().any(|h| h.severity == Severity::CannotTell),
         contended: contended_warning(p),
         steps: step_spread(&p.step_times),
         figures: p.figures.clone(),

@@ -236,7 +236,7 @@ pub fn summary(s: &Summary) -> Result<Vec<Part>> {
         text::count(s.figures.window.real_steps as f64, "step"),
         text::num(s.figures.window.wall_ms, 1)
     )));
-    if !s.trustworthy {
+    if s.figures.memory_pressure {
         parts.push(Part::Text(
             "**Untrustworthy**: taken under VRAM pressure; utilisation and throughput here are unreliable"
                 .into(),

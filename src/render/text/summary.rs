@@ -169,7 +169,7 @@ pub fn summary(s: &Summary) -> String {
     if let Some(how) = &s.extras.phases_inferred {
         let _ = writeln!(o, "phases   inferred: {how}");
     }
-    if !s.trustworthy {
+    if s.figures.memory_pressure {
         let _ = writeln!(
             o,
             "** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput here are unreliable **"

@@ -65,7 +65,7 @@ pub fn lines(s: &Summary, t: &Theme, width: usize) -> Vec<Line<'static>> {
         Span::raw(": "),
         Span::raw(s.bound_why.clone()),
     ]));
-    if !s.trustworthy {
+    if s.figures.memory_pressure {
         out.push(Line::styled("** UNTRUSTWORTHY: taken under VRAM pressure; utilisation and throughput are unreliable **", t.worse()));
     }
     let batch = s.config.batch_value().map(|b| format!(" · batch {b}")).unwrap_or_default();
