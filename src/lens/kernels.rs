@@ -116,8 +116,8 @@ pub struct Kernels {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub graph_replay_attributed_ms_per_step: Option<f64>,
     /// Where each kernel of the table was launched from, in its order: its
-    /// op, modules and Python lines (a trace with a call tree; filled by
-    /// [`Kernels::with_launched_from`]).
+    /// op, modules and Python lines (a trace with a call tree; `--json`
+    /// only: `Kernels::with_launched_from`).
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub launched_from: Vec<LaunchedFrom>,
     /// What the devices call the matrix units the `tensorcore` flag marks
