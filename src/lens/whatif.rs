@@ -318,19 +318,29 @@ fn change_of(
             )));
         }
         flags.push(format!("--grep '{pattern}'{scale_flag}"));
-        what.push(verb(format!("GPU work matching '{pattern}' ({n} in the model)")));
+        // Said as what is taken away: "no GPU work matching" reads as if
+        // none had matched.
+        what.push(match r.scale {
+            None => {
+                format!("the GPU work matching '{pattern}' taken away ({n} kernels in the model)")
+            }
+            Some(f) => format!(
+                "the GPU work matching '{pattern}' ({n} kernels in the model) at {f}× its time"
+            ),
+        });
     }
     if let Some(pattern) = &r.op {
         let n = op_change(m, pattern, keep, &mut change, &mut node_factor)?;
         flags.push(format!("--op '{pattern}'{scale_flag}"));
+        let calls = if n == 1 { "call" } else { "calls" };
         // Said as what is taken away: "no CPU ops matching" reads as if
         // none had matched.
         what.push(match r.scale {
             None => format!(
-                "the CPU ops or annotations matching '{pattern}' taken away ({n} calls per step: their host time, launches and GPU work)"
+                "the CPU ops or annotations matching '{pattern}' taken away ({n} {calls} per step: their host time, launches and GPU work)"
             ),
             Some(_) => verb(format!(
-                "CPU ops or annotations matching '{pattern}' ({n} calls per step: their host time, launches and GPU work)"
+                "CPU ops or annotations matching '{pattern}' ({n} {calls} per step: their host time, launches and GPU work)"
             )),
         });
     }

@@ -127,7 +127,12 @@ fn built(
                 continue;
             }
             _ if !threads.contains(&r.thread) => continue,
+            // The DataLoader's ops and ranges are `--op`'s too (`--op
+            // DataLoader` takes the loading away, as the idle account names it).
             RecKind::Op { dataload: true, .. } | RecKind::Host(HostKind::Dataload) => {
+                if let Some(log) = ops.as_mut() {
+                    log.push(r.thread, r.start, end, a.names.get(r.name), r.name, &mut op_name);
+                }
                 HostCause::Dataloader
             }
             RecKind::Op { .. } => {
