@@ -206,7 +206,7 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             return (
                 Verdict::HostLaunch,
                 format!(
-                    "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step), but the host paces it: re-timed on the step model with no GPU work at all, the host's own path still takes {host:.2} ms/step, as long as the GPU's work ({:.0} kernel launches/step, mean kernel {:.0} µs). {}",
+                    "GPU {:.0}% busy ({:.2} ms of {:.2} ms per step), but the host paces it: re-timed on the step model with no GPU work at all, the host's own path still takes {host:.2} ms/step, at least as long as the GPU's work ({:.0} kernel launches/step, mean kernel {:.0} µs). {}",
                     e.gpu_util * 100.0,
                     e.gpu_busy_ms,
                     e.step_ms,
@@ -433,10 +433,13 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
             format!(
                 "the host is inside ops' own CPU work, launching nothing{lead}{}{}",
                 flat_places(top, 3),
-                if top.places.iter().take(3).any(|p| p.name.ends_with("LaunchKernel")) {
-                    " (a launch call that long loads the kernel's code first: its time is the op's own)"
-                } else {
-                    ""
+                // Said of the launch call it is about, not of the last place.
+                match top.places.iter().take(3).find(|p| p.name.ends_with("LaunchKernel")) {
+                    Some(p) => format!(
+                        " (`{}` is a launch call that long: it loads the kernel's code first, so its time is its op's own)",
+                        p.name.rsplit(" > ").next().unwrap_or(&p.name)
+                    ),
+                    None => String::new(),
                 }
             ),
             cpu_op_levers(e, top),
@@ -449,7 +452,7 @@ fn idle_verdict(e: &Evidence<'_>, idle: &IdleAccount) -> Option<(Verdict, String
         IdleCause::Launch => (
             Verdict::HostLaunch,
             format!(
-                "{:.0} gaps in which the host dispatched kernels (launch calls, and gaps under {} µs with no other host work; {:.0} launches/step, mean kernel {:.0} µs){}",
+                "in {:.0} gaps in which the host dispatched kernels (launch calls, and gaps under {} µs with no other host work; {:.0} launches/step, mean kernel {:.0} µs){}",
                 top.gaps_per_step,
                 super::idle::LAUNCH_GAP_NS / 1000,
                 e.launches_per_step,
