@@ -348,6 +348,12 @@ pub struct Straggler {
     /// The other ranks' waits for it at collectives, summed, per step
     /// (None under the compute rule).
     pub wait_caused_ms_per_step: Option<f64>,
+    /// Its arrival after the next-latest rank's at the collectives it was
+    /// last at, summed, per step: what its lateness alone holds the job
+    /// up (`what-if --straggler` re-times it); the rest of the wait it
+    /// caused is the ranks' spread, which arriving on time would not end.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ahead_ms_per_step: Option<f64>,
     /// How much later than the other ranks' median it arrived at the
     /// worst of those collectives in a step, mean over the steps: what
     /// `why` explains (a rank late at one collective is often late at
@@ -482,6 +488,9 @@ type LeadExcess = Vec<((LeadKind, String), f64)>;
 #[derive(Default)]
 struct Caused {
     total_us: f64,
+    /// Its arrival after the next-latest rank's, summed over the
+    /// collectives it was last at: what its lateness alone held them up.
+    ahead_us: f64,
     /// Per step, the most it arrived after the others' median, and its
     /// lead-in excess at that collective (what made that lateness).
     late_us: BTreeMap<Option<u64>, (f64, LeadExcess)>,
@@ -518,8 +527,10 @@ fn caused(set: &RankSet, c: &Collectives) -> BTreeMap<u32, Caused> {
         e.total_us += m.wait_us;
         let arrivals: Vec<f64> =
             m.ranks.iter().filter(|r| r.rank != last).map(|r| r.arrival_us).collect();
-        let late = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us)
-            - median(&arrivals);
+        let arrived = m.ranks.iter().find(|r| r.rank == last).map_or(0.0, |r| r.arrival_us);
+        let late = arrived - median(&arrivals);
+        let next = arrivals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+        e.ahead_us += (arrived - next).max(0.0);
         *e.by_step.entry(mine.step).or_insert(0.0) += m.wait_us;
         match e.by_kind.iter_mut().find(|k| k.0 == m.group && k.1 == m.collective) {
             Some(k) => {
@@ -630,6 +641,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             stragglers.push(Straggler {
                 rank: *rank,
                 wait_caused_ms_per_step: Some(round(per_step, 3)),
+                ahead_ms_per_step: Some(round(w.ahead_us / 1e3 / n, 3)),
                 late_ms: Some(round(late, 3)),
                 late_steps: (!in_steps.is_empty())
                     .then_some([late_steps, in_steps.len().max(n as usize) as u64]),
@@ -670,6 +682,7 @@ pub fn job_of(set: &RankSet, matched: &Collectives) -> Job {
             .map(|(i, r)| Straggler {
                 rank: r.rank,
                 wait_caused_ms_per_step: None,
+                ahead_ms_per_step: None,
                 late_ms: None,
                 late_steps: None,
                 late_at: Vec::new(),

@@ -65,8 +65,17 @@ pub fn straggler_line(s: &Straggler, others: usize) -> String {
     } else {
         String::new()
     };
+    // Its lead over the next-latest rank is what its lateness alone
+    // costs: the rest of the waits is the ranks' spread.
+    let ahead = s.ahead_ms_per_step.filter(|a| *a < 0.95 * w).map_or(String::new(), |a| {
+        format!(
+            "; its own lead over the next-latest rank there: {} ms/step, the rest the ranks' spread (`what-if DIR --straggler {}` re-times the job without it)",
+            num(a, 2),
+            s.rank
+        )
+    });
     format!(
-        "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}",
+        "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}{ahead}",
         s.rank,
         num(w, 2),
         at.join(", ")
