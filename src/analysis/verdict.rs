@@ -760,19 +760,19 @@ pub fn model_sentence(bound: &Verdict, m: &StepModelView, ranked: bool) -> Optio
     };
     Some(match own {
         Some(o) if o.flags == top.flags => format!(
-            "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%): the largest of its what-ifs.",
+            "Re-timed on the step model, fixing its cause saves {:.3} ms/step ({:.1}%): the largest of its what-ifs.",
             o.saved_ms_per_step, o.saved_pct
         ),
         Some(o) if top.saved_ms_per_step >= 1.5 * o.saved_ms_per_step && top.saved_pct >= 2.0 => {
             format!(
-                "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%); its largest saving is {}.",
+                "Re-timed on the step model, fixing its cause saves {:.3} ms/step ({:.1}%); its largest saving is {}.",
                 o.saved_ms_per_step,
                 o.saved_pct,
                 say(top)
             )
         }
         Some(o) => format!(
-            "Re-timed on the step model, fixing it saves {:.3} ms/step ({:.1}%).",
+            "Re-timed on the step model, fixing its cause saves {:.3} ms/step ({:.1}%).",
             o.saved_ms_per_step, o.saved_pct
         ),
         None => format!("The step model's largest saving: {}.", say(top)),

@@ -168,9 +168,14 @@ pub(super) fn build(
             cannot_tell: health.iter().any(|r| r.severity == Severity::CannotTell),
         },
     );
-    // The verdict with what the model says of it: one set of figures.
-    if let Some(said) =
-        step_model.as_ref().and_then(|m| model_sentence(&bound, m, !levers.is_empty()))
+    // The verdict with what the model says of it: one set of figures. Not
+    // of a graph capture: its waits are by design, and the capture is
+    // made once, not every step.
+    let capture = health.iter().any(|r| r.check == HealthCheck::GraphCapture);
+    if let Some(said) = step_model
+        .as_ref()
+        .filter(|_| !capture)
+        .and_then(|m| model_sentence(&bound, m, !levers.is_empty()))
     {
         bound_why = format!("{bound_why} {said}");
     }
