@@ -104,8 +104,16 @@ fn ranked_or(e: &Evidence<'_>, rule: String) -> String {
     if e.withhold_levers {
         return String::new();
     }
+    match ranked(e) {
+        Some(list) => format!("Levers, by what the step model says each saves: {list}."),
+        None => rule,
+    }
+}
+
+/// The ranked levers the verdict names, with their savings.
+fn ranked(e: &Evidence<'_>) -> Option<String> {
     if e.levers.is_empty() {
-        return rule;
+        return None;
     }
     let shown: Vec<String> = e
         .levers
@@ -121,8 +129,13 @@ fn ranked_or(e: &Evidence<'_>, rule: String) -> String {
             )
         })
         .collect();
-    format!("Levers, by what the step model says each saves: {}.", shown.join("; "))
+    Some(shown.join("; "))
 }
+
+/// A compute verdict's ranked levers from this share of the step up lead
+/// it; below, they are the host's crumbs beside the GPU's own work, and
+/// the roofline's levers come first.
+pub const COMPUTE_LEVER_PCT: f64 = 5.0;
 
 /// A priced op is a lever of the compute verdict from this share of the
 /// GPU's time up …
@@ -222,12 +235,18 @@ fn bottleneck(e: &Evidence<'_>) -> (Verdict, String) {
             e.gpu_busy_ms,
             e.step_ms
         );
-        let levers = ranked_or(
-            e,
-            e.efficiency
-                .and_then(|eff| roofline_levers(eff, e.facts))
-                .unwrap_or_else(|| compute_levers(e.facts)),
-        );
+        let rule = e
+            .efficiency
+            .and_then(|eff| roofline_levers(eff, e.facts))
+            .unwrap_or_else(|| compute_levers(e.facts));
+        // Levers that save a sliver of a GPU-bound step do not lead it.
+        let small = e.levers.first().is_some_and(|l| l.saved_pct < COMPUTE_LEVER_PCT);
+        let levers = match ranked(e).filter(|_| small && !e.withhold_levers) {
+            Some(list) => format!(
+                "{rule} The levers the step model ranks save little beside the GPU's own work: {list}."
+            ),
+            None => ranked_or(e, rule),
+        };
         return (Verdict::Compute, format!("{head}. {levers}"));
     }
     if let Some(v) = e.idle.and_then(|idle| idle_verdict(e, idle)) {
@@ -820,6 +839,30 @@ mod tests {
         );
         let (_, why) = decide(&Evidence { withhold_levers: true, ..e });
         assert!(why.ends_with("the GPU is the limit."), "{why}");
+    }
+
+    #[test]
+    fn a_gpu_bound_step_leads_with_the_gpu_not_with_host_crumbs() {
+        let lever = |saved_pct: f64| LeverRow {
+            lever: crate::profile::LeverKind::RemoveSyncs,
+            change: "take the syncs out".into(),
+            what_if: "--remove-idle sync".into(),
+            saved_ms_per_step: saved_pct / 10.0,
+            saved_pct,
+            saved_without_inferred_ms_per_step: None,
+            evidence: String::new(),
+            rests_on: Vec::new(),
+        };
+        let small = [lever(1.5)];
+        let (v, why) = decide(&Evidence { levers: &small, ..cuda(0.97) });
+        assert_eq!(v, Verdict::Compute);
+        let (rule, crumbs) = why.split_once("The levers the step model ranks save little").unwrap();
+        assert!(rule.contains("Levers: AMP/bf16"), "{why}");
+        assert!(crumbs.contains("`remove-syncs` −0.150 ms/step (1.5%)"), "{why}");
+        let large = [lever(12.0)];
+        let (_, why) = decide(&Evidence { levers: &large, ..cuda(0.97) });
+        assert!(why.contains("Levers, by what the step model says each saves: `remove-syncs`"));
+        assert!(!why.contains("AMP"), "{why}");
     }
 
     #[test]
