@@ -117,6 +117,50 @@ fn qwen_traces_taken_mid_flight_cannot_tell() {
     }
 }
 
+/// The H100 Qwen trace without the GPU work its recording did not see
+/// launched (as if CUPTI had missed it too): the host's first sync then
+/// blocks with nothing recorded running, which is the same backlog, its
+/// figure the sync's time less the recorded work under it.
+#[test]
+fn a_sync_that_blocks_on_nothing_recorded_is_a_backlog() {
+    let path = fixtures()
+        .join("traces/tracelens_h100_qwen_inference/Qwen_Qwen1.5-0.5B-Chat__1016005.json.gz");
+    let v = read_json(&path);
+    let raw = events(&v);
+    let (_, s, e) = steps(&raw)[0].clone();
+    let launched: HashSet<i64> = raw.iter().filter(|x| is_runtime(x)).filter_map(corr).collect();
+    let kept: Vec<Value> = raw
+        .iter()
+        .filter(|x| !is_gpu(x) || corr(x).is_some_and(|c| launched.contains(&c)))
+        .cloned()
+        .collect();
+    let sync = kept
+        .iter()
+        .filter(|x| is_runtime(x) && x["name"].as_str().is_some_and(|n| n.contains("Synchronize")))
+        .filter(|x| ts(x) >= s && ts(x) < e)
+        .min_by(|a, b| ts(a).total_cmp(&ts(b)))
+        .unwrap()
+        .clone();
+    let (a, b) = (ts(&sync), end(&sync));
+    let under: Vec<(f64, f64)> = kept
+        .iter()
+        .filter(|x| is_gpu(x) && ts(x) < b && end(x) > a)
+        .map(|x| (ts(x).max(a), end(x).min(b)))
+        .collect();
+    let idle = (b - a - union_len(&under)) / 1000.0;
+    assert!(idle > 10.0, "the fixture's first sync waits on the removed work: {idle} ms");
+    let dir = tempfile::tempdir().unwrap();
+    let out = summary(&write(dir.path(), "unseen.json", &with_events(&v, kept)));
+    let h = health(&out, "backlog").unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(h["severity"], "cannot tell");
+    let name = sync["name"].as_str().unwrap();
+    let says = h["says"].as_str().unwrap();
+    let want = format!("the host waited {idle:.2} ms in `{name}` with nothing recorded running");
+    assert!(says.starts_with(&want), "{want}: {says}");
+    assert!((ms(h) - idle).abs() < 0.002, "{} vs {idle}", ms(h));
+    assert_eq!(out["bound"], "cannot tell");
+}
+
 /// A window cut from a real training trace (ResNet-50 on a V100, whose GPU
 /// ends each step's work 9–16 ms after the host ends the step): the
 /// recording starts at its last step, so the step before's trailing

@@ -95,7 +95,14 @@ pub struct Seen {
     /// The longest runtime call that does not wait for the GPU: (name,
     /// start, ns).
     pub longest_call: Option<(String, i64, i64)>,
+    /// The earliest synchronising calls of [`MIN_FINDING_NS`] or more,
+    /// (start, end, name), in time order: [`EARLY_SYNCS`] at most.
+    pub early_syncs: Vec<(i64, i64, String)>,
 }
+
+/// The synchronising calls kept for the backlog check: those of the
+/// first step, before its own GPU work, are among the earliest.
+pub const EARLY_SYNCS: usize = 16;
 
 impl Seen {
     pub fn note_end(&mut self, end: i64) {
@@ -129,6 +136,17 @@ impl Seen {
         if self.longest_call.as_ref().is_none_or(|c| dur > c.2) {
             self.longest_call = Some((name.to_string(), start, dur));
         }
+    }
+
+    /// A synchronising call: kept when long and among the earliest.
+    pub fn note_sync(&mut self, name: &str, start: i64, dur: i64) {
+        let full = self.early_syncs.len() >= EARLY_SYNCS;
+        if dur < MIN_FINDING_NS || full && self.early_syncs.last().is_some_and(|s| s.0 <= start) {
+            return;
+        }
+        let at = self.early_syncs.partition_point(|s| s.0 <= start);
+        self.early_syncs.insert(at, (start, start + dur, name.to_string()));
+        self.early_syncs.truncate(EARLY_SYNCS);
     }
 
     pub fn note_unread(&mut self, category: &str) {
@@ -184,7 +202,7 @@ where
         clock_skew(w),
         lost_gpu_events(seen, w),
         unread_device(seen, w),
-        backlog(w, wall, work()),
+        backlog(seen, w, wall, work()),
         gpu_behind(seen, w, work()),
         compilation(seen, w, wall),
         graph_capture(w),
@@ -378,9 +396,11 @@ fn unread_device(seen: &Seen, w: &CheckedWindow<'_>) -> Option<HealthRow> {
 }
 
 /// GPU work launched before the recording (or before the first step) that
-/// ran inside the first step, and a first kernel that waited with nothing
-/// recorded running: work queued before the window.
+/// ran inside the first step, and a first kernel, or a synchronising call
+/// before it, that waited with nothing recorded running: work queued
+/// before the window.
 fn backlog(
+    seen: &Seen,
     w: &CheckedWindow<'_>,
     wall: i64,
     work: impl Iterator<Item = Work>,
@@ -389,7 +409,16 @@ fn backlog(
     let mut earlier: Vec<(i64, i64)> = Vec::new();
     // The first piece of work launched in the window, by start.
     let mut first_own: Option<Work> = None;
+    // The first step's long syncs, and the recorded work under each.
+    let syncs: Vec<&(i64, i64, String)> =
+        seen.early_syncs.iter().filter(|s| s.0 >= s0 && s.0 < e0).collect();
+    let mut under: Vec<Vec<(i64, i64)>> = vec![Vec::new(); syncs.len()];
     for k in work {
+        for (s, u) in syncs.iter().zip(under.iter_mut()) {
+            if k.start < s.1 && k.end > s.0 {
+                u.push((k.start.max(s.0), k.end.min(s.1)));
+            }
+        }
         if k.end <= s0 || k.start >= e0 {
             continue;
         }
@@ -412,7 +441,19 @@ fn backlog(
         (f.start - launch_end.max(busy_until).max(s0)).max(0)
     });
     let unseen = if unseen >= MIN_FINDING_NS { unseen } else { 0 };
-    let total = queued + unseen;
+    // A sync before the window's own work that blocked with the GPU idle
+    // in the trace (nine tenths of it or more) waited for work the trace
+    // does not show, as the first kernel's wait does.
+    let first_start = first_own.map_or(e0, |f| f.start);
+    let blocked = syncs
+        .iter()
+        .zip(under.iter_mut())
+        .filter(|(s, _)| s.0 < first_start)
+        .map(|(s, u)| (s, (s.1 - s.0) - union_ns(u)))
+        .filter(|(s, idle)| *idle >= MIN_FINDING_NS && *idle * 10 >= (s.1 - s.0) * 9)
+        .max_by_key(|(_, idle)| *idle);
+    let blocked = blocked.filter(|(_, idle)| *idle > unseen);
+    let total = queued + blocked.map_or(unseen, |(_, idle)| idle);
     if !notable(total, wall) {
         return None;
     }
@@ -429,7 +470,14 @@ fn backlog(
             queued as f64 / wall as f64 * 100.0
         );
     }
-    if unseen > 0 {
+    if let Some((s, idle)) = blocked {
+        let sep = if says.is_empty() { "" } else { "; " };
+        says = format!(
+            "{says}{sep}the host waited {:.2} ms in `{}` with nothing recorded running on the GPU: work queued before the recording that the trace does not show",
+            idle as f64 / MS,
+            s.2
+        );
+    } else if unseen > 0 {
         let sep = if says.is_empty() { "" } else { "; " };
         says = format!(
             "{says}{sep}the first kernel launched in the window waited {:.2} ms with nothing recorded running: work queued before the recording that the trace does not show",

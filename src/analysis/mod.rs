@@ -325,7 +325,9 @@ impl Analyzer {
         if traits.launch {
             self.rec.health.launch_calls += 1;
         }
-        if !traits.sync {
+        if traits.sync {
+            self.rec.health.note_sync(name, start, dur);
+        } else {
             self.rec.health.note_call(name, start, dur);
         }
         if traits.event || traits.sync {
