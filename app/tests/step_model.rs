@@ -229,7 +229,7 @@ fn an_annotation_is_changed_as_an_op_is() {
     assert!((f(&w["removes_ms_per_step"]) - want).abs() <= 0.001 * want, "{w} vs {want} ms");
     let saved = f(&w["saved_ms_per_step"]);
     assert!(saved > 0.0 && saved <= want, "{w}");
-    assert!(w["what"].as_str().unwrap().contains("(1 calls per step"), "{w}");
+    assert!(w["what"].as_str().unwrap().contains("(1 call per step"), "{w}");
     let r = common::run(&["profile", "what-if", p, "--op", "no such scope"]);
     assert_eq!(r.code, 2);
     assert!(r.stderr.contains("no CPU op or annotation in the model matches"), "{}", r.stderr);

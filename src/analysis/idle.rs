@@ -182,7 +182,7 @@ const OUTSIDE_OPS: &str = "outside any recorded op or frame";
 /// (rooted at the range's name, so the loader's tree is its own).
 const ALL_FRAMES: u32 = 0;
 const UNDER_LOADER: u32 = 1;
-const NO_HOST: &str = "no CPU-side events in the trace";
+const NO_HOST: &str = "no CPU op, annotation or Python frame in the trace";
 const NOT_LAUNCHED: &str = "kernels whose launch the trace does not hold";
 
 /// How a stretch of a gap is to be explained.

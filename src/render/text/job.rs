@@ -65,20 +65,27 @@ pub fn straggler_line(s: &Straggler, others: usize) -> String {
     } else {
         String::new()
     };
-    // Its lead over the next-latest rank is what its lateness alone
-    // costs: the rest of the waits is the ranks' spread.
-    let ahead = s.ahead_ms_per_step.filter(|a| *a < 0.95 * w).map_or(String::new(), |a| {
-        format!(
-            "; its own lead over the next-latest rank there: {} ms/step, the rest the ranks' spread (`what-if DIR --straggler {}` re-times the job without it)",
-            num(a, 2),
-            s.rank
-        )
-    });
     format!(
-        "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}{ahead}",
+        "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}",
         s.rank,
         num(w, 2),
         at.join(", ")
+    )
+}
+
+/// What of a straggler's caused wait is its own lead over the next-latest
+/// rank (the rest is the ranks' spread), said after [`straggler_line`].
+pub fn straggler_ahead(s: &Straggler) -> String {
+    let (Some(a), Some(w)) = (s.ahead_ms_per_step, s.wait_caused_ms_per_step) else {
+        return String::new();
+    };
+    if a >= 0.95 * w {
+        return String::new();
+    }
+    format!(
+        "; its own lead over the next-latest rank there: {} ms/step, the rest the ranks' spread (`what-if DIR --straggler {}` re-times the job without it)",
+        num(a, 2),
+        s.rank
     )
 }
 
@@ -163,7 +170,8 @@ pub fn job(j: &Job) -> String {
     }
     let _ = writeln!(o, "{}", stragglers_head(j));
     for s in &j.stragglers {
-        let _ = writeln!(o, "  {}", straggler_line(s, j.ranks.len().saturating_sub(1)));
+        let line = straggler_line(s, j.ranks.len().saturating_sub(1));
+        let _ = writeln!(o, "  {line}{}", straggler_ahead(s));
         for w in &s.why {
             let _ = writeln!(o, "      {}", why(w));
         }
