@@ -528,3 +528,19 @@ fn windows_whose_figures_are_not_the_steps_cannot_tell() {
     let says = cannot_tell(&out, "empty-steps");
     assert!(says.starts_with(&format!("all {} ProfilerStep markers last 0 µs", marks.len())));
 }
+
+/// A trace of the GPU side alone (the A100 trace's kernels, copies and
+/// sets, nothing of its host): nothing says when its work was launched,
+/// so no backlog is told, and the verdict says the trace cannot explain
+/// the GPU's idle time.
+#[test]
+fn a_gpu_only_trace_is_no_backlog() {
+    let path = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");
+    let v = read_json(&path);
+    let gpu: Vec<Value> = events(&v).into_iter().filter(is_gpu).collect();
+    assert!(gpu.len() > 9000, "{}", gpu.len());
+    let dir = tempfile::tempdir().unwrap();
+    let out = summary(&write(dir.path(), "gpu_only.json", &with_events(&v, gpu)));
+    assert!(health(&out, "backlog").is_none(), "{}", out["health"]);
+    assert_eq!(out["bound"], "idle / unexplained", "{}", out["bound_why"]);
+}

@@ -29,11 +29,11 @@ pub const COMPILE_CANNOT_TELL: f64 = 0.25;
 /// Launch calls without one GPU event from this many up: the GPU side
 /// was not recorded.
 pub const UNTIMED_LAUNCHES: u64 = 10;
-/// Launch calls in the steps without their GPU work, from this share of
-/// them (and [`UNTIMED_LAUNCHES`]) up: the GPU side was recorded in part.
+/// Kernel launch calls in the steps without their kernel, from this share
+/// of them (and [`UNTIMED_LAUNCHES`]) up: the GPU side was recorded in part.
 pub const LOST_SHARE: f64 = 0.02;
 /// From this share up the figures miss too much of the GPU's work for a
-/// verdict (lost records, or work that cannot be placed by its launch).
+/// verdict.
 pub const LOST_CANNOT_TELL: f64 = 0.25;
 /// GPU events starting before their launch call, from this share of
 /// them (and [`UNTIMED_LAUNCHES`]) up: the clocks disagree.
@@ -406,6 +406,11 @@ fn backlog(
     work: impl Iterator<Item = Work>,
 ) -> Option<HealthRow> {
     let &(s0, e0) = w.steps.first()?;
+    // A trace without one launch call (the GPU side alone recorded) says
+    // nothing of when its work was launched: no backlog can be told.
+    if seen.launch_calls == 0 {
+        return None;
+    }
     let mut earlier: Vec<(i64, i64)> = Vec::new();
     // The first piece of work launched in the window, by start.
     let mut first_own: Option<Work> = None;
