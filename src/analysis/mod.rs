@@ -868,7 +868,7 @@ impl Analyzer {
             ranges.in_step(l.start)
                 && !captures.iter().any(|w| w.start <= l.start && l.start < w.end)
         };
-        let unmet = self.launches.unmet().filter(|l| names.get(l.name).contains("Launch"));
+        let unmet = self.launches.unmet().filter(|l| RuntimeCall::of(names.get(l.name)).kernel);
         self.rec.health.unmet_launches = unmet.filter(|l| counted(l)).count() as u64;
         let met = self.rec.gpu.kernel_spans.iter().filter_map(|k| k.launch());
         self.rec.health.met_launches = met.filter(counted).count() as u64;

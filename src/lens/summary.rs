@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use crate::profile::{
     Attribution, CategoryRow, DeviceRow, Efficiency, ExtraFigures, Figures, HealthRow, IdleAccount,
-    KernelRow, LeverRow, Mode, PhaseGpuRow, Profile, RunConfig, Severity, StepModelView, StepTime,
-    StreamRow, TraceFacts, Verdict,
+    KernelRow, LeverRow, Mode, PhaseGpuRow, Profile, RunConfig, StepModelView, StepTime, StreamRow,
+    TraceFacts, Verdict,
 };
 
 /// What `profile summary` shows, in every form (text, `--json`, the
@@ -163,8 +163,7 @@ pub fn summary(p: &Profile) -> Summary {
         config: p.config.clone(),
         bound: p.bound.clone(),
         bound_why: p.bound_why.clone(),
-        trustworthy: !p.untrustworthy()
-            && !p.health.iter().any(|h| h.severity == Severity::CannotTell),
+        trustworthy: !p.untrustworthy(),
         contended: contended_warning(p),
         steps: step_spread(&p.step_times),
         figures: p.figures.clone(),

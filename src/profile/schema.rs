@@ -819,9 +819,11 @@ impl Profile {
         }
     }
 
-    /// True when the numbers were taken under VRAM thrash.
+    /// True when the numbers were taken under VRAM thrash, or a health
+    /// finding says the window cannot support a verdict.
     pub fn untrustworthy(&self) -> bool {
         self.figures.memory_pressure
+            || self.health.iter().any(|h| h.severity == Severity::CannotTell)
     }
 
     /// Repeat count of img/s (1 for a single run).

@@ -111,6 +111,8 @@ pub struct RuntimeCall {
     /// Launches a CUDA/HIP graph: every kernel of the graph shares its
     /// correlation id.
     pub graph: bool,
+    /// Launches one kernel (not a copy, a set or a graph).
+    pub kernel: bool,
     /// Waits for the GPU: a `…Synchronize` call, or a copy without
     /// `Async` (`cudaMemcpy`, `hipMemcpyWithStream`).
     pub sync: bool,
@@ -140,6 +142,7 @@ impl RuntimeCall {
                 || name.contains("Memset")
                 || name.contains("Graph"),
             graph: name.contains("GraphLaunch"),
+            kernel: name.contains("Launch") && !name.contains("Graph"),
             sync: name.contains("Synchronize")
                 || (name.contains("Memcpy") && !name.contains("Async")),
             event: name.contains("EventRecord") || name.contains("StreamWaitEvent"),
