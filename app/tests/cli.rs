@@ -1026,6 +1026,49 @@ fn phases_of_foreign_training_traces_are_inferred_and_said_so() {
 }
 
 #[test]
+fn a_training_trace_without_step_markers_is_stepped_by_its_optimizer() {
+    // HTA's GP100 trace: five iterations (zero_grad, forward, backward, SGD
+    // step) and no ProfilerStep. Read as one 10 ms step, every per-step
+    // figure was five steps' and the backward phase ran from the first
+    // iteration's backward to the last's. The steps here come from the raw
+    // `Optimizer.step#…` ranges, not from the code under test.
+    let path = fixtures().join("traces/hta_gp100_gpu_annotation/step_based_trace_2543932.json.gz");
+    let t = path.to_str().unwrap();
+    let events = common::trace_events(&common::read_json(&path));
+    let steps = common::optimizer_steps(&events, common::span(&events).0);
+    assert_eq!(steps.len(), 5, "{steps:?}");
+    let each: Vec<f64> = steps.values().map(|(s, e)| (e - s) / 1000.0).collect();
+    let mean = each.iter().sum::<f64>() / each.len() as f64;
+
+    let s = json(&["summary", t]);
+    assert_eq!(s["window"]["real_steps"], 5);
+    let told: Vec<f64> =
+        s["steps"]["each_ms"].as_array().unwrap().iter().map(|v| v.as_f64().unwrap()).collect();
+    assert_eq!(told.len(), 5);
+    for (got, want) in told.iter().zip(&each) {
+        assert!(close(*got, *want, 0.001), "step {got} ms, the trace's {want} ms");
+    }
+    let step_ms = s["step_ms"].as_f64().unwrap();
+    assert!(close(step_ms, mean, 0.002), "step {step_ms} ms, the trace's mean {mean} ms");
+    let warnings = s["warnings"].to_string();
+    assert!(warnings.contains("5 steps inferred from the `Optimizer.step#…` ranges"), "{warnings}");
+    // The first iteration holds the set-up: a slow first step, named as
+    // the output names inferred steps.
+    let health = s["health"].as_array().unwrap();
+    let first = health.iter().find(|h| h["check"] == "slow-first-step").expect("slow first step");
+    assert!(first["says"].as_str().unwrap().starts_with("step 1 took"), "{first}");
+
+    // Each phase inferred within each step: they add up to the step.
+    let p = json(&["phases", t]);
+    let rows = p["phases"].as_array().unwrap();
+    let wall: f64 = rows.iter().map(|r| r["wall_ms_per_step"].as_f64().unwrap()).sum();
+    assert!(close(wall, step_ms, 0.005), "phases {wall} ms in a {step_ms} ms step");
+    let backward = rows.iter().find(|r| r["phase"] == "backward").unwrap();
+    let longest = each.iter().cloned().fold(0.0, f64::max);
+    assert!(backward["wall_ms_per_step"].as_f64().unwrap() < longest, "{backward}");
+}
+
+#[test]
 fn a_cpu_run_says_how_much_of_its_step_is_inside_framework_ops() {
     let trace = shared().join("reference/train_b4/profile_trace.json.gz");
     // Independently: per thread, the union of the CPU ops that start inside
@@ -1411,6 +1454,41 @@ fn the_header_and_the_verdict_print_one_step() {
 /// the H100 TimesFormer trace the devices differ (their device
 /// properties, read from the raw JSON), and a note says so, in the text
 /// (stderr) and in `--json`'s `notes`.
+#[test]
+fn compare_s_phases_are_one_measure_and_say_which() {
+    // Audit s19 M2: phases were compared on wall time where a side had it,
+    // else on GPU time, under one heading. The figures here are `phases`'
+    // own rows of each side.
+    let side = |p: &std::path::Path| json(&["phases", p.to_str().unwrap()])["phases"].clone();
+    let h100 = common::first_trace("tracelens_h100_qwen_inference");
+    let mi300 = common::first_trace("tracelens_mi300_inference");
+    let dlrm = |r: &str| {
+        let dir = fixtures().join("traces/param_dlrm_v100_8rank");
+        let mut f: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+        f.sort();
+        f.into_iter().find(|p| p.file_name().unwrap().to_string_lossy().starts_with(r)).unwrap()
+    };
+    for ((a, b), measure, field, heading) in [
+        ((h100, mi300), "gpu", "gpu_ms_per_step", "phases (GPU ms/step):"),
+        ((dlrm("worker0"), dlrm("worker7")), "wall", "wall_ms_per_step", "phases (wall ms/step):"),
+    ] {
+        let (ta, tb) = (a.to_str().unwrap(), b.to_str().unwrap());
+        let c = json(&["compare", ta, tb]);
+        assert_eq!(c["phases_measure"], measure, "{ta}");
+        let (pa, pb) = (side(&a), side(&b));
+        for row in c["phases"].as_array().unwrap() {
+            let of = |rows: &Value| {
+                rows.as_array().unwrap().iter().find(|r| r["phase"] == row["name"]).unwrap()[field]
+                    .clone()
+            };
+            assert_eq!(row["before_ms"], of(&pa), "{row}");
+            assert_eq!(row["after_ms"], of(&pb), "{row}");
+        }
+        let text = run(&["profile", "compare", ta, tb]).stdout;
+        assert!(text.contains(heading), "{text}");
+    }
+}
+
 #[test]
 fn compare_says_one_run_a_side_and_when_the_devices_differ() {
     let control = fixtures().join("traces/hta_trace_diff_a100_2022/control.json.gz");

@@ -77,8 +77,12 @@ fn every_trace_s_model_is_consistent() {
                 let gone = saved(&format!("--remove-category {cat}")).unwrap();
                 assert!(s <= gone + 0.002, "{name}: {flags} saves {s} > removing {gone}");
             }
-            let pct = s / f(&p["step_ms"]) * 100.0;
-            assert!((pct - f(&r["saved_pct"])).abs() <= 0.06, "{name}: {r}");
+            // saved_pct is rounded to 0.05 and the saving to 0.0005 ms,
+            // which on a 2 ms step moves the share by 0.025.
+            let step = f(&p["step_ms"]);
+            let pct = s / step * 100.0;
+            let tol = 0.05 + 0.0005 / step * 100.0 + 0.001;
+            assert!((pct - f(&r["saved_pct"])).abs() <= tol, "{name}: {r}");
             // GPU work after the last step is no step's: no saving
             // exceeds the steps.
             assert!(s <= f(&m["steps_ms_per_step"]) + 0.002, "{name}: {r}");

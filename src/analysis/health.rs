@@ -187,6 +187,15 @@ pub struct CheckedWindow<'a> {
     pub launch_after_work: u64,
     /// Step numbers recorded apart in time, with how many times.
     pub repeated: &'a [(u64, u32)],
+    /// The steps were inferred, not recorded (docs/analysis.md §6).
+    pub inferred_steps: bool,
+}
+
+impl CheckedWindow<'_> {
+    /// What the output calls step `n`.
+    fn step(&self, n: u64) -> String {
+        crate::analysis::ranges::step_name(self.inferred_steps, n)
+    }
 }
 
 /// Every finding, most severe first.
@@ -463,10 +472,7 @@ fn backlog(
         return None;
     }
     let share = total as f64 / wall as f64;
-    let step = w
-        .numbered
-        .first()
-        .map_or_else(|| "the window".to_string(), |n| format!("ProfilerStep#{}", n.0));
+    let step = w.numbered.first().map_or_else(|| "the window".to_string(), |n| w.step(n.0));
     let mut says = String::new();
     if queued > 0 {
         says = format!(
@@ -667,8 +673,8 @@ fn slow_first_step(w: &CheckedWindow<'_>) -> Option<HealthRow> {
         HealthCheck::SlowFirstStep,
         Severity::Caution,
         format!(
-            "ProfilerStep#{} took {:.2} ms, {:.1}× the other steps' median ({:.2} ms): warm-up inside the window, averaged into the per-step figures",
-            first.0,
+            "{} took {:.2} ms, {:.1}× the other steps' median ({:.2} ms): warm-up inside the window, averaged into the per-step figures",
+            w.step(first.0),
             took / MS,
             took / median,
             median / MS
@@ -760,6 +766,7 @@ mod tests {
             graph_captures: 0,
             launch_after_work: 0,
             repeated: &[],
+            inferred_steps: false,
         }
     }
 

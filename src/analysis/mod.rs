@@ -508,6 +508,9 @@ impl Analyzer {
         };
         let thread = self.thread(ev.pid.as_ref(), ev.tid.as_ref());
         self.rec.inference.marks.push((thread, start, end, phase));
+        if optimizer && ev.name().starts_with(inference::OPTIMIZER_STEP) {
+            self.rec.inference.optimizer_steps.push((thread, start, end));
+        }
     }
 
     /// GPU events with no launch in the trace are placed by their own time.
@@ -748,6 +751,11 @@ pub fn analyze_read(
         Stage::Ended | Stage::Replaying => false,
     };
     analyzer.stage = Stage::Ended;
+    // The window's steps are final before the phases are inferred in them.
+    let cut = analyzer.cut_steps_past_the_recording();
+    let steps_inferred = analyzer.infer_steps();
+    let stale = stale || cut || steps_inferred;
+    analyzer.split_backward_at_steps();
     let inferred = analyzer.rec.inference.ranges(
         &analyzer.rec.ranges,
         analyzer.rec.span,
@@ -831,9 +839,11 @@ impl Analyzer {
     /// would otherwise count as time nobody spent (docs/analysis.md §15,
     /// [`health::Seen::cut_at`] says when). A tail under a millisecond is
     /// the marker's own end.
-    fn cut_steps_past_the_recording(&mut self) {
+    ///
+    /// Whether a step changed.
+    fn cut_steps_past_the_recording(&mut self) -> bool {
         let Some((end, session)) = self.rec.health.cut_at(self.rec.span.map(|s| s.1)) else {
-            return;
+            return false;
         };
         let worth = |past: i64, len: i64| {
             past >= 1_000_000 && if session { past * 10 >= len } else { 2 * past > len }
@@ -855,6 +865,37 @@ impl Analyzer {
                 self.rec.health.stub = Some((n, e - s));
             }
         }
+        !self.rec.health.cut.is_empty() || self.rec.health.stub.is_some()
+    }
+
+    /// Where phases are inferred in two steps or more, the backward
+    /// bursts are made again from the ops so that none spans two steps.
+    fn split_backward_at_steps(&mut self) {
+        let rec = &mut self.rec;
+        let steps = rec.ranges.numbered_steps();
+        if rec.ranges.has_phase_ranges() || steps.len() < 2 || !rec.inference.has_backward() {
+            return;
+        }
+        let steps: Vec<(i64, i64)> = steps.iter().map(|&(_, s, e)| (s, e)).collect();
+        let names = &rec.names;
+        let backward = rec
+            .cpu
+            .ops_clipped(rec.op_clip)
+            .filter(|r| names.op_traits(r.name).is_some_and(|t| t.backward))
+            .map(|r| (r.start, r.start + r.dur));
+        rec.inference.split_bursts_at(&steps, backward);
+    }
+
+    /// A training trace without step markers gets its steps from its
+    /// `Optimizer.step#…` ranges (docs/analysis.md §6). Whether it did.
+    fn infer_steps(&mut self) -> bool {
+        if self.rec.ranges.has_steps() {
+            return false;
+        }
+        let start = self.rec.span.map_or(i64::MAX, |s| s.0);
+        let Some((thread, steps)) = self.rec.inference.steps(start) else { return false };
+        self.rec.ranges.infer_steps(thread, &steps);
+        true
     }
 
     /// The kernel launch calls in the steps, with and without a kernel
@@ -884,7 +925,6 @@ impl Analyzer {
         read: &trace::ReadOptions,
         keep_model: bool,
     ) -> Result<(Profile, Option<model::StepModel>)> {
-        self.cut_steps_past_the_recording();
         self.place_leftovers_by_time();
         self.rec.ranges.freeze();
         self.count_kernel_launches();

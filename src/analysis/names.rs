@@ -71,6 +71,11 @@ impl Names {
         }
     }
 
+    /// What op name `id` says, where it was met as an op's.
+    pub(super) fn op_traits(&self, id: u32) -> Option<OpTraits> {
+        self.op_traits.get(id as usize).copied().flatten()
+    }
+
     pub fn get(&self, id: u32) -> &str {
         &self.names[id as usize]
     }

@@ -119,6 +119,12 @@ impl ThreadRanges {
     }
 }
 
+/// What the output calls step `n`: `ProfilerStep#n` where the trace
+/// recorded it, `step n` where it was inferred.
+pub fn step_name(inferred: bool, n: u64) -> String {
+    if inferred { format!("step {n}") } else { format!("ProfilerStep#{n}") }
+}
+
 /// All ranges of a trace.
 #[derive(Debug, Clone, Default)]
 pub struct Ranges {
@@ -144,6 +150,8 @@ pub struct Ranges {
     /// Changes of `step_index` so far: while ranges are still added, what
     /// a [`PlaceCache`] remembers of the steps holds for one value.
     step_changes: u64,
+    /// The steps were inferred ([`Ranges::infer_steps`]), not recorded.
+    inferred: bool,
 }
 
 /// A last step shorter than this share of every other step, ending with
@@ -194,6 +202,19 @@ impl Ranges {
         let hull = *e;
         self.main_threads.insert(thread);
         self.merge_into_step_index(hull);
+    }
+
+    /// Steps inferred where the trace recorded none, numbered from 1.
+    pub fn infer_steps(&mut self, thread: u32, steps: &[(i64, i64)]) {
+        for (n, &(s, e)) in (1..).zip(steps) {
+            self.add_step(n, thread, s, e);
+        }
+        self.inferred = true;
+    }
+
+    /// Whether the steps were inferred, not recorded.
+    pub fn steps_inferred(&self) -> bool {
+        self.inferred
     }
 
     /// Step numbers whose ranges were recorded apart in time, with how
@@ -286,7 +307,7 @@ impl Ranges {
     /// and GPU event once more); adding a range undoes it.
     pub fn freeze(&mut self) {
         self.generation = GENERATIONS.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-        self.steps_frozen = self.step_intervals();
+        self.steps_frozen = self.indexed_intervals();
         for r in self.cpu_phases.values_mut().chain(self.gpu_phases.values_mut()) {
             r.freeze();
         }
@@ -335,8 +356,24 @@ impl Ranges {
         v
     }
 
-    /// Merged step intervals, in time order.
+    /// The steps' intervals, in time order, those that overlap merged: a
+    /// step that begins as the one before ends stays a step of its own
+    /// (steps inferred from the optimizer's do).
     pub fn step_intervals(&self) -> Vec<(i64, i64)> {
+        let mut hulls: Vec<(i64, i64)> = self.steps.values().copied().collect();
+        hulls.sort_unstable();
+        let mut merged: Vec<(i64, i64)> = Vec::with_capacity(hulls.len());
+        for (s, e) in hulls {
+            match merged.last_mut() {
+                Some(last) if s < last.1 || s == last.0 => last.1 = last.1.max(e),
+                _ => merged.push((s, e)),
+            }
+        }
+        merged
+    }
+
+    /// The membership index's intervals: steps that overlap or touch, one.
+    fn indexed_intervals(&self) -> Vec<(i64, i64)> {
         self.step_index.iter().map(|(&s, &e)| (s, e)).collect()
     }
 
@@ -666,7 +703,9 @@ mod tests {
         r.add_step(5, 1, 2, 90);
         r.add_step(6, 1, 100, 200);
         assert_eq!(r.step_count(), 2);
-        assert_eq!(r.step_intervals(), vec![(0, 200)]);
+        // Touching steps are two steps, one stretch of membership.
+        assert_eq!(r.step_intervals(), vec![(0, 100), (100, 200)]);
+        assert_eq!(r.indexed_intervals(), vec![(0, 200)]);
         assert!(r.in_step(0) && r.in_step(199) && !r.in_step(200) && !r.in_step(-1));
     }
 
@@ -702,7 +741,7 @@ mod tests {
                         _ => want.push((s, e)),
                     }
                 }
-                assert_eq!(r.step_intervals(), want);
+                assert_eq!(r.indexed_intervals(), want);
             }
         }
     }

@@ -49,6 +49,9 @@ fn traces() -> Vec<PathBuf> {
 #[derive(Clone, Copy)]
 enum At {
     After(&'static str),
+    /// After the key, followed by the unit: `step 1.97 ms`, not the
+    /// `step 1 took …` of a finding on inferred steps.
+    AfterWith(&'static str, &'static str),
     Before(&'static str),
 }
 
@@ -57,9 +60,10 @@ enum At {
 fn find(text: &str, at: At) -> Option<(f64, i32, bool)> {
     let number = |n: &str| n.chars().all(|c| c.is_ascii_digit() || c == '.') && !n.is_empty();
     for line in text.lines() {
-        let (key, after) = match at {
-            At::After(k) => (k, true),
-            At::Before(k) => (k, false),
+        let (key, after, unit) = match at {
+            At::After(k) => (k, true, ""),
+            At::AfterWith(k, u) => (k, true, u),
+            At::Before(k) => (k, false, ""),
         };
         for (i, _) in line.match_indices(key) {
             let n: String = if after {
@@ -76,7 +80,8 @@ fn find(text: &str, at: At) -> Option<(f64, i32, bool)> {
                     .collect();
                 before.into_iter().rev().collect()
             };
-            if !number(&n) {
+            let follows = |u: &str| line[i + key.len()..].trim_start()[n.len()..].starts_with(u);
+            if !number(&n) || !(unit.is_empty() || follows(unit)) {
                 continue;
             }
             let decimals = n.split_once('.').map_or(0, |(_, d)| d.len() as i32);
@@ -125,9 +130,9 @@ fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
 #[test]
 fn headline_figures_agree_in_text_json_md_csv_and_the_explorer() {
     // Each figure, and where the text and the pane print it.
-    use At::{After, Before};
+    use At::{After, AfterWith, Before};
     const FIGURES: &[(&str, At, At)] = &[
-        ("step_ms", After("|  step "), After("step ")),
+        ("step_ms", After("|  step "), AfterWith("step ", " ms")),
         ("gpu_util", After("GPU util "), After("GPU util ")),
         ("gpu_busy_ms_per_step", Before(" ms busy)"), Before(" ms busy)")),
         ("host_overhead_ms_per_step", After("host overhead "), After("host overhead ")),

@@ -176,8 +176,9 @@ pub fn clip(iv: &[(f64, f64)], windows: &[(f64, f64)]) -> Vec<(f64, f64)> {
     out
 }
 
-/// The `ProfilerStep#N` windows (µs, a step's copies merged) and each
-/// launch's start by correlation id, from the raw events.
+/// The `ProfilerStep#N` windows (µs, a step's copies merged), or without
+/// them the optimizer's ([`optimizer_steps`]), and each launch's start by
+/// correlation id, from the raw events.
 pub fn steps_and_launches(events: &[Value]) -> (BTreeMap<u64, (f64, f64)>, HashMap<i64, f64>) {
     let mut steps: BTreeMap<u64, (f64, f64)> = BTreeMap::new();
     let mut launches: HashMap<i64, f64> = HashMap::new();
@@ -222,7 +223,72 @@ pub fn steps_and_launches(events: &[Value]) -> (BTreeMap<u64, (f64, f64)>, HashM
             steps.remove(&last);
         }
     }
+    if steps.is_empty() {
+        steps = optimizer_steps(events, span(events).0);
+    }
     (steps, launches)
+}
+
+/// Without `ProfilerStep` markers, the steps a training trace's
+/// `Optimizer.step#…` ranges end (docs/analysis.md §6): on the thread with
+/// most of them, each ends as one (not nested in another) ends, the first
+/// from `start`, each other from the end of the one before; two at least.
+pub fn optimizer_steps(events: &[Value], start: f64) -> BTreeMap<u64, (f64, f64)> {
+    let mut by_thread: BTreeMap<String, Vec<(f64, f64)>> = BTreeMap::new();
+    for e in events.iter().filter(|e| e["ph"] == "X") {
+        let name = e["name"].as_str().unwrap_or("");
+        let host = matches!(e["cat"].as_str(), Some("user_annotation" | "cpu_op" | "Operator"));
+        if host && name.starts_with("Optimizer.step#") {
+            let (ts, dur) = (e["ts"].as_f64().unwrap(), e["dur"].as_f64().unwrap_or(0.0));
+            by_thread.entry(format!("{}/{}", e["pid"], e["tid"])).or_default().push((ts, ts + dur));
+        }
+    }
+    let mut ranges = by_thread.into_values().max_by_key(|v| v.len()).unwrap_or_default();
+    ranges.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    let mut ends: Vec<f64> = Vec::new();
+    for (s, e) in ranges {
+        if ends.last().is_none_or(|&last| s >= last) {
+            ends.push(e);
+        }
+    }
+    let mut steps = BTreeMap::new();
+    if ends.len() >= 2 {
+        let mut from = start;
+        for (n, &e) in (1..).zip(&ends) {
+            steps.insert(n, (from, e));
+            from = e;
+        }
+    }
+    steps
+}
+
+/// First to last CPU op, runtime call or GPU event: the one step of a
+/// trace without steps.
+pub fn span(events: &[Value]) -> (f64, f64) {
+    let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
+    for e in events {
+        let cat = e["cat"].as_str().unwrap_or("");
+        let counted = matches!(
+            cat,
+            "cpu_op"
+                | "Operator"
+                | "cuda_runtime"
+                | "Runtime"
+                | "cuda_driver"
+                | "kernel"
+                | "Kernel"
+                | "gpu_memcpy"
+                | "gpu_memset"
+                | "Memcpy"
+                | "Memset"
+        );
+        if e["ph"] == "X" && counted {
+            let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
+            lo = lo.min(ts);
+            hi = hi.max(ts + dur);
+        }
+    }
+    (lo, hi)
 }
 
 pub fn truth(path: &Path) -> Truth {
@@ -232,31 +298,7 @@ pub fn truth(path: &Path) -> Truth {
     let mut t = Truth { steps: steps.len().max(1), ..Default::default() };
     t.windows = steps.values().copied().collect();
     if t.windows.is_empty() {
-        // One step: first to last CPU op, runtime call or GPU event.
-        let (mut lo, mut hi) = (f64::INFINITY, f64::NEG_INFINITY);
-        for e in &events {
-            let cat = e["cat"].as_str().unwrap_or("");
-            let counted = matches!(
-                cat,
-                "cpu_op"
-                    | "Operator"
-                    | "cuda_runtime"
-                    | "Runtime"
-                    | "cuda_driver"
-                    | "kernel"
-                    | "Kernel"
-                    | "gpu_memcpy"
-                    | "gpu_memset"
-                    | "Memcpy"
-                    | "Memset"
-            );
-            if e["ph"] == "X" && counted {
-                let (ts, dur) = (e["ts"].as_f64().unwrap_or(0.0), e["dur"].as_f64().unwrap_or(0.0));
-                lo = lo.min(ts);
-                hi = hi.max(ts + dur);
-            }
-        }
-        t.windows.push((lo, hi));
+        t.windows.push(span(&events));
     }
     for e in &events {
         if e["ph"] == "X" && matches!(e["cat"].as_str(), Some("kernel" | "Kernel")) {

@@ -172,6 +172,7 @@ pub(super) fn health(a: &PassRecord, win: &Span) -> Vec<HealthRow> {
         graph_captures: a.evidence.graph_captures,
         launch_after_work: c.launch_after_work,
         repeated: &repeated,
+        inferred_steps: a.ranges.steps_inferred(),
     };
     let work = || {
         let kernels = a.gpu.kernel_spans.iter().map(|k| crate::analysis::health::Work {
@@ -195,8 +196,9 @@ pub(super) fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<St
     let mut warnings = Vec::new();
     if a.counts.malformed > 0 {
         warnings.push(format!(
-            "{} malformed events skipped (missing, negative or absurd times, wrong field types)",
-            a.counts.malformed
+            "{} malformed event{} skipped (missing, negative or absurd times, wrong field types)",
+            a.counts.malformed,
+            if a.counts.malformed == 1 { "" } else { "s" }
         ));
     }
     if a.counts.via_time > 0 {
@@ -211,7 +213,13 @@ pub(super) fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<St
             a.counts.launch_after_work
         ));
     }
-    if !a.ranges.has_steps() {
+    if a.ranges.steps_inferred() {
+        warnings.push(format!(
+            "no ProfilerStep markers: {} steps inferred from the `{}…` ranges, each ending as one does (the first from the recording's start)",
+            a.ranges.step_count(),
+            crate::analysis::inference::OPTIMIZER_STEP
+        ));
+    } else if !a.ranges.has_steps() {
         warnings.push("no ProfilerStep markers: the whole trace is analysed as one step".into());
     }
     if measured.is_none() {
