@@ -336,6 +336,13 @@ impl Sweep<'_> {
             n.cpu_ns = n.cpu_ns.saturating_sub((o.end - r.start).max(0));
             close(o, b);
         }
+        // The child that ends within the rounding after its parent ends
+        // with it: no child outlasts its parent in the tree.
+        let mut r = *r;
+        if let Some(top) = self.stack.last() {
+            r.dur = r.dur.min(top.end - r.start);
+        }
+        let r = &r;
         // In its own phase (that of its start), under the records open
         // around it: those that started in another phase, the optimizer's
         // step inside a user range that opened in forward, copied there
@@ -437,6 +444,8 @@ struct Sweeps<'l> {
     /// Thread → its launches' range in `launches`.
     threads: &'l HashMap<u32, (usize, usize)>,
     places: PlaceCache,
+    /// The window records are clipped to where the trace has no steps.
+    window: Option<(i64, i64)>,
     /// Out-of-order threads' in-step records.
     sorted: HashMap<u32, Vec<Pending>>,
     /// In-order threads with backward ops, swept on a second read.
@@ -477,7 +486,7 @@ impl<'l> Sweeps<'l> {
             self.sorted.entry(r.thread).or_default().push(p);
             return;
         }
-        let r = within(*r, end);
+        let r = within(*r, end, self.window);
         let phases = Phases::of(&b.a.ranges, &mut self.places, &r);
         self.of(r.thread).take(&r, kind, &phases, b);
     }
@@ -492,7 +501,7 @@ impl<'l> Sweeps<'l> {
             r.dur = p.dur;
             let kind = r.tree_kind().expect("a nesting record was set aside");
             let end = b.a.ranges.step_end_cached(&mut self.places, r.start);
-            let r = within(r, end.expect("set aside in a step"));
+            let r = within(r, end.expect("set aside in a step"), self.window);
             let phases = Phases::of(&b.a.ranges, &mut self.places, &r);
             self.of(thread).take(&r, kind, &phases, b);
         }
@@ -501,8 +510,18 @@ impl<'l> Sweeps<'l> {
 
 /// A record that started in a step, clipped to the step's end (`end`):
 /// what ran after it (the profiler's own `step()` frame closing, 2.2 ms
-/// on the H100 Qwen trace) is not the step's time.
-fn within(mut r: CpuRec, end: i64) -> CpuRec {
+/// on the H100 Qwen trace) is not the step's time. Without step markers
+/// the one step is the `window` (§2), which Python frames and annotations
+/// may begin before and end after: clipped to it at both ends, so that
+/// nesting holds and no thread has more time than the window.
+fn within(mut r: CpuRec, end: i64, window: Option<(i64, i64)>) -> CpuRec {
+    let mut end = end;
+    if let Some((from, until)) = window {
+        let start = r.start.max(from);
+        r.dur = r.dur.saturating_sub(start - r.start);
+        r.start = start;
+        end = end.min(until);
+    }
     r.dur = r.dur.min(end.saturating_sub(r.start)).max(0);
     r
 }
@@ -562,6 +581,7 @@ pub fn build(a: &PassRecord, kinfo: &KernelClasses) -> Built {
         launches: &per_thread,
         threads: &threads,
         places,
+        window: a.span.filter(|_| !a.ranges.has_steps()),
         sorted: HashMap::default(),
         backward_bits: 0,
     };

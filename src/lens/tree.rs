@@ -393,7 +393,7 @@ pub(super) fn graph_note(stored: &CallTree, in_phase: &[bool], gpu_all: f64) -> 
             graph,
             pct(graph, gpu_all),
             pct(graph - unattributed, graph),
-            unattributed
+            if unattributed > 0.0 { unattributed } else { 0.0 }
         ))
     } else if graph > 0.0 {
         Some(format!(
@@ -598,6 +598,16 @@ pub fn stacks(p: &Profile, q: &TreeQuery, weight: Option<Weight>) -> Result<Stac
         // The view's root first: bottom-up, the callee under its callers.
         frames.reverse();
         stacks.push(Stack { frames, ns_per_step: own });
+    }
+    // A root that `--min-pct` hides has no parent to keep its weight: its
+    // own frame does, so that the lines' total is the tree's.
+    if q.focus.is_none() {
+        for i in view.roots() {
+            let own = ns(value(i));
+            if !is_shown[i] && own > 0 {
+                stacks.push(Stack { frames: vec![view.nodes[i].name.clone()], ns_per_step: own });
+            }
+        }
     }
     if short > 0 {
         notes.push(format!(
