@@ -126,6 +126,9 @@ pub struct Comparison {
     pub metrics: Vec<MetricDelta>,
     pub bound: [Verdict; 2],
     pub categories: Vec<RowDelta>,
+    /// What `phases` compares: `wall` where both sides have every phase's
+    /// wall time, else `gpu` (the kernels launched in each phase).
+    pub phases_measure: PhaseMeasure,
     pub phases: Vec<RowDelta>,
     /// GPU idle time by cause (docs/analysis.md §12), where a side has it.
     pub idle: Vec<RowDelta>,
@@ -366,9 +369,11 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
                 }),
                 _ => None,
             };
-            // Both sides AMD: their matrix units are Matrix Cores.
+            // Both sides AMD: their matrix units are Matrix Cores; one
+            // side each: both names.
             let label = match s.metric {
                 "tensorcore_pct" if a.matrix_units() == b.matrix_units() => a.matrix_units(),
+                "tensorcore_pct" => "Tensor / Matrix Cores",
                 _ => s.label,
             };
             Some(MetricDelta {
@@ -394,6 +399,8 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
         )
     });
     let rows = |xs: Vec<(String, f64)>, ys: Vec<(String, f64)>| row_deltas(xs, ys);
+    let walls = a.phases.iter().chain(&b.phases).all(|p| p.wall_ms_per_step.is_some());
+    let measure = if walls { PhaseMeasure::Wall } else { PhaseMeasure::Gpu };
     Comparison {
         before: before.to_string(),
         after: after.to_string(),
@@ -406,9 +413,10 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
             a.categories.iter().map(|c| (c.name.to_string(), c.ms_per_step)).collect(),
             b.categories.iter().map(|c| (c.name.to_string(), c.ms_per_step)).collect(),
         ),
+        phases_measure: measure,
         phases: rows(
-            a.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
-            b.phases.iter().map(|p| (p.phase.clone(), phase_ms(p))).collect(),
+            a.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
+            b.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
         ),
         idle: rows(idle_rows(a), idle_rows(b)),
         kernels: rows(
@@ -427,9 +435,32 @@ fn idle_rows(p: &Profile) -> Vec<(String, f64)> {
         .collect()
 }
 
-/// A phase is compared on its wall time when known, else its GPU time.
-fn phase_ms(p: &crate::profile::PhaseRow) -> f64 {
-    p.wall_ms_per_step.unwrap_or(p.gpu_ms_per_step)
+/// What a comparison's phases are compared on: one measure for every
+/// row of both sides, never a wall time against a GPU time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+pub enum PhaseMeasure {
+    /// The phase's wall time per step.
+    Wall,
+    /// The time of the kernels launched in the phase per step.
+    Gpu,
+}
+
+impl PhaseMeasure {
+    fn of(self, p: &crate::profile::PhaseRow) -> f64 {
+        match self {
+            PhaseMeasure::Wall => p.wall_ms_per_step.unwrap_or(0.0),
+            PhaseMeasure::Gpu => p.gpu_ms_per_step,
+        }
+    }
+
+    /// The phases section's heading: `phases (wall ms/step)`.
+    pub fn heading(self) -> &'static str {
+        match self {
+            PhaseMeasure::Wall => "wall ms",
+            PhaseMeasure::Gpu => "GPU ms",
+        }
+    }
 }
 
 fn row_deltas(before: Vec<(String, f64)>, after: Vec<(String, f64)>) -> Vec<RowDelta> {

@@ -343,8 +343,9 @@ pub fn compare(c: &Comparison) -> Result<Vec<Part>> {
         c.bound[0].as_str().to_uppercase(),
         c.bound[1].as_str().to_uppercase()
     )));
+    let phases = format!("Phases ({} per step)", c.phases_measure.heading());
     for (title, rows) in [
-        ("Phases (ms per step)", &c.phases),
+        (phases.as_str(), &c.phases),
         ("Kernel mix (ms per step)", &c.categories),
         ("GPU idle by cause (ms per step)", &c.idle),
     ] {

@@ -16,6 +16,7 @@ pub fn metric_value(m: &MetricDelta, v: Option<f64>) -> String {
         (Some(v), Unit::Fraction) => pct(v),
         (Some(v), Unit::Percent) => format!("{v:.1}%"),
         (Some(v), Unit::Count) => num(v, 2),
+        (Some(v), Unit::Mb) => super::size_mb(v),
         (Some(v), unit) => format!("{} {unit}", num(v, 3)),
     }
 }
@@ -41,7 +42,8 @@ pub fn compare(c: &Comparison) -> String {
         );
     }
     let _ = writeln!(o, "{:<14} {} -> {}", "verdict", c.bound[0], c.bound[1]);
-    section(&mut o, "phases (ms/step)", &c.phases, 8);
+    let phases = format!("phases ({}/step)", c.phases_measure.heading());
+    section(&mut o, &phases, &c.phases, 8);
     section(&mut o, "kernel mix (ms/step)", &c.categories, 8);
     section(&mut o, "GPU idle by cause (ms/step)", &c.idle, 8);
     section(&mut o, "kernels, largest changes (ms/step)", &c.changed_kernels(), 8);

@@ -180,7 +180,8 @@ pub fn lines(c: &Comparison, t: &Theme, width: usize) -> Vec<Line<'static>> {
         Span::styled(format!("{:<14}", "verdict"), t.header()),
         Span::raw(format!("{} -> {}", c.bound[0], c.bound[1])),
     ]));
-    section(&mut out, t, "Phases (ms/step)", &c.phases, width);
+    let phases = format!("Phases ({}/step)", c.phases_measure.heading());
+    section(&mut out, t, &phases, &c.phases, width);
     section(&mut out, t, "Kernel mix (ms/step)", &c.categories, width);
     section(&mut out, t, "GPU idle by cause (ms/step)", &c.idle, width);
     section(&mut out, t, "Kernels, largest changes first (ms/step)", &c.kernels, width);
