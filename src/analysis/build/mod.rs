@@ -308,9 +308,18 @@ fn check_usable(a: &PassRecord) -> Result<()> {
     let usable = a.counts.gpu_in_steps + a.counts.gpu_outside + a.counts.mallocs > 0
         || !a.op_tables.ops_by_phase.is_empty();
     if a.span.is_none() && !usable {
+        let (n, m) = (a.counts.events, a.counts.malformed);
+        let s = |k: u64| if k == 1 { "" } else { "s" };
+        let why = if m > 0 {
+            format!(
+                "{m} of them malformed (missing, negative or absurd times, wrong field types), the rest no CPU op, runtime call or GPU event"
+            )
+        } else {
+            "none is a CPU op, runtime call or GPU event".to_string()
+        };
         return Err(Error::failed(format!(
-            "the trace has no events to analyse ({} events read; none is a CPU op, runtime call or GPU event)",
-            a.counts.events
+            "the trace has no events to analyse ({n} event{} read; {why})",
+            s(n)
         )));
     }
     Ok(())
