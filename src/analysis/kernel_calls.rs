@@ -131,6 +131,11 @@ pub fn calls(
                 streams,
                 launch_config: launch,
                 distinct_launch_configs: distinct as u64,
+                calls_without_config: if distinct > 0 {
+                    v.iter().filter(|c| c.2 == 0).count() as u64
+                } else {
+                    0
+                },
             };
             (name, calls)
         })

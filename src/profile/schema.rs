@@ -492,6 +492,11 @@ pub struct KernelCalls {
     /// How many distinct configurations its calls used.
     #[serde(skip_serializing_if = "super::is_zero")]
     pub distinct_launch_configs: u64,
+    /// Of its calls, those the trace records no configuration for (a
+    /// kernel without its launch, as ROCm traces leave some), where others
+    /// have one.
+    #[serde(skip_serializing_if = "super::is_zero")]
+    pub calls_without_config: u64,
 }
 
 /// A GPU stream: the device and the stream's id as the trace numbers them.
