@@ -75,9 +75,11 @@ impl PhaseInference {
         }
     }
 
-    /// Whether there are backward bursts to place.
-    pub(super) fn has_backward(&self) -> bool {
-        !self.backward_bursts.is_empty()
+    /// Whether a backward burst spans the start of one of `steps`.
+    pub(super) fn burst_spans_a_step(&self, steps: &[(i64, i64)]) -> bool {
+        steps.iter().any(|&(s, _)| {
+            self.backward_bursts.range(..s).next_back().is_some_and(|(_, &end)| end > s)
+        })
     }
 
     /// The steps of a trace without step markers, from its
@@ -198,7 +200,10 @@ mod tests {
             p.note_backward(s, e);
         }
         assert_eq!(p.backward_bursts.len(), 1);
-        p.split_bursts_at(&[(0, 300_000), (300_000, 900_000)], ops.into_iter());
+        let steps = [(0, 300_000), (300_000, 900_000)];
+        assert!(p.burst_spans_a_step(&steps));
+        p.split_bursts_at(&steps, ops.into_iter());
+        assert!(!p.burst_spans_a_step(&steps));
         let bursts: Vec<(i64, i64)> = p.backward_bursts.iter().map(|(s, e)| (*s, *e)).collect();
         assert_eq!(bursts, vec![(0, 100_000), (600_000, 700_000)]);
     }

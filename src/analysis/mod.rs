@@ -872,11 +872,15 @@ impl Analyzer {
     /// bursts are made again from the ops so that none spans two steps.
     fn split_backward_at_steps(&mut self) {
         let rec = &mut self.rec;
-        let steps = rec.ranges.numbered_steps();
-        if rec.ranges.has_phase_ranges() || steps.len() < 2 || !rec.inference.has_backward() {
+        if rec.ranges.has_phase_ranges() {
             return;
         }
-        let steps: Vec<(i64, i64)> = steps.iter().map(|&(_, s, e)| (s, e)).collect();
+        let steps: Vec<(i64, i64)> =
+            rec.ranges.numbered_steps().iter().map(|&(_, s, e)| (s, e)).collect();
+        // Only where one does (a read of every op, else spared).
+        if steps.len() < 2 || !rec.inference.burst_spans_a_step(&steps) {
+            return;
+        }
         let names = &rec.names;
         let backward = rec
             .cpu
