@@ -187,7 +187,7 @@ pub struct CheckedWindow<'a> {
     pub launch_after_work: u64,
     /// Step numbers recorded apart in time, with how many times.
     pub repeated: &'a [(u64, u32)],
-    /// The steps were inferred, not recorded (docs/analysis.md §6).
+    /// The steps were inferred, not recorded (docs/analysis.md §2).
     pub inferred_steps: bool,
 }
 

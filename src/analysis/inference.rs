@@ -1,5 +1,7 @@
 //! Phase inference (docs/analysis.md §6): in traces without `step/<phase>`
-//! ranges, the phases are derived from PyTorch's own annotations.
+//! ranges, the phases are derived from PyTorch's own annotations; in
+//! traces without `ProfilerStep` ranges, the steps from the optimizer's
+//! (§2).
 
 use super::busy;
 use super::ranges::{PhaseNames, Ranges};
@@ -83,7 +85,7 @@ impl PhaseInference {
     }
 
     /// The steps of a trace without step markers, from its
-    /// `Optimizer.step#…` ranges (docs/analysis.md §6): on the thread that
+    /// `Optimizer.step#…` ranges (docs/analysis.md §2): on the thread that
     /// recorded most of them, each step ends as one ends (nested ones
     /// aside), the first starting at `start` (the recording's) and each
     /// other where the one before ended. Two at least; (thread, steps).

@@ -891,7 +891,7 @@ impl Analyzer {
     }
 
     /// A training trace without step markers gets its steps from its
-    /// `Optimizer.step#…` ranges (docs/analysis.md §6). Whether it did.
+    /// `Optimizer.step#…` ranges (docs/analysis.md §2). Whether it did.
     fn infer_steps(&mut self) -> bool {
         if self.rec.ranges.has_steps() {
             return false;
