@@ -170,7 +170,8 @@ fn compare_pane() {
     let mut a = app(TRAIN_B4, Some(TRAIN_REPEAT3));
     press(&mut a, "5");
     let s = snap!("train_b4_compare", &mut a);
-    assert!(s[1].contains("Phases (ms/step)"), "{}", s[1]);
+    // Both sides' phases have their wall time: compared on it, and said.
+    assert!(s[1].contains("Phases (wall ms/step)"), "{}", s[1]);
 
     let mut a = app(INFER_B1, Some(INFER_B4));
     press(&mut a, "5↓↓");
