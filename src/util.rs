@@ -12,6 +12,12 @@ pub fn median(values: &[f64]) -> f64 {
     }
 }
 
+/// `s` after a noun counted `n` times, unless once: `1 gap/step`, `1.5
+/// gaps/step`.
+pub fn plural(n: f64) -> &'static str {
+    if n == 1.0 { "" } else { "s" }
+}
+
 /// Rounds to `digits` decimals (for stable, readable JSON).
 pub fn round(v: f64, digits: i32) -> f64 {
     if !v.is_finite() {

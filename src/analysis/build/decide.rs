@@ -198,7 +198,7 @@ pub(super) fn caveats(a: &PassRecord, measured: Option<&Measurements>) -> Vec<St
         warnings.push(format!(
             "{} malformed event{} skipped (missing, negative or absurd times, wrong field types)",
             a.counts.malformed,
-            if a.counts.malformed == 1 { "" } else { "s" }
+            crate::util::plural(a.counts.malformed as f64)
         ));
     }
     if a.counts.via_time > 0 {

@@ -309,7 +309,6 @@ fn check_usable(a: &PassRecord) -> Result<()> {
         || !a.op_tables.ops_by_phase.is_empty();
     if a.span.is_none() && !usable {
         let (n, m) = (a.counts.events, a.counts.malformed);
-        let s = |k: u64| if k == 1 { "" } else { "s" };
         let why = if m > 0 {
             format!(
                 "{m} of them malformed (missing, negative or absurd times, wrong field types), the rest no CPU op, runtime call or GPU event"
@@ -319,7 +318,7 @@ fn check_usable(a: &PassRecord) -> Result<()> {
         };
         return Err(Error::failed(format!(
             "the trace has no events to analyse ({n} event{} read; {why})",
-            s(n)
+            crate::util::plural(n as f64)
         )));
     }
     Ok(())

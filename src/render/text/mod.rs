@@ -62,12 +62,6 @@ pub fn size_mb(mb: f64) -> String {
     }
 }
 
-/// `s` after a noun counted `n` times, unless once: `1 gap/step`, `1.5
-/// gaps/step`.
-pub fn plural(n: f64) -> &'static str {
-    if n == 1.0 { "" } else { "s" }
-}
-
 /// `n thing`/`n things`: a count with its noun.
 pub fn count(n: impl Into<f64>, noun: &str) -> String {
     let n = n.into();

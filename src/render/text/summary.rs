@@ -18,7 +18,7 @@ pub fn summary(s: &Summary) -> String {
         _ if !cpu => format!(
             "{} kernel{}/step @ ~{} us",
             num(s.figures.kernels_per_step, 1),
-            super::plural(s.figures.kernels_per_step),
+            crate::util::plural(s.figures.kernels_per_step),
             num(s.figures.mean_kernel_us.round(), 0)
         ),
         Some(1) => "CPU, 1 thread".to_string(),
@@ -302,7 +302,7 @@ pub fn idle_lines(idle: &crate::profile::IdleAccount, places: usize) -> Vec<Stri
         "idle     {} ms/step in {} gap{}/step{lead} (device {})",
         num(idle.ms_per_step, 2),
         num(idle.gaps_per_step, 1),
-        super::plural(idle.gaps_per_step),
+        crate::util::plural(idle.gaps_per_step),
         idle.device
     )];
     // A cause or place that rounds to 0 ms is left out (`--json` keeps it).
