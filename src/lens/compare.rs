@@ -129,6 +129,8 @@ pub struct Comparison {
     /// What `phases` compares: `wall` where both sides have every phase's
     /// wall time, else `gpu` (the kernels launched in each phase).
     pub phases_measure: PhaseMeasure,
+    /// Empty where every phase on both sides is 0 on that measure (two
+    /// CPU runs without phase walls: no GPU time to compare).
     pub phases: Vec<RowDelta>,
     /// GPU idle time by cause (docs/analysis.md §12), where a side has it.
     pub idle: Vec<RowDelta>,
@@ -414,10 +416,14 @@ pub fn compare(a: &Profile, b: &Profile, before: &str, after: &str) -> Compariso
             b.categories.iter().map(|c| (c.name.to_string(), c.ms_per_step)).collect(),
         ),
         phases_measure: measure,
-        phases: rows(
-            a.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
-            b.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
-        ),
+        phases: if a.phases.iter().chain(&b.phases).all(|p| measure.of(p) == 0.0) {
+            Vec::new()
+        } else {
+            rows(
+                a.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
+                b.phases.iter().map(|p| (p.phase.clone(), measure.of(p))).collect(),
+            )
+        },
         idle: rows(idle_rows(a), idle_rows(b)),
         kernels: rows(
             a.kernels.iter().map(|k| (k.raw_name.clone(), k.ms_per_step)).collect(),
