@@ -43,8 +43,10 @@ pub fn stragglers_head(j: &Job) -> String {
 
 /// A straggler in one line: the wait it causes, in how many steps, how
 /// late it arrives and where.
-/// `others`: the job's other ranks, whose waits it sums.
-pub fn straggler_line(s: &Straggler, others: usize) -> String {
+/// `others`: the job's other ranks, whose waits it sums; `with_lead`: its
+/// [`own_lead`] said beside the wait (the explorer's one line; the text
+/// says it after, with its what-if).
+pub fn straggler_line(s: &Straggler, others: usize, with_lead: bool) -> String {
     let Some(w) = s.wait_caused_ms_per_step else {
         return format!("rank {}: +{} ms of compute per step", s.rank, num(s.compute_excess_ms, 2));
     };
@@ -60,10 +62,18 @@ pub fn straggler_line(s: &Straggler, others: usize) -> String {
     let at: Vec<String> =
         s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
     // A sum over the others: it can exceed the step, so the mean is said.
-    let each = if others > 1 {
-        format!(" in all ({} each, over {others} ranks)", num(w / others as f64, 2))
-    } else {
-        String::new()
+    let lead = own_lead(s)
+        .filter(|_| with_lead)
+        .map_or(String::new(), |a| format!("its own lead {}", num(a, 2)));
+    let each = match (others > 1, lead.is_empty()) {
+        (true, true) => {
+            format!(" in all ({} each, over {others} ranks)", num(w / others as f64, 2))
+        }
+        (true, false) => {
+            format!(" in all ({} each, over {others} ranks; {lead})", num(w / others as f64, 2))
+        }
+        (false, false) => format!(" ({lead})"),
+        (false, true) => String::new(),
     };
     format!(
         "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}",
@@ -73,15 +83,17 @@ pub fn straggler_line(s: &Straggler, others: usize) -> String {
     )
 }
 
+/// A straggler's own lead over the next-latest rank, ms per step, where
+/// it is less than the wait it caused (the rest: the ranks' spread).
+fn own_lead(s: &Straggler) -> Option<f64> {
+    let (a, w) = (s.ahead_ms_per_step?, s.wait_caused_ms_per_step?);
+    (a < 0.95 * w).then_some(a)
+}
+
 /// What of a straggler's caused wait is its own lead over the next-latest
 /// rank (the rest is the ranks' spread), said after [`straggler_line`].
 pub fn straggler_ahead(s: &Straggler) -> String {
-    let (Some(a), Some(w)) = (s.ahead_ms_per_step, s.wait_caused_ms_per_step) else {
-        return String::new();
-    };
-    if a >= 0.95 * w {
-        return String::new();
-    }
+    let Some(a) = own_lead(s) else { return String::new() };
     format!(
         "; its own lead over the next-latest rank there: {} ms/step, the rest the ranks' spread (`what-if DIR --straggler {}` re-times the job without it)",
         num(a, 2),
@@ -170,7 +182,7 @@ pub fn job(j: &Job) -> String {
     }
     let _ = writeln!(o, "{}", stragglers_head(j));
     for s in &j.stragglers {
-        let line = straggler_line(s, j.ranks.len().saturating_sub(1));
+        let line = straggler_line(s, j.ranks.len().saturating_sub(1), false);
         let _ = writeln!(o, "  {line}{}", straggler_ahead(s));
         for w in &s.why {
             let _ = writeln!(o, "      {}", why(w));

@@ -350,7 +350,7 @@ pub fn job_lines(j: &Job, t: &Theme, width: usize, max: usize) -> Vec<Line<'stat
             break;
         }
         let others = j.ranks.len().saturating_sub(1);
-        let mut why = format!("  {}", text::straggler_line(s, others));
+        let mut why = format!("  {}", text::straggler_line(s, others, true));
         for w in &s.why {
             why.push_str(&format!(" · {}", text::why(w)));
         }
