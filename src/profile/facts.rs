@@ -83,12 +83,26 @@ pub struct FusableChain {
 }
 
 impl FusableChain {
+    /// Its ops where recorded, else its kernels.
+    fn names(&self) -> &[String] {
+        if self.ops.iter().all(|o| !o.is_empty()) { &self.ops } else { &self.kernels }
+    }
+
     /// `aten::mul → aten::add → …`: its ops where recorded, else its
     /// kernels.
     pub fn sequence(&self) -> String {
-        let ops = self.ops.iter().all(|o| !o.is_empty());
-        let names = if ops { &self.ops } else { &self.kernels };
-        names.join(" → ")
+        self.names().join(" → ")
+    }
+
+    /// [`sequence`](Self::sequence) in about `max` characters: past that,
+    /// its first two names and its last, the rest an ellipsis (a chain of
+    /// long kernel labels runs to a page; its length is said beside it).
+    pub fn sequence_within(&self, max: usize) -> String {
+        let (full, names) = (self.sequence(), self.names());
+        if full.chars().count() <= max || names.len() <= 3 {
+            return full;
+        }
+        format!("{} → {} → … → {}", names[0], names[1], names[names.len() - 1])
     }
 }
 
@@ -214,4 +228,26 @@ pub struct NamedKernel {
     pub kernel: String,
     pub ms_per_step: f64,
     pub count_per_step: f64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_sequence_keeps_its_ends() {
+        let chain = |n: usize, name: &str| FusableChain {
+            ops: vec![String::new(); n],
+            kernels: (0..n).map(|i| format!("{name}{i}")).collect(),
+            ..FusableChain::default()
+        };
+        // Unrecorded ops: the kernels name it; short ones in full.
+        assert_eq!(chain(4, "k").sequence_within(40), "k0 → k1 → k2 → k3");
+        let long = chain(13, "a_kernel_label_of_some_length_");
+        assert_eq!(
+            long.sequence_within(160),
+            "a_kernel_label_of_some_length_0 → a_kernel_label_of_some_length_1 → … → a_kernel_label_of_some_length_12"
+        );
+        assert_eq!(long.sequence().matches(" → ").count(), 12);
+    }
 }
