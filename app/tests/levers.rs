@@ -409,3 +409,122 @@ fn a_sync_waiting_for_a_copy_is_said_to_copy() {
     let evidence = lever["evidence"].as_str().unwrap();
     assert!(evidence.contains(&said), "'{said}' not in '{evidence}'");
 }
+
+/// An op's FLOPs and bytes from its input shapes.
+type FlopBytes = dyn Fn(&[Vec<f64>]) -> (f64, f64);
+
+/// The Triton MI300X trace is GPU-bound (97 % busy) with its GEMMs and
+/// its flash attention far below their roofline: each is a lever worth
+/// what its work at the roofline would save, and the verdict names the
+/// larger first. The work, its kernel time and its roofline time are
+/// worked out here from the raw trace: each op's FLOPs and bf16 bytes
+/// from its input shapes, the kernels it launched (by correlation id,
+/// inside the op on its thread), the device's peaks as the profile quotes
+/// them (data/devices.toml). The step is GPU-bound, so it shortens by
+/// nearly all of the lost time, and never by more.
+#[test]
+fn matrix_work_below_its_roofline_is_a_lever_worth_its_bound() {
+    let t = common::fixtures().join("traces/tracelens_rocm_triton_compile/trace.json.gz");
+    let evs = events(&read_json(&t));
+    let s = summary(&t);
+    let e = &s["efficiency"];
+    let (peak, bw) = (f(&e["peak_tflops"]["bf16"]), f(&e["peak_tbps"]));
+    let launches: std::collections::HashMap<u64, &Value> = evs
+        .iter()
+        .filter(|e| e["cat"] == "cuda_runtime")
+        .filter_map(|e| Some((e["args"]["correlation"].as_u64()?, e)))
+        .collect();
+    // (GFLOP, GB, kernel ms) of an op's calls.
+    let work = |op: &str, flop_bytes: &FlopBytes| {
+        let calls: Vec<&Value> =
+            evs.iter().filter(|e| e["cat"] == "cpu_op" && e["name"] == op).collect();
+        let (mut flop, mut bytes) = (0.0, 0.0);
+        for c in &calls {
+            let dims: Vec<Vec<f64>> = c["args"]["Input Dims"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|d| d.as_array().unwrap().iter().map(|x| x.as_f64().unwrap()).collect())
+                .collect();
+            let (fl, by) = flop_bytes(&dims);
+            (flop, bytes) = (flop + fl, bytes + by);
+        }
+        let inside = |r: &Value| {
+            calls.iter().any(|c| {
+                c["tid"] == r["tid"]
+                    && f(&c["ts"]) <= f(&r["ts"])
+                    && f(&r["ts"]) <= f(&c["ts"]) + f(&c["dur"])
+            })
+        };
+        let ms: f64 = evs
+            .iter()
+            .filter(|k| k["cat"] == "kernel")
+            .filter(|k| {
+                k["args"]["correlation"]
+                    .as_u64()
+                    .and_then(|c| launches.get(&c))
+                    .is_some_and(|r| inside(r))
+            })
+            .map(|k| f(&k["dur"]) / 1e3)
+            .sum();
+        (flop / 1e9, bytes / 1e9, ms)
+    };
+    // A (M×K) · B (K×N) in bf16: 2MKN FLOPs, A, B and the M×N output.
+    let gemm = work("aten::mm", &|d| {
+        let (m, k, n) = (d[0][0], d[0][1], d[1][1]);
+        (2.0 * m * k * n, 2.0 * (m * k + k * n + m * n))
+    });
+    // Q, K, V (B×H×S×D), not causal: QKᵀ and PV, 4·B·H·S²·D FLOPs; Q, K,
+    // V and the output in bf16.
+    let attention = work("aten::_scaled_dot_product_flash_attention", &|d| {
+        let (b, h, s, dh) = (d[0][0], d[0][1], d[0][2], d[0][3]);
+        (4.0 * b * h * s * s * dh, 2.0 * 4.0 * b * h * s * dh)
+    });
+    let step = f(&s["step_ms"]);
+    let mut savings = Vec::new();
+    for ((flop, bytes, ms), category, kind) in
+        [(gemm, "gemm / conv", "matrix-shapes"), (attention, "attention", "attention-shapes")]
+    {
+        let roof = (flop / peak).max(bytes / bw);
+        let pct = roof / ms * 100.0;
+        assert!(pct < 50.0, "{category}: {pct}");
+        let l = s["levers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|l| l["lever"] == kind)
+            .unwrap_or_else(|| panic!("no {kind} lever: {}", s["levers"]));
+        assert_eq!(l["what_if"], format!("--at-roofline '{category}'"));
+        let ev = l["evidence"].as_str().unwrap();
+        assert!(ev.contains(&format!("{pct:.0}% of its roofline")), "{ev}");
+        assert!(ev.contains(&format!("{:.2} are lost", ms - roof)), "{ev}");
+        let saved = f(&l["saved_ms_per_step"]);
+        assert!(saved <= ms - roof + 0.0015 && saved >= 0.9 * (ms - roof), "{kind}: {saved}");
+        assert!((f(&l["saved_pct"]) - saved / step * 100.0).abs() < 0.06, "{l}");
+        savings.push((kind, saved));
+    }
+    // The larger saving first, in the list and in the verdict.
+    savings.sort_by(|a, b| b.1.total_cmp(&a.1));
+    assert_eq!(s["levers"][0]["lever"], savings[0].0);
+    let why = s["bound_why"].as_str().unwrap();
+    let at = |k: &str| why.find(&format!("`{k}`")).unwrap_or_else(|| panic!("{k}: {why}"));
+    assert!(at(savings[0].0) < at(savings[1].0), "{why}");
+    // No fixture gets one where that work runs at half its roofline or more.
+    for t in traces() {
+        let s = summary(&t);
+        for l in s["levers"].as_array().into_iter().flatten() {
+            let category = match l["lever"].as_str() {
+                Some("matrix-shapes") => "gemm / conv",
+                Some("attention-shapes") => "attention",
+                _ => continue,
+            };
+            let c = s["efficiency"]["categories"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|c| c["category"] == category)
+                .unwrap();
+            assert!(f(&c["pct_of_peak"]) < 50.0, "{}: {l}", t.display());
+        }
+    }
+}

@@ -13,9 +13,11 @@
 // tensors do without): the facts' own patterns, lower case (`--grep`
 // matches without case).
 use super::facts::{COMPILED_RANGES, LAYOUT_TRANSPOSE as TRANSPOSES, SOFTMAX_KERNEL as SOFTMAX};
+use super::verdict::{LEVER_BELOW_ROOFLINE, is_attention, matrix_change};
 use crate::profile::facts::{AttentionKind, DataloaderKind, Precision};
 use crate::profile::{
-    Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts,
+    Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, RooflineBound, ScenarioRow,
+    TraceFacts,
 };
 
 /// AMP's projection: the GEMM/conv work at the same share of its
@@ -139,6 +141,8 @@ pub struct Ctx<'a> {
     pub amp: Option<&'a Amp>,
     /// SDPA's, where attention is eager ([`Sdpa::of`]).
     pub sdpa: Option<&'a Sdpa>,
+    /// The roofline account (§13), where the trace has one.
+    pub efficiency: Option<&'a Efficiency>,
     /// The step model's what-ifs: the standard set and [`extra`]'s.
     pub scenarios: &'a [ScenarioRow],
     pub facts: &'a TraceFacts,
@@ -204,8 +208,10 @@ pub fn extra(facts: &TraceFacts, sdpa: Option<&Sdpa>) -> Vec<(String, String, &'
 type Def = fn(&Ctx<'_>) -> Option<LeverRow>;
 
 /// Every lever, each deciding from the context whether it applies.
-pub const LEVERS: [Def; 12] = [
+pub const LEVERS: [Def; 14] = [
     amp,
+    matrix_shapes,
+    attention_shapes,
     graphs,
     per_op_host_work,
     dataloader,
@@ -488,6 +494,9 @@ fn communication(ctx: &Ctx<'_>) -> Option<LeverRow> {
 /// share of the kernel time make fusing them a lever.
 pub const CHAINS_SHARE: f64 = 0.05;
 
+/// A chain's sequence is said in full up to this many characters.
+const SEQUENCE_CHARS: usize = 160;
+
 /// Fusing elementwise chains removes their memory traffic. Where the step
 /// model found chains between matrix kernels, each fused into one kernel
 /// (`what-if --fuse-chains`), the largest named; else, with elementwise
@@ -503,7 +512,7 @@ fn elementwise(ctx: &Ctx<'_>) -> Option<LeverRow> {
             .map(|t| {
                 format!(
                     "; largest `{}` ({} kernels, ×{:.0}/step) {:.2} ms/step",
-                    t.sequence(),
+                    t.sequence_within(SEQUENCE_CHARS),
                     t.kernels.len(),
                     t.count_per_step,
                     t.ms_per_step
@@ -584,12 +593,66 @@ fn channels_last(ctx: &Ctx<'_>) -> Option<LeverRow> {
         "channels-last tensors (model and inputs .to(memory_format=torch.channels_last))".into(),
         row,
         format!(
-            "{:.2} ms/step of layout transposes around {:.2} ms/step of convolutions ({:.0}% of them NHWC kernels)",
+            "{:.2} ms/step of layout transposes around {:.2} ms/step of convolutions ({:.0}% of them NHWC kernels, the transposes turning NCHW tensors to NHWC and back)",
             c.transpose_ms_per_step,
             c.conv_ms_per_step,
             c.nhwc_share * 100.0
         ),
         vec!["convolutions with layout transposes around them".into()],
+    )
+}
+
+/// GEMM/conv work far below its roofline: better-shaped matrices.
+fn matrix_shapes(ctx: &Ctx<'_>) -> Option<LeverRow> {
+    at_roofline(ctx, Category::GemmConv, LeverKind::MatrixShapes)
+}
+
+/// Attention kernels far below their roofline: longer sequences per call.
+fn attention_shapes(ctx: &Ctx<'_>) -> Option<LeverRow> {
+    at_roofline(ctx, Category::Attention, LeverKind::AttentionShapes)
+}
+
+/// A matrix category whose priced work runs below half its roofline
+/// (§13): its what-if runs that work at the roofline, a bound no real
+/// kernel reaches, so the saving is at most that; the change is what
+/// raises a matrix kernel's rate at its bound — more, better-shaped work
+/// per kernel (compute), more work per byte (memory).
+fn at_roofline(ctx: &Ctx<'_>, category: Category, kind: LeverKind) -> Option<LeverRow> {
+    let eff = ctx.efficiency?;
+    let c = eff.categories.iter().find(|c| c.category == category)?;
+    let a = &c.achieved;
+    let pct = a.pct_of_peak.filter(|p| *p < LEVER_BELOW_ROOFLINE)?;
+    let (priced, lost) = (a.modelled_ms_per_step?, a.lost_ms_per_step?);
+    let row = ctx.saving(&format!("--at-roofline '{category}'"))?;
+    let attention = category == Category::Attention;
+    let bound = a.roofline_bound?;
+    let rate = match bound {
+        RooflineBound::Compute => format!("{:.0} TFLOP/s", a.tflops.unwrap_or(0.0)),
+        RooflineBound::Memory => format!("{:.2} TB/s", a.tbps.unwrap_or(0.0)),
+    };
+    // The op that loses most of it, by the verdict's own reading of names;
+    // not where the op's loss is more (its other kernels, copies, count
+    // there too).
+    let op = eff
+        .least_efficient
+        .iter()
+        .filter(|o| o.matrix && is_attention(&o.op) == attention)
+        .find_map(|o| Some((o, o.achieved.lost_ms_per_step?)))
+        .filter(|(_, l)| *l <= lost + 0.005)
+        .map(|(o, l)| format!(", {l:.2} ms/step of it in `{}`", o.op))
+        .unwrap_or_default();
+    lever(
+        kind,
+        format!(
+            "{}; the figure is a bound (the work at its roofline)",
+            matrix_change(bound, attention)
+        ),
+        row,
+        format!(
+            "'{category}' work runs at {rate}, {pct:.0}% of its roofline ({}-bound); of its {priced:.2} ms/step priced, {lost:.2} are lost against the roofline{op} — a bound no real kernel reaches, so the saving is at most this",
+            bound.as_str()
+        ),
+        vec![format!("'{category}' work priced at {pct:.0}% of its roofline")],
     )
 }
 

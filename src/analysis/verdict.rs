@@ -322,22 +322,16 @@ fn roofline_levers(eff: &Efficiency, facts: Option<&TraceFacts>) -> Option<Strin
     for o in &far {
         let (pct, bound) = (o.achieved.pct_of_peak.unwrap_or(0.0), o.achieved.roofline_bound);
         let lever = match (bound, o.matrix) {
-            // Attention's FLOPs per byte grow with the sequence, not the batch.
-            (Some(RooflineBound::Memory), true) if o.op.contains("attention") => {
-                "memory-bound: too little work per byte moved — longer sequences (a larger batch does not) raise its arithmetic intensity"
-            }
-            (Some(RooflineBound::Memory), true) => {
-                "memory-bound: too little work per byte moved — a larger batch (more rows per GEMM) raises its arithmetic intensity"
+            (Some(b), true) => {
+                format!("{}-bound: {}", b.as_str(), matrix_change(b, is_attention(&o.op)))
             }
             (Some(RooflineBound::Memory), false) if is_copy(&o.op) => {
-                "memory-bound, a copy: keep one layout and dtype so it is not needed, or fuse it (torch.compile)"
+                "memory-bound, a copy: keep one layout and dtype so it is not needed, or fuse it (torch.compile)".into()
             }
             (Some(RooflineBound::Memory), false) => {
-                "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once"
+                "memory-bound: fuse it with its neighbours (torch.compile) so its bytes move once".into()
             }
-            _ => {
-                "compute-bound: larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU"
-            }
+            _ => format!("compute-bound: {}", matrix_change(RooflineBound::Compute, false)),
         };
         parts.push(format!(
             "{} ({:.0}% of GPU time) runs at {pct:.0}% of its roofline, {lever}",
@@ -371,6 +365,30 @@ fn roofline_levers(eff: &Efficiency, facts: Option<&TraceFacts>) -> Option<Strin
         ));
     }
     Some(format!("Levers: {}.", parts.join("; ")))
+}
+
+/// What raises matrix work's rate at its roofline `bound`.
+pub fn matrix_change(bound: RooflineBound, attention: bool) -> &'static str {
+    match (bound, attention) {
+        // Attention's FLOPs per byte grow with the sequence, not the batch.
+        (RooflineBound::Memory, true) => {
+            "too little work per byte moved — longer sequences (a larger batch does not) raise its arithmetic intensity"
+        }
+        (RooflineBound::Memory, false) => {
+            "too little work per byte moved — a larger batch (more rows per GEMM) raises its arithmetic intensity"
+        }
+        (RooflineBound::Compute, true) => {
+            "more work per attention kernel (a larger batch, longer sequences, head dimensions in multiples of 64) fills the GPU"
+        }
+        (RooflineBound::Compute, false) => {
+            "larger or better-shaped matrices (a larger batch, dimensions in multiples of 64) fill the GPU"
+        }
+    }
+}
+
+/// Attention work, by its op's name.
+pub fn is_attention(op: &str) -> bool {
+    op.contains("attention")
 }
 
 /// Ops that only copy or convert data (by aten name: `scatter` and

@@ -234,6 +234,8 @@ named_values! {
         FuseElementwise = "fuse-elementwise",
         Sdpa = "sdpa",
         Amp = "amp",
+        MatrixShapes = "matrix-shapes",
+        AttentionShapes = "attention-shapes",
         ChannelsLast = "channels-last",
         StreamStructure = "stream-structure",
         WarmUp = "warm-up",

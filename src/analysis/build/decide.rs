@@ -56,6 +56,7 @@ pub(super) fn levers(
     levers::levers(&levers::Ctx {
         amp: amp.as_ref(),
         sdpa: sdpa.as_ref(),
+        efficiency,
         scenarios: &rows,
         facts,
         idle,
