@@ -509,7 +509,8 @@ fn matrix_work_below_its_roofline_is_a_lever_worth_its_bound() {
     let why = s["bound_why"].as_str().unwrap();
     let at = |k: &str| why.find(&format!("`{k}`")).unwrap_or_else(|| panic!("{k}: {why}"));
     assert!(at(savings[0].0) < at(savings[1].0), "{why}");
-    // No fixture gets one where that work runs at half its roofline or more.
+    // No fixture gets one where that work runs at half its roofline or
+    // more …
     for t in traces() {
         let s = summary(&t);
         for l in s["levers"].as_array().into_iter().flatten() {
@@ -525,6 +526,11 @@ fn matrix_work_below_its_roofline_is_a_lever_worth_its_bound() {
                 .find(|c| c["category"] == category)
                 .unwrap();
             assert!(f(&c["pct_of_peak"]) < 50.0, "{}: {l}", t.display());
+            // … nor where most of its time is unpriced.
+            let unpriced = s["efficiency"]["unpriced_by_category"].as_array().and_then(|u| {
+                u.iter().find(|u| u["category"] == category).map(|u| f(&u["pct_of_category"]))
+            });
+            assert!(unpriced.unwrap_or(0.0) <= 50.0, "{}: {l}", t.display());
         }
     }
 }

@@ -612,8 +612,8 @@ fn attention_shapes(ctx: &Ctx<'_>) -> Option<LeverRow> {
     at_roofline(ctx, Category::Attention, LeverKind::AttentionShapes)
 }
 
-/// A matrix category whose priced work runs below half its roofline
-/// (§13): its what-if runs that work at the roofline, a bound no real
+/// A matrix category whose priced work — most of its time — runs below
+/// half its roofline (§13): its what-if runs that work at the roofline, a bound no real
 /// kernel reaches, so the saving is at most that; the change is what
 /// raises a matrix kernel's rate at its bound — more, better-shaped work
 /// per kernel (compute), more work per byte (memory).
@@ -623,6 +623,12 @@ fn at_roofline(ctx: &Ctx<'_>, category: Category, kind: LeverKind) -> Option<Lev
     let a = &c.achieved;
     let pct = a.pct_of_peak.filter(|p| *p < LEVER_BELOW_ROOFLINE)?;
     let (priced, lost) = (a.modelled_ms_per_step?, a.lost_ms_per_step?);
+    // Its rate stands for the category where most of its time is priced
+    // (as AMP's figure needs).
+    let unpriced = eff.unpriced_by_category.iter().find(|u| u.category == category);
+    if unpriced.is_some_and(|u| u.pct_of_category > (1.0 - AMP_PRICED_SHARE) * 100.0) {
+        return None;
+    }
     let row = ctx.saving(&format!("--at-roofline '{category}'"))?;
     let attention = category == Category::Attention;
     let bound = a.roofline_bound?;
