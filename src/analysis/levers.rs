@@ -13,11 +13,10 @@
 // tensors do without): the facts' own patterns, lower case (`--grep`
 // matches without case).
 use super::facts::{COMPILED_RANGES, LAYOUT_TRANSPOSE as TRANSPOSES, SOFTMAX_KERNEL as SOFTMAX};
-use super::verdict::{LEVER_BELOW_ROOFLINE, is_attention, matrix_change};
+use super::verdict::{LEVER_BELOW_ROOFLINE, ShapeReading, is_attention, matrix_change, read_shape};
 use crate::profile::facts::{AttentionKind, DataloaderKind, Precision};
 use crate::profile::{
-    Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, RooflineBound, ScenarioRow,
-    TraceFacts,
+    Category, Efficiency, IdleAccount, IdleCause, LeverKind, LeverRow, ScenarioRow, TraceFacts,
 };
 
 /// AMP's projection: the GEMM/conv work at the same share of its
@@ -81,6 +80,40 @@ impl Amp {
                 covered * 100.0
             ),
         })
+    }
+}
+
+impl Amp {
+    /// Why AMP has no figure where it would apply: the matrix work runs in
+    /// fp32/TF32 on a device with a faster 16-bit peak, but under
+    /// [`AMP_PRICED_SHARE`] of the GEMM/conv time is priced. Said beside
+    /// the levers, so that its absence does not read as "AMP would not
+    /// help".
+    pub fn unpriced(eff: &Efficiency, facts: &TraceFacts, gemm_ms: f64) -> Option<String> {
+        let lead = facts.matrix_precision.first()?;
+        if !matches!(lead.precision, Precision::Fp32 | Precision::Tf32) || gemm_ms <= 0.0 {
+            return None;
+        }
+        let now = *eff.peak_tflops.get(lead.precision.as_str())?;
+        let (format, target) =
+            ["bf16", "fp16"].iter().find_map(|f| eff.peak_tflops.get(*f).map(|p| (*f, *p)))?;
+        let priced = eff
+            .categories
+            .iter()
+            .find(|c| c.category == Category::GemmConv)
+            .and_then(|c| c.achieved.modelled_ms_per_step)
+            .unwrap_or(0.0);
+        if target <= now || priced >= AMP_PRICED_SHARE * gemm_ms {
+            return None;
+        }
+        Some(format!(
+            "AMP is not ranked: the matrix work runs in {} ({:.0}% of matrix time) on a device whose {format} peak is {:.1}× its {} peak, but {} of the GEMM/conv time is priced (the rest's shapes, or the strides and padding its convolutions need, are not in the trace), too little for the step model to give AMP a figure",
+            lead.precision,
+            lead.share * 100.0,
+            target / now,
+            lead.precision,
+            format!("{}%", crate::util::round_share(priced / gemm_ms * 100.0, 0)),
+        ))
     }
 }
 
@@ -602,21 +635,25 @@ fn channels_last(ctx: &Ctx<'_>) -> Option<LeverRow> {
     )
 }
 
-/// GEMM/conv work far below its roofline: better-shaped matrices.
+/// GEMM/conv work far below its roofline, its shapes the reason.
 fn matrix_shapes(ctx: &Ctx<'_>) -> Option<LeverRow> {
     at_roofline(ctx, Category::GemmConv, LeverKind::MatrixShapes)
 }
 
-/// Attention kernels far below their roofline: longer sequences per call.
+/// Attention far below its roofline, its shapes the reason.
 fn attention_shapes(ctx: &Ctx<'_>) -> Option<LeverRow> {
     at_roofline(ctx, Category::Attention, LeverKind::AttentionShapes)
 }
 
 /// A matrix category whose priced work — most of its time — runs below
-/// half its roofline (§13): its what-if runs that work at the roofline, a bound no real
-/// kernel reaches, so the saving is at most that; the change is what
-/// raises a matrix kernel's rate at its bound — more, better-shaped work
-/// per kernel (compute), more work per byte (memory).
+/// half its roofline (§13), where the op that loses most of it has a
+/// shape its bound holds against it ([`read_shape`]: small or unaligned
+/// dimensions, few rows, short sequences). Not where the shapes are
+/// large and aligned already (the kernel is then what runs below the
+/// peak), nor a batched matmul's (a batch adds matrices, not rows: eager
+/// attention's are `sdpa`'s). Its what-if runs the category's priced work
+/// at the roofline, a bound no real kernel reaches, so the saving is at
+/// most that.
 fn at_roofline(ctx: &Ctx<'_>, category: Category, kind: LeverKind) -> Option<LeverRow> {
     let eff = ctx.efficiency?;
     let c = eff.categories.iter().find(|c| c.category == category)?;
@@ -629,24 +666,12 @@ fn at_roofline(ctx: &Ctx<'_>, category: Category, kind: LeverKind) -> Option<Lev
     if unpriced.is_some_and(|u| u.pct_of_category > (1.0 - AMP_PRICED_SHARE) * 100.0) {
         return None;
     }
-    let row = ctx.saving(&format!("--at-roofline '{category}'"))?;
     let attention = category == Category::Attention;
-    let bound = a.roofline_bound?;
-    let rate = match bound {
-        RooflineBound::Compute => format!("{:.0} TFLOP/s", a.tflops.unwrap_or(0.0)),
-        RooflineBound::Memory => format!("{:.2} TB/s", a.tbps.unwrap_or(0.0)),
-    };
-    // The op that loses most of it, by the verdict's own reading of names;
-    // not where the op's loss is more (its other kernels, copies, count
-    // there too).
-    let op = eff
-        .least_efficient
-        .iter()
-        .filter(|o| o.matrix && is_attention(&o.op) == attention)
-        .find_map(|o| Some((o, o.achieved.lost_ms_per_step?)))
-        .filter(|(_, l)| *l <= lost + 0.005)
-        .map(|(o, l)| format!(", {l:.2} ms/step of it in `{}`", o.op))
-        .unwrap_or_default();
+    let op = eff.least_efficient.iter().find(|o| o.matrix && is_attention(&o.op) == attention)?;
+    let bound = op.achieved.roofline_bound.or(a.roofline_bound)?;
+    let shape = op.shape.as_deref()?;
+    let ShapeReading::Fault(why) = read_shape(shape, bound, attention) else { return None };
+    let row = ctx.saving(&format!("--at-roofline '{category}'"))?;
     lever(
         kind,
         format!(
@@ -655,10 +680,11 @@ fn at_roofline(ctx: &Ctx<'_>, category: Category, kind: LeverKind) -> Option<Lev
         ),
         row,
         format!(
-            "'{category}' work runs at {rate}, {pct:.0}% of its roofline ({}-bound); of its {priced:.2} ms/step priced, {lost:.2} are lost against the roofline{op} — a bound no real kernel reaches, so the saving is at most this",
+            "'{category}' work runs at {pct:.0}% of its roofline (time-weighted over its {priced:.2} ms/step priced), {lost:.2} ms/step lost against it; most in `{}` ({}-bound), whose costliest call `{shape}` has {why} — the roofline is a bound no real kernel reaches, so the saving is at most this",
+            op.op,
             bound.as_str()
         ),
-        vec![format!("'{category}' work priced at {pct:.0}% of its roofline")],
+        vec![format!("`{}` {}-bound, its costliest call `{shape}`: {why}", op.op, bound.as_str())],
     )
 }
 

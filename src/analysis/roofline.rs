@@ -745,6 +745,7 @@ pub fn efficiency(
             matrix: *matrix,
             pct_of_gpu: share(r.ns),
             achieved: achieved(Some(r), n_steps),
+            shape: roof.op_inputs.get(*n).map(|(inputs, _)| a.names.get(*inputs).to_string()),
         })
         .collect();
     let mut unmodelled: Vec<(&Option<u32>, &f64)> = roof.unmodelled.iter().collect();

@@ -321,10 +321,21 @@ fn roofline_levers(eff: &Efficiency, facts: Option<&TraceFacts>) -> Option<Strin
     let mut parts = Vec::new();
     for o in &far {
         let (pct, bound) = (o.achieved.pct_of_peak.unwrap_or(0.0), o.achieved.roofline_bound);
+        let attention = is_attention(&o.op);
+        let reading = |b| o.shape.as_deref().map(|sh| (sh, read_shape(sh, b, attention)));
         let lever = match (bound, o.matrix) {
-            (Some(b), true) => {
-                format!("{}-bound: {}", b.as_str(), matrix_change(b, is_attention(&o.op)))
-            }
+            (Some(b), true) => match reading(b) {
+                Some((sh, ShapeReading::Fault(why))) => format!(
+                    "{}-bound: {} (its costliest call `{sh}`: {why})",
+                    b.as_str(),
+                    matrix_change(b, attention)
+                ),
+                Some((sh, ShapeReading::LargeAndAligned)) => format!(
+                    "{}-bound with large, aligned matrices already (its costliest call `{sh}`): the kernel, not the shapes, runs below the device's peak — a better kernel for them (another library, or one tuned to them) is what raises it",
+                    b.as_str()
+                ),
+                _ => format!("{}-bound: {}", b.as_str(), matrix_change(b, attention)),
+            },
             (Some(RooflineBound::Memory), false) if is_copy(&o.op) => {
                 "memory-bound, a copy: keep one layout and dtype so it is not needed, or fuse it (torch.compile)".into()
             }
@@ -389,6 +400,98 @@ pub fn matrix_change(bound: RooflineBound, attention: bool) -> &'static str {
 /// Attention work, by its op's name.
 pub fn is_attention(op: &str) -> bool {
     op.contains("attention")
+}
+
+/// Matrix dimensions under this are small: too few tiles to fill the
+/// GPU, or too little work per byte moved.
+pub const SMALL_DIM: u64 = 256;
+/// Dimensions in multiples of this fit the matrix units' tiles.
+pub const TILE_ALIGN: u64 = 64;
+
+/// What a matrix call's shape says of its distance from the roofline.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ShapeReading {
+    /// The shape holds it back, as its bound explains: small or
+    /// unaligned dimensions (compute), few rows or a short sequence
+    /// (memory) — said, e.g. `K=30 under 256`.
+    Fault(String),
+    /// Large and aligned already: the kernel, not the shape, runs below
+    /// the peak.
+    LargeAndAligned,
+    /// Not a GEMM's or attention's inputs, or a shape that explains
+    /// nothing either way (a batched matmul's matrices, whose size a
+    /// batch does not change).
+    Unknown,
+}
+
+/// Reads a matrix call's formula inputs (`M=98304 N=647 K=30`,
+/// `B=8 H=16 Lq=4096 Lk=4096 D=128`) against its roofline `bound`.
+pub fn read_shape(shape: &str, bound: RooflineBound, attention: bool) -> ShapeReading {
+    let dims: Vec<(&str, u64)> = shape
+        .split_whitespace()
+        .filter_map(|t| {
+            let (k, v) = t.split_once('=')?;
+            Some((k, v.parse().ok()?))
+        })
+        .collect();
+    let get = |k: &str| dims.iter().find(|(n, _)| *n == k).map(|(_, v)| *v);
+    let small = |ks: &[(&str, u64)]| -> Vec<String> {
+        ks.iter().filter(|(_, v)| *v < SMALL_DIM).map(|(k, v)| format!("{k}={v}")).collect()
+    };
+    let said = |small: Vec<String>, unaligned: Vec<String>| {
+        let mut parts = Vec::new();
+        if !small.is_empty() {
+            parts.push(format!("{} under {SMALL_DIM}", small.join(", ")));
+        }
+        if !unaligned.is_empty() {
+            parts.push(format!(
+                "{} not {} of {TILE_ALIGN}",
+                unaligned.join(", "),
+                if unaligned.len() == 1 { "a multiple" } else { "multiples" }
+            ));
+        }
+        if parts.is_empty() {
+            ShapeReading::LargeAndAligned
+        } else {
+            ShapeReading::Fault(parts.join("; "))
+        }
+    };
+    if attention {
+        let (Some(lq), Some(lk), Some(d)) = (get("Lq"), get("Lk"), get("D")) else {
+            return ShapeReading::Unknown;
+        };
+        let short = small(&[("Lq", lq), ("Lk", lk)]);
+        return match bound {
+            RooflineBound::Compute => {
+                let unaligned =
+                    if d % TILE_ALIGN == 0 { Vec::new() } else { vec![format!("D={d}")] };
+                said(short, unaligned)
+            }
+            RooflineBound::Memory if !short.is_empty() => said(short, Vec::new()),
+            RooflineBound::Memory => ShapeReading::Unknown,
+        };
+    }
+    let (Some(m), Some(n), Some(k)) = (get("M"), get("N"), get("K")) else {
+        return ShapeReading::Unknown;
+    };
+    match bound {
+        // The rows tail a tile at most once; the inner and output
+        // dimensions set every tile's shape.
+        RooflineBound::Compute => said(
+            small(&[("M", m), ("N", n), ("K", k)]),
+            [("N", n), ("K", k)]
+                .iter()
+                .filter(|(_, v)| v % TILE_ALIGN != 0)
+                .map(|(d, v)| format!("{d}={v}"))
+                .collect(),
+        ),
+        // Few rows against the weights they read: a larger batch brings
+        // more. Not a batched matmul's: a batch adds matrices, not rows.
+        RooflineBound::Memory if get("B").is_none() && m < SMALL_DIM && m <= n.min(k) => {
+            ShapeReading::Fault(format!("M={m} rows under {SMALL_DIM}"))
+        }
+        RooflineBound::Memory => ShapeReading::Unknown,
+    }
 }
 
 /// Ops that only copy or convert data (by aten name: `scatter` and
@@ -845,6 +948,7 @@ mod tests {
                 roofline_bound: Some(RooflineBound::Memory),
                 ..Default::default()
             },
+            shape: None,
         };
         let eff = Efficiency { least_efficient: vec![sdpa], ..Default::default() };
         let e = Evidence { efficiency: Some(&eff), gpu_busy_ms: 9.5, ..cuda(0.95) };
@@ -857,6 +961,42 @@ mod tests {
         );
         let (_, why) = decide(&Evidence { withhold_levers: true, ..e });
         assert!(why.ends_with("the GPU is the limit."), "{why}");
+    }
+
+    /// A shape holds matrix work back where its bound explains how: small
+    /// or unaligned dimensions (compute), few rows or a short sequence
+    /// (memory); large, aligned shapes leave the kernel as the reason.
+    #[test]
+    fn a_shape_says_whether_it_holds_matrix_work_back() {
+        use RooflineBound::{Compute, Memory};
+        use ShapeReading::{Fault, LargeAndAligned, Unknown};
+        let fault = |s: &str| Fault(s.to_string());
+        // The A100 control trace's aten::mm, and the Triton MI300X trace's.
+        assert_eq!(
+            read_shape("M=98304 N=647 K=30", Compute, false),
+            fault("K=30 under 256; N=647, K=30 not multiples of 64")
+        );
+        assert_eq!(read_shape("M=32768 N=2048 K=2048", Compute, false), LargeAndAligned);
+        // A ragged row count tails one tile: not the reason.
+        assert_eq!(read_shape("M=25089 N=3072 K=768", Compute, false), LargeAndAligned);
+        assert_eq!(read_shape("M=8 N=4096 K=4096", Memory, false), fault("M=8 rows under 256"));
+        // Batched: a batch adds matrices, not rows. Tall and narrow: more
+        // rows do not help either.
+        assert_eq!(read_shape("B=96 M=3137 N=3137 K=64", Memory, false), Unknown);
+        assert_eq!(read_shape("M=98304 N=30 K=647", Memory, false), Unknown);
+        let attention = "B=8 H=16 Lq=4096 Lk=4096 D=128";
+        assert_eq!(read_shape(attention, Compute, true), LargeAndAligned);
+        assert_eq!(
+            read_shape("B=8 H=16 Lq=4096 Lk=4096 D=80", Compute, true),
+            fault("D=80 not a multiple of 64")
+        );
+        assert_eq!(
+            read_shape("B=64 H=32 Lq=1 Lk=2048 D=128", Memory, true),
+            fault("Lq=1 under 256")
+        );
+        assert_eq!(read_shape(attention, Memory, true), Unknown);
+        // A convolution's inputs are not a GEMM's.
+        assert_eq!(read_shape("N=128 Cin=3 Cout=768 out=14x14 k=16x16", Compute, false), Unknown);
     }
 
     #[test]

@@ -685,6 +685,10 @@ pub struct OpEfficiency {
     pub pct_of_gpu: f64,
     #[serde(flatten)]
     pub achieved: Achieved,
+    /// The formula inputs of its costliest call, as `ops` gives them:
+    /// `M=8944 N=1024 K=1024`.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub shape: Option<String>,
 }
 
 /// A kernel category's time that no priced op accounts for.

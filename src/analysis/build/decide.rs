@@ -18,7 +18,9 @@ use crate::profile::{
 };
 
 /// The levers the trace supports, ranked by what the model says each
-/// saves (§16), with the what-ifs they need beyond the standard set.
+/// saves (§16), with the what-ifs they need beyond the standard set; and
+/// why AMP is not among them where it would apply but has no figure
+/// ([`Amp::unpriced`](crate::analysis::levers::Amp::unpriced)).
 pub(super) fn levers(
     (m, view): (&StepModel, &StepModelView),
     head: &Headline,
@@ -27,7 +29,7 @@ pub(super) fn levers(
     efficiency: Option<&Efficiency>,
     idle: Option<&IdleAccount>,
     compiling: bool,
-) -> Vec<LeverRow> {
+) -> (Vec<LeverRow>, Option<String>) {
     use crate::analysis::levers;
     let sdpa = levers::Sdpa::of(efficiency, facts);
     let extra = levers::extra(facts, sdpa.as_ref()).into_iter().filter_map(
@@ -41,6 +43,8 @@ pub(super) fn levers(
     let gemm_ms =
         categories.iter().find(|c| c.name == Category::GemmConv).map_or(0.0, |c| c.ms_per_step);
     let amp = efficiency.and_then(|e| levers::Amp::of(e, facts, gemm_ms));
+    let amp_unpriced =
+        efficiency.filter(|_| amp.is_none()).and_then(|e| levers::Amp::unpriced(e, facts, gemm_ms));
     if let Some(a) = &amp {
         let mut change = Change::default();
         change.class_factor[Category::GemmConv.index().unwrap_or(2)] = a.scale;
@@ -53,7 +57,7 @@ pub(super) fn levers(
     }
     let mut rows = view.scenarios.clone();
     rows.extend(crate::analysis::model::rows(m, head.step_ms, extra));
-    levers::levers(&levers::Ctx {
+    let ranked = levers::levers(&levers::Ctx {
         amp: amp.as_ref(),
         sdpa: sdpa.as_ref(),
         efficiency,
@@ -66,7 +70,8 @@ pub(super) fn levers(
         waits_recorded: m.recorded_waits > 0,
         compiling,
         steps_modelled: m.n_steps,
-    })
+    });
+    (ranked, amp_unpriced)
 }
 
 /// The verdict and its reason from the figures above (docs/analysis.md §10).

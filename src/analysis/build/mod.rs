@@ -139,7 +139,7 @@ pub(super) fn build(
     let steady = !health
         .iter()
         .any(|r| r.severity == Severity::CannotTell || r.check == HealthCheck::GraphCapture);
-    let levers = match (model.as_ref(), step_model.as_ref()) {
+    let (levers, amp_unpriced) = match (model.as_ref(), step_model.as_ref()) {
         (Some((m, _)), Some(view)) if steady => decide::levers(
             (m, view),
             &head,
@@ -149,8 +149,9 @@ pub(super) fn build(
             idle.as_ref().map(|i| &i.account),
             health.iter().any(|r| r.check == HealthCheck::Compilation),
         ),
-        _ => Vec::new(),
+        _ => (Vec::new(), None),
     };
+    warnings.extend(amp_unpriced);
     let (mut bound, mut bound_why) = decide(
         &head,
         &busy,
