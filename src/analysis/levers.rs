@@ -107,12 +107,12 @@ impl Amp {
             return None;
         }
         Some(format!(
-            "AMP is not ranked: the matrix work runs in {} ({:.0}% of matrix time) on a device whose {format} peak is {:.1}× its {} peak, but {} of the GEMM/conv time is priced (the rest's shapes, or the strides and padding its convolutions need, are not in the trace), too little for the step model to give AMP a figure",
+            "AMP is not ranked: the matrix work runs in {} ({:.0}% of matrix time) on a device whose {format} peak is {:.1}× its {} peak, but {}% of the GEMM/conv time is priced (the rest's shapes, or the strides and padding its convolutions need, are not in the trace), too little for the step model to give AMP a figure",
             lead.precision,
             lead.share * 100.0,
             target / now,
             lead.precision,
-            format!("{}%", crate::util::round_share(priced / gemm_ms * 100.0, 0)),
+            crate::util::round_share(priced / gemm_ms * 100.0, 0),
         ))
     }
 }
