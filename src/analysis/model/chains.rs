@@ -46,6 +46,21 @@ fn is_elementwise(class: u8) -> bool {
     Category::Elementwise.index() == Some(class.into())
 }
 
+/// A convolution library's own layout and tensor-op kernels, by name (the
+/// channels-last lever's transposes, and MIOpen's `SubTensorOp*` casts
+/// and adds around its NHWC kernels): its call's, not a chain's.
+fn library_helpers(names: &[String]) -> HashSet<u32> {
+    let Ok(re) = regex::RegexBuilder::new(&format!(
+        "{}|subtensorop",
+        crate::analysis::facts::LAYOUT_TRANSPOSE
+    ))
+    .case_insensitive(true)
+    .build() else {
+        return HashSet::default();
+    };
+    (0..names.len() as u32).filter(|&i| re.is_match(&names[i as usize])).collect()
+}
+
 /// One chain: the matrix node before it, its nodes, the matrix node after.
 type Found = (u32, Vec<u32>, u32);
 
@@ -68,14 +83,17 @@ impl StepModel {
             .filter(|n| n.kind == NodeKind::Gpu && n.op != NONE && is_matrix(n.class))
             .map(|n| n.op)
             .collect();
+        // Without ops (a GPU-only trace) that rule has nothing to go on:
+        // the library's own layout kernels end a chain by their names.
+        let helpers = library_helpers(&self.names);
         let mut out = Vec::new();
         let firsts = self.nodes.iter().enumerate().filter(|(_, n)| n.kind == NodeKind::Gpu);
         for (first, _) in firsts.filter(|(_, n)| n.prev == NONE) {
             let (mut after, mut run) = (NONE, Vec::new());
             let mut i = first as u32;
             while i != NONE {
-                let Node { class, op, .. } = self.nodes[i as usize];
-                if is_matrix(class) || matrix_ops.contains(&op) {
+                let Node { class, op, name, .. } = self.nodes[i as usize];
+                if is_matrix(class) || matrix_ops.contains(&op) || helpers.contains(&name) {
                     let elementwise =
                         run.iter().any(|&j: &u32| is_elementwise(self.nodes[j as usize].class));
                     if after != NONE && run.len() >= 2 && elementwise {

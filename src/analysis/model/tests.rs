@@ -751,6 +751,31 @@ fn a_chain_between_matrix_kernels_fuses_into_its_longest() {
     assert_eq!(saved_us(&m, &fused.change), 300);
 }
 
+/// On a trace without ops (GPU only), a convolution library's own layout
+/// kernels (MIOpen's `batched_transpose_*`) are its call's, not a chain's:
+/// they end one as matrix kernels do — the channels-last lever claims
+/// them (the MI210 trace's chain ran from one convolution's output
+/// transpose to the next one's input transposes).
+#[test]
+fn a_conv_library_s_layout_kernels_end_a_chain() {
+    const COPY: u8 = 4;
+    let gpu = vec![
+        kernel(7, GEMM, 100, 1000, 0),
+        kernel(7, COPY, 1100, 100, 5),
+        kernel(7, NORM, 1200, 100, 10),
+        kernel(7, ELT, 1300, 100, 15),
+        kernel(7, COPY, 1400, 100, 20),
+        kernel(7, GEMM, 1500, 1000, 25),
+    ];
+    let mut m = model(gpu, vec![], (0, 100), HostCauses::default());
+    assert_eq!(m.chains()[0].kernels.len(), 4, "a plain copy is a chain's");
+    m.names[usize::from(COPY)] = "batched_transpose_64x16_pack_4x1_ediv_2x1_half".into();
+    let chains = m.chains();
+    assert_eq!(chains.len(), 1, "{chains:?}");
+    assert_eq!(chains[0].kernels, vec![u32::from(NORM), u32::from(ELT)]);
+    assert_eq!(chains[0].between, (u32::from(COPY), u32::from(COPY)));
+}
+
 /// A kernel a matrix op launches beside its GEMM (a bias copy) is the
 /// op's, not a chain's: the chain starts after it, and names the op.
 #[test]
