@@ -194,7 +194,8 @@ fn eager_attention_gets_sdpa_worth_its_softmax_less_its_arithmetic() {
         .sum();
     let gflop = 5.0 * elements / 1e9;
     let kept_ms = gflop / 67.0;
-    let scale = (kept_ms / softmax_ms * 1e3).round() / 1e3;
+    // Rounded up to the flags' 3 decimals: the saving stays within the cap.
+    let scale = (kept_ms / softmax_ms * 1e3).ceil() / 1e3;
     assert!(scale > 0.0 && scale < 0.05, "{scale}");
     let s = summary(&t);
     let l = s["levers"].as_array().unwrap().iter().find(|l| l["lever"] == "sdpa").unwrap();
@@ -205,7 +206,7 @@ fn eager_attention_gets_sdpa_worth_its_softmax_less_its_arithmetic() {
     // never by more.
     let rest = softmax_ms * (1.0 - scale);
     assert!(saves <= rest + 0.001 && saves >= 0.95 * rest, "{saves} vs {rest}");
-    assert!(saves < softmax_ms - 0.5 * kept_ms, "{saves}: not all of the softmax's {softmax_ms}");
+    assert!(saves <= softmax_ms - kept_ms, "{saves}: past the cap, {softmax_ms} less {kept_ms}");
     let evidence = l["evidence"].as_str().unwrap();
     for said in [
         format!("{softmax_ms:.2} ms/step of softmax kernels"),

@@ -491,7 +491,7 @@ fn backlog(
     } else if unseen > 0 {
         let sep = if says.is_empty() { "" } else { "; " };
         says = format!(
-            "{says}{sep}the first kernel launched in the window waited {:.2} ms with nothing recorded running: work queued before the recording that the trace does not show",
+            "{says}{sep}the first GPU work launched in the window waited {:.2} ms with nothing recorded running: work queued before the recording that the trace does not show",
             unseen as f64 / MS
         );
     }
@@ -662,9 +662,8 @@ fn slow_first_step(w: &CheckedWindow<'_>) -> Option<HealthRow> {
     if rest.len() < 2 {
         return None;
     }
-    let mut others: Vec<i64> = rest.iter().map(|&(_, s, e)| e - s).collect();
-    others.sort_unstable();
-    let median = others[others.len() / 2] as f64;
+    let others: Vec<f64> = rest.iter().map(|&(_, s, e)| (e - s) as f64).collect();
+    let median = crate::util::median(&others);
     let took = (first.2 - first.1) as f64;
     if took < SLOW_FIRST * median || took - median < MIN_FINDING_NS as f64 {
         return None;
@@ -718,8 +717,9 @@ fn graph_capture(w: &CheckedWindow<'_>) -> Option<HealthRow> {
             HealthCheck::GraphCapture,
             Severity::Caution,
             format!(
-                "the window records {} CUDA/HIP graph capture(s): kernels launched during a capture are recorded, not run, so the GPU waits by design",
-                w.graph_captures
+                "the window records {} CUDA/HIP graph capture{}: kernels launched during a capture are recorded, not run, so the GPU waits by design",
+                w.graph_captures,
+                crate::util::plural(w.graph_captures as f64)
             ),
             None,
             "profile the graph replays, after the capture",

@@ -106,13 +106,14 @@ impl Amp {
         if target <= now || priced >= AMP_PRICED_SHARE * gemm_ms {
             return None;
         }
+        let p = crate::util::round_share(priced / gemm_ms * 100.0, 0);
+        let share = if p > 0.0 { format!("{p}%") } else { "none".to_string() };
         Some(format!(
-            "AMP is not ranked: the matrix work runs in {} ({:.0}% of matrix time) on a device whose {format} peak is {:.1}× its {} peak, but {}% of the GEMM/conv time is priced (the rest's shapes, or the strides and padding its convolutions need, are not in the trace), too little for the step model to give AMP a figure",
+            "AMP is not ranked: the matrix work runs in {} ({:.0}% of matrix time) on a device whose {format} peak is {:.1}× its {} peak, but {share} of the GEMM/conv time is priced (the shapes, or the strides and padding convolutions need, of the rest are not in the trace), too little for the step model to give AMP a figure",
             lead.precision,
             lead.share * 100.0,
             target / now,
             lead.precision,
-            crate::util::round_share(priced / gemm_ms * 100.0, 0),
         ))
     }
 }
@@ -157,9 +158,10 @@ impl Sdpa {
             (peak > 0.0 && priced > 0.0).then(|| (gflop, gflop / peak, peak, priced))
         });
         // The priced part's compute roof as a share of its time, for all
-        // the softmax kernels; 3 decimals, as the flags say it.
+        // the softmax kernels; 3 decimals, as the flags say it, rounded up
+        // so that the saving stays within the cap its evidence states.
         let scale =
-            kept.map_or(0.0, |(_, ms, _, priced)| ((ms / priced).min(1.0) * 1e3).round() / 1e3);
+            kept.map_or(0.0, |(_, ms, _, priced)| ((ms / priced).min(1.0) * 1e3).ceil() / 1e3);
         Some(Sdpa {
             scale,
             kept: kept.map(|(g, ms, peak, _)| (g, ms, peak)),

@@ -674,8 +674,9 @@ fn python_places(c: &IdleCauseRow) -> String {
 fn cpu_op_levers(e: &Evidence<'_>, c: &IdleCauseRow) -> String {
     if e.graph_captures > 0 {
         return format!(
-            "The window records {} CUDA/HIP graph capture(s): kernels are recorded then, not run, so the GPU waits by design. Lever: profile the graph replays instead.",
-            e.graph_captures
+            "The window records {} CUDA/HIP graph capture{}: kernels are recorded then, not run, so the GPU waits by design. Lever: profile the graph replays instead.",
+            e.graph_captures,
+            crate::util::plural(e.graph_captures as f64)
         );
     }
     let per_gap = ratio(c.ms_per_step, c.gaps_per_step);
