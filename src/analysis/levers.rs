@@ -44,15 +44,11 @@ impl Amp {
     /// 8 bits already, the device has no 16-bit peak, or too little of it
     /// was priced.
     pub fn of(eff: &Efficiency, facts: &TraceFacts, gemm_ms: f64) -> Option<Amp> {
-        let lead = facts.matrix_precision.first()?;
-        if !matches!(lead.precision, Precision::Fp32 | Precision::Tf32) {
-            return None;
-        }
+        let lead = Amp::fp32_lead(facts)?;
         let m = eff.matrix.as_ref()?;
-        let (format, target) =
-            ["bf16", "fp16"].iter().find_map(|f| eff.peak_tflops.get(*f).map(|p| (*f, *p)))?;
+        let (format, target) = Amp::sixteen_bit(eff)?;
         let bw = eff.peak_tbps?;
-        let g = eff.categories.iter().find(|c| c.category == Category::GemmConv)?;
+        let g = Amp::gemm(eff)?;
         let (flops, bytes, priced) =
             (g.achieved.gflop_per_step?, g.achieved.gb_per_step?, g.achieved.modelled_ms_per_step?);
         if gemm_ms <= 0.0 || priced < AMP_PRICED_SHARE * gemm_ms || target <= m.peak_tflops {
@@ -81,28 +77,35 @@ impl Amp {
             ),
         })
     }
-}
 
-impl Amp {
+    /// The lead format of the matrix time, where it is fp32 or TF32.
+    fn fp32_lead(facts: &TraceFacts) -> Option<&crate::profile::facts::PrecisionShare> {
+        facts
+            .matrix_precision
+            .first()
+            .filter(|l| matches!(l.precision, Precision::Fp32 | Precision::Tf32))
+    }
+
+    /// The 16-bit format AMP would run in and its peak (bf16, else fp16).
+    fn sixteen_bit(eff: &Efficiency) -> Option<(&'static str, f64)> {
+        ["bf16", "fp16"].into_iter().find_map(|f| eff.peak_tflops.get(f).map(|p| (f, *p)))
+    }
+
+    /// The roofline account of the GEMM/conv category.
+    fn gemm(eff: &Efficiency) -> Option<&crate::profile::CategoryEfficiency> {
+        eff.categories.iter().find(|c| c.category == Category::GemmConv)
+    }
+
     /// Why AMP has no figure where it would apply: the matrix work runs in
     /// fp32/TF32 on a device with a faster 16-bit peak, but under
     /// [`AMP_PRICED_SHARE`] of the GEMM/conv time is priced. Said beside
     /// the levers, so that its absence does not read as "AMP would not
     /// help".
     pub fn unpriced(eff: &Efficiency, facts: &TraceFacts, gemm_ms: f64) -> Option<String> {
-        let lead = facts.matrix_precision.first()?;
-        if !matches!(lead.precision, Precision::Fp32 | Precision::Tf32) || gemm_ms <= 0.0 {
-            return None;
-        }
+        let lead = Amp::fp32_lead(facts).filter(|_| gemm_ms > 0.0)?;
         let now = *eff.peak_tflops.get(lead.precision.as_str())?;
-        let (format, target) =
-            ["bf16", "fp16"].iter().find_map(|f| eff.peak_tflops.get(*f).map(|p| (*f, *p)))?;
-        let priced = eff
-            .categories
-            .iter()
-            .find(|c| c.category == Category::GemmConv)
-            .and_then(|c| c.achieved.modelled_ms_per_step)
-            .unwrap_or(0.0);
+        let (format, target) = Amp::sixteen_bit(eff)?;
+        let priced = Amp::gemm(eff).and_then(|c| c.achieved.modelled_ms_per_step).unwrap_or(0.0);
         if target <= now || priced >= AMP_PRICED_SHARE * gemm_ms {
             return None;
         }

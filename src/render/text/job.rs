@@ -62,19 +62,14 @@ pub fn straggler_line(s: &Straggler, others: usize, with_lead: bool) -> String {
     let at: Vec<String> =
         s.late_at.iter().take(2).map(|l| format!("{} ×{}", l.collective, l.count)).collect();
     // A sum over the others: it can exceed the step, so the mean is said.
-    let lead = own_lead(s)
-        .filter(|_| with_lead)
-        .map_or(String::new(), |a| format!("its own lead {}", num(a, 2)));
-    let each = match (others > 1, lead.is_empty()) {
-        (true, true) => {
-            format!(" in all ({} each, over {others} ranks)", num(w / others as f64, 2))
-        }
-        (true, false) => {
-            format!(" in all ({} each, over {others} ranks; {lead})", num(w / others as f64, 2))
-        }
-        (false, false) => format!(" ({lead})"),
-        (false, true) => String::new(),
-    };
+    let all = if others > 1 { " in all" } else { "" };
+    let said: Vec<String> = (others > 1)
+        .then(|| format!("{} each, over {others} ranks", num(w / others as f64, 2)))
+        .into_iter()
+        .chain(own_lead(s).filter(|_| with_lead).map(|a| format!("its own lead {}", num(a, 2))))
+        .collect();
+    let each =
+        if said.is_empty() { all.to_string() } else { format!("{all} ({})", said.join("; ")) };
     format!(
         "rank {} makes the others wait {} ms/step{each}{steps}{late} at {}",
         s.rank,
